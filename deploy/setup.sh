@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package kvstore needs to build, run and test.
+# Idempotent: packages already present are skipped, so running it twice is cheap.
+#
+#   deploy/setup.sh            build + run + test packages
+#   deploy/setup.sh --runtime  only what `kvserver`/`kvctl` need to run
+set -euo pipefail
+
+BUILD_PKGS=(
+  bazel-bootstrap g++ pkg-config git ca-certificates
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libgoogle-glog-dev libxxhash-dev nlohmann-json3-dev
+  libibverbs-dev librdmacm-dev libgtest-dev libgmock-dev
+)
+RUN_PKGS=(
+  rdma-core ibverbs-providers ibverbs-utils iproute2
+)
+TEST_PKGS=(
+  redis-server redis-tools          # real third-party RESP clients and the peer we measure against
+  perftest rdmacm-utils             # ib_read_bw / ib_read_lat reference figures
+  qemu-system-x86 busybox-static    # Soft-RoCE VM harness (tests/rxe)
+)
+
+want=("${BUILD_PKGS[@]}" "${RUN_PKGS[@]}")
+if [[ "${1:-}" != "--runtime" ]]; then
+  want+=("${TEST_PKGS[@]}")
+fi
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#want[@]} packages already installed"
+else
+  echo "setup: installing ${#missing[@]} package(s): ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  # redis-server's postinst would start a system-wide instance; tests start their own.
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "setup: done"
+fi
+
+# Installing redis-server starts a daemon on 6379 via policy-rc.d-less Debian
+# images; we never rely on it, and leave it alone if it runs.
