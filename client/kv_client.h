@@ -1,0 +1,105 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The kvstore C++ client: the only public API of the project.
+//
+//   auto client = kvstore::client::KvClient::Connect(options);
+//   if (!client.ok()) ...;
+//   absl::Status s = (*client)->Put("user:1", "alice");
+//   absl::StatusOr<std::string> v = (*client)->Get("user:1");
+//
+// Results are absl::Status / absl::StatusOr with these codes:
+//   kNotFound           key absent (Get, Delete)
+//   kInvalidArgument    empty or over-limit key/value (the message names the limit)
+//   kResourceExhausted  server pool or index full; deleting frees space
+//   kUnavailable        server unreachable, or the requested transport is
+//                       not available (TransportMode::kRdma without a device)
+//   kDeadlineExceeded   Options::op_timeout passed
+//
+// Thread safety: a KvClient is thread-safe; share one per process. Many
+// operations may be in flight on one connection at a time (pipelined).
+
+#ifndef KVSTORE_CLIENT_KV_CLIENT_H_
+#define KVSTORE_CLIENT_KV_CLIENT_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "client/options.h"
+
+namespace kvstore {
+namespace client {
+
+// Client-side counters, cumulative since Connect().
+struct ClientCounters {
+  uint64_t gets = 0;
+  uint64_t puts = 0;
+  uint64_t deletes = 0;
+  uint64_t tcp_ops = 0;           // operations served over RESP/TCP
+  uint64_t rdma_ops = 0;          // operations served over RDMA
+  uint64_t tcp_fallbacks = 0;     // times kAuto chose TCP because RDMA was unavailable
+  uint64_t checksum_retries = 0;  // one-sided reads retried after a failed verify
+};
+
+// One page of a key listing. `cursor` is 0 when the listing is complete.
+struct ScanPage {
+  std::vector<std::string> keys;
+  uint64_t cursor = 0;
+};
+
+// What the server reports about itself (kvctl stat).
+struct ServerStats {
+  std::map<std::string, std::string> info;  // version, epoch, transports, ...
+  std::map<std::string, uint64_t> counters;  // ops, bytes, pool and index usage, ...
+};
+
+class KvClient {
+ public:
+  // Connects to Options::servers[0], handshakes over the control plane and
+  // opens the data connections chosen by Options::transport.
+  static absl::StatusOr<std::unique_ptr<KvClient>> Connect(const Options& options);
+
+  virtual ~KvClient() = default;
+  KvClient(const KvClient&) = delete;
+  KvClient& operator=(const KvClient&) = delete;
+
+  virtual absl::StatusOr<std::string> Get(absl::string_view key) = 0;
+  // Stores key -> value, replacing any earlier value.
+  virtual absl::Status Put(absl::string_view key, absl::string_view value) = 0;
+  // kNotFound if the key was absent.
+  virtual absl::Status Delete(absl::string_view key) = 0;
+  virtual absl::StatusOr<bool> Exists(absl::string_view key) = 0;
+
+  // One result per key, in order; absent keys give kNotFound entries. The
+  // outer status fails only when the whole batch could not be attempted.
+  virtual absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
+      absl::Span<const std::string> keys) = 0;
+  // All-or-error: on failure some pairs may have been stored.
+  virtual absl::Status MultiPut(
+      absl::Span<const std::pair<std::string, std::string>> pairs) = 0;
+
+  // Lists keys starting after `cursor` (0 to begin); at most `count` keys
+  // per page, only keys starting with `prefix`.
+  virtual absl::StatusOr<ScanPage> Scan(uint64_t cursor, uint32_t count,
+                                        absl::string_view prefix) = 0;
+  virtual absl::StatusOr<ServerStats> Stats() = 0;
+
+  // "rdma" or "tcp": the data path in use.
+  virtual std::string transport_name() const = 0;
+  virtual ClientCounters counters() const = 0;
+
+ protected:
+  KvClient() = default;
+};
+
+}  // namespace client
+}  // namespace kvstore
+
+#endif  // KVSTORE_CLIENT_KV_CLIENT_H_

@@ -1,0 +1,45 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Options for kvstore::client::KvClient. Part of the public API: no verbs,
+// gRPC or protobuf types may appear here.
+
+#ifndef KVSTORE_CLIENT_OPTIONS_H_
+#define KVSTORE_CLIENT_OPTIONS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace kvstore {
+namespace client {
+
+// Which data path a client uses.
+//   kAuto: RDMA when both sides have a device, otherwise TCP (logged once and
+//          counted in ClientCounters::tcp_fallbacks).
+//   kRdma: RDMA or fail with kUnavailable; never falls back.
+//   kTcp:  always the RESP/TCP data port.
+enum class TransportMode { kAuto, kRdma, kTcp };
+
+absl::string_view TransportModeName(TransportMode mode);
+absl::StatusOr<TransportMode> ParseTransportMode(absl::string_view text);
+
+struct Options {
+  // Control-plane (gRPC) addresses, "host:port". The data endpoints are
+  // learned from the handshake. Today exactly one server is used.
+  std::vector<std::string> servers = {"127.0.0.1:7300"};
+  TransportMode transport = TransportMode::kAuto;
+  // Bound on connecting and handshaking.
+  absl::Duration connect_timeout = absl::Seconds(5);
+  // Bound on one operation (a MultiGet/MultiPut counts as one).
+  absl::Duration op_timeout = absl::Seconds(30);
+  // Data connections per server; operations are pipelined on each.
+  int connections_per_server = 2;
+};
+
+}  // namespace client
+}  // namespace kvstore
+
+#endif  // KVSTORE_CLIENT_OPTIONS_H_
