@@ -1,0 +1,172 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "common/rdma/device.h"
+
+#include <infiniband/verbs.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+namespace kvstore {
+namespace rdma {
+
+namespace {
+
+absl::Status VerbError(absl::string_view verb, int err) {
+  return absl::UnavailableError(absl::StrCat(verb, ": ", std::strerror(err)));
+}
+
+// The first port of `context` in state ACTIVE, or 0.
+uint8_t FirstActivePort(ibv_context* context, const ibv_device_attr& attr) {
+  for (uint8_t p = 1; p <= attr.phys_port_cnt; ++p) {
+    ibv_port_attr port;
+    if (ibv_query_port(context, p, &port) == 0 && port.state == IBV_PORT_ACTIVE) return p;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> ListDeviceNames() {
+  std::vector<std::string> names;
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (list == nullptr) return names;
+  for (int i = 0; i < n; ++i) names.emplace_back(ibv_get_device_name(list[i]));
+  ibv_free_device_list(list);
+  return names;
+}
+
+absl::StatusOr<Device> Device::Open(absl::string_view name) {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (list == nullptr) {
+    return absl::UnavailableError(absl::StrCat("ibv_get_device_list: ", std::strerror(errno)));
+  }
+  absl::Status last = absl::UnavailableError(
+      name.empty() ? "no RDMA device with an active port"
+                   : absl::StrCat("RDMA device '", name, "' not found"));
+  for (int i = 0; i < n; ++i) {
+    std::string dev_name = ibv_get_device_name(list[i]);
+    if (!name.empty() && dev_name != name) continue;
+    ibv_context* context = ibv_open_device(list[i]);
+    if (context == nullptr) {
+      last = VerbError(absl::StrCat("ibv_open_device(", dev_name, ")"), errno);
+      continue;
+    }
+    ibv_device_attr attr;
+    if (int rc = ibv_query_device(context, &attr); rc != 0) {
+      last = VerbError("ibv_query_device", rc);
+      ibv_close_device(context);
+      continue;
+    }
+    uint8_t port = FirstActivePort(context, attr);
+    if (port == 0) {
+      last = absl::UnavailableError(absl::StrCat("RDMA device ", dev_name, " has no active port"));
+      ibv_close_device(context);
+      continue;
+    }
+    DeviceLimits limits;
+    limits.max_mr_size = attr.max_mr_size;
+    limits.max_mr = attr.max_mr;
+    limits.max_qp_wr = attr.max_qp_wr;
+    limits.max_sge = attr.max_sge;
+    limits.max_qp_rd_atom = attr.max_qp_rd_atom;
+    limits.max_mw = attr.max_mw;
+    ibv_free_device_list(list);
+    return Device(context, std::move(dev_name), port, limits);
+  }
+  ibv_free_device_list(list);
+  return last;
+}
+
+Device::Device(Device&& other) noexcept
+    : context_(std::exchange(other.context_, nullptr)),
+      name_(std::move(other.name_)),
+      port_(other.port_),
+      limits_(other.limits_) {}
+
+Device& Device::operator=(Device&& other) noexcept {
+  if (this != &other) {
+    this->~Device();
+    new (this) Device(std::move(other));
+  }
+  return *this;
+}
+
+Device::~Device() {
+  if (context_ != nullptr && ibv_close_device(context_) != 0) {
+    LOG(ERROR) << "ibv_close_device(" << name_ << ") failed: " << std::strerror(errno);
+  }
+}
+
+absl::StatusOr<ProtectionDomain> ProtectionDomain::Create(const Device& device) {
+  ibv_pd* pd = ibv_alloc_pd(device.context());
+  if (pd == nullptr) return VerbError("ibv_alloc_pd", errno);
+  return ProtectionDomain(pd);
+}
+
+ProtectionDomain::ProtectionDomain(ProtectionDomain&& other) noexcept
+    : pd_(std::exchange(other.pd_, nullptr)) {}
+
+ProtectionDomain& ProtectionDomain::operator=(ProtectionDomain&& other) noexcept {
+  if (this != &other) {
+    this->~ProtectionDomain();
+    new (this) ProtectionDomain(std::move(other));
+  }
+  return *this;
+}
+
+ProtectionDomain::~ProtectionDomain() {
+  if (pd_ != nullptr) {
+    if (int rc = ibv_dealloc_pd(pd_); rc != 0) {
+      LOG(ERROR) << "ibv_dealloc_pd failed: " << std::strerror(rc);
+    }
+  }
+}
+
+absl::StatusOr<MemoryRegion> MemoryRegion::Register(const ProtectionDomain& pd, void* addr,
+                                                    size_t length, int access) {
+  ibv_mr* mr = ibv_reg_mr(pd.get(), addr, length, access);
+  if (mr == nullptr) {
+    int err = errno;
+    absl::Status s = VerbError(absl::StrCat("ibv_reg_mr(", length, " bytes)"), err);
+    if (err == ENOMEM || err == EPERM) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(s.message(), " (is RLIMIT_MEMLOCK large enough? try `ulimit -l unlimited`)"));
+    }
+    return s;
+  }
+  return MemoryRegion(mr);
+}
+
+MemoryRegion::MemoryRegion(MemoryRegion&& other) noexcept
+    : mr_(std::exchange(other.mr_, nullptr)) {}
+
+MemoryRegion& MemoryRegion::operator=(MemoryRegion&& other) noexcept {
+  if (this != &other) {
+    this->~MemoryRegion();
+    new (this) MemoryRegion(std::move(other));
+  }
+  return *this;
+}
+
+MemoryRegion::~MemoryRegion() {
+  if (mr_ != nullptr) {
+    if (int rc = ibv_dereg_mr(mr_); rc != 0) {
+      LOG(ERROR) << "ibv_dereg_mr failed: " << std::strerror(rc);
+    }
+  }
+}
+
+uint32_t MemoryRegion::lkey() const { return mr_->lkey; }
+uint32_t MemoryRegion::rkey() const { return mr_->rkey; }
+uint64_t MemoryRegion::addr() const { return reinterpret_cast<uint64_t>(mr_->addr); }
+size_t MemoryRegion::length() const { return mr_->length; }
+
+}  // namespace rdma
+}  // namespace kvstore
