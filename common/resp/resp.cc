@@ -103,17 +103,19 @@ ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
       case LineResult::kBad: return Error(std::move(error));
       case LineResult::kOk: break;
     }
-    if (len < 0 || static_cast<uint64_t>(len) > limits.max_bulk_bytes) {
-      return Error(absl::StrCat("Protocol error: invalid bulk length ", len, " (limit ",
-                                limits.max_bulk_bytes, ")"));
-    }
+    if (len < 0) return Error(absl::StrCat("Protocol error: invalid bulk length ", len));
     // SET key value: the value is handed to the caller to stream into pool
-    // memory instead of being buffered here.
+    // memory instead of being buffered here. The caller checks its length
+    // against the value limit (and can name that limit in its reply).
     if (i == 2 && argc == 3 && CommandIs(out.args[0], "SET")) {
       out.kind = ParsedRequest::Kind::kSetValue;
       out.consumed = body;
       out.value_len = static_cast<uint64_t>(len);
       return out;
+    }
+    if (static_cast<uint64_t>(len) > limits.max_bulk_bytes) {
+      return Error(absl::StrCat("Protocol error: invalid bulk length ", len, " (limit ",
+                                limits.max_bulk_bytes, ")"));
     }
     buffered += static_cast<uint64_t>(len);
     if (buffered > limits.max_buffered_bytes) {

@@ -70,7 +70,7 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"ZeroArray", "*0\r\n", "invalid multibulk length"},
         Malformed{"HugeArray", "*3000000000\r\n", "invalid multibulk length"},
         Malformed{"HugeBulk", "*2\r\n$3\r\nGET\r\n$2000000000\r\n", "invalid bulk length"},
-        Malformed{"HugeSetValue", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000000\r\n",
+        Malformed{"NegativeSetValue", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$-2\r\n",
                   "invalid bulk length"},
         Malformed{"NegativeBulk", "*1\r\n$-5\r\n", "invalid bulk length"},
         Malformed{"NullBulkArg", "*1\r\n$-1\r\n", "invalid bulk length"},
@@ -87,6 +87,12 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"BulkWithoutDollar", "*1\r\n:5\r\n", "expected '$'"},
         Malformed{"BadTerminator", "*1\r\n$4\r\nPINGxx", "not terminated"}),
     [](const ::testing::TestParamInfo<Malformed>& info) { return info.param.name; });
+
+TEST(ParseRequest, HugeSetValueIsLeftToTheCallersLimit) {
+  ParsedRequest r = ParseRequest("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000000\r\n", RequestLimits());
+  ASSERT_EQ(r.kind, Kind::kSetValue);
+  EXPECT_EQ(r.value_len, 2000000000u);
+}
 
 TEST(ParseRequest, TruncatedFramesNeedMoreNotError) {
   for (const char* in : {"*", "*2", "*2\r", "*2\r\n$", "*2\r\n$3\r\nGE", "*2\r\n$3\r\nGET\r\n$3"}) {
