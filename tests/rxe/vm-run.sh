@@ -188,13 +188,13 @@ run_qemu() {
     wait $! || rc=$?
     echo "$rc" >"$RUN/qemu.rc"
 }
-# Strip the tty's \r, keep the full log, and in --quiet mode print only what
-# comes after the "kvvm: ready" line, minus the kernel's power-off message.
+# Strip the tty's \r, keep the full log, drop the kernel's power-off message,
+# and in --quiet mode print only what comes after the "kvvm: ready" line.
 console_filter() {
     awk -v quiet="$QUIET" -v logf="$RUN/console.log" '
         { sub(/\r+$/, ""); gsub(/\r/, ""); print > logf; fflush(logf) }
         quiet == 1 && !started { if ($0 == "kvvm: ready") started = 1; next }
-        quiet == 1 && /\[ *[0-9]+\.[0-9]+\] reboot: Power down$/ {
+        /\[ *[0-9]+\.[0-9]+\] reboot: Power down$/ {
             # may follow output that did not end in a newline
             sub(/\[ *[0-9]+\.[0-9]+\] reboot: Power down$/, "")
             if ($0 == "") next
