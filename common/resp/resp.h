@@ -40,7 +40,9 @@ struct ParsedRequest {
     kCommand,      // args hold a complete request of `consumed` bytes
     kSetValue,     // "SET key <value>": consumed covers everything up to the
                    // value's first byte; args = {SET, key}; value_len bytes
-                   // and then "\r\n" follow and are the caller's to read
+                   // and then "\r\n" follow and are the caller's to read;
+                   // value_len is not checked against max_bulk_bytes: the
+                   // caller applies its own value limit (and names it)
     kError,        // protocol error: reply with `error` and close
   };
   Kind kind = Kind::kNeedMore;
