@@ -1,0 +1,255 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/control_service.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/grpc_status.h"
+#include "common/layout.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+namespace pb = ::kvstore::v1;
+
+uint32_t ClampToU32(int64_t v) {
+  return static_cast<uint32_t>(std::clamp<int64_t>(v, 0, std::numeric_limits<uint32_t>::max()));
+}
+
+}  // namespace
+
+KvControlServiceImpl::KvControlServiceImpl(ControlServiceDeps deps) : deps_(std::move(deps)) {
+  CHECK(deps_.store != nullptr);
+  CHECK(deps_.leases != nullptr);
+  CHECK(deps_.pool != nullptr);
+}
+
+// The writers seal their open segments in the store, which outlives us.
+KvControlServiceImpl::~KvControlServiceImpl() = default;
+
+absl::Status KvControlServiceImpl::CheckEpoch(uint64_t epoch) const {
+  if (epoch == deps_.epoch) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("stale epoch ", epoch, ", server epoch ", deps_.epoch, ": handshake again"));
+}
+
+void KvControlServiceImpl::FillLease(const LeaseInfo& info, pb::Lease* lease) const {
+  lease->set_lease_id(info.lease_id);
+  lease->set_epoch(deps_.epoch);
+  lease->set_arena_offset(info.chunk.offset);
+  lease->set_length(info.chunk.length);
+  lease->set_expires_unix_ms(absl::ToUnixMillis(info.expires_at));
+  lease->set_write_rkey(info.write_rkey);
+  // An address is only useful together with a key that allows writing to it.
+  if (info.write_rkey != 0) {
+    lease->set_write_addr(reinterpret_cast<uint64_t>(deps_.pool->data()) + info.chunk.offset);
+  }
+}
+
+grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
+                                             const pb::HandshakeRequest* request,
+                                             pb::HandshakeResponse* response) {
+  handshakes_.fetch_add(1, std::memory_order_relaxed);
+  VLOG(1) << "handshake from " << request->client_name() << " at "
+          << (context != nullptr ? context->peer() : "?");
+  response->set_epoch(deps_.epoch);
+  response->set_server_version(kServerVersion);
+
+  const Limits& limits = deps_.store->limits();
+  const LeaseOptions& lease_options = deps_.leases->options();
+  pb::Limits* l = response->mutable_limits();
+  l->set_max_key_bytes(limits.max_key_bytes);
+  l->set_max_value_bytes(limits.max_value_bytes);
+  l->set_max_batch_keys(limits.max_batch_keys);
+  l->set_max_lease_bytes(lease_options.max_lease_bytes);
+  l->set_lease_ttl_ms(ClampToU32(absl::ToInt64Milliseconds(lease_options.ttl)));
+  // Half the grace period, rounded down, so that a READ that finished within
+  // the span cannot have raced the reuse of the entry it read.
+  l->set_max_read_span_ms(
+      ClampToU32(absl::ToInt64Milliseconds(deps_.store->options().grace_period / 2)));
+
+  const layout::IndexGeometry& geometry = deps_.store->index().geometry();
+  pb::IndexGeometry* g = response->mutable_index();
+  g->set_bucket_count(geometry.bucket_count);
+  g->set_seed(geometry.seed);
+  g->set_layout_version(geometry.layout_version);
+  g->set_bucket_bytes(static_cast<uint32_t>(layout::kBucketBytes));
+  g->set_slots_per_bucket(static_cast<uint32_t>(layout::kSlotsPerBucket));
+
+  // Empty when the pool is not registered with an RDMA device.
+  for (const PoolRegion& region : deps_.pool->regions()) {
+    pb::RegionDescriptor* r = response->add_regions();
+    r->set_region_id(region.region_id);
+    r->set_kind(region.is_index ? pb::REGION_KIND_INDEX : pb::REGION_KIND_DATA);
+    r->set_arena_offset(region.pool_offset);
+    r->set_length(region.length);
+    r->set_addr(region.addr);
+    r->set_rkey(region.rkey);
+    r->set_epoch(deps_.epoch);
+  }
+
+  pb::DataEndpoints* e = response->mutable_endpoints();
+  e->set_resp_address(deps_.resp_address);
+  e->set_rdma_device(deps_.rdma_device);
+  response->set_data_arena_bytes(deps_.pool->data_bytes());
+  return grpc::Status::OK;
+}
+
+grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
+                                              const pb::GrantLeaseRequest* request,
+                                              pb::GrantLeaseResponse* response) {
+  lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    std::string owner = request->client_name().empty() ? "anonymous" : request->client_name();
+    if (context != nullptr) absl::StrAppend(&owner, "@", context->peer());
+    KV_ASSIGN_OR_RETURN(LeaseInfo info, deps_.leases->Grant(request->bytes(), std::move(owner)));
+    FillLease(info, response->mutable_lease());
+    return absl::OkStatus();
+  }();
+  if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::RenewLease(grpc::ServerContext* context,
+                                              const pb::RenewLeaseRequest* request,
+                                              pb::RenewLeaseResponse* response) {
+  lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    KV_ASSIGN_OR_RETURN(LeaseInfo info, deps_.leases->Renew(request->lease_id()));
+    FillLease(info, response->mutable_lease());
+    return absl::OkStatus();
+  }();
+  if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::ReleaseLease(grpc::ServerContext* context,
+                                                const pb::ReleaseLeaseRequest* request,
+                                                pb::ReleaseLeaseResponse* response) {
+  lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    return deps_.leases->Release(request->lease_id());
+  }();
+  if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::Get(grpc::ServerContext* context, const pb::GetRequest* request,
+                                       pb::GetResponse* response) {
+  gets_.fetch_add(1, std::memory_order_relaxed);
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(deps_.store->limits().CheckKey(request->key()));
+    KV_ASSIGN_OR_RETURN(PinnedValue value, deps_.store->Get(request->key()));
+    // Copied while pinned; the pin ends when `value` goes out of scope.
+    response->set_value(value.value().data(), value.value().size());
+    return absl::OkStatus();
+  }();
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::PutRequest* request,
+                                       pb::PutResponse* response) {
+  puts_.fetch_add(1, std::memory_order_relaxed);
+  absl::Status status = [&]() -> absl::Status {
+    // Limits first, so an oversized request allocates nothing.
+    const Limits& limits = deps_.store->limits();
+    KV_RETURN_IF_ERROR(limits.CheckKey(request->key()));
+    KV_RETURN_IF_ERROR(limits.CheckValueLength(request->value().size()));
+    PutWriter& w = writers_[next_writer_.fetch_add(1, std::memory_order_relaxed) % kPutWriters];
+    absl::MutexLock lock(&w.mu);
+    // Created on first use: an idle writer would hold a segment open.
+    if (w.writer == nullptr) w.writer = deps_.store->NewWriter();
+    return deps_.store->Put(w.writer.get(), request->key(), request->value());
+  }();
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::Delete(grpc::ServerContext* context,
+                                          const pb::DeleteRequest* request,
+                                          pb::DeleteResponse* response) {
+  deletes_.fetch_add(1, std::memory_order_relaxed);
+  // KvStore::Delete() checks the key against the limits itself.
+  return ToGrpcStatus(deps_.store->Delete(request->key()));
+}
+
+grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
+                                         const pb::StatsRequest* request,
+                                         pb::StatsResponse* response) {
+  auto& info = *response->mutable_info();
+  for (const auto& [key, value] : deps_.info) info[key] = value;
+  info["server_version"] = kServerVersion;
+  info["epoch"] = absl::StrCat(deps_.epoch);
+  info["resp_address"] = deps_.resp_address;
+  info["rdma_device"] = deps_.rdma_device;
+  info["rdma_registered"] = deps_.pool->registered() ? "true" : "false";
+
+  auto& counters = *response->mutable_counters();
+  const KvStoreCounters s = deps_.store->counters();
+  counters["keys"] = s.keys;
+  counters["index_capacity"] = s.index_capacity;
+  counters["index_bytes"] = deps_.pool->index_bytes();
+  counters["pool_bytes"] = s.pool_bytes;
+  counters["live_bytes"] = s.live_bytes;
+  counters["segments_total"] = s.segments_total;
+  counters["segments_free"] = s.segments_free;
+  counters["segments_awaiting_grace"] = s.segments_awaiting_grace;
+  counters["segments_reclaimed"] = s.segments_reclaimed;
+  counters["commits"] = s.commits;
+  counters["deletes"] = s.deletes;
+  counters["cleaner_passes"] = s.cleaner_passes;
+  counters["cleaner_moved_entries"] = s.cleaner_moved_entries;
+  counters["cleaner_moved_bytes"] = s.cleaner_moved_bytes;
+  counters["pool_full_errors"] = s.pool_full_errors;
+  counters["index_full_errors"] = s.index_full_errors;
+
+  const LeaseCounters l = deps_.leases->counters();
+  counters["leases_granted"] = l.granted;
+  counters["leases_renewed"] = l.renewed;
+  counters["leases_released"] = l.released;
+  counters["leases_expired"] = l.expired;
+  counters["leases_active"] = l.active;
+  counters["lease_commits"] = l.commits;
+  counters["lease_aborted_commits"] = l.aborted_commits;
+
+  counters["rpc_handshakes"] = handshakes_.load(std::memory_order_relaxed);
+  counters["rpc_gets"] = gets_.load(std::memory_order_relaxed);
+  counters["rpc_puts"] = puts_.load(std::memory_order_relaxed);
+  counters["rpc_deletes"] = deletes_.load(std::memory_order_relaxed);
+  counters["rpc_scans"] = scans_.load(std::memory_order_relaxed);
+  counters["rpc_lease_calls"] = lease_rpcs_.load(std::memory_order_relaxed);
+  counters["rpc_stale_epoch_errors"] = stale_epoch_errors_.load(std::memory_order_relaxed);
+
+  if (deps_.extra_counters) {
+    for (const auto& [key, value] : deps_.extra_counters()) counters[key] = value;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status KvControlServiceImpl::Scan(grpc::ServerContext* context,
+                                        const pb::ScanRequest* request,
+                                        pb::ScanResponse* response) {
+  scans_.fetch_add(1, std::memory_order_relaxed);
+  const uint32_t count =
+      request->count() == 0 ? kDefaultScanCount : std::min(request->count(), kMaxScanCount);
+  std::vector<std::string> keys;
+  // A cursor past the end (from a client's bug or another epoch) ends the
+  // listing; KvIndex::Scan() treats it as such.
+  const uint64_t next = deps_.store->Scan(request->cursor(), count, request->prefix(), &keys);
+  for (std::string& key : keys) response->add_keys(std::move(key));
+  response->set_cursor(next);
+  return grpc::Status::OK;
+}
+
+}  // namespace server
+}  // namespace kvstore
