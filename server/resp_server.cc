@@ -41,14 +41,6 @@ std::string ErrorText(const absl::Status& s) {
   return absl::StrCat(prefix, s.message());
 }
 
-absl::Status SetNonBlocking(int fd) {
-  int flags = fcntl(fd, F_GETFL, 0);
-  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-    return absl::InternalError(absl::StrCat("fcntl(O_NONBLOCK): ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<int> Listen(const std::string& address, int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));

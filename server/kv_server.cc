@@ -1,0 +1,176 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/kv_server.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/byte_size.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/control_service.h"
+
+namespace kvstore {
+namespace server {
+
+KvServer::KvServer(const KvServerOptions& options) : options_(options) {}
+
+absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const KvServerOptions& options) {
+  std::unique_ptr<KvServer> server(new KvServer(options));
+  KV_RETURN_IF_ERROR(server->Init());
+  return server;
+}
+
+absl::Status KvServer::Init() {
+  started_ = absl::Now();
+  // A fresh epoch per start: every rkey and lease of an earlier start is void.
+  std::random_device rd;
+  epoch_ = (uint64_t{rd()} << 32 | rd()) | 1;
+
+  KV_RETURN_IF_ERROR(options_.limits.Validate());
+  uint64_t buckets = options_.index_buckets;
+  if (buckets == 0) buckets = std::max<uint64_t>(1024, options_.pool_bytes / 1024);
+
+  MemoryPoolOptions po;
+  po.data_bytes = options_.pool_bytes;
+  po.index_bytes = buckets * layout::kBucketBytes;
+  po.hugepages = options_.hugepages;
+
+  // RDMA first: the memlock check must fail before we map gigabytes.
+  if (options_.transport != ServerTransport::kTcp) {
+    auto dev = rdma::Device::Open(options_.rdma_device);
+    if (dev.ok()) {
+      KV_RETURN_IF_ERROR(CheckMemlockLimit(po.data_bytes + po.index_bytes));
+      KV_ASSIGN_OR_RETURN(auto pd, rdma::ProtectionDomain::Create(*dev));
+      device_.emplace(std::move(*dev));
+      pd_.emplace(std::move(pd));
+    } else if (options_.transport == ServerTransport::kRdma) {
+      return absl::UnavailableError(
+          absl::StrCat("--transport=rdma but no RDMA device is usable: ", dev.status().message()));
+    } else {
+      rdma_reason_ = std::string(dev.status().message());
+    }
+  } else {
+    rdma_reason_ = "disabled by --transport=tcp";
+  }
+
+  KV_ASSIGN_OR_RETURN(pool_, MemoryPool::Create(po));
+  if (pd_) {
+    KV_ASSIGN_OR_RETURN(registration_time_, pool_->Register(*pd_, device_->limits().max_mr_size));
+  }
+
+  KvStoreOptions so;
+  so.segment_bytes = options_.segment_bytes;
+  so.grace_period = options_.grace_period;
+  so.limits = options_.limits;
+  so.index_seed = epoch_;
+  KV_ASSIGN_OR_RETURN(store_, KvStore::Create(pool_.get(), so));
+
+  LeaseOptions lo;
+  lo.ttl = options_.lease_ttl;
+  lo.max_lease_bytes = layout::EntryBytes(options_.limits.max_key_bytes, options_.limits.max_value_bytes);
+  leases_ = std::make_unique<LeaseTable>(store_.get(), lo);
+
+  RespServerOptions ro;
+  ro.bind_address = options_.listen_address;
+  ro.port = options_.resp_port;
+  ro.threads = options_.resp_threads;
+  ro.idle_timeout = options_.idle_timeout;
+  ro.request_timeout = options_.request_timeout;
+  ro.info = [this] { return InfoText(); };
+  KV_ASSIGN_OR_RETURN(resp_, RespServer::Start(store_.get(), ro));
+
+  ControlServiceDeps deps;
+  deps.store = store_.get();
+  deps.leases = leases_.get();
+  deps.pool = pool_.get();
+  deps.epoch = epoch_;
+  deps.resp_address = absl::StrCat(options_.listen_address, ":", resp_->port());
+  deps.rdma_device = rdma_device();
+  deps.info["transports"] = device_ ? "rdma,tcp" : "tcp";
+  deps.info["pool"] = FormatByteSize(options_.pool_bytes);
+  deps.info["rdma_unavailable_reason"] = rdma_reason_;
+  deps.info["registration_ms"] = absl::StrCat(absl::ToInt64Milliseconds(registration_time_));
+  deps.extra_counters = [this] {
+    RespServerCounters c = resp_->counters();
+    return std::map<std::string, uint64_t>{
+        {"resp_connections_accepted", c.connections_accepted},
+        {"resp_connections_active", c.connections_active},
+        {"resp_commands", c.commands},
+        {"resp_gets", c.gets},
+        {"resp_sets", c.sets},
+        {"resp_protocol_errors", c.protocol_errors},
+        {"resp_timeouts", c.timeouts},
+        {"resp_bytes_in", c.bytes_in},
+        {"resp_bytes_out", c.bytes_out},
+        {"uptime_seconds", static_cast<uint64_t>(absl::ToInt64Seconds(absl::Now() - started_))},
+    };
+  };
+  service_ = std::make_unique<KvControlServiceImpl>(std::move(deps));
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::StrCat(options_.listen_address, ":", options_.control_port),
+                           grpc::InsecureServerCredentials(), &control_port_);
+  builder.RegisterService(service_.get());
+  // Values up to the value limit travel through the slow-path Put/Get.
+  const int max_msg = static_cast<int>(std::min<uint64_t>(
+      INT32_MAX, options_.limits.max_value_bytes + options_.limits.max_key_bytes + 4096));
+  builder.SetMaxReceiveMessageSize(max_msg);
+  builder.SetMaxSendMessageSize(max_msg);
+  grpc_ = builder.BuildAndStart();
+  if (grpc_ == nullptr || control_port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", options_.listen_address,
+                                               ":", options_.control_port,
+                                               " (port in use or address not local?)"));
+  }
+  grpc_->GetHealthCheckService()->SetServingStatus(true);
+  return absl::OkStatus();
+}
+
+std::string KvServer::StartupLine() const {
+  std::string rdma = device_ ? absl::StrCat("rdma on ", device_->name(), " (registered in ",
+                                            absl::FormatDuration(registration_time_), ")")
+                             : absl::StrCat("rdma off (", rdma_reason_, ")");
+  return absl::StrCat("kvserver up: pool ", FormatByteSize(pool_->data_bytes()),
+                      pool_->hugepages() ? " on 2 MiB huge pages" : "", ", index ",
+                      store_->index().geometry().bucket_count, " buckets (",
+                      FormatByteSize(pool_->index_bytes()), "), ", rdma, ", transports ",
+                      device_ ? "rdma+tcp" : "tcp", ", control ", options_.listen_address, ":",
+                      control_port_, ", resp ", options_.listen_address, ":", resp_->port(),
+                      ", epoch ", absl::Hex(epoch_));
+}
+
+std::string KvServer::InfoText() const {
+  KvStoreCounters c = store_->counters();
+  return absl::StrCat("# Server\r\nredis_version:7.0.0\r\nkvstore_version:0.1.0\r\nepoch:",
+                      absl::Hex(epoch_), "\r\ntransports:", device_ ? "rdma,tcp" : "tcp",
+                      "\r\nuptime_in_seconds:", absl::ToInt64Seconds(absl::Now() - started_),
+                      "\r\n# Memory\r\npool_bytes:", c.pool_bytes, "\r\nlive_bytes:", c.live_bytes,
+                      "\r\nsegments_total:", c.segments_total, "\r\nsegments_free:", c.segments_free,
+                      "\r\nindex_capacity:", c.index_capacity, "\r\n");
+}
+
+void KvServer::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (grpc_) grpc_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  if (resp_) resp_->Stop();
+  leases_.reset();
+}
+
+KvServer::~KvServer() {
+  Shutdown();
+  grpc_.reset();
+  service_.reset();
+  resp_.reset();
+  store_.reset();
+  pool_.reset();  // deregisters before the PD goes
+  pd_.reset();
+  device_.reset();
+}
+
+}  // namespace server
+}  // namespace kvstore

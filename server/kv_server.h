@@ -1,0 +1,108 @@
+// Copyright 2026 The kvstore Authors.
+//
+// KvServer: one kvstore server process, wired together. It owns, in order of
+// construction: the RDMA device and protection domain (when there is one),
+// the memory pool (registered with the device), the storage engine, the
+// lease table, the gRPC control plane and the RESP/TCP data port. Start()
+// brings all of it up or fails with a Status naming what went wrong;
+// Shutdown() (or the destructor) stops listeners before storage.
+//
+// Thread safety: Start/Shutdown from one thread; accessors from any.
+
+#ifndef KVSTORE_SERVER_KV_SERVER_H_
+#define KVSTORE_SERVER_KV_SERVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/limits.h"
+#include "common/rdma/device.h"
+#include "server/kv_store.h"
+#include "server/lease_table.h"
+#include "server/memory_pool.h"
+#include "server/resp_server.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace kvstore {
+namespace server {
+
+class KvControlServiceImpl;
+
+enum class ServerTransport { kAuto, kRdma, kTcp };
+
+struct KvServerOptions {
+  std::string listen_address = "127.0.0.1";
+  int control_port = 7300;  // gRPC; 0 picks a free port
+  int resp_port = 6380;     // RESP2/TCP; 0 picks a free port
+  int resp_threads = 2;
+  absl::Duration idle_timeout = absl::Minutes(5);
+  absl::Duration request_timeout = absl::Seconds(30);
+
+  uint64_t pool_bytes = 512ull << 20;
+  uint64_t index_buckets = 0;  // 0: one bucket per KiB of pool
+  bool hugepages = false;
+  uint64_t segment_bytes = 4ull << 20;
+  absl::Duration grace_period = absl::Milliseconds(500);
+  Limits limits;
+  absl::Duration lease_ttl = absl::Seconds(10);
+
+  // kAuto: register with the first active RDMA device if there is one.
+  // kRdma: fail to start without one. kTcp: never touch verbs.
+  ServerTransport transport = ServerTransport::kAuto;
+  std::string rdma_device;  // empty: the first device with an active port
+};
+
+class KvServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<KvServer>> Start(const KvServerOptions& options);
+  ~KvServer();
+  KvServer(const KvServer&) = delete;
+  KvServer& operator=(const KvServer&) = delete;
+
+  void Shutdown();
+
+  int control_port() const { return control_port_; }
+  int resp_port() const { return resp_->port(); }
+  uint64_t epoch() const { return epoch_; }
+  // Name of the registered RDMA device, empty when serving TCP only.
+  std::string rdma_device() const { return device_ ? device_->name() : ""; }
+  absl::Duration registration_time() const { return registration_time_; }
+  // Why RDMA is not served (empty when it is).
+  const std::string& rdma_unavailable_reason() const { return rdma_reason_; }
+  // The one line logged at start-up.
+  std::string StartupLine() const;
+  KvStore* store() { return store_.get(); }
+
+ private:
+  explicit KvServer(const KvServerOptions& options);
+  absl::Status Init();
+  std::string InfoText() const;
+
+  const KvServerOptions options_;
+  uint64_t epoch_ = 0;
+  std::optional<rdma::Device> device_;
+  std::optional<rdma::ProtectionDomain> pd_;
+  std::string rdma_reason_;
+  absl::Duration registration_time_;
+  std::unique_ptr<MemoryPool> pool_;
+  std::unique_ptr<KvStore> store_;
+  std::unique_ptr<LeaseTable> leases_;
+  std::unique_ptr<RespServer> resp_;
+  std::unique_ptr<KvControlServiceImpl> service_;
+  std::unique_ptr<grpc::Server> grpc_;
+  int control_port_ = 0;
+  absl::Time started_;
+  bool shut_down_ = false;
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_KV_SERVER_H_

@@ -1,0 +1,154 @@
+// Copyright 2026 The kvstore Authors.
+//
+// kvserver: one kvstore server. See --help and docs/operations.md.
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/byte_size.h"
+#include "glog/logging.h"
+#include "server/kv_server.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1",
+          "IPv4 address to bind the control and data ports to (0.0.0.0 for all interfaces)");
+ABSL_FLAG(int, control_port, 7300, "gRPC control-plane port (0: pick a free port)");
+ABSL_FLAG(int, resp_port, 6380, "RESP2/TCP data port (0: pick a free port)");
+ABSL_FLAG(int, resp_threads, 2, "epoll event loops serving the RESP port");
+ABSL_FLAG(std::string, pool_size, "512M", "memory pool for entries (K/M/G suffixes)");
+ABSL_FLAG(uint64_t, index_buckets, 0,
+          "index buckets of 8 slots each (0: one per KiB of pool); the index is separate memory");
+ABSL_FLAG(bool, hugepages, false, "back the pool with 2 MiB huge pages (vm.nr_hugepages must allow it)");
+ABSL_FLAG(std::string, segment_size, "4M", "allocation and cleaning unit of the pool");
+ABSL_FLAG(std::string, max_key_bytes, "1K", "largest key accepted");
+ABSL_FLAG(std::string, max_value_bytes, "64M", "largest value accepted");
+ABSL_FLAG(uint64_t, max_batch_keys, 4096, "most keys in one MGET/MSET/MultiGet/MultiPut");
+ABSL_FLAG(absl::Duration, grace_period, absl::Milliseconds(500),
+          "how long superseded entries stay readable for in-flight one-sided reads");
+ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10), "lifetime of a write lease without renewal");
+ABSL_FLAG(absl::Duration, idle_timeout, absl::Minutes(5),
+          "close RESP connections idle this long (0: never)");
+ABSL_FLAG(absl::Duration, request_timeout, absl::Seconds(30),
+          "close RESP connections whose request stays incomplete this long");
+ABSL_FLAG(std::string, transport, "auto",
+          "auto: serve RDMA when a device exists, TCP always; rdma: fail without a device; tcp: never use verbs");
+ABSL_FLAG(std::string, rdma_device, "", "RDMA device to use (default: the first with an active port)");
+ABSL_FLAG(std::string, ready_file, "",
+          "once serving, write 'control_port=N\\nresp_port=N\\nepoch=X\\n' to this file (for scripts and tests)");
+
+namespace {
+
+absl::StatusOr<uint64_t> SizeFlag(const char* name, const std::string& value) {
+  auto v = kvstore::ParseByteSize(value);
+  if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", v.status().message()));
+  return v;
+}
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "kvserver: %s\n", std::string(s.message()).c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "kvstore server: an in-memory key-value store that serves GETs by one-sided RDMA READs\n"
+      "when an RDMA device is present and RESP2 (Redis protocol) over TCP always.\n\n"
+      "usage: kvserver [flags]\n\n"
+      "It logs one line when ready, e.g.\n"
+      "  kvserver up: pool 512 MiB, index 524288 buckets (32 MiB), rdma off (...), transports tcp,\n"
+      "  control 127.0.0.1:7300, resp 127.0.0.1:6380, epoch ...\n"
+      "and stops cleanly on SIGINT or SIGTERM. Exit status: 0 after a clean stop, 1 when it\n"
+      "cannot start (the message says why), 2 for bad flags.");
+  absl::FlagsUsageConfig config;
+  config.contains_help_flags = [](absl::string_view path) {
+    return absl::StrContains(path, "kvserver_main");
+  };
+  config.contains_helpshort_flags = config.contains_help_flags;
+  absl::SetFlagsUsageConfig(config);
+  absl::ParseCommandLine(argc, argv);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+
+  kvstore::server::KvServerOptions o;
+  o.listen_address = absl::GetFlag(FLAGS_listen);
+  o.control_port = absl::GetFlag(FLAGS_control_port);
+  o.resp_port = absl::GetFlag(FLAGS_resp_port);
+  o.resp_threads = absl::GetFlag(FLAGS_resp_threads);
+  o.index_buckets = absl::GetFlag(FLAGS_index_buckets);
+  o.hugepages = absl::GetFlag(FLAGS_hugepages);
+  o.grace_period = absl::GetFlag(FLAGS_grace_period);
+  o.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
+  o.idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
+  o.request_timeout = absl::GetFlag(FLAGS_request_timeout);
+  o.limits.max_batch_keys = absl::GetFlag(FLAGS_max_batch_keys);
+  o.rdma_device = absl::GetFlag(FLAGS_rdma_device);
+  struct {
+    const char* name;
+    std::string value;
+    uint64_t* out;
+  } sizes[] = {
+      {"pool_size", absl::GetFlag(FLAGS_pool_size), &o.pool_bytes},
+      {"segment_size", absl::GetFlag(FLAGS_segment_size), &o.segment_bytes},
+      {"max_key_bytes", absl::GetFlag(FLAGS_max_key_bytes), &o.limits.max_key_bytes},
+      {"max_value_bytes", absl::GetFlag(FLAGS_max_value_bytes), &o.limits.max_value_bytes},
+  };
+  for (auto& s : sizes) {
+    auto v = SizeFlag(s.name, s.value);
+    if (!v.ok()) {
+      Fail(v.status());
+      return 2;
+    }
+    *s.out = *v;
+  }
+  const std::string transport = absl::GetFlag(FLAGS_transport);
+  if (transport == "auto") o.transport = kvstore::server::ServerTransport::kAuto;
+  else if (transport == "rdma") o.transport = kvstore::server::ServerTransport::kRdma;
+  else if (transport == "tcp") o.transport = kvstore::server::ServerTransport::kTcp;
+  else {
+    Fail(absl::InvalidArgumentError("--transport must be auto, rdma or tcp"));
+    return 2;
+  }
+
+  // Block the stop signals in every thread (all are created after this);
+  // main waits for them below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto server = kvstore::server::KvServer::Start(o);
+  if (!server.ok()) return Fail(server.status());
+  LOG(INFO) << (*server)->StartupLine();
+
+  const std::string ready_file = absl::GetFlag(FLAGS_ready_file);
+  if (!ready_file.empty()) {
+    const std::string tmp = ready_file + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << "control_port=" << (*server)->control_port() << "\nresp_port=" << (*server)->resp_port()
+        << "\nepoch=" << (*server)->epoch() << "\nrdma_device=" << (*server)->rdma_device() << "\n";
+    }
+    std::rename(tmp.c_str(), ready_file.c_str());
+  }
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  LOG(INFO) << "kvserver: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down";
+  (*server)->Shutdown();
+  server->reset();
+  LOG(INFO) << "kvserver: stopped";
+  return 0;
+}
