@@ -1,0 +1,72 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Test helpers that run the real binaries: TestCluster starts kvserver
+// processes (ports bound to :0, learned from --ready_file), RunProcess runs a
+// command such as kvctl or redis-cli and captures its output.
+
+#ifndef KVSTORE_TESTS_TEST_CLUSTER_H_
+#define KVSTORE_TESTS_TEST_CLUSTER_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kvstore {
+namespace testing {
+
+// Absolute path of a binary built by Bazel (a `data` dependency), e.g.
+// "server/kvserver". Works under `bazel test` and in the VM harness, which
+// sets TEST_SRCDIR the same way.
+std::string BinaryPath(const std::string& workspace_relative);
+
+// A scratch directory for this test (TEST_TMPDIR or /tmp).
+std::string TempDir();
+
+struct ProcessResult {
+  int exit_code = -1;  // -signal when killed by a signal
+  std::string out;
+  std::string err;
+};
+
+// Runs argv[0] with `input` on stdin; waits at most `timeout_s`.
+ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& input = "",
+                         int timeout_s = 60);
+
+class KvServerProcess {
+ public:
+  // Starts kvserver with `flags` (plus --control_port=0 --resp_port=0
+  // --ready_file=...) and waits until it serves.
+  static absl::StatusOr<KvServerProcess> Start(const std::vector<std::string>& flags);
+  KvServerProcess(KvServerProcess&& other) noexcept;
+  KvServerProcess& operator=(KvServerProcess&&) = delete;
+  ~KvServerProcess();
+
+  // SIGTERM, then waits; returns the exit status.
+  int Stop();
+  // SIGKILL without cleanup (fault tests).
+  void Kill();
+  bool Running() const;
+
+  int control_port() const { return control_port_; }
+  int resp_port() const { return resp_port_; }
+  std::string control_address() const;
+  std::string rdma_device() const { return rdma_device_; }
+  const std::string& log_path() const { return log_path_; }
+  std::string Log() const;
+
+ private:
+  KvServerProcess() = default;
+  pid_t pid_ = -1;
+  int control_port_ = 0;
+  int resp_port_ = 0;
+  std::string rdma_device_;
+  std::string log_path_;
+};
+
+}  // namespace testing
+}  // namespace kvstore
+
+#endif  // KVSTORE_TESTS_TEST_CLUSTER_H_
