@@ -255,7 +255,7 @@ device_ip() {
 if [[ $MODE == auto ]]; then
     if ((!TWO_VM)) && dev=$(host_device); then MODE=host; else MODE=vm; fi
 fi
-if [[ $MODE == vm ]] && ! command -v qemu-system-x86_64 >/dev/null; then
+if [[ $MODE == vm ]] && ! command -v "${KV_VM_QEMU:-qemu-system-x86_64}" >/dev/null; then
     cat <<EOF
 ###########################################################################
 ###  SKIPPED: RDMA TESTS NOT RUN                                        ###
@@ -264,6 +264,7 @@ if [[ $MODE == vm ]] && ! command -v qemu-system-x86_64 >/dev/null; then
 ###  Fix: deploy/setup.sh (installs qemu-system-x86 busybox-static).    ###
 ###########################################################################
 EOF
+    printf '###  not run: %s\n' "${NAMES[@]}"
     exit 77
 fi
 
@@ -346,7 +347,9 @@ vm)
             r=0
             "$HERE/run-two-vm.sh" "${VM_OPTS[@]}" --rw "$RESULTS" "${env_args[@]}" \
                 --timeout "${VM_TIMEOUT:-$((TEST_TIMEOUT + 120))}" \
-                --log-dir "$RESULTS" --server-cmd "$srv" --client-cmd "$cli" || r=$?
+                --server-log "$RESULTS/${pair%%=*}.server-console.log" \
+                --client-log "$RESULTS/${pair%%=*}.client-console.log" \
+                --server-cmd "$srv" --client-cmd "$cli" || r=$?
             # 124/125/250-254 from the client VM mean the harness, not the test
             if [[ $r == 124 || $r == 125 ]] || ((r >= 250 && r <= 254)); then
                 [[ -f $RESULTS/${pair%%=*}.result ]] || vm_rc=$r

@@ -83,7 +83,7 @@ while (($#)); do
 done
 [[ -n $SERVER_CMD && -n $CLIENT_CMD ]] || bad_usage "--server-cmd and --client-cmd are required"
 [[ $TIMEOUT =~ ^[0-9]+$ && $GRACE =~ ^[0-9]+$ ]] || bad_usage "--timeout/--server-grace take numbers"
-command -v qemu-system-x86_64 >/dev/null || bad_usage "qemu-system-x86_64 not found"
+command -v "${KV_VM_QEMU:-qemu-system-x86_64}" >/dev/null || bad_usage "qemu-system-x86_64 not found"
 
 # Build the image once up front, so the two VMs do not both wait on it.
 "$HERE/build-image.sh" >/dev/null 2>&1 || "$HERE/build-image.sh" || exit 250

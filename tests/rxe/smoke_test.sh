@@ -120,7 +120,7 @@ while (($#)); do
     shift
 done
 
-if ! command -v qemu-system-x86_64 >/dev/null; then
+if ! command -v "${KV_VM_QEMU:-qemu-system-x86_64}" >/dev/null; then
     echo "###################################################################"
     echo "###  SKIPPED: rxe VM smoke test (qemu-system-x86_64 not found)  ###"
     echo "###  deploy/setup.sh installs qemu-system-x86 busybox-static    ###"

@@ -42,7 +42,9 @@
 # (A command that itself exits with 250-254 is indistinguishable; avoid that.)
 #
 # Environment: KV_VM_CACHE (image cache), KV_VM_ACCEL / KV_VM_CPU override the
-# qemu accelerator and CPU model (default tcg,thread=multi / max), TMPDIR (where
+# qemu accelerator and CPU model (default tcg,thread=multi / max), KV_VM_QEMU
+# the qemu binary (default qemu-system-x86_64; all tests/rxe scripts treat a
+# missing one as "no qemu"), TMPDIR (where
 # the per-run directory goes; must be visible to the guest, i.e. not under a
 # --rw dir), KV_VM_KEEP_RUN=1 keeps that directory (command script, console
 # log, status records) for debugging.
@@ -106,7 +108,7 @@ done
 NETID=${NETDEV#*id=}
 NETID=${NETID%%,*}
 
-command -v qemu-system-x86_64 >/dev/null ||
+command -v "${KV_VM_QEMU:-qemu-system-x86_64}" >/dev/null ||
     bad_usage "qemu-system-x86_64 not found (install qemu-system-x86: deploy/setup.sh)"
 
 # Paths that go on the kernel command line must be free of separators.
@@ -168,7 +170,7 @@ APPEND+=" kvvm.script=$RUN/cmd.sh kvvm.ip=$IPADDR"
 [[ -n $RW_ARG ]] && APPEND+=" kvvm.rw=$RW_ARG"
 ((NORXE)) && APPEND+=" kvvm.norxe=1"
 
-QEMU=(qemu-system-x86_64
+QEMU=("${KV_VM_QEMU:-qemu-system-x86_64}"
     -accel "${KV_VM_ACCEL:-tcg,thread=multi}" -cpu "${KV_VM_CPU:-max}"
     -m "$MEM" -smp "$SMP"
     -nodefaults -no-user-config -display none -no-reboot

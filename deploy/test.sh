@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# kvstore's test command: install what is needed, build, run every test, and
+# count the results.  This is what CI runs (.ci/run).
+#
+# Usage: deploy/test.sh [--no-rdma | --rdma-only] [--no-setup]
+#
+# Steps (each announced by a "==> " line):
+#   1. deploy/setup.sh                  install the Debian packages (idempotent)
+#   2. bazel test //...                 every test not tagged requires-rdma or
+#                                       manual (.bazelrc filters those)
+#   3. RDMA tests: the targets of
+#        bazel query 'attr(tags, "requires-rdma", tests(//...))'
+#      (minus those tagged manual) are built with `bazel build` and their
+#      binaries run by tests/rxe/run-rdma-tests.sh: on the host if it has an
+#      active RDMA device, else in one Soft-RoCE qemu VM.  Targets also tagged
+#      rdma-two-vm run as server + client in two VMs (run-rdma-tests.sh --two-vm).
+#   4. count the <testcase>s of the gtest/JUnit XML of this run: the test.xml
+#      of every test that step 2 reported (cached results included; the list
+#      comes from Bazel's build event file, not from whatever bazel-testlogs
+#      holds) and the XML written in step 3.  A test case with <failure> or
+#      <error> is failed; skipped and disabled ones are reported separately.
+#
+# The last line of the output is always "N passed, N failed".
+#
+# Options:
+#   --no-rdma     skip step 3
+#   --rdma-only   skip step 2
+#   --no-setup    skip step 1 (for quick local runs)
+#   -h, --help    this text
+#
+# Exit status: 0 only if bazel test passed (or found no tests to run), the RDMA
+# tests passed (or were skipped, loudly, because this machine can run neither
+# RDMA nor qemu: run-rdma-tests.sh exit 77; with CI=true that skip is a
+# failure), no test case failed and at least one passed.  1 otherwise; 2 on
+# bad usage.
+#
+# Environment: CI=true (strict mode), BAZEL (default: bazel), KV_VM_CACHE
+# (VM image cache of tests/rxe), KV_RDMA_MODE (auto|host|vm).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+
+RUN_BAZEL_TESTS=1
+RUN_RDMA=1
+RUN_SETUP=1
+BAZEL=${BAZEL:-bazel}
+IN_CI=0
+[[ ${CI:-} == true || ${CI:-} == 1 ]] && IN_CI=1
+
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+while (($#)); do
+    case "$1" in
+    --no-rdma) RUN_RDMA=0 ;;
+    --rdma-only) RUN_BAZEL_TESTS=0 ;;
+    --no-setup) RUN_SETUP=0 ;;
+    -h | --help) usage && exit 0 ;;
+    *)
+        echo "deploy/test.sh: unknown argument $1 (see --help)" >&2
+        exit 2
+        ;;
+    esac
+    shift
+done
+((RUN_BAZEL_TESTS || RUN_RDMA)) || {
+    echo "deploy/test.sh: --no-rdma and --rdma-only together leave nothing to do" >&2
+    exit 2
+}
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kvtest.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+RDMA_RESULTS=$REPO/.vm/rdma-results
+T0=$(date +%s)
+PROBLEMS=() # reasons for a non-zero exit, besides failed test cases
+XMLS=()     # XML files to count
+NOTES=()    # things to repeat in the summary
+EXTRA_FAILED=() # tests that failed without a test case to show for it
+
+step() {
+    echo
+    echo "==> $*"
+}
+problem() {
+    PROBLEMS+=("$*")
+    echo "!!! $*"
+}
+
+# Print the summary and the final line, and exit with the verdict.
+finish() {
+    local passed=0 failed=0 skipped=0 disabled=0 counts line kind name file
+    step "counting test cases ($((${#XMLS[@]})) XML files)"
+    if ((${#XMLS[@]})); then
+        counts=$("$REPO/tests/rxe/xml-count.sh" --list "${XMLS[@]}")
+        while IFS=$'\t' read -r kind name file; do
+            [[ $kind == passed=* ]] && continue
+            file=${file#"$REPO"/}
+            [[ $file == */testlogs/* ]] && file=bazel-testlogs/${file#*/testlogs/}
+            printf '    %-8s %s  (%s)\n' "$kind" "$name" "$file"
+        done <<<"$counts"
+        # last line: passed=N failed=N skipped=N disabled=N
+        read -r passed failed skipped disabled < <(tail -n 1 <<<"$counts" | sed 's/[a-z]*=//g')
+    fi
+    local x
+    for x in "${EXTRA_FAILED[@]}"; do
+        printf '    %-8s %s\n' failed "$x"
+        failed=$((failed + 1))
+    done
+    ((skipped == 0)) || echo "    $skipped test case(s) skipped"
+    ((disabled == 0)) || echo "    $disabled test case(s) disabled"
+    ((${#NOTES[@]} == 0)) || printf '    note: %s\n' "${NOTES[@]}"
+    ((passed > 0)) || PROBLEMS+=("no test case passed")
+    local verdict=0
+    if ((failed > 0 || ${#PROBLEMS[@]} > 0)); then
+        verdict=1
+        echo "==> FAILED after $(($(date +%s) - T0))s"
+        ((failed == 0)) || echo "    $failed test case(s) failed"
+        ((${#PROBLEMS[@]} == 0)) || printf '    %s\n' "${PROBLEMS[@]}"
+    else
+        echo "==> OK after $(($(date +%s) - T0))s"
+    fi
+    echo "$passed passed, $failed failed"
+    exit "$verdict"
+}
+
+# --- 1. packages ------------------------------------------------------------
+if ((RUN_SETUP)); then
+    step "setup: deploy/setup.sh"
+    if ! "$REPO/deploy/setup.sh"; then
+        problem "deploy/setup.sh failed; not going on"
+        finish
+    fi
+fi
+command -v "$BAZEL" >/dev/null || {
+    problem "$BAZEL not found (deploy/setup.sh installs bazel-bootstrap)"
+    finish
+}
+
+# --- 2. bazel test //... ------------------------------------------------------
+# test.xml paths (and results without one) from Bazel's build event JSON: one
+# event a line; testResult events list their outputs, also for cached results.
+bep_test_xmls() {
+    grep '^{"id":{"testResult":' "$1" | grep -o '"uri":"file://[^"]*/test\.xml"' |
+        sed -e 's|^"uri":"file://||' -e 's|"$||' -e 's|%20| |g' | sort -u || true
+}
+# test targets whose build failed or was aborted (no testResult for them)
+bep_tests_not_built() {
+    local label line
+    grep '^{"id":{"targetConfigured":' "$1" | grep '"testSize"' |
+        sed -n 's/^{"id":{"targetConfigured":{"label":"\([^"]*\)".*/\1/p' | sort -u |
+        while IFS= read -r label; do
+            line=$(grep -F "{\"id\":{\"targetCompleted\":{\"label\":\"$label\"" "$1" | head -n 1 || true)
+            [[ $line == *'"success":true'* ]] || echo "$label"
+        done
+}
+bep_results_without_xml() {
+    grep '^{"id":{"testResult":' "$1" | grep -v '/test\.xml"' |
+        grep -o '"label":"[^"]*"' | cut -d'"' -f4 | sort -u || true
+}
+
+if ((RUN_BAZEL_TESTS)); then
+    step "bazel test //..."
+    rc=0
+    # --keep_going: run every test that builds, even if another one does not
+    "$BAZEL" test //... --keep_going --build_event_json_file="$WORK/bep.json" || rc=$?
+    case $rc in
+    0) ;;
+    4) NOTES+=("bazel test //... found no test targets to run (exit 4)") ;;
+    3) problem "bazel test //...: some tests failed (exit 3)" ;;
+    *) problem "bazel test //... failed (exit $rc: build or infrastructure error)" ;;
+    esac
+    if [[ -f $WORK/bep.json ]]; then
+        mapfile -t found < <(bep_test_xmls "$WORK/bep.json")
+        for x in "${found[@]}"; do
+            if [[ -f $x ]]; then XMLS+=("$x"); else problem "missing $x"; fi
+        done
+        echo "    ${#found[@]} test.xml file(s) reported by this bazel run"
+        while IFS= read -r label; do
+            [[ -z $label ]] || EXTRA_FAILED+=("$label (test result without test.xml)")
+        done < <(bep_results_without_xml "$WORK/bep.json")
+        while IFS= read -r label; do
+            [[ -z $label ]] || EXTRA_FAILED+=("$label (failed to build)")
+        done < <(bep_tests_not_built "$WORK/bep.json")
+    fi
+fi
+
+# --- 3. RDMA tests ------------------------------------------------------------
+# //pkg:name -> bazel-bin/pkg/name
+label_to_binary() {
+    local l=${1#@}
+    l=${l#//}
+    local pkg=${l%%:*} name=${l#*:}
+    if [[ $l != *:* ]]; then
+        pkg=$l
+        name=${l##*/}
+    fi
+    echo "$BAZEL_BIN${pkg:+/$pkg}/$name"
+}
+
+if ((RUN_RDMA)); then
+    step "RDMA tests: bazel query for tag requires-rdma"
+    q='attr(tags, "requires-rdma", tests(//...)) except attr(tags, "manual", tests(//...))'
+    if ! "$BAZEL" query "$q" --output=label >"$WORK/rdma.labels" 2>"$WORK/query.err"; then
+        cat "$WORK/query.err"
+        problem "bazel query for requires-rdma tests failed"
+        finish
+    fi
+    mapfile -t LABELS <"$WORK/rdma.labels"
+    if ((${#LABELS[@]} == 0)); then
+        echo "    no test targets tagged requires-rdma: nothing to run"
+        NOTES+=("no requires-rdma test targets")
+    else
+        printf '    %s\n' "${LABELS[@]}"
+        "$BAZEL" query "attr(tags, \"rdma-two-vm\", set(${LABELS[*]}))" --output=label \
+            >"$WORK/twovm.labels" 2>"$WORK/query.err" || {
+            cat "$WORK/query.err"
+            problem "bazel query for rdma-two-vm failed"
+            finish
+        }
+        step "bazel build ${#LABELS[@]} RDMA test target(s)"
+        if ! "$BAZEL" build "${LABELS[@]}"; then
+            problem "bazel build of the RDMA tests failed"
+            finish
+        fi
+        BAZEL_BIN=$REPO/bazel-bin
+        [[ -d $BAZEL_BIN ]] || BAZEL_BIN=$("$BAZEL" info bazel-bin)
+        ONE=() TWO=()
+        for l in "${LABELS[@]}"; do
+            if grep -qxF "$l" "$WORK/twovm.labels"; then
+                TWO+=("$(label_to_binary "$l")")
+            else
+                ONE+=("$(label_to_binary "$l")")
+            fi
+        done
+        # run_rdma DIR ARGS...: one run-rdma-tests.sh invocation
+        run_rdma() {
+            local dir=$1 rc=0
+            shift
+            rm -rf "$dir" # only this run's XML may be counted
+            "$REPO/tests/rxe/run-rdma-tests.sh" --results "$dir" "$@" || rc=$?
+            case $rc in
+            0) ;;
+            77)
+                if ((IN_CI)); then
+                    problem "RDMA tests SKIPPED (no RDMA device, no qemu): a failure under CI=true"
+                else
+                    NOTES+=("RDMA tests were SKIPPED: no RDMA device and no qemu on this machine")
+                fi
+                ;;
+            1) problem "RDMA tests failed" ;;
+            *) problem "RDMA test harness failed (run-rdma-tests.sh exit $rc; see tests/rxe/README.md)" ;;
+            esac
+            shopt -s nullglob
+            XMLS+=("$dir"/*.xml)
+            shopt -u nullglob
+        }
+        if ((${#ONE[@]})); then
+            step "run ${#ONE[@]} RDMA test binary(ies): tests/rxe/run-rdma-tests.sh"
+            run_rdma "$RDMA_RESULTS" "${ONE[@]}"
+        fi
+        if ((${#TWO[@]})); then
+            step "run ${#TWO[@]} two-VM RDMA test binary(ies): tests/rxe/run-rdma-tests.sh --two-vm"
+            run_rdma "$RDMA_RESULTS-two-vm" --two-vm "${TWO[@]}"
+        fi
+    fi
+fi
+
+finish
