@@ -331,9 +331,10 @@ bool Cancelled(const std::atomic<bool>* cancel) {
 
 // Runs body(i) for i in [0, threads) on that many threads while the calling
 // thread reports progress once per `interval`. `completed` sums the threads'
-// progress; `total` is the phase's size (0 when timed). `deadline`, when
-// finite, sets `stop` once reached; cancellation also sets it. Returns the
-// phase's wall time, measured until the last thread finished.
+// progress; `total` is the phase's size (0 when timed). Once `time_limit`
+// (may be infinite) has passed since the start, or `cancel` is set, `stop`
+// is set; the bodies must poll it. Returns the phase's wall time, measured
+// until the last thread finished.
 absl::Duration RunPhase(int threads, const std::function<void(int)>& body,
                         const std::function<uint64_t()>& completed, bool preloading, uint64_t total,
                         absl::Duration interval, absl::Duration time_limit, std::atomic<bool>& stop,

@@ -42,8 +42,9 @@ namespace client {
 // nanoseconds). Values below 2^kSubBucketBits get a bucket each; above that,
 // every power-of-two range [2^e, 2^(e+1)) is split into 2^kSubBucketBits
 // equal buckets, so a bucket is at most 1/128 of its lower bound wide and a
-// reported percentile is within 0.4% of a recorded value (ValueAt() reports
-// bucket midpoints). The whole uint64_t range is covered; nothing is clamped.
+// reported percentile, a bucket midpoint, is within 0.4% of the recorded
+// value it stands for. The whole uint64_t range is covered; nothing is
+// clamped.
 //
 // Histograms with the same layout (all of them) merge exactly: merging A and
 // B gives the histogram of A's and B's values recorded together.
