@@ -9,7 +9,8 @@
 //
 // Results are absl::Status / absl::StatusOr with these codes:
 //   kNotFound           key absent (Get, Delete)
-//   kInvalidArgument    empty or over-limit key/value (the message names the limit)
+//   kInvalidArgument    empty key, or key/value over a limit (the message names
+//                       the limit); empty values are fine
 //   kResourceExhausted  server pool or index full; deleting frees space
 //   kUnavailable        server unreachable, or the requested transport is
 //                       not available (TransportMode::kRdma without a device)
