@@ -300,9 +300,11 @@ summary() {
         ms=$(sed -n 's/.* ms=\([0-9]*\).*/\1/p' "$res")
         why=$(sed -n 's/.* why=//p' "$res")
         # two-VM: a server that recorded failures fails the binary too
-        local sx=""
-        [[ -f $RESULTS/$name.server.xml ]] && sx=$RESULTS/$name.server.xml
-        counts=$("$HERE/xml-count.sh" "$RESULTS/$name.xml" $sx $([[ -f $RESULTS/$name.exit.xml ]] && echo "$RESULTS/$name.exit.xml"))
+        local xmls=("$RESULTS/$name.xml") x
+        for x in "$RESULTS/$name.exit.xml" "$RESULTS/$name.server.xml" "$RESULTS/$name.server.exit.xml"; do
+            [[ -f $x ]] && xmls+=("$x")
+        done
+        counts=$("$HERE/xml-count.sh" "${xmls[@]}")
         if [[ $rc == 0 && $counts == *" failed=0 "* ]]; then
             echo "PASSED $name ($(secs "$ms")s; $counts)"
         else

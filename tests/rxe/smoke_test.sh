@@ -30,8 +30,8 @@ secs() { printf '%d.%d' $(($1 / 1000)) $(($1 % 1000 / 100)); }
 # perf_client TOOL ARGS...: run a perftest client, retrying while the server
 # is not listening yet ("Couldn't connect"); other failures are final.
 perf_client() {
-    local out rc attempt
-    for attempt in $(seq 30); do
+    local out rc
+    for _ in $(seq 30); do
         rc=0
         out=$(timeout 120 "$@" 2>&1) || rc=$?
         if ((rc != 0)) && [[ $out == *"Couldn't connect"* ]]; then

@@ -125,7 +125,6 @@ build_out=$("$HERE/build-image.sh" --cache "$CACHE" 2>&1) || {
 # --- per-run directory: command script, console log, status channel ------------
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/kvvm.XXXXXX")
 safe_path "$RUN" || bad_usage "TMPDIR ($RUN) must be an absolute path without spaces, commas or colons"
-QEMU_TIMEOUT_PID=
 cleanup() { rm -rf "$RUN"; }
 trap cleanup EXIT
 [[ -n ${KV_VM_KEEP_RUN:-} ]] && trap - EXIT
@@ -170,6 +169,7 @@ APPEND+=" kvvm.script=$RUN/cmd.sh kvvm.ip=$IPADDR"
 [[ -n $RW_ARG ]] && APPEND+=" kvvm.rw=$RW_ARG"
 ((NORXE)) && APPEND+=" kvvm.norxe=1"
 
+# shellcheck disable=SC2054 # the commas are qemu option syntax
 QEMU=("${KV_VM_QEMU:-qemu-system-x86_64}"
     -accel "${KV_VM_ACCEL:-tcg,thread=multi}" -cpu "${KV_VM_CPU:-max}"
     -m "$MEM" -smp "$SMP"
