@@ -3,12 +3,14 @@
 #include "server/control_service.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/commit_wire.h"
 #include "common/grpc_status.h"
 #include "common/layout.h"
 #include "common/status_macros.h"
@@ -99,6 +101,11 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
   pb::DataEndpoints* e = response->mutable_endpoints();
   e->set_resp_address(deps_.resp_address);
   e->set_rdma_device(deps_.rdma_device);
+  if (deps_.rdma != nullptr) {
+    const rdma::Gid& gid = deps_.rdma->gid();
+    e->set_rdma_gid(std::string(reinterpret_cast<const char*>(gid.data()), gid.size()));
+    e->set_rdma_port(deps_.rdma->port());
+  }
   response->set_data_arena_bytes(deps_.pool->data_bytes());
   return grpc::Status::OK;
 }
@@ -112,10 +119,66 @@ grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
     std::string owner = request->client_name().empty() ? "anonymous" : request->client_name();
     if (context != nullptr) absl::StrAppend(&owner, "@", context->peer());
     KV_ASSIGN_OR_RETURN(LeaseInfo info, deps_.leases->Grant(request->bytes(), std::move(owner)));
+    if (request->connection_id() != 0) {
+      absl::StatusOr<std::pair<uint32_t, uint64_t>> key =
+          deps_.rdma == nullptr
+              ? absl::FailedPreconditionError("this server has no RDMA device: no write keys")
+              : deps_.rdma->BindLease(request->connection_id(), info);
+      if (!key.ok()) {
+        (void)deps_.leases->Release(info.lease_id);
+        return key.status();
+      }
+      info.write_rkey = key->first;
+    }
     FillLease(info, response->mutable_lease());
     return absl::OkStatus();
   }();
   if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
+                                             const pb::ConnectQpRequest* request,
+                                             pb::ConnectQpResponse* response) {
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    if (deps_.rdma == nullptr) {
+      return absl::UnavailableError("this server has no RDMA device; use the RESP/TCP data port");
+    }
+    const pb::QpEndpoint& in = request->client();
+    if (in.gid().size() != 16 || in.qpn() == 0) {
+      return absl::InvalidArgumentError("client queue pair endpoint needs a qpn and a 16-byte gid");
+    }
+    rdma::QpEndpoint client;
+    client.qpn = in.qpn();
+    client.psn = in.psn() & 0xffffff;
+    std::memcpy(client.gid.data(), in.gid().data(), 16);
+    client.lid = static_cast<uint16_t>(in.lid());
+    std::string owner = request->client_name().empty() ? "anonymous" : request->client_name();
+    if (context != nullptr) absl::StrAppend(&owner, "@", context->peer());
+    KV_ASSIGN_OR_RETURN(RdmaService::Accepted accepted, deps_.rdma->Connect(client, owner));
+    response->set_connection_id(accepted.connection_id);
+    pb::QpEndpoint* out = response->mutable_server();
+    out->set_qpn(accepted.server.qpn);
+    out->set_psn(accepted.server.psn);
+    out->set_gid(std::string(reinterpret_cast<const char*>(accepted.server.gid.data()), 16));
+    out->set_lid(accepted.server.lid);
+    response->set_commit_credits(accepted.commit_credits);
+    response->set_max_commit_bytes(accepted.max_commit_bytes);
+    response->set_ack_bytes(static_cast<uint32_t>(wire::kAckBytes));
+    return absl::OkStatus();
+  }();
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::DisconnectQp(grpc::ServerContext* context,
+                                                const pb::DisconnectQpRequest* request,
+                                                pb::DisconnectQpResponse* response) {
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    if (deps_.rdma == nullptr) return absl::UnavailableError("this server has no RDMA device");
+    return deps_.rdma->Disconnect(request->connection_id());
+  }();
   return ToGrpcStatus(status);
 }
 

@@ -36,6 +36,7 @@
 #include "server/kv_store.h"
 #include "server/lease_table.h"
 #include "server/memory_pool.h"
+#include "server/rdma_service.h"
 
 namespace kvstore {
 namespace server {
@@ -52,6 +53,8 @@ struct ControlServiceDeps {
   std::string resp_address;
   // RDMA device name; empty when the server serves no RDMA.
   std::string rdma_device;
+  // The RDMA data path (queue pairs, lease write keys); null without RDMA.
+  RdmaService* rdma = nullptr;
   // More counters for Stats (transports, RESP listener ...). May be empty.
   std::function<std::map<std::string, uint64_t>()> extra_counters;
   // Static key/value facts for Stats.info (build, flags ...).
@@ -73,7 +76,15 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
 
   grpc::Status Handshake(grpc::ServerContext* context, const kvstore::v1::HandshakeRequest* request,
                          kvstore::v1::HandshakeResponse* response) override;
-  // UNAVAILABLE for a stale epoch; otherwise as LeaseTable::Grant().
+  // UNAVAILABLE for a stale epoch or a server without RDMA; otherwise as
+  // RdmaService::Connect().
+  grpc::Status ConnectQp(grpc::ServerContext* context, const kvstore::v1::ConnectQpRequest* request,
+                         kvstore::v1::ConnectQpResponse* response) override;
+  grpc::Status DisconnectQp(grpc::ServerContext* context,
+                            const kvstore::v1::DisconnectQpRequest* request,
+                            kvstore::v1::DisconnectQpResponse* response) override;
+  // UNAVAILABLE for a stale epoch; otherwise as LeaseTable::Grant(). With a
+  // connection_id, the lease also gets a write key bound to that queue pair.
   grpc::Status GrantLease(grpc::ServerContext* context,
                           const kvstore::v1::GrantLeaseRequest* request,
                           kvstore::v1::GrantLeaseResponse* response) override;

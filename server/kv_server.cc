@@ -71,7 +71,18 @@ absl::Status KvServer::Init() {
   LeaseOptions lo;
   lo.ttl = options_.lease_ttl;
   lo.max_lease_bytes = layout::EntryBytes(options_.limits.max_key_bytes, options_.limits.max_value_bytes);
+  // A lease's write key is revoked before its chunk goes back to the store.
+  lo.on_revoke = [this](const LeaseInfo& lease) {
+    if (rdma_ != nullptr) rdma_->RevokeLease(lease);
+  };
   leases_ = std::make_unique<LeaseTable>(store_.get(), lo);
+  if (pd_) {
+    RdmaServiceOptions rso;
+    rso.gid_ipv4 = options_.rdma_ip;
+    rso.commit_credits = options_.rdma_commit_credits;
+    KV_ASSIGN_OR_RETURN(rdma_, RdmaService::Start(&*device_, &*pd_, pool_.get(), store_.get(),
+                                                  leases_.get(), rso));
+  }
 
   RespServerOptions ro;
   ro.bind_address = options_.listen_address;
@@ -89,12 +100,14 @@ absl::Status KvServer::Init() {
   deps.epoch = epoch_;
   deps.resp_address = absl::StrCat(options_.listen_address, ":", resp_->port());
   deps.rdma_device = rdma_device();
+  deps.rdma = rdma_.get();
   deps.info["transports"] = device_ ? "rdma,tcp" : "tcp";
   deps.info["pool"] = FormatByteSize(options_.pool_bytes);
   deps.info["rdma_unavailable_reason"] = rdma_reason_;
   deps.info["registration_ms"] = absl::StrCat(absl::ToInt64Milliseconds(registration_time_));
   deps.extra_counters = [this] {
     RespServerCounters c = resp_->counters();
+    RdmaServiceCounters r = rdma_ ? rdma_->counters() : RdmaServiceCounters();
     return std::map<std::string, uint64_t>{
         {"resp_connections_accepted", c.connections_accepted},
         {"resp_connections_active", c.connections_active},
@@ -106,6 +119,14 @@ absl::Status KvServer::Init() {
         {"resp_bytes_in", c.bytes_in},
         {"resp_bytes_out", c.bytes_out},
         {"uptime_seconds", static_cast<uint64_t>(absl::ToInt64Seconds(absl::Now() - started_))},
+        {"rdma_connections_active", r.connections_active},
+        {"rdma_connections_total", r.connections_total},
+        {"rdma_commits", r.commits},
+        {"rdma_commit_errors", r.commit_errors},
+        {"rdma_deletes", r.deletes},
+        {"rdma_lease_keys_bound", r.lease_keys_bound},
+        {"rdma_lease_keys_revoked", r.lease_keys_revoked},
+        {"rdma_poller_wakeups", r.poller_wakeups},
     };
   };
   service_ = std::make_unique<KvControlServiceImpl>(std::move(deps));
@@ -158,7 +179,11 @@ void KvServer::Shutdown() {
   shut_down_ = true;
   if (grpc_) grpc_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   if (resp_) resp_->Stop();
+  // Commits stop before the lease table goes; ending the leases revokes
+  // their windows while the queue pairs still exist; then the QPs go.
+  if (rdma_) rdma_->StopPoller();
   leases_.reset();
+  rdma_.reset();
 }
 
 KvServer::~KvServer() {

@@ -24,6 +24,7 @@
 #include "server/kv_store.h"
 #include "server/lease_table.h"
 #include "server/memory_pool.h"
+#include "server/rdma_service.h"
 #include "server/resp_server.h"
 
 namespace grpc {
@@ -57,6 +58,9 @@ struct KvServerOptions {
   // kRdma: fail to start without one. kTcp: never touch verbs.
   ServerTransport transport = ServerTransport::kAuto;
   std::string rdma_device;  // empty: the first device with an active port
+  // Source address for RoCE: the GID of this IPv4 address ("" = the first).
+  std::string rdma_ip;
+  uint32_t rdma_commit_credits = 64;
 };
 
 class KvServer {
@@ -94,6 +98,7 @@ class KvServer {
   std::unique_ptr<MemoryPool> pool_;
   std::unique_ptr<KvStore> store_;
   std::unique_ptr<LeaseTable> leases_;
+  std::unique_ptr<RdmaService> rdma_;  // after leases_: its poller commits through them
   std::unique_ptr<RespServer> resp_;
   std::unique_ptr<KvControlServiceImpl> service_;
   std::unique_ptr<grpc::Server> grpc_;

@@ -42,6 +42,9 @@ ABSL_FLAG(absl::Duration, request_timeout, absl::Seconds(30),
 ABSL_FLAG(std::string, transport, "auto",
           "auto: serve RDMA when a device exists, TCP always; rdma: fail without a device; tcp: never use verbs");
 ABSL_FLAG(std::string, rdma_device, "", "RDMA device to use (default: the first with an active port)");
+ABSL_FLAG(std::string, rdma_ip, "",
+          "IPv4 address whose RoCE v2 GID the server's queue pairs use (default: the first)");
+ABSL_FLAG(uint32_t, rdma_commit_credits, 64, "RDMA commits a client may have in flight per connection");
 ABSL_FLAG(std::string, ready_file, "",
           "once serving, write 'control_port=N\\nresp_port=N\\nepoch=X\\n' to this file (for scripts and tests)");
 
@@ -93,6 +96,8 @@ int main(int argc, char** argv) {
   o.request_timeout = absl::GetFlag(FLAGS_request_timeout);
   o.limits.max_batch_keys = absl::GetFlag(FLAGS_max_batch_keys);
   o.rdma_device = absl::GetFlag(FLAGS_rdma_device);
+  o.rdma_ip = absl::GetFlag(FLAGS_rdma_ip);
+  o.rdma_commit_credits = absl::GetFlag(FLAGS_rdma_commit_credits);
   struct {
     const char* name;
     std::string value;
