@@ -31,6 +31,16 @@ uint8_t FirstActivePort(ibv_context* context, const ibv_device_attr& attr) {
 
 }  // namespace
 
+std::string DeviceLimitsToString(const DeviceLimits& limits) {
+  return absl::StrCat("max_mr_size=", limits.max_mr_size, " max_mr=", limits.max_mr,
+                      " max_qp_wr=", limits.max_qp_wr, " max_sge=", limits.max_sge,
+                      " max_qp_rd_atom=", limits.max_qp_rd_atom,
+                      " max_qp_init_rd_atom=", limits.max_qp_init_rd_atom,
+                      " max_mw=", limits.max_mw, " max_qp=", limits.max_qp,
+                      " max_cq=", limits.max_cq, " max_cqe=", limits.max_cqe,
+                      " mw_type2=", limits.mw_type2 ? "yes" : "no");
+}
+
 std::vector<std::string> ListDeviceNames() {
   std::vector<std::string> names;
   int n = 0;
@@ -77,6 +87,12 @@ absl::StatusOr<Device> Device::Open(absl::string_view name) {
     limits.max_sge = attr.max_sge;
     limits.max_qp_rd_atom = attr.max_qp_rd_atom;
     limits.max_mw = attr.max_mw;
+    limits.max_qp = attr.max_qp;
+    limits.max_cq = attr.max_cq;
+    limits.max_cqe = attr.max_cqe;
+    limits.max_qp_init_rd_atom = attr.max_qp_init_rd_atom;
+    limits.mw_type2 = (attr.device_cap_flags &
+                       (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0;
     ibv_free_device_list(list);
     return Device(context, std::move(dev_name), port, limits);
   }

@@ -35,7 +35,18 @@ struct DeviceLimits {
   uint32_t max_sge = 0;
   uint32_t max_qp_rd_atom = 0;
   uint32_t max_mw = 0;
+  // Appended for the queue-pair and completion-queue wrappers.
+  uint32_t max_qp = 0;
+  uint32_t max_cq = 0;
+  uint32_t max_cqe = 0;
+  // Outstanding RDMA READs/atomics this QP may issue (initiator depth).
+  uint32_t max_qp_init_rd_atom = 0;
+  // IBV_DEVICE_MEM_WINDOW_TYPE_2A or _2B is set (type-2 windows work).
+  bool mw_type2 = false;
 };
+
+// One line, e.g. "max_mr_size=... max_mr=... ..." (for logs and tests).
+std::string DeviceLimitsToString(const DeviceLimits& limits);
 
 // Names of the RDMA devices libibverbs sees (may be empty).
 std::vector<std::string> ListDeviceNames();

@@ -1,0 +1,217 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Queue pair datapath: building and posting work requests. Nothing here
+// allocates for single WRs; batches of up to 16 WRs stay on the stack.
+
+#include <infiniband/verbs.h>
+
+#include <cstring>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "common/rdma/queue_pair.h"
+#include "common/rdma/verbs_status.h"
+
+namespace kvstore {
+namespace rdma {
+
+namespace {
+
+// Copies `local` into `out` (which has room for kMaxSgePerWr entries).
+// Returns the total byte count.
+uint64_t FillSges(absl::Span<const Sge> local, ibv_sge* out) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < local.size(); ++i) {
+    out[i].addr = local[i].addr;
+    out[i].length = local[i].length;
+    out[i].lkey = local[i].lkey;
+    total += local[i].length;
+  }
+  return total;
+}
+
+absl::Status TooManySges(absl::string_view verb, size_t n, uint32_t max) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(verb, ": ", n, " SGEs, the QP allows ", max));
+}
+
+}  // namespace
+
+absl::Status QueuePair::PostSendChain(ibv_send_wr* wrs, size_t n, absl::string_view verb) {
+  for (size_t i = 0; i + 1 < n; ++i) wrs[i].next = &wrs[i + 1];
+  wrs[n - 1].next = nullptr;
+  ibv_send_wr* bad = nullptr;
+  int rc = ibv_post_send(qp_, wrs, &bad);
+  if (rc == 0) return absl::OkStatus();
+  if (n == 1 || bad == nullptr) {
+    return rdma_internal::VerbError(absl::StrCat("ibv_post_send(", verb, ")"), rc);
+  }
+  const size_t index = static_cast<size_t>(bad - wrs);
+  return rdma_internal::VerbError(
+      absl::StrCat("ibv_post_send(", verb, " x", n, ") at WR ", index, " (wr_id 0x",
+                   absl::Hex(bad->wr_id), "; the ", index, " before it were posted)"),
+      rc);
+}
+
+absl::Status QueuePair::PostRdma(absl::Span<const Sge> local, uint64_t remote_addr,
+                                 uint32_t rkey, uint64_t wr_id, bool signaled,
+                                 ibv_wr_opcode opcode, absl::string_view verb) {
+  if (local.size() > caps_.max_send_sge) {
+    return TooManySges(verb, local.size(), caps_.max_send_sge);
+  }
+  ibv_sge sges[kMaxSgePerWr];
+  FillSges(local, sges);
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = sges;
+  wr.num_sge = static_cast<int>(local.size());
+  wr.opcode = opcode;
+  wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+  wr.wr.rdma.remote_addr = remote_addr;
+  wr.wr.rdma.rkey = rkey;
+  return PostSendChain(&wr, 1, verb);
+}
+
+absl::Status QueuePair::PostRead(absl::Span<const Sge> local, uint64_t remote_addr,
+                                 uint32_t rkey, uint64_t wr_id, bool signaled) {
+  return PostRdma(local, remote_addr, rkey, wr_id, signaled, IBV_WR_RDMA_READ, "RDMA_READ");
+}
+
+absl::Status QueuePair::PostWrite(absl::Span<const Sge> local, uint64_t remote_addr,
+                                  uint32_t rkey, uint64_t wr_id, bool signaled) {
+  return PostRdma(local, remote_addr, rkey, wr_id, signaled, IBV_WR_RDMA_WRITE, "RDMA_WRITE");
+}
+
+absl::Status QueuePair::PostSend(absl::Span<const Sge> local, uint64_t wr_id, bool signaled,
+                                 bool inline_data) {
+  if (local.size() > caps_.max_send_sge) {
+    return TooManySges("SEND", local.size(), caps_.max_send_sge);
+  }
+  ibv_sge sges[kMaxSgePerWr];
+  const uint64_t total = FillSges(local, sges);
+  if (inline_data && total > caps_.max_inline) {
+    return absl::InvalidArgumentError(absl::StrCat("SEND: ", total,
+                                                   " bytes inline, the QP allows ",
+                                                   caps_.max_inline));
+  }
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = sges;
+  wr.num_sge = static_cast<int>(local.size());
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = (signaled ? IBV_SEND_SIGNALED : 0) | (inline_data ? IBV_SEND_INLINE : 0);
+  return PostSendChain(&wr, 1, inline_data ? "SEND inline" : "SEND");
+}
+
+absl::Status QueuePair::PostRecv(const Sge& local, uint64_t wr_id) {
+  ibv_sge sge;
+  sge.addr = local.addr;
+  sge.length = local.length;
+  sge.lkey = local.lkey;
+  ibv_recv_wr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  if (int rc = ibv_post_recv(qp_, &wr, &bad); rc != 0) {
+    return rdma_internal::VerbError("ibv_post_recv", rc);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status QueuePair::PostRdmaBatch(absl::Span<const RdmaOp> ops, ibv_wr_opcode opcode,
+                                      absl::string_view verb) {
+  if (ops.empty()) return absl::OkStatus();
+  if (ops.size() > caps_.max_send_wr) {
+    return absl::InvalidArgumentError(absl::StrCat(verb, ": batch of ", ops.size(),
+                                                   " WRs, the send queue holds ",
+                                                   caps_.max_send_wr));
+  }
+  size_t total_sges = 0;
+  for (const RdmaOp& op : ops) {
+    if (op.local.size() > caps_.max_send_sge) {
+      return TooManySges(verb, op.local.size(), caps_.max_send_sge);
+    }
+    total_sges += op.local.size();
+  }
+  // Sized up front: the WRs point into `sges`, which must not reallocate.
+  absl::InlinedVector<ibv_sge, 32> sges(total_sges);
+  absl::InlinedVector<ibv_send_wr, 16> wrs(ops.size());
+  size_t next_sge = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const RdmaOp& op = ops[i];
+    ibv_send_wr& wr = wrs[i];
+    std::memset(&wr, 0, sizeof wr);
+    FillSges(op.local, sges.data() + next_sge);
+    wr.wr_id = op.wr_id;
+    wr.sg_list = op.local.empty() ? nullptr : sges.data() + next_sge;
+    wr.num_sge = static_cast<int>(op.local.size());
+    wr.opcode = opcode;
+    wr.send_flags = op.signaled ? IBV_SEND_SIGNALED : 0;
+    wr.wr.rdma.remote_addr = op.remote_addr;
+    wr.wr.rdma.rkey = op.rkey;
+    next_sge += op.local.size();
+  }
+  return PostSendChain(wrs.data(), wrs.size(), verb);
+}
+
+absl::Status QueuePair::PostReads(absl::Span<const ReadOp> ops) {
+  return PostRdmaBatch(ops, IBV_WR_RDMA_READ, "RDMA_READ");
+}
+
+absl::Status QueuePair::PostWrites(absl::Span<const WriteOp> ops) {
+  return PostRdmaBatch(ops, IBV_WR_RDMA_WRITE, "RDMA_WRITE");
+}
+
+absl::StatusOr<uint32_t> QueuePair::PostBindMw(MemoryWindow& mw, const MemoryRegion& mr,
+                                               uint64_t addr, uint64_t length, int access,
+                                               uint64_t wr_id) {
+  if (mw.bound()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "BIND_MW: window rkey 0x", absl::Hex(mw.rkey()), " is still bound (to QP 0x",
+        absl::Hex(mw.bound_qp_num()), "); invalidate it first"));
+  }
+  // Overflow-safe: addr - mr.addr() <= mr.length() - length.
+  if (length == 0 || length > mr.length() || addr < mr.addr() ||
+      addr - mr.addr() > mr.length() - length) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "BIND_MW: [0x", absl::Hex(addr), ", +", length, ") is empty or not inside MR [0x",
+        absl::Hex(mr.addr()), ", +", mr.length(), ")"));
+  }
+  const uint32_t new_rkey = ibv_inc_rkey(mw.rkey());
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id;
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.bind_mw.mw = mw.get();
+  wr.bind_mw.rkey = new_rkey;
+  wr.bind_mw.bind_info.mr = mr.get();
+  wr.bind_mw.bind_info.addr = addr;
+  wr.bind_mw.bind_info.length = length;
+  wr.bind_mw.bind_info.mw_access_flags = static_cast<unsigned int>(access);
+  if (absl::Status s = PostSendChain(&wr, 1, "BIND_MW"); !s.ok()) return s;
+  mw.OnBindPosted(new_rkey, qp_->qp_num, addr, length);
+  return new_rkey;
+}
+
+absl::Status QueuePair::PostLocalInvalidate(uint32_t rkey, uint64_t wr_id) {
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id;
+  wr.opcode = IBV_WR_LOCAL_INV;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.invalidate_rkey = rkey;
+  return PostSendChain(&wr, 1, "LOCAL_INV");
+}
+
+absl::Status QueuePair::PostLocalInvalidate(MemoryWindow& mw, uint64_t wr_id) {
+  if (!mw.bound()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("LOCAL_INV: window rkey 0x", absl::Hex(mw.rkey()), " is not bound"));
+  }
+  if (absl::Status s = PostLocalInvalidate(mw.rkey(), wr_id); !s.ok()) return s;
+  mw.OnInvalidatePosted();
+  return absl::OkStatus();
+}
+
+}  // namespace rdma
+}  // namespace kvstore
