@@ -2,13 +2,18 @@
 
 #include "client/kv_client.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <memory>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "client/data_path.h"
+#include "client/internal.h"
+#include "client/rdma_data_path.h"
 #include "client/tcp_data_path.h"
 #include "common/grpc_status.h"
 #include "common/limits.h"
@@ -53,76 +58,90 @@ std::string ResolveDataAddress(const std::string& published, const std::string& 
 class ClientImpl final : public KvClient {
  public:
   ClientImpl(const Options& options, std::unique_ptr<v1::KvControl::Stub> stub)
-      : options_(options), stub_(std::move(stub)) {}
+      : options_(options),
+        stub_(std::move(stub)),
+        name_(absl::StrCat("kvclient pid ", getpid())) {}
+
+  ~ClientImpl() override {
+    absl::MutexLock lock(&mu_);
+    path_.reset();
+  }
 
   absl::Status Init() {
-    v1::HandshakeRequest req;
-    req.set_client_name(absl::StrCat("kvclient pid ", getpid()));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.connect_timeout));
-    ctx.set_wait_for_ready(false);
-    v1::HandshakeResponse resp;
-    absl::Status s = FromGrpcStatus(stub_->Handshake(&ctx, req, &resp));
-    if (!s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("handshake with ", options_.servers[0],
-                                                 " failed: ", s.message()));
-    }
-    handshake_ = resp;
-    limits_.max_key_bytes = resp.limits().max_key_bytes();
-    limits_.max_value_bytes = resp.limits().max_value_bytes();
-    limits_.max_batch_keys = resp.limits().max_batch_keys();
-
-    const bool server_rdma = !resp.endpoints().rdma_device().empty();
-    bool local_rdma = false;
-    std::string why;
-    if (options_.transport != TransportMode::kTcp) {
-      auto dev = rdma::Device::Open("");
-      local_rdma = dev.ok();
-      if (!dev.ok()) why = absl::StrCat("no local RDMA device (", dev.status().message(), ")");
-      else if (!server_rdma) why = "the server has no RDMA device";
-    }
-    if (options_.transport == TransportMode::kRdma || (options_.transport == TransportMode::kAuto &&
-                                                       local_rdma && server_rdma)) {
-      // The verbs data path lands with the RDMA issue; until then RDMA is
-      // never silently faked: kRdma fails, kAuto falls back below.
-      if (why.empty()) why = "this build has no RDMA data path yet";
-      if (options_.transport == TransportMode::kRdma) {
-        return absl::UnavailableError(absl::StrCat("transport=rdma requested but RDMA is unavailable: ", why));
-      }
-    }
-    if (options_.transport == TransportMode::kAuto) {
-      tcp_fallbacks_++;
-      LOG(INFO) << "kvstore client: using TCP to " << options_.servers[0] << " (" << why << ")";
-    }
-    const std::string address = ResolveDataAddress(resp.endpoints().resp_address(), options_.servers[0]);
-    KV_ASSIGN_OR_RETURN(data_, TcpDataPath::Connect(address, options_.connections_per_server,
-                                                    limits_, options_.connect_timeout));
-    return absl::OkStatus();
+    absl::MutexLock lock(&mu_);
+    return BuildPath();
   }
 
   absl::StatusOr<std::string> Get(absl::string_view key) override {
     gets_++;
-    return Count(data_->Get(key, Deadline()));
+    return Run<std::string>([&](DataPath& p) { return p.Get(key, Deadline()); });
   }
   absl::Status Put(absl::string_view key, absl::string_view value) override {
     puts_++;
-    return Count(data_->Put(key, value, Deadline()));
+    return RunStatus([&](DataPath& p) { return p.Put(key, value, Deadline()); });
   }
   absl::Status Delete(absl::string_view key) override {
     deletes_++;
-    return Count(data_->Delete(key, Deadline()));
+    // Not retried after a reconnect: the first attempt may have deleted it.
+    return RunStatus([&](DataPath& p) { return p.Delete(key, Deadline()); }, /*retry=*/false);
   }
   absl::StatusOr<bool> Exists(absl::string_view key) override {
-    return Count(data_->Exists(key, Deadline()));
+    return Run<bool>([&](DataPath& p) { return p.Exists(key, Deadline()); });
   }
   absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys) override {
     gets_ += keys.size();
-    return Count(data_->MultiGet(keys, Deadline()), keys.size());
+    return Run<std::vector<absl::StatusOr<std::string>>>(
+        [&](DataPath& p) { return p.MultiGet(keys, Deadline()); }, true, keys.size());
   }
   absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs) override {
     puts_ += pairs.size();
-    return Count(data_->MultiPut(pairs, Deadline()), pairs.size());
+    return RunStatus([&](DataPath& p) { return p.MultiPut(pairs, Deadline()); }, true,
+                     pairs.size());
+  }
+
+  absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) override {
+    std::shared_ptr<DataPath> path = CurrentPath();
+    if (auto* rdma = dynamic_cast<RdmaDataPath*>(path.get())) return rdma->Register(data, size);
+    if (data == nullptr || size == 0) return absl::InvalidArgumentError("empty buffer");
+    // TCP: nothing to register; the handle just describes the memory.
+    return KvClientInternal::MakeBuffer(static_cast<char*>(data), size, nullptr, 0);
+  }
+
+  absl::StatusOr<size_t> GetInto(absl::string_view key, const RegisteredBuffer& buffer,
+                                 size_t offset, size_t capacity) override {
+    gets_++;
+    return Run<size_t>([&](DataPath& p) -> absl::StatusOr<size_t> {
+      auto* rdma = dynamic_cast<RdmaDataPath*>(&p);
+      if (rdma != nullptr && KvClientInternal::lkey(buffer) != 0) {
+        return rdma->GetInto(key, buffer, offset, capacity, Deadline());
+      }
+      if (offset > buffer.size() || capacity > buffer.size() - offset) {
+        return absl::InvalidArgumentError("range outside the registered buffer");
+      }
+      KV_ASSIGN_OR_RETURN(std::string v, p.Get(key, Deadline()));
+      if (v.size() > capacity) {
+        return absl::OutOfRangeError(absl::StrCat("value is ", v.size(), " bytes; the buffer holds ",
+                                                  capacity));
+      }
+      std::memcpy(buffer.data() + offset, v.data(), v.size());
+      return v.size();
+    });
+  }
+
+  absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
+                       size_t length) override {
+    puts_++;
+    return RunStatus([&](DataPath& p) -> absl::Status {
+      auto* rdma = dynamic_cast<RdmaDataPath*>(&p);
+      if (rdma != nullptr && KvClientInternal::lkey(buffer) != 0) {
+        return rdma->PutFrom(key, buffer, offset, length, Deadline());
+      }
+      if (offset > buffer.size() || length > buffer.size() - offset) {
+        return absl::InvalidArgumentError("range outside the registered buffer");
+      }
+      return p.Put(key, absl::string_view(buffer.data() + offset, length), Deadline());
+    });
   }
 
   absl::StatusOr<ScanPage> Scan(uint64_t cursor, uint32_t count,
@@ -152,34 +171,160 @@ class ClientImpl final : public KvClient {
     return out;
   }
 
-  std::string transport_name() const override { return std::string(data_->name()); }
+  std::string transport_name() const override {
+    std::shared_ptr<DataPath> path = CurrentPath();
+    return path ? std::string(path->name()) : "none";
+  }
 
   ClientCounters counters() const override {
     ClientCounters c;
     c.gets = gets_;
     c.puts = puts_;
     c.deletes = deletes_;
-    c.tcp_ops = data_->name() == "tcp" ? ops_.load() : 0;
-    c.rdma_ops = data_->name() == "rdma" ? ops_.load() : 0;
+    c.tcp_ops = tcp_ops_;
+    c.rdma_ops = rdma_ops_;
     c.tcp_fallbacks = tcp_fallbacks_;
-    c.checksum_retries = 0;
+    c.reconnects = reconnects_;
+    RdmaPathCounters r = retired_rdma_;
+    std::shared_ptr<DataPath> path = CurrentPath();
+    if (auto* rdma = dynamic_cast<RdmaDataPath*>(path.get())) {
+      RdmaPathCounters now = rdma->counters();
+      r.checksum_retries += now.checksum_retries;
+      r.span_retries += now.span_retries;
+      r.server_fallback_gets += now.server_fallback_gets;
+      r.leases_granted += now.leases_granted;
+      r.leases_released += now.leases_released;
+      r.leases_renewed += now.leases_renewed;
+      r.lease_aborts += now.lease_aborts;
+    }
+    c.checksum_retries = r.checksum_retries;
+    c.span_retries = r.span_retries;
+    c.server_fallback_gets = r.server_fallback_gets;
+    c.leases_granted = r.leases_granted;
+    c.leases_released = r.leases_released;
+    c.leases_renewed = r.leases_renewed;
+    c.lease_aborts = r.lease_aborts;
     return c;
   }
 
  private:
   absl::Time Deadline() const { return absl::Now() + options_.op_timeout; }
-  template <typename T>
-  T Count(T result, uint64_t n = 1) {
-    ops_ += n;
-    return result;
+
+  std::shared_ptr<DataPath> CurrentPath() const {
+    absl::MutexLock lock(&mu_);
+    return path_;
+  }
+
+  // Handshakes and builds the data path Options::transport asks for.
+  // REQUIRES: mu_ held.
+  absl::Status BuildPath() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    v1::HandshakeRequest req;
+    req.set_client_name(name_);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.connect_timeout));
+    v1::HandshakeResponse hs;
+    absl::Status s = FromGrpcStatus(stub_->Handshake(&ctx, req, &hs));
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("handshake with ", options_.servers[0],
+                                                 " failed: ", s.message()));
+    }
+    Limits limits;
+    limits.max_key_bytes = hs.limits().max_key_bytes();
+    limits.max_value_bytes = hs.limits().max_value_bytes();
+    limits.max_batch_keys = hs.limits().max_batch_keys();
+
+    std::string why;
+    if (options_.transport != TransportMode::kTcp) {
+      if (hs.endpoints().rdma_device().empty()) {
+        why = "the server has no RDMA device";
+      } else {
+        auto rdma = RdmaDataPath::Connect(stub_.get(), hs, options_.rdma_device, name_,
+                                          options_.lease_bytes, options_.connect_timeout);
+        if (rdma.ok()) {
+          SwapPath(std::shared_ptr<DataPath>(std::move(*rdma)));
+          return absl::OkStatus();
+        }
+        why = std::string(rdma.status().message());
+      }
+      if (options_.transport == TransportMode::kRdma) {
+        return absl::UnavailableError(
+            absl::StrCat("transport=rdma requested but RDMA is unavailable: ", why));
+      }
+      tcp_fallbacks_++;
+      LOG(INFO) << "kvstore client: using TCP to " << options_.servers[0] << " (" << why << ")";
+    }
+    const std::string address = ResolveDataAddress(hs.endpoints().resp_address(), options_.servers[0]);
+    KV_ASSIGN_OR_RETURN(auto tcp, TcpDataPath::Connect(address, options_.connections_per_server,
+                                                       limits, options_.connect_timeout));
+    SwapPath(std::shared_ptr<DataPath>(std::move(tcp)));
+    return absl::OkStatus();
+  }
+
+  void SwapPath(std::shared_ptr<DataPath> next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (auto* old = dynamic_cast<RdmaDataPath*>(path_.get())) {
+      RdmaPathCounters c = old->counters();
+      retired_rdma_.checksum_retries += c.checksum_retries;
+      retired_rdma_.span_retries += c.span_retries;
+      retired_rdma_.server_fallback_gets += c.server_fallback_gets;
+      retired_rdma_.leases_granted += c.leases_granted;
+      retired_rdma_.leases_released += c.leases_released;
+      retired_rdma_.leases_renewed += c.leases_renewed;
+      retired_rdma_.lease_aborts += c.lease_aborts;
+    }
+    path_ = std::move(next);
+  }
+
+  // After a failure on `failed`: if it is an RDMA path that broke (queue pair
+  // error, server restarted), handshake again and build a new path. Returns
+  // whether there is a new path to retry on.
+  bool Recover(const std::shared_ptr<DataPath>& failed) {
+    auto* rdma = dynamic_cast<RdmaDataPath*>(failed.get());
+    if (rdma == nullptr || !rdma->broken()) return false;
+    absl::MutexLock lock(&mu_);
+    if (path_ != failed) return true;  // another thread already rebuilt it
+    absl::Status s = BuildPath();
+    if (!s.ok()) {
+      LOG(WARNING) << "kvstore client: reconnecting to " << options_.servers[0] << " failed: " << s;
+      return false;
+    }
+    reconnects_++;
+    LOG(INFO) << "kvstore client: reconnected to " << options_.servers[0] << " over "
+              << path_->name();
+    return true;
+  }
+
+  template <typename T, typename F>
+  absl::StatusOr<T> Run(F op, bool retry = true, uint64_t n = 1) {
+    std::shared_ptr<DataPath> path = CurrentPath();
+    absl::StatusOr<T> r = op(*path);
+    Count(*path, n);
+    if (!r.ok() && absl::IsUnavailable(r.status()) && Recover(path) && retry) {
+      path = CurrentPath();
+      r = op(*path);
+      Count(*path, n);
+    }
+    return r;
+  }
+  template <typename F>
+  absl::Status RunStatus(F op, bool retry = true, uint64_t n = 1) {
+    return Run<bool>([&](DataPath& p) -> absl::StatusOr<bool> {
+             KV_RETURN_IF_ERROR(op(p));
+             return true;
+           }, retry, n)
+        .status();
+  }
+  void Count(const DataPath& p, uint64_t n) {
+    (p.name() == "rdma" ? rdma_ops_ : tcp_ops_) += n;
   }
 
   const Options options_;
   std::unique_ptr<v1::KvControl::Stub> stub_;
-  v1::HandshakeResponse handshake_;
-  Limits limits_;
-  std::unique_ptr<DataPath> data_;
-  std::atomic<uint64_t> gets_{0}, puts_{0}, deletes_{0}, ops_{0}, tcp_fallbacks_{0};
+  const std::string name_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<DataPath> path_ ABSL_GUARDED_BY(mu_);
+  RdmaPathCounters retired_rdma_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> gets_{0}, puts_{0}, deletes_{0}, tcp_ops_{0}, rdma_ops_{0},
+      tcp_fallbacks_{0}, reconnects_{0};
 };
 
 }  // namespace
@@ -189,7 +334,10 @@ absl::StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const Options& optio
   if (options.servers.size() > 1) {
     return absl::UnimplementedError("more than one server needs the cluster map (not yet built)");
   }
-  auto channel = grpc::CreateChannel(options.servers[0], grpc::InsecureChannelCredentials());
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  auto channel = grpc::CreateCustomChannel(options.servers[0], grpc::InsecureChannelCredentials(), args);
   auto impl = std::make_unique<ClientImpl>(options, v1::KvControl::NewStub(channel));
   KV_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<KvClient>(std::move(impl));

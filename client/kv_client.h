@@ -47,6 +47,31 @@ struct ClientCounters {
   uint64_t rdma_ops = 0;          // operations served over RDMA
   uint64_t tcp_fallbacks = 0;     // times kAuto chose TCP because RDMA was unavailable
   uint64_t checksum_retries = 0;  // one-sided reads retried after a failed verify
+  uint64_t span_retries = 0;      // one-sided GETs restarted for exceeding the read span
+  uint64_t server_fallback_gets = 0;  // GETs served by the server CPU after retries ran out
+  uint64_t leases_granted = 0;    // RDMA write leases obtained over gRPC
+  uint64_t leases_released = 0;
+  uint64_t leases_renewed = 0;
+  uint64_t lease_aborts = 0;      // commits refused because a lease had expired (redone)
+  uint64_t reconnects = 0;        // data paths rebuilt after a failure or a server restart
+};
+
+// Caller memory registered for zero-copy transfers (see KvClient::Register).
+// Over RDMA the NIC reads and writes it directly; over TCP it is plain
+// memory. Copyable handle; the registration lives until the last copy and
+// the client are gone. The memory must outlive every handle.
+class RegisteredBuffer {
+ public:
+  RegisteredBuffer() = default;
+  char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  friend class KvClientInternal;
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  std::shared_ptr<void> registration_;  // transport-specific, opaque
+  uint32_t lkey_ = 0;
 };
 
 // One page of a key listing. `cursor` is 0 when the listing is complete.
@@ -91,6 +116,18 @@ class KvClient {
   virtual absl::StatusOr<ScanPage> Scan(uint64_t cursor, uint32_t count,
                                         absl::string_view prefix) = 0;
   virtual absl::StatusOr<ServerStats> Stats() = 0;
+
+  // --- Zero copy -------------------------------------------------------------
+  // Registers [data, data+size) for zero-copy GetInto/PutFrom. Registration
+  // is slow (it pins pages): do it once for long-lived buffers.
+  virtual absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) = 0;
+  // Reads key's value straight into buffer[offset, offset+capacity) and
+  // returns its length. kOutOfRange (naming the size) when it does not fit.
+  virtual absl::StatusOr<size_t> GetInto(absl::string_view key, const RegisteredBuffer& buffer,
+                                         size_t offset, size_t capacity) = 0;
+  // Stores buffer[offset, offset+length) under key without copying it.
+  virtual absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer,
+                               size_t offset, size_t length) = 0;
 
   // "rdma" or "tcp": the data path in use.
   virtual std::string transport_name() const = 0;

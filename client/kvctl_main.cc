@@ -273,6 +273,13 @@ int RunStat(const Context& context, const std::vector<std::string>& /*args*/) {
       {"rdma_ops", c.rdma_ops},
       {"tcp_fallbacks", c.tcp_fallbacks},
       {"checksum_retries", c.checksum_retries},
+      {"span_retries", c.span_retries},
+      {"server_fallback_gets", c.server_fallback_gets},
+      {"leases_granted", c.leases_granted},
+      {"leases_released", c.leases_released},
+      {"leases_renewed", c.leases_renewed},
+      {"lease_aborts", c.lease_aborts},
+      {"reconnects", c.reconnects},
   };
 
   std::string out;

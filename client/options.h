@@ -37,6 +37,11 @@ struct Options {
   absl::Duration op_timeout = absl::Seconds(30);
   // Data connections per server; operations are pipelined on each.
   int connections_per_server = 2;
+  // RDMA device for kAuto/kRdma ("" = the first with an active port).
+  std::string rdma_device;
+  // Bytes per RDMA write lease (rounded up by the server to its segments);
+  // larger entries get a lease of their own size.
+  uint64_t lease_bytes = 4ull << 20;
 };
 
 }  // namespace client

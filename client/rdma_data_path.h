@@ -1,0 +1,82 @@
+// Copyright 2026 The kvstore Authors.
+//
+// RdmaDataPath: the DataPath over RDMA verbs.
+//
+//   GET     READ both candidate buckets (one doorbell) -> pick the slots whose
+//           fingerprint matches -> bounds-check them -> READ the entry ->
+//           verify magic, lengths, checksum and key. A failed verify or a
+//           bucket-to-entry span longer than the server's max_read_span is
+//           retried from the bucket READ (bounded, with backoff); then the
+//           server's gRPC Get answers. The server CPU takes no part otherwise.
+//   PUT     bump-allocate the entry in a write lease -> RDMA WRITE of header
+//           + key + value (gathered; the value straight from the caller's
+//           registered buffer in PutFrom) -> SEND a commit on the same queue
+//           pair -> wait for the server's ack. A commit refused because the
+//           lease expired (kAborted) is redone once with a fresh lease.
+//   DELETE  a commit naming the key.
+// Leases are refilled in the background before the current one runs out,
+// renewed before they expire and released once drained.
+//
+// Any completion error (remote access error, retry exceeded: server gone)
+// marks the path broken; every operation then fails with kUnavailable and the
+// owner builds a new path after handshaking again (a new server epoch brings
+// new rkeys and a new index seed).
+//
+// Thread safety: thread-safe; many operations in flight on one queue pair.
+
+#ifndef KVSTORE_CLIENT_RDMA_DATA_PATH_H_
+#define KVSTORE_CLIENT_RDMA_DATA_PATH_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/data_path.h"
+#include "client/kv_client.h"
+#include "common/limits.h"
+#include "proto/kv_control.grpc.pb.h"
+
+namespace kvstore {
+namespace client {
+
+struct RdmaPathCounters {
+  uint64_t ops = 0;
+  uint64_t checksum_retries = 0;
+  uint64_t span_retries = 0;
+  uint64_t server_fallback_gets = 0;
+  uint64_t leases_granted = 0;
+  uint64_t leases_released = 0;
+  uint64_t leases_renewed = 0;
+  uint64_t lease_aborts = 0;
+};
+
+class RdmaDataPath : public DataPath {
+ public:
+  // Opens `device` ("" = first active), connects a queue pair through
+  // ConnectQp and prepares the region directory from `handshake`.
+  // `stub` must outlive the path.
+  static absl::StatusOr<std::unique_ptr<RdmaDataPath>> Connect(
+      v1::KvControl::Stub* stub, const v1::HandshakeResponse& handshake,
+      const std::string& device, const std::string& client_name, uint64_t lease_bytes,
+      absl::Duration rpc_timeout);
+
+  // Zero copy (see KvClient).
+  virtual absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) = 0;
+  virtual absl::StatusOr<size_t> GetInto(absl::string_view key, const RegisteredBuffer& buffer,
+                                         size_t offset, size_t capacity, absl::Time deadline) = 0;
+  virtual absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer,
+                               size_t offset, size_t length, absl::Time deadline) = 0;
+
+  // True once a completion error broke the queue pair.
+  virtual bool broken() const = 0;
+  virtual uint64_t epoch() const = 0;
+  virtual RdmaPathCounters counters() const = 0;
+
+  absl::string_view name() const override { return "rdma"; }
+};
+
+}  // namespace client
+}  // namespace kvstore
+
+#endif  // KVSTORE_CLIENT_RDMA_DATA_PATH_H_
