@@ -136,8 +136,8 @@ absl::StatusOr<bool> CompletionQueue::WaitForEvent(absl::Duration timeout) {
   for (;;) {
     absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
     // Round up so that a sub-millisecond remainder still waits.
-    int ms = static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left + absl::Microseconds(999)),
-                                                 1 << 30));
+    int ms = static_cast<int>(
+        std::min<int64_t>(absl::ToInt64Milliseconds(left + absl::Microseconds(999)), 1 << 30));
     pollfd pfd{channel_->fd(), POLLIN, 0};
     int n = poll(&pfd, 1, ms);
     if (n < 0) {
@@ -202,15 +202,14 @@ absl::string_view WcOpcodeName(ibv_wc_opcode opcode) {
 absl::Status WcStatusToStatus(const ibv_wc& wc, absl::string_view operation) {
   if (wc.status == IBV_WC_SUCCESS) return absl::OkStatus();
   // wc.opcode is undefined on error completions (rxe leaves it 0 = SEND).
-  std::string what =
-      operation.empty()
-          ? absl::StrCat("work request (reported opcode ", WcOpcodeName(wc.opcode),
-                         ", unreliable on errors)")
-          : std::string(operation);
-  std::string message = absl::StrFormat(
-      "%s: %s (ibv_wc_status %d, vendor_err 0x%x, wr_id 0x%x, qp_num 0x%x)", what,
-      ibv_wc_status_str(wc.status), static_cast<int>(wc.status), wc.vendor_err, wc.wr_id,
-      wc.qp_num);
+  std::string what = operation.empty()
+                         ? absl::StrCat("work request (reported opcode ", WcOpcodeName(wc.opcode),
+                                        ", unreliable on errors)")
+                         : std::string(operation);
+  std::string message =
+      absl::StrFormat("%s: %s (ibv_wc_status %d, vendor_err 0x%x, wr_id 0x%x, qp_num 0x%x)", what,
+                      ibv_wc_status_str(wc.status), static_cast<int>(wc.status), wc.vendor_err,
+                      wc.wr_id, wc.qp_num);
   switch (wc.status) {
     case IBV_WC_REM_ACCESS_ERR:
       return absl::PermissionDeniedError(message);

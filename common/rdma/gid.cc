@@ -146,8 +146,7 @@ absl::StatusOr<Gid> QueryGid(const Device& device, uint8_t port, int index) {
   return out;
 }
 
-absl::StatusOr<int> FindRoceV2GidIndex(const Device& device, uint8_t port,
-                                       absl::string_view ipv4) {
+absl::StatusOr<int> FindRoceV2GidIndex(const Device& device, uint8_t port, absl::string_view ipv4) {
   Gid want{};
   if (!ipv4.empty()) {
     absl::StatusOr<Gid> g = Ipv4MappedGid(ipv4);
@@ -175,9 +174,9 @@ absl::StatusOr<int> FindRoceV2GidIndex(const Device& device, uint8_t port,
                                  e.netdev.empty() ? "" : absl::StrCat(" on ", e.netdev)));
   }
   return absl::NotFoundError(absl::StrCat(
-      "no RoCE v2 GID ", ipv4.empty() ? "with an IPv4 address" : absl::StrCat("for ", ipv4),
-      " on ", device.name(), " port ", port, "; found: ",
-      found.empty() ? "no valid GIDs" : absl::StrJoin(found, ", ")));
+      "no RoCE v2 GID ", ipv4.empty() ? "with an IPv4 address" : absl::StrCat("for ", ipv4), " on ",
+      device.name(), " port ", port,
+      "; found: ", found.empty() ? "no valid GIDs" : absl::StrJoin(found, ", ")));
 }
 
 }  // namespace rdma

@@ -30,8 +30,7 @@ using Gid = std::array<uint8_t, 16>;
 // kInvalidArgument for an `ipv4` that does not parse; kNotFound when no entry
 // matches, with a message listing the entries found (index, GID, type,
 // netdev); kUnavailable when the table cannot be read.
-absl::StatusOr<int> FindRoceV2GidIndex(const Device& device, uint8_t port,
-                                       absl::string_view ipv4);
+absl::StatusOr<int> FindRoceV2GidIndex(const Device& device, uint8_t port, absl::string_view ipv4);
 
 // The GID at `index` of `port` (ibv_query_gid). kUnavailable/kInvalidArgument
 // (from errno) when the query fails.

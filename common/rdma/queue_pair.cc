@@ -56,9 +56,9 @@ QpCaps ClampQpCaps(QpCaps caps, const DeviceLimits& limits) {
 }
 
 std::string QpEndpointToString(const QpEndpoint& endpoint) {
-  return absl::StrFormat("qpn=0x%x psn=0x%06x gid=%s lid=%u port=%u gid_index=%d",
-                         endpoint.qpn, endpoint.psn, GidToString(endpoint.gid), endpoint.lid,
-                         endpoint.port, endpoint.gid_index);
+  return absl::StrFormat("qpn=0x%x psn=0x%06x gid=%s lid=%u port=%u gid_index=%d", endpoint.qpn,
+                         endpoint.psn, GidToString(endpoint.gid), endpoint.lid, endpoint.port,
+                         endpoint.gid_index);
 }
 
 absl::string_view QpStateName(ibv_qp_state state) {
@@ -101,14 +101,14 @@ absl::StatusOr<QueuePair> QueuePair::CreateRc(const Device& device, const Protec
   }
   if (gid_index < 0 || gid_index >= port_attr.gid_tbl_len) {
     return absl::InvalidArgumentError(absl::StrCat("GID index ", gid_index, " outside ",
-                                                   device.name(), " port ", port,
-                                                   "'s table of ", port_attr.gid_tbl_len));
+                                                   device.name(), " port ", port, "'s table of ",
+                                                   port_attr.gid_tbl_len));
   }
   absl::StatusOr<Gid> gid = QueryGid(device, port, gid_index);
   if (!gid.ok()) return gid.status();
   if (port_attr.link_layer == IBV_LINK_LAYER_ETHERNET && *gid == Gid{}) {
-    return absl::InvalidArgumentError(absl::StrCat("GID index ", gid_index, " of ", device.name(),
-                                                   " port ", port, " is empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("GID index ", gid_index, " of ", device.name(), " port ", port, " is empty"));
   }
 
   ibv_qp_init_attr init{};
@@ -137,8 +137,8 @@ absl::StatusOr<QueuePair> QueuePair::CreateRc(const Device& device, const Protec
   granted.max_recv_sge = std::min(init.cap.max_recv_sge, kMaxSgePerWr);
   granted.max_inline = init.cap.max_inline_data;
 
-  return QueuePair(qp, device.context(), port, gid_index, granted, RandomPsn(), *gid,
-                   port_attr.lid, RdAtomic(device.limits().max_qp_init_rd_atom),
+  return QueuePair(qp, device.context(), port, gid_index, granted, RandomPsn(), *gid, port_attr.lid,
+                   RdAtomic(device.limits().max_qp_init_rd_atom),
                    RdAtomic(device.limits().max_qp_rd_atom));
 }
 
@@ -191,8 +191,7 @@ QpEndpoint QueuePair::local() const {
 
 absl::Status QueuePair::Modify(ibv_qp_attr& attr, int mask, absl::string_view what) {
   if (int rc = ibv_modify_qp(qp_, &attr, mask); rc != 0) {
-    return VerbError(absl::StrCat("ibv_modify_qp(", what, ") of QP 0x",
-                                  absl::Hex(qp_->qp_num)),
+    return VerbError(absl::StrCat("ibv_modify_qp(", what, ") of QP 0x", absl::Hex(qp_->qp_num)),
                      rc);
   }
   return absl::OkStatus();
@@ -238,9 +237,8 @@ absl::Status QueuePair::Connect(const QpEndpoint& remote, int access_flags,
   init.pkey_index = 0;
   init.port_num = port_;
   init.qp_access_flags = access_flags;
-  if (absl::Status s = Modify(init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                        IBV_QP_ACCESS_FLAGS,
-                              "INIT");
+  if (absl::Status s = Modify(
+          init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "INIT");
       !s.ok()) {
     return s;
   }
@@ -266,9 +264,9 @@ absl::Status QueuePair::Connect(const QpEndpoint& remote, int access_flags,
     rtr.ah_attr.grh.traffic_class = 0;
     rtr.ah_attr.grh.flow_label = 0;
   }
-  if (absl::Status s = Modify(rtr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                                       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+  if (absl::Status s = Modify(rtr,
+                              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
                               "RTR");
       !s.ok()) {
     return s;
@@ -281,8 +279,9 @@ absl::Status QueuePair::Connect(const QpEndpoint& remote, int access_flags,
   rts.rnr_retry = timeouts.rnr_retry;
   rts.sq_psn = psn_;
   rts.max_rd_atomic = max_rd_atomic_;
-  return Modify(rts, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                         IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+  return Modify(rts,
+                IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
                 "RTS");
 }
 

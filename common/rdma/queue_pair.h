@@ -81,11 +81,11 @@ QpCaps ClampQpCaps(QpCaps caps, const DeviceLimits& limits);
 // What the control plane exchanges so that two RC QPs can connect.
 struct QpEndpoint {
   uint32_t qpn = 0;
-  uint32_t psn = 0;                // 24 bits: the first packet sequence number this side sends
-  std::array<uint8_t, 16> gid{};   // RoCE: the IPv4-mapped or IPv6 address
-  uint16_t lid = 0;                // InfiniBand only; 0 on RoCE
+  uint32_t psn = 0;               // 24 bits: the first packet sequence number this side sends
+  std::array<uint8_t, 16> gid{};  // RoCE: the IPv4-mapped or IPv6 address
+  uint16_t lid = 0;               // InfiniBand only; 0 on RoCE
   uint8_t port = 0;
-  int gid_index = 0;               // the sender's own source GID index
+  int gid_index = 0;  // the sender's own source GID index
 };
 
 // "qpn=0x11 psn=0x123456 gid=::ffff:10.0.2.15 lid=0 port=1 gid_index=1".
@@ -162,8 +162,7 @@ class QueuePair {
   // before reusing the QP. Fails with the failing transition named
   // ("ibv_modify_qp(RTR): Invalid argument"); the QP is then left in the
   // state reached so far.
-  absl::Status Connect(const QpEndpoint& remote, int access_flags,
-                       const QpTimeouts& timeouts = {});
+  absl::Status Connect(const QpEndpoint& remote, int access_flags, const QpTimeouts& timeouts = {});
 
   // Moves the QP to RESET (from any state, e.g. ERR after a remote access
   // error), dropping outstanding WRs without completions. Connect() it again

@@ -31,8 +31,7 @@ uint64_t FillSges(absl::Span<const Sge> local, ibv_sge* out) {
 }
 
 absl::Status TooManySges(absl::string_view verb, size_t n, uint32_t max) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(verb, ": ", n, " SGEs, the QP allows ", max));
+  return absl::InvalidArgumentError(absl::StrCat(verb, ": ", n, " SGEs, the QP allows ", max));
 }
 
 }  // namespace
@@ -53,9 +52,9 @@ absl::Status QueuePair::PostSendChain(ibv_send_wr* wrs, size_t n, absl::string_v
       rc);
 }
 
-absl::Status QueuePair::PostRdma(absl::Span<const Sge> local, uint64_t remote_addr,
-                                 uint32_t rkey, uint64_t wr_id, bool signaled,
-                                 ibv_wr_opcode opcode, absl::string_view verb) {
+absl::Status QueuePair::PostRdma(absl::Span<const Sge> local, uint64_t remote_addr, uint32_t rkey,
+                                 uint64_t wr_id, bool signaled, ibv_wr_opcode opcode,
+                                 absl::string_view verb) {
   if (local.size() > caps_.max_send_sge) {
     return TooManySges(verb, local.size(), caps_.max_send_sge);
   }
@@ -72,13 +71,13 @@ absl::Status QueuePair::PostRdma(absl::Span<const Sge> local, uint64_t remote_ad
   return PostSendChain(&wr, 1, verb);
 }
 
-absl::Status QueuePair::PostRead(absl::Span<const Sge> local, uint64_t remote_addr,
-                                 uint32_t rkey, uint64_t wr_id, bool signaled) {
+absl::Status QueuePair::PostRead(absl::Span<const Sge> local, uint64_t remote_addr, uint32_t rkey,
+                                 uint64_t wr_id, bool signaled) {
   return PostRdma(local, remote_addr, rkey, wr_id, signaled, IBV_WR_RDMA_READ, "RDMA_READ");
 }
 
-absl::Status QueuePair::PostWrite(absl::Span<const Sge> local, uint64_t remote_addr,
-                                  uint32_t rkey, uint64_t wr_id, bool signaled) {
+absl::Status QueuePair::PostWrite(absl::Span<const Sge> local, uint64_t remote_addr, uint32_t rkey,
+                                  uint64_t wr_id, bool signaled) {
   return PostRdma(local, remote_addr, rkey, wr_id, signaled, IBV_WR_RDMA_WRITE, "RDMA_WRITE");
 }
 
@@ -90,9 +89,8 @@ absl::Status QueuePair::PostSend(absl::Span<const Sge> local, uint64_t wr_id, bo
   ibv_sge sges[kMaxSgePerWr];
   const uint64_t total = FillSges(local, sges);
   if (inline_data && total > caps_.max_inline) {
-    return absl::InvalidArgumentError(absl::StrCat("SEND: ", total,
-                                                   " bytes inline, the QP allows ",
-                                                   caps_.max_inline));
+    return absl::InvalidArgumentError(
+        absl::StrCat("SEND: ", total, " bytes inline, the QP allows ", caps_.max_inline));
   }
   ibv_send_wr wr{};
   wr.wr_id = wr_id;
@@ -123,9 +121,8 @@ absl::Status QueuePair::PostRdmaBatch(absl::Span<const RdmaOp> ops, ibv_wr_opcod
                                       absl::string_view verb) {
   if (ops.empty()) return absl::OkStatus();
   if (ops.size() > caps_.max_send_wr) {
-    return absl::InvalidArgumentError(absl::StrCat(verb, ": batch of ", ops.size(),
-                                                   " WRs, the send queue holds ",
-                                                   caps_.max_send_wr));
+    return absl::InvalidArgumentError(absl::StrCat(
+        verb, ": batch of ", ops.size(), " WRs, the send queue holds ", caps_.max_send_wr));
   }
   size_t total_sges = 0;
   for (const RdmaOp& op : ops) {
@@ -167,16 +164,16 @@ absl::StatusOr<uint32_t> QueuePair::PostBindMw(MemoryWindow& mw, const MemoryReg
                                                uint64_t addr, uint64_t length, int access,
                                                uint64_t wr_id) {
   if (mw.bound()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "BIND_MW: window rkey 0x", absl::Hex(mw.rkey()), " is still bound (to QP 0x",
-        absl::Hex(mw.bound_qp_num()), "); invalidate it first"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("BIND_MW: window rkey 0x", absl::Hex(mw.rkey()), " is still bound (to QP 0x",
+                     absl::Hex(mw.bound_qp_num()), "); invalidate it first"));
   }
   // Overflow-safe: addr - mr.addr() <= mr.length() - length.
   if (length == 0 || length > mr.length() || addr < mr.addr() ||
       addr - mr.addr() > mr.length() - length) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "BIND_MW: [0x", absl::Hex(addr), ", +", length, ") is empty or not inside MR [0x",
-        absl::Hex(mr.addr()), ", +", mr.length(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("BIND_MW: [0x", absl::Hex(addr), ", +", length,
+                                                   ") is empty or not inside MR [0x",
+                                                   absl::Hex(mr.addr()), ", +", mr.length(), ")"));
   }
   const uint32_t new_rkey = ibv_inc_rkey(mw.rkey());
   ibv_send_wr wr{};

@@ -100,8 +100,7 @@ class RdmaLoopbackTest : public ::testing::Test {
     test_start_ = absl::Now();
     const std::string name = Env("KV_RDMA_DEVICE");
     absl::StatusOr<Device> device = Device::Open(name);
-    if (!device.ok() && name.empty() &&
-        device.status().code() == absl::StatusCode::kUnavailable) {
+    if (!device.ok() && name.empty() && device.status().code() == absl::StatusCode::kUnavailable) {
       GTEST_SKIP() << "\n#### SKIPPED: no RDMA device (" << device.status()
                    << "). Run through tests/rxe/run-rdma-tests.sh. ####";
     }
@@ -150,10 +149,9 @@ class RdmaLoopbackTest : public ::testing::Test {
     if (!wc.ok()) return wc.status();
     if (out != nullptr) *out = *wc;
     if (wc->wr_id != wr_id) {
-      return absl::InternalError(absl::StrCat(what, ": completion for wr_id 0x",
-                                              absl::Hex(wc->wr_id), ", expected 0x",
-                                              absl::Hex(wr_id), " (",
-                                              WcStatusToStatus(*wc).ToString(), ")"));
+      return absl::InternalError(
+          absl::StrCat(what, ": completion for wr_id 0x", absl::Hex(wc->wr_id), ", expected 0x",
+                       absl::Hex(wr_id), " (", WcStatusToStatus(*wc).ToString(), ")"));
     }
     return WcStatusToStatus(*wc, what);
   }
@@ -194,14 +192,14 @@ class RdmaLoopbackTest : public ::testing::Test {
   absl::Time test_start_;
 };
 
-#define ASSERT_OK(expr)                         \
-  do {                                          \
-    const absl::Status _st = (expr);            \
+#define ASSERT_OK(expr)                            \
+  do {                                             \
+    const absl::Status _st = (expr);               \
     ASSERT_TRUE(_st.ok()) << #expr << ": " << _st; \
   } while (0)
 
-#define ASSERT_OK_AND_ASSIGN(lhs, expr)                        \
-  auto lhs##_or = (expr);                                      \
+#define ASSERT_OK_AND_ASSIGN(lhs, expr)                             \
+  auto lhs##_or = (expr);                                           \
   ASSERT_TRUE(lhs##_or.ok()) << #expr << ": " << lhs##_or.status(); \
   auto lhs = std::move(*lhs##_or)
 
@@ -357,8 +355,7 @@ TEST_F(RdmaLoopbackTest, WriteThenSendIsOrdered) {
     size_t done = 0;
     for (int w = 0; w < writes; ++w) {
       const size_t chunk = w == writes - 1 ? size - done : (size - done) / 2;
-      const Sge sge{client_buf.addr(source + done), static_cast<uint32_t>(chunk),
-                    client_mr.lkey()};
+      const Sge sge{client_buf.addr(source + done), static_cast<uint32_t>(chunk), client_mr.lkey()};
       ASSERT_OK(p->client.PostWrite({&sge, 1}, server_buf.addr(offset + done), server_mr.rkey(),
                                     1000 + w, /*signaled=*/false));
       done += chunk;
@@ -380,8 +377,7 @@ TEST_F(RdmaLoopbackTest, WriteThenSendIsOrdered) {
                     << " not in place when the SEND arrived";
     }
     ASSERT_OK(p->server.PostRecv(
-        {server_buf.addr(kArea + (it % kRecvSlots) * 64), 64, server_mr.lkey()},
-        it % kRecvSlots));
+        {server_buf.addr(kArea + (it % kRecvSlots) * 64), 64, server_mr.lkey()}, it % kRecvSlots));
     ASSERT_OK(Wait(p->client_cq, 2000 + it, "SEND commit"));
     bytes += size;
   }
@@ -441,9 +437,9 @@ TEST_F(RdmaLoopbackTest, BatchedReadsOneDoorbellLastSignaled) {
   std::vector<WriteOp> writes(ops.begin(), ops.end());
   ASSERT_OK(p->client.PostWrites(writes));
   ASSERT_OK(Wait(p->client_cq, 500 + kReads - 1, "last WRITE of the batch"));
-  EXPECT_EQ(std::memcmp(server_buf.data + 15 * 40 * kKiB + 15, client_buf.data + 15 * 32 * kKiB,
-                        16000),
-            0);
+  EXPECT_EQ(
+      std::memcmp(server_buf.data + 15 * 40 * kKiB + 15, client_buf.data + 15 * 32 * kKiB, 16000),
+      0);
 
   // A batch larger than the send queue is refused before posting.
   std::vector<ReadOp> too_many(p->client.caps().max_send_wr + 1, ops[1]);
@@ -472,8 +468,8 @@ TEST_F(RdmaLoopbackTest, WriteWithoutRemoteWriteIsPermissionDenied) {
   // The requester QP is now in the error state (and on rxe the responder too).
   EXPECT_EQ(WaitForState(p->client, IBV_QPS_ERR), IBV_QPS_ERR);
   const ibv_qp_state server_state = WaitForState(p->server, IBV_QPS_ERR);
-  std::cout << "after the access error: client " << QpStateName(*p->client.state())
-            << ", server " << QpStateName(server_state) << "\n";
+  std::cout << "after the access error: client " << QpStateName(*p->client.state()) << ", server "
+            << QpStateName(server_state) << "\n";
   if (device_->name().rfind("rxe", 0) == 0) {
     EXPECT_EQ(server_state, IBV_QPS_ERR);
   }
@@ -526,9 +522,8 @@ TEST_F(RdmaLoopbackTest, MemoryWindowLease) {
     EXPECT_FALSE(mw->bound());
 
     // Bind over the whole lease MR, remote write only.
-    ASSERT_OK_AND_ASSIGN(k1, p->server.PostBindMw(*mw, lease_mr, lease_mr.addr(),
-                                                  lease_mr.length(), IBV_ACCESS_REMOTE_WRITE,
-                                                  0xB1));
+    ASSERT_OK_AND_ASSIGN(k1, p->server.PostBindMw(*mw, lease_mr, lease_mr.addr(), lease_mr.length(),
+                                                  IBV_ACCESS_REMOTE_WRITE, 0xB1));
     ibv_wc wc;
     ASSERT_OK(Wait(p->server_cq, 0xB1, "BIND_MW", &wc));
     EXPECT_EQ(wc.opcode, IBV_WC_BIND_MW);
@@ -541,14 +536,15 @@ TEST_F(RdmaLoopbackTest, MemoryWindowLease) {
 
     // Refused up front (either would kill the QP): binding a bound window,
     // binding outside the MR.
-    EXPECT_EQ(p->server.PostBindMw(*mw, lease_mr, lease_mr.addr(), 4096,
-                                   IBV_ACCESS_REMOTE_WRITE, 0xB2)
-                  .status()
-                  .code(),
-              absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(
+        p->server.PostBindMw(*mw, lease_mr, lease_mr.addr(), 4096, IBV_ACCESS_REMOTE_WRITE, 0xB2)
+            .status()
+            .code(),
+        absl::StatusCode::kFailedPrecondition);
     ASSERT_OK_AND_ASSIGN(mw2_value, MemoryWindow::Alloc(*pd_));
-    EXPECT_EQ(p->server.PostBindMw(mw2_value, lease_mr, lease_mr.addr() + 4096, kLeaseLen,
-                                   IBV_ACCESS_REMOTE_WRITE, 0xB3)
+    EXPECT_EQ(p->server
+                  .PostBindMw(mw2_value, lease_mr, lease_mr.addr() + 4096, kLeaseLen,
+                              IBV_ACCESS_REMOTE_WRITE, 0xB3)
                   .status()
                   .code(),
               absl::StatusCode::kInvalidArgument);
@@ -565,8 +561,8 @@ TEST_F(RdmaLoopbackTest, MemoryWindowLease) {
     ASSERT_OK(Wait(p->client_cq, 2, "WRITE of the lease's last byte"));
     EXPECT_EQ(pool.data[kLeaseOffset + kLeaseLen - 1], 0x5A);
     EXPECT_TRUE(AllBytes(pool.data, kLeaseOffset, 0xEE));
-    EXPECT_TRUE(AllBytes(pool.data + kLeaseOffset + kLeaseLen, kPool - kLeaseOffset - kLeaseLen,
-                         0xEE));
+    EXPECT_TRUE(
+        AllBytes(pool.data + kLeaseOffset + kLeaseLen, kPool - kLeaseOffset - kLeaseLen, 0xEE));
 
     // The server revokes the lease; the same WRITE now fails and changes
     // nothing.
@@ -590,9 +586,8 @@ TEST_F(RdmaLoopbackTest, MemoryWindowLease) {
 
     // Re-binding the invalidated window gives a new rkey (same window index,
     // next key byte) that works.
-    ASSERT_OK_AND_ASSIGN(k2, p->server.PostBindMw(*mw, lease_mr, lease_mr.addr(),
-                                                  lease_mr.length(), IBV_ACCESS_REMOTE_WRITE,
-                                                  0xB4));
+    ASSERT_OK_AND_ASSIGN(k2, p->server.PostBindMw(*mw, lease_mr, lease_mr.addr(), lease_mr.length(),
+                                                  IBV_ACCESS_REMOTE_WRITE, 0xB4));
     ASSERT_OK(Wait(p->server_cq, 0xB4, "re-BIND_MW"));
     EXPECT_NE(k2, k1);
     EXPECT_EQ(k2 & ~0xffu, k1 & ~0xffu);
@@ -608,8 +603,8 @@ TEST_F(RdmaLoopbackTest, MemoryWindowLease) {
     ASSERT_OK(p->client.PostWrite({&page, 1}, lease_mr.addr() + kLeaseLen - 2048, k2, 5, true));
     s = Wait(p->client_cq, 5, "WRITE straddling the lease end");
     EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
-    EXPECT_TRUE(AllBytes(pool.data + kLeaseOffset + kLeaseLen, kPool - kLeaseOffset - kLeaseLen,
-                         0xEE))
+    EXPECT_TRUE(
+        AllBytes(pool.data + kLeaseOffset + kLeaseLen, kPool - kLeaseOffset - kLeaseLen, 0xEE))
         << "a WRITE beyond the lease MR landed";
     EXPECT_TRUE(AllBytes(pool.data, kLeaseOffset, 0xEE));
 
@@ -640,16 +635,16 @@ TEST_F(RdmaLoopbackTest, FailedBindRollsBackTheWindow) {
   Buffer lease(64 * kKiB), client_buf(4096);
   ASSERT_OK_AND_ASSIGN(client_mr, Register(client_buf, IBV_ACCESS_LOCAL_WRITE));
   ASSERT_OK_AND_ASSIGN(no_bind_mr, Register(lease, IBV_ACCESS_LOCAL_WRITE));
-  ASSERT_OK_AND_ASSIGN(bind_mr, MemoryRegion::Register(*pd_, lease.data, lease.size,
-                                                       IBV_ACCESS_LOCAL_WRITE |
-                                                           IBV_ACCESS_MW_BIND));
+  ASSERT_OK_AND_ASSIGN(bind_mr,
+                       MemoryRegion::Register(*pd_, lease.data, lease.size,
+                                              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND));
   ASSERT_OK_AND_ASSIGN(p, MakePair());
   ASSERT_OK_AND_ASSIGN(mw, MemoryWindow::Alloc(*pd_));
   const uint32_t initial = mw.rkey();
 
-  ASSERT_OK_AND_ASSIGN(attempted, p->server.PostBindMw(mw, no_bind_mr, no_bind_mr.addr(),
-                                                       no_bind_mr.length(),
-                                                       IBV_ACCESS_REMOTE_WRITE, 0xB5));
+  ASSERT_OK_AND_ASSIGN(attempted,
+                       p->server.PostBindMw(mw, no_bind_mr, no_bind_mr.addr(), no_bind_mr.length(),
+                                            IBV_ACCESS_REMOTE_WRITE, 0xB5));
   ibv_wc wc;
   absl::Status s = Wait(p->server_cq, 0xB5, "BIND_MW on an MR without MW_BIND", &wc);
   std::cout << "bind on an MR without MW_BIND: " << s << "\n";
@@ -695,9 +690,9 @@ TEST_F(RdmaLoopbackTest, OwnerMemberOrderTearsDownBoundWindowQuickly) {
   ASSERT_OK_AND_ASSIGN(p, MakePair());
   ASSERT_OK_AND_ASSIGN(mw, MemoryWindow::Alloc(*pd_));
   auto owner = std::make_unique<Lease>(Lease{std::move(mr), std::move(p), std::move(mw)});
-  ASSERT_OK_AND_ASSIGN(rkey, owner->pair->server.PostBindMw(owner->mw, owner->mr,
-                                                            owner->mr.addr(), owner->mr.length(),
-                                                            IBV_ACCESS_REMOTE_WRITE, 1));
+  ASSERT_OK_AND_ASSIGN(
+      rkey, owner->pair->server.PostBindMw(owner->mw, owner->mr, owner->mr.addr(),
+                                           owner->mr.length(), IBV_ACCESS_REMOTE_WRITE, 1));
   ASSERT_OK(Wait(owner->pair->server_cq, 1, "BIND_MW"));
   EXPECT_TRUE(owner->mw.bound());
   EXPECT_NE(rkey, 0u);
