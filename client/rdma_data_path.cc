@@ -260,7 +260,15 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     if (resp.max_commit_bytes() < wire::CommitBytes(limits_.max_key_bytes)) {
       return absl::FailedPreconditionError("server commit buffers are smaller than the key limit");
     }
-    // Receives for the acks: one per commit credit.
+    rdma::QpEndpoint remote;
+    remote.qpn = resp.server().qpn();
+    remote.psn = resp.server().psn();
+    std::memcpy(remote.gid.data(), resp.server().gid().data(),
+                std::min<size_t>(16, resp.server().gid().size()));
+    remote.lid = static_cast<uint16_t>(resp.server().lid());
+    KV_RETURN_IF_ERROR(qp_->Connect(remote, IBV_ACCESS_LOCAL_WRITE));
+    // Receives for the acks, one per commit credit (a QP takes receives
+    // from INIT on; nothing is sent before this).
     const size_t acks = std::min<uint32_t>(credits_, caps.max_recv_wr);
     KV_ASSIGN_OR_RETURN(ack_arena_, NewBlock(ctx_, acks * wire::kAckBytes));
     for (size_t i = 0; i < acks; ++i) {
@@ -269,13 +277,6 @@ class RdmaDataPathImpl final : public RdmaDataPath {
       KV_RETURN_IF_ERROR(qp_->PostRecv(sge, kRecvTag | i));
     }
     credits_ = static_cast<uint32_t>(acks);
-    rdma::QpEndpoint remote;
-    remote.qpn = resp.server().qpn();
-    remote.psn = resp.server().psn();
-    std::memcpy(remote.gid.data(), resp.server().gid().data(),
-                std::min<size_t>(16, resp.server().gid().size()));
-    remote.lid = static_cast<uint16_t>(resp.server().lid());
-    KV_RETURN_IF_ERROR(qp_->Connect(remote, IBV_ACCESS_LOCAL_WRITE));
     lease_thread_ = std::thread([this] { LeaseLoop(); });
     return absl::OkStatus();
   }
@@ -676,6 +677,7 @@ class RdmaDataPathImpl final : public RdmaDataPath {
                           big ? big->mr->lkey() : lkey};
         }
         // 3. The entry.
+        const absl::Time entry_start = absl::Now();
         Arm(s);
         absl::Status posted = Post(qp_->PostRead(absl::MakeConstSpan(sges, nsge), remote,
                                                  region->rkey, kKindRead | s->index, true));
@@ -689,6 +691,9 @@ class RdmaDataPathImpl final : public RdmaDataPath {
           span_retries_++;
           torn = true;
           if (big) pool_->Release(std::move(big));
+          // If the entry READ alone outlasts the span (a large value on a slow
+          // link), trying again cannot help: let the server answer.
+          if (absl::Now() - entry_start > max_read_span_) attempt = kMaxGetAttempts;
           break;
         }
         // 4. Verify everything we read.

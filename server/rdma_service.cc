@@ -161,12 +161,14 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
   KV_ASSIGN_OR_RETURN(auto qp, rdma::QueuePair::CreateRc(*device_, *pd_, *c->send_cq, *recv_cq_,
                                                          caps, gid_index_));
   c->qp.emplace(std::move(qp));
+  KV_RETURN_IF_ERROR(c->qp->Connect(client, kServerAccess));
+  // Receives can be posted from INIT on; the client sends nothing before it
+  // has our endpoint, so posting them now is early enough.
   for (uint32_t slot = 0; slot < credits; ++slot) {
     rdma::Sge sge{reinterpret_cast<uint64_t>(c->recv_mem.data()) + uint64_t{slot} * slot_bytes_,
                   slot_bytes_, c->recv_mr->lkey()};
     KV_RETURN_IF_ERROR(c->qp->PostRecv(sge, (id << 16) | slot));
   }
-  KV_RETURN_IF_ERROR(c->qp->Connect(client, kServerAccess));
   Accepted out;
   out.connection_id = id;
   out.server = c->qp->local();
