@@ -1,0 +1,75 @@
+// Copyright 2026 The kvstore Authors.
+//
+// RawRdmaClient: a deliberately low-level RDMA client for fault tests. It
+// speaks the control plane and the commit protocol by hand so a test can do
+// what the real client never does: WRITE without committing, commit on a
+// lease it does not own or that expired, WRITE with a stale or foreign key,
+// WRITE at the index. Test-only.
+
+#ifndef KVSTORE_TESTS_RAW_RDMA_CLIENT_H_
+#define KVSTORE_TESTS_RAW_RDMA_CLIENT_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/rdma/completion_queue.h"
+#include "common/rdma/device.h"
+#include "common/rdma/queue_pair.h"
+#include "proto/kv_control.grpc.pb.h"
+
+namespace kvstore {
+namespace testing {
+
+class RawRdmaClient {
+ public:
+  // Handshake + ConnectQp on `control_address` with the device named by
+  // KV_RDMA_DEVICE (or the first active one).
+  static absl::StatusOr<std::unique_ptr<RawRdmaClient>> Connect(const std::string& control_address);
+
+  const v1::HandshakeResponse& handshake() const { return hs_; }
+  uint64_t connection_id() const { return connection_id_; }
+  v1::KvControl::Stub* stub() { return stub_.get(); }
+
+  // GrantLease for this connection (a write key bound to our queue pair).
+  absl::StatusOr<v1::Lease> Grant(uint64_t bytes);
+  absl::Status Release(uint64_t lease_id);
+
+  // RDMA WRITE of `bytes` to remote `addr` with `rkey`; waits for the
+  // completion. kPermissionDenied for a remote access error (the queue pair
+  // is then dead: Reconnect()).
+  absl::Status Write(uint64_t addr, uint32_t rkey, absl::string_view bytes);
+  // RDMA READ of `length` bytes.
+  absl::StatusOr<std::string> Read(uint64_t addr, uint32_t rkey, size_t length);
+  // Sends a PUT commit for [arena_offset, +size) in `lease_id`, returns the ack.
+  absl::Status Commit(uint64_t lease_id, uint64_t arena_offset, uint64_t size);
+
+  // A fresh queue pair after an error (ConnectQp again).
+  absl::Status Reconnect();
+
+  // The index region and the data region of the handshake.
+  const v1::RegionDescriptor& index_region() const;
+  const v1::RegionDescriptor& data_region() const;
+
+ private:
+  RawRdmaClient() = default;
+  absl::Status ConnectQp();
+  absl::Status WaitOne(uint64_t wr_id, ibv_wc* out);
+
+  std::unique_ptr<v1::KvControl::Stub> stub_;
+  v1::HandshakeResponse hs_;
+  uint64_t connection_id_ = 0;
+  std::optional<rdma::Device> device_;
+  std::optional<rdma::ProtectionDomain> pd_;
+  std::optional<rdma::CompletionQueue> cq_;
+  std::string buf_;  // 32 MiB staging, registered
+  std::optional<rdma::MemoryRegion> mr_;
+  std::optional<rdma::QueuePair> qp_;
+  uint64_t next_wr_ = 1;
+};
+
+}  // namespace testing
+}  // namespace kvstore
+
+#endif  // KVSTORE_TESTS_RAW_RDMA_CLIENT_H_
