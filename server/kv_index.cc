@@ -91,21 +91,37 @@ absl::StatusOr<std::optional<Slot>> KvIndex::Upsert(absl::string_view key, const
     StoreSlot(existing, word);
     return std::optional<Slot>(old);
   }
+  // A new key goes to the emptier of its two buckets (the "power of two
+  // choices"), which keeps buckets evenly loaded: without displacement, the
+  // first refusal then comes at a far higher load than filling the first
+  // bucket first would allow.
   const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
+  uint64_t* best = nullptr;
+  size_t best_free = 0;
   for (int i = 0; i < nb; ++i) {
     uint64_t* words = bucket(h.bucket[i]);
+    size_t free_slots = 0;
+    uint64_t* first_free = nullptr;
     for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
       if (words[s] == 0) {
-        StoreSlot(&words[s], word);
-        size_.fetch_add(1, std::memory_order_relaxed);
-        return std::optional<Slot>();
+        ++free_slots;
+        if (first_free == nullptr) first_free = &words[s];
       }
     }
+    if (free_slots > best_free) {
+      best_free = free_slots;
+      best = first_free;
+    }
+  }
+  if (best != nullptr) {
+    StoreSlot(best, word);
+    size_.fetch_add(1, std::memory_order_relaxed);
+    return std::optional<Slot>();
   }
   return absl::ResourceExhaustedError(absl::StrCat(
       "index full: both candidate buckets of this key hold ", layout::kSlotsPerBucket,
       " keys (", size(), " keys in ", geometry_.bucket_count,
-      " buckets); delete keys or restart with more --index-buckets"));
+      " buckets); delete keys or restart with more --index_buckets"));
 }
 
 std::optional<Slot> KvIndex::Remove(absl::string_view key) {

@@ -112,6 +112,22 @@ TEST_F(IndexFixture, FingerprintCollisionComparesKeys) {
   EXPECT_EQ(index_->size(), 2u);
 }
 
+TEST_F(IndexFixture, FirstRefusalComesAtHighLoad) {
+  Init(4096);
+  data_.assign(64 << 20, 0);
+  index_ = std::make_unique<KvIndex>(buckets_.data(), geometry_, data_.data(), data_.size());
+  size_t n = 0;
+  for (;; ++n) {
+    std::string k = "load" + std::to_string(n);
+    if (!index_->Upsert(k, Write(k, "")).ok()) break;
+  }
+  const double load = static_cast<double>(n) / index_->capacity();
+  std::printf("first refusal at %zu of %lu slots (load %.2f)\n", n, index_->capacity(), load);
+  // Two choices of 8-slot buckets without displacement: well above the
+  // ~30% that filling the first bucket first reached.
+  EXPECT_GT(load, 0.6);
+}
+
 TEST_F(IndexFixture, ReplaceIfOnlyWhenUnchanged) {
   Init(16);
   Slot s1 = Write("k", "1"), s2 = Write("k", "2"), s3 = Write("k", "3");

@@ -30,6 +30,11 @@ absl::Status KvServer::Init() {
   epoch_ = (uint64_t{rd()} << 32 | rd()) | 1;
 
   KV_RETURN_IF_ERROR(options_.limits.Validate());
+  if (options_.pool_bytes > layout::kMaxPoolBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("--pool_size is limited to ",
+                                                   FormatByteSize(layout::kMaxPoolBytes),
+                                                   " by the slot format"));
+  }
   uint64_t buckets = options_.index_buckets;
   if (buckets == 0) buckets = std::max<uint64_t>(1024, options_.pool_bytes / 1024);
 
@@ -136,6 +141,9 @@ absl::Status KvServer::Init() {
   builder.AddListeningPort(absl::StrCat(options_.listen_address, ":", options_.control_port),
                            grpc::InsecureServerCredentials(), &control_port_);
   builder.RegisterService(service_.get());
+  // gRPC sets SO_REUSEPORT by default; refuse to share a port with another
+  // server instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Values up to the value limit travel through the slow-path Put/Get.
   const int max_msg = static_cast<int>(std::min<uint64_t>(
       INT32_MAX, options_.limits.max_value_bytes + options_.limits.max_key_bytes + 4096));
@@ -148,6 +156,7 @@ absl::Status KvServer::Init() {
                                                " (port in use or address not local?)"));
   }
   grpc_->GetHealthCheckService()->SetServingStatus(true);
+  grpc_->GetHealthCheckService()->SetServingStatus("kvstore.v1.KvControl", true);
   return absl::OkStatus();
 }
 

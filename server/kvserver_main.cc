@@ -46,7 +46,8 @@ ABSL_FLAG(std::string, rdma_ip, "",
           "IPv4 address whose RoCE v2 GID the server's queue pairs use (default: the first)");
 ABSL_FLAG(uint32_t, rdma_commit_credits, 64, "RDMA commits a client may have in flight per connection");
 ABSL_FLAG(std::string, ready_file, "",
-          "once serving, write 'control_port=N\\nresp_port=N\\nepoch=X\\n' to this file (for scripts and tests)");
+          "once serving, write 'control_port=N', 'resp_port=N', 'epoch=X' and 'rdma_device=NAME' "
+          "lines to this file (for scripts and tests)");
 
 namespace {
 
@@ -72,7 +73,8 @@ int main(int argc, char** argv) {
       "  kvserver up: pool 512 MiB, index 524288 buckets (32 MiB), rdma off (...), transports tcp,\n"
       "  control 127.0.0.1:7300, resp 127.0.0.1:6380, epoch ...\n"
       "and stops cleanly on SIGINT or SIGTERM. Exit status: 0 after a clean stop, 1 when it\n"
-      "cannot start (the message says why), 2 for bad flags.");
+      "cannot start (the message says why) or a flag is unknown or malformed, 2 for a bad\n"
+      "size or --transport value.");
   absl::FlagsUsageConfig config;
   config.contains_help_flags = [](absl::string_view path) {
     return absl::StrContains(path, "kvserver_main");

@@ -56,7 +56,7 @@ absl::Status CheckMemlockLimit(uint64_t bytes) {
   return absl::ResourceExhaustedError(absl::StrCat(
       "RLIMIT_MEMLOCK is ", lim.rlim_cur, " bytes but registering the pool pins ", bytes,
       " bytes; raise it (`ulimit -l unlimited`, LimitMEMLOCK=infinity in systemd, "
-      "`--ulimit memlock=-1` in docker), shrink --pool-size, or run with --transport=tcp"));
+      "`--ulimit memlock=-1` in docker), shrink --pool_size, or run with --transport=tcp"));
 }
 
 absl::StatusOr<std::unique_ptr<MemoryPool>> MemoryPool::Create(const MemoryPoolOptions& options) {

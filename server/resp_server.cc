@@ -45,8 +45,9 @@ absl::StatusOr<int> Listen(const std::string& address, int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
   int one = 1;
+  // SO_REUSEADDR only: a restarted server can rebind at once, but a second
+  // server on the same port fails instead of silently sharing it.
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -174,7 +175,6 @@ RespServer::Loop::~Loop() {
   writer_.reset();
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (event_fd_ >= 0) close(event_fd_);
-  if (listen_fd_ >= 0) close(listen_fd_);
 }
 
 absl::Status RespServer::Loop::Init() {
@@ -184,9 +184,10 @@ absl::Status RespServer::Loop::Init() {
     return absl::InternalError(absl::StrCat("epoll/eventfd: ", std::strerror(errno)));
   }
   epoll_event ev{};
-  ev.events = EPOLLIN;
+  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
   ev.data.fd = listen_fd_;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+  ev.events = EPOLLIN;
   ev.data.fd = event_fd_;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, event_fd_, &ev);
   writer_ = store_->NewWriter();
@@ -720,6 +721,10 @@ void RespServer::Loop::CheckTimeouts() {
     } else if (options_.idle_timeout > absl::ZeroDuration() &&
                now - c->last_activity > options_.idle_timeout && c->out.empty()) {
       expired.push_back(c.get());
+    } else if (!c->out.empty() && now - c->last_activity > options_.request_timeout) {
+      // A client that stops reading its replies would otherwise pin the
+      // entries being sent (and their segments) forever.
+      expired.push_back(c.get());
     }
   }
   for (Conn* c : expired) {
@@ -738,20 +743,21 @@ RespServer::RespServer(KvStore* store, const RespServerOptions& options)
 
 absl::StatusOr<std::unique_ptr<RespServer>> RespServer::Start(KvStore* store,
                                                               const RespServerOptions& options) {
-  if (options.threads < 1) return absl::InvalidArgumentError("--resp-threads must be at least 1");
+  if (options.threads < 1) return absl::InvalidArgumentError("--resp_threads must be at least 1");
   std::unique_ptr<RespServer> server(new RespServer(store, options));
   server->counters_ = std::make_unique<Counters>();
   Counters* counters = server->counters_.get();
-  int port = options.port;
+  // One listening socket shared by every loop (EPOLLEXCLUSIVE wakes one
+  // loop per connection), owned by the server.
+  auto fd = Listen(options.bind_address, options.port);
+  if (!fd.ok()) return fd.status();
+  server->listen_fd_ = *fd;
+  server->port_ = BoundPort(*fd);
   for (int i = 0; i < options.threads; ++i) {
-    auto fd = Listen(options.bind_address, port);
-    if (!fd.ok()) return fd.status();
-    if (i == 0) port = BoundPort(*fd);
     auto loop = std::make_unique<Loop>(store, server->options_, counters, *fd);
     if (absl::Status s = loop->Init(); !s.ok()) return s;
     server->loops_.push_back(std::move(loop));
   }
-  server->port_ = port;
   for (auto& loop : server->loops_) {
     server->threads_.emplace_back([l = loop.get()] { l->Run(); });
   }
@@ -767,7 +773,10 @@ void RespServer::Stop() {
   loops_.clear();
 }
 
-RespServer::~RespServer() { Stop(); }
+RespServer::~RespServer() {
+  Stop();
+  if (listen_fd_ >= 0) close(listen_fd_);
+}
 
 RespServerCounters RespServer::counters() const {
   const Counters* c = counters_.get();

@@ -80,6 +80,7 @@ class RespServer {
   KvStore* const store_;
   const RespServerOptions options_;
   int port_ = 0;
+  int listen_fd_ = -1;
   struct Counters;  // shared by the loops (resp_server.cc)
   std::unique_ptr<Counters> counters_;
   std::vector<std::unique_ptr<Loop>> loops_;
