@@ -55,6 +55,8 @@ ABSL_FLAG(std::string, server, "127.0.0.1:7300", "Control-plane address of the s
 ABSL_FLAG(std::string, transport, "auto",
           "Data path: auto (RDMA when both sides have a device, else TCP), rdma or tcp.");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10), "Bound on connecting and on each operation.");
+ABSL_FLAG(std::string, rdma_device, "",
+          "RDMA device for auto/rdma (default: the first with an active port).");
 ABSL_FLAG(bool, json, false, "Print stat and bench results as one JSON object.");
 ABSL_FLAG(bool, verbose, false, "Log the client library's informational messages to stderr.");
 
@@ -486,6 +488,7 @@ constexpr FlagHelp kFlagHelp[] = {
     {"server",      "",      "HOST:PORT"},
     {"transport",   "",      "MODE"},
     {"timeout",     "",      "DURATION"},
+    {"rdma_device", "",      "NAME"},
     {"json",        "",      nullptr},
     {"verbose",     "",      nullptr},
     {"file",        "put",   "PATH"},
@@ -664,6 +667,7 @@ int Main(int argc, char** argv) {
   absl::StatusOr<TransportMode> mode = ParseTransportMode(absl::GetFlag(FLAGS_transport));
   if (!mode.ok()) return UsageError(absl::StrCat("--transport: ", mode.status().message()));
   context.options.transport = *mode;
+  context.options.rdma_device = absl::GetFlag(FLAGS_rdma_device);
   const absl::Duration timeout = absl::GetFlag(FLAGS_timeout);
   if (timeout <= absl::ZeroDuration()) return UsageError("--timeout must be positive");
   context.options.connect_timeout = timeout;

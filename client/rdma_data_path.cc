@@ -471,6 +471,11 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     return absl::OkStatus();
   }
 
+  void ReturnCredit() {
+    absl::MutexLock lock(&credit_mu_);
+    credits_used_--;
+  }
+
   absl::Status Post(absl::Status s) {
     if (!s.ok()) {
       broken_ = true;
@@ -870,8 +875,11 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     SlotGuard guard(this, {s});
     std::unique_ptr<Block> big;
     absl::Status st = PostPut(s, key, value, value_lkey, space, &big, deadline);
-    if (st.ok()) st = Wait(s, deadline);
-    if (st.ok()) st = s->ack;
+    if (st.ok()) {
+      st = Wait(s, deadline);
+      ReturnCredit();
+      if (st.ok()) st = s->ack;
+    }
     if (big) pool_->Release(std::move(big));
     FinishSpace(space, st);
     return st;
@@ -935,12 +943,10 @@ class RdmaDataPathImpl final : public RdmaDataPath {
                               /*inline_data=*/true));
     }
     if (!st.ok()) {
-      absl::MutexLock lock(&credit_mu_);
-      credits_used_--;
+      ReturnCredit();
       return st;
     }
-    // The credit comes back when the ack arrives (ReleaseCreditAfterAck).
-    s->ack = absl::OkStatus();
+    // The caller returns the credit once it has waited for the ack.
     return absl::OkStatus();
   }
 
@@ -968,10 +974,7 @@ class RdmaDataPathImpl final : public RdmaDataPath {
       if (i < posted) {
         absl::Status w = Wait(slots[i], deadline);
         results[i] = w.ok() ? slots[i]->ack : w;
-        {
-          absl::MutexLock lock(&credit_mu_);
-          credits_used_--;
-        }
+        ReturnCredit();
       } else if (i > posted) {
         results[i] = absl::AbortedError("not sent");
       }

@@ -91,6 +91,13 @@ TEST_F(RdmaEndToEnd, LibraryRoundTripsOverRdma) {
   EXPECT_EQ(c->Delete(key).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(c->Get(key).status().code(), absl::StatusCode::kNotFound);
 
+  // More PUTs than the connection has commit credits, and more bytes than
+  // one lease: credits come back, leases are refilled.
+  for (int i = 0; i < 400; ++i) {
+    ASSERT_TRUE(c->Put(absl::StrCat("many:", i % 50), Random(20000, i)).ok()) << i;
+  }
+  EXPECT_TRUE(*c->Get("many:49") == Random(20000, 399));
+
   std::string big = Random(16 << 20, 2);
   ASSERT_TRUE(c->Put("big", big).ok());
   auto big_got = c->Get("big");
