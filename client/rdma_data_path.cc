@@ -590,7 +590,7 @@ class RdmaDataPathImpl final : public RdmaDataPath {
   bool Plausible(const Slot& slot, size_t key_len) const {
     return slot.size >= layout::EntryBytes(key_len, 0) &&
            slot.size <= layout::EntryBytes(key_len, limits_.max_value_bytes) &&
-           Resolve(slot.offset, slot.size) != nullptr;
+           slot.offset <= data_arena_bytes_ && slot.size <= data_arena_bytes_ - slot.offset;
   }
 
   // One-sided GET. Exactly one of out/dest is set, or neither with
@@ -631,7 +631,14 @@ class RdmaDataPathImpl final : public RdmaDataPath {
           torn = true;
           continue;
         }
-        const DataRegion* region = Resolve(slot.offset, slot.size);
+        const DataRegion* region = Resolve(
+            slot.offset, header_only ? layout::kEntryHeaderBytes + key.size() : slot.size);
+        if (region == nullptr) {
+          // Larger than a segment and across two memory regions: one READ
+          // cannot fetch it, so the server answers.
+          fallbacks_++;
+          return ServerGet(key, out, dest, deadline);
+        }
         const uint64_t remote = region->addr + (slot.offset - region->arena_offset);
         const size_t head = layout::kEntryHeaderBytes + key.size();
         std::unique_ptr<Block> big;
@@ -811,7 +818,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
         out[k] = absl::NotFoundError("key not found");
         continue;
       }
-      if (cands.size() != 1 || cands[0].size > kSmallEntryArea || !Plausible(cands[0], keys[k].size())) {
+      if (cands.size() != 1 || cands[0].size > kSmallEntryArea ||
+          !Plausible(cands[0], keys[k].size()) || Resolve(cands[0].offset, cands[0].size) == nullptr) {
         continue;  // the single-key path handles it below
       }
       const DataRegion* region = Resolve(cands[0].offset, cands[0].size);

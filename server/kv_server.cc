@@ -63,7 +63,12 @@ absl::Status KvServer::Init() {
 
   KV_ASSIGN_OR_RETURN(pool_, MemoryPool::Create(po));
   if (pd_) {
-    KV_ASSIGN_OR_RETURN(registration_time_, pool_->Register(*pd_, device_->limits().max_mr_size));
+    uint64_t max_mr = device_->limits().max_mr_size;
+    if (options_.max_mr_bytes != 0 && (max_mr == 0 || options_.max_mr_bytes < max_mr)) {
+      max_mr = options_.max_mr_bytes;
+    }
+    KV_ASSIGN_OR_RETURN(registration_time_,
+                        pool_->Register(*pd_, max_mr, options_.segment_bytes));
   }
 
   KvStoreOptions so;

@@ -45,6 +45,9 @@ ABSL_FLAG(std::string, rdma_device, "", "RDMA device to use (default: the first 
 ABSL_FLAG(std::string, rdma_ip, "",
           "IPv4 address whose RoCE v2 GID the server's queue pairs use (default: the first)");
 ABSL_FLAG(uint32_t, rdma_commit_credits, 64, "RDMA commits a client may have in flight per connection");
+ABSL_FLAG(std::string, max_mr_bytes, "0",
+          "cap on bytes per RDMA memory region; the pool is split into several (0: the device's "
+          "max_mr_size)");
 ABSL_FLAG(std::string, ready_file, "",
           "once serving, write 'control_port=N', 'resp_port=N', 'epoch=X' and 'rdma_device=NAME' "
           "lines to this file (for scripts and tests)");
@@ -109,6 +112,7 @@ int main(int argc, char** argv) {
       {"segment_size", absl::GetFlag(FLAGS_segment_size), &o.segment_bytes},
       {"max_key_bytes", absl::GetFlag(FLAGS_max_key_bytes), &o.limits.max_key_bytes},
       {"max_value_bytes", absl::GetFlag(FLAGS_max_value_bytes), &o.limits.max_value_bytes},
+      {"max_mr_bytes", absl::GetFlag(FLAGS_max_mr_bytes), &o.max_mr_bytes},
   };
   for (auto& s : sizes) {
     auto v = SizeFlag(s.name, s.value);

@@ -85,13 +85,18 @@ MemoryPool::~MemoryPool() {
 }
 
 absl::StatusOr<absl::Duration> MemoryPool::Register(const rdma::ProtectionDomain& pd,
-                                                    uint64_t max_mr_size) {
+                                                    uint64_t max_mr_size, uint64_t align) {
   const absl::Time start = absl::Now();
   constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
-  // Chunks stay 64-byte aligned so that no entry straddles two MRs unless it
-  // is larger than a chunk; clients split such READs at region boundaries.
-  uint64_t chunk = max_mr_size == 0 ? data_bytes_ : max_mr_size / 4096 * 4096;
-  if (chunk == 0) return absl::FailedPreconditionError("device max_mr_size is below one page");
+  // Chunks are whole segments, so no entry straddles two MRs unless it is
+  // larger than a segment; clients send GETs of such entries to the server.
+  if (align == 0) align = 4096;
+  uint64_t chunk = max_mr_size == 0 || max_mr_size >= data_bytes_ ? data_bytes_
+                                                                  : max_mr_size / align * align;
+  if (chunk == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "max MR size ", max_mr_size, " is below one segment (", align, " bytes)"));
+  }
   uint32_t id = 0;
   for (uint64_t off = 0; off < data_bytes_; off += chunk) {
     uint64_t len = std::min(chunk, data_bytes_ - off);

@@ -57,11 +57,13 @@ class MemoryPool {
   MemoryPool& operator=(const MemoryPool&) = delete;
 
   // Registers both arenas with `pd` (REMOTE_READ | LOCAL_WRITE), splitting
-  // the data arena by `max_mr_size`. Returns the time it took.
+  // the data arena into MRs of at most `max_mr_size` bytes, each a multiple
+  // of `align` (the segment size, so only an entry larger than a segment can
+  // straddle two MRs). Returns the time it took.
   // REQUIRES: called at most once; `pd` outlives this pool's registrations,
   // which Deregister() (or the destructor) releases.
   absl::StatusOr<absl::Duration> Register(const rdma::ProtectionDomain& pd,
-                                          uint64_t max_mr_size);
+                                          uint64_t max_mr_size, uint64_t align = 4096);
   void Deregister();
 
   char* data() const { return data_; }

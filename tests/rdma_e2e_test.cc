@@ -227,3 +227,45 @@ TEST(RdmaFallback, RdmaCapableClientUsesTcpWithATcpOnlyServer) {
 
 }  // namespace
 }  // namespace kvstore
+
+namespace kvstore {
+namespace {
+
+// A pool split into several memory regions (as on a device whose max_mr_size
+// is smaller than the pool): entries inside a segment are read one-sided from
+// whichever region holds them; an entry spanning two regions is served by the
+// server, correctly.
+TEST(RdmaRegions, PoolSplitIntoSeveralMemoryRegions) {
+  const char* dev = std::getenv("KV_RDMA_DEVICE");
+  auto s = testing::KvServerProcess::Start(
+      {"--pool_size=64M", "--segment_size=1M", "--max_mr_bytes=4M", "--transport=rdma",
+       "--grace_period=6s", absl::StrCat("--rdma_device=", dev ? dev : "")});
+  ASSERT_TRUE(s.ok()) << s.status();
+  client::Options o;
+  o.servers = {s->control_address()};
+  o.transport = client::TransportMode::kRdma;
+  auto c = client::KvClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  // ~8 MiB of 100 KiB values: spread over at least two regions.
+  for (int i = 0; i < 80; ++i) {
+    ASSERT_TRUE((*c)->Put(absl::StrCat("r", i), std::string(100 << 10, static_cast<char>('a' + i % 26))).ok());
+  }
+  for (int i = 0; i < 80; ++i) {
+    auto v = (*c)->Get(absl::StrCat("r", i));
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(*v, std::string(100 << 10, static_cast<char>('a' + i % 26)));
+  }
+  EXPECT_EQ((*c)->counters().server_fallback_gets, 0u);
+  std::string big(6 << 20, 'B');
+  big[12345] = 'x';
+  ASSERT_TRUE((*c)->Put("spanning", big).ok());
+  auto v = (*c)->Get("spanning");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_TRUE(*v == big);
+  EXPECT_TRUE(*(*c)->Exists("spanning"));
+  std::printf("fallback gets after the spanning entry: %lu\n", (*c)->counters().server_fallback_gets);
+  EXPECT_EQ((*c)->counters().server_fallback_gets, 1u);
+}
+
+}  // namespace
+}  // namespace kvstore
