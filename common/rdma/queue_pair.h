@@ -93,11 +93,13 @@ std::string QpEndpointToString(const QpEndpoint& endpoint);
 
 // Retransmission parameters for Connect(). The defaults suit Soft-RoCE under
 // emulation as well as hardware: timeout 14 is 4.096 us * 2^14 = 67 ms per
-// try, 7 retries; rnr_retry 7 retries without limit while the peer has no
-// receive posted (min_rnr_timer 12 = 0.64 ms between tries).
+// try, 6 retries (not 7: Soft-RoCE treats retry_cnt 7 as "retry forever", so
+// a dead peer would never fail a work request); rnr_retry 7 retries without
+// limit while the peer has no receive posted (min_rnr_timer 12 = 0.64 ms
+// between tries).
 struct QpTimeouts {
   uint8_t timeout = 14;
-  uint8_t retry_cnt = 7;
+  uint8_t retry_cnt = 6;
   uint8_t rnr_retry = 7;
   uint8_t min_rnr_timer = 12;
 };
