@@ -68,9 +68,9 @@ class RdmaRestart : public ::testing::Test {
   // --control_port=0 --resp_port=0 first; later flags win, which the ready
   // file confirms.
   void StartServer() {
-    const std::vector<std::string> flags = {
-        absl::StrCat("--control_port=", control_port_), absl::StrCat("--resp_port=", resp_port_),
-        "--pool_size=64M", "--transport=rdma", DeviceFlag()};
+    const std::vector<std::string> flags = {absl::StrCat("--control_port=", control_port_),
+                                            absl::StrCat("--resp_port=", resp_port_),
+                                            "--pool_size=64M", "--transport=rdma", DeviceFlag()};
     const absl::Time t0 = absl::Now();
     auto s = KvServerProcess::Start(flags);
     ASSERT_TRUE(s.ok()) << s.status();
@@ -163,9 +163,9 @@ class RdmaRestart : public ::testing::Test {
         "%s: transport %s, reconnects %lu, rdma_ops %lu, tcp_ops %lu, checksum_retries %lu, "
         "span_retries %lu, server_fallback_gets %lu, leases granted %lu released %lu renewed %lu "
         "aborts %lu\n",
-        when, c->transport_name().c_str(), k.reconnects, k.rdma_ops, k.tcp_ops,
-        k.checksum_retries, k.span_retries, k.server_fallback_gets, k.leases_granted,
-        k.leases_released, k.leases_renewed, k.lease_aborts);
+        when, c->transport_name().c_str(), k.reconnects, k.rdma_ops, k.tcp_ops, k.checksum_retries,
+        k.span_retries, k.server_fallback_gets, k.leases_granted, k.leases_released,
+        k.leases_renewed, k.lease_aborts);
   }
 
   static constexpr int kKeys = 40;

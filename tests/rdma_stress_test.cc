@@ -5,8 +5,9 @@
 // while one-sided GETs are reading them.
 //
 // Writer threads (one KvClient, WRITE + commit PUTs under leases) overwrite a
-// few hot keys with values of 31 B .. 64 KiB; each value names its key, its
-// writer and its sequence number and carries its own checksum:
+// few hot keys with values of ~26 B (the header alone) .. 64 KiB; each value
+// names its key, its writer and its sequence number and carries its own
+// checksum:
 //
 //   "<key>|<writer>|<seq>|<16 hex xxh3>|<filler>"
 //
@@ -22,13 +23,16 @@
 //     same writer (the index is updated in place, so reads are monotonic).
 //
 // Prints the seed (KV_STRESS_SEED reproduces the writers' choices), the
-// counts, the client counters and the server's reclamation counters; the
-// server must have reclaimed segments during the run.
+// counts, the client counters and the server's reclamation counters. The run
+// goes on past its time (up to 3x) until the server has reclaimed more
+// segments than its pool holds, so freed segments were certainly reused while
+// the readers were reading.
 // KV_STRESS_SECONDS overrides the run time (default 6), KV_STRESS_POOL_MB the
-// pool size (default 8).
+// pool size (default 4: 16 segments).
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -100,10 +104,14 @@ std::string MakeValue(int key, int writer, uint64_t seq, size_t len, std::mt1993
 // scratch (4 KiB) and large ones up to 64 KiB.
 size_t PickLength(std::mt19937_64& rng) {
   switch (rng() % 4) {
-    case 0: return 1 + rng() % 48;  // clamped up to the header length
-    case 1: return 1 + rng() % 4000;
-    case 2: return 4000 + rng() % 12000;
-    default: return 1 + rng() % kMaxValue;
+    case 0:
+      return 1 + rng() % 48;  // clamped up to the header length
+    case 1:
+      return 1 + rng() % 4000;
+    case 2:
+      return 4000 + rng() % 12000;
+    default:
+      return 1 + rng() % kMaxValue;
   }
 }
 
@@ -156,7 +164,7 @@ TEST(RdmaStress, OneSidedReadsNeverSeeTornForeignOrUncommittedValues) {
   // 256 KiB segments, 256 KiB leases (one segment each, so drained lease
   // chunks can be freed or compacted), a pool small enough that the segment
   // allocator wraps around within the run.
-  const std::string pool = absl::StrCat("--pool_size=", EnvInt("KV_STRESS_POOL_MB", 8), "M");
+  const std::string pool = absl::StrCat("--pool_size=", EnvInt("KV_STRESS_POOL_MB", 4), "M");
   auto server = KvServerProcess::Start(
       {pool, "--segment_size=256K", "--grace_period=40ms", "--transport=rdma", DeviceFlag()});
   ASSERT_TRUE(server.ok()) << server.status();
@@ -189,8 +197,8 @@ TEST(RdmaStress, OneSidedReadsNeverSeeTornForeignOrUncommittedValues) {
   }
 
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> puts_ok{0}, puts_failed{0}, reads{0}, not_found{0}, read_errors{0},
-      bad{0}, bytes_written{0};
+  std::atomic<uint64_t> puts_ok{0}, puts_failed{0}, reads{0}, not_found{0}, read_errors{0}, bad{0},
+      bytes_written{0};
   std::mutex mu;
   std::vector<std::string> problems;
   auto report = [&](std::string p) {
@@ -267,7 +275,9 @@ TEST(RdmaStress, OneSidedReadsNeverSeeTornForeignOrUncommittedValues) {
         }
         read_errors++;
         std::lock_guard<std::mutex> lock(mu);
-        if (problems.size() < 20) problems.push_back(absl::StrCat("reader ", r, ": ", s.ToString()));
+        if (problems.size() < 20) {
+          problems.push_back(absl::StrCat("reader ", r, ": ", s.ToString()));
+        }
       };
       while (!stop) {
         const int k = static_cast<int>(rng() % kKeys);
@@ -278,24 +288,49 @@ TEST(RdmaStress, OneSidedReadsNeverSeeTornForeignOrUncommittedValues) {
             continue;
           }
           for (int i = 0; i < kKeys; ++i) {
-            if ((*many)[i].ok()) check(i, *(*many)[i], 2);
-            else failed((*many)[i].status());
+            if ((*many)[i].ok()) {
+              check(i, *(*many)[i], 2);
+            } else {
+              failed((*many)[i].status());
+            }
           }
         } else if (r == 2) {
           std::memset(buf.data(), '#', 64);
           auto n = reader_client->GetInto(all[k], reg, 0, kMaxValue);
-          if (n.ok()) check(k, std::string(buf.data(), *n), 1);
-          else failed(n.status());
+          if (n.ok()) {
+            check(k, std::string(buf.data(), *n), 1);
+          } else {
+            failed(n.status());
+          }
         } else {
           auto v = reader_client->Get(all[k]);
-          if (v.ok()) check(k, *v, 0);
-          else failed(v.status());
+          if (v.ok()) {
+            check(k, *v, 0);
+          } else {
+            failed(v.status());
+          }
         }
       }
     });
   }
+  // Run for `seconds`, and on (up to 3x as long) until the allocator has
+  // freed more segments than the pool has: then some were certainly reused.
+  // Sample the free-segment count meanwhile.
   const absl::Time t0 = absl::Now();
-  absl::SleepFor(absl::Seconds(seconds));
+  uint64_t min_free = UINT64_MAX, total = 0, reclaimed = 0;
+  while (true) {
+    absl::SleepFor(absl::Milliseconds(250));
+    auto st = reader_client->Stats();
+    if (st.ok()) {
+      min_free = std::min(min_free, st->counters["segments_free"]);
+      total = st->counters["segments_total"];
+      reclaimed = st->counters["segments_reclaimed"];
+    }
+    const absl::Duration ran = absl::Now() - t0;
+    if (ran >= absl::Seconds(seconds) && (reclaimed > total || ran >= absl::Seconds(3 * seconds))) {
+      break;
+    }
+  }
   stop = true;
   for (auto& t : threads) t.join();
   const double secs = absl::ToDoubleSeconds(absl::Now() - t0);
@@ -317,8 +352,8 @@ TEST(RdmaStress, OneSidedReadsNeverSeeTornForeignOrUncommittedValues) {
         problem = "its Put failed";
       } else if (l.key[s.seq] != s.key || l.length[s.seq] != s.length) {
         mismatched++;
-        problem = absl::StrCat("written as key ", int{l.key[s.seq]}, ", ", l.length[s.seq],
-                               " bytes");
+        problem =
+            absl::StrCat("written as key ", int{l.key[s.seq]}, ", ", l.length[s.seq], " bytes");
       }
       if (!problem.empty()) {
         report(absl::StrCat("reader ", r, " saw ", KeyName(s.key), " writer ", int{s.writer},
@@ -361,18 +396,18 @@ TEST(RdmaStress, OneSidedReadsNeverSeeTornForeignOrUncommittedValues) {
   std::printf(
       "writers' client: rdma_ops %lu tcp_ops %lu leases granted %lu renewed %lu released %lu "
       "aborts %lu reconnects %lu\n",
-      w.rdma_ops, w.tcp_ops, w.leases_granted, w.leases_renewed, w.leases_released,
-      w.lease_aborts, w.reconnects);
+      w.rdma_ops, w.tcp_ops, w.leases_granted, w.leases_renewed, w.leases_released, w.lease_aborts,
+      w.reconnects);
   std::printf(
       "server: segments_total %lu segments_reclaimed %lu segments_free %lu cleaner_moved_entries "
       "%lu commits %lu rdma_commits %lu rpc_gets %lu leases_granted %lu pool_full_errors %lu\n",
       sc["segments_total"], sc["segments_reclaimed"], sc["segments_free"],
       sc["cleaner_moved_entries"], sc["commits"], sc["rdma_commits"], sc["rpc_gets"],
       sc["leases_granted"], sc["pool_full_errors"]);
-  std::printf("segments reclaimed %lu times in a pool of %lu segments: %s\n",
-              sc["segments_reclaimed"], sc["segments_total"],
-              sc["segments_reclaimed"] > sc["segments_total"] ? "some were reused"
-                                                               : "reuse not proven");
+  std::printf(
+      "segments reclaimed %lu times in a pool of %lu segments (fewest free %lu): %s\n",
+      sc["segments_reclaimed"], sc["segments_total"], min_free,
+      sc["segments_reclaimed"] > sc["segments_total"] ? "some were reused" : "reuse not proven");
   for (const auto& p : problems) std::printf("problem: %s\n", p.c_str());
 
   EXPECT_EQ(bad.load(), 0u);
@@ -394,6 +429,7 @@ TEST(RdmaStress, OneSidedReadsNeverSeeTornForeignOrUncommittedValues) {
   // Segments were reclaimed during the run (superseded entries and drained
   // lease chunks freed after the grace period).
   EXPECT_GT(sc["segments_reclaimed"], 0u);
+  EXPECT_GT(sc["segments_reclaimed"], sc["segments_total"]) << "no segment was certainly reused";
   if (HasFailure()) std::printf("server log:\n%s\n", server->Log().c_str());
 }
 

@@ -17,9 +17,11 @@
 //   (unset) both in this process against $KV_RDMA_IP, on free ports: the
 //           same checks on one machine, for running it by hand.
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -73,8 +75,7 @@ std::unique_ptr<client::KvClient> ConnectWithRetry(const std::string& address,
     auto c = client::KvClient::Connect(o);
     if (c.ok()) {
       std::printf("connected to %s (%s) after %.1f s, attempt %d\n", address.c_str(),
-                  (*c)->transport_name().c_str(), absl::ToDoubleSeconds(absl::Now() - t0),
-                  attempt);
+                  (*c)->transport_name().c_str(), absl::ToDoubleSeconds(absl::Now() - t0), attempt);
       return std::move(*c);
     }
     last = c.status();
@@ -85,9 +86,19 @@ std::unique_ptr<client::KvClient> ConnectWithRetry(const std::string& address,
   return nullptr;
 }
 
+// A Soft-RoCE/NIC port counter of $KV_RDMA_DEVICE (-1 if unreadable).
+int64_t PortCounter(const std::string& name) {
+  std::ifstream f(
+      absl::StrCat("/sys/class/infiniband/", Env("KV_RDMA_DEVICE"), "/ports/1/hw_counters/", name));
+  int64_t v = -1;
+  if (!(f >> v)) return -1;
+  return v;
+}
+
 // The client's checks against the server at `address` (host:control port).
 void RunClient(const std::string& address) {
   const absl::Time t_start = absl::Now();
+  const int64_t sent0 = PortCounter("sent_pkts"), rcvd0 = PortCounter("rcvd_pkts");
   auto rdma = ConnectWithRetry(address, client::TransportMode::kRdma, absl::Seconds(90));
   ASSERT_NE(rdma, nullptr);
   ASSERT_EQ(rdma->transport_name(), "rdma");
@@ -203,6 +214,18 @@ void RunClient(const std::string& address) {
               stats->counters["rdma_connections_total"], stats->counters["rdma_commits"],
               stats->counters["rpc_gets"], stats->info["epoch"].c_str());
   EXPECT_GE(stats->counters["rdma_commits"], 120u);
+  // The data really went through this machine's RDMA port: a 1 MiB value
+  // alone is ~1000 packets at Soft-RoCE's 1 KiB MTU, each way.
+  const int64_t sent1 = PortCounter("sent_pkts"), rcvd1 = PortCounter("rcvd_pkts");
+  if (sent0 >= 0 && rcvd0 >= 0 && sent1 >= 0 && rcvd1 >= 0) {
+    std::printf("RoCE packets on %s port 1: sent %ld, received %ld\n",
+                Env("KV_RDMA_DEVICE").c_str(), static_cast<long>(sent1 - sent0),
+                static_cast<long>(rcvd1 - rcvd0));
+    EXPECT_GT(sent1 - sent0, 1000);
+    EXPECT_GT(rcvd1 - rcvd0, 1000);
+  } else {
+    std::printf("RoCE packet counters of %s not readable\n", Env("KV_RDMA_DEVICE").c_str());
+  }
   std::printf("client checks took %.1f s\n", absl::ToDoubleSeconds(absl::Now() - t_start));
 }
 
