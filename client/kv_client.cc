@@ -283,6 +283,12 @@ class ClientImpl final : public KvClient {
     absl::MutexLock lock(&mu_);
     if (path_ != failed) return true;  // another thread already rebuilt it
     absl::Status s = BuildPath();
+    if (!s.ok() && absl::IsUnavailable(s)) {
+      // Right after a server restart the channel may still hold the dead
+      // connection; one more handshake a moment later reaches the new one.
+      absl::SleepFor(absl::Milliseconds(200));
+      s = BuildPath();
+    }
     if (!s.ok()) {
       LOG(WARNING) << "kvstore client: reconnecting to " << options_.servers[0] << " failed: " << s;
       return false;

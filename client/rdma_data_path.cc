@@ -625,7 +625,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
       // 2. The entries whose fingerprint matches.
       std::vector<Slot> cands = Candidates(s, h, key.size());
       if (cands.empty()) return absl::NotFoundError("key not found");
-      bool torn = false;
+      bool torn = false;           // a candidate failed its checks
+      bool span_exceeded = false;  // too slow to trust what was read
       for (const Slot& slot : cands) {
         if (!Plausible(slot, key.size())) {
           torn = true;
@@ -701,7 +702,7 @@ class RdmaDataPathImpl final : public RdmaDataPath {
         if (absl::Now() - t0 > max_read_span_) {
           // The entry may have been reclaimed and reused while we read it.
           span_retries_++;
-          torn = true;
+          span_exceeded = true;
           if (big) pool_->Release(std::move(big));
           // If the entry READ alone outlasts the span (a large value on a slow
           // link), trying again cannot help: let the server answer.
@@ -715,8 +716,9 @@ class RdmaDataPathImpl final : public RdmaDataPath {
         if (verified.status().code() == absl::StatusCode::kOutOfRange) return verified.status();
         if (verified.status().code() != absl::StatusCode::kNotFound) torn = true;
       }
+      if (span_exceeded) continue;  // counted as a span retry
       if (!torn) return absl::NotFoundError("key not found");
-      checksum_retries_++;
+      checksum_retries_++;  // a slot or entry that did not verify
     }
     // Retries exhausted: the server's CPU answers.
     fallbacks_++;
