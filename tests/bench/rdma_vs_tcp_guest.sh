@@ -15,9 +15,12 @@
 #   KV_BENCH_GETS      GETs in each CPU-measured GET-only run (100000)
 #   KV_BENCH_KEYS      keys of the small-value runs (10000)
 #   KV_BENCH_CONC      client threads of the CPU runs (4)
-#   KV_BENCH_LAT_OPS   GETs of each concurrency-1 latency run (5000)
-#   KV_BENCH_BW_SECS   seconds of the 1 MiB GET run and of ib_read_bw -D (8 / 5)
-#   KV_BENCH_BW_CONC   client threads of the 1 MiB GET run (2)
+#   KV_BENCH_LAT_OPS   GETs of each concurrency-1 latency run, and ib_read_lat -n (2000)
+#   KV_BENCH_IDLE_SECS length of the idle baseline of kvserver's CPU time (10)
+#   KV_BENCH_BW_SECS   seconds of each 1 MiB GET run (8)
+#   KV_BENCH_PERF_SECS ib_read_bw -D seconds; the -n run does 35 x this 1 MiB READs (5)
+#   KV_BENCH_BW_CONC   client threads of the 1 MiB GET run (1: more threads only
+#                      split the same ~30 MB/s and push READs past the read span)
 #   KV_BENCH_BW_KEYS   1 MiB keys (16)
 #   KV_BENCH_DEV       RDMA device (rxe0)
 #   KV_BENCH_IP        its IPv4 address, for perftest (10.0.2.15)
@@ -25,11 +28,12 @@
 # Steps (each prints a "[guest] ..." progress line):
 #   1. kvserver --transport=rdma; preload KEYS 64 B values (a PUT-only bench);
 #      GET-only run over RDMA, then the same over TCP, each bracketed by
-#      /proc/<kvserver>/stat utime+stime and the server's GET counters
+#      /proc/<kvserver>/stat utime+stime and the server's GET counters; before
+#      them, kvserver's CPU time while idle for IDLE_SECS (its timer threads)
 #   2. concurrency-1 latency runs, RDMA then TCP, on the same keys
 #   3. 1 MiB values: preload, GET-only run over RDMA (and TCP for reference)
-#   4. kvserver stopped; ib_read_lat -s 64 and ib_read_bw -s 1 MiB on the
-#      device (server and client in this machine, to KV_BENCH_IP)
+#   4. kvserver stopped; ib_read_lat -s 64, ib_read_bw -s 1 MiB -D and -n on
+#      the device (server and client in this machine, to KV_BENCH_IP)
 # Exit status: 0 when every step ran; 1 when a required step failed (the
 # reason is in OUT_DIR/results.env as error=... and on stdout).
 set -uo pipefail
@@ -38,10 +42,11 @@ OUT=${1:?usage: rdma_vs_tcp_guest.sh OUT_DIR}
 GETS=${KV_BENCH_GETS:-100000}
 KEYS=${KV_BENCH_KEYS:-10000}
 CONC=${KV_BENCH_CONC:-4}
-LAT_OPS=${KV_BENCH_LAT_OPS:-5000}
+LAT_OPS=${KV_BENCH_LAT_OPS:-2000}
 BW_SECS=${KV_BENCH_BW_SECS:-8}
 PERF_SECS=${KV_BENCH_PERF_SECS:-5}
-BW_CONC=${KV_BENCH_BW_CONC:-2}
+BW_CONC=${KV_BENCH_BW_CONC:-1}
+IDLE_SECS=${KV_BENCH_IDLE_SECS:-10}
 BW_KEYS=${KV_BENCH_BW_KEYS:-16}
 DEV=${KV_BENCH_DEV:-rxe0}
 IP=${KV_BENCH_IP:-10.0.2.15}
@@ -71,6 +76,19 @@ cpu_ticks() {
     s=${s##*) }
     awk '{print $12 + $13}' <<<"$s"
 }
+# Per-thread "TID COMM TICKS" of a process, and the difference of two such
+# snapshots (threads that used CPU time in between, busiest first).
+thread_ticks() {
+    awk '{
+        comm = $0; sub(/^[^(]*\(/, "", comm); sub(/\)[^)]*$/, "", comm); gsub(/[ \t]/, "_", comm)
+        rest = $0; sub(/^.*\) /, "", rest); split(rest, f, " ")
+        tid = FILENAME; sub(/\/stat$/, "", tid); sub(/^.*\//, "", tid)
+        print tid, comm, f[12] + f[13]
+    }' /proc/"$1"/task/*/stat 2>/dev/null | sort -k1,1
+}
+thread_delta() {
+    join "$W/threads0" "$W/threads1" | awk '$5 - $3 > 0 {print $5 - $3, "tid", $1, $2}' | sort -rn
+}
 # Busy and softirq ticks of the whole machine (all CPUs) from /proc/stat.
 sys_ticks() { awk '$1 == "cpu" {print $2+$3+$4+$7+$8, $8; exit}' /proc/stat; }
 # GETs the server's CPU answered so far: gRPC Get (RDMA fallbacks) + RESP GET.
@@ -87,6 +105,7 @@ server_gets() {
 kvbench() {
     local name=$1 transport=$2 rc=0
     shift 2
+    LAST_GETS=
     timeout 300 "$KVCTL" --server="127.0.0.1:$CTL" --transport="$transport" --json bench "$@" \
         >"$OUT/$name.json" 2>"$OUT/$name.err" || rc=$?
     if ((rc != 0)); then
@@ -101,15 +120,22 @@ kvbench() {
 # time, the machine's CPU time and the server's GET counters.
 measured() {
     local name=$1 g0 g1 c0 c1 s0 s1 t0 t1
-    g0=$(server_gets) || die "kvctl stat failed: $(cat "$W/stat.err")"
+    # The previous run's closing count serves as this one's opening count when
+    # nothing ran in between (each kvctl start costs seconds under TCG).
+    g0=${LAST_GETS:-}
+    [[ -n $g0 ]] || g0=$(server_gets) || die "kvctl stat failed: $(cat "$W/stat.err")"
     read -r -a s0 <<<"$(sys_ticks)"
+    thread_ticks "$SERVER_PID" >"$W/threads0"
     c0=$(cpu_ticks "$SERVER_PID") || die "kvserver is gone"
     t0=$(date +%s%N)
     kvbench "$@" || die "kvctl bench ($name) failed"
     t1=$(date +%s%N)
     c1=$(cpu_ticks "$SERVER_PID") || die "kvserver is gone"
+    thread_ticks "$SERVER_PID" >"$W/threads1"
+    thread_delta >"$OUT/${name}.threads.txt"
     read -r -a s1 <<<"$(sys_ticks)"
     g1=$(server_gets) || die "kvctl stat failed: $(cat "$W/stat.err")"
+    LAST_GETS=$g1
     rec "${name}_server_ticks" $((c1 - c0))
     rec "${name}_wall_ns" $((t1 - t0))
     rec "${name}_vm_busy_ticks" $((s1[0] - s0[0]))
@@ -174,6 +200,18 @@ say "kvserver pid $SERVER_PID, control port $CTL: $(grep -o 'kvserver up.*' "$W/
 say "1. preloading $KEYS keys x 64 B over RDMA (PUT-only bench)"
 preload small "$KEYS" 64 "$CONC"
 sleep 1 # let start-up and preload work (lease expiry, cleaner) settle
+say "1. kvserver idle baseline: ${IDLE_SECS}s with no client"
+thread_ticks "$SERVER_PID" >"$W/threads0"
+c0=$(cpu_ticks "$SERVER_PID") || die "kvserver is gone"
+t0=$(date +%s%N)
+sleep "$IDLE_SECS"
+t1=$(date +%s%N)
+c1=$(cpu_ticks "$SERVER_PID") || die "kvserver is gone"
+thread_ticks "$SERVER_PID" >"$W/threads1"
+thread_delta >"$OUT/idle.threads.txt"
+rec idle_server_ticks $((c1 - c0))
+rec idle_wall_ns $((t1 - t0))
+say "  idle: kvserver CPU $((c1 - c0)) ticks in $(((t1 - t0) / 1000000)) ms"
 for transport in rdma tcp; do
     say "1. GET-only over $transport: $GETS GETs, 64 B, $CONC threads, --no-preload"
     measured "cpu_$transport" "$transport" --keys="$KEYS" --value-size=64 \
@@ -190,6 +228,7 @@ done
 # --- 3. 1 MiB GET bandwidth ------------------------------------------------
 say "3. preloading $BW_KEYS keys x 1 MiB over RDMA"
 preload big "$BW_KEYS" 1M 1
+sleep 1
 for transport in rdma tcp; do
     say "3. 1 MiB GET-only over $transport: ${BW_SECS}s, $BW_CONC threads"
     measured "bw_$transport" "$transport" --keys="$BW_KEYS" --value-size=1M \
@@ -213,7 +252,9 @@ perf() {
     spid=$!
     for _ in $(seq 40); do
         rc=0
+        PERF_CLIENT_NS=$(date +%s%N)
         timeout 120 "$tool" -d "$DEV" -F -p "$port" "$@" "$IP" >"$OUT/$name.txt" 2>&1 || rc=$?
+        PERF_CLIENT_NS=$(($(date +%s%N) - PERF_CLIENT_NS))
         ((rc != 0)) && grep -q "Couldn't connect" "$OUT/$name.txt" && { sleep 0.5; continue; }
         break
     done
@@ -233,14 +274,16 @@ perf perf_bw ib_read_bw 18522 -s 1048576 -D "$PERF_SECS" || die "ib_read_bw -D f
 row=$(perf_row perf_bw 1048576)
 rec perf_bw_row "\"$row\""
 rec perf_bw_mode "\"-D $PERF_SECS\""
-# Under TCG perftest's clock check can fail and print 0.00: measure by
-# iteration count instead (wall time from the client's own timer).
-if [[ -z $row ]] || awk '{exit !($4 + 0 == 0)}' <<<"$row"; then
-    n=$((PERF_SECS * 30))
-    say "4. ib_read_bw -D printed no bandwidth; again with -n $n"
-    perf perf_bw_n ib_read_bw 18523 -s 1048576 -n "$n" || die "ib_read_bw -n failed"
-    rec perf_bw_row "\"$(perf_row perf_bw_n 1048576)\""
-    rec perf_bw_mode "\"-n $n\""
-fi
+# Under TCG, duration mode's figures are unreliable (0 iterations and 0.00,
+# or an average several times below what the same transfer achieves by
+# iteration count): always measure a fixed number of iterations (-n) too, and
+# time that client with our own clock as a cross-check (a lower bound, since
+# it includes connection set-up).
+n=$((PERF_SECS * 35))
+say "4. ib_read_bw -d $DEV -s 1048576 -n $n"
+perf perf_bw_n ib_read_bw 18523 -s 1048576 -n "$n" || die "ib_read_bw -n failed"
+rec perf_bw_n_row "\"$(perf_row perf_bw_n 1048576)\""
+rec perf_bw_n_mode "\"-n $n\""
+rec perf_bw_n_client_ns "$PERF_CLIENT_NS"
 say "done"
 exit 0
