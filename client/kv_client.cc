@@ -238,13 +238,20 @@ class ClientImpl final : public KvClient {
       if (hs.endpoints().rdma_device().empty()) {
         why = "the server has no RDMA device";
       } else {
-        auto rdma = RdmaDataPath::Connect(stub_.get(), hs, options_.rdma_device, name_,
-                                          options_.lease_bytes, options_.connect_timeout);
-        if (rdma.ok()) {
-          SwapPath(std::shared_ptr<DataPath>(std::move(*rdma)));
-          return absl::OkStatus();
+        if (rdma_context_ == nullptr) {
+          auto ctx = RdmaDataPath::OpenContext(options_.rdma_device, limits.max_value_bytes);
+          if (ctx.ok()) rdma_context_ = *ctx;
+          else why = absl::StrCat("no usable local RDMA device: ", ctx.status().message());
         }
-        why = std::string(rdma.status().message());
+        if (rdma_context_ != nullptr) {
+          auto rdma = RdmaDataPath::Connect(rdma_context_, stub_.get(), hs, name_,
+                                            options_.lease_bytes, options_.connect_timeout);
+          if (rdma.ok()) {
+            SwapPath(std::shared_ptr<DataPath>(std::move(*rdma)));
+            return absl::OkStatus();
+          }
+          why = std::string(rdma.status().message());
+        }
       }
       if (options_.transport == TransportMode::kRdma) {
         return absl::UnavailableError(
@@ -328,6 +335,9 @@ class ClientImpl final : public KvClient {
   const std::string name_;
   mutable absl::Mutex mu_;
   std::shared_ptr<DataPath> path_ ABSL_GUARDED_BY(mu_);
+  // Device and PD shared by successive RDMA paths (registrations survive a
+  // reconnect).
+  std::shared_ptr<RdmaContext> rdma_context_ ABSL_GUARDED_BY(mu_);
   RdmaPathCounters retired_rdma_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> gets_{0}, puts_{0}, deletes_{0}, tcp_ops_{0}, rdma_ops_{0},
       tcp_fallbacks_{0}, reconnects_{0};

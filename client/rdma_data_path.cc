@@ -3,6 +3,7 @@
 #include "client/rdma_data_path.h"
 
 #include <infiniband/verbs.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,7 +32,18 @@
 namespace kvstore {
 namespace client {
 
+// The device and protection domain, shared by every path of a client and by
+// everything registered with them (user buffers may outlive a path).
+class RdmaContext {
+ public:
+  RdmaContext(rdma::Device d, rdma::ProtectionDomain p) : device(std::move(d)), pd(std::move(p)) {}
+  rdma::Device device;
+  rdma::ProtectionDomain pd;  // declared after the device: destroyed first
+};
+
 namespace {
+
+using Context = RdmaContext;
 
 using layout::Slot;
 
@@ -48,12 +60,6 @@ constexpr uint64_t kKindWrite = uint64_t{2} << 16;
 constexpr uint64_t kKindSend = uint64_t{3} << 16;
 constexpr uint64_t kKindMask = uint64_t{3} << 16;
 
-// The device and protection domain, shared by everything registered with
-// them (user buffers may outlive the path).
-struct Context {
-  rdma::Device device;
-  rdma::ProtectionDomain pd;
-};
 
 // A registered allocation; MR declared after the memory so it goes first.
 struct Block {
@@ -182,7 +188,7 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     }
   }
 
-  absl::Status Init(const std::string& device_name) {
+  absl::Status Init(std::shared_ptr<Context> ctx) {
     limits_.max_key_bytes = hs_.limits().max_key_bytes();
     limits_.max_value_bytes = hs_.limits().max_value_bytes();
     limits_.max_batch_keys = hs_.limits().max_batch_keys();
@@ -213,9 +219,7 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     }
     data_arena_bytes_ = hs_.data_arena_bytes();
 
-    KV_ASSIGN_OR_RETURN(auto device, rdma::Device::Open(device_name));
-    KV_ASSIGN_OR_RETURN(auto pd, rdma::ProtectionDomain::Create(device));
-    ctx_ = std::make_shared<Context>(Context{std::move(device), std::move(pd)});
+    ctx_ = std::move(ctx);
     pool_ = std::make_unique<BufferPool>(ctx_);
     KV_ASSIGN_OR_RETURN(auto cq, rdma::CompletionQueue::Create(ctx_->device, 4 * kSlots + 512, nullptr));
     cq_.emplace(std::move(cq));
@@ -883,54 +887,60 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     KV_ASSIGN_OR_RETURN(LeaseSpace space, ReserveSpace(size, deadline));
     OpSlot* s = AcquireSlots(1)[0];
     SlotGuard guard(this, {s});
-    std::unique_ptr<Block> big;
-    absl::Status st = PostPut(s, key, value, value_lkey, space, &big, deadline);
+    StagedPut staged;
+    absl::Status st = Stage(s, key, value, value_lkey, space, &staged);
+    if (st.ok()) st = PostStaged(absl::MakeSpan(&staged, 1), deadline);
     if (st.ok()) {
       st = Wait(s, deadline);
       ReturnCredit();
       if (st.ok()) st = s->ack;
     }
-    if (big) pool_->Release(std::move(big));
+    if (staged.big) pool_->Release(std::move(staged.big));
     FinishSpace(space, st);
     return st;
   }
 
-  // Stages the entry and posts WRITE + commit SEND for it. The caller waits.
-  absl::Status PostPut(OpSlot* s, absl::string_view key, absl::string_view value,
-                       uint32_t value_lkey, const LeaseSpace& space, std::unique_ptr<Block>* big,
-                       absl::Time deadline) {
+  // One PUT ready to post: where the entry's bytes are and its commit.
+  struct StagedPut {
+    OpSlot* slot = nullptr;
+    rdma::Sge write_sges[2];
+    int nwrite = 0;
+    rdma::Sge send_sge;
+    uint64_t remote_addr = 0;
+    uint32_t rkey = 0;
+    std::unique_ptr<Block> big;  // staging when the slot's scratch is too small
+  };
+
+  // Writes the entry's header (and key, and the value unless it is sent
+  // straight from the caller's registered buffer) and the commit message.
+  absl::Status Stage(OpSlot* s, absl::string_view key, absl::string_view value,
+                     uint32_t value_lkey, const LeaseSpace& space, StagedPut* out) {
     const uint32_t lkey = slot_arena_->mr->lkey();
     const size_t head = layout::kEntryHeaderBytes + key.size();
+    const size_t staged_bytes = value_lkey != 0 ? head : head + value.size();
     char* staging = s->scratch + kBucketArea + commit_area_;
-    rdma::Sge sges[2];
-    int nsge = 0;
+    if (staged_bytes > kSmallEntryArea) {
+      KV_ASSIGN_OR_RETURN(out->big, pool_->Acquire(staged_bytes));
+      staging = out->big->mem.get();
+    }
+    const uint32_t staging_lkey = out->big ? out->big->mr->lkey() : lkey;
     const layout::EntryHeader header = layout::MakeHeader(key, value, s->generation);
+    std::memcpy(staging, &header, sizeof(header));
+    std::memcpy(staging + layout::kEntryHeaderBytes, key.data(), key.size());
+    out->slot = s;
     if (value_lkey != 0) {
-      // Zero copy: gather header+key from scratch and the value from the
+      // Zero copy: gather header+key from staging, the value from the
       // caller's registered buffer.
-      if (head > kSmallEntryArea) {
-        KV_ASSIGN_OR_RETURN(*big, pool_->Acquire(head));
-        staging = (*big)->mem.get();
-      }
-      std::memcpy(staging, &header, sizeof(header));
-      std::memcpy(staging + layout::kEntryHeaderBytes, key.data(), key.size());
-      sges[nsge++] = {reinterpret_cast<uint64_t>(staging), static_cast<uint32_t>(head),
-                      *big ? (*big)->mr->lkey() : lkey};
+      out->write_sges[out->nwrite++] = {reinterpret_cast<uint64_t>(staging),
+                                        static_cast<uint32_t>(head), staging_lkey};
       if (!value.empty()) {
-        sges[nsge++] = {reinterpret_cast<uint64_t>(value.data()), static_cast<uint32_t>(value.size()),
-                        value_lkey};
+        out->write_sges[out->nwrite++] = {reinterpret_cast<uint64_t>(value.data()),
+                                          static_cast<uint32_t>(value.size()), value_lkey};
       }
     } else {
-      const size_t total = head + value.size();
-      if (total > kSmallEntryArea) {
-        KV_ASSIGN_OR_RETURN(*big, pool_->Acquire(total));
-        staging = (*big)->mem.get();
-      }
-      std::memcpy(staging, &header, sizeof(header));
-      std::memcpy(staging + layout::kEntryHeaderBytes, key.data(), key.size());
       if (!value.empty()) std::memcpy(staging + head, value.data(), value.size());
-      sges[nsge++] = {reinterpret_cast<uint64_t>(staging), static_cast<uint32_t>(total),
-                      *big ? (*big)->mr->lkey() : lkey};
+      out->write_sges[out->nwrite++] = {reinterpret_cast<uint64_t>(staging),
+                                        static_cast<uint32_t>(staged_bytes), staging_lkey};
     }
     char* msg = s->scratch + kBucketArea;
     wire::CommitRequest req{};
@@ -942,27 +952,45 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     req.offset = space.arena_offset;
     req.size = layout::EntryBytes(key.size(), value.size());
     std::memcpy(msg, &req, sizeof(req));
-    KV_RETURN_IF_ERROR(AcquireCredit(deadline));
-    absl::Status st = Post(qp_->PostWrite(absl::MakeConstSpan(sges, nsge), space.remote_addr,
-                                          space.lease->rkey, kKindWrite | s->index, false));
-    // The commit follows the WRITE on the same RC queue pair: when the server
-    // sees it, the entry's bytes are in place.
-    rdma::Sge msg_sge{reinterpret_cast<uint64_t>(msg), static_cast<uint32_t>(sizeof(req)), lkey};
-    if (st.ok()) {
-      st = Post(qp_->PostSend(absl::MakeConstSpan(&msg_sge, 1), kKindSend | s->index, true,
-                              /*inline_data=*/true));
-    }
-    if (!st.ok()) {
-      ReturnCredit();
-      return st;
-    }
-    // The caller returns the credit once it has waited for the ack.
+    out->send_sge = {reinterpret_cast<uint64_t>(msg), static_cast<uint32_t>(sizeof(req)), lkey};
+    out->remote_addr = space.remote_addr;
+    out->rkey = space.lease->rkey;
     return absl::OkStatus();
+  }
+
+  // Posts the WRITE + commit SEND pairs of `puts` with one doorbell; only the
+  // last SEND is signaled (the acks complete the operations). Takes one
+  // commit credit per PUT; the caller returns them after waiting.
+  absl::Status PostStaged(absl::Span<StagedPut> puts, absl::Time deadline) {
+    KV_RETURN_IF_ERROR(AcquireCredit(deadline, static_cast<int>(puts.size())));
+    std::vector<rdma::QueuePair::WriteSendOp> ops(puts.size());
+    for (size_t i = 0; i < puts.size(); ++i) {
+      StagedPut& p = puts[i];
+      ops[i].write.local = absl::MakeConstSpan(p.write_sges, p.nwrite);
+      ops[i].write.remote_addr = p.remote_addr;
+      ops[i].write.rkey = p.rkey;
+      ops[i].write.wr_id = kKindWrite | p.slot->index;
+      ops[i].write.signaled = false;
+      ops[i].send = absl::MakeConstSpan(&p.send_sge, 1);
+      ops[i].send_wr_id = kKindSend | p.slot->index;
+      ops[i].send_signaled = i + 1 == puts.size();
+      ops[i].send_inline = true;  // 40 bytes: the buffer is free at once
+    }
+    absl::Status st = Post(qp_->PostWriteSends(ops));
+    if (!st.ok()) {
+      absl::MutexLock lock(&credit_mu_);
+      credits_used_ -= static_cast<int>(puts.size());
+    }
+    return st;
   }
 
   absl::Status MultiPutBatch(absl::Span<const std::pair<std::string, std::string>> pairs,
                              absl::Time deadline) {
-    const size_t n = pairs.size();
+    const size_t n = std::min<size_t>(pairs.size(), credits_);
+    if (n < pairs.size()) {
+      KV_RETURN_IF_ERROR(MultiPutBatch(pairs.subspan(0, n), deadline));
+      return MultiPutBatch(pairs.subspan(n), deadline);
+    }
     ops_ += n;
     std::vector<LeaseSpace> spaces;
     for (const auto& [k, v] : pairs) {
@@ -971,29 +999,28 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     }
     std::vector<OpSlot*> slots = AcquireSlots(n);
     SlotGuard guard(this, slots);
-    std::vector<std::unique_ptr<Block>> bigs(n);
+    std::vector<StagedPut> staged(n);
     std::vector<absl::Status> results(n);
-    size_t posted = 0;
-    for (; posted < n; ++posted) {
-      results[posted] = PostPut(slots[posted], pairs[posted].first, pairs[posted].second, 0,
-                                spaces[posted], &bigs[posted], deadline);
-      if (!results[posted].ok()) break;
+    absl::Status st;
+    for (size_t i = 0; i < n && st.ok(); ++i) {
+      st = Stage(slots[i], pairs[i].first, pairs[i].second, 0, spaces[i], &staged[i]);
     }
-    absl::Status first;
+    if (st.ok()) st = PostStaged(absl::MakeSpan(staged), deadline);
     for (size_t i = 0; i < n; ++i) {
-      if (i < posted) {
+      if (st.ok()) {
         absl::Status w = Wait(slots[i], deadline);
         results[i] = w.ok() ? slots[i]->ack : w;
         ReturnCredit();
-      } else if (i > posted) {
-        results[i] = absl::AbortedError("not sent");
+      } else {
+        results[i] = st;
       }
-      if (bigs[i]) pool_->Release(std::move(bigs[i]));
+      if (staged[i].big) pool_->Release(std::move(staged[i].big));
       FinishSpace(spaces[i], results[i]);
     }
+    absl::Status first;
     for (size_t i = 0; i < n; ++i) {
       if (results[i].code() == absl::StatusCode::kAborted) {
-        lease_aborts_++;
+        lease_aborts_++;  // that lease expired: redo this one alone
         results[i] = PutOnce(pairs[i].first, pairs[i].second, 0, deadline);
       }
       if (!results[i].ok() && first.ok()) first = results[i];
@@ -1013,7 +1040,13 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_));
     const absl::Time asked = absl::Now();
-    KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->GrantLease(&ctx, req, &resp)));
+    absl::Status granted = FromGrpcStatus(stub_->GrantLease(&ctx, req, &resp));
+    if (absl::IsUnavailable(granted)) {
+      // Stale epoch (the server restarted) or the server is gone: this path
+      // is done; the client handshakes again.
+      MarkBroken(granted);
+    }
+    KV_RETURN_IF_ERROR(granted);
     if (resp.lease().write_rkey() == 0) return absl::InternalError("lease without a write key");
     auto l = std::make_shared<Lease>();
     l->id = resp.lease().lease_id();
@@ -1031,6 +1064,7 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     v1::ReleaseLeaseRequest req;
     req.set_epoch(hs_.epoch());
     req.set_lease_id(l.id);
+    req.set_connection_id(connection_id_);
     v1::ReleaseLeaseResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_));
@@ -1105,6 +1139,7 @@ class RdmaDataPathImpl final : public RdmaDataPath {
         v1::RenewLeaseRequest req;
         req.set_epoch(hs_.epoch());
         req.set_lease_id(l->id);
+        req.set_connection_id(connection_id_);
         v1::RenewLeaseResponse resp;
         grpc::ClientContext ctx;
         ctx.set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_));
@@ -1187,12 +1222,32 @@ class RdmaDataPathImpl final : public RdmaDataPath {
 
 }  // namespace
 
+absl::StatusOr<std::shared_ptr<RdmaContext>> RdmaDataPath::OpenContext(const std::string& device,
+                                                                       uint64_t max_value_bytes) {
+  // Every registration pins memory: the slot arenas, bounce buffers for
+  // values up to the limit (cached, up to twice), and the caller's own
+  // registered buffers. Refuse early with the fix rather than fail mid-PUT.
+  rlimit lim;
+  if (geteuid() != 0 && getrlimit(RLIMIT_MEMLOCK, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+    const uint64_t need = 2 * max_value_bytes + (16ull << 20);
+    if (lim.rlim_cur < need) {
+      return absl::UnavailableError(absl::StrCat(
+          "RLIMIT_MEMLOCK is ", lim.rlim_cur, " bytes; an RDMA client needs about ", need,
+          " to pin its buffers (`ulimit -l unlimited`, or --transport=tcp)"));
+    }
+  }
+  KV_ASSIGN_OR_RETURN(auto dev, rdma::Device::Open(device));
+  KV_ASSIGN_OR_RETURN(auto pd, rdma::ProtectionDomain::Create(dev));
+  return std::make_shared<RdmaContext>(std::move(dev), std::move(pd));
+}
+
 absl::StatusOr<std::unique_ptr<RdmaDataPath>> RdmaDataPath::Connect(
-    v1::KvControl::Stub* stub, const v1::HandshakeResponse& handshake, const std::string& device,
-    const std::string& client_name, uint64_t lease_bytes, absl::Duration rpc_timeout) {
+    std::shared_ptr<RdmaContext> context, v1::KvControl::Stub* stub,
+    const v1::HandshakeResponse& handshake, const std::string& client_name, uint64_t lease_bytes,
+    absl::Duration rpc_timeout) {
   auto path = std::make_unique<RdmaDataPathImpl>(stub, handshake, client_name, lease_bytes,
                                                  rpc_timeout);
-  KV_RETURN_IF_ERROR(path->Init(device));
+  KV_RETURN_IF_ERROR(path->Init(std::move(context)));
   return std::unique_ptr<RdmaDataPath>(std::move(path));
 }
 

@@ -51,15 +51,24 @@ struct RdmaPathCounters {
   uint64_t lease_aborts = 0;
 };
 
+// The device and protection domain a client's paths share, so that memory
+// registered by the caller stays valid when a broken path is replaced.
+class RdmaContext;
+
 class RdmaDataPath : public DataPath {
  public:
-  // Opens `device` ("" = first active), connects a queue pair through
-  // ConnectQp and prepares the region directory from `handshake`.
-  // `stub` must outlive the path.
+  // Opens `device` ("" = the first with an active port). kUnavailable when
+  // there is none, or when RLIMIT_MEMLOCK is too small for RDMA buffers (the
+  // message names the fix).
+  static absl::StatusOr<std::shared_ptr<RdmaContext>> OpenContext(const std::string& device,
+                                                                  uint64_t max_value_bytes);
+
+  // Connects a queue pair through ConnectQp and prepares the region
+  // directory from `handshake`. `stub` must outlive the path.
   static absl::StatusOr<std::unique_ptr<RdmaDataPath>> Connect(
-      v1::KvControl::Stub* stub, const v1::HandshakeResponse& handshake,
-      const std::string& device, const std::string& client_name, uint64_t lease_bytes,
-      absl::Duration rpc_timeout);
+      std::shared_ptr<RdmaContext> context, v1::KvControl::Stub* stub,
+      const v1::HandshakeResponse& handshake, const std::string& client_name,
+      uint64_t lease_bytes, absl::Duration rpc_timeout);
 
   // Zero copy (see KvClient).
   virtual absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) = 0;

@@ -77,6 +77,8 @@ absl::Status StatusFromRespError(absl::string_view error) {
   absl::string_view word = error.substr(0, error.find(' '));
   absl::string_view msg = word.size() < error.size() ? error.substr(word.size() + 1) : error;
   if (word == "OOM") return absl::ResourceExhaustedError(msg);
+  if (word == "DATALOSS") return absl::DataLossError(msg);
+  if (word == "TRYAGAIN") return absl::UnavailableError(msg);
   if (word == "NOPROTO") return absl::UnimplementedError(msg);
   if (absl::StartsWith(msg, "Protocol error")) return absl::InternalError(msg);
   if (absl::StrContains(msg, "over the limit") || absl::StrContains(msg, "is empty") ||

@@ -137,6 +137,17 @@ grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
   return ToGrpcStatus(status);
 }
 
+absl::Status KvControlServiceImpl::CheckLeaseCaller(uint64_t lease_id,
+                                                   uint64_t connection_id) const {
+  if (deps_.rdma == nullptr) return absl::OkStatus();
+  const uint64_t owner = deps_.rdma->LeaseConnection(lease_id);
+  if (owner != 0 && owner != connection_id) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("lease ", lease_id, " belongs to another RDMA connection"));
+  }
+  return absl::OkStatus();
+}
+
 grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
                                              const pb::ConnectQpRequest* request,
                                              pb::ConnectQpResponse* response) {
@@ -188,6 +199,7 @@ grpc::Status KvControlServiceImpl::RenewLease(grpc::ServerContext* context,
   lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    KV_RETURN_IF_ERROR(CheckLeaseCaller(request->lease_id(), request->connection_id()));
     KV_ASSIGN_OR_RETURN(LeaseInfo info, deps_.leases->Renew(request->lease_id()));
     FillLease(info, response->mutable_lease());
     return absl::OkStatus();
@@ -202,6 +214,7 @@ grpc::Status KvControlServiceImpl::ReleaseLease(grpc::ServerContext* context,
   lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    KV_RETURN_IF_ERROR(CheckLeaseCaller(request->lease_id(), request->connection_id()));
     return deps_.leases->Release(request->lease_id());
   }();
   if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
@@ -275,6 +288,7 @@ grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
   counters["cleaner_moved_bytes"] = s.cleaner_moved_bytes;
   counters["pool_full_errors"] = s.pool_full_errors;
   counters["index_full_errors"] = s.index_full_errors;
+  counters["modified_after_commit"] = s.modified_after_commit;
 
   const LeaseCounters l = deps_.leases->counters();
   counters["leases_granted"] = l.granted;

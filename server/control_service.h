@@ -114,6 +114,9 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
                     kvstore::v1::ScanResponse* response) override;
 
  private:
+  // A lease with a write key may only be renewed or released by the
+  // connection it was granted for.
+  absl::Status CheckLeaseCaller(uint64_t lease_id, uint64_t connection_id) const;
   // Put() spreads over a few writers so that one large value does not hold
   // up every other slow-path PUT; each is used by one thread at a time.
   static constexpr size_t kPutWriters = 4;

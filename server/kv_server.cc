@@ -47,7 +47,9 @@ absl::Status KvServer::Init() {
   if (options_.transport != ServerTransport::kTcp) {
     auto dev = rdma::Device::Open(options_.rdma_device);
     if (dev.ok()) {
-      KV_RETURN_IF_ERROR(CheckMemlockLimit(po.data_bytes + po.index_bytes));
+      // Lease chunks are registered again as MRs of their own, and each
+      // registration counts: up to the pool twice, plus the index.
+      KV_RETURN_IF_ERROR(CheckMemlockLimit(2 * po.data_bytes + po.index_bytes));
       KV_ASSIGN_OR_RETURN(auto pd, rdma::ProtectionDomain::Create(*dev));
       device_.emplace(std::move(*dev));
       pd_.emplace(std::move(pd));
@@ -90,6 +92,7 @@ absl::Status KvServer::Init() {
     RdmaServiceOptions rso;
     rso.gid_ipv4 = options_.rdma_ip;
     rso.commit_credits = options_.rdma_commit_credits;
+    rso.idle_probe_after = options_.rdma_idle_probe_after;
     KV_ASSIGN_OR_RETURN(rdma_, RdmaService::Start(&*device_, &*pd_, pool_.get(), store_.get(),
                                                   leases_.get(), rso));
   }
@@ -137,6 +140,8 @@ absl::Status KvServer::Init() {
         {"rdma_lease_keys_bound", r.lease_keys_bound},
         {"rdma_lease_keys_revoked", r.lease_keys_revoked},
         {"rdma_poller_wakeups", r.poller_wakeups},
+        {"rdma_idle_probes", r.idle_probes},
+        {"rdma_connections_reaped", r.connections_reaped},
     };
   };
   service_ = std::make_unique<KvControlServiceImpl>(std::move(deps));

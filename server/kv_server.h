@@ -61,6 +61,7 @@ struct KvServerOptions {
   // Source address for RoCE: the GID of this IPv4 address ("" = the first).
   std::string rdma_ip;
   uint32_t rdma_commit_credits = 64;
+  absl::Duration rdma_idle_probe_after = absl::Seconds(30);
   // Cap on bytes per memory region (0: the device's max_mr_size).
   uint64_t max_mr_bytes = 0;
 };

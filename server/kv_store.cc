@@ -221,7 +221,7 @@ size_t KvStore::ReclaimReady() {
   size_t freed = 0;
   for (uint32_t head : ready) {
     Segment& s = segments_[head];
-    if (s.pins.load(std::memory_order_acquire) != 0) {
+    if (s.pins.load() != 0) {  // seq_cst: pairs with the pin in CompactOnce()
       // A local reader or an outstanding reservation still uses it.
       absl::MutexLock lock(&reclaim_mu_);
       pending_.push_back({head, absl::Now() + absl::Milliseconds(10)});
@@ -246,6 +246,7 @@ size_t KvStore::ReclaimReady() {
       segments_[i].state.store(SegState::kFree, std::memory_order_release);
     }
     s.run_length = 0;
+    s.remote_writable.store(false);
     free_segments_ += n;
     reclaimed_.fetch_add(1, std::memory_order_relaxed);
     ++freed;
@@ -313,8 +314,16 @@ absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
     // The slot was read a grace period before its entry could be freed;
     // confirm it still names this key (an overwrite may have raced us).
     if (h.magic == layout::kEntryMagic && h.key_len == key.size() &&
+        slot->size >= layout::EntryBytes(key.size(), 0) &&
         std::memcmp(entry + layout::kEntryHeaderBytes, key.data(), key.size()) == 0 &&
         layout::EntryBytes(h.key_len, h.value_len) == slot->size) {
+      if (segments_[head].remote_writable.load(std::memory_order_acquire) &&
+          !layout::VerifyEntry(absl::string_view(entry, slot->size), key).ok()) {
+        Unpin(head);
+        modified_.fetch_add(1, std::memory_order_relaxed);
+        return absl::DataLossError(
+            "the entry was overwritten after its commit by the client holding its write lease");
+      }
       PinnedValue v;
       v.store_ = this;
       v.segment_ = head;
@@ -338,10 +347,15 @@ absl::Status KvStore::Delete(absl::string_view key) {
 absl::StatusOr<Chunk> KvStore::AllocateChunk(uint64_t bytes) {
   const uint64_t seg = options_.segment_bytes;
   if (bytes == 0) return absl::InvalidArgumentError("lease size must be positive");
-  return AllocateRun(static_cast<uint32_t>((bytes + seg - 1) / seg));
+  absl::StatusOr<Chunk> c = AllocateRun(static_cast<uint32_t>((bytes + seg - 1) / seg));
+  if (c.ok()) segments_[c->first_segment].remote_writable.store(true, std::memory_order_release);
+  return c;
 }
 
-void KvStore::ReleaseChunk(const Chunk& chunk) { Seal(chunk.first_segment); }
+void KvStore::ReleaseChunk(const Chunk& chunk) {
+  segments_[chunk.first_segment].remote_writable.store(false, std::memory_order_release);
+  Seal(chunk.first_segment);
+}
 
 void KvStore::RunCleanerOnce() {
   ReclaimReady();
@@ -364,20 +378,40 @@ void KvStore::CompactOnce() {
   std::sort(candidates.begin(), candidates.end());
   if (candidates.size() > 4) candidates.resize(4);
   for (const auto& [live, head] : candidates) {
+    // Pin first, then confirm the segment is still sealed: a writer's
+    // allocation may reclaim segments concurrently, and ReclaimReady() frees
+    // only unpinned ones, after marking them kReclaiming. (seq_cst on both
+    // sides: the pin and the state are separate words.)
+    Segment& seg = segments_[head];
+    seg.pins.fetch_add(1);
+    if (seg.state.load() != SegState::kSealed || seg.run_head != head || seg.run_length != 1) {
+      Unpin(head);
+      continue;
+    }
     std::vector<uint32_t> entries;
     {
-      absl::MutexLock lock(&segments_[head].mu);
-      entries = segments_[head].entries;
+      absl::MutexLock lock(&seg.mu);
+      entries = seg.entries;
     }
     for (uint32_t unit : entries) {
       const uint64_t offset = uint64_t{head} * seg_bytes + uint64_t{unit} * layout::kEntryAlign;
       layout::EntryHeader h;
       std::memcpy(&h, pool_->data() + offset, sizeof(h));
+      // Committed entries passed validation, but check the lengths anyway
+      // before hashing a key out of pool memory.
+      if (h.magic != layout::kEntryMagic || h.key_len > options_.limits.max_key_bytes ||
+          offset + layout::EntryBytes(h.key_len, h.value_len) > (uint64_t{head} + 1) * seg_bytes) {
+        continue;
+      }
       absl::string_view key(pool_->data() + offset + layout::kEntryHeaderBytes, h.key_len);
       std::optional<Slot> slot = index_->Lookup(key);
       if (!slot || slot->offset != offset) continue;  // dead copy
+      if (slot->size != layout::EntryBytes(h.key_len, h.value_len)) continue;
       auto r = cleaner_writer_->Reserve(h.key_len, h.value_len);
-      if (!r.ok()) return;  // pool full: try again next pass
+      if (!r.ok()) {  // pool full: try again next pass
+        Unpin(head);
+        return;
+      }
       std::memcpy(r->ptr, pool_->data() + offset, slot->size);
       const uint32_t new_head = segments_[SegmentOf(r->offset)].run_head;
       segments_[new_head].live_bytes.fetch_add(static_cast<int64_t>(r->size));
@@ -395,6 +429,7 @@ void KvStore::CompactOnce() {
       }
       cleaner_writer_->Done(*r);
     }
+    Unpin(head);
   }
 }
 
@@ -427,6 +462,7 @@ KvStoreCounters KvStore::counters() const {
   c.segments_reclaimed = reclaimed_.load();
   c.pool_full_errors = pool_full_.load();
   c.index_full_errors = index_full_.load();
+  c.modified_after_commit = modified_.load();
   return c;
 }
 

@@ -118,6 +118,7 @@ struct KvStoreCounters {
   uint64_t segments_reclaimed = 0;
   uint64_t pool_full_errors = 0;
   uint64_t index_full_errors = 0;
+  uint64_t modified_after_commit = 0;  // reads that caught a lease holder's overwrite
 };
 
 class KvStore {
@@ -171,7 +172,10 @@ class KvStore {
   }
 
   // A run of whole segments for an RDMA write lease: `bytes` rounded up to
-  // segments. ReleaseChunk() seals it; committed entries stay live.
+  // segments. Until ReleaseChunk() (called after the lease's write key is
+  // revoked) the lease holder can overwrite entries it committed there, so
+  // Get() verifies the checksum of entries in it (kDataLoss when it fails).
+  // ReleaseChunk() seals it; committed entries stay live.
   absl::StatusOr<Chunk> AllocateChunk(uint64_t bytes);
   void ReleaseChunk(const Chunk& chunk);
 
@@ -192,6 +196,9 @@ class KvStore {
     std::atomic<SegState> state{SegState::kFree};
     std::atomic<int64_t> live_bytes{0};
     std::atomic<int32_t> pins{0};
+    // A lease chunk: its holder can still WRITE over entries it committed,
+    // so local readers verify their checksum (on the head).
+    std::atomic<bool> remote_writable{false};
     uint32_t run_head = 0;  // first segment of the run this one belongs to
     uint32_t run_length = 0;  // valid on the head
     absl::Mutex mu;
@@ -237,7 +244,7 @@ class KvStore {
   std::unique_ptr<Writer> cleaner_writer_ ABSL_GUARDED_BY(cleaner_mu_);
 
   std::atomic<uint64_t> commits_{0}, deletes_{0}, cleaner_passes_{0}, moved_entries_{0},
-      moved_bytes_{0}, reclaimed_{0}, pool_full_{0}, index_full_{0};
+      moved_bytes_{0}, reclaimed_{0}, pool_full_{0}, index_full_{0}, modified_{0};
 
   absl::Notification stop_;
   std::thread cleaner_;

@@ -45,6 +45,8 @@ ABSL_FLAG(std::string, rdma_device, "", "RDMA device to use (default: the first 
 ABSL_FLAG(std::string, rdma_ip, "",
           "IPv4 address whose RoCE v2 GID the server's queue pairs use (default: the first)");
 ABSL_FLAG(uint32_t, rdma_commit_credits, 64, "RDMA commits a client may have in flight per connection");
+ABSL_FLAG(absl::Duration, rdma_idle_probe, absl::Seconds(30),
+          "probe RDMA connections idle this long (no lease, no commit); a dead client's is torn down");
 ABSL_FLAG(std::string, max_mr_bytes, "0",
           "cap on bytes per RDMA memory region; the pool is split into several (0: the device's "
           "max_mr_size)");
@@ -103,6 +105,7 @@ int main(int argc, char** argv) {
   o.rdma_device = absl::GetFlag(FLAGS_rdma_device);
   o.rdma_ip = absl::GetFlag(FLAGS_rdma_ip);
   o.rdma_commit_credits = absl::GetFlag(FLAGS_rdma_commit_credits);
+  o.rdma_idle_probe_after = absl::GetFlag(FLAGS_rdma_idle_probe);
   struct {
     const char* name;
     std::string value;

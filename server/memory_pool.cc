@@ -54,8 +54,8 @@ absl::Status CheckMemlockLimit(uint64_t bytes) {
   // Root has CAP_IPC_LOCK, which lifts the limit for registration.
   if (geteuid() == 0) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
-      "RLIMIT_MEMLOCK is ", lim.rlim_cur, " bytes but registering the pool pins ", bytes,
-      " bytes; raise it (`ulimit -l unlimited`, LimitMEMLOCK=infinity in systemd, "
+      "RLIMIT_MEMLOCK is ", lim.rlim_cur, " bytes but registering the pool, the index and the "
+      "lease chunks pins up to ", bytes, " bytes; raise it (`ulimit -l unlimited`, LimitMEMLOCK=infinity in systemd, "
       "`--ulimit memlock=-1` in docker), shrink --pool_size, or run with --transport=tcp"));
 }
 

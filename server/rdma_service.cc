@@ -45,6 +45,8 @@ struct RdmaService::Connection {
   int send_outstanding ABSL_GUARDED_BY(send_mu) = 0;
   uint64_t next_wr ABSL_GUARDED_BY(send_mu) = 0;
   std::atomic<bool> dead{false};
+  std::atomic<int64_t> last_activity_ns{0};  // absl::ToUnixNanos
+  void Touch() { last_activity_ns.store(absl::ToUnixNanos(absl::Now()), std::memory_order_relaxed); }
 };
 
 // The write key of one lease. The window is declared after the MR so it is
@@ -174,6 +176,7 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
   out.server = c->qp->local();
   out.commit_credits = credits;
   out.max_commit_bytes = slot_bytes_;
+  c->Touch();
   {
     absl::MutexLock lock(&mu_);
     conns_[id] = std::move(c);
@@ -274,6 +277,7 @@ void RdmaService::SendAck(Connection& c, uint64_t request_id, const absl::Status
 }
 
 void RdmaService::HandleCommit(Connection& c, absl::string_view message) {
+  c.Touch();
   auto parsed = wire::ParseCommit(message);
   if (!parsed.ok()) {
     commit_errors_++;
@@ -309,9 +313,41 @@ void RdmaService::HandleCommit(Connection& c, absl::string_view message) {
   SendAck(c, h.request_id, status);
 }
 
+void RdmaService::ProbeIdle() {
+  const int64_t cutoff = absl::ToUnixNanos(absl::Now() - options_.idle_probe_after);
+  std::vector<std::shared_ptr<Connection>> idle;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, c] : conns_) {
+      if (c->dead || c->last_activity_ns.load(std::memory_order_relaxed) > cutoff) continue;
+      bool has_lease = false;
+      for (const auto& [lease_id, key] : lease_keys_) {
+        if (key->connection_id == id) {
+          has_lease = true;
+          break;
+        }
+      }
+      if (!has_lease) idle.push_back(c);
+    }
+  }
+  for (auto& c : idle) {
+    // Request id 0 matches no operation: a live client drops it. A dead one
+    // never acknowledges it, the QP fails, and its receives flush into the
+    // poller, which tears the connection down.
+    probes_++;
+    c->Touch();
+    SendAck(*c, 0, absl::OkStatus());
+  }
+}
+
 void RdmaService::PollLoop() {
   ibv_wc wcs[32];
+  absl::Time next_probe = absl::Now() + absl::Seconds(1);
   while (!stop_.load(std::memory_order_relaxed)) {
+    if (absl::Now() >= next_probe) {
+      ProbeIdle();
+      next_probe = absl::Now() + std::min(options_.idle_probe_after / 2, absl::Seconds(5));
+    }
     int n = recv_cq_->Poll(wcs, 32);
     if (n == 0) {
       // Sleep on the completion channel: no CPU while only GETs are running.
@@ -341,6 +377,7 @@ void RdmaService::PollLoop() {
     for (auto& c : dead) {
       if (Find(c->id) != nullptr) {
         LOG(INFO) << "RDMA connection " << c->id << " (" << c->owner << ") closed";
+        reaped_++;
         Teardown(c);
       }
     }
@@ -380,6 +417,7 @@ absl::StatusOr<std::pair<uint32_t, uint64_t>> RdmaService::BindLease(uint64_t co
     absl::MutexLock lock(&mu_);
     lease_keys_[lease.lease_id] = std::move(key);
   }
+  c->Touch();
   bound_++;
   return std::make_pair(rkey, reinterpret_cast<uint64_t>(base));
 }
@@ -405,6 +443,12 @@ void RdmaService::RevokeLease(const LeaseInfo& lease) {
   revoked_++;
 }
 
+uint64_t RdmaService::LeaseConnection(uint64_t lease_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = lease_keys_.find(lease_id);
+  return it == lease_keys_.end() ? 0 : it->second->connection_id;
+}
+
 RdmaServiceCounters RdmaService::counters() const {
   RdmaServiceCounters out;
   {
@@ -418,6 +462,8 @@ RdmaServiceCounters RdmaService::counters() const {
   out.lease_keys_bound = bound_;
   out.lease_keys_revoked = revoked_;
   out.poller_wakeups = wakeups_;
+  out.idle_probes = probes_;
+  out.connections_reaped = reaped_;
   return out;
 }
 

@@ -55,6 +55,10 @@ struct RdmaServiceOptions {
   uint32_t max_connections = 256;
   // Source GID: the RoCE v2 GID of this IPv4 address ("" = the first one).
   std::string gid_ipv4;
+  // A connection with no lease and no commit for this long gets a probe (an
+  // empty ack); if its client is gone the probe fails and the connection is
+  // torn down. RC gives no other sign of a peer that died silently.
+  absl::Duration idle_probe_after = absl::Seconds(30);
 };
 
 struct RdmaServiceCounters {
@@ -66,6 +70,8 @@ struct RdmaServiceCounters {
   uint64_t lease_keys_bound = 0;
   uint64_t lease_keys_revoked = 0;
   uint64_t poller_wakeups = 0;
+  uint64_t idle_probes = 0;
+  uint64_t connections_reaped = 0;  // torn down after a failed send or receive
 };
 
 class RdmaService {
@@ -96,6 +102,8 @@ class RdmaService {
   // LeaseTable::Grant). Returns {rkey, remote address of the chunk}.
   absl::StatusOr<std::pair<uint32_t, uint64_t>> BindLease(uint64_t connection_id,
                                                           const LeaseInfo& lease);
+  // The connection a lease's write key is bound to; 0 if it has none.
+  uint64_t LeaseConnection(uint64_t lease_id) const;
   // LeaseOptions::on_revoke: invalidates and frees the lease's window and MR.
   void RevokeLease(const LeaseInfo& lease);
 
@@ -121,6 +129,7 @@ class RdmaService {
   void ReapSends(Connection& c, int min_to_reap);
   std::shared_ptr<Connection> Find(uint64_t id);
   void Teardown(std::shared_ptr<Connection> c);
+  void ProbeIdle();
 
   rdma::Device* const device_;
   rdma::ProtectionDomain* const pd_;
@@ -144,7 +153,7 @@ class RdmaService {
   std::atomic<bool> stop_{false};
   std::thread poller_;
   std::atomic<uint64_t> connections_total_{0}, commits_{0}, commit_errors_{0}, deletes_{0},
-      bound_{0}, revoked_{0}, wakeups_{0};
+      bound_{0}, revoked_{0}, wakeups_{0}, probes_{0}, reaped_{0};
 };
 
 }  // namespace server

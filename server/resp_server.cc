@@ -34,10 +34,18 @@ using resp::CommandIs;
 constexpr size_t kReadChunk = 64 * 1024;
 constexpr int kMaxIov = 64;
 
-// RESP error text for a Status: Redis's "OOM" prefix for a full store, "ERR"
-// otherwise; the message names the limit for over-limit requests.
+// RESP error text for a Status. The first word is the error code, as in
+// Redis: "OOM" for a full store, "DATALOSS" for an entry that failed its
+// checksum, "TRYAGAIN" for a transient condition, "ERR" otherwise. Messages
+// name the limit for over-limit requests.
 std::string ErrorText(const absl::Status& s) {
-  const char* prefix = s.code() == absl::StatusCode::kResourceExhausted ? "OOM " : "ERR ";
+  const char* prefix = "ERR ";
+  switch (s.code()) {
+    case absl::StatusCode::kResourceExhausted: prefix = "OOM "; break;
+    case absl::StatusCode::kDataLoss: prefix = "DATALOSS "; break;
+    case absl::StatusCode::kUnavailable: prefix = "TRYAGAIN "; break;
+    default: break;
+  }
   return absl::StrCat(prefix, s.message());
 }
 

@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<RawRdmaClient>> RawRdmaClient::Connect(
 absl::Status RawRdmaClient::ConnectQp() {
   qp_.reset();
   cq_.reset();
-  KV_ASSIGN_OR_RETURN(auto cq, rdma::CompletionQueue::Create(*device_, 256, nullptr));
+  KV_ASSIGN_OR_RETURN(auto cq, rdma::CompletionQueue::Create(*device_, 1024, nullptr));
   cq_.emplace(std::move(cq));
   int gid_index = 0;
   if (auto g = rdma::FindRoceV2GidIndex(*device_, device_->port(), ""); g.ok()) gid_index = *g;
@@ -98,6 +98,7 @@ absl::Status RawRdmaClient::Release(uint64_t lease_id) {
   v1::ReleaseLeaseRequest req;
   req.set_epoch(hs_.epoch());
   req.set_lease_id(lease_id);
+  req.set_connection_id(connection_id_);
   v1::ReleaseLeaseResponse resp;
   grpc::ClientContext ctx;
   return FromGrpcStatus(stub_->ReleaseLease(&ctx, req, &resp));

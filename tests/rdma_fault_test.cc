@@ -40,6 +40,7 @@ class RdmaFaults : public ::testing::Test {
     const char* dev = std::getenv("KV_RDMA_DEVICE");
     auto s = KvServerProcess::Start({"--pool_size=64M", "--segment_size=1M", "--transport=rdma",
                                      "--lease_ttl=2s", "--grace_period=100ms",
+                                     "--rdma_idle_probe=1s",
                                      absl::StrCat("--rdma_device=", dev ? dev : "")});
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::make_unique<KvServerProcess>(std::move(*s));
@@ -131,6 +132,9 @@ TEST_F(RdmaFaults, ClientKilledBetweenWriteAndCommit) {
   }
   EXPECT_EQ(Counter("segments_free"), free_before);
   EXPECT_EQ(Counter("keys"), 0u);
+  // The dead client's queue pair is found out by an idle probe and reaped.
+  EXPECT_TRUE(WaitCounter("rdma_connections_reaped", 1, absl::Seconds(10)));
+  EXPECT_EQ(Counter("rdma_connections_active"), 0u);
   ExpectHealthy();
 }
 
@@ -172,6 +176,9 @@ TEST_F(RdmaFaults, ForeignLeaseKeyFailsRemotelyAndForeignCommitIsRefused) {
   EXPECT_EQ(tcp_->Get("owned-by-a").status().code(), absl::StatusCode::kNotFound);
   ASSERT_TRUE(a->Commit(lease->lease_id(), lease->arena_offset(), entry.size()).ok());
   EXPECT_EQ(*tcp_->Get("owned-by-a"), "a's value");
+  // Nor can B end A's lease.
+  EXPECT_EQ(b->Release(lease->lease_id()).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(a->Release(lease->lease_id()).ok());
   EXPECT_EQ(tcp_->Get("stolen").status().code(), absl::StatusCode::kNotFound);
   ExpectHealthy();
 }
@@ -195,6 +202,26 @@ TEST_F(RdmaFaults, WritesAtTheIndexOrTheDataArenaFail) {
   ASSERT_TRUE(raw->Reconnect().ok());
   EXPECT_EQ(*tcp_->Get("k"), "v");
   ExpectHealthy();
+}
+
+TEST_F(RdmaFaults, OverwriteAfterCommitIsCaughtByServerReads) {
+  auto raw = Raw();
+  ASSERT_NE(raw, nullptr);
+  auto lease = raw->Grant(64 << 10);
+  ASSERT_TRUE(lease.ok());
+  const std::string entry = Entry("mutable?", "original");
+  ASSERT_TRUE(raw->Write(lease->write_addr(), lease->write_rkey(), entry).ok());
+  ASSERT_TRUE(raw->Commit(lease->lease_id(), lease->arena_offset(), entry.size()).ok());
+  EXPECT_EQ(*tcp_->Get("mutable?"), "original");
+  // The lease holder can still write over its committed entry; server-side
+  // readers verify entries in live leases and refuse the changed bytes.
+  std::string changed = entry;
+  changed[layout::kEntryHeaderBytes + 8] = 'X';
+  ASSERT_TRUE(raw->Write(lease->write_addr(), lease->write_rkey(), changed).ok());
+  EXPECT_EQ(tcp_->Get("mutable?").status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_GE(Counter("modified_after_commit"), 1u);
+  ASSERT_TRUE(raw->Write(lease->write_addr(), lease->write_rkey(), entry).ok());
+  EXPECT_EQ(*tcp_->Get("mutable?"), "original");
 }
 
 TEST_F(RdmaFaults, CommitsAreValidated) {

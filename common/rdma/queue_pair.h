@@ -216,6 +216,18 @@ class QueuePair {
   absl::Status PostReads(absl::Span<const ReadOp> ops);
   absl::Status PostWrites(absl::Span<const WriteOp> ops);
 
+  // The commit pattern: for each op an RDMA WRITE and then a SEND, all
+  // chained into one ibv_post_send (one doorbell). On an RC queue pair the
+  // receiver sees each SEND only after the WRITEs posted before it landed.
+  struct WriteSendOp {
+    WriteOp write;  // write.signaled is honoured (usually false)
+    absl::Span<const Sge> send;
+    uint64_t send_wr_id = 0;
+    bool send_signaled = false;
+    bool send_inline = false;
+  };
+  absl::Status PostWriteSends(absl::Span<const WriteSendOp> ops);
+
   // Binds type-2 window `mw` to this QP over [addr, addr+length) of `mr`
   // with `access` (IBV_ACCESS_REMOTE_WRITE / _READ / _ATOMIC), under a new
   // rkey (ibv_inc_rkey of the window's current one), which it returns; `mw`

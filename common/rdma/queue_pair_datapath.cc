@@ -160,6 +160,59 @@ absl::Status QueuePair::PostWrites(absl::Span<const WriteOp> ops) {
   return PostRdmaBatch(ops, IBV_WR_RDMA_WRITE, "RDMA_WRITE");
 }
 
+absl::Status QueuePair::PostWriteSends(absl::Span<const WriteSendOp> ops) {
+  if (ops.empty()) return absl::OkStatus();
+  if (2 * ops.size() > caps_.max_send_wr) {
+    return absl::InvalidArgumentError(absl::StrCat("WRITE+SEND: batch of ", 2 * ops.size(),
+                                                   " WRs, the send queue holds ",
+                                                   caps_.max_send_wr));
+  }
+  size_t total_sges = 0;
+  for (const WriteSendOp& op : ops) {
+    if (op.write.local.size() > caps_.max_send_sge) {
+      return TooManySges("RDMA_WRITE", op.write.local.size(), caps_.max_send_sge);
+    }
+    if (op.send.size() > caps_.max_send_sge) {
+      return TooManySges("SEND", op.send.size(), caps_.max_send_sge);
+    }
+    total_sges += op.write.local.size() + op.send.size();
+  }
+  // Sized up front: the WRs point into `sges`, which must not reallocate.
+  absl::InlinedVector<ibv_sge, 64> sges(total_sges);
+  absl::InlinedVector<ibv_send_wr, 32> wrs(2 * ops.size());
+  size_t next_sge = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const WriteSendOp& op = ops[i];
+    ibv_send_wr& w = wrs[2 * i];
+    std::memset(&w, 0, sizeof w);
+    FillSges(op.write.local, sges.data() + next_sge);
+    w.wr_id = op.write.wr_id;
+    w.sg_list = op.write.local.empty() ? nullptr : sges.data() + next_sge;
+    w.num_sge = static_cast<int>(op.write.local.size());
+    w.opcode = IBV_WR_RDMA_WRITE;
+    w.send_flags = op.write.signaled ? IBV_SEND_SIGNALED : 0;
+    w.wr.rdma.remote_addr = op.write.remote_addr;
+    w.wr.rdma.rkey = op.write.rkey;
+    next_sge += op.write.local.size();
+
+    ibv_send_wr& s = wrs[2 * i + 1];
+    std::memset(&s, 0, sizeof s);
+    const uint64_t bytes = FillSges(op.send, sges.data() + next_sge);
+    if (op.send_inline && bytes > caps_.max_inline) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("SEND: ", bytes, " bytes inline, the QP allows ", caps_.max_inline));
+    }
+    s.wr_id = op.send_wr_id;
+    s.sg_list = op.send.empty() ? nullptr : sges.data() + next_sge;
+    s.num_sge = static_cast<int>(op.send.size());
+    s.opcode = IBV_WR_SEND;
+    s.send_flags = (op.send_signaled ? IBV_SEND_SIGNALED : 0) |
+                   (op.send_inline ? IBV_SEND_INLINE : 0);
+    next_sge += op.send.size();
+  }
+  return PostSendChain(wrs.data(), wrs.size(), "RDMA_WRITE+SEND");
+}
+
 absl::StatusOr<uint32_t> QueuePair::PostBindMw(MemoryWindow& mw, const MemoryRegion& mr,
                                                uint64_t addr, uint64_t length, int access,
                                                uint64_t wr_id) {
