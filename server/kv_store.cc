@@ -51,13 +51,14 @@ absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t 
   r.size = size;
   if (size > seg) {
     // Larger than a segment: a run of its own, pinned until Done().
-    KV_ASSIGN_OR_RETURN(Chunk run, store_->AllocateRun(static_cast<uint32_t>((size + seg - 1) / seg)));
+    KV_ASSIGN_OR_RETURN(Chunk run, store_->AllocateRun(static_cast<uint32_t>((size + seg - 1) / seg),
+                                                       cleaner_));
     store_->segments_[run.first_segment].pins.fetch_add(1, std::memory_order_acq_rel);
     r.offset = run.offset;
     r.dedicated = run;
   } else {
     if (!open_ || used_ + size > open_->length) {
-      KV_ASSIGN_OR_RETURN(Chunk next, store_->AllocateRun(1));
+      KV_ASSIGN_OR_RETURN(Chunk next, store_->AllocateRun(1, cleaner_));
       if (open_) {
         // The writer's own pin on the segment keeps it from being reclaimed
         // while reservations in it may still be outstanding; those hold pins
@@ -117,13 +118,14 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(MemoryPool* pool,
   store->index_ = std::make_unique<KvIndex>(pool->index(), geometry, pool->data(),
                                             pool->data_bytes());
   for (uint32_t i = 0; i < store->segment_count_; ++i) store->segments_[i].run_head = i;
+  store->cleaner_reserve_ = std::max<uint32_t>(1, store->segment_count_ / 64);
   {
     absl::MutexLock lock(&store->alloc_mu_);
     store->free_segments_ = store->segment_count_;
   }
   {
     absl::MutexLock lock(&store->cleaner_mu_);
-    store->cleaner_writer_ = store->NewWriter();
+    store->cleaner_writer_ = std::unique_ptr<Writer>(new Writer(store.get(), /*cleaner=*/true));
   }
   if (options.cleaner_interval > absl::ZeroDuration()) {
     store->cleaner_ = std::thread([s = store.get()] { s->CleanerLoop(); });
@@ -132,17 +134,21 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(MemoryPool* pool,
 }
 
 KvStore::~KvStore() {
-  stop_.Notify();
+  {
+    absl::MutexLock lock(&wake_mu_);
+    stopping_ = true;
+  }
   if (cleaner_.joinable()) cleaner_.join();
   absl::MutexLock lock(&cleaner_mu_);
   cleaner_writer_.reset();
 }
 
-absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n) {
+absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner) {
+  const uint32_t keep = for_cleaner ? 0 : cleaner_reserve_;
   for (int attempt = 0; attempt < 2; ++attempt) {
     {
       absl::MutexLock lock(&alloc_mu_);
-      if (free_segments_ >= n) {
+      if (free_segments_ >= n + keep) {
         // First fit, starting at a rotating hint so that freed segments are
         // not immediately reused (friendlier to in-flight remote readers).
         for (uint32_t probe = 0; probe < segment_count_; ++probe) {
@@ -167,6 +173,7 @@ absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n) {
     if (attempt == 0 && ReclaimReady() == 0) break;
   }
   pool_full_.fetch_add(1, std::memory_order_relaxed);
+  if (!for_cleaner) WakeCleaner();
   size_t waiting;
   {
     absl::MutexLock lock(&reclaim_mu_);
@@ -366,7 +373,17 @@ void KvStore::RunCleanerOnce() {
 void KvStore::CompactOnce() {
   absl::MutexLock cleaner_lock(&cleaner_mu_);
   const uint64_t seg_bytes = options_.segment_bytes;
-  const int64_t threshold = static_cast<int64_t>(seg_bytes * options_.clean_below_live_fraction);
+  uint32_t free_now;
+  {
+    absl::MutexLock lock(&alloc_mu_);
+    free_now = free_segments_;
+  }
+  // Under pressure (few free segments) compact harder: more segments per
+  // pass, and fuller ones (any segment with dead bytes frees something).
+  const bool pressed = free_now < std::max<uint32_t>(4 * cleaner_reserve_, segment_count_ / 8);
+  const double fraction = pressed ? 0.95 : options_.clean_below_live_fraction;
+  const size_t max_segments = pressed ? 64 : 4;
+  const int64_t threshold = static_cast<int64_t>(seg_bytes * fraction);
   // Compact a few of the sparsest sealed single segments per pass.
   std::vector<std::pair<int64_t, uint32_t>> candidates;
   for (uint32_t i = 0; i < segment_count_; ++i) {
@@ -376,7 +393,7 @@ void KvStore::CompactOnce() {
     if (live > 0 && live < threshold) candidates.emplace_back(live, i);
   }
   std::sort(candidates.begin(), candidates.end());
-  if (candidates.size() > 4) candidates.resize(4);
+  if (candidates.size() > max_segments) candidates.resize(max_segments);
   for (const auto& [live, head] : candidates) {
     // Pin first, then confirm the segment is still sealed: a writer's
     // allocation may reclaim segments concurrently, and ReclaimReady() frees
@@ -433,8 +450,22 @@ void KvStore::CompactOnce() {
   }
 }
 
+void KvStore::WakeCleaner() {
+  absl::MutexLock lock(&wake_mu_);
+  wake_ = true;
+}
+
 void KvStore::CleanerLoop() {
-  while (!stop_.WaitForNotificationWithTimeout(options_.cleaner_interval)) RunCleanerOnce();
+  for (;;) {
+    {
+      absl::MutexLock lock(&wake_mu_);
+      auto woken = [this]() ABSL_SHARED_LOCKS_REQUIRED(wake_mu_) { return wake_ || stopping_; };
+      wake_mu_.AwaitWithTimeout(absl::Condition(&woken), options_.cleaner_interval);
+      if (stopping_) return;
+      wake_ = false;
+    }
+    RunCleanerOnce();
+  }
 }
 
 KvStoreCounters KvStore::counters() const {

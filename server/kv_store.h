@@ -139,8 +139,9 @@ class KvStore {
 
    private:
     friend class KvStore;
-    explicit Writer(KvStore* store) : store_(store) {}
+    Writer(KvStore* store, bool cleaner) : store_(store), cleaner_(cleaner) {}
     KvStore* store_;
+    const bool cleaner_;  // may use the segments reserved for compaction
     std::optional<Chunk> open_;
     uint64_t used_ = 0;  // bytes bump-allocated in open_
   };
@@ -151,7 +152,7 @@ class KvStore {
   KvStore(const KvStore&) = delete;
   KvStore& operator=(const KvStore&) = delete;
 
-  std::unique_ptr<Writer> NewWriter() { return std::unique_ptr<Writer>(new Writer(this)); }
+  std::unique_ptr<Writer> NewWriter() { return std::unique_ptr<Writer>(new Writer(this, false)); }
 
   // Publishes the entry already written at [offset, offset+size) of the data
   // arena: bounds, header, lengths (against the limits), checksum. The commit
@@ -207,7 +208,12 @@ class KvStore {
 
   explicit KvStore(MemoryPool* pool, const KvStoreOptions& options);
 
-  absl::StatusOr<Chunk> AllocateRun(uint32_t segments);
+  // `for_cleaner` may take the last free segments, which are kept for the
+  // cleaner: without them a pool whose segments all hold some live data
+  // could never be compacted again.
+  absl::StatusOr<Chunk> AllocateRun(uint32_t segments, bool for_cleaner = false);
+  // Asks the cleaner thread for a pass now (pool running out).
+  void WakeCleaner();
   void Seal(uint32_t head);
   // Drops `slot`'s bytes from its segment's live count.
   void Retire(const layout::Slot& slot);
@@ -246,7 +252,11 @@ class KvStore {
   std::atomic<uint64_t> commits_{0}, deletes_{0}, cleaner_passes_{0}, moved_entries_{0},
       moved_bytes_{0}, reclaimed_{0}, pool_full_{0}, index_full_{0}, modified_{0};
 
-  absl::Notification stop_;
+  // Segments only the cleaner may allocate.
+  uint32_t cleaner_reserve_ = 0;
+  absl::Mutex wake_mu_;
+  bool wake_ ABSL_GUARDED_BY(wake_mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(wake_mu_) = false;
   std::thread cleaner_;
 };
 
