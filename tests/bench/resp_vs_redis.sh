@@ -62,14 +62,14 @@ echo "    kvserver: $(head -c 300 "$WORK/kvserver.log" | grep -o 'kvserver up.*'
 if [[ $QUICK == 1 ]]; then N4K=50000; NPIPE=200000; N1M=500; DUR=3s; else N4K=200000; NPIPE=1000000; N1M=2000; DUR=10s; fi
 
 RESULTS="$WORK/results.csv"
-echo "workload,target,op,ops_per_s,p50_ms,p99_ms" >"$RESULTS"
+echo "workload,target,op,ops_per_s,p50_ms,p99_ms,errors" >"$RESULTS"
 
 # redis-benchmark --csv prints "SET","rps","avg","min","p50","p95","p99","max".
 rb() {  # workload target port args...
   local workload=$1 target=$2 port=$3; shift 3
   redis-benchmark -h 127.0.0.1 -p "$port" -t set,get -r 10000 --csv "$@" 2>/dev/null |
     tr -d '"' | awk -F, -v w="$workload" -v t="$target" \
-      '$1=="SET"||$1=="GET" {printf "%s,%s,%s,%s,%s,%s\n", w, t, $1, $2, $5, $7}' >>"$RESULTS"
+      '$1=="SET"||$1=="GET" {printf "%s,%s,%s,%s,%s,%s,-\n", w, t, $1, $2, $5, $7}' >>"$RESULTS"
 }
 
 for target in redis kvserver; do
@@ -84,14 +84,16 @@ done
 
 kb() {  # workload value-size get-ratio keys
   local out
+  # kvctl exits 3 when any operation failed; the report still comes, and
+  # its error count goes into the table.
   out=$("$BIN/client/kvctl" --server="127.0.0.1:$KV_CTL" --transport=tcp --json bench \
-    --keys="$4" --value-size="$2" --get-ratio="$3" --concurrency=32 --duration="$DUR" 2>/dev/null)
+    --keys="$4" --value-size="$2" --get-ratio="$3" --concurrency=32 --duration="$DUR" 2>/dev/null) || true
   python3 - "$1" "$3" "$out" >>"$RESULTS" <<'PY'
 import json, sys
 w, ratio, out = sys.argv[1], float(sys.argv[2]), json.loads(sys.argv[3])
 op = "GET" if ratio >= 1 else "SET"
 lat = out["latency_us"]["get" if op == "GET" else "put"]
-print(f"{w},kvctl->kvserver,{op},{out['ops_per_sec']:.0f},{lat['p50']/1000:.3f},{lat['p99']/1000:.3f}")
+print(f"{w},kvctl->kvserver,{op},{out['ops_per_sec']:.0f},{lat['p50']/1000:.3f},{lat['p99']/1000:.3f},{out['errors']}")
 PY
 }
 echo "==> kvctl bench -> kvserver (TCP): 4 KiB and 1 MiB, 32 threads, $DUR each"
