@@ -255,6 +255,15 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     req.mutable_client()->set_psn(local.psn);
     req.mutable_client()->set_gid(std::string(reinterpret_cast<const char*>(local.gid.data()), 16));
     req.mutable_client()->set_lid(local.lid);
+    // 8 bytes the server may WRITE to check we are alive (idle probes): the
+    // only client memory remotely writable, and only by this connection.
+    probe_word_ = std::make_unique<uint64_t[]>(8);
+    KV_ASSIGN_OR_RETURN(auto probe_mr,
+                        rdma::MemoryRegion::Register(ctx_->pd, probe_word_.get(), 64,
+                                                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+    probe_mr_.emplace(std::move(probe_mr));
+    req.set_probe_addr(reinterpret_cast<uint64_t>(probe_word_.get()));
+    req.set_probe_rkey(probe_mr_->rkey());
     v1::ConnectQpResponse resp;
     grpc::ClientContext gctx;
     gctx.set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_));
@@ -270,7 +279,7 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     std::memcpy(remote.gid.data(), resp.server().gid().data(),
                 std::min<size_t>(16, resp.server().gid().size()));
     remote.lid = static_cast<uint16_t>(resp.server().lid());
-    KV_RETURN_IF_ERROR(qp_->Connect(remote, IBV_ACCESS_LOCAL_WRITE));
+    KV_RETURN_IF_ERROR(qp_->Connect(remote, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
     // Receives for the acks, one per commit credit (a QP takes receives
     // from INIT on; nothing is sent before this).
     const size_t acks = std::min<uint32_t>(credits_, caps.max_recv_wr);
@@ -506,13 +515,13 @@ class RdmaDataPathImpl final : public RdmaDataPath {
         const size_t i_buf = id & 0xffff;
         char* buf = ack_arena_->mem.get() + i_buf * wire::kAckBytes;
         auto ack = wire::ParseAck(absl::string_view(buf, std::min<uint32_t>(wc[i].byte_len, wire::kAckBytes)));
-        if (ack.ok()) {
+        if (ack.ok() && ack->request_id != 0) {
           OpSlot& s = slots_[ack->request_id & 0xffff];
           if (s.request_id == ack->request_id) {
             s.ack = ack->status;
             s.done.store(true, std::memory_order_release);
           }
-        } else {
+        } else if (!ack.ok()) {
           MarkBroken(ack.status());
         }
         rdma::Sge sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(wire::kAckBytes),
@@ -1195,6 +1204,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
   std::unique_ptr<BufferPool> pool_;
   std::unique_ptr<Block> slot_arena_;
   std::unique_ptr<Block> ack_arena_;
+  std::unique_ptr<uint64_t[]> probe_word_;
+  std::optional<rdma::MemoryRegion> probe_mr_;
   std::optional<rdma::QueuePair> qp_;
 
   uint64_t connection_id_ = 0;

@@ -167,7 +167,9 @@ grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
     client.lid = static_cast<uint16_t>(in.lid());
     std::string owner = request->client_name().empty() ? "anonymous" : request->client_name();
     if (context != nullptr) absl::StrAppend(&owner, "@", context->peer());
-    KV_ASSIGN_OR_RETURN(RdmaService::Accepted accepted, deps_.rdma->Connect(client, owner));
+    KV_ASSIGN_OR_RETURN(RdmaService::Accepted accepted,
+                        deps_.rdma->Connect(client, owner, request->probe_addr(),
+                                            request->probe_rkey()));
     response->set_connection_id(accepted.connection_id);
     pb::QpEndpoint* out = response->mutable_server();
     out->set_qpn(accepted.server.qpn);

@@ -148,6 +148,18 @@ bool KvIndex::ReplaceIf(absl::string_view key, const Slot& expected, const Slot&
   return true;
 }
 
+bool KvIndex::RemoveIf(absl::string_view key, const Slot& expected) {
+  KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
+  StripeLock lock(*this, h);
+  uint64_t* existing = Find(key, h);
+  if (existing == nullptr) return false;
+  Slot current = DecodeSlot(*existing);
+  if (current.offset != expected.offset || current.size != expected.size) return false;
+  StoreSlot(existing, 0);
+  size_.fetch_sub(1, std::memory_order_relaxed);
+  return true;
+}
+
 uint64_t KvIndex::Scan(uint64_t cursor, size_t count, absl::string_view prefix,
                        std::vector<std::string>* keys) const {
   size_t found = 0;

@@ -58,6 +58,10 @@ class KvIndex {
   bool ReplaceIf(absl::string_view key, const layout::Slot& expected,
                  const layout::Slot& replacement);
 
+  // Clears `key`'s slot only if it still equals `expected`. Returns whether
+  // it did.
+  bool RemoveIf(absl::string_view key, const layout::Slot& expected);
+
   // Appends up to `count` keys starting with `prefix` from buckets at or
   // after `cursor` (a bucket number) to `keys`. Returns the cursor to continue
   // from, 0 when the whole index has been visited. A key present for the

@@ -360,8 +360,40 @@ absl::StatusOr<Chunk> KvStore::AllocateChunk(uint64_t bytes) {
 }
 
 void KvStore::ReleaseChunk(const Chunk& chunk) {
-  segments_[chunk.first_segment].remote_writable.store(false, std::memory_order_release);
-  Seal(chunk.first_segment);
+  const uint32_t head = chunk.first_segment;
+  std::vector<uint32_t> entries;
+  {
+    absl::MutexLock lock(&segments_[head].mu);
+    entries = segments_[head].entries;
+  }
+  for (uint32_t unit : entries) {
+    const uint64_t offset = chunk.offset + uint64_t{unit} * layout::kEntryAlign;
+    layout::EntryHeader h;
+    std::memcpy(&h, pool_->data() + offset, sizeof(h));
+    if (h.magic != layout::kEntryMagic || h.key_len == 0 ||
+        h.key_len > options_.limits.max_key_bytes ||
+        offset + layout::kEntryHeaderBytes + h.key_len > chunk.offset + chunk.length) {
+      // Header overwritten: the key cannot be read back, but its slot is
+      // found below by offset when the cleaner or a reader trips over it.
+      modified_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    absl::string_view key(pool_->data() + offset + layout::kEntryHeaderBytes, h.key_len);
+    std::optional<Slot> slot = index_->Lookup(key);
+    if (!slot || slot->offset != offset) continue;  // superseded already
+    if (offset + slot->size <= chunk.offset + chunk.length &&
+        layout::VerifyEntry(absl::string_view(pool_->data() + offset, slot->size), key).ok()) {
+      continue;
+    }
+    // Changed after its commit by the lease holder: unpublish it rather than
+    // serve bytes that no longer match what was committed.
+    modified_.fetch_add(1, std::memory_order_relaxed);
+    if (index_->RemoveIf(key, *slot)) Retire(*slot);
+    LOG(WARNING) << "entry of a " << h.key_len << "-byte key at offset " << offset
+                 << " was modified after its commit; removed when its lease ended";
+  }
+  segments_[head].remote_writable.store(false, std::memory_order_release);
+  Seal(head);
 }
 
 void KvStore::RunCleanerOnce() {

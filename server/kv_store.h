@@ -176,7 +176,9 @@ class KvStore {
   // segments. Until ReleaseChunk() (called after the lease's write key is
   // revoked) the lease holder can overwrite entries it committed there, so
   // Get() verifies the checksum of entries in it (kDataLoss when it fails).
-  // ReleaseChunk() seals it; committed entries stay live.
+  // ReleaseChunk() verifies every entry committed in it once more (the last
+  // chance to catch an overwrite: the key is revoked by then), unpublishes
+  // any that fail, and seals it; the others stay live.
   absl::StatusOr<Chunk> AllocateChunk(uint64_t bytes);
   void ReleaseChunk(const Chunk& chunk);
 

@@ -20,6 +20,8 @@ namespace {
 constexpr uint64_t kAckTag = uint64_t{1} << 62;
 constexpr uint64_t kBindTag = uint64_t{2} << 62;
 constexpr uint64_t kInvalidateTag = uint64_t{3} << 62;
+// Probes reuse the invalidate tag space with the top bit of the counter set.
+constexpr uint64_t kProbeTag = kInvalidateTag | (uint64_t{1} << 61);
 constexpr uint64_t kTagMask = uint64_t{3} << 62;
 
 constexpr int kServerAccess =
@@ -45,6 +47,8 @@ struct RdmaService::Connection {
   int send_outstanding ABSL_GUARDED_BY(send_mu) = 0;
   uint64_t next_wr ABSL_GUARDED_BY(send_mu) = 0;
   std::atomic<bool> dead{false};
+  uint64_t probe_addr = 0;  // client memory for idle probes (rkey 0: none)
+  uint32_t probe_rkey = 0;
   std::atomic<int64_t> last_activity_ns{0};  // absl::ToUnixNanos
   void Touch() { last_activity_ns.store(absl::ToUnixNanos(absl::Now()), std::memory_order_relaxed); }
 };
@@ -126,7 +130,8 @@ std::shared_ptr<RdmaService::Connection> RdmaService::Find(uint64_t id) {
 }
 
 absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoint& client,
-                                                          std::string owner) {
+                                                          std::string owner, uint64_t probe_addr,
+                                                          uint32_t probe_rkey) {
   uint64_t id;
   {
     absl::MutexLock lock(&mu_);
@@ -140,6 +145,8 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
   c->id = id;
   c->owner = std::move(owner);
   c->credits = options_.commit_credits;
+  c->probe_addr = probe_addr;
+  c->probe_rkey = probe_rkey;
   const uint32_t credits = c->credits;
   rdma::QpCaps caps;
   caps.max_send_wr = 2 * credits + 16;
@@ -319,7 +326,10 @@ void RdmaService::ProbeIdle() {
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, c] : conns_) {
-      if (c->dead || c->last_activity_ns.load(std::memory_order_relaxed) > cutoff) continue;
+      if (c->dead || c->probe_rkey == 0 ||
+          c->last_activity_ns.load(std::memory_order_relaxed) > cutoff) {
+        continue;
+      }
       bool has_lease = false;
       for (const auto& [lease_id, key] : lease_keys_) {
         if (key->connection_id == id) {
@@ -331,12 +341,19 @@ void RdmaService::ProbeIdle() {
     }
   }
   for (auto& c : idle) {
-    // Request id 0 matches no operation: a live client drops it. A dead one
-    // never acknowledges it, the QP fails, and its receives flush into the
-    // poller, which tears the connection down.
+    // An 8-byte RDMA WRITE into the probe word the client registered: it
+    // consumes no receive buffer and the client's CPU never sees it; a live
+    // client's NIC acknowledges it. A dead client never does: the QP fails,
+    // its receives flush into the poller, which tears the connection down.
     probes_++;
     c->Touch();
-    SendAck(*c, 0, absl::OkStatus());
+    absl::MutexLock lock(&c->send_mu);
+    ReapSends(*c, 0);
+    if (c->dead) continue;
+    rdma::Sge sge{reinterpret_cast<uint64_t>(c->ack_mem.data()), 8, c->ack_mr->lkey()};
+    absl::Status s = c->qp->PostWrite(absl::MakeConstSpan(&sge, 1), c->probe_addr, c->probe_rkey,
+                                      kProbeTag | c->next_wr++, /*signaled=*/true);
+    if (!s.ok()) c->dead = true;
   }
 }
 

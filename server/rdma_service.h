@@ -94,7 +94,10 @@ class RdmaService {
   };
   // Creates a queue pair for `client` and connects it. kResourceExhausted
   // when max_connections are open.
-  absl::StatusOr<Accepted> Connect(const rdma::QpEndpoint& client, std::string owner);
+  // `probe_addr`/`probe_rkey`: 8 bytes of client memory for idle probes
+  // (0: this connection is never probed).
+  absl::StatusOr<Accepted> Connect(const rdma::QpEndpoint& client, std::string owner,
+                                   uint64_t probe_addr = 0, uint32_t probe_rkey = 0);
   // Ends a connection and every lease bound to it. kNotFound if unknown.
   absl::Status Disconnect(uint64_t connection_id);
 

@@ -55,6 +55,15 @@ absl::Status RawRdmaClient::ConnectQp() {
   req.mutable_client()->set_qpn(local.qpn);
   req.mutable_client()->set_psn(local.psn);
   req.mutable_client()->set_gid(std::string(reinterpret_cast<const char*>(local.gid.data()), 16));
+  // Like the real client: 8 bytes the server may WRITE to probe us.
+  if (!probe_mr_) {
+    KV_ASSIGN_OR_RETURN(auto probe, rdma::MemoryRegion::Register(
+                                        *pd_, probe_word_, sizeof(probe_word_),
+                                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+    probe_mr_.emplace(std::move(probe));
+  }
+  req.set_probe_addr(reinterpret_cast<uint64_t>(probe_word_));
+  req.set_probe_rkey(probe_mr_->rkey());
   v1::ConnectQpResponse resp;
   grpc::ClientContext ctx;
   KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->ConnectQp(&ctx, req, &resp)));
@@ -63,7 +72,7 @@ absl::Status RawRdmaClient::ConnectQp() {
   remote.qpn = resp.server().qpn();
   remote.psn = resp.server().psn();
   std::memcpy(remote.gid.data(), resp.server().gid().data(), 16);
-  KV_RETURN_IF_ERROR(qp_->Connect(remote, IBV_ACCESS_LOCAL_WRITE));
+  KV_RETURN_IF_ERROR(qp_->Connect(remote, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
   // One receive for the next ack, at the end of the staging buffer.
   rdma::Sge sge{reinterpret_cast<uint64_t>(buf_.data() + buf_.size() - wire::kAckBytes),
                 static_cast<uint32_t>(wire::kAckBytes), mr_->lkey()};

@@ -65,6 +65,8 @@ class RawRdmaClient {
   std::optional<rdma::CompletionQueue> cq_;
   std::string buf_;  // 32 MiB staging, registered
   std::optional<rdma::MemoryRegion> mr_;
+  alignas(64) char probe_word_[64] = {};
+  std::optional<rdma::MemoryRegion> probe_mr_;
   std::optional<rdma::QueuePair> qp_;
   uint64_t next_wr_ = 1;
 };

@@ -222,6 +222,29 @@ TEST_F(RdmaFaults, OverwriteAfterCommitIsCaughtByServerReads) {
   EXPECT_GE(Counter("modified_after_commit"), 1u);
   ASSERT_TRUE(raw->Write(lease->write_addr(), lease->write_rkey(), entry).ok());
   EXPECT_EQ(*tcp_->Get("mutable?"), "original");
+  // Changed again and never read while the lease lived: when the lease ends
+  // the server checks its entries once more and unpublishes the changed one.
+  ASSERT_TRUE(raw->Write(lease->write_addr(), lease->write_rkey(), changed).ok());
+  const uint64_t caught = Counter("modified_after_commit");
+  ASSERT_TRUE(raw->Release(lease->lease_id()).ok());
+  EXPECT_EQ(tcp_->Get("mutable?").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Counter("modified_after_commit"), caught + 1);
+}
+
+TEST_F(RdmaFaults, IdleLiveClientsSurviveProbes) {
+  client::Options o;
+  o.servers = {server_->control_address()};
+  o.transport = client::TransportMode::kRdma;
+  auto c = client::KvClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(tcp_->Put("probe-me", "still here").ok());
+  EXPECT_EQ(*(*c)->Get("probe-me"), "still here");  // a reader: it holds no lease
+  const uint64_t before = Counter("rdma_idle_probes");
+  // Probed every second once idle for a second (--rdma_idle_probe=1s).
+  ASSERT_TRUE(WaitCounter("rdma_idle_probes", before + 3, absl::Seconds(15)));
+  EXPECT_EQ(Counter("rdma_connections_reaped"), 0u);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(*(*c)->Get("probe-me"), "still here");
+  EXPECT_EQ((*c)->counters().reconnects, 0u);
 }
 
 TEST_F(RdmaFaults, CommitsAreValidated) {
