@@ -106,6 +106,10 @@ int main(int argc, char** argv) {
   o.rdma_ip = absl::GetFlag(FLAGS_rdma_ip);
   o.rdma_commit_credits = absl::GetFlag(FLAGS_rdma_commit_credits);
   o.rdma_idle_probe_after = absl::GetFlag(FLAGS_rdma_idle_probe);
+  if (o.rdma_idle_probe_after < absl::Seconds(1)) {
+    Fail(absl::InvalidArgumentError("--rdma_idle_probe must be at least 1s"));
+    return 2;
+  }
   struct {
     const char* name;
     std::string value;

@@ -85,13 +85,21 @@ done
 kb() {  # workload value-size get-ratio keys
   local out
   # kvctl exits 3 when any operation failed; the report still comes, and
-  # its error count goes into the table.
+  # its error count goes into the table. No report at all (it could not even
+  # preload) becomes a row saying why.
   out=$("$BIN/client/kvctl" --server="127.0.0.1:$KV_CTL" --transport=tcp --json bench \
-    --keys="$4" --value-size="$2" --get-ratio="$3" --concurrency=32 --duration="$DUR" 2>/dev/null) || true
-  python3 - "$1" "$3" "$out" >>"$RESULTS" <<'PY'
+    --keys="$4" --value-size="$2" --get-ratio="$3" --concurrency=32 --duration="$DUR" \
+    2>"$WORK/kvctl.err") || true
+  python3 - "$1" "$3" "$out" "$WORK/kvctl.err" >>"$RESULTS" <<'PY'
 import json, sys
-w, ratio, out = sys.argv[1], float(sys.argv[2]), json.loads(sys.argv[3])
+w, ratio, text, err = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 op = "GET" if ratio >= 1 else "SET"
+try:
+    out = json.loads(text)
+except ValueError:
+    why = (open(err).read().strip().splitlines() or ["no output"])[-1].replace(",", ";")
+    print(f"{w},kvctl->kvserver,{op},0,-,-,failed: {why}")
+    sys.exit(0)
 lat = out["latency_us"]["get" if op == "GET" else "put"]
 print(f"{w},kvctl->kvserver,{op},{out['ops_per_sec']:.0f},{lat['p50']/1000:.3f},{lat['p99']/1000:.3f},{out['errors']}")
 PY
