@@ -47,10 +47,10 @@ redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
   --protected-mode no --daemonize no --logfile "$WORK/redis.log" &
 REDIS_PID=$!
 
-"$BIN/server/kvserver" --control_port=0 --resp_port=0 --pool_size=4G --transport=tcp \
+"$BIN/server/kvserver" --control_port=0 --resp_port=0 --pool_size=8G --transport=tcp \
   --ready_file="$WORK/kv.ready" 2>"$WORK/kvserver.log" &
 KV_PID=$!
-for _ in $(seq 100); do [[ -f "$WORK/kv.ready" ]] && break; sleep 0.1; done
+for _ in $(seq 600); do [[ -f "$WORK/kv.ready" ]] && break; sleep 0.1; done
 [[ -f "$WORK/kv.ready" ]] || { cat "$WORK/kvserver.log"; exit 1; }
 KV_RESP=$(sed -n 's/^resp_port=//p' "$WORK/kv.ready")
 KV_CTL=$(sed -n 's/^control_port=//p' "$WORK/kv.ready")
