@@ -44,8 +44,18 @@ KvIndex::KvIndex(char* buckets, const layout::IndexGeometry& geometry, const cha
     : buckets_(buckets), geometry_(geometry), data_(data), data_bytes_(data_bytes) {}
 
 absl::string_view KvIndex::EntryKey(const Slot& slot) const {
+  // Entries in a live lease chunk can still be rewritten by the lease
+  // holder, so even a published entry's header is not trusted: its key must
+  // lie inside the slot's range (and the arena), or it matches no key.
+  if (slot.offset >= data_bytes_ || slot.size > data_bytes_ - slot.offset ||
+      slot.size < layout::kEntryHeaderBytes) {
+    return absl::string_view();
+  }
   layout::EntryHeader h;
   std::memcpy(&h, data_ + slot.offset, sizeof(h));
+  if (h.key_len == 0 || h.key_len > slot.size - layout::kEntryHeaderBytes) {
+    return absl::string_view();
+  }
   return absl::string_view(data_ + slot.offset + layout::kEntryHeaderBytes, h.key_len);
 }
 
@@ -173,9 +183,9 @@ uint64_t KvIndex::Scan(uint64_t cursor, size_t count, absl::string_view prefix,
       uint64_t w = LoadSlot(&words[s]);
       if (w == 0) continue;
       absl::string_view key = EntryKey(DecodeSlot(w));
-      // A key sits in exactly one of its buckets; listing it only when the
-      // bucket is that one would be redundant, since each slot is visited once.
-      if (!absl::StartsWith(key, prefix)) continue;
+      // Each slot is visited once, so each key is listed once. An entry whose
+      // header no longer reads back (rewritten by a lease holder) is skipped.
+      if (key.empty() || !absl::StartsWith(key, prefix)) continue;
       keys->emplace_back(key);
       ++found;
     }

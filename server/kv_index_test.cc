@@ -128,6 +128,19 @@ TEST_F(IndexFixture, FirstRefusalComesAtHighLoad) {
   EXPECT_GT(load, 0.6);
 }
 
+TEST_F(IndexFixture, RewrittenHeadersAreNotTrusted) {
+  Init(16);
+  Slot s = Write("victim", "v");
+  ASSERT_TRUE(index_->Upsert("victim", s).ok());
+  // A lease holder rewrites the header with an absurd key length.
+  auto* h = reinterpret_cast<layout::EntryHeader*>(data_.data() + s.offset);
+  h->key_len = 0x7fffffff;
+  EXPECT_FALSE(index_->Lookup("victim").has_value());
+  std::vector<std::string> keys;
+  EXPECT_EQ(index_->Scan(0, 100, "", &keys), 0u);
+  EXPECT_TRUE(keys.empty());
+}
+
 TEST_F(IndexFixture, ReplaceIfOnlyWhenUnchanged) {
   Init(16);
   Slot s1 = Write("k", "1"), s2 = Write("k", "2"), s3 = Write("k", "3");
