@@ -185,18 +185,15 @@ class ClientImpl final : public KvClient {
     c.rdma_ops = rdma_ops_;
     c.tcp_fallbacks = tcp_fallbacks_;
     c.reconnects = reconnects_;
-    RdmaPathCounters r = retired_rdma_;
-    std::shared_ptr<DataPath> path = CurrentPath();
-    if (auto* rdma = dynamic_cast<RdmaDataPath*>(path.get())) {
-      RdmaPathCounters now = rdma->counters();
-      r.checksum_retries += now.checksum_retries;
-      r.span_retries += now.span_retries;
-      r.server_fallback_gets += now.server_fallback_gets;
-      r.leases_granted += now.leases_granted;
-      r.leases_released += now.leases_released;
-      r.leases_renewed += now.leases_renewed;
-      r.lease_aborts += now.lease_aborts;
+    // Counters of paths replaced by reconnects, plus the current one's.
+    RdmaPathCounters r;
+    std::shared_ptr<DataPath> path;
+    {
+      absl::MutexLock lock(&mu_);
+      r = retired_rdma_;
+      path = path_;
     }
+    if (auto* rdma = dynamic_cast<RdmaDataPath*>(path.get())) r += rdma->counters();
     c.checksum_retries = r.checksum_retries;
     c.span_retries = r.span_retries;
     c.server_fallback_gets = r.server_fallback_gets;
@@ -268,16 +265,7 @@ class ClientImpl final : public KvClient {
   }
 
   void SwapPath(std::shared_ptr<DataPath> next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (auto* old = dynamic_cast<RdmaDataPath*>(path_.get())) {
-      RdmaPathCounters c = old->counters();
-      retired_rdma_.checksum_retries += c.checksum_retries;
-      retired_rdma_.span_retries += c.span_retries;
-      retired_rdma_.server_fallback_gets += c.server_fallback_gets;
-      retired_rdma_.leases_granted += c.leases_granted;
-      retired_rdma_.leases_released += c.leases_released;
-      retired_rdma_.leases_renewed += c.leases_renewed;
-      retired_rdma_.lease_aborts += c.lease_aborts;
-    }
+    if (auto* old = dynamic_cast<RdmaDataPath*>(path_.get())) retired_rdma_ += old->counters();
     path_ = std::move(next);
   }
 

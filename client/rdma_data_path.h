@@ -49,6 +49,18 @@ struct RdmaPathCounters {
   uint64_t leases_released = 0;
   uint64_t leases_renewed = 0;
   uint64_t lease_aborts = 0;
+
+  RdmaPathCounters& operator+=(const RdmaPathCounters& o) {
+    ops += o.ops;
+    checksum_retries += o.checksum_retries;
+    span_retries += o.span_retries;
+    server_fallback_gets += o.server_fallback_gets;
+    leases_granted += o.leases_granted;
+    leases_released += o.leases_released;
+    leases_renewed += o.leases_renewed;
+    lease_aborts += o.lease_aborts;
+    return *this;
+  }
 };
 
 // The device and protection domain a client's paths share, so that memory
