@@ -23,6 +23,7 @@ PinnedValue& PinnedValue::operator=(PinnedValue&& other) noexcept {
     store_ = std::exchange(other.store_, nullptr);
     segment_ = other.segment_;
     value_ = other.value_;
+    copy_ = std::move(other.copy_);  // heap memory: value_ stays valid
   }
   return *this;
 }
@@ -324,12 +325,21 @@ absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
         slot->size >= layout::EntryBytes(key.size(), 0) &&
         std::memcmp(entry + layout::kEntryHeaderBytes, key.data(), key.size()) == 0 &&
         layout::EntryBytes(h.key_len, h.value_len) == slot->size) {
-      if (segments_[head].remote_writable.load(std::memory_order_acquire) &&
-          !layout::VerifyEntry(absl::string_view(entry, slot->size), key).ok()) {
+      if (segments_[head].remote_writable.load(std::memory_order_acquire)) {
+        // Its lease holder can still WRITE here: copy first, then verify and
+        // serve the copy, so what is sent is exactly what was checked.
+        PinnedValue v;
+        v.copy_ = std::make_unique<char[]>(slot->size);
+        std::memcpy(v.copy_.get(), entry, slot->size);
         Unpin(head);
-        modified_.fetch_add(1, std::memory_order_relaxed);
-        return absl::DataLossError(
-            "the entry was overwritten after its commit by the client holding its write lease");
+        auto view = layout::VerifyEntry(absl::string_view(v.copy_.get(), slot->size), key);
+        if (!view.ok()) {
+          modified_.fetch_add(1, std::memory_order_relaxed);
+          return absl::DataLossError(
+              "the entry was overwritten after its commit by the client holding its write lease");
+        }
+        v.value_ = view->value;
+        return v;
       }
       PinnedValue v;
       v.store_ = this;

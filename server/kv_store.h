@@ -82,7 +82,9 @@ struct Reservation {
 class KvStore;
 
 // A local reference to a committed value that keeps its memory from being
-// reclaimed (the RESP path sends straight from pool memory). Move-only.
+// reclaimed (the RESP path sends straight from pool memory). An entry that
+// its lease holder can still overwrite is copied instead, and the copy is
+// what was verified and what is sent. Move-only.
 class PinnedValue {
  public:
   PinnedValue() = default;
@@ -100,6 +102,7 @@ class PinnedValue {
   KvStore* store_ = nullptr;
   uint32_t segment_ = 0;
   absl::string_view value_;
+  std::unique_ptr<char[]> copy_;  // the verified copy, when there is one
 };
 
 struct KvStoreCounters {

@@ -90,6 +90,27 @@ TEST(KvStore, CommitRejectsCorruptAndOutOfRangeEntries) {
   w->Done(*r);
 }
 
+// Entries in a lease chunk can still be rewritten remotely: reads serve a
+// verified copy, never the live bytes.
+TEST(KvStore, ReadsOfLeasedEntriesServeAVerifiedCopy) {
+  TestStore t = MakeStore(8 << 20, 1 << 20, absl::Milliseconds(1));
+  auto chunk = t.store->AllocateChunk(64 << 10);
+  ASSERT_TRUE(chunk.ok());
+  char* base = t.pool->data() + chunk->offset;
+  const uint64_t size = layout::EntryBytes(1, 5);
+  layout::EncodeEntry(base, "k", "hello", 1);
+  ASSERT_TRUE(t.store->Commit(chunk->offset, size).ok());
+  auto v = t.store->Get("k");
+  ASSERT_TRUE(v.ok());
+  base[layout::kEntryHeaderBytes + 1] = 'J';  // the lease holder writes again
+  EXPECT_EQ(v->value(), "hello");              // the reader keeps what it verified
+  EXPECT_EQ(t.store->Get("k").status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(t.store->counters().modified_after_commit, 1u);
+  // The lease ends: the changed entry is unpublished.
+  t.store->ReleaseChunk(*chunk);
+  EXPECT_EQ(t.store->Get("k").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST(KvStore, LargeValuesGetTheirOwnRun) {
   TestStore t = MakeStore(16 << 20, 1 << 20, absl::Milliseconds(1));
   auto w = t.store->NewWriter();
