@@ -173,10 +173,14 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     if (lease_thread_.joinable()) lease_thread_.join();
     // Best effort: give the leases back and close the connection, so the
     // server frees them now rather than at expiry.
-    std::vector<std::shared_ptr<Lease>> all = retired_;
-    if (cur_) all.push_back(cur_);
-    if (next_) all.push_back(next_);
-    for (auto& l : all) ReleaseLease(*l);
+    // Skipped on a broken path: the server may be gone (each RPC would wait
+    // out its deadline) and expires the leases anyway.
+    if (!broken_) {
+      std::vector<std::shared_ptr<Lease>> all = retired_;
+      if (cur_) all.push_back(cur_);
+      if (next_) all.push_back(next_);
+      for (auto& l : all) ReleaseLease(*l);
+    }
     if (connection_id_ != 0 && !broken_) {
       v1::DisconnectQpRequest req;
       req.set_epoch(hs_.epoch());
