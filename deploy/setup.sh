@@ -7,7 +7,7 @@
 set -euo pipefail
 
 BUILD_PKGS=(
-  bazel-bootstrap g++ pkg-config git ca-certificates
+  bazel-bootstrap g++
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgoogle-glog-dev libxxhash-dev nlohmann-json3-dev
   libibverbs-dev librdmacm-dev libgtest-dev libgmock-dev
@@ -19,6 +19,7 @@ TEST_PKGS=(
   redis-server redis-tools          # real third-party RESP clients and the peer we measure against
   perftest rdmacm-utils             # ib_read_bw / ib_read_lat reference figures
   qemu-system-x86 busybox-static    # Soft-RoCE VM harness (tests/rxe)
+  python3                           # benchmark scripts (tests/bench): JSON, free ports
 )
 
 want=("${BUILD_PKGS[@]}" "${RUN_PKGS[@]}")
