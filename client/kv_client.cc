@@ -82,7 +82,8 @@ class ClientImpl final : public KvClient {
   }
   absl::Status Delete(absl::string_view key) override {
     deletes_++;
-    // Not retried after a reconnect: the first attempt may have deleted it.
+    // Retried after a reconnect only if it was never sent: a first attempt
+    // that reached the server may have deleted the key.
     return RunStatus([&](DataPath& p) { return p.Delete(key, Deadline()); }, /*retry=*/false);
   }
   absl::StatusOr<bool> Exists(absl::string_view key) override {
@@ -214,11 +215,15 @@ class ClientImpl final : public KvClient {
 
   // Handshakes and builds the data path Options::transport asks for.
   // REQUIRES: mu_ held.
-  absl::Status BuildPath() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // `wait_for_ready`: wait (up to connect_timeout) for the channel to come
+  // back instead of failing at once; used when reconnecting, when gRPC may
+  // still be backing off from the connection it lost.
+  absl::Status BuildPath(bool wait_for_ready = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     v1::HandshakeRequest req;
     req.set_client_name(name_);
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.connect_timeout));
+    ctx.set_wait_for_ready(wait_for_ready);
     v1::HandshakeResponse hs;
     absl::Status s = FromGrpcStatus(stub_->Handshake(&ctx, req, &hs));
     if (!s.ok()) {
@@ -277,13 +282,7 @@ class ClientImpl final : public KvClient {
     if (rdma == nullptr || !rdma->broken()) return false;
     absl::MutexLock lock(&mu_);
     if (path_ != failed) return true;  // another thread already rebuilt it
-    absl::Status s = BuildPath();
-    if (!s.ok() && absl::IsUnavailable(s)) {
-      // Right after a server restart the channel may still hold the dead
-      // connection; one more handshake a moment later reaches the new one.
-      absl::SleepFor(absl::Milliseconds(200));
-      s = BuildPath();
-    }
+    absl::Status s = BuildPath(/*wait_for_ready=*/true);
     if (!s.ok()) {
       LOG(WARNING) << "kvstore client: reconnecting to " << options_.servers[0] << " failed: " << s;
       return false;
@@ -299,7 +298,11 @@ class ClientImpl final : public KvClient {
     std::shared_ptr<DataPath> path = CurrentPath();
     absl::StatusOr<T> r = op(*path);
     Count(*path, n);
-    if (!r.ok() && absl::IsUnavailable(r.status()) && Recover(path) && retry) {
+    // Idempotent operations are retried once on a rebuilt path; others only
+    // when they provably never left this client.
+    const bool may_retry =
+        retry || (!r.ok() && r.status().GetPayload(kNotSentPayload).has_value());
+    if (!r.ok() && absl::IsUnavailable(r.status()) && Recover(path) && may_retry) {
       path = CurrentPath();
       r = op(*path);
       Count(*path, n);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "client/internal.h"
@@ -322,6 +323,7 @@ class RdmaDataPathImpl final : public RdmaDataPath {
   absl::Status Delete(absl::string_view key, absl::Time deadline) override {
     KV_RETURN_IF_ERROR(limits_.CheckKey(key));
     ops_++;
+    if (broken_) return NotSent(absl::UnavailableError("RDMA data path broken; reconnecting"));
     OpSlot* s = AcquireSlots(1)[0];
     SlotGuard guard(this, {s});
     char* msg = s->scratch + kBucketArea;
@@ -332,12 +334,15 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     req.request_id = NewRequest(s);
     std::memcpy(msg, &req, sizeof(req));
     std::memcpy(msg + sizeof(req), key.data(), key.size());
-    KV_RETURN_IF_ERROR(AcquireCredit(deadline));
+    if (absl::Status c = AcquireCredit(deadline); !c.ok()) return NotSent(c);
     CreditGuard credit(this);
     rdma::Sge sge{reinterpret_cast<uint64_t>(msg), static_cast<uint32_t>(sizeof(req) + key.size()),
                   slot_arena_->mr->lkey()};
-    KV_RETURN_IF_ERROR(Post(qp_->PostSend(absl::MakeConstSpan(&sge, 1), kKindSend | s->index,
-                                          true, sge.length <= 64)));
+    if (absl::Status p = Post(qp_->PostSend(absl::MakeConstSpan(&sge, 1), kKindSend | s->index,
+                                            true, sge.length <= 64));
+        !p.ok()) {
+      return NotSent(p);
+    }
     KV_RETURN_IF_ERROR(Wait(s, deadline));
     return s->ack;
   }
@@ -486,6 +491,13 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     }
     credits_used_ += n;
     return absl::OkStatus();
+  }
+
+  // Marks a failure that happened before the request left this client, so
+  // that even a non-idempotent operation may be retried on a new path.
+  static absl::Status NotSent(absl::Status s) {
+    s.SetPayload(kNotSentPayload, absl::Cord("1"));
+    return s;
   }
 
   void ReturnCredit() {

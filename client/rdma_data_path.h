@@ -40,6 +40,10 @@
 namespace kvstore {
 namespace client {
 
+// Payload type URL on a Status whose operation was never sent to the server
+// (it failed locally first), so retrying it cannot repeat its effect.
+inline constexpr char kNotSentPayload[] = "type.kvstore/not-sent";
+
 struct RdmaPathCounters {
   uint64_t ops = 0;
   uint64_t checksum_retries = 0;

@@ -225,5 +225,28 @@ TEST_F(RdmaRestart, SameClientAcrossKillAndCleanRestart) {
   if (HasFailure()) std::printf("server log:\n%s\n", server_->Log().c_str());
 }
 
+// A DELETE that never left the client (its path was already broken) is
+// retried on the rebuilt path instead of failing with UNAVAILABLE.
+TEST_F(RdmaRestart, DeleteOnABrokenPathIsRetriedAfterReconnect) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  client::Options o;
+  o.servers = {absl::StrCat("127.0.0.1:", control_port_)};
+  o.transport = client::TransportMode::kRdma;
+  o.op_timeout = absl::Seconds(10);
+  auto cc = client::KvClient::Connect(o);
+  ASSERT_TRUE(cc.ok()) << cc.status();
+  client::KvClient* c = cc->get();
+  ASSERT_TRUE(c->Put("doomed", "x").ok());
+  server_->Kill();
+  // With the server down, this GET breaks the path and cannot rebuild it.
+  EXPECT_FALSE(c->Get("doomed").ok());
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  // The path is broken; the DELETE is refused locally, the client
+  // reconnects and sends it to the new server, which does not have the key.
+  absl::Status d = c->Delete("doomed");
+  EXPECT_EQ(d.code(), absl::StatusCode::kNotFound) << d;
+  EXPECT_EQ(c->transport_name(), "rdma");
+}
+
 }  // namespace
 }  // namespace kvstore
