@@ -97,6 +97,14 @@ void SealEntry(char* dst) {
 }
 
 absl::StatusOr<EntryView> ParseEntry(absl::string_view bytes) {
+  absl::StatusOr<EntryView> view = ParseEntryHeader(bytes);
+  if (view.ok() && EntryChecksum(*view->header, view->key, view->value) != view->header->checksum) {
+    return absl::DataLossError("entry checksum mismatch");
+  }
+  return view;
+}
+
+absl::StatusOr<EntryView> ParseEntryHeader(absl::string_view bytes) {
   if (bytes.size() < kEntryHeaderBytes) {
     return absl::DataLossError(absl::StrCat("entry shorter than its header: ", bytes.size()));
   }
@@ -113,9 +121,6 @@ absl::StatusOr<EntryView> ParseEntry(absl::string_view bytes) {
   }
   absl::string_view key(bytes.data() + kEntryHeaderBytes, h->key_len);
   absl::string_view value(key.data() + key.size(), h->value_len);
-  if (EntryChecksum(*h, key, value) != h->checksum) {
-    return absl::DataLossError("entry checksum mismatch");
-  }
   return EntryView{h, key, value};
 }
 

@@ -126,6 +126,10 @@ struct EntryView {
 // kDataLoss-coded errors for bad content, never crashes.
 absl::StatusOr<EntryView> ParseEntry(absl::string_view bytes);
 
+// ParseEntry() without the checksum: for an entry this process has just
+// written and checksummed itself.
+absl::StatusOr<EntryView> ParseEntryHeader(absl::string_view bytes);
+
 // ParseEntry() plus the requirement that the entry holds `key`
 // (kNotFound-coded "key mismatch" otherwise: a fingerprint collision or a
 // slot reused under the reader).

@@ -262,7 +262,7 @@ size_t KvStore::ReclaimReady() {
   return freed;
 }
 
-absl::Status KvStore::Commit(uint64_t offset, uint64_t size) {
+absl::Status KvStore::Commit(uint64_t offset, uint64_t size, bool verify_checksum) {
   if (size == 0 || offset % layout::kEntryAlign != 0 || size % layout::kEntryAlign != 0 ||
       offset >= pool_->data_bytes() || size > pool_->data_bytes() - offset) {
     return absl::InvalidArgumentError(
@@ -274,8 +274,9 @@ absl::Status KvStore::Commit(uint64_t offset, uint64_t size) {
   if (offset + size > run_end || seg.state.load() == SegState::kFree) {
     return absl::InvalidArgumentError("entry range is not inside one allocated run");
   }
-  KV_ASSIGN_OR_RETURN(layout::EntryView view,
-                      layout::ParseEntry(absl::string_view(pool_->data() + offset, size)));
+  const absl::string_view bytes(pool_->data() + offset, size);
+  KV_ASSIGN_OR_RETURN(layout::EntryView view, verify_checksum ? layout::ParseEntry(bytes)
+                                                              : layout::ParseEntryHeader(bytes));
   if (layout::EntryBytes(view.key.size(), view.value.size()) != size) {
     return absl::InvalidArgumentError("entry lengths do not match the committed size");
   }
@@ -305,7 +306,7 @@ absl::Status KvStore::Put(Writer* writer, absl::string_view key, absl::string_vi
   KV_RETURN_IF_ERROR(options_.limits.CheckKey(key));
   KV_ASSIGN_OR_RETURN(Reservation r, writer->Reserve(key.size(), value.size()));
   layout::EncodeEntry(r.ptr, key, value, Version());
-  absl::Status s = Commit(r.offset, r.size);
+  absl::Status s = Commit(r.offset, r.size, /*verify_checksum=*/false);
   writer->Done(r);
   return s;
 }

@@ -159,8 +159,11 @@ class KvStore {
 
   // Publishes the entry already written at [offset, offset+size) of the data
   // arena: bounds, header, lengths (against the limits), checksum. The commit
-  // path of every transport. REQUIRES: the range was reserved by the caller.
-  absl::Status Commit(uint64_t offset, uint64_t size);
+  // path of every transport. `verify_checksum` may be false only for an
+  // entry this server wrote and checksummed itself a moment ago (RESP SET,
+  // gRPC Put): computing it twice on that hot path would buy nothing.
+  // REQUIRES: the range was reserved by the caller.
+  absl::Status Commit(uint64_t offset, uint64_t size, bool verify_checksum = true);
 
   // Convenience for callers that hold the value in memory.
   absl::Status Put(Writer* writer, absl::string_view key, absl::string_view value);
