@@ -17,9 +17,9 @@ echo "==> setup (Debian packages; idempotent)"
 deploy/setup.sh
 
 echo "==> build (bazel, offline)"
-bazel build //server:kvserver //client:kvctl 2>&1 | grep -E '^(ERROR|INFO: Build completed)' || true
+bazel build //server:kvserver //client/kvctl 2>&1 | grep -E '^(ERROR|INFO: Build completed)' || true
 BIN=bazel-bin
-[[ -x $BIN/server/kvserver && -x $BIN/client/kvctl ]] || { echo "build failed" >&2; exit 1; }
+[[ -x $BIN/server/kvserver && -x $BIN/client/kvctl/kvctl ]] || { echo "build failed" >&2; exit 1; }
 
 READY=$(mktemp -u /tmp/kvserver.ready.XXXXXX)
 echo "==> starting kvserver"
@@ -36,14 +36,14 @@ RESP=$(sed -n 's/^resp_port=//p' "$READY")
 
 show() { echo "\$ $*"; "$@"; }
 echo "==> it answers:"
-show "$BIN/client/kvctl" --server="$CTL" put hello "kvstore is running"
-show "$BIN/client/kvctl" --server="$CTL" get hello; echo
+show "$BIN/client/kvctl/kvctl" --server="$CTL" put hello "kvstore is running"
+show "$BIN/client/kvctl/kvctl" --server="$CTL" get hello; echo
 show redis-cli -p "$RESP" GET hello
-echo "\$ $BIN/client/kvctl --server=$CTL stat"
-"$BIN/client/kvctl" --server="$CTL" stat | grep -E '^transport|transports|^  keys|^  pool ' || true
+echo "\$ $BIN/client/kvctl/kvctl --server=$CTL stat"
+"$BIN/client/kvctl/kvctl" --server="$CTL" stat | grep -E '^transport|transports|^  keys|^  pool ' || true
 echo
 echo "==> serving: control $CTL, RESP 127.0.0.1:$RESP. Try:"
-echo "      $BIN/client/kvctl --server=$CTL put k v"
+echo "      $BIN/client/kvctl/kvctl --server=$CTL put k v"
 echo "      redis-cli -p $RESP"
 echo "    Ctrl-C stops it."
 wait $PID

@@ -10,7 +10,7 @@
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "server/control_service.h"
+#include "server/control/control_service.h"
 
 namespace kvstore {
 namespace server {

@@ -19,13 +19,13 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/limits.h"
+#include "common/protocol/limits.h"
 #include "common/rdma/device.h"
-#include "server/kv_store.h"
-#include "server/lease_table.h"
-#include "server/memory_pool.h"
-#include "server/rdma_service.h"
-#include "server/resp_server.h"
+#include "server/storage/kv_store.h"
+#include "server/storage/lease_table.h"
+#include "server/storage/memory_pool.h"
+#include "server/rdma/rdma_service.h"
+#include "server/resp/resp_server.h"
 
 namespace grpc {
 class Server;

@@ -48,7 +48,7 @@ class EndToEnd : public ::testing::Test {
   }
 
   ProcessResult Kvctl(std::vector<std::string> args, const std::string& input = "") {
-    std::vector<std::string> argv = {BinaryPath("client/kvctl"),
+    std::vector<std::string> argv = {BinaryPath("client/kvctl/kvctl"),
                                      "--server=" + server_->control_address()};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunProcess(argv, input);
@@ -126,7 +126,7 @@ TEST_F(EndToEnd, KvctlExitCodes) {
   EXPECT_EQ(Kvctl({"exists", "k"}).exit_code, 1);
   EXPECT_EQ(Kvctl({"frobnicate"}).exit_code, 2);
   EXPECT_EQ(Kvctl({"--transport=carrier-pigeon", "get", "k"}).exit_code, 2);
-  ProcessResult down = RunProcess({BinaryPath("client/kvctl"), "--server=127.0.0.1:1", "get", "k"});
+  ProcessResult down = RunProcess({BinaryPath("client/kvctl/kvctl"), "--server=127.0.0.1:1", "get", "k"});
   EXPECT_EQ(down.exit_code, 3);
   EXPECT_THAT(down.err, HasSubstr("UNAVAILABLE"));
 }

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/commit_wire.h"
+#include "common/protocol/commit_wire.h"
 #include "common/grpc_status.h"
 #include "common/rdma/gid.h"
 #include "common/status_macros.h"

@@ -164,15 +164,15 @@ TEST_F(RdmaEndToEnd, KvctlOverRdma) {
   const std::string path = testing::TempDir() + "/rdma_value.bin";
   std::ofstream(path, std::ios::binary).write(value.data(), value.size());
   const std::string server = "--server=" + server_->control_address();
-  ProcessResult put = RunProcess({BinaryPath("client/kvctl"), server, "--transport=rdma", "put",
+  ProcessResult put = RunProcess({BinaryPath("client/kvctl/kvctl"), server, "--transport=rdma", "put",
                                   "kvctl-rdma", "--file", path});
   ASSERT_EQ(put.exit_code, 0) << put.err;
   ProcessResult get =
-      RunProcess({BinaryPath("client/kvctl"), server, "--transport=rdma", "get", "kvctl-rdma"});
+      RunProcess({BinaryPath("client/kvctl/kvctl"), server, "--transport=rdma", "get", "kvctl-rdma"});
   ASSERT_EQ(get.exit_code, 0) << get.err;
   EXPECT_TRUE(get.out == value);
   ProcessResult stat =
-      RunProcess({BinaryPath("client/kvctl"), server, "--transport=rdma", "stat", "--json"});
+      RunProcess({BinaryPath("client/kvctl/kvctl"), server, "--transport=rdma", "stat", "--json"});
   ASSERT_EQ(stat.exit_code, 0) << stat.err;
   EXPECT_THAT(stat.out, HasSubstr("\"transport\":\"rdma\""));
   EXPECT_THAT(stat.out, HasSubstr("\"rdma_commits\""));

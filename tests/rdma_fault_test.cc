@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/kv_client.h"
 #include "common/grpc_status.h"
-#include "common/layout.h"
+#include "common/protocol/layout.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"

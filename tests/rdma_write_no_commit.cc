@@ -11,7 +11,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "common/layout.h"
+#include "common/protocol/layout.h"
 #include "tests/raw_rdma_client.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:7300", "control-plane address");

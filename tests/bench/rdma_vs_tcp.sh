@@ -81,8 +81,8 @@ for tool in python3 ib_read_bw ib_read_lat ibv_devinfo; do
 done
 
 if ((BUILD)); then
-    step "bazel build //server:kvserver //client:kvctl (waits if another bazel command runs)"
-    if ! bazel build //server:kvserver //client:kvctl >/tmp/rdma_vs_tcp.build.$$ 2>&1; then
+    step "bazel build //server:kvserver //client/kvctl (waits if another bazel command runs)"
+    if ! bazel build //server:kvserver //client/kvctl >/tmp/rdma_vs_tcp.build.$$ 2>&1; then
         tail -n 30 /tmp/rdma_vs_tcp.build.$$ >&2
         rm -f /tmp/rdma_vs_tcp.build.$$
         echo "rdma_vs_tcp: build failed" >&2
@@ -91,7 +91,7 @@ if ((BUILD)); then
     tail -n 1 /tmp/rdma_vs_tcp.build.$$ | sed 's/^/    /'
     rm -f /tmp/rdma_vs_tcp.build.$$
 fi
-for b in server/kvserver client/kvctl; do
+for b in server/kvserver client/kvctl/kvctl; do
     [[ -x $ROOT/bazel-bin/$b ]] || { echo "rdma_vs_tcp: bazel-bin/$b missing (build it, or drop --no-build)" >&2; exit 1; }
 done
 
@@ -110,7 +110,7 @@ fi
 # The guest runs copies, so that a concurrent rebuild cannot swap the binaries
 # under a running measurement.
 rm -f "$OUT"/kvserver "$OUT"/kvctl
-cp "$ROOT/bazel-bin/server/kvserver" "$ROOT/bazel-bin/client/kvctl" "$OUT/"
+cp "$ROOT/bazel-bin/server/kvserver" "$ROOT/bazel-bin/client/kvctl/kvctl" "$OUT/"
 rm -f "$OUT"/*.json "$OUT"/*.err "$OUT"/*.txt "$OUT"/results.env
 step "binaries built $(stat -L -c %y "$ROOT/bazel-bin/server/kvserver" | cut -c1-19) (kvserver), copied to $OUT"
 

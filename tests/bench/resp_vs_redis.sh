@@ -29,7 +29,7 @@ for tool in redis-server redis-benchmark bazel; do
 done
 
 echo "==> building kvserver and kvctl"
-bazel build -c opt //server:kvserver //client:kvctl 2>&1 | tail -1
+bazel build -c opt //server:kvserver //client/kvctl 2>&1 | tail -1
 BIN=$(bazel info -c opt bazel-bin 2>/dev/null)
 
 WORK=$(mktemp -d /tmp/kvbench.XXXXXX)
@@ -87,7 +87,7 @@ kb() {  # workload value-size get-ratio keys
   # kvctl exits 3 when any operation failed; the report still comes, and
   # its error count goes into the table. No report at all (it could not even
   # preload) becomes a row saying why.
-  out=$("$BIN/client/kvctl" --server="127.0.0.1:$KV_CTL" --transport=tcp --json bench \
+  out=$("$BIN/client/kvctl/kvctl" --server="127.0.0.1:$KV_CTL" --transport=tcp --json bench \
     --keys="$4" --value-size="$2" --get-ratio="$3" --concurrency=32 --duration="$DUR" \
     2>"$WORK/kvctl.err") || true
   python3 - "$1" "$3" "$out" "$WORK/kvctl.err" >>"$RESULTS" <<'PY'

@@ -1,0 +1,435 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "client/internal/tcp/tcp_data_path.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+
+namespace kvstore {
+namespace client {
+
+namespace {
+
+absl::StatusOr<int> Dial(const std::string& address, absl::Duration timeout) {
+  std::pair<std::string, std::string> hp = absl::StrSplit(address, absl::MaxSplits(':', 1));
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(hp.first.c_str(), hp.second.c_str(), &hints, &res); rc != 0) {
+    return absl::UnavailableError(absl::StrCat("resolve ", address, ": ", gai_strerror(rc)));
+  }
+  absl::Status last = absl::UnavailableError(absl::StrCat("no address for ", address));
+  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) continue;
+    int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      rc = poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
+      int err = 0;
+      socklen_t len = sizeof(err);
+      getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (rc == 1 && err == 0) {
+        rc = 0;
+      } else {
+        errno = rc == 0 ? ETIMEDOUT : err;
+        rc = -1;
+      }
+    }
+    if (rc == 0) {
+      int flags = fcntl(fd, F_GETFL, 0);
+      fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      freeaddrinfo(res);
+      return fd;
+    }
+    last = absl::UnavailableError(absl::StrCat("connect ", address, ": ", std::strerror(errno)));
+    close(fd);
+  }
+  freeaddrinfo(res);
+  return last;
+}
+
+}  // namespace
+
+absl::Status StatusFromRespError(absl::string_view error) {
+  absl::string_view word = error.substr(0, error.find(' '));
+  absl::string_view msg = word.size() < error.size() ? error.substr(word.size() + 1) : error;
+  if (word == "OOM") return absl::ResourceExhaustedError(msg);
+  if (word == "DATALOSS") return absl::DataLossError(msg);
+  if (word == "TRYAGAIN") return absl::UnavailableError(msg);
+  if (word == "NOPROTO") return absl::UnimplementedError(msg);
+  if (absl::StartsWith(msg, "Protocol error")) return absl::InternalError(msg);
+  if (absl::StrContains(msg, "over the limit") || absl::StrContains(msg, "is empty") ||
+      absl::StrContains(msg, "wrong number") || absl::StrContains(msg, "syntax")) {
+    return absl::InvalidArgumentError(msg);
+  }
+  if (absl::StrContains(msg, "timed out")) return absl::DeadlineExceededError(msg);
+  if (absl::StrContains(msg, "retry")) return absl::UnavailableError(msg);
+  return absl::UnknownError(error);
+}
+
+// One TCP connection with pipelining: requests are written in the order
+// their waiters are queued, and replies complete waiters in that order.
+class RespConnection {
+ public:
+  RespConnection(std::string address, absl::Duration connect_timeout)
+      : address_(std::move(address)), connect_timeout_(connect_timeout) {}
+  ~RespConnection() {
+    absl::MutexLock lock(&send_mu_);
+    Teardown();
+  }
+
+  absl::Status Open() {
+    absl::MutexLock lock(&send_mu_);
+    return EnsureConnected();
+  }
+
+  // Sends every request in `requests` (each a list of wire pieces) in one
+  // burst and returns their replies in order.
+  std::vector<absl::StatusOr<resp::Reply>> Call(
+      const std::vector<std::vector<absl::string_view>>& requests, absl::Time deadline) {
+    std::vector<std::shared_ptr<Waiter>> waiters;
+    {
+      absl::MutexLock lock(&send_mu_);
+      absl::Status s = EnsureConnected();
+      if (s.ok()) {
+        {
+          absl::MutexLock q(&queue_mu_);
+          for (size_t i = 0; i < requests.size(); ++i) {
+            waiters.push_back(std::make_shared<Waiter>());
+            pending_.push_back(waiters.back());
+          }
+        }
+        std::vector<iovec> iov;
+        for (const auto& req : requests) {
+          for (absl::string_view p : req) {
+            if (!p.empty()) iov.push_back({const_cast<char*>(p.data()), p.size()});
+          }
+        }
+        s = SendAll(iov);
+        if (!s.ok()) {
+          // The reader fails every queued waiter once the socket is shut down.
+          shutdown(fd_, SHUT_RDWR);
+        }
+      }
+      if (!s.ok() && waiters.empty()) {
+        return std::vector<absl::StatusOr<resp::Reply>>(requests.size(), s);
+      }
+    }
+    std::vector<absl::StatusOr<resp::Reply>> out;
+    out.reserve(waiters.size());
+    for (auto& w : waiters) {
+      absl::MutexLock lock(&w->mu);
+      auto done = [&w]() ABSL_SHARED_LOCKS_REQUIRED(w->mu) { return w->done; };
+      if (!w->mu.AwaitWithDeadline(absl::Condition(&done), deadline)) {
+        w->abandoned = true;
+        out.push_back(absl::DeadlineExceededError(absl::StrCat("no reply from ", address_,
+                                                               " before the deadline")));
+        continue;
+      }
+      out.push_back(std::move(w->result));
+    }
+    return out;
+  }
+
+ private:
+  struct Waiter {
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    bool abandoned ABSL_GUARDED_BY(mu) = false;
+    absl::StatusOr<resp::Reply> result ABSL_GUARDED_BY(mu);
+  };
+
+  absl::Status EnsureConnected() ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu_) {
+    if (fd_ >= 0 && !broken_.load()) return absl::OkStatus();
+    Teardown();
+    KV_ASSIGN_OR_RETURN(fd_, Dial(address_, connect_timeout_));
+    broken_ = false;
+    reader_ = std::thread([this, fd = fd_] { ReadLoop(fd); });
+    return absl::OkStatus();
+  }
+
+  void Teardown() ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu_) {
+    if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
+    if (reader_.joinable()) reader_.join();
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+  absl::Status SendAll(std::vector<iovec>& iov) ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu_) {
+    size_t i = 0;
+    while (i < iov.size()) {
+      msghdr msg{};
+      msg.msg_iov = &iov[i];
+      msg.msg_iovlen = std::min<size_t>(iov.size() - i, IOV_MAX);
+      ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return absl::UnavailableError(absl::StrCat("send to ", address_, ": ", std::strerror(errno)));
+      }
+      size_t left = static_cast<size_t>(n);
+      while (i < iov.size() && left >= iov[i].iov_len) left -= iov[i++].iov_len;
+      if (i < iov.size()) {
+        iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + left;
+        iov[i].iov_len -= left;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void Complete(absl::StatusOr<resp::Reply> result) {
+    std::shared_ptr<Waiter> w;
+    {
+      absl::MutexLock q(&queue_mu_);
+      if (pending_.empty()) return;  // a reply nobody asked for: ignore
+      w = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    absl::MutexLock lock(&w->mu);
+    w->result = std::move(result);
+    w->done = true;
+  }
+
+  void ReadLoop(int fd) {
+    std::string buf;
+    size_t start = 0;
+    resp::ReplyLimits limits;
+    absl::Status failure;
+    for (;;) {
+      // Parse every complete reply in the buffer.
+      for (;;) {
+        auto r = resp::ParseReply(absl::string_view(buf).substr(start), limits);
+        if (!r.ok()) {
+          failure = absl::InternalError(absl::StrCat("malformed reply from ", address_, ": ",
+                                                     r.status().message()));
+          break;
+        }
+        if (!r->complete) break;
+        start += r->consumed;
+        Complete(std::move(r->reply));
+      }
+      if (!failure.ok()) break;
+      if (start == buf.size()) {
+        buf.clear();
+        start = 0;
+      } else if (start > (1 << 20) && start > buf.size() / 2) {
+        buf.erase(0, start);
+        start = 0;
+      }
+      const size_t old = buf.size();
+      buf.resize(old + 256 * 1024);
+      ssize_t n = recv(fd, &buf[old], 256 * 1024, 0);
+      buf.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
+      if (n > 0) continue;
+      if (n < 0 && errno == EINTR) continue;
+      failure = absl::UnavailableError(absl::StrCat(
+          "connection to ", address_, " lost", n < 0 ? absl::StrCat(": ", std::strerror(errno)) : ""));
+      break;
+    }
+    broken_ = true;
+    for (;;) {
+      {
+        absl::MutexLock q(&queue_mu_);
+        if (pending_.empty()) break;
+      }
+      Complete(failure);
+    }
+  }
+
+  const std::string address_;
+  const absl::Duration connect_timeout_;
+  absl::Mutex send_mu_;
+  int fd_ ABSL_GUARDED_BY(send_mu_) = -1;
+  std::thread reader_ ABSL_GUARDED_BY(send_mu_);
+  std::atomic<bool> broken_{false};
+  absl::Mutex queue_mu_ ABSL_ACQUIRED_AFTER(send_mu_);
+  std::deque<std::shared_ptr<Waiter>> pending_ ABSL_GUARDED_BY(queue_mu_);
+};
+
+// ---------------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<TcpDataPath>> TcpDataPath::Connect(const std::string& address,
+                                                                  int connections,
+                                                                  const Limits& limits,
+                                                                  absl::Duration connect_timeout) {
+  std::unique_ptr<TcpDataPath> path(new TcpDataPath(address, limits, connect_timeout));
+  for (int i = 0; i < std::max(1, connections); ++i) {
+    auto conn = std::make_unique<RespConnection>(address, connect_timeout);
+    KV_RETURN_IF_ERROR(conn->Open());
+    path->conns_.push_back(std::move(conn));
+  }
+  return path;
+}
+
+TcpDataPath::TcpDataPath(std::string address, const Limits& limits,
+                         absl::Duration connect_timeout)
+    : address_(std::move(address)), limits_(limits), connect_timeout_(connect_timeout) {}
+
+TcpDataPath::~TcpDataPath() = default;
+
+namespace {
+
+// One request as wire pieces. Arguments are referenced, not copied (a PUT's
+// value goes to the socket from the caller's buffer); only the small length
+// headers are owned here. Parts() is built on demand so a Request can move.
+class Request {
+ public:
+  void Add(absl::string_view arg) {
+    lengths_.push_back(absl::StrCat("$", arg.size(), "\r\n"));
+    args_.push_back(arg);
+  }
+  std::vector<absl::string_view> Parts() {
+    header_ = absl::StrCat("*", args_.size(), "\r\n");
+    std::vector<absl::string_view> parts;
+    parts.reserve(1 + 3 * args_.size());
+    parts.push_back(header_);
+    for (size_t i = 0; i < args_.size(); ++i) {
+      parts.push_back(lengths_[i]);
+      parts.push_back(args_[i]);
+      parts.push_back("\r\n");
+    }
+    return parts;
+  }
+
+ private:
+  std::string header_;
+  std::vector<std::string> lengths_;
+  std::vector<absl::string_view> args_;
+};
+
+Request MakeRequest(std::initializer_list<absl::string_view> args) {
+  Request r;
+  for (absl::string_view a : args) r.Add(a);
+  return r;
+}
+
+absl::StatusOr<std::string> ValueFromReply(absl::StatusOr<resp::Reply> r) {
+  if (!r.ok()) return r.status();
+  switch (r->type) {
+    case resp::Reply::Type::kBulk: return std::move(r->str);
+    case resp::Reply::Type::kNull: return absl::NotFoundError("key not found");
+    case resp::Reply::Type::kError: return StatusFromRespError(r->str);
+    default: return absl::InternalError("unexpected reply type to GET");
+  }
+}
+
+absl::Status OkFromReply(const absl::StatusOr<resp::Reply>& r) {
+  if (!r.ok()) return r.status();
+  if (r->type == resp::Reply::Type::kError) return StatusFromRespError(r->str);
+  if (r->type == resp::Reply::Type::kSimple && r->str == "OK") return absl::OkStatus();
+  return absl::InternalError("unexpected reply to SET");
+}
+
+absl::StatusOr<int64_t> IntFromReply(const absl::StatusOr<resp::Reply>& r) {
+  if (!r.ok()) return r.status();
+  if (r->type == resp::Reply::Type::kError) return StatusFromRespError(r->str);
+  if (r->type != resp::Reply::Type::kInteger) return absl::InternalError("expected an integer reply");
+  return r->integer;
+}
+
+}  // namespace
+
+absl::StatusOr<resp::Reply> TcpDataPath::Call(const std::vector<absl::string_view>& parts,
+                                              absl::Time deadline) {
+  RespConnection* conn = conns_[next_.fetch_add(1, std::memory_order_relaxed) % conns_.size()].get();
+  return std::move(conn->Call({parts}, deadline)[0]);
+}
+
+absl::StatusOr<std::string> TcpDataPath::Get(absl::string_view key, absl::Time deadline) {
+  KV_RETURN_IF_ERROR(limits_.CheckKey(key));
+  Request r = MakeRequest({"GET", key});
+  return ValueFromReply(Call(r.Parts(), deadline));
+}
+
+absl::Status TcpDataPath::Put(absl::string_view key, absl::string_view value, absl::Time deadline) {
+  KV_RETURN_IF_ERROR(limits_.CheckKey(key));
+  KV_RETURN_IF_ERROR(limits_.CheckValueLength(value.size()));
+  // The value goes to the socket straight from the caller's buffer.
+  Request r = MakeRequest({"SET", key, value});
+  return OkFromReply(Call(r.Parts(), deadline));
+}
+
+absl::Status TcpDataPath::Delete(absl::string_view key, absl::Time deadline) {
+  KV_RETURN_IF_ERROR(limits_.CheckKey(key));
+  Request r = MakeRequest({"DEL", key});
+  KV_ASSIGN_OR_RETURN(int64_t n, IntFromReply(Call(r.Parts(), deadline)));
+  return n == 0 ? absl::NotFoundError("key not found") : absl::OkStatus();
+}
+
+absl::StatusOr<bool> TcpDataPath::Exists(absl::string_view key, absl::Time deadline) {
+  KV_RETURN_IF_ERROR(limits_.CheckKey(key));
+  Request r = MakeRequest({"EXISTS", key});
+  KV_ASSIGN_OR_RETURN(int64_t n, IntFromReply(Call(r.Parts(), deadline)));
+  return n > 0;
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<std::string>>> TcpDataPath::MultiGet(
+    absl::Span<const std::string> keys, absl::Time deadline) {
+  std::vector<absl::StatusOr<std::string>> out;
+  out.reserve(keys.size());
+  for (const auto& k : keys) KV_RETURN_IF_ERROR(limits_.CheckKey(k));
+  const size_t batch = std::max<uint64_t>(1, limits_.max_batch_keys);
+  for (size_t begin = 0; begin < keys.size(); begin += batch) {
+    const size_t end = std::min(keys.size(), begin + batch);
+    Request r;
+    r.Add("MGET");
+    for (size_t i = begin; i < end; ++i) r.Add(keys[i]);
+    absl::StatusOr<resp::Reply> reply = Call(r.Parts(), deadline);
+    if (!reply.ok()) return reply.status();
+    if (reply->type == resp::Reply::Type::kError) return StatusFromRespError(reply->str);
+    if (reply->type != resp::Reply::Type::kArray || reply->elements.size() != end - begin) {
+      return absl::InternalError("unexpected reply to MGET");
+    }
+    for (auto& e : reply->elements) out.push_back(ValueFromReply(std::move(e)));
+  }
+  return out;
+}
+
+absl::Status TcpDataPath::MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
+                                   absl::Time deadline) {
+  for (const auto& [k, v] : pairs) {
+    KV_RETURN_IF_ERROR(limits_.CheckKey(k));
+    KV_RETURN_IF_ERROR(limits_.CheckValueLength(v.size()));
+  }
+  // Pipelined SETs rather than MSET: the server streams each value straight
+  // into pool memory instead of buffering the whole batch.
+  RespConnection* conn = conns_[next_.fetch_add(1, std::memory_order_relaxed) % conns_.size()].get();
+  const size_t batch = std::max<uint64_t>(1, limits_.max_batch_keys);
+  for (size_t begin = 0; begin < pairs.size(); begin += batch) {
+    const size_t end = std::min(pairs.size(), begin + batch);
+    std::vector<Request> reqs;
+    reqs.reserve(end - begin);
+    std::vector<std::vector<absl::string_view>> parts;
+    for (size_t i = begin; i < end; ++i) {
+      reqs.push_back(MakeRequest({"SET", pairs[i].first, pairs[i].second}));
+    }
+    for (auto& r : reqs) parts.push_back(r.Parts());
+    for (auto& reply : conn->Call(parts, deadline)) KV_RETURN_IF_ERROR(OkFromReply(reply));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace client
+}  // namespace kvstore

@@ -1,0 +1,797 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Tests of kvctl's benchmark engine: the latency histogram, flag parsing,
+// and RunBench() against an in-memory target. No server is involved.
+//
+// Randomised tests draw from one seed, printed at the start and attached to
+// every failure; rerun with KVCTL_BENCH_TEST_SEED=<seed> to reproduce.
+
+#include "client/kvctl/kvctl_bench.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace kvstore {
+namespace client {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// The seed of this test run: KVCTL_BENCH_TEST_SEED if set, else the clock.
+uint64_t TestSeed() {
+  static const uint64_t seed = [] {
+    uint64_t s = 0;
+    const char* env = std::getenv("KVCTL_BENCH_TEST_SEED");
+    if (env == nullptr || !absl::SimpleAtoi(env, &s)) {
+      s = static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()));
+    }
+    std::printf("kvctl_bench_test seed: %" PRIu64 " (set KVCTL_BENCH_TEST_SEED to reproduce)\n", s);
+    return s;
+  }();
+  return seed;
+}
+
+// Every test that uses randomness starts with this, so a failure names the
+// seed that produced it.
+#define SEEDED_TEST_PREAMBLE() SCOPED_TRACE(absl::StrCat("KVCTL_BENCH_TEST_SEED=", TestSeed()))
+
+// The nearest-rank percentile of sorted samples: the definition
+// LatencyHistogram::Percentile approximates.
+double ExactPercentile(const std::vector<uint64_t>& sorted, double p) {
+  if (p <= 0) return static_cast<double>(sorted.front());
+  const double exact = p / 100 * static_cast<double>(sorted.size());
+  size_t rank = static_cast<size_t>(std::ceil(exact - exact * 1e-12));
+  rank = std::clamp<size_t>(rank, 1, sorted.size());
+  return static_cast<double>(sorted[rank - 1]);
+}
+
+// Records `samples` and checks a sweep of percentiles against the exact
+// values within `tolerance` (relative).
+void ExpectPercentilesClose(std::vector<uint64_t> samples, double tolerance) {
+  LatencyHistogram h;
+  for (uint64_t v : samples) h.Record(v);
+  std::sort(samples.begin(), samples.end());
+  for (double p : {0.0, 1.0, 10.0, 25.0, 50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 100.0}) {
+    const double want = ExactPercentile(samples, p);
+    const double got = h.Percentile(p);
+    EXPECT_NEAR(got, want, want * tolerance) << "p" << p;
+  }
+  EXPECT_EQ(h.count(), samples.size());
+  EXPECT_EQ(h.min(), samples.front());
+  EXPECT_EQ(h.max(), samples.back());
+}
+
+// ---------------------------------------------------------------------------
+// LatencyHistogram
+
+TEST(LatencyHistogramTest, EmptyReportsZero) {
+  LatencyHistogram h;
+  EXPECT_EQ(h.count(), 0u);
+  EXPECT_EQ(h.min(), 0u);
+  EXPECT_EQ(h.max(), 0u);
+  EXPECT_EQ(h.Mean(), 0);
+  EXPECT_EQ(h.Percentile(50), 0);
+  EXPECT_EQ(h.Percentile(100), 0);
+}
+
+TEST(LatencyHistogramTest, LayoutCoversEveryValueOnce) {
+  EXPECT_EQ(LatencyHistogram::BucketLow(0), 0u);
+  EXPECT_EQ(LatencyHistogram::BucketIndex(UINT64_MAX), LatencyHistogram::kNumBuckets - 1);
+  EXPECT_EQ(LatencyHistogram::BucketHigh(LatencyHistogram::kNumBuckets - 1), UINT64_MAX);
+  for (int i = 0; i < LatencyHistogram::kNumBuckets; ++i) {
+    const uint64_t low = LatencyHistogram::BucketLow(i);
+    const uint64_t high = LatencyHistogram::BucketHigh(i);
+    ASSERT_LE(low, high) << i;
+    ASSERT_EQ(LatencyHistogram::BucketIndex(low), i);
+    ASSERT_EQ(LatencyHistogram::BucketIndex(high), i);
+    if (i + 1 < LatencyHistogram::kNumBuckets) {
+      ASSERT_EQ(high + 1, LatencyHistogram::BucketLow(i + 1)) << "gap or overlap after " << i;
+    }
+    // The precision promise: a bucket is at most 1/128 of its lower bound
+    // wide (or holds one value).
+    const uint64_t width = high - low + 1;
+    ASSERT_TRUE(width == 1 || width <= low / LatencyHistogram::kSubBuckets) << i;
+  }
+}
+
+TEST(LatencyHistogramTest, RandomValuesLandInTheirBucket) {
+  SEEDED_TEST_PREAMBLE();
+  std::mt19937_64 rng(TestSeed());
+  for (int n = 0; n < 100000; ++n) {
+    // Spread over all magnitudes: a random value shifted right 0..63 bits.
+    const uint64_t v = rng() >> (rng() % 64);
+    const int i = LatencyHistogram::BucketIndex(v);
+    ASSERT_GE(i, 0);
+    ASSERT_LT(i, LatencyHistogram::kNumBuckets);
+    ASSERT_LE(LatencyHistogram::BucketLow(i), v);
+    ASSERT_GE(LatencyHistogram::BucketHigh(i), v);
+  }
+}
+
+TEST(LatencyHistogramTest, SmallValuesAreExact) {
+  LatencyHistogram h;
+  for (uint64_t v = 1; v <= 100; ++v) h.Record(v);
+  EXPECT_EQ(h.Percentile(50), 50);
+  EXPECT_EQ(h.Percentile(99), 99);
+  EXPECT_EQ(h.Percentile(1), 1);
+  EXPECT_EQ(h.Percentile(100), 100);
+  EXPECT_DOUBLE_EQ(h.Mean(), 50.5);
+}
+
+TEST(LatencyHistogramTest, ConstantDistributionIsExact) {
+  LatencyHistogram h;
+  for (int n = 0; n < 1000; ++n) h.Record(123457);
+  // Clamping to [min, max] turns the bucket midpoint back into the value.
+  EXPECT_EQ(h.Percentile(0), 123457);
+  EXPECT_EQ(h.Percentile(50), 123457);
+  EXPECT_EQ(h.Percentile(99.9), 123457);
+  EXPECT_EQ(h.Mean(), 123457);
+}
+
+TEST(LatencyHistogramTest, PercentileArgumentIsClamped) {
+  LatencyHistogram h;
+  h.Record(1000);
+  h.Record(5000);
+  EXPECT_EQ(h.Percentile(-5), 1000);
+  EXPECT_EQ(h.Percentile(0), 1000);
+  EXPECT_EQ(h.Percentile(100), 5000);
+  EXPECT_EQ(h.Percentile(250), 5000);
+  EXPECT_EQ(h.Percentile(std::nan("")), 1000);
+}
+
+TEST(LatencyHistogramTest, UniformOneToMillionAnalytic) {
+  // Every integer in [1, 10^6] once: the p-th percentile is p * 10^4.
+  LatencyHistogram h;
+  for (uint64_t v = 1; v <= 1000000; ++v) h.Record(v);
+  for (double p : {1.0, 10.0, 50.0, 90.0, 99.0, 99.9}) {
+    const double want = p * 10000;
+    EXPECT_NEAR(h.Percentile(p), want, want * 0.01) << "p" << p;
+  }
+  EXPECT_DOUBLE_EQ(h.Mean(), 500000.5);
+}
+
+TEST(LatencyHistogramTest, UniformRandomWithinOnePercent) {
+  SEEDED_TEST_PREAMBLE();
+  std::mt19937_64 rng(TestSeed() + 1);
+  std::uniform_int_distribution<uint64_t> dist(1000, 10000000);
+  std::vector<uint64_t> samples(200000);
+  for (uint64_t& v : samples) v = dist(rng);
+  ExpectPercentilesClose(samples, 0.01);
+}
+
+TEST(LatencyHistogramTest, ExponentialWithinOnePercent) {
+  SEEDED_TEST_PREAMBLE();
+  // Latency-like: mean 50 us in nanoseconds, with a long tail.
+  std::mt19937_64 rng(TestSeed() + 2);
+  std::exponential_distribution<double> dist(1.0 / 50000);
+  std::vector<uint64_t> samples(200000);
+  for (uint64_t& v : samples) v = static_cast<uint64_t>(dist(rng)) + 1;
+  ExpectPercentilesClose(samples, 0.01);
+}
+
+TEST(LatencyHistogramTest, LogNormalWithinOnePercent) {
+  SEEDED_TEST_PREAMBLE();
+  // Spans several decades: median ~20 us, p99.9 in the milliseconds.
+  std::mt19937_64 rng(TestSeed() + 3);
+  std::lognormal_distribution<double> dist(std::log(20000.0), 1.2);
+  std::vector<uint64_t> samples(200000);
+  for (uint64_t& v : samples) v = static_cast<uint64_t>(dist(rng));
+  ExpectPercentilesClose(samples, 0.01);
+}
+
+TEST(LatencyHistogramTest, MergeEqualsRecordingTogether) {
+  SEEDED_TEST_PREAMBLE();
+  std::mt19937_64 rng(TestSeed() + 4);
+  std::lognormal_distribution<double> dist(std::log(10000.0), 1.5);
+  LatencyHistogram all;
+  LatencyHistogram parts[3];
+  for (int n = 0; n < 100000; ++n) {
+    const uint64_t v = static_cast<uint64_t>(dist(rng));
+    all.Record(v);
+    parts[rng() % 3].Record(v);
+  }
+  LatencyHistogram merged;
+  for (const LatencyHistogram& part : parts) merged.Merge(part);
+
+  EXPECT_EQ(merged.count(), all.count());
+  EXPECT_EQ(merged.min(), all.min());
+  EXPECT_EQ(merged.max(), all.max());
+  EXPECT_NEAR(merged.Mean(), all.Mean(), all.Mean() * 1e-12);
+  for (double p = 0; p <= 100; p += 0.1) {
+    ASSERT_EQ(merged.Percentile(p), all.Percentile(p)) << "p" << p;
+  }
+}
+
+TEST(LatencyHistogramTest, MergeWithEmptyAndClear) {
+  LatencyHistogram h;
+  h.Record(700);
+  h.Record(900);
+  LatencyHistogram empty;
+  h.Merge(empty);
+  EXPECT_EQ(h.count(), 2u);
+  EXPECT_EQ(h.min(), 700u);
+  EXPECT_EQ(h.max(), 900u);
+
+  empty.Merge(h);
+  EXPECT_EQ(empty.count(), 2u);
+  EXPECT_EQ(empty.min(), 700u);
+  EXPECT_NEAR(empty.Percentile(50), 700, 700 * 0.005);  // 700's bucket is [700, 703]
+
+  h.Clear();
+  EXPECT_EQ(h.count(), 0u);
+  EXPECT_EQ(h.min(), 0u);
+  EXPECT_EQ(h.Percentile(50), 0);
+  h.Record(5);
+  EXPECT_EQ(h.min(), 5u);
+  EXPECT_EQ(h.max(), 5u);
+}
+
+// ---------------------------------------------------------------------------
+// Parsing
+
+TEST(ParseRatioTest, Accepts) {
+  EXPECT_EQ(*ParseRatio("0.9"), 0.9);
+  EXPECT_EQ(*ParseRatio("0"), 0);
+  EXPECT_EQ(*ParseRatio("1"), 1);
+  EXPECT_EQ(*ParseRatio("1.0"), 1);
+  EXPECT_EQ(*ParseRatio(" .5 "), 0.5);
+  EXPECT_DOUBLE_EQ(*ParseRatio("90%"), 0.9);
+  EXPECT_EQ(*ParseRatio("100%"), 1);
+  EXPECT_EQ(*ParseRatio("0%"), 0);
+}
+
+TEST(ParseRatioTest, Rejects) {
+  for (const char* text :
+       {"", "%", "abc", "1.5", "-0.1", "101%", "nan", "inf", "-inf", "0.9x", "9:1", "0.5%%"}) {
+    absl::StatusOr<double> r = ParseRatio(text);
+    EXPECT_FALSE(r.ok()) << "\"" << text << "\" gave " << *r;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << text;
+  }
+}
+
+TEST(ParseByteSizeTest, Accepts) {
+  EXPECT_EQ(*ParseByteSize("4096"), 4096u);
+  EXPECT_EQ(*ParseByteSize("0"), 0u);
+  EXPECT_EQ(*ParseByteSize("1b"), 1u);
+  EXPECT_EQ(*ParseByteSize("4k"), 4096u);
+  EXPECT_EQ(*ParseByteSize("4K"), 4096u);
+  EXPECT_EQ(*ParseByteSize("4KiB"), 4096u);
+  EXPECT_EQ(*ParseByteSize("4kb"), 4096u);
+  EXPECT_EQ(*ParseByteSize("1m"), 1048576u);
+  EXPECT_EQ(*ParseByteSize("1MiB"), 1048576u);
+  EXPECT_EQ(*ParseByteSize("2G"), 2147483648u);
+  EXPECT_EQ(*ParseByteSize(" 64 "), 64u);
+}
+
+TEST(ParseByteSizeTest, Rejects) {
+  for (const char* text : {"", "k", "-1", "+1", "1.5k", "4 k", "4x", "4kk", "0x10",
+                           "18446744073709551616", "17179869184G"}) {
+    absl::StatusOr<uint64_t> r = ParseByteSize(text);
+    EXPECT_FALSE(r.ok()) << "\"" << text << "\" gave " << *r;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << text;
+  }
+}
+
+TEST(BenchKeyTest, Format) {
+  EXPECT_EQ(BenchKey(0), "bench:00000000");
+  EXPECT_EQ(BenchKey(42), "bench:00000042");
+  EXPECT_EQ(BenchKey(99999999), "bench:99999999");
+  EXPECT_EQ(BenchKey(123456789), "bench:123456789");
+}
+
+TEST(MakeBenchConfigTest, Defaults) {
+  absl::StatusOr<BenchConfig> c = MakeBenchConfig(BenchFlags(), /*random_seed=*/77);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->keys, 10000u);
+  EXPECT_EQ(c->value_size, 4096u);
+  EXPECT_EQ(c->get_ratio, 0.9);
+  EXPECT_EQ(c->concurrency, 32);
+  EXPECT_EQ(c->duration, absl::Seconds(10));
+  EXPECT_EQ(c->ops, 0u);
+  EXPECT_TRUE(c->preload);
+  EXPECT_EQ(c->seed, 77u);  // no --seed: the drawn one
+}
+
+TEST(MakeBenchConfigTest, FlagsCarryOver) {
+  BenchFlags f;
+  f.keys = 500;
+  f.value_size = "1k";
+  f.get_ratio = "50%";
+  f.concurrency = 4;
+  f.ops = 1234;
+  f.ops_given = true;
+  f.preload = false;
+  f.seed = 9;
+  absl::StatusOr<BenchConfig> c = MakeBenchConfig(f, 77);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->keys, 500u);
+  EXPECT_EQ(c->value_size, 1024u);
+  EXPECT_EQ(c->get_ratio, 0.5);
+  EXPECT_EQ(c->concurrency, 4);
+  EXPECT_EQ(c->ops, 1234u);
+  EXPECT_FALSE(c->preload);
+  EXPECT_EQ(c->seed, 9u);  // --seed wins over the drawn one
+
+  f.ops_given = false;
+  f.duration = absl::Milliseconds(1500);
+  f.duration_given = true;
+  c = MakeBenchConfig(f, 77);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ops, 0u);
+  EXPECT_EQ(c->duration, absl::Milliseconds(1500));
+
+  f.seed = 0;
+  c = MakeBenchConfig(f, 0);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_NE(c->seed, 0u);  // a reported seed is always reusable with --seed
+}
+
+TEST(MakeBenchConfigTest, RejectsBadFlags) {
+  struct Case {
+    std::function<void(BenchFlags&)> change;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {[](BenchFlags& f) { f.duration_given = f.ops_given = true, f.ops = 5; },
+       "mutually exclusive"},
+      {[](BenchFlags& f) { f.ops_given = true, f.ops = 0; }, "--ops must be positive"},
+      {[](BenchFlags& f) { f.keys = 0; }, "--keys"},
+      {[](BenchFlags& f) { f.value_size = "0"; }, "--value-size"},
+      {[](BenchFlags& f) { f.value_size = "2G"; }, "--value-size"},
+      {[](BenchFlags& f) { f.value_size = "lots"; }, "--value-size"},
+      {[](BenchFlags& f) { f.get_ratio = "1.1"; }, "--get-ratio"},
+      {[](BenchFlags& f) { f.concurrency = 0; }, "--concurrency"},
+      {[](BenchFlags& f) { f.concurrency = kMaxBenchConcurrency + 1; }, "--concurrency"},
+      {[](BenchFlags& f) { f.duration = absl::ZeroDuration(), f.duration_given = true; },
+       "--duration"},
+      {[](BenchFlags& f) { f.duration = -absl::Seconds(1), f.duration_given = true; },
+       "--duration"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    BenchFlags f;
+    cases[i].change(f);
+    absl::StatusOr<BenchConfig> c = MakeBenchConfig(f, 1);
+    ASSERT_FALSE(c.ok()) << "case " << i;
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << "case " << i;
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr(cases[i].message)) << "case " << i;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// PreprocessArgs
+
+FlagKind TestFlagKind(absl::string_view name) {
+  static const auto* const kinds = new std::map<std::string, FlagKind>{
+      {"json", FlagKind::kBool},
+      {"preload", FlagKind::kBool},
+      {"value_size", FlagKind::kTakesValue},
+      {"get_ratio", FlagKind::kTakesValue},
+      {"prefix", FlagKind::kTakesValue},
+      {"server", FlagKind::kTakesValue},
+  };
+  auto it = kinds->find(std::string(name));
+  return it == kinds->end() ? FlagKind::kUnknown : it->second;
+}
+
+PreprocessedArgs Pre(std::vector<std::string> argv) { return PreprocessArgs(argv, &TestFlagKind); }
+
+TEST(PreprocessArgsTest, RewritesHyphenatedNames) {
+  PreprocessedArgs p = Pre({"kvctl", "bench", "--value-size=1k", "--get-ratio", "0.5", "-json"});
+  EXPECT_THAT(p.argv,
+              ElementsAre("kvctl", "bench", "--value_size=1k", "--get_ratio", "0.5", "-json"));
+  EXPECT_THAT(p.given, ElementsAre("get_ratio", "json", "value_size"));
+  EXPECT_FALSE(p.help);
+}
+
+TEST(PreprocessArgsTest, NegatedBooleans) {
+  PreprocessedArgs p = Pre({"kvctl", "--no-preload", "--nojson", "--no_json", "bench"});
+  EXPECT_THAT(p.argv, ElementsAre("kvctl", "--nopreload", "--nojson", "--nojson", "bench"));
+  EXPECT_THAT(p.given, ElementsAre("json", "preload"));
+}
+
+TEST(PreprocessArgsTest, ValuesArePassedThroughUntouched) {
+  // The argument after a value-taking flag is its value even if it looks
+  // like a flag; a bool flag consumes nothing.
+  PreprocessedArgs p = Pre({"kvctl", "scan", "--prefix", "--value-size", "--json", "x-y"});
+  EXPECT_THAT(p.argv, ElementsAre("kvctl", "scan", "--prefix", "--value-size", "--json", "x-y"));
+  EXPECT_THAT(p.given, ElementsAre("json", "prefix"));
+}
+
+TEST(PreprocessArgsTest, PositionalsAndTerminator) {
+  PreprocessedArgs p =
+      Pre({"kvctl", "put", "-", "--", "--value-size=1", "-h", "--help", "a-b", "--server"});
+  EXPECT_THAT(p.argv, ElementsAre("kvctl", "put", "-", "--", "--value-size=1", "-h", "--help",
+                                  "a-b", "--server"));
+  EXPECT_TRUE(p.given.empty());
+  EXPECT_FALSE(p.help);  // help flags after "--" are positionals
+}
+
+TEST(PreprocessArgsTest, UnknownFlagsAreLeftForAbsl) {
+  PreprocessedArgs p = Pre({"kvctl", "--bogus-flag=1", "--no-such", "--nojunk", "get", "k"});
+  EXPECT_THAT(p.argv, ElementsAre("kvctl", "--bogus-flag=1", "--no-such", "--nojunk", "get", "k"));
+  EXPECT_TRUE(p.given.empty());
+}
+
+TEST(PreprocessArgsTest, DetectsHelp) {
+  for (const char* flag : {"-h", "--help", "-help", "--helpfull", "--helpshort", "--help=true"}) {
+    EXPECT_TRUE(Pre({"kvctl", "get", flag}).help) << flag;
+  }
+  EXPECT_FALSE(Pre({"kvctl", "get", "h"}).help);
+  // "--help" as the value of --prefix is a value.
+  EXPECT_FALSE(Pre({"kvctl", "scan", "--prefix", "--help"}).help);
+}
+
+TEST(PreprocessArgsTest, TrailingValueFlagWithoutValue) {
+  // absl reports the missing value; nothing is invented here.
+  PreprocessedArgs p = Pre({"kvctl", "get", "--server"});
+  EXPECT_THAT(p.argv, ElementsAre("kvctl", "get", "--server"));
+}
+
+// ---------------------------------------------------------------------------
+// RunBench
+
+// An in-memory BenchTarget with fault knobs.
+class FakeTarget : public BenchTarget {
+ public:
+  absl::StatusOr<uint64_t> Get(absl::string_view key) override {
+    absl::MutexLock lock(&mu_);
+    log_.push_back(absl::StrCat("G ", key));
+    if (fail_gets_) return absl::UnavailableError("injected GET failure");
+    auto it = data_.find(key);
+    if (it == data_.end()) return absl::NotFoundError(absl::StrCat("no key ", key));
+    return it->second.size();
+  }
+
+  absl::Status Put(absl::string_view key, absl::string_view value) override {
+    absl::MutexLock lock(&mu_);
+    log_.push_back(absl::StrCat("P ", key, " ", value.size(), " ",
+                                std::hash<std::string>()(std::string(value))));
+    ++puts_;
+    if (fail_puts_after_ >= 0 && puts_ > fail_puts_after_) {
+      return absl::ResourceExhaustedError("injected PUT failure");
+    }
+    data_[key] = std::string(value);
+    return absl::OkStatus();
+  }
+
+  // PUTs after the first `n` fail (n < 0: never).
+  void FailPutsAfter(int64_t n) {
+    absl::MutexLock lock(&mu_);
+    fail_puts_after_ = n;
+  }
+  void FailGets() {
+    absl::MutexLock lock(&mu_);
+    fail_gets_ = true;
+  }
+  size_t size() {
+    absl::MutexLock lock(&mu_);
+    return data_.size();
+  }
+  std::vector<std::string> log() {
+    absl::MutexLock lock(&mu_);
+    return log_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::string> data_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> log_ ABSL_GUARDED_BY(mu_);
+  int64_t puts_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t fail_puts_after_ ABSL_GUARDED_BY(mu_) = -1;
+  bool fail_gets_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+BenchConfig SmallConfig() {
+  BenchConfig c;
+  c.keys = 200;
+  c.value_size = 100;
+  c.concurrency = 4;
+  c.ops = 4000;
+  c.seed = TestSeed();
+  c.progress_interval = absl::Milliseconds(20);
+  return c;
+}
+
+TEST(RunBenchTest, OpsModeRunsExactlyThatManyOps) {
+  SEEDED_TEST_PREAMBLE();
+  FakeTarget target;
+  BenchConfig c = SmallConfig();
+  c.get_ratio = 0.5;
+  absl::StatusOr<BenchResult> r = RunBench(c, target, "fake", nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->transport, "fake");
+  EXPECT_EQ(r->preload_keys, 200u);
+  EXPECT_EQ(target.size(), 200u);  // the preload wrote every key
+  EXPECT_EQ(r->ops, 4000u);
+  EXPECT_EQ(r->gets + r->puts, 4000u);
+  // 4000 fair coin flips: 5 sigma is ~160.
+  EXPECT_NEAR(static_cast<double>(r->gets), 2000, 200);
+  EXPECT_EQ(r->misses, 0u);
+  EXPECT_EQ(r->errors, 0u);
+  EXPECT_TRUE(r->first_error.ok());
+  EXPECT_FALSE(r->interrupted);
+  EXPECT_EQ(r->get_bytes, r->gets * 100);
+  EXPECT_EQ(r->put_bytes, r->puts * 100);
+  EXPECT_EQ(r->get_latency_ns.count(), r->gets);
+  EXPECT_EQ(r->put_latency_ns.count(), r->puts);
+  EXPECT_EQ(r->all_latency_ns.count(), 4000u);
+  EXPECT_GT(r->OpsPerSecond(), 0);
+  EXPECT_GT(r->GigabytesPerSecond(), 0);
+}
+
+TEST(RunBenchTest, UsesTheBenchKeySpaceAndValueSize) {
+  SEEDED_TEST_PREAMBLE();
+  FakeTarget target;
+  BenchConfig c = SmallConfig();
+  c.keys = 10;
+  c.get_ratio = 0;
+  ASSERT_TRUE(RunBench(c, target, "fake", nullptr, nullptr).ok());
+  for (const std::string& entry : target.log()) {
+    ASSERT_THAT(entry, ::testing::MatchesRegex("P bench:0000000[0-9] 100 [0-9]+"));
+  }
+}
+
+TEST(RunBenchTest, WithoutPreloadGetsMiss) {
+  SEEDED_TEST_PREAMBLE();
+  FakeTarget target;
+  BenchConfig c = SmallConfig();
+  c.preload = false;
+  c.get_ratio = 1;
+  absl::StatusOr<BenchResult> r = RunBench(c, target, "fake", nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->preload_keys, 0u);
+  EXPECT_EQ(r->gets, 4000u);
+  EXPECT_EQ(r->puts, 0u);
+  EXPECT_EQ(r->misses, 4000u);
+  EXPECT_EQ(r->errors, 0u);
+  EXPECT_EQ(r->get_bytes, 0u);
+  // Misses got an answer, so their latency counts.
+  EXPECT_EQ(r->get_latency_ns.count(), 4000u);
+}
+
+TEST(RunBenchTest, RatioZeroIsAllPuts) {
+  SEEDED_TEST_PREAMBLE();
+  FakeTarget target;
+  BenchConfig c = SmallConfig();
+  c.preload = false;
+  c.get_ratio = 0;
+  absl::StatusOr<BenchResult> r = RunBench(c, target, "fake", nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->puts, 4000u);
+  EXPECT_EQ(r->gets, 0u);
+  EXPECT_EQ(r->get_latency_ns.count(), 0u);
+}
+
+TEST(RunBenchTest, ErrorsAreCountedAndTheFirstIsKept) {
+  SEEDED_TEST_PREAMBLE();
+  FakeTarget target;
+  target.FailGets();
+  BenchConfig c = SmallConfig();
+  c.get_ratio = 0.5;
+  absl::StatusOr<BenchResult> r = RunBench(c, target, "fake", nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->ops, 4000u);
+  EXPECT_EQ(r->errors, r->gets);
+  EXPECT_GT(r->errors, 0u);
+  EXPECT_EQ(r->misses, 0u);
+  EXPECT_EQ(r->get_latency_ns.count(), 0u);  // failed operations are not timed
+  EXPECT_EQ(r->first_error.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(r->first_error.message()), HasSubstr("injected GET failure"));
+  EXPECT_THAT(FormatBenchReport(*r), HasSubstr("first error UNAVAILABLE: injected GET failure"));
+}
+
+TEST(RunBenchTest, FailedPreloadStopsTheRun) {
+  SEEDED_TEST_PREAMBLE();
+  FakeTarget target;
+  target.FailPutsAfter(50);
+  absl::StatusOr<BenchResult> r = RunBench(SmallConfig(), target, "fake", nullptr, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("preload"));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("injected PUT failure"));
+}
+
+TEST(RunBenchTest, InvalidConfigIsRejected) {
+  FakeTarget target;
+  BenchConfig c = SmallConfig();
+  c.concurrency = 0;
+  absl::StatusOr<BenchResult> r = RunBench(c, target, "fake", nullptr, nullptr);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RunBenchTest, DurationModeStopsAndReportsProgress) {
+  SEEDED_TEST_PREAMBLE();
+  FakeTarget target;
+  BenchConfig c = SmallConfig();
+  c.ops = 0;
+  c.duration = absl::Milliseconds(300);
+  std::vector<BenchProgress> seen;  // the callback runs on this thread
+  absl::StatusOr<BenchResult> r = RunBench(
+      c, target, "fake", [&](const BenchProgress& p) { seen.push_back(p); }, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(r->elapsed, absl::Milliseconds(300));
+  EXPECT_LT(r->elapsed, absl::Seconds(10));
+  EXPECT_GT(r->ops, 0u);
+  EXPECT_FALSE(r->interrupted);
+
+  int timed = 0;
+  uint64_t last_ops = 0;
+  for (const BenchProgress& p : seen) {
+    if (p.preloading) {
+      EXPECT_EQ(p.total, 200u);
+      continue;
+    }
+    ++timed;
+    EXPECT_EQ(p.total, 0u);
+    EXPECT_GE(p.ops, last_ops);
+    EXPECT_GE(p.ops_per_sec, 0);
+    last_ops = p.ops;
+  }
+  // ~15 reports are due in 300 ms at a 20 ms interval; allow a slow machine.
+  EXPECT_GE(timed, 3);
+  EXPECT_LE(last_ops, r->ops);
+}
+
+TEST(RunBenchTest, CancelEndsTheRunEarly) {
+  SEEDED_TEST_PREAMBLE();
+  FakeTarget target;
+  BenchConfig c = SmallConfig();
+  c.ops = 0;
+  c.duration = absl::Seconds(60);
+  std::atomic<bool> cancel{false};
+  std::thread canceller([&] {
+    absl::SleepFor(absl::Milliseconds(200));
+    cancel.store(true);
+  });
+  const absl::Time start = absl::Now();
+  absl::StatusOr<BenchResult> r = RunBench(c, target, "fake", nullptr, &cancel);
+  canceller.join();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  EXPECT_TRUE(r->interrupted);
+  EXPECT_THAT(FormatBenchReport(*r), HasSubstr("(interrupted)"));
+}
+
+TEST(RunBenchTest, CancelledPreloadIsAnError) {
+  FakeTarget target;
+  std::atomic<bool> cancel{true};
+  absl::StatusOr<BenchResult> r = RunBench(SmallConfig(), target, "fake", nullptr, &cancel);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
+}
+
+TEST(RunBenchTest, SameSeedSameSingleThreadedRun) {
+  SEEDED_TEST_PREAMBLE();
+  auto run = [](uint64_t seed) {
+    FakeTarget target;
+    BenchConfig c = SmallConfig();
+    c.concurrency = 1;
+    c.ops = 500;
+    c.seed = seed;
+    EXPECT_TRUE(RunBench(c, target, "fake", nullptr, nullptr).ok());
+    return target.log();
+  };
+  const std::vector<std::string> a = run(TestSeed());
+  EXPECT_EQ(a, run(TestSeed()));
+  EXPECT_NE(a, run(TestSeed() + 1));
+}
+
+// ---------------------------------------------------------------------------
+// Reporting
+
+BenchResult SampleResult() {
+  BenchResult r;
+  r.config.keys = 1000;
+  r.config.value_size = 4096;
+  r.config.get_ratio = 0.9;
+  r.config.concurrency = 8;
+  r.config.seed = 42;
+  r.transport = "tcp";
+  r.preload_keys = 1000;
+  r.preload_elapsed = absl::Milliseconds(250);
+  r.elapsed = absl::Seconds(2);
+  r.ops = 1000;
+  r.gets = 900;
+  r.puts = 100;
+  r.misses = 3;
+  r.errors = 1;
+  r.get_bytes = 897 * 4096;
+  r.put_bytes = 99 * 4096;
+  r.first_error = absl::DeadlineExceededError("op timed out on key \xff\xfe");
+  for (int i = 0; i < 897; ++i) r.get_latency_ns.Record(10000 + i);
+  for (int i = 0; i < 99; ++i) r.put_latency_ns.Record(20000 + i);
+  r.all_latency_ns = r.get_latency_ns;
+  r.all_latency_ns.Merge(r.put_latency_ns);
+  return r;
+}
+
+TEST(ReportTest, JsonHasTheDocumentedFields) {
+  const std::string text = BenchResultToJson(SampleResult());
+  EXPECT_EQ(text.find('\n'), std::string::npos);  // one line
+  const nlohmann::json j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["transport"], "tcp");
+  EXPECT_EQ(j["seed"], 42);
+  EXPECT_EQ(j["keys"], 1000);
+  EXPECT_EQ(j["value_size"], 4096);
+  EXPECT_EQ(j["get_ratio"], 0.9);
+  EXPECT_EQ(j["concurrency"], 8);
+  EXPECT_EQ(j["preload_keys"], 1000);
+  EXPECT_EQ(j["preload_seconds"], 0.25);
+  EXPECT_EQ(j["seconds"], 2.0);
+  EXPECT_EQ(j["ops"], 1000);
+  EXPECT_EQ(j["ops_per_sec"], 500.0);
+  EXPECT_EQ(j["gets"], 900);
+  EXPECT_EQ(j["puts"], 100);
+  EXPECT_EQ(j["misses"], 3);
+  EXPECT_EQ(j["errors"], 1);
+  EXPECT_THAT(j["first_error"].get<std::string>(), HasSubstr("DEADLINE_EXCEEDED: op timed out"));
+  EXPECT_EQ(j["interrupted"], false);
+  EXPECT_EQ(j["value_bytes"], 996 * 4096);
+  EXPECT_EQ(j["gb_per_sec"], std::round(996.0 * 4096 / 2 / 1e9 * 1000) / 1000);
+  for (const char* kind : {"get", "put", "all"}) {
+    const nlohmann::json& l = j["latency_us"][kind];
+    for (const char* field : {"count", "mean", "p50", "p99", "p999", "max"}) {
+      EXPECT_TRUE(l.contains(field)) << kind << "." << field;
+    }
+  }
+  EXPECT_EQ(j["latency_us"]["get"]["count"], 897);
+  EXPECT_EQ(j["latency_us"]["all"]["count"], 996);
+  EXPECT_NEAR(j["latency_us"]["get"]["p50"].get<double>(), 10.448, 0.05);
+  EXPECT_NEAR(j["latency_us"]["put"]["p99"].get<double>(), 20.098, 0.1);
+  EXPECT_EQ(j["latency_us"]["put"]["max"], 20.098);
+}
+
+TEST(ReportTest, TextHasTheFigures) {
+  const std::string text = FormatBenchReport(SampleResult());
+  for (const char* want :
+       {"transport   tcp", "seed        42", "1000 keys, 4096-byte values, 90% GET, 8 threads",
+        "preload     1000 keys in 0.25 s", "ops         1000 in 2.00 s = 500.0 ops/s",
+        "gets        900 (misses 3)", "puts        100", "errors      1",
+        "first error DEADLINE_EXCEEDED", "GB/s", "p50", "p99", "p99.9", "  get ", "  put ",
+        "  all "}) {
+    EXPECT_THAT(text, HasSubstr(want));
+  }
+}
+
+TEST(ReportTest, ProgressLines) {
+  BenchProgress p;
+  p.elapsed = absl::Seconds(3);
+  p.ops = 1234567;
+  p.ops_per_sec = 411522.4;
+  EXPECT_EQ(FormatProgressLine(p), "bench    3.0s  1234567 ops  411522 ops/s");
+  p.total = 2000000;
+  EXPECT_THAT(FormatProgressLine(p), HasSubstr("(of 2000000)"));
+  p.preloading = true;
+  p.ops = 5000;
+  p.total = 10000;
+  p.ops_per_sec = 2500;
+  EXPECT_EQ(FormatProgressLine(p), "preload    3.0s  5000/10000 keys  2500 keys/s");
+}
+
+}  // namespace
+}  // namespace client
+}  // namespace kvstore

@@ -1,0 +1,58 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "common/protocol/commit_wire.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvstore {
+namespace wire {
+
+absl::StatusOr<ParsedCommit> ParseCommit(absl::string_view bytes) {
+  ParsedCommit out;
+  if (bytes.size() < sizeof(CommitRequest)) {
+    return absl::InvalidArgumentError(absl::StrCat("commit message of ", bytes.size(), " bytes"));
+  }
+  std::memcpy(&out.header, bytes.data(), sizeof(CommitRequest));
+  if (out.header.magic != kCommitMagic) return absl::InvalidArgumentError("bad commit magic");
+  const auto op = static_cast<CommitOp>(out.header.op);
+  if (op == CommitOp::kDelete) {
+    if (out.header.key_len == 0 || sizeof(CommitRequest) + out.header.key_len > bytes.size()) {
+      return absl::InvalidArgumentError("delete commit key length out of bounds");
+    }
+    out.key = bytes.substr(sizeof(CommitRequest), out.header.key_len);
+  } else if (op != CommitOp::kPut) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown commit op ", out.header.op));
+  }
+  return out;
+}
+
+size_t EncodeAck(uint64_t request_id, const absl::Status& status, char* out) {
+  CommitAck ack{};
+  ack.magic = kAckMagic;
+  ack.code = static_cast<int32_t>(status.code());
+  ack.request_id = request_id;
+  const size_t room = kAckBytes - sizeof(CommitAck);
+  ack.message_len = static_cast<uint16_t>(std::min(room, status.message().size()));
+  std::memcpy(out, &ack, sizeof(ack));
+  std::memcpy(out + sizeof(ack), status.message().data(), ack.message_len);
+  return sizeof(ack) + ack.message_len;
+}
+
+absl::StatusOr<ParsedAck> ParseAck(absl::string_view bytes) {
+  CommitAck ack;
+  if (bytes.size() < sizeof(ack)) return absl::DataLossError("short commit ack");
+  std::memcpy(&ack, bytes.data(), sizeof(ack));
+  if (ack.magic != kAckMagic) return absl::DataLossError("bad commit ack magic");
+  if (ack.code < 0 || ack.code > 16) return absl::DataLossError("bad status code in commit ack");
+  if (sizeof(ack) + ack.message_len > bytes.size()) return absl::DataLossError("ack message out of bounds");
+  ParsedAck out;
+  out.request_id = ack.request_id;
+  out.status = absl::Status(static_cast<absl::StatusCode>(ack.code),
+                            absl::string_view(bytes.data() + sizeof(ack), ack.message_len));
+  return out;
+}
+
+}  // namespace wire
+}  // namespace kvstore

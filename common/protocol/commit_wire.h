@@ -1,0 +1,86 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The messages of the RDMA commit protocol, carried by SENDs on the RC queue
+// pair a client connected with ConnectQp:
+//
+//   client -> server  CommitRequest [+ key bytes for kDelete]
+//   server -> client  CommitAck [+ message bytes]
+//
+// A PUT is an RDMA WRITE of a complete entry (common/layout.h) into the
+// client's write lease followed, on the same queue pair, by a kPut commit
+// naming the lease and the entry's range; RC ordering guarantees the WRITE's
+// data is in place when the SEND arrives. The server validates (lease owner
+// and expiry, bounds, entry checksum, key and limits), publishes the slot and
+// acks. Everything received is untrusted: Parse* check every length.
+// Little-endian, fixed layout; kWireVersion changes with any edit here.
+
+#ifndef KVSTORE_COMMON_PROTOCOL_COMMIT_WIRE_H_
+#define KVSTORE_COMMON_PROTOCOL_COMMIT_WIRE_H_
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace kvstore {
+namespace wire {
+
+inline constexpr uint32_t kWireVersion = 1;
+inline constexpr uint32_t kCommitMagic = 0x4D43564B;  // "KVCM"
+inline constexpr uint32_t kAckMagic = 0x4B41564B;     // "KVAK"
+
+enum class CommitOp : uint8_t { kPut = 1, kDelete = 2 };
+
+struct CommitRequest {
+  uint32_t magic;
+  uint8_t op;  // CommitOp
+  uint8_t reserved;
+  uint16_t key_len;  // kDelete: key bytes follow the struct
+  uint64_t request_id;
+  uint64_t lease_id;  // kPut
+  uint64_t offset;    // kPut: entry offset in the data arena
+  uint64_t size;      // kPut: EntryBytes(key_len, value_len)
+};
+static_assert(sizeof(CommitRequest) == 40);
+
+struct CommitAck {
+  uint32_t magic;
+  int32_t code;  // absl::StatusCode
+  uint64_t request_id;
+  uint16_t message_len;  // bytes of message following the struct
+  uint16_t reserved[3];
+};
+static_assert(sizeof(CommitAck) == 24);
+
+// Fixed size of every ack buffer; longer messages are truncated.
+inline constexpr size_t kAckBytes = 256;
+
+// Size of a receive buffer that holds any commit for keys up to max_key.
+constexpr size_t CommitBytes(uint64_t max_key_bytes) {
+  return sizeof(CommitRequest) + static_cast<size_t>(max_key_bytes);
+}
+
+struct ParsedCommit {
+  CommitRequest header;
+  absl::string_view key;  // kDelete only; a view into the received buffer
+};
+
+// Validates a received commit of `bytes` (magic, op, key length in bounds).
+absl::StatusOr<ParsedCommit> ParseCommit(absl::string_view bytes);
+
+// Encodes an ack for `status` into `out` (kAckBytes); returns bytes used.
+size_t EncodeAck(uint64_t request_id, const absl::Status& status, char* out);
+
+struct ParsedAck {
+  uint64_t request_id;
+  absl::Status status;
+};
+absl::StatusOr<ParsedAck> ParseAck(absl::string_view bytes);
+
+}  // namespace wire
+}  // namespace kvstore
+
+#endif  // KVSTORE_COMMON_PROTOCOL_COMMIT_WIRE_H_

@@ -1,0 +1,135 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "common/protocol/layout.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+// XXH3_state_t is only complete with XXH_STATIC_LINKING_ONLY; we keep it on
+// the stack instead of allocating one per checksum.
+#define XXH_STATIC_LINKING_ONLY
+#include "xxhash.h"
+
+namespace kvstore {
+namespace layout {
+
+namespace {
+constexpr uint64_t kOffsetMask = (uint64_t{1} << kOffsetBits) - 1;
+constexpr uint64_t kSizeMask = (uint64_t{1} << kSizeBits) - 1;
+constexpr uint64_t kFingerprintMask = (uint64_t{1} << kFingerprintBits) - 1;
+}  // namespace
+
+uint64_t EncodeSlot(const Slot& slot) {
+  return (uint64_t{slot.fingerprint} & kFingerprintMask) << (kOffsetBits + kSizeBits) |
+         ((slot.offset / kEntryAlign) & kOffsetMask) << kSizeBits |
+         ((slot.size / kEntryAlign) & kSizeMask);
+}
+
+Slot DecodeSlot(uint64_t word) {
+  Slot slot;
+  slot.fingerprint = static_cast<uint16_t>(word >> (kOffsetBits + kSizeBits));
+  slot.offset = ((word >> kSizeBits) & kOffsetMask) * kEntryAlign;
+  slot.size = (word & kSizeMask) * kEntryAlign;
+  return slot;
+}
+
+KeyHash HashKey(absl::string_view key, uint64_t seed, uint64_t bucket_count) {
+  // 128 bits: the low half picks the buckets, the high half the fingerprint,
+  // so a fingerprint says nothing about which bucket it sits in.
+  XXH128_hash_t h = XXH3_128bits_withSeed(key.data(), key.size(), seed);
+  KeyHash out;
+  const uint64_t n = bucket_count == 0 ? 1 : bucket_count;
+  out.bucket[0] = (h.low64 & 0xffffffffu) % n;
+  out.bucket[1] = (h.low64 >> 32) % n;
+  if (out.bucket[1] == out.bucket[0] && n > 1) out.bucket[1] = (out.bucket[0] + 1) % n;
+  uint16_t fp = static_cast<uint16_t>(h.high64 & kFingerprintMask);
+  out.fingerprint = fp == 0 ? 1 : fp;
+  return out;
+}
+
+uint64_t EntryChecksum(const EntryHeader& header, absl::string_view key,
+                       absl::string_view value) {
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  XXH3_64bits_update(&state, &header, kChecksummedHeaderBytes);
+  XXH3_64bits_update(&state, key.data(), key.size());
+  XXH3_64bits_update(&state, value.data(), value.size());
+  return XXH3_64bits_digest(&state);
+}
+
+EntryHeader MakeHeader(absl::string_view key, absl::string_view value, uint64_t version) {
+  EntryHeader h;
+  h.magic = kEntryMagic;
+  h.key_len = static_cast<uint32_t>(key.size());
+  h.value_len = static_cast<uint32_t>(value.size());
+  h.flags = 0;
+  h.version = version;
+  h.checksum = EntryChecksum(h, key, value);
+  return h;
+}
+
+void EncodeEntry(char* dst, absl::string_view key, absl::string_view value, uint64_t version) {
+  EntryHeader h = MakeHeader(key, value, version);
+  std::memcpy(dst, &h, sizeof(h));
+  std::memcpy(dst + kEntryHeaderBytes, key.data(), key.size());
+  if (!value.empty()) std::memcpy(dst + kEntryHeaderBytes + key.size(), value.data(), value.size());
+}
+
+void BeginEntry(char* dst, absl::string_view key, uint32_t value_len, uint64_t version) {
+  EntryHeader h;
+  h.magic = kEntryMagic;
+  h.key_len = static_cast<uint32_t>(key.size());
+  h.value_len = value_len;
+  h.flags = 0;
+  h.version = version;
+  h.checksum = 0;
+  std::memcpy(dst, &h, sizeof(h));
+  std::memcpy(dst + kEntryHeaderBytes, key.data(), key.size());
+}
+
+void SealEntry(char* dst) {
+  EntryHeader h;
+  std::memcpy(&h, dst, sizeof(h));
+  const char* key = dst + kEntryHeaderBytes;
+  h.checksum = EntryChecksum(h, absl::string_view(key, h.key_len),
+                             absl::string_view(key + h.key_len, h.value_len));
+  std::memcpy(dst + offsetof(EntryHeader, checksum), &h.checksum, sizeof(h.checksum));
+}
+
+absl::StatusOr<EntryView> ParseEntry(absl::string_view bytes) {
+  absl::StatusOr<EntryView> view = ParseEntryHeader(bytes);
+  if (view.ok() && EntryChecksum(*view->header, view->key, view->value) != view->header->checksum) {
+    return absl::DataLossError("entry checksum mismatch");
+  }
+  return view;
+}
+
+absl::StatusOr<EntryView> ParseEntryHeader(absl::string_view bytes) {
+  if (bytes.size() < kEntryHeaderBytes) {
+    return absl::DataLossError(absl::StrCat("entry shorter than its header: ", bytes.size()));
+  }
+  const auto* h = reinterpret_cast<const EntryHeader*>(bytes.data());
+  if (h->magic != kEntryMagic) {
+    return absl::DataLossError(absl::StrCat("bad entry magic 0x", absl::Hex(h->magic)));
+  }
+  // 64-bit arithmetic: neither length can overflow the sum.
+  const uint64_t need = uint64_t{kEntryHeaderBytes} + h->key_len + h->value_len;
+  if (need > bytes.size()) {
+    return absl::DataLossError(absl::StrCat("entry lengths (key ", h->key_len, ", value ",
+                                            h->value_len, ") exceed the ", bytes.size(),
+                                            " bytes read"));
+  }
+  absl::string_view key(bytes.data() + kEntryHeaderBytes, h->key_len);
+  absl::string_view value(key.data() + key.size(), h->value_len);
+  return EntryView{h, key, value};
+}
+
+absl::StatusOr<EntryView> VerifyEntry(absl::string_view bytes, absl::string_view key) {
+  auto view = ParseEntry(bytes);
+  if (!view.ok()) return view;
+  if (view->key != key) return absl::NotFoundError("entry holds another key");
+  return view;
+}
+
+}  // namespace layout
+}  // namespace kvstore

@@ -1,0 +1,158 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The memory layout shared by kvserver and every client: index buckets, slot
+// words and self-verifying entries. This is the ONE definition; the server
+// writes it and clients read it remotely (one-sided RDMA READs), so any change
+// here is a wire-format change and must bump kLayoutVersion.
+//
+//   index region:  bucket[0] bucket[1] ... bucket[bucket_count-1]
+//                  each bucket = 64 bytes = 8 slot words of 8 bytes
+//
+//   slot word (uint64, 0 = empty), written with one aligned release store:
+//     63           52 51                          22 21                0
+//     +--------------+------------------------------+------------------+
+//     | fingerprint  |  entry offset / 64 in pool   | entry size / 64  |
+//     |   12 bits    |          30 bits             |     22 bits      |
+//     +--------------+------------------------------+------------------+
+//
+//   entry (64-byte aligned, never updated in place):
+//     +-------+---------+-----------+-------+---------+----------+-----+-------+-----+
+//     | magic | key_len | value_len | flags | version | checksum | key | value | pad |
+//     |  u32  |   u32   |    u32    |  u32  |   u64   |   u64    |     |       |     |
+//     +-------+---------+-----------+-------+---------+----------+-----+-------+-----+
+//     checksum = XXH3-64 over header bytes [0, 24) + key + value.
+//
+// All integers are little-endian (x86-64 and every RDMA host we target).
+
+#ifndef KVSTORE_COMMON_PROTOCOL_LAYOUT_H_
+#define KVSTORE_COMMON_PROTOCOL_LAYOUT_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace kvstore {
+namespace layout {
+
+inline constexpr uint32_t kLayoutVersion = 1;
+
+inline constexpr size_t kBucketBytes = 64;
+inline constexpr size_t kSlotBytes = 8;
+inline constexpr size_t kSlotsPerBucket = kBucketBytes / kSlotBytes;
+inline constexpr size_t kEntryAlign = 64;
+
+inline constexpr int kFingerprintBits = 12;
+inline constexpr int kOffsetBits = 30;
+inline constexpr int kSizeBits = 22;
+static_assert(kFingerprintBits + kOffsetBits + kSizeBits == 64);
+
+// Largest pool a slot word can address, and largest single entry.
+inline constexpr uint64_t kMaxPoolBytes = (uint64_t{1} << kOffsetBits) * kEntryAlign;    // 64 GiB
+inline constexpr uint64_t kMaxEntryBytes = ((uint64_t{1} << kSizeBits) - 1) * kEntryAlign;  // ~256 MiB
+
+inline constexpr uint32_t kEntryMagic = 0x4B564531;  // "1EVK" little-endian: "KVE1"
+
+struct EntryHeader {
+  uint32_t magic;
+  uint32_t key_len;
+  uint32_t value_len;
+  uint32_t flags;  // reserved, zero
+  uint64_t version;
+  uint64_t checksum;  // over bytes [0, kChecksummedHeaderBytes) + key + value
+};
+static_assert(sizeof(EntryHeader) == 32);
+inline constexpr size_t kEntryHeaderBytes = sizeof(EntryHeader);
+inline constexpr size_t kChecksummedHeaderBytes = 24;
+
+// A decoded slot word. `offset` and `size` are in bytes.
+struct Slot {
+  uint16_t fingerprint = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+
+  friend bool operator==(const Slot& a, const Slot& b) {
+    return a.fingerprint == b.fingerprint && a.offset == b.offset && a.size == b.size;
+  }
+};
+
+// REQUIRES: fingerprint in [1, 4095], offset and size multiples of
+// kEntryAlign, offset < kMaxPoolBytes, 0 < size <= kMaxEntryBytes.
+uint64_t EncodeSlot(const Slot& slot);
+Slot DecodeSlot(uint64_t word);
+
+// Where a key lives in an index of `bucket_count` buckets built with `seed`.
+struct KeyHash {
+  uint64_t bucket[2];    // two candidate buckets (distinct when bucket_count > 1)
+  uint16_t fingerprint;  // never 0, so a live slot word is never 0
+};
+KeyHash HashKey(absl::string_view key, uint64_t seed, uint64_t bucket_count);
+
+// Bytes an entry occupies in the pool, header and padding included.
+constexpr uint64_t EntryBytes(uint64_t key_len, uint64_t value_len) {
+  return (kEntryHeaderBytes + key_len + value_len + kEntryAlign - 1) / kEntryAlign * kEntryAlign;
+}
+
+// Checksum of an entry whose value may live apart from its header and key
+// (zero-copy PUT gathers them from two buffers).
+uint64_t EntryChecksum(const EntryHeader& header, absl::string_view key,
+                       absl::string_view value);
+
+// Fills `header` for key/value and computes its checksum.
+EntryHeader MakeHeader(absl::string_view key, absl::string_view value, uint64_t version);
+
+// Writes a complete entry at `dst` (REQUIRES: EntryBytes(key, value) bytes).
+void EncodeEntry(char* dst, absl::string_view key, absl::string_view value, uint64_t version);
+
+// Writes header+key at `dst` for a value that the caller places (or has
+// placed) at dst + kEntryHeaderBytes + key.size(). Used where the value is
+// received straight into pool memory: call SealEntry() once it has arrived.
+void BeginEntry(char* dst, absl::string_view key, uint32_t value_len, uint64_t version);
+void SealEntry(char* dst);
+
+// The parts of an entry that verified.
+struct EntryView {
+  const EntryHeader* header;
+  absl::string_view key;
+  absl::string_view value;
+};
+
+// Verifies an entry held in `bytes` (header first), treating every byte as
+// untrusted: magic, lengths within `bytes`, checksum. Returns
+// kDataLoss-coded errors for bad content, never crashes.
+absl::StatusOr<EntryView> ParseEntry(absl::string_view bytes);
+
+// ParseEntry() without the checksum: for an entry this process has just
+// written and checksummed itself.
+absl::StatusOr<EntryView> ParseEntryHeader(absl::string_view bytes);
+
+// ParseEntry() plus the requirement that the entry holds `key`
+// (kNotFound-coded "key mismatch" otherwise: a fingerprint collision or a
+// slot reused under the reader).
+absl::StatusOr<EntryView> VerifyEntry(absl::string_view bytes, absl::string_view key);
+
+// Atomic access to a slot word that lives in (possibly registered) memory.
+inline uint64_t LoadSlot(const uint64_t* word) {
+  return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+}
+inline void StoreSlot(uint64_t* word, uint64_t value) {
+  __atomic_store_n(word, value, __ATOMIC_RELEASE);
+}
+
+// Index geometry, published in the handshake for each server epoch.
+struct IndexGeometry {
+  uint64_t bucket_count = 0;
+  uint64_t seed = 0;
+  uint32_t layout_version = kLayoutVersion;
+
+  uint64_t bytes() const { return bucket_count * kBucketBytes; }
+};
+
+}  // namespace layout
+}  // namespace kvstore
+
+#endif  // KVSTORE_COMMON_PROTOCOL_LAYOUT_H_

@@ -1,0 +1,124 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "common/protocol/layout.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/protocol/limits.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvstore {
+namespace layout {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(SlotWord, RoundTripsExtremes) {
+  const Slot cases[] = {
+      {1, 0, kEntryAlign},
+      {4095, kMaxPoolBytes - kEntryAlign, kMaxEntryBytes},
+      {0x5a5, 123 * kEntryAlign, 77 * kEntryAlign},
+  };
+  for (const Slot& s : cases) {
+    uint64_t w = EncodeSlot(s);
+    EXPECT_NE(w, 0u);
+    EXPECT_EQ(DecodeSlot(w), s);
+  }
+}
+
+TEST(HashKey, FingerprintNeverZeroAndBucketsInRange) {
+  for (uint64_t n : {1ull, 2ull, 3ull, 1000ull, 1ull << 20}) {
+    for (int i = 0; i < 2000; ++i) {
+      KeyHash h = HashKey("key" + std::to_string(i), 42, n);
+      EXPECT_NE(h.fingerprint, 0);
+      EXPECT_LT(h.bucket[0], n);
+      EXPECT_LT(h.bucket[1], n);
+      if (n > 1) EXPECT_NE(h.bucket[0], h.bucket[1]);
+    }
+  }
+}
+
+TEST(HashKey, SeedChangesPlacement) {
+  int same = 0;
+  for (int i = 0; i < 100; ++i) {
+    std::string k = "k" + std::to_string(i);
+    same += HashKey(k, 1, 1 << 20).bucket[0] == HashKey(k, 2, 1 << 20).bucket[0];
+  }
+  EXPECT_LT(same, 5);
+}
+
+TEST(Entry, EncodeThenVerify) {
+  std::string key = "user:42";
+  std::string value(1000, '\0');
+  for (size_t i = 0; i < value.size(); ++i) value[i] = static_cast<char>(i * 7);
+  std::vector<char> buf(EntryBytes(key.size(), value.size()));
+  EXPECT_EQ(buf.size() % kEntryAlign, 0u);
+  EncodeEntry(buf.data(), key, value, 9);
+  auto v = VerifyEntry(absl::string_view(buf.data(), buf.size()), key);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->value, value);
+  EXPECT_EQ(v->header->version, 9u);
+}
+
+TEST(Entry, BeginThenSealEqualsEncode) {
+  std::string key = "k", value = "streamed value";
+  std::vector<char> a(EntryBytes(1, value.size())), b(a.size());
+  EncodeEntry(a.data(), key, value, 3);
+  BeginEntry(b.data(), key, value.size(), 3);
+  std::copy(value.begin(), value.end(), b.begin() + kEntryHeaderBytes + key.size());
+  SealEntry(b.data());
+  EXPECT_EQ(0, memcmp(a.data(), b.data(), kEntryHeaderBytes + key.size() + value.size()));
+}
+
+TEST(Entry, EveryFlippedBitIsDetected) {
+  std::string key = "abc", value = "0123456789";
+  const size_t used = kEntryHeaderBytes + key.size() + value.size();
+  std::vector<char> good(EntryBytes(key.size(), value.size()));
+  EncodeEntry(good.data(), key, value, 1);
+  for (size_t byte = 0; byte < used; ++byte) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::vector<char> bad = good;
+      bad[byte] ^= static_cast<char>(1 << bit);
+      auto v = VerifyEntry(absl::string_view(bad.data(), bad.size()), key);
+      EXPECT_FALSE(v.ok()) << "byte " << byte << " bit " << bit;
+    }
+  }
+}
+
+TEST(Entry, UntrustedLengthsAreBoundsChecked) {
+  std::vector<char> buf(128);
+  EncodeEntry(buf.data(), "k", "v", 1);
+  auto* h = reinterpret_cast<EntryHeader*>(buf.data());
+  h->value_len = 0xffffffffu;  // claims 4 GiB
+  auto v = ParseEntry(absl::string_view(buf.data(), buf.size()));
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(v.status().message()), HasSubstr("exceed"));
+  EXPECT_FALSE(ParseEntry(absl::string_view(buf.data(), 10)).ok());
+}
+
+TEST(Entry, WrongKeyIsNotFound) {
+  std::vector<char> buf(128);
+  EncodeEntry(buf.data(), "alpha", "v", 1);
+  auto v = VerifyEntry(absl::string_view(buf.data(), buf.size()), "beta");
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(Limits, NamesTheLimit) {
+  Limits l;
+  l.max_key_bytes = 8;
+  l.max_value_bytes = 16;
+  EXPECT_TRUE(l.CheckKey("12345678").ok());
+  EXPECT_THAT(std::string(l.CheckKey("123456789").message()), HasSubstr("max_key_bytes=8"));
+  EXPECT_THAT(std::string(l.CheckValueLength(17).message()), HasSubstr("max_value_bytes=16"));
+  EXPECT_EQ(l.CheckKey("").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(l.Validate().ok());
+  l.max_value_bytes = uint64_t{1} << 40;
+  EXPECT_FALSE(l.Validate().ok());
+}
+
+}  // namespace
+}  // namespace layout
+}  // namespace kvstore

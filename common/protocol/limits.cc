@@ -1,0 +1,43 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "common/protocol/limits.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kvstore {
+
+absl::Status Limits::CheckKeyLength(uint64_t key_len) const {
+  if (key_len == 0) return absl::InvalidArgumentError("key is empty");
+  if (key_len > max_key_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("key is ", key_len,
+                                                   " bytes, over the limit max_key_bytes=",
+                                                   max_key_bytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Limits::CheckKey(absl::string_view key) const { return CheckKeyLength(key.size()); }
+
+absl::Status Limits::CheckValueLength(uint64_t value_len) const {
+  if (value_len > max_value_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("value is ", value_len,
+                                                   " bytes, over the limit max_value_bytes=",
+                                                   max_value_bytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Limits::Validate() const {
+  if (max_key_bytes == 0 || max_key_bytes > kCeilingKeyBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_key_bytes must be in [1, ", kCeilingKeyBytes, "]"));
+  }
+  if (max_value_bytes > kCeilingValueBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_value_bytes must be at most ", kCeilingValueBytes));
+  }
+  if (max_batch_keys == 0) return absl::InvalidArgumentError("max_batch_keys must be positive");
+  return absl::OkStatus();
+}
+
+}  // namespace kvstore

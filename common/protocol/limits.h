@@ -1,0 +1,42 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Request limits, enforced on every path (gRPC, RESP, RDMA commit) before
+// anything is allocated. The server's flags set them; the handshake tells
+// clients, which check them before sending anything.
+
+#ifndef KVSTORE_COMMON_PROTOCOL_LIMITS_H_
+#define KVSTORE_COMMON_PROTOCOL_LIMITS_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "common/protocol/layout.h"
+
+namespace kvstore {
+
+inline constexpr uint64_t kDefaultMaxKeyBytes = 1024;
+inline constexpr uint64_t kDefaultMaxValueBytes = 64ull << 20;
+
+// Hard ceilings from the slot format: an entry must fit in kMaxEntryBytes.
+inline constexpr uint64_t kCeilingKeyBytes = 64 * 1024;
+inline constexpr uint64_t kCeilingValueBytes =
+    layout::kMaxEntryBytes - layout::kEntryHeaderBytes - kCeilingKeyBytes;
+
+struct Limits {
+  uint64_t max_key_bytes = kDefaultMaxKeyBytes;
+  uint64_t max_value_bytes = kDefaultMaxValueBytes;
+  // Largest number of keys in one MGET/MSET/MultiGet/MultiPut.
+  uint64_t max_batch_keys = 4096;
+
+  // kInvalidArgument naming the limit, or OK. Empty keys are invalid.
+  absl::Status CheckKey(absl::string_view key) const;
+  absl::Status CheckKeyLength(uint64_t key_len) const;
+  absl::Status CheckValueLength(uint64_t value_len) const;
+  // Rejects limits beyond the format's ceilings.
+  absl::Status Validate() const;
+};
+
+}  // namespace kvstore
+
+#endif  // KVSTORE_COMMON_PROTOCOL_LIMITS_H_

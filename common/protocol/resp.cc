@@ -1,0 +1,253 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "common/protocol/resp.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace kvstore {
+namespace resp {
+
+namespace {
+
+enum class LineResult { kOk, kNeedMore, kBad };
+
+// Reads "<prefix><digits>\r\n" at `pos`. Only an optional '-' and decimal
+// digits are accepted, at most kMaxLengthLine bytes in all.
+LineResult ReadLength(absl::string_view buf, size_t pos, char prefix, int64_t* value,
+                      size_t* next, std::string* error) {
+  if (pos >= buf.size()) return LineResult::kNeedMore;
+  if (buf[pos] != prefix) {
+    char c = buf[pos];
+    *error = absl::StrCat("Protocol error: expected '", std::string(1, prefix), "', got '",
+                          absl::ascii_isprint(static_cast<unsigned char>(c))
+                              ? std::string(1, c)
+                              : absl::StrCat("\\x", absl::Hex(static_cast<unsigned char>(c),
+                                                             absl::kZeroPad2)),
+                          "'");
+    return LineResult::kBad;
+  }
+  const size_t limit = std::min(buf.size(), pos + kMaxLengthLine);
+  size_t end = pos + 1;
+  while (end < limit && buf[end] != '\r') ++end;
+  if (end >= limit) {
+    if (buf.size() >= pos + kMaxLengthLine) {
+      *error = "Protocol error: length line too long";
+      return LineResult::kBad;
+    }
+    return LineResult::kNeedMore;
+  }
+  if (end + 1 >= buf.size()) return LineResult::kNeedMore;
+  if (buf[end + 1] != '\n') {
+    *error = "Protocol error: length line not terminated by CRLF";
+    return LineResult::kBad;
+  }
+  absl::string_view digits = buf.substr(pos + 1, end - pos - 1);
+  bool negative = !digits.empty() && digits[0] == '-';
+  absl::string_view body = negative ? digits.substr(1) : digits;
+  if (body.empty() || body.size() > 18) {
+    *error = absl::StrCat("Protocol error: invalid ", prefix == '*' ? "multibulk" : "bulk",
+                          " length");
+    return LineResult::kBad;
+  }
+  int64_t v = 0;
+  for (char c : body) {
+    if (c < '0' || c > '9') {
+      *error = absl::StrCat("Protocol error: invalid ", prefix == '*' ? "multibulk" : "bulk",
+                            " length");
+      return LineResult::kBad;
+    }
+    v = v * 10 + (c - '0');
+  }
+  *value = negative ? -v : v;
+  *next = end + 2;
+  return LineResult::kOk;
+}
+
+ParsedRequest Error(std::string msg) {
+  ParsedRequest r;
+  r.kind = ParsedRequest::Kind::kError;
+  r.error = std::move(msg);
+  return r;
+}
+
+}  // namespace
+
+bool CommandIs(absl::string_view arg, absl::string_view name) {
+  return absl::EqualsIgnoreCase(arg, name);
+}
+
+ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
+  ParsedRequest out;
+  std::string error;
+  int64_t argc = 0;
+  size_t pos = 0;
+  switch (ReadLength(buf, 0, '*', &argc, &pos, &error)) {
+    case LineResult::kNeedMore: return out;
+    case LineResult::kBad: return Error(std::move(error));
+    case LineResult::kOk: break;
+  }
+  if (argc <= 0 || static_cast<uint64_t>(argc) > limits.max_args) {
+    return Error(absl::StrCat("Protocol error: invalid multibulk length ", argc,
+                              " (must be 1..", limits.max_args, ")"));
+  }
+  uint64_t buffered = 0;
+  // Not reserved up front: argc is peer-supplied and only bounds the loop.
+  for (int64_t i = 0; i < argc; ++i) {
+    int64_t len = 0;
+    size_t body = 0;
+    switch (ReadLength(buf, pos, '$', &len, &body, &error)) {
+      case LineResult::kNeedMore: out.args.clear(); return out;
+      case LineResult::kBad: return Error(std::move(error));
+      case LineResult::kOk: break;
+    }
+    if (len < 0) return Error(absl::StrCat("Protocol error: invalid bulk length ", len));
+    // SET key value: the value is handed to the caller to stream into pool
+    // memory instead of being buffered here. The caller checks its length
+    // against the value limit (and can name that limit in its reply).
+    if (i == 2 && argc == 3 && CommandIs(out.args[0], "SET")) {
+      out.kind = ParsedRequest::Kind::kSetValue;
+      out.consumed = body;
+      out.value_len = static_cast<uint64_t>(len);
+      return out;
+    }
+    if (static_cast<uint64_t>(len) > limits.max_bulk_bytes) {
+      return Error(absl::StrCat("Protocol error: invalid bulk length ", len, " (limit ",
+                                limits.max_bulk_bytes, ")"));
+    }
+    buffered += static_cast<uint64_t>(len);
+    if (buffered > limits.max_buffered_bytes) {
+      return Error(absl::StrCat("Protocol error: request larger than ",
+                                limits.max_buffered_bytes, " bytes (use SET for large values)"));
+    }
+    if (buf.size() < body + static_cast<uint64_t>(len) + 2) {
+      out.args.clear();
+      return out;
+    }
+    if (buf[body + len] != '\r' || buf[body + len + 1] != '\n') {
+      return Error("Protocol error: bulk string not terminated by CRLF");
+    }
+    out.args.push_back(buf.substr(body, static_cast<size_t>(len)));
+    pos = body + static_cast<size_t>(len) + 2;
+  }
+  out.kind = ParsedRequest::Kind::kCommand;
+  out.consumed = pos;
+  return out;
+}
+
+void AppendSimple(std::string* out, absl::string_view s) { absl::StrAppend(out, "+", s, "\r\n"); }
+void AppendError(std::string* out, absl::string_view msg) {
+  absl::StrAppend(out, "-", msg, "\r\n");
+}
+void AppendInteger(std::string* out, int64_t n) { absl::StrAppend(out, ":", n, "\r\n"); }
+void AppendBulkHeader(std::string* out, uint64_t len) { absl::StrAppend(out, "$", len, "\r\n"); }
+void AppendBulk(std::string* out, absl::string_view s) {
+  AppendBulkHeader(out, s.size());
+  out->append(s.data(), s.size());
+  out->append("\r\n");
+}
+void AppendNull(std::string* out) { out->append("$-1\r\n"); }
+void AppendArrayHeader(std::string* out, uint64_t n) { absl::StrAppend(out, "*", n, "\r\n"); }
+void AppendCommand(std::string* out, const std::vector<absl::string_view>& args) {
+  AppendArrayHeader(out, args.size());
+  for (absl::string_view a : args) AppendBulk(out, a);
+}
+
+namespace {
+
+// Recursive reply parser; returns false with *need_more when incomplete.
+absl::Status ParseOne(absl::string_view buf, size_t* pos, const ReplyLimits& limits, int depth,
+                      Reply* out, bool* need_more) {
+  if (depth > limits.max_depth) return absl::DataLossError("RESP reply nested too deeply");
+  if (*pos >= buf.size()) {
+    *need_more = true;
+    return absl::OkStatus();
+  }
+  const char type = buf[*pos];
+  size_t eol = buf.find("\r\n", *pos);
+  if (eol == absl::string_view::npos) {
+    if (buf.size() - *pos > 64 * 1024) return absl::DataLossError("RESP line too long");
+    *need_more = true;
+    return absl::OkStatus();
+  }
+  absl::string_view line = buf.substr(*pos + 1, eol - *pos - 1);
+  switch (type) {
+    case '+':
+    case '-':
+      out->type = type == '+' ? Reply::Type::kSimple : Reply::Type::kError;
+      out->str = std::string(line);
+      *pos = eol + 2;
+      return absl::OkStatus();
+    case ':': {
+      out->type = Reply::Type::kInteger;
+      if (!absl::SimpleAtoi(line, &out->integer)) return absl::DataLossError("bad RESP integer");
+      *pos = eol + 2;
+      return absl::OkStatus();
+    }
+    case '$': {
+      int64_t len;
+      if (!absl::SimpleAtoi(line, &len) || len < -1 ||
+          (len >= 0 && static_cast<uint64_t>(len) > limits.max_bulk_bytes)) {
+        return absl::DataLossError("bad RESP bulk length");
+      }
+      if (len == -1) {
+        out->type = Reply::Type::kNull;
+        *pos = eol + 2;
+        return absl::OkStatus();
+      }
+      const size_t body = eol + 2;
+      if (buf.size() < body + len + 2) {
+        *need_more = true;
+        return absl::OkStatus();
+      }
+      if (buf[body + len] != '\r' || buf[body + len + 1] != '\n') {
+        return absl::DataLossError("RESP bulk not terminated by CRLF");
+      }
+      out->type = Reply::Type::kBulk;
+      out->str.assign(buf.data() + body, static_cast<size_t>(len));
+      *pos = body + len + 2;
+      return absl::OkStatus();
+    }
+    case '*': {
+      int64_t n;
+      if (!absl::SimpleAtoi(line, &n) || n < -1 || (n > 0 && static_cast<uint64_t>(n) > limits.max_elements)) {
+        return absl::DataLossError("bad RESP array length");
+      }
+      *pos = eol + 2;
+      if (n == -1) {
+        out->type = Reply::Type::kNull;
+        return absl::OkStatus();
+      }
+      out->type = Reply::Type::kArray;
+      out->elements.clear();
+      for (int64_t i = 0; i < n; ++i) {
+        out->elements.emplace_back();
+        absl::Status s = ParseOne(buf, pos, limits, depth + 1, &out->elements.back(), need_more);
+        if (!s.ok() || *need_more) return s;
+      }
+      return absl::OkStatus();
+    }
+    default:
+      return absl::DataLossError(absl::StrCat("unexpected RESP type byte 0x",
+                                              absl::Hex(static_cast<unsigned char>(type))));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedReply> ParseReply(absl::string_view buffer, const ReplyLimits& limits) {
+  ParsedReply out;
+  size_t pos = 0;
+  bool need_more = false;
+  absl::Status s = ParseOne(buffer, &pos, limits, 0, &out.reply, &need_more);
+  if (!s.ok()) return s;
+  if (need_more) return ParsedReply();
+  out.complete = true;
+  out.consumed = pos;
+  return out;
+}
+
+}  // namespace resp
+}  // namespace kvstore

@@ -1,0 +1,334 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/control/control_service.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/protocol/commit_wire.h"
+#include "common/grpc_status.h"
+#include "common/protocol/layout.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+namespace pb = ::kvstore::v1;
+
+uint32_t ClampToU32(int64_t v) {
+  return static_cast<uint32_t>(std::clamp<int64_t>(v, 0, std::numeric_limits<uint32_t>::max()));
+}
+
+}  // namespace
+
+KvControlServiceImpl::KvControlServiceImpl(ControlServiceDeps deps) : deps_(std::move(deps)) {
+  CHECK(deps_.store != nullptr);
+  CHECK(deps_.leases != nullptr);
+  CHECK(deps_.pool != nullptr);
+}
+
+// The writers seal their open segments in the store, which outlives us.
+KvControlServiceImpl::~KvControlServiceImpl() = default;
+
+absl::Status KvControlServiceImpl::CheckEpoch(uint64_t epoch) const {
+  if (epoch == deps_.epoch) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("stale epoch ", epoch, ", server epoch ", deps_.epoch, ": handshake again"));
+}
+
+void KvControlServiceImpl::FillLease(const LeaseInfo& info, pb::Lease* lease) const {
+  lease->set_lease_id(info.lease_id);
+  lease->set_epoch(deps_.epoch);
+  lease->set_arena_offset(info.chunk.offset);
+  lease->set_length(info.chunk.length);
+  lease->set_expires_unix_ms(absl::ToUnixMillis(info.expires_at));
+  lease->set_write_rkey(info.write_rkey);
+  // An address is only useful together with a key that allows writing to it.
+  if (info.write_rkey != 0) {
+    lease->set_write_addr(reinterpret_cast<uint64_t>(deps_.pool->data()) + info.chunk.offset);
+  }
+}
+
+grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
+                                             const pb::HandshakeRequest* request,
+                                             pb::HandshakeResponse* response) {
+  handshakes_.fetch_add(1, std::memory_order_relaxed);
+  VLOG(1) << "handshake from " << request->client_name() << " at "
+          << (context != nullptr ? context->peer() : "?");
+  response->set_epoch(deps_.epoch);
+  response->set_server_version(kServerVersion);
+
+  const Limits& limits = deps_.store->limits();
+  const LeaseOptions& lease_options = deps_.leases->options();
+  pb::Limits* l = response->mutable_limits();
+  l->set_max_key_bytes(limits.max_key_bytes);
+  l->set_max_value_bytes(limits.max_value_bytes);
+  l->set_max_batch_keys(limits.max_batch_keys);
+  l->set_max_lease_bytes(lease_options.max_lease_bytes);
+  l->set_lease_ttl_ms(ClampToU32(absl::ToInt64Milliseconds(lease_options.ttl)));
+  // Half the grace period, rounded down, so that a READ that finished within
+  // the span cannot have raced the reuse of the entry it read.
+  l->set_max_read_span_ms(
+      ClampToU32(absl::ToInt64Milliseconds(deps_.store->options().grace_period / 2)));
+
+  const layout::IndexGeometry& geometry = deps_.store->index().geometry();
+  pb::IndexGeometry* g = response->mutable_index();
+  g->set_bucket_count(geometry.bucket_count);
+  g->set_seed(geometry.seed);
+  g->set_layout_version(geometry.layout_version);
+  g->set_bucket_bytes(static_cast<uint32_t>(layout::kBucketBytes));
+  g->set_slots_per_bucket(static_cast<uint32_t>(layout::kSlotsPerBucket));
+
+  // Empty when the pool is not registered with an RDMA device.
+  for (const PoolRegion& region : deps_.pool->regions()) {
+    pb::RegionDescriptor* r = response->add_regions();
+    r->set_region_id(region.region_id);
+    r->set_kind(region.is_index ? pb::REGION_KIND_INDEX : pb::REGION_KIND_DATA);
+    r->set_arena_offset(region.pool_offset);
+    r->set_length(region.length);
+    r->set_addr(region.addr);
+    r->set_rkey(region.rkey);
+    r->set_epoch(deps_.epoch);
+  }
+
+  pb::DataEndpoints* e = response->mutable_endpoints();
+  e->set_resp_address(deps_.resp_address);
+  e->set_rdma_device(deps_.rdma_device);
+  if (deps_.rdma != nullptr) {
+    const rdma::Gid& gid = deps_.rdma->gid();
+    e->set_rdma_gid(std::string(reinterpret_cast<const char*>(gid.data()), gid.size()));
+    e->set_rdma_port(deps_.rdma->port());
+  }
+  response->set_data_arena_bytes(deps_.pool->data_bytes());
+  return grpc::Status::OK;
+}
+
+grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
+                                              const pb::GrantLeaseRequest* request,
+                                              pb::GrantLeaseResponse* response) {
+  lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    std::string owner = request->client_name().empty() ? "anonymous" : request->client_name();
+    if (context != nullptr) absl::StrAppend(&owner, "@", context->peer());
+    KV_ASSIGN_OR_RETURN(LeaseInfo info, deps_.leases->Grant(request->bytes(), std::move(owner)));
+    if (request->connection_id() != 0) {
+      absl::StatusOr<std::pair<uint32_t, uint64_t>> key =
+          deps_.rdma == nullptr
+              ? absl::FailedPreconditionError("this server has no RDMA device: no write keys")
+              : deps_.rdma->BindLease(request->connection_id(), info);
+      if (!key.ok()) {
+        (void)deps_.leases->Release(info.lease_id);
+        return key.status();
+      }
+      info.write_rkey = key->first;
+    }
+    FillLease(info, response->mutable_lease());
+    return absl::OkStatus();
+  }();
+  if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
+  return ToGrpcStatus(status);
+}
+
+absl::Status KvControlServiceImpl::CheckLeaseCaller(uint64_t lease_id,
+                                                   uint64_t connection_id) const {
+  if (deps_.rdma == nullptr) return absl::OkStatus();
+  const uint64_t owner = deps_.rdma->LeaseConnection(lease_id);
+  if (owner != 0 && owner != connection_id) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("lease ", lease_id, " belongs to another RDMA connection"));
+  }
+  return absl::OkStatus();
+}
+
+grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
+                                             const pb::ConnectQpRequest* request,
+                                             pb::ConnectQpResponse* response) {
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    if (deps_.rdma == nullptr) {
+      return absl::UnavailableError("this server has no RDMA device; use the RESP/TCP data port");
+    }
+    const pb::QpEndpoint& in = request->client();
+    if (in.gid().size() != 16 || in.qpn() == 0) {
+      return absl::InvalidArgumentError("client queue pair endpoint needs a qpn and a 16-byte gid");
+    }
+    rdma::QpEndpoint client;
+    client.qpn = in.qpn();
+    client.psn = in.psn() & 0xffffff;
+    std::memcpy(client.gid.data(), in.gid().data(), 16);
+    client.lid = static_cast<uint16_t>(in.lid());
+    std::string owner = request->client_name().empty() ? "anonymous" : request->client_name();
+    if (context != nullptr) absl::StrAppend(&owner, "@", context->peer());
+    KV_ASSIGN_OR_RETURN(RdmaService::Accepted accepted,
+                        deps_.rdma->Connect(client, owner, request->probe_addr(),
+                                            request->probe_rkey()));
+    response->set_connection_id(accepted.connection_id);
+    pb::QpEndpoint* out = response->mutable_server();
+    out->set_qpn(accepted.server.qpn);
+    out->set_psn(accepted.server.psn);
+    out->set_gid(std::string(reinterpret_cast<const char*>(accepted.server.gid.data()), 16));
+    out->set_lid(accepted.server.lid);
+    response->set_commit_credits(accepted.commit_credits);
+    response->set_max_commit_bytes(accepted.max_commit_bytes);
+    response->set_ack_bytes(static_cast<uint32_t>(wire::kAckBytes));
+    return absl::OkStatus();
+  }();
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::DisconnectQp(grpc::ServerContext* context,
+                                                const pb::DisconnectQpRequest* request,
+                                                pb::DisconnectQpResponse* response) {
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    if (deps_.rdma == nullptr) return absl::UnavailableError("this server has no RDMA device");
+    return deps_.rdma->Disconnect(request->connection_id());
+  }();
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::RenewLease(grpc::ServerContext* context,
+                                              const pb::RenewLeaseRequest* request,
+                                              pb::RenewLeaseResponse* response) {
+  lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    KV_RETURN_IF_ERROR(CheckLeaseCaller(request->lease_id(), request->connection_id()));
+    KV_ASSIGN_OR_RETURN(LeaseInfo info, deps_.leases->Renew(request->lease_id()));
+    FillLease(info, response->mutable_lease());
+    return absl::OkStatus();
+  }();
+  if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::ReleaseLease(grpc::ServerContext* context,
+                                                const pb::ReleaseLeaseRequest* request,
+                                                pb::ReleaseLeaseResponse* response) {
+  lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    KV_RETURN_IF_ERROR(CheckLeaseCaller(request->lease_id(), request->connection_id()));
+    return deps_.leases->Release(request->lease_id());
+  }();
+  if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::Get(grpc::ServerContext* context, const pb::GetRequest* request,
+                                       pb::GetResponse* response) {
+  gets_.fetch_add(1, std::memory_order_relaxed);
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(deps_.store->limits().CheckKey(request->key()));
+    KV_ASSIGN_OR_RETURN(PinnedValue value, deps_.store->Get(request->key()));
+    // Copied while pinned; the pin ends when `value` goes out of scope.
+    response->set_value(value.value().data(), value.value().size());
+    return absl::OkStatus();
+  }();
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::PutRequest* request,
+                                       pb::PutResponse* response) {
+  puts_.fetch_add(1, std::memory_order_relaxed);
+  absl::Status status = [&]() -> absl::Status {
+    // Limits first, so an oversized request allocates nothing.
+    const Limits& limits = deps_.store->limits();
+    KV_RETURN_IF_ERROR(limits.CheckKey(request->key()));
+    KV_RETURN_IF_ERROR(limits.CheckValueLength(request->value().size()));
+    PutWriter& w = writers_[next_writer_.fetch_add(1, std::memory_order_relaxed) % kPutWriters];
+    absl::MutexLock lock(&w.mu);
+    // Created on first use: an idle writer would hold a segment open.
+    if (w.writer == nullptr) w.writer = deps_.store->NewWriter();
+    return deps_.store->Put(w.writer.get(), request->key(), request->value());
+  }();
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::Delete(grpc::ServerContext* context,
+                                          const pb::DeleteRequest* request,
+                                          pb::DeleteResponse* response) {
+  deletes_.fetch_add(1, std::memory_order_relaxed);
+  // KvStore::Delete() checks the key against the limits itself.
+  return ToGrpcStatus(deps_.store->Delete(request->key()));
+}
+
+grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
+                                         const pb::StatsRequest* request,
+                                         pb::StatsResponse* response) {
+  auto& info = *response->mutable_info();
+  for (const auto& [key, value] : deps_.info) info[key] = value;
+  info["server_version"] = kServerVersion;
+  info["epoch"] = absl::StrCat(deps_.epoch);
+  info["resp_address"] = deps_.resp_address;
+  info["rdma_device"] = deps_.rdma_device;
+  info["rdma_registered"] = deps_.pool->registered() ? "true" : "false";
+
+  auto& counters = *response->mutable_counters();
+  const KvStoreCounters s = deps_.store->counters();
+  counters["keys"] = s.keys;
+  counters["index_capacity"] = s.index_capacity;
+  counters["index_bytes"] = deps_.pool->index_bytes();
+  counters["pool_bytes"] = s.pool_bytes;
+  counters["live_bytes"] = s.live_bytes;
+  counters["segments_total"] = s.segments_total;
+  counters["segments_free"] = s.segments_free;
+  counters["segments_awaiting_grace"] = s.segments_awaiting_grace;
+  counters["segments_reclaimed"] = s.segments_reclaimed;
+  counters["commits"] = s.commits;
+  counters["deletes"] = s.deletes;
+  counters["cleaner_passes"] = s.cleaner_passes;
+  counters["cleaner_moved_entries"] = s.cleaner_moved_entries;
+  counters["cleaner_moved_bytes"] = s.cleaner_moved_bytes;
+  counters["pool_full_errors"] = s.pool_full_errors;
+  counters["index_full_errors"] = s.index_full_errors;
+  counters["modified_after_commit"] = s.modified_after_commit;
+
+  const LeaseCounters l = deps_.leases->counters();
+  counters["leases_granted"] = l.granted;
+  counters["leases_renewed"] = l.renewed;
+  counters["leases_released"] = l.released;
+  counters["leases_expired"] = l.expired;
+  counters["leases_active"] = l.active;
+  counters["lease_commits"] = l.commits;
+  counters["lease_aborted_commits"] = l.aborted_commits;
+
+  counters["rpc_handshakes"] = handshakes_.load(std::memory_order_relaxed);
+  counters["rpc_gets"] = gets_.load(std::memory_order_relaxed);
+  counters["rpc_puts"] = puts_.load(std::memory_order_relaxed);
+  counters["rpc_deletes"] = deletes_.load(std::memory_order_relaxed);
+  counters["rpc_scans"] = scans_.load(std::memory_order_relaxed);
+  counters["rpc_lease_calls"] = lease_rpcs_.load(std::memory_order_relaxed);
+  counters["rpc_stale_epoch_errors"] = stale_epoch_errors_.load(std::memory_order_relaxed);
+
+  if (deps_.extra_counters) {
+    for (const auto& [key, value] : deps_.extra_counters()) counters[key] = value;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status KvControlServiceImpl::Scan(grpc::ServerContext* context,
+                                        const pb::ScanRequest* request,
+                                        pb::ScanResponse* response) {
+  scans_.fetch_add(1, std::memory_order_relaxed);
+  const uint32_t count =
+      request->count() == 0 ? kDefaultScanCount : std::min(request->count(), kMaxScanCount);
+  std::vector<std::string> keys;
+  // A cursor past the end (from a client's bug or another epoch) ends the
+  // listing; KvIndex::Scan() treats it as such.
+  const uint64_t next = deps_.store->Scan(request->cursor(), count, request->prefix(), &keys);
+  for (std::string& key : keys) response->add_keys(std::move(key));
+  response->set_cursor(next);
+  return grpc::Status::OK;
+}
+
+}  // namespace server
+}  // namespace kvstore

@@ -1,0 +1,254 @@
+// Copyright 2026 The kvstore Authors.
+//
+// RespServer over real sockets on 127.0.0.1 with an ephemeral port.
+
+#include "server/resp/resp_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <random>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/protocol/resp.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+class RespServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(RespServerOptions()); }
+  void Start(RespServerOptions o) {
+    server_.reset();
+    store_.reset();
+    MemoryPoolOptions po;
+    po.data_bytes = 64 << 20;
+    po.index_bytes = 1 << 20;
+    pool_ = *MemoryPool::Create(po);
+    KvStoreOptions so;
+    so.segment_bytes = 1 << 20;
+    so.grace_period = absl::Milliseconds(10);
+    so.limits.max_value_bytes = 8 << 20;
+    store_ = *KvStore::Create(pool_.get(), so);
+    o.port = 0;
+    o.threads = 2;
+    auto s = RespServer::Start(store_.get(), o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = std::move(*s);
+  }
+  int Connect() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(server_->port());
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return fd;
+  }
+  static void Send(int fd, absl::string_view data) {
+    while (!data.empty()) {
+      ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+      ASSERT_GT(n, 0);
+      data.remove_prefix(n);
+    }
+  }
+  // Reads `n` complete replies (or until EOF).
+  static std::vector<resp::Reply> Read(int fd, size_t n, bool* eof = nullptr) {
+    std::vector<resp::Reply> out;
+    std::string buf;
+    char tmp[65536];
+    while (out.size() < n) {
+      auto r = resp::ParseReply(buf, resp::ReplyLimits());
+      if (r.ok() && r->complete) {
+        out.push_back(r->reply);
+        buf.erase(0, r->consumed);
+        continue;
+      }
+      ssize_t got = recv(fd, tmp, sizeof(tmp), 0);
+      if (got <= 0) {
+        if (eof) *eof = true;
+        break;
+      }
+      buf.append(tmp, got);
+    }
+    return out;
+  }
+  static bool ClosedByPeer(int fd) {
+    char c;
+    return recv(fd, &c, 1, 0) == 0;
+  }
+  static std::string Cmd(std::vector<absl::string_view> args) {
+    std::string out;
+    resp::AppendCommand(&out, args);
+    return out;
+  }
+
+  std::unique_ptr<MemoryPool> pool_;
+  std::unique_ptr<KvStore> store_;
+  std::unique_ptr<RespServer> server_;
+};
+
+TEST_F(RespServerTest, PipelinedCommands) {
+  int fd = Connect();
+  std::string batch;
+  for (int i = 0; i < 100; ++i) {
+    batch += Cmd({"SET", absl::StrCat("k", i), absl::StrCat("v", i)});
+  }
+  for (int i = 0; i < 100; ++i) batch += Cmd({"GET", absl::StrCat("k", i)});
+  batch += Cmd({"DBSIZE"}) + Cmd({"EXISTS", "k1", "k2", "nope"}) + Cmd({"DEL", "k1", "nope"}) +
+           Cmd({"GET", "k1"}) + Cmd({"PING"});
+  Send(fd, batch);
+  auto replies = Read(fd, 205);
+  ASSERT_EQ(replies.size(), 205u);
+  EXPECT_EQ(replies[0].str, "OK");
+  EXPECT_EQ(replies[100].str, "v0");
+  EXPECT_EQ(replies[199].str, "v99");
+  EXPECT_EQ(replies[200].integer, 100);
+  EXPECT_EQ(replies[201].integer, 2);
+  EXPECT_EQ(replies[202].integer, 1);
+  EXPECT_EQ(replies[203].type, resp::Reply::Type::kNull);
+  EXPECT_EQ(replies[204].str, "PONG");
+  close(fd);
+}
+
+TEST_F(RespServerTest, LargeBinaryValueByteExact) {
+  const uint32_t seed = std::random_device{}();
+  std::printf("seed %u\n", seed);
+  std::mt19937_64 rng(seed);
+  std::string value(3 << 20, '\0');
+  for (auto& ch : value) ch = static_cast<char>(rng());
+  int fd = Connect();
+  // Dribble the SET in small pieces so the value is received in many reads.
+  std::string req = Cmd({"SET", "bin", value});
+  for (size_t off = 0; off < req.size(); off += 100000) {
+    Send(fd, absl::string_view(req).substr(off, 100000));
+  }
+  auto r = Read(fd, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].str, "OK");
+  Send(fd, Cmd({"MGET", "bin", "missing", "bin"}));
+  r = Read(fd, 1);
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_EQ(r[0].elements.size(), 3u);
+  EXPECT_TRUE(r[0].elements[0].str == value);
+  EXPECT_EQ(r[0].elements[1].type, resp::Reply::Type::kNull);
+  EXPECT_TRUE(r[0].elements[2].str == value);
+  close(fd);
+}
+
+TEST_F(RespServerTest, OverLimitKeyAndValueNameTheLimit) {
+  int fd = Connect();
+  std::string big_key(2000, 'k');
+  Send(fd, Cmd({"SET", big_key, "v"}) + Cmd({"GET", big_key}) + Cmd({"PING"}));
+  auto r = Read(fd, 3);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_THAT(r[0].str, HasSubstr("max_key_bytes=1024"));
+  EXPECT_THAT(r[1].str, HasSubstr("max_key_bytes=1024"));
+  EXPECT_EQ(r[2].str, "PONG");  // same connection still works
+  // A value over the limit: error naming it, then the connection closes.
+  Send(fd, absl::StrCat("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$", (8 << 20) + 1, "\r\n"));
+  r = Read(fd, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_THAT(r[0].str, HasSubstr("max_value_bytes"));
+  EXPECT_TRUE(ClosedByPeer(fd));
+  close(fd);
+}
+
+TEST_F(RespServerTest, MalformedInputClosesOnlyThatConnection) {
+  int good = Connect();
+  Send(good, Cmd({"SET", "a", "1"}));
+  ASSERT_EQ(Read(good, 1)[0].str, "OK");
+  const std::string bad_inputs[] = {
+      "*-10\r\n", "*3000000000\r\n", "*2\r\n$3\r\nGET\r\n$2000000000\r\n", "*1\r\n$abc\r\n",
+      "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", std::string("\x16\x03\x01\x02\x00", 5),
+  };
+  for (const std::string& bad : bad_inputs) {
+    int fd = Connect();
+    Send(fd, bad);
+    auto r = Read(fd, 1);
+    ASSERT_EQ(r.size(), 1u) << bad;
+    EXPECT_EQ(r[0].type, resp::Reply::Type::kError);
+    EXPECT_THAT(r[0].str, StartsWith("ERR Protocol error"));
+    EXPECT_TRUE(ClosedByPeer(fd)) << bad;
+    close(fd);
+  }
+  Send(good, Cmd({"GET", "a"}));
+  EXPECT_EQ(Read(good, 1)[0].str, "1");
+  EXPECT_GE(server_->counters().protocol_errors, 6u);
+  close(good);
+}
+
+TEST_F(RespServerTest, HalfSentRequestTimesOut) {
+  RespServerOptions o;
+  o.request_timeout = absl::Milliseconds(300);
+  Start(o);
+  int fd = Connect();
+  Send(fd, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\nonly part");
+  bool eof = false;
+  auto r = Read(fd, 1, &eof);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_THAT(r[0].str, HasSubstr("timed out"));
+  EXPECT_TRUE(ClosedByPeer(fd));
+  EXPECT_FALSE(store_->Exists("k"));
+  EXPECT_EQ(server_->counters().timeouts, 1u);
+  close(fd);
+}
+
+TEST_F(RespServerTest, IdleConnectionTimesOut) {
+  RespServerOptions o;
+  o.idle_timeout = absl::Milliseconds(300);
+  Start(o);
+  int fd = Connect();
+  Send(fd, Cmd({"PING"}));
+  EXPECT_EQ(Read(fd, 1)[0].str, "PONG");
+  bool eof = false;
+  Read(fd, 1, &eof);
+  EXPECT_TRUE(eof || ClosedByPeer(fd));
+  close(fd);
+}
+
+TEST_F(RespServerTest, ScanPagesWithPrefixAndToolCommands) {
+  int fd = Connect();
+  std::string batch;
+  for (int i = 0; i < 50; ++i) batch += Cmd({"SET", absl::StrCat(i % 2 ? "u:" : "x:", i), "v"});
+  Send(fd, batch);
+  ASSERT_EQ(Read(fd, 50).size(), 50u);
+  std::set<std::string> keys;
+  std::string cursor = "0";
+  do {
+    Send(fd, Cmd({"SCAN", cursor, "MATCH", "u:*", "COUNT", "7"}));
+    auto r = Read(fd, 1);
+    ASSERT_EQ(r[0].elements.size(), 2u);
+    cursor = r[0].elements[0].str;
+    for (auto& k : r[0].elements[1].elements) keys.insert(k.str);
+  } while (cursor != "0");
+  EXPECT_EQ(keys.size(), 25u);
+  Send(fd, Cmd({"COMMAND", "DOCS"}) + Cmd({"HELLO", "2"}) + Cmd({"INFO"}) +
+               Cmd({"CONFIG", "GET", "save"}) + Cmd({"NOSUCH"}) + Cmd({"SET", "k", "v", "EX", "1"}));
+  auto r = Read(fd, 6);
+  ASSERT_EQ(r.size(), 6u);
+  EXPECT_EQ(r[0].type, resp::Reply::Type::kArray);
+  EXPECT_EQ(r[1].elements[1].str, "kvstore");
+  EXPECT_THAT(r[2].str, HasSubstr("db0:keys=50"));
+  EXPECT_EQ(r[3].elements.size(), 2u);
+  EXPECT_THAT(r[4].str, HasSubstr("unknown command 'NOSUCH'"));
+  EXPECT_THAT(r[5].str, HasSubstr("not supported"));
+  close(fd);
+}
+
+}  // namespace
+}  // namespace server
+}  // namespace kvstore

@@ -1,0 +1,197 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/storage/kv_index.h"
+
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace kvstore {
+namespace server {
+
+using layout::DecodeSlot;
+using layout::EncodeSlot;
+using layout::KeyHash;
+using layout::LoadSlot;
+using layout::Slot;
+using layout::StoreSlot;
+
+// Holds the stripe locks of a key's two buckets, taken in address order so
+// two writers can never deadlock.
+class KvIndex::StripeLock {
+ public:
+  StripeLock(const KvIndex& index, const KeyHash& h) {
+    first_ = &index.stripes_[h.bucket[0] % kStripes];
+    second_ = &index.stripes_[h.bucket[1] % kStripes];
+    if (first_ == second_) second_ = nullptr;
+    if (second_ != nullptr && second_ < first_) std::swap(first_, second_);
+    first_->Lock();
+    if (second_ != nullptr) second_->Lock();
+  }
+  ~StripeLock() {
+    if (second_ != nullptr) second_->Unlock();
+    first_->Unlock();
+  }
+
+ private:
+  absl::Mutex* first_;
+  absl::Mutex* second_;
+};
+
+KvIndex::KvIndex(char* buckets, const layout::IndexGeometry& geometry, const char* data,
+                 uint64_t data_bytes)
+    : buckets_(buckets), geometry_(geometry), data_(data), data_bytes_(data_bytes) {}
+
+absl::string_view KvIndex::EntryKey(const Slot& slot) const {
+  // Entries in a live lease chunk can still be rewritten by the lease
+  // holder, so even a published entry's header is not trusted: its key must
+  // lie inside the slot's range (and the arena), or it matches no key.
+  if (slot.offset >= data_bytes_ || slot.size > data_bytes_ - slot.offset ||
+      slot.size < layout::kEntryHeaderBytes) {
+    return absl::string_view();
+  }
+  layout::EntryHeader h;
+  std::memcpy(&h, data_ + slot.offset, sizeof(h));
+  if (h.key_len == 0 || h.key_len > slot.size - layout::kEntryHeaderBytes) {
+    return absl::string_view();
+  }
+  return absl::string_view(data_ + slot.offset + layout::kEntryHeaderBytes, h.key_len);
+}
+
+uint64_t* KvIndex::Find(absl::string_view key, const KeyHash& h) const {
+  const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
+  for (int i = 0; i < nb; ++i) {
+    uint64_t* words = bucket(h.bucket[i]);
+    for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
+      uint64_t w = LoadSlot(&words[s]);
+      if (w == 0) continue;
+      Slot slot = DecodeSlot(w);
+      if (slot.fingerprint == h.fingerprint && EntryKey(slot) == key) return &words[s];
+    }
+  }
+  return nullptr;
+}
+
+std::optional<Slot> KvIndex::Lookup(absl::string_view key) const {
+  KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
+  // Lock-free: slot words are read with acquire loads, and an entry is only
+  // reclaimed a grace period after its slot stopped pointing at it.
+  const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
+  for (int i = 0; i < nb; ++i) {
+    const uint64_t* words = bucket(h.bucket[i]);
+    for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
+      uint64_t w = LoadSlot(&words[s]);
+      if (w == 0) continue;
+      Slot slot = DecodeSlot(w);
+      if (slot.fingerprint == h.fingerprint && EntryKey(slot) == key) return slot;
+    }
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<std::optional<Slot>> KvIndex::Upsert(absl::string_view key, const Slot& slot) {
+  KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
+  Slot tagged = slot;
+  tagged.fingerprint = h.fingerprint;
+  const uint64_t word = EncodeSlot(tagged);
+  StripeLock lock(*this, h);
+  if (uint64_t* existing = Find(key, h); existing != nullptr) {
+    Slot old = DecodeSlot(*existing);
+    StoreSlot(existing, word);
+    return std::optional<Slot>(old);
+  }
+  // A new key goes to the emptier of its two buckets (the "power of two
+  // choices"), which keeps buckets evenly loaded: without displacement, the
+  // first refusal then comes at a far higher load than filling the first
+  // bucket first would allow.
+  const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
+  uint64_t* best = nullptr;
+  size_t best_free = 0;
+  for (int i = 0; i < nb; ++i) {
+    uint64_t* words = bucket(h.bucket[i]);
+    size_t free_slots = 0;
+    uint64_t* first_free = nullptr;
+    for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
+      if (words[s] == 0) {
+        ++free_slots;
+        if (first_free == nullptr) first_free = &words[s];
+      }
+    }
+    if (free_slots > best_free) {
+      best_free = free_slots;
+      best = first_free;
+    }
+  }
+  if (best != nullptr) {
+    StoreSlot(best, word);
+    size_.fetch_add(1, std::memory_order_relaxed);
+    return std::optional<Slot>();
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "index full: both candidate buckets of this key hold ", layout::kSlotsPerBucket,
+      " keys (", size(), " keys in ", geometry_.bucket_count,
+      " buckets); delete keys or restart with more --index_buckets"));
+}
+
+std::optional<Slot> KvIndex::Remove(absl::string_view key) {
+  KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
+  StripeLock lock(*this, h);
+  uint64_t* existing = Find(key, h);
+  if (existing == nullptr) return std::nullopt;
+  Slot old = DecodeSlot(*existing);
+  StoreSlot(existing, 0);
+  size_.fetch_sub(1, std::memory_order_relaxed);
+  return old;
+}
+
+bool KvIndex::ReplaceIf(absl::string_view key, const Slot& expected, const Slot& replacement) {
+  KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
+  StripeLock lock(*this, h);
+  uint64_t* existing = Find(key, h);
+  if (existing == nullptr) return false;
+  Slot current = DecodeSlot(*existing);
+  if (current.offset != expected.offset || current.size != expected.size) return false;
+  Slot tagged = replacement;
+  tagged.fingerprint = h.fingerprint;
+  StoreSlot(existing, EncodeSlot(tagged));
+  return true;
+}
+
+bool KvIndex::RemoveIf(absl::string_view key, const Slot& expected) {
+  KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
+  StripeLock lock(*this, h);
+  uint64_t* existing = Find(key, h);
+  if (existing == nullptr) return false;
+  Slot current = DecodeSlot(*existing);
+  if (current.offset != expected.offset || current.size != expected.size) return false;
+  StoreSlot(existing, 0);
+  size_.fetch_sub(1, std::memory_order_relaxed);
+  return true;
+}
+
+uint64_t KvIndex::Scan(uint64_t cursor, size_t count, absl::string_view prefix,
+                       std::vector<std::string>* keys) const {
+  size_t found = 0;
+  uint64_t b = cursor;
+  for (; b < geometry_.bucket_count && found < count; ++b) {
+    // Under the bucket's stripe lock no slot in it can change, so the
+    // entries it points at are live while we copy their keys.
+    absl::MutexLock lock(&stripes_[b % kStripes]);
+    const uint64_t* words = bucket(b);
+    for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
+      uint64_t w = LoadSlot(&words[s]);
+      if (w == 0) continue;
+      absl::string_view key = EntryKey(DecodeSlot(w));
+      // Each slot is visited once, so each key is listed once. An entry whose
+      // header no longer reads back (rewritten by a lease holder) is skipped.
+      if (key.empty() || !absl::StartsWith(key, prefix)) continue;
+      keys->emplace_back(key);
+      ++found;
+    }
+  }
+  return b >= geometry_.bucket_count ? 0 : b;
+}
+
+}  // namespace server
+}  // namespace kvstore

@@ -1,0 +1,100 @@
+// Copyright 2026 The kvstore Authors.
+//
+// KvIndex: the hash index that lives in the index arena, in the format of
+// common/layout.h, so that clients can read buckets remotely.
+//
+// Every key has two candidate buckets of 8 slot words. The server is the only
+// writer (commit path and cleaner); writers serialise per bucket with striped
+// mutexes, and publish each change with one aligned 8-byte release store, so
+// a concurrent reader (a local GET or a remote RDMA READ) sees either the old
+// or the new slot word, never a mix. There is no displacement between
+// buckets: a key whose two buckets are full is refused (kResourceExhausted).
+//
+// Thread safety: all methods are thread-safe. Lookup() takes no lock.
+
+#ifndef KVSTORE_SERVER_STORAGE_KV_INDEX_H_
+#define KVSTORE_SERVER_STORAGE_KV_INDEX_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "common/protocol/layout.h"
+
+namespace kvstore {
+namespace server {
+
+class KvIndex {
+ public:
+  // `buckets` points at geometry.bytes() zeroed bytes; `data` is the arena
+  // that slot offsets refer to (keys are compared there).
+  KvIndex(char* buckets, const layout::IndexGeometry& geometry, const char* data,
+          uint64_t data_bytes);
+  KvIndex(const KvIndex&) = delete;
+  KvIndex& operator=(const KvIndex&) = delete;
+
+  const layout::IndexGeometry& geometry() const { return geometry_; }
+
+  // The slot that holds `key`, if any.
+  std::optional<layout::Slot> Lookup(absl::string_view key) const;
+
+  // Points `key` at `slot`. Returns the slot it replaced (nullopt when the key
+  // is new), or kResourceExhausted when the key is new and both of its
+  // buckets are full. REQUIRES: the entry at `slot` holds `key`.
+  absl::StatusOr<std::optional<layout::Slot>> Upsert(absl::string_view key,
+                                                     const layout::Slot& slot);
+
+  // Clears `key`'s slot and returns it; nullopt if the key was absent.
+  std::optional<layout::Slot> Remove(absl::string_view key);
+
+  // Replaces `key`'s slot with `replacement` only if it still equals
+  // `expected` (the cleaner moving an entry). Returns whether it did.
+  bool ReplaceIf(absl::string_view key, const layout::Slot& expected,
+                 const layout::Slot& replacement);
+
+  // Clears `key`'s slot only if it still equals `expected`. Returns whether
+  // it did.
+  bool RemoveIf(absl::string_view key, const layout::Slot& expected);
+
+  // Appends up to `count` keys starting with `prefix` from buckets at or
+  // after `cursor` (a bucket number) to `keys`. Returns the cursor to continue
+  // from, 0 when the whole index has been visited. A key present for the
+  // whole scan is listed exactly once.
+  uint64_t Scan(uint64_t cursor, size_t count, absl::string_view prefix,
+                std::vector<std::string>* keys) const;
+
+  // Number of keys.
+  uint64_t size() const { return size_.load(std::memory_order_relaxed); }
+  uint64_t capacity() const { return geometry_.bucket_count * layout::kSlotsPerBucket; }
+
+ private:
+  static constexpr size_t kStripes = 256;
+
+  uint64_t* bucket(uint64_t b) const {
+    return reinterpret_cast<uint64_t*>(buckets_ + b * layout::kBucketBytes);
+  }
+  // The key stored in the entry a live slot points at (trusted: server-written).
+  absl::string_view EntryKey(const layout::Slot& slot) const;
+  // The word in `h`'s buckets whose entry holds `key`, or nullptr.
+  uint64_t* Find(absl::string_view key, const layout::KeyHash& h) const;
+
+  class StripeLock;
+
+  char* const buckets_;
+  const layout::IndexGeometry geometry_;
+  const char* const data_;
+  const uint64_t data_bytes_;
+  std::atomic<uint64_t> size_{0};
+  mutable std::array<absl::Mutex, kStripes> stripes_;
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_STORAGE_KV_INDEX_H_

@@ -1,0 +1,544 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/storage/kv_store.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+
+namespace kvstore {
+namespace server {
+
+using layout::Slot;
+
+// ---------------------------------------------------------------------------
+// PinnedValue
+
+PinnedValue& PinnedValue::operator=(PinnedValue&& other) noexcept {
+  if (this != &other) {
+    Release();
+    store_ = std::exchange(other.store_, nullptr);
+    segment_ = other.segment_;
+    value_ = other.value_;
+    copy_ = std::move(other.copy_);  // heap memory: value_ stays valid
+  }
+  return *this;
+}
+
+void PinnedValue::Release() {
+  if (store_ != nullptr) store_->Unpin(segment_);
+  store_ = nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// Writer
+
+KvStore::Writer::~Writer() {
+  if (open_) {
+    store_->Unpin(open_->first_segment);
+    store_->Seal(open_->first_segment);
+  }
+}
+
+absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t value_len) {
+  KV_RETURN_IF_ERROR(store_->options_.limits.CheckKeyLength(key_len));
+  KV_RETURN_IF_ERROR(store_->options_.limits.CheckValueLength(value_len));
+  const uint64_t size = layout::EntryBytes(key_len, value_len);
+  const uint64_t seg = store_->options_.segment_bytes;
+  Reservation r;
+  r.size = size;
+  if (size > seg) {
+    // Larger than a segment: a run of its own, pinned until Done().
+    KV_ASSIGN_OR_RETURN(Chunk run, store_->AllocateRun(static_cast<uint32_t>((size + seg - 1) / seg),
+                                                       cleaner_));
+    store_->segments_[run.first_segment].pins.fetch_add(1, std::memory_order_acq_rel);
+    r.offset = run.offset;
+    r.dedicated = run;
+  } else {
+    if (!open_ || used_ + size > open_->length) {
+      KV_ASSIGN_OR_RETURN(Chunk next, store_->AllocateRun(1, cleaner_));
+      if (open_) {
+        // The writer's own pin on the segment keeps it from being reclaimed
+        // while reservations in it may still be outstanding; those hold pins
+        // of their own.
+        store_->Unpin(open_->first_segment);
+        store_->Seal(open_->first_segment);
+      }
+      open_ = next;
+      used_ = 0;
+      store_->segments_[next.first_segment].pins.fetch_add(1, std::memory_order_acq_rel);
+    }
+    r.offset = open_->offset + used_;
+    used_ += size;
+    store_->segments_[open_->first_segment].pins.fetch_add(1, std::memory_order_acq_rel);
+  }
+  r.ptr = store_->pool_->data() + r.offset;
+  return r;
+}
+
+void KvStore::Writer::Done(Reservation& r) {
+  if (r.ptr == nullptr) return;
+  const uint32_t head = store_->segments_[store_->SegmentOf(r.offset)].run_head;
+  store_->Unpin(head);
+  if (r.dedicated) store_->Seal(head);
+  r = Reservation();
+}
+
+// ---------------------------------------------------------------------------
+// KvStore
+
+KvStore::KvStore(MemoryPool* pool, const KvStoreOptions& options)
+    : pool_(pool),
+      options_(options),
+      segment_count_(static_cast<uint32_t>(pool->data_bytes() / options.segment_bytes)),
+      segments_(new Segment[segment_count_ == 0 ? 1 : segment_count_]) {}
+
+absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(MemoryPool* pool,
+                                                         const KvStoreOptions& options) {
+  KV_RETURN_IF_ERROR(options.limits.Validate());
+  if (options.segment_bytes < 64 * 1024 || options.segment_bytes % layout::kEntryAlign != 0) {
+    return absl::InvalidArgumentError("segment size must be a multiple of 64 and at least 64 KiB");
+  }
+  if (pool->data_bytes() < 2 * options.segment_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("pool of ", pool->data_bytes(),
+                                                   " bytes holds fewer than two segments of ",
+                                                   options.segment_bytes, " bytes"));
+  }
+  if (pool->data_bytes() > layout::kMaxPoolBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pool size is limited to ", layout::kMaxPoolBytes, " bytes by the slot format"));
+  }
+  layout::IndexGeometry geometry;
+  geometry.bucket_count = pool->index_bytes() / layout::kBucketBytes;
+  geometry.seed = options.index_seed;
+  if (geometry.bucket_count == 0) return absl::InvalidArgumentError("index has no buckets");
+  std::unique_ptr<KvStore> store(new KvStore(pool, options));
+  store->index_ = std::make_unique<KvIndex>(pool->index(), geometry, pool->data(),
+                                            pool->data_bytes());
+  for (uint32_t i = 0; i < store->segment_count_; ++i) store->segments_[i].run_head = i;
+  store->cleaner_reserve_ = std::max<uint32_t>(1, store->segment_count_ / 64);
+  {
+    absl::MutexLock lock(&store->alloc_mu_);
+    store->free_segments_ = store->segment_count_;
+  }
+  {
+    absl::MutexLock lock(&store->cleaner_mu_);
+    store->cleaner_writer_ = std::unique_ptr<Writer>(new Writer(store.get(), /*cleaner=*/true));
+  }
+  if (options.cleaner_interval > absl::ZeroDuration()) {
+    store->cleaner_ = std::thread([s = store.get()] { s->CleanerLoop(); });
+  }
+  return store;
+}
+
+KvStore::~KvStore() {
+  {
+    absl::MutexLock lock(&wake_mu_);
+    stopping_ = true;
+  }
+  if (cleaner_.joinable()) cleaner_.join();
+  absl::MutexLock lock(&cleaner_mu_);
+  cleaner_writer_.reset();
+}
+
+absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner) {
+  const uint32_t keep = for_cleaner ? 0 : cleaner_reserve_;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      absl::MutexLock lock(&alloc_mu_);
+      if (free_segments_ >= n + keep) {
+        // First fit, starting at a rotating hint so that freed segments are
+        // not immediately reused (friendlier to in-flight remote readers).
+        for (uint32_t probe = 0; probe < segment_count_; ++probe) {
+          uint32_t start = (alloc_hint_ + probe) % segment_count_;
+          if (start + n > segment_count_) continue;
+          uint32_t len = 0;
+          while (len < n && segments_[start + len].state.load() == SegState::kFree) ++len;
+          if (len < n) continue;
+          for (uint32_t i = start; i < start + n; ++i) {
+            segments_[i].run_head = start;
+            segments_[i].state.store(SegState::kOpen);
+          }
+          segments_[start].run_length = n;
+          segments_[start].live_bytes.store(0);
+          free_segments_ -= n;
+          alloc_hint_ = (start + n) % segment_count_;
+          return Chunk{uint64_t{start} * options_.segment_bytes,
+                       uint64_t{n} * options_.segment_bytes, start, n};
+        }
+      }
+    }
+    if (attempt == 0 && ReclaimReady() == 0) break;
+  }
+  pool_full_.fetch_add(1, std::memory_order_relaxed);
+  if (!for_cleaner) WakeCleaner();
+  size_t waiting;
+  {
+    absl::MutexLock lock(&reclaim_mu_);
+    waiting = pending_.size();
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "pool full: no run of ", n, " free segment(s) of ", options_.segment_bytes, " bytes in ",
+      segment_count_, " (", waiting, " run(s) are awaiting the ",
+      absl::FormatDuration(options_.grace_period),
+      " grace period); delete or overwrite keys to free space"));
+}
+
+void KvStore::Seal(uint32_t head) {
+  Segment& s = segments_[head];
+  for (uint32_t i = head; i < head + s.run_length; ++i) {
+    segments_[i].state.store(SegState::kSealed, std::memory_order_release);
+  }
+  MaybeScheduleReclaim(head);
+}
+
+void KvStore::MaybeScheduleReclaim(uint32_t head) {
+  Segment& s = segments_[head];
+  if (s.live_bytes.load(std::memory_order_acquire) != 0) return;
+  SegState expected = SegState::kSealed;
+  if (!s.state.compare_exchange_strong(expected, SegState::kReclaiming)) return;
+  absl::MutexLock lock(&reclaim_mu_);
+  pending_.push_back({head, absl::Now() + options_.grace_period});
+}
+
+void KvStore::Retire(const Slot& slot) {
+  const uint32_t head = segments_[SegmentOf(slot.offset)].run_head;
+  const int64_t left =
+      segments_[head].live_bytes.fetch_sub(static_cast<int64_t>(slot.size)) -
+      static_cast<int64_t>(slot.size);
+  if (left == 0) MaybeScheduleReclaim(head);
+}
+
+void KvStore::Unpin(uint32_t segment) {
+  segments_[segment].pins.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+size_t KvStore::ReclaimReady() {
+  std::vector<uint32_t> ready;
+  {
+    absl::MutexLock lock(&reclaim_mu_);
+    const absl::Time now = absl::Now();
+    while (!pending_.empty() && pending_.front().ready <= now) {
+      ready.push_back(pending_.front().head);
+      pending_.pop_front();
+    }
+  }
+  size_t freed = 0;
+  for (uint32_t head : ready) {
+    Segment& s = segments_[head];
+    if (s.pins.load() != 0) {  // seq_cst: pairs with the pin in CompactOnce()
+      // A local reader or an outstanding reservation still uses it.
+      absl::MutexLock lock(&reclaim_mu_);
+      pending_.push_back({head, absl::Now() + absl::Milliseconds(10)});
+      continue;
+    }
+    if (s.live_bytes.load(std::memory_order_acquire) != 0) {
+      // A reservation made before the seal was committed after it. Back to
+      // sealed; whoever brings live bytes to zero next schedules it again.
+      s.state.store(SegState::kSealed, std::memory_order_release);
+      MaybeScheduleReclaim(head);
+      continue;
+    }
+    {
+      absl::MutexLock lock(&s.mu);
+      s.entries.clear();
+      s.entries.shrink_to_fit();
+    }
+    absl::MutexLock lock(&alloc_mu_);
+    const uint32_t n = s.run_length;
+    for (uint32_t i = head; i < head + n; ++i) {
+      segments_[i].run_head = i;
+      segments_[i].state.store(SegState::kFree, std::memory_order_release);
+    }
+    s.run_length = 0;
+    s.remote_writable.store(false);
+    free_segments_ += n;
+    reclaimed_.fetch_add(1, std::memory_order_relaxed);
+    ++freed;
+  }
+  return freed;
+}
+
+absl::Status KvStore::Commit(uint64_t offset, uint64_t size, bool verify_checksum) {
+  if (size == 0 || offset % layout::kEntryAlign != 0 || size % layout::kEntryAlign != 0 ||
+      offset >= pool_->data_bytes() || size > pool_->data_bytes() - offset) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("entry range [", offset, ", +", size, ") is not a valid pool range"));
+  }
+  const uint32_t head = segments_[SegmentOf(offset)].run_head;
+  Segment& seg = segments_[head];
+  const uint64_t run_end = (uint64_t{head} + seg.run_length) * options_.segment_bytes;
+  if (offset + size > run_end || seg.state.load() == SegState::kFree) {
+    return absl::InvalidArgumentError("entry range is not inside one allocated run");
+  }
+  const absl::string_view bytes(pool_->data() + offset, size);
+  KV_ASSIGN_OR_RETURN(layout::EntryView view, verify_checksum ? layout::ParseEntry(bytes)
+                                                              : layout::ParseEntryHeader(bytes));
+  if (layout::EntryBytes(view.key.size(), view.value.size()) != size) {
+    return absl::InvalidArgumentError("entry lengths do not match the committed size");
+  }
+  KV_RETURN_IF_ERROR(options_.limits.CheckKey(view.key));
+  KV_RETURN_IF_ERROR(options_.limits.CheckValueLength(view.value.size()));
+
+  // Count the bytes live before the slot can point at them, so a concurrent
+  // overwrite that retires this entry never drives the count negative.
+  seg.live_bytes.fetch_add(static_cast<int64_t>(size));
+  {
+    absl::MutexLock lock(&seg.mu);
+    seg.entries.push_back(static_cast<uint32_t>((offset - uint64_t{head} * options_.segment_bytes) /
+                                                layout::kEntryAlign));
+  }
+  auto old = index_->Upsert(view.key, Slot{0, offset, size});
+  if (!old.ok()) {
+    index_full_.fetch_add(1, std::memory_order_relaxed);
+    Retire(Slot{0, offset, size});
+    return old.status();
+  }
+  if (old->has_value()) Retire(**old);
+  commits_.fetch_add(1, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+absl::Status KvStore::Put(Writer* writer, absl::string_view key, absl::string_view value) {
+  KV_RETURN_IF_ERROR(options_.limits.CheckKey(key));
+  KV_ASSIGN_OR_RETURN(Reservation r, writer->Reserve(key.size(), value.size()));
+  layout::EncodeEntry(r.ptr, key, value, Version());
+  absl::Status s = Commit(r.offset, r.size, /*verify_checksum=*/false);
+  writer->Done(r);
+  return s;
+}
+
+absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::optional<Slot> slot = index_->Lookup(key);
+    if (!slot) return absl::NotFoundError("key not found");
+    const uint32_t head = segments_[SegmentOf(slot->offset)].run_head;
+    segments_[head].pins.fetch_add(1, std::memory_order_acq_rel);
+    layout::EntryHeader h;
+    const char* entry = pool_->data() + slot->offset;
+    std::memcpy(&h, entry, sizeof(h));
+    // The slot was read a grace period before its entry could be freed;
+    // confirm it still names this key (an overwrite may have raced us).
+    if (h.magic == layout::kEntryMagic && h.key_len == key.size() &&
+        slot->size >= layout::EntryBytes(key.size(), 0) &&
+        std::memcmp(entry + layout::kEntryHeaderBytes, key.data(), key.size()) == 0 &&
+        layout::EntryBytes(h.key_len, h.value_len) == slot->size) {
+      if (segments_[head].remote_writable.load(std::memory_order_acquire)) {
+        // Its lease holder can still WRITE here: copy first, then verify and
+        // serve the copy, so what is sent is exactly what was checked.
+        PinnedValue v;
+        v.copy_ = std::make_unique<char[]>(slot->size);
+        std::memcpy(v.copy_.get(), entry, slot->size);
+        Unpin(head);
+        auto view = layout::VerifyEntry(absl::string_view(v.copy_.get(), slot->size), key);
+        if (!view.ok()) {
+          modified_.fetch_add(1, std::memory_order_relaxed);
+          return absl::DataLossError(
+              "the entry was overwritten after its commit by the client holding its write lease");
+        }
+        v.value_ = view->value;
+        return v;
+      }
+      PinnedValue v;
+      v.store_ = this;
+      v.segment_ = head;
+      v.value_ = absl::string_view(entry + layout::kEntryHeaderBytes + h.key_len, h.value_len);
+      return v;
+    }
+    Unpin(head);
+  }
+  return absl::UnavailableError("key kept changing under the reader; retry");
+}
+
+absl::Status KvStore::Delete(absl::string_view key) {
+  KV_RETURN_IF_ERROR(options_.limits.CheckKey(key));
+  std::optional<Slot> old = index_->Remove(key);
+  if (!old) return absl::NotFoundError("key not found");
+  Retire(*old);
+  deletes_.fetch_add(1, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Chunk> KvStore::AllocateChunk(uint64_t bytes) {
+  const uint64_t seg = options_.segment_bytes;
+  if (bytes == 0) return absl::InvalidArgumentError("lease size must be positive");
+  absl::StatusOr<Chunk> c = AllocateRun(static_cast<uint32_t>((bytes + seg - 1) / seg));
+  if (c.ok()) segments_[c->first_segment].remote_writable.store(true, std::memory_order_release);
+  return c;
+}
+
+void KvStore::ReleaseChunk(const Chunk& chunk) {
+  const uint32_t head = chunk.first_segment;
+  std::vector<uint32_t> entries;
+  {
+    absl::MutexLock lock(&segments_[head].mu);
+    entries = segments_[head].entries;
+  }
+  for (uint32_t unit : entries) {
+    const uint64_t offset = chunk.offset + uint64_t{unit} * layout::kEntryAlign;
+    layout::EntryHeader h;
+    std::memcpy(&h, pool_->data() + offset, sizeof(h));
+    if (h.magic != layout::kEntryMagic || h.key_len == 0 ||
+        h.key_len > options_.limits.max_key_bytes ||
+        offset + layout::kEntryHeaderBytes + h.key_len > chunk.offset + chunk.length) {
+      // Header overwritten: the key cannot be read back, but its slot is
+      // found below by offset when the cleaner or a reader trips over it.
+      modified_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    absl::string_view key(pool_->data() + offset + layout::kEntryHeaderBytes, h.key_len);
+    std::optional<Slot> slot = index_->Lookup(key);
+    if (!slot || slot->offset != offset) continue;  // superseded already
+    if (offset + slot->size <= chunk.offset + chunk.length &&
+        layout::VerifyEntry(absl::string_view(pool_->data() + offset, slot->size), key).ok()) {
+      continue;
+    }
+    // Changed after its commit by the lease holder: unpublish it rather than
+    // serve bytes that no longer match what was committed.
+    modified_.fetch_add(1, std::memory_order_relaxed);
+    if (index_->RemoveIf(key, *slot)) Retire(*slot);
+    LOG(WARNING) << "entry of a " << h.key_len << "-byte key at offset " << offset
+                 << " was modified after its commit; removed when its lease ended";
+  }
+  segments_[head].remote_writable.store(false, std::memory_order_release);
+  Seal(head);
+}
+
+void KvStore::RunCleanerOnce() {
+  ReclaimReady();
+  CompactOnce();
+  cleaner_passes_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void KvStore::CompactOnce() {
+  absl::MutexLock cleaner_lock(&cleaner_mu_);
+  const uint64_t seg_bytes = options_.segment_bytes;
+  uint32_t free_now;
+  {
+    absl::MutexLock lock(&alloc_mu_);
+    free_now = free_segments_;
+  }
+  // Under pressure (few free segments) compact harder: more segments per
+  // pass, and fuller ones (any segment with dead bytes frees something).
+  const bool pressed = free_now < std::max<uint32_t>(4 * cleaner_reserve_, segment_count_ / 8);
+  const double fraction = pressed ? 0.95 : options_.clean_below_live_fraction;
+  const size_t max_segments = pressed ? 64 : 4;
+  const int64_t threshold = static_cast<int64_t>(seg_bytes * fraction);
+  // Compact a few of the sparsest sealed single segments per pass.
+  std::vector<std::pair<int64_t, uint32_t>> candidates;
+  for (uint32_t i = 0; i < segment_count_; ++i) {
+    Segment& s = segments_[i];
+    if (s.run_head != i || s.run_length != 1 || s.state.load() != SegState::kSealed) continue;
+    const int64_t live = s.live_bytes.load();
+    if (live > 0 && live < threshold) candidates.emplace_back(live, i);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  if (candidates.size() > max_segments) candidates.resize(max_segments);
+  for (const auto& [live, head] : candidates) {
+    // Pin first, then confirm the segment is still sealed: a writer's
+    // allocation may reclaim segments concurrently, and ReclaimReady() frees
+    // only unpinned ones, after marking them kReclaiming. (seq_cst on both
+    // sides: the pin and the state are separate words.)
+    Segment& seg = segments_[head];
+    seg.pins.fetch_add(1);
+    if (seg.state.load() != SegState::kSealed || seg.run_head != head || seg.run_length != 1) {
+      Unpin(head);
+      continue;
+    }
+    std::vector<uint32_t> entries;
+    {
+      absl::MutexLock lock(&seg.mu);
+      entries = seg.entries;
+    }
+    for (uint32_t unit : entries) {
+      const uint64_t offset = uint64_t{head} * seg_bytes + uint64_t{unit} * layout::kEntryAlign;
+      layout::EntryHeader h;
+      std::memcpy(&h, pool_->data() + offset, sizeof(h));
+      // Committed entries passed validation, but check the lengths anyway
+      // before hashing a key out of pool memory.
+      if (h.magic != layout::kEntryMagic || h.key_len > options_.limits.max_key_bytes ||
+          offset + layout::EntryBytes(h.key_len, h.value_len) > (uint64_t{head} + 1) * seg_bytes) {
+        continue;
+      }
+      absl::string_view key(pool_->data() + offset + layout::kEntryHeaderBytes, h.key_len);
+      std::optional<Slot> slot = index_->Lookup(key);
+      if (!slot || slot->offset != offset) continue;  // dead copy
+      if (slot->size != layout::EntryBytes(h.key_len, h.value_len)) continue;
+      auto r = cleaner_writer_->Reserve(h.key_len, h.value_len);
+      if (!r.ok()) {  // pool full: try again next pass
+        Unpin(head);
+        return;
+      }
+      std::memcpy(r->ptr, pool_->data() + offset, slot->size);
+      const uint32_t new_head = segments_[SegmentOf(r->offset)].run_head;
+      segments_[new_head].live_bytes.fetch_add(static_cast<int64_t>(r->size));
+      {
+        absl::MutexLock lock(&segments_[new_head].mu);
+        segments_[new_head].entries.push_back(static_cast<uint32_t>(
+            (r->offset - uint64_t{new_head} * seg_bytes) / layout::kEntryAlign));
+      }
+      if (index_->ReplaceIf(key, *slot, Slot{0, r->offset, r->size})) {
+        Retire(*slot);
+        moved_entries_.fetch_add(1, std::memory_order_relaxed);
+        moved_bytes_.fetch_add(r->size, std::memory_order_relaxed);
+      } else {
+        Retire(Slot{0, r->offset, r->size});  // lost a race with a writer
+      }
+      cleaner_writer_->Done(*r);
+    }
+    Unpin(head);
+  }
+}
+
+void KvStore::WakeCleaner() {
+  absl::MutexLock lock(&wake_mu_);
+  wake_ = true;
+}
+
+void KvStore::CleanerLoop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&wake_mu_);
+      auto woken = [this]() ABSL_SHARED_LOCKS_REQUIRED(wake_mu_) { return wake_ || stopping_; };
+      wake_mu_.AwaitWithTimeout(absl::Condition(&woken), options_.cleaner_interval);
+      if (stopping_) return;
+      wake_ = false;
+    }
+    RunCleanerOnce();
+  }
+}
+
+KvStoreCounters KvStore::counters() const {
+  KvStoreCounters c;
+  c.keys = index_->size();
+  c.index_capacity = index_->capacity();
+  c.segments_total = segment_count_;
+  c.pool_bytes = pool_->data_bytes();
+  {
+    absl::MutexLock lock(const_cast<absl::Mutex*>(&alloc_mu_));
+    c.segments_free = free_segments_;
+  }
+  {
+    absl::MutexLock lock(const_cast<absl::Mutex*>(&reclaim_mu_));
+    c.segments_awaiting_grace = pending_.size();
+  }
+  for (uint32_t i = 0; i < segment_count_; ++i) {
+    if (segments_[i].run_head == i) c.live_bytes += std::max<int64_t>(0, segments_[i].live_bytes.load());
+  }
+  c.commits = commits_.load();
+  c.deletes = deletes_.load();
+  c.cleaner_passes = cleaner_passes_.load();
+  c.cleaner_moved_entries = moved_entries_.load();
+  c.cleaner_moved_bytes = moved_bytes_.load();
+  c.segments_reclaimed = reclaimed_.load();
+  c.pool_full_errors = pool_full_.load();
+  c.index_full_errors = index_full_.load();
+  c.modified_after_commit = modified_.load();
+  return c;
+}
+
+}  // namespace server
+}  // namespace kvstore

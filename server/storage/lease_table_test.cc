@@ -1,0 +1,423 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/storage/lease_table.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/protocol/layout.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint64_t kSegment = 1 << 20;
+
+struct TestStore {
+  std::unique_ptr<MemoryPool> pool;
+  std::unique_ptr<KvStore> store;
+};
+
+// A pool of `segments` 1 MiB segments, no background cleaner.
+TestStore MakeStore(uint32_t segments = 8, absl::Duration grace = absl::Milliseconds(1)) {
+  MemoryPoolOptions po;
+  po.data_bytes = uint64_t{segments} * kSegment;
+  po.index_bytes = 1 << 20;
+  TestStore t;
+  auto pool = MemoryPool::Create(po);
+  EXPECT_TRUE(pool.ok()) << pool.status();
+  t.pool = std::move(*pool);
+  KvStoreOptions so;
+  so.segment_bytes = kSegment;
+  so.grace_period = grace;
+  so.cleaner_interval = absl::ZeroDuration();
+  auto store = KvStore::Create(t.pool.get(), so);
+  EXPECT_TRUE(store.ok()) << store.status();
+  t.store = std::move(*store);
+  return t;
+}
+
+// Options without the background thread, so tests drive expiry themselves.
+LeaseOptions ManualOptions() {
+  LeaseOptions o;
+  o.expire_interval = absl::ZeroDuration();
+  return o;
+}
+
+// Writes an entry at `offset` of the data arena the way a client's RDMA
+// WRITE would, and returns its size.
+uint64_t WriteEntry(TestStore& t, uint64_t offset, absl::string_view key, absl::string_view value) {
+  layout::EncodeEntry(t.pool->data() + offset, key, value, t.store->Version());
+  return layout::EntryBytes(key.size(), value.size());
+}
+
+std::string ValueOf(KvStore& s, absl::string_view key) {
+  auto v = s.Get(key);
+  if (!v.ok()) return absl::StrCat("<", absl::StatusCodeToString(v.status().code()), ">");
+  return std::string(v->value());
+}
+
+// Runs the cleaner until the segments awaiting their grace period are free.
+void WaitForReclaim(TestStore& t) {
+  for (int i = 0; i < 200 && t.store->counters().segments_awaiting_grace > 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+    t.store->RunCleanerOnce();
+  }
+}
+
+TEST(LeaseTable, GrantWriteCommitGet) {
+  TestStore t = MakeStore();
+  LeaseTable leases(t.store.get(), ManualOptions());
+  auto lease = leases.Grant(4096, "test");
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_NE(lease->lease_id, 0u);
+  EXPECT_EQ(lease->owner, "test");
+  EXPECT_EQ(lease->chunk.length, kSegment);  // rounded up to a segment
+  EXPECT_EQ(lease->write_rkey, 0u);
+  EXPECT_GT(lease->expires_at, absl::Now());
+
+  // Two entries bump-allocated in the chunk, as a client would.
+  const std::string value("v\0al\0ue", 7);
+  uint64_t off = lease->chunk.offset;
+  uint64_t size = WriteEntry(t, off, "key1", value);
+  ASSERT_TRUE(leases.Commit(lease->lease_id, off, size).ok());
+  EXPECT_EQ(ValueOf(*t.store, "key1"), value);
+  off += size;
+  size = WriteEntry(t, off, "key2", "second");
+  ASSERT_TRUE(leases.Commit(lease->lease_id, off, size).ok());
+  EXPECT_EQ(ValueOf(*t.store, "key2"), "second");
+
+  LeaseCounters c = leases.counters();
+  EXPECT_EQ(c.granted, 1u);
+  EXPECT_EQ(c.commits, 2u);
+  EXPECT_EQ(c.active, 1u);
+
+  // Committed entries outlive their lease.
+  ASSERT_TRUE(leases.Release(lease->lease_id).ok());
+  EXPECT_EQ(ValueOf(*t.store, "key1"), value);
+  EXPECT_EQ(leases.counters().released, 1u);
+  EXPECT_EQ(leases.counters().active, 0u);
+}
+
+TEST(LeaseTable, CommitOutsideTheChunkIsInvalidAndPublishesNothing) {
+  TestStore t = MakeStore();
+  LeaseTable leases(t.store.get(), ManualOptions());
+  auto a = leases.Grant(4096, "a");
+  auto b = leases.Grant(4096, "b");
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_NE(a->chunk.offset, b->chunk.offset);
+
+  // An entry inside b's chunk, committed under a's lease.
+  const uint64_t size = WriteEntry(t, b->chunk.offset, "stolen", "value");
+  absl::Status s = leases.Commit(a->lease_id, b->chunk.offset, size);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("not inside lease"));
+
+  // Straddling the end of a's chunk.
+  const uint64_t tail = a->chunk.offset + a->chunk.length - layout::kEntryAlign;
+  EXPECT_EQ(leases.Commit(a->lease_id, tail, 2 * layout::kEntryAlign).code(),
+            absl::StatusCode::kInvalidArgument);
+  // Before its start, empty, and sizes that would overflow.
+  if (a->chunk.offset > 0) {
+    EXPECT_EQ(leases.Commit(a->lease_id, a->chunk.offset - layout::kEntryAlign, size).code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(leases.Commit(a->lease_id, a->chunk.offset, 0).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(leases.Commit(a->lease_id, a->chunk.offset, ~uint64_t{0}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(leases.Commit(a->lease_id, ~uint64_t{0} - 63, 64).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  EXPECT_FALSE(t.store->Exists("stolen"));
+  EXPECT_EQ(t.store->counters().commits, 0u);
+  EXPECT_EQ(leases.counters().commits, 0u);
+
+  // The owner of the chunk can commit it.
+  EXPECT_TRUE(leases.Commit(b->lease_id, b->chunk.offset, size).ok());
+  EXPECT_EQ(ValueOf(*t.store, "stolen"), "value");
+}
+
+TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
+  TestStore t = MakeStore();
+  LeaseOptions o = ManualOptions();
+  o.ttl = absl::Milliseconds(1);
+  LeaseTable leases(t.store.get(), o);
+  auto lease = leases.Grant(4096, "slow");
+  ASSERT_TRUE(lease.ok());
+  const uint64_t size = WriteEntry(t, lease->chunk.offset, "late", "value");
+  absl::SleepFor(absl::Milliseconds(5));
+
+  // Past its expiry, not yet swept.
+  absl::Status s = leases.Commit(lease->lease_id, lease->chunk.offset, size);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr(absl::StrCat("lease ", lease->lease_id, " expired")));
+  EXPECT_FALSE(t.store->Exists("late"));
+
+  // Swept.
+  EXPECT_EQ(leases.ExpireNow(absl::Now()), 1u);
+  s = leases.Commit(lease->lease_id, lease->chunk.offset, size);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr(absl::StrCat("lease ", lease->lease_id, " expired")));
+  EXPECT_FALSE(t.store->Exists("late"));
+  EXPECT_EQ(t.store->counters().commits, 0u);
+  LeaseCounters c = leases.counters();
+  EXPECT_EQ(c.expired, 1u);
+  EXPECT_EQ(c.aborted_commits, 2u);
+  EXPECT_EQ(c.commits, 0u);
+  EXPECT_EQ(c.active, 0u);
+}
+
+TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
+  TestStore t = MakeStore();
+  std::vector<uint64_t> revoked;
+  LeaseOptions o = ManualOptions();
+  o.on_revoke = [&revoked](const LeaseInfo& info) { revoked.push_back(info.lease_id); };
+  LeaseTable leases(t.store.get(), o);
+  const uint64_t free_before = t.store->counters().segments_free;
+
+  auto lease = leases.Grant(3 * kSegment, "doomed");  // a run of three segments
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(t.store->counters().segments_free, free_before - 3);
+  WriteEntry(t, lease->chunk.offset, "ghost", std::string(10000, 'g'));
+  // ... the client dies here: no commit, no release.
+
+  EXPECT_EQ(leases.ExpireNow(lease->expires_at - absl::Milliseconds(1)), 0u);
+  EXPECT_EQ(leases.ExpireNow(lease->expires_at), 1u);
+  EXPECT_THAT(revoked, ::testing::ElementsAre(lease->lease_id));
+  EXPECT_FALSE(t.store->Exists("ghost"));
+  EXPECT_EQ(t.store->Get("ghost").status().code(), absl::StatusCode::kNotFound);
+
+  // The chunk waits out the grace period (remote readers), then is free.
+  EXPECT_GE(t.store->counters().segments_awaiting_grace, 1u);
+  WaitForReclaim(t);
+  EXPECT_EQ(t.store->counters().segments_free, free_before);
+  EXPECT_EQ(t.store->counters().segments_awaiting_grace, 0u);
+  EXPECT_EQ(leases.Renew(lease->lease_id).status().code(), absl::StatusCode::kAborted);
+}
+
+TEST(LeaseTable, ReleasedChunkWithCommittedEntriesStaysUntilTheyDie) {
+  TestStore t = MakeStore();
+  LeaseTable leases(t.store.get(), ManualOptions());
+  const uint64_t free_before = t.store->counters().segments_free;
+  auto lease = leases.Grant(100, "c");
+  ASSERT_TRUE(lease.ok());
+  const uint64_t size = WriteEntry(t, lease->chunk.offset, "kept", "v");
+  ASSERT_TRUE(leases.Commit(lease->lease_id, lease->chunk.offset, size).ok());
+  ASSERT_TRUE(leases.Release(lease->lease_id).ok());
+  WaitForReclaim(t);
+  EXPECT_EQ(ValueOf(*t.store, "kept"), "v");
+  EXPECT_EQ(t.store->counters().segments_free, free_before - 1);
+  ASSERT_TRUE(t.store->Delete("kept").ok());
+  WaitForReclaim(t);
+  EXPECT_EQ(t.store->counters().segments_free, free_before);
+}
+
+TEST(LeaseTable, RenewKeepsALeaseAlive) {
+  TestStore t = MakeStore();
+  LeaseTable leases(t.store.get(), ManualOptions());
+  auto lease = leases.Grant(4096, "r");
+  ASSERT_TRUE(lease.ok());
+  absl::SleepFor(absl::Milliseconds(20));
+  auto renewed = leases.Renew(lease->lease_id);
+  ASSERT_TRUE(renewed.ok()) << renewed.status();
+  EXPECT_EQ(renewed->lease_id, lease->lease_id);
+  EXPECT_EQ(renewed->chunk.offset, lease->chunk.offset);
+  EXPECT_GT(renewed->expires_at, lease->expires_at);
+
+  // The original expiry has passed; the renewed one has not.
+  EXPECT_EQ(leases.ExpireNow(lease->expires_at), 0u);
+  const uint64_t size = WriteEntry(t, lease->chunk.offset, "alive", "yes");
+  EXPECT_TRUE(leases.Commit(lease->lease_id, lease->chunk.offset, size).ok());
+  EXPECT_EQ(leases.counters().renewed, 1u);
+  EXPECT_EQ(leases.ExpireNow(renewed->expires_at), 1u);
+
+  absl::Status s = leases.Renew(lease->lease_id).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("expired"));
+  EXPECT_EQ(leases.Renew(12345).status().code(), absl::StatusCode::kAborted);
+}
+
+TEST(LeaseTable, RenewOfAnExpiredLeaseRevokesIt) {
+  TestStore t = MakeStore();
+  LeaseOptions o = ManualOptions();
+  o.ttl = absl::Milliseconds(1);
+  LeaseTable leases(t.store.get(), o);
+  auto lease = leases.Grant(4096, "r");
+  ASSERT_TRUE(lease.ok());
+  absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_EQ(leases.Renew(lease->lease_id).status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(leases.Lookup(lease->lease_id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(leases.counters().expired, 1u);
+  EXPECT_EQ(leases.counters().active, 0u);
+}
+
+TEST(LeaseTable, TooManyLeasesIsResourceExhausted) {
+  TestStore t = MakeStore();
+  LeaseOptions o = ManualOptions();
+  o.max_leases = 2;
+  LeaseTable leases(t.store.get(), o);
+  auto a = leases.Grant(1, "a");
+  auto b = leases.Grant(1, "b");
+  ASSERT_TRUE(a.ok() && b.ok());
+  absl::Status s = leases.Grant(1, "c").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("max_leases=2"));
+  ASSERT_TRUE(leases.Release(a->lease_id).ok());
+  EXPECT_TRUE(leases.Grant(1, "c").ok());
+}
+
+TEST(LeaseTable, FullPoolIsResourceExhausted) {
+  TestStore t = MakeStore(/*segments=*/4);
+  LeaseTable leases(t.store.get(), ManualOptions());
+  EXPECT_EQ(leases.Grant(5 * kSegment, "big").status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // All but the segment the store keeps in reserve for its cleaner.
+  auto all = leases.Grant(3 * kSegment, "all");
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(leases.Grant(1, "more").status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(leases.counters().active, 1u);
+}
+
+TEST(LeaseTable, OversizeAndEmptyLeasesAreInvalid) {
+  TestStore t = MakeStore();
+  LeaseTable leases(t.store.get(), ManualOptions());
+  const uint64_t max = leases.options().max_lease_bytes;
+  EXPECT_EQ(max, (64ull << 20) + 4096);
+  // The default must hold the largest entry the default limits allow.
+  EXPECT_GE(max, layout::EntryBytes(kDefaultMaxKeyBytes, kDefaultMaxValueBytes));
+  absl::Status s = leases.Grant(max + 1, "x").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(absl::StrCat("max_lease_bytes=", max)));
+  EXPECT_EQ(leases.Grant(0, "x").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(leases.counters().active, 0u);
+}
+
+TEST(LeaseTable, ReleaseOfUnknownLeaseIsNotFound) {
+  TestStore t = MakeStore();
+  LeaseTable leases(t.store.get(), ManualOptions());
+  EXPECT_EQ(leases.Release(0).code(), absl::StatusCode::kNotFound);
+  auto lease = leases.Grant(1, "x");
+  ASSERT_TRUE(lease.ok());
+  EXPECT_TRUE(leases.Release(lease->lease_id).ok());
+  EXPECT_EQ(leases.Release(lease->lease_id).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(leases.Commit(lease->lease_id, lease->chunk.offset, 64).code(),
+            absl::StatusCode::kAborted);
+}
+
+TEST(LeaseTable, IdsAreUniqueAndNeverZero) {
+  TestStore t = MakeStore();
+  LeaseTable leases(t.store.get(), ManualOptions());
+  absl::flat_hash_set<uint64_t> ids;
+  for (int i = 0; i < 50; ++i) {
+    auto lease = leases.Grant(1, "x");
+    ASSERT_TRUE(lease.ok());
+    EXPECT_NE(lease->lease_id, 0u);
+    EXPECT_TRUE(ids.insert(lease->lease_id).second);
+    // Release right away so the 8-segment pool never fills.
+    ASSERT_TRUE(leases.Release(lease->lease_id).ok());
+    WaitForReclaim(t);
+  }
+}
+
+TEST(LeaseTable, DestructorRevokesEveryLease) {
+  TestStore t = MakeStore();
+  const uint64_t free_before = t.store->counters().segments_free;
+  std::atomic<int> revoked{0};
+  {
+    LeaseOptions o = ManualOptions();
+    o.on_revoke = [&revoked](const LeaseInfo&) { revoked.fetch_add(1); };
+    LeaseTable leases(t.store.get(), o);
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(leases.Grant(1, "x").ok());
+  }
+  EXPECT_EQ(revoked.load(), 3);
+  WaitForReclaim(t);
+  EXPECT_EQ(t.store->counters().segments_free, free_before);
+}
+
+TEST(LeaseTable, BackgroundThreadExpiresLeases) {
+  TestStore t = MakeStore();
+  LeaseOptions o;
+  o.ttl = absl::Milliseconds(10);
+  o.expire_interval = absl::Milliseconds(5);
+  LeaseTable leases(t.store.get(), o);
+  ASSERT_TRUE(leases.Grant(1, "x").ok());
+  for (int i = 0; i < 400 && leases.counters().active > 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(leases.counters().active, 0u);
+  EXPECT_EQ(leases.counters().expired, 1u);
+}
+
+// Commits racing with the end of their lease either complete before the
+// chunk is released or are aborted; none lands in a released chunk.
+TEST(LeaseTable, CommitsRacingRevocationNeverPublishIntoReleasedChunks) {
+  TestStore t = MakeStore(/*segments=*/16);
+  LeaseTable leases(t.store.get(), ManualOptions());
+  for (int round = 0; round < 20; ++round) {
+    std::vector<LeaseInfo> granted;
+    for (int i = 0; i < 4; ++i) {
+      auto lease = leases.Grant(64 * 1024, "racer");
+      ASSERT_TRUE(lease.ok()) << lease.status();
+      granted.push_back(*lease);
+    }
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    std::vector<std::vector<std::string>> committed(granted.size());
+    for (size_t i = 0; i < granted.size(); ++i) {
+      threads.emplace_back([&, i] {
+        while (!go.load()) {
+        }
+        uint64_t off = granted[i].chunk.offset;
+        for (int n = 0; n < 200; ++n) {
+          const std::string key = absl::StrCat("r", round, "-", i, "-", n);
+          const uint64_t size = WriteEntry(t, off, key, "v");
+          absl::Status s = leases.Commit(granted[i].lease_id, off, size);
+          if (s.ok()) {
+            committed[i].push_back(key);
+          } else {
+            ASSERT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+            break;
+          }
+          off += size;
+        }
+      });
+    }
+    go.store(true);
+    for (size_t i = 0; i < granted.size(); ++i) {
+      if (i % 2 == 0) {
+        EXPECT_TRUE(leases.Release(granted[i].lease_id).ok());
+      }
+    }
+    leases.ExpireNow(absl::InfiniteFuture());
+    for (auto& th : threads) th.join();
+    for (const auto& keys : committed) {
+      for (const auto& key : keys) EXPECT_EQ(ValueOf(*t.store, key), "v") << key;
+    }
+    for (const auto& keys : committed) {
+      for (const auto& key : keys) ASSERT_TRUE(t.store->Delete(key).ok());
+    }
+    WaitForReclaim(t);
+  }
+  LeaseCounters c = leases.counters();
+  EXPECT_EQ(c.active, 0u);
+  EXPECT_EQ(c.granted, 80u);
+  EXPECT_EQ(c.released + c.expired, 80u);
+  EXPECT_EQ(t.store->counters().segments_free, 16u);
+}
+
+}  // namespace
+}  // namespace server
+}  // namespace kvstore

@@ -1,0 +1,123 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/storage/memory_pool.h"
+
+#include <infiniband/verbs.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+
+namespace kvstore {
+namespace server {
+
+namespace {
+
+constexpr uint64_t kHugePage = 2ull << 20;
+
+uint64_t RoundUp(uint64_t n, uint64_t align) { return (n + align - 1) / align * align; }
+
+absl::StatusOr<char*> MapArena(uint64_t bytes, bool hugepages, bool prefault,
+                               const char* what) {
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+  if (hugepages) flags |= MAP_HUGETLB;
+  if (prefault) flags |= MAP_POPULATE;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+  if (p == MAP_FAILED) {
+    int err = errno;
+    if (hugepages) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "mmap of ", bytes, " bytes of huge pages for the ", what, " failed (",
+          std::strerror(err), "); reserve pages with `sysctl vm.nr_hugepages=",
+          bytes / kHugePage, "` or run without --hugepages"));
+    }
+    return absl::ResourceExhaustedError(absl::StrCat("mmap of ", bytes, " bytes for the ", what,
+                                                     " failed: ", std::strerror(err)));
+  }
+  return static_cast<char*>(p);
+}
+
+}  // namespace
+
+absl::Status CheckMemlockLimit(uint64_t bytes) {
+  rlimit lim;
+  if (getrlimit(RLIMIT_MEMLOCK, &lim) != 0) {
+    return absl::InternalError(absl::StrCat("getrlimit(RLIMIT_MEMLOCK): ", std::strerror(errno)));
+  }
+  if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur >= bytes) return absl::OkStatus();
+  // Root has CAP_IPC_LOCK, which lifts the limit for registration.
+  if (geteuid() == 0) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "RLIMIT_MEMLOCK is ", lim.rlim_cur, " bytes but registering the pool, the index and the "
+      "lease chunks pins up to ", bytes, " bytes; raise it (`ulimit -l unlimited`, LimitMEMLOCK=infinity in systemd, "
+      "`--ulimit memlock=-1` in docker), shrink --pool_size, or run with --transport=tcp"));
+}
+
+absl::StatusOr<std::unique_ptr<MemoryPool>> MemoryPool::Create(const MemoryPoolOptions& options) {
+  if (options.data_bytes == 0 || options.index_bytes == 0) {
+    return absl::InvalidArgumentError("pool and index sizes must be positive");
+  }
+  std::unique_ptr<MemoryPool> pool(new MemoryPool());
+  const uint64_t align = options.hugepages ? kHugePage : static_cast<uint64_t>(getpagesize());
+  pool->hugepages_ = options.hugepages;
+  pool->data_bytes_ = options.data_bytes;
+  pool->data_mapped_ = RoundUp(options.data_bytes, align);
+  pool->index_bytes_ = options.index_bytes;
+  pool->index_mapped_ = RoundUp(options.index_bytes, align);
+  KV_ASSIGN_OR_RETURN(pool->data_,
+                      MapArena(pool->data_mapped_, options.hugepages, options.prefault, "pool"));
+  KV_ASSIGN_OR_RETURN(pool->index_, MapArena(pool->index_mapped_, options.hugepages,
+                                             options.prefault, "index"));
+  // Anonymous mappings are zero-filled: every slot word starts empty.
+  return pool;
+}
+
+MemoryPool::~MemoryPool() {
+  Deregister();
+  if (data_ != nullptr) munmap(data_, data_mapped_);
+  if (index_ != nullptr) munmap(index_, index_mapped_);
+}
+
+absl::StatusOr<absl::Duration> MemoryPool::Register(const rdma::ProtectionDomain& pd,
+                                                    uint64_t max_mr_size, uint64_t align) {
+  const absl::Time start = absl::Now();
+  constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+  // Chunks are whole segments, so no entry straddles two MRs unless it is
+  // larger than a segment; clients send GETs of such entries to the server.
+  if (align == 0) align = 4096;
+  uint64_t chunk = max_mr_size == 0 || max_mr_size >= data_bytes_ ? data_bytes_
+                                                                  : max_mr_size / align * align;
+  if (chunk == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "max MR size ", max_mr_size, " is below one segment (", align, " bytes)"));
+  }
+  uint32_t id = 0;
+  for (uint64_t off = 0; off < data_bytes_; off += chunk) {
+    uint64_t len = std::min(chunk, data_bytes_ - off);
+    KV_ASSIGN_OR_RETURN(auto mr, rdma::MemoryRegion::Register(pd, data_ + off, len, kAccess));
+    regions_.push_back({id++, false, off, len, mr.addr(), mr.rkey()});
+    mrs_.push_back(std::move(mr));
+  }
+  if (index_bytes_ > chunk) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "index of ", index_bytes_, " bytes exceeds the device's max_mr_size ", max_mr_size));
+  }
+  KV_ASSIGN_OR_RETURN(auto mr, rdma::MemoryRegion::Register(pd, index_, index_bytes_, kAccess));
+  regions_.push_back({id++, true, 0, index_bytes_, mr.addr(), mr.rkey()});
+  mrs_.push_back(std::move(mr));
+  return absl::Now() - start;
+}
+
+void MemoryPool::Deregister() {
+  mrs_.clear();
+  regions_.clear();
+}
+
+}  // namespace server
+}  // namespace kvstore
