@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "client/internal/data_path.h"
 #include "client/internal/buffer_access.h"
+#include "client/internal/data_path.h"
 #include "client/internal/rdma/rdma_data_path.h"
 #include "client/internal/tcp/tcp_data_path.h"
 #include "common/grpc_status.h"
@@ -28,9 +28,12 @@ namespace client {
 
 absl::string_view TransportModeName(TransportMode mode) {
   switch (mode) {
-    case TransportMode::kAuto: return "auto";
-    case TransportMode::kRdma: return "rdma";
-    case TransportMode::kTcp: return "tcp";
+    case TransportMode::kAuto:
+      return "auto";
+    case TransportMode::kRdma:
+      return "rdma";
+    case TransportMode::kTcp:
+      return "tcp";
   }
   return "?";
 }
@@ -58,9 +61,7 @@ std::string ResolveDataAddress(const std::string& published, const std::string& 
 class ClientImpl final : public KvClient {
  public:
   ClientImpl(const Options& options, std::unique_ptr<v1::KvControl::Stub> stub)
-      : options_(options),
-        stub_(std::move(stub)),
-        name_(absl::StrCat("kvclient pid ", getpid())) {}
+      : options_(options), stub_(std::move(stub)), name_(absl::StrCat("kvclient pid ", getpid())) {}
 
   ~ClientImpl() override {
     absl::MutexLock lock(&mu_);
@@ -122,8 +123,8 @@ class ClientImpl final : public KvClient {
       }
       KV_ASSIGN_OR_RETURN(std::string v, p.Get(key, Deadline()));
       if (v.size() > capacity) {
-        return absl::OutOfRangeError(absl::StrCat("value is ", v.size(), " bytes; the buffer holds ",
-                                                  capacity));
+        return absl::OutOfRangeError(
+            absl::StrCat("value is ", v.size(), " bytes; the buffer holds ", capacity));
       }
       std::memcpy(buffer.data() + offset, v.data(), v.size());
       return v.size();
@@ -227,8 +228,8 @@ class ClientImpl final : public KvClient {
     v1::HandshakeResponse hs;
     absl::Status s = FromGrpcStatus(stub_->Handshake(&ctx, req, &hs));
     if (!s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("handshake with ", options_.servers[0],
-                                                 " failed: ", s.message()));
+      return absl::Status(
+          s.code(), absl::StrCat("handshake with ", options_.servers[0], " failed: ", s.message()));
     }
     Limits limits;
     limits.max_key_bytes = hs.limits().max_key_bytes();
@@ -242,8 +243,10 @@ class ClientImpl final : public KvClient {
       } else {
         if (rdma_context_ == nullptr) {
           auto ctx = RdmaDataPath::OpenContext(options_.rdma_device, limits.max_value_bytes);
-          if (ctx.ok()) rdma_context_ = *ctx;
-          else why = absl::StrCat("no usable local RDMA device: ", ctx.status().message());
+          if (ctx.ok())
+            rdma_context_ = *ctx;
+          else
+            why = absl::StrCat("no usable local RDMA device: ", ctx.status().message());
         }
         if (rdma_context_ != nullptr) {
           auto rdma = RdmaDataPath::Connect(rdma_context_, stub_.get(), hs, name_,
@@ -262,7 +265,8 @@ class ClientImpl final : public KvClient {
       tcp_fallbacks_++;
       LOG(INFO) << "kvstore client: using TCP to " << options_.servers[0] << " (" << why << ")";
     }
-    const std::string address = ResolveDataAddress(hs.endpoints().resp_address(), options_.servers[0]);
+    const std::string address =
+        ResolveDataAddress(hs.endpoints().resp_address(), options_.servers[0]);
     KV_ASSIGN_OR_RETURN(auto tcp, TcpDataPath::Connect(address, options_.connections_per_server,
                                                        limits, options_.connect_timeout));
     SwapPath(std::shared_ptr<DataPath>(std::move(tcp)));
@@ -300,8 +304,7 @@ class ClientImpl final : public KvClient {
     Count(*path, n);
     // Idempotent operations are retried once on a rebuilt path; others only
     // when they provably never left this client.
-    const bool may_retry =
-        retry || (!r.ok() && r.status().GetPayload(kNotSentPayload).has_value());
+    const bool may_retry = retry || (!r.ok() && r.status().GetPayload(kNotSentPayload).has_value());
     if (!r.ok() && absl::IsUnavailable(r.status()) && Recover(path) && may_retry) {
       path = CurrentPath();
       r = op(*path);
@@ -311,15 +314,15 @@ class ClientImpl final : public KvClient {
   }
   template <typename F>
   absl::Status RunStatus(F op, bool retry = true, uint64_t n = 1) {
-    return Run<bool>([&](DataPath& p) -> absl::StatusOr<bool> {
-             KV_RETURN_IF_ERROR(op(p));
-             return true;
-           }, retry, n)
+    return Run<bool>(
+               [&](DataPath& p) -> absl::StatusOr<bool> {
+                 KV_RETURN_IF_ERROR(op(p));
+                 return true;
+               },
+               retry, n)
         .status();
   }
-  void Count(const DataPath& p, uint64_t n) {
-    (p.name() == "rdma" ? rdma_ops_ : tcp_ops_) += n;
-  }
+  void Count(const DataPath& p, uint64_t n) { (p.name() == "rdma" ? rdma_ops_ : tcp_ops_) += n; }
 
   const Options options_;
   std::unique_ptr<v1::KvControl::Stub> stub_;
@@ -344,7 +347,8 @@ absl::StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const Options& optio
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  auto channel = grpc::CreateCustomChannel(options.servers[0], grpc::InsecureChannelCredentials(), args);
+  auto channel =
+      grpc::CreateCustomChannel(options.servers[0], grpc::InsecureChannelCredentials(), args);
   auto impl = std::make_unique<ClientImpl>(options, v1::KvControl::NewStub(channel));
   KV_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<KvClient>(std::move(impl));

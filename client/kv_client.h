@@ -43,17 +43,17 @@ struct ClientCounters {
   uint64_t gets = 0;
   uint64_t puts = 0;
   uint64_t deletes = 0;
-  uint64_t tcp_ops = 0;           // operations served over RESP/TCP
-  uint64_t rdma_ops = 0;          // operations served over RDMA
-  uint64_t tcp_fallbacks = 0;     // times kAuto chose TCP because RDMA was unavailable
-  uint64_t checksum_retries = 0;  // one-sided reads retried after a failed verify
-  uint64_t span_retries = 0;      // one-sided GETs restarted for exceeding the read span
+  uint64_t tcp_ops = 0;               // operations served over RESP/TCP
+  uint64_t rdma_ops = 0;              // operations served over RDMA
+  uint64_t tcp_fallbacks = 0;         // times kAuto chose TCP because RDMA was unavailable
+  uint64_t checksum_retries = 0;      // one-sided reads retried after a failed verify
+  uint64_t span_retries = 0;          // one-sided GETs restarted for exceeding the read span
   uint64_t server_fallback_gets = 0;  // GETs served by the server CPU after retries ran out
-  uint64_t leases_granted = 0;    // RDMA write leases obtained over gRPC
+  uint64_t leases_granted = 0;        // RDMA write leases obtained over gRPC
   uint64_t leases_released = 0;
   uint64_t leases_renewed = 0;
-  uint64_t lease_aborts = 0;      // commits refused because a lease had expired (redone)
-  uint64_t reconnects = 0;        // data paths rebuilt after a failure or a server restart
+  uint64_t lease_aborts = 0;  // commits refused because a lease had expired (redone)
+  uint64_t reconnects = 0;    // data paths rebuilt after a failure or a server restart
 };
 
 // Caller memory registered for zero-copy transfers (see KvClient::Register).
@@ -82,7 +82,7 @@ struct ScanPage {
 
 // What the server reports about itself (kvctl stat).
 struct ServerStats {
-  std::map<std::string, std::string> info;  // version, epoch, transports, ...
+  std::map<std::string, std::string> info;   // version, epoch, transports, ...
   std::map<std::string, uint64_t> counters;  // ops, bytes, pool and index usage, ...
 };
 
@@ -108,8 +108,7 @@ class KvClient {
   virtual absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys) = 0;
   // All-or-error: on failure some pairs may have been stored.
-  virtual absl::Status MultiPut(
-      absl::Span<const std::pair<std::string, std::string>> pairs) = 0;
+  virtual absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs) = 0;
 
   // Lists keys starting after `cursor` (0 to begin); at most `count` keys
   // per page, only keys starting with `prefix`.
@@ -126,8 +125,8 @@ class KvClient {
   virtual absl::StatusOr<size_t> GetInto(absl::string_view key, const RegisteredBuffer& buffer,
                                          size_t offset, size_t capacity) = 0;
   // Stores buffer[offset, offset+length) under key without copying it.
-  virtual absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer,
-                               size_t offset, size_t length) = 0;
+  virtual absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
+                               size_t length) = 0;
 
   // "rdma" or "tcp": the data path in use.
   virtual std::string transport_name() const = 0;

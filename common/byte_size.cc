@@ -15,19 +15,24 @@ absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text) {
   while (digits < t.size() && absl::ascii_isdigit(static_cast<unsigned char>(t[digits]))) ++digits;
   uint64_t n = 0;
   if (digits == 0 || digits > 15 || !absl::SimpleAtoi(t.substr(0, digits), &n)) {
-    return absl::InvalidArgumentError(absl::StrCat("not a byte size: '", text,
-                                                   "' (examples: 4096, 64K, 512M, 2G)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a byte size: '", text, "' (examples: 4096, 64K, 512M, 2G)"));
   }
   std::string unit(absl::StripAsciiWhitespace(absl::string_view(t).substr(digits)));
   int shift = 0;
-  if (unit.empty() || unit == "B") shift = 0;
-  else if (unit == "K" || unit == "KB" || unit == "KIB") shift = 10;
-  else if (unit == "M" || unit == "MB" || unit == "MIB") shift = 20;
-  else if (unit == "G" || unit == "GB" || unit == "GIB") shift = 30;
-  else if (unit == "T" || unit == "TB" || unit == "TIB") shift = 40;
+  if (unit.empty() || unit == "B")
+    shift = 0;
+  else if (unit == "K" || unit == "KB" || unit == "KIB")
+    shift = 10;
+  else if (unit == "M" || unit == "MB" || unit == "MIB")
+    shift = 20;
+  else if (unit == "G" || unit == "GB" || unit == "GIB")
+    shift = 30;
+  else if (unit == "T" || unit == "TB" || unit == "TIB")
+    shift = 40;
   else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown unit in byte size '", text,
-                                                   "' (use K, M, G or T)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown unit in byte size '", text, "' (use K, M, G or T)"));
   }
   if (shift > 0 && n > (~uint64_t{0} >> shift)) {
     return absl::InvalidArgumentError(absl::StrCat("byte size too large: '", text, "'"));

@@ -14,9 +14,9 @@
 
 // Evaluates `expr` (an absl::Status) and returns it from the enclosing
 // function if it is not OK.
-#define KV_RETURN_IF_ERROR(expr)                          \
-  do {                                                    \
-    const ::absl::Status kv_status_internal_ = (expr);    \
+#define KV_RETURN_IF_ERROR(expr)                               \
+  do {                                                         \
+    const ::absl::Status kv_status_internal_ = (expr);         \
     if (!kv_status_internal_.ok()) return kv_status_internal_; \
   } while (0)
 
@@ -27,11 +27,10 @@
 // the enclosing function, otherwise move-assigns the value to `lhs`, which
 // may be a declaration: KV_ASSIGN_OR_RETURN(auto fd, OpenSocket());
 #define KV_ASSIGN_OR_RETURN(lhs, rexpr) \
-  KV_ASSIGN_OR_RETURN_IMPL_(            \
-      KV_STATUS_MACROS_CONCAT_(kv_statusor_, __LINE__), lhs, rexpr)
+  KV_ASSIGN_OR_RETURN_IMPL_(KV_STATUS_MACROS_CONCAT_(kv_statusor_, __LINE__), lhs, rexpr)
 
-#define KV_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \
-  auto statusor = (rexpr);                              \
+#define KV_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr)    \
+  auto statusor = (rexpr);                                 \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
 

@@ -69,8 +69,7 @@ absl::Status KvServer::Init() {
     if (options_.max_mr_bytes != 0 && (max_mr == 0 || options_.max_mr_bytes < max_mr)) {
       max_mr = options_.max_mr_bytes;
     }
-    KV_ASSIGN_OR_RETURN(registration_time_,
-                        pool_->Register(*pd_, max_mr, options_.segment_bytes));
+    KV_ASSIGN_OR_RETURN(registration_time_, pool_->Register(*pd_, max_mr, options_.segment_bytes));
   }
 
   KvStoreOptions so;
@@ -82,7 +81,8 @@ absl::Status KvServer::Init() {
 
   LeaseOptions lo;
   lo.ttl = options_.lease_ttl;
-  lo.max_lease_bytes = layout::EntryBytes(options_.limits.max_key_bytes, options_.limits.max_value_bytes);
+  lo.max_lease_bytes =
+      layout::EntryBytes(options_.limits.max_key_bytes, options_.limits.max_value_bytes);
   // A lease's write key is revoked before its chunk goes back to the store.
   lo.on_revoke = [this](const LeaseInfo& lease) {
     if (rdma_ != nullptr) rdma_->RevokeLease(lease);
@@ -93,8 +93,8 @@ absl::Status KvServer::Init() {
     rso.gid_ipv4 = options_.rdma_ip;
     rso.commit_credits = options_.rdma_commit_credits;
     rso.idle_probe_after = options_.rdma_idle_probe_after;
-    KV_ASSIGN_OR_RETURN(rdma_, RdmaService::Start(&*device_, &*pd_, pool_.get(), store_.get(),
-                                                  leases_.get(), rso));
+    KV_ASSIGN_OR_RETURN(
+        rdma_, RdmaService::Start(&*device_, &*pd_, pool_.get(), store_.get(), leases_.get(), rso));
   }
 
   RespServerOptions ro;
@@ -161,8 +161,8 @@ absl::Status KvServer::Init() {
   builder.SetMaxSendMessageSize(max_msg);
   grpc_ = builder.BuildAndStart();
   if (grpc_ == nullptr || control_port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", options_.listen_address,
-                                               ":", options_.control_port,
+    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ",
+                                               options_.listen_address, ":", options_.control_port,
                                                " (port in use or address not local?)"));
   }
   grpc_->GetHealthCheckService()->SetServingStatus(true);
@@ -185,12 +185,13 @@ std::string KvServer::StartupLine() const {
 
 std::string KvServer::InfoText() const {
   KvStoreCounters c = store_->counters();
-  return absl::StrCat("# Server\r\nredis_version:7.0.0\r\nkvstore_version:0.1.0\r\nepoch:",
-                      absl::Hex(epoch_), "\r\ntransports:", device_ ? "rdma,tcp" : "tcp",
-                      "\r\nuptime_in_seconds:", absl::ToInt64Seconds(absl::Now() - started_),
-                      "\r\n# Memory\r\npool_bytes:", c.pool_bytes, "\r\nlive_bytes:", c.live_bytes,
-                      "\r\nsegments_total:", c.segments_total, "\r\nsegments_free:", c.segments_free,
-                      "\r\nindex_capacity:", c.index_capacity, "\r\n");
+  return absl::StrCat(
+      "# Server\r\nredis_version:7.0.0\r\nkvstore_version:0.1.0\r\nepoch:", absl::Hex(epoch_),
+      "\r\ntransports:", device_ ? "rdma,tcp" : "tcp",
+      "\r\nuptime_in_seconds:", absl::ToInt64Seconds(absl::Now() - started_),
+      "\r\n# Memory\r\npool_bytes:", c.pool_bytes, "\r\nlive_bytes:", c.live_bytes,
+      "\r\nsegments_total:", c.segments_total, "\r\nsegments_free:", c.segments_free,
+      "\r\nindex_capacity:", c.index_capacity, "\r\n");
 }
 
 void KvServer::Shutdown() {

@@ -21,11 +21,11 @@
 #include "absl/time/time.h"
 #include "common/protocol/limits.h"
 #include "common/rdma/device.h"
+#include "server/rdma/rdma_service.h"
+#include "server/resp/resp_server.h"
 #include "server/storage/kv_store.h"
 #include "server/storage/lease_table.h"
 #include "server/storage/memory_pool.h"
-#include "server/rdma/rdma_service.h"
-#include "server/resp/resp_server.h"
 
 namespace grpc {
 class Server;

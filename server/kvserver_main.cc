@@ -27,26 +27,32 @@ ABSL_FLAG(int, resp_threads, 2, "epoll event loops serving the RESP port");
 ABSL_FLAG(std::string, pool_size, "512M", "memory pool for entries (K/M/G suffixes)");
 ABSL_FLAG(uint64_t, index_buckets, 0,
           "index buckets of 8 slots each (0: one per KiB of pool); the index is separate memory");
-ABSL_FLAG(bool, hugepages, false, "back the pool with 2 MiB huge pages (vm.nr_hugepages must allow it)");
+ABSL_FLAG(bool, hugepages, false,
+          "back the pool with 2 MiB huge pages (vm.nr_hugepages must allow it)");
 ABSL_FLAG(std::string, segment_size, "4M", "allocation and cleaning unit of the pool");
 ABSL_FLAG(std::string, max_key_bytes, "1K", "largest key accepted");
 ABSL_FLAG(std::string, max_value_bytes, "64M", "largest value accepted");
 ABSL_FLAG(uint64_t, max_batch_keys, 4096, "most keys in one MGET/MSET/MultiGet/MultiPut");
 ABSL_FLAG(absl::Duration, grace_period, absl::Milliseconds(500),
           "how long superseded entries stay readable for in-flight one-sided reads");
-ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10), "lifetime of a write lease without renewal");
+ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10),
+          "lifetime of a write lease without renewal");
 ABSL_FLAG(absl::Duration, idle_timeout, absl::Minutes(5),
           "close RESP connections idle this long (0: never)");
 ABSL_FLAG(absl::Duration, request_timeout, absl::Seconds(30),
           "close RESP connections whose request stays incomplete this long");
 ABSL_FLAG(std::string, transport, "auto",
-          "auto: serve RDMA when a device exists, TCP always; rdma: fail without a device; tcp: never use verbs");
-ABSL_FLAG(std::string, rdma_device, "", "RDMA device to use (default: the first with an active port)");
+          "auto: serve RDMA when a device exists, TCP always; rdma: fail without a device; tcp: "
+          "never use verbs");
+ABSL_FLAG(std::string, rdma_device, "",
+          "RDMA device to use (default: the first with an active port)");
 ABSL_FLAG(std::string, rdma_ip, "",
           "IPv4 address whose RoCE v2 GID the server's queue pairs use (default: the first)");
-ABSL_FLAG(uint32_t, rdma_commit_credits, 64, "RDMA commits a client may have in flight per connection");
-ABSL_FLAG(absl::Duration, rdma_idle_probe, absl::Seconds(30),
-          "probe RDMA connections idle this long (no lease, no commit); a dead client's is torn down");
+ABSL_FLAG(uint32_t, rdma_commit_credits, 64,
+          "RDMA commits a client may have in flight per connection");
+ABSL_FLAG(
+    absl::Duration, rdma_idle_probe, absl::Seconds(30),
+    "probe RDMA connections idle this long (no lease, no commit); a dead client's is torn down");
 ABSL_FLAG(std::string, max_mr_bytes, "0",
           "cap on bytes per RDMA memory region; the pool is split into several (0: the device's "
           "max_mr_size)");
@@ -58,7 +64,8 @@ namespace {
 
 absl::StatusOr<uint64_t> SizeFlag(const char* name, const std::string& value) {
   auto v = kvstore::ParseByteSize(value);
-  if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", v.status().message()));
+  if (!v.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", v.status().message()));
   return v;
 }
 
@@ -75,7 +82,8 @@ int main(int argc, char** argv) {
       "when an RDMA device is present and RESP2 (Redis protocol) over TCP always.\n\n"
       "usage: kvserver [flags]\n\n"
       "It logs one line when ready, e.g.\n"
-      "  kvserver up: pool 512 MiB, index 524288 buckets (32 MiB), rdma off (...), transports tcp,\n"
+      "  kvserver up: pool 512 MiB, index 524288 buckets (32 MiB), rdma off (...), transports "
+      "tcp,\n"
       "  control 127.0.0.1:7300, resp 127.0.0.1:6380, epoch ...\n"
       "and stops cleanly on SIGINT or SIGTERM. Exit status: 0 after a clean stop, 1 when it\n"
       "cannot start (the message says why) or a flag is unknown or malformed, 2 for a bad\n"
@@ -130,9 +138,12 @@ int main(int argc, char** argv) {
     *s.out = *v;
   }
   const std::string transport = absl::GetFlag(FLAGS_transport);
-  if (transport == "auto") o.transport = kvstore::server::ServerTransport::kAuto;
-  else if (transport == "rdma") o.transport = kvstore::server::ServerTransport::kRdma;
-  else if (transport == "tcp") o.transport = kvstore::server::ServerTransport::kTcp;
+  if (transport == "auto")
+    o.transport = kvstore::server::ServerTransport::kAuto;
+  else if (transport == "rdma")
+    o.transport = kvstore::server::ServerTransport::kRdma;
+  else if (transport == "tcp")
+    o.transport = kvstore::server::ServerTransport::kTcp;
   else {
     Fail(absl::InvalidArgumentError("--transport must be auto, rdma or tcp"));
     return 2;

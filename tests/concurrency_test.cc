@@ -33,8 +33,8 @@ std::string MakeValue(const std::string& key, int writer, uint64_t seq, size_t l
   std::string filler(len, '\0');
   for (auto& c : filler) c = static_cast<char>('a' + rng() % 26);
   std::string head = absl::StrCat(key, "|", writer, "|", seq, "|");
-  uint64_t sum = XXH3_64bits_withSeed(filler.data(), filler.size(),
-                                      XXH3_64bits(head.data(), head.size()));
+  uint64_t sum =
+      XXH3_64bits_withSeed(filler.data(), filler.size(), XXH3_64bits(head.data(), head.size()));
   return absl::StrCat(head, absl::StrFormat("%016x", sum), "|", filler);
 }
 
@@ -44,8 +44,8 @@ std::string CheckValue(const std::string& key, const std::string& value) {
   if (parts.size() != 5) return "malformed";
   if (parts[0] != key) return absl::StrCat("value of key '", parts[0], "'");
   std::string head = absl::StrCat(parts[0], "|", parts[1], "|", parts[2], "|");
-  uint64_t sum = XXH3_64bits_withSeed(parts[4].data(), parts[4].size(),
-                                      XXH3_64bits(head.data(), head.size()));
+  uint64_t sum =
+      XXH3_64bits_withSeed(parts[4].data(), parts[4].size(), XXH3_64bits(head.data(), head.size()));
   if (absl::StrFormat("%016x", sum) != parts[3]) return "checksum mismatch (torn)";
   return "";
 }
@@ -75,8 +75,10 @@ TEST(Concurrency, OverwritersAndReadersNeverSeeTornOrForeignValues) {
       for (uint64_t seq = 0; !stop; ++seq) {
         std::string key = absl::StrCat("hot", rng() % kKeys);
         absl::Status s = client->Put(key, MakeValue(key, w, seq, 1 + rng() % 20000, rng));
-        if (s.ok()) writes++;
-        else errors++;
+        if (s.ok())
+          writes++;
+        else
+          errors++;
       }
     });
   }

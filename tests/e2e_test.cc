@@ -126,7 +126,8 @@ TEST_F(EndToEnd, KvctlExitCodes) {
   EXPECT_EQ(Kvctl({"exists", "k"}).exit_code, 1);
   EXPECT_EQ(Kvctl({"frobnicate"}).exit_code, 2);
   EXPECT_EQ(Kvctl({"--transport=carrier-pigeon", "get", "k"}).exit_code, 2);
-  ProcessResult down = RunProcess({BinaryPath("client/kvctl/kvctl"), "--server=127.0.0.1:1", "get", "k"});
+  ProcessResult down =
+      RunProcess({BinaryPath("client/kvctl/kvctl"), "--server=127.0.0.1:1", "get", "k"});
   EXPECT_EQ(down.exit_code, 3);
   EXPECT_THAT(down.err, HasSubstr("UNAVAILABLE"));
 }
@@ -143,8 +144,8 @@ TEST_F(EndToEnd, OverLimitKeyAndValueNameTheLimitAndServerStaysHealthy) {
   EXPECT_EQ(value.exit_code, 3);
   EXPECT_THAT(value.err, HasSubstr("max_value_bytes=1048576"));
   // The client checks limits before sending; the server enforces them too.
-  std::string reply = RawExchange(absl::StrCat("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$", big.size(),
-                                               "\r\n", big, "\r\n"));
+  std::string reply =
+      RawExchange(absl::StrCat("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$", big.size(), "\r\n", big, "\r\n"));
   EXPECT_THAT(reply, HasSubstr("max_value_bytes=1048576"));
   EXPECT_TRUE(Healthy());
   EXPECT_EQ(Kvctl({"put", "small", "ok"}).exit_code, 0);
@@ -165,7 +166,8 @@ TEST_F(EndToEnd, GarbageAndHttpOnTheRespPort) {
     std::string r = RawExchange(junk);
     EXPECT_THAT(r, HasSubstr("<closed>"));
   }
-  for (const char* bad : {"*-10\r\n", "*3000000000\r\n", "*1\r\n$2000000000\r\n", "*1\r\n$abc\r\n"}) {
+  for (const char* bad :
+       {"*-10\r\n", "*3000000000\r\n", "*1\r\n$2000000000\r\n", "*1\r\n$abc\r\n"}) {
     EXPECT_THAT(RawExchange(bad), HasSubstr("-ERR Protocol error")) << bad;
   }
   // The established client connection was not disturbed.
@@ -176,8 +178,7 @@ TEST_F(EndToEnd, GarbageAndHttpOnTheRespPort) {
 }
 
 TEST_F(EndToEnd, PoolFullThenFreed) {
-  StartServer({"--pool_size=16M", "--segment_size=256K", "--transport=tcp",
-               "--grace_period=50ms"});
+  StartServer({"--pool_size=16M", "--segment_size=256K", "--transport=tcp", "--grace_period=50ms"});
   auto client = Client();
   const std::string value(64 << 10, 'p');
   int stored = 0;

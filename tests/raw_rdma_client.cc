@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/protocol/commit_wire.h"
 #include "common/grpc_status.h"
+#include "common/protocol/commit_wire.h"
 #include "common/rdma/gid.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
@@ -46,7 +46,8 @@ absl::Status RawRdmaClient::ConnectQp() {
   if (auto g = rdma::FindRoceV2GidIndex(*device_, device_->port(), ""); g.ok()) gid_index = *g;
   rdma::QpCaps caps;
   caps.max_send_sge = 1;
-  KV_ASSIGN_OR_RETURN(auto qp, rdma::QueuePair::CreateRc(*device_, *pd_, *cq_, *cq_, caps, gid_index));
+  KV_ASSIGN_OR_RETURN(auto qp,
+                      rdma::QueuePair::CreateRc(*device_, *pd_, *cq_, *cq_, caps, gid_index));
   qp_.emplace(std::move(qp));
   rdma::QpEndpoint local = qp_->local();
   v1::ConnectQpRequest req;
@@ -57,9 +58,9 @@ absl::Status RawRdmaClient::ConnectQp() {
   req.mutable_client()->set_gid(std::string(reinterpret_cast<const char*>(local.gid.data()), 16));
   // Like the real client: 8 bytes the server may WRITE to probe us.
   if (!probe_mr_) {
-    KV_ASSIGN_OR_RETURN(auto probe, rdma::MemoryRegion::Register(
-                                        *pd_, probe_word_, sizeof(probe_word_),
-                                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+    KV_ASSIGN_OR_RETURN(
+        auto probe, rdma::MemoryRegion::Register(*pd_, probe_word_, sizeof(probe_word_),
+                                                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
     probe_mr_.emplace(std::move(probe));
   }
   req.set_probe_addr(reinterpret_cast<uint64_t>(probe_word_));
@@ -125,7 +126,8 @@ absl::Status RawRdmaClient::Write(uint64_t addr, uint32_t rkey, absl::string_vie
 }
 
 absl::StatusOr<std::string> RawRdmaClient::Read(uint64_t addr, uint32_t rkey, size_t length) {
-  rdma::Sge sge{reinterpret_cast<uint64_t>(buf_.data()), static_cast<uint32_t>(length), mr_->lkey()};
+  rdma::Sge sge{reinterpret_cast<uint64_t>(buf_.data()), static_cast<uint32_t>(length),
+                mr_->lkey()};
   const uint64_t wr = next_wr_++;
   KV_RETURN_IF_ERROR(qp_->PostRead(absl::MakeConstSpan(&sge, 1), addr, rkey, wr, true));
   ibv_wc wc;
@@ -154,7 +156,8 @@ absl::Status RawRdmaClient::Commit(uint64_t lease_id, uint64_t arena_offset, uin
     KV_RETURN_IF_ERROR(rdma::WcStatusToStatus(wc));
     if (wc.wr_id == 0) {
       char* ack = buf_.data() + buf_.size() - wire::kAckBytes;
-      KV_ASSIGN_OR_RETURN(wire::ParsedAck parsed, wire::ParseAck(absl::string_view(ack, wc.byte_len)));
+      KV_ASSIGN_OR_RETURN(wire::ParsedAck parsed,
+                          wire::ParseAck(absl::string_view(ack, wc.byte_len)));
       ack_status = parsed.status;
       got_ack = true;
       rdma::Sge rsge{reinterpret_cast<uint64_t>(ack), static_cast<uint32_t>(wire::kAckBytes),

@@ -164,11 +164,11 @@ TEST_F(RdmaEndToEnd, KvctlOverRdma) {
   const std::string path = testing::TempDir() + "/rdma_value.bin";
   std::ofstream(path, std::ios::binary).write(value.data(), value.size());
   const std::string server = "--server=" + server_->control_address();
-  ProcessResult put = RunProcess({BinaryPath("client/kvctl/kvctl"), server, "--transport=rdma", "put",
-                                  "kvctl-rdma", "--file", path});
+  ProcessResult put = RunProcess({BinaryPath("client/kvctl/kvctl"), server, "--transport=rdma",
+                                  "put", "kvctl-rdma", "--file", path});
   ASSERT_EQ(put.exit_code, 0) << put.err;
-  ProcessResult get =
-      RunProcess({BinaryPath("client/kvctl/kvctl"), server, "--transport=rdma", "get", "kvctl-rdma"});
+  ProcessResult get = RunProcess(
+      {BinaryPath("client/kvctl/kvctl"), server, "--transport=rdma", "get", "kvctl-rdma"});
   ASSERT_EQ(get.exit_code, 0) << get.err;
   EXPECT_TRUE(get.out == value);
   ProcessResult stat =
@@ -195,8 +195,8 @@ TEST_F(RdmaEndToEnd, RdmaAndTcpClientsSeeEachOthersWrites) {
     EXPECT_EQ(*(i % 2 ? tcp : rdma)->Get(k), absl::StrCat("v", i)) << k;
   }
   // redis-cli, a third-party RESP client, sees what RDMA wrote.
-  ProcessResult cli = RunProcess({"redis-cli", "-p", std::to_string(server_->resp_port()), "GET",
-                                  "mixed:1"});
+  ProcessResult cli =
+      RunProcess({"redis-cli", "-p", std::to_string(server_->resp_port()), "GET", "mixed:1"});
   EXPECT_EQ(cli.out, "v1\n");
   ASSERT_TRUE(tcp->Delete("mixed:1").ok());
   EXPECT_EQ(rdma->Get("mixed:1").status().code(), absl::StatusCode::kNotFound);
@@ -248,7 +248,9 @@ TEST(RdmaRegions, PoolSplitIntoSeveralMemoryRegions) {
   ASSERT_TRUE(c.ok()) << c.status();
   // ~8 MiB of 100 KiB values: spread over at least two regions.
   for (int i = 0; i < 80; ++i) {
-    ASSERT_TRUE((*c)->Put(absl::StrCat("r", i), std::string(100 << 10, static_cast<char>('a' + i % 26))).ok());
+    ASSERT_TRUE(
+        (*c)->Put(absl::StrCat("r", i), std::string(100 << 10, static_cast<char>('a' + i % 26)))
+            .ok());
   }
   for (int i = 0; i < 80; ++i) {
     auto v = (*c)->Get(absl::StrCat("r", i));
@@ -263,7 +265,8 @@ TEST(RdmaRegions, PoolSplitIntoSeveralMemoryRegions) {
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_TRUE(*v == big);
   EXPECT_TRUE(*(*c)->Exists("spanning"));
-  std::printf("fallback gets after the spanning entry: %lu\n", (*c)->counters().server_fallback_gets);
+  std::printf("fallback gets after the spanning entry: %lu\n",
+              (*c)->counters().server_fallback_gets);
   EXPECT_EQ((*c)->counters().server_fallback_gets, 1u);
 }
 

@@ -38,10 +38,10 @@ class RdmaFaults : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* dev = std::getenv("KV_RDMA_DEVICE");
-    auto s = KvServerProcess::Start({"--pool_size=64M", "--segment_size=1M", "--transport=rdma",
-                                     "--lease_ttl=2s", "--grace_period=100ms",
-                                     "--rdma_idle_probe=1s",
-                                     absl::StrCat("--rdma_device=", dev ? dev : "")});
+    auto s =
+        KvServerProcess::Start({"--pool_size=64M", "--segment_size=1M", "--transport=rdma",
+                                "--lease_ttl=2s", "--grace_period=100ms", "--rdma_idle_probe=1s",
+                                absl::StrCat("--rdma_device=", dev ? dev : "")});
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::make_unique<KvServerProcess>(std::move(*s));
     client::Options o;
@@ -254,8 +254,9 @@ TEST_F(RdmaFaults, CommitsAreValidated) {
   ASSERT_TRUE(lease.ok());
   std::string entry = Entry("checked", "value");
   // Outside the lease.
-  EXPECT_EQ(raw->Commit(lease->lease_id(), lease->arena_offset() + lease->length(), entry.size()).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      raw->Commit(lease->lease_id(), lease->arena_offset() + lease->length(), entry.size()).code(),
+      absl::StatusCode::kInvalidArgument);
   // A corrupted entry (a flipped value byte).
   std::string bad = entry;
   bad[layout::kEntryHeaderBytes + 8] ^= 1;

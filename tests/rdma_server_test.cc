@@ -28,8 +28,8 @@ std::string DeviceFlag() {
 }
 
 TEST(RdmaServer, RegistersPoolAndPublishesReadOnlyRegions) {
-  auto server = testing::KvServerProcess::Start(
-      {"--pool_size=256M", "--transport=rdma", DeviceFlag()});
+  auto server =
+      testing::KvServerProcess::Start({"--pool_size=256M", "--transport=rdma", DeviceFlag()});
   ASSERT_TRUE(server.ok()) << server.status();
   std::printf("%s\n", server->Log().c_str());
   EXPECT_THAT(server->Log(), HasSubstr("registered in"));

@@ -31,8 +31,7 @@ class DataPath {
   virtual ~DataPath() = default;
 
   virtual absl::StatusOr<std::string> Get(absl::string_view key, absl::Time deadline) = 0;
-  virtual absl::Status Put(absl::string_view key, absl::string_view value,
-                           absl::Time deadline) = 0;
+  virtual absl::Status Put(absl::string_view key, absl::string_view value, absl::Time deadline) = 0;
   virtual absl::Status Delete(absl::string_view key, absl::Time deadline) = 0;
   virtual absl::StatusOr<bool> Exists(absl::string_view key, absl::Time deadline) = 0;
   virtual absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(

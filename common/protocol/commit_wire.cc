@@ -46,7 +46,8 @@ absl::StatusOr<ParsedAck> ParseAck(absl::string_view bytes) {
   std::memcpy(&ack, bytes.data(), sizeof(ack));
   if (ack.magic != kAckMagic) return absl::DataLossError("bad commit ack magic");
   if (ack.code < 0 || ack.code > 16) return absl::DataLossError("bad status code in commit ack");
-  if (sizeof(ack) + ack.message_len > bytes.size()) return absl::DataLossError("ack message out of bounds");
+  if (sizeof(ack) + ack.message_len > bytes.size())
+    return absl::DataLossError("ack message out of bounds");
   ParsedAck out;
   out.request_id = ack.request_id;
   out.status = absl::Status(static_cast<absl::StatusCode>(ack.code),

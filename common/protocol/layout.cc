@@ -47,8 +47,7 @@ KeyHash HashKey(absl::string_view key, uint64_t seed, uint64_t bucket_count) {
   return out;
 }
 
-uint64_t EntryChecksum(const EntryHeader& header, absl::string_view key,
-                       absl::string_view value) {
+uint64_t EntryChecksum(const EntryHeader& header, absl::string_view key, absl::string_view value) {
   XXH3_state_t state;
   XXH3_64bits_reset(&state);
   XXH3_64bits_update(&state, &header, kChecksummedHeaderBytes);

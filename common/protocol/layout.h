@@ -52,8 +52,9 @@ inline constexpr int kSizeBits = 22;
 static_assert(kFingerprintBits + kOffsetBits + kSizeBits == 64);
 
 // Largest pool a slot word can address, and largest single entry.
-inline constexpr uint64_t kMaxPoolBytes = (uint64_t{1} << kOffsetBits) * kEntryAlign;    // 64 GiB
-inline constexpr uint64_t kMaxEntryBytes = ((uint64_t{1} << kSizeBits) - 1) * kEntryAlign;  // ~256 MiB
+inline constexpr uint64_t kMaxPoolBytes = (uint64_t{1} << kOffsetBits) * kEntryAlign;  // 64 GiB
+inline constexpr uint64_t kMaxEntryBytes =
+    ((uint64_t{1} << kSizeBits) - 1) * kEntryAlign;  // ~256 MiB
 
 inline constexpr uint32_t kEntryMagic = 0x4B564531;  // "1EVK" little-endian: "KVE1"
 
@@ -99,8 +100,7 @@ constexpr uint64_t EntryBytes(uint64_t key_len, uint64_t value_len) {
 
 // Checksum of an entry whose value may live apart from its header and key
 // (zero-copy PUT gathers them from two buffers).
-uint64_t EntryChecksum(const EntryHeader& header, absl::string_view key,
-                       absl::string_view value);
+uint64_t EntryChecksum(const EntryHeader& header, absl::string_view key, absl::string_view value);
 
 // Fills `header` for key/value and computes its checksum.
 EntryHeader MakeHeader(absl::string_view key, absl::string_view value, uint64_t version);
@@ -136,9 +136,7 @@ absl::StatusOr<EntryView> ParseEntryHeader(absl::string_view bytes);
 absl::StatusOr<EntryView> VerifyEntry(absl::string_view bytes, absl::string_view key);
 
 // Atomic access to a slot word that lives in (possibly registered) memory.
-inline uint64_t LoadSlot(const uint64_t* word) {
-  return __atomic_load_n(word, __ATOMIC_ACQUIRE);
-}
+inline uint64_t LoadSlot(const uint64_t* word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
 inline void StoreSlot(uint64_t* word, uint64_t value) {
   __atomic_store_n(word, value, __ATOMIC_RELEASE);
 }

@@ -9,9 +9,8 @@ namespace kvstore {
 absl::Status Limits::CheckKeyLength(uint64_t key_len) const {
   if (key_len == 0) return absl::InvalidArgumentError("key is empty");
   if (key_len > max_key_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("key is ", key_len,
-                                                   " bytes, over the limit max_key_bytes=",
-                                                   max_key_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("key is ", key_len, " bytes, over the limit max_key_bytes=", max_key_bytes));
   }
   return absl::OkStatus();
 }
@@ -20,9 +19,8 @@ absl::Status Limits::CheckKey(absl::string_view key) const { return CheckKeyLeng
 
 absl::Status Limits::CheckValueLength(uint64_t value_len) const {
   if (value_len > max_value_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("value is ", value_len,
-                                                   " bytes, over the limit max_value_bytes=",
-                                                   max_value_bytes));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "value is ", value_len, " bytes, over the limit max_value_bytes=", max_value_bytes));
   }
   return absl::OkStatus();
 }

@@ -16,17 +16,17 @@ enum class LineResult { kOk, kNeedMore, kBad };
 
 // Reads "<prefix><digits>\r\n" at `pos`. Only an optional '-' and decimal
 // digits are accepted, at most kMaxLengthLine bytes in all.
-LineResult ReadLength(absl::string_view buf, size_t pos, char prefix, int64_t* value,
-                      size_t* next, std::string* error) {
+LineResult ReadLength(absl::string_view buf, size_t pos, char prefix, int64_t* value, size_t* next,
+                      std::string* error) {
   if (pos >= buf.size()) return LineResult::kNeedMore;
   if (buf[pos] != prefix) {
     char c = buf[pos];
-    *error = absl::StrCat("Protocol error: expected '", std::string(1, prefix), "', got '",
-                          absl::ascii_isprint(static_cast<unsigned char>(c))
-                              ? std::string(1, c)
-                              : absl::StrCat("\\x", absl::Hex(static_cast<unsigned char>(c),
-                                                             absl::kZeroPad2)),
-                          "'");
+    *error = absl::StrCat(
+        "Protocol error: expected '", std::string(1, prefix), "', got '",
+        absl::ascii_isprint(static_cast<unsigned char>(c))
+            ? std::string(1, c)
+            : absl::StrCat("\\x", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2)),
+        "'");
     return LineResult::kBad;
   }
   const size_t limit = std::min(buf.size(), pos + kMaxLengthLine);
@@ -48,15 +48,15 @@ LineResult ReadLength(absl::string_view buf, size_t pos, char prefix, int64_t* v
   bool negative = !digits.empty() && digits[0] == '-';
   absl::string_view body = negative ? digits.substr(1) : digits;
   if (body.empty() || body.size() > 18) {
-    *error = absl::StrCat("Protocol error: invalid ", prefix == '*' ? "multibulk" : "bulk",
-                          " length");
+    *error =
+        absl::StrCat("Protocol error: invalid ", prefix == '*' ? "multibulk" : "bulk", " length");
     return LineResult::kBad;
   }
   int64_t v = 0;
   for (char c : body) {
     if (c < '0' || c > '9') {
-      *error = absl::StrCat("Protocol error: invalid ", prefix == '*' ? "multibulk" : "bulk",
-                            " length");
+      *error =
+          absl::StrCat("Protocol error: invalid ", prefix == '*' ? "multibulk" : "bulk", " length");
       return LineResult::kBad;
     }
     v = v * 10 + (c - '0');
@@ -85,13 +85,16 @@ ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
   int64_t argc = 0;
   size_t pos = 0;
   switch (ReadLength(buf, 0, '*', &argc, &pos, &error)) {
-    case LineResult::kNeedMore: return out;
-    case LineResult::kBad: return Error(std::move(error));
-    case LineResult::kOk: break;
+    case LineResult::kNeedMore:
+      return out;
+    case LineResult::kBad:
+      return Error(std::move(error));
+    case LineResult::kOk:
+      break;
   }
   if (argc <= 0 || static_cast<uint64_t>(argc) > limits.max_args) {
-    return Error(absl::StrCat("Protocol error: invalid multibulk length ", argc,
-                              " (must be 1..", limits.max_args, ")"));
+    return Error(absl::StrCat("Protocol error: invalid multibulk length ", argc, " (must be 1..",
+                              limits.max_args, ")"));
   }
   uint64_t buffered = 0;
   // Not reserved up front: argc is peer-supplied and only bounds the loop.
@@ -99,9 +102,13 @@ ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
     int64_t len = 0;
     size_t body = 0;
     switch (ReadLength(buf, pos, '$', &len, &body, &error)) {
-      case LineResult::kNeedMore: out.args.clear(); return out;
-      case LineResult::kBad: return Error(std::move(error));
-      case LineResult::kOk: break;
+      case LineResult::kNeedMore:
+        out.args.clear();
+        return out;
+      case LineResult::kBad:
+        return Error(std::move(error));
+      case LineResult::kOk:
+        break;
     }
     if (len < 0) return Error(absl::StrCat("Protocol error: invalid bulk length ", len));
     // SET key value: the value is handed to the caller to stream into pool
@@ -119,8 +126,8 @@ ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
     }
     buffered += static_cast<uint64_t>(len);
     if (buffered > limits.max_buffered_bytes) {
-      return Error(absl::StrCat("Protocol error: request larger than ",
-                                limits.max_buffered_bytes, " bytes (use SET for large values)"));
+      return Error(absl::StrCat("Protocol error: request larger than ", limits.max_buffered_bytes,
+                                " bytes (use SET for large values)"));
     }
     if (buf.size() < body + static_cast<uint64_t>(len) + 2) {
       out.args.clear();
@@ -212,7 +219,8 @@ absl::Status ParseOne(absl::string_view buf, size_t* pos, const ReplyLimits& lim
     }
     case '*': {
       int64_t n;
-      if (!absl::SimpleAtoi(line, &n) || n < -1 || (n > 0 && static_cast<uint64_t>(n) > limits.max_elements)) {
+      if (!absl::SimpleAtoi(line, &n) || n < -1 ||
+          (n > 0 && static_cast<uint64_t>(n) > limits.max_elements)) {
         return absl::DataLossError("bad RESP array length");
       }
       *pos = eol + 2;

@@ -36,14 +36,14 @@ struct RequestLimits {
 // The outcome of one parse attempt over the start of a buffer.
 struct ParsedRequest {
   enum class Kind {
-    kNeedMore,     // no complete request yet; call again with more bytes
-    kCommand,      // args hold a complete request of `consumed` bytes
-    kSetValue,     // "SET key <value>": consumed covers everything up to the
-                   // value's first byte; args = {SET, key}; value_len bytes
-                   // and then "\r\n" follow and are the caller's to read;
-                   // value_len is not checked against max_bulk_bytes: the
-                   // caller applies its own value limit (and names it)
-    kError,        // protocol error: reply with `error` and close
+    kNeedMore,  // no complete request yet; call again with more bytes
+    kCommand,   // args hold a complete request of `consumed` bytes
+    kSetValue,  // "SET key <value>": consumed covers everything up to the
+                // value's first byte; args = {SET, key}; value_len bytes
+                // and then "\r\n" follow and are the caller's to read;
+                // value_len is not checked against max_bulk_bytes: the
+                // caller applies its own value limit (and names it)
+    kError,     // protocol error: reply with `error` and close
   };
   Kind kind = Kind::kNeedMore;
   size_t consumed = 0;
@@ -60,13 +60,13 @@ ParsedRequest ParseRequest(absl::string_view buffer, const RequestLimits& limits
 bool CommandIs(absl::string_view arg, absl::string_view name);
 
 // --- Encoders (append to `out`) --------------------------------------------
-void AppendSimple(std::string* out, absl::string_view s);    // +s
-void AppendError(std::string* out, absl::string_view msg);   // -msg
-void AppendInteger(std::string* out, int64_t n);             // :n
-void AppendBulk(std::string* out, absl::string_view s);      // $len s
-void AppendBulkHeader(std::string* out, uint64_t len);       // $len\r\n
-void AppendNull(std::string* out);                           // $-1
-void AppendArrayHeader(std::string* out, uint64_t n);        // *n
+void AppendSimple(std::string* out, absl::string_view s);   // +s
+void AppendError(std::string* out, absl::string_view msg);  // -msg
+void AppendInteger(std::string* out, int64_t n);            // :n
+void AppendBulk(std::string* out, absl::string_view s);     // $len s
+void AppendBulkHeader(std::string* out, uint64_t len);      // $len\r\n
+void AppendNull(std::string* out);                          // $-1
+void AppendArrayHeader(std::string* out, uint64_t n);       // *n
 // A request: *N then each argument as a bulk string.
 void AppendCommand(std::string* out, const std::vector<absl::string_view>& args);
 

@@ -148,9 +148,8 @@ TEST(Encode, RoundTripsThroughReplyParser) {
     }
     rest.remove_prefix(r->consumed);
   }
-  EXPECT_THAT(types, ElementsAre(Reply::Type::kSimple, Reply::Type::kError,
-                                 Reply::Type::kInteger, Reply::Type::kBulk, Reply::Type::kNull,
-                                 Reply::Type::kArray));
+  EXPECT_THAT(types, ElementsAre(Reply::Type::kSimple, Reply::Type::kError, Reply::Type::kInteger,
+                                 Reply::Type::kBulk, Reply::Type::kNull, Reply::Type::kArray));
 }
 
 TEST(ParseReply, PartialAndMalformed) {

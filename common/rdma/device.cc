@@ -57,9 +57,9 @@ absl::StatusOr<Device> Device::Open(absl::string_view name) {
   if (list == nullptr) {
     return absl::UnavailableError(absl::StrCat("ibv_get_device_list: ", std::strerror(errno)));
   }
-  absl::Status last = absl::UnavailableError(
-      name.empty() ? "no RDMA device with an active port"
-                   : absl::StrCat("RDMA device '", name, "' not found"));
+  absl::Status last =
+      absl::UnavailableError(name.empty() ? "no RDMA device with an active port"
+                                          : absl::StrCat("RDMA device '", name, "' not found"));
   for (int i = 0; i < n; ++i) {
     std::string dev_name = ibv_get_device_name(list[i]);
     if (!name.empty() && dev_name != name) continue;
@@ -152,8 +152,8 @@ absl::StatusOr<MemoryRegion> MemoryRegion::Register(const ProtectionDomain& pd, 
     int err = errno;
     absl::Status s = VerbError(absl::StrCat("ibv_reg_mr(", length, " bytes)"), err);
     if (err == ENOMEM || err == EPERM) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(s.message(), " (is RLIMIT_MEMLOCK large enough? try `ulimit -l unlimited`)"));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          s.message(), " (is RLIMIT_MEMLOCK large enough? try `ulimit -l unlimited`)"));
     }
     return s;
   }

@@ -163,9 +163,8 @@ absl::Status QueuePair::PostWrites(absl::Span<const WriteOp> ops) {
 absl::Status QueuePair::PostWriteSends(absl::Span<const WriteSendOp> ops) {
   if (ops.empty()) return absl::OkStatus();
   if (2 * ops.size() > caps_.max_send_wr) {
-    return absl::InvalidArgumentError(absl::StrCat("WRITE+SEND: batch of ", 2 * ops.size(),
-                                                   " WRs, the send queue holds ",
-                                                   caps_.max_send_wr));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "WRITE+SEND: batch of ", 2 * ops.size(), " WRs, the send queue holds ", caps_.max_send_wr));
   }
   size_t total_sges = 0;
   for (const WriteSendOp& op : ops) {
@@ -206,8 +205,8 @@ absl::Status QueuePair::PostWriteSends(absl::Span<const WriteSendOp> ops) {
     s.sg_list = op.send.empty() ? nullptr : sges.data() + next_sge;
     s.num_sge = static_cast<int>(op.send.size());
     s.opcode = IBV_WR_SEND;
-    s.send_flags = (op.send_signaled ? IBV_SEND_SIGNALED : 0) |
-                   (op.send_inline ? IBV_SEND_INLINE : 0);
+    s.send_flags =
+        (op.send_signaled ? IBV_SEND_SIGNALED : 0) | (op.send_inline ? IBV_SEND_INLINE : 0);
     next_sge += op.send.size();
   }
   return PostSendChain(wrs.data(), wrs.size(), "RDMA_WRITE+SEND");

@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "common/protocol/commit_wire.h"
 #include "common/grpc_status.h"
+#include "common/protocol/commit_wire.h"
 #include "common/protocol/layout.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
@@ -138,7 +138,7 @@ grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
 }
 
 absl::Status KvControlServiceImpl::CheckLeaseCaller(uint64_t lease_id,
-                                                   uint64_t connection_id) const {
+                                                    uint64_t connection_id) const {
   if (deps_.rdma == nullptr) return absl::OkStatus();
   const uint64_t owner = deps_.rdma->LeaseConnection(lease_id);
   if (owner != 0 && owner != connection_id) {
@@ -167,9 +167,9 @@ grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
     client.lid = static_cast<uint16_t>(in.lid());
     std::string owner = request->client_name().empty() ? "anonymous" : request->client_name();
     if (context != nullptr) absl::StrAppend(&owner, "@", context->peer());
-    KV_ASSIGN_OR_RETURN(RdmaService::Accepted accepted,
-                        deps_.rdma->Connect(client, owner, request->probe_addr(),
-                                            request->probe_rkey()));
+    KV_ASSIGN_OR_RETURN(
+        RdmaService::Accepted accepted,
+        deps_.rdma->Connect(client, owner, request->probe_addr(), request->probe_rkey()));
     response->set_connection_id(accepted.connection_id);
     pb::QpEndpoint* out = response->mutable_server();
     out->set_qpn(accepted.server.qpn);

@@ -33,10 +33,10 @@
 #include "grpcpp/support/status.h"
 #include "proto/kv_control.grpc.pb.h"
 #include "proto/kv_control.pb.h"
+#include "server/rdma/rdma_service.h"
 #include "server/storage/kv_store.h"
 #include "server/storage/lease_table.h"
 #include "server/storage/memory_pool.h"
-#include "server/rdma/rdma_service.h"
 
 namespace kvstore {
 namespace server {

@@ -50,7 +50,9 @@ struct RdmaService::Connection {
   uint64_t probe_addr = 0;  // client memory for idle probes (rkey 0: none)
   uint32_t probe_rkey = 0;
   std::atomic<int64_t> last_activity_ns{0};  // absl::ToUnixNanos
-  void Touch() { last_activity_ns.store(absl::ToUnixNanos(absl::Now()), std::memory_order_relaxed); }
+  void Touch() {
+    last_activity_ns.store(absl::ToUnixNanos(absl::Now()), std::memory_order_relaxed);
+  }
 };
 
 // The write key of one lease. The window is declared after the MR so it is
@@ -69,12 +71,14 @@ RdmaService::RdmaService(rdma::Device* device, rdma::ProtectionDomain* pd, Memor
       store_(store),
       leases_(leases),
       options_(options),
-      slot_bytes_(static_cast<uint32_t>(
-          (wire::CommitBytes(store->limits().max_key_bytes) + 63) / 64 * 64)) {}
+      slot_bytes_(static_cast<uint32_t>((wire::CommitBytes(store->limits().max_key_bytes) + 63) /
+                                        64 * 64)) {}
 
-absl::StatusOr<std::unique_ptr<RdmaService>> RdmaService::Start(
-    rdma::Device* device, rdma::ProtectionDomain* pd, MemoryPool* pool, KvStore* store,
-    LeaseTable* leases, const RdmaServiceOptions& options) {
+absl::StatusOr<std::unique_ptr<RdmaService>> RdmaService::Start(rdma::Device* device,
+                                                                rdma::ProtectionDomain* pd,
+                                                                MemoryPool* pool, KvStore* store,
+                                                                LeaseTable* leases,
+                                                                const RdmaServiceOptions& options) {
   if (options.commit_credits == 0 || options.commit_credits > 4096) {
     return absl::InvalidArgumentError("commit_credits must be in [1, 4096]");
   }
@@ -130,8 +134,8 @@ std::shared_ptr<RdmaService::Connection> RdmaService::Find(uint64_t id) {
 }
 
 absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoint& client,
-                                                          std::string owner, uint64_t probe_addr,
-                                                          uint32_t probe_rkey) {
+                                                           std::string owner, uint64_t probe_addr,
+                                                           uint32_t probe_rkey) {
   uint64_t id;
   {
     absl::MutexLock lock(&mu_);
@@ -158,17 +162,17 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
                       rdma::CompletionQueue::Create(*device_, caps.max_send_wr, nullptr));
   c->send_cq.emplace(std::move(send_cq));
   c->recv_mem.assign(size_t{credits} * slot_bytes_, 0);
-  KV_ASSIGN_OR_RETURN(auto recv_mr, rdma::MemoryRegion::Register(*pd_, c->recv_mem.data(),
-                                                                 c->recv_mem.size(),
-                                                                 IBV_ACCESS_LOCAL_WRITE));
+  KV_ASSIGN_OR_RETURN(auto recv_mr,
+                      rdma::MemoryRegion::Register(*pd_, c->recv_mem.data(), c->recv_mem.size(),
+                                                   IBV_ACCESS_LOCAL_WRITE));
   c->recv_mr.emplace(std::move(recv_mr));
   c->ack_mem.assign(size_t{credits} * wire::kAckBytes, 0);
-  KV_ASSIGN_OR_RETURN(auto ack_mr, rdma::MemoryRegion::Register(*pd_, c->ack_mem.data(),
-                                                                c->ack_mem.size(),
-                                                                IBV_ACCESS_LOCAL_WRITE));
+  KV_ASSIGN_OR_RETURN(auto ack_mr,
+                      rdma::MemoryRegion::Register(*pd_, c->ack_mem.data(), c->ack_mem.size(),
+                                                   IBV_ACCESS_LOCAL_WRITE));
   c->ack_mr.emplace(std::move(ack_mr));
-  KV_ASSIGN_OR_RETURN(auto qp, rdma::QueuePair::CreateRc(*device_, *pd_, *c->send_cq, *recv_cq_,
-                                                         caps, gid_index_));
+  KV_ASSIGN_OR_RETURN(
+      auto qp, rdma::QueuePair::CreateRc(*device_, *pd_, *c->send_cq, *recv_cq_, caps, gid_index_));
   c->qp.emplace(std::move(qp));
   KV_RETURN_IF_ERROR(c->qp->Connect(client, kServerAccess));
   // Receives can be posted from INIT on; the client sends nothing before it
@@ -303,8 +307,9 @@ void RdmaService::HandleCommit(Connection& c, absl::string_view message) {
       if (it != lease_keys_.end()) owner = it->second->connection_id;
     }
     if (owner == 0) {
-      status = absl::AbortedError(absl::StrCat(
-          "lease ", h.lease_id, " is not active (expired, released or never granted): redo the PUT"));
+      status = absl::AbortedError(
+          absl::StrCat("lease ", h.lease_id,
+                       " is not active (expired, released or never granted): redo the PUT"));
     } else if (owner != c.id) {
       status = absl::PermissionDeniedError(
           absl::StrCat("lease ", h.lease_id, " belongs to another connection"));
@@ -402,19 +407,19 @@ void RdmaService::PollLoop() {
 }
 
 absl::StatusOr<std::pair<uint32_t, uint64_t>> RdmaService::BindLease(uint64_t connection_id,
-                                                                    const LeaseInfo& lease) {
+                                                                     const LeaseInfo& lease) {
   std::shared_ptr<Connection> c = Find(connection_id);
   if (c == nullptr || c->dead) {
-    return absl::UnavailableError(absl::StrCat("no live RDMA connection ", connection_id,
-                                               ": connect the queue pair again"));
+    return absl::UnavailableError(
+        absl::StrCat("no live RDMA connection ", connection_id, ": connect the queue pair again"));
   }
   auto key = std::make_unique<LeaseKey>();
   key->connection_id = connection_id;
   char* base = pool_->data() + lease.chunk.offset;
   // The chunk's own MR bounds every write through the window to the chunk.
-  KV_ASSIGN_OR_RETURN(auto mr, rdma::MemoryRegion::Register(
-                                   *pd_, base, lease.chunk.length,
-                                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND));
+  KV_ASSIGN_OR_RETURN(auto mr,
+                      rdma::MemoryRegion::Register(*pd_, base, lease.chunk.length,
+                                                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND));
   key->mr.emplace(std::move(mr));
   KV_ASSIGN_OR_RETURN(auto mw, rdma::MemoryWindow::Alloc(*pd_));
   key->mw.emplace(std::move(mw));
@@ -422,12 +427,14 @@ absl::StatusOr<std::pair<uint32_t, uint64_t>> RdmaService::BindLease(uint64_t co
   {
     absl::MutexLock lock(&c->send_mu);
     const uint64_t wr_id = kBindTag | c->next_wr++;
-    KV_ASSIGN_OR_RETURN(rkey, c->qp->PostBindMw(*key->mw, *key->mr, reinterpret_cast<uint64_t>(base),
-                                                lease.chunk.length, IBV_ACCESS_REMOTE_WRITE, wr_id));
+    KV_ASSIGN_OR_RETURN(rkey,
+                        c->qp->PostBindMw(*key->mw, *key->mr, reinterpret_cast<uint64_t>(base),
+                                          lease.chunk.length, IBV_ACCESS_REMOTE_WRITE, wr_id));
     absl::Status s = WaitSend(*c, wr_id);
     if (!s.ok()) {
       key->mw->RollbackBind();
-      return absl::UnavailableError(absl::StrCat("binding the lease's write key failed: ", s.message()));
+      return absl::UnavailableError(
+          absl::StrCat("binding the lease's write key failed: ", s.message()));
     }
   }
   {

@@ -41,10 +41,17 @@ constexpr int kMaxIov = 64;
 std::string ErrorText(const absl::Status& s) {
   const char* prefix = "ERR ";
   switch (s.code()) {
-    case absl::StatusCode::kResourceExhausted: prefix = "OOM "; break;
-    case absl::StatusCode::kDataLoss: prefix = "DATALOSS "; break;
-    case absl::StatusCode::kUnavailable: prefix = "TRYAGAIN "; break;
-    default: break;
+    case absl::StatusCode::kResourceExhausted:
+      prefix = "OOM ";
+      break;
+    case absl::StatusCode::kDataLoss:
+      prefix = "DATALOSS ";
+      break;
+    case absl::StatusCode::kUnavailable:
+      prefix = "TRYAGAIN ";
+      break;
+    default:
+      break;
   }
   return absl::StrCat(prefix, s.message());
 }
@@ -93,8 +100,8 @@ class RespServer::Loop {
  public:
   Loop(KvStore* store, const RespServerOptions& options, Counters* counters, int listen_fd)
       : store_(store), options_(options), counters_(counters), listen_fd_(listen_fd) {
-    limits_.max_bulk_bytes = std::max<uint64_t>(store->limits().max_value_bytes,
-                                                store->limits().max_key_bytes);
+    limits_.max_bulk_bytes =
+        std::max<uint64_t>(store->limits().max_value_bytes, store->limits().max_key_bytes);
     limits_.max_args = 2 * store->limits().max_batch_keys + 1;
     limits_.max_buffered_bytes = store->limits().max_value_bytes + (1 << 20);
   }
@@ -113,14 +120,16 @@ class RespServer::Loop {
     PinnedValue pinned;  // when set, `view` points into pool memory
     absl::string_view view;
     size_t sent = 0;
-    absl::string_view data() const { return pinned.value().data() ? view : absl::string_view(owned); }
+    absl::string_view data() const {
+      return pinned.value().data() ? view : absl::string_view(owned);
+    }
   };
 
   enum class State { kCommands, kValue, kValueCrlf, kDiscard };
 
   struct Conn {
     int fd = -1;
-    std::string in;     // received, unparsed bytes are in[start, in.size())
+    std::string in;  // received, unparsed bytes are in[start, in.size())
     size_t start = 0;
     State state = State::kCommands;
     Reservation reservation;  // kValue/kValueCrlf: the SET's entry
@@ -159,7 +168,10 @@ class RespServer::Loop {
   void ReplyError(Conn* c, absl::string_view msg);
   void ReplyValue(Conn* c, PinnedValue v);
   void ReplyStatus(Conn* c, const absl::Status& s) {
-    if (s.ok()) Reply(c, "+OK\r\n"); else ReplyError(c, ErrorText(s));
+    if (s.ok())
+      Reply(c, "+OK\r\n");
+    else
+      ReplyError(c, ErrorText(s));
   }
 
   KvStore* const store_;
@@ -469,8 +481,8 @@ void RespServer::Loop::Execute(Conn* c, const std::vector<absl::string_view>& ar
   const absl::string_view cmd = args[0];
   const size_t argc = args.size();
   auto arity_error = [&] {
-    ReplyError(c, absl::StrCat("ERR wrong number of arguments for '",
-                               absl::AsciiStrToLower(cmd), "' command"));
+    ReplyError(c, absl::StrCat("ERR wrong number of arguments for '", absl::AsciiStrToLower(cmd),
+                               "' command"));
   };
   if (CommandIs(cmd, "GET")) {
     if (argc != 2) return arity_error();
@@ -521,9 +533,9 @@ void RespServer::Loop::Execute(Conn* c, const std::vector<absl::string_view>& ar
     if (argc < 2) return arity_error();
     Reply(c, absl::StrCat("*", argc - 1, "\r\n"));
     for (size_t i = 1; i < argc; ++i) {
-      auto v = store_->limits().CheckKey(args[i]).ok() ? store_->Get(args[i])
-                                                       : absl::StatusOr<PinnedValue>(
-                                                             absl::NotFoundError(""));
+      auto v = store_->limits().CheckKey(args[i]).ok()
+                   ? store_->Get(args[i])
+                   : absl::StatusOr<PinnedValue>(absl::NotFoundError(""));
       if (v.ok()) {
         ReplyValue(c, std::move(*v));
       } else {
@@ -561,7 +573,8 @@ void RespServer::Loop::Execute(Conn* c, const std::vector<absl::string_view>& ar
         // Only prefix patterns ("user:*", "*") are supported: the index is a
         // hash table, so anything else would be a full scan in disguise.
         if (pattern.empty() || pattern.back() != '*' ||
-            pattern.substr(0, pattern.size() - 1).find_first_of("*?[\\") != absl::string_view::npos) {
+            pattern.substr(0, pattern.size() - 1).find_first_of("*?[\\") !=
+                absl::string_view::npos) {
           return ReplyError(c, "ERR only prefix MATCH patterns ending in '*' are supported");
         }
         prefix = std::string(pattern.substr(0, pattern.size() - 1));

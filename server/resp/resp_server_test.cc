@@ -172,8 +172,12 @@ TEST_F(RespServerTest, MalformedInputClosesOnlyThatConnection) {
   Send(good, Cmd({"SET", "a", "1"}));
   ASSERT_EQ(Read(good, 1)[0].str, "OK");
   const std::string bad_inputs[] = {
-      "*-10\r\n", "*3000000000\r\n", "*2\r\n$3\r\nGET\r\n$2000000000\r\n", "*1\r\n$abc\r\n",
-      "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", std::string("\x16\x03\x01\x02\x00", 5),
+      "*-10\r\n",
+      "*3000000000\r\n",
+      "*2\r\n$3\r\nGET\r\n$2000000000\r\n",
+      "*1\r\n$abc\r\n",
+      "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
+      std::string("\x16\x03\x01\x02\x00", 5),
   };
   for (const std::string& bad : bad_inputs) {
     int fd = Connect();
@@ -237,7 +241,8 @@ TEST_F(RespServerTest, ScanPagesWithPrefixAndToolCommands) {
   } while (cursor != "0");
   EXPECT_EQ(keys.size(), 25u);
   Send(fd, Cmd({"COMMAND", "DOCS"}) + Cmd({"HELLO", "2"}) + Cmd({"INFO"}) +
-               Cmd({"CONFIG", "GET", "save"}) + Cmd({"NOSUCH"}) + Cmd({"SET", "k", "v", "EX", "1"}));
+               Cmd({"CONFIG", "GET", "save"}) + Cmd({"NOSUCH"}) +
+               Cmd({"SET", "k", "v", "EX", "1"}));
   auto r = Read(fd, 6);
   ASSERT_EQ(r.size(), 6u);
   EXPECT_EQ(r[0].type, resp::Reply::Type::kArray);

@@ -128,10 +128,10 @@ absl::StatusOr<std::optional<Slot>> KvIndex::Upsert(absl::string_view key, const
     size_.fetch_add(1, std::memory_order_relaxed);
     return std::optional<Slot>();
   }
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "index full: both candidate buckets of this key hold ", layout::kSlotsPerBucket,
-      " keys (", size(), " keys in ", geometry_.bucket_count,
-      " buckets); delete keys or restart with more --index_buckets"));
+  return absl::ResourceExhaustedError(
+      absl::StrCat("index full: both candidate buckets of this key hold ", layout::kSlotsPerBucket,
+                   " keys (", size(), " keys in ", geometry_.bucket_count,
+                   " buckets); delete keys or restart with more --index_buckets"));
 }
 
 std::optional<Slot> KvIndex::Remove(absl::string_view key) {

@@ -103,7 +103,10 @@ TEST_F(IndexFixture, FingerprintCollisionComparesKeys) {
     std::string k = "c" + std::to_string(i);
     uint16_t fp = layout::HashKey(k, 7, 1).fingerprint;
     auto [it, inserted] = by_fp.emplace(fp, k);
-    if (!inserted) { a = it->second; b = k; }
+    if (!inserted) {
+      a = it->second;
+      b = k;
+    }
   }
   ASSERT_TRUE(index_->Upsert(a, Write(a, "A")).ok());
   EXPECT_FALSE(index_->Lookup(b).has_value());

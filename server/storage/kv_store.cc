@@ -52,8 +52,8 @@ absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t 
   r.size = size;
   if (size > seg) {
     // Larger than a segment: a run of its own, pinned until Done().
-    KV_ASSIGN_OR_RETURN(Chunk run, store_->AllocateRun(static_cast<uint32_t>((size + seg - 1) / seg),
-                                                       cleaner_));
+    KV_ASSIGN_OR_RETURN(
+        Chunk run, store_->AllocateRun(static_cast<uint32_t>((size + seg - 1) / seg), cleaner_));
     store_->segments_[run.first_segment].pins.fetch_add(1, std::memory_order_acq_rel);
     r.offset = run.offset;
     r.dedicated = run;
@@ -108,16 +108,16 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(MemoryPool* pool,
                                                    options.segment_bytes, " bytes"));
   }
   if (pool->data_bytes() > layout::kMaxPoolBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pool size is limited to ", layout::kMaxPoolBytes, " bytes by the slot format"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pool size is limited to ", layout::kMaxPoolBytes, " bytes by the slot format"));
   }
   layout::IndexGeometry geometry;
   geometry.bucket_count = pool->index_bytes() / layout::kBucketBytes;
   geometry.seed = options.index_seed;
   if (geometry.bucket_count == 0) return absl::InvalidArgumentError("index has no buckets");
   std::unique_ptr<KvStore> store(new KvStore(pool, options));
-  store->index_ = std::make_unique<KvIndex>(pool->index(), geometry, pool->data(),
-                                            pool->data_bytes());
+  store->index_ =
+      std::make_unique<KvIndex>(pool->index(), geometry, pool->data(), pool->data_bytes());
   for (uint32_t i = 0; i < store->segment_count_; ++i) store->segments_[i].run_head = i;
   store->cleaner_reserve_ = std::max<uint32_t>(1, store->segment_count_ / 64);
   {
@@ -180,11 +180,11 @@ absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner) {
     absl::MutexLock lock(&reclaim_mu_);
     waiting = pending_.size();
   }
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "pool full: no run of ", n, " free segment(s) of ", options_.segment_bytes, " bytes in ",
-      segment_count_, " (", waiting, " run(s) are awaiting the ",
-      absl::FormatDuration(options_.grace_period),
-      " grace period); delete or overwrite keys to free space"));
+  return absl::ResourceExhaustedError(
+      absl::StrCat("pool full: no run of ", n, " free segment(s) of ", options_.segment_bytes,
+                   " bytes in ", segment_count_, " (", waiting, " run(s) are awaiting the ",
+                   absl::FormatDuration(options_.grace_period),
+                   " grace period); delete or overwrite keys to free space"));
 }
 
 void KvStore::Seal(uint32_t head) {
@@ -206,9 +206,8 @@ void KvStore::MaybeScheduleReclaim(uint32_t head) {
 
 void KvStore::Retire(const Slot& slot) {
   const uint32_t head = segments_[SegmentOf(slot.offset)].run_head;
-  const int64_t left =
-      segments_[head].live_bytes.fetch_sub(static_cast<int64_t>(slot.size)) -
-      static_cast<int64_t>(slot.size);
+  const int64_t left = segments_[head].live_bytes.fetch_sub(static_cast<int64_t>(slot.size)) -
+                       static_cast<int64_t>(slot.size);
   if (left == 0) MaybeScheduleReclaim(head);
 }
 
@@ -526,7 +525,8 @@ KvStoreCounters KvStore::counters() const {
     c.segments_awaiting_grace = pending_.size();
   }
   for (uint32_t i = 0; i < segment_count_; ++i) {
-    if (segments_[i].run_head == i) c.live_bytes += std::max<int64_t>(0, segments_[i].live_bytes.load());
+    if (segments_[i].run_head == i)
+      c.live_bytes += std::max<int64_t>(0, segments_[i].live_bytes.load());
   }
   c.commits = commits_.load();
   c.deletes = deletes_.load();

@@ -208,7 +208,7 @@ class KvStore {
     // A lease chunk: its holder can still WRITE over entries it committed,
     // so local readers verify their checksum (on the head).
     std::atomic<bool> remote_writable{false};
-    uint32_t run_head = 0;  // first segment of the run this one belongs to
+    uint32_t run_head = 0;    // first segment of the run this one belongs to
     uint32_t run_length = 0;  // valid on the head
     absl::Mutex mu;
     std::vector<uint32_t> entries ABSL_GUARDED_BY(mu);  // committed offsets in the run

@@ -103,7 +103,7 @@ TEST(KvStore, ReadsOfLeasedEntriesServeAVerifiedCopy) {
   auto v = t.store->Get("k");
   ASSERT_TRUE(v.ok());
   base[layout::kEntryHeaderBytes + 1] = 'J';  // the lease holder writes again
-  EXPECT_EQ(v->value(), "hello");              // the reader keeps what it verified
+  EXPECT_EQ(v->value(), "hello");             // the reader keeps what it verified
   EXPECT_EQ(t.store->Get("k").status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(t.store->counters().modified_after_commit, 1u);
   // The lease ends: the changed entry is unpublished.
@@ -200,7 +200,8 @@ TEST(KvStore, CleanerCompactsSparseSegments) {
   TestStore t = MakeStore(8 << 20, 256 << 10, absl::Milliseconds(1));
   auto w = t.store->NewWriter();
   const std::string value(1000, 'c');
-  for (int i = 0; i < 2000; ++i) ASSERT_TRUE(t.store->Put(w.get(), "k" + std::to_string(i), value).ok());
+  for (int i = 0; i < 2000; ++i)
+    ASSERT_TRUE(t.store->Put(w.get(), "k" + std::to_string(i), value).ok());
   // Leave every 10th key: segments become 10% live.
   for (int i = 0; i < 2000; ++i) {
     if (i % 10) ASSERT_TRUE(t.store->Delete("k" + std::to_string(i)).ok());
@@ -212,7 +213,8 @@ TEST(KvStore, CleanerCompactsSparseSegments) {
   EXPECT_GT(c.cleaner_moved_entries, 0u);
   absl::SleepFor(absl::Milliseconds(5));
   for (int i = 0; i < 10; ++i) t.store->RunCleanerOnce();
-  for (int i = 0; i < 2000; i += 10) ASSERT_EQ(ValueOf(*t.store, "k" + std::to_string(i)), value) << i;
+  for (int i = 0; i < 2000; i += 10)
+    ASSERT_EQ(ValueOf(*t.store, "k" + std::to_string(i)), value) << i;
   EXPECT_GT(t.store->counters().segments_reclaimed, 3u);
 }
 
@@ -249,7 +251,10 @@ TEST(KvStore, ConcurrentOverwritesNeverTear) {
         if (!v.ok()) continue;
         reads++;
         for (char c : v->value()) {
-          if (c != 'A' + k) { bad++; break; }
+          if (c != 'A' + k) {
+            bad++;
+            break;
+          }
         }
       }
     });

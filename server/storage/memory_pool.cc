@@ -23,8 +23,7 @@ constexpr uint64_t kHugePage = 2ull << 20;
 
 uint64_t RoundUp(uint64_t n, uint64_t align) { return (n + align - 1) / align * align; }
 
-absl::StatusOr<char*> MapArena(uint64_t bytes, bool hugepages, bool prefault,
-                               const char* what) {
+absl::StatusOr<char*> MapArena(uint64_t bytes, bool hugepages, bool prefault, const char* what) {
   int flags = MAP_PRIVATE | MAP_ANONYMOUS;
   if (hugepages) flags |= MAP_HUGETLB;
   if (prefault) flags |= MAP_POPULATE;
@@ -33,12 +32,12 @@ absl::StatusOr<char*> MapArena(uint64_t bytes, bool hugepages, bool prefault,
     int err = errno;
     if (hugepages) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "mmap of ", bytes, " bytes of huge pages for the ", what, " failed (",
-          std::strerror(err), "); reserve pages with `sysctl vm.nr_hugepages=",
-          bytes / kHugePage, "` or run without --hugepages"));
+          "mmap of ", bytes, " bytes of huge pages for the ", what, " failed (", std::strerror(err),
+          "); reserve pages with `sysctl vm.nr_hugepages=", bytes / kHugePage,
+          "` or run without --hugepages"));
     }
-    return absl::ResourceExhaustedError(absl::StrCat("mmap of ", bytes, " bytes for the ", what,
-                                                     " failed: ", std::strerror(err)));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("mmap of ", bytes, " bytes for the ", what, " failed: ", std::strerror(err)));
   }
   return static_cast<char*>(p);
 }
@@ -54,8 +53,11 @@ absl::Status CheckMemlockLimit(uint64_t bytes) {
   // Root has CAP_IPC_LOCK, which lifts the limit for registration.
   if (geteuid() == 0) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
-      "RLIMIT_MEMLOCK is ", lim.rlim_cur, " bytes but registering the pool, the index and the "
-      "lease chunks pins up to ", bytes, " bytes; raise it (`ulimit -l unlimited`, LimitMEMLOCK=infinity in systemd, "
+      "RLIMIT_MEMLOCK is ", lim.rlim_cur,
+      " bytes but registering the pool, the index and the "
+      "lease chunks pins up to ",
+      bytes,
+      " bytes; raise it (`ulimit -l unlimited`, LimitMEMLOCK=infinity in systemd, "
       "`--ulimit memlock=-1` in docker), shrink --pool_size, or run with --transport=tcp"));
 }
 
@@ -72,8 +74,8 @@ absl::StatusOr<std::unique_ptr<MemoryPool>> MemoryPool::Create(const MemoryPoolO
   pool->index_mapped_ = RoundUp(options.index_bytes, align);
   KV_ASSIGN_OR_RETURN(pool->data_,
                       MapArena(pool->data_mapped_, options.hugepages, options.prefault, "pool"));
-  KV_ASSIGN_OR_RETURN(pool->index_, MapArena(pool->index_mapped_, options.hugepages,
-                                             options.prefault, "index"));
+  KV_ASSIGN_OR_RETURN(pool->index_,
+                      MapArena(pool->index_mapped_, options.hugepages, options.prefault, "index"));
   // Anonymous mappings are zero-filled: every slot word starts empty.
   return pool;
 }
@@ -91,11 +93,11 @@ absl::StatusOr<absl::Duration> MemoryPool::Register(const rdma::ProtectionDomain
   // Chunks are whole segments, so no entry straddles two MRs unless it is
   // larger than a segment; clients send GETs of such entries to the server.
   if (align == 0) align = 4096;
-  uint64_t chunk = max_mr_size == 0 || max_mr_size >= data_bytes_ ? data_bytes_
-                                                                  : max_mr_size / align * align;
+  uint64_t chunk =
+      max_mr_size == 0 || max_mr_size >= data_bytes_ ? data_bytes_ : max_mr_size / align * align;
   if (chunk == 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "max MR size ", max_mr_size, " is below one segment (", align, " bytes)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("max MR size ", max_mr_size, " is below one segment (", align, " bytes)"));
   }
   uint32_t id = 0;
   for (uint64_t off = 0; off < data_bytes_; off += chunk) {

@@ -41,8 +41,8 @@ struct PoolRegion {
   bool is_index = false;
   uint64_t pool_offset = 0;  // offset within its arena
   uint64_t length = 0;
-  uint64_t addr = 0;         // virtual address on the server
-  uint32_t rkey = 0;         // remote-read key
+  uint64_t addr = 0;  // virtual address on the server
+  uint32_t rkey = 0;  // remote-read key
 };
 
 // Fails with kResourceExhausted naming the fix when RLIMIT_MEMLOCK cannot
@@ -62,8 +62,8 @@ class MemoryPool {
   // straddle two MRs). Returns the time it took.
   // REQUIRES: called at most once; `pd` outlives this pool's registrations,
   // which Deregister() (or the destructor) releases.
-  absl::StatusOr<absl::Duration> Register(const rdma::ProtectionDomain& pd,
-                                          uint64_t max_mr_size, uint64_t align = 4096);
+  absl::StatusOr<absl::Duration> Register(const rdma::ProtectionDomain& pd, uint64_t max_mr_size,
+                                          uint64_t align = 4096);
   void Deregister();
 
   char* data() const { return data_; }

@@ -19,8 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "client/internal/buffer_access.h"
-#include "common/protocol/commit_wire.h"
 #include "common/grpc_status.h"
+#include "common/protocol/commit_wire.h"
 #include "common/protocol/layout.h"
 #include "common/rdma/completion_queue.h"
 #include "common/rdma/device.h"
@@ -48,9 +48,9 @@ using Context = RdmaContext;
 
 using layout::Slot;
 
-constexpr int kSlots = 64;             // operations in flight per queue pair
-constexpr int kMaxGetAttempts = 8;     // one-sided tries before the server answers
-constexpr size_t kBatch = 16;          // keys per MultiGet/MultiPut round
+constexpr int kSlots = 64;          // operations in flight per queue pair
+constexpr int kMaxGetAttempts = 8;  // one-sided tries before the server answers
+constexpr size_t kBatch = 16;       // keys per MultiGet/MultiPut round
 constexpr size_t kBucketArea = 2 * layout::kBucketBytes;
 constexpr size_t kSmallEntryArea = 4096;
 
@@ -60,7 +60,6 @@ constexpr uint64_t kKindRead = uint64_t{1} << 16;
 constexpr uint64_t kKindWrite = uint64_t{2} << 16;
 constexpr uint64_t kKindSend = uint64_t{3} << 16;
 constexpr uint64_t kKindMask = uint64_t{3} << 16;
-
 
 // A registered allocation; MR declared after the memory so it goes first.
 struct Block {
@@ -74,7 +73,8 @@ absl::StatusOr<std::unique_ptr<Block>> NewBlock(const std::shared_ptr<Context>& 
   auto b = std::make_unique<Block>();
   b->size = (size + 4095) / 4096 * 4096;
   b->mem.reset(static_cast<char*>(std::aligned_alloc(4096, b->size)));
-  if (!b->mem) return absl::ResourceExhaustedError(absl::StrCat("out of memory for ", size, " bytes"));
+  if (!b->mem)
+    return absl::ResourceExhaustedError(absl::StrCat("out of memory for ", size, " bytes"));
   std::memset(b->mem.get(), 0, b->size);
   b->context = ctx;
   KV_ASSIGN_OR_RETURN(auto mr, rdma::MemoryRegion::Register(ctx->pd, b->mem.get(), b->size,
@@ -203,9 +203,9 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     lease_ttl_ = absl::Milliseconds(std::max<uint32_t>(100, hs_.limits().lease_ttl_ms()));
     if (hs_.index().layout_version() != layout::kLayoutVersion ||
         hs_.index().bucket_bytes() != layout::kBucketBytes) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "server uses memory layout version ", hs_.index().layout_version(), ", this client ",
-          layout::kLayoutVersion));
+      return absl::FailedPreconditionError(absl::StrCat("server uses memory layout version ",
+                                                        hs_.index().layout_version(),
+                                                        ", this client ", layout::kLayoutVersion));
     }
     bool have_index = false;
     for (const auto& r : hs_.regions()) {
@@ -217,8 +217,9 @@ class RdmaDataPathImpl final : public RdmaDataPath {
         data_.push_back({r.arena_offset(), r.length(), r.addr(), r.rkey()});
       }
     }
-    std::sort(data_.begin(), data_.end(),
-              [](const DataRegion& a, const DataRegion& b) { return a.arena_offset < b.arena_offset; });
+    std::sort(data_.begin(), data_.end(), [](const DataRegion& a, const DataRegion& b) {
+      return a.arena_offset < b.arena_offset;
+    });
     if (!have_index || data_.empty() || hs_.endpoints().rdma_gid().size() != 16) {
       return absl::UnavailableError("the server publishes no RDMA regions");
     }
@@ -226,7 +227,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
 
     ctx_ = std::move(ctx);
     pool_ = std::make_unique<BufferPool>(ctx_);
-    KV_ASSIGN_OR_RETURN(auto cq, rdma::CompletionQueue::Create(ctx_->device, 4 * kSlots + 512, nullptr));
+    KV_ASSIGN_OR_RETURN(auto cq,
+                        rdma::CompletionQueue::Create(ctx_->device, 4 * kSlots + 512, nullptr));
     cq_.emplace(std::move(cq));
 
     commit_area_ = (wire::CommitBytes(limits_.max_key_bytes) + 63) / 64 * 64;
@@ -247,8 +249,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     caps.max_send_sge = 3;
     caps.max_recv_sge = 1;
     caps.max_inline = 64;
-    KV_ASSIGN_OR_RETURN(auto qp, rdma::QueuePair::CreateRc(ctx_->device, ctx_->pd, *cq_, *cq_,
-                                                           caps, gid_index));
+    KV_ASSIGN_OR_RETURN(
+        auto qp, rdma::QueuePair::CreateRc(ctx_->device, ctx_->pd, *cq_, *cq_, caps, gid_index));
     qp_.emplace(std::move(qp));
 
     // ConnectQp: exchange endpoints over the control plane.
@@ -263,9 +265,9 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     // 8 bytes the server may WRITE to check we are alive (idle probes): the
     // only client memory remotely writable, and only by this connection.
     probe_word_ = std::make_unique<uint64_t[]>(8);
-    KV_ASSIGN_OR_RETURN(auto probe_mr,
-                        rdma::MemoryRegion::Register(ctx_->pd, probe_word_.get(), 64,
-                                                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+    KV_ASSIGN_OR_RETURN(auto probe_mr, rdma::MemoryRegion::Register(
+                                           ctx_->pd, probe_word_.get(), 64,
+                                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
     probe_mr_.emplace(std::move(probe_mr));
     req.set_probe_addr(reinterpret_cast<uint64_t>(probe_word_.get()));
     req.set_probe_rkey(probe_mr_->rkey());
@@ -375,8 +377,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
 
   absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) override {
     if (data == nullptr || size == 0) return absl::InvalidArgumentError("empty buffer");
-    KV_ASSIGN_OR_RETURN(auto mr, rdma::MemoryRegion::Register(ctx_->pd, data, size,
-                                                              IBV_ACCESS_LOCAL_WRITE));
+    KV_ASSIGN_OR_RETURN(auto mr,
+                        rdma::MemoryRegion::Register(ctx_->pd, data, size, IBV_ACCESS_LOCAL_WRITE));
     struct Registration {
       std::shared_ptr<Context> ctx;
       rdma::MemoryRegion mr;
@@ -454,7 +456,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
 
   std::vector<OpSlot*> AcquireSlots(size_t n) {
     absl::MutexLock lock(&slot_mu_);
-    auto enough = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(slot_mu_) { return free_slots_.size() >= n; };
+    auto enough = [this, n]()
+                      ABSL_SHARED_LOCKS_REQUIRED(slot_mu_) { return free_slots_.size() >= n; };
     slot_mu_.Await(absl::Condition(&enough));
     std::vector<OpSlot*> out;
     for (size_t i = 0; i < n; ++i) {
@@ -530,7 +533,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
         }
         const size_t i_buf = id & 0xffff;
         char* buf = ack_arena_->mem.get() + i_buf * wire::kAckBytes;
-        auto ack = wire::ParseAck(absl::string_view(buf, std::min<uint32_t>(wc[i].byte_len, wire::kAckBytes)));
+        auto ack = wire::ParseAck(
+            absl::string_view(buf, std::min<uint32_t>(wc[i].byte_len, wire::kAckBytes)));
         if (ack.ok() && ack->request_id != 0) {
           OpSlot& s = slots_[ack->request_id & 0xffff];
           if (s.request_id == ack->request_id) {
@@ -578,8 +582,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
       }
     }
     if (s->wc_status != IBV_WC_SUCCESS) {
-      return absl::UnavailableError(absl::StrCat("RDMA work request failed: ",
-                                                 ibv_wc_status_str(s->wc_status)));
+      return absl::UnavailableError(
+          absl::StrCat("RDMA work request failed: ", ibv_wc_status_str(s->wc_status)));
     }
     return absl::OkStatus();
   }
@@ -635,10 +639,10 @@ class RdmaDataPathImpl final : public RdmaDataPath {
       if (attempt > 0) absl::SleepFor(absl::Microseconds(std::min(1000, 5 << attempt)));
       const absl::Time t0 = absl::Now();
       // 1. Both candidate buckets, one doorbell, only the last signaled.
-      rdma::Sge b_sges[2] = {
-          {reinterpret_cast<uint64_t>(s->scratch), static_cast<uint32_t>(layout::kBucketBytes), lkey},
-          {reinterpret_cast<uint64_t>(s->scratch + layout::kBucketBytes),
-           static_cast<uint32_t>(layout::kBucketBytes), lkey}};
+      rdma::Sge b_sges[2] = {{reinterpret_cast<uint64_t>(s->scratch),
+                              static_cast<uint32_t>(layout::kBucketBytes), lkey},
+                             {reinterpret_cast<uint64_t>(s->scratch + layout::kBucketBytes),
+                              static_cast<uint32_t>(layout::kBucketBytes), lkey}};
       rdma::ReadOp reads[2];
       for (int i = 0; i < 2; ++i) {
         reads[i].local = absl::MakeConstSpan(&b_sges[i], 1);
@@ -661,8 +665,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
           torn = true;
           continue;
         }
-        const DataRegion* region = Resolve(
-            slot.offset, header_only ? layout::kEntryHeaderBytes + key.size() : slot.size);
+        const DataRegion* region =
+            Resolve(slot.offset, header_only ? layout::kEntryHeaderBytes + key.size() : slot.size);
         if (region == nullptr) {
           // Larger than a segment and across two memory regions: one READ
           // cannot fetch it, so the server answers.
@@ -690,7 +694,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
           // caller's buffer, the padding (or an overflow) to scratch.
           const uint64_t body = slot.size - head;  // value + padding
           if (body > dest->capacity + layout::kEntryAlign) {
-            return absl::OutOfRangeError(absl::StrCat("value is at least ", body - layout::kEntryAlign + 1,
+            return absl::OutOfRangeError(absl::StrCat("value is at least ",
+                                                      body - layout::kEntryAlign + 1,
                                                       " bytes; the buffer holds ", dest->capacity));
           }
           local = s->scratch + kBucketArea + commit_area_;
@@ -700,10 +705,11 @@ class RdmaDataPathImpl final : public RdmaDataPath {
           }
           const uint32_t local_lkey = big ? big->mr->lkey() : lkey;
           const uint64_t into_user = std::min<uint64_t>(body, dest->capacity);
-          sges[nsge++] = {reinterpret_cast<uint64_t>(local), static_cast<uint32_t>(head), local_lkey};
+          sges[nsge++] = {reinterpret_cast<uint64_t>(local), static_cast<uint32_t>(head),
+                          local_lkey};
           if (into_user > 0) {
-            sges[nsge++] = {reinterpret_cast<uint64_t>(dest->data), static_cast<uint32_t>(into_user),
-                            dest->lkey};
+            sges[nsge++] = {reinterpret_cast<uint64_t>(dest->data),
+                            static_cast<uint32_t>(into_user), dest->lkey};
           }
           if (body > into_user) {
             sges[nsge++] = {reinterpret_cast<uint64_t>(local + head),
@@ -777,8 +783,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     if (h.value_len > dest->capacity) {
       // The checksum cannot be checked without the whole value; the length
       // came from an entry whose header and key matched.
-      return absl::OutOfRangeError(absl::StrCat("value is ", h.value_len, " bytes; the buffer holds ",
-                                                dest->capacity));
+      return absl::OutOfRangeError(
+          absl::StrCat("value is ", h.value_len, " bytes; the buffer holds ", dest->capacity));
     }
     (void)head;
     if (layout::EntryChecksum(h, key, absl::string_view(dest->data, h.value_len)) != h.checksum) {
@@ -798,8 +804,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     const std::string& v = resp.value();
     if (dest != nullptr) {
       if (v.size() > dest->capacity) {
-        return absl::OutOfRangeError(absl::StrCat("value is ", v.size(), " bytes; the buffer holds ",
-                                                  dest->capacity));
+        return absl::OutOfRangeError(
+            absl::StrCat("value is ", v.size(), " bytes; the buffer holds ", dest->capacity));
       }
       std::memcpy(dest->data, v.data(), v.size());
     } else if (out != nullptr) {
@@ -850,7 +856,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
         continue;
       }
       if (cands.size() != 1 || cands[0].size > kSmallEntryArea ||
-          !Plausible(cands[0], keys[k].size()) || Resolve(cands[0].offset, cands[0].size) == nullptr) {
+          !Plausible(cands[0], keys[k].size()) ||
+          Resolve(cands[0].offset, cands[0].size) == nullptr) {
         continue;  // the single-key path handles it below
       }
       const DataRegion* region = Resolve(cands[0].offset, cands[0].size);
@@ -885,9 +892,12 @@ class RdmaDataPathImpl final : public RdmaDataPath {
       std::string value;
       auto v = GetImpl(keys[k], deadline, &value, nullptr, false);
       ops_--;
-      if (v.ok()) out[k] = std::move(value);
-      else if (v.status().code() == absl::StatusCode::kNotFound) out[k] = v.status();
-      else return v.status();
+      if (v.ok())
+        out[k] = std::move(value);
+      else if (v.status().code() == absl::StatusCode::kNotFound)
+        out[k] = v.status();
+      else
+        return v.status();
     }
     return absl::OkStatus();
   }
@@ -938,8 +948,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
 
   // Writes the entry's header (and key, and the value unless it is sent
   // straight from the caller's registered buffer) and the commit message.
-  absl::Status Stage(OpSlot* s, absl::string_view key, absl::string_view value,
-                     uint32_t value_lkey, const LeaseSpace& space, StagedPut* out) {
+  absl::Status Stage(OpSlot* s, absl::string_view key, absl::string_view value, uint32_t value_lkey,
+                     const LeaseSpace& space, StagedPut* out) {
     const uint32_t lkey = slot_arena_->mr->lkey();
     const size_t head = layout::kEntryHeaderBytes + key.size();
     const size_t staged_bytes = value_lkey != 0 ? head : head + value.size();
@@ -1019,7 +1029,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
     ops_ += n;
     std::vector<LeaseSpace> spaces;
     for (const auto& [k, v] : pairs) {
-      KV_ASSIGN_OR_RETURN(LeaseSpace sp, ReserveSpace(layout::EntryBytes(k.size(), v.size()), deadline));
+      KV_ASSIGN_OR_RETURN(LeaseSpace sp,
+                          ReserveSpace(layout::EntryBytes(k.size(), v.size()), deadline));
       spaces.push_back(sp);
     }
     std::vector<OpSlot*> slots = AcquireSlots(n);
@@ -1142,7 +1153,8 @@ class RdmaDataPathImpl final : public RdmaDataPath {
   void LeaseLoop() {
     absl::MutexLock lock(&lease_mu_);
     while (!stopping_) {
-      auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(lease_mu_) { return stopping_ || refill_wanted_; };
+      auto wake = [this]()
+                      ABSL_SHARED_LOCKS_REQUIRED(lease_mu_) { return stopping_ || refill_wanted_; };
       lease_mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Milliseconds(50));
       if (stopping_ || broken_) break;
       if (refill_wanted_ && !next_) {
@@ -1151,8 +1163,10 @@ class RdmaDataPathImpl final : public RdmaDataPath {
         auto l = GrantLease(lease_bytes_);
         lease_mu_.Lock();
         if (l.ok()) {
-          if (next_) retired_.push_back(*l);
-          else next_ = *l;
+          if (next_)
+            retired_.push_back(*l);
+          else
+            next_ = *l;
         }
       }
       refill_wanted_ = false;
@@ -1258,9 +1272,9 @@ absl::StatusOr<std::shared_ptr<RdmaContext>> RdmaDataPath::OpenContext(const std
   if (geteuid() != 0 && getrlimit(RLIMIT_MEMLOCK, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
     const uint64_t need = 2 * max_value_bytes + (16ull << 20);
     if (lim.rlim_cur < need) {
-      return absl::UnavailableError(absl::StrCat(
-          "RLIMIT_MEMLOCK is ", lim.rlim_cur, " bytes; an RDMA client needs about ", need,
-          " to pin its buffers (`ulimit -l unlimited`, or --transport=tcp)"));
+      return absl::UnavailableError(
+          absl::StrCat("RLIMIT_MEMLOCK is ", lim.rlim_cur, " bytes; an RDMA client needs about ",
+                       need, " to pin its buffers (`ulimit -l unlimited`, or --transport=tcp)"));
     }
   }
   KV_ASSIGN_OR_RETURN(auto dev, rdma::Device::Open(device));
@@ -1272,8 +1286,8 @@ absl::StatusOr<std::unique_ptr<RdmaDataPath>> RdmaDataPath::Connect(
     std::shared_ptr<RdmaContext> context, v1::KvControl::Stub* stub,
     const v1::HandshakeResponse& handshake, const std::string& client_name, uint64_t lease_bytes,
     absl::Duration rpc_timeout) {
-  auto path = std::make_unique<RdmaDataPathImpl>(stub, handshake, client_name, lease_bytes,
-                                                 rpc_timeout);
+  auto path =
+      std::make_unique<RdmaDataPathImpl>(stub, handshake, client_name, lease_bytes, rpc_timeout);
   KV_RETURN_IF_ERROR(path->Init(std::move(context)));
   return std::unique_ptr<RdmaDataPath>(std::move(path));
 }

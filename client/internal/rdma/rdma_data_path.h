@@ -83,15 +83,15 @@ class RdmaDataPath : public DataPath {
   // directory from `handshake`. `stub` must outlive the path.
   static absl::StatusOr<std::unique_ptr<RdmaDataPath>> Connect(
       std::shared_ptr<RdmaContext> context, v1::KvControl::Stub* stub,
-      const v1::HandshakeResponse& handshake, const std::string& client_name,
-      uint64_t lease_bytes, absl::Duration rpc_timeout);
+      const v1::HandshakeResponse& handshake, const std::string& client_name, uint64_t lease_bytes,
+      absl::Duration rpc_timeout);
 
   // Zero copy (see KvClient).
   virtual absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) = 0;
   virtual absl::StatusOr<size_t> GetInto(absl::string_view key, const RegisteredBuffer& buffer,
                                          size_t offset, size_t capacity, absl::Time deadline) = 0;
-  virtual absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer,
-                               size_t offset, size_t length, absl::Time deadline) = 0;
+  virtual absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
+                               size_t length, absl::Time deadline) = 0;
 
   // True once a completion error broke the queue pair.
   virtual bool broken() const = 0;

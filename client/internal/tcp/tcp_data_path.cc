@@ -145,8 +145,8 @@ class RespConnection {
       auto done = [&w]() ABSL_SHARED_LOCKS_REQUIRED(w->mu) { return w->done; };
       if (!w->mu.AwaitWithDeadline(absl::Condition(&done), deadline)) {
         w->abandoned = true;
-        out.push_back(absl::DeadlineExceededError(absl::StrCat("no reply from ", address_,
-                                                               " before the deadline")));
+        out.push_back(absl::DeadlineExceededError(
+            absl::StrCat("no reply from ", address_, " before the deadline")));
         continue;
       }
       out.push_back(std::move(w->result));
@@ -187,7 +187,8 @@ class RespConnection {
       ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
       if (n < 0) {
         if (errno == EINTR) continue;
-        return absl::UnavailableError(absl::StrCat("send to ", address_, ": ", std::strerror(errno)));
+        return absl::UnavailableError(
+            absl::StrCat("send to ", address_, ": ", std::strerror(errno)));
       }
       size_t left = static_cast<size_t>(n);
       while (i < iov.size() && left >= iov[i].iov_len) left -= iov[i++].iov_len;
@@ -222,8 +223,8 @@ class RespConnection {
       for (;;) {
         auto r = resp::ParseReply(absl::string_view(buf).substr(start), limits);
         if (!r.ok()) {
-          failure = absl::InternalError(absl::StrCat("malformed reply from ", address_, ": ",
-                                                     r.status().message()));
+          failure = absl::InternalError(
+              absl::StrCat("malformed reply from ", address_, ": ", r.status().message()));
           break;
         }
         if (!r->complete) break;
@@ -244,8 +245,9 @@ class RespConnection {
       buf.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
       if (n > 0) continue;
       if (n < 0 && errno == EINTR) continue;
-      failure = absl::UnavailableError(absl::StrCat(
-          "connection to ", address_, " lost", n < 0 ? absl::StrCat(": ", std::strerror(errno)) : ""));
+      failure = absl::UnavailableError(
+          absl::StrCat("connection to ", address_, " lost",
+                       n < 0 ? absl::StrCat(": ", std::strerror(errno)) : ""));
       break;
     }
     broken_ = true;
@@ -283,8 +285,7 @@ absl::StatusOr<std::unique_ptr<TcpDataPath>> TcpDataPath::Connect(const std::str
   return path;
 }
 
-TcpDataPath::TcpDataPath(std::string address, const Limits& limits,
-                         absl::Duration connect_timeout)
+TcpDataPath::TcpDataPath(std::string address, const Limits& limits, absl::Duration connect_timeout)
     : address_(std::move(address)), limits_(limits), connect_timeout_(connect_timeout) {}
 
 TcpDataPath::~TcpDataPath() = default;
@@ -328,10 +329,14 @@ Request MakeRequest(std::initializer_list<absl::string_view> args) {
 absl::StatusOr<std::string> ValueFromReply(absl::StatusOr<resp::Reply> r) {
   if (!r.ok()) return r.status();
   switch (r->type) {
-    case resp::Reply::Type::kBulk: return std::move(r->str);
-    case resp::Reply::Type::kNull: return absl::NotFoundError("key not found");
-    case resp::Reply::Type::kError: return StatusFromRespError(r->str);
-    default: return absl::InternalError("unexpected reply type to GET");
+    case resp::Reply::Type::kBulk:
+      return std::move(r->str);
+    case resp::Reply::Type::kNull:
+      return absl::NotFoundError("key not found");
+    case resp::Reply::Type::kError:
+      return StatusFromRespError(r->str);
+    default:
+      return absl::InternalError("unexpected reply type to GET");
   }
 }
 
@@ -345,7 +350,8 @@ absl::Status OkFromReply(const absl::StatusOr<resp::Reply>& r) {
 absl::StatusOr<int64_t> IntFromReply(const absl::StatusOr<resp::Reply>& r) {
   if (!r.ok()) return r.status();
   if (r->type == resp::Reply::Type::kError) return StatusFromRespError(r->str);
-  if (r->type != resp::Reply::Type::kInteger) return absl::InternalError("expected an integer reply");
+  if (r->type != resp::Reply::Type::kInteger)
+    return absl::InternalError("expected an integer reply");
   return r->integer;
 }
 
@@ -353,7 +359,8 @@ absl::StatusOr<int64_t> IntFromReply(const absl::StatusOr<resp::Reply>& r) {
 
 absl::StatusOr<resp::Reply> TcpDataPath::Call(const std::vector<absl::string_view>& parts,
                                               absl::Time deadline) {
-  RespConnection* conn = conns_[next_.fetch_add(1, std::memory_order_relaxed) % conns_.size()].get();
+  RespConnection* conn =
+      conns_[next_.fetch_add(1, std::memory_order_relaxed) % conns_.size()].get();
   return std::move(conn->Call({parts}, deadline)[0]);
 }
 
@@ -415,7 +422,8 @@ absl::Status TcpDataPath::MultiPut(absl::Span<const std::pair<std::string, std::
   }
   // Pipelined SETs rather than MSET: the server streams each value straight
   // into pool memory instead of buffering the whole batch.
-  RespConnection* conn = conns_[next_.fetch_add(1, std::memory_order_relaxed) % conns_.size()].get();
+  RespConnection* conn =
+      conns_[next_.fetch_add(1, std::memory_order_relaxed) % conns_.size()].get();
   const size_t batch = std::max<uint64_t>(1, limits_.max_batch_keys);
   for (size_t begin = 0; begin < pairs.size(); begin += batch) {
     const size_t end = std::min(pairs.size(), begin + batch);

@@ -28,8 +28,7 @@ class TcpDataPath final : public DataPath {
  public:
   // Connects `connections` sockets to `address` ("host:port").
   static absl::StatusOr<std::unique_ptr<TcpDataPath>> Connect(const std::string& address,
-                                                              int connections,
-                                                              const Limits& limits,
+                                                              int connections, const Limits& limits,
                                                               absl::Duration connect_timeout);
   ~TcpDataPath() override;
 
