@@ -6,7 +6,9 @@
 #
 # Steps (each announced by a "==> " line):
 #   1. deploy/setup.sh                  install the Debian packages (idempotent)
-#   2. bazel test //...                 every test not tagged requires-rdma or
+#   2. deploy/check-tree.sh             clang-format, layering and file-length
+#                                       checks, one test case each
+#      bazel test //...                 every test not tagged requires-rdma or
 #                                       manual (.bazelrc filters those)
 #   3. RDMA tests: the targets of
 #        bazel query 'attr(tags, "requires-rdma", tests(//...))'
@@ -134,6 +136,19 @@ command -v "$BAZEL" >/dev/null || {
     problem "$BAZEL not found (deploy/setup.sh installs bazel-bootstrap)"
     finish
 }
+
+# --- 2a. tree checks ---------------------------------------------------------
+# clang-format, no downcasts or upward includes in the client, file lengths,
+# no references outside the repository: one test case each.
+if ((RUN_BAZEL_TESTS)); then
+    step "tree checks: deploy/check-tree.sh"
+    "$REPO/deploy/check-tree.sh" --xml "$WORK/check-tree.xml" || true
+    if [[ -f $WORK/check-tree.xml ]]; then
+        XMLS+=("$WORK/check-tree.xml")
+    else
+        problem "deploy/check-tree.sh wrote no results"
+    fi
+fi
 
 # --- 2. bazel test //... ------------------------------------------------------
 # test.xml paths (and results without one) from Bazel's build event JSON: one

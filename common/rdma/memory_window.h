@@ -10,7 +10,8 @@
 // libibverbs does not update ibv_mw::rkey after a type-2 bind and the next
 // bind needs the key the device currently holds.
 //
-// Facts from Soft-RoCE (rxe, kernel 6.1; shared/notes/rxe-memory-windows.md):
+// Facts from Soft-RoCE (rxe, kernel 6.1), established with probe programs
+// while the RDMA service was built:
 //  * rxe checks a window access against the underlying MR's range, not the
 //    window's: give every lease an MR of its own (LOCAL_WRITE | MW_BIND, no
 //    REMOTE_WRITE) and bind the window over the whole MR.

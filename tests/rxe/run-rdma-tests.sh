@@ -2,7 +2,7 @@
 # Run gtest binaries that need an RDMA device, on the host or in a Soft-RoCE VM.
 #
 # Usage: tests/rxe/run-rdma-tests.sh [options] TEST_BINARY...
-#   e.g. tests/rxe/run-rdma-tests.sh /work/main/bazel-bin/tests/rdma_smoke_test
+#   e.g. tests/rxe/run-rdma-tests.sh "$PWD/bazel-bin/tests/rdma_server_test"
 #
 # Where the tests run:
 #   * host: when `ibv_devinfo` shows a device with an ACTIVE port, the binaries

@@ -38,7 +38,8 @@ for f in "$@"; do
     # escaped), CDATA content is skipped explicitly.
     out=$(awk -v RS='<' -v list="$LIST" -v file="$f" '
         function attr(tag, key,    m) {
-            if (match(tag, key "=\"[^\"]*\"")) return substr(tag, RSTART + length(key) + 2, RLENGTH - length(key) - 3)
+            # The blank before the key keeps "name" from matching inside "classname".
+            if (match(tag, "[ \t\r\n]" key "=\"[^\"]*\"")) return substr(tag, RSTART + length(key) + 3, RLENGTH - length(key) - 4)
             return ""
         }
         function finish(   kind) {

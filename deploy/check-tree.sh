@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Checks the source tree keeps the habits the project agreed on, and writes
+# the result as JUnit XML so deploy/test.sh counts each check as a test case.
+#
+# Usage: deploy/check-tree.sh [--xml FILE] [--fix]
+#
+# Checks (one test case each):
+#   clang_format        every C++ file matches .clang-format (clang-format 14)
+#   no_downcasts        no dynamic_cast under client/: DataPath is wide enough
+#   no_upward_includes  nothing under client/internal/ includes client/kv_client.h
+#   file_length         no non-test .cc under server/, client/ or common/ is over
+#                       600 lines (split it by job)
+#   self_contained      no file refers to a path outside the repository
+#
+# Options:
+#   --xml FILE   also write the results there (JUnit XML)
+#   --fix        run clang-format -i on the files that fail clang_format
+#   -h, --help   this text
+#
+# Exit status: 0 when every check passed, 1 otherwise, 2 on bad usage.
+set -euo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+
+XML=""
+FIX=0
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+while (($#)); do
+    case "$1" in
+    --xml) XML=${2:?--xml needs a file}; shift ;;
+    --fix) FIX=1 ;;
+    -h | --help) usage && exit 0 ;;
+    *) echo "check-tree: unknown argument $1 (see --help)" >&2 && exit 2 ;;
+    esac
+    shift
+done
+
+# Tracked and new (not ignored) files, so a check also sees work not yet committed.
+list_files() { git ls-files --cached --others --exclude-standard -- "$@" | grep -v '^third_party/' || true; }
+
+NAMES=() OUTPUTS=()
+record() { # record NAME OUTPUT: an empty OUTPUT means passed
+    NAMES+=("$1")
+    OUTPUTS+=("$2")
+    if [[ -z $2 ]]; then
+        echo "    ok      $1"
+    else
+        echo "    FAILED  $1"
+        sed 's/^/            /' <<<"$2" | head -n 20
+    fi
+}
+
+mapfile -t CXX < <(list_files '*.cc' '*.h' | while read -r f; do [[ -f $f ]] && echo "$f"; done)
+
+# clang_format: clang-format prints nothing for a clean file with --dry-run.
+out=""
+if ! command -v clang-format >/dev/null; then
+    out="clang-format not found (apt-get install clang-format)"
+else
+    bad=()
+    for f in "${CXX[@]}"; do
+        if [[ -n $(clang-format --dry-run "$f" 2>&1) ]]; then bad+=("$f"); fi
+    done
+    if ((${#bad[@]})); then
+        if ((FIX)); then
+            clang-format -i "${bad[@]}"
+            echo "    formatted ${#bad[@]} file(s)"
+        else
+            out=$(printf '%s: not clang-formatted (deploy/check-tree.sh --fix)\n' "${bad[@]}")
+        fi
+    fi
+fi
+record clang_format "$out"
+
+record no_downcasts "$(grep -rn 'dynamic_cast' client/ || true)"
+
+record no_upward_includes "$(grep -rn '#include "client/kv_client.h"' client/internal/ || true)"
+
+out=""
+for f in "${CXX[@]}"; do
+    [[ $f == *.cc && $f != *_test.cc && $f =~ ^(server|client|common)/ ]] || continue
+    n=$(wc -l <"$f")
+    ((n <= 600)) || out+="$f: $n lines (over 600: split it by job)"$'\n'
+done
+record file_length "${out%$'\n'}"
+
+# A reference to the machine this was written on, or to material beside the
+# repository, would break on a fresh clone. This script names the patterns, so
+# it skips itself.
+out=$(list_files | grep -v '^deploy/check-tree.sh$' | while read -r f; do
+    [[ -f $f ]] && grep -Hn -E '(/work/|\.\./shared/|shared/(notes|design|research|tools)/)' "$f" || true
+done)
+record self_contained "$out"
+
+failed=0
+for o in "${OUTPUTS[@]}"; do [[ -z $o ]] || failed=$((failed + 1)); done
+
+if [[ -n $XML ]]; then
+    esc() { sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' -e 's/"/\&quot;/g'; }
+    {
+        echo '<?xml version="1.0" encoding="UTF-8"?>'
+        echo "<testsuites><testsuite name=\"check-tree\" tests=\"${#NAMES[@]}\" failures=\"$failed\">"
+        for i in "${!NAMES[@]}"; do
+            echo "<testcase classname=\"check-tree\" name=\"${NAMES[$i]}\">"
+            [[ -z ${OUTPUTS[$i]} ]] || echo "<failure message=\"$(head -n 1 <<<"${OUTPUTS[$i]}" | esc)\"/>"
+            echo "</testcase>"
+        done
+        echo "</testsuite></testsuites>"
+    } >"$XML"
+fi
+((failed == 0))
