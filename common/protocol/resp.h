@@ -100,15 +100,19 @@ void AppendCommand(std::string* out, const std::vector<absl::string_view>& args)
 //   Unimplemented   UNIMPLEMENTED  Internal      INTERNAL
 //   Unknown         UNKNOWN
 // ERR, OOM, TRYAGAIN and DATALOSS are the words redis-cli users have always
-// seen from this server; ERR stays Redis's generic word. An OK status (not an
-// error) or a code absl may add later is reported as UNKNOWN.
+// seen from this server (the store only returns those four codes to RESP
+// commands), so their replies are unchanged. An OK status (not an error) or
+// a code absl may add later is reported as UNKNOWN.
 std::string StatusToRespError(const absl::Status& s);
 
 // The reverse: maps the first word of a RESP error text (as above, without
-// '-' and CRLF) back to its code; the rest of the text is the message. Also
-// accepts NOPROTO (HELLO with an unsupported protocol) as Unimplemented. An
-// unrecognised word (a plain Redis "WRONGTYPE ...", say) gives Unknown with
-// the whole text as message. Never returns OK.
+// '-' and CRLF) back to its code; the rest of the text is the message (the
+// whole text if there is no space). Only the word is looked at, never the
+// message: every "ERR ..." is InvalidArgument, including the server's
+// protocol-error and connection-timeout notices. Also accepts NOPROTO (HELLO
+// with an unsupported protocol) as Unimplemented. An unrecognised word (a
+// plain Redis "WRONGTYPE ...", say) gives Unknown with the whole text as
+// message. Never returns OK.
 absl::Status RespErrorToStatus(absl::string_view error);
 
 // AppendError(out, StatusToRespError(s)).
