@@ -145,21 +145,101 @@ ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
 }
 
 void AppendSimple(std::string* out, absl::string_view s) { absl::StrAppend(out, "+", s, "\r\n"); }
+
+void AppendOk(std::string* out) { out->append("+OK\r\n"); }
+
 void AppendError(std::string* out, absl::string_view msg) {
+  const size_t begin = out->size() + 1;  // just after the '-'
   absl::StrAppend(out, "-", msg, "\r\n");
+  // Scrub in place (the message only, not the trailing CRLF): one append, no
+  // temporary copy of the message.
+  for (size_t i = begin; i + 2 < out->size(); ++i) {
+    char& ch = (*out)[i];
+    if (ch == '\r' || ch == '\n') ch = ' ';
+  }
 }
+
 void AppendInteger(std::string* out, int64_t n) { absl::StrAppend(out, ":", n, "\r\n"); }
+
 void AppendBulkHeader(std::string* out, uint64_t len) { absl::StrAppend(out, "$", len, "\r\n"); }
+
+void AppendBulkTrailer(std::string* out) { out->append("\r\n"); }
+
 void AppendBulk(std::string* out, absl::string_view s) {
   AppendBulkHeader(out, s.size());
   out->append(s.data(), s.size());
-  out->append("\r\n");
+  AppendBulkTrailer(out);
 }
+
 void AppendNull(std::string* out) { out->append("$-1\r\n"); }
+
 void AppendArrayHeader(std::string* out, uint64_t n) { absl::StrAppend(out, "*", n, "\r\n"); }
+
 void AppendCommand(std::string* out, const std::vector<absl::string_view>& args) {
   AppendArrayHeader(out, args.size());
   for (absl::string_view a : args) AppendBulk(out, a);
+}
+
+namespace {
+
+// One row per absl code that has its own word. Order does not matter; a
+// linear search over 16 rows is cheaper than building a map, and errors are
+// not the hot path.
+struct CodeWord {
+  absl::StatusCode code;
+  absl::string_view word;
+};
+
+constexpr CodeWord kCodeWords[] = {
+    {absl::StatusCode::kInvalidArgument, "ERR"},
+    {absl::StatusCode::kResourceExhausted, "OOM"},
+    {absl::StatusCode::kUnavailable, "TRYAGAIN"},
+    {absl::StatusCode::kDataLoss, "DATALOSS"},
+    {absl::StatusCode::kNotFound, "NOTFOUND"},
+    {absl::StatusCode::kDeadlineExceeded, "TIMEOUT"},
+    {absl::StatusCode::kCancelled, "CANCELLED"},
+    {absl::StatusCode::kAlreadyExists, "ALREADYEXISTS"},
+    {absl::StatusCode::kPermissionDenied, "NOPERM"},
+    {absl::StatusCode::kUnauthenticated, "NOAUTH"},
+    {absl::StatusCode::kFailedPrecondition, "PRECONDITION"},
+    {absl::StatusCode::kAborted, "ABORTED"},
+    {absl::StatusCode::kOutOfRange, "OUTOFRANGE"},
+    {absl::StatusCode::kUnimplemented, "UNIMPLEMENTED"},
+    {absl::StatusCode::kInternal, "INTERNAL"},
+    {absl::StatusCode::kUnknown, "UNKNOWN"},
+};
+
+// HELLO's Redis-defined refusal; only read, never produced from a Status
+// (the server writes it literally).
+constexpr absl::string_view kNoProtoWord = "NOPROTO";
+
+}  // namespace
+
+std::string StatusToRespError(const absl::Status& s) {
+  absl::string_view word = "UNKNOWN";
+  for (const CodeWord& row : kCodeWords) {
+    if (row.code == s.code()) {
+      word = row.word;
+      break;
+    }
+  }
+  return absl::StrCat(word, " ", s.message());
+}
+
+absl::Status RespErrorToStatus(absl::string_view error) {
+  const absl::string_view word = error.substr(0, error.find(' '));
+  // No space: the message is the whole text, as the TCP client always did.
+  const absl::string_view msg = word.size() < error.size() ? error.substr(word.size() + 1) : error;
+  for (const CodeWord& row : kCodeWords) {
+    if (row.word == word) return absl::Status(row.code, msg);
+  }
+  if (word == kNoProtoWord) return absl::UnimplementedError(msg);
+  // Not one of ours: keep everything, the word included, for the caller.
+  return absl::UnknownError(error);
+}
+
+void AppendStatusError(std::string* out, const absl::Status& s) {
+  AppendError(out, StatusToRespError(s));
 }
 
 namespace {

@@ -6,6 +6,13 @@
 // Requests are arrays of bulk strings ("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n").
 // Inline commands are refused: every request must start with '*'. Every
 // length is validated before anything is buffered or allocated for it.
+//
+// Errors travel as "-<CODEWORD> message\r\n". StatusToRespError and
+// RespErrorToStatus are the only places that know which code word stands for
+// which absl::StatusCode, so the server and the TCP client cannot disagree.
+//
+// Thread safety: every function here is stateless and may be called from any
+// thread.
 
 #ifndef KVSTORE_COMMON_PROTOCOL_RESP_H_
 #define KVSTORE_COMMON_PROTOCOL_RESP_H_
@@ -14,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -60,15 +68,55 @@ ParsedRequest ParseRequest(absl::string_view buffer, const RequestLimits& limits
 bool CommandIs(absl::string_view arg, absl::string_view name);
 
 // --- Encoders (append to `out`) --------------------------------------------
-void AppendSimple(std::string* out, absl::string_view s);   // +s
-void AppendError(std::string* out, absl::string_view msg);  // -msg
-void AppendInteger(std::string* out, int64_t n);            // :n
-void AppendBulk(std::string* out, absl::string_view s);     // $len s
-void AppendBulkHeader(std::string* out, uint64_t len);      // $len\r\n
-void AppendNull(std::string* out);                          // $-1
-void AppendArrayHeader(std::string* out, uint64_t n);       // *n
+// Each appends one complete RESP2 element, CRLF included, to `out` (which
+// must not be null) and never fails.
+void AppendSimple(std::string* out, absl::string_view s);  // +s; s must hold no CR/LF
+void AppendOk(std::string* out);                           // +OK
+// -msg. A CR or LF in `msg` is replaced by a space: an error line cannot
+// carry them, and a peer-supplied name echoed in an error must not be able to
+// forge a second reply.
+void AppendError(std::string* out, absl::string_view msg);
+void AppendInteger(std::string* out, int64_t n);         // :n
+void AppendBulk(std::string* out, absl::string_view s);  // $len s
+// $len\r\n alone: the caller sends the len bytes and the closing CRLF
+// itself (the server's zero-copy GET reply sends them from pool memory).
+void AppendBulkHeader(std::string* out, uint64_t len);
+void AppendBulkTrailer(std::string* out);              // the CRLF closing a bulk body
+void AppendNull(std::string* out);                     // $-1 (null bulk: "no such key")
+void AppendArrayHeader(std::string* out, uint64_t n);  // *n; n elements must follow
 // A request: *N then each argument as a bulk string.
 void AppendCommand(std::string* out, const std::vector<absl::string_view>& args);
+
+// --- Status <-> RESP error ---------------------------------------------------
+// The text of a RESP error reply (without the leading '-' and the CRLF; the
+// shape Reply::str has for kError and AppendError takes) for a non-OK
+// Status: "<CODEWORD> <message>". The code words, by absl::StatusCode:
+//   InvalidArgument ERR        ResourceExhausted OOM     Unavailable TRYAGAIN
+//   DataLoss        DATALOSS   NotFound          NOTFOUND
+//   DeadlineExceeded TIMEOUT   Cancelled         CANCELLED
+//   AlreadyExists   ALREADYEXISTS  PermissionDenied NOPERM
+//   Unauthenticated NOAUTH     FailedPrecondition PRECONDITION
+//   Aborted         ABORTED    OutOfRange        OUTOFRANGE
+//   Unimplemented   UNIMPLEMENTED  Internal      INTERNAL
+//   Unknown         UNKNOWN
+// ERR, OOM, TRYAGAIN and DATALOSS are the words redis-cli users have always
+// seen from this server (the store only returns those four codes to RESP
+// commands), so their replies are unchanged. An OK status (not an error) or
+// a code absl may add later is reported as UNKNOWN.
+std::string StatusToRespError(const absl::Status& s);
+
+// The reverse: maps the first word of a RESP error text (as above, without
+// '-' and CRLF) back to its code; the rest of the text is the message (the
+// whole text if there is no space). Only the word is looked at, never the
+// message: every "ERR ..." is InvalidArgument, including the server's
+// protocol-error and connection-timeout notices. Also accepts NOPROTO (HELLO
+// with an unsupported protocol) as Unimplemented. An unrecognised word (a
+// plain Redis "WRONGTYPE ...", say) gives Unknown with the whole text as
+// message. Never returns OK.
+absl::Status RespErrorToStatus(absl::string_view error);
+
+// AppendError(out, StatusToRespError(s)).
+void AppendStatusError(std::string* out, const absl::Status& s);
 
 // --- Replies (client side) ---------------------------------------------------
 struct Reply {

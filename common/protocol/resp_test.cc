@@ -168,6 +168,73 @@ TEST(Command, RoundTrip) {
   EXPECT_EQ(out, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n");
 }
 
+TEST(Encode, ExactBytesOfEveryReplyShape) {
+  std::string out;
+  AppendOk(&out);
+  AppendNull(&out);
+  AppendInteger(&out, 7);
+  AppendArrayHeader(&out, 0);
+  AppendBulkHeader(&out, 3);
+  out += "abc";
+  AppendBulkTrailer(&out);
+  EXPECT_EQ(out, "+OK\r\n$-1\r\n:7\r\n*0\r\n$3\r\nabc\r\n");
+}
+
+TEST(Encode, ErrorLinesCannotCarryCrLf) {
+  std::string out = "x";
+  AppendError(&out, "ERR unknown command 'a\r\n+OK'");
+  EXPECT_EQ(out, "x-ERR unknown command 'a  +OK'\r\n");
+}
+
+// Every absl code survives StatusToRespError -> the wire -> RespErrorToStatus.
+TEST(StatusMapping, EveryCodeRoundTripsThroughTheWire) {
+  for (int i = 1; i <= 16; ++i) {
+    const absl::Status in(static_cast<absl::StatusCode>(i), "some message: 42");
+    std::string wire;
+    AppendStatusError(&wire, in);
+    auto r = ParseReply(wire, ReplyLimits());
+    ASSERT_TRUE(r.ok() && r->complete) << wire;
+    ASSERT_EQ(r->reply.type, Reply::Type::kError);
+    EXPECT_EQ(RespErrorToStatus(r->reply.str), in) << wire;
+  }
+}
+
+TEST(StatusMapping, EmptyMessageRoundTrips) {
+  const absl::Status in = absl::DataLossError("");
+  EXPECT_EQ(StatusToRespError(in), "DATALOSS ");
+  EXPECT_EQ(RespErrorToStatus(StatusToRespError(in)), in);
+}
+
+// The words redis-cli users saw before the mapping moved into the codec.
+TEST(StatusMapping, WordsSeenByRedisCliAreKept) {
+  EXPECT_EQ(StatusToRespError(absl::InvalidArgumentError("key is empty")), "ERR key is empty");
+  EXPECT_EQ(StatusToRespError(absl::ResourceExhaustedError("pool full")), "OOM pool full");
+  EXPECT_EQ(StatusToRespError(absl::UnavailableError("retry")), "TRYAGAIN retry");
+  EXPECT_EQ(StatusToRespError(absl::DataLossError("bad sum")), "DATALOSS bad sum");
+  EXPECT_EQ(StatusToRespError(absl::NotFoundError("k")), "NOTFOUND k");
+  EXPECT_EQ(StatusToRespError(absl::DeadlineExceededError("slow")), "TIMEOUT slow");
+}
+
+TEST(StatusMapping, ClassifiesByFirstWordOnly) {
+  // English in the message does not matter, only the code word.
+  EXPECT_EQ(RespErrorToStatus("ERR connection timed out").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RespErrorToStatus("OOM over the limit"),
+            absl::ResourceExhaustedError("over the limit"));
+  EXPECT_EQ(RespErrorToStatus("NOPROTO this server speaks RESP2 only"),
+            absl::UnimplementedError("this server speaks RESP2 only"));
+  EXPECT_EQ(RespErrorToStatus("WRONGTYPE Operation against a key"),
+            absl::UnknownError("WRONGTYPE Operation against a key"));
+  EXPECT_EQ(RespErrorToStatus("err lower case is not a code word"),
+            absl::UnknownError("err lower case is not a code word"));
+  EXPECT_EQ(RespErrorToStatus("OOM"), absl::ResourceExhaustedError("OOM"));
+  EXPECT_EQ(RespErrorToStatus("").code(), absl::StatusCode::kUnknown);
+}
+
+TEST(StatusMapping, OkIsNotAnErrorAndReportsUnknown) {
+  EXPECT_EQ(StatusToRespError(absl::OkStatus()), "UNKNOWN ");
+}
+
 }  // namespace
 }  // namespace resp
 }  // namespace kvstore

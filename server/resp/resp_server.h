@@ -1,8 +1,13 @@
 // Copyright 2026 The kvstore Authors.
 //
-// RespServer (the TCP fallback listener): the RESP2 data port. A fixed set of
-// epoll event loops, each with its own SO_REUSEPORT listening socket, so the
-// kernel spreads connections across loops; no thread per connection.
+// RespServer (the TCP fallback listener): the RESP2 data port. One listening
+// socket, owned by the server, shared by a fixed set of epoll event loops
+// (options.threads, one thread each). Every loop registers the socket with
+// EPOLLEXCLUSIVE, so the kernel wakes one waiting loop per incoming
+// connection; the loop that accepts a connection serves it until it closes.
+// No thread per connection. (Not SO_REUSEPORT: the socket sets SO_REUSEADDR
+// only, so a second server on the same port fails to bind instead of
+// silently sharing it.)
 //
 // Zero copy where it matters: a SET's value is received straight into a pool
 // entry reserved for it (bytes already buffered with the request are copied
@@ -14,39 +19,33 @@
 // malformed request gets a RESP error and its connection is closed without
 // affecting others; idle connections and half-sent requests time out.
 //
+// Files: resp_loop (event loop, socket I/O), commands (the command table),
+// streamed_set (SET into pool memory), connection (per-socket state and
+// reply encoding); this file only owns the socket and the loops.
+//
 // Thread safety: Start/Stop from one thread; counters() from any.
 
 #ifndef KVSTORE_SERVER_RESP_RESP_SERVER_H_
 #define KVSTORE_SERVER_RESP_RESP_SERVER_H_
 
-#include <atomic>
-#include <functional>
+#include <cstdint>
 #include <memory>
-#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
+#include "server/resp/resp_options.h"
 #include "server/storage/kv_store.h"
 
 namespace kvstore {
 namespace server {
 
-struct RespServerOptions {
-  std::string bind_address = "127.0.0.1";
-  int port = 6380;  // 0 picks a free port
-  int threads = 2;
-  // Close a connection with no traffic for this long (0: never).
-  absl::Duration idle_timeout = absl::Minutes(5);
-  // Close a connection whose request has been incomplete for this long.
-  absl::Duration request_timeout = absl::Seconds(30);
-  // Stop reading from a connection while this many reply bytes are queued.
-  size_t max_pending_output = 8 << 20;
-  // Text for INFO (the server's own sections); called per INFO request.
-  std::function<std::string()> info;
-};
+namespace resp_internal {
+class RespLoop;   // resp_loop.h
+struct Counters;  // resp_counters.h
+}  // namespace resp_internal
 
+// A snapshot of the server's counters since Start().
 struct RespServerCounters {
   uint64_t connections_accepted = 0;
   uint64_t connections_active = 0;
@@ -61,18 +60,25 @@ struct RespServerCounters {
 
 class RespServer {
  public:
+  // Binds options.bind_address:options.port and starts the loops. Errors:
+  // InvalidArgument for threads < 1 or an address that is not IPv4,
+  // Unavailable if the port cannot be bound, Internal if epoll is refused.
+  // `store` is not owned and must outlive the server.
   static absl::StatusOr<std::unique_ptr<RespServer>> Start(KvStore* store,
                                                            const RespServerOptions& options);
+  // Stops the loops (closing every connection) and the listening socket.
   ~RespServer();
   RespServer(const RespServer&) = delete;
   RespServer& operator=(const RespServer&) = delete;
 
   // The bound port (useful with port 0).
   int port() const { return port_; }
+  // Stops and joins the loops, closing their connections (uncommitted
+  // streamed SETs are dropped). Idempotent; the port stays bound until
+  // destruction.
   void Stop();
+  // Any thread, any time before destruction.
   RespServerCounters counters() const;
-
-  class Loop;  // one epoll event loop (resp_server.cc)
 
  private:
   RespServer(KvStore* store, const RespServerOptions& options);
@@ -81,9 +87,8 @@ class RespServer {
   const RespServerOptions options_;
   int port_ = 0;
   int listen_fd_ = -1;
-  struct Counters;  // shared by the loops (resp_server.cc)
-  std::unique_ptr<Counters> counters_;
-  std::vector<std::unique_ptr<Loop>> loops_;
+  std::unique_ptr<resp_internal::Counters> counters_;  // shared by the loops
+  std::vector<std::unique_ptr<resp_internal::RespLoop>> loops_;
   std::vector<std::thread> threads_;
   bool stopped_ = false;
 };

@@ -16,7 +16,6 @@
 #include <deque>
 #include <thread>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -72,23 +71,6 @@ absl::StatusOr<int> Dial(const std::string& address, absl::Duration timeout) {
 }
 
 }  // namespace
-
-absl::Status StatusFromRespError(absl::string_view error) {
-  absl::string_view word = error.substr(0, error.find(' '));
-  absl::string_view msg = word.size() < error.size() ? error.substr(word.size() + 1) : error;
-  if (word == "OOM") return absl::ResourceExhaustedError(msg);
-  if (word == "DATALOSS") return absl::DataLossError(msg);
-  if (word == "TRYAGAIN") return absl::UnavailableError(msg);
-  if (word == "NOPROTO") return absl::UnimplementedError(msg);
-  if (absl::StartsWith(msg, "Protocol error")) return absl::InternalError(msg);
-  if (absl::StrContains(msg, "over the limit") || absl::StrContains(msg, "is empty") ||
-      absl::StrContains(msg, "wrong number") || absl::StrContains(msg, "syntax")) {
-    return absl::InvalidArgumentError(msg);
-  }
-  if (absl::StrContains(msg, "timed out")) return absl::DeadlineExceededError(msg);
-  if (absl::StrContains(msg, "retry")) return absl::UnavailableError(msg);
-  return absl::UnknownError(error);
-}
 
 // One TCP connection with pipelining: requests are written in the order
 // their waiters are queued, and replies complete waiters in that order.
@@ -334,7 +316,7 @@ absl::StatusOr<std::string> ValueFromReply(absl::StatusOr<resp::Reply> r) {
     case resp::Reply::Type::kNull:
       return absl::NotFoundError("key not found");
     case resp::Reply::Type::kError:
-      return StatusFromRespError(r->str);
+      return resp::RespErrorToStatus(r->str);
     default:
       return absl::InternalError("unexpected reply type to GET");
   }
@@ -342,14 +324,14 @@ absl::StatusOr<std::string> ValueFromReply(absl::StatusOr<resp::Reply> r) {
 
 absl::Status OkFromReply(const absl::StatusOr<resp::Reply>& r) {
   if (!r.ok()) return r.status();
-  if (r->type == resp::Reply::Type::kError) return StatusFromRespError(r->str);
+  if (r->type == resp::Reply::Type::kError) return resp::RespErrorToStatus(r->str);
   if (r->type == resp::Reply::Type::kSimple && r->str == "OK") return absl::OkStatus();
   return absl::InternalError("unexpected reply to SET");
 }
 
 absl::StatusOr<int64_t> IntFromReply(const absl::StatusOr<resp::Reply>& r) {
   if (!r.ok()) return r.status();
-  if (r->type == resp::Reply::Type::kError) return StatusFromRespError(r->str);
+  if (r->type == resp::Reply::Type::kError) return resp::RespErrorToStatus(r->str);
   if (r->type != resp::Reply::Type::kInteger)
     return absl::InternalError("expected an integer reply");
   return r->integer;
@@ -405,7 +387,7 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> TcpDataPath::MultiGet(
     for (size_t i = begin; i < end; ++i) r.Add(keys[i]);
     absl::StatusOr<resp::Reply> reply = Call(r.Parts(), deadline);
     if (!reply.ok()) return reply.status();
-    if (reply->type == resp::Reply::Type::kError) return StatusFromRespError(reply->str);
+    if (reply->type == resp::Reply::Type::kError) return resp::RespErrorToStatus(reply->str);
     if (reply->type != resp::Reply::Type::kArray || reply->elements.size() != end - begin) {
       return absl::InternalError("unexpected reply to MGET");
     }

@@ -5,6 +5,9 @@
 // request under the connection's send lock and enqueue a waiter; one reader
 // thread per connection parses replies in order and completes the waiters.
 // PUT values are sent with writev straight from the caller's buffer.
+// An error reply becomes the Status its code word names
+// (resp::RespErrorToStatus: "OOM ..." is kResourceExhausted, "ERR ..."
+// kInvalidArgument, ...); the message text is never inspected.
 
 #ifndef KVSTORE_CLIENT_INTERNAL_TCP_TCP_DATA_PATH_H_
 #define KVSTORE_CLIENT_INTERNAL_TCP_TCP_DATA_PATH_H_
@@ -56,10 +59,6 @@ class TcpDataPath final : public DataPath {
   std::vector<std::unique_ptr<RespConnection>> conns_;
   std::atomic<uint64_t> next_{0};
 };
-
-// The Status a RESP error reply stands for ("OOM ..." is kResourceExhausted,
-// an error naming a limit is kInvalidArgument, ...).
-absl::Status StatusFromRespError(absl::string_view error);
 
 }  // namespace client
 }  // namespace kvstore

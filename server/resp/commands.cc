@@ -1,0 +1,301 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/resp/commands.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/protocol/resp.h"
+
+namespace kvstore {
+namespace server {
+namespace resp_internal {
+
+namespace {
+
+using resp::CommandIs;
+
+// "ERR <msg>": the generic Redis error, i.e. an invalid request.
+void ReplyInvalid(const CommandContext& ctx, absl::string_view msg) {
+  ctx.conn->ReplyStatus(absl::InvalidArgumentError(msg));
+}
+
+// A found value, sent zero-copy. Counted as a GET even inside MGET.
+void ReplyValue(const CommandContext& ctx, PinnedValue v) {
+  ctx.conn->ReplyPinned(std::move(v));
+  ctx.counters->gets++;
+}
+
+// --- Data commands -----------------------------------------------------------
+
+// GET key: the value (zero-copy), a null bulk if absent, or the store's
+// error (DATALOSS for an entry failing its checksum, TRYAGAIN if the key
+// kept changing under the reader).
+void Get(const CommandContext& ctx, CommandArgs args) {
+  if (absl::Status s = ctx.store->limits().CheckKey(args[1]); !s.ok()) {
+    return ctx.conn->ReplyStatus(s);
+  }
+  auto v = ctx.store->Get(args[1]);
+  if (v.ok()) return ReplyValue(ctx, std::move(*v));
+  // Misses and errors count as GETs too.
+  ctx.counters->gets++;
+  if (v.status().code() == absl::StatusCode::kNotFound) return ctx.conn->ReplyNull();
+  ctx.conn->ReplyStatus(v.status());
+}
+
+// Only "SET key value" exists, and the parser streams that form (see
+// streamed_set.h); what reaches the table carries options.
+void SetWithOptions(const CommandContext& ctx, CommandArgs) {
+  ReplyInvalid(ctx, "syntax error: SET options (EX, PX, NX, XX, ...) are not supported");
+}
+
+// DEL/UNLINK (`del`) or EXISTS: the number of keys deleted / present. Every
+// key is checked before any is touched, so a bad key changes nothing.
+void CountKeys(const CommandContext& ctx, CommandArgs args, bool del) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (absl::Status s = ctx.store->limits().CheckKey(args[i]); !s.ok()) {
+      return ctx.conn->ReplyStatus(s);
+    }
+  }
+  int64_t n = 0;
+  for (size_t i = 1; i < args.size(); ++i) {
+    n += del ? ctx.store->Delete(args[i]).ok() : ctx.store->Exists(args[i]);
+  }
+  ctx.conn->ReplyInteger(n);
+}
+
+// UNLINK is DEL: deletion never blocks on freeing memory here anyway.
+void Del(const CommandContext& ctx, CommandArgs args) { CountKeys(ctx, args, /*del=*/true); }
+
+void Exists(const CommandContext& ctx, CommandArgs args) { CountKeys(ctx, args, /*del=*/false); }
+
+// A null for every key that is missing or invalid (as Redis: MGET never
+// fails as a whole).
+void MGet(const CommandContext& ctx, CommandArgs args) {
+  ctx.conn->ReplyArrayHeader(args.size() - 1);
+  for (size_t i = 1; i < args.size(); ++i) {
+    // An invalid key cannot exist, so it reads as a miss.
+    auto v = ctx.store->limits().CheckKey(args[i]).ok()
+                 ? ctx.store->Get(args[i])
+                 : absl::StatusOr<PinnedValue>(absl::NotFoundError(""));
+    if (v.ok()) {
+      ReplyValue(ctx, std::move(*v));
+    } else {
+      ctx.conn->ReplyNull();
+    }
+  }
+}
+
+// Checks every pair before writing any; a write error stops the batch (the
+// pairs before it stay written).
+void MSet(const CommandContext& ctx, CommandArgs args) {
+  for (size_t i = 1; i < args.size(); i += 2) {
+    absl::Status s = ctx.store->limits().CheckKey(args[i]);
+    if (s.ok()) s = ctx.store->limits().CheckValueLength(args[i + 1].size());
+    if (!s.ok()) return ctx.conn->ReplyStatus(s);
+  }
+  // Values are copied from the request buffer (MSET is not streamed; the
+  // TCP client pipelines SETs instead for large batches).
+  for (size_t i = 1; i < args.size(); i += 2) {
+    absl::Status s = ctx.store->Put(ctx.writer, args[i], args[i + 1]);
+    ctx.counters->sets++;
+    if (!s.ok()) return ctx.conn->ReplyStatus(s);
+  }
+  ctx.conn->ReplyOk();
+}
+
+// The number of live keys in the index (a relaxed count, like Redis's).
+void DbSize(const CommandContext& ctx, CommandArgs) {
+  ctx.conn->ReplyInteger(static_cast<int64_t>(ctx.store->size()));
+}
+
+// SCAN cursor [MATCH prefix*] [COUNT n]; the arity check has made the
+// options come in pairs.
+void Scan(const CommandContext& ctx, CommandArgs args) {
+  uint64_t cursor;
+  if (!absl::SimpleAtoi(args[1], &cursor)) return ReplyInvalid(ctx, "invalid cursor");
+  std::string prefix;
+  uint64_t count = 10;
+  for (size_t i = 2; i + 1 < args.size(); i += 2) {
+    if (CommandIs(args[i], "MATCH")) {
+      absl::string_view pattern = args[i + 1];
+      // Only prefix patterns ("user:*", "*") are supported: the index is a
+      // hash table, so anything else would be a full scan in disguise.
+      if (pattern.empty() || pattern.back() != '*' ||
+          pattern.substr(0, pattern.size() - 1).find_first_of("*?[\\") != absl::string_view::npos) {
+        return ReplyInvalid(ctx, "only prefix MATCH patterns ending in '*' are supported");
+      }
+      prefix = std::string(pattern.substr(0, pattern.size() - 1));
+    } else if (CommandIs(args[i], "COUNT")) {
+      if (!absl::SimpleAtoi(args[i + 1], &count) || count == 0) {
+        return ReplyInvalid(ctx, "value is not an integer or out of range");
+      }
+      // A hint, as in Redis; capped so one call cannot hold the loop long.
+      count = std::min<uint64_t>(count, 10000);
+    } else {
+      return ReplyInvalid(ctx, "syntax error");
+    }
+  }
+  std::vector<std::string> keys;
+  const uint64_t next = ctx.store->Scan(cursor, count, prefix, &keys);
+  // [next cursor as a bulk string, [keys...]], as Redis shapes it.
+  ctx.conn->ReplyArrayHeader(2);
+  ctx.conn->ReplyBulk(absl::StrCat(next));
+  ctx.conn->ReplyArrayHeader(keys.size());
+  for (const auto& k : keys) ctx.conn->ReplyBulk(k);
+}
+
+// --- Connection and tool commands ------------------------------------------
+
+// PING: +PONG; PING msg: msg as a bulk string (Redis's shapes).
+void Ping(const CommandContext& ctx, CommandArgs args) {
+  if (args.size() == 2) return ctx.conn->ReplyBulk(args[1]);
+  ctx.conn->ReplySimple("PONG");
+}
+
+// ECHO msg: msg as a bulk string.
+void Echo(const CommandContext& ctx, CommandArgs args) { ctx.conn->ReplyBulk(args[1]); }
+
+// INFO [section]: the section is ignored; the server's own text (if any)
+// plus the Keyspace section redis-cli and monitoring tools look for.
+void Info(const CommandContext& ctx, CommandArgs) {
+  std::string text = ctx.options->info ? ctx.options->info() : "";
+  absl::StrAppend(&text, "# Keyspace\r\ndb0:keys=", ctx.store->size(), ",expires=0\r\n");
+  ctx.conn->ReplyBulk(text);
+}
+
+// redis-cli asks for COMMAND DOCS to drive its hints; an empty answer is
+// valid and keeps it working.
+void Command(const CommandContext& ctx, CommandArgs args) {
+  if (args.size() >= 2 && CommandIs(args[1], "COUNT")) return ctx.conn->ReplyInteger(0);
+  ctx.conn->ReplyArrayHeader(0);
+}
+
+// HELLO [2]: the RESP2 handshake of newer clients; RESP3 is refused with
+// Redis's own NOPROTO error, which clients take as "fall back to RESP2".
+void Hello(const CommandContext& ctx, CommandArgs args) {
+  if (args.size() >= 2 && args[1] != "2") {
+    return ctx.conn->ReplyError("NOPROTO this server speaks RESP2 only");
+  }
+  Connection* c = ctx.conn;
+  c->ReplyArrayHeader(14);  // 7 field/value pairs
+  c->ReplyBulk("server");
+  c->ReplyBulk("kvstore");
+  c->ReplyBulk("version");
+  c->ReplyBulk("0.1.0");
+  c->ReplyBulk("proto");
+  c->ReplyInteger(2);
+  c->ReplyBulk("id");
+  c->ReplyInteger(c->fd);
+  c->ReplyBulk("mode");
+  c->ReplyBulk("standalone");
+  c->ReplyBulk("role");
+  c->ReplyBulk("master");
+  c->ReplyBulk("modules");
+  c->ReplyArrayHeader(0);
+}
+
+// redis-benchmark reads "save" and "appendonly" at start-up.
+void Config(const CommandContext& ctx, CommandArgs args) {
+  if (args.size() == 3 && CommandIs(args[1], "GET")) {
+    ctx.conn->ReplyArrayHeader(2);
+    ctx.conn->ReplyBulk(args[2]);
+    ctx.conn->ReplyBulk(CommandIs(args[2], "appendonly") ? "no" : "");
+    return;
+  }
+  ReplyInvalid(ctx, "only CONFIG GET is supported");
+}
+
+// No authentication exists; Redis's own text for that case, so clients that
+// send AUTH from their configuration report something familiar.
+void Auth(const CommandContext& ctx, CommandArgs) {
+  ReplyInvalid(ctx, "AUTH called without any password configured");
+}
+
+// One keyspace: SELECT 0 is accepted so tools that always send it work.
+void Select(const CommandContext& ctx, CommandArgs args) {
+  if (args.size() == 2 && args[1] == "0") return ctx.conn->ReplyOk();
+  ReplyInvalid(ctx, "only database 0 exists");
+}
+
+// CLIENT SETNAME and friends: accepted and ignored.
+void Client(const CommandContext& ctx, CommandArgs) { ctx.conn->ReplyOk(); }
+
+// Answers, then the loop closes the connection once the reply is flushed.
+void Quit(const CommandContext& ctx, CommandArgs) {
+  ctx.conn->ReplyOk();
+  ctx.conn->close_after_flush = true;
+  ctx.conn->reading = false;
+}
+
+// Searched in order, so GET, the hot command, is first; the rest follow the
+// order of the if-chain this table replaced. A linear scan over ~20 short
+// names compares fewer bytes than hashing an upper-cased copy of the name.
+constexpr CommandSpec kCommands[] = {
+    // name      min  max       group  handler
+    {"GET", 2, 2, 1, Get},
+    {"SET", 3, kAnyArgs, 1, SetWithOptions},
+    {"PING", 1, 2, 1, Ping},
+    {"ECHO", 2, 2, 1, Echo},
+    {"DEL", 2, kAnyArgs, 1, Del},
+    {"UNLINK", 2, kAnyArgs, 1, Del},
+    {"EXISTS", 2, kAnyArgs, 1, Exists},
+    {"MGET", 2, kAnyArgs, 1, MGet},
+    {"MSET", 3, kAnyArgs, 2, MSet},
+    {"DBSIZE", 1, kAnyArgs, 1, DbSize},
+    {"SCAN", 2, kAnyArgs, 2, Scan},
+    {"INFO", 1, kAnyArgs, 1, Info},
+    {"COMMAND", 1, kAnyArgs, 1, Command},
+    {"HELLO", 1, kAnyArgs, 1, Hello},
+    {"CONFIG", 1, kAnyArgs, 1, Config},
+    {"AUTH", 1, kAnyArgs, 1, Auth},
+    {"SELECT", 1, kAnyArgs, 1, Select},
+    {"CLIENT", 1, kAnyArgs, 1, Client},
+    {"QUIT", 1, kAnyArgs, 1, Quit},
+};
+
+}  // namespace
+
+// Case-insensitive, as Redis: "get", "GET" and "Get" are the same command.
+const CommandSpec* FindCommand(absl::string_view name) {
+  for (const CommandSpec& spec : kCommands) {
+    if (CommandIs(name, spec.name)) return &spec;
+  }
+  return nullptr;
+}
+
+// Unsigned arithmetic is safe: argc >= min_args is checked first.
+bool ArityOk(const CommandSpec& spec, size_t argc) {
+  return argc >= spec.min_args && argc <= spec.max_args &&
+         (argc - spec.min_args) % spec.arg_group == 0;
+}
+
+// Lookup, then arity, then the handler: an unknown command is reported as
+// unknown whatever its arguments, as Redis does.
+void DispatchCommand(const CommandContext& ctx, CommandArgs args) {
+  const absl::string_view cmd = args[0];
+  const CommandSpec* spec = FindCommand(cmd);
+  if (spec == nullptr) {
+    // The name is echoed back, so bound it and keep it printable.
+    std::string name(cmd.substr(0, 64));
+    for (char& ch : name) {
+      if (!absl::ascii_isprint(static_cast<unsigned char>(ch))) ch = '?';
+    }
+    return ReplyInvalid(ctx, absl::StrCat("unknown command '", name, "'"));
+  }
+  if (!ArityOk(*spec, args.size())) {
+    return ReplyInvalid(ctx, absl::StrCat("wrong number of arguments for '",
+                                          absl::AsciiStrToLower(cmd), "' command"));
+  }
+  spec->handler(ctx, args);
+}
+
+}  // namespace resp_internal
+}  // namespace server
+}  // namespace kvstore

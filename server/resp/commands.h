@@ -1,0 +1,78 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The RESP command table: every command the data port answers, with the
+// argument counts it accepts and the function that answers it. Dispatch
+// looks a request's first argument up here; adding a command is adding a
+// row (commands.cc). "SET key value" never comes here: it is streamed into
+// pool memory by StreamedSet; SET with options arrives here and is refused.
+//
+// Errors are Redis's own texts, which redis-cli and client libraries show:
+//   ERR unknown command '<name>'            (name cut to 64 bytes, non-
+//                                            printable bytes shown as '?')
+//   ERR wrong number of arguments for '<name in lower case>' command
+// Store errors are mapped by resp::StatusToRespError.
+//
+// Thread safety: the table is immutable; a handler runs on the calling
+// loop's thread and touches only what its CommandContext names.
+
+#ifndef KVSTORE_SERVER_RESP_COMMANDS_H_
+#define KVSTORE_SERVER_RESP_COMMANDS_H_
+
+#include <cstddef>
+#include <limits>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "server/resp/connection.h"
+#include "server/resp/resp_counters.h"
+#include "server/resp/resp_options.h"
+#include "server/storage/kv_store.h"
+
+namespace kvstore {
+namespace server {
+namespace resp_internal {
+
+// What a handler may use; built by the loop for each request. Nothing is
+// owned; everything outlives the call.
+struct CommandContext {
+  KvStore* store;
+  KvStore::Writer* writer;  // the loop's writer (MSET writes through it)
+  const RespServerOptions* options;
+  Counters* counters;
+  Connection* conn;  // the requesting connection; replies are queued on it
+};
+
+// args[0] is the command name as sent; args are views into the request
+// buffer, valid only during the call.
+using CommandArgs = absl::Span<const absl::string_view>;
+using CommandHandler = void (*)(const CommandContext& ctx, CommandArgs args);
+
+inline constexpr size_t kAnyArgs = std::numeric_limits<size_t>::max();
+
+struct CommandSpec {
+  absl::string_view name;  // upper case; requests match it case-insensitively
+  // Accepted argument counts, the name included: min_args..max_args, where
+  // the arguments after the first min_args come in groups of arg_group (2
+  // for MSET's key/value pairs and SCAN's option/value pairs).
+  size_t min_args;
+  size_t max_args;
+  size_t arg_group;
+  CommandHandler handler;
+};
+
+// The row for `name` (any case), or null for an unknown command.
+const CommandSpec* FindCommand(absl::string_view name);
+
+// Whether `argc` arguments (the name included) fit `spec`.
+bool ArityOk(const CommandSpec& spec, size_t argc);
+
+// Runs the command in `args` (non-empty, as the parser guarantees): looks
+// args[0] up, checks its arity, calls its handler; or queues the unknown-
+// command / wrong-arity error. Exactly one reply is queued on ctx.conn.
+void DispatchCommand(const CommandContext& ctx, CommandArgs args);
+
+}  // namespace resp_internal
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_RESP_COMMANDS_H_

@@ -1,0 +1,86 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/resp/connection.h"
+
+#include <utility>
+
+#include "common/protocol/resp.h"
+
+namespace kvstore {
+namespace server {
+namespace resp_internal {
+
+namespace {
+
+// Runs one codec encoder on the owned tail chunk and counts what it added.
+// Encoding straight into the queue avoids a temporary string per reply.
+template <typename Encoder>
+void Encode(std::string& tail, size_t* out_bytes, Encoder encode) {
+  const size_t before = tail.size();
+  encode(&tail);
+  *out_bytes += tail.size() - before;
+}
+
+}  // namespace
+
+// Coalescing small replies into one string keeps the writev iovec count low
+// for pipelined requests; a pinned value always ends the current string.
+std::string& Connection::Tail() {
+  if (out.empty() || out.back().pinned.value().data() != nullptr) out.emplace_back();
+  return out.back().owned;
+}
+
+void Connection::ReplyOk() { Encode(Tail(), &out_bytes, resp::AppendOk); }
+
+void Connection::ReplySimple(absl::string_view s) {
+  Encode(Tail(), &out_bytes, [s](std::string* o) { resp::AppendSimple(o, s); });
+}
+
+// AppendError scrubs CR/LF, so echoed names cannot break the framing.
+void Connection::ReplyError(absl::string_view text) {
+  Encode(Tail(), &out_bytes, [text](std::string* o) { resp::AppendError(o, text); });
+}
+
+// The single place a Status becomes a reply: the code word comes from the
+// codec's mapping, so every command answers the same code the same way.
+void Connection::ReplyStatus(const absl::Status& s) {
+  if (s.ok()) return ReplyOk();
+  Encode(Tail(), &out_bytes, [&s](std::string* o) { resp::AppendStatusError(o, s); });
+}
+
+void Connection::ReplyInteger(int64_t n) {
+  Encode(Tail(), &out_bytes, [n](std::string* o) { resp::AppendInteger(o, n); });
+}
+
+// Null bulk: Redis's "no such key" for GET and inside MGET arrays.
+void Connection::ReplyNull() { Encode(Tail(), &out_bytes, resp::AppendNull); }
+
+void Connection::ReplyBulk(absl::string_view s) {
+  Encode(Tail(), &out_bytes, [s](std::string* o) { resp::AppendBulk(o, s); });
+}
+
+void Connection::ReplyArrayHeader(uint64_t n) {
+  Encode(Tail(), &out_bytes, [n](std::string* o) { resp::AppendArrayHeader(o, n); });
+}
+
+// The zero-copy GET reply: header and trailer are tiny owned strings, the
+// body is sent from pool memory. The pin keeps the segment from being
+// reclaimed until writev has sent the last byte.
+void Connection::ReplyPinned(PinnedValue v) {
+  const absl::string_view value = v.value();  // pool memory; moving v keeps it
+  Encode(Tail(), &out_bytes, [&value](std::string* o) { resp::AppendBulkHeader(o, value.size()); });
+  if (!value.empty()) {
+    // The body is its own chunk: Flush() hands it to writev from the pool,
+    // and dropping the chunk after it is sent releases the pin.
+    OutChunk chunk;
+    chunk.view = value;
+    chunk.pinned = std::move(v);
+    out.push_back(std::move(chunk));
+    out_bytes += value.size();
+  }
+  Encode(Tail(), &out_bytes, resp::AppendBulkTrailer);
+}
+
+}  // namespace resp_internal
+}  // namespace server
+}  // namespace kvstore

@@ -1,0 +1,104 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Connection: the state of one client socket of a RESP loop: its unparsed
+// input, where it is in the request stream (commands, or the middle of a
+// streamed SET value) and its queue of reply bytes. Internal to server/resp.
+//
+// Replies are appended with the Reply* methods, which encode through the
+// RESP codec (common/protocol/resp.h). Small replies are coalesced into one
+// owned string; a GET value is queued as a separate chunk pointing into pool
+// memory that stays pinned until the chunk has been written (zero copy).
+//
+// Ownership and thread safety: a Connection is owned by exactly one
+// RespLoop, lives in that loop's connection map and is touched only by the
+// loop's thread; it does not own or close its fd (the loop does).
+
+#ifndef KVSTORE_SERVER_RESP_CONNECTION_H_
+#define KVSTORE_SERVER_RESP_CONNECTION_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "server/storage/kv_store.h"
+
+namespace kvstore {
+namespace server {
+namespace resp_internal {
+
+// One piece of queued reply output: either bytes owned here, or a view into
+// a pinned pool entry (a GET value sent without copying).
+struct OutChunk {
+  std::string owned;
+  PinnedValue pinned;  // when set, `view` points into pool memory
+  absl::string_view view;
+  size_t sent = 0;  // bytes of data() already written to the socket
+  absl::string_view data() const { return pinned.value().data() ? view : absl::string_view(owned); }
+};
+
+// Where a connection is in its input stream.
+enum class InputState {
+  kCommands,   // parsing requests from `in`
+  kValue,      // receiving a streamed SET value into its reserved entry
+  kValueCrlf,  // the value is complete; its closing CRLF must follow
+  kDiscard,    // skipping the value of a refused SET (then back to kCommands)
+};
+
+// A plain aggregate on purpose: the loop and the streamed SET both drive
+// these fields directly; the reply methods are the only behaviour here.
+struct Connection {
+  explicit Connection(int fd_in) : fd(fd_in) {}
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // --- Replies. Each appends one encoded reply to the output queue and
+  // counts its bytes in out_bytes; nothing is written to the socket until
+  // the loop flushes. None fail.
+  void ReplyOk();
+  void ReplySimple(absl::string_view s);  // s must not contain CR/LF
+  // `text` is "<CODEWORD> message"; CR/LF in it are replaced by spaces.
+  void ReplyError(absl::string_view text);
+  // +OK for an OK status, else the error its code word names
+  // (resp::StatusToRespError).
+  void ReplyStatus(const absl::Status& s);
+  void ReplyInteger(int64_t n);
+  void ReplyNull();
+  void ReplyBulk(absl::string_view s);
+  void ReplyArrayHeader(uint64_t n);
+  // A bulk reply whose body is sent from the pinned entry itself: only the
+  // "$len" header and trailing CRLF are copied. Keeps `v` pinned until sent.
+  void ReplyPinned(PinnedValue v);
+
+  const int fd;
+  std::string in;  // received, unparsed bytes are in[start, in.size())
+  size_t start = 0;
+  InputState state = InputState::kCommands;
+
+  // The streamed SET in progress (kValue/kValueCrlf), or the refused one
+  // being skipped (kDiscard). See streamed_set.h.
+  Reservation reservation;  // the SET's entry; ptr is null when none
+  uint64_t value_done = 0;  // value bytes received so far
+  uint64_t value_len = 0;
+  uint64_t discard_left = 0;  // kDiscard: bytes still to skip, CRLF included
+
+  std::deque<OutChunk> out;  // reply bytes not yet written, in order
+  size_t out_bytes = 0;      // roughly the bytes in `out` (for backpressure)
+  bool close_after_flush = false;
+  bool reading = true;  // false once no further requests will be read
+  absl::Time last_activity;
+  absl::Time request_started = absl::InfiniteFuture();
+
+ private:
+  // The owned chunk at the end of the queue, appended if the last chunk is a
+  // pinned value (whose bytes must not be appended to).
+  std::string& Tail();
+};
+
+}  // namespace resp_internal
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_RESP_CONNECTION_H_

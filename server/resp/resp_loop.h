@@ -1,0 +1,100 @@
+// Copyright 2026 The kvstore Authors.
+//
+// RespLoop: one epoll event loop of the RESP data port, run on a thread of
+// its own. It accepts from the listening socket it shares with the other
+// loops (EPOLLEXCLUSIVE: the kernel wakes one waiting loop per incoming
+// connection, and whichever loop accepts keeps the connection for its
+// lifetime), reads requests, runs them (commands.h, streamed_set.h) and
+// writes the replies with writev, without a thread per connection.
+//
+// Defensive: every length is checked by the parser before anything is
+// allocated; a malformed request gets "ERR Protocol error: ..." and its
+// connection is closed without affecting others; reads stop while a
+// connection's queued replies exceed max_pending_output; idle connections,
+// half-sent requests and clients that stop reading are timed out.
+//
+// Ownership and thread safety: owned by RespServer. Init() and then Run()
+// on the loop's thread; Wake() from any thread makes Run() return. The
+// listening socket is borrowed (the server closes it); connections, their
+// sockets and the loop's KvStore writer are owned and released on
+// destruction, which must come after Run() has returned.
+
+#ifndef KVSTORE_SERVER_RESP_RESP_LOOP_H_
+#define KVSTORE_SERVER_RESP_RESP_LOOP_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "common/protocol/resp.h"
+#include "server/resp/connection.h"
+#include "server/resp/resp_counters.h"
+#include "server/resp/resp_options.h"
+#include "server/resp/streamed_set.h"
+#include "server/storage/kv_store.h"
+
+namespace kvstore {
+namespace server {
+namespace resp_internal {
+
+class RespLoop {
+ public:
+  // Nothing is owned; all must outlive the loop. `listen_fd` is a
+  // non-blocking listening socket.
+  RespLoop(KvStore* store, const RespServerOptions& options, Counters* counters, int listen_fd);
+  ~RespLoop();
+  RespLoop(const RespLoop&) = delete;
+  RespLoop& operator=(const RespLoop&) = delete;
+
+  // Creates the epoll set and wake-up eventfd and the loop's store writer.
+  // Internal error if the kernel refuses epoll/eventfd. Call once, first.
+  absl::Status Init();
+
+  // Serves connections until Wake(). Blocks; call on the loop's own thread.
+  void Run();
+
+  // Asks Run() to return (within one epoll wait). Any thread; idempotent.
+  void Wake();
+
+ private:
+  void Accept();
+  void OnEvent(Connection* c, uint32_t events);
+  // Reads what the socket has. Returns false once the connection is closed
+  // (or will close after its last replies).
+  bool ReadSome(Connection* c);
+  // One recv() into c->in, compacting it first. Returns recv()'s result.
+  ssize_t ReceiveBuffered(Connection* c);
+  // Runs every complete request in c->in, up to the output limit.
+  void Process(Connection* c);
+  void Execute(Connection* c, const resp::ParsedRequest& req);
+  // Writes queued replies. Returns false once the connection is closed.
+  bool Flush(Connection* c);
+  void UpdateInterest(Connection* c);
+  void Close(Connection* c);
+  void CheckTimeouts();
+  // Replies "ERR <msg>", then stops reading and closes after the flush.
+  void ProtocolError(Connection* c, absl::string_view msg);
+
+  KvStore* const store_;
+  const RespServerOptions& options_;
+  Counters* const counters_;
+  const int listen_fd_;
+  resp::RequestLimits limits_;
+  int epoll_fd_ = -1;
+  int event_fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::unique_ptr<KvStore::Writer> writer_;
+  std::unique_ptr<StreamedSet> sets_;  // after writer_: uses it
+  absl::flat_hash_map<int, std::unique_ptr<Connection>> conns_;
+};
+
+}  // namespace resp_internal
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_RESP_RESP_LOOP_H_

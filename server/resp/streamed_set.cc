@@ -1,0 +1,139 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/resp/streamed_set.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/protocol/layout.h"
+
+namespace kvstore {
+namespace server {
+namespace resp_internal {
+
+// Refusals answer at once (before the value arrives): the client pipelines
+// and matches replies by order, so the reply must not wait for the bytes.
+void StreamedSet::Begin(Connection* c, absl::string_view key, uint64_t value_len) {
+  // Counted when it starts, refused or not (as RespServerCounters::sets
+  // always did).
+  counters_->sets++;
+  absl::Status s = store_->limits().CheckKey(key);
+  if (s.ok()) s = store_->limits().CheckValueLength(value_len);
+  if (!s.ok()) {
+    c->ReplyStatus(s);
+    if (value_len > store_->limits().max_value_bytes) {
+      // Not worth reading what would be thrown away: answer and close.
+      counters_->protocol_errors++;
+      c->close_after_flush = true;
+      c->reading = false;
+      return;
+    }
+    // Skip the value and its CRLF; the next request follows it.
+    c->state = InputState::kDiscard;
+    c->discard_left = value_len + 2;
+    return;
+  }
+  // Space for header + key + value; kResourceExhausted (OOM) when full.
+  auto r = writer_->Reserve(key.size(), value_len);
+  if (!r.ok()) {
+    // Still a well-formed request: skip its value, keep the connection.
+    c->ReplyStatus(r.status());
+    c->state = InputState::kDiscard;
+    c->discard_left = value_len + 2;
+    return;
+  }
+  c->reservation = *r;
+  // Header and key now; the value bytes land behind them as they arrive.
+  layout::BeginEntry(r->ptr, key, static_cast<uint32_t>(value_len), store_->Version());
+  c->value_len = value_len;
+  c->value_done = 0;
+  c->state = value_len == 0 ? InputState::kValueCrlf : InputState::kValue;
+}
+
+char* StreamedSet::ValueCursor(const Connection& c) {
+  // The key length is read back from the entry header rather than kept per
+  // connection: the header is the one place it is stored.
+  layout::EntryHeader h;
+  std::memcpy(&h, c.reservation.ptr, sizeof(h));
+  return c.reservation.ptr + layout::kEntryHeaderBytes + h.key_len + c.value_done;
+}
+
+// A state machine over the buffered input: value bytes, then the CRLF, then
+// commit; or the bytes of a refused value, skipped. Loops because one buffer
+// may hold the end of a value and its CRLF together.
+StreamedSet::Progress StreamedSet::ConsumeBuffered(Connection* c) {
+  while (c->state != InputState::kCommands) {
+    const absl::string_view buf(c->in.data() + c->start, c->in.size() - c->start);
+    switch (c->state) {
+      case InputState::kValue: {
+        // Value bytes that arrived together with the request: one copy.
+        const uint64_t take = std::min<uint64_t>(buf.size(), c->value_len - c->value_done);
+        if (take > 0) {
+          std::memcpy(ValueCursor(*c), buf.data(), take);
+          c->value_done += take;
+          c->start += take;
+        }
+        if (c->value_done < c->value_len) return Progress::kNeedMore;
+        c->state = InputState::kValueCrlf;
+        break;
+      }
+      case InputState::kValueCrlf:
+        if (buf.size() < 2) return Progress::kNeedMore;
+        if (buf[0] != '\r' || buf[1] != '\n') {
+          // The length line lied; never commit what may be a misframed value.
+          writer_->Done(c->reservation);
+          c->state = InputState::kCommands;
+          return Progress::kBadTerminator;
+        }
+        c->start += 2;
+        Finish(c);
+        break;
+      case InputState::kDiscard: {
+        const uint64_t take = std::min<uint64_t>(buf.size(), c->discard_left);
+        c->start += take;
+        c->discard_left -= take;
+        if (c->discard_left > 0) return Progress::kNeedMore;
+        c->state = InputState::kCommands;
+        break;
+      }
+      case InputState::kCommands:
+        break;  // unreachable: the loop condition
+    }
+  }
+  return Progress::kDone;
+}
+
+// At most the rest of the value, so bytes of the next request are never
+// read into the entry; they arrive through the buffered path.
+ssize_t StreamedSet::ReceiveDirect(Connection* c) {
+  const ssize_t n = recv(c->fd, ValueCursor(*c), c->value_len - c->value_done, 0);
+  if (n > 0) {
+    c->value_done += static_cast<uint64_t>(n);
+    if (c->value_done == c->value_len) c->state = InputState::kValueCrlf;
+  }
+  return n;
+}
+
+void StreamedSet::Abandon(Connection* c) {
+  // Uncommitted: the reserved space becomes dead space.
+  if (c->reservation.ptr != nullptr) writer_->Done(c->reservation);
+}
+
+// Commit publishes the entry in the index (replacing an older value); the
+// reservation is released either way, and the reply is the commit's status.
+void StreamedSet::Finish(Connection* c) {
+  layout::SealEntry(c->reservation.ptr);
+  // SealEntry() just computed the checksum over these very bytes.
+  const absl::Status s =
+      store_->Commit(c->reservation.offset, c->reservation.size, /*verify_checksum=*/false);
+  writer_->Done(c->reservation);
+  c->state = InputState::kCommands;
+  c->request_started = absl::InfiniteFuture();
+  c->ReplyStatus(s);
+}
+
+}  // namespace resp_internal
+}  // namespace server
+}  // namespace kvstore

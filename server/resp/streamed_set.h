@@ -1,0 +1,84 @@
+// Copyright 2026 The kvstore Authors.
+//
+// StreamedSet: "SET key value" without buffering the value. The parser stops
+// at the value's length line (resp::ParsedRequest::Kind::kSetValue); from
+// there the value goes straight into a pool entry reserved for it: bytes
+// already buffered with the request are copied once, the rest is recv()'d
+// into the entry itself. The entry is then sealed (checksummed) and committed
+// through KvStore::Commit, the same path as RDMA commits.
+//
+// The per-connection progress lives in Connection (state, reservation,
+// value_done, value_len, discard_left); this class holds what is shared by
+// every connection of one loop.
+//
+// Errors: a key or value over its limit, or a full store, is answered with
+// the error its Status maps to and the value is skipped (kDiscard), so the
+// connection stays usable; a value over max_value_bytes is not worth
+// reading: the error is sent and the connection closed. A value not followed
+// by CRLF is a protocol error (the caller replies and closes).
+//
+// Thread safety: one instance per RespLoop, used only on that loop's thread.
+
+#ifndef KVSTORE_SERVER_RESP_STREAMED_SET_H_
+#define KVSTORE_SERVER_RESP_STREAMED_SET_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include "absl/strings/string_view.h"
+#include "server/resp/connection.h"
+#include "server/resp/resp_counters.h"
+#include "server/storage/kv_store.h"
+
+namespace kvstore {
+namespace server {
+namespace resp_internal {
+
+class StreamedSet {
+ public:
+  // None of the pointers is owned; all must outlive this object. `writer`
+  // is the loop's own (KvStore writers are per thread).
+  StreamedSet(KvStore* store, KvStore::Writer* writer, Counters* counters)
+      : store_(store), writer_(writer), counters_(counters) {}
+
+  // Starts the SET of `key` whose value_len-byte value (then CRLF) follows
+  // in the stream. On return `c` is in kValue/kValueCrlf (entry reserved),
+  // kDiscard (refused, error queued) or marked to close (value over limit).
+  // `key` may point into c->in: it is copied into the entry here.
+  void Begin(Connection* c, absl::string_view key, uint64_t value_len);
+
+  enum class Progress {
+    kNeedMore,       // all buffered input used; the SET continues
+    kDone,           // back in kCommands (SET committed and answered, or skipped)
+    kBadTerminator,  // value not followed by CRLF; entry given up
+  };
+  // Feeds buffered input c->in[c->start..] to the SET in progress.
+  // Precondition: c->state != kCommands.
+  Progress ConsumeBuffered(Connection* c);
+
+  // The zero-copy receive: recv() straight into the entry, at most the rest
+  // of the value. Precondition: c->state == kValue and nothing buffered.
+  // Returns recv()'s result (errno intact for the caller when <= 0).
+  ssize_t ReceiveDirect(Connection* c);
+
+  // Releases the entry of an unfinished SET (the connection is going away);
+  // the space stays dead until its segment is reclaimed. No-op without one.
+  void Abandon(Connection* c);
+
+ private:
+  // Where the next value byte goes inside the reserved entry.
+  static char* ValueCursor(const Connection& c);
+  // Seals and commits the complete entry and answers the SET.
+  void Finish(Connection* c);
+
+  KvStore* const store_;
+  KvStore::Writer* const writer_;
+  Counters* const counters_;
+};
+
+}  // namespace resp_internal
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_RESP_STREAMED_SET_H_
