@@ -13,9 +13,10 @@ namespace metrics {
 
 namespace {
 
-// Appends `value` with the characters in `special` and newlines escaped.
-// The format escapes only backslash and newline in HELP, plus the double
-// quote in label values; anything else (UTF-8 included) passes through.
+// Appends `value` with backslashes and newlines escaped, and double quotes
+// too if `escape_quote`. The format escapes only backslash and newline in
+// HELP, plus the double quote in label values; anything else (UTF-8
+// included) passes through, since the format is UTF-8 text.
 void AppendEscaped(std::string* out, absl::string_view value, bool escape_quote) {
   for (const char c : value) {
     if (c == '\\') {
@@ -36,6 +37,8 @@ std::string LabelBlock(const Labels& labels, absl::string_view extra_name = "",
                        absl::string_view extra_value = "") {
   if (labels.empty() && extra_name.empty()) return "";
   std::string out = "{";
+  // Commas go between pairs only: a trailing comma is legal in 0.0.4 but
+  // not in every parser that reads these lines (INFO, kvctl).
   bool first = true;
   auto add = [&](absl::string_view name, absl::string_view value) {
     if (!first) out.push_back(',');
@@ -44,7 +47,9 @@ std::string LabelBlock(const Labels& labels, absl::string_view extra_name = "",
     AppendEscaped(&out, value, /*escape_quote=*/true);
     out.push_back('"');
   };
+  // Label names need no escaping: the registry admits only [a-z0-9_].
   for (const auto& [name, value] : labels) add(name, value);
+  // `le` last, after the series' own labels, as Prometheus clients print it.
   if (!extra_name.empty()) add(extra_name, extra_value);
   out.push_back('}');
   return out;
@@ -53,11 +58,14 @@ std::string LabelBlock(const Labels& labels, absl::string_view extra_name = "",
 // Integer part, then the fraction with trailing zeros removed:
 // (4194304, 1000000) -> "4.194304", (2000000, 1000000) -> "2".
 std::string FormatFixedPoint(uint64_t value, uint64_t scale, int digits) {
+  // Integer arithmetic throughout: a double cannot hold every nanosecond
+  // sum exactly, and exact text keeps golden tests and promtool stable.
   std::string out = absl::StrCat(value / scale);
   uint64_t fraction = value % scale;
-  if (fraction == 0) return out;
+  if (fraction == 0) return out;  // "2", not "2.000000"
   std::string frac = absl::StrCat(fraction);
   frac.insert(0, digits - frac.size(), '0');  // leading zeros: 1 us -> "000001"
+  // Never empties `frac`: fraction != 0 has a non-zero digit.
   while (frac.back() == '0') frac.pop_back();
   absl::StrAppend(&out, ".", frac);
   return out;
@@ -83,6 +91,8 @@ std::string FormatNanosAsSeconds(uint64_t nanos) { return FormatFixedPoint(nanos
 
 std::string FormatPrometheusText(const Snapshot& snapshot) {
   std::string out;
+  // One HELP and one TYPE line per family, before its first sample: the
+  // format forbids repeating them or splitting a family's samples.
   for (const FamilySnapshot& family : snapshot.families) {
     absl::StrAppend(&out, "# HELP ", family.name, " ", EscapeHelp(family.help), "\n");
     absl::StrAppend(&out, "# TYPE ", family.name, " ", MetricKindName(family.kind), "\n");
@@ -92,9 +102,12 @@ std::string FormatPrometheusText(const Snapshot& snapshot) {
           absl::StrAppend(&out, family.name, LabelBlock(s.labels), " ", s.counter, "\n");
           break;
         case MetricKind::kGauge:
+          // Signed: a gauge may be negative, which the format allows.
           absl::StrAppend(&out, family.name, LabelBlock(s.labels), " ", s.gauge, "\n");
           break;
         case MetricKind::kHistogram: {
+          // Buckets are cumulative in the snapshot already; bounds are
+          // printed in seconds, the base unit the name promises.
           const HistogramSnapshot& h = s.histogram;
           for (size_t i = 0; i < h.cumulative_counts.size(); ++i) {
             // The last cumulative count is the +Inf bucket, which the format
@@ -105,6 +118,8 @@ std::string FormatPrometheusText(const Snapshot& snapshot) {
             absl::StrAppend(&out, family.name, "_bucket", LabelBlock(s.labels, "le", le), " ",
                             h.cumulative_counts[i], "\n");
           }
+          // _sum was read a moment apart from the buckets, so under load
+          // it may include an observation _count does not yet: harmless.
           absl::StrAppend(&out, family.name, "_sum", LabelBlock(s.labels), " ",
                           FormatNanosAsSeconds(h.sum_nanos), "\n");
           absl::StrAppend(&out, family.name, "_count", LabelBlock(s.labels), " ", h.count, "\n");
@@ -121,11 +136,14 @@ uint64_t QuantileUpperBoundMicros(const HistogramSnapshot& histogram, double q) 
   // Rank of the q-quantile among `count` sorted observations (1-based);
   // at least 1 so that a tiny q still names the first non-empty bucket.
   uint64_t rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(histogram.count)));
+  // Clamp both ways: q > 1 or rounding must not ask for a missing rank.
   if (rank < 1) rank = 1;
   if (rank > histogram.count) rank = histogram.count;
+  // Linear scan: 23 buckets, read on a Stats call, not on the data path.
   for (size_t i = 0; i < histogram.upper_bounds_micros.size(); ++i) {
     if (histogram.cumulative_counts[i] >= rank) return histogram.upper_bounds_micros[i];
   }
+  // Only the +Inf bucket reaches the rank: "more than the last bound".
   return std::numeric_limits<uint64_t>::max();
 }
 
@@ -133,6 +151,7 @@ std::map<std::string, uint64_t> FlattenSnapshot(const Snapshot& snapshot) {
   std::map<std::string, uint64_t> out;
   for (const FamilySnapshot& family : snapshot.families) {
     for (const SampleSnapshot& s : family.samples) {
+      // The same label text as /metrics, so a key can be grepped there.
       const std::string labels = LabelBlock(s.labels);
       switch (family.kind) {
         case MetricKind::kCounter:

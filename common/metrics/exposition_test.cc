@@ -17,12 +17,15 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 
+// HELP escapes backslash and newline; label values also the double quote;
+// other bytes, UTF-8 included, pass unchanged.
 TEST(ExpositionTest, Escaping) {
   EXPECT_EQ(EscapeHelp("a\\b\nc \"q\""), "a\\\\b\\nc \"q\"");
   EXPECT_EQ(EscapeLabelValue("a\\b\nc \"q\""), "a\\\\b\\nc \\\"q\\\"");
   EXPECT_EQ(EscapeLabelValue("plain-ütf8"), "plain-ütf8");
 }
 
+// Bounds and sums print exactly, without float rounding or trailing zeros.
 TEST(ExpositionTest, SecondsAreExactDecimals) {
   EXPECT_EQ(FormatMicrosAsSeconds(0), "0");
   EXPECT_EQ(FormatMicrosAsSeconds(1), "0.000001");
@@ -46,9 +49,9 @@ TEST(ExpositionTest, GoldenText) {
   r.AddGauge("kvstore_connections", "Open connections.\nLine two \\ backslash.")->Set(-2);
   r.AddGauge("kvstore_weird", "Label escaping.", {{"v", "a\"b\\c\nd"}})->Set(1);
   Histogram* h = r.AddHistogram("kvstore_op_duration_seconds", "Op latency.", {{"op", "get"}});
-  h->ObserveMicros(1);
-  h->Observe(absl::Microseconds(3));
-  h->Observe(absl::Seconds(10));  // beyond the last bound: +Inf only
+  h->ObserveMicros(1);                // le 0.000001 and above
+  h->Observe(absl::Microseconds(3));  // le 0.000004 and above
+  h->Observe(absl::Seconds(10));      // beyond the last bound: +Inf only
 
   const std::string expected_head =
       "# HELP kvstore_connections Open connections.\\nLine two \\\\ backslash.\n"
@@ -84,11 +87,13 @@ TEST(ExpositionTest, GoldenText) {
   EXPECT_EQ(FormatPrometheusText(r.TakeSnapshot()), expected);
 }
 
+// Nothing registered: an empty body, which Prometheus accepts.
 TEST(ExpositionTest, EmptyRegistryGivesEmptyText) {
   Registry r;
   EXPECT_EQ(FormatPrometheusText(r.TakeSnapshot()), "");
 }
 
+// The format requires the last line to end in '\n' too.
 TEST(ExpositionTest, EveryLineEndsWithNewline) {
   Registry r;
   r.AddGauge("kvstore_g", "G.")->Set(1);
@@ -98,6 +103,8 @@ TEST(ExpositionTest, EveryLineEndsWithNewline) {
   EXPECT_THAT(text, HasSubstr("kvstore_g 1\n"));
 }
 
+// The flat map: one key per series in Prometheus syntax, negative gauges
+// as 0, and four derived entries per histogram.
 TEST(ExpositionTest, FlattenSnapshot) {
   Registry r;
   r.AddCounter("kvstore_requests_total", "R.", {{"transport", "rdma"}, {"op", "get"}})
@@ -108,6 +115,8 @@ TEST(ExpositionTest, FlattenSnapshot) {
   for (int i = 0; i < 98; ++i) h->ObserveMicros(3);  // le 4 us
   h->ObserveMicros(100);                             // le 128 us
   h->ObserveMicros(100);
+  // 98 of 100 at <= 4 us: the median and the 98th are in that bucket, the
+  // 99th is one of the 100 us ones (<= 128 us).
   const auto flat = FlattenSnapshot(r.TakeSnapshot());
   EXPECT_THAT(flat, Contains(Pair("kvstore_requests_total{op=\"get\",transport=\"rdma\"}", 5u)));
   EXPECT_THAT(flat, Contains(Pair("kvstore_connections", 3u)));
@@ -116,9 +125,11 @@ TEST(ExpositionTest, FlattenSnapshot) {
   EXPECT_THAT(flat, Contains(Pair("kvstore_op_duration_sum_micros{op=\"get\"}", 98u * 3 + 200)));
   EXPECT_THAT(flat, Contains(Pair("kvstore_op_duration_p50_micros{op=\"get\"}", 4u)));
   EXPECT_THAT(flat, Contains(Pair("kvstore_op_duration_p99_micros{op=\"get\"}", 128u)));
+  // Nothing else: 1 counter + 2 gauges + 4 histogram entries.
   EXPECT_EQ(flat.size(), 7u);
 }
 
+// Quantile estimate at the edges: empty, all in +Inf, exactly at a rank.
 TEST(ExpositionTest, QuantileEdges) {
   Registry r;
   Histogram* h = r.AddHistogram("kvstore_q_seconds", "Q.");
@@ -128,6 +139,8 @@ TEST(ExpositionTest, QuantileEdges) {
   EXPECT_EQ(QuantileUpperBoundMicros(hist(), 0.5), std::numeric_limits<uint64_t>::max());
   for (int i = 0; i < 9; ++i) h->ObserveMicros(1);
   EXPECT_EQ(QuantileUpperBoundMicros(hist(), 0.5), 1u);
+  // 10 observations, 9 at 1 us: rank ceil(0.9*10) = 9 is still 1 us, rank
+  // ceil(0.91*10) = 10 is the +Inf one.
   EXPECT_EQ(QuantileUpperBoundMicros(hist(), 0.9), 1u);
   EXPECT_EQ(QuantileUpperBoundMicros(hist(), 0.91), std::numeric_limits<uint64_t>::max());
 }

@@ -42,6 +42,7 @@ std::string DescribeLabels(const Labels& labels) {
 }  // namespace
 
 absl::string_view MetricKindName(MetricKind kind) {
+  // No default: the compiler then flags a kind added without a name.
   switch (kind) {
     case MetricKind::kCounter:
       return "counter";
@@ -60,13 +61,18 @@ int Histogram::BucketIndex(uint64_t nanos) {
   // Bounds are whole microseconds, so "nanos <= 2^i us" is the same test as
   // "ceil(nanos / 1000) <= 2^i"; the smallest such i is ceil(log2(us)),
   // which for us >= 2 is the bit width of (us - 1).
+  // Dividing first cannot overflow, unlike rounding up with (nanos + 999).
   const uint64_t micros = nanos / 1000 + (nanos % 1000 != 0 ? 1 : 0);
+  // 0 and 1 us both belong in the first bucket; clz(0) is also undefined.
   if (micros <= 1) return 0;
   const int i = 64 - __builtin_clzll(micros - 1);
+  // Everything beyond the last finite bound shares the +Inf slot.
   return i < kFiniteBuckets ? i : kFiniteBuckets;
 }
 
 void Histogram::ObserveNanos(uint64_t nanos) {
+  // Two independent relaxed adds: a concurrent snapshot may see one without
+  // the other, an error of one observation that the next scrape corrects.
   buckets_[BucketIndex(nanos)].fetch_add(1, std::memory_order_relaxed);
   sum_nanos_.fetch_add(nanos, std::memory_order_relaxed);
 }
@@ -89,8 +95,9 @@ void Histogram::Observe(absl::Duration d) {
 // ---------------------------------------------------------------------------
 // Registry internals
 
+// A callback series. Owned by its Child; runs only under callback_mu_.
 struct Registry::Callback {
-  uint64_t id = 0;
+  uint64_t id = 0;                       // what CallbackHandle names it by; never reused
   std::function<int64_t()> gauge_fn;     // kGauge
   std::function<uint64_t()> counter_fn;  // kCounter
 };
@@ -103,11 +110,14 @@ struct Registry::Child {
   std::unique_ptr<Callback> callback;
 };
 
+// All children of one metric name. Children are created, never moved
+// (unique_ptr), so the pointers handed out stay valid as the map grows.
 struct Registry::Family {
   std::string name;
   std::string help;
   MetricKind kind;
   std::vector<std::string> label_names;  // sorted; the same for every child
+  // Ordered by labels: snapshots come out sorted without a sort.
   std::map<Labels, std::unique_ptr<Child>> children;
 };
 
@@ -139,6 +149,8 @@ Registry::Family* Registry::GetFamilyLocked(absl::string_view name, absl::string
         << "histogram " << name << " must end in _seconds (buckets are exposed in seconds)";
   }
 
+  // Sorted labels are the child's identity: {op,transport} and
+  // {transport,op} name one series, and exposition order is stable.
   std::sort(labels->begin(), labels->end());
   std::vector<std::string> label_names;
   for (size_t i = 0; i < labels->size(); ++i) {
@@ -153,6 +165,8 @@ Registry::Family* Registry::GetFamilyLocked(absl::string_view name, absl::string
     label_names.push_back(label);
   }
 
+  // First registration of a name defines its kind, help and label names;
+  // every later one must agree.
   auto it = families_.find(name);
   if (it == families_.end()) {
     auto family = std::make_unique<Family>();
@@ -182,6 +196,8 @@ Registry::Child* Registry::AddChild(absl::string_view name, absl::string_view he
                                     Labels labels) {
   absl::MutexLock lock(&mu_);
   Family* family = GetFamilyLocked(name, help, kind, &labels);
+  // operator[] creates an empty slot for a new label set; an existing child
+  // is returned as is, which makes registration idempotent.
   std::unique_ptr<Child>& child = family->children[labels];
   if (child == nullptr) {
     child = std::make_unique<Child>();
@@ -222,6 +238,8 @@ CallbackHandle Registry::AddCallback(absl::string_view name, absl::string_view h
                                      std::function<uint64_t()> counter_fn) {
   absl::MutexLock lock(&mu_);
   Family* family = GetFamilyLocked(name, help, kind, &labels);
+  // Unlike plain metrics, a callback series is never shared: two callbacks
+  // for one series would be two sources of truth.
   std::unique_ptr<Child>& child = family->children[labels];
   CHECK(child == nullptr) << "metric " << name << DescribeLabels(labels)
                           << " is already registered";
@@ -263,6 +281,8 @@ void Registry::RemoveCallback(uint64_t id) {
       return;
     }
   }
+  // Unreachable through CallbackHandle (Reset forgets the id); loud in
+  // debug builds should someone add another path.
   LOG(DFATAL) << "metrics: callback " << id << " removed twice";
 }
 
@@ -285,6 +305,7 @@ Snapshot Registry::TakeSnapshot() const {
       for (const auto& [labels, child] : family->children) {
         SampleSnapshot& s = fs.samples.emplace_back();
         s.labels = labels;
+        // Plain metrics are read here, under mu_: loads only, no user code.
         if (child->counter != nullptr) {
           s.counter = child->counter->Value();
         } else if (child->gauge != nullptr) {
@@ -293,6 +314,8 @@ Snapshot Registry::TakeSnapshot() const {
           HistogramSnapshot& h = s.histogram;
           h.upper_bounds_micros.reserve(Histogram::kFiniteBuckets);
           h.cumulative_counts.reserve(Histogram::kFiniteBuckets + 1);
+          // The histogram stores per-bucket counts (one add per observation);
+          // the format wants running totals, built here at read time.
           uint64_t cumulative = 0;
           for (int i = 0; i <= Histogram::kFiniteBuckets; ++i) {
             if (i < Histogram::kFiniteBuckets) {
@@ -317,6 +340,7 @@ Snapshot Registry::TakeSnapshot() const {
       }
     }
   }
+  // Still under callback_mu_, so no handle can remove these meanwhile.
   for (auto& [sample, callback] : pending) {
     if (callback->gauge_fn) {
       sample->gauge = callback->gauge_fn();
@@ -337,6 +361,7 @@ CallbackHandle::CallbackHandle(CallbackHandle&& other) noexcept
 
 CallbackHandle& CallbackHandle::operator=(CallbackHandle&& other) noexcept {
   if (this != &other) {
+    // The series this handle kept goes away, as with any RAII owner.
     Reset();
     registry_ = other.registry_;
     id_ = other.id_;

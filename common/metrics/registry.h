@@ -80,6 +80,7 @@ class alignas(64) Counter {
   // Adds n. Relaxed: a scrape may see increments of other counters in any
   // order, which is fine for monitoring and keeps the hot path one `lock xadd`.
   void Increment(uint64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+  // The current total (for tests and for code that reads its own counter).
   uint64_t Value() const { return value_.load(std::memory_order_relaxed); }
 
  private:
@@ -95,9 +96,11 @@ class alignas(64) Gauge {
   Gauge(const Gauge&) = delete;
   Gauge& operator=(const Gauge&) = delete;
 
+  // Replaces the value; for a level read elsewhere (queue depth).
   void Set(int64_t v) { value_.store(v, std::memory_order_relaxed); }
-  // Adds delta (negative to decrease).
+  // Adds delta (negative to decrease); for levels kept by +1/-1 (connections).
   void Add(int64_t delta) { value_.fetch_add(delta, std::memory_order_relaxed); }
+  // The current value.
   int64_t Value() const { return value_.load(std::memory_order_relaxed); }
 
  private:
@@ -189,12 +192,17 @@ class Registry;
 // holding a lock that the callback takes (the wait would deadlock).
 class CallbackHandle {
  public:
+  // An empty handle (registers nothing).
   CallbackHandle() = default;
+  // Moves take over the registration and leave `other` empty; assigning
+  // over a registered handle unregisters its series first.
   CallbackHandle(CallbackHandle&& other) noexcept;
   CallbackHandle& operator=(CallbackHandle&& other) noexcept;
   ~CallbackHandle();
 
+  // Unregisters now (see the class comment for the wait); then empty.
   void Reset();
+  // Whether this handle still keeps a series registered.
   bool registered() const { return registry_ != nullptr; }
 
  private:
@@ -210,7 +218,10 @@ class CallbackHandle {
 // as it does; the registry must outlive every CallbackHandle it returned.
 class Registry {
  public:
+  // An empty registry (tests make their own; production uses Default()).
   Registry();
+  // Destroys the metrics: pointers from Add* dangle afterwards, and every
+  // CallbackHandle must have been destroyed or Reset() before.
   ~Registry();
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;

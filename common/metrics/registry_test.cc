@@ -18,6 +18,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::Pair;
 
+// The family called `name` in `s`, or null: snapshots are sorted vectors,
+// and tests look families up by name.
 const FamilySnapshot* FindFamily(const Snapshot& s, const std::string& name) {
   for (const FamilySnapshot& f : s.families) {
     if (f.name == name) return &f;
@@ -25,6 +27,8 @@ const FamilySnapshot* FindFamily(const Snapshot& s, const std::string& name) {
   return nullptr;
 }
 
+// Increment adds, and one (name, labels) pair is one object however often
+// it is registered.
 TEST(RegistryTest, CounterCountsAndIsSharedByName) {
   Registry r;
   Counter* c = r.AddCounter("kvstore_test_ops_total", "Ops.", {{"op", "get"}});
@@ -37,6 +41,8 @@ TEST(RegistryTest, CounterCountsAndIsSharedByName) {
   EXPECT_NE(r.AddCounter("kvstore_test_ops_total", "Ops.", {{"op", "set"}}), c);
 }
 
+// Labels are a set: the order a caller lists them in names no new series,
+// and the snapshot shows them sorted by name.
 TEST(RegistryTest, LabelOrderDoesNotMatter) {
   Registry r;
   Counter* a =
@@ -51,6 +57,7 @@ TEST(RegistryTest, LabelOrderDoesNotMatter) {
               ElementsAre(Pair("op", "get"), Pair("transport", "rdma")));
 }
 
+// Gauges go both ways, below zero included.
 TEST(RegistryTest, GaugeSetAndAdd) {
   Registry r;
   Gauge* g = r.AddGauge("kvstore_test_connections", "Open connections.");
@@ -62,6 +69,8 @@ TEST(RegistryTest, GaugeSetAndAdd) {
   EXPECT_EQ(g->Value(), -12);
 }
 
+// Bucket choice at and around the bounds, where an off-by-one would put a
+// 2 us RDMA read in the 4 us bucket.
 TEST(RegistryTest, HistogramBucketIndexBoundaries) {
   // Upper bounds are inclusive (Prometheus "le"): exactly 1 us is bucket 0,
   // 1 ns over it is bucket 1 (2 us).
@@ -83,6 +92,8 @@ TEST(RegistryTest, HistogramBucketIndexBoundaries) {
   EXPECT_EQ(Histogram::BucketIndex(~uint64_t{0}), Histogram::kFiniteBuckets);
 }
 
+// The snapshot turns per-bucket counts into the cumulative counts of the
+// format, with +Inf equal to the count and the sum exact in nanoseconds.
 TEST(RegistryTest, HistogramSnapshotIsCumulative) {
   Registry r;
   Histogram* h = r.AddHistogram("kvstore_test_latency_seconds", "Latency.", {{"op", "get"}});
@@ -98,19 +109,23 @@ TEST(RegistryTest, HistogramSnapshotIsCumulative) {
   EXPECT_EQ(f->kind, MetricKind::kHistogram);
   ASSERT_EQ(f->samples.size(), 1u);
   const HistogramSnapshot& hs = f->samples[0].histogram;
+  // Layout: every finite bound, then one more count for +Inf.
   ASSERT_EQ(hs.upper_bounds_micros.size(), static_cast<size_t>(Histogram::kFiniteBuckets));
   ASSERT_EQ(hs.cumulative_counts.size(), static_cast<size_t>(Histogram::kFiniteBuckets + 1));
   EXPECT_EQ(hs.upper_bounds_micros[0], 1u);
   EXPECT_EQ(hs.upper_bounds_micros[3], 8u);
+  // 1 us and the clamped negative; then 1.5 us; then the two 3 us.
   EXPECT_EQ(hs.cumulative_counts[0], 2u);
   EXPECT_EQ(hs.cumulative_counts[1], 3u);
   EXPECT_EQ(hs.cumulative_counts[2], 5u);
+  // 100 s is past the last bound (4.19 s): only +Inf counts it.
   EXPECT_EQ(hs.cumulative_counts[Histogram::kFiniteBuckets - 1], 5u);
   EXPECT_EQ(hs.cumulative_counts[Histogram::kFiniteBuckets], 6u);
   EXPECT_EQ(hs.count, 6u);
   EXPECT_EQ(hs.sum_nanos, 1000u + 1500u + 3000u + 3000u + 100000000000u);
 }
 
+// Several writers on the same objects: relaxed atomics lose no update.
 TEST(RegistryTest, ConcurrentUpdatesAreNotLost) {
   Registry r;
   Counter* c = r.AddCounter("kvstore_test_ops_total", "Ops.");
@@ -129,6 +144,8 @@ TEST(RegistryTest, ConcurrentUpdatesAreNotLost) {
   });
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
+    // Thread t observes t+1 us, so the sum tells whether any thread's
+    // observations went missing.
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
         c->Increment();
@@ -141,6 +158,7 @@ TEST(RegistryTest, ConcurrentUpdatesAreNotLost) {
   for (auto& th : threads) th.join();
   stop = true;
   scraper.join();
+  // Exact totals: every add arrived.
   EXPECT_EQ(c->Value(), uint64_t{kThreads} * kPerThread);
   EXPECT_EQ(g->Value(), 0);
   const Snapshot s = r.TakeSnapshot();
@@ -149,6 +167,8 @@ TEST(RegistryTest, ConcurrentUpdatesAreNotLost) {
   EXPECT_EQ(hs.sum_nanos, uint64_t{kPerThread} * (1 + 2 + 3 + 4) * 1000);
 }
 
+// Racing registrations of one series (two components starting together)
+// get one object, not two that split the count.
 TEST(RegistryTest, ConcurrentRegistrationOfOneSeriesGivesOneObject) {
   Registry r;
   constexpr int kThreads = 4;
@@ -188,6 +208,7 @@ TEST(RegistryTest, CallbackGaugeIsEvaluatedAtSnapshotAndRemovedWithHandle) {
   EXPECT_EQ(FindFamily(r.TakeSnapshot(), "kvstore_test_pool_used_bytes"), nullptr);
 }
 
+// A counter whose value lives elsewhere is exposed as a counter.
 TEST(RegistryTest, CallbackCounter) {
   Registry r;
   uint64_t n = 7;
@@ -219,6 +240,8 @@ TEST(RegistryTest, CallbackMayRegisterWhileScrapeRuns) {
   EXPECT_EQ(c->Value(), 1u);
 }
 
+// Families by name, children by labels, whatever the registration order:
+// the exposition and the flat map are then deterministic.
 TEST(RegistryTest, SnapshotIsSorted) {
   Registry r;
   r.AddGauge("kvstore_b", "B.", {{"k", "2"}});
@@ -232,20 +255,26 @@ TEST(RegistryTest, SnapshotIsSorted) {
   EXPECT_THAT(s.families[1].samples[1].labels, ElementsAre(Pair("k", "2")));
 }
 
+// Default() is a process-wide singleton.
 TEST(RegistryTest, DefaultIsOneInstance) { EXPECT_EQ(&Registry::Default(), &Registry::Default()); }
 
 using RegistryDeathTest = ::testing::Test;
 
+// Each programming error aborts at registration, with a message that names
+// the metric and the rule it broke.
 TEST(RegistryDeathTest, MisuseAbortsWithTheMetricName) {
   Registry r;
+  // Names and units.
   EXPECT_DEATH(r.AddCounter("requests_total", "No prefix."), "kvstore_");
   EXPECT_DEATH(r.AddCounter("kvstore_Requests_total", "Camel."), "kvstore_Requests_total");
   EXPECT_DEATH(r.AddCounter("kvstore_requests", "No suffix."), "_total");
   EXPECT_DEATH(r.AddGauge("kvstore_requests_total", "Gauge named as counter."), "only counters");
   EXPECT_DEATH(r.AddHistogram("kvstore_latency_micros", "Wrong unit."), "_seconds");
   EXPECT_DEATH(r.AddGauge("kvstore_x", ""), "help");
+  // Labels: "le" is the histogram bucket label, and a name twice is ambiguous.
   EXPECT_DEATH(r.AddHistogram("kvstore_x_seconds", "Le.", {{"le", "1"}}), "bad label name");
   EXPECT_DEATH(r.AddGauge("kvstore_x", "Dup.", {{"a", "1"}, {"a", "2"}}), "given twice");
+  // Conflicts with an existing family.
   r.AddGauge("kvstore_x", "X.", {{"a", "1"}});
   EXPECT_DEATH(r.AddCounter("kvstore_x", "X."), "");  // kind conflict (also no _total)
   EXPECT_DEATH(r.AddGauge("kvstore_x", "Other help.", {{"a", "1"}}), "two help texts");
@@ -253,6 +282,7 @@ TEST(RegistryDeathTest, MisuseAbortsWithTheMetricName) {
   r.AddCounter("kvstore_y_total", "Y.");
   EXPECT_DEATH(r.AddGauge("kvstore_y_total", "Y."), "");
   EXPECT_DEATH(r.AddHistogram("kvstore_x", "X.", {{"a", "1"}}), "_seconds");
+  // A callback series cannot also be a plain one, nor have two callbacks.
   CallbackHandle h = r.AddCallbackGauge("kvstore_z", "Z.", {}, [] { return int64_t{0}; });
   EXPECT_DEATH(r.AddGauge("kvstore_z", "Z."), "callback series");
   EXPECT_DEATH(

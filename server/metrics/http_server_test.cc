@@ -37,6 +37,8 @@ using ::testing::StartsWith;
 // Debian location is used as is.
 constexpr char kPromtool[] = "/usr/bin/promtool";
 
+// CI=true (or 1), as .ci/run sets it; the BUILD rule passes CI through
+// with env_inherit, since Bazel's test environment drops it otherwise.
 bool InCi() {
   const char* ci = std::getenv("CI");
   return ci != nullptr && (std::string(ci) == "true" || std::string(ci) == "1");
@@ -63,6 +65,8 @@ void Populate(Registry* r) {
   h->Observe(absl::Seconds(30));
 }
 
+// GET http://127.0.0.1:port/path over a real TCP connection. Returns the body
+// (or the client error text, with *status = -1 when no response came).
 std::string Get(int port, const std::string& path, int* status, std::string* content_type) {
   httplib::Client client("127.0.0.1", port);
   client.set_connection_timeout(5, 0);
@@ -77,6 +81,8 @@ std::string Get(int port, const std::string& path, int* status, std::string* con
   return res->body;
 }
 
+// The endpoint's whole contract: 200 with the exposition and its content
+// type on /metrics, fresh values per scrape, 404 elsewhere, gone after Stop.
 TEST(MetricsHttpServerTest, ServesMetricsAnd404Elsewhere) {
   Registry registry;
   Populate(&registry);
@@ -113,6 +119,7 @@ TEST(MetricsHttpServerTest, ServesMetricsAnd404Elsewhere) {
   EXPECT_EQ(status, -1) << "still serving after Stop()";
 }
 
+// A plain text source, a refused double Start, and a second Start after Stop.
 TEST(MetricsHttpServerTest, TextSourceAndRestart) {
   MetricsHttpServer server([] { return std::string("kvstore_up 1\n"); });
   for (int round = 0; round < 2; ++round) {
@@ -140,6 +147,7 @@ TEST(MetricsHttpServerTest, StopRightAfterStartDoesNotHang) {
   }
 }
 
+// A taken port is a FailedPrecondition that says so and names the port.
 TEST(MetricsHttpServerTest, PortInUseIsAClearError) {
   // Hold a port with a plain listening socket, as another process would.
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -170,6 +178,7 @@ TEST(MetricsHttpServerTest, PortInUseIsAClearError) {
   EXPECT_EQ(second.Start("127.0.0.1", *p1).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// Arguments that cannot work are refused before any socket is bound.
 TEST(MetricsHttpServerTest, BadArguments) {
   MetricsHttpServer server([] { return std::string(); });
   EXPECT_EQ(server.Start("127.0.0.1", 70000).status().code(), absl::StatusCode::kInvalidArgument);
@@ -203,6 +212,7 @@ int RunPromtool(const std::string& body, std::string* output) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+// promtool (Prometheus' own parser and linter) accepts a real scrape.
 TEST(MetricsHttpServerTest, PromtoolAcceptsTheScrape) {
   // In the log and the XML, so that a run shows whether CI reached the test.
   std::cout << "CI=" << (std::getenv("CI") ? std::getenv("CI") : "(unset)") << std::endl;
