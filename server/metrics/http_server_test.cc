@@ -45,8 +45,9 @@ bool InCi() {
 }
 
 // A registry shaped like kvserver's: labelled counters, a gauge, a callback
-// gauge, a histogram with data, and text that needs escaping.
-void Populate(Registry* r) {
+// gauge, a histogram with data, and text that needs escaping. The callback
+// series lives as long as the returned handle.
+[[nodiscard]] CallbackHandle Populate(Registry* r) {
   r->AddCounter("kvstore_requests_total", "Requests served, by transport and operation.",
                 {{"transport", "rdma"}, {"op", "get"}})
       ->Increment(42);
@@ -63,6 +64,8 @@ void Populate(Registry* r) {
   h->ObserveMicros(3);
   h->Observe(absl::Milliseconds(12));
   h->Observe(absl::Seconds(30));
+  return r->AddCallbackGauge("kvstore_pool_used_bytes", "Pool bytes in use.", {{"pool", "main"}},
+                             [] { return int64_t{1} << 30; });
 }
 
 // GET http://127.0.0.1:port/path over a real TCP connection. Returns the body
@@ -85,7 +88,7 @@ std::string Get(int port, const std::string& path, int* status, std::string* con
 // type on /metrics, fresh values per scrape, 404 elsewhere, gone after Stop.
 TEST(MetricsHttpServerTest, ServesMetricsAnd404Elsewhere) {
   Registry registry;
-  Populate(&registry);
+  CallbackHandle pool = Populate(&registry);
   MetricsHttpServer server(&registry);
   absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
@@ -99,6 +102,7 @@ TEST(MetricsHttpServerTest, ServesMetricsAnd404Elsewhere) {
   EXPECT_EQ(content_type, "text/plain; version=0.0.4");
   EXPECT_EQ(body, FormatPrometheusText(registry.TakeSnapshot()));
   EXPECT_THAT(body, HasSubstr("kvstore_requests_total{op=\"get\",transport=\"rdma\"} 42\n"));
+  EXPECT_THAT(body, HasSubstr("kvstore_pool_used_bytes{pool=\"main\"} 1073741824\n"));
 
   // Values are read per scrape, not cached at start.
   registry
@@ -226,7 +230,7 @@ TEST(MetricsHttpServerTest, PromtoolAcceptsTheScrape) {
                  << "checked by promtool (apt-get install prometheus, or run deploy/setup.sh)";
   }
   Registry registry;
-  Populate(&registry);
+  CallbackHandle pool = Populate(&registry);
   MetricsHttpServer server(&registry);
   absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
