@@ -11,15 +11,18 @@ BUILD_PKGS=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgoogle-glog-dev libxxhash-dev nlohmann-json3-dev
   libibverbs-dev librdmacm-dev libgtest-dev libgmock-dev
+  libcpp-httplib-dev                # the /metrics HTTP endpoint (server/metrics)
 )
 RUN_PKGS=(
   rdma-core ibverbs-providers ibverbs-utils iproute2
+  libcpp-httplib0.11                # shared library behind libcpp-httplib-dev
 )
 TEST_PKGS=(
   redis-server redis-tools          # real third-party RESP clients and the peer we measure against
   perftest rdmacm-utils             # ib_read_bw / ib_read_lat reference figures
   qemu-system-x86 busybox-static    # Soft-RoCE VM harness (tests/rxe)
   python3                           # benchmark scripts (tests/bench): JSON, free ports
+  prometheus                        # promtool checks the /metrics output (server/metrics)
 )
 
 want=("${BUILD_PKGS[@]}" "${RUN_PKGS[@]}")
@@ -47,5 +50,7 @@ else
   echo "setup: done"
 fi
 
+# Installing prometheus enables a prometheus.service (started only where
+# systemd runs); tests use only /usr/bin/promtool from it.
 # Installing redis-server starts a daemon on 6379 via policy-rc.d-less Debian
 # images; we never rely on it, and leave it alone if it runs.
