@@ -23,6 +23,7 @@ TEST_PKGS=(
   qemu-system-x86 busybox-static    # Soft-RoCE VM harness (tests/rxe)
   python3                           # benchmark scripts (tests/bench): JSON, free ports
   prometheus                        # promtool checks the /metrics output (server/metrics)
+  clang-format                      # deploy/check-tree.sh: the tree matches .clang-format
 )
 
 want=("${BUILD_PKGS[@]}" "${RUN_PKGS[@]}")
