@@ -408,11 +408,12 @@ void RespLoop::CheckTimeouts() {
     }
   }
   if (expired.empty()) return;
-  // Best effort: tell the client why, then close. Worded "ERR" rather than
-  // mapped from DeadlineExceeded (TIMEOUT): this is the text redis-cli users
-  // have always seen here.
+  // Best effort: tell the client why, then close. The code word comes from
+  // the codec (TIMEOUT for DeadlineExceeded) so the C++ client reads it back
+  // as DEADLINE_EXCEEDED, as it did when it matched on "timed out"; redis-cli
+  // users still see "connection timed out".
   std::string msg;
-  resp::AppendError(&msg, "ERR connection timed out");
+  resp::AppendStatusError(&msg, absl::DeadlineExceededError("connection timed out"));
   for (Connection* c : expired) {
     counters_->timeouts++;
     (void)!send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -205,6 +205,8 @@ TEST_F(RespServerTest, HalfSentRequestTimesOut) {
   auto r = Read(fd, 1, &eof);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_THAT(r[0].str, HasSubstr("timed out"));
+  // The code word, not the text, is what the C++ client classifies by.
+  EXPECT_EQ(resp::RespErrorToStatus(r[0].str).code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(ClosedByPeer(fd));
   EXPECT_FALSE(store_->Exists("k"));
   EXPECT_EQ(server_->counters().timeouts, 1u);
