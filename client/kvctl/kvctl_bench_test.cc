@@ -1,12 +1,11 @@
 // Copyright 2026 The kvstore Authors.
 //
 // Tests of kvctl's benchmark engine: the latency histogram, flag parsing,
-// and RunBench() against an in-memory target. No server is involved.
+// RunBench() against an in-memory target, and the reports. No server is
+// involved.
 //
 // Randomised tests draw from one seed, printed at the start and attached to
 // every failure; rerun with KVCTL_BENCH_TEST_SEED=<seed> to reproduce.
-
-#include "client/kvctl/kvctl_bench.h"
 
 #include <algorithm>
 #include <atomic>
@@ -16,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -31,6 +29,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/kvctl/bench_config.h"
+#include "client/kvctl/bench_report.h"
+#include "client/kvctl/bench_runner.h"
+#include "client/kvctl/latency_histogram.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -39,7 +41,6 @@ namespace kvstore {
 namespace client {
 namespace {
 
-using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // The seed of this test run: KVCTL_BENCH_TEST_SEED if set, else the clock.
@@ -380,76 +381,6 @@ TEST(MakeBenchConfigTest, RejectsBadFlags) {
     EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << "case " << i;
     EXPECT_THAT(std::string(c.status().message()), HasSubstr(cases[i].message)) << "case " << i;
   }
-}
-
-// ---------------------------------------------------------------------------
-// PreprocessArgs
-
-FlagKind TestFlagKind(absl::string_view name) {
-  static const auto* const kinds = new std::map<std::string, FlagKind>{
-      {"json", FlagKind::kBool},
-      {"preload", FlagKind::kBool},
-      {"value_size", FlagKind::kTakesValue},
-      {"get_ratio", FlagKind::kTakesValue},
-      {"prefix", FlagKind::kTakesValue},
-      {"server", FlagKind::kTakesValue},
-  };
-  auto it = kinds->find(std::string(name));
-  return it == kinds->end() ? FlagKind::kUnknown : it->second;
-}
-
-PreprocessedArgs Pre(std::vector<std::string> argv) { return PreprocessArgs(argv, &TestFlagKind); }
-
-TEST(PreprocessArgsTest, RewritesHyphenatedNames) {
-  PreprocessedArgs p = Pre({"kvctl", "bench", "--value-size=1k", "--get-ratio", "0.5", "-json"});
-  EXPECT_THAT(p.argv,
-              ElementsAre("kvctl", "bench", "--value_size=1k", "--get_ratio", "0.5", "-json"));
-  EXPECT_THAT(p.given, ElementsAre("get_ratio", "json", "value_size"));
-  EXPECT_FALSE(p.help);
-}
-
-TEST(PreprocessArgsTest, NegatedBooleans) {
-  PreprocessedArgs p = Pre({"kvctl", "--no-preload", "--nojson", "--no_json", "bench"});
-  EXPECT_THAT(p.argv, ElementsAre("kvctl", "--nopreload", "--nojson", "--nojson", "bench"));
-  EXPECT_THAT(p.given, ElementsAre("json", "preload"));
-}
-
-TEST(PreprocessArgsTest, ValuesArePassedThroughUntouched) {
-  // The argument after a value-taking flag is its value even if it looks
-  // like a flag; a bool flag consumes nothing.
-  PreprocessedArgs p = Pre({"kvctl", "scan", "--prefix", "--value-size", "--json", "x-y"});
-  EXPECT_THAT(p.argv, ElementsAre("kvctl", "scan", "--prefix", "--value-size", "--json", "x-y"));
-  EXPECT_THAT(p.given, ElementsAre("json", "prefix"));
-}
-
-TEST(PreprocessArgsTest, PositionalsAndTerminator) {
-  PreprocessedArgs p =
-      Pre({"kvctl", "put", "-", "--", "--value-size=1", "-h", "--help", "a-b", "--server"});
-  EXPECT_THAT(p.argv, ElementsAre("kvctl", "put", "-", "--", "--value-size=1", "-h", "--help",
-                                  "a-b", "--server"));
-  EXPECT_TRUE(p.given.empty());
-  EXPECT_FALSE(p.help);  // help flags after "--" are positionals
-}
-
-TEST(PreprocessArgsTest, UnknownFlagsAreLeftForAbsl) {
-  PreprocessedArgs p = Pre({"kvctl", "--bogus-flag=1", "--no-such", "--nojunk", "get", "k"});
-  EXPECT_THAT(p.argv, ElementsAre("kvctl", "--bogus-flag=1", "--no-such", "--nojunk", "get", "k"));
-  EXPECT_TRUE(p.given.empty());
-}
-
-TEST(PreprocessArgsTest, DetectsHelp) {
-  for (const char* flag : {"-h", "--help", "-help", "--helpfull", "--helpshort", "--help=true"}) {
-    EXPECT_TRUE(Pre({"kvctl", "get", flag}).help) << flag;
-  }
-  EXPECT_FALSE(Pre({"kvctl", "get", "h"}).help);
-  // "--help" as the value of --prefix is a value.
-  EXPECT_FALSE(Pre({"kvctl", "scan", "--prefix", "--help"}).help);
-}
-
-TEST(PreprocessArgsTest, TrailingValueFlagWithoutValue) {
-  // absl reports the missing value; nothing is invented here.
-  PreprocessedArgs p = Pre({"kvctl", "get", "--server"});
-  EXPECT_THAT(p.argv, ElementsAre("kvctl", "get", "--server"));
 }
 
 // ---------------------------------------------------------------------------

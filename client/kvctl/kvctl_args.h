@@ -1,18 +1,11 @@
 // Copyright 2026 The kvstore Authors.
 //
-// PreprocessArgs(), kvctl's small layer in front of absl::ParseCommandLine
-// (hyphenated flag names, help detection).
-//
-// The bench engine that used to live here is now split by job; this header
-// still includes it for kvctl_main.cc and the test:
-//
-//   latency_histogram.h  LatencyHistogram
-//   bench_config.h       BenchConfig, BenchFlags, MakeBenchConfig()
-//   bench_runner.h       BenchTarget, RunBench(), BenchResult
-//   bench_report.h       FormatBenchReport(), BenchResultToJson()
+// kvctl's layer in front of absl::ParseCommandLine: hyphenated flag names
+// (--value-size), --no-name for booleans, help detection, and exit code 2
+// (not absl's 1) for a bad flag.
 
-#ifndef KVSTORE_CLIENT_KVCTL_KVCTL_BENCH_H_
-#define KVSTORE_CLIENT_KVCTL_KVCTL_BENCH_H_
+#ifndef KVSTORE_CLIENT_KVCTL_KVCTL_ARGS_H_
+#define KVSTORE_CLIENT_KVCTL_KVCTL_ARGS_H_
 
 #include <functional>
 #include <set>
@@ -20,16 +13,9 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "client/kvctl/bench_config.h"
-#include "client/kvctl/bench_report.h"
-#include "client/kvctl/bench_runner.h"
-#include "client/kvctl/latency_histogram.h"
 
 namespace kvstore {
 namespace client {
-
-// ---------------------------------------------------------------------------
-// Command-line preprocessing (kvctl_main.cc)
 
 // What PreprocessArgs needs to know about a flag name (underscore form).
 enum class FlagKind {
@@ -38,6 +24,7 @@ enum class FlagKind {
   kTakesValue,  // --name=value or --name value
 };
 
+// The output of PreprocessArgs(); a plain value.
 struct PreprocessedArgs {
   // argv with hyphenated flag names rewritten to the names absl knows:
   // "--value-size=1k" -> "--value_size=1k", "--no-preload" -> "--nopreload".
@@ -46,8 +33,9 @@ struct PreprocessedArgs {
   // The underscore names of the known flags that appear ("nopreload" is
   // recorded as "preload").
   std::set<std::string> given;
-  // A help flag appeared: -h, --help, --helpfull, --helpshort (one or two
-  // leading dashes).
+  // A help flag appeared before any "--": -h, --help, --helpfull,
+  // --helpshort, --helppackage, --helpon or --helpmatch (one or two leading
+  // dashes, with or without a value).
   bool help = false;
 };
 
@@ -55,11 +43,25 @@ struct PreprocessedArgs {
 // names. Follows absl's syntax: flags may appear anywhere before "--", start
 // with one or two dashes, and a kTakesValue flag without "=" consumes the
 // next argument. A lone "-" is positional. Unknown flags are left alone for
-// absl to report.
+// absl to report. Never fails; `kind_of` is called only during the call.
 PreprocessedArgs PreprocessArgs(const std::vector<std::string>& argv,
                                 const std::function<FlagKind(absl::string_view)>& kind_of);
 
+namespace kvctl {
+
+// The FlagKind of `name` among the flags linked into this binary, looked up
+// in absl's registry. "version" and "only_check_args", which absl handles
+// itself but does not list, are reported as kBool.
+FlagKind KindOfFlag(absl::string_view name);
+
+// Runs absl::ParseCommandLine over `args` (PreprocessArgs() output, help
+// already handled) and returns the positional arguments, argv[0] first.
+// On a bad flag absl prints the problem; this adds the --help hint and
+// exits the process with kExitUsage. Call once, from main's thread.
+std::vector<std::string> ParseFlagsOrExit(std::vector<std::string> args);
+
+}  // namespace kvctl
 }  // namespace client
 }  // namespace kvstore
 
-#endif  // KVSTORE_CLIENT_KVCTL_KVCTL_BENCH_H_
+#endif  // KVSTORE_CLIENT_KVCTL_KVCTL_ARGS_H_
