@@ -33,8 +33,11 @@ FlagKind TestFlagKind(absl::string_view name) {
   return it == kinds->end() ? FlagKind::kUnknown : it->second;
 }
 
+// PreprocessArgs with the table above.
 PreprocessedArgs Pre(std::vector<std::string> argv) { return PreprocessArgs(argv, &TestFlagKind); }
 
+// Hyphens become underscores in names, whatever the number of dashes;
+// values ("0.5") are untouched and the flags are recorded as given.
 TEST(PreprocessArgsTest, RewritesHyphenatedNames) {
   PreprocessedArgs p = Pre({"kvctl", "bench", "--value-size=1k", "--get-ratio", "0.5", "-json"});
   EXPECT_THAT(p.argv,
@@ -43,6 +46,8 @@ TEST(PreprocessArgsTest, RewritesHyphenatedNames) {
   EXPECT_FALSE(p.help);
 }
 
+// All three spellings of a negated boolean reach absl as --noNAME, and
+// count as giving NAME.
 TEST(PreprocessArgsTest, NegatedBooleans) {
   PreprocessedArgs p = Pre({"kvctl", "--no-preload", "--nojson", "--no_json", "bench"});
   EXPECT_THAT(p.argv, ElementsAre("kvctl", "--nopreload", "--nojson", "--nojson", "bench"));
@@ -57,6 +62,8 @@ TEST(PreprocessArgsTest, ValuesArePassedThroughUntouched) {
   EXPECT_THAT(p.given, ElementsAre("json", "prefix"));
 }
 
+// A lone "-" is a positional (stdin for put), and after "--" nothing is a
+// flag, not even a help flag.
 TEST(PreprocessArgsTest, PositionalsAndTerminator) {
   PreprocessedArgs p =
       Pre({"kvctl", "put", "-", "--", "--value-size=1", "-h", "--help", "a-b", "--server"});
@@ -66,12 +73,16 @@ TEST(PreprocessArgsTest, PositionalsAndTerminator) {
   EXPECT_FALSE(p.help);  // help flags after "--" are positionals
 }
 
+// Unknown names, negated or not, pass through unchanged so that absl's
+// error message quotes what the user typed.
 TEST(PreprocessArgsTest, UnknownFlagsAreLeftForAbsl) {
   PreprocessedArgs p = Pre({"kvctl", "--bogus-flag=1", "--no-such", "--nojunk", "get", "k"});
   EXPECT_THAT(p.argv, ElementsAre("kvctl", "--bogus-flag=1", "--no-such", "--nojunk", "get", "k"));
   EXPECT_TRUE(p.given.empty());
 }
 
+// Every help spelling is caught (kvctl prints its own help), but not a
+// bare "h" or a flag value that happens to read "--help".
 TEST(PreprocessArgsTest, DetectsHelp) {
   for (const char* flag : {"-h", "--help", "-help", "--helpfull", "--helpshort", "--help=true"}) {
     EXPECT_TRUE(Pre({"kvctl", "get", flag}).help) << flag;
