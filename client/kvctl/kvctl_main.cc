@@ -66,8 +66,8 @@ constexpr Command kCommands[] = {
      "Load generator: --concurrency threads sharing one client GET and PUT keys chosen "
      "uniformly from --keys keys, for --duration or --ops. Progress goes to stderr once per "
      "second, the report to stdout: ops/s, GET and PUT counts, p50/p99/p99.9 latency in "
-     "microseconds, GB/s of values, misses, errors, transport and seed. Ctrl-C ends the run "
-     "early and still reports.",
+     "microseconds, GB/s of values, misses, errors, transport and seed. Ctrl-C ends the timed "
+     "run early and still reports; during the preload it stops bench with CANCELLED (exit 3).",
      0, 0, RunBenchCommand},
 };
 
