@@ -6,8 +6,8 @@
 // preload (every key PUT once, keys handed out from a shared counter) and
 // the timed mix (each worker picks keys and operations from its own
 // generator). Workers tally into private state that is merged after the
-// join, so the only shared writes on the hot path are the `done` counters
-// the progress reporter reads.
+// join; on the hot path they share only the claim counter of a counted run
+// (`issued`), the first-error slot, and the target itself.
 
 #include "client/kvctl/bench_runner.h"
 
