@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
 #include "common/status_macros.h"
+#include "common/version.h"
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -186,8 +187,8 @@ std::string KvServer::StartupLine() const {
 std::string KvServer::InfoText() const {
   KvStoreCounters c = store_->counters();
   return absl::StrCat(
-      "# Server\r\nredis_version:7.0.0\r\nkvstore_version:0.1.0\r\nepoch:", absl::Hex(epoch_),
-      "\r\ntransports:", device_ ? "rdma,tcp" : "tcp",
+      "# Server\r\nredis_version:7.0.0\r\nkvstore_version:", kVersion,
+      "\r\nepoch:", absl::Hex(epoch_), "\r\ntransports:", device_ ? "rdma,tcp" : "tcp",
       "\r\nuptime_in_seconds:", absl::ToInt64Seconds(absl::Now() - started_),
       "\r\n# Memory\r\npool_bytes:", c.pool_bytes, "\r\nlive_bytes:", c.live_bytes,
       "\r\nsegments_total:", c.segments_total, "\r\nsegments_free:", c.segments_free,

@@ -1,12 +1,11 @@
 // Copyright 2026 The kvstore Authors.
 //
 // Tests of kvctl's benchmark engine: the latency histogram, flag parsing,
-// and RunBench() against an in-memory target. No server is involved.
+// RunBench() against an in-memory target, and the reports. No server is
+// involved.
 //
 // Randomised tests draw from one seed, printed at the start and attached to
 // every failure; rerun with KVCTL_BENCH_TEST_SEED=<seed> to reproduce.
-
-#include "client/kvctl/kvctl_bench.h"
 
 #include <algorithm>
 #include <atomic>
@@ -16,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -31,6 +29,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/kvctl/bench_config.h"
+#include "client/kvctl/bench_report.h"
+#include "client/kvctl/bench_runner.h"
+#include "client/kvctl/latency_histogram.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -39,11 +41,12 @@ namespace kvstore {
 namespace client {
 namespace {
 
-using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // The seed of this test run: KVCTL_BENCH_TEST_SEED if set, else the clock.
 uint64_t TestSeed() {
+  // Drawn and printed once, on first use, so that every test in the run
+  // shares it and the log of a failing run names it.
   static const uint64_t seed = [] {
     uint64_t s = 0;
     const char* env = std::getenv("KVCTL_BENCH_TEST_SEED");
@@ -64,6 +67,8 @@ uint64_t TestSeed() {
 // LatencyHistogram::Percentile approximates.
 double ExactPercentile(const std::vector<uint64_t>& sorted, double p) {
   if (p <= 0) return static_cast<double>(sorted.front());
+  // The histogram's rank rule and rounding margin, so that the only
+  // difference a comparison measures is the bucketing.
   const double exact = p / 100 * static_cast<double>(sorted.size());
   size_t rank = static_cast<size_t>(std::ceil(exact - exact * 1e-12));
   rank = std::clamp<size_t>(rank, 1, sorted.size());
@@ -81,6 +86,7 @@ void ExpectPercentilesClose(std::vector<uint64_t> samples, double tolerance) {
     const double got = h.Percentile(p);
     EXPECT_NEAR(got, want, want * tolerance) << "p" << p;
   }
+  // Count and extremes are kept exactly, not bucketed.
   EXPECT_EQ(h.count(), samples.size());
   EXPECT_EQ(h.min(), samples.front());
   EXPECT_EQ(h.max(), samples.back());
@@ -89,6 +95,8 @@ void ExpectPercentilesClose(std::vector<uint64_t> samples, double tolerance) {
 // ---------------------------------------------------------------------------
 // LatencyHistogram
 
+// An empty histogram reports 0 everywhere rather than UINT64_MAX (the
+// internal min sentinel) or NaN (a 0/0 mean).
 TEST(LatencyHistogramTest, EmptyReportsZero) {
   LatencyHistogram h;
   EXPECT_EQ(h.count(), 0u);
@@ -99,7 +107,11 @@ TEST(LatencyHistogramTest, EmptyReportsZero) {
   EXPECT_EQ(h.Percentile(100), 0);
 }
 
+// Walks all buckets: they tile [0, UINT64_MAX] with no gap or overlap, the
+// index functions invert each other, and each bucket keeps the 1/128
+// precision bound that the 0.4% error claim rests on.
 TEST(LatencyHistogramTest, LayoutCoversEveryValueOnce) {
+  // Both ends of the uint64_t range are covered.
   EXPECT_EQ(LatencyHistogram::BucketLow(0), 0u);
   EXPECT_EQ(LatencyHistogram::BucketIndex(UINT64_MAX), LatencyHistogram::kNumBuckets - 1);
   EXPECT_EQ(LatencyHistogram::BucketHigh(LatencyHistogram::kNumBuckets - 1), UINT64_MAX);
@@ -109,6 +121,7 @@ TEST(LatencyHistogramTest, LayoutCoversEveryValueOnce) {
     ASSERT_LE(low, high) << i;
     ASSERT_EQ(LatencyHistogram::BucketIndex(low), i);
     ASSERT_EQ(LatencyHistogram::BucketIndex(high), i);
+    // Adjacent buckets meet exactly (no value falls between two).
     if (i + 1 < LatencyHistogram::kNumBuckets) {
       ASSERT_EQ(high + 1, LatencyHistogram::BucketLow(i + 1)) << "gap or overlap after " << i;
     }
@@ -119,6 +132,7 @@ TEST(LatencyHistogramTest, LayoutCoversEveryValueOnce) {
   }
 }
 
+// The same property from the value side: any value's bucket contains it.
 TEST(LatencyHistogramTest, RandomValuesLandInTheirBucket) {
   SEEDED_TEST_PREAMBLE();
   std::mt19937_64 rng(TestSeed());
@@ -133,6 +147,7 @@ TEST(LatencyHistogramTest, RandomValuesLandInTheirBucket) {
   }
 }
 
+// Values below kSubBuckets have a bucket each, so percentiles are exact.
 TEST(LatencyHistogramTest, SmallValuesAreExact) {
   LatencyHistogram h;
   for (uint64_t v = 1; v <= 100; ++v) h.Record(v);
@@ -140,9 +155,12 @@ TEST(LatencyHistogramTest, SmallValuesAreExact) {
   EXPECT_EQ(h.Percentile(99), 99);
   EXPECT_EQ(h.Percentile(1), 1);
   EXPECT_EQ(h.Percentile(100), 100);
+  // The mean comes from the exact sum, not from the buckets.
   EXPECT_DOUBLE_EQ(h.Mean(), 50.5);
 }
 
+// A value above the linear range lands in a wide bucket; percentiles must
+// still report it exactly when every sample is the same.
 TEST(LatencyHistogramTest, ConstantDistributionIsExact) {
   LatencyHistogram h;
   for (int n = 0; n < 1000; ++n) h.Record(123457);
@@ -153,6 +171,7 @@ TEST(LatencyHistogramTest, ConstantDistributionIsExact) {
   EXPECT_EQ(h.Mean(), 123457);
 }
 
+// Out-of-range and NaN percentile arguments are clamped, not undefined.
 TEST(LatencyHistogramTest, PercentileArgumentIsClamped) {
   LatencyHistogram h;
   h.Record(1000);
@@ -164,6 +183,7 @@ TEST(LatencyHistogramTest, PercentileArgumentIsClamped) {
   EXPECT_EQ(h.Percentile(std::nan("")), 1000);
 }
 
+// A distribution whose percentiles are known in closed form.
 TEST(LatencyHistogramTest, UniformOneToMillionAnalytic) {
   // Every integer in [1, 10^6] once: the p-th percentile is p * 10^4.
   LatencyHistogram h;
@@ -175,6 +195,8 @@ TEST(LatencyHistogramTest, UniformOneToMillionAnalytic) {
   EXPECT_DOUBLE_EQ(h.Mean(), 500000.5);
 }
 
+// The next three compare against exact sorted-sample percentiles for
+// distributions of different shapes; 1% leaves margin over the 0.4% bound.
 TEST(LatencyHistogramTest, UniformRandomWithinOnePercent) {
   SEEDED_TEST_PREAMBLE();
   std::mt19937_64 rng(TestSeed() + 1);
@@ -204,6 +226,8 @@ TEST(LatencyHistogramTest, LogNormalWithinOnePercent) {
   ExpectPercentilesClose(samples, 0.01);
 }
 
+// RunBench merges per-thread histograms; merging must lose nothing, so
+// every percentile of the merge equals that of one combined histogram.
 TEST(LatencyHistogramTest, MergeEqualsRecordingTogether) {
   SEEDED_TEST_PREAMBLE();
   std::mt19937_64 rng(TestSeed() + 4);
@@ -213,6 +237,7 @@ TEST(LatencyHistogramTest, MergeEqualsRecordingTogether) {
   for (int n = 0; n < 100000; ++n) {
     const uint64_t v = static_cast<uint64_t>(dist(rng));
     all.Record(v);
+    // Each value also goes to one of three parts, as to worker threads.
     parts[rng() % 3].Record(v);
   }
   LatencyHistogram merged;
@@ -227,6 +252,8 @@ TEST(LatencyHistogramTest, MergeEqualsRecordingTogether) {
   }
 }
 
+// Merging an empty histogram must not disturb min (its sentinel is
+// UINT64_MAX), and Clear() must reset the sentinels for the next Record().
 TEST(LatencyHistogramTest, MergeWithEmptyAndClear) {
   LatencyHistogram h;
   h.Record(700);
@@ -254,6 +281,7 @@ TEST(LatencyHistogramTest, MergeWithEmptyAndClear) {
 // ---------------------------------------------------------------------------
 // Parsing
 
+// Both spellings of --get-ratio: a fraction and a percentage.
 TEST(ParseRatioTest, Accepts) {
   EXPECT_EQ(*ParseRatio("0.9"), 0.9);
   EXPECT_EQ(*ParseRatio("0"), 0);
@@ -265,6 +293,8 @@ TEST(ParseRatioTest, Accepts) {
   EXPECT_EQ(*ParseRatio("0%"), 0);
 }
 
+// Everything that is not a finite ratio in range, including the values
+// SimpleAtod would happily parse (nan, inf).
 TEST(ParseRatioTest, Rejects) {
   for (const char* text :
        {"", "%", "abc", "1.5", "-0.1", "101%", "nan", "inf", "-inf", "0.9x", "9:1", "0.5%%"}) {
@@ -274,6 +304,7 @@ TEST(ParseRatioTest, Rejects) {
   }
 }
 
+// --value-size: plain bytes and the K/M/G suffixes in their spellings.
 TEST(ParseByteSizeTest, Accepts) {
   EXPECT_EQ(*ParseByteSize("4096"), 4096u);
   EXPECT_EQ(*ParseByteSize("0"), 0u);
@@ -288,6 +319,8 @@ TEST(ParseByteSizeTest, Accepts) {
   EXPECT_EQ(*ParseByteSize(" 64 "), 64u);
 }
 
+// Signs, fractions, inner spaces, unknown suffixes, hex, and the two ways
+// to overflow: too many digits, and a suffix shift past 2^64.
 TEST(ParseByteSizeTest, Rejects) {
   for (const char* text : {"", "k", "-1", "+1", "1.5k", "4 k", "4x", "4kk", "0x10",
                            "18446744073709551616", "17179869184G"}) {
@@ -297,6 +330,7 @@ TEST(ParseByteSizeTest, Rejects) {
   }
 }
 
+// The key format is visible to users (kvctl scan), so it is pinned here.
 TEST(BenchKeyTest, Format) {
   EXPECT_EQ(BenchKey(0), "bench:00000000");
   EXPECT_EQ(BenchKey(42), "bench:00000042");
@@ -304,6 +338,8 @@ TEST(BenchKeyTest, Format) {
   EXPECT_EQ(BenchKey(123456789), "bench:123456789");
 }
 
+// BenchFlags' defaults are kvctl's flag defaults; they must validate and
+// take the drawn seed.
 TEST(MakeBenchConfigTest, Defaults) {
   absl::StatusOr<BenchConfig> c = MakeBenchConfig(BenchFlags(), /*random_seed=*/77);
   ASSERT_TRUE(c.ok()) << c.status();
@@ -317,6 +353,8 @@ TEST(MakeBenchConfigTest, Defaults) {
   EXPECT_EQ(c->seed, 77u);  // no --seed: the drawn one
 }
 
+// Every flag reaches the config; --ops and --duration select the mode; a
+// drawn zero seed is never reported.
 TEST(MakeBenchConfigTest, FlagsCarryOver) {
   BenchFlags f;
   f.keys = 500;
@@ -351,6 +389,8 @@ TEST(MakeBenchConfigTest, FlagsCarryOver) {
   EXPECT_NE(c->seed, 0u);  // a reported seed is always reusable with --seed
 }
 
+// Each bad flag yields kInvalidArgument naming that flag, since kvctl shows
+// the message as a usage error.
 TEST(MakeBenchConfigTest, RejectsBadFlags) {
   struct Case {
     std::function<void(BenchFlags&)> change;
@@ -383,81 +423,15 @@ TEST(MakeBenchConfigTest, RejectsBadFlags) {
 }
 
 // ---------------------------------------------------------------------------
-// PreprocessArgs
-
-FlagKind TestFlagKind(absl::string_view name) {
-  static const auto* const kinds = new std::map<std::string, FlagKind>{
-      {"json", FlagKind::kBool},
-      {"preload", FlagKind::kBool},
-      {"value_size", FlagKind::kTakesValue},
-      {"get_ratio", FlagKind::kTakesValue},
-      {"prefix", FlagKind::kTakesValue},
-      {"server", FlagKind::kTakesValue},
-  };
-  auto it = kinds->find(std::string(name));
-  return it == kinds->end() ? FlagKind::kUnknown : it->second;
-}
-
-PreprocessedArgs Pre(std::vector<std::string> argv) { return PreprocessArgs(argv, &TestFlagKind); }
-
-TEST(PreprocessArgsTest, RewritesHyphenatedNames) {
-  PreprocessedArgs p = Pre({"kvctl", "bench", "--value-size=1k", "--get-ratio", "0.5", "-json"});
-  EXPECT_THAT(p.argv,
-              ElementsAre("kvctl", "bench", "--value_size=1k", "--get_ratio", "0.5", "-json"));
-  EXPECT_THAT(p.given, ElementsAre("get_ratio", "json", "value_size"));
-  EXPECT_FALSE(p.help);
-}
-
-TEST(PreprocessArgsTest, NegatedBooleans) {
-  PreprocessedArgs p = Pre({"kvctl", "--no-preload", "--nojson", "--no_json", "bench"});
-  EXPECT_THAT(p.argv, ElementsAre("kvctl", "--nopreload", "--nojson", "--nojson", "bench"));
-  EXPECT_THAT(p.given, ElementsAre("json", "preload"));
-}
-
-TEST(PreprocessArgsTest, ValuesArePassedThroughUntouched) {
-  // The argument after a value-taking flag is its value even if it looks
-  // like a flag; a bool flag consumes nothing.
-  PreprocessedArgs p = Pre({"kvctl", "scan", "--prefix", "--value-size", "--json", "x-y"});
-  EXPECT_THAT(p.argv, ElementsAre("kvctl", "scan", "--prefix", "--value-size", "--json", "x-y"));
-  EXPECT_THAT(p.given, ElementsAre("json", "prefix"));
-}
-
-TEST(PreprocessArgsTest, PositionalsAndTerminator) {
-  PreprocessedArgs p =
-      Pre({"kvctl", "put", "-", "--", "--value-size=1", "-h", "--help", "a-b", "--server"});
-  EXPECT_THAT(p.argv, ElementsAre("kvctl", "put", "-", "--", "--value-size=1", "-h", "--help",
-                                  "a-b", "--server"));
-  EXPECT_TRUE(p.given.empty());
-  EXPECT_FALSE(p.help);  // help flags after "--" are positionals
-}
-
-TEST(PreprocessArgsTest, UnknownFlagsAreLeftForAbsl) {
-  PreprocessedArgs p = Pre({"kvctl", "--bogus-flag=1", "--no-such", "--nojunk", "get", "k"});
-  EXPECT_THAT(p.argv, ElementsAre("kvctl", "--bogus-flag=1", "--no-such", "--nojunk", "get", "k"));
-  EXPECT_TRUE(p.given.empty());
-}
-
-TEST(PreprocessArgsTest, DetectsHelp) {
-  for (const char* flag : {"-h", "--help", "-help", "--helpfull", "--helpshort", "--help=true"}) {
-    EXPECT_TRUE(Pre({"kvctl", "get", flag}).help) << flag;
-  }
-  EXPECT_FALSE(Pre({"kvctl", "get", "h"}).help);
-  // "--help" as the value of --prefix is a value.
-  EXPECT_FALSE(Pre({"kvctl", "scan", "--prefix", "--help"}).help);
-}
-
-TEST(PreprocessArgsTest, TrailingValueFlagWithoutValue) {
-  // absl reports the missing value; nothing is invented here.
-  PreprocessedArgs p = Pre({"kvctl", "get", "--server"});
-  EXPECT_THAT(p.argv, ElementsAre("kvctl", "get", "--server"));
-}
-
-// ---------------------------------------------------------------------------
 // RunBench
 
-// An in-memory BenchTarget with fault knobs.
+// An in-memory BenchTarget with fault knobs. It logs every call, so tests
+// can check which keys and value sizes RunBench used. Thread-safe: one
+// mutex guards everything.
 class FakeTarget : public BenchTarget {
  public:
+  // kNotFound for a key never PUT; kUnavailable for every GET after
+  // FailGets().
   absl::StatusOr<uint64_t> Get(absl::string_view key) override {
     absl::MutexLock lock(&mu_);
     log_.push_back(absl::StrCat("G ", key));
@@ -467,6 +441,8 @@ class FakeTarget : public BenchTarget {
     return it->second.size();
   }
 
+  // Logs "P key size hash": the hash lets SameSeedSameSingleThreadedRun
+  // compare values without storing them twice.
   absl::Status Put(absl::string_view key, absl::string_view value) override {
     absl::MutexLock lock(&mu_);
     log_.push_back(absl::StrCat("P ", key, " ", value.size(), " ",
@@ -484,14 +460,17 @@ class FakeTarget : public BenchTarget {
     absl::MutexLock lock(&mu_);
     fail_puts_after_ = n;
   }
+  // Every later GET fails with kUnavailable.
   void FailGets() {
     absl::MutexLock lock(&mu_);
     fail_gets_ = true;
   }
+  // The number of keys stored.
   size_t size() {
     absl::MutexLock lock(&mu_);
     return data_.size();
   }
+  // Every call so far, in the order the mutex admitted them.
   std::vector<std::string> log() {
     absl::MutexLock lock(&mu_);
     return log_;
@@ -506,6 +485,8 @@ class FakeTarget : public BenchTarget {
   bool fail_gets_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// A run small enough to finish in milliseconds against FakeTarget, with a
+// short progress interval so that progress is exercised too.
 BenchConfig SmallConfig() {
   BenchConfig c;
   c.keys = 200;
@@ -517,6 +498,8 @@ BenchConfig SmallConfig() {
   return c;
 }
 
+// A counted run does exactly config.ops operations across all threads, and
+// the tallies, byte counts and histograms agree with one another.
 TEST(RunBenchTest, OpsModeRunsExactlyThatManyOps) {
   SEEDED_TEST_PREAMBLE();
   FakeTarget target;
@@ -535,6 +518,8 @@ TEST(RunBenchTest, OpsModeRunsExactlyThatManyOps) {
   EXPECT_EQ(r->errors, 0u);
   EXPECT_TRUE(r->first_error.ok());
   EXPECT_FALSE(r->interrupted);
+  // Every key was preloaded with a 100-byte value, so every GET hit and
+  // returned 100 bytes; every operation got an answer and was timed.
   EXPECT_EQ(r->get_bytes, r->gets * 100);
   EXPECT_EQ(r->put_bytes, r->puts * 100);
   EXPECT_EQ(r->get_latency_ns.count(), r->gets);
@@ -544,6 +529,8 @@ TEST(RunBenchTest, OpsModeRunsExactlyThatManyOps) {
   EXPECT_GT(r->GigabytesPerSecond(), 0);
 }
 
+// Only bench:NNNNNNNN keys below config.keys are touched, with values of
+// exactly value_size bytes.
 TEST(RunBenchTest, UsesTheBenchKeySpaceAndValueSize) {
   SEEDED_TEST_PREAMBLE();
   FakeTarget target;
@@ -556,10 +543,12 @@ TEST(RunBenchTest, UsesTheBenchKeySpaceAndValueSize) {
   }
 }
 
+// Against an empty store every GET misses; a miss is not an error.
 TEST(RunBenchTest, WithoutPreloadGetsMiss) {
   SEEDED_TEST_PREAMBLE();
   FakeTarget target;
   BenchConfig c = SmallConfig();
+  // No preload and GETs only: the fake stays empty throughout.
   c.preload = false;
   c.get_ratio = 1;
   absl::StatusOr<BenchResult> r = RunBench(c, target, "fake", nullptr, nullptr);
@@ -574,10 +563,12 @@ TEST(RunBenchTest, WithoutPreloadGetsMiss) {
   EXPECT_EQ(r->get_latency_ns.count(), 4000u);
 }
 
+// get_ratio 0 must never issue a GET (UniformUnit() < 0 is never true).
 TEST(RunBenchTest, RatioZeroIsAllPuts) {
   SEEDED_TEST_PREAMBLE();
   FakeTarget target;
   BenchConfig c = SmallConfig();
+  // No preload either, so the fake sees nothing but timed PUTs.
   c.preload = false;
   c.get_ratio = 0;
   absl::StatusOr<BenchResult> r = RunBench(c, target, "fake", nullptr, nullptr);
@@ -587,6 +578,8 @@ TEST(RunBenchTest, RatioZeroIsAllPuts) {
   EXPECT_EQ(r->get_latency_ns.count(), 0u);
 }
 
+// Failing operations do not stop a timed run: they are counted, kept out
+// of the latency figures, and the first one is reported.
 TEST(RunBenchTest, ErrorsAreCountedAndTheFirstIsKept) {
   SEEDED_TEST_PREAMBLE();
   FakeTarget target;
@@ -595,6 +588,7 @@ TEST(RunBenchTest, ErrorsAreCountedAndTheFirstIsKept) {
   c.get_ratio = 0.5;
   absl::StatusOr<BenchResult> r = RunBench(c, target, "fake", nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
+  // The run still does all 4000 operations; exactly the GETs failed.
   EXPECT_EQ(r->ops, 4000u);
   EXPECT_EQ(r->errors, r->gets);
   EXPECT_GT(r->errors, 0u);
@@ -605,9 +599,12 @@ TEST(RunBenchTest, ErrorsAreCountedAndTheFirstIsKept) {
   EXPECT_THAT(FormatBenchReport(*r), HasSubstr("first error UNAVAILABLE: injected GET failure"));
 }
 
+// A failing preload PUT, unlike a timed-phase error, fails the whole run.
 TEST(RunBenchTest, FailedPreloadStopsTheRun) {
   SEEDED_TEST_PREAMBLE();
   FakeTarget target;
+  // The 51st preload PUT fails; its code survives and the message says
+  // which phase failed.
   target.FailPutsAfter(50);
   absl::StatusOr<BenchResult> r = RunBench(SmallConfig(), target, "fake", nullptr, nullptr);
   ASSERT_FALSE(r.ok());
@@ -616,6 +613,7 @@ TEST(RunBenchTest, FailedPreloadStopsTheRun) {
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("injected PUT failure"));
 }
 
+// RunBench validates its config itself rather than trusting the caller.
 TEST(RunBenchTest, InvalidConfigIsRejected) {
   FakeTarget target;
   BenchConfig c = SmallConfig();
@@ -624,6 +622,8 @@ TEST(RunBenchTest, InvalidConfigIsRejected) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A timed run stops near its duration and calls the progress callback with
+// sane, non-decreasing figures for both phases.
 TEST(RunBenchTest, DurationModeStopsAndReportsProgress) {
   SEEDED_TEST_PREAMBLE();
   FakeTarget target;
@@ -635,6 +635,7 @@ TEST(RunBenchTest, DurationModeStopsAndReportsProgress) {
       c, target, "fake", [&](const BenchProgress& p) { seen.push_back(p); }, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GE(r->elapsed, absl::Milliseconds(300));
+  // Generous: a loaded machine may overrun a little, but not by seconds.
   EXPECT_LT(r->elapsed, absl::Seconds(10));
   EXPECT_GT(r->ops, 0u);
   EXPECT_FALSE(r->interrupted);
@@ -642,6 +643,8 @@ TEST(RunBenchTest, DurationModeStopsAndReportsProgress) {
   int timed = 0;
   uint64_t last_ops = 0;
   for (const BenchProgress& p : seen) {
+    // Preload reports count keys out of config.keys; a timed run has no
+    // total.
     if (p.preloading) {
       EXPECT_EQ(p.total, 200u);
       continue;
@@ -657,6 +660,8 @@ TEST(RunBenchTest, DurationModeStopsAndReportsProgress) {
   EXPECT_LE(last_ops, r->ops);
 }
 
+// The cancel flag (kvctl's SIGINT handler sets it) ends a long timed run
+// well before its duration, and the result says so.
 TEST(RunBenchTest, CancelEndsTheRunEarly) {
   SEEDED_TEST_PREAMBLE();
   FakeTarget target;
@@ -672,23 +677,30 @@ TEST(RunBenchTest, CancelEndsTheRunEarly) {
   absl::StatusOr<BenchResult> r = RunBench(c, target, "fake", nullptr, &cancel);
   canceller.join();
   ASSERT_TRUE(r.ok()) << r.status();
+  // Half the 60 s duration: only the cancel explains an end this early.
   EXPECT_LT(absl::Now() - start, absl::Seconds(30));
   EXPECT_TRUE(r->interrupted);
   EXPECT_THAT(FormatBenchReport(*r), HasSubstr("(interrupted)"));
 }
 
+// Cancelled before the preload finished: there are no figures to report.
 TEST(RunBenchTest, CancelledPreloadIsAnError) {
   FakeTarget target;
+  // Already set: the preload stops before its first PUT.
   std::atomic<bool> cancel{true};
   absl::StatusOr<BenchResult> r = RunBench(SmallConfig(), target, "fake", nullptr, &cancel);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
 }
 
+// --seed reproduces a run: with one thread the exact operation sequence
+// (keys and value hashes) repeats, and another seed changes it.
 TEST(RunBenchTest, SameSeedSameSingleThreadedRun) {
   SEEDED_TEST_PREAMBLE();
   auto run = [](uint64_t seed) {
     FakeTarget target;
     BenchConfig c = SmallConfig();
+    // One thread: with more, the interleaving (and so the log order) would
+    // differ from run to run.
     c.concurrency = 1;
     c.ops = 500;
     c.seed = seed;
@@ -703,6 +715,8 @@ TEST(RunBenchTest, SameSeedSameSingleThreadedRun) {
 // ---------------------------------------------------------------------------
 // Reporting
 
+// A hand-made result with known figures, including an error whose message
+// holds invalid UTF-8 (as a binary key would).
 BenchResult SampleResult() {
   BenchResult r;
   r.config.keys = 1000;
@@ -719,6 +733,7 @@ BenchResult SampleResult() {
   r.puts = 100;
   r.misses = 3;
   r.errors = 1;
+  // 897 GETs hit (900 minus 3 misses) and 99 PUTs succeeded (one error).
   r.get_bytes = 897 * 4096;
   r.put_bytes = 99 * 4096;
   r.first_error = absl::DeadlineExceededError("op timed out on key \xff\xfe");
@@ -729,9 +744,14 @@ BenchResult SampleResult() {
   return r;
 }
 
+// The JSON report is a contract for scripts: every documented field is
+// present with the documented type and unit, on one line, and an invalid
+// UTF-8 error message does not make the dump throw.
 TEST(ReportTest, JsonHasTheDocumentedFields) {
   const std::string text = BenchResultToJson(SampleResult());
   EXPECT_EQ(text.find('\n'), std::string::npos);  // one line
+  // Parsed back rather than matched as text, so the checks do not depend on
+  // number formatting.
   const nlohmann::json j = nlohmann::json::parse(text);
   EXPECT_EQ(j["transport"], "tcp");
   EXPECT_EQ(j["seed"], 42);
@@ -758,6 +778,7 @@ TEST(ReportTest, JsonHasTheDocumentedFields) {
       EXPECT_TRUE(l.contains(field)) << kind << "." << field;
     }
   }
+  // Figures from SampleResult's recorded values, within bucket precision.
   EXPECT_EQ(j["latency_us"]["get"]["count"], 897);
   EXPECT_EQ(j["latency_us"]["all"]["count"], 996);
   EXPECT_NEAR(j["latency_us"]["get"]["p50"].get<double>(), 10.448, 0.05);
@@ -765,6 +786,7 @@ TEST(ReportTest, JsonHasTheDocumentedFields) {
   EXPECT_EQ(j["latency_us"]["put"]["max"], 20.098);
 }
 
+// The text report shows each figure with its label.
 TEST(ReportTest, TextHasTheFigures) {
   const std::string text = FormatBenchReport(SampleResult());
   for (const char* want :
@@ -777,6 +799,7 @@ TEST(ReportTest, TextHasTheFigures) {
   }
 }
 
+// The progress line formats for both phases, with and without a total.
 TEST(ReportTest, ProgressLines) {
   BenchProgress p;
   p.elapsed = absl::Seconds(3);

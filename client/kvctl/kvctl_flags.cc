@@ -1,0 +1,46 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The definitions of kvctl's flags. The help strings are user-facing: they
+// appear in `kvctl --help`, followed by " Default: <value>." when the
+// default is not empty, so each ends with a full stop and none states its
+// own default value.
+// The BUILD target is alwayslink so that the flags are registered even in
+// a binary that only looks them up by name.
+
+#include "client/kvctl/kvctl_flags.h"
+
+#include <cstdint>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/time/time.h"
+
+// Global flags.
+ABSL_FLAG(std::string, server, "127.0.0.1:7300", "Control-plane address of the server.");
+ABSL_FLAG(std::string, transport, "auto",
+          "Data path: auto (RDMA when both sides have a device, else TCP), rdma or tcp.");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10), "Bound on connecting and on each operation.");
+ABSL_FLAG(std::string, rdma_device, "",
+          "RDMA device for auto/rdma (default: the first with an active port).");
+ABSL_FLAG(bool, json, false, "Print stat and bench results as one JSON object.");
+ABSL_FLAG(bool, verbose, false, "Log the client library's informational messages to stderr.");
+
+// put
+ABSL_FLAG(std::string, file, "", "Read the value from this file.");
+
+// scan
+ABSL_FLAG(std::string, prefix, "", "List only keys starting with this prefix.");
+ABSL_FLAG(uint32_t, count, 1000, "Keys asked for per Scan call (page size).");
+
+// bench. value_size and get_ratio are strings because they take suffixes
+// ("4K", "90%") that absl's numeric flag parsers do not.
+ABSL_FLAG(uint64_t, keys, 10000, "Key space: keys bench:00000000 up to N-1.");
+ABSL_FLAG(std::string, value_size, "4096",
+          "Bytes per PUT value; suffixes K, M, G (powers of 1024).");
+ABSL_FLAG(std::string, get_ratio, "0.9", "Fraction of operations that are GETs: 0..1 or 0%..100%.");
+ABSL_FLAG(int, concurrency, 32, "Threads issuing operations, all sharing one client.");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(10),
+          "Length of the run (e.g. 30s, 2m); excludes --ops.");
+ABSL_FLAG(uint64_t, ops, 0, "Total operations to run instead of --duration.");
+ABSL_FLAG(bool, preload, true, "PUT every key once before the run (--no-preload to skip).");
+ABSL_FLAG(uint64_t, seed, 0, "Seed for keys, operations and values; 0 picks one (printed).");

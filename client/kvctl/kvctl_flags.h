@@ -1,0 +1,45 @@
+// Copyright 2026 The kvstore Authors.
+//
+// kvctl's command-line flags, defined in kvctl_flags.cc and declared here
+// for the code that reads them (absl::GetFlag(FLAGS_name)). Which command
+// each flag belongs to, and its metavariable in --help, is kvctl_usage.cc's
+// business.
+//
+// Thread safety: as for any absl flag; kvctl reads them from the main
+// thread after absl::ParseCommandLine().
+
+#ifndef KVSTORE_CLIENT_KVCTL_KVCTL_FLAGS_H_
+#define KVSTORE_CLIENT_KVCTL_KVCTL_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "absl/time/time.h"
+
+// Global flags.
+ABSL_DECLARE_FLAG(std::string, server);
+ABSL_DECLARE_FLAG(std::string, transport);
+ABSL_DECLARE_FLAG(absl::Duration, timeout);
+ABSL_DECLARE_FLAG(std::string, rdma_device);
+ABSL_DECLARE_FLAG(bool, json);
+ABSL_DECLARE_FLAG(bool, verbose);
+
+// put
+ABSL_DECLARE_FLAG(std::string, file);
+
+// scan
+ABSL_DECLARE_FLAG(std::string, prefix);
+ABSL_DECLARE_FLAG(uint32_t, count);
+
+// bench
+ABSL_DECLARE_FLAG(uint64_t, keys);
+ABSL_DECLARE_FLAG(std::string, value_size);
+ABSL_DECLARE_FLAG(std::string, get_ratio);
+ABSL_DECLARE_FLAG(int, concurrency);
+ABSL_DECLARE_FLAG(absl::Duration, duration);
+ABSL_DECLARE_FLAG(uint64_t, ops);
+ABSL_DECLARE_FLAG(bool, preload);
+ABSL_DECLARE_FLAG(uint64_t, seed);
+
+#endif  // KVSTORE_CLIENT_KVCTL_KVCTL_FLAGS_H_

@@ -1,0 +1,35 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The output of `kvctl stat`, as aligned text or as one JSON object. (The
+// bench report has its own formatter, bench_report.h.) Pure functions;
+// safe to call from any thread.
+
+#ifndef KVSTORE_CLIENT_KVCTL_KVCTL_FORMAT_H_
+#define KVSTORE_CLIENT_KVCTL_KVCTL_FORMAT_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "client/kv_client.h"
+
+namespace kvstore {
+namespace client {
+namespace kvctl {
+
+// `kvctl stat`'s output for a client on `transport` that fetched `stats`
+// and holds `counters`, ending in '\n'.
+//
+// Text: "transport NAME", then the sections "server info:", "server
+// counters:" and "client counters:", one "  name  value" line per entry.
+//
+// JSON (`json` true), one line: {"transport": NAME, "server": {"info": {..},
+// "counters": {..}}, "client": {..}} where the client fields are the
+// ClientCounters field names. Invalid UTF-8 in server strings is replaced.
+std::string FormatStat(absl::string_view transport, const ServerStats& stats,
+                       const ClientCounters& counters, bool json);
+
+}  // namespace kvctl
+}  // namespace client
+}  // namespace kvstore
+
+#endif  // KVSTORE_CLIENT_KVCTL_KVCTL_FORMAT_H_

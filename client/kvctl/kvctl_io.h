@@ -1,0 +1,55 @@
+// Copyright 2026 The kvstore Authors.
+//
+// kvctl's exit codes, its two ways of reporting an error on stderr, and
+// byte-exact reads and writes of whole files and standard streams.
+//
+// Thread safety: the functions are safe to call from any thread, but
+// concurrent writes to the same descriptor may interleave.
+
+#ifndef KVSTORE_CLIENT_KVCTL_KVCTL_IO_H_
+#define KVSTORE_CLIENT_KVCTL_KVCTL_IO_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace kvstore {
+namespace client {
+namespace kvctl {
+
+// The documented exit codes (see `kvctl --help`).
+inline constexpr int kExitOk = 0;        // success; get/exists: the key exists
+inline constexpr int kExitNotFound = 1;  // the key does not exist (get, del, exists)
+inline constexpr int kExitUsage = 2;     // usage error
+inline constexpr int kExitError = 3;     // any other error
+
+// Prints "kvctl: <message>" and a pointer to --help on stderr; returns
+// kExitUsage.
+int UsageError(absl::string_view message);
+
+// Prints "kvctl: CODE: message" for `status` on stderr and returns
+// `exit_code`.
+int Report(const absl::Status& status, int exit_code);
+
+// Report(status, kExitError).
+int Failure(const absl::Status& status);
+
+// Reads `fd` to end of file, retrying on EINTR. `what` names the source in
+// the error ("reading <what>: ..."). Does not close `fd`.
+absl::StatusOr<std::string> ReadAll(int fd, absl::string_view what);
+
+// The whole contents of the file at `path`, in binary. An error names the
+// path ("opening <path>" or "reading <path>").
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// Writes all of `data` to `fd`, retrying on EINTR and short writes. The
+// error says "writing stdout": kvctl only ever writes its results there.
+absl::Status WriteAll(int fd, absl::string_view data);
+
+}  // namespace kvctl
+}  // namespace client
+}  // namespace kvstore
+
+#endif  // KVSTORE_CLIENT_KVCTL_KVCTL_IO_H_
