@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/protocol/resp.h"
+#include "common/version.h"
 
 namespace kvstore {
 namespace server {
@@ -188,7 +189,7 @@ void Hello(const CommandContext& ctx, CommandArgs args) {
   c->ReplyBulk("server");
   c->ReplyBulk("kvstore");
   c->ReplyBulk("version");
-  c->ReplyBulk("0.1.0");
+  c->ReplyBulk(kVersion);
   c->ReplyBulk("proto");
   c->ReplyInteger(2);
   c->ReplyBulk("id");
