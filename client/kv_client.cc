@@ -11,17 +11,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "client/internal/buffer_access.h"
+#include "client/internal/control_client.h"
 #include "client/internal/data_path.h"
+#include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/rdma_data_path.h"
 #include "client/internal/tcp/tcp_data_path.h"
-#include "common/grpc_status.h"
 #include "common/protocol/limits.h"
-#include "common/rdma/device.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
-#include "grpcpp/grpcpp.h"
-#include "proto/kv_control.grpc.pb.h"
 
 namespace kvstore {
 namespace client {
@@ -58,10 +55,16 @@ std::string ResolveDataAddress(const std::string& published, const std::string& 
   return absl::StrCat(ctl.first, ":", pub.second);
 }
 
+// The KvClient: counts operations, forwards them to the current DataPath,
+// and rebuilds the path (handshake, then RDMA or TCP per Options::transport)
+// when an RDMA path breaks. Control-plane calls go through ControlClient.
+// Thread-safe: `mu_` guards the path; the counters are atomic.
 class ClientImpl final : public KvClient {
  public:
-  ClientImpl(const Options& options, std::unique_ptr<v1::KvControl::Stub> stub)
-      : options_(options), stub_(std::move(stub)), name_(absl::StrCat("kvclient pid ", getpid())) {}
+  ClientImpl(const Options& options, std::unique_ptr<ControlClient> control)
+      : options_(options),
+        control_(std::move(control)),
+        name_(absl::StrCat("kvclient pid ", getpid())) {}
 
   ~ClientImpl() override {
     absl::MutexLock lock(&mu_);
@@ -103,59 +106,28 @@ class ClientImpl final : public KvClient {
   }
 
   absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) override {
-    std::shared_ptr<DataPath> path = CurrentPath();
-    if (auto* rdma = dynamic_cast<RdmaDataPath*>(path.get())) return rdma->Register(data, size);
-    if (data == nullptr || size == 0) return absl::InvalidArgumentError("empty buffer");
-    // TCP: nothing to register; the handle just describes the memory.
-    return KvClientInternal::MakeBuffer(static_cast<char*>(data), size, nullptr, 0);
+    // Registered with the current path's device (if any); the registration
+    // survives reconnects because paths share one RdmaContext.
+    return CurrentPath()->Register(data, size);
   }
 
   absl::StatusOr<size_t> GetInto(absl::string_view key, const RegisteredBuffer& buffer,
                                  size_t offset, size_t capacity) override {
     gets_++;
-    return Run<size_t>([&](DataPath& p) -> absl::StatusOr<size_t> {
-      auto* rdma = dynamic_cast<RdmaDataPath*>(&p);
-      if (rdma != nullptr && KvClientInternal::lkey(buffer) != 0) {
-        return rdma->GetInto(key, buffer, offset, capacity, Deadline());
-      }
-      if (offset > buffer.size() || capacity > buffer.size() - offset) {
-        return absl::InvalidArgumentError("range outside the registered buffer");
-      }
-      KV_ASSIGN_OR_RETURN(std::string v, p.Get(key, Deadline()));
-      if (v.size() > capacity) {
-        return absl::OutOfRangeError(
-            absl::StrCat("value is ", v.size(), " bytes; the buffer holds ", capacity));
-      }
-      std::memcpy(buffer.data() + offset, v.data(), v.size());
-      return v.size();
-    });
+    return Run<size_t>(
+        [&](DataPath& p) { return p.GetInto(key, buffer, offset, capacity, Deadline()); });
   }
 
   absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
                        size_t length) override {
     puts_++;
-    return RunStatus([&](DataPath& p) -> absl::Status {
-      auto* rdma = dynamic_cast<RdmaDataPath*>(&p);
-      if (rdma != nullptr && KvClientInternal::lkey(buffer) != 0) {
-        return rdma->PutFrom(key, buffer, offset, length, Deadline());
-      }
-      if (offset > buffer.size() || length > buffer.size() - offset) {
-        return absl::InvalidArgumentError("range outside the registered buffer");
-      }
-      return p.Put(key, absl::string_view(buffer.data() + offset, length), Deadline());
-    });
+    return RunStatus(
+        [&](DataPath& p) { return p.PutFrom(key, buffer, offset, length, Deadline()); });
   }
 
   absl::StatusOr<ScanPage> Scan(uint64_t cursor, uint32_t count,
                                 absl::string_view prefix) override {
-    v1::ScanRequest req;
-    req.set_cursor(cursor);
-    req.set_count(count);
-    req.set_prefix(std::string(prefix));
-    v1::ScanResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(Deadline()));
-    KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->Scan(&ctx, req, &resp)));
+    KV_ASSIGN_OR_RETURN(v1::ScanResponse resp, control_->Scan(cursor, count, prefix, Deadline()));
     ScanPage page;
     page.keys.assign(resp.keys().begin(), resp.keys().end());
     page.cursor = resp.cursor();
@@ -163,10 +135,7 @@ class ClientImpl final : public KvClient {
   }
 
   absl::StatusOr<ServerStats> Stats() override {
-    v1::StatsResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(Deadline()));
-    KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->Stats(&ctx, v1::StatsRequest(), &resp)));
+    KV_ASSIGN_OR_RETURN(v1::StatsResponse resp, control_->Stats(Deadline()));
     ServerStats out;
     out.info.insert(resp.info().begin(), resp.info().end());
     out.counters.insert(resp.counters().begin(), resp.counters().end());
@@ -195,7 +164,7 @@ class ClientImpl final : public KvClient {
       r = retired_rdma_;
       path = path_;
     }
-    if (auto* rdma = dynamic_cast<RdmaDataPath*>(path.get())) r += rdma->counters();
+    if (path != nullptr) r += path->rdma_counters();
     c.checksum_retries = r.checksum_retries;
     c.span_retries = r.span_retries;
     c.server_fallback_gets = r.server_fallback_gets;
@@ -220,17 +189,14 @@ class ClientImpl final : public KvClient {
   // back instead of failing at once; used when reconnecting, when gRPC may
   // still be backing off from the connection it lost.
   absl::Status BuildPath(bool wait_for_ready = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    v1::HandshakeRequest req;
-    req.set_client_name(name_);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.connect_timeout));
-    ctx.set_wait_for_ready(wait_for_ready);
-    v1::HandshakeResponse hs;
-    absl::Status s = FromGrpcStatus(stub_->Handshake(&ctx, req, &hs));
-    if (!s.ok()) {
+    absl::StatusOr<v1::HandshakeResponse> handshake =
+        control_->Handshake(name_, wait_for_ready, absl::Now() + options_.connect_timeout);
+    if (!handshake.ok()) {
+      const absl::Status& s = handshake.status();
       return absl::Status(
           s.code(), absl::StrCat("handshake with ", options_.servers[0], " failed: ", s.message()));
     }
+    const v1::HandshakeResponse& hs = *handshake;
     Limits limits;
     limits.max_key_bytes = hs.limits().max_key_bytes();
     limits.max_value_bytes = hs.limits().max_value_bytes();
@@ -242,14 +208,14 @@ class ClientImpl final : public KvClient {
         why = "the server has no RDMA device";
       } else {
         if (rdma_context_ == nullptr) {
-          auto ctx = RdmaDataPath::OpenContext(options_.rdma_device, limits.max_value_bytes);
+          auto ctx = OpenRdmaContext(options_.rdma_device, limits.max_value_bytes);
           if (ctx.ok())
             rdma_context_ = *ctx;
           else
             why = absl::StrCat("no usable local RDMA device: ", ctx.status().message());
         }
         if (rdma_context_ != nullptr) {
-          auto rdma = RdmaDataPath::Connect(rdma_context_, stub_.get(), hs, name_,
+          auto rdma = RdmaDataPath::Connect(rdma_context_, control_.get(), hs, name_,
                                             options_.lease_bytes, options_.connect_timeout);
           if (rdma.ok()) {
             SwapPath(std::shared_ptr<DataPath>(std::move(*rdma)));
@@ -274,16 +240,16 @@ class ClientImpl final : public KvClient {
   }
 
   void SwapPath(std::shared_ptr<DataPath> next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (auto* old = dynamic_cast<RdmaDataPath*>(path_.get())) retired_rdma_ += old->counters();
+    // Keep the counters of the path being replaced (zero unless RDMA).
+    if (path_ != nullptr) retired_rdma_ += path_->rdma_counters();
     path_ = std::move(next);
   }
 
-  // After a failure on `failed`: if it is an RDMA path that broke (queue pair
-  // error, server restarted), handshake again and build a new path. Returns
-  // whether there is a new path to retry on.
+  // After a failure on `failed`: if it is a path that broke (an RDMA queue
+  // pair error, a server restart; a TCP path never breaks), handshake again
+  // and build a new path. Returns whether there is a new path to retry on.
   bool Recover(const std::shared_ptr<DataPath>& failed) {
-    auto* rdma = dynamic_cast<RdmaDataPath*>(failed.get());
-    if (rdma == nullptr || !rdma->broken()) return false;
+    if (!failed->broken()) return false;
     absl::MutexLock lock(&mu_);
     if (path_ != failed) return true;  // another thread already rebuilt it
     absl::Status s = BuildPath(/*wait_for_ready=*/true);
@@ -325,7 +291,9 @@ class ClientImpl final : public KvClient {
   void Count(const DataPath& p, uint64_t n) { (p.name() == "rdma" ? rdma_ops_ : tcp_ops_) += n; }
 
   const Options options_;
-  std::unique_ptr<v1::KvControl::Stub> stub_;
+  // Outlives every path (members are destroyed after the destructor body
+  // resets path_), since RDMA paths call it.
+  const std::unique_ptr<ControlClient> control_;
   const std::string name_;
   mutable absl::Mutex mu_;
   std::shared_ptr<DataPath> path_ ABSL_GUARDED_BY(mu_);
@@ -344,12 +312,7 @@ absl::StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const Options& optio
   if (options.servers.size() > 1) {
     return absl::UnimplementedError("more than one server needs the cluster map (not yet built)");
   }
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  auto channel =
-      grpc::CreateCustomChannel(options.servers[0], grpc::InsecureChannelCredentials(), args);
-  auto impl = std::make_unique<ClientImpl>(options, v1::KvControl::NewStub(channel));
+  auto impl = std::make_unique<ClientImpl>(options, ControlClient::Dial(options.servers[0]));
   KV_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<KvClient>(std::move(impl));
 }

@@ -5,6 +5,10 @@
 // request under the connection's send lock and enqueue a waiter; one reader
 // thread per connection parses replies in order and completes the waiters.
 // PUT values are sent with writev straight from the caller's buffer.
+// Zero copy (Register/GetInto/PutFrom), broken() and rdma_counters() are the
+// DataPath defaults: plain memory and copies, never broken, zero counters.
+//
+// Thread safety: thread-safe; many requests in flight per connection.
 
 #ifndef KVSTORE_CLIENT_INTERNAL_TCP_TCP_DATA_PATH_H_
 #define KVSTORE_CLIENT_INTERNAL_TCP_TCP_DATA_PATH_H_
