@@ -35,6 +35,7 @@ absl::string_view TransportModeName(TransportMode mode) {
   return "?";
 }
 
+// Case-insensitive, so flags and config files may say "RDMA".
 absl::StatusOr<TransportMode> ParseTransportMode(absl::string_view text) {
   std::string t = absl::AsciiStrToLower(text);
   if (t == "auto") return TransportMode::kAuto;
@@ -66,16 +67,21 @@ class ClientImpl final : public KvClient {
         control_(std::move(control)),
         name_(absl::StrCat("kvclient pid ", getpid())) {}
 
+  // The path goes first, under the lock, while control_ (which an RDMA path
+  // calls as it shuts down) is still alive.
   ~ClientImpl() override {
     absl::MutexLock lock(&mu_);
     path_.reset();
   }
 
+  // The first handshake and path; Connect() fails with its error.
   absl::Status Init() {
     absl::MutexLock lock(&mu_);
     return BuildPath();
   }
 
+  // Each operation counts itself, then runs on the current path through
+  // Run(), which may rebuild a broken path and try once more.
   absl::StatusOr<std::string> Get(absl::string_view key) override {
     gets_++;
     return Run<std::string>([&](DataPath& p) { return p.Get(key, Deadline()); });
@@ -125,6 +131,8 @@ class ClientImpl final : public KvClient {
         [&](DataPath& p) { return p.PutFrom(key, buffer, offset, length, Deadline()); });
   }
 
+  // Scan and Stats are control-plane calls: they work the same whatever the
+  // data path, and are not retried.
   absl::StatusOr<ScanPage> Scan(uint64_t cursor, uint32_t count,
                                 absl::string_view prefix) override {
     KV_ASSIGN_OR_RETURN(v1::ScanResponse resp, control_->Scan(cursor, count, prefix, Deadline()));
@@ -147,6 +155,8 @@ class ClientImpl final : public KvClient {
     return path ? std::string(path->name()) : "none";
   }
 
+  // A snapshot: each counter is read on its own, so the fields may be
+  // microseconds apart under load.
   ClientCounters counters() const override {
     ClientCounters c;
     c.gets = gets_;
@@ -176,8 +186,12 @@ class ClientImpl final : public KvClient {
   }
 
  private:
+  // Every operation's deadline, taken when the attempt starts (a retry after
+  // a reconnect gets a fresh one).
   absl::Time Deadline() const { return absl::Now() + options_.op_timeout; }
 
+  // A reference that keeps the path alive for one operation even if another
+  // thread replaces it meanwhile.
   std::shared_ptr<DataPath> CurrentPath() const {
     absl::MutexLock lock(&mu_);
     return path_;
@@ -202,28 +216,15 @@ class ClientImpl final : public KvClient {
     limits.max_value_bytes = hs.limits().max_value_bytes();
     limits.max_batch_keys = hs.limits().max_batch_keys();
 
-    std::string why;
     if (options_.transport != TransportMode::kTcp) {
-      if (hs.endpoints().rdma_device().empty()) {
-        why = "the server has no RDMA device";
-      } else {
-        if (rdma_context_ == nullptr) {
-          auto ctx = OpenRdmaContext(options_.rdma_device, limits.max_value_bytes);
-          if (ctx.ok())
-            rdma_context_ = *ctx;
-          else
-            why = absl::StrCat("no usable local RDMA device: ", ctx.status().message());
-        }
-        if (rdma_context_ != nullptr) {
-          auto rdma = RdmaDataPath::Connect(rdma_context_, control_.get(), hs, name_,
-                                            options_.lease_bytes, options_.connect_timeout);
-          if (rdma.ok()) {
-            SwapPath(std::shared_ptr<DataPath>(std::move(*rdma)));
-            return absl::OkStatus();
-          }
-          why = std::string(rdma.status().message());
-        }
+      absl::StatusOr<std::unique_ptr<DataPath>> rdma = BuildRdmaPath(hs, limits);
+      if (rdma.ok()) {
+        SwapPath(std::shared_ptr<DataPath>(std::move(*rdma)));
+        return absl::OkStatus();
       }
+      // Only the reason is kept: it ends up in a log line or in the
+      // kUnavailable error below, whatever its original code.
+      const std::string why(rdma.status().message());
       if (options_.transport == TransportMode::kRdma) {
         return absl::UnavailableError(
             absl::StrCat("transport=rdma requested but RDMA is unavailable: ", why));
@@ -231,6 +232,7 @@ class ClientImpl final : public KvClient {
       tcp_fallbacks_++;
       LOG(INFO) << "kvstore client: using TCP to " << options_.servers[0] << " (" << why << ")";
     }
+    // TCP: either asked for, or the kAuto fallback.
     const std::string address =
         ResolveDataAddress(hs.endpoints().resp_address(), options_.servers[0]);
     KV_ASSIGN_OR_RETURN(auto tcp, TcpDataPath::Connect(address, options_.connections_per_server,
@@ -239,6 +241,31 @@ class ClientImpl final : public KvClient {
     return absl::OkStatus();
   }
 
+  // An RDMA path to the server of `hs`, or why there is none: the server has
+  // no device, this host has none usable, or connecting the queue pair
+  // failed. The device is opened once and kept for later paths.
+  absl::StatusOr<std::unique_ptr<DataPath>> BuildRdmaPath(const v1::HandshakeResponse& hs,
+                                                          const Limits& limits)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (hs.endpoints().rdma_device().empty()) {
+      return absl::UnavailableError("the server has no RDMA device");
+    }
+    if (rdma_context_ == nullptr) {
+      auto ctx = OpenRdmaContext(options_.rdma_device, limits.max_value_bytes);
+      if (!ctx.ok()) {
+        return absl::UnavailableError(
+            absl::StrCat("no usable local RDMA device: ", ctx.status().message()));
+      }
+      rdma_context_ = *ctx;
+    }
+    KV_ASSIGN_OR_RETURN(auto rdma,
+                        RdmaDataPath::Connect(rdma_context_, control_.get(), hs, name_,
+                                              options_.lease_bytes, options_.connect_timeout));
+    return std::unique_ptr<DataPath>(std::move(rdma));
+  }
+
+  // Installs `next` as the current path. The old one is destroyed once the
+  // last operation still using it lets go of its shared_ptr.
   void SwapPath(std::shared_ptr<DataPath> next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // Keep the counters of the path being replaced (zero unless RDMA).
     if (path_ != nullptr) retired_rdma_ += path_->rdma_counters();
@@ -263,6 +290,9 @@ class ClientImpl final : public KvClient {
     return true;
   }
 
+  // Runs `op` on the current path and counts `n` operations for its
+  // transport. On kUnavailable from a broken path, rebuilds the path and, if
+  // `retry` (or the failure carries kNotSentPayload), runs `op` once more.
   template <typename T, typename F>
   absl::StatusOr<T> Run(F op, bool retry = true, uint64_t n = 1) {
     std::shared_ptr<DataPath> path = CurrentPath();
@@ -278,6 +308,7 @@ class ClientImpl final : public KvClient {
     }
     return r;
   }
+  // Run() for operations that return a bare Status.
   template <typename F>
   absl::Status RunStatus(F op, bool retry = true, uint64_t n = 1) {
     return Run<bool>(
@@ -288,6 +319,7 @@ class ClientImpl final : public KvClient {
                retry, n)
         .status();
   }
+  // Attributed to the path that served the attempt (a retry may be on another).
   void Count(const DataPath& p, uint64_t n) { (p.name() == "rdma" ? rdma_ops_ : tcp_ops_) += n; }
 
   const Options options_;
@@ -312,6 +344,8 @@ absl::StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const Options& optio
   if (options.servers.size() > 1) {
     return absl::UnimplementedError("more than one server needs the cluster map (not yet built)");
   }
+  // Dialling never fails (gRPC connects lazily); an unreachable server shows
+  // as a failed handshake in Init().
   auto impl = std::make_unique<ClientImpl>(options, ControlClient::Dial(options.servers[0]));
   KV_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<KvClient>(std::move(impl));
