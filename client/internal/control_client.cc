@@ -1,4 +1,9 @@
 // Copyright 2026 The kvstore Authors.
+//
+// Every method follows one pattern, kept here and nowhere else in the client:
+// build the request (stamping the epoch where the RPC is epoch-scoped), make
+// a fresh context with the caller's deadline, call the stub, and convert the
+// grpc::Status with FromGrpcStatus so callers only ever see absl::Status.
 
 #include "client/internal/control_client.h"
 
@@ -34,6 +39,9 @@ std::unique_ptr<ControlClient> ControlClient::Dial(const std::string& address) {
 
 ControlClient::ControlClient(std::unique_ptr<v1::KvControl::Stub> stub) : stub_(std::move(stub)) {}
 
+// The handshake is the only call that may wait for a channel in
+// TRANSIENT_FAILURE: after a server restart gRPC backs off reconnecting, and
+// failing fast there would make every reconnect attempt fail.
 absl::StatusOr<v1::HandshakeResponse> ControlClient::Handshake(const std::string& client_name,
                                                                bool wait_for_ready,
                                                                absl::Time deadline) {
@@ -46,19 +54,22 @@ absl::StatusOr<v1::HandshakeResponse> ControlClient::Handshake(const std::string
   return resp;
 }
 
+// Listing keys is a control-plane operation on every transport: the server
+// walks its index under its own locks.
 absl::StatusOr<v1::ScanResponse> ControlClient::Scan(uint64_t cursor, uint32_t count,
                                                      absl::string_view prefix,
                                                      absl::Time deadline) {
   v1::ScanRequest req;
   req.set_cursor(cursor);
   req.set_count(count);
-  req.set_prefix(std::string(prefix));
+  req.set_prefix(std::string(prefix));  // bytes field: may hold any key bytes
   auto ctx = NewContext(deadline);
   v1::ScanResponse resp;
   KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->Scan(ctx.get(), req, &resp)));
   return resp;
 }
 
+// StatsRequest has no fields; the server answers with all it knows.
 absl::StatusOr<v1::StatsResponse> ControlClient::Stats(absl::Time deadline) {
   auto ctx = NewContext(deadline);
   v1::StatsResponse resp;
@@ -66,6 +77,8 @@ absl::StatusOr<v1::StatsResponse> ControlClient::Stats(absl::Time deadline) {
   return resp;
 }
 
+// Used only as the RDMA reader's last resort, so it is not epoch-scoped:
+// any server epoch answers a GET correctly.
 absl::StatusOr<std::string> ControlClient::Get(absl::string_view key, absl::Time deadline) {
   v1::GetRequest req;
   req.set_key(std::string(key));
@@ -76,6 +89,8 @@ absl::StatusOr<std::string> ControlClient::Get(absl::string_view key, absl::Time
   return std::move(*resp.mutable_value());
 }
 
+// The request is built by RdmaConnection (it knows the queue pair and the
+// probe word); only the epoch is filled in here, as for every scoped RPC.
 absl::StatusOr<v1::ConnectQpResponse> ControlClient::ConnectQp(uint64_t epoch,
                                                                v1::ConnectQpRequest request,
                                                                absl::Time deadline) {
@@ -86,6 +101,8 @@ absl::StatusOr<v1::ConnectQpResponse> ControlClient::ConnectQp(uint64_t epoch,
   return resp;
 }
 
+// The response carries nothing; only the status matters (and callers treat
+// even that as best effort).
 absl::Status ControlClient::DisconnectQp(uint64_t epoch, uint64_t connection_id,
                                          absl::Time deadline) {
   v1::DisconnectQpRequest req;
@@ -96,6 +113,9 @@ absl::Status ControlClient::DisconnectQp(uint64_t epoch, uint64_t connection_id,
   return FromGrpcStatus(stub_->DisconnectQp(ctx.get(), req, &resp));
 }
 
+// Returns just the lease: the response has nothing else. A kUnavailable here
+// means a stale epoch or a server that is gone; the caller decides what that
+// does to its path.
 absl::StatusOr<v1::Lease> ControlClient::GrantLease(uint64_t epoch, uint64_t bytes,
                                                     const std::string& client_name,
                                                     uint64_t connection_id, absl::Time deadline) {
@@ -110,6 +130,8 @@ absl::StatusOr<v1::Lease> ControlClient::GrantLease(uint64_t epoch, uint64_t byt
   return resp.lease();
 }
 
+// The renewed lease in the response is not needed: the client measures the
+// new expiry itself, from before the request, to stay on the safe side.
 absl::Status ControlClient::RenewLease(uint64_t epoch, uint64_t lease_id, uint64_t connection_id,
                                        absl::Time deadline) {
   v1::RenewLeaseRequest req;
@@ -121,6 +143,8 @@ absl::Status ControlClient::RenewLease(uint64_t epoch, uint64_t lease_id, uint64
   return FromGrpcStatus(stub_->RenewLease(ctx.get(), req, &resp));
 }
 
+// The status only tells the caller whether to count the release; a lease
+// that is not released expires on the server anyway.
 absl::Status ControlClient::ReleaseLease(uint64_t epoch, uint64_t lease_id, uint64_t connection_id,
                                          absl::Time deadline) {
   v1::ReleaseLeaseRequest req;

@@ -16,6 +16,7 @@
 namespace kvstore {
 namespace client {
 
+// The payload's value is irrelevant; its presence is the mark.
 absl::Status NotSent(absl::Status s) {
   s.SetPayload(kNotSentPayload, absl::Cord("1"));
   return s;
@@ -42,6 +43,8 @@ absl::StatusOr<size_t> DataPath::GetInto(absl::string_view key, const Registered
   return v.size();
 }
 
+// As GetInto(): the range check first, so a bad range never reaches the
+// server.
 absl::Status DataPath::PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
                                size_t length, absl::Time deadline) {
   if (offset > buffer.size() || length > buffer.size() - offset) {

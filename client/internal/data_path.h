@@ -81,6 +81,7 @@ class DataPath {
   virtual absl::Status Put(absl::string_view key, absl::string_view value, absl::Time deadline) = 0;
   // kNotFound when the key was absent.
   virtual absl::Status Delete(absl::string_view key, absl::Time deadline) = 0;
+  // Whether `key` is present.
   virtual absl::StatusOr<bool> Exists(absl::string_view key, absl::Time deadline) = 0;
   // One result per key, in order; the outer status fails only when the
   // batch could not be attempted.

@@ -1,4 +1,8 @@
 // Copyright 2026 The kvstore Authors.
+//
+// Setup order matters to verbs: CQ, then QP (RESET -> INIT on creation), then
+// the endpoint exchange, then INIT -> RTR -> RTS in Connect(). Receives may be
+// posted from INIT on, and must be before the server can SEND an ack.
 
 #include "client/internal/rdma/connection.h"
 
@@ -15,6 +19,8 @@
 namespace kvstore {
 namespace client {
 
+// The object is built first so that its destructor frees whatever a failed
+// step left behind.
 absl::StatusOr<std::unique_ptr<RdmaConnection>> RdmaConnection::Open(
     std::shared_ptr<RdmaContext> ctx, ControlClient* control, const ServerLayout& layout,
     const std::string& client_name, absl::Duration rpc_timeout) {
@@ -28,6 +34,8 @@ absl::StatusOr<std::unique_ptr<RdmaConnection>> RdmaConnection::Open(
   return c;
 }
 
+// One CQ for sends and receives: one poller reaps everything. The RoCE v2
+// GID is preferred (routable); index 0 otherwise (InfiniBand, or none found).
 absl::Status RdmaConnection::CreateQueuePair(rdma::QpCaps* caps) {
   // Room for every slot's work requests (a GET posts two bucket READs and
   // an entry READ) plus the acks' receives.
@@ -48,6 +56,8 @@ absl::Status RdmaConnection::CreateQueuePair(rdma::QpCaps* caps) {
   return absl::OkStatus();
 }
 
+// The server learns our QP and probe word; we learn its QP, the connection
+// id (which scopes our leases) and how many commits it can buffer.
 absl::Status RdmaConnection::Exchange(const ServerLayout& layout, const std::string& client_name,
                                       absl::Duration rpc_timeout) {
   rdma::QpCaps caps;
@@ -86,6 +96,8 @@ absl::Status RdmaConnection::Exchange(const ServerLayout& layout, const std::str
   return PostAckReceives(caps.max_recv_wr);
 }
 
+// The ack buffers live in one registered block, kAckBytes apart; a receive's
+// wr_id names its buffer.
 absl::Status RdmaConnection::PostAckReceives(uint32_t max_recv_wr) {
   // One receive per commit credit (a QP takes receives from INIT on;
   // nothing is sent before this), capped by the receive queue.
@@ -100,17 +112,21 @@ absl::Status RdmaConnection::PostAckReceives(uint32_t max_recv_wr) {
   return absl::OkStatus();
 }
 
+// byte_len comes from the completion; clipped in case the NIC reports more
+// than the buffer (it would have failed the receive instead, but be safe).
 absl::string_view RdmaConnection::ack(size_t i, uint32_t byte_len) const {
   return absl::string_view(ack_arena_->mem.get() + i * wire::kAckBytes,
                            std::min<uint32_t>(byte_len, wire::kAckBytes));
 }
 
+// Same buffer, same wr_id: the receive queue always holds one per credit.
 absl::Status RdmaConnection::RepostAck(size_t i) {
   rdma::Sge sge{reinterpret_cast<uint64_t>(ack_arena_->mem.get() + i * wire::kAckBytes),
                 static_cast<uint32_t>(wire::kAckBytes), ack_arena_->mr->lkey()};
   return qp_->PostRecv(sge, kRecvTag | i);
 }
 
+// The status is ignored: the server closes idle connections itself.
 void RdmaConnection::Disconnect() {
   if (connection_id_ == 0) return;  // ConnectQp never succeeded
   (void)control_->DisconnectQp(epoch_, connection_id_, absl::Now() + absl::Seconds(2));

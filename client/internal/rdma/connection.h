@@ -58,8 +58,10 @@ class RdmaConnection {
   // connection now rather than when it notices. Waits at most 2 s.
   void Disconnect();
 
+  // The connected RC queue pair, and the one CQ both its queues report to.
   rdma::QueuePair& qp() { return *qp_; }
   rdma::CompletionQueue& cq() { return *cq_; }
+  // The server's name for this connection; it scopes the write leases.
   uint64_t connection_id() const { return connection_id_; }
   // Commits that may be outstanding at once: one per posted ack receive.
   uint32_t credits() const { return credits_; }

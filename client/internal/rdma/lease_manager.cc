@@ -1,4 +1,9 @@
 // Copyright 2026 The kvstore Authors.
+//
+// Locking: mu_ guards every Lease and the cur_/next_/retired_ lists. It is
+// never held across an RPC: the grant, renew and release calls drop it, and
+// the state is re-checked after they return, since other threads may have
+// moved leases between the lists meanwhile.
 
 #include "client/internal/rdma/lease_manager.h"
 
@@ -22,12 +27,16 @@ LeaseManager::LeaseManager(ControlClient* control, OpEngine* engine, PathCounter
       lease_ttl_(lease_ttl),
       rpc_timeout_(rpc_timeout) {}
 
+// The owner normally calls Shutdown() first (deciding whether to release);
+// this only makes sure the thread never outlives the manager.
 LeaseManager::~LeaseManager() { Shutdown(/*release=*/false); }
 
+// Started only once the path is fully built: the thread calls the engine.
 void LeaseManager::Start() {
   thread_ = std::thread([this] { Loop(); });
 }
 
+// Safe to call twice; the second call finds no thread and no leases.
 void LeaseManager::Shutdown(bool release) {
   {
     absl::MutexLock lock(&mu_);
@@ -49,6 +58,7 @@ void LeaseManager::Shutdown(bool release) {
   for (auto& l : all) Release(*l);
 }
 
+// Called without mu_ held (it makes an RPC), from Reserve() or the thread.
 absl::StatusOr<std::shared_ptr<Lease>> LeaseManager::Grant(uint64_t bytes) {
   const absl::Time asked = absl::Now();
   absl::StatusOr<v1::Lease> granted =
@@ -72,12 +82,17 @@ absl::StatusOr<std::shared_ptr<Lease>> LeaseManager::Grant(uint64_t bytes) {
   return l;
 }
 
+// Best effort: a failed release only leaves the lease to expire on the
+// server. Counted only when the server confirmed it.
 void LeaseManager::Release(const Lease& l) {
   if (control_->ReleaseLease(epoch_, l.id, connection_id_, absl::Now() + rpc_timeout_).ok()) {
     counters_->leases_released++;
   }
 }
 
+// Bump allocation: entries are never freed inside a lease, the whole lease
+// is released once drained. Four rounds bound the loop when leases keep
+// turning out unusable (e.g. each one expiring before it can be used).
 absl::StatusOr<LeaseSpace> LeaseManager::Reserve(uint64_t size) {
   absl::MutexLock lock(&mu_);
   for (int round = 0; round < 4; ++round) {
@@ -114,12 +129,16 @@ absl::StatusOr<LeaseSpace> LeaseManager::Reserve(uint64_t size) {
   return absl::UnavailableError("could not obtain a write lease");
 }
 
+// The in-flight count keeps a retired lease from being released while a
+// commit into it may still be on its way.
 void LeaseManager::Finish(const LeaseSpace& space, const absl::Status& result) {
   absl::MutexLock lock(&mu_);
   space.lease->inflight--;
   if (result.code() == absl::StatusCode::kAborted) space.lease->dead = true;
 }
 
+// Stops on Shutdown() or once the path broke (the server is gone or has a
+// new epoch: its leases are void).
 void LeaseManager::Loop() {
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
@@ -133,6 +152,7 @@ void LeaseManager::Loop() {
   }
 }
 
+// Grants the next lease ahead of need, so PUTs rarely wait for an RPC.
 void LeaseManager::RefillLocked() {
   if (refill_wanted_ && !next_) {
     refill_wanted_ = false;
@@ -150,6 +170,8 @@ void LeaseManager::RefillLocked() {
   refill_wanted_ = false;
 }
 
+// Only cur_ and next_ are renewed: retired leases take no new entries; a
+// commit into one that expired is refused (kAborted) and redone elsewhere.
 void LeaseManager::RenewLocked() {
   const absl::Time now = absl::Now();
   for (std::shared_ptr<Lease>* lp : {&cur_, &next_}) {
@@ -169,6 +191,7 @@ void LeaseManager::RenewLocked() {
   }
 }
 
+// Releases retired leases with no commit in flight, outside the lock.
 void LeaseManager::ReleaseDrainedLocked() {
   std::vector<std::shared_ptr<Lease>> drained;
   for (auto it = retired_.begin(); it != retired_.end();) {

@@ -1,4 +1,10 @@
 // Copyright 2026 The kvstore Authors.
+//
+// The engine keeps no thread of its own: completions are reaped by the
+// threads waiting for them. Whoever wins poll_mu_ drains the CQ and marks
+// every slot it finds done; the others spin on their slot's `done` flag. This
+// keeps a lone operation's latency at one poll, and many in flight share the
+// polling.
 
 #include "client/internal/rdma/op_engine.h"
 
@@ -14,6 +20,8 @@
 namespace kvstore {
 namespace client {
 
+// One registration for all slots: registering per operation would cost far
+// more than the operation itself.
 absl::StatusOr<std::unique_ptr<OpEngine>> OpEngine::Create(std::shared_ptr<RdmaContext> ctx,
                                                            uint64_t max_key_bytes) {
   std::unique_ptr<OpEngine> e(new OpEngine(ctx));
@@ -34,6 +42,8 @@ absl::StatusOr<std::unique_ptr<OpEngine>> OpEngine::Create(std::shared_ptr<RdmaC
   return e;
 }
 
+// All `n` are taken at once, never one by one: two batches each holding part
+// of what they need could otherwise wait on each other forever.
 std::vector<OpSlot*> OpEngine::AcquireSlots(size_t n) {
   absl::MutexLock lock(&slot_mu_);
   auto enough = [this, n]()
@@ -47,6 +57,7 @@ std::vector<OpSlot*> OpEngine::AcquireSlots(size_t n) {
   return out;
 }
 
+// The slots' state is left as is; the next user re-arms it.
 void OpEngine::ReleaseSlots(const std::vector<OpSlot*>& slots) {
   absl::MutexLock lock(&slot_mu_);
   for (OpSlot* x : slots) free_slots_.push_back(x->index);
@@ -63,11 +74,15 @@ uint64_t OpEngine::NewRequest(OpSlot* s) {
   return s->request_id;
 }
 
+// Unlike NewRequest() the request id is kept: READs complete by wr_id, not
+// by an ack.
 void OpEngine::Arm(OpSlot* s) {
   s->done.store(false, std::memory_order_relaxed);
   s->wc_status = IBV_WC_SUCCESS;
 }
 
+// Credits stand for the server's receive buffers for commits: a SEND with none
+// posted would stall the queue pair in RNR retries, so a commit waits here.
 absl::Status OpEngine::AcquireCredit(absl::Time deadline, int n) {
   absl::MutexLock lock(&credit_mu_);
   auto ok = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(credit_mu_) {
@@ -80,11 +95,14 @@ absl::Status OpEngine::AcquireCredit(absl::Time deadline, int n) {
   return absl::OkStatus();
 }
 
+// Called once the commit's ack arrived (or the commit was never posted).
 void OpEngine::ReturnCredits(int n) {
   absl::MutexLock lock(&credit_mu_);
   credits_used_ -= n;
 }
 
+// A post fails when the queue pair is in an error state or its send queue is
+// full (which the slot limit is sized to prevent): the path is done either way.
 absl::Status OpEngine::Post(absl::Status s) {
   if (!s.ok()) {
     // Not MarkBroken: a failed post is reported to its caller, no need to log.
@@ -94,28 +112,37 @@ absl::Status OpEngine::Post(absl::Status s) {
   return s;
 }
 
+// The caller set each READ's wr_id (kKindRead | slot) and which is signaled.
 absl::Status OpEngine::PostReads(absl::Span<const rdma::ReadOp> reads) {
   return Post(conn_->qp().PostReads(reads));
 }
 
+// Always signaled: the READ's completion is what Wait() looks for.
 absl::Status OpEngine::PostRead(absl::Span<const rdma::Sge> local, uint64_t remote_addr,
                                 uint32_t rkey, const OpSlot* s) {
   return Post(conn_->qp().PostRead(local, remote_addr, rkey, kKindRead | s->index, true));
 }
 
+// Inline when it fits the QP's max_inline, so the NIC need not DMA-read the
+// scratch (a DELETE's key makes it up to 40 + max_key_bytes bytes).
 absl::Status OpEngine::PostSend(const rdma::Sge& sge, const OpSlot* s) {
   return Post(conn_->qp().PostSend(absl::MakeConstSpan(&sge, 1), kKindSend | s->index, true,
                                    /*inline=*/sge.length <= 64));
 }
 
+// WRITE + SEND pairs in one doorbell (see RdmaWriter::PostStaged).
 absl::Status OpEngine::PostWriteSends(absl::Span<const rdma::QueuePair::WriteSendOp> ops) {
   return Post(conn_->qp().PostWriteSends(ops));
 }
 
+// Logged once per path, by whichever thread noticed first.
 void OpEngine::MarkBroken(const absl::Status& why) {
   if (!broken_.exchange(true)) LOG(WARNING) << "RDMA data path broken: " << why;
 }
 
+// An ack is the server's answer to a commit SEND. A malformed one means the
+// server and client disagree about the protocol: nothing on this path can be
+// trusted any more.
 void OpEngine::OnAck(const ibv_wc& wc) {
   const size_t i_buf = wc.wr_id & 0xffff;
   auto ack = wire::ParseAck(conn_->ack(i_buf, wc.byte_len));
@@ -133,6 +160,8 @@ void OpEngine::OnAck(const ibv_wc& wc) {
   if (!conn_->RepostAck(i_buf).ok()) MarkBroken(absl::UnavailableError("repost receive"));
 }
 
+// Up to 32 completions per call; Wait() calls again as long as its slot is
+// not done. Receives (acks) and sends/READs are told apart by kRecvTag.
 void OpEngine::PollOnce() {
   ibv_wc wc[32];
   const int n = conn_->cq().Poll(wc, 32);
@@ -161,6 +190,9 @@ void OpEngine::PollOnce() {
   }
 }
 
+// A timed-out wait breaks the path: the work request may still complete
+// later, into a slot that has been reused, so the queue pair cannot be
+// trusted either.
 absl::Status OpEngine::Wait(OpSlot* s, absl::Time deadline) {
   int idle = 0;
   while (!s->done.load(std::memory_order_acquire)) {

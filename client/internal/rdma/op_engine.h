@@ -74,6 +74,7 @@ class OpEngine {
   // --- Slots and credits ---------------------------------------------------
   // `n` free slots (n <= kSlots), blocking until enough are free.
   std::vector<OpSlot*> AcquireSlots(size_t n);
+  // Returns slots taken by AcquireSlots() (see SlotGuard).
   void ReleaseSlots(const std::vector<OpSlot*>& slots);
   // Starts a commit on `s`: a new request id, cleared completion state.
   uint64_t NewRequest(OpSlot* s);
@@ -81,16 +82,20 @@ class OpEngine {
   void Arm(OpSlot* s);
   // Takes `n` commit credits; kDeadlineExceeded if they do not free up in time.
   absl::Status AcquireCredit(absl::Time deadline, int n = 1);
+  // Gives back `n` credits taken by AcquireCredit().
   void ReturnCredits(int n = 1);
+  // The total number of credits (commits that may await an ack at once).
   uint32_t credits() const { return conn_->credits(); }
 
   // --- Posting: a failed post breaks the path and returns kUnavailable -------
+  // READs in one doorbell; the caller sets wr_ids and which are signaled.
   absl::Status PostReads(absl::Span<const rdma::ReadOp> reads);
   // One signaled READ of `local` from (remote_addr, rkey), completing `s`.
   absl::Status PostRead(absl::Span<const rdma::Sge> local, uint64_t remote_addr, uint32_t rkey,
                         const OpSlot* s);
   // One signaled SEND of `sge` for `s` (a DELETE commit); inlined if small.
   absl::Status PostSend(const rdma::Sge& sge, const OpSlot* s);
+  // WRITE + commit SEND pairs in one doorbell (RdmaWriter).
   absl::Status PostWriteSends(absl::Span<const rdma::QueuePair::WriteSendOp> ops);
 
   // Waits until `s` completes (a signaled READ or the ack of its commit),

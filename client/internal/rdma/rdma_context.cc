@@ -34,6 +34,8 @@ absl::StatusOr<std::shared_ptr<RdmaContext>> OpenRdmaContext(const std::string& 
   return std::make_shared<RdmaContext>(std::move(dev), std::move(pd));
 }
 
+// Zeroed: scratch and ack buffers start in a known state, never with stale
+// heap bytes.
 absl::StatusOr<std::unique_ptr<Block>> NewBlock(const std::shared_ptr<RdmaContext>& ctx,
                                                 size_t size) {
   auto b = std::make_unique<Block>();
@@ -50,6 +52,7 @@ absl::StatusOr<std::unique_ptr<Block>> NewBlock(const std::shared_ptr<RdmaContex
   return b;
 }
 
+// Cached blocks of the class are reused first (most recently released).
 absl::StatusOr<std::unique_ptr<Block>> BufferPool::Acquire(size_t bytes) {
   // Power-of-two classes from 64 KiB keep the number of distinct sizes (and
   // so of cached blocks nobody can use) small.
@@ -69,6 +72,8 @@ absl::StatusOr<std::unique_ptr<Block>> BufferPool::Acquire(size_t bytes) {
   return NewBlock(ctx_, cls);
 }
 
+// A block that would push the cache over kMaxCached is freed instead, so a
+// burst of huge values does not pin memory for good.
 void BufferPool::Release(std::unique_ptr<Block> b) {
   absl::MutexLock lock(&mu_);
   if (cached_ + b->size > kMaxCached) return;  // dropped: deregistered

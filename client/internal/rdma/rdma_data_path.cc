@@ -1,4 +1,8 @@
 // Copyright 2026 The kvstore Authors.
+//
+// The facade: builds the parts in dependency order and forwards each
+// DataPath call to the part that does that job. No verbs work happens here
+// except Register(), which only touches the shared context.
 
 #include "client/internal/rdma/rdma_data_path.h"
 
@@ -18,6 +22,9 @@ namespace client {
 RdmaDataPath::RdmaDataPath(std::shared_ptr<RdmaContext> ctx, ServerLayout layout)
     : ctx_(std::move(ctx)), layout_(std::move(layout)) {}
 
+// Order: layout (pure validation) -> pool and slot scratch (local memory) ->
+// connection (the first thing the server sees) -> the parts that use them ->
+// the lease thread last, once everything it calls exists.
 absl::StatusOr<std::unique_ptr<RdmaDataPath>> RdmaDataPath::Connect(
     std::shared_ptr<RdmaContext> context, ControlClient* control,
     const v1::HandshakeResponse& handshake, const std::string& client_name, uint64_t lease_bytes,
@@ -49,6 +56,8 @@ RdmaDataPath::~RdmaDataPath() {
   if (conn_ != nullptr && healthy) conn_->Disconnect();
 }
 
+// --- Data operations: straight to the reader or the writer -------------------
+
 absl::StatusOr<std::string> RdmaDataPath::Get(absl::string_view key, absl::Time deadline) {
   return reader_->Get(key, deadline);
 }
@@ -76,6 +85,8 @@ absl::Status RdmaDataPath::MultiPut(absl::Span<const std::pair<std::string, std:
   return writer_->MultiPut(pairs, deadline);
 }
 
+// Local write access only: the NIC writes GET values into the buffer and
+// reads PUT values from it; the server never accesses it remotely.
 absl::StatusOr<RegisteredBuffer> RdmaDataPath::Register(void* data, size_t size) {
   if (data == nullptr || size == 0) return absl::InvalidArgumentError("empty buffer");
   KV_ASSIGN_OR_RETURN(auto mr,
@@ -91,6 +102,8 @@ absl::StatusOr<RegisteredBuffer> RdmaDataPath::Register(void* data, size_t size)
   return KvClientInternal::MakeBuffer(static_cast<char*>(data), size, reg, lkey);
 }
 
+// lkey 0: memory no RDMA device knows (registered while the client used
+// TCP); the NIC cannot use it, so the value is copied as over TCP.
 absl::StatusOr<size_t> RdmaDataPath::GetInto(absl::string_view key, const RegisteredBuffer& buffer,
                                              size_t offset, size_t capacity, absl::Time deadline) {
   if (KvClientInternal::lkey(buffer) == 0) {
@@ -99,6 +112,7 @@ absl::StatusOr<size_t> RdmaDataPath::GetInto(absl::string_view key, const Regist
   return reader_->GetInto(key, buffer, offset, capacity, deadline);
 }
 
+// As GetInto(): zero copy only for memory this device knows.
 absl::Status RdmaDataPath::PutFrom(absl::string_view key, const RegisteredBuffer& buffer,
                                    size_t offset, size_t length, absl::Time deadline) {
   if (KvClientInternal::lkey(buffer) == 0) {
@@ -107,6 +121,7 @@ absl::Status RdmaDataPath::PutFrom(absl::string_view key, const RegisteredBuffer
   return writer_->PutFrom(key, buffer, offset, length, deadline);
 }
 
+// The engine sees every completion, so it is the one to know.
 bool RdmaDataPath::broken() const { return engine_->broken(); }
 
 }  // namespace client

@@ -61,6 +61,8 @@ class RdmaDataPath final : public DataPath {
   // would wait out its deadline, and it expires the leases anyway).
   ~RdmaDataPath() override;
 
+  // The data operations, as DataPath documents them: reads go to the
+  // RdmaReader, writes and deletes to the RdmaWriter.
   absl::StatusOr<std::string> Get(absl::string_view key, absl::Time deadline) override;
   absl::Status Put(absl::string_view key, absl::string_view value, absl::Time deadline) override;
   absl::Status Delete(absl::string_view key, absl::Time deadline) override;
@@ -80,6 +82,7 @@ class RdmaDataPath final : public DataPath {
   absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
                        size_t length, absl::Time deadline) override;
 
+  // True once a completion error, failed post or timeout broke the QP.
   bool broken() const override;
   RdmaPathCounters rdma_counters() const override { return counters_.Snapshot(); }
   absl::string_view name() const override { return "rdma"; }

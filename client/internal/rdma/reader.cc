@@ -1,4 +1,12 @@
 // Copyright 2026 The kvstore Authors.
+//
+// Why so much checking: the server neither locks nor fences anything for a
+// one-sided reader. A bucket may be read while a slot word in it changes, and
+// an entry may be reclaimed and reused between the bucket READ and the entry
+// READ. So every slot is bounds-checked before it is followed, every entry is
+// verified (magic, lengths, key, checksum) after it is read, and a read that
+// took longer than the server's max_read_span (its grace period before
+// reusing memory) is not trusted at all.
 
 #include "client/internal/rdma/reader.h"
 
@@ -24,6 +32,8 @@ constexpr size_t kBatch = 16;       // keys per MultiGet round
 
 // --- Entry points --------------------------------------------------------------
 
+// The key limit is checked before anything is posted: the server would
+// refuse such a key anyway, and the hash of an oversize key is meaningless.
 absl::StatusOr<std::string> RdmaReader::Get(absl::string_view key, absl::Time deadline) {
   KV_RETURN_IF_ERROR(layout_->limits.CheckKey(key));
   std::string out;
@@ -31,6 +41,8 @@ absl::StatusOr<std::string> RdmaReader::Get(absl::string_view key, absl::Time de
   return out;
 }
 
+// Exists reads only the header and key (header_only): the value is not
+// needed, so neither is its checksum.
 absl::StatusOr<bool> RdmaReader::Exists(absl::string_view key, absl::Time deadline) {
   KV_RETURN_IF_ERROR(layout_->limits.CheckKey(key));
   auto r = GetOne({key, deadline, nullptr, nullptr, /*header_only=*/true});
@@ -39,6 +51,8 @@ absl::StatusOr<bool> RdmaReader::Exists(absl::string_view key, absl::Time deadli
   return r.status();
 }
 
+// The value lands in the caller's buffer straight from the NIC; only the
+// header, key and padding pass through scratch.
 absl::StatusOr<size_t> RdmaReader::GetInto(absl::string_view key, const RegisteredBuffer& buffer,
                                            size_t offset, size_t capacity, absl::Time deadline) {
   KV_RETURN_IF_ERROR(layout_->limits.CheckKey(key));
@@ -50,6 +64,8 @@ absl::StatusOr<size_t> RdmaReader::GetInto(absl::string_view key, const Register
   return GetOne({key, deadline, nullptr, &dest, false});
 }
 
+// Every key is checked before any is read, so a bad key fails the whole
+// call without partial work; then batches of kBatch keys, each in parallel.
 absl::StatusOr<std::vector<absl::StatusOr<std::string>>> RdmaReader::MultiGet(
     absl::Span<const std::string> keys, absl::Time deadline) {
   for (const auto& k : keys) KV_RETURN_IF_ERROR(layout_->limits.CheckKey(k));
@@ -64,6 +80,8 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> RdmaReader::MultiGet(
 
 // --- The single-key GET ----------------------------------------------------------
 
+// Both buckets are read even when they coincide; Candidates() then searches
+// the copy once.
 absl::Status RdmaReader::ReadBuckets(OpSlot* s, const layout::KeyHash& h, absl::Time deadline) {
   // Both candidate buckets, one doorbell, only the last signaled (RC
   // completes them in order).
@@ -101,6 +119,10 @@ std::vector<Slot> RdmaReader::Candidates(const OpSlot* s, const layout::KeyHash&
   return out;
 }
 
+// The attempt loop. Outcomes per attempt: no candidate -> kNotFound; a
+// candidate that verifies -> done; only other keys -> kNotFound;
+// anything torn -> retry; a span overrun -> retry, or straight to the server
+// when even the entry READ alone is too slow.
 absl::StatusOr<size_t> RdmaReader::GetOne(const Request& req) {
   counters_->ops++;
   const layout::KeyHash h =
@@ -139,6 +161,8 @@ absl::StatusOr<size_t> RdmaReader::GetOne(const Request& req) {
   return ServerGet(req);
 }
 
+// One entry READ and its verification. A pooled buffer, if one was needed,
+// goes back to the pool on every way out.
 RdmaReader::Attempt RdmaReader::ReadCandidate(const Request& req, const Slot& slot, OpSlot* s,
                                               absl::Time t0) {
   const size_t head = layout::kEntryHeaderBytes + req.key.size();
@@ -182,6 +206,10 @@ RdmaReader::Attempt RdmaReader::ReadCandidate(const Request& req, const Slot& sl
   return {Attempt::kOtherKey};
 }
 
+// Three shapes of READ: header+key only (Exists); header+key to scratch and
+// the value into the caller's memory (GetInto); the whole entry to scratch or
+// a pooled buffer (Get). kOutOfRange when the slot already shows the value
+// cannot fit the caller's buffer.
 absl::Status RdmaReader::PlanEntryRead(const Request& req, const Slot& slot, OpSlot* s,
                                        EntryRead* plan) {
   const size_t head = layout::kEntryHeaderBytes + req.key.size();
@@ -229,6 +257,8 @@ absl::Status RdmaReader::PlanEntryRead(const Request& req, const Slot& slot, OpS
   return absl::OkStatus();
 }
 
+// The key comparison comes before the length check so that a fingerprint collision reads as
+// "another key" (kNotFound), not as a torn entry worth retrying.
 absl::StatusOr<size_t> RdmaReader::Verify(absl::string_view key, const Slot& slot,
                                           const char* local, const UserDest* dest, std::string* out,
                                           bool header_only) {
@@ -262,6 +292,8 @@ absl::StatusOr<size_t> RdmaReader::Verify(absl::string_view key, const Slot& slo
   return size_t{h.value_len};
 }
 
+// The server reads its own memory under its own rules, so whatever it returns
+// is current; only the caller's capacity still needs checking.
 absl::StatusOr<size_t> RdmaReader::ServerGet(const Request& req) {
   KV_ASSIGN_OR_RETURN(std::string v, control_->Get(req.key, req.deadline));
   if (req.dest != nullptr) {
@@ -279,6 +311,8 @@ absl::StatusOr<size_t> RdmaReader::ServerGet(const Request& req) {
 
 // --- MultiGet ------------------------------------------------------------------------
 
+// 2 READs per key in one doorbell; the slots' scratch receives the buckets
+// as in the single-key path, so GetOne() could take over any key.
 absl::Status RdmaReader::ReadBucketsBatch(absl::Span<const std::string> keys,
                                           const std::vector<OpSlot*>& slots,
                                           std::vector<layout::KeyHash>* hashes, absl::Time deadline,
@@ -309,6 +343,10 @@ absl::Status RdmaReader::ReadBucketsBatch(absl::Span<const std::string> keys,
   return engine_->Wait(slots[n - 1], deadline);
 }
 
+// The common case, done in one more round trip for the whole batch: a key
+// with one small, plausible candidate in one region. Keys whose entry does
+// not verify stay open (UnknownError) for GetOne(); so do all when the span
+// was exceeded.
 absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys,
                                               const std::vector<OpSlot*>& slots,
                                               const std::vector<layout::KeyHash>& hashes,
@@ -357,6 +395,8 @@ absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys
   return absl::OkStatus();
 }
 
+// Counts the batch's keys once up front; the GetOne() calls for leftover
+// keys would count again, hence the decrement after each.
 absl::Status RdmaReader::MultiGetBatch(absl::Span<const std::string> keys, absl::Time deadline,
                                        absl::StatusOr<std::string>* out) {
   counters_->ops += keys.size();

@@ -1,4 +1,7 @@
 // Copyright 2026 The kvstore Authors.
+//
+// Everything here comes from the server and is checked before use: a client
+// must never READ outside what the server registered, whatever it is told.
 
 #include "client/internal/rdma/server_layout.h"
 
@@ -9,6 +12,8 @@
 namespace kvstore {
 namespace client {
 
+// The layout version check comes first: a server with another layout would
+// make every bucket and entry read meaningless.
 absl::StatusOr<ServerLayout> ServerLayout::FromHandshake(const v1::HandshakeResponse& hs) {
   ServerLayout l;
   l.epoch = hs.epoch();
@@ -37,9 +42,12 @@ absl::StatusOr<ServerLayout> ServerLayout::FromHandshake(const v1::HandshakeResp
       l.data.push_back({r.arena_offset(), r.length(), r.addr(), r.rkey()});
     }
   }
+  // Sorted so that Resolve() scans regions in arena order.
   std::sort(l.data.begin(), l.data.end(), [](const DataRegion& a, const DataRegion& b) {
     return a.arena_offset < b.arena_offset;
   });
+  // The GID is how the queue pair reaches the server; without it (or the
+  // regions) no RDMA path can be built.
   if (!have_index || l.data.empty() || hs.endpoints().rdma_gid().size() != 16) {
     return absl::UnavailableError("the server publishes no RDMA regions");
   }
@@ -47,6 +55,7 @@ absl::StatusOr<ServerLayout> ServerLayout::FromHandshake(const v1::HandshakeResp
   return l;
 }
 
+// A linear scan: a server publishes few data regions.
 const DataRegion* ServerLayout::Resolve(uint64_t offset, uint64_t len) const {
   // Written so that offset + len cannot overflow on untrusted input.
   if (offset > data_arena_bytes || len > data_arena_bytes - offset) return nullptr;
@@ -56,6 +65,8 @@ const DataRegion* ServerLayout::Resolve(uint64_t offset, uint64_t len) const {
   return nullptr;
 }
 
+// Checked before any entry READ: a torn or hostile slot word must not make
+// the client READ outside the arena or into a huge buffer.
 bool ServerLayout::Plausible(const layout::Slot& slot, size_t key_len) const {
   return slot.size >= layout::EntryBytes(key_len, 0) &&
          slot.size <= layout::EntryBytes(key_len, limits.max_value_bytes) &&

@@ -1,4 +1,10 @@
 // Copyright 2026 The kvstore Authors.
+//
+// A commit's life: reserve lease space -> acquire a slot -> stage the entry
+// and the commit in the slot's scratch -> take a credit -> post WRITE + SEND
+// -> wait for the ack -> return the credit, the slot, any pooled buffer, and
+// finish the lease space. A failure at any step gives back what the earlier
+// steps took, so leases drain and credits never leak.
 
 #include "client/internal/rdma/writer.h"
 
@@ -22,10 +28,12 @@ constexpr size_t kBatch = 16;  // pairs per MultiPut round
 
 // --- Entry points --------------------------------------------------------------
 
+// A copy PUT: the value is staged in scratch (or a pooled buffer).
 absl::Status RdmaWriter::Put(absl::string_view key, absl::string_view value, absl::Time deadline) {
   return PutImpl(key, value, 0, deadline);
 }
 
+// Zero copy: the NIC gathers the value from the caller's registered memory.
 absl::Status RdmaWriter::PutFrom(absl::string_view key, const RegisteredBuffer& buffer,
                                  size_t offset, size_t length, absl::Time deadline) {
   // Written as two comparisons so that offset + length cannot overflow.
@@ -36,6 +44,8 @@ absl::Status RdmaWriter::PutFrom(absl::string_view key, const RegisteredBuffer& 
                  KvClientInternal::lkey(buffer), deadline);
 }
 
+// A DELETE writes nothing: the commit carries the key and the server
+// unlinks the slot. It is not redone on kAborted (no lease is involved).
 absl::Status RdmaWriter::Delete(absl::string_view key, absl::Time deadline) {
   KV_RETURN_IF_ERROR(layout_->limits.CheckKey(key));
   counters_->ops++;
@@ -55,6 +65,8 @@ absl::Status RdmaWriter::Delete(absl::string_view key, absl::Time deadline) {
   return s->ack;
 }
 
+// All pairs are checked before any is written, so a bad pair fails the call
+// without partial work; then batches of kBatch pairs.
 absl::Status RdmaWriter::MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
                                   absl::Time deadline) {
   for (const auto& [k, v] : pairs) {
@@ -70,6 +82,8 @@ absl::Status RdmaWriter::MultiPut(absl::Span<const std::pair<std::string, std::s
 
 // --- PUT -------------------------------------------------------------------------
 
+// Counted once even when redone. Only kAborted is redone: the lease expired
+// before the commit arrived, so the entry was never published.
 absl::Status RdmaWriter::PutImpl(absl::string_view key, absl::string_view value,
                                  uint32_t value_lkey, absl::Time deadline) {
   KV_RETURN_IF_ERROR(layout_->limits.CheckKey(key));
@@ -82,6 +96,7 @@ absl::Status RdmaWriter::PutImpl(absl::string_view key, absl::string_view value,
   }
 }
 
+// One attempt, start to finish, on a single slot and credit.
 absl::Status RdmaWriter::PutOnce(absl::string_view key, absl::string_view value,
                                  uint32_t value_lkey, absl::Time deadline) {
   const uint64_t size = layout::EntryBytes(key.size(), value.size());
@@ -102,6 +117,9 @@ absl::Status RdmaWriter::PutOnce(absl::string_view key, absl::string_view value,
   return st;
 }
 
+// The entry is written by the NIC into the lease exactly as the layout
+// defines it (header, key, value); the server verifies its checksum when the
+// commit arrives, so the header is filled here, before the WRITE.
 absl::Status RdmaWriter::Stage(OpSlot* s, absl::string_view key, absl::string_view value,
                                uint32_t value_lkey, const LeaseSpace& space, StagedPut* out) {
   const size_t head = layout::kEntryHeaderBytes + key.size();
@@ -144,6 +162,8 @@ absl::Status RdmaWriter::Stage(OpSlot* s, absl::string_view key, absl::string_vi
   return absl::OkStatus();
 }
 
+// One doorbell for the whole batch: the NIC processes the pairs in order, and
+// RC ordering keeps each WRITE ahead of its SEND.
 absl::Status RdmaWriter::PostStaged(absl::Span<StagedPut> puts, absl::Time deadline) {
   KV_RETURN_IF_ERROR(engine_->AcquireCredit(deadline, static_cast<int>(puts.size())));
   std::vector<rdma::QueuePair::WriteSendOp> ops(puts.size());
@@ -167,6 +187,9 @@ absl::Status RdmaWriter::PostStaged(absl::Span<StagedPut> puts, absl::Time deadl
 
 // --- MultiPut ----------------------------------------------------------------------
 
+// Reserves every pair's space first, then stages and posts all, then waits
+// for each ack in turn. Pairs whose lease expired are redone one by one; the
+// first error (in pair order) is the result.
 absl::Status RdmaWriter::MultiPutBatch(absl::Span<const std::pair<std::string, std::string>> pairs,
                                        absl::Time deadline) {
   // More commits than credits could never all be posted at once.
