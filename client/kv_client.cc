@@ -11,17 +11,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "client/internal/buffer_access.h"
+#include "client/internal/control_client.h"
 #include "client/internal/data_path.h"
+#include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/rdma_data_path.h"
 #include "client/internal/tcp/tcp_data_path.h"
-#include "common/grpc_status.h"
 #include "common/protocol/limits.h"
-#include "common/rdma/device.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
-#include "grpcpp/grpcpp.h"
-#include "proto/kv_control.grpc.pb.h"
 
 namespace kvstore {
 namespace client {
@@ -38,6 +35,7 @@ absl::string_view TransportModeName(TransportMode mode) {
   return "?";
 }
 
+// Case-insensitive, so flags and config files may say "RDMA".
 absl::StatusOr<TransportMode> ParseTransportMode(absl::string_view text) {
   std::string t = absl::AsciiStrToLower(text);
   if (t == "auto") return TransportMode::kAuto;
@@ -58,21 +56,32 @@ std::string ResolveDataAddress(const std::string& published, const std::string& 
   return absl::StrCat(ctl.first, ":", pub.second);
 }
 
+// The KvClient: counts operations, forwards them to the current DataPath,
+// and rebuilds the path (handshake, then RDMA or TCP per Options::transport)
+// when an RDMA path breaks. Control-plane calls go through ControlClient.
+// Thread-safe: `mu_` guards the path; the counters are atomic.
 class ClientImpl final : public KvClient {
  public:
-  ClientImpl(const Options& options, std::unique_ptr<v1::KvControl::Stub> stub)
-      : options_(options), stub_(std::move(stub)), name_(absl::StrCat("kvclient pid ", getpid())) {}
+  ClientImpl(const Options& options, std::unique_ptr<ControlClient> control)
+      : options_(options),
+        control_(std::move(control)),
+        name_(absl::StrCat("kvclient pid ", getpid())) {}
 
+  // The path goes first, under the lock, while control_ (which an RDMA path
+  // calls as it shuts down) is still alive.
   ~ClientImpl() override {
     absl::MutexLock lock(&mu_);
     path_.reset();
   }
 
+  // The first handshake and path; Connect() fails with its error.
   absl::Status Init() {
     absl::MutexLock lock(&mu_);
     return BuildPath();
   }
 
+  // Each operation counts itself, then runs on the current path through
+  // Run(), which may rebuild a broken path and try once more.
   absl::StatusOr<std::string> Get(absl::string_view key) override {
     gets_++;
     return Run<std::string>([&](DataPath& p) { return p.Get(key, Deadline()); });
@@ -103,59 +112,30 @@ class ClientImpl final : public KvClient {
   }
 
   absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) override {
-    std::shared_ptr<DataPath> path = CurrentPath();
-    if (auto* rdma = dynamic_cast<RdmaDataPath*>(path.get())) return rdma->Register(data, size);
-    if (data == nullptr || size == 0) return absl::InvalidArgumentError("empty buffer");
-    // TCP: nothing to register; the handle just describes the memory.
-    return KvClientInternal::MakeBuffer(static_cast<char*>(data), size, nullptr, 0);
+    // Registered with the current path's device (if any); the registration
+    // survives reconnects because paths share one RdmaContext.
+    return CurrentPath()->Register(data, size);
   }
 
   absl::StatusOr<size_t> GetInto(absl::string_view key, const RegisteredBuffer& buffer,
                                  size_t offset, size_t capacity) override {
     gets_++;
-    return Run<size_t>([&](DataPath& p) -> absl::StatusOr<size_t> {
-      auto* rdma = dynamic_cast<RdmaDataPath*>(&p);
-      if (rdma != nullptr && KvClientInternal::lkey(buffer) != 0) {
-        return rdma->GetInto(key, buffer, offset, capacity, Deadline());
-      }
-      if (offset > buffer.size() || capacity > buffer.size() - offset) {
-        return absl::InvalidArgumentError("range outside the registered buffer");
-      }
-      KV_ASSIGN_OR_RETURN(std::string v, p.Get(key, Deadline()));
-      if (v.size() > capacity) {
-        return absl::OutOfRangeError(
-            absl::StrCat("value is ", v.size(), " bytes; the buffer holds ", capacity));
-      }
-      std::memcpy(buffer.data() + offset, v.data(), v.size());
-      return v.size();
-    });
+    return Run<size_t>(
+        [&](DataPath& p) { return p.GetInto(key, buffer, offset, capacity, Deadline()); });
   }
 
   absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
                        size_t length) override {
     puts_++;
-    return RunStatus([&](DataPath& p) -> absl::Status {
-      auto* rdma = dynamic_cast<RdmaDataPath*>(&p);
-      if (rdma != nullptr && KvClientInternal::lkey(buffer) != 0) {
-        return rdma->PutFrom(key, buffer, offset, length, Deadline());
-      }
-      if (offset > buffer.size() || length > buffer.size() - offset) {
-        return absl::InvalidArgumentError("range outside the registered buffer");
-      }
-      return p.Put(key, absl::string_view(buffer.data() + offset, length), Deadline());
-    });
+    return RunStatus(
+        [&](DataPath& p) { return p.PutFrom(key, buffer, offset, length, Deadline()); });
   }
 
+  // Scan and Stats are control-plane calls: they work the same whatever the
+  // data path, and are not retried.
   absl::StatusOr<ScanPage> Scan(uint64_t cursor, uint32_t count,
                                 absl::string_view prefix) override {
-    v1::ScanRequest req;
-    req.set_cursor(cursor);
-    req.set_count(count);
-    req.set_prefix(std::string(prefix));
-    v1::ScanResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(Deadline()));
-    KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->Scan(&ctx, req, &resp)));
+    KV_ASSIGN_OR_RETURN(v1::ScanResponse resp, control_->Scan(cursor, count, prefix, Deadline()));
     ScanPage page;
     page.keys.assign(resp.keys().begin(), resp.keys().end());
     page.cursor = resp.cursor();
@@ -163,10 +143,7 @@ class ClientImpl final : public KvClient {
   }
 
   absl::StatusOr<ServerStats> Stats() override {
-    v1::StatsResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(Deadline()));
-    KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->Stats(&ctx, v1::StatsRequest(), &resp)));
+    KV_ASSIGN_OR_RETURN(v1::StatsResponse resp, control_->Stats(Deadline()));
     ServerStats out;
     out.info.insert(resp.info().begin(), resp.info().end());
     out.counters.insert(resp.counters().begin(), resp.counters().end());
@@ -178,6 +155,8 @@ class ClientImpl final : public KvClient {
     return path ? std::string(path->name()) : "none";
   }
 
+  // A snapshot: each counter is read on its own, so the fields may be
+  // microseconds apart under load.
   ClientCounters counters() const override {
     ClientCounters c;
     c.gets = gets_;
@@ -195,7 +174,7 @@ class ClientImpl final : public KvClient {
       r = retired_rdma_;
       path = path_;
     }
-    if (auto* rdma = dynamic_cast<RdmaDataPath*>(path.get())) r += rdma->counters();
+    if (path != nullptr) r += path->rdma_counters();
     c.checksum_retries = r.checksum_retries;
     c.span_retries = r.span_retries;
     c.server_fallback_gets = r.server_fallback_gets;
@@ -207,8 +186,12 @@ class ClientImpl final : public KvClient {
   }
 
  private:
+  // Every operation's deadline, taken when the attempt starts (a retry after
+  // a reconnect gets a fresh one).
   absl::Time Deadline() const { return absl::Now() + options_.op_timeout; }
 
+  // A reference that keeps the path alive for one operation even if another
+  // thread replaces it meanwhile.
   std::shared_ptr<DataPath> CurrentPath() const {
     absl::MutexLock lock(&mu_);
     return path_;
@@ -220,44 +203,28 @@ class ClientImpl final : public KvClient {
   // back instead of failing at once; used when reconnecting, when gRPC may
   // still be backing off from the connection it lost.
   absl::Status BuildPath(bool wait_for_ready = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    v1::HandshakeRequest req;
-    req.set_client_name(name_);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.connect_timeout));
-    ctx.set_wait_for_ready(wait_for_ready);
-    v1::HandshakeResponse hs;
-    absl::Status s = FromGrpcStatus(stub_->Handshake(&ctx, req, &hs));
-    if (!s.ok()) {
+    absl::StatusOr<v1::HandshakeResponse> handshake =
+        control_->Handshake(name_, wait_for_ready, absl::Now() + options_.connect_timeout);
+    if (!handshake.ok()) {
+      const absl::Status& s = handshake.status();
       return absl::Status(
           s.code(), absl::StrCat("handshake with ", options_.servers[0], " failed: ", s.message()));
     }
+    const v1::HandshakeResponse& hs = *handshake;
     Limits limits;
     limits.max_key_bytes = hs.limits().max_key_bytes();
     limits.max_value_bytes = hs.limits().max_value_bytes();
     limits.max_batch_keys = hs.limits().max_batch_keys();
 
-    std::string why;
     if (options_.transport != TransportMode::kTcp) {
-      if (hs.endpoints().rdma_device().empty()) {
-        why = "the server has no RDMA device";
-      } else {
-        if (rdma_context_ == nullptr) {
-          auto ctx = RdmaDataPath::OpenContext(options_.rdma_device, limits.max_value_bytes);
-          if (ctx.ok())
-            rdma_context_ = *ctx;
-          else
-            why = absl::StrCat("no usable local RDMA device: ", ctx.status().message());
-        }
-        if (rdma_context_ != nullptr) {
-          auto rdma = RdmaDataPath::Connect(rdma_context_, stub_.get(), hs, name_,
-                                            options_.lease_bytes, options_.connect_timeout);
-          if (rdma.ok()) {
-            SwapPath(std::shared_ptr<DataPath>(std::move(*rdma)));
-            return absl::OkStatus();
-          }
-          why = std::string(rdma.status().message());
-        }
+      absl::StatusOr<std::unique_ptr<DataPath>> rdma = BuildRdmaPath(hs, limits);
+      if (rdma.ok()) {
+        SwapPath(std::shared_ptr<DataPath>(std::move(*rdma)));
+        return absl::OkStatus();
       }
+      // Only the reason is kept: it ends up in a log line or in the
+      // kUnavailable error below, whatever its original code.
+      const std::string why(rdma.status().message());
       if (options_.transport == TransportMode::kRdma) {
         return absl::UnavailableError(
             absl::StrCat("transport=rdma requested but RDMA is unavailable: ", why));
@@ -265,6 +232,7 @@ class ClientImpl final : public KvClient {
       tcp_fallbacks_++;
       LOG(INFO) << "kvstore client: using TCP to " << options_.servers[0] << " (" << why << ")";
     }
+    // TCP: either asked for, or the kAuto fallback.
     const std::string address =
         ResolveDataAddress(hs.endpoints().resp_address(), options_.servers[0]);
     KV_ASSIGN_OR_RETURN(auto tcp, TcpDataPath::Connect(address, options_.connections_per_server,
@@ -273,17 +241,42 @@ class ClientImpl final : public KvClient {
     return absl::OkStatus();
   }
 
+  // An RDMA path to the server of `hs`, or why there is none: the server has
+  // no device, this host has none usable, or connecting the queue pair
+  // failed. The device is opened once and kept for later paths.
+  absl::StatusOr<std::unique_ptr<DataPath>> BuildRdmaPath(const v1::HandshakeResponse& hs,
+                                                          const Limits& limits)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (hs.endpoints().rdma_device().empty()) {
+      return absl::UnavailableError("the server has no RDMA device");
+    }
+    if (rdma_context_ == nullptr) {
+      auto ctx = OpenRdmaContext(options_.rdma_device, limits.max_value_bytes);
+      if (!ctx.ok()) {
+        return absl::UnavailableError(
+            absl::StrCat("no usable local RDMA device: ", ctx.status().message()));
+      }
+      rdma_context_ = *ctx;
+    }
+    KV_ASSIGN_OR_RETURN(auto rdma,
+                        RdmaDataPath::Connect(rdma_context_, control_.get(), hs, name_,
+                                              options_.lease_bytes, options_.connect_timeout));
+    return std::unique_ptr<DataPath>(std::move(rdma));
+  }
+
+  // Installs `next` as the current path. The old one is destroyed once the
+  // last operation still using it lets go of its shared_ptr.
   void SwapPath(std::shared_ptr<DataPath> next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (auto* old = dynamic_cast<RdmaDataPath*>(path_.get())) retired_rdma_ += old->counters();
+    // Keep the counters of the path being replaced (zero unless RDMA).
+    if (path_ != nullptr) retired_rdma_ += path_->rdma_counters();
     path_ = std::move(next);
   }
 
-  // After a failure on `failed`: if it is an RDMA path that broke (queue pair
-  // error, server restarted), handshake again and build a new path. Returns
-  // whether there is a new path to retry on.
+  // After a failure on `failed`: if it is a path that broke (an RDMA queue
+  // pair error, a server restart; a TCP path never breaks), handshake again
+  // and build a new path. Returns whether there is a new path to retry on.
   bool Recover(const std::shared_ptr<DataPath>& failed) {
-    auto* rdma = dynamic_cast<RdmaDataPath*>(failed.get());
-    if (rdma == nullptr || !rdma->broken()) return false;
+    if (!failed->broken()) return false;
     absl::MutexLock lock(&mu_);
     if (path_ != failed) return true;  // another thread already rebuilt it
     absl::Status s = BuildPath(/*wait_for_ready=*/true);
@@ -297,6 +290,9 @@ class ClientImpl final : public KvClient {
     return true;
   }
 
+  // Runs `op` on the current path and counts `n` operations for its
+  // transport. On kUnavailable from a broken path, rebuilds the path and, if
+  // `retry` (or the failure carries kNotSentPayload), runs `op` once more.
   template <typename T, typename F>
   absl::StatusOr<T> Run(F op, bool retry = true, uint64_t n = 1) {
     std::shared_ptr<DataPath> path = CurrentPath();
@@ -312,6 +308,7 @@ class ClientImpl final : public KvClient {
     }
     return r;
   }
+  // Run() for operations that return a bare Status.
   template <typename F>
   absl::Status RunStatus(F op, bool retry = true, uint64_t n = 1) {
     return Run<bool>(
@@ -322,10 +319,13 @@ class ClientImpl final : public KvClient {
                retry, n)
         .status();
   }
+  // Attributed to the path that served the attempt (a retry may be on another).
   void Count(const DataPath& p, uint64_t n) { (p.name() == "rdma" ? rdma_ops_ : tcp_ops_) += n; }
 
   const Options options_;
-  std::unique_ptr<v1::KvControl::Stub> stub_;
+  // Outlives every path (members are destroyed after the destructor body
+  // resets path_), since RDMA paths call it.
+  const std::unique_ptr<ControlClient> control_;
   const std::string name_;
   mutable absl::Mutex mu_;
   std::shared_ptr<DataPath> path_ ABSL_GUARDED_BY(mu_);
@@ -344,12 +344,9 @@ absl::StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const Options& optio
   if (options.servers.size() > 1) {
     return absl::UnimplementedError("more than one server needs the cluster map (not yet built)");
   }
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  auto channel =
-      grpc::CreateCustomChannel(options.servers[0], grpc::InsecureChannelCredentials(), args);
-  auto impl = std::make_unique<ClientImpl>(options, v1::KvControl::NewStub(channel));
+  // Dialling never fails (gRPC connects lazily); an unreachable server shows
+  // as a failed handshake in Init().
+  auto impl = std::make_unique<ClientImpl>(options, ControlClient::Dial(options.servers[0]));
   KV_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<KvClient>(std::move(impl));
 }

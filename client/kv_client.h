@@ -33,46 +33,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "client/counters.h"
 #include "client/options.h"
+#include "client/registered_buffer.h"
 
 namespace kvstore {
 namespace client {
-
-// Client-side counters, cumulative since Connect().
-struct ClientCounters {
-  uint64_t gets = 0;
-  uint64_t puts = 0;
-  uint64_t deletes = 0;
-  uint64_t tcp_ops = 0;               // operations served over RESP/TCP
-  uint64_t rdma_ops = 0;              // operations served over RDMA
-  uint64_t tcp_fallbacks = 0;         // times kAuto chose TCP because RDMA was unavailable
-  uint64_t checksum_retries = 0;      // one-sided reads retried after a failed verify
-  uint64_t span_retries = 0;          // one-sided GETs restarted for exceeding the read span
-  uint64_t server_fallback_gets = 0;  // GETs served by the server CPU after retries ran out
-  uint64_t leases_granted = 0;        // RDMA write leases obtained over gRPC
-  uint64_t leases_released = 0;
-  uint64_t leases_renewed = 0;
-  uint64_t lease_aborts = 0;  // commits refused because a lease had expired (redone)
-  uint64_t reconnects = 0;    // data paths rebuilt after a failure or a server restart
-};
-
-// Caller memory registered for zero-copy transfers (see KvClient::Register).
-// Over RDMA the NIC reads and writes it directly; over TCP it is plain
-// memory. Copyable handle; the registration lives until the last copy and
-// the client are gone. The memory must outlive every handle.
-class RegisteredBuffer {
- public:
-  RegisteredBuffer() = default;
-  char* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  friend class KvClientInternal;
-  char* data_ = nullptr;
-  size_t size_ = 0;
-  std::shared_ptr<void> registration_;  // transport-specific, opaque
-  uint32_t lkey_ = 0;
-};
 
 // One page of a key listing. `cursor` is 0 when the listing is complete.
 struct ScanPage {

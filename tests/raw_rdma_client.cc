@@ -136,16 +136,14 @@ absl::StatusOr<std::string> RawRdmaClient::Read(uint64_t addr, uint32_t rkey, si
 }
 
 absl::Status RawRdmaClient::Commit(uint64_t lease_id, uint64_t arena_offset, uint64_t size) {
-  wire::CommitRequest req{};
-  req.magic = wire::kCommitMagic;
-  req.op = static_cast<uint8_t>(wire::CommitOp::kPut);
-  req.request_id = next_wr_++;
-  req.lease_id = lease_id;
-  req.offset = arena_offset;
-  req.size = size;
+  wire::PutCommit commit;
+  commit.request_id = next_wr_++;
+  commit.lease_id = lease_id;
+  commit.offset = arena_offset;
+  commit.size = size;
   char* msg = buf_.data() + buf_.size() - 2 * wire::kAckBytes;
-  std::memcpy(msg, &req, sizeof(req));
-  rdma::Sge sge{reinterpret_cast<uint64_t>(msg), sizeof(req), mr_->lkey()};
+  const size_t len = wire::EncodePutCommit(commit, msg);
+  rdma::Sge sge{reinterpret_cast<uint64_t>(msg), static_cast<uint32_t>(len), mr_->lkey()};
   const uint64_t wr = next_wr_++;
   KV_RETURN_IF_ERROR(qp_->PostSend(absl::MakeConstSpan(&sge, 1), wr, true));
   // Two completions: our SEND and the ack's receive (wr_id 0).

@@ -8,11 +8,23 @@
 // CPU executes the operation, over RDMA the client executes it with
 // one-sided READs and WRITE + commit; each keeps its hot loop inside.
 //
-// Implementations are thread-safe and allow many operations in flight.
+// Every operation KvClient needs is a virtual here, so KvClient never asks
+// which transport it holds. The zero-copy calls, broken() and
+// rdma_counters() have defaults that suit a transport without registered
+// memory (TCP): copies through Get/Put, never broken, zero counters.
+//
+// Errors: the codes of kv_client.h. A Status carrying kNotSentPayload failed
+// before the request left the client, so even a non-idempotent operation may
+// be retried.
+//
+// Thread safety: implementations are thread-safe and allow many operations
+// in flight.
 
 #ifndef KVSTORE_CLIENT_INTERNAL_DATA_PATH_H_
 #define KVSTORE_CLIENT_INTERNAL_DATA_PATH_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,22 +34,84 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "client/registered_buffer.h"
 
 namespace kvstore {
 namespace client {
+
+// Payload type URL on a Status whose operation was never sent to the server
+// (it failed locally first), so retrying it cannot repeat its effect.
+inline constexpr char kNotSentPayload[] = "type.kvstore/not-sent";
+
+// Marks `s` as failed before its request left this client (kNotSentPayload).
+absl::Status NotSent(absl::Status s);
+
+// What an RDMA path counts; all zero for other transports. KvClient adds the
+// counters of every path it has used into ClientCounters.
+struct RdmaPathCounters {
+  uint64_t ops = 0;
+  uint64_t checksum_retries = 0;
+  uint64_t span_retries = 0;
+  uint64_t server_fallback_gets = 0;
+  uint64_t leases_granted = 0;
+  uint64_t leases_released = 0;
+  uint64_t leases_renewed = 0;
+  uint64_t lease_aborts = 0;
+
+  RdmaPathCounters& operator+=(const RdmaPathCounters& o) {
+    ops += o.ops;
+    checksum_retries += o.checksum_retries;
+    span_retries += o.span_retries;
+    server_fallback_gets += o.server_fallback_gets;
+    leases_granted += o.leases_granted;
+    leases_released += o.leases_released;
+    leases_renewed += o.leases_renewed;
+    lease_aborts += o.lease_aborts;
+    return *this;
+  }
+};
 
 class DataPath {
  public:
   virtual ~DataPath() = default;
 
+  // The value of `key`; kNotFound when absent.
   virtual absl::StatusOr<std::string> Get(absl::string_view key, absl::Time deadline) = 0;
+  // Stores key -> value, replacing any earlier value.
   virtual absl::Status Put(absl::string_view key, absl::string_view value, absl::Time deadline) = 0;
+  // kNotFound when the key was absent.
   virtual absl::Status Delete(absl::string_view key, absl::Time deadline) = 0;
+  // Whether `key` is present.
   virtual absl::StatusOr<bool> Exists(absl::string_view key, absl::Time deadline) = 0;
+  // One result per key, in order; the outer status fails only when the
+  // batch could not be attempted.
   virtual absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys, absl::Time deadline) = 0;
+  // All-or-error: on failure some pairs may have been stored.
   virtual absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
                                 absl::Time deadline) = 0;
+
+  // --- Zero copy (see KvClient) ----------------------------------------------
+  // Registers [data, data+size). Default: kInvalidArgument for an empty
+  // buffer, otherwise a handle that merely describes the memory (lkey 0).
+  virtual absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size);
+  // Reads key's value into buffer[offset, offset+capacity) and returns its
+  // length: kInvalidArgument for a range outside the buffer, kOutOfRange
+  // (naming the size) when the value does not fit. Default: Get() + copy.
+  virtual absl::StatusOr<size_t> GetInto(absl::string_view key, const RegisteredBuffer& buffer,
+                                         size_t offset, size_t capacity, absl::Time deadline);
+  // Stores buffer[offset, offset+length) under key; kInvalidArgument for a
+  // range outside the buffer. Default: Put() of that range.
+  virtual absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
+                               size_t length, absl::Time deadline);
+
+  // --- State ---------------------------------------------------------------
+  // True once the path can serve nothing more (an RDMA queue pair error, a
+  // server restart) and the owner should handshake again and build a new
+  // one. Default: never (a TCP path reconnects its sockets itself).
+  virtual bool broken() const { return false; }
+  // The RDMA counters of this path. Default: all zero.
+  virtual RdmaPathCounters rdma_counters() const { return RdmaPathCounters(); }
 
   // "tcp" or "rdma".
   virtual absl::string_view name() const = 0;

@@ -28,6 +28,32 @@ absl::StatusOr<ParsedCommit> ParseCommit(absl::string_view bytes) {
   return out;
 }
 
+size_t EncodePutCommit(const PutCommit& commit, char* out) {
+  // Value-initialised so the reserved byte and any padding go out as zero.
+  CommitRequest req{};
+  req.magic = kCommitMagic;
+  req.op = static_cast<uint8_t>(CommitOp::kPut);
+  req.key_len = commit.key_len;
+  req.request_id = commit.request_id;
+  req.lease_id = commit.lease_id;
+  req.offset = commit.offset;
+  req.size = commit.size;
+  std::memcpy(out, &req, sizeof(req));
+  return sizeof(req);
+}
+
+size_t EncodeDeleteCommit(uint64_t request_id, absl::string_view key, char* out) {
+  CommitRequest req{};
+  req.magic = kCommitMagic;
+  req.op = static_cast<uint8_t>(CommitOp::kDelete);
+  req.key_len = static_cast<uint16_t>(key.size());
+  req.request_id = request_id;
+  std::memcpy(out, &req, sizeof(req));
+  // The key travels right behind the fixed header (see ParseCommit).
+  std::memcpy(out + sizeof(req), key.data(), key.size());
+  return sizeof(req) + key.size();
+}
+
 size_t EncodeAck(uint64_t request_id, const absl::Status& status, char* out) {
   CommitAck ack{};
   ack.magic = kAckMagic;

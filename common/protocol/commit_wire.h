@@ -69,7 +69,28 @@ struct ParsedCommit {
 };
 
 // Validates a received commit of `bytes` (magic, op, key length in bounds).
+// The inverse of EncodePutCommit / EncodeDeleteCommit.
 absl::StatusOr<ParsedCommit> ParseCommit(absl::string_view bytes);
+
+// The fields a kPut commit carries (see CommitRequest).
+struct PutCommit {
+  uint64_t request_id = 0;
+  // Informational only: the server reads the key from the entry itself.
+  uint16_t key_len = 0;
+  uint64_t lease_id = 0;
+  uint64_t offset = 0;  // entry offset in the data arena
+  uint64_t size = 0;    // EntryBytes(key_len, value_len)
+};
+
+// Encodes a kPut commit into `out`, which must hold sizeof(CommitRequest)
+// bytes; returns the bytes written (always sizeof(CommitRequest)). The
+// sender's side of ParseCommit: every client builds its commits here.
+size_t EncodePutCommit(const PutCommit& commit, char* out);
+
+// Encodes a kDelete commit naming `key` into `out`, which must hold
+// CommitBytes(key.size()) bytes; returns the bytes written. REQUIRES:
+// key.size() fits the 16-bit key_len field (the key limit guarantees it).
+size_t EncodeDeleteCommit(uint64_t request_id, absl::string_view key, char* out);
 
 // Encodes an ack for `status` into `out` (kAckBytes); returns bytes used.
 size_t EncodeAck(uint64_t request_id, const absl::Status& status, char* out);

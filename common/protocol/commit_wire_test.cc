@@ -28,6 +28,43 @@ TEST(CommitWire, PutAndDeleteRoundTrip) {
   EXPECT_EQ(d->key, "abc");
 }
 
+TEST(CommitWire, EncodedPutRoundTrips) {
+  PutCommit put;
+  put.request_id = 0x1234567890;
+  put.key_len = 5;
+  put.lease_id = 77;
+  put.offset = 4096;
+  put.size = 192;
+  char buf[sizeof(CommitRequest)];
+  ASSERT_EQ(EncodePutCommit(put, buf), sizeof(CommitRequest));
+  auto p = ParseCommit(absl::string_view(buf, sizeof(buf)));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->header.magic, kCommitMagic);
+  EXPECT_EQ(p->header.op, static_cast<uint8_t>(CommitOp::kPut));
+  EXPECT_EQ(p->header.reserved, 0);
+  EXPECT_EQ(p->header.key_len, 5);
+  EXPECT_EQ(p->header.request_id, put.request_id);
+  EXPECT_EQ(p->header.lease_id, 77u);
+  EXPECT_EQ(p->header.offset, 4096u);
+  EXPECT_EQ(p->header.size, 192u);
+  EXPECT_TRUE(p->key.empty());
+}
+
+TEST(CommitWire, EncodedDeleteRoundTrips) {
+  const std::string key = "user:42";
+  std::string buf(CommitBytes(key.size()), '\xff');
+  const size_t n = EncodeDeleteCommit(9, key, buf.data());
+  ASSERT_EQ(n, sizeof(CommitRequest) + key.size());
+  auto d = ParseCommit(absl::string_view(buf.data(), n));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->header.op, static_cast<uint8_t>(CommitOp::kDelete));
+  EXPECT_EQ(d->header.request_id, 9u);
+  EXPECT_EQ(d->header.lease_id, 0u);
+  EXPECT_EQ(d->header.offset, 0u);
+  EXPECT_EQ(d->header.size, 0u);
+  EXPECT_EQ(d->key, key);
+}
+
 TEST(CommitWire, RejectsMalformed) {
   CommitRequest del{kCommitMagic, static_cast<uint8_t>(CommitOp::kDelete), 0, 100, 8, 0, 0, 0};
   EXPECT_FALSE(ParseCommit(Encode(del, "short")).ok());  // key_len beyond the message

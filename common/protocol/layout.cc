@@ -130,5 +130,17 @@ absl::StatusOr<EntryView> VerifyEntry(absl::string_view bytes, absl::string_view
   return view;
 }
 
+int FindInBucket(const uint64_t* bucket, uint16_t fingerprint,
+                 absl::FunctionRef<bool(const Slot&)> match) {
+  for (size_t i = 0; i < kSlotsPerBucket; ++i) {
+    const uint64_t word = LoadSlot(&bucket[i]);
+    if (word == 0) continue;  // empty slot
+    const Slot slot = DecodeSlot(word);
+    if (slot.fingerprint != fingerprint) continue;
+    if (match(slot)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 }  // namespace layout
 }  // namespace kvstore

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -140,6 +141,18 @@ inline uint64_t LoadSlot(const uint64_t* word) { return __atomic_load_n(word, __
 inline void StoreSlot(uint64_t* word, uint64_t value) {
   __atomic_store_n(word, value, __ATOMIC_RELEASE);
 }
+
+// The bucket search, shared by the server's index and the client's one-sided
+// GET: scans the kSlotsPerBucket slot words at `bucket` in order, skipping
+// empty words and words whose fingerprint is not `fingerprint`, and calls
+// `match` on each remaining slot until it returns true. Returns the index of
+// the slot `match` accepted, or -1 when none was. `bucket` must be 8-byte
+// aligned; words are read with LoadSlot (acquire), so it may be live memory
+// another thread publishes into (the server) or a local copy (a client's
+// READ buffer). The fingerprint only narrows the search: `match` decides,
+// typically by comparing the entry's key.
+int FindInBucket(const uint64_t* bucket, uint16_t fingerprint,
+                 absl::FunctionRef<bool(const Slot&)> match);
 
 // Index geometry, published in the handshake for each server epoch.
 struct IndexGeometry {

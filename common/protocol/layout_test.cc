@@ -106,6 +106,28 @@ TEST(Entry, WrongKeyIsNotFound) {
   EXPECT_EQ(v.status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST(Bucket, FindInBucketSkipsEmptyAndOtherFingerprints) {
+  alignas(kBucketBytes) uint64_t bucket[kSlotsPerBucket] = {};
+  bucket[1] = EncodeSlot({7, 64, 128});
+  bucket[3] = EncodeSlot({9, 256, 64});
+  bucket[5] = EncodeSlot({7, 1024, 192});
+  std::vector<Slot> seen;
+  // A match that refuses everything visits every slot with the fingerprint.
+  EXPECT_EQ(FindInBucket(bucket, 7,
+                         [&](const Slot& s) {
+                           seen.push_back(s);
+                           return false;
+                         }),
+            -1);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], (Slot{7, 64, 128}));
+  EXPECT_EQ(seen[1], (Slot{7, 1024, 192}));
+  // The first accepted slot ends the search and names its index.
+  EXPECT_EQ(FindInBucket(bucket, 7, [](const Slot& s) { return s.offset == 1024; }), 5);
+  EXPECT_EQ(FindInBucket(bucket, 9, [](const Slot&) { return true; }), 3);
+  EXPECT_EQ(FindInBucket(bucket, 8, [](const Slot&) { return true; }), -1);
+}
+
 TEST(Limits, NamesTheLimit) {
   Limits l;
   l.max_key_bytes = 8;

@@ -63,12 +63,9 @@ uint64_t* KvIndex::Find(absl::string_view key, const KeyHash& h) const {
   const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
   for (int i = 0; i < nb; ++i) {
     uint64_t* words = bucket(h.bucket[i]);
-    for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
-      uint64_t w = LoadSlot(&words[s]);
-      if (w == 0) continue;
-      Slot slot = DecodeSlot(w);
-      if (slot.fingerprint == h.fingerprint && EntryKey(slot) == key) return &words[s];
-    }
+    const int s = layout::FindInBucket(words, h.fingerprint,
+                                       [&](const Slot& slot) { return EntryKey(slot) == key; });
+    if (s >= 0) return &words[s];
   }
   return nullptr;
 }
@@ -80,12 +77,14 @@ std::optional<Slot> KvIndex::Lookup(absl::string_view key) const {
   const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
   for (int i = 0; i < nb; ++i) {
     const uint64_t* words = bucket(h.bucket[i]);
-    for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
-      uint64_t w = LoadSlot(&words[s]);
-      if (w == 0) continue;
-      Slot slot = DecodeSlot(w);
-      if (slot.fingerprint == h.fingerprint && EntryKey(slot) == key) return slot;
-    }
+    // Keep the slot that matched: re-reading its word could see a newer one.
+    std::optional<Slot> found;
+    layout::FindInBucket(words, h.fingerprint, [&](const Slot& slot) {
+      if (EntryKey(slot) != key) return false;
+      found = slot;
+      return true;
+    });
+    if (found.has_value()) return found;
   }
   return std::nullopt;
 }

@@ -1,21 +1,15 @@
 // Copyright 2026 The kvstore Authors.
 //
-// RdmaDataPath: the DataPath over RDMA verbs.
+// RdmaDataPath: the DataPath over RDMA verbs. A thin facade over the parts
+// that do the work, one job each:
 //
-//   GET     READ both candidate buckets (one doorbell) -> pick the slots whose
-//           fingerprint matches -> bounds-check them -> READ the entry ->
-//           verify magic, lengths, checksum and key. A failed verify or a
-//           bucket-to-entry span longer than the server's max_read_span is
-//           retried from the bucket READ (bounded, with backoff); then the
-//           server's gRPC Get answers. The server CPU takes no part otherwise.
-//   PUT     bump-allocate the entry in a write lease -> RDMA WRITE of header
-//           + key + value (gathered; the value straight from the caller's
-//           registered buffer in PutFrom) -> SEND a commit on the same queue
-//           pair -> wait for the server's ack. A commit refused because the
-//           lease expired (kAborted) is redone once with a fresh lease.
-//   DELETE  a commit naming the key.
-// Leases are refilled in the background before the current one runs out,
-// renewed before they expire and released once drained.
+//   ServerLayout    what the handshake says about the server's memory
+//   RdmaConnection  queue-pair setup (ConnectQp) and the ack receives
+//   OpEngine        operation slots, commit credits, completion polling
+//   RdmaReader      one-sided GET / Exists / MultiGet, verify, retry, fallback
+//   RdmaWriter      PUT / MultiPut / DELETE by WRITE + commit
+//   LeaseManager    write leases: grant, renew, release (its own thread)
+//   PathCounters    what the path counts (rdma_counters())
 //
 // Any completion error (remote access error, retry exceeded: server gone)
 // marks the path broken; every operation then fails with kUnavailable and the
@@ -27,78 +21,86 @@
 #ifndef KVSTORE_CLIENT_INTERNAL_RDMA_RDMA_DATA_PATH_H_
 #define KVSTORE_CLIENT_INTERNAL_RDMA_RDMA_DATA_PATH_H_
 
-#include <atomic>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/internal/control_client.h"
 #include "client/internal/data_path.h"
-#include "client/kv_client.h"
-#include "common/protocol/limits.h"
-#include "proto/kv_control.grpc.pb.h"
+#include "client/internal/rdma/path_counters.h"
+#include "client/internal/rdma/rdma_context.h"
+#include "client/internal/rdma/server_layout.h"
+#include "proto/kv_control.pb.h"
 
 namespace kvstore {
 namespace client {
 
-// Payload type URL on a Status whose operation was never sent to the server
-// (it failed locally first), so retrying it cannot repeat its effect.
-inline constexpr char kNotSentPayload[] = "type.kvstore/not-sent";
+class RdmaConnection;
+class OpEngine;
+class RdmaReader;
+class RdmaWriter;
+class LeaseManager;
 
-struct RdmaPathCounters {
-  uint64_t ops = 0;
-  uint64_t checksum_retries = 0;
-  uint64_t span_retries = 0;
-  uint64_t server_fallback_gets = 0;
-  uint64_t leases_granted = 0;
-  uint64_t leases_released = 0;
-  uint64_t leases_renewed = 0;
-  uint64_t lease_aborts = 0;
-
-  RdmaPathCounters& operator+=(const RdmaPathCounters& o) {
-    ops += o.ops;
-    checksum_retries += o.checksum_retries;
-    span_retries += o.span_retries;
-    server_fallback_gets += o.server_fallback_gets;
-    leases_granted += o.leases_granted;
-    leases_released += o.leases_released;
-    leases_renewed += o.leases_renewed;
-    lease_aborts += o.lease_aborts;
-    return *this;
-  }
-};
-
-// The device and protection domain a client's paths share, so that memory
-// registered by the caller stays valid when a broken path is replaced.
-class RdmaContext;
-
-class RdmaDataPath : public DataPath {
+class RdmaDataPath final : public DataPath {
  public:
-  // Opens `device` ("" = the first with an active port). kUnavailable when
-  // there is none, or when RLIMIT_MEMLOCK is too small for RDMA buffers (the
-  // message names the fix).
-  static absl::StatusOr<std::shared_ptr<RdmaContext>> OpenContext(const std::string& device,
-                                                                  uint64_t max_value_bytes);
-
   // Connects a queue pair through ConnectQp and prepares the region
-  // directory from `handshake`. `stub` must outlive the path.
+  // directory from `handshake`, on the device and PD of `context`. `control`
+  // must outlive the path; `rpc_timeout` bounds each control-plane call the
+  // path makes. Errors: kFailedPrecondition for a server whose memory layout
+  // or commit buffers do not fit this client, kUnavailable when it publishes
+  // no RDMA regions, ConnectQp's status, the verbs error of a resource.
   static absl::StatusOr<std::unique_ptr<RdmaDataPath>> Connect(
-      std::shared_ptr<RdmaContext> context, v1::KvControl::Stub* stub,
+      std::shared_ptr<RdmaContext> context, ControlClient* control,
       const v1::HandshakeResponse& handshake, const std::string& client_name, uint64_t lease_bytes,
       absl::Duration rpc_timeout);
 
-  // Zero copy (see KvClient).
-  virtual absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) = 0;
-  virtual absl::StatusOr<size_t> GetInto(absl::string_view key, const RegisteredBuffer& buffer,
-                                         size_t offset, size_t capacity, absl::Time deadline) = 0;
-  virtual absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
-                               size_t length, absl::Time deadline) = 0;
+  // Stops the lease thread; on a healthy path also releases the leases and
+  // disconnects (skipped on a broken path: the server may be gone, each RPC
+  // would wait out its deadline, and it expires the leases anyway).
+  ~RdmaDataPath() override;
 
-  // True once a completion error broke the queue pair.
-  virtual bool broken() const = 0;
-  virtual uint64_t epoch() const = 0;
-  virtual RdmaPathCounters counters() const = 0;
+  // The data operations, as DataPath documents them: reads go to the
+  // RdmaReader, writes and deletes to the RdmaWriter.
+  absl::StatusOr<std::string> Get(absl::string_view key, absl::Time deadline) override;
+  absl::Status Put(absl::string_view key, absl::string_view value, absl::Time deadline) override;
+  absl::Status Delete(absl::string_view key, absl::Time deadline) override;
+  absl::StatusOr<bool> Exists(absl::string_view key, absl::Time deadline) override;
+  absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
+      absl::Span<const std::string> keys, absl::Time deadline) override;
+  absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
+                        absl::Time deadline) override;
 
+  // Registers the memory with the context's PD, so the NIC reads and writes
+  // it directly; the registration lives as long as any handle to it.
+  absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) override;
+  // Zero copy for buffers this device knows; others (lkey 0) are copied
+  // through Get/Put as over TCP.
+  absl::StatusOr<size_t> GetInto(absl::string_view key, const RegisteredBuffer& buffer,
+                                 size_t offset, size_t capacity, absl::Time deadline) override;
+  absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
+                       size_t length, absl::Time deadline) override;
+
+  // True once a completion error, failed post or timeout broke the QP.
+  bool broken() const override;
+  RdmaPathCounters rdma_counters() const override { return counters_.Snapshot(); }
   absl::string_view name() const override { return "rdma"; }
+
+ private:
+  // Defined in the .cc, where the parts are complete types.
+  RdmaDataPath(std::shared_ptr<RdmaContext> ctx, ServerLayout layout);
+
+  const std::shared_ptr<RdmaContext> ctx_;
+  const ServerLayout layout_;
+  PathCounters counters_;
+  // Declared in dependency order, so they are destroyed users first.
+  std::unique_ptr<BufferPool> pool_;
+  std::unique_ptr<OpEngine> engine_;
+  std::unique_ptr<RdmaConnection> conn_;
+  std::unique_ptr<LeaseManager> leases_;
+  std::unique_ptr<RdmaReader> reader_;
+  std::unique_ptr<RdmaWriter> writer_;
 };
 
 }  // namespace client

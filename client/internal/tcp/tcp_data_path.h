@@ -8,6 +8,11 @@
 // An error reply becomes the Status its code word names
 // (resp::RespErrorToStatus: "OOM ..." is kResourceExhausted, "ERR ..."
 // kInvalidArgument, ...); the message text is never inspected.
+//
+// Zero copy (Register/GetInto/PutFrom), broken() and rdma_counters() are the
+// DataPath defaults: plain memory and copies, never broken, zero counters.
+//
+// Thread safety: thread-safe; many requests in flight per connection.
 
 #ifndef KVSTORE_CLIENT_INTERNAL_TCP_TCP_DATA_PATH_H_
 #define KVSTORE_CLIENT_INTERNAL_TCP_TCP_DATA_PATH_H_

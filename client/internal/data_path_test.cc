@@ -1,0 +1,85 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The DataPath defaults: zero copy done with copies, as over TCP.
+
+#include "client/internal/data_path.h"
+
+#include <map>
+#include <string>
+
+#include "client/internal/buffer_access.h"
+#include "gtest/gtest.h"
+
+namespace kvstore {
+namespace client {
+namespace {
+
+// A DataPath over a map, implementing only what the defaults build on.
+class MapPath final : public DataPath {
+ public:
+  absl::StatusOr<std::string> Get(absl::string_view key, absl::Time) override {
+    auto it = data_.find(std::string(key));
+    if (it == data_.end()) return absl::NotFoundError("absent");
+    return it->second;
+  }
+  absl::Status Put(absl::string_view key, absl::string_view value, absl::Time) override {
+    data_[std::string(key)] = std::string(value);
+    return absl::OkStatus();
+  }
+  absl::Status Delete(absl::string_view, absl::Time) override { return absl::OkStatus(); }
+  absl::StatusOr<bool> Exists(absl::string_view, absl::Time) override { return false; }
+  absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(absl::Span<const std::string>,
+                                                                    absl::Time) override {
+    return std::vector<absl::StatusOr<std::string>>();
+  }
+  absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>>,
+                        absl::Time) override {
+    return absl::OkStatus();
+  }
+  absl::string_view name() const override { return "map"; }
+
+ private:
+  std::map<std::string, std::string> data_;
+};
+
+TEST(DataPathDefaults, RegisterDescribesPlainMemory) {
+  MapPath p;
+  char mem[16];
+  auto b = p.Register(mem, sizeof(mem));
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->data(), mem);
+  EXPECT_EQ(b->size(), sizeof(mem));
+  EXPECT_EQ(KvClientInternal::lkey(*b), 0u);
+  EXPECT_EQ(p.Register(nullptr, 4).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(p.broken());
+  EXPECT_EQ(p.rdma_counters().ops, 0u);
+}
+
+TEST(DataPathDefaults, GetIntoAndPutFromCopy) {
+  MapPath p;
+  const absl::Time deadline = absl::InfiniteFuture();
+  char mem[16] = "..hello.......";
+  RegisteredBuffer b = *p.Register(mem, sizeof(mem));
+  ASSERT_TRUE(p.PutFrom("k", b, 2, 5, deadline).ok());
+  EXPECT_EQ(*p.Get("k", deadline), "hello");
+  char out[16] = {};
+  RegisteredBuffer o = *p.Register(out, sizeof(out));
+  auto n = p.GetInto("k", o, 3, 8, deadline);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 5u);
+  EXPECT_EQ(std::string(out + 3, 5), "hello");
+  EXPECT_EQ(p.GetInto("k", o, 0, 4, deadline).status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(p.GetInto("k", o, 10, 8, deadline).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.PutFrom("k", b, 17, 0, deadline).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.GetInto("absent", o, 0, 8, deadline).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(DataPathDefaults, NotSentMarksTheStatus) {
+  absl::Status s = NotSent(absl::UnavailableError("down"));
+  EXPECT_TRUE(s.GetPayload(kNotSentPayload).has_value());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace client
+}  // namespace kvstore

@@ -1,0 +1,225 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The engine keeps no thread of its own: completions are reaped by the
+// threads waiting for them. Whoever wins poll_mu_ drains the CQ and marks
+// every slot it finds done; the others spin on their slot's `done` flag. This
+// keeps a lone operation's latency at one poll, and many in flight share the
+// polling.
+
+#include "client/internal/rdma/op_engine.h"
+
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/protocol/commit_wire.h"
+#include "common/rdma/completion_queue.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+
+namespace kvstore {
+namespace client {
+
+// One registration for all slots: registering per operation would cost far
+// more than the operation itself.
+absl::StatusOr<std::unique_ptr<OpEngine>> OpEngine::Create(std::shared_ptr<RdmaContext> ctx,
+                                                           uint64_t max_key_bytes) {
+  std::unique_ptr<OpEngine> e(new OpEngine(ctx));
+  // The commit area is rounded to 64 bytes so every area starts aligned (the
+  // buckets are read as 8-byte slot words).
+  const size_t commit_area = (wire::CommitBytes(max_key_bytes) + 63) / 64 * 64;
+  const size_t scratch_bytes = kBucketArea + commit_area + kSmallEntryArea;
+  KV_ASSIGN_OR_RETURN(e->arena_, NewBlock(ctx, scratch_bytes * kSlots));
+  for (int i = 0; i < kSlots; ++i) {
+    OpSlot& s = e->slots_[i];
+    s.index = i;
+    s.buckets = e->arena_->mem.get() + i * scratch_bytes;
+    s.commit = s.buckets + kBucketArea;
+    s.entry = s.commit + commit_area;
+    s.lkey = e->arena_->mr->lkey();
+    e->free_slots_.push_back(i);
+  }
+  return e;
+}
+
+// All `n` are taken at once, never one by one: two batches each holding part
+// of what they need could otherwise wait on each other forever.
+std::vector<OpSlot*> OpEngine::AcquireSlots(size_t n) {
+  absl::MutexLock lock(&slot_mu_);
+  auto enough = [this, n]()
+                    ABSL_SHARED_LOCKS_REQUIRED(slot_mu_) { return free_slots_.size() >= n; };
+  slot_mu_.Await(absl::Condition(&enough));
+  std::vector<OpSlot*> out;
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(&slots_[free_slots_.back()]);
+    free_slots_.pop_back();
+  }
+  return out;
+}
+
+// The slots' state is left as is; the next user re-arms it.
+void OpEngine::ReleaseSlots(const std::vector<OpSlot*>& slots) {
+  absl::MutexLock lock(&slot_mu_);
+  for (OpSlot* x : slots) free_slots_.push_back(x->index);
+}
+
+uint64_t OpEngine::NewRequest(OpSlot* s) {
+  // A fresh id per commit, so a late ack for an earlier use of the slot
+  // cannot complete this one.
+  s->generation++;
+  s->request_id = (s->generation << 16) | static_cast<uint64_t>(s->index);
+  s->done.store(false, std::memory_order_relaxed);
+  s->ack = absl::OkStatus();
+  s->wc_status = IBV_WC_SUCCESS;
+  return s->request_id;
+}
+
+// Unlike NewRequest() the request id is kept: READs complete by wr_id, not
+// by an ack.
+void OpEngine::Arm(OpSlot* s) {
+  s->done.store(false, std::memory_order_relaxed);
+  s->wc_status = IBV_WC_SUCCESS;
+}
+
+// Credits stand for the server's receive buffers for commits: a SEND with none
+// posted would stall the queue pair in RNR retries, so a commit waits here.
+absl::Status OpEngine::AcquireCredit(absl::Time deadline, int n) {
+  absl::MutexLock lock(&credit_mu_);
+  auto ok = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(credit_mu_) {
+    return credits_used_ + n <= static_cast<int>(conn_->credits());
+  };
+  if (!credit_mu_.AwaitWithDeadline(absl::Condition(&ok), deadline)) {
+    return absl::DeadlineExceededError("no commit credit before the deadline");
+  }
+  credits_used_ += n;
+  return absl::OkStatus();
+}
+
+// Called once the commit's ack arrived (or the commit was never posted).
+void OpEngine::ReturnCredits(int n) {
+  absl::MutexLock lock(&credit_mu_);
+  credits_used_ -= n;
+}
+
+// A post fails when the queue pair is in an error state or its send queue is
+// full (which the slot limit is sized to prevent): the path is done either way.
+absl::Status OpEngine::Post(absl::Status s) {
+  if (!s.ok()) {
+    // Not MarkBroken: a failed post is reported to its caller, no need to log.
+    broken_ = true;
+    return absl::UnavailableError(absl::StrCat("RDMA post failed: ", s.message()));
+  }
+  return s;
+}
+
+// The caller set each READ's wr_id (kKindRead | slot) and which is signaled.
+absl::Status OpEngine::PostReads(absl::Span<const rdma::ReadOp> reads) {
+  return Post(conn_->qp().PostReads(reads));
+}
+
+// Always signaled: the READ's completion is what Wait() looks for.
+absl::Status OpEngine::PostRead(absl::Span<const rdma::Sge> local, uint64_t remote_addr,
+                                uint32_t rkey, const OpSlot* s) {
+  return Post(conn_->qp().PostRead(local, remote_addr, rkey, kKindRead | s->index, true));
+}
+
+// Inline when it fits the QP's max_inline, so the NIC need not DMA-read the
+// scratch (a DELETE's key makes it up to 40 + max_key_bytes bytes).
+absl::Status OpEngine::PostSend(const rdma::Sge& sge, const OpSlot* s) {
+  return Post(conn_->qp().PostSend(absl::MakeConstSpan(&sge, 1), kKindSend | s->index, true,
+                                   /*inline=*/sge.length <= 64));
+}
+
+// WRITE + SEND pairs in one doorbell (see RdmaWriter::PostStaged).
+absl::Status OpEngine::PostWriteSends(absl::Span<const rdma::QueuePair::WriteSendOp> ops) {
+  return Post(conn_->qp().PostWriteSends(ops));
+}
+
+// Logged once per path, by whichever thread noticed first.
+void OpEngine::MarkBroken(const absl::Status& why) {
+  if (!broken_.exchange(true)) LOG(WARNING) << "RDMA data path broken: " << why;
+}
+
+// An ack is the server's answer to a commit SEND. A malformed one means the
+// server and client disagree about the protocol: nothing on this path can be
+// trusted any more.
+void OpEngine::OnAck(const ibv_wc& wc) {
+  const size_t i_buf = wc.wr_id & 0xffff;
+  auto ack = wire::ParseAck(conn_->ack(i_buf, wc.byte_len));
+  if (ack.ok() && ack->request_id != 0) {
+    // The low 16 bits of a request id name its slot; the rest must match
+    // the slot's current request, or the ack is stale and ignored.
+    OpSlot& s = slots_[ack->request_id & 0xffff];
+    if (s.request_id == ack->request_id) {
+      s.ack = ack->status;
+      s.done.store(true, std::memory_order_release);
+    }
+  } else if (!ack.ok()) {
+    MarkBroken(ack.status());
+  }
+  if (!conn_->RepostAck(i_buf).ok()) MarkBroken(absl::UnavailableError("repost receive"));
+}
+
+// Up to 32 completions per call; Wait() calls again as long as its slot is
+// not done. Receives (acks) and sends/READs are told apart by kRecvTag.
+void OpEngine::PollOnce() {
+  ibv_wc wc[32];
+  const int n = conn_->cq().Poll(wc, 32);
+  for (int i = 0; i < n; ++i) {
+    const uint64_t id = wc[i].wr_id;
+    if (id & kRecvTag) {
+      if (wc[i].status != IBV_WC_SUCCESS) {
+        MarkBroken(rdma::WcStatusToStatus(wc[i], "ack receive"));
+        continue;
+      }
+      OnAck(wc[i]);
+      continue;
+    }
+    OpSlot& s = slots_[id & 0xffff];
+    const uint64_t kind = id & kKindMask;
+    if (wc[i].status != IBV_WC_SUCCESS) {
+      MarkBroken(rdma::WcStatusToStatus(wc[i], kind == kKindRead ? "RDMA READ" : "RDMA SEND"));
+      s.wc_status = wc[i].status;
+      s.ack = absl::UnavailableError("RDMA work request failed");
+      s.done.store(true, std::memory_order_release);
+      continue;
+    }
+    // A successful signaled SEND (commit) is only bookkeeping: the ack
+    // completes the operation.
+    if (kind == kKindRead) s.done.store(true, std::memory_order_release);
+  }
+}
+
+// A timed-out wait breaks the path: the work request may still complete
+// later, into a slot that has been reused, so the queue pair cannot be
+// trusted either.
+absl::Status OpEngine::Wait(OpSlot* s, absl::Time deadline) {
+  int idle = 0;
+  while (!s->done.load(std::memory_order_acquire)) {
+    if (broken_) return absl::UnavailableError("RDMA data path broken; reconnecting");
+    // One poller at a time; the others spin on their own slot's flag, which
+    // the poller sets for them.
+    if (poll_mu_.TryLock()) {
+      PollOnce();
+      poll_mu_.Unlock();
+    }
+    if (s->done.load(std::memory_order_acquire)) break;
+    // Spin briefly, then yield; the clock is read only every 1024 rounds
+    // because absl::Now() costs more than a poll.
+    if (++idle > 64) {
+      std::this_thread::yield();
+      if ((idle & 1023) == 0 && absl::Now() > deadline) {
+        MarkBroken(absl::DeadlineExceededError("operation timed out"));
+        return absl::DeadlineExceededError("RDMA operation did not complete before the deadline");
+      }
+    }
+  }
+  if (s->wc_status != IBV_WC_SUCCESS) {
+    return absl::UnavailableError(
+        absl::StrCat("RDMA work request failed: ", ibv_wc_status_str(s->wc_status)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace client
+}  // namespace kvstore

@@ -1,0 +1,163 @@
+// Copyright 2026 The kvstore Authors.
+//
+// OpEngine: runs the work requests of one RDMA path. It owns
+//   - the operation slots: kSlots per path, each with registered scratch
+//     memory (two buckets | a commit message | a small entry) and the state
+//     the completion poller fills in (done, work-completion status, ack);
+//   - the commit credits: at most RdmaConnection::credits() commits may
+//     await their ack at once, one per receive the server can SEND into;
+//   - completion polling: whichever waiting thread takes the poll lock drains
+//     the CQ for everyone, completing slots and matching acks to requests;
+//   - the "broken" state: any completion error, failed post or timed-out
+//     wait breaks the path for good (the owner reconnects).
+//
+// Thread safety: thread-safe; any number of operations in flight, each on
+// the slots it acquired.
+
+#ifndef KVSTORE_CLIENT_INTERNAL_RDMA_OP_ENGINE_H_
+#define KVSTORE_CLIENT_INTERNAL_RDMA_OP_ENGINE_H_
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "client/internal/rdma/connection.h"
+#include "client/internal/rdma/rdma_context.h"
+#include "common/protocol/layout.h"
+#include "common/rdma/queue_pair.h"
+
+namespace kvstore {
+namespace client {
+
+// Scratch sizes per slot: both candidate buckets of a GET, and an entry small
+// enough not to need a pooled buffer.
+inline constexpr size_t kBucketArea = 2 * layout::kBucketBytes;
+inline constexpr size_t kSmallEntryArea = 4096;
+
+// One operation's state and scratch memory (inside the engine's slot arena;
+// all three areas share `lkey`). Owned by the thread that acquired it; the
+// fields below `lkey` are also written by the poller until `done`.
+struct OpSlot {
+  int index = 0;
+  char* buckets = nullptr;  // kBucketArea bytes
+  char* commit = nullptr;   // room for any commit message
+  char* entry = nullptr;    // kSmallEntryArea bytes
+  uint32_t lkey = 0;
+  uint64_t generation = 0;  // bumped per commit; also the entry's version
+  uint64_t request_id = 0;  // (generation << 16) | index: matches acks to slots
+  std::atomic<bool> done{false};
+  ibv_wc_status wc_status = IBV_WC_SUCCESS;
+  absl::Status ack;
+};
+
+class OpEngine {
+ public:
+  // Allocates and registers the slots' scratch for keys of up to
+  // `max_key_bytes`. Errors as NewBlock. Attach() a connection before use.
+  static absl::StatusOr<std::unique_ptr<OpEngine>> Create(std::shared_ptr<RdmaContext> ctx,
+                                                          uint64_t max_key_bytes);
+  OpEngine(const OpEngine&) = delete;
+  OpEngine& operator=(const OpEngine&) = delete;
+
+  // Runs work requests on `conn` (not owned; must outlive the engine's use).
+  void Attach(RdmaConnection* conn) { conn_ = conn; }
+
+  // --- Slots and credits ---------------------------------------------------
+  // `n` free slots (n <= kSlots), blocking until enough are free.
+  std::vector<OpSlot*> AcquireSlots(size_t n);
+  // Returns slots taken by AcquireSlots() (see SlotGuard).
+  void ReleaseSlots(const std::vector<OpSlot*>& slots);
+  // Starts a commit on `s`: a new request id, cleared completion state.
+  uint64_t NewRequest(OpSlot* s);
+  // Clears `s`'s completion state before posting a READ on it.
+  void Arm(OpSlot* s);
+  // Takes `n` commit credits; kDeadlineExceeded if they do not free up in time.
+  absl::Status AcquireCredit(absl::Time deadline, int n = 1);
+  // Gives back `n` credits taken by AcquireCredit().
+  void ReturnCredits(int n = 1);
+  // The total number of credits (commits that may await an ack at once).
+  uint32_t credits() const { return conn_->credits(); }
+
+  // --- Posting: a failed post breaks the path and returns kUnavailable -------
+  // READs in one doorbell; the caller sets wr_ids and which are signaled.
+  absl::Status PostReads(absl::Span<const rdma::ReadOp> reads);
+  // One signaled READ of `local` from (remote_addr, rkey), completing `s`.
+  absl::Status PostRead(absl::Span<const rdma::Sge> local, uint64_t remote_addr, uint32_t rkey,
+                        const OpSlot* s);
+  // One signaled SEND of `sge` for `s` (a DELETE commit); inlined if small.
+  absl::Status PostSend(const rdma::Sge& sge, const OpSlot* s);
+  // WRITE + commit SEND pairs in one doorbell (RdmaWriter).
+  absl::Status PostWriteSends(absl::Span<const rdma::QueuePair::WriteSendOp> ops);
+
+  // Waits until `s` completes (a signaled READ or the ack of its commit),
+  // polling the CQ while no other thread does. kUnavailable when the path is
+  // or becomes broken, or when `s`'s work request failed;
+  // kDeadlineExceeded (and the path breaks) past `deadline`.
+  absl::Status Wait(OpSlot* s, absl::Time deadline);
+
+  // True once the path broke; every later operation fails with kUnavailable.
+  bool broken() const { return broken_.load(); }
+  // Breaks the path, logging `why` the first time.
+  void MarkBroken(const absl::Status& why);
+
+ private:
+  explicit OpEngine(std::shared_ptr<RdmaContext> ctx) : ctx_(std::move(ctx)) {}
+
+  absl::Status Post(absl::Status s);
+  // Drains the CQ once.
+  void PollOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(poll_mu_);
+  // Matches the ack in receive `i` to its slot and posts the receive again.
+  void OnAck(const ibv_wc& wc) ABSL_EXCLUSIVE_LOCKS_REQUIRED(poll_mu_);
+
+  const std::shared_ptr<RdmaContext> ctx_;
+  RdmaConnection* conn_ = nullptr;
+  std::unique_ptr<Block> arena_;
+
+  OpSlot slots_[kSlots];
+  absl::Mutex slot_mu_;
+  std::vector<int> free_slots_ ABSL_GUARDED_BY(slot_mu_);
+  absl::Mutex credit_mu_;
+  int credits_used_ ABSL_GUARDED_BY(credit_mu_) = 0;
+  absl::Mutex poll_mu_;
+  std::atomic<bool> broken_{false};
+};
+
+// Returns slots to the engine when an operation ends.
+class SlotGuard {
+ public:
+  SlotGuard(OpEngine* e, std::vector<OpSlot*> s) : e_(e), s_(std::move(s)) {}
+  ~SlotGuard() { e_->ReleaseSlots(s_); }
+  SlotGuard(const SlotGuard&) = delete;
+  SlotGuard& operator=(const SlotGuard&) = delete;
+
+ private:
+  OpEngine* e_;
+  std::vector<OpSlot*> s_;
+};
+
+// Returns commit credits to the engine when a commit's wait ends.
+class CreditGuard {
+ public:
+  explicit CreditGuard(OpEngine* e, int n = 1) : e_(e), n_(n) {}
+  ~CreditGuard() { e_->ReturnCredits(n_); }
+  CreditGuard(const CreditGuard&) = delete;
+  CreditGuard& operator=(const CreditGuard&) = delete;
+
+ private:
+  OpEngine* e_;
+  int n_;
+};
+
+}  // namespace client
+}  // namespace kvstore
+
+#endif  // KVSTORE_CLIENT_INTERNAL_RDMA_OP_ENGINE_H_

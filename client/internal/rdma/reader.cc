@@ -1,0 +1,428 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Why so much checking: the server neither locks nor fences anything for a
+// one-sided reader. A bucket may be read while a slot word in it changes, and
+// an entry may be reclaimed and reused between the bucket READ and the entry
+// READ. So every slot is bounds-checked before it is followed, every entry is
+// verified (magic, lengths, key, checksum) after it is read, and a read that
+// took longer than the server's max_read_span (its grace period before
+// reusing memory) is not trusted at all.
+
+#include "client/internal/rdma/reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/internal/buffer_access.h"
+#include "common/status_macros.h"
+
+namespace kvstore {
+namespace client {
+
+namespace {
+
+using layout::Slot;
+
+constexpr int kMaxGetAttempts = 8;  // one-sided tries before the server answers
+constexpr size_t kBatch = 16;       // keys per MultiGet round
+
+}  // namespace
+
+// --- Entry points --------------------------------------------------------------
+
+// The key limit is checked before anything is posted: the server would
+// refuse such a key anyway, and the hash of an oversize key is meaningless.
+absl::StatusOr<std::string> RdmaReader::Get(absl::string_view key, absl::Time deadline) {
+  KV_RETURN_IF_ERROR(layout_->limits.CheckKey(key));
+  std::string out;
+  KV_RETURN_IF_ERROR(GetOne({key, deadline, &out, nullptr, false}).status());
+  return out;
+}
+
+// Exists reads only the header and key (header_only): the value is not
+// needed, so neither is its checksum.
+absl::StatusOr<bool> RdmaReader::Exists(absl::string_view key, absl::Time deadline) {
+  KV_RETURN_IF_ERROR(layout_->limits.CheckKey(key));
+  auto r = GetOne({key, deadline, nullptr, nullptr, /*header_only=*/true});
+  if (r.ok()) return true;
+  if (r.status().code() == absl::StatusCode::kNotFound) return false;
+  return r.status();
+}
+
+// The value lands in the caller's buffer straight from the NIC; only the
+// header, key and padding pass through scratch.
+absl::StatusOr<size_t> RdmaReader::GetInto(absl::string_view key, const RegisteredBuffer& buffer,
+                                           size_t offset, size_t capacity, absl::Time deadline) {
+  KV_RETURN_IF_ERROR(layout_->limits.CheckKey(key));
+  // Written as two comparisons so that offset + capacity cannot overflow.
+  if (offset > buffer.size() || capacity > buffer.size() - offset) {
+    return absl::InvalidArgumentError("range outside the registered buffer");
+  }
+  UserDest dest{buffer.data() + offset, capacity, KvClientInternal::lkey(buffer)};
+  return GetOne({key, deadline, nullptr, &dest, false});
+}
+
+// Every key is checked before any is read, so a bad key fails the whole
+// call without partial work; then batches of kBatch keys, each in parallel.
+absl::StatusOr<std::vector<absl::StatusOr<std::string>>> RdmaReader::MultiGet(
+    absl::Span<const std::string> keys, absl::Time deadline) {
+  for (const auto& k : keys) KV_RETURN_IF_ERROR(layout_->limits.CheckKey(k));
+  // UnknownError marks "not answered yet" for MultiGetBatch.
+  std::vector<absl::StatusOr<std::string>> out(keys.size(), absl::UnknownError(""));
+  for (size_t begin = 0; begin < keys.size(); begin += kBatch) {
+    const size_t n = std::min(kBatch, keys.size() - begin);
+    KV_RETURN_IF_ERROR(MultiGetBatch(keys.subspan(begin, n), deadline, &out[begin]));
+  }
+  return out;
+}
+
+// --- The single-key GET ----------------------------------------------------------
+
+// Both buckets are read even when they coincide; Candidates() then searches
+// the copy once.
+absl::Status RdmaReader::ReadBuckets(OpSlot* s, const layout::KeyHash& h, absl::Time deadline) {
+  // Both candidate buckets, one doorbell, only the last signaled (RC
+  // completes them in order).
+  rdma::Sge b_sges[2] = {{reinterpret_cast<uint64_t>(s->buckets),
+                          static_cast<uint32_t>(layout::kBucketBytes), s->lkey},
+                         {reinterpret_cast<uint64_t>(s->buckets + layout::kBucketBytes),
+                          static_cast<uint32_t>(layout::kBucketBytes), s->lkey}};
+  rdma::ReadOp reads[2];
+  for (int i = 0; i < 2; ++i) {
+    reads[i].local = absl::MakeConstSpan(&b_sges[i], 1);
+    reads[i].remote_addr = layout_->index_addr + h.bucket[i] * layout::kBucketBytes;
+    reads[i].rkey = layout_->index_rkey;
+    reads[i].wr_id = kKindRead | s->index;
+    reads[i].signaled = i == 1;
+  }
+  engine_->Arm(s);
+  KV_RETURN_IF_ERROR(engine_->PostReads(absl::MakeConstSpan(reads, 2)));
+  return engine_->Wait(s, deadline);
+}
+
+std::vector<Slot> RdmaReader::Candidates(const OpSlot* s, const layout::KeyHash& h) const {
+  std::vector<Slot> out;
+  // Both buckets are read even when they coincide; the copy is searched once.
+  const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
+  for (int b = 0; b < nb; ++b) {
+    // The scratch areas are 64-byte aligned, so the words can be loaded
+    // in place. Every fingerprint match is a candidate: the key is checked
+    // only once the entry has been read.
+    const auto* words = reinterpret_cast<const uint64_t*>(s->buckets + b * layout::kBucketBytes);
+    layout::FindInBucket(words, h.fingerprint, [&](const Slot& slot) {
+      out.push_back(slot);
+      return false;
+    });
+  }
+  return out;
+}
+
+// The attempt loop. Outcomes per attempt: no candidate -> kNotFound; a
+// candidate that verifies -> done; only other keys -> kNotFound;
+// anything torn -> retry; a span overrun -> retry, or straight to the server
+// when even the entry READ alone is too slow.
+absl::StatusOr<size_t> RdmaReader::GetOne(const Request& req) {
+  counters_->ops++;
+  const layout::KeyHash h =
+      layout::HashKey(req.key, layout_->geometry.seed, layout_->geometry.bucket_count);
+  OpSlot* s = engine_->AcquireSlots(1)[0];
+  SlotGuard guard(engine_, {s});
+  for (int attempt = 0; attempt < kMaxGetAttempts; ++attempt) {
+    // Backoff: 10 us doubling to 1 ms, time for a writer to finish.
+    if (attempt > 0) absl::SleepFor(absl::Microseconds(std::min(1000, 5 << attempt)));
+    const absl::Time t0 = absl::Now();
+    KV_RETURN_IF_ERROR(ReadBuckets(s, h, req.deadline));
+    std::vector<Slot> cands = Candidates(s, h);
+    if (cands.empty()) return absl::NotFoundError("key not found");
+    bool torn = false;           // a candidate failed its checks
+    bool span_exceeded = false;  // too slow to trust what was read
+    for (const Slot& slot : cands) {
+      if (!layout_->Plausible(slot, req.key.size())) {
+        torn = true;
+        continue;
+      }
+      Attempt a = ReadCandidate(req, slot, s, t0);
+      if (a.kind == Attempt::kDone) return a.result;
+      if (a.kind == Attempt::kTorn) torn = true;
+      if (a.kind == Attempt::kSpanExceeded) {
+        span_exceeded = true;
+        if (a.give_up) attempt = kMaxGetAttempts;
+        break;
+      }
+    }
+    if (span_exceeded) continue;  // counted as a span retry
+    if (!torn) return absl::NotFoundError("key not found");
+    counters_->checksum_retries++;  // a slot or entry that did not verify
+  }
+  // Retries exhausted: the server's CPU answers.
+  counters_->server_fallback_gets++;
+  return ServerGet(req);
+}
+
+// One entry READ and its verification. A pooled buffer, if one was needed,
+// goes back to the pool on every way out.
+RdmaReader::Attempt RdmaReader::ReadCandidate(const Request& req, const Slot& slot, OpSlot* s,
+                                              absl::Time t0) {
+  const size_t head = layout::kEntryHeaderBytes + req.key.size();
+  const DataRegion* region = layout_->Resolve(slot.offset, req.header_only ? head : slot.size);
+  if (region == nullptr) {
+    // Larger than a segment and across two memory regions: one READ
+    // cannot fetch it, so the server answers.
+    counters_->server_fallback_gets++;
+    return {Attempt::kDone, ServerGet(req)};
+  }
+  const uint64_t remote = region->addr + (slot.offset - region->arena_offset);
+  EntryRead plan;
+  if (absl::Status p = PlanEntryRead(req, slot, s, &plan); !p.ok()) return {Attempt::kDone, p};
+  const absl::Time entry_start = absl::Now();
+  engine_->Arm(s);
+  absl::Status posted =
+      engine_->PostRead(absl::MakeConstSpan(plan.sges, plan.nsge), remote, region->rkey, s);
+  if (posted.ok()) posted = engine_->Wait(s, req.deadline);
+  if (!posted.ok()) {
+    if (plan.big) pool_->Release(std::move(plan.big));
+    return {Attempt::kDone, posted};
+  }
+  if (absl::Now() - t0 > layout_->max_read_span) {
+    // The entry may have been reclaimed and reused while we read it.
+    counters_->span_retries++;
+    if (plan.big) pool_->Release(std::move(plan.big));
+    Attempt a{Attempt::kSpanExceeded};
+    // If the entry READ alone outlasts the span (a large value on a slow
+    // link), trying again cannot help: let the server answer.
+    a.give_up = absl::Now() - entry_start > layout_->max_read_span;
+    return a;
+  }
+  absl::StatusOr<size_t> verified =
+      Verify(req.key, slot, plan.local, req.dest, req.out, req.header_only);
+  if (plan.big) pool_->Release(std::move(plan.big));
+  if (verified.ok()) return {Attempt::kDone, verified};
+  if (verified.status().code() == absl::StatusCode::kOutOfRange) {
+    return {Attempt::kDone, verified.status()};
+  }
+  if (verified.status().code() != absl::StatusCode::kNotFound) return {Attempt::kTorn};
+  return {Attempt::kOtherKey};
+}
+
+// Three shapes of READ: header+key only (Exists); header+key to scratch and
+// the value into the caller's memory (GetInto); the whole entry to scratch or
+// a pooled buffer (Get). kOutOfRange when the slot already shows the value
+// cannot fit the caller's buffer.
+absl::Status RdmaReader::PlanEntryRead(const Request& req, const Slot& slot, OpSlot* s,
+                                       EntryRead* plan) {
+  const size_t head = layout::kEntryHeaderBytes + req.key.size();
+  // Small reads land in the slot's scratch; larger ones in a pooled buffer.
+  auto local_for = [&](uint64_t bytes) -> absl::Status {
+    plan->local = s->entry;
+    if (bytes > kSmallEntryArea) {
+      KV_ASSIGN_OR_RETURN(plan->big, pool_->Acquire(bytes));
+      plan->local = plan->big->mem.get();
+    }
+    return absl::OkStatus();
+  };
+  auto local_lkey = [&] { return plan->big ? plan->big->mr->lkey() : s->lkey; };
+  if (req.header_only) {
+    // Exists: the header and key are enough.
+    KV_RETURN_IF_ERROR(local_for(head));
+    plan->sges[plan->nsge++] = {reinterpret_cast<uint64_t>(plan->local),
+                                static_cast<uint32_t>(head), local_lkey()};
+  } else if (req.dest != nullptr) {
+    // Zero copy: header+key to scratch, value straight into the caller's
+    // buffer, the padding (or an overflow) to scratch.
+    const uint64_t body = slot.size - head;  // value + padding
+    if (body > req.dest->capacity + layout::kEntryAlign) {
+      return absl::OutOfRangeError(absl::StrCat("value is at least ",
+                                                body - layout::kEntryAlign + 1,
+                                                " bytes; the buffer holds ", req.dest->capacity));
+    }
+    KV_RETURN_IF_ERROR(local_for(head + layout::kEntryAlign));
+    const uint64_t into_user = std::min<uint64_t>(body, req.dest->capacity);
+    plan->sges[plan->nsge++] = {reinterpret_cast<uint64_t>(plan->local),
+                                static_cast<uint32_t>(head), local_lkey()};
+    if (into_user > 0) {
+      plan->sges[plan->nsge++] = {reinterpret_cast<uint64_t>(req.dest->data),
+                                  static_cast<uint32_t>(into_user), req.dest->lkey};
+    }
+    if (body > into_user) {
+      plan->sges[plan->nsge++] = {reinterpret_cast<uint64_t>(plan->local + head),
+                                  static_cast<uint32_t>(body - into_user), local_lkey()};
+    }
+  } else {
+    KV_RETURN_IF_ERROR(local_for(slot.size));
+    plan->sges[plan->nsge++] = {reinterpret_cast<uint64_t>(plan->local),
+                                static_cast<uint32_t>(slot.size), local_lkey()};
+  }
+  return absl::OkStatus();
+}
+
+// The key comparison comes before the length check so that a fingerprint collision reads as
+// "another key" (kNotFound), not as a torn entry worth retrying.
+absl::StatusOr<size_t> RdmaReader::Verify(absl::string_view key, const Slot& slot,
+                                          const char* local, const UserDest* dest, std::string* out,
+                                          bool header_only) {
+  layout::EntryHeader h;
+  std::memcpy(&h, local, sizeof(h));
+  if (h.magic != layout::kEntryMagic) return absl::DataLossError("bad magic");
+  if (h.key_len != key.size() ||
+      std::memcmp(local + layout::kEntryHeaderBytes, key.data(), key.size()) != 0) {
+    return absl::NotFoundError("entry holds another key");
+  }
+  if (layout::EntryBytes(h.key_len, h.value_len) != slot.size) {
+    return absl::DataLossError("entry length does not match its slot");
+  }
+  if (header_only) return size_t{h.value_len};
+  if (dest == nullptr) {
+    auto v = layout::VerifyEntry(absl::string_view(local, slot.size), key);
+    if (!v.ok()) return v.status();
+    out->assign(v->value.data(), v->value.size());
+    return v->value.size();
+  }
+  if (h.value_len > dest->capacity) {
+    // The checksum cannot be checked without the whole value; the length
+    // came from an entry whose header and key matched.
+    return absl::OutOfRangeError(
+        absl::StrCat("value is ", h.value_len, " bytes; the buffer holds ", dest->capacity));
+  }
+  // The value went straight to the caller's buffer: checksum it there.
+  if (layout::EntryChecksum(h, key, absl::string_view(dest->data, h.value_len)) != h.checksum) {
+    return absl::DataLossError("entry checksum mismatch");
+  }
+  return size_t{h.value_len};
+}
+
+// The server reads its own memory under its own rules, so whatever it returns
+// is current; only the caller's capacity still needs checking.
+absl::StatusOr<size_t> RdmaReader::ServerGet(const Request& req) {
+  KV_ASSIGN_OR_RETURN(std::string v, control_->Get(req.key, req.deadline));
+  if (req.dest != nullptr) {
+    if (v.size() > req.dest->capacity) {
+      return absl::OutOfRangeError(
+          absl::StrCat("value is ", v.size(), " bytes; the buffer holds ", req.dest->capacity));
+    }
+    std::memcpy(req.dest->data, v.data(), v.size());
+  } else if (req.out != nullptr) {
+    *req.out = std::move(v);
+    return req.out->size();
+  }
+  return v.size();
+}
+
+// --- MultiGet ------------------------------------------------------------------------
+
+// 2 READs per key in one doorbell; the slots' scratch receives the buckets
+// as in the single-key path, so GetOne() could take over any key.
+absl::Status RdmaReader::ReadBucketsBatch(absl::Span<const std::string> keys,
+                                          const std::vector<OpSlot*>& slots,
+                                          std::vector<layout::KeyHash>* hashes, absl::Time deadline,
+                                          absl::Time* t0) {
+  const size_t n = keys.size();
+  std::vector<rdma::Sge> sges(2 * n);
+  std::vector<rdma::ReadOp> reads(2 * n);
+  for (size_t k = 0; k < n; ++k) {
+    (*hashes)[k] = layout::HashKey(keys[k], layout_->geometry.seed, layout_->geometry.bucket_count);
+    for (int i = 0; i < 2; ++i) {
+      rdma::ReadOp& r = reads[2 * k + i];
+      sges[2 * k + i] = {reinterpret_cast<uint64_t>(slots[k]->buckets + i * layout::kBucketBytes),
+                         static_cast<uint32_t>(layout::kBucketBytes), slots[k]->lkey};
+      r.local = absl::MakeConstSpan(&sges[2 * k + i], 1);
+      r.remote_addr = layout_->index_addr + (*hashes)[k].bucket[i] * layout::kBucketBytes;
+      r.rkey = layout_->index_rkey;
+      // Every READ names the last slot: only its completion is awaited.
+      r.wr_id = kKindRead | slots[n - 1]->index;
+      r.signaled = false;
+    }
+  }
+  // Selective signalling: on one RC queue pair, the last READ's completion
+  // means every earlier one has completed.
+  reads.back().signaled = true;
+  *t0 = absl::Now();
+  engine_->Arm(slots[n - 1]);
+  KV_RETURN_IF_ERROR(engine_->PostReads(reads));
+  return engine_->Wait(slots[n - 1], deadline);
+}
+
+// The common case, done in one more round trip for the whole batch: a key
+// with one small, plausible candidate in one region. Keys whose entry does
+// not verify stay open (UnknownError) for GetOne(); so do all when the span
+// was exceeded.
+absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys,
+                                              const std::vector<OpSlot*>& slots,
+                                              const std::vector<layout::KeyHash>& hashes,
+                                              absl::Time deadline, absl::Time t0,
+                                              absl::StatusOr<std::string>* out) {
+  const size_t n = keys.size();
+  std::vector<rdma::Sge> esges;
+  std::vector<rdma::ReadOp> ereads;
+  std::vector<std::pair<size_t, Slot>> pending;
+  esges.reserve(n);  // never reallocated: the READs point into it
+  for (size_t k = 0; k < n; ++k) {
+    std::vector<Slot> cands = Candidates(slots[k], hashes[k]);
+    if (cands.empty()) {
+      out[k] = absl::NotFoundError("key not found");
+      continue;
+    }
+    if (cands.size() != 1 || cands[0].size > kSmallEntryArea ||
+        !layout_->Plausible(cands[0], keys[k].size()) ||
+        layout_->Resolve(cands[0].offset, cands[0].size) == nullptr) {
+      continue;  // the single-key path handles it
+    }
+    const DataRegion* region = layout_->Resolve(cands[0].offset, cands[0].size);
+    esges.push_back({reinterpret_cast<uint64_t>(slots[k]->entry),
+                     static_cast<uint32_t>(cands[0].size), slots[k]->lkey});
+    rdma::ReadOp op;
+    op.remote_addr = region->addr + (cands[0].offset - region->arena_offset);
+    op.rkey = region->rkey;
+    op.wr_id = kKindRead | slots[n - 1]->index;
+    ereads.push_back(op);
+    pending.emplace_back(k, cands[0]);
+  }
+  if (ereads.empty()) return absl::OkStatus();
+  for (size_t i = 0; i < ereads.size(); ++i) ereads[i].local = absl::MakeConstSpan(&esges[i], 1);
+  ereads.back().signaled = true;
+  engine_->Arm(slots[n - 1]);
+  KV_RETURN_IF_ERROR(engine_->PostReads(ereads));
+  KV_RETURN_IF_ERROR(engine_->Wait(slots[n - 1], deadline));
+  // Past the span nothing read can be trusted; those keys stay open.
+  const bool in_span = absl::Now() - t0 <= layout_->max_read_span;
+  for (auto& [k, slot] : pending) {
+    if (!in_span) continue;
+    std::string value;
+    auto v = Verify(keys[k], slot, slots[k]->entry, nullptr, &value, false);
+    if (v.ok()) out[k] = std::move(value);
+  }
+  return absl::OkStatus();
+}
+
+// Counts the batch's keys once up front; the GetOne() calls for leftover
+// keys would count again, hence the decrement after each.
+absl::Status RdmaReader::MultiGetBatch(absl::Span<const std::string> keys, absl::Time deadline,
+                                       absl::StatusOr<std::string>* out) {
+  counters_->ops += keys.size();
+  const size_t n = keys.size();
+  std::vector<OpSlot*> slots = engine_->AcquireSlots(n);
+  SlotGuard guard(engine_, slots);
+  std::vector<layout::KeyHash> hashes(n);
+  absl::Time t0;
+  KV_RETURN_IF_ERROR(ReadBucketsBatch(keys, slots, &hashes, deadline, &t0));
+  KV_RETURN_IF_ERROR(ReadSingleCandidates(keys, slots, hashes, deadline, t0, out));
+  // Whatever is still open goes through the single-key path (retries,
+  // large entries, collisions, fallback).
+  for (size_t k = 0; k < n; ++k) {
+    if (out[k].ok() || out[k].status().code() == absl::StatusCode::kNotFound) continue;
+    std::string value;
+    auto v = GetOne({keys[k], deadline, &value, nullptr, false});
+    counters_->ops--;  // already counted for the batch
+    if (v.ok())
+      out[k] = std::move(value);
+    else if (v.status().code() == absl::StatusCode::kNotFound)
+      out[k] = v.status();
+    else
+      return v.status();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace client
+}  // namespace kvstore

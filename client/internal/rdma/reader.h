@@ -1,0 +1,148 @@
+// Copyright 2026 The kvstore Authors.
+//
+// RdmaReader: one-sided GET, Exists and MultiGet.
+//
+//   READ both candidate buckets (one doorbell) -> pick the slots whose
+//   fingerprint matches -> bounds-check them -> READ the entry -> verify
+//   magic, lengths, checksum and key.
+//
+// Everything read is untrusted: the server may be rewriting the bucket or
+// reclaiming the entry while we read. A failed verify, or a bucket-to-entry
+// span longer than the server's max_read_span (the entry may have been
+// reused meanwhile), is retried from the bucket READ, a bounded number of
+// times with backoff; then the server's CPU answers over gRPC (Get). The
+// server CPU takes no part otherwise.
+//
+// Thread safety: thread-safe; each call uses the operation slots it acquires.
+
+#ifndef KVSTORE_CLIENT_INTERNAL_RDMA_READER_H_
+#define KVSTORE_CLIENT_INTERNAL_RDMA_READER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "client/internal/control_client.h"
+#include "client/internal/rdma/op_engine.h"
+#include "client/internal/rdma/path_counters.h"
+#include "client/internal/rdma/rdma_context.h"
+#include "client/internal/rdma/server_layout.h"
+#include "client/registered_buffer.h"
+#include "common/protocol/layout.h"
+
+namespace kvstore {
+namespace client {
+
+class RdmaReader {
+ public:
+  // Every pointer must outlive the reader.
+  RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool* pool, ControlClient* control,
+             PathCounters* counters)
+      : layout_(layout), engine_(engine), pool_(pool), control_(control), counters_(counters) {}
+
+  // The value of `key`. kNotFound when absent, kInvalidArgument for a key
+  // over the limit, kUnavailable once the path is broken, kDeadlineExceeded.
+  absl::StatusOr<std::string> Get(absl::string_view key, absl::Time deadline);
+  // Whether `key` is present (reads the entry's header and key only).
+  absl::StatusOr<bool> Exists(absl::string_view key, absl::Time deadline);
+  // Reads the value into buffer[offset, offset+capacity) with the NIC (zero
+  // copy) and returns its length: kInvalidArgument for a range outside the
+  // buffer, kOutOfRange (naming the size) when the value does not fit.
+  // REQUIRES: `buffer` registered with this path's device (lkey != 0).
+  absl::StatusOr<size_t> GetInto(absl::string_view key, const RegisteredBuffer& buffer,
+                                 size_t offset, size_t capacity, absl::Time deadline);
+  // One result per key; the outer status fails only when the batch could not
+  // be attempted (a bad key, a broken path).
+  absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
+      absl::Span<const std::string> keys, absl::Time deadline);
+
+ private:
+  // Where a zero-copy GET puts the value: registered caller memory.
+  struct UserDest {
+    char* data;
+    size_t capacity;
+    uint32_t lkey;
+  };
+  // One GET: exactly one of `out` / `dest` is set, or neither with
+  // `header_only` (Exists).
+  struct Request {
+    absl::string_view key;
+    absl::Time deadline;
+    std::string* out = nullptr;
+    const UserDest* dest = nullptr;
+    bool header_only = false;
+  };
+  // What reading one candidate slot came to.
+  struct Attempt {
+    enum Kind {
+      kDone,          // `result` is the GET's answer
+      kTorn,          // the entry failed verification: retry
+      kOtherKey,      // the entry holds another key (fingerprint collision)
+      kSpanExceeded,  // too slow to trust what was read: retry (or give up)
+    } kind;
+    absl::StatusOr<size_t> result = size_t{0};
+    bool give_up = false;  // kSpanExceeded: the entry READ alone took too long
+  };
+  // The local memory one entry READ scatters into.
+  struct EntryRead {
+    rdma::Sge sges[3];
+    int nsge = 0;
+    char* local = nullptr;       // where the header (and key) land
+    std::unique_ptr<Block> big;  // when the slot's scratch is too small
+  };
+
+  // The single-key GET with its retries and fallback; returns the value length.
+  absl::StatusOr<size_t> GetOne(const Request& req);
+  // READs both candidate buckets of `h` into `s`'s scratch and waits.
+  absl::Status ReadBuckets(OpSlot* s, const layout::KeyHash& h, absl::Time deadline);
+  // The slots in `s`'s buckets whose fingerprint is `h`'s.
+  std::vector<layout::Slot> Candidates(const OpSlot* s, const layout::KeyHash& h) const;
+  // READs and verifies the entry `slot` points at. `t0`: when the bucket
+  // READ started (the span is measured from there).
+  Attempt ReadCandidate(const Request& req, const layout::Slot& slot, OpSlot* s, absl::Time t0);
+  // Fills `plan` for reading the entry of `slot`.
+  absl::Status PlanEntryRead(const Request& req, const layout::Slot& slot, OpSlot* s,
+                             EntryRead* plan);
+  // Checks an entry read into `local` (and, for a zero-copy GET, the value
+  // in dest); copies the value to `out` when set. Returns the value length;
+  // kNotFound for another key, kOutOfRange for a value larger than dest,
+  // kDataLoss for anything torn.
+  absl::StatusOr<size_t> Verify(absl::string_view key, const layout::Slot& slot, const char* local,
+                                const UserDest* dest, std::string* out, bool header_only);
+  // The server's CPU answers (gRPC Get).
+  absl::StatusOr<size_t> ServerGet(const Request& req);
+
+  // Up to kBatch keys: all bucket READs in one doorbell, then one READ per
+  // key with a single small candidate; the rest go through GetOne().
+  absl::Status MultiGetBatch(absl::Span<const std::string> keys, absl::Time deadline,
+                             absl::StatusOr<std::string>* out);
+  // Posts and waits for the bucket READs of `keys` into `slots`; sets `t0`
+  // to when they were posted.
+  absl::Status ReadBucketsBatch(absl::Span<const std::string> keys,
+                                const std::vector<OpSlot*>& slots,
+                                std::vector<layout::KeyHash>* hashes, absl::Time deadline,
+                                absl::Time* t0);
+  // READs and verifies the entries of keys with exactly one plausible small
+  // candidate, filling `out` for those that verified within the span.
+  absl::Status ReadSingleCandidates(absl::Span<const std::string> keys,
+                                    const std::vector<OpSlot*>& slots,
+                                    const std::vector<layout::KeyHash>& hashes, absl::Time deadline,
+                                    absl::Time t0, absl::StatusOr<std::string>* out);
+
+  const ServerLayout* const layout_;
+  OpEngine* const engine_;
+  BufferPool* const pool_;
+  ControlClient* const control_;
+  PathCounters* const counters_;
+};
+
+}  // namespace client
+}  // namespace kvstore
+
+#endif  // KVSTORE_CLIENT_INTERNAL_RDMA_READER_H_

@@ -1,0 +1,82 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "client/internal/rdma/server_layout.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace kvstore {
+namespace client {
+namespace {
+
+// A handshake with an index of 16 buckets and two data regions of 1 MiB.
+v1::HandshakeResponse GoodHandshake() {
+  v1::HandshakeResponse hs;
+  hs.set_epoch(7);
+  hs.set_data_arena_bytes(2 << 20);
+  hs.mutable_limits()->set_max_key_bytes(64);
+  hs.mutable_limits()->set_max_value_bytes(1 << 20);
+  hs.mutable_index()->set_bucket_count(16);
+  hs.mutable_index()->set_layout_version(layout::kLayoutVersion);
+  hs.mutable_index()->set_bucket_bytes(layout::kBucketBytes);
+  hs.mutable_endpoints()->set_rdma_gid(std::string(16, '\1'));
+  auto* index = hs.add_regions();
+  index->set_kind(v1::REGION_KIND_INDEX);
+  index->set_length(16 * layout::kBucketBytes);
+  index->set_addr(0x1000);
+  index->set_rkey(5);
+  // Listed out of order: FromHandshake sorts them.
+  for (uint64_t offset : {uint64_t{1} << 20, uint64_t{0}}) {
+    auto* data = hs.add_regions();
+    data->set_kind(v1::REGION_KIND_DATA);
+    data->set_arena_offset(offset);
+    data->set_length(1 << 20);
+    data->set_addr(0x100000 + offset);
+    data->set_rkey(9);
+  }
+  return hs;
+}
+
+TEST(ServerLayout, ParsesAGoodHandshake) {
+  auto l = ServerLayout::FromHandshake(GoodHandshake());
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->epoch, 7u);
+  EXPECT_EQ(l->index_addr, 0x1000u);
+  ASSERT_EQ(l->data.size(), 2u);
+  EXPECT_EQ(l->data[0].arena_offset, 0u);
+  // Zero timing values are raised to their floors.
+  EXPECT_EQ(l->max_read_span, absl::Milliseconds(1));
+  EXPECT_EQ(l->lease_ttl, absl::Milliseconds(100));
+}
+
+TEST(ServerLayout, RefusesAnotherLayoutOrMissingRegions) {
+  v1::HandshakeResponse hs = GoodHandshake();
+  hs.mutable_index()->set_layout_version(layout::kLayoutVersion + 1);
+  EXPECT_EQ(ServerLayout::FromHandshake(hs).status().code(), absl::StatusCode::kFailedPrecondition);
+  hs = GoodHandshake();
+  hs.mutable_regions(0)->set_length(layout::kBucketBytes);  // index too small
+  EXPECT_EQ(ServerLayout::FromHandshake(hs).status().code(), absl::StatusCode::kUnavailable);
+  hs = GoodHandshake();
+  hs.mutable_endpoints()->clear_rdma_gid();
+  EXPECT_EQ(ServerLayout::FromHandshake(hs).status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(ServerLayout, ResolveAndPlausibleRejectUntrustedRanges) {
+  auto l = ServerLayout::FromHandshake(GoodHandshake());
+  ASSERT_TRUE(l.ok());
+  const DataRegion* r = l->Resolve((1 << 20) + 64, 128);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->arena_offset, uint64_t{1} << 20);
+  EXPECT_EQ(l->Resolve((1 << 20) - 64, 128), nullptr);  // straddles two regions
+  EXPECT_EQ(l->Resolve(2 << 20, 64), nullptr);          // past the arena
+  EXPECT_EQ(l->Resolve(64, ~uint64_t{0}), nullptr);     // would overflow
+  EXPECT_TRUE(l->Plausible({1, 0, layout::EntryBytes(3, 10)}, 3));
+  EXPECT_FALSE(l->Plausible({1, 0, 0}, 3));                               // smaller than a header
+  EXPECT_FALSE(l->Plausible({1, 0, layout::EntryBytes(3, 2 << 20)}, 3));  // over the value limit
+  EXPECT_FALSE(l->Plausible({1, (2 << 20) - 64, layout::EntryBytes(3, 100)}, 3));  // past the end
+}
+
+}  // namespace
+}  // namespace client
+}  // namespace kvstore

@@ -1,0 +1,104 @@
+// Copyright 2026 The kvstore Authors.
+//
+// RdmaWriter: PUT, MultiPut and DELETE by WRITE + commit.
+//
+//   PUT     reserve the entry's room in a write lease (LeaseManager) -> RDMA
+//           WRITE of header + key + value (gathered; the value straight from
+//           the caller's registered buffer in PutFrom) -> SEND a commit on
+//           the same queue pair -> wait for the server's ack. RC ordering
+//           puts the WRITE's bytes in place before the commit arrives. A
+//           commit refused because the lease expired (kAborted) is redone
+//           once with a fresh lease.
+//   DELETE  a commit naming the key.
+//
+// Every commit holds one commit credit (an ack receive) until its ack.
+//
+// Thread safety: thread-safe; each call uses the operation slots it acquires.
+
+#ifndef KVSTORE_CLIENT_INTERNAL_RDMA_WRITER_H_
+#define KVSTORE_CLIENT_INTERNAL_RDMA_WRITER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "client/internal/rdma/lease_manager.h"
+#include "client/internal/rdma/op_engine.h"
+#include "client/internal/rdma/path_counters.h"
+#include "client/internal/rdma/rdma_context.h"
+#include "client/internal/rdma/server_layout.h"
+#include "client/registered_buffer.h"
+
+namespace kvstore {
+namespace client {
+
+class RdmaWriter {
+ public:
+  // Every pointer must outlive the writer.
+  RdmaWriter(const ServerLayout* layout, OpEngine* engine, BufferPool* pool, LeaseManager* leases,
+             PathCounters* counters)
+      : layout_(layout), engine_(engine), pool_(pool), leases_(leases), counters_(counters) {}
+
+  // Stores key -> value. kInvalidArgument for a key or value over a limit,
+  // the server's ack status (kResourceExhausted when full, ...), kUnavailable
+  // once the path is broken, kDeadlineExceeded.
+  absl::Status Put(absl::string_view key, absl::string_view value, absl::Time deadline);
+  // Put() of buffer[offset, offset+length), WRITTEN from the caller's memory
+  // (zero copy); kInvalidArgument for a range outside the buffer.
+  // REQUIRES: `buffer` registered with this path's device (lkey != 0).
+  absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
+                       size_t length, absl::Time deadline);
+  // kNotFound when the key was absent. A failure before the commit left this
+  // client carries kNotSentPayload (the caller may retry it).
+  absl::Status Delete(absl::string_view key, absl::Time deadline);
+  // All-or-error: on failure some pairs may have been stored.
+  absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
+                        absl::Time deadline);
+
+ private:
+  // One PUT ready to post: where the entry's bytes are, and its commit.
+  struct StagedPut {
+    OpSlot* slot = nullptr;
+    rdma::Sge write_sges[2];
+    int nwrite = 0;
+    rdma::Sge send_sge;
+    uint64_t remote_addr = 0;
+    uint32_t rkey = 0;
+    std::unique_ptr<Block> big;  // staging when the slot's scratch is too small
+  };
+
+  // Checked PUT with the one redo after a lease abort. `value_lkey` != 0:
+  // the value is in registered caller memory.
+  absl::Status PutImpl(absl::string_view key, absl::string_view value, uint32_t value_lkey,
+                       absl::Time deadline);
+  absl::Status PutOnce(absl::string_view key, absl::string_view value, uint32_t value_lkey,
+                       absl::Time deadline);
+  // Writes the entry's header (and key, and the value unless it is sent
+  // straight from the caller's registered buffer) and the commit message.
+  absl::Status Stage(OpSlot* s, absl::string_view key, absl::string_view value, uint32_t value_lkey,
+                     const LeaseSpace& space, StagedPut* out);
+  // Posts the WRITE + commit SEND pairs of `puts` with one doorbell; only the
+  // last SEND is signaled (the acks complete the operations). Takes one
+  // commit credit per PUT; the caller returns them after waiting.
+  absl::Status PostStaged(absl::Span<StagedPut> puts, absl::Time deadline);
+  // Up to kBatch pairs, split further to fit the commit credits.
+  absl::Status MultiPutBatch(absl::Span<const std::pair<std::string, std::string>> pairs,
+                             absl::Time deadline);
+
+  const ServerLayout* const layout_;
+  OpEngine* const engine_;
+  BufferPool* const pool_;
+  LeaseManager* const leases_;
+  PathCounters* const counters_;
+};
+
+}  // namespace client
+}  // namespace kvstore
+
+#endif  // KVSTORE_CLIENT_INTERNAL_RDMA_WRITER_H_
