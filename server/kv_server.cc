@@ -83,10 +83,8 @@ absl::Status KvServer::Init() {
   lo.ttl = options_.lease_ttl;
   lo.max_lease_bytes =
       layout::EntryBytes(options_.limits.max_key_bytes, options_.limits.max_value_bytes);
-  // A lease's write key is revoked before its chunk goes back to the store.
-  lo.on_revoke = [this](const LeaseInfo& lease) {
-    if (rdma_ != nullptr) rdma_->RevokeLease(lease);
-  };
+  // A lease's write key (made by rdma_->BindLease() at grant time) belongs
+  // to the lease: LeaseTable revokes it before the chunk goes back.
   leases_ = std::make_unique<LeaseTable>(store_.get(), lo);
   if (pd_) {
     RdmaServiceOptions rso;
@@ -199,8 +197,10 @@ void KvServer::Shutdown() {
   shut_down_ = true;
   if (grpc_) grpc_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   if (resp_) resp_->Stop();
-  // Commits stop before the lease table goes; ending the leases revokes
-  // their windows while the queue pairs still exist; then the QPs go.
+  // Commits stop before the lease table goes (RdmaService::StopPoller);
+  // destroying the table ends every lease and so revokes its write key
+  // (window) while the service and the queue pairs still exist; then the
+  // service and its QPs go.
   if (rdma_) rdma_->StopPoller();
   leases_.reset();
   rdma_.reset();

@@ -100,8 +100,11 @@ class KvServer {
   absl::Duration registration_time_;
   std::unique_ptr<MemoryPool> pool_;
   std::unique_ptr<KvStore> store_;
+  // Shutdown() destroys leases_ before rdma_, explicitly: the leases own
+  // write keys that rdma_ made, and rdma_'s poller commits through leases_
+  // (RdmaService's lifetime rules).
   std::unique_ptr<LeaseTable> leases_;
-  std::unique_ptr<RdmaService> rdma_;  // after leases_: its poller commits through them
+  std::unique_ptr<RdmaService> rdma_;
   std::unique_ptr<RespServer> resp_;
   std::unique_ptr<KvControlServiceImpl> service_;
   std::unique_ptr<grpc::Server> grpc_;

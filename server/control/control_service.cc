@@ -22,8 +22,22 @@ namespace {
 
 namespace pb = ::kvstore::v1;
 
+// Millisecond values the proto carries as uint32: clamped, never wrapped.
 uint32_t ClampToU32(int64_t v) {
   return static_cast<uint32_t>(std::clamp<int64_t>(v, 0, std::numeric_limits<uint32_t>::max()));
+}
+
+// "client@peer", for logs and the lease record; "anonymous" when the client
+// gave no name. `context` is null when a test calls the service directly.
+std::string OwnerOf(const grpc::ServerContext* context, const std::string& client_name) {
+  std::string owner = client_name.empty() ? "anonymous" : client_name;
+  if (context != nullptr) absl::StrAppend(&owner, "@", context->peer());
+  return owner;
+}
+
+// The raw 16 bytes of a GID, as the proto carries them.
+std::string GidBytes(const rdma::Gid& gid) {
+  return std::string(reinterpret_cast<const char*>(gid.data()), gid.size());
 }
 
 }  // namespace
@@ -102,8 +116,7 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
   e->set_resp_address(deps_.resp_address);
   e->set_rdma_device(deps_.rdma_device);
   if (deps_.rdma != nullptr) {
-    const rdma::Gid& gid = deps_.rdma->gid();
-    e->set_rdma_gid(std::string(reinterpret_cast<const char*>(gid.data()), gid.size()));
+    e->set_rdma_gid(GidBytes(deps_.rdma->gid()));
     e->set_rdma_port(deps_.rdma->port());
   }
   response->set_data_arena_bytes(deps_.pool->data_bytes());
@@ -116,36 +129,26 @@ grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
   lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
-    std::string owner = request->client_name().empty() ? "anonymous" : request->client_name();
-    if (context != nullptr) absl::StrAppend(&owner, "@", context->peer());
-    KV_ASSIGN_OR_RETURN(LeaseInfo info, deps_.leases->Grant(request->bytes(), std::move(owner)));
-    if (request->connection_id() != 0) {
-      absl::StatusOr<std::pair<uint32_t, uint64_t>> key =
-          deps_.rdma == nullptr
-              ? absl::FailedPreconditionError("this server has no RDMA device: no write keys")
-              : deps_.rdma->BindLease(request->connection_id(), info);
-      if (!key.ok()) {
-        (void)deps_.leases->Release(info.lease_id);
-        return key.status();
-      }
-      info.write_rkey = key->first;
+    // With a connection, the lease is born with its write key bound on that
+    // connection's queue pair (the key maker runs inside Grant(), after the
+    // size checks and the allocation, so their errors come first).
+    LeaseTable::KeyMaker make_key;
+    if (const uint64_t connection_id = request->connection_id(); connection_id != 0) {
+      make_key = [this, connection_id](
+                     const LeaseInfo& lease) -> absl::StatusOr<std::unique_ptr<LeaseWriteKey>> {
+        if (deps_.rdma == nullptr) {
+          return absl::FailedPreconditionError("this server has no RDMA device: no write keys");
+        }
+        return deps_.rdma->BindLease(connection_id, lease);
+      };
     }
+    KV_ASSIGN_OR_RETURN(
+        LeaseInfo info,
+        deps_.leases->Grant(request->bytes(), OwnerOf(context, request->client_name()), make_key));
     FillLease(info, response->mutable_lease());
     return absl::OkStatus();
   }();
-  if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
-  return ToGrpcStatus(status);
-}
-
-absl::Status KvControlServiceImpl::CheckLeaseCaller(uint64_t lease_id,
-                                                    uint64_t connection_id) const {
-  if (deps_.rdma == nullptr) return absl::OkStatus();
-  const uint64_t owner = deps_.rdma->LeaseConnection(lease_id);
-  if (owner != 0 && owner != connection_id) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("lease ", lease_id, " belongs to another RDMA connection"));
-  }
-  return absl::OkStatus();
+  return FinishLeaseRpc(status);
 }
 
 grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
@@ -165,16 +168,14 @@ grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
     client.psn = in.psn() & 0xffffff;
     std::memcpy(client.gid.data(), in.gid().data(), 16);
     client.lid = static_cast<uint16_t>(in.lid());
-    std::string owner = request->client_name().empty() ? "anonymous" : request->client_name();
-    if (context != nullptr) absl::StrAppend(&owner, "@", context->peer());
-    KV_ASSIGN_OR_RETURN(
-        RdmaService::Accepted accepted,
-        deps_.rdma->Connect(client, owner, request->probe_addr(), request->probe_rkey()));
+    KV_ASSIGN_OR_RETURN(RdmaService::Accepted accepted,
+                        deps_.rdma->Connect(client, OwnerOf(context, request->client_name()),
+                                            request->probe_addr(), request->probe_rkey()));
     response->set_connection_id(accepted.connection_id);
     pb::QpEndpoint* out = response->mutable_server();
     out->set_qpn(accepted.server.qpn);
     out->set_psn(accepted.server.psn);
-    out->set_gid(std::string(reinterpret_cast<const char*>(accepted.server.gid.data()), 16));
+    out->set_gid(GidBytes(accepted.server.gid));
     out->set_lid(accepted.server.lid);
     response->set_commit_credits(accepted.commit_credits);
     response->set_max_commit_bytes(accepted.max_commit_bytes);
@@ -201,13 +202,14 @@ grpc::Status KvControlServiceImpl::RenewLease(grpc::ServerContext* context,
   lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
-    KV_RETURN_IF_ERROR(CheckLeaseCaller(request->lease_id(), request->connection_id()));
-    KV_ASSIGN_OR_RETURN(LeaseInfo info, deps_.leases->Renew(request->lease_id()));
+    KV_ASSIGN_OR_RETURN(LeaseInfo info,
+                        deps_.leases->Renew(request->lease_id(), request->connection_id()));
+    // The key stays valid; RenewLease does not repeat it (protocol.md §1.2).
+    info.write_rkey = 0;
     FillLease(info, response->mutable_lease());
     return absl::OkStatus();
   }();
-  if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
-  return ToGrpcStatus(status);
+  return FinishLeaseRpc(status);
 }
 
 grpc::Status KvControlServiceImpl::ReleaseLease(grpc::ServerContext* context,
@@ -216,9 +218,14 @@ grpc::Status KvControlServiceImpl::ReleaseLease(grpc::ServerContext* context,
   lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
-    KV_RETURN_IF_ERROR(CheckLeaseCaller(request->lease_id(), request->connection_id()));
-    return deps_.leases->Release(request->lease_id());
+    return deps_.leases->Release(request->lease_id(), request->connection_id());
   }();
+  return FinishLeaseRpc(status);
+}
+
+grpc::Status KvControlServiceImpl::FinishLeaseRpc(const absl::Status& status) {
+  // Every UNAVAILABLE of a lease RPC is counted, the stale epoch being by
+  // far the most common one (a bind on a dead connection is the other).
   if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
   return ToGrpcStatus(status);
 }

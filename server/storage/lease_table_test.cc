@@ -3,6 +3,7 @@
 #include "server/storage/lease_table.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -65,6 +66,38 @@ std::string ValueOf(KvStore& s, absl::string_view key) {
   auto v = s.Get(key);
   if (!v.ok()) return absl::StrCat("<", absl::StatusCodeToString(v.status().code()), ">");
   return std::string(v->value());
+}
+
+// A write key as a transport would make one: records when it is revoked.
+class FakeKey final : public LeaseWriteKey {
+ public:
+  // `on_revoke` runs in Revoke(); may be empty.
+  FakeKey(uint32_t rkey, uint64_t connection_id, std::function<void()> on_revoke)
+      : LeaseWriteKey(rkey, connection_id), on_revoke_(std::move(on_revoke)) {}
+  void Revoke() override {
+    // LeaseTable calls Revoke() exactly once per key.
+    EXPECT_FALSE(revoked_);
+    revoked_ = true;
+    if (on_revoke_) on_revoke_();
+  }
+
+ private:
+  std::function<void()> on_revoke_;
+  bool revoked_ = false;
+};
+
+// A KeyMaker binding keys on `connection_id`, rkey = 1000 + lease id, that
+// calls `on_revoke(lease_id)` when a key is revoked.
+LeaseTable::KeyMaker KeysOn(uint64_t connection_id,
+                            std::function<void(uint64_t)> on_revoke = nullptr) {
+  return [connection_id,
+          on_revoke](const LeaseInfo& lease) -> absl::StatusOr<std::unique_ptr<LeaseWriteKey>> {
+    const uint64_t id = lease.lease_id;
+    return std::make_unique<FakeKey>(static_cast<uint32_t>(1000 + id), connection_id,
+                                     [on_revoke, id] {
+                                       if (on_revoke) on_revoke(id);
+                                     });
+  };
 }
 
 // Runs the cleaner until the segments awaiting their grace period are free.
@@ -183,12 +216,12 @@ TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
 TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
   TestStore t = MakeStore();
   std::vector<uint64_t> revoked;
-  LeaseOptions o = ManualOptions();
-  o.on_revoke = [&revoked](const LeaseInfo& info) { revoked.push_back(info.lease_id); };
-  LeaseTable leases(t.store.get(), o);
+  LeaseTable leases(t.store.get(), ManualOptions());
   const uint64_t free_before = t.store->counters().segments_free;
 
-  auto lease = leases.Grant(3 * kSegment, "doomed");  // a run of three segments
+  // A run of three segments, with a write key as an RDMA client gets.
+  auto lease = leases.Grant(3 * kSegment, "doomed",
+                            KeysOn(7, [&revoked](uint64_t id) { revoked.push_back(id); }));
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_EQ(t.store->counters().segments_free, free_before - 3);
   WriteEntry(t, lease->chunk.offset, "ghost", std::string(10000, 'g'));
@@ -337,10 +370,11 @@ TEST(LeaseTable, DestructorRevokesEveryLease) {
   const uint64_t free_before = t.store->counters().segments_free;
   std::atomic<int> revoked{0};
   {
-    LeaseOptions o = ManualOptions();
-    o.on_revoke = [&revoked](const LeaseInfo&) { revoked.fetch_add(1); };
-    LeaseTable leases(t.store.get(), o);
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(leases.Grant(1, "x").ok());
+    LeaseTable leases(t.store.get(), ManualOptions());
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(
+          leases.Grant(1, "x", KeysOn(1, [&revoked](uint64_t) { revoked.fetch_add(1); })).ok());
+    }
   }
   EXPECT_EQ(revoked.load(), 3);
   WaitForReclaim(t);
@@ -416,6 +450,147 @@ TEST(LeaseTable, CommitsRacingRevocationNeverPublishIntoReleasedChunks) {
   EXPECT_EQ(c.granted, 80u);
   EXPECT_EQ(c.released + c.expired, 80u);
   EXPECT_EQ(t.store->counters().segments_free, 16u);
+}
+
+// The write key is part of the lease: reported with it, and revoked before
+// the chunk goes back to the store.
+TEST(LeaseTable, WriteKeyIsRevokedBeforeTheChunkIsReleased) {
+  TestStore t = MakeStore();
+  int revokes = 0;
+  uint64_t awaiting_at_revoke = ~uint64_t{0};
+  LeaseTable leases(t.store.get(), ManualOptions());
+  auto lease = leases.Grant(4096, "keyed", KeysOn(7, [&](uint64_t) {
+                              ++revokes;
+                              awaiting_at_revoke = t.store->counters().segments_awaiting_grace;
+                            }));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->write_rkey, 1000 + lease->lease_id);
+  auto looked_up = leases.Lookup(lease->lease_id);
+  ASSERT_TRUE(looked_up.ok());
+  EXPECT_EQ(looked_up->write_rkey, lease->write_rkey);
+  EXPECT_THAT(leases.KeyHolders(), ::testing::UnorderedElementsAre(7u));
+
+  ASSERT_TRUE(leases.Release(lease->lease_id, 7).ok());
+  EXPECT_EQ(revokes, 1);
+  // Nothing was committed, so the released chunk waits out its grace period
+  // at once; when the key was revoked it had not been released yet.
+  EXPECT_EQ(awaiting_at_revoke, 0u);
+  EXPECT_GE(t.store->counters().segments_awaiting_grace, 1u);
+  EXPECT_TRUE(leases.KeyHolders().empty());
+}
+
+TEST(LeaseTable, OnlyTheKeyHolderMayCommitRenewOrRelease) {
+  TestStore t = MakeStore();
+  LeaseTable leases(t.store.get(), ManualOptions());
+  auto lease = leases.Grant(4096, "held", KeysOn(7));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  const uint64_t id = lease->lease_id;
+  const uint64_t size = WriteEntry(t, lease->chunk.offset, "mine", "v");
+
+  absl::Status s = leases.CommitFrom(8, id, lease->chunk.offset, size);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("belongs to another connection"));
+  EXPECT_FALSE(t.store->Exists("mine"));
+  s = leases.Renew(id, 8).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("belongs to another RDMA connection"));
+  // A caller without a connection is not the holder either.
+  EXPECT_EQ(leases.Renew(id).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(leases.Release(id, 8).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(leases.Release(id).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(leases.counters().aborted_commits, 0u);
+
+  ASSERT_TRUE(leases.CommitFrom(7, id, lease->chunk.offset, size).ok());
+  EXPECT_EQ(ValueOf(*t.store, "mine"), "v");
+  auto renewed = leases.Renew(id, 7);
+  ASSERT_TRUE(renewed.ok()) << renewed.status();
+  EXPECT_EQ(renewed->write_rkey, lease->write_rkey);
+  ASSERT_TRUE(leases.Release(id, 7).ok());
+  s = leases.CommitFrom(7, id, lease->chunk.offset, size);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("is not active"));
+
+  // A lease without a key has no holder: anyone may renew it, but it cannot
+  // be committed from a connection.
+  auto plain = leases.Grant(4096, "plain");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->write_rkey, 0u);
+  EXPECT_TRUE(leases.Renew(plain->lease_id, 8).ok());
+  s = leases.CommitFrom(7, plain->lease_id, plain->chunk.offset, 64);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("is not active"));
+  EXPECT_EQ(leases.counters().aborted_commits, 0u);
+  EXPECT_EQ(leases.counters().commits, 1u);
+}
+
+TEST(LeaseTable, CommitFromTheHolderAfterExpiryIsAborted) {
+  TestStore t = MakeStore();
+  LeaseOptions o = ManualOptions();
+  o.ttl = absl::Milliseconds(1);
+  LeaseTable leases(t.store.get(), o);
+  auto lease = leases.Grant(4096, "slow", KeysOn(7));
+  ASSERT_TRUE(lease.ok());
+  const uint64_t size = WriteEntry(t, lease->chunk.offset, "late", "value");
+  absl::SleepFor(absl::Milliseconds(5));
+  // The holder check comes before the expiry check.
+  EXPECT_EQ(leases.CommitFrom(8, lease->lease_id, lease->chunk.offset, size).code(),
+            absl::StatusCode::kPermissionDenied);
+  absl::Status s = leases.CommitFrom(7, lease->lease_id, lease->chunk.offset, size);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr(absl::StrCat("lease ", lease->lease_id, " expired")));
+  EXPECT_FALSE(t.store->Exists("late"));
+  EXPECT_EQ(leases.counters().aborted_commits, 1u);
+}
+
+TEST(LeaseTable, ReleaseHeldByEndsOnlyThatConnectionsLeases) {
+  TestStore t = MakeStore();
+  // Before the table: its destructor revokes the leases still alive.
+  std::vector<uint64_t> revoked;
+  LeaseTable leases(t.store.get(), ManualOptions());
+  auto log = [&revoked](uint64_t id) { revoked.push_back(id); };
+  auto a1 = leases.Grant(1, "a", KeysOn(1, log));
+  auto a2 = leases.Grant(1, "a", KeysOn(1, log));
+  auto b = leases.Grant(1, "b", KeysOn(2, log));
+  auto plain = leases.Grant(1, "plain");
+  ASSERT_TRUE(a1.ok() && a2.ok() && b.ok() && plain.ok());
+  EXPECT_THAT(leases.KeyHolders(), ::testing::UnorderedElementsAre(1u, 2u));
+
+  EXPECT_EQ(leases.ReleaseHeldBy(kNoConnection), 0u);
+  EXPECT_EQ(leases.ReleaseHeldBy(1), 2u);
+  EXPECT_THAT(revoked, ::testing::UnorderedElementsAre(a1->lease_id, a2->lease_id));
+  EXPECT_EQ(leases.Lookup(a1->lease_id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(leases.Lookup(b->lease_id).ok());
+  EXPECT_TRUE(leases.Lookup(plain->lease_id).ok());
+  EXPECT_THAT(leases.KeyHolders(), ::testing::UnorderedElementsAre(2u));
+  LeaseCounters c = leases.counters();
+  EXPECT_EQ(c.released, 2u);
+  EXPECT_EQ(c.active, 2u);
+}
+
+TEST(LeaseTable, FailedKeyMakerGivesTheChunkBack) {
+  TestStore t = MakeStore();
+  LeaseOptions o = ManualOptions();
+  o.max_leases = 1;
+  LeaseTable leases(t.store.get(), o);
+  const uint64_t free_before = t.store->counters().segments_free;
+  absl::Status s =
+      leases
+          .Grant(4096, "unlucky",
+                 [](const LeaseInfo&) -> absl::StatusOr<std::unique_ptr<LeaseWriteKey>> {
+                   return absl::UnavailableError("no live RDMA connection 3");
+                 })
+          .status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("no live RDMA connection 3"));
+  // Counted as granted and released at once; the slot is free again.
+  LeaseCounters c = leases.counters();
+  EXPECT_EQ(c.granted, 1u);
+  EXPECT_EQ(c.released, 1u);
+  EXPECT_EQ(c.active, 0u);
+  WaitForReclaim(t);
+  EXPECT_EQ(t.store->counters().segments_free, free_before);
+  EXPECT_TRUE(leases.Grant(4096, "lucky", KeysOn(3)).ok());
 }
 
 }  // namespace
