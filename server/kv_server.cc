@@ -116,9 +116,9 @@ absl::Status KvServer::Init() {
   deps.info["pool"] = FormatByteSize(options_.pool_bytes);
   deps.info["rdma_unavailable_reason"] = rdma_reason_;
   deps.info["registration_ms"] = absl::StrCat(absl::ToInt64Milliseconds(registration_time_));
+  // The control service reports the store, lease and RDMA counters itself.
   deps.extra_counters = [this] {
     RespServerCounters c = resp_->counters();
-    RdmaServiceCounters r = rdma_ ? rdma_->counters() : RdmaServiceCounters();
     return std::map<std::string, uint64_t>{
         {"resp_connections_accepted", c.connections_accepted},
         {"resp_connections_active", c.connections_active},
@@ -130,16 +130,6 @@ absl::Status KvServer::Init() {
         {"resp_bytes_in", c.bytes_in},
         {"resp_bytes_out", c.bytes_out},
         {"uptime_seconds", static_cast<uint64_t>(absl::ToInt64Seconds(absl::Now() - started_))},
-        {"rdma_connections_active", r.connections_active},
-        {"rdma_connections_total", r.connections_total},
-        {"rdma_commits", r.commits},
-        {"rdma_commit_errors", r.commit_errors},
-        {"rdma_deletes", r.deletes},
-        {"rdma_lease_keys_bound", r.lease_keys_bound},
-        {"rdma_lease_keys_revoked", r.lease_keys_revoked},
-        {"rdma_poller_wakeups", r.poller_wakeups},
-        {"rdma_idle_probes", r.idle_probes},
-        {"rdma_connections_reaped", r.connections_reaped},
     };
   };
   service_ = std::make_unique<KvControlServiceImpl>(std::move(deps));

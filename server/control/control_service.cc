@@ -278,48 +278,71 @@ grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
   info["resp_address"] = deps_.resp_address;
   info["rdma_device"] = deps_.rdma_device;
   info["rdma_registered"] = deps_.pool->registered() ? "true" : "false";
+  for (const auto& [key, value] : CollectCounters()) (*response->mutable_counters())[key] = value;
+  return grpc::Status::OK;
+}
 
-  auto& counters = *response->mutable_counters();
+std::map<std::string, uint64_t> KvControlServiceImpl::CollectCounters() const {
+  // The one list of Stats counter names (docs/operations.md explains them).
+  // Each source is read once, so the values of one source are one snapshot.
   const KvStoreCounters s = deps_.store->counters();
-  counters["keys"] = s.keys;
-  counters["index_capacity"] = s.index_capacity;
-  counters["index_bytes"] = deps_.pool->index_bytes();
-  counters["pool_bytes"] = s.pool_bytes;
-  counters["live_bytes"] = s.live_bytes;
-  counters["segments_total"] = s.segments_total;
-  counters["segments_free"] = s.segments_free;
-  counters["segments_awaiting_grace"] = s.segments_awaiting_grace;
-  counters["segments_reclaimed"] = s.segments_reclaimed;
-  counters["commits"] = s.commits;
-  counters["deletes"] = s.deletes;
-  counters["cleaner_passes"] = s.cleaner_passes;
-  counters["cleaner_moved_entries"] = s.cleaner_moved_entries;
-  counters["cleaner_moved_bytes"] = s.cleaner_moved_bytes;
-  counters["pool_full_errors"] = s.pool_full_errors;
-  counters["index_full_errors"] = s.index_full_errors;
-  counters["modified_after_commit"] = s.modified_after_commit;
-
   const LeaseCounters l = deps_.leases->counters();
-  counters["leases_granted"] = l.granted;
-  counters["leases_renewed"] = l.renewed;
-  counters["leases_released"] = l.released;
-  counters["leases_expired"] = l.expired;
-  counters["leases_active"] = l.active;
-  counters["lease_commits"] = l.commits;
-  counters["lease_aborted_commits"] = l.aborted_commits;
+  // A server without RDMA reports its RDMA counters as zeros.
+  const RdmaServiceCounters r =
+      deps_.rdma != nullptr ? deps_.rdma->counters() : RdmaServiceCounters();
+  auto relaxed = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+  std::map<std::string, uint64_t> counters = {
+      {"keys", s.keys},
+      {"index_capacity", s.index_capacity},
+      {"index_bytes", deps_.pool->index_bytes()},
+      {"pool_bytes", s.pool_bytes},
+      {"live_bytes", s.live_bytes},
+      {"segments_total", s.segments_total},
+      {"segments_free", s.segments_free},
+      {"segments_awaiting_grace", s.segments_awaiting_grace},
+      {"segments_reclaimed", s.segments_reclaimed},
+      {"commits", s.commits},
+      {"deletes", s.deletes},
+      {"cleaner_passes", s.cleaner_passes},
+      {"cleaner_moved_entries", s.cleaner_moved_entries},
+      {"cleaner_moved_bytes", s.cleaner_moved_bytes},
+      {"pool_full_errors", s.pool_full_errors},
+      {"index_full_errors", s.index_full_errors},
+      {"modified_after_commit", s.modified_after_commit},
 
-  counters["rpc_handshakes"] = handshakes_.load(std::memory_order_relaxed);
-  counters["rpc_gets"] = gets_.load(std::memory_order_relaxed);
-  counters["rpc_puts"] = puts_.load(std::memory_order_relaxed);
-  counters["rpc_deletes"] = deletes_.load(std::memory_order_relaxed);
-  counters["rpc_scans"] = scans_.load(std::memory_order_relaxed);
-  counters["rpc_lease_calls"] = lease_rpcs_.load(std::memory_order_relaxed);
-  counters["rpc_stale_epoch_errors"] = stale_epoch_errors_.load(std::memory_order_relaxed);
+      {"leases_granted", l.granted},
+      {"leases_renewed", l.renewed},
+      {"leases_released", l.released},
+      {"leases_expired", l.expired},
+      {"leases_active", l.active},
+      {"lease_commits", l.commits},
+      {"lease_aborted_commits", l.aborted_commits},
 
+      {"rdma_connections_active", r.connections_active},
+      {"rdma_connections_total", r.connections_total},
+      {"rdma_commits", r.commits},
+      {"rdma_commit_errors", r.commit_errors},
+      {"rdma_deletes", r.deletes},
+      {"rdma_lease_keys_bound", r.lease_keys_bound},
+      {"rdma_lease_keys_revoked", r.lease_keys_revoked},
+      {"rdma_poller_wakeups", r.poller_wakeups},
+      {"rdma_idle_probes", r.idle_probes},
+      {"rdma_connections_reaped", r.connections_reaped},
+
+      {"rpc_handshakes", relaxed(handshakes_)},
+      {"rpc_gets", relaxed(gets_)},
+      {"rpc_puts", relaxed(puts_)},
+      {"rpc_deletes", relaxed(deletes_)},
+      {"rpc_scans", relaxed(scans_)},
+      {"rpc_lease_calls", relaxed(lease_rpcs_)},
+      {"rpc_stale_epoch_errors", relaxed(stale_epoch_errors_)},
+  };
+  // The wiring's own counters (RESP listener, uptime) last: on a clash they
+  // win, as they always have.
   if (deps_.extra_counters) {
     for (const auto& [key, value] : deps_.extra_counters()) counters[key] = value;
   }
-  return grpc::Status::OK;
+  return counters;
 }
 
 grpc::Status KvControlServiceImpl::Scan(grpc::ServerContext* context,

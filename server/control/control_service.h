@@ -123,7 +123,7 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   // INVALID_ARGUMENT for a key over the limits, NOT_FOUND if absent.
   grpc::Status Delete(grpc::ServerContext* context, const kvstore::v1::DeleteRequest* request,
                       kvstore::v1::DeleteResponse* response) override;
-  // The info facts and every counter. Never fails.
+  // The info facts and every counter (CollectCounters()). Never fails.
   grpc::Status Stats(grpc::ServerContext* context, const kvstore::v1::StatsRequest* request,
                      kvstore::v1::StatsResponse* response) override;
   // Pages of keys starting with `prefix`; a page may hold a few more keys
@@ -146,6 +146,9 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   void FillLease(const LeaseInfo& info, kvstore::v1::Lease* lease) const;
   // Counts an UNAVAILABLE lease RPC and converts the status.
   grpc::Status FinishLeaseRpc(const absl::Status& status);
+  // Every Stats counter by name: the store's, the lease table's, the RDMA
+  // service's (zeros without RDMA), this service's, then extra_counters.
+  std::map<std::string, uint64_t> CollectCounters() const;
 
   const ControlServiceDeps deps_;
   std::array<PutWriter, kPutWriters> writers_;
