@@ -1,4 +1,8 @@
 // Copyright 2026 The kvstore Authors.
+//
+// Every RPC has the same shape: count it, compute an absl::Status in a
+// lambda (so KV_RETURN_IF_ERROR can be used), convert it once at the end.
+// The service holds no data-path state of its own; see the header.
 
 #include "server/control/control_service.h"
 
@@ -43,6 +47,7 @@ std::string GidBytes(const rdma::Gid& gid) {
 }  // namespace
 
 KvControlServiceImpl::KvControlServiceImpl(ControlServiceDeps deps) : deps_(std::move(deps)) {
+  // Programming errors of the wiring, not conditions a client can cause.
   CHECK(deps_.store != nullptr);
   CHECK(deps_.leases != nullptr);
   CHECK(deps_.pool != nullptr);
@@ -52,12 +57,16 @@ KvControlServiceImpl::KvControlServiceImpl(ControlServiceDeps deps) : deps_(std:
 KvControlServiceImpl::~KvControlServiceImpl() = default;
 
 absl::Status KvControlServiceImpl::CheckEpoch(uint64_t epoch) const {
+  // Leases, rkeys and connection ids all belong to one server start; after
+  // a restart the client must learn the new ones.
   if (epoch == deps_.epoch) return absl::OkStatus();
   return absl::UnavailableError(
       absl::StrCat("stale epoch ", epoch, ", server epoch ", deps_.epoch, ": handshake again"));
 }
 
 void KvControlServiceImpl::FillLease(const LeaseInfo& info, pb::Lease* lease) const {
+  // The client sees the chunk as an arena offset (for its bump allocator)
+  // and, with a key, as a virtual address (for its WRITEs).
   lease->set_lease_id(info.lease_id);
   lease->set_epoch(deps_.epoch);
   lease->set_arena_offset(info.chunk.offset);
@@ -79,6 +88,8 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
   response->set_epoch(deps_.epoch);
   response->set_server_version(kServerVersion);
 
+  // Limits: the client checks them before it sends anything, so that an
+  // over-limit request fails locally with the same message.
   const Limits& limits = deps_.store->limits();
   const LeaseOptions& lease_options = deps_.leases->options();
   pb::Limits* l = response->mutable_limits();
@@ -92,6 +103,7 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
   l->set_max_read_span_ms(
       ClampToU32(absl::ToInt64Milliseconds(deps_.store->options().grace_period / 2)));
 
+  // Index geometry: what a client needs to find a key's bucket by READ.
   const layout::IndexGeometry& geometry = deps_.store->index().geometry();
   pb::IndexGeometry* g = response->mutable_index();
   g->set_bucket_count(geometry.bucket_count);
@@ -112,6 +124,7 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
     r->set_epoch(deps_.epoch);
   }
 
+  // Where the data paths are; the client picks one (RDMA, else RESP/TCP).
   pb::DataEndpoints* e = response->mutable_endpoints();
   e->set_resp_address(deps_.resp_address);
   e->set_rdma_device(deps_.rdma_device);
@@ -136,6 +149,8 @@ grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
     if (const uint64_t connection_id = request->connection_id(); connection_id != 0) {
       make_key = [this, connection_id](
                      const LeaseInfo& lease) -> absl::StatusOr<std::unique_ptr<LeaseWriteKey>> {
+        // Checked only now, as before: a bad size or a full pool is the
+        // answer even on a server without RDMA.
         if (deps_.rdma == nullptr) {
           return absl::FailedPreconditionError("this server has no RDMA device: no write keys");
         }
@@ -159,18 +174,22 @@ grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
     if (deps_.rdma == nullptr) {
       return absl::UnavailableError("this server has no RDMA device; use the RESP/TCP data port");
     }
+    // The client's endpoint is untrusted input: checked before any verbs
+    // resource is made for it.
     const pb::QpEndpoint& in = request->client();
     if (in.gid().size() != 16 || in.qpn() == 0) {
       return absl::InvalidArgumentError("client queue pair endpoint needs a qpn and a 16-byte gid");
     }
     rdma::QpEndpoint client;
     client.qpn = in.qpn();
-    client.psn = in.psn() & 0xffffff;
+    client.psn = in.psn() & 0xffffff;  // PSNs are 24 bits
     std::memcpy(client.gid.data(), in.gid().data(), 16);
     client.lid = static_cast<uint16_t>(in.lid());
     KV_ASSIGN_OR_RETURN(RdmaService::Accepted accepted,
                         deps_.rdma->Connect(client, OwnerOf(context, request->client_name()),
                                             request->probe_addr(), request->probe_rkey()));
+    // The server's half of the connection, and the commit-channel sizes the
+    // client must respect (credits in flight, bytes per commit message).
     response->set_connection_id(accepted.connection_id);
     pb::QpEndpoint* out = response->mutable_server();
     out->set_qpn(accepted.server.qpn);
@@ -191,6 +210,7 @@ grpc::Status KvControlServiceImpl::DisconnectQp(grpc::ServerContext* context,
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     if (deps_.rdma == nullptr) return absl::UnavailableError("this server has no RDMA device");
+    // Ends the leases the connection holds too (their windows die with it).
     return deps_.rdma->Disconnect(request->connection_id());
   }();
   return ToGrpcStatus(status);
@@ -202,6 +222,8 @@ grpc::Status KvControlServiceImpl::RenewLease(grpc::ServerContext* context,
   lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    // The holder check (a lease with a key belongs to its connection) is
+    // the LeaseTable's, under the same lock as the renewal.
     KV_ASSIGN_OR_RETURN(LeaseInfo info,
                         deps_.leases->Renew(request->lease_id(), request->connection_id()));
     // The key stays valid; RenewLease does not repeat it (protocol.md §1.2).
@@ -218,6 +240,7 @@ grpc::Status KvControlServiceImpl::ReleaseLease(grpc::ServerContext* context,
   lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    // Committed entries outlive the lease; only the chunk's unused rest goes.
     return deps_.leases->Release(request->lease_id(), request->connection_id());
   }();
   return FinishLeaseRpc(status);
@@ -251,6 +274,8 @@ grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::P
     const Limits& limits = deps_.store->limits();
     KV_RETURN_IF_ERROR(limits.CheckKey(request->key()));
     KV_RETURN_IF_ERROR(limits.CheckValueLength(request->value().size()));
+    // Round robin: cheap, and a large value blocks at most 1/kPutWriters of
+    // the concurrent slow-path PUTs.
     PutWriter& w = writers_[next_writer_.fetch_add(1, std::memory_order_relaxed) % kPutWriters];
     absl::MutexLock lock(&w.mu);
     // Created on first use: an idle writer would hold a segment open.
@@ -271,6 +296,8 @@ grpc::Status KvControlServiceImpl::Delete(grpc::ServerContext* context,
 grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
                                          const pb::StatsRequest* request,
                                          pb::StatsResponse* response) {
+  // Facts first (static ones from the wiring, then the service's own, which
+  // win on a clash), then the counters.
   auto& info = *response->mutable_info();
   for (const auto& [key, value] : deps_.info) info[key] = value;
   info["server_version"] = kServerVersion;
@@ -290,8 +317,10 @@ std::map<std::string, uint64_t> KvControlServiceImpl::CollectCounters() const {
   // A server without RDMA reports its RDMA counters as zeros.
   const RdmaServiceCounters r =
       deps_.rdma != nullptr ? deps_.rdma->counters() : RdmaServiceCounters();
+  // The service's own RPC counters are independent atomics; no snapshot.
   auto relaxed = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
   std::map<std::string, uint64_t> counters = {
+      // The store: keys, space, the cleaner, refused writes.
       {"keys", s.keys},
       {"index_capacity", s.index_capacity},
       {"index_bytes", deps_.pool->index_bytes()},
@@ -310,6 +339,7 @@ std::map<std::string, uint64_t> KvControlServiceImpl::CollectCounters() const {
       {"index_full_errors", s.index_full_errors},
       {"modified_after_commit", s.modified_after_commit},
 
+      // Write leases: granted == active + released + expired.
       {"leases_granted", l.granted},
       {"leases_renewed", l.renewed},
       {"leases_released", l.released},
@@ -318,6 +348,7 @@ std::map<std::string, uint64_t> KvControlServiceImpl::CollectCounters() const {
       {"lease_commits", l.commits},
       {"lease_aborted_commits", l.aborted_commits},
 
+      // The RDMA data path: connections, commits over SEND, write keys.
       {"rdma_connections_active", r.connections_active},
       {"rdma_connections_total", r.connections_total},
       {"rdma_commits", r.commits},
@@ -329,6 +360,7 @@ std::map<std::string, uint64_t> KvControlServiceImpl::CollectCounters() const {
       {"rdma_idle_probes", r.idle_probes},
       {"rdma_connections_reaped", r.connections_reaped},
 
+      // This service's RPCs.
       {"rpc_handshakes", relaxed(handshakes_)},
       {"rpc_gets", relaxed(gets_)},
       {"rpc_puts", relaxed(puts_)},
@@ -349,8 +381,10 @@ grpc::Status KvControlServiceImpl::Scan(grpc::ServerContext* context,
                                         const pb::ScanRequest* request,
                                         pb::ScanResponse* response) {
   scans_.fetch_add(1, std::memory_order_relaxed);
+  // 0 means "the default"; anything over the cap is quietly capped.
   const uint32_t count =
       request->count() == 0 ? kDefaultScanCount : std::min(request->count(), kMaxScanCount);
+  // The store pages by index bucket; the cursor is the next bucket.
   std::vector<std::string> keys;
   // A cursor past the end (from a client's bug or another epoch) ends the
   // listing; KvIndex::Scan() treats it as such.

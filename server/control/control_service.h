@@ -76,7 +76,9 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   static constexpr uint32_t kDefaultScanCount = 100;
   static constexpr uint32_t kMaxScanCount = 1000;
 
+  // CHECK-fails if deps.store, deps.leases or deps.pool is null.
   explicit KvControlServiceImpl(ControlServiceDeps deps);
+  // Seals the Put writers' open segments in the store.
   ~KvControlServiceImpl() override;
   KvControlServiceImpl(const KvControlServiceImpl&) = delete;
   KvControlServiceImpl& operator=(const KvControlServiceImpl&) = delete;

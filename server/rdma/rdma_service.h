@@ -116,7 +116,9 @@ class RdmaService {
   RdmaService(const RdmaService&) = delete;
   RdmaService& operator=(const RdmaService&) = delete;
 
+  // What Connect() tells the client (ConnectQpResponse).
   struct Accepted {
+    // Never 0; names the connection in GrantLease, Renew/Release, commits.
     uint64_t connection_id = 0;
     rdma::QpEndpoint server;
     uint32_t commit_credits = 0;
@@ -146,8 +148,11 @@ class RdmaService {
   // longer calls the LeaseTable, which may then be destroyed. Idempotent.
   void StopPoller();
 
+  // The GID and port of the server's queue pairs, for the handshake. Fixed
+  // by Start().
   const rdma::Gid& gid() const { return gid_; }
   uint8_t port() const { return device_->port(); }
+  // The counters; each is read on its own (no snapshot across them).
   RdmaServiceCounters counters() const;
 
  private:

@@ -32,6 +32,8 @@ std::string Ago(absl::Time now, absl::Time expired_at) {
 
 LeaseTable::LeaseTable(KvStore* store, LeaseOptions options)
     : store_(store), options_(std::move(options)) {
+  // A lease must hold one whole entry: a client cannot split a value across
+  // leases, so a smaller limit silently moves the largest values to TCP.
   const Limits& limits = store_->limits();
   const uint64_t largest = layout::EntryBytes(limits.max_key_bytes, limits.max_value_bytes);
   if (options_.max_lease_bytes < largest) {
@@ -59,8 +61,12 @@ LeaseTable::~LeaseTable() {
   for (auto& [id, lease] : remaining) Revoke(lease.get());
 }
 
+// Five steps, each with its own lock scope: reserve a place under
+// max_leases, allocate the chunk (no lock), assign an id, make the key (no
+// lock), publish. Every early return undoes exactly what was done before it.
 absl::StatusOr<LeaseInfo> LeaseTable::Grant(uint64_t bytes, std::string owner,
                                             const KeyMaker& make_key) {
+  // Size checks first: they cost nothing and need no lock.
   if (bytes == 0) return absl::InvalidArgumentError("lease size must be positive");
   if (bytes > options_.max_lease_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -82,6 +88,8 @@ absl::StatusOr<LeaseInfo> LeaseTable::Grant(uint64_t bytes, std::string owner,
   LeaseInfo info;
   {
     absl::MutexLock lock(&mu_);
+    // A failed allocation ends the reservation here; otherwise it ends when
+    // the lease is published or its key fails.
     if (!chunk.ok()) {
       --pending_grants_;
       return chunk.status();
@@ -91,6 +99,8 @@ absl::StatusOr<LeaseInfo> LeaseTable::Grant(uint64_t bytes, std::string owner,
   }
   info.owner = std::move(owner);
   info.chunk = *chunk;
+  // The lease's life starts now, before the key is made, as it did when the
+  // key was bound after the grant: a slow bind eats into the TTL.
   info.granted_at = absl::Now();
   info.expires_at = info.granted_at + options_.ttl;
 
@@ -102,6 +112,8 @@ absl::StatusOr<LeaseInfo> LeaseTable::Grant(uint64_t bytes, std::string owner,
     absl::StatusOr<std::unique_ptr<LeaseWriteKey>> made = make_key(info);
     if (made.ok() && *made == nullptr) made = absl::InternalError("KeyMaker made no key");
     if (!made.ok()) {
+      // The lease was never published, so nobody can be committing into
+      // the chunk: it goes straight back (no write key to revoke).
       store_->ReleaseChunk(info.chunk);
       absl::MutexLock lock(&mu_);
       --pending_grants_;
@@ -115,6 +127,7 @@ absl::StatusOr<LeaseInfo> LeaseTable::Grant(uint64_t bytes, std::string owner,
     info.write_rkey = key->rkey();
   }
 
+  // Publish: from here on commits, renewals and the sweeper can see it.
   absl::MutexLock lock(&mu_);
   --pending_grants_;
   leases_.emplace(info.lease_id, std::make_shared<Lease>(info, std::move(key)));
@@ -136,6 +149,7 @@ absl::StatusOr<LeaseInfo> LeaseTable::Renew(uint64_t lease_id, uint64_t connecti
     // the lease, and cannot make it be revoked below.
     KV_RETURN_IF_ERROR(CheckHolder(*lease, connection_id, "RDMA connection"));
     if (now < lease->expires_at) {
+      // Still alive: the new expiry counts from now, not from the old one.
       lease->expires_at = now + options_.ttl;
       renewed_.fetch_add(1, std::memory_order_relaxed);
       return Snapshot(*lease);
@@ -144,6 +158,7 @@ absl::StatusOr<LeaseInfo> LeaseTable::Renew(uint64_t lease_id, uint64_t connecti
     expired_at = lease->expires_at;
     lapsed = RemoveLocked(lease_id, expired_);
   }
+  // Outside mu_: revocation waits for commits and for the NIC.
   Revoke(lapsed.get());
   return LeaseGone(lease_id, Ago(now, expired_at));
 }
@@ -157,9 +172,12 @@ absl::Status LeaseTable::Release(uint64_t lease_id, uint64_t connection_id) {
       return absl::NotFoundError(absl::StrCat(
           "lease ", lease_id, " not found (released already, expired, or never granted)"));
     }
+    // Only the holder may end a lease with a key: another client could
+    // otherwise cut off a PUT in progress.
     KV_RETURN_IF_ERROR(CheckHolder(*lease, connection_id, "RDMA connection"));
     RemoveLocked(lease_id, released_);
   }
+  // `lease` keeps the record alive until Revoke() is done with it.
   Revoke(lease.get());
   return absl::OkStatus();
 }
@@ -170,11 +188,14 @@ size_t LeaseTable::ReleaseHeldBy(uint64_t connection_id) {
   std::vector<std::shared_ptr<Lease>> held;
   {
     absl::MutexLock lock(&mu_);
+    // A scan of every lease: connections end rarely, and a second index by
+    // connection would be a second record of who holds what.
     for (const auto& [id, lease] : leases_) {
       if (lease->write_key != nullptr && lease->write_key->connection_id() == connection_id) {
         held.push_back(lease);
       }
     }
+    // Erased and counted under one lock hold, as RemoveLocked() does.
     for (const auto& lease : held) leases_.erase(lease->id);
     released_.fetch_add(held.size(), std::memory_order_relaxed);
   }
@@ -198,6 +219,8 @@ absl::Status LeaseTable::Commit(uint64_t lease_id, uint64_t offset, uint64_t siz
       return LeaseGone(lease_id, Ago(now, lease->expires_at));
     }
   }
+  // mu_ is released before the store is touched: a large commit (checksum
+  // of a 64 MiB value) must not block every other lease.
   return CommitLocked(*lease, offset, size);
 }
 
@@ -215,6 +238,8 @@ absl::Status LeaseTable::CommitFrom(uint64_t connection_id, uint64_t lease_id, u
       return absl::AbortedError(absl::StrCat(
           "lease ", lease_id, " is not active (expired, released or never granted): redo the PUT"));
     }
+    // A foreign connection is refused even for an expired lease: it must not
+    // learn (or trigger) anything about a lease it does not hold.
     KV_RETURN_IF_ERROR(CheckHolder(*lease, connection_id, "connection"));
     if (now >= lease->expires_at) {
       aborted_commits_.fetch_add(1, std::memory_order_relaxed);
@@ -249,6 +274,8 @@ absl::Status LeaseTable::CommitLocked(Lease& lease, uint64_t offset, uint64_t si
 size_t LeaseTable::ExpireNow(absl::Time now) {
   std::vector<std::shared_ptr<Lease>> lapsed;
   {
+    // Collected first, erased after, so the loop never erases under its own
+    // iterator; the revocations then run without mu_.
     absl::MutexLock lock(&mu_);
     for (const auto& [id, lease] : leases_) {
       if (lease->expires_at <= now) lapsed.push_back(lease);
@@ -273,6 +300,8 @@ absl::StatusOr<LeaseInfo> LeaseTable::Lookup(uint64_t lease_id) const {
 }
 
 absl::flat_hash_set<uint64_t> LeaseTable::KeyHolders() const {
+  // One set per call, so the caller (the idle prober) asks once per pass
+  // instead of once per connection.
   absl::flat_hash_set<uint64_t> holders;
   absl::MutexLock lock(&mu_);
   for (const auto& [id, lease] : leases_) {
@@ -298,6 +327,7 @@ LeaseCounters LeaseTable::counters() const {
 }
 
 std::shared_ptr<LeaseTable::Lease> LeaseTable::FindLocked(uint64_t lease_id) const {
+  // A copy of the pointer: the caller may use the record after mu_ is gone.
   auto it = leases_.find(lease_id);
   return it == leases_.end() ? nullptr : it->second;
 }
@@ -314,6 +344,7 @@ absl::Status LeaseTable::CheckHolder(const Lease& lease, uint64_t connection_id,
 }
 
 LeaseInfo LeaseTable::Snapshot(const Lease& lease) const {
+  // The rkey is read from the key itself: the lease keeps no copy of it.
   LeaseInfo info;
   info.lease_id = lease.id;
   info.owner = lease.owner;
@@ -346,6 +377,7 @@ void LeaseTable::Revoke(Lease* lease) {
 }
 
 void LeaseTable::ExpiryLoop() {
+  // Sleeps on stop_, so the destructor wakes it at once.
   while (!stop_.WaitForNotificationWithTimeout(options_.expire_interval)) {
     ExpireNow(absl::Now());
   }

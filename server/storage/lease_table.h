@@ -248,7 +248,9 @@ class LeaseTable {
   // The connections that hold at least one live lease with a write key.
   absl::flat_hash_set<uint64_t> KeyHolders() const;
 
+  // A consistent snapshot of the counters (see LeaseCounters).
   LeaseCounters counters() const;
+  // The options the table was made with; never change.
   const LeaseOptions& options() const { return options_; }
 
  private:

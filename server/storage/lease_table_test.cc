@@ -1,4 +1,9 @@
 // Copyright 2026 The kvstore Authors.
+//
+// LeaseTable against a real KvStore over an unregistered MemoryPool: the
+// client's RDMA WRITE is played by encoding an entry straight into the
+// arena, and the RDMA layer's write key by FakeKey. Expiry is driven by the
+// tests (ExpireNow) except in BackgroundThreadExpiresLeases.
 
 #include "server/storage/lease_table.h"
 
@@ -24,6 +29,7 @@ using ::testing::HasSubstr;
 
 constexpr uint64_t kSegment = 1 << 20;
 
+// The store and the pool it lives in, destroyed store first.
 struct TestStore {
   std::unique_ptr<MemoryPool> pool;
   std::unique_ptr<KvStore> store;
@@ -62,6 +68,8 @@ uint64_t WriteEntry(TestStore& t, uint64_t offset, absl::string_view key, absl::
   return layout::EntryBytes(key.size(), value.size());
 }
 
+// The value of `key`, or "<CODE>" when Get() fails: one string to compare,
+// with the error visible in the test's failure message.
 std::string ValueOf(KvStore& s, absl::string_view key) {
   auto v = s.Get(key);
   if (!v.ok()) return absl::StrCat("<", absl::StatusCodeToString(v.status().code()), ">");
@@ -108,6 +116,7 @@ void WaitForReclaim(TestStore& t) {
   }
 }
 
+// The happy path of an RDMA PUT, without RDMA: grant, write, commit, read.
 TEST(LeaseTable, GrantWriteCommitGet) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -119,7 +128,8 @@ TEST(LeaseTable, GrantWriteCommitGet) {
   EXPECT_EQ(lease->write_rkey, 0u);
   EXPECT_GT(lease->expires_at, absl::Now());
 
-  // Two entries bump-allocated in the chunk, as a client would.
+  // Two entries bump-allocated in the chunk, as a client would. The value
+  // has NULs in it: entries are length-prefixed, not C strings.
   const std::string value("v\0al\0ue", 7);
   uint64_t off = lease->chunk.offset;
   uint64_t size = WriteEntry(t, off, "key1", value);
@@ -142,6 +152,8 @@ TEST(LeaseTable, GrantWriteCommitGet) {
   EXPECT_EQ(leases.counters().active, 0u);
 }
 
+// A lease is a fence: no commit under it may publish bytes outside its own
+// chunk, whatever offset and size the (untrusted) client sends.
 TEST(LeaseTable, CommitOutsideTheChunkIsInvalidAndPublishesNothing) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -156,7 +168,7 @@ TEST(LeaseTable, CommitOutsideTheChunkIsInvalidAndPublishesNothing) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("not inside lease"));
 
-  // Straddling the end of a's chunk.
+  // Straddling the end of a's chunk: the start is inside, the end is not.
   const uint64_t tail = a->chunk.offset + a->chunk.length - layout::kEntryAlign;
   EXPECT_EQ(leases.Commit(a->lease_id, tail, 2 * layout::kEntryAlign).code(),
             absl::StatusCode::kInvalidArgument);
@@ -176,11 +188,13 @@ TEST(LeaseTable, CommitOutsideTheChunkIsInvalidAndPublishesNothing) {
   EXPECT_EQ(t.store->counters().commits, 0u);
   EXPECT_EQ(leases.counters().commits, 0u);
 
-  // The owner of the chunk can commit it.
+  // The owner of the chunk can commit it: the entry itself was fine.
   EXPECT_TRUE(leases.Commit(b->lease_id, b->chunk.offset, size).ok());
   EXPECT_EQ(ValueOf(*t.store, "stolen"), "value");
 }
 
+// An expired lease refuses commits whether or not the sweeper has run yet:
+// expiry is decided by the clock, not by the sweeper's schedule.
 TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
   TestStore t = MakeStore();
   LeaseOptions o = ManualOptions();
@@ -189,6 +203,7 @@ TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
   auto lease = leases.Grant(4096, "slow");
   ASSERT_TRUE(lease.ok());
   const uint64_t size = WriteEntry(t, lease->chunk.offset, "late", "value");
+  // Five TTLs: past the expiry on any machine.
   absl::SleepFor(absl::Milliseconds(5));
 
   // Past its expiry, not yet swept.
@@ -198,7 +213,7 @@ TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
               HasSubstr(absl::StrCat("lease ", lease->lease_id, " expired")));
   EXPECT_FALSE(t.store->Exists("late"));
 
-  // Swept.
+  // Swept: the lease is gone from the table, the answer is the same.
   EXPECT_EQ(leases.ExpireNow(absl::Now()), 1u);
   s = leases.Commit(lease->lease_id, lease->chunk.offset, size);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
@@ -213,6 +228,8 @@ TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
   EXPECT_EQ(c.active, 0u);
 }
 
+// The crash case leases exist for: written, never committed, never
+// released. Expiry must revoke the key and give every segment back.
 TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
   TestStore t = MakeStore();
   std::vector<uint64_t> revoked;
@@ -227,6 +244,7 @@ TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
   WriteEntry(t, lease->chunk.offset, "ghost", std::string(10000, 'g'));
   // ... the client dies here: no commit, no release.
 
+  // Expiry is inclusive: not a millisecond early, exactly at expires_at.
   EXPECT_EQ(leases.ExpireNow(lease->expires_at - absl::Milliseconds(1)), 0u);
   EXPECT_EQ(leases.ExpireNow(lease->expires_at), 1u);
   EXPECT_THAT(revoked, ::testing::ElementsAre(lease->lease_id));
@@ -241,6 +259,8 @@ TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
   EXPECT_EQ(leases.Renew(lease->lease_id).status().code(), absl::StatusCode::kAborted);
 }
 
+// Releasing a lease does not free what was committed under it: the segment
+// stays until its last live entry is deleted.
 TEST(LeaseTable, ReleasedChunkWithCommittedEntriesStaysUntilTheyDie) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -250,6 +270,7 @@ TEST(LeaseTable, ReleasedChunkWithCommittedEntriesStaysUntilTheyDie) {
   const uint64_t size = WriteEntry(t, lease->chunk.offset, "kept", "v");
   ASSERT_TRUE(leases.Commit(lease->lease_id, lease->chunk.offset, size).ok());
   ASSERT_TRUE(leases.Release(lease->lease_id).ok());
+  // A cleaner pass must not take the segment while "kept" lives in it.
   WaitForReclaim(t);
   EXPECT_EQ(ValueOf(*t.store, "kept"), "v");
   EXPECT_EQ(t.store->counters().segments_free, free_before - 1);
@@ -258,6 +279,7 @@ TEST(LeaseTable, ReleasedChunkWithCommittedEntriesStaysUntilTheyDie) {
   EXPECT_EQ(t.store->counters().segments_free, free_before);
 }
 
+// Renew moves the expiry forward from now; the old expiry no longer counts.
 TEST(LeaseTable, RenewKeepsALeaseAlive) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -277,12 +299,15 @@ TEST(LeaseTable, RenewKeepsALeaseAlive) {
   EXPECT_EQ(leases.counters().renewed, 1u);
   EXPECT_EQ(leases.ExpireNow(renewed->expires_at), 1u);
 
+  // Once swept, and for an id never granted, Renew says "start over".
   absl::Status s = leases.Renew(lease->lease_id).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
   EXPECT_THAT(std::string(s.message()), HasSubstr("expired"));
   EXPECT_EQ(leases.Renew(12345).status().code(), absl::StatusCode::kAborted);
 }
 
+// A Renew that arrives too late does the sweeper's work: the lease is
+// revoked on the spot and counted as expired, not left for the next sweep.
 TEST(LeaseTable, RenewOfAnExpiredLeaseRevokesIt) {
   TestStore t = MakeStore();
   LeaseOptions o = ManualOptions();
@@ -297,6 +322,7 @@ TEST(LeaseTable, RenewOfAnExpiredLeaseRevokesIt) {
   EXPECT_EQ(leases.counters().active, 0u);
 }
 
+// max_leases bounds the table; a release makes room again.
 TEST(LeaseTable, TooManyLeasesIsResourceExhausted) {
   TestStore t = MakeStore();
   LeaseOptions o = ManualOptions();
@@ -312,6 +338,8 @@ TEST(LeaseTable, TooManyLeasesIsResourceExhausted) {
   EXPECT_TRUE(leases.Grant(1, "c").ok());
 }
 
+// A lease needs a free run of whole segments; the cleaner's reserve is not
+// handed out.
 TEST(LeaseTable, FullPoolIsResourceExhausted) {
   TestStore t = MakeStore(/*segments=*/4);
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -324,6 +352,7 @@ TEST(LeaseTable, FullPoolIsResourceExhausted) {
   EXPECT_EQ(leases.counters().active, 1u);
 }
 
+// Size limits are checked before anything is allocated.
 TEST(LeaseTable, OversizeAndEmptyLeasesAreInvalid) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -338,6 +367,8 @@ TEST(LeaseTable, OversizeAndEmptyLeasesAreInvalid) {
   EXPECT_EQ(leases.counters().active, 0u);
 }
 
+// Release is not idempotent: the second one is NOT_FOUND, and the lease is
+// unusable for commits after the first.
 TEST(LeaseTable, ReleaseOfUnknownLeaseIsNotFound) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -350,6 +381,7 @@ TEST(LeaseTable, ReleaseOfUnknownLeaseIsNotFound) {
             absl::StatusCode::kAborted);
 }
 
+// 0 means "no lease" on the wire, so it is never handed out.
 TEST(LeaseTable, IdsAreUniqueAndNeverZero) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -365,6 +397,8 @@ TEST(LeaseTable, IdsAreUniqueAndNeverZero) {
   }
 }
 
+// Shutdown path: leases still alive when the table goes are revoked (their
+// keys too) and their chunks returned.
 TEST(LeaseTable, DestructorRevokesEveryLease) {
   TestStore t = MakeStore();
   const uint64_t free_before = t.store->counters().segments_free;
@@ -381,6 +415,7 @@ TEST(LeaseTable, DestructorRevokesEveryLease) {
   EXPECT_EQ(t.store->counters().segments_free, free_before);
 }
 
+// The expiry thread does what the other tests do by hand.
 TEST(LeaseTable, BackgroundThreadExpiresLeases) {
   TestStore t = MakeStore();
   LeaseOptions o;
@@ -388,6 +423,7 @@ TEST(LeaseTable, BackgroundThreadExpiresLeases) {
   o.expire_interval = absl::Milliseconds(5);
   LeaseTable leases(t.store.get(), o);
   ASSERT_TRUE(leases.Grant(1, "x").ok());
+  // Up to 2 s for a 10 ms lease: generous for a loaded test machine.
   for (int i = 0; i < 400 && leases.counters().active > 0; ++i) {
     absl::SleepFor(absl::Milliseconds(5));
   }
@@ -396,17 +432,24 @@ TEST(LeaseTable, BackgroundThreadExpiresLeases) {
 }
 
 // Commits racing with the end of their lease either complete before the
-// chunk is released or are aborted; none lands in a released chunk.
+// chunk is released or are aborted; none lands in a released chunk. Half
+// the leases have a write key and commit through CommitFrom(), as the RDMA
+// poller does; the others through Commit().
 TEST(LeaseTable, CommitsRacingRevocationNeverPublishIntoReleasedChunks) {
   TestStore t = MakeStore(/*segments=*/16);
   LeaseTable leases(t.store.get(), ManualOptions());
+  // Lease i is held by connection i + 1 when it has a key.
+  auto keyed = [](size_t i) { return i % 4 >= 2; };
   for (int round = 0; round < 20; ++round) {
     std::vector<LeaseInfo> granted;
     for (int i = 0; i < 4; ++i) {
-      auto lease = leases.Grant(64 * 1024, "racer");
+      auto lease = keyed(i) ? leases.Grant(64 * 1024, "racer", KeysOn(i + 1))
+                            : leases.Grant(64 * 1024, "racer");
       ASSERT_TRUE(lease.ok()) << lease.status();
       granted.push_back(*lease);
     }
+    // The committers spin on `go` so that they all start together, right as
+    // the main thread starts ending leases.
     std::atomic<bool> go{false};
     std::vector<std::thread> threads;
     std::vector<std::vector<std::string>> committed(granted.size());
@@ -418,10 +461,12 @@ TEST(LeaseTable, CommitsRacingRevocationNeverPublishIntoReleasedChunks) {
         for (int n = 0; n < 200; ++n) {
           const std::string key = absl::StrCat("r", round, "-", i, "-", n);
           const uint64_t size = WriteEntry(t, off, key, "v");
-          absl::Status s = leases.Commit(granted[i].lease_id, off, size);
+          absl::Status s = keyed(i) ? leases.CommitFrom(i + 1, granted[i].lease_id, off, size)
+                                    : leases.Commit(granted[i].lease_id, off, size);
           if (s.ok()) {
             committed[i].push_back(key);
           } else {
+            // The only acceptable failure: the lease ended under us.
             ASSERT_EQ(s.code(), absl::StatusCode::kAborted) << s;
             break;
           }
@@ -430,21 +475,27 @@ TEST(LeaseTable, CommitsRacingRevocationNeverPublishIntoReleasedChunks) {
       });
     }
     go.store(true);
+    // Half are released (one keyed, one not), the rest expire: both ways a
+    // lease ends while commits are in flight.
     for (size_t i = 0; i < granted.size(); ++i) {
       if (i % 2 == 0) {
-        EXPECT_TRUE(leases.Release(granted[i].lease_id).ok());
+        // A keyed lease may only be released by its holder.
+        EXPECT_TRUE(leases.Release(granted[i].lease_id, keyed(i) ? i + 1 : kNoConnection).ok());
       }
     }
     leases.ExpireNow(absl::InfiniteFuture());
     for (auto& th : threads) th.join();
+    // Every commit that said OK is readable: none was lost to the release.
     for (const auto& keys : committed) {
       for (const auto& key : keys) EXPECT_EQ(ValueOf(*t.store, key), "v") << key;
     }
+    // Clean up so that the next round has the whole pool again.
     for (const auto& keys : committed) {
       for (const auto& key : keys) ASSERT_TRUE(t.store->Delete(key).ok());
     }
     WaitForReclaim(t);
   }
+  // Every segment came back: no chunk leaked, none was released twice.
   LeaseCounters c = leases.counters();
   EXPECT_EQ(c.active, 0u);
   EXPECT_EQ(c.granted, 80u);
@@ -464,12 +515,14 @@ TEST(LeaseTable, WriteKeyIsRevokedBeforeTheChunkIsReleased) {
                               awaiting_at_revoke = t.store->counters().segments_awaiting_grace;
                             }));
   ASSERT_TRUE(lease.ok()) << lease.status();
+  // The grant reports the key's rkey, and so does every later look-up.
   EXPECT_EQ(lease->write_rkey, 1000 + lease->lease_id);
   auto looked_up = leases.Lookup(lease->lease_id);
   ASSERT_TRUE(looked_up.ok());
   EXPECT_EQ(looked_up->write_rkey, lease->write_rkey);
   EXPECT_THAT(leases.KeyHolders(), ::testing::UnorderedElementsAre(7u));
 
+  // Released by its holder: the key is revoked once, and first.
   ASSERT_TRUE(leases.Release(lease->lease_id, 7).ok());
   EXPECT_EQ(revokes, 1);
   // Nothing was committed, so the released chunk waits out its grace period
@@ -479,6 +532,9 @@ TEST(LeaseTable, WriteKeyIsRevokedBeforeTheChunkIsReleased) {
   EXPECT_TRUE(leases.KeyHolders().empty());
 }
 
+// A lease with a write key belongs to the connection the key is bound to:
+// commits, renewals and releases from anyone else are PERMISSION_DENIED,
+// with the messages docs/protocol.md lists, and change nothing.
 TEST(LeaseTable, OnlyTheKeyHolderMayCommitRenewOrRelease) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -500,6 +556,7 @@ TEST(LeaseTable, OnlyTheKeyHolderMayCommitRenewOrRelease) {
   EXPECT_EQ(leases.Release(id).code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(leases.counters().aborted_commits, 0u);
 
+  // The holder can do all three; a renewal reports the same key.
   ASSERT_TRUE(leases.CommitFrom(7, id, lease->chunk.offset, size).ok());
   EXPECT_EQ(ValueOf(*t.store, "mine"), "v");
   auto renewed = leases.Renew(id, 7);
@@ -523,6 +580,8 @@ TEST(LeaseTable, OnlyTheKeyHolderMayCommitRenewOrRelease) {
   EXPECT_EQ(leases.counters().commits, 1u);
 }
 
+// CommitFrom() applies the same expiry rule as Commit(), after the holder
+// check.
 TEST(LeaseTable, CommitFromTheHolderAfterExpiryIsAborted) {
   TestStore t = MakeStore();
   LeaseOptions o = ManualOptions();
@@ -543,6 +602,7 @@ TEST(LeaseTable, CommitFromTheHolderAfterExpiryIsAborted) {
   EXPECT_EQ(leases.counters().aborted_commits, 1u);
 }
 
+// A connection that goes away takes its leases with it, and only its own.
 TEST(LeaseTable, ReleaseHeldByEndsOnlyThatConnectionsLeases) {
   TestStore t = MakeStore();
   // Before the table: its destructor revokes the leases still alive.
@@ -556,10 +616,12 @@ TEST(LeaseTable, ReleaseHeldByEndsOnlyThatConnectionsLeases) {
   ASSERT_TRUE(a1.ok() && a2.ok() && b.ok() && plain.ok());
   EXPECT_THAT(leases.KeyHolders(), ::testing::UnorderedElementsAre(1u, 2u));
 
+  // kNoConnection matches no key, not "every lease".
   EXPECT_EQ(leases.ReleaseHeldBy(kNoConnection), 0u);
   EXPECT_EQ(leases.ReleaseHeldBy(1), 2u);
   EXPECT_THAT(revoked, ::testing::UnorderedElementsAre(a1->lease_id, a2->lease_id));
   EXPECT_EQ(leases.Lookup(a1->lease_id).status().code(), absl::StatusCode::kNotFound);
+  // Connection 2's lease and the keyless one are untouched.
   EXPECT_TRUE(leases.Lookup(b->lease_id).ok());
   EXPECT_TRUE(leases.Lookup(plain->lease_id).ok());
   EXPECT_THAT(leases.KeyHolders(), ::testing::UnorderedElementsAre(2u));
@@ -568,6 +630,8 @@ TEST(LeaseTable, ReleaseHeldByEndsOnlyThatConnectionsLeases) {
   EXPECT_EQ(c.active, 2u);
 }
 
+// A key that cannot be made fails the grant and leaves nothing behind: the
+// chunk is returned and max_leases has room again.
 TEST(LeaseTable, FailedKeyMakerGivesTheChunkBack) {
   TestStore t = MakeStore();
   LeaseOptions o = ManualOptions();
@@ -583,7 +647,8 @@ TEST(LeaseTable, FailedKeyMakerGivesTheChunkBack) {
           .status();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("no live RDMA connection 3"));
-  // Counted as granted and released at once; the slot is free again.
+  // Counted as granted and released at once (as when keys were bound after
+  // the grant); the slot under max_leases is free again.
   LeaseCounters c = leases.counters();
   EXPECT_EQ(c.granted, 1u);
   EXPECT_EQ(c.released, 1u);
