@@ -97,7 +97,9 @@ inline constexpr uint64_t kNoConnection = 0;
 // knows it only through this interface, so it needs no verbs.
 //
 // Contract for implementations:
-//   * rkey() and connection_id() never change and are never 0.
+//   * rkey() and connection_id() never change; connection_id() is never
+//     kNoConnection (an rkey of 0 would read as "no key" on the wire, as it
+//     always has).
 //   * Revoke() is called exactly once, by LeaseTable, when the lease ends and
 //     before its chunk goes back to the store, with the lease's commit lock
 //     held (no LeaseTable::mu_). When it returns, no remote write through
