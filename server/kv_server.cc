@@ -20,6 +20,8 @@ KvServer::KvServer(const KvServerOptions& options) : options_(options) {}
 
 absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const KvServerOptions& options) {
   std::unique_ptr<KvServer> server(new KvServer(options));
+  // On an error the half-built server is destroyed here, which shuts down
+  // whatever Init() had started.
   KV_RETURN_IF_ERROR(server->Init());
   return server;
 }
@@ -36,6 +38,7 @@ absl::Status KvServer::Init() {
                                                    FormatByteSize(layout::kMaxPoolBytes),
                                                    " by the slot format"));
   }
+  // Default: one bucket per KiB of pool, and never a tiny index.
   uint64_t buckets = options_.index_buckets;
   if (buckets == 0) buckets = std::max<uint64_t>(1024, options_.pool_bytes / 1024);
 
@@ -45,26 +48,11 @@ absl::Status KvServer::Init() {
   po.hugepages = options_.hugepages;
 
   // RDMA first: the memlock check must fail before we map gigabytes.
-  if (options_.transport != ServerTransport::kTcp) {
-    auto dev = rdma::Device::Open(options_.rdma_device);
-    if (dev.ok()) {
-      // Lease chunks are registered again as MRs of their own, and each
-      // registration counts: up to the pool twice, plus the index.
-      KV_RETURN_IF_ERROR(CheckMemlockLimit(2 * po.data_bytes + po.index_bytes));
-      KV_ASSIGN_OR_RETURN(auto pd, rdma::ProtectionDomain::Create(*dev));
-      device_.emplace(std::move(*dev));
-      pd_.emplace(std::move(pd));
-    } else if (options_.transport == ServerTransport::kRdma) {
-      return absl::UnavailableError(
-          absl::StrCat("--transport=rdma but no RDMA device is usable: ", dev.status().message()));
-    } else {
-      rdma_reason_ = std::string(dev.status().message());
-    }
-  } else {
-    rdma_reason_ = "disabled by --transport=tcp";
-  }
+  KV_RETURN_IF_ERROR(OpenRdmaDevice(po));
 
   KV_ASSIGN_OR_RETURN(pool_, MemoryPool::Create(po));
+  // The device caps one MR's size, so the pool is registered in pieces of at
+  // most that (--max_mr_bytes lowers it further, to test many pieces).
   if (pd_) {
     uint64_t max_mr = device_->limits().max_mr_size;
     if (options_.max_mr_bytes != 0 && (max_mr == 0 || options_.max_mr_bytes < max_mr)) {
@@ -73,6 +61,8 @@ absl::Status KvServer::Init() {
     KV_ASSIGN_OR_RETURN(registration_time_, pool_->Register(*pd_, max_mr, options_.segment_bytes));
   }
 
+  // The index is seeded with the epoch: bucket positions change with every
+  // start, and clients get the seed in the handshake.
   KvStoreOptions so;
   so.segment_bytes = options_.segment_bytes;
   so.grace_period = options_.grace_period;
@@ -84,11 +74,11 @@ absl::Status KvServer::Init() {
   lo.ttl = options_.lease_ttl;
   lo.max_lease_bytes =
       layout::EntryBytes(options_.limits.max_key_bytes, options_.limits.max_value_bytes);
-  // A lease's write key is revoked before its chunk goes back to the store.
-  lo.on_revoke = [this](const LeaseInfo& lease) {
-    if (rdma_ != nullptr) rdma_->RevokeLease(lease);
-  };
+  // A lease's write key (made by rdma_->BindLease() at grant time) belongs
+  // to the lease: LeaseTable revokes it before the chunk goes back.
   leases_ = std::make_unique<LeaseTable>(store_.get(), lo);
+  // After the lease table: its poller commits through it, and its write keys
+  // are handed to it.
   if (pd_) {
     RdmaServiceOptions rso;
     rso.gid_ipv4 = options_.rdma_ip;
@@ -98,6 +88,7 @@ absl::Status KvServer::Init() {
         rdma_, RdmaService::Start(&*device_, &*pd_, pool_.get(), store_.get(), leases_.get(), rso));
   }
 
+  // RESP/TCP serves the same store; its INFO text comes from InfoText().
   RespServerOptions ro;
   ro.bind_address = options_.listen_address;
   ro.port = options_.resp_port;
@@ -107,6 +98,36 @@ absl::Status KvServer::Init() {
   ro.info = [this] { return InfoText(); };
   KV_ASSIGN_OR_RETURN(resp_, RespServer::Start(store_.get(), ro));
 
+  // Last: once gRPC listens, clients can handshake and find everything up.
+  return StartControlPlane();
+}
+
+absl::Status KvServer::OpenRdmaDevice(const MemoryPoolOptions& po) {
+  // kTcp never touches verbs; kAuto falls back to TCP and records why.
+  if (options_.transport != ServerTransport::kTcp) {
+    auto dev = rdma::Device::Open(options_.rdma_device);
+    if (dev.ok()) {
+      // Lease chunks are registered again as MRs of their own, and each
+      // registration counts: up to the pool twice, plus the index.
+      KV_RETURN_IF_ERROR(CheckMemlockLimit(2 * po.data_bytes + po.index_bytes));
+      KV_ASSIGN_OR_RETURN(auto pd, rdma::ProtectionDomain::Create(*dev));
+      device_.emplace(std::move(*dev));
+      pd_.emplace(std::move(pd));
+    } else if (options_.transport == ServerTransport::kRdma) {
+      // The operator asked for RDMA: serving TCP instead would hide it.
+      return absl::UnavailableError(
+          absl::StrCat("--transport=rdma but no RDMA device is usable: ", dev.status().message()));
+    } else {
+      rdma_reason_ = std::string(dev.status().message());
+    }
+  } else {
+    rdma_reason_ = "disabled by --transport=tcp";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KvServer::StartControlPlane() {
+  // What the service reads from; all of it outlives the service.
   ControlServiceDeps deps;
   deps.store = store_.get();
   deps.leases = leases_.get();
@@ -115,13 +136,14 @@ absl::Status KvServer::Init() {
   deps.resp_address = absl::StrCat(options_.listen_address, ":", resp_->port());
   deps.rdma_device = rdma_device();
   deps.rdma = rdma_.get();
+  // Static facts for Stats.info; the service adds its own.
   deps.info["transports"] = device_ ? "rdma,tcp" : "tcp";
   deps.info["pool"] = FormatByteSize(options_.pool_bytes);
   deps.info["rdma_unavailable_reason"] = rdma_reason_;
   deps.info["registration_ms"] = absl::StrCat(absl::ToInt64Milliseconds(registration_time_));
+  // The control service reports the store, lease and RDMA counters itself.
   deps.extra_counters = [this] {
     RespServerCounters c = resp_->counters();
-    RdmaServiceCounters r = rdma_ ? rdma_->counters() : RdmaServiceCounters();
     return std::map<std::string, uint64_t>{
         {"resp_connections_accepted", c.connections_accepted},
         {"resp_connections_active", c.connections_active},
@@ -133,20 +155,11 @@ absl::Status KvServer::Init() {
         {"resp_bytes_in", c.bytes_in},
         {"resp_bytes_out", c.bytes_out},
         {"uptime_seconds", static_cast<uint64_t>(absl::ToInt64Seconds(absl::Now() - started_))},
-        {"rdma_connections_active", r.connections_active},
-        {"rdma_connections_total", r.connections_total},
-        {"rdma_commits", r.commits},
-        {"rdma_commit_errors", r.commit_errors},
-        {"rdma_deletes", r.deletes},
-        {"rdma_lease_keys_bound", r.lease_keys_bound},
-        {"rdma_lease_keys_revoked", r.lease_keys_revoked},
-        {"rdma_poller_wakeups", r.poller_wakeups},
-        {"rdma_idle_probes", r.idle_probes},
-        {"rdma_connections_reaped", r.connections_reaped},
     };
   };
   service_ = std::make_unique<KvControlServiceImpl>(std::move(deps));
 
+  // Health checks report SERVING only once everything above is up.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat(options_.listen_address, ":", options_.control_port),
@@ -171,6 +184,8 @@ absl::Status KvServer::Init() {
   return absl::OkStatus();
 }
 
+// One line that says what this start got: pool, index, RDMA (or why not),
+// ports and epoch. Operators grep logs for "kvserver up".
 std::string KvServer::StartupLine() const {
   std::string rdma = device_ ? absl::StrCat("rdma on ", device_->name(), " (registered in ",
                                             absl::FormatDuration(registration_time_), ")")
@@ -184,6 +199,8 @@ std::string KvServer::StartupLine() const {
                       ", epoch ", absl::Hex(epoch_));
 }
 
+// The RESP INFO reply, in Redis's section format (CRLF lines). Stock Redis
+// tools read redis_version, so it names a version they accept.
 std::string KvServer::InfoText() const {
   KvStoreCounters c = store_->counters();
   return absl::StrCat(
@@ -198,16 +215,21 @@ std::string KvServer::InfoText() const {
 void KvServer::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  // Listeners first, so no new request arrives while the rest goes; gRPC
+  // gets 2 s to finish the calls in flight.
   if (grpc_) grpc_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   if (resp_) resp_->Stop();
-  // Commits stop before the lease table goes; ending the leases revokes
-  // their windows while the queue pairs still exist; then the QPs go.
+  // Commits stop before the lease table goes (RdmaService::StopPoller);
+  // destroying the table ends every lease and so revokes its write key
+  // (window) while the service and the queue pairs still exist; then the
+  // service and its QPs go.
   if (rdma_) rdma_->StopPoller();
   leases_.reset();
   rdma_.reset();
 }
 
 KvServer::~KvServer() {
+  // What Shutdown() left, in reverse order of construction.
   Shutdown();
   grpc_.reset();
   service_.reset();

@@ -3,7 +3,8 @@
 // KvServer: one kvstore server process, wired together. It owns, in order of
 // construction: the RDMA device and protection domain (when there is one),
 // the memory pool (registered with the device), the storage engine, the
-// lease table, the gRPC control plane and the RESP/TCP data port. Start()
+// lease table, the RDMA service (with a device), the RESP/TCP data port and
+// the gRPC control plane. Start()
 // brings all of it up or fails with a Status naming what went wrong;
 // Shutdown() (or the destructor) stops listeners before storage.
 //
@@ -68,28 +69,47 @@ struct KvServerOptions {
 
 class KvServer {
  public:
+  // Brings the server up. kInvalidArgument for bad limits or pool size;
+  // kUnavailable for --transport=rdma without a device or a port in use;
+  // otherwise the error of the step that failed (memlock, registration,
+  // RDMA service, listeners).
   static absl::StatusOr<std::unique_ptr<KvServer>> Start(const KvServerOptions& options);
+  // Shutdown(), then frees storage, the pool and the device.
   ~KvServer();
   KvServer(const KvServer&) = delete;
   KvServer& operator=(const KvServer&) = delete;
 
+  // Stops the listeners, the commit poller, the leases (revoking their
+  // write keys) and the RDMA service, in that order. Idempotent.
   void Shutdown();
 
+  // The ports actually bound (after "0 picks a free port") and the epoch.
   int control_port() const { return control_port_; }
   int resp_port() const { return resp_->port(); }
   uint64_t epoch() const { return epoch_; }
   // Name of the registered RDMA device, empty when serving TCP only.
   std::string rdma_device() const { return device_ ? device_->name() : ""; }
+  // How long registering the pool took (zero without RDMA).
   absl::Duration registration_time() const { return registration_time_; }
   // Why RDMA is not served (empty when it is).
   const std::string& rdma_unavailable_reason() const { return rdma_reason_; }
   // The one line logged at start-up.
   std::string StartupLine() const;
+  // The storage engine, for tests; owned by the server.
   KvStore* store() { return store_.get(); }
 
  private:
   explicit KvServer(const KvServerOptions& options);
+  // Brings everything up in order (see the class comment). Any error stops
+  // start-up; the destructor then tears down what was built.
   absl::Status Init();
+  // Opens the RDMA device and its PD per options_.transport, after checking
+  // RLIMIT_MEMLOCK against the pool `po` describes. OK with no device under
+  // kAuto/kTcp (rdma_reason_ says why); kUnavailable under kRdma.
+  absl::Status OpenRdmaDevice(const MemoryPoolOptions& po);
+  // Builds the gRPC control service and starts listening on control_port.
+  // kUnavailable when the port cannot be bound.
+  absl::Status StartControlPlane();
   std::string InfoText() const;
 
   const KvServerOptions options_;
@@ -100,8 +120,11 @@ class KvServer {
   absl::Duration registration_time_;
   std::unique_ptr<MemoryPool> pool_;
   std::unique_ptr<KvStore> store_;
+  // Shutdown() destroys leases_ before rdma_, explicitly: the leases own
+  // write keys that rdma_ made, and rdma_'s poller commits through leases_
+  // (RdmaService's lifetime rules).
   std::unique_ptr<LeaseTable> leases_;
-  std::unique_ptr<RdmaService> rdma_;  // after leases_: its poller commits through them
+  std::unique_ptr<RdmaService> rdma_;
   std::unique_ptr<RespServer> resp_;
   std::unique_ptr<KvControlServiceImpl> service_;
   std::unique_ptr<grpc::Server> grpc_;

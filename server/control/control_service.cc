@@ -1,4 +1,8 @@
 // Copyright 2026 The kvstore Authors.
+//
+// Every RPC has the same shape: count it, compute an absl::Status in a
+// lambda (so KV_RETURN_IF_ERROR can be used), convert it once at the end.
+// The service holds no data-path state of its own; see the header.
 
 #include "server/control/control_service.h"
 
@@ -22,13 +26,28 @@ namespace {
 
 namespace pb = ::kvstore::v1;
 
+// Millisecond values the proto carries as uint32: clamped, never wrapped.
 uint32_t ClampToU32(int64_t v) {
   return static_cast<uint32_t>(std::clamp<int64_t>(v, 0, std::numeric_limits<uint32_t>::max()));
+}
+
+// "client@peer", for logs and the lease record; "anonymous" when the client
+// gave no name. `context` is null when a test calls the service directly.
+std::string OwnerOf(const grpc::ServerContext* context, const std::string& client_name) {
+  std::string owner = client_name.empty() ? "anonymous" : client_name;
+  if (context != nullptr) absl::StrAppend(&owner, "@", context->peer());
+  return owner;
+}
+
+// The raw 16 bytes of a GID, as the proto carries them.
+std::string GidBytes(const rdma::Gid& gid) {
+  return std::string(reinterpret_cast<const char*>(gid.data()), gid.size());
 }
 
 }  // namespace
 
 KvControlServiceImpl::KvControlServiceImpl(ControlServiceDeps deps) : deps_(std::move(deps)) {
+  // Programming errors of the wiring, not conditions a client can cause.
   CHECK(deps_.store != nullptr);
   CHECK(deps_.leases != nullptr);
   CHECK(deps_.pool != nullptr);
@@ -38,12 +57,16 @@ KvControlServiceImpl::KvControlServiceImpl(ControlServiceDeps deps) : deps_(std:
 KvControlServiceImpl::~KvControlServiceImpl() = default;
 
 absl::Status KvControlServiceImpl::CheckEpoch(uint64_t epoch) const {
+  // Leases, rkeys and connection ids all belong to one server start; after
+  // a restart the client must learn the new ones.
   if (epoch == deps_.epoch) return absl::OkStatus();
   return absl::UnavailableError(
       absl::StrCat("stale epoch ", epoch, ", server epoch ", deps_.epoch, ": handshake again"));
 }
 
 void KvControlServiceImpl::FillLease(const LeaseInfo& info, pb::Lease* lease) const {
+  // The client sees the chunk as an arena offset (for its bump allocator)
+  // and, with a key, as a virtual address (for its WRITEs).
   lease->set_lease_id(info.lease_id);
   lease->set_epoch(deps_.epoch);
   lease->set_arena_offset(info.chunk.offset);
@@ -65,6 +88,8 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
   response->set_epoch(deps_.epoch);
   response->set_server_version(kServerVersion);
 
+  // Limits: the client checks them before it sends anything, so that an
+  // over-limit request fails locally with the same message.
   const Limits& limits = deps_.store->limits();
   const LeaseOptions& lease_options = deps_.leases->options();
   pb::Limits* l = response->mutable_limits();
@@ -78,6 +103,7 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
   l->set_max_read_span_ms(
       ClampToU32(absl::ToInt64Milliseconds(deps_.store->options().grace_period / 2)));
 
+  // Index geometry: what a client needs to find a key's bucket by READ.
   const layout::IndexGeometry& geometry = deps_.store->index().geometry();
   pb::IndexGeometry* g = response->mutable_index();
   g->set_bucket_count(geometry.bucket_count);
@@ -98,12 +124,12 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
     r->set_epoch(deps_.epoch);
   }
 
+  // Where the data paths are; the client picks one (RDMA, else RESP/TCP).
   pb::DataEndpoints* e = response->mutable_endpoints();
   e->set_resp_address(deps_.resp_address);
   e->set_rdma_device(deps_.rdma_device);
   if (deps_.rdma != nullptr) {
-    const rdma::Gid& gid = deps_.rdma->gid();
-    e->set_rdma_gid(std::string(reinterpret_cast<const char*>(gid.data()), gid.size()));
+    e->set_rdma_gid(GidBytes(deps_.rdma->gid()));
     e->set_rdma_port(deps_.rdma->port());
   }
   response->set_data_arena_bytes(deps_.pool->data_bytes());
@@ -116,36 +142,28 @@ grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
   lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
-    std::string owner = request->client_name().empty() ? "anonymous" : request->client_name();
-    if (context != nullptr) absl::StrAppend(&owner, "@", context->peer());
-    KV_ASSIGN_OR_RETURN(LeaseInfo info, deps_.leases->Grant(request->bytes(), std::move(owner)));
-    if (request->connection_id() != 0) {
-      absl::StatusOr<std::pair<uint32_t, uint64_t>> key =
-          deps_.rdma == nullptr
-              ? absl::FailedPreconditionError("this server has no RDMA device: no write keys")
-              : deps_.rdma->BindLease(request->connection_id(), info);
-      if (!key.ok()) {
-        (void)deps_.leases->Release(info.lease_id);
-        return key.status();
-      }
-      info.write_rkey = key->first;
+    // With a connection, the lease is born with its write key bound on that
+    // connection's queue pair (the key maker runs inside Grant(), after the
+    // size checks and the allocation, so their errors come first).
+    LeaseTable::KeyMaker make_key;
+    if (const uint64_t connection_id = request->connection_id(); connection_id != 0) {
+      make_key = [this, connection_id](
+                     const LeaseInfo& lease) -> absl::StatusOr<std::unique_ptr<LeaseWriteKey>> {
+        // Checked only now, as before: a bad size or a full pool is the
+        // answer even on a server without RDMA.
+        if (deps_.rdma == nullptr) {
+          return absl::FailedPreconditionError("this server has no RDMA device: no write keys");
+        }
+        return deps_.rdma->BindLease(connection_id, lease);
+      };
     }
+    KV_ASSIGN_OR_RETURN(
+        LeaseInfo info,
+        deps_.leases->Grant(request->bytes(), OwnerOf(context, request->client_name()), make_key));
     FillLease(info, response->mutable_lease());
     return absl::OkStatus();
   }();
-  if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
-  return ToGrpcStatus(status);
-}
-
-absl::Status KvControlServiceImpl::CheckLeaseCaller(uint64_t lease_id,
-                                                    uint64_t connection_id) const {
-  if (deps_.rdma == nullptr) return absl::OkStatus();
-  const uint64_t owner = deps_.rdma->LeaseConnection(lease_id);
-  if (owner != 0 && owner != connection_id) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("lease ", lease_id, " belongs to another RDMA connection"));
-  }
-  return absl::OkStatus();
+  return FinishLeaseRpc(status);
 }
 
 grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
@@ -156,25 +174,27 @@ grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
     if (deps_.rdma == nullptr) {
       return absl::UnavailableError("this server has no RDMA device; use the RESP/TCP data port");
     }
+    // The client's endpoint is untrusted input: checked before any verbs
+    // resource is made for it.
     const pb::QpEndpoint& in = request->client();
     if (in.gid().size() != 16 || in.qpn() == 0) {
       return absl::InvalidArgumentError("client queue pair endpoint needs a qpn and a 16-byte gid");
     }
     rdma::QpEndpoint client;
     client.qpn = in.qpn();
-    client.psn = in.psn() & 0xffffff;
+    client.psn = in.psn() & 0xffffff;  // PSNs are 24 bits
     std::memcpy(client.gid.data(), in.gid().data(), 16);
     client.lid = static_cast<uint16_t>(in.lid());
-    std::string owner = request->client_name().empty() ? "anonymous" : request->client_name();
-    if (context != nullptr) absl::StrAppend(&owner, "@", context->peer());
-    KV_ASSIGN_OR_RETURN(
-        RdmaService::Accepted accepted,
-        deps_.rdma->Connect(client, owner, request->probe_addr(), request->probe_rkey()));
+    KV_ASSIGN_OR_RETURN(RdmaService::Accepted accepted,
+                        deps_.rdma->Connect(client, OwnerOf(context, request->client_name()),
+                                            request->probe_addr(), request->probe_rkey()));
+    // The server's half of the connection, and the commit-channel sizes the
+    // client must respect (credits in flight, bytes per commit message).
     response->set_connection_id(accepted.connection_id);
     pb::QpEndpoint* out = response->mutable_server();
     out->set_qpn(accepted.server.qpn);
     out->set_psn(accepted.server.psn);
-    out->set_gid(std::string(reinterpret_cast<const char*>(accepted.server.gid.data()), 16));
+    out->set_gid(GidBytes(accepted.server.gid));
     out->set_lid(accepted.server.lid);
     response->set_commit_credits(accepted.commit_credits);
     response->set_max_commit_bytes(accepted.max_commit_bytes);
@@ -190,6 +210,7 @@ grpc::Status KvControlServiceImpl::DisconnectQp(grpc::ServerContext* context,
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     if (deps_.rdma == nullptr) return absl::UnavailableError("this server has no RDMA device");
+    // Ends the leases the connection holds too (their windows die with it).
     return deps_.rdma->Disconnect(request->connection_id());
   }();
   return ToGrpcStatus(status);
@@ -201,13 +222,16 @@ grpc::Status KvControlServiceImpl::RenewLease(grpc::ServerContext* context,
   lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
-    KV_RETURN_IF_ERROR(CheckLeaseCaller(request->lease_id(), request->connection_id()));
-    KV_ASSIGN_OR_RETURN(LeaseInfo info, deps_.leases->Renew(request->lease_id()));
+    // The holder check (a lease with a key belongs to its connection) is
+    // the LeaseTable's, under the same lock as the renewal.
+    KV_ASSIGN_OR_RETURN(LeaseInfo info,
+                        deps_.leases->Renew(request->lease_id(), request->connection_id()));
+    // The key stays valid; RenewLease does not repeat it (protocol.md §1.2).
+    info.write_rkey = 0;
     FillLease(info, response->mutable_lease());
     return absl::OkStatus();
   }();
-  if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
-  return ToGrpcStatus(status);
+  return FinishLeaseRpc(status);
 }
 
 grpc::Status KvControlServiceImpl::ReleaseLease(grpc::ServerContext* context,
@@ -216,9 +240,15 @@ grpc::Status KvControlServiceImpl::ReleaseLease(grpc::ServerContext* context,
   lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
-    KV_RETURN_IF_ERROR(CheckLeaseCaller(request->lease_id(), request->connection_id()));
-    return deps_.leases->Release(request->lease_id());
+    // Committed entries outlive the lease; only the chunk's unused rest goes.
+    return deps_.leases->Release(request->lease_id(), request->connection_id());
   }();
+  return FinishLeaseRpc(status);
+}
+
+grpc::Status KvControlServiceImpl::FinishLeaseRpc(const absl::Status& status) {
+  // Every UNAVAILABLE of a lease RPC is counted, the stale epoch being by
+  // far the most common one (a bind on a dead connection is the other).
   if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
   return ToGrpcStatus(status);
 }
@@ -244,6 +274,8 @@ grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::P
     const Limits& limits = deps_.store->limits();
     KV_RETURN_IF_ERROR(limits.CheckKey(request->key()));
     KV_RETURN_IF_ERROR(limits.CheckValueLength(request->value().size()));
+    // Round robin: cheap, and a large value blocks at most 1/kPutWriters of
+    // the concurrent slow-path PUTs.
     PutWriter& w = writers_[next_writer_.fetch_add(1, std::memory_order_relaxed) % kPutWriters];
     absl::MutexLock lock(&w.mu);
     // Created on first use: an idle writer would hold a segment open.
@@ -264,6 +296,8 @@ grpc::Status KvControlServiceImpl::Delete(grpc::ServerContext* context,
 grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
                                          const pb::StatsRequest* request,
                                          pb::StatsResponse* response) {
+  // Facts first (static ones from the wiring, then the service's own, which
+  // win on a clash), then the counters.
   auto& info = *response->mutable_info();
   for (const auto& [key, value] : deps_.info) info[key] = value;
   info["server_version"] = kServerVersion;
@@ -271,56 +305,86 @@ grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
   info["resp_address"] = deps_.resp_address;
   info["rdma_device"] = deps_.rdma_device;
   info["rdma_registered"] = deps_.pool->registered() ? "true" : "false";
+  for (const auto& [key, value] : CollectCounters()) (*response->mutable_counters())[key] = value;
+  return grpc::Status::OK;
+}
 
-  auto& counters = *response->mutable_counters();
+std::map<std::string, uint64_t> KvControlServiceImpl::CollectCounters() const {
+  // The one list of Stats counter names (docs/operations.md explains them).
+  // Each source is read once, so the values of one source are one snapshot.
   const KvStoreCounters s = deps_.store->counters();
-  counters["keys"] = s.keys;
-  counters["index_capacity"] = s.index_capacity;
-  counters["index_bytes"] = deps_.pool->index_bytes();
-  counters["pool_bytes"] = s.pool_bytes;
-  counters["live_bytes"] = s.live_bytes;
-  counters["segments_total"] = s.segments_total;
-  counters["segments_free"] = s.segments_free;
-  counters["segments_awaiting_grace"] = s.segments_awaiting_grace;
-  counters["segments_reclaimed"] = s.segments_reclaimed;
-  counters["commits"] = s.commits;
-  counters["deletes"] = s.deletes;
-  counters["cleaner_passes"] = s.cleaner_passes;
-  counters["cleaner_moved_entries"] = s.cleaner_moved_entries;
-  counters["cleaner_moved_bytes"] = s.cleaner_moved_bytes;
-  counters["pool_full_errors"] = s.pool_full_errors;
-  counters["index_full_errors"] = s.index_full_errors;
-  counters["modified_after_commit"] = s.modified_after_commit;
-
   const LeaseCounters l = deps_.leases->counters();
-  counters["leases_granted"] = l.granted;
-  counters["leases_renewed"] = l.renewed;
-  counters["leases_released"] = l.released;
-  counters["leases_expired"] = l.expired;
-  counters["leases_active"] = l.active;
-  counters["lease_commits"] = l.commits;
-  counters["lease_aborted_commits"] = l.aborted_commits;
+  // A server without RDMA reports its RDMA counters as zeros.
+  const RdmaServiceCounters r =
+      deps_.rdma != nullptr ? deps_.rdma->counters() : RdmaServiceCounters();
+  // The service's own RPC counters are independent atomics; no snapshot.
+  auto relaxed = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+  std::map<std::string, uint64_t> counters = {
+      // The store: keys, space, the cleaner, refused writes.
+      {"keys", s.keys},
+      {"index_capacity", s.index_capacity},
+      {"index_bytes", deps_.pool->index_bytes()},
+      {"pool_bytes", s.pool_bytes},
+      {"live_bytes", s.live_bytes},
+      {"segments_total", s.segments_total},
+      {"segments_free", s.segments_free},
+      {"segments_awaiting_grace", s.segments_awaiting_grace},
+      {"segments_reclaimed", s.segments_reclaimed},
+      {"commits", s.commits},
+      {"deletes", s.deletes},
+      {"cleaner_passes", s.cleaner_passes},
+      {"cleaner_moved_entries", s.cleaner_moved_entries},
+      {"cleaner_moved_bytes", s.cleaner_moved_bytes},
+      {"pool_full_errors", s.pool_full_errors},
+      {"index_full_errors", s.index_full_errors},
+      {"modified_after_commit", s.modified_after_commit},
 
-  counters["rpc_handshakes"] = handshakes_.load(std::memory_order_relaxed);
-  counters["rpc_gets"] = gets_.load(std::memory_order_relaxed);
-  counters["rpc_puts"] = puts_.load(std::memory_order_relaxed);
-  counters["rpc_deletes"] = deletes_.load(std::memory_order_relaxed);
-  counters["rpc_scans"] = scans_.load(std::memory_order_relaxed);
-  counters["rpc_lease_calls"] = lease_rpcs_.load(std::memory_order_relaxed);
-  counters["rpc_stale_epoch_errors"] = stale_epoch_errors_.load(std::memory_order_relaxed);
+      // Write leases: granted == active + released + expired.
+      {"leases_granted", l.granted},
+      {"leases_renewed", l.renewed},
+      {"leases_released", l.released},
+      {"leases_expired", l.expired},
+      {"leases_active", l.active},
+      {"lease_commits", l.commits},
+      {"lease_aborted_commits", l.aborted_commits},
 
+      // The RDMA data path: connections, commits over SEND, write keys.
+      {"rdma_connections_active", r.connections_active},
+      {"rdma_connections_total", r.connections_total},
+      {"rdma_commits", r.commits},
+      {"rdma_commit_errors", r.commit_errors},
+      {"rdma_deletes", r.deletes},
+      {"rdma_lease_keys_bound", r.lease_keys_bound},
+      {"rdma_lease_keys_revoked", r.lease_keys_revoked},
+      {"rdma_poller_wakeups", r.poller_wakeups},
+      {"rdma_idle_probes", r.idle_probes},
+      {"rdma_connections_reaped", r.connections_reaped},
+
+      // This service's RPCs.
+      {"rpc_handshakes", relaxed(handshakes_)},
+      {"rpc_gets", relaxed(gets_)},
+      {"rpc_puts", relaxed(puts_)},
+      {"rpc_deletes", relaxed(deletes_)},
+      {"rpc_scans", relaxed(scans_)},
+      {"rpc_lease_calls", relaxed(lease_rpcs_)},
+      {"rpc_stale_epoch_errors", relaxed(stale_epoch_errors_)},
+  };
+  // The wiring's own counters (RESP listener, uptime) last: on a clash they
+  // win, as they always have.
   if (deps_.extra_counters) {
     for (const auto& [key, value] : deps_.extra_counters()) counters[key] = value;
   }
-  return grpc::Status::OK;
+  return counters;
 }
 
 grpc::Status KvControlServiceImpl::Scan(grpc::ServerContext* context,
                                         const pb::ScanRequest* request,
                                         pb::ScanResponse* response) {
   scans_.fetch_add(1, std::memory_order_relaxed);
+  // 0 means "the default"; anything over the cap is quietly capped.
   const uint32_t count =
       request->count() == 0 ? kDefaultScanCount : std::min(request->count(), kMaxScanCount);
+  // The store pages by index bucket; the cursor is the next bucket.
   std::vector<std::string> keys;
   // A cursor past the end (from a client's bug or another epoch) ends the
   // listing; KvIndex::Scan() treats it as such.

@@ -13,6 +13,12 @@
 // name an epoch other than the server's fail with UNAVAILABLE: the client's
 // handshake (rkeys, lease ids) belongs to an earlier server start.
 //
+// Leases: the service holds no lease state. GrantLease asks LeaseTable for a
+// lease and, with a connection_id, has RdmaService::BindLease() make its
+// write key inside LeaseTable::Grant(); RenewLease/ReleaseLease pass the
+// caller's connection_id to the LeaseTable, which checks it against the
+// key's holder (docs/protocol.md §1.2).
+//
 // Thread safety: thread-safe (gRPC's sync server calls it from many threads).
 
 #ifndef KVSTORE_SERVER_CONTROL_CONTROL_SERVICE_H_
@@ -55,7 +61,8 @@ struct ControlServiceDeps {
   std::string rdma_device;
   // The RDMA data path (queue pairs, lease write keys); null without RDMA.
   RdmaService* rdma = nullptr;
-  // More counters for Stats (transports, RESP listener ...). May be empty.
+  // More counters for Stats (RESP listener, uptime ...), added after the
+  // service's own. May be empty.
   std::function<std::map<std::string, uint64_t>()> extra_counters;
   // Static key/value facts for Stats.info (build, flags ...).
   std::map<std::string, std::string> info;
@@ -71,30 +78,42 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   static constexpr uint32_t kDefaultScanCount = 100;
   static constexpr uint32_t kMaxScanCount = 1000;
 
+  // CHECK-fails if deps.store, deps.leases or deps.pool is null.
   explicit KvControlServiceImpl(ControlServiceDeps deps);
+  // Seals the Put writers' open segments in the store.
   ~KvControlServiceImpl() override;
   KvControlServiceImpl(const KvControlServiceImpl&) = delete;
   KvControlServiceImpl& operator=(const KvControlServiceImpl&) = delete;
 
+  // The server's epoch, limits, index geometry, regions with their read
+  // keys, and data endpoints. Never fails.
   grpc::Status Handshake(grpc::ServerContext* context, const kvstore::v1::HandshakeRequest* request,
                          kvstore::v1::HandshakeResponse* response) override;
-  // UNAVAILABLE for a stale epoch or a server without RDMA; otherwise as
+  // UNAVAILABLE for a stale epoch or a server without RDMA; INVALID_ARGUMENT
+  // for an endpoint without qpn or 16-byte gid; otherwise as
   // RdmaService::Connect().
   grpc::Status ConnectQp(grpc::ServerContext* context, const kvstore::v1::ConnectQpRequest* request,
                          kvstore::v1::ConnectQpResponse* response) override;
+  // UNAVAILABLE for a stale epoch or a server without RDMA; otherwise as
+  // RdmaService::Disconnect() (NOT_FOUND for an unknown connection).
   grpc::Status DisconnectQp(grpc::ServerContext* context,
                             const kvstore::v1::DisconnectQpRequest* request,
                             kvstore::v1::DisconnectQpResponse* response) override;
   // UNAVAILABLE for a stale epoch; otherwise as LeaseTable::Grant(). With a
-  // connection_id, the lease also gets a write key bound to that queue pair.
+  // connection_id, the lease is granted with a write key bound to that queue
+  // pair: FAILED_PRECONDITION without RDMA, or RdmaService::BindLease()'s
+  // error (the lease is then not granted).
   grpc::Status GrantLease(grpc::ServerContext* context,
                           const kvstore::v1::GrantLeaseRequest* request,
                           kvstore::v1::GrantLeaseResponse* response) override;
-  // UNAVAILABLE for a stale epoch; otherwise as LeaseTable::Renew().
+  // UNAVAILABLE for a stale epoch; otherwise as LeaseTable::Renew() for the
+  // request's connection_id. The reply's write_rkey is 0: the key stays
+  // valid and is not repeated.
   grpc::Status RenewLease(grpc::ServerContext* context,
                           const kvstore::v1::RenewLeaseRequest* request,
                           kvstore::v1::RenewLeaseResponse* response) override;
-  // UNAVAILABLE for a stale epoch; otherwise as LeaseTable::Release().
+  // UNAVAILABLE for a stale epoch; otherwise as LeaseTable::Release() for
+  // the request's connection_id.
   grpc::Status ReleaseLease(grpc::ServerContext* context,
                             const kvstore::v1::ReleaseLeaseRequest* request,
                             kvstore::v1::ReleaseLeaseResponse* response) override;
@@ -108,6 +127,7 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   // INVALID_ARGUMENT for a key over the limits, NOT_FOUND if absent.
   grpc::Status Delete(grpc::ServerContext* context, const kvstore::v1::DeleteRequest* request,
                       kvstore::v1::DeleteResponse* response) override;
+  // The info facts and every counter (CollectCounters()). Never fails.
   grpc::Status Stats(grpc::ServerContext* context, const kvstore::v1::StatsRequest* request,
                      kvstore::v1::StatsResponse* response) override;
   // Pages of keys starting with `prefix`; a page may hold a few more keys
@@ -116,9 +136,6 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
                     kvstore::v1::ScanResponse* response) override;
 
  private:
-  // A lease with a write key may only be renewed or released by the
-  // connection it was granted for.
-  absl::Status CheckLeaseCaller(uint64_t lease_id, uint64_t connection_id) const;
   // Put() spreads over a few writers so that one large value does not hold
   // up every other slow-path PUT; each is used by one thread at a time.
   static constexpr size_t kPutWriters = 4;
@@ -129,7 +146,13 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
 
   // OK, or UNAVAILABLE telling the client to handshake again.
   absl::Status CheckEpoch(uint64_t epoch) const;
+  // The proto form of `info`; write_addr only when there is a write key.
   void FillLease(const LeaseInfo& info, kvstore::v1::Lease* lease) const;
+  // Counts an UNAVAILABLE lease RPC and converts the status.
+  grpc::Status FinishLeaseRpc(const absl::Status& status);
+  // Every Stats counter by name: the store's, the lease table's, the RDMA
+  // service's (zeros without RDMA), this service's, then extra_counters.
+  std::map<std::string, uint64_t> CollectCounters() const;
 
   const ControlServiceDeps deps_;
   std::array<PutWriter, kPutWriters> writers_;

@@ -1,11 +1,21 @@
 // Copyright 2026 The kvstore Authors.
+//
+// Three classes, one job each:
+//   * Connection: one client's queue pair, its buffers and the bookkeeping
+//     of its send queue;
+//   * LeaseWindow: the write key of one lease (a LeaseWriteKey), owned by
+//     the lease's record in the LeaseTable;
+//   * RdmaService: the connection table, the commit poller and idle probes.
 
 #include "server/rdma/rdma_service.h"
 
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/protocol/commit_wire.h"
 #include "common/status_macros.h"
@@ -16,7 +26,8 @@ namespace server {
 
 namespace {
 
-// Send-queue work request ids on a connection's own send CQ.
+// Send-queue work request ids on a connection's own send CQ. The top two
+// bits say what the work request was, so a completion can be told apart.
 constexpr uint64_t kAckTag = uint64_t{1} << 62;
 constexpr uint64_t kBindTag = uint64_t{2} << 62;
 constexpr uint64_t kInvalidateTag = uint64_t{3} << 62;
@@ -24,44 +35,203 @@ constexpr uint64_t kInvalidateTag = uint64_t{3} << 62;
 constexpr uint64_t kProbeTag = kInvalidateTag | (uint64_t{1} << 61);
 constexpr uint64_t kTagMask = uint64_t{3} << 62;
 
+// What the server's QPs allow. What a client can actually reach is decided
+// by the rkeys it holds (docs/architecture.md §9), not by these flags.
 constexpr int kServerAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
 
+// How long a bind, an invalidation or a full ack ring may take before the
+// connection is declared dead.
+constexpr absl::Duration kSendTimeout = absl::Seconds(5);
+
 }  // namespace
 
-// One client queue pair. Members are declared in destruction-safe order:
-// the QP (last) goes first, then its buffers' MRs, then its send CQ.
+// ---------------------------------------------------------------------------
+// Connection
+
+// One client queue pair. Shared by the connection table, the poller while it
+// handles a completion, and every LeaseWindow bound on it: the last of them
+// to let go destroys the QP, so a window never outlives the QP it is bound
+// to (destroying a QP with a bound type-2 window blocks for about a minute).
+// Members are declared in destruction-safe order: the QP (last) goes first,
+// then its buffers' MRs, then its send CQ.
 struct RdmaService::Connection {
+  // Fixed by Connect() before the connection is published; read freely.
   uint64_t id = 0;
   std::string owner;
   uint32_t credits = 0;
+  uint64_t probe_addr = 0;  // client memory for idle probes (rkey 0: none)
+  uint32_t probe_rkey = 0;
   std::optional<rdma::CompletionQueue> send_cq;
+  // `credits` commit receive buffers, and `credits` ack send buffers.
   std::vector<char> recv_mem;
   std::optional<rdma::MemoryRegion> recv_mr;
   std::vector<char> ack_mem;
   std::optional<rdma::MemoryRegion> ack_mr;
   std::optional<rdma::QueuePair> qp;
 
-  absl::Mutex send_mu;  // posting on qp's send queue and polling send_cq
-  uint32_t ack_next ABSL_GUARDED_BY(send_mu) = 0;
-  int send_outstanding ABSL_GUARDED_BY(send_mu) = 0;
-  uint64_t next_wr ABSL_GUARDED_BY(send_mu) = 0;
+  // Serializes posting on qp's send queue and polling send_cq.
+  absl::Mutex send_mu;
+  uint32_t ack_next ABSL_GUARDED_BY(send_mu) = 0;     // next ack buffer of the ring
+  int send_outstanding ABSL_GUARDED_BY(send_mu) = 0;  // acks posted, not yet reaped
+  uint64_t next_wr ABSL_GUARDED_BY(send_mu) = 0;      // counter for bind/invalidate/probe ids
+  // Set once anything on the QP failed or timed out; never cleared. A dead
+  // connection gets no more sends and is torn down by the poller.
   std::atomic<bool> dead{false};
-  uint64_t probe_addr = 0;  // client memory for idle probes (rkey 0: none)
-  uint32_t probe_rkey = 0;
   std::atomic<int64_t> last_activity_ns{0};  // absl::ToUnixNanos
+
+  // Records activity (connect, commit, bind, probe) for the idle prober.
   void Touch() {
     last_activity_ns.store(absl::ToUnixNanos(absl::Now()), std::memory_order_relaxed);
   }
+
+  // Waits for the completion of the posted work request `wr_id` (at most
+  // kSendTimeout), reaping other completions on the way. Its status, or
+  // kDeadlineExceeded (the connection is then dead).
+  // REQUIRES: send_mu held.
+  absl::Status WaitSend(uint64_t wr_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu);
+
+  // Reaps send completions until at least `min_to_reap` arrived, the
+  // connection is dead, or kSendTimeout passed (then it is dead).
+  // REQUIRES: send_mu held.
+  void ReapSends(int min_to_reap) ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu);
+
+ private:
+  // Accounts for one send completion: a finished ack frees a ring slot, a
+  // failed one kills the connection.
+  // REQUIRES: send_mu held.
+  void Account(const ibv_wc& wc) ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu) {
+    if ((wc.wr_id & kTagMask) == kAckTag) send_outstanding--;
+    if (wc.status != IBV_WC_SUCCESS) dead = true;
+  }
 };
 
-// The write key of one lease. The window is declared after the MR so it is
-// deallocated first (ibv_dereg_mr fails while a window is bound on the MR).
-struct RdmaService::LeaseKey {
-  uint64_t connection_id = 0;
-  std::optional<rdma::MemoryRegion> mr;
-  std::optional<rdma::MemoryWindow> mw;
+absl::Status RdmaService::Connection::WaitSend(uint64_t wr_id) {
+  const absl::Time deadline = absl::Now() + kSendTimeout;
+  ibv_wc wc[16];
+  while (absl::Now() < deadline) {
+    const int n = send_cq->Poll(wc, 16);
+    for (int i = 0; i < n; ++i) {
+      Account(wc[i]);
+      if (wc[i].wr_id == wr_id) return rdma::WcStatusToStatus(wc[i]);
+    }
+    // Binds and invalidations complete in microseconds: spin, politely.
+    if (n == 0) std::this_thread::yield();
+  }
+  dead = true;
+  return absl::DeadlineExceededError("send completion did not arrive");
+}
+
+void RdmaService::Connection::ReapSends(int min_to_reap) {
+  ibv_wc wc[16];
+  int reaped = 0;
+  const absl::Time deadline = absl::Now() + kSendTimeout;
+  for (;;) {
+    const int n = send_cq->Poll(wc, 16);
+    for (int i = 0; i < n; ++i) Account(wc[i]);
+    reaped += n;
+    if (reaped >= min_to_reap || dead) return;
+    if (absl::Now() > deadline) {
+      dead = true;
+      return;
+    }
+    std::this_thread::yield();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// LeaseWindow
+
+// The write key of one lease: a type-2 memory window with REMOTE_WRITE over
+// the lease's chunk, bound on its holder's queue pair, over an MR that covers
+// only the chunk. Made by BindLease(), owned by the lease's record in the
+// LeaseTable, which calls Revoke() when the lease ends; see LeaseWriteKey for
+// the contract. Holds its connection, so the QP outlives the window.
+class RdmaService::LeaseWindow final : public LeaseWriteKey {
+ public:
+  // Registers [base, base + length) as an MR of its own, allocates a window
+  // and binds it over the MR on c's QP. Errors as RdmaService::BindLease().
+  static absl::StatusOr<std::unique_ptr<LeaseWindow>> Bind(RdmaService* service,
+                                                           std::shared_ptr<Connection> c,
+                                                           char* base, uint64_t length);
+  // Revokes the window if LeaseTable never did (it always does).
+  ~LeaseWindow() override {
+    if (!revoked_) Revoke();
+  }
+
+  // Invalidates the window on its QP (skipped on a dead connection, whose
+  // QP accepts no more work), then deallocates it and deregisters the MR,
+  // in that order (ibv_dereg_mr fails while a window is bound on the MR).
+  void Revoke() override;
+
+ private:
+  LeaseWindow(RdmaService* service, std::shared_ptr<Connection> c, rdma::MemoryRegion mr,
+              rdma::MemoryWindow mw)
+      : LeaseWriteKey(mw.rkey(), c->id),
+        service_(service),
+        connection_(std::move(c)),
+        mr_(std::move(mr)),
+        mw_(std::move(mw)) {}
+
+  RdmaService* const service_;  // for the counters; outlives every window
+  // Released by Revoke(); the window is declared after the MR so that it is
+  // deallocated first.
+  std::shared_ptr<Connection> connection_;
+  std::optional<rdma::MemoryRegion> mr_;
+  std::optional<rdma::MemoryWindow> mw_;
+  // LeaseTable serializes Revoke() and the destructor; no lock needed.
+  bool revoked_ = false;
 };
+
+absl::StatusOr<std::unique_ptr<RdmaService::LeaseWindow>> RdmaService::LeaseWindow::Bind(
+    RdmaService* service, std::shared_ptr<Connection> c, char* base, uint64_t length) {
+  // The chunk's own MR bounds every write through the window to the chunk.
+  // Declared before the window: on an early return the window goes first.
+  KV_ASSIGN_OR_RETURN(rdma::MemoryRegion mr,
+                      rdma::MemoryRegion::Register(*service->pd_, base, length,
+                                                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND));
+  KV_ASSIGN_OR_RETURN(rdma::MemoryWindow mw, rdma::MemoryWindow::Alloc(*service->pd_));
+  {
+    absl::MutexLock lock(&c->send_mu);
+    const uint64_t wr_id = kBindTag | c->next_wr++;
+    KV_RETURN_IF_ERROR(c->qp
+                           ->PostBindMw(mw, mr, reinterpret_cast<uint64_t>(base), length,
+                                        IBV_ACCESS_REMOTE_WRITE, wr_id)
+                           .status());
+    absl::Status s = c->WaitSend(wr_id);
+    if (!s.ok()) {
+      // The window's bookkeeping says bound; the device says not.
+      mw.RollbackBind();
+      return absl::UnavailableError(
+          absl::StrCat("binding the lease's write key failed: ", s.message()));
+    }
+  }
+  // mw.rkey() is the key the bind installed, the one the client must use.
+  return std::unique_ptr<LeaseWindow>(
+      new LeaseWindow(service, std::move(c), std::move(mr), std::move(mw)));
+}
+
+void RdmaService::LeaseWindow::Revoke() {
+  if (revoked_) return;
+  revoked_ = true;
+  Connection& c = *connection_;
+  if (!c.dead && mw_->bound()) {
+    absl::MutexLock lock(&c.send_mu);
+    const uint64_t wr_id = kInvalidateTag | c.next_wr++;
+    absl::Status s = c.qp->PostLocalInvalidate(*mw_, wr_id);
+    if (s.ok()) s = c.WaitSend(wr_id);
+    // Not fatal: deallocating the window below revokes it as well.
+    if (!s.ok()) LOG(WARNING) << "invalidating write key " << rkey() << ": " << s;
+  }
+  mw_.reset();
+  mr_.reset();
+  // May be the last reference: the QP goes now, with no window bound on it.
+  connection_.reset();
+  service_->revoked_++;
+}
+
+// ---------------------------------------------------------------------------
+// RdmaService: start, stop, connections
 
 RdmaService::RdmaService(rdma::Device* device, rdma::ProtectionDomain* pd, MemoryPool* pool,
                          KvStore* store, LeaseTable* leases, const RdmaServiceOptions& options)
@@ -71,6 +241,7 @@ RdmaService::RdmaService(rdma::Device* device, rdma::ProtectionDomain* pd, Memor
       store_(store),
       leases_(leases),
       options_(options),
+      // A commit names its key, so a receive buffer holds the largest key.
       slot_bytes_(static_cast<uint32_t>((wire::CommitBytes(store->limits().max_key_bytes) + 63) /
                                         64 * 64)) {}
 
@@ -96,6 +267,7 @@ absl::StatusOr<std::unique_ptr<RdmaService>> RdmaService::Start(rdma::Device* de
   KV_ASSIGN_OR_RETURN(s->gid_, rdma::QueryGid(*device, device->port(), s->gid_index_));
   KV_ASSIGN_OR_RETURN(auto channel, rdma::CompletionChannel::Create(*device));
   s->channel_.emplace(std::move(channel));
+  // Room for every receive every connection can have posted.
   const int depth = static_cast<int>(
       std::min<uint64_t>(32768, uint64_t{options.max_connections} * options.commit_credits));
   KV_ASSIGN_OR_RETURN(auto cq, rdma::CompletionQueue::Create(*device, depth, &*s->channel_));
@@ -107,16 +279,16 @@ absl::StatusOr<std::unique_ptr<RdmaService>> RdmaService::Start(rdma::Device* de
 
 RdmaService::~RdmaService() {
   StopPoller();
-  // Every window must be gone before the queue pair it is bound to: a QP
-  // destroyed with a bound type-2 window blocks for about a minute.
-  absl::flat_hash_map<uint64_t, std::unique_ptr<LeaseKey>> keys;
+  // Every window holds its connection, so a live one would keep a QP (and
+  // through it recv_cq_) alive past this point.
+  DCHECK_EQ(bound_.load(), revoked_.load())
+      << "write keys still alive: destroy the LeaseTable before the RdmaService";
   absl::flat_hash_map<uint64_t, std::shared_ptr<Connection>> conns;
   {
     absl::MutexLock lock(&mu_);
-    keys.swap(lease_keys_);
     conns.swap(conns_);
   }
-  keys.clear();
+  // The QPs go before the receive CQ they all use.
   conns.clear();
   recv_cq_.reset();
   channel_.reset();
@@ -145,14 +317,40 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
     }
     id = next_id_++;
   }
-  auto c = std::make_shared<Connection>();
-  c->id = id;
+  KV_ASSIGN_OR_RETURN(std::shared_ptr<Connection> c, NewConnection(id));
   c->owner = std::move(owner);
-  c->credits = options_.commit_credits;
   c->probe_addr = probe_addr;
   c->probe_rkey = probe_rkey;
+  KV_RETURN_IF_ERROR(c->qp->Connect(client, kServerAccess));
+  // Receives can be posted from INIT on; the client sends nothing before it
+  // has our endpoint, so posting them now is early enough. The work request
+  // id carries the connection and the slot, for the shared receive CQ.
+  for (uint32_t slot = 0; slot < c->credits; ++slot) {
+    rdma::Sge sge{reinterpret_cast<uint64_t>(c->recv_mem.data()) + uint64_t{slot} * slot_bytes_,
+                  slot_bytes_, c->recv_mr->lkey()};
+    KV_RETURN_IF_ERROR(c->qp->PostRecv(sge, (id << 16) | slot));
+  }
+  Accepted out;
+  out.connection_id = id;
+  out.server = c->qp->local();
+  out.commit_credits = c->credits;
+  out.max_commit_bytes = slot_bytes_;
+  c->Touch();
+  {
+    absl::MutexLock lock(&mu_);
+    conns_[id] = std::move(c);
+  }
+  connections_total_++;
+  return out;
+}
+
+absl::StatusOr<std::shared_ptr<RdmaService::Connection>> RdmaService::NewConnection(uint64_t id) {
+  auto c = std::make_shared<Connection>();
+  c->id = id;
+  c->credits = options_.commit_credits;
   const uint32_t credits = c->credits;
   rdma::QpCaps caps;
+  // Up to `credits` acks plus binds, invalidations and probes in flight.
   caps.max_send_wr = 2 * credits + 16;
   caps.max_recv_wr = credits;
   caps.max_send_sge = 1;
@@ -174,26 +372,7 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
   KV_ASSIGN_OR_RETURN(
       auto qp, rdma::QueuePair::CreateRc(*device_, *pd_, *c->send_cq, *recv_cq_, caps, gid_index_));
   c->qp.emplace(std::move(qp));
-  KV_RETURN_IF_ERROR(c->qp->Connect(client, kServerAccess));
-  // Receives can be posted from INIT on; the client sends nothing before it
-  // has our endpoint, so posting them now is early enough.
-  for (uint32_t slot = 0; slot < credits; ++slot) {
-    rdma::Sge sge{reinterpret_cast<uint64_t>(c->recv_mem.data()) + uint64_t{slot} * slot_bytes_,
-                  slot_bytes_, c->recv_mr->lkey()};
-    KV_RETURN_IF_ERROR(c->qp->PostRecv(sge, (id << 16) | slot));
-  }
-  Accepted out;
-  out.connection_id = id;
-  out.server = c->qp->local();
-  out.commit_credits = credits;
-  out.max_commit_bytes = slot_bytes_;
-  c->Touch();
-  {
-    absl::MutexLock lock(&mu_);
-    conns_[id] = std::move(c);
-  }
-  connections_total_++;
-  return out;
+  return c;
 }
 
 absl::Status RdmaService::Disconnect(uint64_t connection_id) {
@@ -204,74 +383,120 @@ absl::Status RdmaService::Disconnect(uint64_t connection_id) {
 }
 
 void RdmaService::Teardown(std::shared_ptr<Connection> c) {
+  // Dead first: the leases' windows are then deallocated without an
+  // invalidate on a QP that is going away.
   c->dead = true;
-  std::vector<uint64_t> owned;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [lease_id, key] : lease_keys_) {
-      if (key->connection_id == c->id) owned.push_back(lease_id);
+  // After StopPoller() the LeaseTable may be gone; its destructor (or that
+  // of the lease) revokes the windows still bound on this connection.
+  if (!stop_.load()) leases_->ReleaseHeldBy(c->id);
+  absl::MutexLock lock(&mu_);
+  conns_.erase(c->id);
+  // The QP is destroyed with the last reference to c: ours, or a window's.
+}
+
+absl::StatusOr<std::unique_ptr<LeaseWriteKey>> RdmaService::BindLease(uint64_t connection_id,
+                                                                      const LeaseInfo& lease) {
+  std::shared_ptr<Connection> c = Find(connection_id);
+  if (c == nullptr || c->dead) {
+    return absl::UnavailableError(
+        absl::StrCat("no live RDMA connection ", connection_id, ": connect the queue pair again"));
+  }
+  KV_ASSIGN_OR_RETURN(
+      std::unique_ptr<LeaseWindow> window,
+      LeaseWindow::Bind(this, c, pool_->data() + lease.chunk.offset, lease.chunk.length));
+  c->Touch();
+  bound_++;
+  return std::unique_ptr<LeaseWriteKey>(std::move(window));
+}
+
+// ---------------------------------------------------------------------------
+// RdmaService: the poller
+
+void RdmaService::PollLoop() {
+  ibv_wc wcs[32];
+  absl::Time next_probe = absl::Now() + absl::Seconds(1);
+  while (!stop_.load(std::memory_order_relaxed)) {
+    if (absl::Now() >= next_probe) {
+      ProbeIdle();
+      next_probe = absl::Now() + std::min(options_.idle_probe_after / 2, absl::Seconds(5));
     }
-  }
-  // Ending the leases revokes their windows (RevokeLease) while the QP exists.
-  if (!stop_.load()) {
-    for (uint64_t lease_id : owned) (void)leases_->Release(lease_id);
-  }
-  std::vector<std::unique_ptr<LeaseKey>> leftovers;
-  {
-    absl::MutexLock lock(&mu_);
-    for (uint64_t lease_id : owned) {
-      auto it = lease_keys_.find(lease_id);
-      if (it != lease_keys_.end()) {
-        leftovers.push_back(std::move(it->second));
-        lease_keys_.erase(it);
+    const int n = recv_cq_->Poll(wcs, 32);
+    if (n == 0) {
+      // Sleep on the completion channel: no CPU while only GETs are running.
+      auto woke = recv_cq_->WaitForEvent(absl::Milliseconds(200));
+      if (woke.ok() && *woke) wakeups_++;
+      continue;
+    }
+    std::vector<std::shared_ptr<Connection>> dead;
+    for (int i = 0; i < n; ++i) {
+      std::shared_ptr<Connection> c = HandleReceive(wcs[i]);
+      if (c != nullptr) dead.push_back(std::move(c));
+    }
+    // After the batch: a connection may appear more than once in it.
+    for (auto& c : dead) {
+      if (Find(c->id) != nullptr) {
+        LOG(INFO) << "RDMA connection " << c->id << " (" << c->owner << ") closed";
+        reaped_++;
+        Teardown(c);
       }
     }
-    conns_.erase(c->id);
   }
-  leftovers.clear();  // windows before the QP (dropped with the last reference to c)
 }
 
-absl::Status RdmaService::WaitSend(Connection& c, uint64_t wr_id) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(5);
-  ibv_wc wc[16];
-  while (absl::Now() < deadline) {
-    int n = c.send_cq->Poll(wc, 16);
-    for (int i = 0; i < n; ++i) {
-      if ((wc[i].wr_id & kTagMask) == kAckTag) c.send_outstanding--;
-      if (wc[i].status != IBV_WC_SUCCESS) c.dead = true;
-      if (wc[i].wr_id == wr_id) return rdma::WcStatusToStatus(wc[i]);
+std::shared_ptr<RdmaService::Connection> RdmaService::HandleReceive(const ibv_wc& wc) {
+  // Connect() packed the connection id and the buffer slot into wr_id.
+  const uint64_t conn_id = wc.wr_id >> 16;
+  const uint32_t slot = static_cast<uint32_t>(wc.wr_id & 0xffff);
+  std::shared_ptr<Connection> c = Find(conn_id);
+  if (c == nullptr) return nullptr;  // torn down already; a flushed receive
+  if (wc.status != IBV_WC_SUCCESS) {
+    // After any QP error every posted receive flushes: log the first only.
+    if (!c->dead.exchange(true) || wc.status != IBV_WC_WR_FLUSH_ERR) {
+      VLOG(1) << "RDMA connection " << conn_id << " failed: " << rdma::WcStatusToStatus(wc);
     }
-    if (n == 0) std::this_thread::yield();
+    return c;
   }
-  c.dead = true;
-  return absl::DeadlineExceededError("send completion did not arrive");
+  char* buf = c->recv_mem.data() + size_t{slot} * slot_bytes_;
+  HandleCommit(*c, absl::string_view(buf, std::min<uint32_t>(wc.byte_len, slot_bytes_)));
+  // The buffer is free again once the commit is handled (the ack is a copy).
+  rdma::Sge sge{reinterpret_cast<uint64_t>(buf), slot_bytes_, c->recv_mr->lkey()};
+  if (!c->qp->PostRecv(sge, wc.wr_id).ok()) c->dead = true;
+  return c->dead ? c : nullptr;
 }
 
-void RdmaService::ReapSends(Connection& c, int min_to_reap) {
-  ibv_wc wc[16];
-  int reaped = 0;
-  const absl::Time deadline = absl::Now() + absl::Seconds(5);
-  for (;;) {
-    int n = c.send_cq->Poll(wc, 16);
-    for (int i = 0; i < n; ++i) {
-      if ((wc[i].wr_id & kTagMask) == kAckTag) c.send_outstanding--;
-      if (wc[i].status != IBV_WC_SUCCESS) c.dead = true;
-    }
-    reaped += n;
-    if (reaped >= min_to_reap || c.dead) return;
-    if (absl::Now() > deadline) {
-      c.dead = true;
-      return;
-    }
-    std::this_thread::yield();
+void RdmaService::HandleCommit(Connection& c, absl::string_view message) {
+  c.Touch();
+  auto parsed = wire::ParseCommit(message);
+  if (!parsed.ok()) {
+    commit_errors_++;
+    // Answer under the request id if the message is long enough to carry
+    // one (bytes 8..15), else under 0, which clients ignore.
+    uint64_t request_id = 0;
+    if (message.size() >= 16) std::memcpy(&request_id, message.data() + 8, 8);
+    SendAck(c, request_id, parsed.status());
+    return;
   }
+  const wire::CommitRequest& h = parsed->header;
+  absl::Status status;
+  if (static_cast<wire::CommitOp>(h.op) == wire::CommitOp::kPut) {
+    // One look-up of the lease decides holder, liveness and range.
+    status = leases_->CommitFrom(c.id, h.lease_id, h.offset, h.size);
+    if (status.ok()) commits_++;
+  } else {
+    status = store_->Delete(parsed->key);
+    deletes_++;
+  }
+  // A DELETE of an absent key is an answer, not an error.
+  if (!status.ok() && status.code() != absl::StatusCode::kNotFound) commit_errors_++;
+  SendAck(c, h.request_id, status);
 }
 
 void RdmaService::SendAck(Connection& c, uint64_t request_id, const absl::Status& status) {
   if (c.dead) return;
   absl::MutexLock lock(&c.send_mu);
-  ReapSends(c, 0);
-  if (c.send_outstanding >= static_cast<int>(c.credits)) ReapSends(c, 1);
+  // Free the ring slots of finished acks; with the ring full, wait for one.
+  c.ReapSends(0);
+  if (c.send_outstanding >= static_cast<int>(c.credits)) c.ReapSends(1);
   if (c.dead) return;
   char* buf = c.ack_mem.data() + size_t{c.ack_next} * wire::kAckBytes;
   const size_t len = wire::EncodeAck(request_id, status, buf);
@@ -287,62 +512,20 @@ void RdmaService::SendAck(Connection& c, uint64_t request_id, const absl::Status
   c.ack_next = (c.ack_next + 1) % c.credits;
 }
 
-void RdmaService::HandleCommit(Connection& c, absl::string_view message) {
-  c.Touch();
-  auto parsed = wire::ParseCommit(message);
-  if (!parsed.ok()) {
-    commit_errors_++;
-    uint64_t request_id = 0;
-    if (message.size() >= 16) std::memcpy(&request_id, message.data() + 8, 8);
-    SendAck(c, request_id, parsed.status());
-    return;
-  }
-  const wire::CommitRequest& h = parsed->header;
-  absl::Status status;
-  if (static_cast<wire::CommitOp>(h.op) == wire::CommitOp::kPut) {
-    uint64_t owner = 0;
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = lease_keys_.find(h.lease_id);
-      if (it != lease_keys_.end()) owner = it->second->connection_id;
-    }
-    if (owner == 0) {
-      status = absl::AbortedError(
-          absl::StrCat("lease ", h.lease_id,
-                       " is not active (expired, released or never granted): redo the PUT"));
-    } else if (owner != c.id) {
-      status = absl::PermissionDeniedError(
-          absl::StrCat("lease ", h.lease_id, " belongs to another connection"));
-    } else {
-      status = leases_->Commit(h.lease_id, h.offset, h.size);
-    }
-    if (status.ok()) commits_++;
-  } else {
-    status = store_->Delete(parsed->key);
-    deletes_++;
-  }
-  if (!status.ok() && status.code() != absl::StatusCode::kNotFound) commit_errors_++;
-  SendAck(c, h.request_id, status);
-}
-
 void RdmaService::ProbeIdle() {
   const int64_t cutoff = absl::ToUnixNanos(absl::Now() - options_.idle_probe_after);
+  // Connections holding a lease are not probed: a live client renews its
+  // leases, and a dead one's expire first. Asked before taking mu_ (leaf).
+  const absl::flat_hash_set<uint64_t> holders = leases_->KeyHolders();
   std::vector<std::shared_ptr<Connection>> idle;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, c] : conns_) {
-      if (c->dead || c->probe_rkey == 0 ||
+      if (c->dead || c->probe_rkey == 0 || holders.contains(id) ||
           c->last_activity_ns.load(std::memory_order_relaxed) > cutoff) {
         continue;
       }
-      bool has_lease = false;
-      for (const auto& [lease_id, key] : lease_keys_) {
-        if (key->connection_id == id) {
-          has_lease = true;
-          break;
-        }
-      }
-      if (!has_lease) idle.push_back(c);
+      idle.push_back(c);
     }
   }
   for (auto& c : idle) {
@@ -353,124 +536,13 @@ void RdmaService::ProbeIdle() {
     probes_++;
     c->Touch();
     absl::MutexLock lock(&c->send_mu);
-    ReapSends(*c, 0);
+    c->ReapSends(0);
     if (c->dead) continue;
     rdma::Sge sge{reinterpret_cast<uint64_t>(c->ack_mem.data()), 8, c->ack_mr->lkey()};
     absl::Status s = c->qp->PostWrite(absl::MakeConstSpan(&sge, 1), c->probe_addr, c->probe_rkey,
                                       kProbeTag | c->next_wr++, /*signaled=*/true);
     if (!s.ok()) c->dead = true;
   }
-}
-
-void RdmaService::PollLoop() {
-  ibv_wc wcs[32];
-  absl::Time next_probe = absl::Now() + absl::Seconds(1);
-  while (!stop_.load(std::memory_order_relaxed)) {
-    if (absl::Now() >= next_probe) {
-      ProbeIdle();
-      next_probe = absl::Now() + std::min(options_.idle_probe_after / 2, absl::Seconds(5));
-    }
-    int n = recv_cq_->Poll(wcs, 32);
-    if (n == 0) {
-      // Sleep on the completion channel: no CPU while only GETs are running.
-      auto woke = recv_cq_->WaitForEvent(absl::Milliseconds(200));
-      if (woke.ok() && *woke) wakeups_++;
-      continue;
-    }
-    std::vector<std::shared_ptr<Connection>> dead;
-    for (int i = 0; i < n; ++i) {
-      const uint64_t conn_id = wcs[i].wr_id >> 16;
-      const uint32_t slot = static_cast<uint32_t>(wcs[i].wr_id & 0xffff);
-      std::shared_ptr<Connection> c = Find(conn_id);
-      if (c == nullptr) continue;
-      if (wcs[i].status != IBV_WC_SUCCESS) {
-        if (!c->dead.exchange(true) || wcs[i].status != IBV_WC_WR_FLUSH_ERR) {
-          VLOG(1) << "RDMA connection " << conn_id << " failed: " << rdma::WcStatusToStatus(wcs[i]);
-        }
-        dead.push_back(c);
-        continue;
-      }
-      char* buf = c->recv_mem.data() + size_t{slot} * slot_bytes_;
-      HandleCommit(*c, absl::string_view(buf, std::min<uint32_t>(wcs[i].byte_len, slot_bytes_)));
-      rdma::Sge sge{reinterpret_cast<uint64_t>(buf), slot_bytes_, c->recv_mr->lkey()};
-      if (!c->qp->PostRecv(sge, wcs[i].wr_id).ok()) c->dead = true;
-      if (c->dead) dead.push_back(c);
-    }
-    for (auto& c : dead) {
-      if (Find(c->id) != nullptr) {
-        LOG(INFO) << "RDMA connection " << c->id << " (" << c->owner << ") closed";
-        reaped_++;
-        Teardown(c);
-      }
-    }
-  }
-}
-
-absl::StatusOr<std::pair<uint32_t, uint64_t>> RdmaService::BindLease(uint64_t connection_id,
-                                                                     const LeaseInfo& lease) {
-  std::shared_ptr<Connection> c = Find(connection_id);
-  if (c == nullptr || c->dead) {
-    return absl::UnavailableError(
-        absl::StrCat("no live RDMA connection ", connection_id, ": connect the queue pair again"));
-  }
-  auto key = std::make_unique<LeaseKey>();
-  key->connection_id = connection_id;
-  char* base = pool_->data() + lease.chunk.offset;
-  // The chunk's own MR bounds every write through the window to the chunk.
-  KV_ASSIGN_OR_RETURN(auto mr,
-                      rdma::MemoryRegion::Register(*pd_, base, lease.chunk.length,
-                                                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND));
-  key->mr.emplace(std::move(mr));
-  KV_ASSIGN_OR_RETURN(auto mw, rdma::MemoryWindow::Alloc(*pd_));
-  key->mw.emplace(std::move(mw));
-  uint32_t rkey;
-  {
-    absl::MutexLock lock(&c->send_mu);
-    const uint64_t wr_id = kBindTag | c->next_wr++;
-    KV_ASSIGN_OR_RETURN(rkey,
-                        c->qp->PostBindMw(*key->mw, *key->mr, reinterpret_cast<uint64_t>(base),
-                                          lease.chunk.length, IBV_ACCESS_REMOTE_WRITE, wr_id));
-    absl::Status s = WaitSend(*c, wr_id);
-    if (!s.ok()) {
-      key->mw->RollbackBind();
-      return absl::UnavailableError(
-          absl::StrCat("binding the lease's write key failed: ", s.message()));
-    }
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    lease_keys_[lease.lease_id] = std::move(key);
-  }
-  c->Touch();
-  bound_++;
-  return std::make_pair(rkey, reinterpret_cast<uint64_t>(base));
-}
-
-void RdmaService::RevokeLease(const LeaseInfo& lease) {
-  std::unique_ptr<LeaseKey> key;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = lease_keys_.find(lease.lease_id);
-    if (it == lease_keys_.end()) return;
-    key = std::move(it->second);
-    lease_keys_.erase(it);
-  }
-  std::shared_ptr<Connection> c = Find(key->connection_id);
-  if (c != nullptr && !c->dead && key->mw->bound()) {
-    absl::MutexLock lock(&c->send_mu);
-    const uint64_t wr_id = kInvalidateTag | c->next_wr++;
-    absl::Status s = c->qp->PostLocalInvalidate(*key->mw, wr_id);
-    if (s.ok()) s = WaitSend(*c, wr_id);
-    if (!s.ok()) LOG(WARNING) << "invalidating the key of lease " << lease.lease_id << ": " << s;
-  }
-  key.reset();  // deallocates the window, then deregisters the chunk's MR
-  revoked_++;
-}
-
-uint64_t RdmaService::LeaseConnection(uint64_t lease_id) const {
-  absl::MutexLock lock(&mu_);
-  auto it = lease_keys_.find(lease_id);
-  return it == lease_keys_.end() ? 0 : it->second->connection_id;
 }
 
 RdmaServiceCounters RdmaService::counters() const {

@@ -1,6 +1,7 @@
 // Copyright 2026 The kvstore Authors.
 //
-// RdmaService: the server side of the RDMA data path.
+// RdmaService: the server side of the RDMA data path (docs/architecture.md
+// §8.2-8.4).
 //
 // What a client can touch, and with which key:
 //   * the data arena and the index arena: READ only, through the region
@@ -14,11 +15,31 @@
 //     window ties the key to one queue pair and is invalidated when the lease
 //     ends, so a stale or foreign key fails remotely and changes nothing.
 //
-// Commits arrive as SENDs (common/commit_wire.h) on the client's queue pair
-// and are handled by one poller thread that sleeps on a completion channel:
-// GETs never wake it, so a GET-only load costs the server no CPU. The poller
-// validates and publishes through LeaseTable::Commit / KvStore::Delete and
-// acknowledges with a SEND.
+// The write key is part of the lease record: BindLease() makes it as a
+// LeaseWriteKey (server/storage/lease_table.h), LeaseTable::Grant() stores it
+// in the lease, and LeaseTable revokes it when the lease ends, before the
+// chunk goes back to the store. The service keeps no table of keys: which
+// connection holds which lease is asked of the LeaseTable.
+//
+// Commits arrive as SENDs (common/protocol/commit_wire.h) on the client's
+// queue pair and are handled by one poller thread that sleeps on a
+// completion channel: GETs never wake it, so a GET-only load costs the
+// server no CPU. The poller validates and publishes through
+// LeaseTable::CommitFrom / KvStore::Delete and acknowledges with a SEND.
+//
+// Lifetimes: the device, PD, pool and store outlive the service. The
+// LeaseTable is used until StopPoller(); it must be destroyed after
+// StopPoller() and before the service (its destructor revokes the write keys,
+// which need the service's counters and their connections' queue pairs).
+// KvServer::Shutdown() does exactly that.
+//
+// Locking (lock order top to bottom):
+//   * LeaseTable's locks (a lease's commit lock is held while its write key
+//     is revoked, which takes the connection's send mutex below);
+//   * Connection::send_mu: posting on one QP's send queue and polling its
+//     send CQ; held while a window bind or invalidation completes (<= 5 s);
+//   * RdmaService::mu_: the connection table. A leaf: never held while
+//     calling the LeaseTable or taking a send mutex.
 //
 // Thread safety: all public methods are thread-safe.
 
@@ -33,6 +54,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -56,8 +78,9 @@ struct RdmaServiceOptions {
   // Source GID: the RoCE v2 GID of this IPv4 address ("" = the first one).
   std::string gid_ipv4;
   // A connection with no lease and no commit for this long gets a probe (an
-  // empty ack); if its client is gone the probe fails and the connection is
-  // torn down. RC gives no other sign of a peer that died silently.
+  // 8-byte RDMA WRITE); if its client is gone the probe fails and the
+  // connection is torn down. RC gives no other sign of a peer that died
+  // silently.
   absl::Duration idle_probe_after = absl::Seconds(30);
 };
 
@@ -76,61 +99,80 @@ struct RdmaServiceCounters {
 
 class RdmaService {
  public:
+  // Finds the GID, creates the completion channel and the shared receive CQ
+  // and starts the poller. kInvalidArgument for commit_credits outside
+  // [1, 4096]; the GID lookup's error when options.gid_ipv4 names no RoCE v2
+  // GID; a verbs error when a CQ or channel cannot be created. The pointers
+  // are not owned; see the lifetimes above.
   static absl::StatusOr<std::unique_ptr<RdmaService>> Start(rdma::Device* device,
                                                             rdma::ProtectionDomain* pd,
                                                             MemoryPool* pool, KvStore* store,
                                                             LeaseTable* leases,
                                                             const RdmaServiceOptions& options);
-  // Stops the poller and destroys every connection (windows first).
+  // Stops the poller and destroys every connection (a QP goes with the last
+  // reference to its connection). REQUIRES: every write key BindLease() made
+  // has been revoked (the LeaseTable is gone).
   ~RdmaService();
   RdmaService(const RdmaService&) = delete;
   RdmaService& operator=(const RdmaService&) = delete;
 
+  // What Connect() tells the client (ConnectQpResponse).
   struct Accepted {
+    // Never 0; names the connection in GrantLease, Renew/Release, commits.
     uint64_t connection_id = 0;
     rdma::QpEndpoint server;
     uint32_t commit_credits = 0;
     uint32_t max_commit_bytes = 0;
   };
-  // Creates a queue pair for `client` and connects it. kResourceExhausted
-  // when max_connections are open.
-  // `probe_addr`/`probe_rkey`: 8 bytes of client memory for idle probes
-  // (0: this connection is never probed).
+  // Creates a queue pair for `client` and connects it; `owner` names the
+  // client in logs. `probe_addr`/`probe_rkey`: 8 bytes of client memory for
+  // idle probes (0: this connection is never probed).
+  // kResourceExhausted when max_connections are open; a verbs error when the
+  // QP, its CQ or its buffers cannot be set up.
   absl::StatusOr<Accepted> Connect(const rdma::QpEndpoint& client, std::string owner,
                                    uint64_t probe_addr = 0, uint32_t probe_rkey = 0);
-  // Ends a connection and every lease bound to it. kNotFound if unknown.
+  // Ends a connection and every lease held by it. kNotFound if unknown.
   absl::Status Disconnect(uint64_t connection_id);
 
-  // A write key for `lease` on `connection_id`'s queue pair (after
-  // LeaseTable::Grant). Returns {rkey, remote address of the chunk}.
-  absl::StatusOr<std::pair<uint32_t, uint64_t>> BindLease(uint64_t connection_id,
-                                                          const LeaseInfo& lease);
-  // The connection a lease's write key is bound to; 0 if it has none.
-  uint64_t LeaseConnection(uint64_t lease_id) const;
-  // LeaseOptions::on_revoke: invalidates and frees the lease's window and MR.
-  void RevokeLease(const LeaseInfo& lease);
+  // Makes the write key of `lease` (being granted by LeaseTable::Grant, as
+  // its KeyMaker): registers the chunk as an MR of its own, allocates a
+  // memory window and binds it over the chunk on `connection_id`'s queue
+  // pair, waiting for the bind (at most 5 s). The key's holder is that
+  // connection. kUnavailable "no live RDMA connection N ..." or "binding the
+  // lease's write key failed: ..."; a verbs error from the registration or
+  // allocation. Nothing is left behind on failure.
+  absl::StatusOr<std::unique_ptr<LeaseWriteKey>> BindLease(uint64_t connection_id,
+                                                           const LeaseInfo& lease);
 
-  // Stops handling commits (before the LeaseTable goes away).
+  // Stops handling commits and idle probes; after it returns the service no
+  // longer calls the LeaseTable, which may then be destroyed. Idempotent.
   void StopPoller();
 
+  // The GID and port of the server's queue pairs, for the handshake. Fixed
+  // by Start().
   const rdma::Gid& gid() const { return gid_; }
   uint8_t port() const { return device_->port(); }
+  // The counters; each is read on its own (no snapshot across them).
   RdmaServiceCounters counters() const;
 
  private:
   struct Connection;
-  struct LeaseKey;
+  class LeaseWindow;
 
   RdmaService(rdma::Device* device, rdma::ProtectionDomain* pd, MemoryPool* pool, KvStore* store,
               LeaseTable* leases, const RdmaServiceOptions& options);
+  // The CQ, buffers and QP of a new connection, not yet connected or
+  // published.
+  absl::StatusOr<std::shared_ptr<Connection>> NewConnection(uint64_t id);
   void PollLoop();
+  // Handles one completion of the shared receive CQ. Returns the connection
+  // when it has to be torn down, else null.
+  std::shared_ptr<Connection> HandleReceive(const ibv_wc& wc);
   void HandleCommit(Connection& c, absl::string_view message);
   void SendAck(Connection& c, uint64_t request_id, const absl::Status& status);
-  // Posts on c's send queue and waits for that work request's completion.
-  // REQUIRES: c.send_mu held.
-  absl::Status WaitSend(Connection& c, uint64_t wr_id);
-  void ReapSends(Connection& c, int min_to_reap);
   std::shared_ptr<Connection> Find(uint64_t id);
+  // Marks `c` dead, ends the leases it holds (unless stopping) and drops it
+  // from the table.
   void Teardown(std::shared_ptr<Connection> c);
   void ProbeIdle();
 
@@ -151,7 +193,6 @@ class RdmaService {
   mutable absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<uint64_t, std::shared_ptr<Connection>> conns_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, std::unique_ptr<LeaseKey>> lease_keys_ ABSL_GUARDED_BY(mu_);
 
   std::atomic<bool> stop_{false};
   std::thread poller_;

@@ -1,6 +1,6 @@
 // Copyright 2026 The kvstore Authors.
 //
-// LeaseTable: write leases over KvStore chunks (docs/architecture.md §4).
+// LeaseTable: write leases over KvStore chunks (docs/architecture.md §8).
 //
 // A client that PUTs over RDMA first obtains a lease: a run of whole
 // segments of the data arena that it alone may write, until an expiry time.
@@ -9,22 +9,57 @@
 // an entry written under a lease becomes visible, and it refuses any entry
 // that is not entirely inside a live lease's chunk.
 //
-// A lease ends in one of three ways: the client releases it, it expires
-// (ExpireNow(), called by the background thread or by tests), or the table
-// is destroyed. In every case the on_revoke hook runs first (the RDMA layer
-// invalidates the lease's memory window there) and then the chunk goes back
-// to the store with KvStore::ReleaseChunk(): entries committed in it stay
-// live; bytes written but never committed are dead, and once nothing live is
-// left the store frees the segments after its grace period. So a client that
-// dies between its WRITE and its commit leaves no trace.
+// One lease, one record. Everything the server knows about a lease lives in
+// its LeaseTable::Lease: id, owner, chunk, expiry and, for a lease granted to
+// an RDMA connection, its write key (a LeaseWriteKey the transport made at
+// grant time; the RDMA layer's is a memory window bound on the client's
+// queue pair). The key is owned by the lease: it is made before the lease is
+// published, it is revoked when the lease ends, and it is destroyed with the
+// lease record. The connection the key is bound to is the lease's holder:
+// only that connection may commit under the lease (CommitFrom), renew it or
+// release it.
+//
+// Lifecycle of a lease:
+//   1. Grant(): checks the size and max_leases, allocates a chunk
+//      (KvStore::AllocateChunk), assigns an id and the expiry, lets the
+//      caller's KeyMaker make the write key (outside every table lock: a
+//      bind waits for the NIC), and publishes the record in the table.
+//   2. Alive: Renew() moves the expiry; Commit()/CommitFrom() publish
+//      entries written into the chunk.
+//   3. End: Release(), ReleaseHeldBy(), expiry (ExpireNow(), run by the
+//      background thread or by tests; also a Renew() that finds the lease
+//      expired) or the destructor. The record leaves the table first, then
+//      Revoke() runs: it waits for a commit in progress, marks the lease
+//      revoked, revokes the write key (no remote write can land any more),
+//      and only then gives the chunk back with KvStore::ReleaseChunk().
+//      ReleaseChunk() verifies every entry committed in the chunk once more
+//      and unpublishes one changed after its commit; the other committed
+//      entries stay live. Bytes written but never committed were never
+//      live, so a client that dies between its WRITE and its commit leaves
+//      no trace once the store's grace period has passed.
+//   4. The record is freed when the last reference to it goes (a commit
+//      that raced the revocation may hold one for a moment).
 //
 // A commit and the revocation of its lease never overlap: a commit either
 // completes before the chunk is released or fails with kAborted.
 //
+// Locking (lock order top to bottom; no other order is ever taken):
+//   * LeaseTable::mu_ guards the map of live leases, every lease's expiry,
+//     the id counter and the pending-grant count. It is held only for map
+//     look-ups and updates: never across KvStore calls or a write key's
+//     Revoke(), so a slow commit or bind never blocks other leases.
+//   * Lease::commit_mu (one per lease) is held across KvStore::Commit() and
+//     across the revocation (write key, then KvStore::ReleaseChunk()). It is
+//     never taken with mu_ held.
+//   * Below it: the KvStore's own locks and whatever a LeaseWriteKey takes in
+//     Revoke() (the RDMA layer's per-connection send mutex).
+//
 // Errors: kInvalidArgument for bad sizes and out-of-chunk commits,
 // kResourceExhausted when the table or the pool is full, kAborted for an
 // expired or unknown lease on Renew()/Commit() (the client restarts the whole
-// PUT with a new lease), kNotFound for Release() of an unknown lease.
+// PUT with a new lease), kPermissionDenied when a connection other than the
+// holder names a lease with a write key, kNotFound for Release() of an
+// unknown lease.
 //
 // Thread safety: LeaseTable is thread-safe.
 
@@ -41,8 +76,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -51,7 +88,52 @@
 namespace kvstore {
 namespace server {
 
-// One granted lease, as reported to its holder.
+// The caller of Renew()/Release() has no RDMA connection.
+inline constexpr uint64_t kNoConnection = 0;
+
+// The remote-write capability over one lease's chunk, made by a transport
+// (the RDMA layer: a memory window over the chunk, bound on one queue pair;
+// server/rdma/rdma_service.h) and owned by the lease it was made for. Storage
+// knows it only through this interface, so it needs no verbs.
+//
+// Contract for implementations:
+//   * rkey() and connection_id() never change; connection_id() is never
+//     kNoConnection (an rkey of 0 would read as "no key" on the wire, as it
+//     always has).
+//   * Revoke() is called exactly once, by LeaseTable, when the lease ends and
+//     before its chunk goes back to the store, with the lease's commit lock
+//     held (no LeaseTable::mu_). When it returns, no remote write through
+//     the key may land in the chunk any more. It cannot fail (problems are
+//     logged) and must not call back into the LeaseTable.
+//   * The destructor runs when the lease record is freed, on whatever thread
+//     drops the last reference; it frees what Revoke() left.
+// Thread safety: the accessors may be called from any thread; Revoke() and
+// the destructor are serialized by LeaseTable.
+class LeaseWriteKey {
+ public:
+  virtual ~LeaseWriteKey() = default;
+  LeaseWriteKey(const LeaseWriteKey&) = delete;
+  LeaseWriteKey& operator=(const LeaseWriteKey&) = delete;
+
+  // The key a client names in its remote writes into the chunk.
+  uint32_t rkey() const { return rkey_; }
+  // The connection the key is bound to: the lease's holder.
+  uint64_t connection_id() const { return connection_id_; }
+
+  // Makes the key useless; see the class comment.
+  virtual void Revoke() = 0;
+
+ protected:
+  LeaseWriteKey(uint32_t rkey, uint64_t connection_id)
+      : rkey_(rkey), connection_id_(connection_id) {}
+
+ private:
+  const uint32_t rkey_;
+  const uint64_t connection_id_;
+};
+
+// One granted lease, as reported to its holder: a copy of the record, taken
+// under the table's lock.
 struct LeaseInfo {
   // Unique within the table, never 0.
   uint64_t lease_id = 0;
@@ -62,8 +144,8 @@ struct LeaseInfo {
   Chunk chunk;
   absl::Time granted_at = absl::InfinitePast();
   absl::Time expires_at = absl::InfinitePast();
-  // Remote-write key covering only this chunk. Always 0 for now: the RDMA
-  // layer will bind a memory window at grant time and set it.
+  // The rkey of the lease's write key; 0 when it has none (granted without
+  // a connection).
   uint32_t write_rkey = 0;
 };
 
@@ -79,11 +161,6 @@ struct LeaseOptions {
   // How often the background thread calls ExpireNow(); zero disables the
   // thread (tests then call ExpireNow() themselves).
   absl::Duration expire_interval = absl::Milliseconds(100);
-  // Called for every lease that ends (released, expired or dropped by the
-  // destructor) before its chunk goes back to the store. Runs on the thread
-  // that ended the lease, with no LeaseTable lock held except that lease's
-  // own commit lock: it must not call Commit() on that lease. May be empty.
-  std::function<void(const LeaseInfo&)> on_revoke;
 };
 
 // granted, released, expired and active are one consistent snapshot:
@@ -91,50 +168,77 @@ struct LeaseOptions {
 struct LeaseCounters {
   uint64_t granted = 0;
   uint64_t renewed = 0;
-  uint64_t released = 0;         // by Release()
+  uint64_t released = 0;         // by Release()/ReleaseHeldBy(), or a failed KeyMaker
   uint64_t expired = 0;          // by ExpireNow() or a Renew() that found it expired
-  uint64_t commits = 0;          // successful Commit() calls
-  uint64_t aborted_commits = 0;  // Commit() refused for an expired/unknown lease
+  uint64_t commits = 0;          // successful Commit()/CommitFrom() calls
+  uint64_t aborted_commits = 0;  // Commit()/CommitFrom() refused for an expired/unknown lease
   uint64_t active = 0;
 };
 
 class LeaseTable {
  public:
+  // Makes the write key of a lease being granted, from its id, owner and
+  // chunk (the times are set too). Runs on the granting thread with no
+  // LeaseTable lock held. An error fails the Grant().
+  using KeyMaker =
+      std::function<absl::StatusOr<std::unique_ptr<LeaseWriteKey>>(const LeaseInfo& lease)>;
+
   // `store` must outlive the table. Starts the expiry thread when
   // options.expire_interval > 0.
   LeaseTable(KvStore* store, LeaseOptions options);
-  // Stops the expiry thread and revokes every remaining lease (on_revoke
-  // runs for each).
+  // Stops the expiry thread and revokes every remaining lease (and so its
+  // write key: whatever made the keys must still be alive).
   ~LeaseTable();
   LeaseTable(const LeaseTable&) = delete;
   LeaseTable& operator=(const LeaseTable&) = delete;
 
   // Grants a lease over a fresh chunk of at least `bytes` bytes, expiring
-  // options().ttl from now.
+  // options().ttl from now. With a `make_key`, the lease gets the write key
+  // it returns (LeaseInfo::write_rkey is set) and is held by that key's
+  // connection.
   // kInvalidArgument if bytes == 0 or bytes > max_lease_bytes (the message
   // names the limit); kResourceExhausted when max_leases are alive or the
-  // pool has no run of free segments that large.
-  absl::StatusOr<LeaseInfo> Grant(uint64_t bytes, std::string owner);
+  // pool has no run of free segments that large; make_key's error if it
+  // fails (the chunk goes back at once; the lease counts as granted and
+  // released, as it did when keys were bound after the grant).
+  absl::StatusOr<LeaseInfo> Grant(uint64_t bytes, std::string owner,
+                                  const KeyMaker& make_key = nullptr);
 
   // Moves the lease's expiry to options().ttl from now and returns it.
-  // kAborted if the lease is unknown or already expired (an expired lease is
-  // revoked on the spot).
-  absl::StatusOr<LeaseInfo> Renew(uint64_t lease_id);
+  // `connection_id` is the caller's connection (kNoConnection: none).
+  // kPermissionDenied if the lease has a write key bound on another
+  // connection; kAborted if the lease is unknown or already expired (an
+  // expired lease is revoked on the spot).
+  absl::StatusOr<LeaseInfo> Renew(uint64_t lease_id, uint64_t connection_id = kNoConnection);
 
   // Ends the lease and returns its chunk to the store. Entries committed in
-  // it stay live. kNotFound if the lease is unknown (never granted, released
-  // already, or expired).
-  absl::Status Release(uint64_t lease_id);
+  // it stay live. kPermissionDenied as for Renew(); kNotFound if the lease
+  // is unknown (never granted, released already, or expired).
+  absl::Status Release(uint64_t lease_id, uint64_t connection_id = kNoConnection);
+
+  // Ends every lease whose write key is bound on `connection_id` (the
+  // connection is going away) and returns how many. Each counts as released.
+  size_t ReleaseHeldBy(uint64_t connection_id);
 
   // THE commit entry point for entries written under a lease: publishes the
   // entry at [offset, offset + size) of the data arena with KvStore::Commit()
   // after checking that the lease is alive and the range lies entirely inside
-  // its chunk. On any failure nothing is published.
+  // its chunk. On any failure nothing is published. Does not look at the
+  // lease's write key (local callers and tests; the RDMA path uses
+  // CommitFrom()).
   // kAborted "lease N expired ..." if the lease is unknown or past its
   // expiry; kInvalidArgument if the range is empty or leaves the chunk;
   // otherwise whatever KvStore::Commit() returns (kInvalidArgument/kDataLoss
   // for a malformed entry, kResourceExhausted for a full index).
   absl::Status Commit(uint64_t lease_id, uint64_t offset, uint64_t size);
+
+  // Commit() for a commit that arrived on connection `connection_id`: the
+  // lease must have a write key bound on that connection. kAborted "lease N
+  // is not active ..." if the lease is unknown or has no write key;
+  // kPermissionDenied if its key is bound on another connection; otherwise
+  // as Commit(). One look-up under one lock decides all of it.
+  absl::Status CommitFrom(uint64_t connection_id, uint64_t lease_id, uint64_t offset,
+                          uint64_t size);
 
   // Revokes every lease whose expiry is at or before `now`. Returns how many.
   size_t ExpireNow(absl::Time now);
@@ -143,36 +247,84 @@ class LeaseTable {
   // yet swept); kNotFound otherwise.
   absl::StatusOr<LeaseInfo> Lookup(uint64_t lease_id) const;
 
+  // The connections that hold at least one live lease with a write key.
+  absl::flat_hash_set<uint64_t> KeyHolders() const;
+
+  // A consistent snapshot of the counters (see LeaseCounters).
   LeaseCounters counters() const;
+  // The options the table was made with; never change.
   const LeaseOptions& options() const { return options_; }
 
  private:
+  // The one record of a lease. Shared (std::shared_ptr) between the table
+  // and a commit in progress, so a commit never touches freed memory even
+  // if the lease ends under it.
   struct Lease {
-    explicit Lease(LeaseInfo i) : info(std::move(i)) {}
-    // lease_id, owner, chunk and write_rkey never change after Grant();
-    // expires_at is guarded by LeaseTable::mu_.
-    LeaseInfo info;
+    Lease(const LeaseInfo& info, std::unique_ptr<LeaseWriteKey> key)
+        : id(info.lease_id),
+          owner(info.owner),
+          chunk(info.chunk),
+          granted_at(info.granted_at),
+          write_key(std::move(key)),
+          expires_at(info.expires_at) {}
+
+    // Fixed at grant; read without a lock.
+    const uint64_t id;
+    const std::string owner;
+    const Chunk chunk;
+    const absl::Time granted_at;
+    // Null for a lease granted without a connection. Revoked by
+    // LeaseTable::Revoke() under commit_mu; destroyed with the record.
+    const std::unique_ptr<LeaseWriteKey> write_key;
+
+    // Guarded by LeaseTable::mu_ (ABSL_GUARDED_BY cannot name the table's
+    // mutex from here): only read or written with mu_ held, while the
+    // record is in leases_.
+    absl::Time expires_at;
+
     // Held across KvStore::Commit() and across revocation, so a chunk is
     // never released in the middle of a commit into it.
     absl::Mutex commit_mu;
     bool revoked ABSL_GUARDED_BY(commit_mu) = false;
   };
 
-  // Runs on_revoke and releases the chunk.
+  // The lease `lease_id` if it is in the table, else null.
+  // REQUIRES: mu_ held.
+  std::shared_ptr<Lease> FindLocked(uint64_t lease_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // kPermissionDenied "lease N belongs to another <connection_noun>" unless
+  // `lease` has no write key or its key is bound on `connection_id`. The
+  // noun differs between the RPCs and RDMA commits, as documented.
+  static absl::Status CheckHolder(const Lease& lease, uint64_t connection_id,
+                                  absl::string_view connection_noun);
+  // A copy of the record for the caller.
+  // REQUIRES: mu_ held (for expires_at).
+  LeaseInfo Snapshot(const Lease& lease) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The range check, the revocation check and KvStore::Commit(), under the
+  // lease's commit lock. REQUIRES: mu_ not held.
+  absl::Status CommitLocked(Lease& lease, uint64_t offset, uint64_t size) ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes the lease out of leases_ and counts it in `counter`.
+  // REQUIRES: mu_ held.
+  std::shared_ptr<Lease> RemoveLocked(uint64_t lease_id, std::atomic<uint64_t>& counter)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Revokes the write key and releases the chunk; see the lifecycle above.
   // REQUIRES: `lease` has been removed from leases_; mu_ not held.
-  void Revoke(Lease* lease);
+  void Revoke(Lease* lease) ABSL_LOCKS_EXCLUDED(mu_);
   void ExpiryLoop();
 
   KvStore* const store_;
   const LeaseOptions options_;
 
-  // State below is protected by mu_.
   mutable absl::Mutex mu_;
+  // The live leases by id. A lease leaves the map before it is revoked.
   absl::flat_hash_map<uint64_t, std::shared_ptr<Lease>> leases_ ABSL_GUARDED_BY(mu_);
-  // Grants that passed the max_leases check and are allocating their chunk.
+  // Grants that passed the max_leases check and are allocating their chunk
+  // or making their write key.
   size_t pending_grants_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
 
+  // Atomics so that counting needs no lock; granted_, released_ and
+  // expired_ change only with mu_ held, so counters() can take a consistent
+  // snapshot of them with active.
   std::atomic<uint64_t> granted_{0}, renewed_{0}, released_{0}, expired_{0}, commits_{0},
       aborted_commits_{0};
 

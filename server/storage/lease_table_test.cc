@@ -1,8 +1,14 @@
 // Copyright 2026 The kvstore Authors.
+//
+// LeaseTable against a real KvStore over an unregistered MemoryPool: the
+// client's RDMA WRITE is played by encoding an entry straight into the
+// arena, and the RDMA layer's write key by FakeKey. Expiry is driven by the
+// tests (ExpireNow) except in BackgroundThreadExpiresLeases.
 
 #include "server/storage/lease_table.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -23,6 +29,7 @@ using ::testing::HasSubstr;
 
 constexpr uint64_t kSegment = 1 << 20;
 
+// The store and the pool it lives in, destroyed store first.
 struct TestStore {
   std::unique_ptr<MemoryPool> pool;
   std::unique_ptr<KvStore> store;
@@ -61,10 +68,44 @@ uint64_t WriteEntry(TestStore& t, uint64_t offset, absl::string_view key, absl::
   return layout::EntryBytes(key.size(), value.size());
 }
 
+// The value of `key`, or "<CODE>" when Get() fails: one string to compare,
+// with the error visible in the test's failure message.
 std::string ValueOf(KvStore& s, absl::string_view key) {
   auto v = s.Get(key);
   if (!v.ok()) return absl::StrCat("<", absl::StatusCodeToString(v.status().code()), ">");
   return std::string(v->value());
+}
+
+// A write key as a transport would make one: records when it is revoked.
+class FakeKey final : public LeaseWriteKey {
+ public:
+  // `on_revoke` runs in Revoke(); may be empty.
+  FakeKey(uint32_t rkey, uint64_t connection_id, std::function<void()> on_revoke)
+      : LeaseWriteKey(rkey, connection_id), on_revoke_(std::move(on_revoke)) {}
+  void Revoke() override {
+    // LeaseTable calls Revoke() exactly once per key.
+    EXPECT_FALSE(revoked_);
+    revoked_ = true;
+    if (on_revoke_) on_revoke_();
+  }
+
+ private:
+  std::function<void()> on_revoke_;
+  bool revoked_ = false;
+};
+
+// A KeyMaker binding keys on `connection_id`, rkey = 1000 + lease id, that
+// calls `on_revoke(lease_id)` when a key is revoked.
+LeaseTable::KeyMaker KeysOn(uint64_t connection_id,
+                            std::function<void(uint64_t)> on_revoke = nullptr) {
+  return [connection_id,
+          on_revoke](const LeaseInfo& lease) -> absl::StatusOr<std::unique_ptr<LeaseWriteKey>> {
+    const uint64_t id = lease.lease_id;
+    return std::make_unique<FakeKey>(static_cast<uint32_t>(1000 + id), connection_id,
+                                     [on_revoke, id] {
+                                       if (on_revoke) on_revoke(id);
+                                     });
+  };
 }
 
 // Runs the cleaner until the segments awaiting their grace period are free.
@@ -75,6 +116,7 @@ void WaitForReclaim(TestStore& t) {
   }
 }
 
+// The happy path of an RDMA PUT, without RDMA: grant, write, commit, read.
 TEST(LeaseTable, GrantWriteCommitGet) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -86,7 +128,8 @@ TEST(LeaseTable, GrantWriteCommitGet) {
   EXPECT_EQ(lease->write_rkey, 0u);
   EXPECT_GT(lease->expires_at, absl::Now());
 
-  // Two entries bump-allocated in the chunk, as a client would.
+  // Two entries bump-allocated in the chunk, as a client would. The value
+  // has NULs in it: entries are length-prefixed, not C strings.
   const std::string value("v\0al\0ue", 7);
   uint64_t off = lease->chunk.offset;
   uint64_t size = WriteEntry(t, off, "key1", value);
@@ -109,6 +152,8 @@ TEST(LeaseTable, GrantWriteCommitGet) {
   EXPECT_EQ(leases.counters().active, 0u);
 }
 
+// A lease is a fence: no commit under it may publish bytes outside its own
+// chunk, whatever offset and size the (untrusted) client sends.
 TEST(LeaseTable, CommitOutsideTheChunkIsInvalidAndPublishesNothing) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -123,7 +168,7 @@ TEST(LeaseTable, CommitOutsideTheChunkIsInvalidAndPublishesNothing) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("not inside lease"));
 
-  // Straddling the end of a's chunk.
+  // Straddling the end of a's chunk: the start is inside, the end is not.
   const uint64_t tail = a->chunk.offset + a->chunk.length - layout::kEntryAlign;
   EXPECT_EQ(leases.Commit(a->lease_id, tail, 2 * layout::kEntryAlign).code(),
             absl::StatusCode::kInvalidArgument);
@@ -143,11 +188,13 @@ TEST(LeaseTable, CommitOutsideTheChunkIsInvalidAndPublishesNothing) {
   EXPECT_EQ(t.store->counters().commits, 0u);
   EXPECT_EQ(leases.counters().commits, 0u);
 
-  // The owner of the chunk can commit it.
+  // The owner of the chunk can commit it: the entry itself was fine.
   EXPECT_TRUE(leases.Commit(b->lease_id, b->chunk.offset, size).ok());
   EXPECT_EQ(ValueOf(*t.store, "stolen"), "value");
 }
 
+// An expired lease refuses commits whether or not the sweeper has run yet:
+// expiry is decided by the clock, not by the sweeper's schedule.
 TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
   TestStore t = MakeStore();
   LeaseOptions o = ManualOptions();
@@ -156,6 +203,7 @@ TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
   auto lease = leases.Grant(4096, "slow");
   ASSERT_TRUE(lease.ok());
   const uint64_t size = WriteEntry(t, lease->chunk.offset, "late", "value");
+  // Five TTLs: past the expiry on any machine.
   absl::SleepFor(absl::Milliseconds(5));
 
   // Past its expiry, not yet swept.
@@ -165,7 +213,7 @@ TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
               HasSubstr(absl::StrCat("lease ", lease->lease_id, " expired")));
   EXPECT_FALSE(t.store->Exists("late"));
 
-  // Swept.
+  // Swept: the lease is gone from the table, the answer is the same.
   EXPECT_EQ(leases.ExpireNow(absl::Now()), 1u);
   s = leases.Commit(lease->lease_id, lease->chunk.offset, size);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
@@ -180,20 +228,23 @@ TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
   EXPECT_EQ(c.active, 0u);
 }
 
+// The crash case leases exist for: written, never committed, never
+// released. Expiry must revoke the key and give every segment back.
 TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
   TestStore t = MakeStore();
   std::vector<uint64_t> revoked;
-  LeaseOptions o = ManualOptions();
-  o.on_revoke = [&revoked](const LeaseInfo& info) { revoked.push_back(info.lease_id); };
-  LeaseTable leases(t.store.get(), o);
+  LeaseTable leases(t.store.get(), ManualOptions());
   const uint64_t free_before = t.store->counters().segments_free;
 
-  auto lease = leases.Grant(3 * kSegment, "doomed");  // a run of three segments
+  // A run of three segments, with a write key as an RDMA client gets.
+  auto lease = leases.Grant(3 * kSegment, "doomed",
+                            KeysOn(7, [&revoked](uint64_t id) { revoked.push_back(id); }));
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_EQ(t.store->counters().segments_free, free_before - 3);
   WriteEntry(t, lease->chunk.offset, "ghost", std::string(10000, 'g'));
   // ... the client dies here: no commit, no release.
 
+  // Expiry is inclusive: not a millisecond early, exactly at expires_at.
   EXPECT_EQ(leases.ExpireNow(lease->expires_at - absl::Milliseconds(1)), 0u);
   EXPECT_EQ(leases.ExpireNow(lease->expires_at), 1u);
   EXPECT_THAT(revoked, ::testing::ElementsAre(lease->lease_id));
@@ -208,6 +259,8 @@ TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
   EXPECT_EQ(leases.Renew(lease->lease_id).status().code(), absl::StatusCode::kAborted);
 }
 
+// Releasing a lease does not free what was committed under it: the segment
+// stays until its last live entry is deleted.
 TEST(LeaseTable, ReleasedChunkWithCommittedEntriesStaysUntilTheyDie) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -217,6 +270,7 @@ TEST(LeaseTable, ReleasedChunkWithCommittedEntriesStaysUntilTheyDie) {
   const uint64_t size = WriteEntry(t, lease->chunk.offset, "kept", "v");
   ASSERT_TRUE(leases.Commit(lease->lease_id, lease->chunk.offset, size).ok());
   ASSERT_TRUE(leases.Release(lease->lease_id).ok());
+  // A cleaner pass must not take the segment while "kept" lives in it.
   WaitForReclaim(t);
   EXPECT_EQ(ValueOf(*t.store, "kept"), "v");
   EXPECT_EQ(t.store->counters().segments_free, free_before - 1);
@@ -225,6 +279,7 @@ TEST(LeaseTable, ReleasedChunkWithCommittedEntriesStaysUntilTheyDie) {
   EXPECT_EQ(t.store->counters().segments_free, free_before);
 }
 
+// Renew moves the expiry forward from now; the old expiry no longer counts.
 TEST(LeaseTable, RenewKeepsALeaseAlive) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -244,12 +299,15 @@ TEST(LeaseTable, RenewKeepsALeaseAlive) {
   EXPECT_EQ(leases.counters().renewed, 1u);
   EXPECT_EQ(leases.ExpireNow(renewed->expires_at), 1u);
 
+  // Once swept, and for an id never granted, Renew says "start over".
   absl::Status s = leases.Renew(lease->lease_id).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
   EXPECT_THAT(std::string(s.message()), HasSubstr("expired"));
   EXPECT_EQ(leases.Renew(12345).status().code(), absl::StatusCode::kAborted);
 }
 
+// A Renew that arrives too late does the sweeper's work: the lease is
+// revoked on the spot and counted as expired, not left for the next sweep.
 TEST(LeaseTable, RenewOfAnExpiredLeaseRevokesIt) {
   TestStore t = MakeStore();
   LeaseOptions o = ManualOptions();
@@ -264,6 +322,7 @@ TEST(LeaseTable, RenewOfAnExpiredLeaseRevokesIt) {
   EXPECT_EQ(leases.counters().active, 0u);
 }
 
+// max_leases bounds the table; a release makes room again.
 TEST(LeaseTable, TooManyLeasesIsResourceExhausted) {
   TestStore t = MakeStore();
   LeaseOptions o = ManualOptions();
@@ -279,6 +338,8 @@ TEST(LeaseTable, TooManyLeasesIsResourceExhausted) {
   EXPECT_TRUE(leases.Grant(1, "c").ok());
 }
 
+// A lease needs a free run of whole segments; the cleaner's reserve is not
+// handed out.
 TEST(LeaseTable, FullPoolIsResourceExhausted) {
   TestStore t = MakeStore(/*segments=*/4);
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -291,6 +352,7 @@ TEST(LeaseTable, FullPoolIsResourceExhausted) {
   EXPECT_EQ(leases.counters().active, 1u);
 }
 
+// Size limits are checked before anything is allocated.
 TEST(LeaseTable, OversizeAndEmptyLeasesAreInvalid) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -305,6 +367,8 @@ TEST(LeaseTable, OversizeAndEmptyLeasesAreInvalid) {
   EXPECT_EQ(leases.counters().active, 0u);
 }
 
+// Release is not idempotent: the second one is NOT_FOUND, and the lease is
+// unusable for commits after the first.
 TEST(LeaseTable, ReleaseOfUnknownLeaseIsNotFound) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -317,6 +381,7 @@ TEST(LeaseTable, ReleaseOfUnknownLeaseIsNotFound) {
             absl::StatusCode::kAborted);
 }
 
+// 0 means "no lease" on the wire, so it is never handed out.
 TEST(LeaseTable, IdsAreUniqueAndNeverZero) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -332,21 +397,25 @@ TEST(LeaseTable, IdsAreUniqueAndNeverZero) {
   }
 }
 
+// Shutdown path: leases still alive when the table goes are revoked (their
+// keys too) and their chunks returned.
 TEST(LeaseTable, DestructorRevokesEveryLease) {
   TestStore t = MakeStore();
   const uint64_t free_before = t.store->counters().segments_free;
   std::atomic<int> revoked{0};
   {
-    LeaseOptions o = ManualOptions();
-    o.on_revoke = [&revoked](const LeaseInfo&) { revoked.fetch_add(1); };
-    LeaseTable leases(t.store.get(), o);
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(leases.Grant(1, "x").ok());
+    LeaseTable leases(t.store.get(), ManualOptions());
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(
+          leases.Grant(1, "x", KeysOn(1, [&revoked](uint64_t) { revoked.fetch_add(1); })).ok());
+    }
   }
   EXPECT_EQ(revoked.load(), 3);
   WaitForReclaim(t);
   EXPECT_EQ(t.store->counters().segments_free, free_before);
 }
 
+// The expiry thread does what the other tests do by hand.
 TEST(LeaseTable, BackgroundThreadExpiresLeases) {
   TestStore t = MakeStore();
   LeaseOptions o;
@@ -354,6 +423,7 @@ TEST(LeaseTable, BackgroundThreadExpiresLeases) {
   o.expire_interval = absl::Milliseconds(5);
   LeaseTable leases(t.store.get(), o);
   ASSERT_TRUE(leases.Grant(1, "x").ok());
+  // Up to 2 s for a 10 ms lease: generous for a loaded test machine.
   for (int i = 0; i < 400 && leases.counters().active > 0; ++i) {
     absl::SleepFor(absl::Milliseconds(5));
   }
@@ -362,17 +432,24 @@ TEST(LeaseTable, BackgroundThreadExpiresLeases) {
 }
 
 // Commits racing with the end of their lease either complete before the
-// chunk is released or are aborted; none lands in a released chunk.
+// chunk is released or are aborted; none lands in a released chunk. Half
+// the leases have a write key and commit through CommitFrom(), as the RDMA
+// poller does; the others through Commit().
 TEST(LeaseTable, CommitsRacingRevocationNeverPublishIntoReleasedChunks) {
   TestStore t = MakeStore(/*segments=*/16);
   LeaseTable leases(t.store.get(), ManualOptions());
+  // Lease i is held by connection i + 1 when it has a key.
+  auto keyed = [](size_t i) { return i % 4 >= 2; };
   for (int round = 0; round < 20; ++round) {
     std::vector<LeaseInfo> granted;
     for (int i = 0; i < 4; ++i) {
-      auto lease = leases.Grant(64 * 1024, "racer");
+      auto lease = keyed(i) ? leases.Grant(64 * 1024, "racer", KeysOn(i + 1))
+                            : leases.Grant(64 * 1024, "racer");
       ASSERT_TRUE(lease.ok()) << lease.status();
       granted.push_back(*lease);
     }
+    // The committers spin on `go` so that they all start together, right as
+    // the main thread starts ending leases.
     std::atomic<bool> go{false};
     std::vector<std::thread> threads;
     std::vector<std::vector<std::string>> committed(granted.size());
@@ -384,10 +461,12 @@ TEST(LeaseTable, CommitsRacingRevocationNeverPublishIntoReleasedChunks) {
         for (int n = 0; n < 200; ++n) {
           const std::string key = absl::StrCat("r", round, "-", i, "-", n);
           const uint64_t size = WriteEntry(t, off, key, "v");
-          absl::Status s = leases.Commit(granted[i].lease_id, off, size);
+          absl::Status s = keyed(i) ? leases.CommitFrom(i + 1, granted[i].lease_id, off, size)
+                                    : leases.Commit(granted[i].lease_id, off, size);
           if (s.ok()) {
             committed[i].push_back(key);
           } else {
+            // The only acceptable failure: the lease ended under us.
             ASSERT_EQ(s.code(), absl::StatusCode::kAborted) << s;
             break;
           }
@@ -396,26 +475,187 @@ TEST(LeaseTable, CommitsRacingRevocationNeverPublishIntoReleasedChunks) {
       });
     }
     go.store(true);
+    // Half are released (one keyed, one not), the rest expire: both ways a
+    // lease ends while commits are in flight.
     for (size_t i = 0; i < granted.size(); ++i) {
       if (i % 2 == 0) {
-        EXPECT_TRUE(leases.Release(granted[i].lease_id).ok());
+        // A keyed lease may only be released by its holder.
+        EXPECT_TRUE(leases.Release(granted[i].lease_id, keyed(i) ? i + 1 : kNoConnection).ok());
       }
     }
     leases.ExpireNow(absl::InfiniteFuture());
     for (auto& th : threads) th.join();
+    // Every commit that said OK is readable: none was lost to the release.
     for (const auto& keys : committed) {
       for (const auto& key : keys) EXPECT_EQ(ValueOf(*t.store, key), "v") << key;
     }
+    // Clean up so that the next round has the whole pool again.
     for (const auto& keys : committed) {
       for (const auto& key : keys) ASSERT_TRUE(t.store->Delete(key).ok());
     }
     WaitForReclaim(t);
   }
+  // Every segment came back: no chunk leaked, none was released twice.
   LeaseCounters c = leases.counters();
   EXPECT_EQ(c.active, 0u);
   EXPECT_EQ(c.granted, 80u);
   EXPECT_EQ(c.released + c.expired, 80u);
   EXPECT_EQ(t.store->counters().segments_free, 16u);
+}
+
+// The write key is part of the lease: reported with it, and revoked before
+// the chunk goes back to the store.
+TEST(LeaseTable, WriteKeyIsRevokedBeforeTheChunkIsReleased) {
+  TestStore t = MakeStore();
+  int revokes = 0;
+  uint64_t awaiting_at_revoke = ~uint64_t{0};
+  LeaseTable leases(t.store.get(), ManualOptions());
+  auto lease = leases.Grant(4096, "keyed", KeysOn(7, [&](uint64_t) {
+                              ++revokes;
+                              awaiting_at_revoke = t.store->counters().segments_awaiting_grace;
+                            }));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  // The grant reports the key's rkey, and so does every later look-up.
+  EXPECT_EQ(lease->write_rkey, 1000 + lease->lease_id);
+  auto looked_up = leases.Lookup(lease->lease_id);
+  ASSERT_TRUE(looked_up.ok());
+  EXPECT_EQ(looked_up->write_rkey, lease->write_rkey);
+  EXPECT_THAT(leases.KeyHolders(), ::testing::UnorderedElementsAre(7u));
+
+  // Released by its holder: the key is revoked once, and first.
+  ASSERT_TRUE(leases.Release(lease->lease_id, 7).ok());
+  EXPECT_EQ(revokes, 1);
+  // Nothing was committed, so the released chunk waits out its grace period
+  // at once; when the key was revoked it had not been released yet.
+  EXPECT_EQ(awaiting_at_revoke, 0u);
+  EXPECT_GE(t.store->counters().segments_awaiting_grace, 1u);
+  EXPECT_TRUE(leases.KeyHolders().empty());
+}
+
+// A lease with a write key belongs to the connection the key is bound to:
+// commits, renewals and releases from anyone else are PERMISSION_DENIED,
+// with the messages docs/protocol.md lists, and change nothing.
+TEST(LeaseTable, OnlyTheKeyHolderMayCommitRenewOrRelease) {
+  TestStore t = MakeStore();
+  LeaseTable leases(t.store.get(), ManualOptions());
+  auto lease = leases.Grant(4096, "held", KeysOn(7));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  const uint64_t id = lease->lease_id;
+  const uint64_t size = WriteEntry(t, lease->chunk.offset, "mine", "v");
+
+  absl::Status s = leases.CommitFrom(8, id, lease->chunk.offset, size);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("belongs to another connection"));
+  EXPECT_FALSE(t.store->Exists("mine"));
+  s = leases.Renew(id, 8).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("belongs to another RDMA connection"));
+  // A caller without a connection is not the holder either.
+  EXPECT_EQ(leases.Renew(id).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(leases.Release(id, 8).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(leases.Release(id).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(leases.counters().aborted_commits, 0u);
+
+  // The holder can do all three; a renewal reports the same key.
+  ASSERT_TRUE(leases.CommitFrom(7, id, lease->chunk.offset, size).ok());
+  EXPECT_EQ(ValueOf(*t.store, "mine"), "v");
+  auto renewed = leases.Renew(id, 7);
+  ASSERT_TRUE(renewed.ok()) << renewed.status();
+  EXPECT_EQ(renewed->write_rkey, lease->write_rkey);
+  ASSERT_TRUE(leases.Release(id, 7).ok());
+  s = leases.CommitFrom(7, id, lease->chunk.offset, size);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("is not active"));
+
+  // A lease without a key has no holder: anyone may renew it, but it cannot
+  // be committed from a connection.
+  auto plain = leases.Grant(4096, "plain");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->write_rkey, 0u);
+  EXPECT_TRUE(leases.Renew(plain->lease_id, 8).ok());
+  s = leases.CommitFrom(7, plain->lease_id, plain->chunk.offset, 64);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("is not active"));
+  EXPECT_EQ(leases.counters().aborted_commits, 0u);
+  EXPECT_EQ(leases.counters().commits, 1u);
+}
+
+// CommitFrom() applies the same expiry rule as Commit(), after the holder
+// check.
+TEST(LeaseTable, CommitFromTheHolderAfterExpiryIsAborted) {
+  TestStore t = MakeStore();
+  LeaseOptions o = ManualOptions();
+  o.ttl = absl::Milliseconds(1);
+  LeaseTable leases(t.store.get(), o);
+  auto lease = leases.Grant(4096, "slow", KeysOn(7));
+  ASSERT_TRUE(lease.ok());
+  const uint64_t size = WriteEntry(t, lease->chunk.offset, "late", "value");
+  absl::SleepFor(absl::Milliseconds(5));
+  // The holder check comes before the expiry check.
+  EXPECT_EQ(leases.CommitFrom(8, lease->lease_id, lease->chunk.offset, size).code(),
+            absl::StatusCode::kPermissionDenied);
+  absl::Status s = leases.CommitFrom(7, lease->lease_id, lease->chunk.offset, size);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr(absl::StrCat("lease ", lease->lease_id, " expired")));
+  EXPECT_FALSE(t.store->Exists("late"));
+  EXPECT_EQ(leases.counters().aborted_commits, 1u);
+}
+
+// A connection that goes away takes its leases with it, and only its own.
+TEST(LeaseTable, ReleaseHeldByEndsOnlyThatConnectionsLeases) {
+  TestStore t = MakeStore();
+  // Before the table: its destructor revokes the leases still alive.
+  std::vector<uint64_t> revoked;
+  LeaseTable leases(t.store.get(), ManualOptions());
+  auto log = [&revoked](uint64_t id) { revoked.push_back(id); };
+  auto a1 = leases.Grant(1, "a", KeysOn(1, log));
+  auto a2 = leases.Grant(1, "a", KeysOn(1, log));
+  auto b = leases.Grant(1, "b", KeysOn(2, log));
+  auto plain = leases.Grant(1, "plain");
+  ASSERT_TRUE(a1.ok() && a2.ok() && b.ok() && plain.ok());
+  EXPECT_THAT(leases.KeyHolders(), ::testing::UnorderedElementsAre(1u, 2u));
+
+  // kNoConnection matches no key, not "every lease".
+  EXPECT_EQ(leases.ReleaseHeldBy(kNoConnection), 0u);
+  EXPECT_EQ(leases.ReleaseHeldBy(1), 2u);
+  EXPECT_THAT(revoked, ::testing::UnorderedElementsAre(a1->lease_id, a2->lease_id));
+  EXPECT_EQ(leases.Lookup(a1->lease_id).status().code(), absl::StatusCode::kNotFound);
+  // Connection 2's lease and the keyless one are untouched.
+  EXPECT_TRUE(leases.Lookup(b->lease_id).ok());
+  EXPECT_TRUE(leases.Lookup(plain->lease_id).ok());
+  EXPECT_THAT(leases.KeyHolders(), ::testing::UnorderedElementsAre(2u));
+  LeaseCounters c = leases.counters();
+  EXPECT_EQ(c.released, 2u);
+  EXPECT_EQ(c.active, 2u);
+}
+
+// A key that cannot be made fails the grant and leaves nothing behind: the
+// chunk is returned and max_leases has room again.
+TEST(LeaseTable, FailedKeyMakerGivesTheChunkBack) {
+  TestStore t = MakeStore();
+  LeaseOptions o = ManualOptions();
+  o.max_leases = 1;
+  LeaseTable leases(t.store.get(), o);
+  const uint64_t free_before = t.store->counters().segments_free;
+  absl::Status s =
+      leases
+          .Grant(4096, "unlucky",
+                 [](const LeaseInfo&) -> absl::StatusOr<std::unique_ptr<LeaseWriteKey>> {
+                   return absl::UnavailableError("no live RDMA connection 3");
+                 })
+          .status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("no live RDMA connection 3"));
+  // Counted as granted and released at once (as when keys were bound after
+  // the grant); the slot under max_leases is free again.
+  LeaseCounters c = leases.counters();
+  EXPECT_EQ(c.granted, 1u);
+  EXPECT_EQ(c.released, 1u);
+  EXPECT_EQ(c.active, 0u);
+  WaitForReclaim(t);
+  EXPECT_EQ(t.store->counters().segments_free, free_before);
+  EXPECT_TRUE(leases.Grant(4096, "lucky", KeysOn(3)).ok());
 }
 
 }  // namespace
