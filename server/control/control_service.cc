@@ -18,6 +18,7 @@
 #include "common/protocol/commit_wire.h"
 #include "common/protocol/layout.h"
 #include "common/status_macros.h"
+#include "common/version.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -86,7 +87,7 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
   VLOG(1) << "handshake from " << request->client_name() << " at "
           << (context != nullptr ? context->peer() : "?");
   response->set_epoch(deps_.epoch);
-  response->set_server_version(kServerVersion);
+  response->set_server_version(kProductVersion);
 
   // Limits: the client checks them before it sends anything, so that an
   // over-limit request fails locally with the same message.
@@ -300,7 +301,7 @@ grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
   // win on a clash), then the counters.
   auto& info = *response->mutable_info();
   for (const auto& [key, value] : deps_.info) info[key] = value;
-  info["server_version"] = kServerVersion;
+  info["server_version"] = kProductVersion;
   info["epoch"] = absl::StrCat(deps_.epoch);
   info["resp_address"] = deps_.resp_address;
   info["rdma_device"] = deps_.rdma_device;

@@ -70,10 +70,6 @@ struct ControlServiceDeps {
 
 class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
  public:
-  // Reported as HandshakeResponse.server_version and Stats.info. Not built
-  // from kVersion (common/version.h, "0.1.0"): this string says "0.1", and
-  // control_service_test and docs/protocol.md pin it as it is.
-  static constexpr char kServerVersion[] = "kvstore 0.1";
   // Scan page size when the request leaves count at 0, and its cap.
   static constexpr uint32_t kDefaultScanCount = 100;
   static constexpr uint32_t kMaxScanCount = 1000;

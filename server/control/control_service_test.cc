@@ -164,7 +164,7 @@ TEST_F(ControlServiceTest, HandshakeDescribesTheServer) {
   grpc::Status s = stub_->Handshake(&ctx, req, &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.epoch(), kEpoch);
-  EXPECT_EQ(resp.server_version(), "kvstore 0.1");
+  EXPECT_EQ(resp.server_version(), "kvstore 0.1.0");
 
   EXPECT_EQ(resp.limits().max_key_bytes(), kDefaultMaxKeyBytes);
   EXPECT_EQ(resp.limits().max_value_bytes(), kMaxValueBytes);
@@ -275,7 +275,7 @@ TEST_F(ControlServiceTest, ScanCountDefaultsAndIsCapped) {
 
 TEST_F(ControlServiceTest, StatsCountersMove) {
   pb::StatsResponse before = Stats();
-  EXPECT_EQ(before.info().at("server_version"), "kvstore 0.1");
+  EXPECT_EQ(before.info().at("server_version"), "kvstore 0.1.0");
   EXPECT_EQ(before.info().at("epoch"), "42");
   EXPECT_EQ(before.info().at("build"), "test");
   const auto& c0 = before.counters();
