@@ -10,6 +10,8 @@
 #   no_upward_includes  nothing under client/internal/ includes client/kv_client.h
 #   file_length         no non-test .cc under server/, client/ or common/ is over
 #                       600 lines (split it by job)
+#   function_length     no function in those files is over 80 lines without a
+#                       comment above it that says why it is long
 #   self_contained      no file refers to a path outside the repository
 #
 # Options:
@@ -83,6 +85,40 @@ for f in "${CXX[@]}"; do
     ((n <= 600)) || out+="$f: $n lines (over 600: split it by job)"$'\n'
 done
 record file_length "${out%$'\n'}"
+
+# function_length: a function defined at namespace level in a non-test .cc
+# (signature line at column 0 ending in "{", body closed by "}" at column 0)
+# may run to 80 lines; a longer one needs a comment right above it that says
+# why it is long (the comment must contain the word "long").
+out=$(python3 - "${CXX[@]}" <<'PY'
+import re, sys
+for path in sys.argv[1:]:
+    if not path.endswith(".cc") or path.endswith("_test.cc"):
+        continue
+    if not re.match(r"(server|client|common)/", path):
+        continue
+    lines = open(path, encoding="utf-8").read().split("\n")
+    start = None
+    for i, line in enumerate(lines):
+        if start is None:
+            if (line.endswith("{") and line and not line[0].isspace()
+                    and not re.match(r"(namespace|class|struct|enum|union|extern|typedef|using|#|})", line)):
+                start = i
+        elif line.startswith("}"):
+            length = i - start + 1
+            j = start - 1
+            while j >= 0 and lines[j] and not lines[j].startswith("//") and not lines[j].endswith(";"):
+                j -= 1  # continuation lines of a multi-line signature
+            comment = []
+            while j >= 0 and lines[j].startswith("//"):
+                comment.append(lines[j])
+                j -= 1
+            if length > 80 and "long" not in " ".join(comment).lower():
+                print(f"{path}:{start + 1}: {length} lines, no comment above saying why it is long")
+            start = None
+PY
+)
+record function_length "$out"
 
 # A reference to the machine this was written on, or to material beside the
 # repository, would break on a fresh clone. This script names the patterns, so
