@@ -3,12 +3,20 @@
 # one run with the same third-party client (redis-benchmark), plus kvctl bench
 # against kvserver. Prints a table; a benchmark, not a test (nothing is gated).
 #
-#   tests/bench/resp_vs_redis.sh [--quick] [--json FILE]
+#   tests/bench/resp_vs_redis.sh [--quick] [--json FILE] [--kvserver BIN --kvctl BIN]
 #
-# Workloads (redis-benchmark -t set,get, 32 connections, random keys from a
-# 10k key space): 4 KiB values; 4 KiB values with pipelining 16; 1 MiB values.
-# Then kvctl bench (GET-only and PUT-only) with the same value sizes.
-# Everything binds 127.0.0.1 with ports picked here.
+# Workloads (redis-benchmark, SET then GET as separate runs, 32 connections,
+# random keys from a 10k key space): 4 KiB values; 4 KiB values with
+# pipelining 16; 1 MiB values. Then kvctl bench (GET-only and PUT-only) with
+# the same value sizes. Everything binds 127.0.0.1 with ports picked here.
+#
+# Besides ops/s and latency, each row has the server's CPU time per operation
+# (utime+stime of the server process from /proc/<pid>/stat over the run,
+# divided by the operations): on a shared machine ops/s swing by +-20 %
+# between runs, CPU per operation much less.
+#
+# --kvserver/--kvctl run given binaries instead of building this checkout's
+# (to compare two builds with the same script, one after the other).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -18,7 +26,9 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --json) JSON_OUT="$2"; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --kvserver) KVSERVER_BIN="$2"; shift ;;
+    --kvctl) KVCTL_BIN="$2"; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -28,9 +38,15 @@ for tool in redis-server redis-benchmark bazel; do
   command -v "$tool" >/dev/null || { echo "missing $tool: run deploy/setup.sh" >&2; exit 1; }
 done
 
-echo "==> building kvserver and kvctl"
-bazel build -c opt //server:kvserver //client/kvctl 2>&1 | tail -1
-BIN=$(bazel info -c opt bazel-bin 2>/dev/null)
+if [[ -n ${KVSERVER_BIN:-} || -n ${KVCTL_BIN:-} ]]; then
+  [[ -x ${KVSERVER_BIN:-} && -x ${KVCTL_BIN:-} ]] || { echo "--kvserver and --kvctl need executables" >&2; exit 2; }
+else
+  echo "==> building kvserver and kvctl"
+  bazel build -c opt //server:kvserver //client/kvctl 2>&1 | tail -1
+  BIN=$(bazel info -c opt bazel-bin 2>/dev/null)
+  KVSERVER_BIN=$BIN/server/kvserver
+  KVCTL_BIN=$BIN/client/kvctl/kvctl
+fi
 
 WORK=$(mktemp -d /tmp/kvbench.XXXXXX)
 cleanup() {
@@ -47,7 +63,7 @@ redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
   --protected-mode no --daemonize no --logfile "$WORK/redis.log" &
 REDIS_PID=$!
 
-"$BIN/server/kvserver" --control_port=0 --resp_port=0 --pool_size=8G --transport=tcp \
+"$KVSERVER_BIN" --control_port=0 --resp_port=0 --pool_size=8G --transport=tcp \
   --ready_file="$WORK/kv.ready" 2>"$WORK/kvserver.log" &
 KV_PID=$!
 for _ in $(seq 600); do [[ -f "$WORK/kv.ready" ]] && break; sleep 0.1; done
@@ -62,14 +78,29 @@ echo "    kvserver: $(head -c 300 "$WORK/kvserver.log" | grep -o 'kvserver up.*'
 if [[ $QUICK == 1 ]]; then N4K=50000; NPIPE=200000; N1M=500; DUR=3s; else N4K=200000; NPIPE=1000000; N1M=2000; DUR=10s; fi
 
 RESULTS="$WORK/results.csv"
-echo "workload,target,op,ops_per_s,p50_ms,p99_ms,errors" >"$RESULTS"
+echo "workload,target,op,ops_per_s,p50_ms,p99_ms,errors,server_cpu_us_per_op" >"$RESULTS"
+
+TCK=$(getconf CLK_TCK)
+# cpu_ticks PID: utime + stime of the process, in clock ticks. The command
+# name (field 2) may hold spaces, so count fields after its closing ")".
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+# us_per_op TICKS OPS: CPU microseconds per operation, "-" without operations.
+us_per_op() { python3 -c 'import sys; t,n,h=map(float,sys.argv[1:]); print(f"{t*1e6/h/n:.1f}" if n else "-")' "$1" "$2" "$TCK"; }
 
 # redis-benchmark --csv prints "SET","rps","avg","min","p50","p95","p99","max".
-rb() {  # workload target port args...
-  local workload=$1 target=$2 port=$3; shift 3
-  redis-benchmark -h 127.0.0.1 -p "$port" -t set,get -r 10000 --csv "$@" 2>/dev/null |
-    tr -d '"' | awk -F, -v w="$workload" -v t="$target" \
-      '$1=="SET"||$1=="GET" {printf "%s,%s,%s,%s,%s,%s,-\n", w, t, $1, $2, $5, $7}' >>"$RESULTS"
+# One run per operation, so the server's CPU time belongs to that operation.
+rb() {  # workload target port args... (args include -n N)
+  local workload=$1 target=$2 port=$3 pid=$REDIS_PID op n c0 c1 line; shift 3
+  [[ $target == kvserver ]] && pid=$KV_PID
+  n=$(sed -n 's/.*-n \([0-9]*\).*/\1/p' <<<"$*")
+  for op in set get; do
+    c0=$(cpu_ticks "$pid")
+    line=$(redis-benchmark -h 127.0.0.1 -p "$port" -t "$op" -r 10000 --csv "$@" 2>/dev/null |
+      tr -d '"' | awk -F, '$1=="SET"||$1=="GET" {printf "%s,%s,%s,%s", $1, $2, $5, $7}')
+    c1=$(cpu_ticks "$pid")
+    [[ -n $line ]] || line="${op^^},0,-,-"
+    echo "$workload,$target,$line,-,$(us_per_op $((c1 - c0)) "$n")" >>"$RESULTS"
+  done
 }
 
 for target in redis kvserver; do
@@ -83,25 +114,31 @@ for target in redis kvserver; do
 done
 
 kb() {  # workload value-size get-ratio keys
-  local out
+  local out c0 c1
   # kvctl exits 3 when any operation failed; the report still comes, and
   # its error count goes into the table. No report at all (it could not even
   # preload) becomes a row saying why.
-  out=$("$BIN/client/kvctl/kvctl" --server="127.0.0.1:$KV_CTL" --transport=tcp --json bench \
+  c0=$(cpu_ticks "$KV_PID")
+  out=$("$KVCTL_BIN" --server="127.0.0.1:$KV_CTL" --transport=tcp --json bench \
     --keys="$4" --value-size="$2" --get-ratio="$3" --concurrency=32 --duration="$DUR" \
     2>"$WORK/kvctl.err") || true
-  python3 - "$1" "$3" "$out" "$WORK/kvctl.err" >>"$RESULTS" <<'PY'
+  c1=$(cpu_ticks "$KV_PID")
+  python3 - "$1" "$3" "$out" "$WORK/kvctl.err" $((c1 - c0)) "$TCK" >>"$RESULTS" <<'PY'
 import json, sys
 w, ratio, text, err = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+ticks, tck = float(sys.argv[5]), float(sys.argv[6])
 op = "GET" if ratio >= 1 else "SET"
 try:
     out = json.loads(text)
 except ValueError:
     why = (open(err).read().strip().splitlines() or ["no output"])[-1].replace(",", ";")
-    print(f"{w},kvctl->kvserver,{op},0,-,-,failed: {why}")
+    print(f"{w},kvctl->kvserver,{op},0,-,-,failed: {why},-")
     sys.exit(0)
 lat = out["latency_us"]["get" if op == "GET" else "put"]
-print(f"{w},kvctl->kvserver,{op},{out['ops_per_sec']:.0f},{lat['p50']/1000:.3f},{lat['p99']/1000:.3f},{out['errors']}")
+# The CPU window includes kvctl's preload and connection set-up, so this
+# figure is an upper bound for the measured operations.
+cpu = f"{ticks * 1e6 / tck / out['ops']:.1f}" if out["ops"] else "-"
+print(f"{w},kvctl->kvserver,{op},{out['ops_per_sec']:.0f},{lat['p50']/1000:.3f},{lat['p99']/1000:.3f},{out['errors']},{cpu}")
 PY
 }
 echo "==> kvctl bench -> kvserver (TCP): 4 KiB and 1 MiB, 32 threads, $DUR each"
@@ -111,7 +148,7 @@ kb "1MiB c32" 1048576 0 512
 kb "1MiB c32" 1048576 1 512
 
 echo
-echo "Results (ops/s; latency in ms; same machine, same run; loopback TCP)"
+echo "Results (ops/s; latency in ms; server CPU in us per operation; same machine, same run; loopback TCP)"
 column -s, -t "$RESULTS"
 [[ -n "$JSON_OUT" ]] && python3 -c 'import csv,json,sys; print(json.dumps(list(csv.DictReader(open(sys.argv[1]))), indent=1))' "$RESULTS" >"$JSON_OUT"
 exit 0
