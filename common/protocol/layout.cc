@@ -62,8 +62,6 @@ uint64_t EntryChecksum(const EntryHeader& header, absl::string_view key, absl::s
   // Streaming, because the value may live in a different buffer from the
   // header and key (zero-copy PUT). The checksum itself is excluded from the
   // hashed header bytes; kChecksummedHeaderBytes ends right before it.
-  // @@#0 std::memcpy(dst, &h, sizeof(h));
-  // memcpy, not a cast: `dst` need not be aligned for EntryHeader.
   XXH3_state_t state;
   XXH3_64bits_reset(&state);
   XXH3_64bits_update(&state, &header, kChecksummedHeaderBytes);
@@ -85,6 +83,7 @@ EntryHeader MakeHeader(absl::string_view key, absl::string_view value, uint64_t 
 
 void EncodeEntry(char* dst, absl::string_view key, absl::string_view value, uint64_t version) {
   EntryHeader h = MakeHeader(key, value, version);
+  // memcpy, not a cast: `dst` need not be aligned for EntryHeader.
   std::memcpy(dst, &h, sizeof(h));
   std::memcpy(dst + kEntryHeaderBytes, key.data(), key.size());
   if (!value.empty()) std::memcpy(dst + kEntryHeaderBytes + key.size(), value.data(), value.size());

@@ -189,8 +189,6 @@ void AppendBulkHeader(std::string* out, uint64_t len) { absl::StrAppend(out, "$"
 void AppendBulkTrailer(std::string* out) { out->append("\r\n"); }
 
 // Bulk strings are length-prefixed, so `s` may hold any bytes, CRLF too.
-// @@#0 for (const CodeWord& row : kCodeWords) {
-// Codes without a row (kOk cannot be an error) fall back to "UNKNOWN".
 void AppendBulk(std::string* out, absl::string_view s) {
   AppendBulkHeader(out, s.size());
   out->append(s.data(), s.size());
@@ -243,6 +241,7 @@ constexpr absl::string_view kNoProtoWord = "NOPROTO";
 
 std::string StatusToRespError(const absl::Status& s) {
   absl::string_view word = "UNKNOWN";
+  // Codes without a row (kOk cannot be an error) fall back to "UNKNOWN".
   for (const CodeWord& row : kCodeWords) {
     if (row.code == s.code()) {
       word = row.word;

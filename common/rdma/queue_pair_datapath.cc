@@ -155,17 +155,15 @@ absl::Status QueuePair::PostRdmaBatch(absl::Span<const RdmaOp> ops, ibv_wr_opcod
   // Sized up front: the WRs point into `sges`, which must not reallocate.
   // Inline capacities cover a 16-WR batch with two SGEs per WR without a
   // heap allocation.
-  // @@#0 size_t next_sge = 0;
-  // Invariant: sges[0..next_sge) belong to wrs[0..i).
-  // @@#0 std::memset(&wr, 0, sizeof wr);
-  // Zeroed because ibv_send_wr has unions and fields (imm_data, next) that
-  // the provider reads for some opcodes.
   absl::InlinedVector<ibv_sge, 32> sges(total_sges);
   absl::InlinedVector<ibv_send_wr, 16> wrs(ops.size());
+  // Invariant: sges[0..next_sge) belong to wrs[0..i).
   size_t next_sge = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     const RdmaOp& op = ops[i];
     ibv_send_wr& wr = wrs[i];
+    // Zeroed because ibv_send_wr has unions and fields (imm_data, next) that
+    // the provider reads for some opcodes.
     std::memset(&wr, 0, sizeof wr);
     FillSges(op.local, sges.data() + next_sge);
     wr.wr_id = op.wr_id;
@@ -266,13 +264,12 @@ absl::StatusOr<uint32_t> QueuePair::PostBindMw(MemoryWindow& mw, const MemoryReg
   // A fresh key per bind: ibv_inc_rkey changes the low 8 bits (the key
   // part), so a client still holding the previous rkey is refused even
   // though the window index is the same.
-  // @@#0 wr.send_flags = IBV_SEND_SIGNALED;
-  // Always signalled: the caller learns only from this completion whether
-  // the new rkey is live, and must roll the bookkeeping back otherwise.
   const uint32_t new_rkey = ibv_inc_rkey(mw.rkey());
   ibv_send_wr wr{};
   wr.wr_id = wr_id;
   wr.opcode = IBV_WR_BIND_MW;
+  // Always signalled: the caller learns only from this completion whether
+  // the new rkey is live, and must roll the bookkeeping back otherwise.
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.bind_mw.mw = mw.get();
   wr.bind_mw.rkey = new_rkey;
