@@ -26,8 +26,9 @@ inline constexpr uint64_t kCeilingKeyBytes = 64 * 1024;
 inline constexpr uint64_t kCeilingValueBytes =
     layout::kMaxEntryBytes - layout::kEntryHeaderBytes - kCeilingKeyBytes;
 
-// The limits one server enforces. Validate() before use: the Check*
-// methods assume the fields are within the ceilings.
+// The limits one server enforces. The Check* methods compare against the
+// fields as set; Validate() checks the fields against the format's
+// ceilings.
 struct Limits {
   uint64_t max_key_bytes = kDefaultMaxKeyBytes;
   uint64_t max_value_bytes = kDefaultMaxValueBytes;

@@ -68,9 +68,9 @@ absl::StatusOr<CompletionQueue> CompletionQueue::Create(const Device& device, in
   if (depth < 1) {
     return absl::InvalidArgumentError(absl::StrCat("CompletionQueue depth ", depth, " < 1"));
   }
-  // Clamp to 2^30 before narrowing: max_cqe is unsigned and some devices
-  // report values that do not fit an int. A device reporting 0 is trusted
-  // with the request as is.
+  // Clamp to 2^30 before narrowing DeviceLimits' unsigned max_cqe to the int
+  // that ibv_create_cq takes. A limit of 0 (unknown) leaves the request as
+  // is, and the verb decides.
   int max_cqe = static_cast<int>(std::min<uint32_t>(device.limits().max_cqe, 1u << 30));
   if (max_cqe > 0 && depth > max_cqe) {
     LOG(WARNING) << "CompletionQueue depth " << depth << " clamped to the device's max_cqe "
@@ -103,8 +103,8 @@ CompletionQueue& CompletionQueue::operator=(CompletionQueue&& other) noexcept {
 
 CompletionQueue::~CompletionQueue() {
   if (cq_ != nullptr) {
-    // Unacknowledged events would also make this fail; WaitForEvent() acks
-    // each one it consumes.
+    // ibv_destroy_cq also waits until every event of the CQ has been
+    // acknowledged; WaitForEvent() acks each one it consumes.
     if (int rc = ibv_destroy_cq(cq_); rc != 0) {
       LOG(ERROR) << "ibv_destroy_cq failed: " << std::strerror(rc)
                  << (rc == EBUSY ? " (a QP still uses it: destroy QPs first)" : "");
@@ -236,8 +236,9 @@ absl::Status WcStatusToStatus(const ibv_wc& wc, absl::string_view operation) {
     // window), e.g. after the window was invalidated.
     case IBV_WC_REM_ACCESS_ERR:
       return absl::PermissionDeniedError(message);
-    // The remaining cases mean the connection or the peer failed, not this
-    // process: the caller may reconnect and retry.
+    // The remaining cases are failures of the connection or the peer, or (a
+    // flush) the aftermath of an earlier error: this QP is unusable, but a new
+    // connection may succeed.
     case IBV_WC_WR_FLUSH_ERR:
     case IBV_WC_RETRY_EXC_ERR:
     case IBV_WC_RNR_RETRY_EXC_ERR:

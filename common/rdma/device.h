@@ -134,7 +134,7 @@ class MemoryRegion {
   ibv_mr* get() const { return mr_; }
   uint32_t lkey() const;
   // The key a peer puts in RDMA READ/WRITE work requests. Only meaningful
-  // when `access` included a IBV_ACCESS_REMOTE_* bit.
+  // when `access` included an IBV_ACCESS_REMOTE_* bit.
   uint32_t rkey() const;
   uint64_t addr() const;
   size_t length() const;

@@ -110,7 +110,7 @@ absl::Status ReadGidTableSysfs(const Device& device, uint8_t port, int table_len
     in6_addr addr;
     if (inet_pton(AF_INET6, text.c_str(), &addr) != 1) continue;
     std::memcpy(g.gid.data(), &addr, g.gid.size());
-    // An all-zero GID is an empty slot on kernels that still expose a type.
+    // An all-zero GID is an unused slot whatever its type file says.
     if (g.gid == Gid{}) continue;
     // sysfs spells it "RoCE v2", "IB/RoCE v1".
     g.type = type == "IB/RoCE v1" ? "RoCE v1" : type;

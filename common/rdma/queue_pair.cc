@@ -265,8 +265,8 @@ absl::Status QueuePair::Connect(const QpEndpoint& remote, int access_flags,
     return absl::InvalidArgumentError("remote endpoint has no GID (required on RoCE)");
   }
 
-  // INIT is reachable only from RESET, so a QP that was connected before (or
-  // is in ERR) goes back to RESET first. This drops its outstanding WRs.
+  // A QP that was connected before (or is in ERR) cannot move to INIT
+  // directly; it goes back to RESET first, which drops its outstanding WRs.
   absl::StatusOr<ibv_qp_state> current = state();
   if (!current.ok()) return current.status();
   if (*current != IBV_QPS_RESET) {

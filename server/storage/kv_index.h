@@ -78,8 +78,8 @@ class KvIndex {
   uint64_t Scan(uint64_t cursor, size_t count, absl::string_view prefix,
                 std::vector<std::string>* keys) const;
 
-  // Number of keys. Relaxed: exact when no writer is running, approximate
-  // otherwise (for stats and error messages).
+  // Number of keys. A relaxed counter: exact once writers are quiescent,
+  // approximate while they run (for stats and error messages).
   uint64_t size() const { return size_.load(std::memory_order_relaxed); }
   uint64_t capacity() const { return geometry_.bucket_count * layout::kSlotsPerBucket; }
 

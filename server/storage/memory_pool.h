@@ -77,8 +77,8 @@ class MemoryPool {
   absl::StatusOr<absl::Duration> Register(const rdma::ProtectionDomain& pd, uint64_t max_mr_size,
                                           uint64_t align = 4096);
   // Deregisters every MR and forgets regions(); the memory stays mapped.
-  // Idempotent. REQUIRES: no client still READs through the old rkeys that
-  // matters to the caller (their READs fail with a remote access error).
+  // Idempotent. A client still using the old rkeys gets remote access
+  // errors from then on.
   void Deregister();
 
   char* data() const { return data_; }
