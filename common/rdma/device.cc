@@ -52,6 +52,7 @@ std::vector<std::string> ListDeviceNames() {
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   if (list == nullptr) return names;
+  // The names point into the list: copy them before it is freed.
   for (int i = 0; i < n; ++i) names.emplace_back(ibv_get_device_name(list[i]));
   ibv_free_device_list(list);
   return names;
@@ -61,6 +62,8 @@ absl::StatusOr<Device> Device::Open(absl::string_view name) {
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   if (list == nullptr) {
+    // Fails, for instance, when the ib_uverbs module is not loaded: one more
+    // way of having no RDMA, reported like the others.
     return absl::UnavailableError(absl::StrCat("ibv_get_device_list: ", std::strerror(errno)));
   }
   // `last` keeps the most specific reason a candidate was rejected, so that
@@ -207,6 +210,8 @@ MemoryRegion::~MemoryRegion() {
   }
 }
 
+// The provider filled these in at registration; lkey goes into local SGEs,
+// rkey and addr are what a peer needs to address the region.
 uint32_t MemoryRegion::lkey() const { return mr_->lkey; }
 uint32_t MemoryRegion::rkey() const { return mr_->rkey; }
 uint64_t MemoryRegion::addr() const { return reinterpret_cast<uint64_t>(mr_->addr); }
