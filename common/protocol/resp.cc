@@ -77,6 +77,8 @@ LineResult ReadLength(absl::string_view buf, size_t pos, char prefix, int64_t* v
   return LineResult::kOk;
 }
 
+// kError carries no position: the caller replies with the message and
+// closes the connection, since the parser cannot find the next request.
 ParsedRequest Error(std::string msg) {
   ParsedRequest r;
   r.kind = ParsedRequest::Kind::kError;
@@ -161,6 +163,7 @@ ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
     pos = body + static_cast<size_t>(len) + 2;
   }
   out.kind = ParsedRequest::Kind::kCommand;
+  // `pos` is past the last argument's CRLF: the next request starts there.
   out.consumed = pos;
   return out;
 }
@@ -201,6 +204,7 @@ void AppendArrayHeader(std::string* out, uint64_t n) { absl::StrAppend(out, "*",
 
 void AppendCommand(std::string* out, const std::vector<absl::string_view>& args) {
   AppendArrayHeader(out, args.size());
+  // Every argument as a bulk string, so keys and values may hold any bytes.
   for (absl::string_view a : args) AppendBulk(out, a);
 }
 
@@ -252,6 +256,7 @@ std::string StatusToRespError(const absl::Status& s) {
 }
 
 absl::Status RespErrorToStatus(absl::string_view error) {
+  // substr(0, npos) is the whole text when it has no space.
   const absl::string_view word = error.substr(0, error.find(' '));
   // No space: the message is the whole text, as the TCP client always did.
   const absl::string_view msg = word.size() < error.size() ? error.substr(word.size() + 1) : error;
