@@ -14,14 +14,21 @@ absl::StatusOr<ParsedCommit> ParseCommit(absl::string_view bytes) {
   if (bytes.size() < sizeof(CommitRequest)) {
     return absl::InvalidArgumentError(absl::StrCat("commit message of ", bytes.size(), " bytes"));
   }
+  // Copied out rather than cast: the receive buffer need not be aligned for
+  // CommitRequest's 64-bit fields.
   std::memcpy(&out.header, bytes.data(), sizeof(CommitRequest));
   if (out.header.magic != kCommitMagic) return absl::InvalidArgumentError("bad commit magic");
   const auto op = static_cast<CommitOp>(out.header.op);
   if (op == CommitOp::kDelete) {
+    // `bytes` is what the SEND delivered (wc.byte_len), so a client cannot make
+    // the server read past its own message. key_len is 16 bits, so the sum
+    // cannot overflow.
     if (out.header.key_len == 0 || sizeof(CommitRequest) + out.header.key_len > bytes.size()) {
       return absl::InvalidArgumentError("delete commit key length out of bounds");
     }
     out.key = bytes.substr(sizeof(CommitRequest), out.header.key_len);
+    // A kPut's fields (lease, offset, size) are checked by the server against
+    // its lease table and pool; the wire layer only checks the framing.
   } else if (op != CommitOp::kPut) {
     return absl::InvalidArgumentError(absl::StrCat("unknown commit op ", out.header.op));
   }
@@ -46,6 +53,8 @@ size_t EncodeDeleteCommit(uint64_t request_id, absl::string_view key, char* out)
   CommitRequest req{};
   req.magic = kCommitMagic;
   req.op = static_cast<uint8_t>(CommitOp::kDelete);
+  // REQUIRES (see header): key.size() <= 65535, or key_len wraps and the
+  // server reads a shorter key.
   req.key_len = static_cast<uint16_t>(key.size());
   req.request_id = request_id;
   std::memcpy(out, &req, sizeof(req));
@@ -59,6 +68,8 @@ size_t EncodeAck(uint64_t request_id, const absl::Status& status, char* out) {
   ack.magic = kAckMagic;
   ack.code = static_cast<int32_t>(status.code());
   ack.request_id = request_id;
+  // Truncate the message rather than fail: the ack must fit the client's
+  // fixed-size receive buffer, and the code matters more than the text.
   const size_t room = kAckBytes - sizeof(CommitAck);
   ack.message_len = static_cast<uint16_t>(std::min(room, status.message().size()));
   std::memcpy(out, &ack, sizeof(ack));
@@ -71,6 +82,8 @@ absl::StatusOr<ParsedAck> ParseAck(absl::string_view bytes) {
   if (bytes.size() < sizeof(ack)) return absl::DataLossError("short commit ack");
   std::memcpy(&ack, bytes.data(), sizeof(ack));
   if (ack.magic != kAckMagic) return absl::DataLossError("bad commit ack magic");
+  // 0..16 are absl's canonical codes (kOk .. kUnauthenticated). An ack
+  // carrying kOk with a message still yields an OK status.
   if (ack.code < 0 || ack.code > 16) return absl::DataLossError("bad status code in commit ack");
   if (sizeof(ack) + ack.message_len > bytes.size())
     return absl::DataLossError("ack message out of bounds");

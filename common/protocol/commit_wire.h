@@ -6,13 +6,16 @@
 //   client -> server  CommitRequest [+ key bytes for kDelete]
 //   server -> client  CommitAck [+ message bytes]
 //
-// A PUT is an RDMA WRITE of a complete entry (common/layout.h) into the
+// A PUT is an RDMA WRITE of a complete entry (common/protocol/layout.h) into the
 // client's write lease followed, on the same queue pair, by a kPut commit
 // naming the lease and the entry's range; RC ordering guarantees the WRITE's
 // data is in place when the SEND arrives. The server validates (lease owner
 // and expiry, bounds, entry checksum, key and limits), publishes the slot and
 // acks. Everything received is untrusted: Parse* check every length.
 // Little-endian, fixed layout; kWireVersion changes with any edit here.
+//
+// Thread-safety: stateless functions over caller-owned buffers;
+// thread-safe.
 
 #ifndef KVSTORE_COMMON_PROTOCOL_COMMIT_WIRE_H_
 #define KVSTORE_COMMON_PROTOCOL_COMMIT_WIRE_H_
@@ -69,7 +72,10 @@ struct ParsedCommit {
 };
 
 // Validates a received commit of `bytes` (magic, op, key length in bounds).
-// The inverse of EncodePutCommit / EncodeDeleteCommit.
+// The inverse of EncodePutCommit / EncodeDeleteCommit. kInvalidArgument for
+// a short message, a bad magic, an unknown op, or a kDelete key that is
+// empty or runs past `bytes`. The key view borrows `bytes`. Does not check
+// the key against Limits, nor a kPut's lease or range: the server does.
 absl::StatusOr<ParsedCommit> ParseCommit(absl::string_view bytes);
 
 // The fields a kPut commit carries (see CommitRequest).
@@ -99,6 +105,10 @@ struct ParsedAck {
   uint64_t request_id;
   absl::Status status;
 };
+// The client's side of EncodeAck: the request id and the status the server
+// sent (its message copied out of `bytes`). kDataLoss for a short ack, a
+// bad magic, a code outside absl's canonical range, or a message length
+// past `bytes`; the returned status is then not the server's.
 absl::StatusOr<ParsedAck> ParseAck(absl::string_view bytes);
 
 }  // namespace wire

@@ -20,6 +20,10 @@ constexpr uint64_t kFingerprintMask = (uint64_t{1} << kFingerprintBits) - 1;
 }  // namespace
 
 uint64_t EncodeSlot(const Slot& slot) {
+  // The masks make an out-of-contract Slot wrap instead of corrupting the
+  // neighbouring field; the REQUIRES in layout.h keeps them from mattering.
+  // Offsets and sizes are stored in kEntryAlign units, which is why entries
+  // are 64-byte aligned and padded.
   return (uint64_t{slot.fingerprint} & kFingerprintMask) << (kOffsetBits + kSizeBits) |
          ((slot.offset / kEntryAlign) & kOffsetMask) << kSizeBits |
          ((slot.size / kEntryAlign) & kSizeMask);
@@ -27,6 +31,8 @@ uint64_t EncodeSlot(const Slot& slot) {
 
 Slot DecodeSlot(uint64_t word) {
   Slot slot;
+  // No validation: the caller checks the decoded range against the pool it
+  // reads from (the word may come from a remote, untrusted READ).
   slot.fingerprint = static_cast<uint16_t>(word >> (kOffsetBits + kSizeBits));
   slot.offset = ((word >> kSizeBits) & kOffsetMask) * kEntryAlign;
   slot.size = (word & kSizeMask) * kEntryAlign;
@@ -38,16 +44,24 @@ KeyHash HashKey(absl::string_view key, uint64_t seed, uint64_t bucket_count) {
   // so a fingerprint says nothing about which bucket it sits in.
   XXH128_hash_t h = XXH3_128bits_withSeed(key.data(), key.size(), seed);
   KeyHash out;
+  // The two 32-bit halves of low64 pick the two candidate buckets.
+  // Modulo bias is negligible for 32-bit inputs and realistic bucket counts.
   const uint64_t n = bucket_count == 0 ? 1 : bucket_count;
   out.bucket[0] = (h.low64 & 0xffffffffu) % n;
   out.bucket[1] = (h.low64 >> 32) % n;
+  // Distinct buckets whenever possible, so a key always has two places.
   if (out.bucket[1] == out.bucket[0] && n > 1) out.bucket[1] = (out.bucket[0] + 1) % n;
   uint16_t fp = static_cast<uint16_t>(h.high64 & kFingerprintMask);
+  // 0 would make an empty word indistinguishable from a live one; mapping it
+  // to 1 slightly favours fingerprint 1, which costs only an extra key compare.
   out.fingerprint = fp == 0 ? 1 : fp;
   return out;
 }
 
 uint64_t EntryChecksum(const EntryHeader& header, absl::string_view key, absl::string_view value) {
+  // Streaming, because the value may live in a different buffer from the
+  // header and key (zero-copy PUT). The checksum itself is excluded from the
+  // hashed header bytes; kChecksummedHeaderBytes ends right before it.
   XXH3_state_t state;
   XXH3_64bits_reset(&state);
   XXH3_64bits_update(&state, &header, kChecksummedHeaderBytes);
@@ -69,11 +83,15 @@ EntryHeader MakeHeader(absl::string_view key, absl::string_view value, uint64_t 
 
 void EncodeEntry(char* dst, absl::string_view key, absl::string_view value, uint64_t version) {
   EntryHeader h = MakeHeader(key, value, version);
+  // memcpy, not a cast: `dst` need not be aligned for EntryHeader.
   std::memcpy(dst, &h, sizeof(h));
   std::memcpy(dst + kEntryHeaderBytes, key.data(), key.size());
   if (!value.empty()) std::memcpy(dst + kEntryHeaderBytes + key.size(), value.data(), value.size());
 }
 
+// REQUIRES: `dst` has EntryBytes(key.size(), value_len) bytes. The entry is
+// not valid (checksum 0) until SealEntry(); it must not be published in a
+// slot before then.
 void BeginEntry(char* dst, absl::string_view key, uint32_t value_len, uint64_t version) {
   EntryHeader h;
   h.magic = kEntryMagic;
@@ -86,6 +104,9 @@ void BeginEntry(char* dst, absl::string_view key, uint32_t value_len, uint64_t v
   std::memcpy(dst + kEntryHeaderBytes, key.data(), key.size());
 }
 
+// REQUIRES: the header was written by BeginEntry() and the value has fully
+// arrived. Rewrites only the checksum field, so the value may have been
+// placed by someone else (an RDMA WRITE into pool memory).
 void SealEntry(char* dst) {
   EntryHeader h;
   std::memcpy(&h, dst, sizeof(h));
@@ -95,6 +116,9 @@ void SealEntry(char* dst) {
   std::memcpy(dst + offsetof(EntryHeader, checksum), &h.checksum, sizeof(h.checksum));
 }
 
+// A torn read (the client READ an entry while its slot was being reused)
+// shows up here as a checksum mismatch (kDataLoss), which a reader treats
+// as torn and may retry.
 absl::StatusOr<EntryView> ParseEntry(absl::string_view bytes) {
   absl::StatusOr<EntryView> view = ParseEntryHeader(bytes);
   if (view.ok() && EntryChecksum(*view->header, view->key, view->value) != view->header->checksum) {
@@ -107,6 +131,8 @@ absl::StatusOr<EntryView> ParseEntryHeader(absl::string_view bytes) {
   if (bytes.size() < kEntryHeaderBytes) {
     return absl::DataLossError(absl::StrCat("entry shorter than its header: ", bytes.size()));
   }
+  // Every field is untrusted until checked; only the size check above makes
+  // reading the header itself safe.
   const auto* h = reinterpret_cast<const EntryHeader*>(bytes.data());
   if (h->magic != kEntryMagic) {
     return absl::DataLossError(absl::StrCat("bad entry magic 0x", absl::Hex(h->magic)));
@@ -118,6 +144,7 @@ absl::StatusOr<EntryView> ParseEntryHeader(absl::string_view bytes) {
                                             h->value_len, ") exceed the ", bytes.size(),
                                             " bytes read"));
   }
+  // Both views lie inside `bytes`; trailing padding is ignored.
   absl::string_view key(bytes.data() + kEntryHeaderBytes, h->key_len);
   absl::string_view value(key.data() + key.size(), h->value_len);
   return EntryView{h, key, value};
@@ -126,6 +153,8 @@ absl::StatusOr<EntryView> ParseEntryHeader(absl::string_view bytes) {
 absl::StatusOr<EntryView> VerifyEntry(absl::string_view bytes, absl::string_view key) {
   auto view = ParseEntry(bytes);
   if (!view.ok()) return view;
+  // kNotFound, not kDataLoss: a fingerprint collision or a reused slot is a
+  // normal outcome of a lock-free lookup, not corruption.
   if (view->key != key) return absl::NotFoundError("entry holds another key");
   return view;
 }
@@ -133,6 +162,8 @@ absl::StatusOr<EntryView> VerifyEntry(absl::string_view bytes, absl::string_view
 int FindInBucket(const uint64_t* bucket, uint16_t fingerprint,
                  absl::FunctionRef<bool(const Slot&)> match) {
   for (size_t i = 0; i < kSlotsPerBucket; ++i) {
+    // Acquire: if the word is a slot published by StoreSlot (release), the
+    // entry bytes it points to are visible to this thread too.
     const uint64_t word = LoadSlot(&bucket[i]);
     if (word == 0) continue;  // empty slot
     const Slot slot = DecodeSlot(word);

@@ -23,6 +23,10 @@
 //     checksum = XXH3-64 over header bytes [0, 24) + key + value.
 //
 // All integers are little-endian (x86-64 and every RDMA host we target).
+//
+// Thread-safety: every function here is pure or works on caller-owned
+// memory, and is thread-safe. LoadSlot/StoreSlot order the publication of
+// a slot word after the entry it points to (see kv_index.h).
 
 #ifndef KVSTORE_COMMON_PROTOCOL_LAYOUT_H_
 #define KVSTORE_COMMON_PROTOCOL_LAYOUT_H_
@@ -40,6 +44,8 @@
 namespace kvstore {
 namespace layout {
 
+// Carried in IndexGeometry; a client refuses a server whose version
+// differs, since it would misread buckets and entries.
 inline constexpr uint32_t kLayoutVersion = 1;
 
 inline constexpr size_t kBucketBytes = 64;
@@ -85,6 +91,9 @@ struct Slot {
 // REQUIRES: fingerprint in [1, 4095], offset and size multiples of
 // kEntryAlign, offset < kMaxPoolBytes, 0 < size <= kMaxEntryBytes.
 uint64_t EncodeSlot(const Slot& slot);
+// Inverse of EncodeSlot. Total: any word decodes (a slot word read
+// remotely is untrusted), so callers bounds-check offset and size against
+// the pool before reading the entry.
 Slot DecodeSlot(uint64_t word);
 
 // Where a key lives in an index of `bucket_count` buckets built with `seed`.
@@ -92,6 +101,9 @@ struct KeyHash {
   uint64_t bucket[2];    // two candidate buckets (distinct when bucket_count > 1)
   uint16_t fingerprint;  // never 0, so a live slot word is never 0
 };
+// Deterministic across processes for the same (key, seed, bucket_count);
+// that is what lets a client find a key without asking the server. A
+// bucket_count of 0 is treated as 1.
 KeyHash HashKey(absl::string_view key, uint64_t seed, uint64_t bucket_count);
 
 // Bytes an entry occupies in the pool, header and padding included.
@@ -116,6 +128,8 @@ void BeginEntry(char* dst, absl::string_view key, uint32_t value_len, uint64_t v
 void SealEntry(char* dst);
 
 // The parts of an entry that verified.
+// Borrows the bytes passed to ParseEntry()/VerifyEntry(): every member
+// points into them and is valid only while they are.
 struct EntryView {
   const EntryHeader* header;
   absl::string_view key;
@@ -151,6 +165,7 @@ inline void StoreSlot(uint64_t* word, uint64_t value) {
 // another thread publishes into (the server) or a local copy (a client's
 // READ buffer). The fingerprint only narrows the search: `match` decides,
 // typically by comparing the entry's key.
+// REQUIRES: `bucket` points at kSlotsPerBucket readable words.
 int FindInBucket(const uint64_t* bucket, uint16_t fingerprint,
                  absl::FunctionRef<bool(const Slot&)> match);
 

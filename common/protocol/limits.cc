@@ -7,6 +7,8 @@
 namespace kvstore {
 
 absl::Status Limits::CheckKeyLength(uint64_t key_len) const {
+  // Empty keys are refused on every path, like ParseCommit refuses a
+  // zero-length delete key.
   if (key_len == 0) return absl::InvalidArgumentError("key is empty");
   if (key_len > max_key_bytes) {
     return absl::InvalidArgumentError(
@@ -17,6 +19,7 @@ absl::Status Limits::CheckKeyLength(uint64_t key_len) const {
 
 absl::Status Limits::CheckKey(absl::string_view key) const { return CheckKeyLength(key.size()); }
 
+// Empty values are valid; only the upper bound is checked.
 absl::Status Limits::CheckValueLength(uint64_t value_len) const {
   if (value_len > max_value_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -26,6 +29,8 @@ absl::Status Limits::CheckValueLength(uint64_t value_len) const {
 }
 
 absl::Status Limits::Validate() const {
+  // The ceilings guarantee that the largest key plus the largest value still
+  // fits one slot's size field (kMaxEntryBytes).
   if (max_key_bytes == 0 || max_key_bytes > kCeilingKeyBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_key_bytes must be in [1, ", kCeilingKeyBytes, "]"));
@@ -34,6 +39,7 @@ absl::Status Limits::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("max_value_bytes must be at most ", kCeilingValueBytes));
   }
+  // A batch limit of 0 would reject every MGET/MSET.
   if (max_batch_keys == 0) return absl::InvalidArgumentError("max_batch_keys must be positive");
   return absl::OkStatus();
 }

@@ -3,6 +3,9 @@
 // Request limits, enforced on every path (gRPC, RESP, RDMA commit) before
 // anything is allocated. The server's flags set them; the handshake tells
 // clients, which check them before sending anything.
+//
+// Thread-safety: Limits is a plain value; its const methods are
+// thread-safe.
 
 #ifndef KVSTORE_COMMON_PROTOCOL_LIMITS_H_
 #define KVSTORE_COMMON_PROTOCOL_LIMITS_H_
@@ -23,6 +26,9 @@ inline constexpr uint64_t kCeilingKeyBytes = 64 * 1024;
 inline constexpr uint64_t kCeilingValueBytes =
     layout::kMaxEntryBytes - layout::kEntryHeaderBytes - kCeilingKeyBytes;
 
+// The limits one server enforces. The Check* methods compare against the
+// fields as set; Validate() checks the fields against the format's
+// ceilings.
 struct Limits {
   uint64_t max_key_bytes = kDefaultMaxKeyBytes;
   uint64_t max_value_bytes = kDefaultMaxValueBytes;
@@ -33,7 +39,8 @@ struct Limits {
   absl::Status CheckKey(absl::string_view key) const;
   absl::Status CheckKeyLength(uint64_t key_len) const;
   absl::Status CheckValueLength(uint64_t value_len) const;
-  // Rejects limits beyond the format's ceilings.
+  // kInvalidArgument naming the field when a limit is 0 (max_value_bytes may
+  // be 0) or beyond the format's ceilings; OK otherwise.
   absl::Status Validate() const;
 };
 

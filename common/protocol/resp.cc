@@ -12,6 +12,8 @@ namespace resp {
 
 namespace {
 
+// kNeedMore is not an error: the connection reads more bytes and parses
+// the whole request again from its start.
 enum class LineResult { kOk, kNeedMore, kBad };
 
 // Reads "<prefix><digits>\r\n" at `pos`. Only an optional '-' and decimal
@@ -29,16 +31,20 @@ LineResult ReadLength(absl::string_view buf, size_t pos, char prefix, int64_t* v
         "'");
     return LineResult::kBad;
   }
+  // Look for '\r' only within kMaxLengthLine bytes: a peer that never sends
+  // CRLF must not make the server buffer an unbounded line.
   const size_t limit = std::min(buf.size(), pos + kMaxLengthLine);
   size_t end = pos + 1;
   while (end < limit && buf[end] != '\r') ++end;
   if (end >= limit) {
+    // A full window without '\r' is bad; a shorter buffer may still complete.
     if (buf.size() >= pos + kMaxLengthLine) {
       *error = "Protocol error: length line too long";
       return LineResult::kBad;
     }
     return LineResult::kNeedMore;
   }
+  // '\r' seen but its '\n' not yet received.
   if (end + 1 >= buf.size()) return LineResult::kNeedMore;
   if (buf[end + 1] != '\n') {
     *error = "Protocol error: length line not terminated by CRLF";
@@ -47,12 +53,17 @@ LineResult ReadLength(absl::string_view buf, size_t pos, char prefix, int64_t* v
   absl::string_view digits = buf.substr(pos + 1, end - pos - 1);
   bool negative = !digits.empty() && digits[0] == '-';
   absl::string_view body = negative ? digits.substr(1) : digits;
+  // At most 18 digits: 10^18 - 1 fits int64_t, so the loop below cannot
+  // overflow. Real lengths are far smaller and the callers' limits reject
+  // them anyway.
   if (body.empty() || body.size() > 18) {
     *error =
         absl::StrCat("Protocol error: invalid ", prefix == '*' ? "multibulk" : "bulk", " length");
     return LineResult::kBad;
   }
   int64_t v = 0;
+  // Hand-rolled instead of SimpleAtoi, which accepts '+' and whitespace that
+  // RESP does not allow.
   for (char c : body) {
     if (c < '0' || c > '9') {
       *error =
@@ -66,6 +77,8 @@ LineResult ReadLength(absl::string_view buf, size_t pos, char prefix, int64_t* v
   return LineResult::kOk;
 }
 
+// kError carries no position: the caller replies with the message and
+// closes the connection, since the parser cannot find the next request.
 ParsedRequest Error(std::string msg) {
   ParsedRequest r;
   r.kind = ParsedRequest::Kind::kError;
@@ -92,10 +105,14 @@ ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
     case LineResult::kOk:
       break;
   }
+  // Checked before any argument is read: a huge argc costs nothing until
+  // arguments arrive, and the limit rejects it up front.
   if (argc <= 0 || static_cast<uint64_t>(argc) > limits.max_args) {
     return Error(absl::StrCat("Protocol error: invalid multibulk length ", argc, " (must be 1..",
                               limits.max_args, ")"));
   }
+  // Total bulk bytes of this request so far: bounds the memory a connection
+  // holds for one request, independently of each bulk's own limit.
   uint64_t buffered = 0;
   // Not reserved up front: argc is peer-supplied and only bounds the loop.
   for (int64_t i = 0; i < argc; ++i) {
@@ -110,6 +127,7 @@ ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
       case LineResult::kOk:
         break;
     }
+    // Null bulk strings ("$-1") are replies only; in a request they are bad.
     if (len < 0) return Error(absl::StrCat("Protocol error: invalid bulk length ", len));
     // SET key value: the value is handed to the caller to stream into pool
     // memory instead of being buffered here. The caller checks its length
@@ -120,6 +138,8 @@ ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
       out.value_len = static_cast<uint64_t>(len);
       return out;
     }
+    // Both limits are checked before waiting for the body, so a declared
+    // length alone is enough to refuse a request without buffering it.
     if (static_cast<uint64_t>(len) > limits.max_bulk_bytes) {
       return Error(absl::StrCat("Protocol error: invalid bulk length ", len, " (limit ",
                                 limits.max_bulk_bytes, ")"));
@@ -129,6 +149,8 @@ ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
       return Error(absl::StrCat("Protocol error: request larger than ", limits.max_buffered_bytes,
                                 " bytes (use SET for large values)"));
     }
+    // Incomplete: drop the views collected so far, since the caller will
+    // parse again from the start once more bytes arrive.
     if (buf.size() < body + static_cast<uint64_t>(len) + 2) {
       out.args.clear();
       return out;
@@ -136,10 +158,12 @@ ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
     if (buf[body + len] != '\r' || buf[body + len + 1] != '\n') {
       return Error("Protocol error: bulk string not terminated by CRLF");
     }
+    // Views into `buf`: valid until the caller consumes those bytes.
     out.args.push_back(buf.substr(body, static_cast<size_t>(len)));
     pos = body + static_cast<size_t>(len) + 2;
   }
   out.kind = ParsedRequest::Kind::kCommand;
+  // `pos` is past the last argument's CRLF: the next request starts there.
   out.consumed = pos;
   return out;
 }
@@ -153,6 +177,8 @@ void AppendError(std::string* out, absl::string_view msg) {
   absl::StrAppend(out, "-", msg, "\r\n");
   // Scrub in place (the message only, not the trailing CRLF): one append, no
   // temporary copy of the message.
+  // A CR or LF inside an error message would end the RESP line early and
+  // let the rest be read as another reply, so they become spaces.
   for (size_t i = begin; i + 2 < out->size(); ++i) {
     char& ch = (*out)[i];
     if (ch == '\r' || ch == '\n') ch = ' ';
@@ -165,6 +191,7 @@ void AppendBulkHeader(std::string* out, uint64_t len) { absl::StrAppend(out, "$"
 
 void AppendBulkTrailer(std::string* out) { out->append("\r\n"); }
 
+// Bulk strings are length-prefixed, so `s` may hold any bytes, CRLF too.
 void AppendBulk(std::string* out, absl::string_view s) {
   AppendBulkHeader(out, s.size());
   out->append(s.data(), s.size());
@@ -177,6 +204,7 @@ void AppendArrayHeader(std::string* out, uint64_t n) { absl::StrAppend(out, "*",
 
 void AppendCommand(std::string* out, const std::vector<absl::string_view>& args) {
   AppendArrayHeader(out, args.size());
+  // Every argument as a bulk string, so keys and values may hold any bytes.
   for (absl::string_view a : args) AppendBulk(out, a);
 }
 
@@ -217,6 +245,7 @@ constexpr absl::string_view kNoProtoWord = "NOPROTO";
 
 std::string StatusToRespError(const absl::Status& s) {
   absl::string_view word = "UNKNOWN";
+  // Codes without a row (kOk cannot be an error) fall back to "UNKNOWN".
   for (const CodeWord& row : kCodeWords) {
     if (row.code == s.code()) {
       word = row.word;
@@ -227,12 +256,14 @@ std::string StatusToRespError(const absl::Status& s) {
 }
 
 absl::Status RespErrorToStatus(absl::string_view error) {
+  // substr(0, npos) is the whole text when it has no space.
   const absl::string_view word = error.substr(0, error.find(' '));
   // No space: the message is the whole text, as the TCP client always did.
   const absl::string_view msg = word.size() < error.size() ? error.substr(word.size() + 1) : error;
   for (const CodeWord& row : kCodeWords) {
     if (row.word == word) return absl::Status(row.code, msg);
   }
+  // A server that does not speak RESP3 answers HELLO 3 with NOPROTO.
   if (word == kNoProtoWord) return absl::UnimplementedError(msg);
   // Not one of ours: keep everything, the word included, for the caller.
   return absl::UnknownError(error);
@@ -247,6 +278,8 @@ namespace {
 // Recursive reply parser; returns false with *need_more when incomplete.
 absl::Status ParseOne(absl::string_view buf, size_t* pos, const ReplyLimits& limits, int depth,
                       Reply* out, bool* need_more) {
+  // Bounded recursion: a server's reply is untrusted input too, and deep
+  // nesting must not exhaust the client's stack.
   if (depth > limits.max_depth) return absl::DataLossError("RESP reply nested too deeply");
   if (*pos >= buf.size()) {
     *need_more = true;
@@ -255,6 +288,8 @@ absl::Status ParseOne(absl::string_view buf, size_t* pos, const ReplyLimits& lim
   const char type = buf[*pos];
   size_t eol = buf.find("\r\n", *pos);
   if (eol == absl::string_view::npos) {
+    // No line-based reply this client parses (status, error, integer, length)
+    // comes near 64 KiB; anything longer is garbage, not a slow peer.
     if (buf.size() - *pos > 64 * 1024) return absl::DataLossError("RESP line too long");
     *need_more = true;
     return absl::OkStatus();
@@ -263,6 +298,8 @@ absl::Status ParseOne(absl::string_view buf, size_t* pos, const ReplyLimits& lim
   switch (type) {
     case '+':
     case '-':
+      // Simple strings and errors cannot contain CR or LF, so the line is the
+      // whole value; no length to validate.
       out->type = type == '+' ? Reply::Type::kSimple : Reply::Type::kError;
       out->str = std::string(line);
       *pos = eol + 2;
@@ -285,6 +322,7 @@ absl::Status ParseOne(absl::string_view buf, size_t* pos, const ReplyLimits& lim
         return absl::OkStatus();
       }
       const size_t body = eol + 2;
+      // len <= max_bulk_bytes here, so the sum cannot overflow.
       if (buf.size() < body + len + 2) {
         *need_more = true;
         return absl::OkStatus();
@@ -304,6 +342,7 @@ absl::Status ParseOne(absl::string_view buf, size_t* pos, const ReplyLimits& lim
         return absl::DataLossError("bad RESP array length");
       }
       *pos = eol + 2;
+      // "*-1" is RESP2's null array, which this client reads as a null reply.
       if (n == -1) {
         out->type = Reply::Type::kNull;
         return absl::OkStatus();
@@ -311,6 +350,8 @@ absl::Status ParseOne(absl::string_view buf, size_t* pos, const ReplyLimits& lim
       out->type = Reply::Type::kArray;
       out->elements.clear();
       for (int64_t i = 0; i < n; ++i) {
+        // Invariant: elements[0..i) parsed completely. On need_more the partial
+        // array is discarded by ParseReply, which starts over next time.
         out->elements.emplace_back();
         absl::Status s = ParseOne(buf, pos, limits, depth + 1, &out->elements.back(), need_more);
         if (!s.ok() || *need_more) return s;
@@ -331,6 +372,8 @@ absl::StatusOr<ParsedReply> ParseReply(absl::string_view buffer, const ReplyLimi
   bool need_more = false;
   absl::Status s = ParseOne(buffer, &pos, limits, 0, &out.reply, &need_more);
   if (!s.ok()) return s;
+  // Incomplete: report nothing consumed; the caller appends more bytes and
+  // calls again with the same buffer start.
   if (need_more) return ParsedReply();
   out.complete = true;
   out.consumed = pos;

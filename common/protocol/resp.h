@@ -31,6 +31,8 @@ namespace resp {
 // Longest "*N\r\n" / "$N\r\n" line accepted (digits plus framing).
 inline constexpr size_t kMaxLengthLine = 24;
 
+// Bounds checked against each request's declared lengths before its bytes
+// are buffered.
 struct RequestLimits {
   // Arguments in one request (MSET k v k v ... counts every argument).
   uint64_t max_args = 2 * 4096 + 1;
@@ -127,12 +129,17 @@ struct Reply {
   std::vector<Reply> elements;
 };
 
+// The outcome of ParseReply: with complete == false nothing was consumed
+// (read more and call again); otherwise `reply` is owned (copied out of the
+// buffer) and `consumed` bytes may be dropped.
 struct ParsedReply {
   bool complete = false;
   size_t consumed = 0;
   Reply reply;
 };
 
+// Bounds on a server's reply, which the client does not trust either:
+// bulk size, array length, and array nesting depth.
 struct ReplyLimits {
   uint64_t max_bulk_bytes = 512ull << 20;
   uint64_t max_elements = 1 << 20;
@@ -140,7 +147,9 @@ struct ReplyLimits {
 };
 
 // Parses one reply from the start of `buffer`. kDataLoss for malformed
-// input (the connection must then be dropped).
+// input or input beyond `limits` (the connection must then be dropped).
+// Stateless, like ParseRequest: an incomplete reply is parsed again from
+// the start on the next call.
 absl::StatusOr<ParsedReply> ParseReply(absl::string_view buffer, const ReplyLimits& limits);
 
 }  // namespace resp

@@ -29,6 +29,9 @@ absl::StatusOr<CompletionChannel> CompletionChannel::Create(const Device& device
   if (channel == nullptr) return VerbError("ibv_create_comp_channel", errno);
   CompletionChannel owner(channel);  // closes the channel on the error paths
   int flags = fcntl(channel->fd, F_GETFL);
+  // Non-blocking so that WaitForEvent() can poll(2) with a timeout and then
+  // call ibv_get_cq_event without risking an unbounded block after a
+  // spurious wake-up.
   if (flags < 0 || fcntl(channel->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
     return VerbError("fcntl(comp_channel fd, O_NONBLOCK)", errno);
   }
@@ -65,16 +68,23 @@ absl::StatusOr<CompletionQueue> CompletionQueue::Create(const Device& device, in
   if (depth < 1) {
     return absl::InvalidArgumentError(absl::StrCat("CompletionQueue depth ", depth, " < 1"));
   }
+  // Clamp to 2^30 before narrowing DeviceLimits' unsigned max_cqe to the int
+  // that ibv_create_cq takes. A limit of 0 (unknown) leaves the request as
+  // is, and the verb decides.
   int max_cqe = static_cast<int>(std::min<uint32_t>(device.limits().max_cqe, 1u << 30));
   if (max_cqe > 0 && depth > max_cqe) {
     LOG(WARNING) << "CompletionQueue depth " << depth << " clamped to the device's max_cqe "
                  << max_cqe;
     depth = max_cqe;
   }
+  // comp_vector 0: every CQ uses the first interrupt vector, which every
+  // device has (num_comp_vectors >= 1).
   ibv_comp_channel* channel = channel_or_null != nullptr ? channel_or_null->get() : nullptr;
   ibv_cq* cq = ibv_create_cq(device.context(), depth, /*cq_context=*/nullptr, channel,
                              /*comp_vector=*/0);
   if (cq == nullptr) return VerbError(absl::StrCat("ibv_create_cq(", depth, ")"), errno);
+  // cq->cqe is what the device allocated, which may exceed `depth` (providers
+  // round up); depth() reports it.
   return CompletionQueue(cq, cq->cqe, channel_or_null);
 }
 
@@ -93,6 +103,8 @@ CompletionQueue& CompletionQueue::operator=(CompletionQueue&& other) noexcept {
 
 CompletionQueue::~CompletionQueue() {
   if (cq_ != nullptr) {
+    // ibv_destroy_cq also waits until every event of the CQ has been
+    // acknowledged; WaitForEvent() acks each one it consumes.
     if (int rc = ibv_destroy_cq(cq_); rc != 0) {
       LOG(ERROR) << "ibv_destroy_cq failed: " << std::strerror(rc)
                  << (rc == EBUSY ? " (a QP still uses it: destroy QPs first)" : "");
@@ -103,6 +115,7 @@ CompletionQueue::~CompletionQueue() {
 absl::StatusOr<ibv_wc> CompletionQueue::PollOne(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   ibv_wc wc;
+  // Returns error completions too: the caller decides with WcStatusToStatus().
   for (int spins = 0;; ++spins) {
     int n = ibv_poll_cq(cq_, 1, &wc);
     if (n < 0) return absl::InternalError(absl::StrCat("ibv_poll_cq returned ", n));
@@ -122,6 +135,8 @@ absl::Status CompletionQueue::RequestNotify() {
   if (channel_ == nullptr) {
     return absl::FailedPreconditionError("RequestNotify on a CQ without a completion channel");
   }
+  // solicited_only=0: any completion fires the channel, not only SENDs with
+  // the solicited bit.
   if (int rc = ibv_req_notify_cq(cq_, /*solicited_only=*/0); rc != 0) {
     return VerbError("ibv_req_notify_cq", rc);
   }
@@ -133,6 +148,9 @@ absl::StatusOr<bool> CompletionQueue::WaitForEvent(absl::Duration timeout) {
     return absl::FailedPreconditionError("WaitForEvent on a CQ without a completion channel");
   }
   const absl::Time deadline = absl::Now() + timeout;
+  // Each iteration consumes at most one event. Loops only on EINTR, a
+  // spurious wake-up, or an event for a different CQ, and gives up at the
+  // deadline in each of those cases.
   for (;;) {
     absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
     // Round up so that a sub-millisecond remainder still waits.
@@ -159,6 +177,9 @@ absl::StatusOr<bool> CompletionQueue::WaitForEvent(absl::Duration timeout) {
     // ack per event costs a mutex in libibverbs, which is fine off the
     // busy-poll path.
     ibv_ack_cq_events(ev_cq, 1);
+    // Re-arm before the caller drains the CQ: a completion that arrives
+    // between the drain and the next wait still fires the channel, so no
+    // wake-up is lost. Arming is one-shot, hence once per event.
     if (int rc = ibv_req_notify_cq(ev_cq, /*solicited_only=*/0); rc != 0) {
       return VerbError("ibv_req_notify_cq", rc);
     }
@@ -211,8 +232,13 @@ absl::Status WcStatusToStatus(const ibv_wc& wc, absl::string_view operation) {
                       ibv_wc_status_str(wc.status), static_cast<int>(wc.status), wc.vendor_err,
                       wc.wr_id, wc.qp_num);
   switch (wc.status) {
+    // The peer refused the access (bad or revoked rkey, range outside the
+    // window), e.g. after the window was invalidated.
     case IBV_WC_REM_ACCESS_ERR:
       return absl::PermissionDeniedError(message);
+    // The remaining cases are failures of the connection or the peer, or (a
+    // flush) the aftermath of an earlier error: this QP is unusable, but a new
+    // connection may succeed.
     case IBV_WC_WR_FLUSH_ERR:
     case IBV_WC_RETRY_EXC_ERR:
     case IBV_WC_RNR_RETRY_EXC_ERR:
@@ -223,6 +249,8 @@ absl::Status WcStatusToStatus(const ibv_wc& wc, absl::string_view operation) {
     case IBV_WC_RESP_TIMEOUT_ERR:
       return absl::UnavailableError(message);
     default:
+      // Everything else is a local misuse of verbs (bad lkey, length, opcode,
+      // MW bind): a bug, not a transient condition.
       return absl::InternalError(message);
   }
 }

@@ -16,11 +16,15 @@ namespace rdma {
 
 namespace {
 
+// Every device-level failure is kUnavailable so that callers treat "no
+// usable RDMA" uniformly and fall back to TCP (see device.h).
 absl::Status VerbError(absl::string_view verb, int err) {
   return absl::UnavailableError(absl::StrCat(verb, ": ", std::strerror(err)));
 }
 
 // The first port of `context` in state ACTIVE, or 0.
+// Ports are numbered from 1; port 0 does not exist, so it doubles as
+// "none". A port that fails ibv_query_port is skipped rather than fatal.
 uint8_t FirstActivePort(ibv_context* context, const ibv_device_attr& attr) {
   for (uint8_t p = 1; p <= attr.phys_port_cnt; ++p) {
     ibv_port_attr port;
@@ -41,11 +45,14 @@ std::string DeviceLimitsToString(const DeviceLimits& limits) {
                       " mw_type2=", limits.mw_type2 ? "yes" : "no");
 }
 
+// A null list (no kernel support, no devices) is reported as an empty list:
+// this is for diagnostics and must not fail.
 std::vector<std::string> ListDeviceNames() {
   std::vector<std::string> names;
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   if (list == nullptr) return names;
+  // The names point into the list: copy them before it is freed.
   for (int i = 0; i < n; ++i) names.emplace_back(ibv_get_device_name(list[i]));
   ibv_free_device_list(list);
   return names;
@@ -55,12 +62,17 @@ absl::StatusOr<Device> Device::Open(absl::string_view name) {
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   if (list == nullptr) {
+    // Fails, for instance, when the ib_uverbs module is not loaded: one more
+    // way of having no RDMA, reported like the others.
     return absl::UnavailableError(absl::StrCat("ibv_get_device_list: ", std::strerror(errno)));
   }
+  // `last` keeps the most specific reason a candidate was rejected, so that
+  // the error for a single named device says why it cannot be used.
   absl::Status last =
       absl::UnavailableError(name.empty() ? "no RDMA device with an active port"
                                           : absl::StrCat("RDMA device '", name, "' not found"));
   for (int i = 0; i < n; ++i) {
+    // Invariant: every context opened in an earlier iteration has been closed.
     std::string dev_name = ibv_get_device_name(list[i]);
     if (!name.empty() && dev_name != name) continue;
     ibv_context* context = ibv_open_device(list[i]);
@@ -69,11 +81,14 @@ absl::StatusOr<Device> Device::Open(absl::string_view name) {
       continue;
     }
     ibv_device_attr attr;
+    // ibv_query_device returns the errno value instead of setting errno.
     if (int rc = ibv_query_device(context, &attr); rc != 0) {
       last = VerbError("ibv_query_device", rc);
       ibv_close_device(context);
       continue;
     }
+    // A device without an ACTIVE port cannot connect a QP, so with an empty
+    // `name` the search moves on to the next device.
     uint8_t port = FirstActivePort(context, attr);
     if (port == 0) {
       last = absl::UnavailableError(absl::StrCat("RDMA device ", dev_name, " has no active port"));
@@ -91,9 +106,13 @@ absl::StatusOr<Device> Device::Open(absl::string_view name) {
     limits.max_cq = attr.max_cq;
     limits.max_cqe = attr.max_cqe;
     limits.max_qp_init_rd_atom = attr.max_qp_init_rd_atom;
+    // MemoryWindow allocates only type-2 windows (bound through a QP, revoked
+    // by invalidation); either 2A or 2B is enough for that.
     limits.mw_type2 = (attr.device_cap_flags &
                        (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0;
     ibv_free_device_list(list);
+    // The opened context stays valid after the list is freed (ibv_open_device
+    // takes its own reference on the device).
     return Device(context, std::move(dev_name), port, limits);
   }
   ibv_free_device_list(list);
@@ -106,6 +125,9 @@ Device::Device(Device&& other) noexcept
       port_(other.port_),
       limits_(other.limits_) {}
 
+// Destroy-then-construct in place: releases our context first, then takes
+// over `other`'s, so the move constructor is the only place that transfers
+// ownership. The same pattern is used by every owner in this directory.
 Device& Device::operator=(Device&& other) noexcept {
   if (this != &other) {
     this->~Device();
@@ -115,6 +137,8 @@ Device& Device::operator=(Device&& other) noexcept {
 }
 
 Device::~Device() {
+  // Errors in destructors cannot be returned; they are logged and the handle
+  // is abandoned.
   if (context_ != nullptr && ibv_close_device(context_) != 0) {
     LOG(ERROR) << "ibv_close_device(" << name_ << ") failed: " << std::strerror(errno);
   }
@@ -139,6 +163,8 @@ ProtectionDomain& ProtectionDomain::operator=(ProtectionDomain&& other) noexcept
 
 ProtectionDomain::~ProtectionDomain() {
   if (pd_ != nullptr) {
+    // EBUSY here means an MR, MW or QP on this PD is still alive: the owner
+    // destroyed its members in the wrong order.
     if (int rc = ibv_dealloc_pd(pd_); rc != 0) {
       LOG(ERROR) << "ibv_dealloc_pd failed: " << std::strerror(rc);
     }
@@ -151,6 +177,9 @@ absl::StatusOr<MemoryRegion> MemoryRegion::Register(const ProtectionDomain& pd, 
   if (mr == nullptr) {
     int err = errno;
     absl::Status s = VerbError(absl::StrCat("ibv_reg_mr(", length, " bytes)"), err);
+    // Pinning pages counts against RLIMIT_MEMLOCK; with a small limit the
+    // kernel reports ENOMEM or EPERM rather than a dedicated error, so the
+    // message carries the usual fix.
     if (err == ENOMEM || err == EPERM) {
       return absl::ResourceExhaustedError(absl::StrCat(
           s.message(), " (is RLIMIT_MEMLOCK large enough? try `ulimit -l unlimited`)"));
@@ -173,12 +202,16 @@ MemoryRegion& MemoryRegion::operator=(MemoryRegion&& other) noexcept {
 
 MemoryRegion::~MemoryRegion() {
   if (mr_ != nullptr) {
+    // Fails (EINVAL on rxe) while a memory window is still bound on this MR:
+    // windows must be deallocated first (memory_window.h).
     if (int rc = ibv_dereg_mr(mr_); rc != 0) {
       LOG(ERROR) << "ibv_dereg_mr failed: " << std::strerror(rc);
     }
   }
 }
 
+// The provider filled these in at registration; lkey goes into local SGEs,
+// rkey and addr are what a peer needs to address the region.
 uint32_t MemoryRegion::lkey() const { return mr_->lkey; }
 uint32_t MemoryRegion::rkey() const { return mr_->rkey; }
 uint64_t MemoryRegion::addr() const { return reinterpret_cast<uint64_t>(mr_->addr); }

@@ -51,21 +51,31 @@ std::string DeviceLimitsToString(const DeviceLimits& limits);
 // Names of the RDMA devices libibverbs sees (may be empty).
 std::vector<std::string> ListDeviceNames();
 
+// An open RDMA device (ibv_context) and the port the datapath uses.
+// Thread-safe: immutable after Open(); the verbs called on context() are
+// thread-safe in libibverbs. Move-only.
 class Device {
  public:
   // Opens `name`, or with an empty name the first device that has an ACTIVE
   // port. kUnavailable when there is none.
+  // Always kUnavailable on failure (no device, `name` not found, no ACTIVE
+  // port, or ibv_open_device/ibv_query_device failed); the message gives the
+  // reason the last candidate was rejected.
   static absl::StatusOr<Device> Open(absl::string_view name);
 
+  // A moved-from Device holds no context and closes nothing.
   Device(Device&& other) noexcept;
   Device& operator=(Device&& other) noexcept;
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
   ~Device();
 
+  // Borrowed; valid while this Device lives. Null only after a move.
   ibv_context* context() const { return context_; }
   const std::string& name() const { return name_; }
+  // The first ACTIVE port at Open() time (1-based, as verbs number ports).
   uint8_t port() const { return port_; }
+  // Queried once at Open(); the device's limits do not change afterwards.
   const DeviceLimits& limits() const { return limits_; }
 
  private:
@@ -78,8 +88,13 @@ class Device {
   DeviceLimits limits_;
 };
 
+// A protection domain (ibv_pd). MRs, MWs and QPs created on it can only be
+// used with each other. Must be destroyed after all of them and before the
+// Device. Thread-safe: immutable after Create(). Move-only.
 class ProtectionDomain {
  public:
+  // ibv_alloc_pd on `device`, which must outlive the result. kUnavailable
+  // when the verb fails.
   static absl::StatusOr<ProtectionDomain> Create(const Device& device);
 
   ProtectionDomain(ProtectionDomain&& other) noexcept;
@@ -88,6 +103,7 @@ class ProtectionDomain {
   ProtectionDomain& operator=(const ProtectionDomain&) = delete;
   ~ProtectionDomain();
 
+  // Borrowed; valid while this ProtectionDomain lives.
   ibv_pd* get() const { return pd_; }
 
  private:
@@ -95,9 +111,15 @@ class ProtectionDomain {
   ibv_pd* pd_ = nullptr;
 };
 
+// A registered memory region (ibv_mr). Does not own the memory it covers:
+// the caller keeps [addr, addr+length) mapped until the MemoryRegion is
+// destroyed. Thread-safe: immutable after Register(). Move-only.
 class MemoryRegion {
  public:
   // Registers [addr, addr+length) with `access` (IBV_ACCESS_* bits).
+  // `pd` must outlive the result. kResourceExhausted when ibv_reg_mr fails
+  // with ENOMEM or EPERM (usually RLIMIT_MEMLOCK is too small to pin the
+  // pages); kUnavailable for any other failure.
   static absl::StatusOr<MemoryRegion> Register(const ProtectionDomain& pd, void* addr,
                                                size_t length, int access);
 
@@ -107,8 +129,12 @@ class MemoryRegion {
   MemoryRegion& operator=(const MemoryRegion&) = delete;
   ~MemoryRegion();
 
+  // Borrowed; valid while this MemoryRegion lives. The key and address
+  // accessors below REQUIRE a MemoryRegion that has not been moved from.
   ibv_mr* get() const { return mr_; }
   uint32_t lkey() const;
+  // The key a peer puts in RDMA READ/WRITE work requests. Only meaningful
+  // when `access` included an IBV_ACCESS_REMOTE_* bit.
   uint32_t rkey() const;
   uint64_t addr() const;
   size_t length() const;

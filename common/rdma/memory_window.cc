@@ -15,12 +15,19 @@ namespace kvstore {
 namespace rdma {
 
 absl::StatusOr<MemoryWindow> MemoryWindow::Alloc(const ProtectionDomain& pd) {
+  // Type 2 only: a type-2 window is tied to the QP it was bound through and
+  // revoked with a local (or remote) invalidate, which is how write leases
+  // are granted and taken back. A type-1 window is not tied to a QP, so any
+  // connection could use its rkey, and no work request invalidates it.
   ibv_mw* mw = ibv_alloc_mw(pd.get(), IBV_MW_TYPE_2);
   if (mw == nullptr) return rdma_internal::VerbError("ibv_alloc_mw(IBV_MW_TYPE_2)", errno);
+  // The initial rkey is the base that the first PostBindMw() increments.
   return MemoryWindow(mw, mw->rkey);
 }
 
 MemoryWindow::MemoryWindow(MemoryWindow&& other) noexcept
+    // `other` ends unbound and without a handle, so its destructor neither
+    // deallocates nor warns about a binding it no longer owns.
     : mw_(std::exchange(other.mw_, nullptr)),
       rkey_(other.rkey_),
       bound_(std::exchange(other.bound_, false)),
@@ -39,6 +46,8 @@ MemoryWindow& MemoryWindow::operator=(MemoryWindow&& other) noexcept {
 
 MemoryWindow::~MemoryWindow() {
   if (mw_ != nullptr) {
+    // Deallocating also revokes a bound window; done before the QP and MR go
+    // (see the destruction order in memory_window.h).
     if (int rc = ibv_dealloc_mw(mw_); rc != 0) {
       LOG(ERROR) << "ibv_dealloc_mw(rkey 0x" << std::hex << rkey_ << std::dec
                  << ") failed: " << std::strerror(rc)
@@ -49,6 +58,7 @@ MemoryWindow::~MemoryWindow() {
 
 void MemoryWindow::OnBindPosted(uint32_t new_rkey, uint32_t qp_num, uint64_t addr,
                                 uint64_t length) {
+  // Kept for RollbackBind(): a failed bind leaves the device's key unchanged.
   prev_rkey_ = rkey_;
   rkey_ = new_rkey;
   // rxe passes ibv_mw::rkey as the key the device must currently hold on the
@@ -60,6 +70,8 @@ void MemoryWindow::OnBindPosted(uint32_t new_rkey, uint32_t qp_num, uint64_t add
   length_ = length;
 }
 
+// Marked unbound at post time; RollbackInvalidate() undoes it if the
+// completion fails.
 void MemoryWindow::OnInvalidatePosted() { bound_ = false; }
 
 void MemoryWindow::RollbackBind() {

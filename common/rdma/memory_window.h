@@ -62,6 +62,7 @@ class MemoryWindow {
   // ibv_dealloc_mw, which also revokes a bound window (logs a failure).
   ~MemoryWindow();
 
+  // Borrowed; valid while this MemoryWindow lives.
   ibv_mw* get() const { return mw_; }
 
   // The window's current rkey: the one installed by the last PostBindMw(),

@@ -29,10 +29,14 @@ using rdma_internal::VerbError;
 // small reads and costs responder resources.
 constexpr uint32_t kMaxRdAtomic = 16;
 
+// A device limit of 0 means "not reported" (DeviceLimits default), not
+// "none allowed", so it leaves the value alone.
 uint32_t ClampField(uint32_t value, uint32_t limit) {
   return limit == 0 ? value : std::min(value, limit);
 }
 
+// At least 1: a QP with 0 outstanding READs could never issue one. The
+// result fits ibv_qp_attr's uint8_t fields because kMaxRdAtomic does.
 uint8_t RdAtomic(uint32_t device_limit) {
   return static_cast<uint8_t>(std::clamp<uint32_t>(device_limit, 1, kMaxRdAtomic));
 }
@@ -40,13 +44,20 @@ uint8_t RdAtomic(uint32_t device_limit) {
 // A random 24-bit PSN, so that a QP reusing the number of an earlier one is
 // unlikely to accept that connection's stale packets as in-sequence.
 uint32_t RandomPsn() {
+  // thread_local: QPs may be created on several threads, and std::mt19937 is
+  // not safe to share. Seeded once per thread from the OS.
   static thread_local std::mt19937 rng(std::random_device{}());
+  // PSNs are 24 bits on the wire; the upper bits must be zero.
   return rng() & 0xffffff;
 }
 
 }  // namespace
 
 QpCaps ClampQpCaps(QpCaps caps, const DeviceLimits& limits) {
+  // Every queue keeps at least one entry and one SGE; SGEs are also bounded
+  // by kMaxSgePerWr because the datapath builds SGE arrays of that size on
+  // the stack. max_inline has no entry in DeviceLimits; ibv_create_qp
+  // rejects a value the provider cannot support.
   caps.max_send_wr = std::max<uint32_t>(1, ClampField(caps.max_send_wr, limits.max_qp_wr));
   caps.max_recv_wr = std::max<uint32_t>(1, ClampField(caps.max_recv_wr, limits.max_qp_wr));
   uint32_t sge_limit = ClampField(kMaxSgePerWr, limits.max_sge);
@@ -94,11 +105,15 @@ absl::StatusOr<QueuePair> QueuePair::CreateRc(const Device& device, const Protec
                  << " WRs that may complete on it";
   }
 
+  // The port attributes give the GID table size, the LID (InfiniBand) and
+  // the link layer; the same port is used again in Connect().
   const uint8_t port = device.port();
   ibv_port_attr port_attr;
   if (int rc = ibv_query_port(device.context(), port, &port_attr); rc != 0) {
     return VerbError(absl::StrCat("ibv_query_port(", port, ")"), rc);
   }
+  // Checked here, not left to ibv_query_gid, so that a bad configured index
+  // fails with kInvalidArgument and a message naming the table size.
   if (gid_index < 0 || gid_index >= port_attr.gid_tbl_len) {
     return absl::InvalidArgumentError(absl::StrCat("GID index ", gid_index, " outside ",
                                                    device.name(), " port ", port, "'s table of ",
@@ -106,6 +121,8 @@ absl::StatusOr<QueuePair> QueuePair::CreateRc(const Device& device, const Protec
   }
   absl::StatusOr<Gid> gid = QueryGid(device, port, gid_index);
   if (!gid.ok()) return gid.status();
+  // On RoCE the GID is the source IP address; an all-zero entry is an unused
+  // slot, and a QP using it could never be reached by the peer.
   if (port_attr.link_layer == IBV_LINK_LAYER_ETHERNET && *gid == Gid{}) {
     return absl::InvalidArgumentError(
         absl::StrCat("GID index ", gid_index, " of ", device.name(), " port ", port, " is empty"));
@@ -115,6 +132,8 @@ absl::StatusOr<QueuePair> QueuePair::CreateRc(const Device& device, const Protec
   init.send_cq = send_cq.get();
   init.recv_cq = recv_cq.get();
   init.qp_type = IBV_QPT_RC;
+  // Selective signalling: the datapath asks for a completion only where it
+  // needs one (see queue_pair.h), which keeps CQ traffic low.
   init.sq_sig_all = 0;
   init.cap.max_send_wr = caps.max_send_wr;
   init.cap.max_recv_wr = caps.max_recv_wr;
@@ -130,6 +149,9 @@ absl::StatusOr<QueuePair> QueuePair::CreateRc(const Device& device, const Protec
                      errno);
   }
   // ibv_create_qp writes back what the device granted (at least the request).
+  // Record what the device granted, not what was asked, so that the
+  // datapath's checks (SGE count, inline size, batch size) use the real
+  // limits. SGEs stay capped at kMaxSgePerWr for the stack arrays.
   QpCaps granted;
   granted.max_send_wr = init.cap.max_send_wr;
   granted.max_recv_wr = init.cap.max_recv_wr;
@@ -137,11 +159,16 @@ absl::StatusOr<QueuePair> QueuePair::CreateRc(const Device& device, const Protec
   granted.max_recv_sge = std::min(init.cap.max_recv_sge, kMaxSgePerWr);
   granted.max_inline = init.cap.max_inline_data;
 
+  // max_rd_atomic (READs this side issues) is bounded by the initiator-depth
+  // limit, max_dest_rd_atomic (READs the peer may have outstanding here) by
+  // the responder limit.
   return QueuePair(qp, device.context(), port, gid_index, granted, RandomPsn(), *gid, port_attr.lid,
                    RdAtomic(device.limits().max_qp_init_rd_atom),
                    RdAtomic(device.limits().max_qp_rd_atom));
 }
 
+// Only qp_ is nulled in `other`: that is the one owned handle; the rest is
+// plain data that a moved-from QP never uses.
 QueuePair::QueuePair(QueuePair&& other) noexcept
     : qp_(std::exchange(other.qp_, nullptr)),
       context_(other.context_),
@@ -165,6 +192,9 @@ QueuePair& QueuePair::operator=(QueuePair&& other) noexcept {
 QueuePair::~QueuePair() {
   if (qp_ == nullptr) return;
   const uint32_t qpn = qp_->qp_num;
+  // Timed because destroying a QP through which a type-2 window is still
+  // bound blocks for about 51 s on rxe (memory_window.h); the warning points
+  // at the wrong destruction order.
   const absl::Time start = absl::Now();
   if (int rc = ibv_destroy_qp(qp_); rc != 0) {
     LOG(ERROR) << "ibv_destroy_qp(0x" << std::hex << qpn << std::dec
@@ -178,6 +208,8 @@ QueuePair::~QueuePair() {
   }
 }
 
+// Everything here was fixed at CreateRc(); the PSN survives Reset() so the
+// endpoint sent to the peer stays valid across reconnects.
 QpEndpoint QueuePair::local() const {
   QpEndpoint e;
   e.qpn = qp_->qp_num;
@@ -199,6 +231,8 @@ absl::Status QueuePair::Modify(ibv_qp_attr& attr, int mask, absl::string_view wh
 
 absl::Status QueuePair::Reset() {
   ibv_qp_attr attr{};
+  // Any state may move to RESET; outstanding WRs are discarded without
+  // completions, so the caller must not wait for them.
   attr.qp_state = IBV_QPS_RESET;
   return Modify(attr, IBV_QP_STATE, "RESET");
 }
@@ -214,6 +248,9 @@ absl::StatusOr<ibv_qp_state> QueuePair::state() const {
 
 absl::Status QueuePair::Connect(const QpEndpoint& remote, int access_flags,
                                 const QpTimeouts& timeouts) {
+  // `remote` comes from the peer over the control plane: validate what the
+  // verbs would otherwise reject with a bare EINVAL. QPNs are 24 bits and 0
+  // is reserved (QP0, the subnet management QP).
   if (remote.qpn == 0 || remote.qpn > 0xffffff) {
     return absl::InvalidArgumentError(absl::StrCat("bad remote QPN 0x", absl::Hex(remote.qpn)));
   }
@@ -221,11 +258,15 @@ absl::Status QueuePair::Connect(const QpEndpoint& remote, int access_flags,
   if (int rc = ibv_query_port(context_, port_, &port_attr); rc != 0) {
     return VerbError(absl::StrCat("ibv_query_port(", port_, ")"), rc);
   }
+  // The port is queried at connect time, not cached from CreateRc(), so the
+  // current active MTU and link layer are used.
   const bool roce = port_attr.link_layer == IBV_LINK_LAYER_ETHERNET;
   if (roce && remote.gid == std::array<uint8_t, 16>{}) {
     return absl::InvalidArgumentError("remote endpoint has no GID (required on RoCE)");
   }
 
+  // A QP that was connected before (or is in ERR) cannot move to INIT
+  // directly; it goes back to RESET first, which drops its outstanding WRs.
   absl::StatusOr<ibv_qp_state> current = state();
   if (!current.ok()) return current.status();
   if (*current != IBV_QPS_RESET) {
@@ -234,8 +275,11 @@ absl::Status QueuePair::Connect(const QpEndpoint& remote, int access_flags,
 
   ibv_qp_attr init{};
   init.qp_state = IBV_QPS_INIT;
+  // P_Key index 0 holds the default partition key, the only one used here.
   init.pkey_index = 0;
   init.port_num = port_;
+  // What the PEER may do to our memory through this QP. The per-MR/MW
+  // access bits must allow it too; both are checked on every access.
   init.qp_access_flags = access_flags;
   if (absl::Status s = Modify(
           init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "INIT");
@@ -245,13 +289,18 @@ absl::Status QueuePair::Connect(const QpEndpoint& remote, int access_flags,
 
   ibv_qp_attr rtr{};
   rtr.qp_state = IBV_QPS_RTR;
+  // Both sides use their own port's active MTU; on one RoCE subnet these
+  // agree. A mismatch is not detected here.
   rtr.path_mtu = port_attr.active_mtu;
   rtr.dest_qp_num = remote.qpn;
+  // The peer's send PSN is the first PSN our receive side expects.
   rtr.rq_psn = remote.psn & 0xffffff;
   rtr.max_dest_rd_atomic = max_dest_rd_atomic_;
   rtr.min_rnr_timer = timeouts.min_rnr_timer;
   rtr.ah_attr.port_num = port_;
   rtr.ah_attr.dlid = remote.lid;
+  // Service level 0 and no source path bits: default lane and LID of the
+  // port, as on a single subnet.
   rtr.ah_attr.sl = 0;
   rtr.ah_attr.src_path_bits = 0;
   // RoCE always routes with the GRH; InfiniBand does when the peer gave a GID
@@ -260,6 +309,7 @@ absl::Status QueuePair::Connect(const QpEndpoint& remote, int access_flags,
     rtr.ah_attr.is_global = 1;
     std::memcpy(rtr.ah_attr.grh.dgid.raw, remote.gid.data(), remote.gid.size());
     rtr.ah_attr.grh.sgid_index = static_cast<uint8_t>(gid_index_);
+    // Any value above 1 lets the packet cross routers; 64 is the usual IP TTL.
     rtr.ah_attr.grh.hop_limit = 64;
     rtr.ah_attr.grh.traffic_class = 0;
     rtr.ah_attr.grh.flow_label = 0;
@@ -274,6 +324,9 @@ absl::Status QueuePair::Connect(const QpEndpoint& remote, int access_flags,
 
   ibv_qp_attr rts{};
   rts.qp_state = IBV_QPS_RTS;
+  // RTS sets the requester side: retransmission (see QpTimeouts for the
+  // values) and our starting send PSN, which the peer gave to its RTR as its
+  // rq_psn.
   rts.timeout = timeouts.timeout;
   rts.retry_cnt = timeouts.retry_cnt;
   rts.rnr_retry = timeouts.rnr_retry;

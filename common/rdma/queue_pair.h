@@ -168,16 +168,21 @@ class QueuePair {
 
   // Moves the QP to RESET (from any state, e.g. ERR after a remote access
   // error), dropping outstanding WRs without completions. Connect() it again
-  // afterwards; the peer must Reset()+Connect() too.
+  // afterwards; the peer must Reset()+Connect() too. Fails with the code of
+  // ibv_modify_qp's error (see VerbError in verbs_status.h).
   absl::Status Reset();
 
-  // The QP's current state (ibv_query_qp).
+  // The QP's current state (ibv_query_qp). Fails with the code of the
+  // verb's error; the state may change right after, e.g. to ERR when an
+  // outstanding WR fails.
   absl::StatusOr<ibv_qp_state> state() const;
 
   uint32_t qp_num() const { return qp_->qp_num; }
   // What the device granted (at least the clamped request).
   const QpCaps& caps() const { return caps_; }
   int gid_index() const { return gid_index_; }
+  // Borrowed; valid while this QueuePair lives. Null after a move, when
+  // every other method but destruction and assignment is invalid.
   ibv_qp* get() const { return qp_; }
 
   // Datapath (queue_pair_datapath.cc) ----------------------------------------
@@ -226,6 +231,8 @@ class QueuePair {
     bool send_signaled = false;
     bool send_inline = false;
   };
+  // At most caps().max_send_wr / 2 ops (each posts two WRs). Argument errors
+  // (SGE count, inline length) are found before anything is posted.
   absl::Status PostWriteSends(absl::Span<const WriteSendOp> ops);
 
   // Binds type-2 window `mw` to this QP over [addr, addr+length) of `mr`

@@ -21,6 +21,8 @@ namespace {
 // Returns the total byte count.
 uint64_t FillSges(absl::Span<const Sge> local, ibv_sge* out) {
   uint64_t total = 0;
+  // REQUIRES: local.size() <= kMaxSgePerWr; callers check against
+  // caps_.max_send_sge, which CreateRc() caps at kMaxSgePerWr.
   for (size_t i = 0; i < local.size(); ++i) {
     out[i].addr = local[i].addr;
     out[i].length = local[i].length;
@@ -36,12 +38,17 @@ absl::Status TooManySges(absl::string_view verb, size_t n, uint32_t max) {
 
 }  // namespace
 
+// REQUIRES: n >= 1. Links wrs[0..n) into one list so that a single
+// ibv_post_send rings the doorbell once for the whole batch.
 absl::Status QueuePair::PostSendChain(ibv_send_wr* wrs, size_t n, absl::string_view verb) {
   for (size_t i = 0; i + 1 < n; ++i) wrs[i].next = &wrs[i + 1];
   wrs[n - 1].next = nullptr;
   ibv_send_wr* bad = nullptr;
   int rc = ibv_post_send(qp_, wrs, &bad);
   if (rc == 0) return absl::OkStatus();
+  // ibv_post_send posts WRs in order and stops at the first it rejects;
+  // `bad` points at it, so wrs[0..index) are on the send queue and will
+  // complete. The caller needs that count to know which wr_ids to expect.
   if (n == 1 || bad == nullptr) {
     return rdma_internal::VerbError(absl::StrCat("ibv_post_send(", verb, ")"), rc);
   }
@@ -59,6 +66,8 @@ absl::Status QueuePair::PostRdma(absl::Span<const Sge> local, uint64_t remote_ad
     return TooManySges(verb, local.size(), caps_.max_send_sge);
   }
   ibv_sge sges[kMaxSgePerWr];
+  // The SGE array only has to live until ibv_post_send returns: the provider
+  // copies it into the WQE, so stack storage is enough.
   FillSges(local, sges);
   ibv_send_wr wr{};
   wr.wr_id = wr_id;
@@ -66,6 +75,9 @@ absl::Status QueuePair::PostRdma(absl::Span<const Sge> local, uint64_t remote_ad
   wr.num_sge = static_cast<int>(local.size());
   wr.opcode = opcode;
   wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+  // The remote address and rkey are not checked here: the responder's HCA
+  // checks them against the MR or window, and a violation is reported as
+  // IBV_WC_REM_ACCESS_ERR and kills the QP. Callers bounds-check first.
   wr.wr.rdma.remote_addr = remote_addr;
   wr.wr.rdma.rkey = rkey;
   return PostSendChain(&wr, 1, verb);
@@ -88,6 +100,8 @@ absl::Status QueuePair::PostSend(absl::Span<const Sge> local, uint64_t wr_id, bo
   }
   ibv_sge sges[kMaxSgePerWr];
   const uint64_t total = FillSges(local, sges);
+  // Checked here because providers differ in how they fail an oversized
+  // inline SEND; this gives one kInvalidArgument.
   if (inline_data && total > caps_.max_inline) {
     return absl::InvalidArgumentError(
         absl::StrCat("SEND: ", total, " bytes inline, the QP allows ", caps_.max_inline));
@@ -97,10 +111,14 @@ absl::Status QueuePair::PostSend(absl::Span<const Sge> local, uint64_t wr_id, bo
   wr.sg_list = sges;
   wr.num_sge = static_cast<int>(local.size());
   wr.opcode = IBV_WR_SEND;
+  // With IBV_SEND_INLINE the provider copies the bytes during the post and
+  // ignores the lkeys, so `local` may be reused as soon as this returns.
   wr.send_flags = (signaled ? IBV_SEND_SIGNALED : 0) | (inline_data ? IBV_SEND_INLINE : 0);
   return PostSendChain(&wr, 1, inline_data ? "SEND inline" : "SEND");
 }
 
+// One SGE per receive (QpCaps::max_recv_sge defaults to 1). The buffer
+// must stay registered and untouched until the receive completes.
 absl::Status QueuePair::PostRecv(const Sge& local, uint64_t wr_id) {
   ibv_sge sge;
   sge.addr = local.addr;
@@ -120,6 +138,9 @@ absl::Status QueuePair::PostRecv(const Sge& local, uint64_t wr_id) {
 absl::Status QueuePair::PostRdmaBatch(absl::Span<const RdmaOp> ops, ibv_wr_opcode opcode,
                                       absl::string_view verb) {
   if (ops.empty()) return absl::OkStatus();
+  // A chain longer than the send queue can never be posted whole; reject it
+  // before building anything. (A shorter one can still fail with
+  // kResourceExhausted when earlier WRs occupy the queue.)
   if (ops.size() > caps_.max_send_wr) {
     return absl::InvalidArgumentError(absl::StrCat(
         verb, ": batch of ", ops.size(), " WRs, the send queue holds ", caps_.max_send_wr));
@@ -132,12 +153,17 @@ absl::Status QueuePair::PostRdmaBatch(absl::Span<const RdmaOp> ops, ibv_wr_opcod
     total_sges += op.local.size();
   }
   // Sized up front: the WRs point into `sges`, which must not reallocate.
+  // Inline capacities cover a 16-WR batch with two SGEs per WR without a
+  // heap allocation.
   absl::InlinedVector<ibv_sge, 32> sges(total_sges);
   absl::InlinedVector<ibv_send_wr, 16> wrs(ops.size());
+  // Invariant: sges[0..next_sge) belong to wrs[0..i).
   size_t next_sge = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     const RdmaOp& op = ops[i];
     ibv_send_wr& wr = wrs[i];
+    // Zeroed because ibv_send_wr has unions and fields (imm_data, next) that
+    // the provider reads for some opcodes.
     std::memset(&wr, 0, sizeof wr);
     FillSges(op.local, sges.data() + next_sge);
     wr.wr_id = op.wr_id;
@@ -162,6 +188,7 @@ absl::Status QueuePair::PostWrites(absl::Span<const WriteOp> ops) {
 
 absl::Status QueuePair::PostWriteSends(absl::Span<const WriteSendOp> ops) {
   if (ops.empty()) return absl::OkStatus();
+  // Each op posts two WRs, a WRITE and its SEND.
   if (2 * ops.size() > caps_.max_send_wr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "WRITE+SEND: batch of ", 2 * ops.size(), " WRs, the send queue holds ", caps_.max_send_wr));
@@ -178,6 +205,9 @@ absl::Status QueuePair::PostWriteSends(absl::Span<const WriteSendOp> ops) {
   }
   // Sized up front: the WRs point into `sges`, which must not reallocate.
   absl::InlinedVector<ibv_sge, 64> sges(total_sges);
+  // wrs[2*i] is op i's WRITE and wrs[2*i+1] its SEND. The order within the
+  // chain is the point: RC executes a QP's WRs in order, so the SEND that
+  // announces a write reaches the peer only after the written bytes.
   absl::InlinedVector<ibv_send_wr, 32> wrs(2 * ops.size());
   size_t next_sge = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -196,6 +226,7 @@ absl::Status QueuePair::PostWriteSends(absl::Span<const WriteSendOp> ops) {
 
     ibv_send_wr& s = wrs[2 * i + 1];
     std::memset(&s, 0, sizeof s);
+    // Returning here posts nothing: the chain is handed over only at the end.
     const uint64_t bytes = FillSges(op.send, sges.data() + next_sge);
     if (op.send_inline && bytes > caps_.max_inline) {
       return absl::InvalidArgumentError(
@@ -220,6 +251,9 @@ absl::StatusOr<uint32_t> QueuePair::PostBindMw(MemoryWindow& mw, const MemoryReg
         absl::StrCat("BIND_MW: window rkey 0x", absl::Hex(mw.rkey()), " is still bound (to QP 0x",
                      absl::Hex(mw.bound_qp_num()), "); invalidate it first"));
   }
+  // The range check matters beyond tidiness: rxe checks window accesses
+  // against the MR, not the window (memory_window.h), and a bind outside the
+  // MR fails only at completion time, after the QP has gone to ERR.
   // Overflow-safe: addr - mr.addr() <= mr.length() - length.
   if (length == 0 || length > mr.length() || addr < mr.addr() ||
       addr - mr.addr() > mr.length() - length) {
@@ -227,10 +261,15 @@ absl::StatusOr<uint32_t> QueuePair::PostBindMw(MemoryWindow& mw, const MemoryReg
                                                    ") is empty or not inside MR [0x",
                                                    absl::Hex(mr.addr()), ", +", mr.length(), ")"));
   }
+  // A fresh key per bind: ibv_inc_rkey changes the low 8 bits (the key
+  // part), so a client still holding the previous rkey is refused even
+  // though the window index is the same.
   const uint32_t new_rkey = ibv_inc_rkey(mw.rkey());
   ibv_send_wr wr{};
   wr.wr_id = wr_id;
   wr.opcode = IBV_WR_BIND_MW;
+  // Always signalled: the caller learns only from this completion whether
+  // the new rkey is live, and must roll the bookkeeping back otherwise.
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.bind_mw.mw = mw.get();
   wr.bind_mw.rkey = new_rkey;
@@ -239,6 +278,8 @@ absl::StatusOr<uint32_t> QueuePair::PostBindMw(MemoryWindow& mw, const MemoryReg
   wr.bind_mw.bind_info.length = length;
   wr.bind_mw.bind_info.mw_access_flags = static_cast<unsigned int>(access);
   if (absl::Status s = PostSendChain(&wr, 1, "BIND_MW"); !s.ok()) return s;
+  // Bookkeeping is updated only after a successful post; a failed post
+  // leaves the window as it was.
   mw.OnBindPosted(new_rkey, qp_->qp_num, addr, length);
   return new_rkey;
 }
@@ -246,6 +287,8 @@ absl::StatusOr<uint32_t> QueuePair::PostBindMw(MemoryWindow& mw, const MemoryReg
 absl::Status QueuePair::PostLocalInvalidate(uint32_t rkey, uint64_t wr_id) {
   ibv_send_wr wr{};
   wr.wr_id = wr_id;
+  // Always signalled: the window may be bound again only after this
+  // completes successfully.
   wr.opcode = IBV_WR_LOCAL_INV;
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.invalidate_rkey = rkey;

@@ -22,8 +22,12 @@ using layout::StoreSlot;
 class KvIndex::StripeLock {
  public:
   StripeLock(const KvIndex& index, const KeyHash& h) {
+    // Stripes are shared by buckets b, b + kStripes, ...: holding a stripe
+    // excludes writers of all of them, which is coarser than needed but keeps
+    // the lock array small and fixed.
     first_ = &index.stripes_[h.bucket[0] % kStripes];
     second_ = &index.stripes_[h.bucket[1] % kStripes];
+    // Both buckets may map to one stripe; absl::Mutex is not reentrant.
     if (first_ == second_) second_ = nullptr;
     if (second_ != nullptr && second_ < first_) std::swap(first_, second_);
     first_->Lock();
@@ -59,6 +63,8 @@ absl::string_view KvIndex::EntryKey(const Slot& slot) const {
   return absl::string_view(data_ + slot.offset + layout::kEntryHeaderBytes, h.key_len);
 }
 
+// REQUIRES: the caller holds h's StripeLock, so the word returned cannot
+// change before the caller stores to it.
 uint64_t* KvIndex::Find(absl::string_view key, const KeyHash& h) const {
   const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
   for (int i = 0; i < nb; ++i) {
@@ -91,12 +97,16 @@ std::optional<Slot> KvIndex::Lookup(absl::string_view key) const {
 
 absl::StatusOr<std::optional<Slot>> KvIndex::Upsert(absl::string_view key, const Slot& slot) {
   KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
+  // The fingerprint is always derived from `key` here, whatever the caller's
+  // Slot carried, so Find() and remote readers find the word.
   Slot tagged = slot;
   tagged.fingerprint = h.fingerprint;
   const uint64_t word = EncodeSlot(tagged);
   StripeLock lock(*this, h);
   if (uint64_t* existing = Find(key, h); existing != nullptr) {
     Slot old = DecodeSlot(*existing);
+    // One release store replaces the word: a reader sees the old entry or the
+    // new one, each complete (the entry was written before this store).
     StoreSlot(existing, word);
     return std::optional<Slot>(old);
   }
@@ -112,6 +122,8 @@ absl::StatusOr<std::optional<Slot>> KvIndex::Upsert(absl::string_view key, const
     size_t free_slots = 0;
     uint64_t* first_free = nullptr;
     for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
+      // A plain read is enough: this writer holds the stripe lock, and only
+      // writers under the same lock change these words.
       if (words[s] == 0) {
         ++free_slots;
         if (first_free == nullptr) first_free = &words[s];
@@ -123,7 +135,12 @@ absl::StatusOr<std::optional<Slot>> KvIndex::Upsert(absl::string_view key, const
     }
   }
   if (best != nullptr) {
+    // Release: the entry at `slot`, written and sealed by the caller, is
+    // visible to any thread whose acquire load sees this word. Clients read
+    // the word and then the entry in a later RDMA READ, and verify the
+    // entry's checksum regardless.
     StoreSlot(best, word);
+    // Relaxed: size_ orders nothing, it is a counter.
     size_.fetch_add(1, std::memory_order_relaxed);
     return std::optional<Slot>();
   }
@@ -139,6 +156,9 @@ std::optional<Slot> KvIndex::Remove(absl::string_view key) {
   uint64_t* existing = Find(key, h);
   if (existing == nullptr) return std::nullopt;
   Slot old = DecodeSlot(*existing);
+  // 0 is the empty word (fingerprints are never 0). The entry stays in the
+  // pool; the caller reclaims it after readers that loaded the old word are
+  // done.
   StoreSlot(existing, 0);
   size_.fetch_sub(1, std::memory_order_relaxed);
   return old;
@@ -150,6 +170,8 @@ bool KvIndex::ReplaceIf(absl::string_view key, const Slot& expected, const Slot&
   uint64_t* existing = Find(key, h);
   if (existing == nullptr) return false;
   Slot current = DecodeSlot(*existing);
+  // The key was overwritten or re-put since the cleaner chose this entry:
+  // the newer slot wins and the cleaner drops its copy.
   if (current.offset != expected.offset || current.size != expected.size) return false;
   Slot tagged = replacement;
   tagged.fingerprint = h.fingerprint;
@@ -171,6 +193,8 @@ bool KvIndex::RemoveIf(absl::string_view key, const Slot& expected) {
 
 uint64_t KvIndex::Scan(uint64_t cursor, size_t count, absl::string_view prefix,
                        std::vector<std::string>* keys) const {
+  // The cursor is a bucket number, so a scan resumes exactly where it
+  // stopped however the index changed in between.
   size_t found = 0;
   uint64_t b = cursor;
   for (; b < geometry_.bucket_count && found < count; ++b) {

@@ -1,7 +1,7 @@
 // Copyright 2026 The kvstore Authors.
 //
 // KvIndex: the hash index that lives in the index arena, in the format of
-// common/layout.h, so that clients can read buckets remotely.
+// common/protocol/layout.h, so that clients can read buckets remotely.
 //
 // Every key has two candidate buckets of 8 slot words. The server is the only
 // writer (commit path and cleaner); writers serialise per bucket with striped
@@ -33,7 +33,9 @@ namespace server {
 class KvIndex {
  public:
   // `buckets` points at geometry.bytes() zeroed bytes; `data` is the arena
-  // that slot offsets refer to (keys are compared there).
+  // of `data_bytes` bytes that slot offsets refer to (keys are compared
+  // there). Neither is owned; both must outlive the index. REQUIRES:
+  // `buckets` is 8-byte aligned and geometry.bucket_count >= 1.
   KvIndex(char* buckets, const layout::IndexGeometry& geometry, const char* data,
           uint64_t data_bytes);
   KvIndex(const KvIndex&) = delete;
@@ -41,7 +43,10 @@ class KvIndex {
 
   const layout::IndexGeometry& geometry() const { return geometry_; }
 
-  // The slot that holds `key`, if any.
+  // The slot that holds `key`, if any. Lock-free; the result is a snapshot
+  // that a concurrent writer may already have replaced, and the entry it
+  // points at stays readable only for the reclamation grace period (see
+  // KvStore).
   std::optional<layout::Slot> Lookup(absl::string_view key) const;
 
   // Points `key` at `slot`. Returns the slot it replaced (nullopt when the key
@@ -50,11 +55,14 @@ class KvIndex {
   absl::StatusOr<std::optional<layout::Slot>> Upsert(absl::string_view key,
                                                      const layout::Slot& slot);
 
-  // Clears `key`'s slot and returns it; nullopt if the key was absent.
+  // Clears `key`'s slot and returns it; nullopt if the key was absent. The
+  // caller owns reclaiming the returned slot's entry.
   std::optional<layout::Slot> Remove(absl::string_view key);
 
   // Replaces `key`'s slot with `replacement` only if it still equals
-  // `expected` (the cleaner moving an entry). Returns whether it did.
+  // `expected` (the cleaner moving an entry). Returns whether it did. Only
+  // offset and size are compared; the fingerprint is recomputed from `key`.
+  // REQUIRES: the entry at `replacement` holds `key`.
   bool ReplaceIf(absl::string_view key, const layout::Slot& expected,
                  const layout::Slot& replacement);
 
@@ -62,14 +70,16 @@ class KvIndex {
   // it did.
   bool RemoveIf(absl::string_view key, const layout::Slot& expected);
 
-  // Appends up to `count` keys starting with `prefix` from buckets at or
-  // after `cursor` (a bucket number) to `keys`. Returns the cursor to continue
-  // from, 0 when the whole index has been visited. A key present for the
-  // whole scan is listed exactly once.
+  // Appends keys starting with `prefix` from buckets at or after `cursor` (a
+  // bucket number) to `keys`, stopping after the bucket in which the count
+  // reached `count` (so up to count + kSlotsPerBucket - 1 keys). Returns the
+  // cursor to continue from, 0 when the whole index has been visited. A key
+  // present for the whole scan is listed exactly once.
   uint64_t Scan(uint64_t cursor, size_t count, absl::string_view prefix,
                 std::vector<std::string>* keys) const;
 
-  // Number of keys.
+  // Number of keys. A relaxed counter: exact once writers are quiescent,
+  // approximate while they run (for stats and error messages).
   uint64_t size() const { return size_.load(std::memory_order_relaxed); }
   uint64_t capacity() const { return geometry_.bucket_count * layout::kSlotsPerBucket; }
 

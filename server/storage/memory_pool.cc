@@ -24,12 +24,17 @@ constexpr uint64_t kHugePage = 2ull << 20;
 uint64_t RoundUp(uint64_t n, uint64_t align) { return (n + align - 1) / align * align; }
 
 absl::StatusOr<char*> MapArena(uint64_t bytes, bool hugepages, bool prefault, const char* what) {
+  // Anonymous private memory: nothing else maps it, and ibv_reg_mr pins it
+  // in place. MAP_POPULATE faults every page in now, so the first requests
+  // and the registration do not pay for page faults.
   int flags = MAP_PRIVATE | MAP_ANONYMOUS;
   if (hugepages) flags |= MAP_HUGETLB;
   if (prefault) flags |= MAP_POPULATE;
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (p == MAP_FAILED) {
     int err = errno;
+    // MAP_HUGETLB draws from the preallocated huge-page pool and fails
+    // (ENOMEM) when it is too small, rather than falling back to small pages.
     if (hugepages) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "mmap of ", bytes, " bytes of huge pages for the ", what, " failed (", std::strerror(err),
@@ -49,6 +54,8 @@ absl::Status CheckMemlockLimit(uint64_t bytes) {
   if (getrlimit(RLIMIT_MEMLOCK, &lim) != 0) {
     return absl::InternalError(absl::StrCat("getrlimit(RLIMIT_MEMLOCK): ", std::strerror(errno)));
   }
+  // Checked up front because ibv_reg_mr over the limit fails with a bare
+  // ENOMEM/EPERM, far from the flag that would fix it.
   if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur >= bytes) return absl::OkStatus();
   // Root has CAP_IPC_LOCK, which lifts the limit for registration.
   if (geteuid() == 0) return absl::OkStatus();
@@ -66,12 +73,15 @@ absl::StatusOr<std::unique_ptr<MemoryPool>> MemoryPool::Create(const MemoryPoolO
     return absl::InvalidArgumentError("pool and index sizes must be positive");
   }
   std::unique_ptr<MemoryPool> pool(new MemoryPool());
+  // mmap lengths are whole pages; the extra bytes are mapped but not part of
+  // data_bytes_/index_bytes_, and munmap uses the mapped sizes.
   const uint64_t align = options.hugepages ? kHugePage : static_cast<uint64_t>(getpagesize());
   pool->hugepages_ = options.hugepages;
   pool->data_bytes_ = options.data_bytes;
   pool->data_mapped_ = RoundUp(options.data_bytes, align);
   pool->index_bytes_ = options.index_bytes;
   pool->index_mapped_ = RoundUp(options.index_bytes, align);
+  // On an error return `pool` is destroyed, which unmaps what was mapped.
   KV_ASSIGN_OR_RETURN(pool->data_,
                       MapArena(pool->data_mapped_, options.hugepages, options.prefault, "pool"));
   KV_ASSIGN_OR_RETURN(pool->index_,
@@ -81,6 +91,7 @@ absl::StatusOr<std::unique_ptr<MemoryPool>> MemoryPool::Create(const MemoryPoolO
 }
 
 MemoryPool::~MemoryPool() {
+  // MRs pin the pages; deregister them before the memory is unmapped.
   Deregister();
   if (data_ != nullptr) munmap(data_, data_mapped_);
   if (index_ != nullptr) munmap(index_, index_mapped_);
@@ -89,23 +100,33 @@ MemoryPool::~MemoryPool() {
 absl::StatusOr<absl::Duration> MemoryPool::Register(const rdma::ProtectionDomain& pd,
                                                     uint64_t max_mr_size, uint64_t align) {
   const absl::Time start = absl::Now();
+  // REMOTE_READ for one-sided GETs. No REMOTE_WRITE: clients write only
+  // through their lease windows, on MRs of their own (memory_window.h).
+  // LOCAL_WRITE lets local work requests (a RECV, an RDMA READ's
+  // destination) write into the arenas.
   constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
   // Chunks are whole segments, so no entry straddles two MRs unless it is
   // larger than a segment; clients send GETs of such entries to the server.
   if (align == 0) align = 4096;
   uint64_t chunk =
       max_mr_size == 0 || max_mr_size >= data_bytes_ ? data_bytes_ : max_mr_size / align * align;
+  // A max_mr_size smaller than one segment rounds down to 0: registering
+  // would never make progress.
   if (chunk == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("max MR size ", max_mr_size, " is below one segment (", align, " bytes)"));
   }
   uint32_t id = 0;
+  // Invariant: [0, off) of the data arena is covered by regions_, in order,
+  // with region ids 0, 1, ... matching their position.
   for (uint64_t off = 0; off < data_bytes_; off += chunk) {
     uint64_t len = std::min(chunk, data_bytes_ - off);
     KV_ASSIGN_OR_RETURN(auto mr, rdma::MemoryRegion::Register(pd, data_ + off, len, kAccess));
     regions_.push_back({id++, false, off, len, mr.addr(), mr.rkey()});
     mrs_.push_back(std::move(mr));
   }
+  // The index is registered as a single MR: a client READs a whole bucket
+  // with one rkey, and buckets are never split across MRs.
   if (index_bytes_ > chunk) {
     return absl::FailedPreconditionError(absl::StrCat(
         "index of ", index_bytes_, " bytes exceeds the device's max_mr_size ", max_mr_size));

@@ -8,8 +8,9 @@
 // data arena is split into several MRs when the device's max_mr_size is
 // smaller than the arena.
 //
-// Thread safety: immutable after Create()/Register(); the memory itself is
-// synchronised by its users.
+// Thread safety: Register() and Deregister() need one owner with no
+// concurrent readers of regions(); otherwise immutable after
+// Create()/Register(), and the memory itself is synchronised by its users.
 
 #ifndef KVSTORE_SERVER_STORAGE_MEMORY_POOL_H_
 #define KVSTORE_SERVER_STORAGE_MEMORY_POOL_H_
@@ -49,9 +50,16 @@ struct PoolRegion {
 // cover `bytes` of pinned memory (root with CAP_IPC_LOCK passes).
 absl::Status CheckMemlockLimit(uint64_t bytes);
 
+// Owns both mappings and their MRs; data() and index() are borrowed
+// pointers, valid for the pool's lifetime.
 class MemoryPool {
  public:
+  // Maps both arenas (sizes rounded up to the page or huge-page size),
+  // zero-filled. kInvalidArgument when either size is 0; kResourceExhausted
+  // when mmap fails (with the sysctl to run for huge pages). Does not
+  // register anything: see Register().
   static absl::StatusOr<std::unique_ptr<MemoryPool>> Create(const MemoryPoolOptions& options);
+  // Deregisters the MRs, then unmaps the arenas.
   ~MemoryPool();
   MemoryPool(const MemoryPool&) = delete;
   MemoryPool& operator=(const MemoryPool&) = delete;
@@ -59,11 +67,18 @@ class MemoryPool {
   // Registers both arenas with `pd` (REMOTE_READ | LOCAL_WRITE), splitting
   // the data arena into MRs of at most `max_mr_size` bytes, each a multiple
   // of `align` (the segment size, so only an entry larger than a segment can
-  // straddle two MRs). Returns the time it took.
+  // straddle two MRs). Returns the time it took. kFailedPrecondition when
+  // `max_mr_size` is below `align`, or when the index does not fit in one
+  // data MR's size; kResourceExhausted or kUnavailable from
+  // MemoryRegion::Register. On failure the MRs registered so far stay
+  // registered until Deregister().
   // REQUIRES: called at most once; `pd` outlives this pool's registrations,
   // which Deregister() (or the destructor) releases.
   absl::StatusOr<absl::Duration> Register(const rdma::ProtectionDomain& pd, uint64_t max_mr_size,
                                           uint64_t align = 4096);
+  // Deregisters every MR and forgets regions(); the memory stays mapped.
+  // Idempotent. A client still using the old rkeys gets remote access
+  // errors from then on.
   void Deregister();
 
   char* data() const { return data_; }
@@ -72,6 +87,7 @@ class MemoryPool {
   uint64_t index_bytes() const { return index_bytes_; }
   bool hugepages() const { return hugepages_; }
   bool registered() const { return !mrs_.empty(); }
+  // What clients are told: data regions in arena order, then the index.
   const std::vector<PoolRegion>& regions() const { return regions_; }
 
  private:
