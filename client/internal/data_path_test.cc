@@ -52,7 +52,6 @@ TEST(DataPathDefaults, RegisterDescribesPlainMemory) {
   EXPECT_EQ(KvClientInternal::lkey(*b), 0u);
   EXPECT_EQ(p.Register(nullptr, 4).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(p.broken());
-  EXPECT_EQ(p.rdma_counters().ops, 0u);
 }
 
 TEST(DataPathDefaults, GetIntoAndPutFromCopy) {
