@@ -58,6 +58,8 @@ std::set<std::string> SpecKeys() {
   return keys;
 }
 
+// One kvserver (TCP only) and one client that asks for TCP, so every
+// operation lands on the tcp series and no RDMA path is ever built.
 class ClientMetrics : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -80,19 +82,23 @@ class ClientMetrics : public ::testing::Test {
 // over TCP they are absent, which SeriesValue reads as 0. Everything else is
 // registered at Connect() and reads 0 before the first call.
 TEST_F(ClientMetrics, KeysMatchTheSpec) {
+  // Nothing has run yet: every key present must be spec'd and read 0.
   const std::map<std::string, uint64_t> m = client_->metrics();
   const std::set<std::string> spec = SpecKeys();
   for (const auto& [key, value] : m) {
     EXPECT_TRUE(spec.count(key)) << "not a spec'd client series: " << key;
     EXPECT_EQ(value, 0u) << key;
   }
+  // Registered at Connect() for both transports, before any operation.
   for (const char* op : {"get", "put", "delete", "exists"}) {
     EXPECT_TRUE(m.count(Requests(op, "tcp"))) << op;
     EXPECT_TRUE(m.count(Requests(op, "rdma"))) << op;
   }
+  // Exists has no latency series (the spec times Get, Put, Delete, batches).
   for (const char* op : {"get", "put", "delete", "multi_get", "multi_put"}) {
     EXPECT_TRUE(m.count(DurationCount(op, "tcp"))) << op;
   }
+  EXPECT_FALSE(m.count(DurationCount("exists", "tcp")));
   EXPECT_TRUE(m.count("kvstore_client_tcp_fallbacks_total"));
   EXPECT_TRUE(m.count("kvstore_client_reconnects_total"));
 }
@@ -106,6 +112,7 @@ TEST_F(ClientMetrics, GetsAndPutsAreCountedAndTimed) {
   for (uint64_t i = 0; i + 1 < kGets; ++i) ASSERT_TRUE(client_->Get(absl::StrCat("k", i)).ok());
   EXPECT_EQ(client_->Get("absent").status().code(), absl::StatusCode::kNotFound);
 
+  // One request and one observation per call: nothing was retried.
   std::map<std::string, uint64_t> m = client_->metrics();
   EXPECT_EQ(SeriesValue(m, Requests("get", "tcp")), kGets);
   EXPECT_EQ(SeriesValue(m, Requests("put", "tcp")), kPuts);
@@ -132,6 +139,9 @@ TEST_F(ClientMetrics, GetsAndPutsAreCountedAndTimed) {
   ASSERT_TRUE(client_->GetInto("z", *buf, 8, 8).ok());
   ASSERT_TRUE(client_->Delete("z").ok());
   ASSERT_TRUE(client_->Exists("a").ok());
+  // requests: +3 MultiGet keys and +1 GetInto; +2 MultiPut pairs and +1
+  // PutFrom. Latency: +1 GetInto under get, +1 PutFrom under put, and the
+  // batches once each under their own op.
   m = client_->metrics();
   EXPECT_EQ(SeriesValue(m, Requests("get", "tcp")), kGets + 3 + 1);
   EXPECT_EQ(SeriesValue(m, Requests("put", "tcp")), kPuts + 2 + 1);
