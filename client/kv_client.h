@@ -108,10 +108,11 @@ class KvClient {
   // Every client series, cumulative since Connect() and across reconnects
   // (see the file comment for the keys). Histograms appear as _count,
   // _sum_micros, _p50_micros and _p99_micros entries (percentiles are bucket
-  // upper bounds: "at most"). Thread-safe and lock-free for the operations
-  // it counts; each value is read atomically, but not all at one instant,
-  // so entries may be microseconds apart under load. Not for the hot path:
-  // it builds a map of a few dozen strings.
+  // upper bounds: "at most"). Thread-safe; it takes only the registry's own
+  // lock, which operations never take, so it does not slow them down. Each
+  // value is read atomically, but not all at one instant: entries may be
+  // microseconds apart under load. Not for the hot path: it builds a map of
+  // about fifty strings.
   virtual std::map<std::string, uint64_t> metrics() const = 0;
 
  protected:
