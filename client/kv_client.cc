@@ -4,18 +4,23 @@
 
 #include <unistd.h>
 
-#include <atomic>
+#include <chrono>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "client/internal/client_metrics.h"
 #include "client/internal/control_client.h"
 #include "client/internal/data_path.h"
 #include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/rdma_data_path.h"
 #include "client/internal/tcp/tcp_data_path.h"
+#include "common/metrics/exposition.h"
+#include "common/metrics/registry.h"
 #include "common/protocol/limits.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
@@ -56,16 +61,26 @@ std::string ResolveDataAddress(const std::string& published, const std::string& 
   return absl::StrCat(ctl.first, ":", pub.second);
 }
 
-// The KvClient: counts operations, forwards them to the current DataPath,
-// and rebuilds the path (handshake, then RDMA or TCP per Options::transport)
-// when an RDMA path breaks. Control-plane calls go through ControlClient.
-// Thread-safe: `mu_` guards the path; the counters are atomic.
+// The path in use and the series of its transport, swapped together so that
+// an operation counts on the transport that served it without comparing
+// names.
+struct CurrentPath {
+  std::shared_ptr<DataPath> path;
+  const TransportMetrics* metrics = nullptr;
+};
+
+// The KvClient: counts and times operations, forwards them to the current
+// DataPath, and rebuilds the path (handshake, then RDMA or TCP per
+// Options::transport) when an RDMA path breaks. Control-plane calls go
+// through ControlClient. Thread-safe: `mu_` guards the path; the metrics are
+// registry atomics resolved once in the constructor.
 class ClientImpl final : public KvClient {
  public:
   ClientImpl(const Options& options, std::unique_ptr<ControlClient> control)
       : options_(options),
         control_(std::move(control)),
-        name_(absl::StrCat("kvclient pid ", getpid())) {}
+        name_(absl::StrCat("kvclient pid ", getpid())),
+        metrics_(&registry_) {}
 
   // The path goes first, under the lock, while control_ (which an RDMA path
   // calls as it shuts down) is still alive.
@@ -80,55 +95,51 @@ class ClientImpl final : public KvClient {
     return BuildPath();
   }
 
-  // Each operation counts itself, then runs on the current path through
-  // Run(), which may rebuild a broken path and try once more.
+  // Each operation runs on the current path through Run(), which counts and
+  // times it and may rebuild a broken path and try once more.
   absl::StatusOr<std::string> Get(absl::string_view key) override {
-    gets_++;
-    return Run<std::string>([&](DataPath& p) { return p.Get(key, Deadline()); });
+    return Run<std::string>(kGet, [&](DataPath& p) { return p.Get(key, Deadline()); });
   }
   absl::Status Put(absl::string_view key, absl::string_view value) override {
-    puts_++;
-    return RunStatus([&](DataPath& p) { return p.Put(key, value, Deadline()); });
+    return RunStatus(kPut, [&](DataPath& p) { return p.Put(key, value, Deadline()); });
   }
   absl::Status Delete(absl::string_view key) override {
-    deletes_++;
     // Retried after a reconnect only if it was never sent: a first attempt
     // that reached the server may have deleted the key.
-    return RunStatus([&](DataPath& p) { return p.Delete(key, Deadline()); }, /*retry=*/false);
+    return RunStatus(
+        kDelete, [&](DataPath& p) { return p.Delete(key, Deadline()); },
+        /*retry=*/false);
   }
   absl::StatusOr<bool> Exists(absl::string_view key) override {
-    return Run<bool>([&](DataPath& p) { return p.Exists(key, Deadline()); });
+    return Run<bool>(kExists, [&](DataPath& p) { return p.Exists(key, Deadline()); });
   }
   absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys) override {
-    gets_ += keys.size();
     return Run<std::vector<absl::StatusOr<std::string>>>(
-        [&](DataPath& p) { return p.MultiGet(keys, Deadline()); }, true, keys.size());
+        kMultiGet, [&](DataPath& p) { return p.MultiGet(keys, Deadline()); }, true, keys.size());
   }
   absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs) override {
-    puts_ += pairs.size();
-    return RunStatus([&](DataPath& p) { return p.MultiPut(pairs, Deadline()); }, true,
-                     pairs.size());
+    return RunStatus(
+        kMultiPut, [&](DataPath& p) { return p.MultiPut(pairs, Deadline()); }, true, pairs.size());
   }
 
   absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) override {
     // Registered with the current path's device (if any); the registration
     // survives reconnects because paths share one RdmaContext.
-    return CurrentPath()->Register(data, size);
+    return Current().path->Register(data, size);
   }
 
+  // Zero copy counts and times as Get/Put: the same operation to the server.
   absl::StatusOr<size_t> GetInto(absl::string_view key, const RegisteredBuffer& buffer,
                                  size_t offset, size_t capacity) override {
-    gets_++;
     return Run<size_t>(
-        [&](DataPath& p) { return p.GetInto(key, buffer, offset, capacity, Deadline()); });
+        kGet, [&](DataPath& p) { return p.GetInto(key, buffer, offset, capacity, Deadline()); });
   }
 
   absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
                        size_t length) override {
-    puts_++;
     return RunStatus(
-        [&](DataPath& p) { return p.PutFrom(key, buffer, offset, length, Deadline()); });
+        kPut, [&](DataPath& p) { return p.PutFrom(key, buffer, offset, length, Deadline()); });
   }
 
   // Scan and Stats are control-plane calls: they work the same whatever the
@@ -151,38 +162,14 @@ class ClientImpl final : public KvClient {
   }
 
   std::string transport_name() const override {
-    std::shared_ptr<DataPath> path = CurrentPath();
+    std::shared_ptr<DataPath> path = Current().path;
     return path ? std::string(path->name()) : "none";
   }
 
-  // A snapshot: each counter is read on its own, so the fields may be
-  // microseconds apart under load.
-  ClientCounters counters() const override {
-    ClientCounters c;
-    c.gets = gets_;
-    c.puts = puts_;
-    c.deletes = deletes_;
-    c.tcp_ops = tcp_ops_;
-    c.rdma_ops = rdma_ops_;
-    c.tcp_fallbacks = tcp_fallbacks_;
-    c.reconnects = reconnects_;
-    // Counters of paths replaced by reconnects, plus the current one's.
-    RdmaPathCounters r;
-    std::shared_ptr<DataPath> path;
-    {
-      absl::MutexLock lock(&mu_);
-      r = retired_rdma_;
-      path = path_;
-    }
-    if (path != nullptr) r += path->rdma_counters();
-    c.checksum_retries = r.checksum_retries;
-    c.span_retries = r.span_retries;
-    c.server_fallback_gets = r.server_fallback_gets;
-    c.leases_granted = r.leases_granted;
-    c.leases_released = r.leases_released;
-    c.leases_renewed = r.leases_renewed;
-    c.lease_aborts = r.lease_aborts;
-    return c;
+  // Reads the registry only: nothing to gather from the paths, since every
+  // path registered its counters there.
+  std::map<std::string, uint64_t> metrics() const override {
+    return metrics::FlattenSnapshot(registry_.TakeSnapshot());
   }
 
  private:
@@ -191,10 +178,10 @@ class ClientImpl final : public KvClient {
   absl::Time Deadline() const { return absl::Now() + options_.op_timeout; }
 
   // A reference that keeps the path alive for one operation even if another
-  // thread replaces it meanwhile.
-  std::shared_ptr<DataPath> CurrentPath() const {
+  // thread replaces it meanwhile, with its transport's series.
+  CurrentPath Current() const {
     absl::MutexLock lock(&mu_);
-    return path_;
+    return {path_, path_metrics_};
   }
 
   // Handshakes and builds the data path Options::transport asks for.
@@ -229,7 +216,7 @@ class ClientImpl final : public KvClient {
         return absl::UnavailableError(
             absl::StrCat("transport=rdma requested but RDMA is unavailable: ", why));
       }
-      tcp_fallbacks_++;
+      metrics_.tcp_fallbacks()->Increment();
       LOG(INFO) << "kvstore client: using TCP to " << options_.servers[0] << " (" << why << ")";
     }
     // TCP: either asked for, or the kAuto fallback.
@@ -258,17 +245,18 @@ class ClientImpl final : public KvClient {
       }
       rdma_context_ = *ctx;
     }
-    KV_ASSIGN_OR_RETURN(auto rdma,
-                        RdmaDataPath::Connect(rdma_context_, control_.get(), hs, name_,
-                                              options_.lease_bytes, options_.connect_timeout));
+    KV_ASSIGN_OR_RETURN(auto rdma, RdmaDataPath::Connect(rdma_context_, control_.get(), hs, name_,
+                                                         options_.lease_bytes,
+                                                         options_.connect_timeout, &registry_));
     return std::unique_ptr<DataPath>(std::move(rdma));
   }
 
   // Installs `next` as the current path. The old one is destroyed once the
   // last operation still using it lets go of its shared_ptr.
+  // Nothing is carried over: the old path counted into the client's registry.
   void SwapPath(std::shared_ptr<DataPath> next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    // Keep the counters of the path being replaced (zero unless RDMA).
-    if (path_ != nullptr) retired_rdma_ += path_->rdma_counters();
+    // Resolved here, once per path, so operations never compare names.
+    path_metrics_ = metrics_.ForTransport(next->name());
     path_ = std::move(next);
   }
 
@@ -284,34 +272,58 @@ class ClientImpl final : public KvClient {
       LOG(WARNING) << "kvstore client: reconnecting to " << options_.servers[0] << " failed: " << s;
       return false;
     }
-    reconnects_++;
+    metrics_.reconnects()->Increment();
     LOG(INFO) << "kvstore client: reconnected to " << options_.servers[0] << " over "
               << path_->name();
     return true;
   }
 
-  // Runs `op` on the current path and counts `n` operations for its
-  // transport. On kUnavailable from a broken path, rebuilds the path and, if
-  // `retry` (or the failure carries kNotSentPayload), runs `op` once more.
+  // What an operation counts under: its requests_total op (per key) and its
+  // latency series (kNone: none).
+  struct OpKind {
+    PathOp op;
+    CallKind call;
+  };
+  static constexpr OpKind kGet{PathOp::kGet, CallKind::kGet};
+  static constexpr OpKind kPut{PathOp::kPut, CallKind::kPut};
+  static constexpr OpKind kDelete{PathOp::kDelete, CallKind::kDelete};
+  static constexpr OpKind kExists{PathOp::kExists, CallKind::kNone};
+  static constexpr OpKind kMultiGet{PathOp::kGet, CallKind::kMultiGet};
+  static constexpr OpKind kMultiPut{PathOp::kPut, CallKind::kMultiPut};
+
+  // Runs `op` on the current path and counts `n` operations of `kind` for
+  // its transport. On kUnavailable from a broken path, rebuilds the path
+  // and, if `retry` (or the failure carries kNotSentPayload), runs `op` once
+  // more. The whole call, retry included, is observed once, under the
+  // transport of the path that finished it. Hot path: one steady-clock pair
+  // and relaxed atomic adds on pointers resolved at construction.
   template <typename T, typename F>
-  absl::StatusOr<T> Run(F op, bool retry = true, uint64_t n = 1) {
-    std::shared_ptr<DataPath> path = CurrentPath();
-    absl::StatusOr<T> r = op(*path);
-    Count(*path, n);
+  absl::StatusOr<T> Run(OpKind kind, F op, bool retry = true, uint64_t n = 1) {
+    const auto start = std::chrono::steady_clock::now();
+    CurrentPath cur = Current();
+    absl::StatusOr<T> r = op(*cur.path);
+    cur.metrics->request(kind.op)->Increment(n);
     // Idempotent operations are retried once on a rebuilt path; others only
     // when they provably never left this client.
     const bool may_retry = retry || (!r.ok() && r.status().GetPayload(kNotSentPayload).has_value());
-    if (!r.ok() && absl::IsUnavailable(r.status()) && Recover(path) && may_retry) {
-      path = CurrentPath();
-      r = op(*path);
-      Count(*path, n);
+    if (!r.ok() && absl::IsUnavailable(r.status()) && Recover(cur.path) && may_retry) {
+      cur = Current();
+      r = op(*cur.path);
+      // Attributed to the path that served the attempt (it may be another).
+      cur.metrics->request(kind.op)->Increment(n);
+    }
+    if (kind.call != CallKind::kNone) {
+      const auto elapsed = std::chrono::steady_clock::now() - start;
+      cur.metrics->latency(kind.call)->ObserveNanos(static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
     }
     return r;
   }
   // Run() for operations that return a bare Status.
   template <typename F>
-  absl::Status RunStatus(F op, bool retry = true, uint64_t n = 1) {
+  absl::Status RunStatus(OpKind kind, F op, bool retry = true, uint64_t n = 1) {
     return Run<bool>(
+               kind,
                [&](DataPath& p) -> absl::StatusOr<bool> {
                  KV_RETURN_IF_ERROR(op(p));
                  return true;
@@ -319,22 +331,24 @@ class ClientImpl final : public KvClient {
                retry, n)
         .status();
   }
-  // Attributed to the path that served the attempt (a retry may be on another).
-  void Count(const DataPath& p, uint64_t n) { (p.name() == "rdma" ? rdma_ops_ : tcp_ops_) += n; }
 
   const Options options_;
+  // The client's metrics. Declared first so that it outlives every path
+  // (RDMA paths hold pointers to counters it owns).
+  metrics::Registry registry_;
   // Outlives every path (members are destroyed after the destructor body
   // resets path_), since RDMA paths call it.
   const std::unique_ptr<ControlClient> control_;
   const std::string name_;
+  // KvClient's own series, registered in registry_.
+  const ClientMetrics metrics_;
   mutable absl::Mutex mu_;
   std::shared_ptr<DataPath> path_ ABSL_GUARDED_BY(mu_);
+  // The series of path_'s transport; set with it by SwapPath().
+  const TransportMetrics* path_metrics_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Device and PD shared by successive RDMA paths (registrations survive a
   // reconnect).
   std::shared_ptr<RdmaContext> rdma_context_ ABSL_GUARDED_BY(mu_);
-  RdmaPathCounters retired_rdma_ ABSL_GUARDED_BY(mu_);
-  std::atomic<uint64_t> gets_{0}, puts_{0}, deletes_{0}, tcp_ops_{0}, rdma_ops_{0},
-      tcp_fallbacks_{0}, reconnects_{0};
 };
 
 }  // namespace

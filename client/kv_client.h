@@ -18,6 +18,16 @@
 //
 // Thread safety: a KvClient is thread-safe; share one per process. Many
 // operations may be in flight on one connection at a time (pipelined).
+//
+// Metrics: each KvClient counts into a registry of its own; metrics() returns
+// a copy of every series, keyed in Prometheus series syntax (labels sorted by
+// name), for example
+//   kvstore_client_requests_total{op="get",transport="rdma"}            42
+//   kvstore_client_request_duration_seconds_count{op="get",transport="rdma"}
+//   kvstore_client_request_duration_sum_micros{op="get",transport="rdma"}
+//   kvstore_client_request_duration_p50_micros{...} / _p99_micros{...}
+//   kvstore_client_reconnects_total                                     0
+// (see docs/operations.md for the full list).
 
 #ifndef KVSTORE_CLIENT_KV_CLIENT_H_
 #define KVSTORE_CLIENT_KV_CLIENT_H_
@@ -33,7 +43,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "client/counters.h"
 #include "client/options.h"
 #include "client/registered_buffer.h"
 
@@ -96,7 +105,15 @@ class KvClient {
 
   // "rdma" or "tcp": the data path in use.
   virtual std::string transport_name() const = 0;
-  virtual ClientCounters counters() const = 0;
+  // Every client series, cumulative since Connect() and across reconnects
+  // (see the file comment for the keys). Histograms appear as _count,
+  // _sum_micros, _p50_micros and _p99_micros entries (percentiles are bucket
+  // upper bounds: "at most"). Thread-safe; it takes only the registry's own
+  // lock, which operations never take, so it does not slow them down. Each
+  // value is read atomically, but not all at one instant: entries may be
+  // microseconds apart under load. Not for the hot path: it builds a map of
+  // about fifty strings.
+  virtual std::map<std::string, uint64_t> metrics() const = 0;
 
  protected:
   KvClient() = default;

@@ -18,7 +18,7 @@ namespace client {
 
 // Which data path a client uses.
 //   kAuto: RDMA when both sides have a device, otherwise TCP (logged once and
-//          counted in ClientCounters::tcp_fallbacks).
+//          counted in kvstore_client_tcp_fallbacks_total, see metrics()).
 //   kRdma: RDMA or fail with kUnavailable; never falls back.
 //   kTcp:  always the RESP/TCP data port.
 enum class TransportMode { kAuto, kRdma, kTcp };

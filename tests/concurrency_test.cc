@@ -111,8 +111,8 @@ TEST(Concurrency, OverwritersAndReadersNeverSeeTornOrForeignValues) {
       "writes %lu, reads %lu, not-found %lu, errors %lu, bad %lu, client checksum retries %lu, "
       "server cleaner moves %lu, segments reclaimed %lu\n",
       writes.load(), reads.load(), not_found.load(), errors.load(), bad.load(),
-      client->counters().checksum_retries, stats->counters["cleaner_moved_entries"],
-      stats->counters["segments_reclaimed"]);
+      testing::SeriesValue(client->metrics(), "kvstore_client_checksum_retries_total"),
+      stats->counters["cleaner_moved_entries"], stats->counters["segments_reclaimed"]);
   EXPECT_EQ(bad.load(), 0u) << first_bad;
   EXPECT_EQ(errors.load(), 0u);
   EXPECT_GT(reads.load(), 1000u);

@@ -26,7 +26,9 @@ namespace {
 using ::kvstore::testing::BinaryPath;
 using ::kvstore::testing::KvServerProcess;
 using ::kvstore::testing::ProcessResult;
+using ::kvstore::testing::RequestsOn;
 using ::kvstore::testing::RunProcess;
+using ::kvstore::testing::SeriesValue;
 using ::kvstore::testing::TempDir;
 using ::testing::HasSubstr;
 
@@ -243,8 +245,8 @@ TEST_F(EndToEnd, ClientLibraryOperations) {
   EXPECT_EQ(c->Delete("m:1").code(), absl::StatusCode::kOk);
   EXPECT_EQ(c->Delete("m:1").code(), absl::StatusCode::kNotFound);
   // auto fell back to TCP, visibly.
-  EXPECT_EQ(c->counters().tcp_fallbacks, 1u);
-  EXPECT_GT(c->counters().tcp_ops, 0u);
+  EXPECT_EQ(SeriesValue(c->metrics(), "kvstore_client_tcp_fallbacks_total"), 1u);
+  EXPECT_GT(RequestsOn(c->metrics(), "tcp"), 0u);
 }
 
 TEST_F(EndToEnd, RdmaModeWithoutRdmaIsUnavailable) {

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 
@@ -22,8 +23,13 @@ namespace {
 using ::kvstore::testing::BinaryPath;
 using ::kvstore::testing::KvServerProcess;
 using ::kvstore::testing::ProcessResult;
+using ::kvstore::testing::RequestsOn;
 using ::kvstore::testing::RunProcess;
+using ::kvstore::testing::SeriesValue;
 using ::testing::HasSubstr;
+
+// The client series the fallback assertions read.
+constexpr char kServerFallbackGets[] = "kvstore_client_server_fallback_gets_total";
 
 std::string DeviceFlag() {
   const char* dev = std::getenv("KV_RDMA_DEVICE");
@@ -121,13 +127,16 @@ TEST_F(RdmaEndToEnd, LibraryRoundTripsOverRdma) {
   }
   EXPECT_EQ((*many)[300].status().code(), absl::StatusCode::kNotFound);
 
-  client::ClientCounters k = c->counters();
-  std::printf("rdma_ops %lu tcp_ops %lu checksum_retries %lu fallbacks %lu leases %lu\n",
-              k.rdma_ops, k.tcp_ops, k.checksum_retries, k.server_fallback_gets, k.leases_granted);
-  EXPECT_GT(k.rdma_ops, 600u);
-  EXPECT_EQ(k.tcp_ops, 0u);
-  EXPECT_GT(k.leases_granted, 0u);
-  EXPECT_EQ(k.server_fallback_gets, 0u);
+  const std::map<std::string, uint64_t> k = c->metrics();
+  const uint64_t fallbacks = SeriesValue(k, "kvstore_client_server_fallback_gets_total");
+  const uint64_t leases = SeriesValue(k, "kvstore_client_leases_granted_total");
+  std::printf("rdma requests %lu tcp requests %lu checksum_retries %lu fallbacks %lu leases %lu\n",
+              RequestsOn(k, "rdma"), RequestsOn(k, "tcp"),
+              SeriesValue(k, "kvstore_client_checksum_retries_total"), fallbacks, leases);
+  EXPECT_GT(RequestsOn(k, "rdma"), 600u);
+  EXPECT_EQ(RequestsOn(k, "tcp"), 0u);
+  EXPECT_GT(leases, 0u);
+  EXPECT_EQ(fallbacks, 0u);
 }
 
 TEST_F(RdmaEndToEnd, ZeroCopyGetIntoAndPutFrom) {
@@ -176,8 +185,8 @@ TEST_F(RdmaEndToEnd, KvctlOverRdma) {
   ASSERT_EQ(stat.exit_code, 0) << stat.err;
   EXPECT_THAT(stat.out, HasSubstr("\"transport\":\"rdma\""));
   EXPECT_THAT(stat.out, HasSubstr("\"rdma_commits\""));
-  EXPECT_THAT(stat.out, HasSubstr("\"checksum_retries\""));
-  EXPECT_THAT(stat.out, HasSubstr("\"leases_granted\""));
+  EXPECT_THAT(stat.out, HasSubstr("\"kvstore_client_checksum_retries_total\""));
+  EXPECT_THAT(stat.out, HasSubstr("\"kvstore_client_leases_granted_total\""));
 }
 
 TEST_F(RdmaEndToEnd, RdmaAndTcpClientsSeeEachOthersWrites) {
@@ -204,7 +213,7 @@ TEST_F(RdmaEndToEnd, RdmaAndTcpClientsSeeEachOthersWrites) {
   auto autoc = Client(client::TransportMode::kAuto);
   ASSERT_NE(autoc, nullptr);
   EXPECT_EQ(autoc->transport_name(), "rdma");
-  EXPECT_EQ(autoc->counters().tcp_fallbacks, 0u);
+  EXPECT_EQ(SeriesValue(autoc->metrics(), "kvstore_client_tcp_fallbacks_total"), 0u);
 }
 
 TEST(RdmaFallback, RdmaCapableClientUsesTcpWithATcpOnlyServer) {
@@ -216,7 +225,7 @@ TEST(RdmaFallback, RdmaCapableClientUsesTcpWithATcpOnlyServer) {
   auto c = client::KvClient::Connect(o);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ((*c)->transport_name(), "tcp");
-  EXPECT_EQ((*c)->counters().tcp_fallbacks, 1u);
+  EXPECT_EQ(SeriesValue((*c)->metrics(), "kvstore_client_tcp_fallbacks_total"), 1u);
   ASSERT_TRUE((*c)->Put("k", "v").ok());
   EXPECT_EQ(*(*c)->Get("k"), "v");
   o.transport = client::TransportMode::kRdma;
@@ -257,7 +266,7 @@ TEST(RdmaRegions, PoolSplitIntoSeveralMemoryRegions) {
     ASSERT_TRUE(v.ok()) << v.status();
     EXPECT_EQ(*v, std::string(100 << 10, static_cast<char>('a' + i % 26)));
   }
-  EXPECT_EQ((*c)->counters().server_fallback_gets, 0u);
+  EXPECT_EQ(SeriesValue((*c)->metrics(), kServerFallbackGets), 0u);
   std::string big(6 << 20, 'B');
   big[12345] = 'x';
   ASSERT_TRUE((*c)->Put("spanning", big).ok());
@@ -266,8 +275,8 @@ TEST(RdmaRegions, PoolSplitIntoSeveralMemoryRegions) {
   EXPECT_TRUE(*v == big);
   EXPECT_TRUE(*(*c)->Exists("spanning"));
   std::printf("fallback gets after the spanning entry: %lu\n",
-              (*c)->counters().server_fallback_gets);
-  EXPECT_EQ((*c)->counters().server_fallback_gets, 1u);
+              SeriesValue((*c)->metrics(), kServerFallbackGets));
+  EXPECT_EQ(SeriesValue((*c)->metrics(), kServerFallbackGets), 1u);
 }
 
 }  // namespace

@@ -244,7 +244,7 @@ TEST_F(RdmaFaults, IdleLiveClientsSurviveProbes) {
   ASSERT_TRUE(WaitCounter("rdma_idle_probes", before + 3, absl::Seconds(15)));
   EXPECT_EQ(Counter("rdma_connections_reaped"), 0u);
   for (int i = 0; i < 100; ++i) ASSERT_EQ(*(*c)->Get("probe-me"), "still here");
-  EXPECT_EQ((*c)->counters().reconnects, 0u);
+  EXPECT_EQ(testing::SeriesValue((*c)->metrics(), "kvstore_client_reconnects_total"), 0u);
 }
 
 TEST_F(RdmaFaults, CommitsAreValidated) {

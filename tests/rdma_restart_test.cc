@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -28,6 +29,16 @@ namespace kvstore {
 namespace {
 
 using ::kvstore::testing::KvServerProcess;
+using ::kvstore::testing::RequestsOn;
+using ::kvstore::testing::SeriesValue;
+
+// kvstore_client_<name>_total in a client's metrics() (0 when absent).
+uint64_t ClientTotal(const std::map<std::string, uint64_t>& m, const std::string& name) {
+  return SeriesValue(m, "kvstore_client_" + name + "_total");
+}
+
+// The client's reconnects so far.
+uint64_t Reconnects(const client::KvClient* c) { return ClientTotal(c->metrics(), "reconnects"); }
 
 std::string DeviceFlag() {
   const char* dev = std::getenv("KV_RDMA_DEVICE");
@@ -131,11 +142,10 @@ class RdmaRestart : public ::testing::Test {
           if (errors++ == 0) first_error = v.status().ToString();
         }
       }
-      if (not_found == kKeys && c->counters().reconnects > reconnects_before) break;
+      if (not_found == kKeys && Reconnects(c) > reconnects_before) break;
       if (absl::Now() > deadline) {
         ADD_FAILURE() << "no reconnect within " << bound << " (pass " << pass << ", reconnects "
-                      << c->counters().reconnects << ", errors " << errors << ", first "
-                      << first_error << ")";
+                      << Reconnects(c) << ", errors " << errors << ", first " << first_error << ")";
         break;
       }
       absl::SleepFor(absl::Milliseconds(100));
@@ -158,14 +168,16 @@ class RdmaRestart : public ::testing::Test {
   }
 
   void PrintCounters(client::KvClient* c, const char* when) {
-    client::ClientCounters k = c->counters();
+    const std::map<std::string, uint64_t> k = c->metrics();
     std::printf(
-        "%s: transport %s, reconnects %lu, rdma_ops %lu, tcp_ops %lu, checksum_retries %lu, "
-        "span_retries %lu, server_fallback_gets %lu, leases granted %lu released %lu renewed %lu "
-        "aborts %lu\n",
-        when, c->transport_name().c_str(), k.reconnects, k.rdma_ops, k.tcp_ops, k.checksum_retries,
-        k.span_retries, k.server_fallback_gets, k.leases_granted, k.leases_released,
-        k.leases_renewed, k.lease_aborts);
+        "%s: transport %s, reconnects %lu, rdma requests %lu, tcp requests %lu, checksum_retries "
+        "%lu, span_retries %lu, server_fallback_gets %lu, leases granted %lu released %lu renewed "
+        "%lu aborts %lu\n",
+        when, c->transport_name().c_str(), ClientTotal(k, "reconnects"), RequestsOn(k, "rdma"),
+        RequestsOn(k, "tcp"), ClientTotal(k, "checksum_retries"), ClientTotal(k, "span_retries"),
+        ClientTotal(k, "server_fallback_gets"), ClientTotal(k, "leases_granted"),
+        ClientTotal(k, "leases_released"), ClientTotal(k, "leases_renewed"),
+        ClientTotal(k, "lease_aborts"));
   }
 
   static constexpr int kKeys = 40;
@@ -196,17 +208,17 @@ TEST_F(RdmaRestart, SameClientAcrossKillAndCleanRestart) {
   const std::string epoch2 = ServerEpoch(c);
   std::printf("epoch %s -> %s\n", epoch1.c_str(), epoch2.c_str());
   EXPECT_NE(epoch1, epoch2);
-  EXPECT_GE(c->counters().reconnects, 1u);
+  EXPECT_GE(Reconnects(c), 1u);
   EXPECT_EQ(c->transport_name(), "rdma");
-  const uint64_t rdma_before = c->counters().rdma_ops;
+  const uint64_t rdma_before = RequestsOn(c->metrics(), "rdma");
   ASSERT_NO_FATAL_FAILURE(WriteRound(c, 2));
-  EXPECT_GE(c->counters().rdma_ops, rdma_before + 2 * kKeys);
-  EXPECT_EQ(c->counters().tcp_ops, 0u);
+  EXPECT_GE(RequestsOn(c->metrics(), "rdma"), rdma_before + 2 * kKeys);
+  EXPECT_EQ(RequestsOn(c->metrics(), "tcp"), 0u);
   PrintCounters(c, "after kill + restart");
 
   // 2. A clean stop (SIGTERM: the server tears its queue pairs down) and a
   // start while the client is idle.
-  const uint64_t reconnects = c->counters().reconnects;
+  const uint64_t reconnects = Reconnects(c);
   EXPECT_EQ(server_->Stop(), 0) << server_->Log();
   absl::SleepFor(absl::Milliseconds(500));
   ASSERT_NO_FATAL_FAILURE(StartServer());
@@ -215,10 +227,10 @@ TEST_F(RdmaRestart, SameClientAcrossKillAndCleanRestart) {
   const std::string epoch3 = ServerEpoch(c);
   std::printf("epoch %s -> %s\n", epoch2.c_str(), epoch3.c_str());
   EXPECT_NE(epoch2, epoch3);
-  EXPECT_GT(c->counters().reconnects, reconnects);
+  EXPECT_GT(Reconnects(c), reconnects);
   EXPECT_EQ(c->transport_name(), "rdma");
   ASSERT_NO_FATAL_FAILURE(WriteRound(c, 3));
-  EXPECT_EQ(c->counters().tcp_ops, 0u);
+  EXPECT_EQ(RequestsOn(c->metrics(), "tcp"), 0u);
   PrintCounters(c, "after stop + start");
   std::printf("recovery: %.2f s after SIGKILL, %.2f s after a clean stop\n",
               absl::ToDoubleSeconds(t1), absl::ToDoubleSeconds(t2));

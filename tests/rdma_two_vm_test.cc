@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,6 +38,13 @@ namespace kvstore {
 namespace {
 
 using ::kvstore::testing::KvServerProcess;
+using ::kvstore::testing::RequestsOn;
+using ::kvstore::testing::SeriesValue;
+
+// kvstore_client_<name>_total in a client's metrics() (0 when absent).
+uint64_t ClientTotal(const std::map<std::string, uint64_t>& m, const std::string& name) {
+  return SeriesValue(m, "kvstore_client_" + name + "_total");
+}
 
 constexpr char kDoneKey[] = "two-vm:done";
 
@@ -195,19 +203,21 @@ void RunClient(const std::string& address) {
   ASSERT_TRUE(tcp->Delete("two-vm:rt:0").ok());
   EXPECT_EQ(rdma->Get("two-vm:rt:0").status().code(), absl::StatusCode::kNotFound);
 
-  client::ClientCounters k = rdma->counters();
+  const std::map<std::string, uint64_t> k = rdma->metrics();
   std::printf(
-      "rdma client: rdma_ops %lu tcp_ops %lu checksum_retries %lu span_retries %lu "
+      "rdma client: rdma requests %lu tcp requests %lu checksum_retries %lu span_retries %lu "
       "server_fallback_gets %lu leases granted %lu released %lu renewed %lu reconnects %lu\n",
-      k.rdma_ops, k.tcp_ops, k.checksum_retries, k.span_retries, k.server_fallback_gets,
-      k.leases_granted, k.leases_released, k.leases_renewed, k.reconnects);
+      RequestsOn(k, "rdma"), RequestsOn(k, "tcp"), ClientTotal(k, "checksum_retries"),
+      ClientTotal(k, "span_retries"), ClientTotal(k, "server_fallback_gets"),
+      ClientTotal(k, "leases_granted"), ClientTotal(k, "leases_released"),
+      ClientTotal(k, "leases_renewed"), ClientTotal(k, "reconnects"));
   EXPECT_EQ(rdma->transport_name(), "rdma");
-  EXPECT_EQ(k.tcp_ops, 0u);
-  EXPECT_GT(k.rdma_ops, 250u);
-  EXPECT_GT(k.leases_granted, 0u);
-  EXPECT_EQ(k.reconnects, 0u);
+  EXPECT_EQ(RequestsOn(k, "tcp"), 0u);
+  EXPECT_GT(RequestsOn(k, "rdma"), 250u);
+  EXPECT_GT(ClientTotal(k, "leases_granted"), 0u);
+  EXPECT_EQ(ClientTotal(k, "reconnects"), 0u);
   // Most GETs were one-sided: only a slow large read may go to the server.
-  EXPECT_LE(k.server_fallback_gets, 2u);
+  EXPECT_LE(ClientTotal(k, "server_fallback_gets"), 2u);
   auto stats = tcp->Stats();
   ASSERT_TRUE(stats.ok()) << stats.status();
   std::printf("server: rdma_connections_total %lu rdma_commits %lu rpc_gets %lu epoch %s\n",

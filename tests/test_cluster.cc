@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -37,6 +38,24 @@ std::string BinaryPath(const std::string& rel) {
 std::string TempDir() {
   const char* t = std::getenv("TEST_TMPDIR");
   return t ? t : "/tmp";
+}
+
+uint64_t SeriesValue(const std::map<std::string, uint64_t>& metrics, const std::string& series) {
+  auto it = metrics.find(series);
+  return it == metrics.end() ? 0 : it->second;
+}
+
+// Keys are `name{op="...",transport="..."}` (labels sorted by name), so the
+// transport label is matched as text rather than parsed.
+uint64_t RequestsOn(const std::map<std::string, uint64_t>& metrics, const std::string& transport) {
+  const std::string prefix = "kvstore_client_requests_total{";
+  const std::string label = absl::StrCat("transport=\"", transport, "\"");
+  uint64_t total = 0;
+  for (auto it = metrics.lower_bound(prefix); it != metrics.end(); ++it) {
+    if (!absl::StartsWith(it->first, prefix)) break;
+    if (absl::StrContains(it->first, label)) total += it->second;
+  }
+  return total;
 }
 
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& input,

@@ -9,6 +9,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,13 @@ std::string BinaryPath(const std::string& workspace_relative);
 
 // A scratch directory for this test (TEST_TMPDIR or /tmp).
 std::string TempDir();
+
+// The value of `series` in a flat metrics map (KvClient::metrics()), 0 when
+// absent, e.g. SeriesValue(c->metrics(), "kvstore_client_reconnects_total").
+uint64_t SeriesValue(const std::map<std::string, uint64_t>& metrics, const std::string& series);
+// kvstore_client_requests_total{transport=`transport`} summed over its ops:
+// the operations a client ran over "rdma" or "tcp" (retries included).
+uint64_t RequestsOn(const std::map<std::string, uint64_t>& metrics, const std::string& transport);
 
 struct ProcessResult {
   int exit_code = -1;  // -signal when killed by a signal

@@ -9,9 +9,11 @@
 // one-sided READs and WRITE + commit; each keeps its hot loop inside.
 //
 // Every operation KvClient needs is a virtual here, so KvClient never asks
-// which transport it holds. The zero-copy calls, broken() and
-// rdma_counters() have defaults that suit a transport without registered
-// memory (TCP): copies through Get/Put, never broken, zero counters.
+// which transport it holds. The zero-copy calls and broken() have defaults
+// that suit a transport without registered memory (TCP): copies through
+// Get/Put, never broken. A path counts nothing of its own in this interface:
+// an implementation that counts (RDMA) is given the client's
+// metrics::Registry when it is built.
 //
 // Errors: the codes of kv_client.h. A Status carrying kNotSentPayload failed
 // before the request left the client, so even a non-idempotent operation may
@@ -45,31 +47,6 @@ inline constexpr char kNotSentPayload[] = "type.kvstore/not-sent";
 
 // Marks `s` as failed before its request left this client (kNotSentPayload).
 absl::Status NotSent(absl::Status s);
-
-// What an RDMA path counts; all zero for other transports. KvClient adds the
-// counters of every path it has used into ClientCounters.
-struct RdmaPathCounters {
-  uint64_t ops = 0;
-  uint64_t checksum_retries = 0;
-  uint64_t span_retries = 0;
-  uint64_t server_fallback_gets = 0;
-  uint64_t leases_granted = 0;
-  uint64_t leases_released = 0;
-  uint64_t leases_renewed = 0;
-  uint64_t lease_aborts = 0;
-
-  RdmaPathCounters& operator+=(const RdmaPathCounters& o) {
-    ops += o.ops;
-    checksum_retries += o.checksum_retries;
-    span_retries += o.span_retries;
-    server_fallback_gets += o.server_fallback_gets;
-    leases_granted += o.leases_granted;
-    leases_released += o.leases_released;
-    leases_renewed += o.leases_renewed;
-    lease_aborts += o.lease_aborts;
-    return *this;
-  }
-};
 
 class DataPath {
  public:
@@ -110,8 +87,6 @@ class DataPath {
   // server restart) and the owner should handshake again and build a new
   // one. Default: never (a TCP path reconnects its sockets itself).
   virtual bool broken() const { return false; }
-  // The RDMA counters of this path. Default: all zero.
-  virtual RdmaPathCounters rdma_counters() const { return RdmaPathCounters(); }
 
   // "tcp" or "rdma".
   virtual absl::string_view name() const = 0;

@@ -137,7 +137,7 @@ int RunStat(const Context& context, const std::vector<std::string>& /*args*/) {
   if (!stats.ok()) return Failure(stats.status());
   // One snapshot of each side; the client's is taken after the server's.
   const std::string out =
-      FormatStat((*client)->transport_name(), *stats, (*client)->counters(), context.json);
+      FormatStat((*client)->transport_name(), *stats, (*client)->metrics(), context.json);
   const absl::Status status = WriteAll(STDOUT_FILENO, out);
   if (!status.ok()) return Failure(status);
   return kExitOk;

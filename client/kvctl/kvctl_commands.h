@@ -42,7 +42,7 @@ int RunExists(const Context& context, const std::vector<std::string>& args);
 // server's cursor stops advancing.
 int RunScan(const Context& context, const std::vector<std::string>& args);
 
-// stat: prints the server's info and counters and this client's counters
+// stat: prints the server's info and counters and this client's metrics
 // (FormatStat(), text or --json).
 int RunStat(const Context& context, const std::vector<std::string>& args);
 

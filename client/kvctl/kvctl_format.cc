@@ -1,15 +1,15 @@
 // Copyright 2026 The kvstore Authors.
 //
 // Rendering of `kvctl stat`. Both forms list the same entries in the same
-// order: the server's maps (sorted by name, as std::map keeps them), then
-// the client counters in ClientCounters' declaration order.
+// order: the server's maps, then the client's metrics, each sorted by name
+// (as std::map keeps them).
 
 #include "client/kvctl/kvctl_format.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -20,45 +20,31 @@ namespace client {
 namespace kvctl {
 namespace {
 
-// ClientCounters as (name, value) pairs, named after the struct's fields so
-// that the JSON keys match the C++ API. There is no reflection: a field
-// added to ClientCounters shows up only once it is listed here.
-std::vector<std::pair<const char*, uint64_t>> CounterList(const ClientCounters& c) {
-  return {
-      {"gets", c.gets},
-      {"puts", c.puts},
-      {"deletes", c.deletes},
-      {"tcp_ops", c.tcp_ops},
-      {"rdma_ops", c.rdma_ops},
-      {"tcp_fallbacks", c.tcp_fallbacks},
-      {"checksum_retries", c.checksum_retries},
-      {"span_retries", c.span_retries},
-      {"server_fallback_gets", c.server_fallback_gets},
-      {"leases_granted", c.leases_granted},
-      {"leases_released", c.leases_released},
-      {"leases_renewed", c.leases_renewed},
-      {"lease_aborts", c.lease_aborts},
-      {"reconnects", c.reconnects},
-  };
+// Text column for names: 30, or wider for the client's series keys (which
+// run to ~80 characters), so that each section's values still line up.
+int NameWidth(const std::map<std::string, uint64_t>& entries) {
+  size_t width = 30;
+  for (const auto& entry : entries) width = std::max(width, entry.first.size());
+  return static_cast<int>(width);
 }
 
 }  // namespace
 
 std::string FormatStat(absl::string_view transport, const ServerStats& stats,
-                       const ClientCounters& counters, bool json) {
-  const std::vector<std::pair<const char*, uint64_t>> client_counters = CounterList(counters);
+                       const std::map<std::string, uint64_t>& client_metrics, bool json) {
   std::string out;
   if (json) {
     // Field names: transport, server.info.*, server.counters.*, client.*
-    // (the ClientCounters field names). Empty server maps still appear, as
-    // {}, so that readers need not test for the key.
+    // (the client's series keys). Empty maps still appear, as {}, so that
+    // readers need not test for the key.
     nlohmann::ordered_json j;
     j["transport"] = std::string(transport);
     j["server"]["info"] = nlohmann::ordered_json::object();
     for (const auto& [name, value] : stats.info) j["server"]["info"][name] = value;
     j["server"]["counters"] = nlohmann::ordered_json::object();
     for (const auto& [name, value] : stats.counters) j["server"]["counters"][name] = value;
-    for (const auto& [name, value] : client_counters) j["client"][name] = value;
+    j["client"] = nlohmann::ordered_json::object();
+    for (const auto& [name, value] : client_metrics) j["client"][name] = value;
     // Nothing guarantees that server strings are UTF-8: replace, never throw.
     out = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     // The newline ends kvctl's output line; it is not part of the JSON.
@@ -74,9 +60,10 @@ std::string FormatStat(absl::string_view transport, const ServerStats& stats,
     for (const auto& [name, value] : stats.counters) {
       absl::StrAppendFormat(&out, "  %-30s %d\n", name, value);
     }
-    absl::StrAppend(&out, "client counters:\n");
-    for (const auto& [name, value] : client_counters) {
-      absl::StrAppendFormat(&out, "  %-30s %d\n", name, value);
+    absl::StrAppend(&out, "client metrics:\n");
+    const int width = NameWidth(client_metrics);
+    for (const auto& [name, value] : client_metrics) {
+      absl::StrAppendFormat(&out, "  %-*s %d\n", width, name, value);
     }
   }
   return out;

@@ -7,6 +7,8 @@
 #ifndef KVSTORE_CLIENT_KVCTL_KVCTL_FORMAT_H_
 #define KVSTORE_CLIENT_KVCTL_KVCTL_FORMAT_H_
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -17,16 +19,19 @@ namespace client {
 namespace kvctl {
 
 // `kvctl stat`'s output for a client on `transport` that fetched `stats`
-// and holds `counters`, ending in '\n'.
+// and reports `client_metrics` (KvClient::metrics()), ending in '\n'.
 //
 // Text: "transport NAME", then the sections "server info:", "server
-// counters:" and "client counters:", one "  name  value" line per entry.
+// counters:" and "client metrics:", one "  name  value" line per entry
+// (client names are Prometheus series, e.g.
+// kvstore_client_requests_total{op="get",transport="tcp"}).
 //
 // JSON (`json` true), one line: {"transport": NAME, "server": {"info": {..},
-// "counters": {..}}, "client": {..}} where the client fields are the
-// ClientCounters field names. Invalid UTF-8 in server strings is replaced.
+// "counters": {..}}, "client": {..}} where "client" is the flat map of
+// KvClient::metrics(), keys as above. Invalid UTF-8 in server strings is
+// replaced.
 std::string FormatStat(absl::string_view transport, const ServerStats& stats,
-                       const ClientCounters& counters, bool json);
+                       const std::map<std::string, uint64_t>& client_metrics, bool json);
 
 }  // namespace kvctl
 }  // namespace client

@@ -60,7 +60,7 @@ constexpr Command kCommands[] = {
      "listing N keys at a time until it is complete.",
      0, 0, RunScan},
     {"stat", "stat",
-     "Print the server's info and counters, this client's counters and the transport in use.", 0, 0,
+     "Print the server's info and counters, this client's metrics and the transport in use.", 0, 0,
      RunStat},
     {"bench", "bench",
      "Load generator: --concurrency threads sharing one client GET and PUT keys chosen "

@@ -13,13 +13,19 @@
 namespace kvstore {
 namespace client {
 
-LeaseManager::LeaseManager(ControlClient* control, OpEngine* engine, PathCounters* counters,
+LeaseManager::LeaseManager(ControlClient* control, OpEngine* engine, metrics::Registry* registry,
                            uint64_t epoch, uint64_t connection_id, std::string client_name,
                            uint64_t lease_bytes, absl::Duration lease_ttl,
                            absl::Duration rpc_timeout)
     : control_(control),
       engine_(engine),
-      counters_(counters),
+      leases_granted_(registry->AddCounter("kvstore_client_leases_granted_total",
+                                           "RDMA write leases granted to this client (gRPC).")),
+      leases_released_(
+          registry->AddCounter("kvstore_client_leases_released_total",
+                               "Write leases this client gave back and the server confirmed.")),
+      leases_renewed_(registry->AddCounter("kvstore_client_leases_renewed_total",
+                                           "Write lease renewals the server accepted.")),
       epoch_(epoch),
       connection_id_(connection_id),
       client_name_(std::move(client_name)),
@@ -78,7 +84,7 @@ absl::StatusOr<std::shared_ptr<Lease>> LeaseManager::Grant(uint64_t bytes) {
   l->rkey = granted->write_rkey();
   // Measured from before the request: never later than the server's view.
   l->expires = asked + lease_ttl_;
-  counters_->leases_granted++;
+  leases_granted_->Increment();
   return l;
 }
 
@@ -86,7 +92,7 @@ absl::StatusOr<std::shared_ptr<Lease>> LeaseManager::Grant(uint64_t bytes) {
 // server. Counted only when the server confirmed it.
 void LeaseManager::Release(const Lease& l) {
   if (control_->ReleaseLease(epoch_, l.id, connection_id_, absl::Now() + rpc_timeout_).ok()) {
-    counters_->leases_released++;
+    leases_released_->Increment();
   }
 }
 
@@ -184,7 +190,7 @@ void LeaseManager::RenewLocked() {
     mu_.Lock();
     if (ok) {
       l->expires = asked + lease_ttl_;
-      counters_->leases_renewed++;
+      leases_renewed_->Increment();
     } else {
       l->dead = true;
     }

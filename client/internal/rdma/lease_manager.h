@@ -26,7 +26,7 @@
 #include "absl/time/time.h"
 #include "client/internal/control_client.h"
 #include "client/internal/rdma/op_engine.h"
-#include "client/internal/rdma/path_counters.h"
+#include "common/metrics/registry.h"
 
 namespace kvstore {
 namespace client {
@@ -55,10 +55,12 @@ class LeaseManager {
  public:
   // Leases of `lease_bytes` (or an entry's size, if larger) for connection
   // `connection_id` of server epoch `epoch`. `control`, `engine` (told when
-  // the server is gone) and `counters` must outlive the manager.
-  LeaseManager(ControlClient* control, OpEngine* engine, PathCounters* counters, uint64_t epoch,
-               uint64_t connection_id, std::string client_name, uint64_t lease_bytes,
-               absl::Duration lease_ttl, absl::Duration rpc_timeout);
+  // the server is gone) and `registry` (the client's, where the lease
+  // counters are registered; a rebuilt path reuses them) must outlive the
+  // manager.
+  LeaseManager(ControlClient* control, OpEngine* engine, metrics::Registry* registry,
+               uint64_t epoch, uint64_t connection_id, std::string client_name,
+               uint64_t lease_bytes, absl::Duration lease_ttl, absl::Duration rpc_timeout);
   // Stops the thread if Shutdown() was not called (without releasing).
   ~LeaseManager();
   LeaseManager(const LeaseManager&) = delete;
@@ -91,7 +93,10 @@ class LeaseManager {
 
   ControlClient* const control_;
   OpEngine* const engine_;
-  PathCounters* const counters_;
+  // Owned by the client's registry; incremented when the server confirmed.
+  metrics::Counter* const leases_granted_;
+  metrics::Counter* const leases_released_;
+  metrics::Counter* const leases_renewed_;
   const uint64_t epoch_;
   const uint64_t connection_id_;
   const std::string client_name_;

@@ -28,7 +28,7 @@ RdmaDataPath::RdmaDataPath(std::shared_ptr<RdmaContext> ctx, ServerLayout layout
 absl::StatusOr<std::unique_ptr<RdmaDataPath>> RdmaDataPath::Connect(
     std::shared_ptr<RdmaContext> context, ControlClient* control,
     const v1::HandshakeResponse& handshake, const std::string& client_name, uint64_t lease_bytes,
-    absl::Duration rpc_timeout) {
+    absl::Duration rpc_timeout, metrics::Registry* registry) {
   // Validate what the server publishes before allocating anything.
   KV_ASSIGN_OR_RETURN(ServerLayout layout, ServerLayout::FromHandshake(handshake));
   std::unique_ptr<RdmaDataPath> p(new RdmaDataPath(std::move(context), std::move(layout)));
@@ -37,13 +37,13 @@ absl::StatusOr<std::unique_ptr<RdmaDataPath>> RdmaDataPath::Connect(
   KV_ASSIGN_OR_RETURN(p->conn_,
                       RdmaConnection::Open(p->ctx_, control, p->layout_, client_name, rpc_timeout));
   p->engine_->Attach(p->conn_.get());
-  p->leases_ = std::make_unique<LeaseManager>(
-      control, p->engine_.get(), &p->counters_, p->layout_.epoch, p->conn_->connection_id(),
-      client_name, lease_bytes, p->layout_.lease_ttl, rpc_timeout);
+  p->leases_ = std::make_unique<LeaseManager>(control, p->engine_.get(), registry, p->layout_.epoch,
+                                              p->conn_->connection_id(), client_name, lease_bytes,
+                                              p->layout_.lease_ttl, rpc_timeout);
   p->reader_ = std::make_unique<RdmaReader>(&p->layout_, p->engine_.get(), p->pool_.get(), control,
-                                            &p->counters_);
+                                            registry);
   p->writer_ = std::make_unique<RdmaWriter>(&p->layout_, p->engine_.get(), p->pool_.get(),
-                                            p->leases_.get(), &p->counters_);
+                                            p->leases_.get(), registry);
   p->leases_->Start();
   return p;
 }

@@ -9,7 +9,11 @@
 //   RdmaReader      one-sided GET / Exists / MultiGet, verify, retry, fallback
 //   RdmaWriter      PUT / MultiPut / DELETE by WRITE + commit
 //   LeaseManager    write leases: grant, renew, release (its own thread)
-//   PathCounters    what the path counts (rdma_counters())
+//
+// The parts count into the client's metrics::Registry (reader: read
+// retries and fallbacks; writer: lease aborts; lease manager: leases), which
+// outlives every path, so a path rebuilt after a reconnect adds to the same
+// series.
 //
 // Any completion error (remote access error, retry exceeded: server gone)
 // marks the path broken; every operation then fails with kUnavailable and the
@@ -29,9 +33,9 @@
 #include "absl/status/statusor.h"
 #include "client/internal/control_client.h"
 #include "client/internal/data_path.h"
-#include "client/internal/rdma/path_counters.h"
 #include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/server_layout.h"
+#include "common/metrics/registry.h"
 #include "proto/kv_control.pb.h"
 
 namespace kvstore {
@@ -47,6 +51,7 @@ class RdmaDataPath final : public DataPath {
  public:
   // Connects a queue pair through ConnectQp and prepares the region
   // directory from `handshake`, on the device and PD of `context`. `control`
+  // and `registry` (the client's, where the parts register their counters)
   // must outlive the path; `rpc_timeout` bounds each control-plane call the
   // path makes. Errors: kFailedPrecondition for a server whose memory layout
   // or commit buffers do not fit this client, kUnavailable when it publishes
@@ -54,7 +59,7 @@ class RdmaDataPath final : public DataPath {
   static absl::StatusOr<std::unique_ptr<RdmaDataPath>> Connect(
       std::shared_ptr<RdmaContext> context, ControlClient* control,
       const v1::HandshakeResponse& handshake, const std::string& client_name, uint64_t lease_bytes,
-      absl::Duration rpc_timeout);
+      absl::Duration rpc_timeout, metrics::Registry* registry);
 
   // Stops the lease thread; on a healthy path also releases the leases and
   // disconnects (skipped on a broken path: the server may be gone, each RPC
@@ -84,7 +89,6 @@ class RdmaDataPath final : public DataPath {
 
   // True once a completion error, failed post or timeout broke the QP.
   bool broken() const override;
-  RdmaPathCounters rdma_counters() const override { return counters_.Snapshot(); }
   absl::string_view name() const override { return "rdma"; }
 
  private:
@@ -93,7 +97,6 @@ class RdmaDataPath final : public DataPath {
 
   const std::shared_ptr<RdmaContext> ctx_;
   const ServerLayout layout_;
-  PathCounters counters_;
   // Declared in dependency order, so they are destroyed users first.
   std::unique_ptr<BufferPool> pool_;
   std::unique_ptr<OpEngine> engine_;

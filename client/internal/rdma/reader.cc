@@ -30,6 +30,23 @@ constexpr size_t kBatch = 16;       // keys per MultiGet round
 
 }  // namespace
 
+RdmaReader::RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool* pool,
+                       ControlClient* control, metrics::Registry* registry)
+    : layout_(layout),
+      engine_(engine),
+      pool_(pool),
+      control_(control),
+      checksum_retries_(registry->AddCounter(
+          "kvstore_client_checksum_retries_total",
+          "One-sided GET rounds retried because what was read did not verify.")),
+      span_retries_(registry->AddCounter(
+          "kvstore_client_span_retries_total",
+          "One-sided GETs restarted for taking longer than the server's max_read_span.")),
+      server_fallback_gets_(registry->AddCounter(
+          "kvstore_client_server_fallback_gets_total",
+          "GETs answered by the server CPU (gRPC) after one-sided retries ran out, or for an "
+          "entry no single READ can fetch.")) {}
+
 // --- Entry points --------------------------------------------------------------
 
 // The key limit is checked before anything is posted: the server would
@@ -124,7 +141,6 @@ std::vector<Slot> RdmaReader::Candidates(const OpSlot* s, const layout::KeyHash&
 // anything torn -> retry; a span overrun -> retry, or straight to the server
 // when even the entry READ alone is too slow.
 absl::StatusOr<size_t> RdmaReader::GetOne(const Request& req) {
-  counters_->ops++;
   const layout::KeyHash h =
       layout::HashKey(req.key, layout_->geometry.seed, layout_->geometry.bucket_count);
   OpSlot* s = engine_->AcquireSlots(1)[0];
@@ -154,10 +170,10 @@ absl::StatusOr<size_t> RdmaReader::GetOne(const Request& req) {
     }
     if (span_exceeded) continue;  // counted as a span retry
     if (!torn) return absl::NotFoundError("key not found");
-    counters_->checksum_retries++;  // a slot or entry that did not verify
+    checksum_retries_->Increment();  // a slot or entry that did not verify
   }
   // Retries exhausted: the server's CPU answers.
-  counters_->server_fallback_gets++;
+  server_fallback_gets_->Increment();
   return ServerGet(req);
 }
 
@@ -170,7 +186,7 @@ RdmaReader::Attempt RdmaReader::ReadCandidate(const Request& req, const Slot& sl
   if (region == nullptr) {
     // Larger than a segment and across two memory regions: one READ
     // cannot fetch it, so the server answers.
-    counters_->server_fallback_gets++;
+    server_fallback_gets_->Increment();
     return {Attempt::kDone, ServerGet(req)};
   }
   const uint64_t remote = region->addr + (slot.offset - region->arena_offset);
@@ -187,7 +203,7 @@ RdmaReader::Attempt RdmaReader::ReadCandidate(const Request& req, const Slot& sl
   }
   if (absl::Now() - t0 > layout_->max_read_span) {
     // The entry may have been reclaimed and reused while we read it.
-    counters_->span_retries++;
+    span_retries_->Increment();
     if (plan.big) pool_->Release(std::move(plan.big));
     Attempt a{Attempt::kSpanExceeded};
     // If the entry READ alone outlasts the span (a large value on a slow
@@ -395,11 +411,10 @@ absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys
   return absl::OkStatus();
 }
 
-// Counts the batch's keys once up front; the GetOne() calls for leftover
-// keys would count again, hence the decrement after each.
+// The batch's bucket READs go out together; leftover keys take the
+// single-key path.
 absl::Status RdmaReader::MultiGetBatch(absl::Span<const std::string> keys, absl::Time deadline,
                                        absl::StatusOr<std::string>* out) {
-  counters_->ops += keys.size();
   const size_t n = keys.size();
   std::vector<OpSlot*> slots = engine_->AcquireSlots(n);
   SlotGuard guard(engine_, slots);
@@ -413,7 +428,6 @@ absl::Status RdmaReader::MultiGetBatch(absl::Span<const std::string> keys, absl:
     if (out[k].ok() || out[k].status().code() == absl::StatusCode::kNotFound) continue;
     std::string value;
     auto v = GetOne({keys[k], deadline, &value, nullptr, false});
-    counters_->ops--;  // already counted for the batch
     if (v.ok())
       out[k] = std::move(value);
     else if (v.status().code() == absl::StatusCode::kNotFound)

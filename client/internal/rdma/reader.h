@@ -30,10 +30,10 @@
 #include "absl/types/span.h"
 #include "client/internal/control_client.h"
 #include "client/internal/rdma/op_engine.h"
-#include "client/internal/rdma/path_counters.h"
 #include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/server_layout.h"
 #include "client/registered_buffer.h"
+#include "common/metrics/registry.h"
 #include "common/protocol/layout.h"
 
 namespace kvstore {
@@ -41,10 +41,10 @@ namespace client {
 
 class RdmaReader {
  public:
-  // Every pointer must outlive the reader.
+  // Every pointer must outlive the reader. Registers the read retry
+  // counters in `registry` (the client's: a rebuilt path reuses the series).
   RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool* pool, ControlClient* control,
-             PathCounters* counters)
-      : layout_(layout), engine_(engine), pool_(pool), control_(control), counters_(counters) {}
+             metrics::Registry* registry);
 
   // The value of `key`. kNotFound when absent, kInvalidArgument for a key
   // over the limit, kUnavailable once the path is broken, kDeadlineExceeded.
@@ -139,7 +139,10 @@ class RdmaReader {
   OpEngine* const engine_;
   BufferPool* const pool_;
   ControlClient* const control_;
-  PathCounters* const counters_;
+  // Owned by the client's registry.
+  metrics::Counter* const checksum_retries_;      // a read that did not verify, retried
+  metrics::Counter* const span_retries_;          // a read that outlasted max_read_span
+  metrics::Counter* const server_fallback_gets_;  // GETs the server CPU answered
 };
 
 }  // namespace client

@@ -26,6 +26,18 @@ constexpr size_t kBatch = 16;  // pairs per MultiPut round
 
 }  // namespace
 
+// Registering returns the client's existing counter when an earlier path
+// already did, so a reconnect keeps counting on the same series.
+RdmaWriter::RdmaWriter(const ServerLayout* layout, OpEngine* engine, BufferPool* pool,
+                       LeaseManager* leases, metrics::Registry* registry)
+    : layout_(layout),
+      engine_(engine),
+      pool_(pool),
+      leases_(leases),
+      lease_aborts_(registry->AddCounter(
+          "kvstore_client_lease_aborts_total",
+          "RDMA commits refused because their write lease had expired (each is redone).")) {}
+
 // --- Entry points --------------------------------------------------------------
 
 // A copy PUT: the value is staged in scratch (or a pooled buffer).
@@ -48,7 +60,6 @@ absl::Status RdmaWriter::PutFrom(absl::string_view key, const RegisteredBuffer& 
 // unlinks the slot. It is not redone on kAborted (no lease is involved).
 absl::Status RdmaWriter::Delete(absl::string_view key, absl::Time deadline) {
   KV_RETURN_IF_ERROR(layout_->limits.CheckKey(key));
-  counters_->ops++;
   if (engine_->broken()) {
     return NotSent(absl::UnavailableError("RDMA data path broken; reconnecting"));
   }
@@ -82,17 +93,16 @@ absl::Status RdmaWriter::MultiPut(absl::Span<const std::pair<std::string, std::s
 
 // --- PUT -------------------------------------------------------------------------
 
-// Counted once even when redone. Only kAborted is redone: the lease expired
+// Only kAborted is redone: the lease expired
 // before the commit arrived, so the entry was never published.
 absl::Status RdmaWriter::PutImpl(absl::string_view key, absl::string_view value,
                                  uint32_t value_lkey, absl::Time deadline) {
   KV_RETURN_IF_ERROR(layout_->limits.CheckKey(key));
   KV_RETURN_IF_ERROR(layout_->limits.CheckValueLength(value.size()));
-  counters_->ops++;
   for (int attempt = 0;; ++attempt) {
     absl::Status s = PutOnce(key, value, value_lkey, deadline);
     if (s.code() != absl::StatusCode::kAborted || attempt > 0) return s;
-    counters_->lease_aborts++;  // the lease expired under us: redo with a fresh one
+    lease_aborts_->Increment();  // the lease expired under us: redo with a fresh one
   }
 }
 
@@ -198,7 +208,6 @@ absl::Status RdmaWriter::MultiPutBatch(absl::Span<const std::pair<std::string, s
     KV_RETURN_IF_ERROR(MultiPutBatch(pairs.subspan(0, n), deadline));
     return MultiPutBatch(pairs.subspan(n), deadline);
   }
-  counters_->ops += n;
   std::vector<LeaseSpace> spaces;
   for (const auto& [k, v] : pairs) {
     KV_ASSIGN_OR_RETURN(LeaseSpace sp, leases_->Reserve(layout::EntryBytes(k.size(), v.size())));
@@ -227,7 +236,7 @@ absl::Status RdmaWriter::MultiPutBatch(absl::Span<const std::pair<std::string, s
   absl::Status first;
   for (size_t i = 0; i < n; ++i) {
     if (results[i].code() == absl::StatusCode::kAborted) {
-      counters_->lease_aborts++;  // that lease expired: redo this one alone
+      lease_aborts_->Increment();  // that lease expired: redo this one alone
       results[i] = PutOnce(pairs[i].first, pairs[i].second, 0, deadline);
     }
     if (!results[i].ok() && first.ok()) first = results[i];

@@ -30,20 +30,20 @@
 #include "absl/types/span.h"
 #include "client/internal/rdma/lease_manager.h"
 #include "client/internal/rdma/op_engine.h"
-#include "client/internal/rdma/path_counters.h"
 #include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/server_layout.h"
 #include "client/registered_buffer.h"
+#include "common/metrics/registry.h"
 
 namespace kvstore {
 namespace client {
 
 class RdmaWriter {
  public:
-  // Every pointer must outlive the writer.
+  // Every pointer must outlive the writer. Registers the lease-abort
+  // counter in `registry` (the client's: a rebuilt path reuses the series).
   RdmaWriter(const ServerLayout* layout, OpEngine* engine, BufferPool* pool, LeaseManager* leases,
-             PathCounters* counters)
-      : layout_(layout), engine_(engine), pool_(pool), leases_(leases), counters_(counters) {}
+             metrics::Registry* registry);
 
   // Stores key -> value. kInvalidArgument for a key or value over a limit,
   // the server's ack status (kResourceExhausted when full, ...), kUnavailable
@@ -95,7 +95,9 @@ class RdmaWriter {
   OpEngine* const engine_;
   BufferPool* const pool_;
   LeaseManager* const leases_;
-  PathCounters* const counters_;
+  // Commits refused because their lease had expired (then redone); owned
+  // by the client's registry.
+  metrics::Counter* const lease_aborts_;
 };
 
 }  // namespace client

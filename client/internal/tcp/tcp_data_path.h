@@ -9,8 +9,9 @@
 // (resp::RespErrorToStatus: "OOM ..." is kResourceExhausted, "ERR ..."
 // kInvalidArgument, ...); the message text is never inspected.
 //
-// Zero copy (Register/GetInto/PutFrom), broken() and rdma_counters() are the
-// DataPath defaults: plain memory and copies, never broken, zero counters.
+// Zero copy (Register/GetInto/PutFrom) and broken() are the DataPath
+// defaults: plain memory and copies, never broken. The path counts nothing
+// itself: KvClient counts its requests per transport.
 //
 // Thread safety: thread-safe; many requests in flight per connection.
 
