@@ -30,7 +30,7 @@ void ReplyInvalid(const CommandContext& ctx, absl::string_view msg) {
 // A found value, sent zero-copy. Counted as a GET even inside MGET.
 void ReplyValue(const CommandContext& ctx, PinnedValue v) {
   ctx.conn->ReplyPinned(std::move(v));
-  ctx.counters->gets++;
+  ctx.counters->get.requests->Increment();
 }
 
 // --- Data commands -----------------------------------------------------------
@@ -42,12 +42,18 @@ void Get(const CommandContext& ctx, CommandArgs args) {
   if (absl::Status s = ctx.store->limits().CheckKey(args[1]); !s.ok()) {
     return ctx.conn->ReplyStatus(s);
   }
+  // The hottest path: one clock pair, and the counter + histogram adds.
+  const absl::Time start = absl::Now();
   auto v = ctx.store->Get(args[1]);
-  if (v.ok()) return ReplyValue(ctx, std::move(*v));
+  if (v.ok()) {
+    ctx.conn->ReplyPinned(std::move(*v));
+  } else if (v.status().code() == absl::StatusCode::kNotFound) {
+    ctx.conn->ReplyNull();
+  } else {
+    ctx.conn->ReplyStatus(v.status());
+  }
   // Misses and errors count as GETs too.
-  ctx.counters->gets++;
-  if (v.status().code() == absl::StatusCode::kNotFound) return ctx.conn->ReplyNull();
-  ctx.conn->ReplyStatus(v.status());
+  ctx.counters->get.Record(absl::Now() - start);
 }
 
 // Only "SET key value" exists, and the parser streams that form (see
@@ -64,11 +70,17 @@ void CountKeys(const CommandContext& ctx, CommandArgs args, bool del) {
       return ctx.conn->ReplyStatus(s);
     }
   }
+  const absl::Time start = absl::Now();
   int64_t n = 0;
   for (size_t i = 1; i < args.size(); ++i) {
     n += del ? ctx.store->Delete(args[i]).ok() : ctx.store->Exists(args[i]);
   }
   ctx.conn->ReplyInteger(n);
+  if (del) {
+    // Every key counts as a delete request; the command is timed once.
+    ctx.counters->del.requests->Increment(args.size() - 1);
+    ctx.counters->del.duration->Observe(absl::Now() - start);
+  }
 }
 
 // UNLINK is DEL: deletion never blocks on freeing memory here anyway.
@@ -79,6 +91,7 @@ void Exists(const CommandContext& ctx, CommandArgs args) { CountKeys(ctx, args, 
 // A null for every key that is missing or invalid (as Redis: MGET never
 // fails as a whole).
 void MGet(const CommandContext& ctx, CommandArgs args) {
+  const absl::Time start = absl::Now();
   ctx.conn->ReplyArrayHeader(args.size() - 1);
   for (size_t i = 1; i < args.size(); ++i) {
     // An invalid key cannot exist, so it reads as a miss.
@@ -91,6 +104,8 @@ void MGet(const CommandContext& ctx, CommandArgs args) {
       ctx.conn->ReplyNull();
     }
   }
+  // Found keys were counted by ReplyValue(); the command is timed once.
+  ctx.counters->get.duration->Observe(absl::Now() - start);
 }
 
 // Checks every pair before writing any; a write error stops the batch (the
@@ -103,12 +118,19 @@ void MSet(const CommandContext& ctx, CommandArgs args) {
   }
   // Values are copied from the request buffer (MSET is not streamed; the
   // TCP client pipelines SETs instead for large batches).
-  for (size_t i = 1; i < args.size(); i += 2) {
-    absl::Status s = ctx.store->Put(ctx.writer, args[i], args[i + 1]);
-    ctx.counters->sets++;
-    if (!s.ok()) return ctx.conn->ReplyStatus(s);
+  const absl::Time start = absl::Now();
+  absl::Status s;
+  for (size_t i = 1; i < args.size() && s.ok(); i += 2) {
+    s = ctx.store->Put(ctx.writer, args[i], args[i + 1]);
+    ctx.counters->put.requests->Increment();
   }
-  ctx.conn->ReplyOk();
+  if (s.ok()) {
+    ctx.conn->ReplyOk();
+  } else {
+    ctx.conn->ReplyStatus(s);
+  }
+  // One observation per MSET, whether it finished or stopped at an error.
+  ctx.counters->put.duration->Observe(absl::Now() - start);
 }
 
 // The number of live keys in the index (a relaxed count, like Redis's).

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/metrics/registry.h"
 
 namespace kvstore {
 namespace server {
@@ -29,6 +30,9 @@ struct RespServerOptions {
   // Text for INFO (the server's own sections); called per INFO request, on
   // the loop thread that serves it, so it must be thread-safe.
   std::function<std::string()> info;
+  // Where the server registers kvstore_resp_* and the tcp request series
+  // (not owned; must outlive the server). Null: a private registry.
+  metrics::Registry* registry = nullptr;
 };
 
 }  // namespace server
