@@ -56,9 +56,12 @@ ABSL_FLAG(
 ABSL_FLAG(std::string, max_mr_bytes, "0",
           "cap on bytes per RDMA memory region; the pool is split into several (0: the device's "
           "max_mr_size)");
+ABSL_FLAG(int, metrics_port, -1,
+          "Prometheus GET /metrics port on --listen (-1: off, 0: pick a free port); a port in use "
+          "stops start-up");
 ABSL_FLAG(std::string, ready_file, "",
-          "once serving, write 'control_port=N', 'resp_port=N', 'epoch=X' and 'rdma_device=NAME' "
-          "lines to this file (for scripts and tests)");
+          "once serving, write 'control_port=N', 'resp_port=N', 'metrics_port=N' (-1 when off), "
+          "'epoch=X' and 'rdma_device=NAME' lines to this file (for scripts and tests)");
 
 namespace {
 
@@ -85,9 +88,10 @@ int main(int argc, char** argv) {
       "  kvserver up: pool 512 MiB, index 524288 buckets (32 MiB), rdma off (...), transports "
       "tcp,\n"
       "  control 127.0.0.1:7300, resp 127.0.0.1:6380, epoch ...\n"
+      "(with --metrics_port, \", metrics 127.0.0.1:N\" before the epoch).\n"
       "and stops cleanly on SIGINT or SIGTERM. Exit status: 0 after a clean stop, 1 when it\n"
-      "cannot start (the message says why) or a flag is unknown or malformed, 2 for a bad\n"
-      "size or --transport value.");
+      "cannot start (the message says why, e.g. a port in use) or a flag is unknown or\n"
+      "malformed, 2 for a bad size, --transport or --metrics_port value.");
   absl::FlagsUsageConfig config;
   config.contains_help_flags = [](absl::string_view path) {
     return absl::StrContains(path, "kvserver_main");
@@ -103,6 +107,11 @@ int main(int argc, char** argv) {
   o.control_port = absl::GetFlag(FLAGS_control_port);
   o.resp_port = absl::GetFlag(FLAGS_resp_port);
   o.resp_threads = absl::GetFlag(FLAGS_resp_threads);
+  o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  if (o.metrics_port < -1 || o.metrics_port > 65535) {
+    Fail(absl::InvalidArgumentError("--metrics_port must be -1 (off), 0 (any) or a port number"));
+    return 2;
+  }
   o.index_buckets = absl::GetFlag(FLAGS_index_buckets);
   o.hugepages = absl::GetFlag(FLAGS_hugepages);
   o.grace_period = absl::GetFlag(FLAGS_grace_period);
@@ -168,7 +177,8 @@ int main(int argc, char** argv) {
     {
       std::ofstream f(tmp);
       f << "control_port=" << (*server)->control_port() << "\nresp_port=" << (*server)->resp_port()
-        << "\nepoch=" << (*server)->epoch() << "\nrdma_device=" << (*server)->rdma_device() << "\n";
+        << "\nmetrics_port=" << (*server)->metrics_port() << "\nepoch=" << (*server)->epoch()
+        << "\nrdma_device=" << (*server)->rdma_device() << "\n";
     }
     std::rename(tmp.c_str(), ready_file.c_str());
   }
