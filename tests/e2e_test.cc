@@ -239,7 +239,7 @@ TEST_F(EndToEnd, ClientLibraryOperations) {
   EXPECT_EQ(listed.size(), 300u);
   auto stats = c->Stats();
   ASSERT_TRUE(stats.ok());
-  EXPECT_EQ(stats->counters.at("keys"), 301u);
+  EXPECT_EQ(stats->counters.at("kvstore_keys"), 301u);
   EXPECT_EQ(c->Delete("m:1").code(), absl::StatusCode::kOk);
   EXPECT_EQ(c->Delete("m:1").code(), absl::StatusCode::kNotFound);
   // auto fell back to TCP, visibly.

@@ -175,9 +175,11 @@ TEST_F(RdmaEndToEnd, KvctlOverRdma) {
       RunProcess({BinaryPath("client/kvctl/kvctl"), server, "--transport=rdma", "stat", "--json"});
   ASSERT_EQ(stat.exit_code, 0) << stat.err;
   EXPECT_THAT(stat.out, HasSubstr("\"transport\":\"rdma\""));
-  EXPECT_THAT(stat.out, HasSubstr("\"rdma_commits\""));
+  // Server series are flat-map keys; JSON escapes their label quotes.
+  EXPECT_THAT(stat.out,
+              HasSubstr(R"("kvstore_server_requests_total{op=\"put\",transport=\"rdma\"}")"));
   EXPECT_THAT(stat.out, HasSubstr("\"checksum_retries\""));
-  EXPECT_THAT(stat.out, HasSubstr("\"leases_granted\""));
+  EXPECT_THAT(stat.out, HasSubstr("\"kvstore_leases_granted_total\""));
 }
 
 TEST_F(RdmaEndToEnd, RdmaAndTcpClientsSeeEachOthersWrites) {
