@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       "  kvserver up: pool 512 MiB, index 524288 buckets (32 MiB), rdma off (...), transports "
       "tcp,\n"
       "  control 127.0.0.1:7300, resp 127.0.0.1:6380, epoch ...\n"
-      "(with --metrics_port, \", metrics 127.0.0.1:N\" before the epoch).\n"
+      "(with --metrics_port, \", metrics 127.0.0.1:N\" comes before the epoch),\n"
       "and stops cleanly on SIGINT or SIGTERM. Exit status: 0 after a clean stop, 1 when it\n"
       "cannot start (the message says why, e.g. a port in use) or a flag is unknown or\n"
       "malformed, 2 for a bad size, --transport or --metrics_port value.");

@@ -35,7 +35,10 @@ bool InCi() {
 
 }  // namespace
 
+// A hand-written client on purpose: the test checks what a scraper that
+// knows nothing of cpp-httplib receives over a plain TCP socket.
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
+  // Loopback only: the test servers listen on 127.0.0.1 (test_cluster.h).
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
   sockaddr_in addr{};
@@ -55,11 +58,14 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
     close(fd);
     return absl::UnavailableError("short send of the HTTP request");
   }
+  // The whole reply (head and body) until the server closes.
   std::string reply;
   char buf[16384];
   ssize_t n;
   while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) reply.append(buf, n);
   close(fd);
+  // Head and body split at the first empty line; the status line is the
+  // head's first line ("HTTP/1.1 200 OK").
   const size_t head_end = reply.find("\r\n\r\n");
   if (head_end == std::string::npos) return absl::DataLossError("no HTTP header in the reply");
   const std::string status_line = reply.substr(0, reply.find("\r\n"));
@@ -79,6 +85,8 @@ absl::Status PromtoolCheck(const std::string& body) {
     }
     return absl::UnimplementedError(absl::StrCat(kPromtool, " not installed"));
   }
+  // promtool reads stdin; a file in the test's scratch directory keeps the
+  // body for a post-mortem when the check fails.
   const char* tmpdir = std::getenv("TEST_TMPDIR");
   const std::string dir = tmpdir != nullptr ? tmpdir : "/tmp";
   const std::string in = absl::StrCat(dir, "/metrics.", getpid(), ".txt");
@@ -101,6 +109,7 @@ absl::Status PromtoolCheck(const std::string& body) {
 std::map<std::string, std::string> ParsePrometheusText(const std::string& body) {
   std::map<std::string, std::string> samples;
   for (absl::string_view line : absl::StrSplit(body, '\n', absl::SkipEmpty())) {
+    // # HELP and # TYPE lines describe families; only samples carry values.
     if (absl::StartsWith(line, "#")) continue;
     // Label values of kvstore's series hold no space, so the last space
     // separates the series from its value.
@@ -113,8 +122,10 @@ std::map<std::string, std::string> ParsePrometheusText(const std::string& body) 
 
 std::map<std::string, std::string> ParseInfoMetrics(const std::string& info) {
   std::map<std::string, std::string> samples;
+  // INFO has several "# Section" headers; only lines under # Metrics count.
   bool in_metrics = false;
   for (absl::string_view line : absl::StrSplit(info, '\n', absl::SkipEmpty())) {
+    // redis-cli passes the reply's CRLF line ends through.
     line = absl::StripSuffix(line, "\r");
     if (absl::StartsWith(line, "#")) {
       in_metrics = line == "# Metrics";

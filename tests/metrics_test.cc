@@ -39,6 +39,8 @@ constexpr char kTcpDeletes[] = R"(kvstore_server_requests_total{op="delete",tran
 constexpr char kTcpGetLatencyCount[] =
     R"(kvstore_server_request_duration_seconds_count{op="get",transport="tcp"})";
 
+// One kvserver per test (TCP only, metrics on a free port), so that the
+// figures each test checks start from zero.
 class MetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -50,6 +52,7 @@ class MetricsTest : public ::testing::Test {
   void TearDown() override {
     if (HasFailure() && server_ != nullptr) std::cout << "server log:\n" << server_->Log();
   }
+  // redis-cli against the server's RESP port: the same client operators use.
   ProcessResult RedisCli(std::vector<std::string> args) {
     std::vector<std::string> argv = {"redis-cli", "-p", std::to_string(server_->resp_port())};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -77,6 +80,8 @@ TEST_F(MetricsTest, ScrapeStatsAndInfoAgreeAfterRespTraffic) {
   }
   const std::map<std::string, std::string> scraped = ParsePrometheusText(*body);
 
+  // gRPC Stats through the public client: its counters map is the server's
+  // flat snapshot. A tcp client adds no get/put/delete of its own here.
   client::Options o;
   o.servers = {server_->control_address()};
   o.transport = client::TransportMode::kTcp;
@@ -103,6 +108,7 @@ TEST_F(MetricsTest, ScrapeStatsAndInfoAgreeAfterRespTraffic) {
       {"kvstore_keys", 2},
   };
   for (const auto& [series, want] : expected) {
+    // The same key finds the series in all three readers.
     SCOPED_TRACE(series);
     ASSERT_EQ(scraped.count(series), 1u);
     uint64_t from_scrape = 0;
@@ -117,6 +123,8 @@ TEST_F(MetricsTest, ScrapeStatsAndInfoAgreeAfterRespTraffic) {
   for (const auto& [series, value] : stats->counters) EXPECT_EQ(info_metrics.count(series), 1u);
 }
 
+// The endpoint serves /metrics only, and --metrics_port is a real bind: a
+// taken port is a start-up error, not a silently shared one.
 TEST_F(MetricsTest, UnknownPathIs404AndPortInUseStopsStartup) {
   auto missing = HttpGet(server_->metrics_port(), "/nope");
   EXPECT_FALSE(missing.ok());

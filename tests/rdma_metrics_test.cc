@@ -52,6 +52,7 @@ TEST(RdmaMetricsTest, RdmaCommitsShowUpInTheScrape) {
   KvServerProcess server = std::move(*s);
   ASSERT_GT(server.metrics_port(), 0);
 
+  // transport rdma: PUT/DELETE go as RDMA commits, GET as one-sided READs.
   client::Options o;
   o.servers = {server.control_address()};
   o.transport = client::TransportMode::kRdma;
@@ -68,6 +69,7 @@ TEST(RdmaMetricsTest, RdmaCommitsShowUpInTheScrape) {
   }
   for (int i = 0; i < kKeys / 2; ++i) ASSERT_TRUE((*c)->Delete(absl::StrCat("m", i)).ok());
 
+  // Scrape after the last commit's ack: the figures no longer move.
   auto body = HttpGet(server.metrics_port(), "/metrics");
   ASSERT_TRUE(body.ok()) << body.status();
   if (absl::Status st = PromtoolCheck(*body); absl::IsUnimplemented(st)) {
