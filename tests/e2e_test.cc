@@ -280,7 +280,7 @@ TEST_F(EndToEnd, RedisCliTalksToTheServer) {
 TEST_F(EndToEnd, StatJsonAndCleanShutdown) {
   ProcessResult stat = Kvctl({"stat", "--json"});
   ASSERT_EQ(stat.exit_code, 0) << stat.err;
-  EXPECT_THAT(stat.out, HasSubstr("\"keys\""));
+  EXPECT_THAT(stat.out, HasSubstr("\"kvstore_keys\""));
   EXPECT_THAT(server_->Log(), HasSubstr("kvserver up: pool 64 MiB"));
   EXPECT_EQ(server_->Stop(), 0);
   EXPECT_THAT(server_->Log(), HasSubstr("stopped"));
