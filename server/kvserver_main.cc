@@ -65,6 +65,8 @@ ABSL_FLAG(std::string, ready_file, "",
 
 namespace {
 
+// Parses a size flag ("512M", "4K", "1G"); the error names the flag, since
+// ParseByteSize() alone cannot say which of several sizes was wrong.
 absl::StatusOr<uint64_t> SizeFlag(const char* name, const std::string& value) {
   auto v = kvstore::ParseByteSize(value);
   if (!v.ok())
@@ -72,6 +74,8 @@ absl::StatusOr<uint64_t> SizeFlag(const char* name, const std::string& value) {
   return v;
 }
 
+// Prints the start-up error for the operator (without the status code: the
+// message says what to change) and returns exit status 1.
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "kvserver: %s\n", std::string(s.message()).c_str());
   return 1;
@@ -99,15 +103,21 @@ int main(int argc, char** argv) {
   config.contains_helpshort_flags = config.contains_help_flags;
   absl::SetFlagsUsageConfig(config);
   absl::ParseCommandLine(argc, argv);
+  // A server under systemd or a test harness logs to stderr; glog's files in
+  // /tmp would be lost.
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
 
+  // Flags map one to one onto KvServerOptions; KvServer::Start() checks the
+  // combinations (limits, pool size against the slot format).
   kvstore::server::KvServerOptions o;
   o.listen_address = absl::GetFlag(FLAGS_listen);
   o.control_port = absl::GetFlag(FLAGS_control_port);
   o.resp_port = absl::GetFlag(FLAGS_resp_port);
   o.resp_threads = absl::GetFlag(FLAGS_resp_threads);
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  // -1 is "off"; anything else outside a port number is a typo, refused with
+  // the usage status (2) before anything is mapped or bound.
   if (o.metrics_port < -1 || o.metrics_port > 65535) {
     Fail(absl::InvalidArgumentError("--metrics_port must be -1 (off), 0 (any) or a port number"));
     return 2;
@@ -123,10 +133,13 @@ int main(int argc, char** argv) {
   o.rdma_ip = absl::GetFlag(FLAGS_rdma_ip);
   o.rdma_commit_credits = absl::GetFlag(FLAGS_rdma_commit_credits);
   o.rdma_idle_probe_after = absl::GetFlag(FLAGS_rdma_idle_probe);
+  // Sub-second probing would turn idle clients into traffic.
   if (o.rdma_idle_probe_after < absl::Seconds(1)) {
     Fail(absl::InvalidArgumentError("--rdma_idle_probe must be at least 1s"));
     return 2;
   }
+  // Every size flag goes through one parser, so "64M" means the same
+  // everywhere and each error names its flag.
   struct {
     const char* name;
     std::string value;
@@ -167,10 +180,15 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // Start() binds every port (gRPC, RESP, metrics) or fails with the one it
+  // could not bind; nothing is left running on failure.
   auto server = kvstore::server::KvServer::Start(o);
   if (!server.ok()) return Fail(server.status());
   LOG(INFO) << (*server)->StartupLine();
 
+  // The ready file carries the bound ports (with 0 the kernel picks them):
+  // written to a temporary name and renamed, so a reader polling for it
+  // never sees half a file.
   const std::string ready_file = absl::GetFlag(FLAGS_ready_file);
   if (!ready_file.empty()) {
     const std::string tmp = ready_file + ".tmp";
@@ -183,6 +201,7 @@ int main(int argc, char** argv) {
     std::rename(tmp.c_str(), ready_file.c_str());
   }
 
+  // Serve until SIGINT/SIGTERM; Shutdown() stops listeners before storage.
   int sig = 0;
   sigwait(&stop_signals, &sig);
   LOG(INFO) << "kvserver: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down";
