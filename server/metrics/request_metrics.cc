@@ -16,7 +16,7 @@ RequestMetrics RegisterRequestMetrics(metrics::Registry* registry, absl::string_
   RequestMetrics m;
   m.requests = registry->AddCounter(
       "kvstore_server_requests_total",
-      "Requests the server handled, by transport and op. tcp: GET replies and MGET hits (get), "
+      "Requests the server handled, by transport and op. tcp: GET replies and MGET keys (get), "
       "SET and MSET pairs (put), DEL keys (delete); grpc: Get/Put/Delete RPCs; rdma: PUT and "
       "DELETE commits. One-sided RDMA GETs bypass the server CPU, so there is no rdma/get series.",
       labels);

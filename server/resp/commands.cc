@@ -27,12 +27,6 @@ void ReplyInvalid(const CommandContext& ctx, absl::string_view msg) {
   ctx.conn->ReplyStatus(absl::InvalidArgumentError(msg));
 }
 
-// A found value, sent zero-copy. Counted as a GET even inside MGET.
-void ReplyValue(const CommandContext& ctx, PinnedValue v) {
-  ctx.conn->ReplyPinned(std::move(v));
-  ctx.counters->get.requests->Increment();
-}
-
 // --- Data commands -----------------------------------------------------------
 
 // GET key: the value (zero-copy), a null bulk if absent, or the store's
@@ -99,12 +93,14 @@ void MGet(const CommandContext& ctx, CommandArgs args) {
                  ? ctx.store->Get(args[i])
                  : absl::StatusOr<PinnedValue>(absl::NotFoundError(""));
     if (v.ok()) {
-      ReplyValue(ctx, std::move(*v));
+      ctx.conn->ReplyPinned(std::move(*v));
     } else {
       ctx.conn->ReplyNull();
     }
   }
-  // Found keys were counted by ReplyValue(); the command is timed once.
+  // Every key is a get request (hit or miss, as GET counts both); the
+  // command is timed once.
+  ctx.counters->get.requests->Increment(args.size() - 1);
   ctx.counters->get.duration->Observe(absl::Now() - start);
 }
 

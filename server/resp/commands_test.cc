@@ -117,10 +117,10 @@ TEST_F(CommandsTest, RepliesAreTheSameBytesAsBefore) {
   EXPECT_EQ(Run({"SCAN", "x"}), "-ERR invalid cursor\r\n");
   EXPECT_EQ(Run({"SCAN", "0", "MATCH", "a*b"}),
             "-ERR only prefix MATCH patterns ending in '*' are supported\r\n");
-  // 2 GETs + one value found by MGET.
+  // 2 GETs + the 2 keys of the MGET (a hit and a miss).
   EXPECT_EQ(metrics::testing::Value(registry_,
                                     R"(kvstore_server_requests_total{op="get",transport="tcp"})"),
-            3u);
+            4u);
   EXPECT_EQ(metrics::testing::Value(registry_,
                                     R"(kvstore_server_requests_total{op="put",transport="tcp"})"),
             2u);
