@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
+#include "common/metrics/exposition.h"
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "glog/logging.h"
@@ -33,6 +34,7 @@ absl::Status KvServer::Init() {
   epoch_ = (uint64_t{rd()} << 32 | rd()) | 1;
 
   KV_RETURN_IF_ERROR(options_.limits.Validate());
+  RegisterProcessMetrics();
   if (options_.pool_bytes > layout::kMaxPoolBytes) {
     return absl::InvalidArgumentError(absl::StrCat("--pool_size is limited to ",
                                                    FormatByteSize(layout::kMaxPoolBytes),
@@ -68,10 +70,12 @@ absl::Status KvServer::Init() {
   so.grace_period = options_.grace_period;
   so.limits = options_.limits;
   so.index_seed = epoch_;
+  so.registry = &registry_;
   KV_ASSIGN_OR_RETURN(store_, KvStore::Create(pool_.get(), so));
 
   LeaseOptions lo;
   lo.ttl = options_.lease_ttl;
+  lo.registry = &registry_;
   lo.max_lease_bytes =
       layout::EntryBytes(options_.limits.max_key_bytes, options_.limits.max_value_bytes);
   // A lease's write key (made by rdma_->BindLease() at grant time) belongs
@@ -84,6 +88,7 @@ absl::Status KvServer::Init() {
     rso.gid_ipv4 = options_.rdma_ip;
     rso.commit_credits = options_.rdma_commit_credits;
     rso.idle_probe_after = options_.rdma_idle_probe_after;
+    rso.registry = &registry_;
     KV_ASSIGN_OR_RETURN(
         rdma_, RdmaService::Start(&*device_, &*pd_, pool_.get(), store_.get(), leases_.get(), rso));
   }
@@ -96,10 +101,38 @@ absl::Status KvServer::Init() {
   ro.idle_timeout = options_.idle_timeout;
   ro.request_timeout = options_.request_timeout;
   ro.info = [this] { return InfoText(); };
+  ro.registry = &registry_;
   KV_ASSIGN_OR_RETURN(resp_, RespServer::Start(store_.get(), ro));
 
+  // Before gRPC: a metrics port in use fails start-up before any client
+  // can handshake.
+  KV_RETURN_IF_ERROR(StartMetricsEndpoint());
   // Last: once gRPC listens, clients can handshake and find everything up.
   return StartControlPlane();
+}
+
+void KvServer::RegisterProcessMetrics() {
+  registry_
+      .AddGauge("kvstore_build_info", "Always 1; the version label says which kvserver runs.",
+                {{"version", std::string(kVersion)}})
+      ->Set(1);
+  uptime_gauge_ =
+      registry_.AddCallbackGauge("kvstore_uptime_seconds", "Seconds since this server started.", {},
+                                 [this] { return absl::ToInt64Seconds(absl::Now() - started_); });
+}
+
+absl::Status KvServer::StartMetricsEndpoint() {
+  if (options_.metrics_port < 0) return absl::OkStatus();
+  http_ = std::make_unique<metrics::MetricsHttpServer>(&registry_);
+  auto port = http_->Start(options_.listen_address, options_.metrics_port);
+  if (!port.ok()) {
+    // The same code as the other listeners' bind failures, so kvserver
+    // exits the same way; the endpoint's message says why (port in use...).
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", options_.listen_address,
+                                               ":", options_.metrics_port, ": ",
+                                               port.status().message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status KvServer::OpenRdmaDevice(const MemoryPoolOptions& po) {
@@ -141,22 +174,8 @@ absl::Status KvServer::StartControlPlane() {
   deps.info["pool"] = FormatByteSize(options_.pool_bytes);
   deps.info["rdma_unavailable_reason"] = rdma_reason_;
   deps.info["registration_ms"] = absl::StrCat(absl::ToInt64Milliseconds(registration_time_));
-  // The control service reports the store, lease and RDMA counters itself.
-  deps.extra_counters = [this] {
-    RespServerCounters c = resp_->counters();
-    return std::map<std::string, uint64_t>{
-        {"resp_connections_accepted", c.connections_accepted},
-        {"resp_connections_active", c.connections_active},
-        {"resp_commands", c.commands},
-        {"resp_gets", c.gets},
-        {"resp_sets", c.sets},
-        {"resp_protocol_errors", c.protocol_errors},
-        {"resp_timeouts", c.timeouts},
-        {"resp_bytes_in", c.bytes_in},
-        {"resp_bytes_out", c.bytes_out},
-        {"uptime_seconds", static_cast<uint64_t>(absl::ToInt64Seconds(absl::Now() - started_))},
-    };
-  };
+  // Stats.counters is this registry's snapshot: every component's series.
+  deps.registry = &registry_;
   service_ = std::make_unique<KvControlServiceImpl>(std::move(deps));
 
   // Health checks report SERVING only once everything above is up.
@@ -196,27 +215,46 @@ std::string KvServer::StartupLine() const {
                       FormatByteSize(pool_->index_bytes()), "), ", rdma, ", transports ",
                       device_ ? "rdma+tcp" : "tcp", ", control ", options_.listen_address, ":",
                       control_port_, ", resp ", options_.listen_address, ":", resp_->port(),
+                      http_ != nullptr
+                          ? absl::StrCat(", metrics ", options_.listen_address, ":", http_->port())
+                          : "",
                       ", epoch ", absl::Hex(epoch_));
 }
 
 // The RESP INFO reply, in Redis's section format (CRLF lines). Stock Redis
-// tools read redis_version, so it names a version they accept.
+// tools read redis_version, so it names a version they accept. Every number
+// comes from one snapshot of the registry, so the Redis-style fields agree
+// with the # Metrics lines (and with Stats and /metrics taken at that time).
 std::string KvServer::InfoText() const {
-  KvStoreCounters c = store_->counters();
-  return absl::StrCat(
+  const std::map<std::string, uint64_t> flat = metrics::FlattenSnapshot(registry_.TakeSnapshot());
+  // A series missing from the snapshot reads as 0 (none is, once started).
+  auto get = [&flat](const char* series) {
+    auto it = flat.find(series);
+    return it == flat.end() ? uint64_t{0} : it->second;
+  };
+  std::string text = absl::StrCat(
       "# Server\r\nredis_version:7.0.0\r\nkvstore_version:", kVersion,
       "\r\nepoch:", absl::Hex(epoch_), "\r\ntransports:", device_ ? "rdma,tcp" : "tcp",
-      "\r\nuptime_in_seconds:", absl::ToInt64Seconds(absl::Now() - started_),
-      "\r\n# Memory\r\npool_bytes:", c.pool_bytes, "\r\nlive_bytes:", c.live_bytes,
-      "\r\nsegments_total:", c.segments_total, "\r\nsegments_free:", c.segments_free,
-      "\r\nindex_capacity:", c.index_capacity, "\r\n");
+      "\r\nuptime_in_seconds:", get("kvstore_uptime_seconds"),
+      "\r\n# Memory\r\npool_bytes:", get("kvstore_pool_bytes"),
+      "\r\nlive_bytes:", get("kvstore_pool_live_bytes"),
+      "\r\nsegments_total:", get("kvstore_pool_segments"),
+      "\r\nsegments_free:", get("kvstore_pool_segments_free"),
+      "\r\nindex_capacity:", get("kvstore_index_slots"),
+      "\r\n# Keyspace\r\ndb0:keys=", get("kvstore_keys"), ",expires=0\r\n# Metrics\r\n");
+  // Flat keys hold no ':' or newline (FlattenSnapshot's contract), so each
+  // is one parseable "key:value" line.
+  for (const auto& [series, value] : flat) absl::StrAppend(&text, series, ":", value, "\r\n");
+  return text;
 }
 
 void KvServer::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   // Listeners first, so no new request arrives while the rest goes; gRPC
-  // gets 2 s to finish the calls in flight.
+  // gets 2 s to finish the calls in flight. The scrape endpoint goes first:
+  // it reads every component through the registry's callbacks.
+  if (http_) http_->Stop();
   if (grpc_) grpc_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   if (resp_) resp_->Stop();
   // Commits stop before the lease table goes (RdmaService::StopPoller);

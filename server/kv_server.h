@@ -3,8 +3,10 @@
 // KvServer: one kvstore server process, wired together. It owns, in order of
 // construction: the RDMA device and protection domain (when there is one),
 // the memory pool (registered with the device), the storage engine, the
-// lease table, the RDMA service (with a device), the RESP/TCP data port and
-// the gRPC control plane. Start()
+// lease table, the RDMA service (with a device), the RESP/TCP data port,
+// the gRPC control plane and (with metrics_port >= 0) the Prometheus
+// endpoint. Every component counts into the server's one metrics Registry,
+// which gRPC Stats, RESP INFO and GET /metrics all render. Start()
 // brings all of it up or fails with a Status naming what went wrong;
 // Shutdown() (or the destructor) stops listeners before storage.
 //
@@ -20,8 +22,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/metrics/registry.h"
 #include "common/protocol/limits.h"
 #include "common/rdma/device.h"
+#include "server/metrics/http_server.h"
 #include "server/rdma/rdma_service.h"
 #include "server/resp/resp_server.h"
 #include "server/storage/kv_store.h"
@@ -65,12 +69,15 @@ struct KvServerOptions {
   absl::Duration rdma_idle_probe_after = absl::Seconds(30);
   // Cap on bytes per memory region (0: the device's max_mr_size).
   uint64_t max_mr_bytes = 0;
+  // GET /metrics on listen_address: -1 off, 0 a free port, N that port.
+  int metrics_port = -1;
 };
 
 class KvServer {
  public:
   // Brings the server up. kInvalidArgument for bad limits or pool size;
-  // kUnavailable for --transport=rdma without a device or a port in use;
+  // kUnavailable for --transport=rdma without a device or a port in use
+  // (the metrics port included);
   // otherwise the error of the step that failed (memlock, registration,
   // RDMA service, listeners).
   static absl::StatusOr<std::unique_ptr<KvServer>> Start(const KvServerOptions& options);
@@ -86,6 +93,8 @@ class KvServer {
   // The ports actually bound (after "0 picks a free port") and the epoch.
   int control_port() const { return control_port_; }
   int resp_port() const { return resp_->port(); }
+  // The bound metrics port; -1 when the endpoint is off.
+  int metrics_port() const { return http_ != nullptr ? http_->port() : -1; }
   uint64_t epoch() const { return epoch_; }
   // Name of the registered RDMA device, empty when serving TCP only.
   std::string rdma_device() const { return device_ ? device_->name() : ""; }
@@ -97,6 +106,8 @@ class KvServer {
   std::string StartupLine() const;
   // The storage engine, for tests; owned by the server.
   KvStore* store() { return store_.get(); }
+  // Every series of the server; lives as long as the server.
+  const metrics::Registry& registry() const { return registry_; }
 
  private:
   explicit KvServer(const KvServerOptions& options);
@@ -110,9 +121,19 @@ class KvServer {
   // Builds the gRPC control service and starts listening on control_port.
   // kUnavailable when the port cannot be bound.
   absl::Status StartControlPlane();
+  // Registers kvstore_build_info and kvstore_uptime_seconds.
+  void RegisterProcessMetrics();
+  // Starts GET /metrics when options_.metrics_port >= 0; kUnavailable
+  // naming the address when it cannot bind.
+  absl::Status StartMetricsEndpoint();
+  // The RESP INFO text: the Redis-like sections and # Metrics, all from one
+  // snapshot of registry_.
   std::string InfoText() const;
 
   const KvServerOptions options_;
+  // Declared before every component: they keep pointers into it, so it is
+  // destroyed after all of them.
+  metrics::Registry registry_;
   uint64_t epoch_ = 0;
   std::optional<rdma::Device> device_;
   std::optional<rdma::ProtectionDomain> pd_;
@@ -131,6 +152,10 @@ class KvServer {
   int control_port_ = 0;
   absl::Time started_;
   bool shut_down_ = false;
+  std::unique_ptr<metrics::MetricsHttpServer> http_;
+  // kvstore_uptime_seconds reads started_; declared last, so it is
+  // unregistered first.
+  metrics::CallbackHandle uptime_gauge_;
 };
 
 }  // namespace server

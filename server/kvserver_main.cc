@@ -56,12 +56,17 @@ ABSL_FLAG(
 ABSL_FLAG(std::string, max_mr_bytes, "0",
           "cap on bytes per RDMA memory region; the pool is split into several (0: the device's "
           "max_mr_size)");
+ABSL_FLAG(int, metrics_port, -1,
+          "Prometheus GET /metrics port on --listen (-1: off, 0: pick a free port); a port in use "
+          "stops start-up");
 ABSL_FLAG(std::string, ready_file, "",
-          "once serving, write 'control_port=N', 'resp_port=N', 'epoch=X' and 'rdma_device=NAME' "
-          "lines to this file (for scripts and tests)");
+          "once serving, write 'control_port=N', 'resp_port=N', 'metrics_port=N' (-1 when off), "
+          "'epoch=X' and 'rdma_device=NAME' lines to this file (for scripts and tests)");
 
 namespace {
 
+// Parses a size flag ("512M", "4K", "1G"); the error names the flag, since
+// ParseByteSize() alone cannot say which of several sizes was wrong.
 absl::StatusOr<uint64_t> SizeFlag(const char* name, const std::string& value) {
   auto v = kvstore::ParseByteSize(value);
   if (!v.ok())
@@ -69,6 +74,8 @@ absl::StatusOr<uint64_t> SizeFlag(const char* name, const std::string& value) {
   return v;
 }
 
+// Prints the start-up error for the operator (without the status code: the
+// message says what to change) and returns exit status 1.
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "kvserver: %s\n", std::string(s.message()).c_str());
   return 1;
@@ -85,9 +92,10 @@ int main(int argc, char** argv) {
       "  kvserver up: pool 512 MiB, index 524288 buckets (32 MiB), rdma off (...), transports "
       "tcp,\n"
       "  control 127.0.0.1:7300, resp 127.0.0.1:6380, epoch ...\n"
+      "(with --metrics_port, \", metrics 127.0.0.1:N\" comes before the epoch),\n"
       "and stops cleanly on SIGINT or SIGTERM. Exit status: 0 after a clean stop, 1 when it\n"
-      "cannot start (the message says why) or a flag is unknown or malformed, 2 for a bad\n"
-      "size or --transport value.");
+      "cannot start (the message says why, e.g. a port in use) or a flag is unknown or\n"
+      "malformed, 2 for a bad size, --transport or --metrics_port value.");
   absl::FlagsUsageConfig config;
   config.contains_help_flags = [](absl::string_view path) {
     return absl::StrContains(path, "kvserver_main");
@@ -95,14 +103,25 @@ int main(int argc, char** argv) {
   config.contains_helpshort_flags = config.contains_help_flags;
   absl::SetFlagsUsageConfig(config);
   absl::ParseCommandLine(argc, argv);
+  // A server under systemd or a test harness logs to stderr; glog's files in
+  // /tmp would be lost.
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
 
+  // Flags map one to one onto KvServerOptions; KvServer::Start() checks the
+  // combinations (limits, pool size against the slot format).
   kvstore::server::KvServerOptions o;
   o.listen_address = absl::GetFlag(FLAGS_listen);
   o.control_port = absl::GetFlag(FLAGS_control_port);
   o.resp_port = absl::GetFlag(FLAGS_resp_port);
   o.resp_threads = absl::GetFlag(FLAGS_resp_threads);
+  o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  // -1 is "off"; anything else outside a port number is a typo, refused with
+  // the usage status (2) before anything is mapped or bound.
+  if (o.metrics_port < -1 || o.metrics_port > 65535) {
+    Fail(absl::InvalidArgumentError("--metrics_port must be -1 (off), 0 (any) or a port number"));
+    return 2;
+  }
   o.index_buckets = absl::GetFlag(FLAGS_index_buckets);
   o.hugepages = absl::GetFlag(FLAGS_hugepages);
   o.grace_period = absl::GetFlag(FLAGS_grace_period);
@@ -114,10 +133,13 @@ int main(int argc, char** argv) {
   o.rdma_ip = absl::GetFlag(FLAGS_rdma_ip);
   o.rdma_commit_credits = absl::GetFlag(FLAGS_rdma_commit_credits);
   o.rdma_idle_probe_after = absl::GetFlag(FLAGS_rdma_idle_probe);
+  // Sub-second probing would turn idle clients into traffic.
   if (o.rdma_idle_probe_after < absl::Seconds(1)) {
     Fail(absl::InvalidArgumentError("--rdma_idle_probe must be at least 1s"));
     return 2;
   }
+  // Every size flag goes through one parser, so "64M" means the same
+  // everywhere and each error names its flag.
   struct {
     const char* name;
     std::string value;
@@ -158,21 +180,28 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // Start() binds every port (gRPC, RESP, metrics) or fails with the one it
+  // could not bind; nothing is left running on failure.
   auto server = kvstore::server::KvServer::Start(o);
   if (!server.ok()) return Fail(server.status());
   LOG(INFO) << (*server)->StartupLine();
 
+  // The ready file carries the bound ports (with 0 the kernel picks them):
+  // written to a temporary name and renamed, so a reader polling for it
+  // never sees half a file.
   const std::string ready_file = absl::GetFlag(FLAGS_ready_file);
   if (!ready_file.empty()) {
     const std::string tmp = ready_file + ".tmp";
     {
       std::ofstream f(tmp);
       f << "control_port=" << (*server)->control_port() << "\nresp_port=" << (*server)->resp_port()
-        << "\nepoch=" << (*server)->epoch() << "\nrdma_device=" << (*server)->rdma_device() << "\n";
+        << "\nmetrics_port=" << (*server)->metrics_port() << "\nepoch=" << (*server)->epoch()
+        << "\nrdma_device=" << (*server)->rdma_device() << "\n";
     }
     std::rename(tmp.c_str(), ready_file.c_str());
   }
 
+  // Serve until SIGINT/SIGTERM; Shutdown() stops listeners before storage.
   int sig = 0;
   sigwait(&stop_signals, &sig);
   LOG(INFO) << "kvserver: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down";

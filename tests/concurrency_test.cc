@@ -112,12 +112,13 @@ TEST(Concurrency, OverwritersAndReadersNeverSeeTornOrForeignValues) {
       "server cleaner moves %lu, segments reclaimed %lu\n",
       writes.load(), reads.load(), not_found.load(), errors.load(), bad.load(),
       testing::SeriesValue(client->metrics(), "kvstore_client_checksum_retries_total"),
-      stats->counters["cleaner_moved_entries"], stats->counters["segments_reclaimed"]);
+      stats->counters["kvstore_cleaner_moved_entries_total"],
+      stats->counters["kvstore_pool_segments_reclaimed_total"]);
   EXPECT_EQ(bad.load(), 0u) << first_bad;
   EXPECT_EQ(errors.load(), 0u);
   EXPECT_GT(reads.load(), 1000u);
   EXPECT_GT(writes.load(), 1000u);
-  EXPECT_GT(stats->counters["segments_reclaimed"], 0u);
+  EXPECT_GT(stats->counters["kvstore_pool_segments_reclaimed_total"], 0u);
 }
 
 }  // namespace

@@ -241,7 +241,7 @@ TEST_F(EndToEnd, ClientLibraryOperations) {
   EXPECT_EQ(listed.size(), 300u);
   auto stats = c->Stats();
   ASSERT_TRUE(stats.ok());
-  EXPECT_EQ(stats->counters.at("keys"), 301u);
+  EXPECT_EQ(stats->counters.at("kvstore_keys"), 301u);
   EXPECT_EQ(c->Delete("m:1").code(), absl::StatusCode::kOk);
   EXPECT_EQ(c->Delete("m:1").code(), absl::StatusCode::kNotFound);
   // auto fell back to TCP, visibly.
@@ -282,7 +282,7 @@ TEST_F(EndToEnd, RedisCliTalksToTheServer) {
 TEST_F(EndToEnd, StatJsonAndCleanShutdown) {
   ProcessResult stat = Kvctl({"stat", "--json"});
   ASSERT_EQ(stat.exit_code, 0) << stat.err;
-  EXPECT_THAT(stat.out, HasSubstr("\"keys\""));
+  EXPECT_THAT(stat.out, HasSubstr("\"kvstore_keys\""));
   EXPECT_THAT(server_->Log(), HasSubstr("kvserver up: pool 64 MiB"));
   EXPECT_EQ(server_->Stop(), 0);
   EXPECT_THAT(server_->Log(), HasSubstr("stopped"));

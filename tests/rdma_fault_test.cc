@@ -91,7 +91,7 @@ class RdmaFaults : public ::testing::Test {
 };
 
 TEST_F(RdmaFaults, UncommittedWriteLeavesNoTraceAndLateCommitIsAborted) {
-  const uint64_t free_before = Counter("segments_free");
+  const uint64_t free_before = Counter("kvstore_pool_segments_free");
   auto raw = Raw();
   ASSERT_NE(raw, nullptr);
   auto lease = raw->Grant(64 << 10);
@@ -100,17 +100,17 @@ TEST_F(RdmaFaults, UncommittedWriteLeavesNoTraceAndLateCommitIsAborted) {
   const std::string entry = Entry("ghost", "never committed");
   ASSERT_TRUE(raw->Write(lease->write_addr(), lease->write_rkey(), entry).ok());
   EXPECT_EQ(tcp_->Get("ghost").status().code(), absl::StatusCode::kNotFound);
-  ASSERT_TRUE(WaitCounter("leases_expired", 1, absl::Seconds(6)));
+  ASSERT_TRUE(WaitCounter("kvstore_leases_expired_total", 1, absl::Seconds(6)));
   absl::Status late = raw->Commit(lease->lease_id(), lease->arena_offset(), entry.size());
   EXPECT_EQ(late.code(), absl::StatusCode::kAborted) << late;
   EXPECT_EQ(tcp_->Get("ghost").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(Counter("keys"), 0u);
+  EXPECT_EQ(Counter("kvstore_keys"), 0u);
   // The lease's chunk comes back once the grace period has passed.
   const absl::Time end = absl::Now() + absl::Seconds(5);
-  while (Counter("segments_free") < free_before && absl::Now() < end) {
+  while (Counter("kvstore_pool_segments_free") < free_before && absl::Now() < end) {
     absl::SleepFor(absl::Milliseconds(100));
   }
-  EXPECT_EQ(Counter("segments_free"), free_before);
+  EXPECT_EQ(Counter("kvstore_pool_segments_free"), free_before);
   // The window died with the lease: writing through it now fails remotely.
   EXPECT_EQ(raw->Write(lease->write_addr(), lease->write_rkey(), entry).code(),
             absl::StatusCode::kPermissionDenied);
@@ -118,23 +118,23 @@ TEST_F(RdmaFaults, UncommittedWriteLeavesNoTraceAndLateCommitIsAborted) {
 }
 
 TEST_F(RdmaFaults, ClientKilledBetweenWriteAndCommit) {
-  const uint64_t free_before = Counter("segments_free");
+  const uint64_t free_before = Counter("kvstore_pool_segments_free");
   auto r = testing::RunProcess({testing::BinaryPath("tests/rdma_write_no_commit"),
                                 "--server=" + server_->control_address(), "--key=zombie"});
   EXPECT_EQ(r.exit_code, -9) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("written"));
   EXPECT_EQ(tcp_->Get("zombie").status().code(), absl::StatusCode::kNotFound);
-  ASSERT_TRUE(WaitCounter("leases_expired", 1, absl::Seconds(6)));
+  ASSERT_TRUE(WaitCounter("kvstore_leases_expired_total", 1, absl::Seconds(6)));
   EXPECT_EQ(tcp_->Get("zombie").status().code(), absl::StatusCode::kNotFound);
   const absl::Time end = absl::Now() + absl::Seconds(5);
-  while (Counter("segments_free") < free_before && absl::Now() < end) {
+  while (Counter("kvstore_pool_segments_free") < free_before && absl::Now() < end) {
     absl::SleepFor(absl::Milliseconds(100));
   }
-  EXPECT_EQ(Counter("segments_free"), free_before);
-  EXPECT_EQ(Counter("keys"), 0u);
+  EXPECT_EQ(Counter("kvstore_pool_segments_free"), free_before);
+  EXPECT_EQ(Counter("kvstore_keys"), 0u);
   // The dead client's queue pair is found out by an idle probe and reaped.
-  EXPECT_TRUE(WaitCounter("rdma_connections_reaped", 1, absl::Seconds(10)));
-  EXPECT_EQ(Counter("rdma_connections_active"), 0u);
+  EXPECT_TRUE(WaitCounter("kvstore_rdma_connections_reaped_total", 1, absl::Seconds(10)));
+  EXPECT_EQ(Counter("kvstore_rdma_connections"), 0u);
   ExpectHealthy();
 }
 
@@ -219,16 +219,16 @@ TEST_F(RdmaFaults, OverwriteAfterCommitIsCaughtByServerReads) {
   changed[layout::kEntryHeaderBytes + 8] = 'X';
   ASSERT_TRUE(raw->Write(lease->write_addr(), lease->write_rkey(), changed).ok());
   EXPECT_EQ(tcp_->Get("mutable?").status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_GE(Counter("modified_after_commit"), 1u);
+  EXPECT_GE(Counter("kvstore_modified_after_commit_total"), 1u);
   ASSERT_TRUE(raw->Write(lease->write_addr(), lease->write_rkey(), entry).ok());
   EXPECT_EQ(*tcp_->Get("mutable?"), "original");
   // Changed again and never read while the lease lived: when the lease ends
   // the server checks its entries once more and unpublishes the changed one.
   ASSERT_TRUE(raw->Write(lease->write_addr(), lease->write_rkey(), changed).ok());
-  const uint64_t caught = Counter("modified_after_commit");
+  const uint64_t caught = Counter("kvstore_modified_after_commit_total");
   ASSERT_TRUE(raw->Release(lease->lease_id()).ok());
   EXPECT_EQ(tcp_->Get("mutable?").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(Counter("modified_after_commit"), caught + 1);
+  EXPECT_EQ(Counter("kvstore_modified_after_commit_total"), caught + 1);
 }
 
 TEST_F(RdmaFaults, IdleLiveClientsSurviveProbes) {
@@ -239,10 +239,10 @@ TEST_F(RdmaFaults, IdleLiveClientsSurviveProbes) {
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_TRUE(tcp_->Put("probe-me", "still here").ok());
   EXPECT_EQ(*(*c)->Get("probe-me"), "still here");  // a reader: it holds no lease
-  const uint64_t before = Counter("rdma_idle_probes");
+  const uint64_t before = Counter("kvstore_rdma_idle_probes_total");
   // Probed every second once idle for a second (--rdma_idle_probe=1s).
-  ASSERT_TRUE(WaitCounter("rdma_idle_probes", before + 3, absl::Seconds(15)));
-  EXPECT_EQ(Counter("rdma_connections_reaped"), 0u);
+  ASSERT_TRUE(WaitCounter("kvstore_rdma_idle_probes_total", before + 3, absl::Seconds(15)));
+  EXPECT_EQ(Counter("kvstore_rdma_connections_reaped_total"), 0u);
   for (int i = 0; i < 100; ++i) ASSERT_EQ(*(*c)->Get("probe-me"), "still here");
   EXPECT_EQ(testing::SeriesValue((*c)->metrics(), "kvstore_client_reconnects_total"), 0u);
 }

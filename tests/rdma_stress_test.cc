@@ -330,9 +330,9 @@ TEST(RdmaStress, OneSidedReadsNeverSeeTornForeignOrUncommittedValues) {
     absl::SleepFor(absl::Milliseconds(250));
     auto st = reader_client->Stats();
     if (st.ok()) {
-      min_free = std::min(min_free, st->counters["segments_free"]);
-      total = st->counters["segments_total"];
-      reclaimed = st->counters["segments_reclaimed"];
+      min_free = std::min(min_free, st->counters["kvstore_pool_segments_free"]);
+      total = st->counters["kvstore_pool_segments"];
+      reclaimed = st->counters["kvstore_pool_segments_reclaimed_total"];
     }
     const absl::Duration ran = absl::Now() - t0;
     if (ran >= absl::Seconds(seconds) && (reclaimed > total || ran >= absl::Seconds(3 * seconds))) {
@@ -411,13 +411,17 @@ TEST(RdmaStress, OneSidedReadsNeverSeeTornForeignOrUncommittedValues) {
   std::printf(
       "server: segments_total %lu segments_reclaimed %lu segments_free %lu cleaner_moved_entries "
       "%lu commits %lu rdma_commits %lu rpc_gets %lu leases_granted %lu pool_full_errors %lu\n",
-      sc["segments_total"], sc["segments_reclaimed"], sc["segments_free"],
-      sc["cleaner_moved_entries"], sc["commits"], sc["rdma_commits"], sc["rpc_gets"],
-      sc["leases_granted"], sc["pool_full_errors"]);
-  std::printf(
-      "segments reclaimed %lu times in a pool of %lu segments (fewest free %lu): %s\n",
-      sc["segments_reclaimed"], sc["segments_total"], min_free,
-      sc["segments_reclaimed"] > sc["segments_total"] ? "some were reused" : "reuse not proven");
+      sc["kvstore_pool_segments"], sc["kvstore_pool_segments_reclaimed_total"],
+      sc["kvstore_pool_segments_free"], sc["kvstore_cleaner_moved_entries_total"],
+      sc["kvstore_commits_total"],
+      sc[R"(kvstore_server_requests_total{op="put",transport="rdma"})"],
+      sc[R"(kvstore_grpc_requests_total{method="Get"})"], sc["kvstore_leases_granted_total"],
+      sc["kvstore_pool_full_errors_total"]);
+  std::printf("segments reclaimed %lu times in a pool of %lu segments (fewest free %lu): %s\n",
+              sc["kvstore_pool_segments_reclaimed_total"], sc["kvstore_pool_segments"], min_free,
+              sc["kvstore_pool_segments_reclaimed_total"] > sc["kvstore_pool_segments"]
+                  ? "some were reused"
+                  : "reuse not proven");
   for (const auto& p : problems) std::printf("problem: %s\n", p.c_str());
 
   EXPECT_EQ(bad.load(), 0u);
@@ -434,12 +438,13 @@ TEST(RdmaStress, OneSidedReadsNeverSeeTornForeignOrUncommittedValues) {
   // The readers really read one-sided, and the writers really used RDMA.
   EXPECT_EQ(RequestsOn(rd, "tcp"), 0u);
   EXPECT_LT(ClientTotal(rd, "server_fallback_gets"), reads.load());
-  EXPECT_GT(sc["rdma_commits"], 100u);
+  EXPECT_GT(sc[R"(kvstore_server_requests_total{op="put",transport="rdma"})"], 100u);
   EXPECT_GT(ClientTotal(w, "leases_granted"), 1u);
   // Segments were reclaimed during the run (superseded entries and drained
   // lease chunks freed after the grace period).
-  EXPECT_GT(sc["segments_reclaimed"], 0u);
-  EXPECT_GT(sc["segments_reclaimed"], sc["segments_total"]) << "no segment was certainly reused";
+  EXPECT_GT(sc["kvstore_pool_segments_reclaimed_total"], 0u);
+  EXPECT_GT(sc["kvstore_pool_segments_reclaimed_total"], sc["kvstore_pool_segments"])
+      << "no segment was certainly reused";
   if (HasFailure()) std::printf("server log:\n%s\n", server->Log().c_str());
 }
 

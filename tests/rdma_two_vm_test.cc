@@ -221,9 +221,11 @@ void RunClient(const std::string& address) {
   auto stats = tcp->Stats();
   ASSERT_TRUE(stats.ok()) << stats.status();
   std::printf("server: rdma_connections_total %lu rdma_commits %lu rpc_gets %lu epoch %s\n",
-              stats->counters["rdma_connections_total"], stats->counters["rdma_commits"],
-              stats->counters["rpc_gets"], stats->info["epoch"].c_str());
-  EXPECT_GE(stats->counters["rdma_commits"], 120u);
+              stats->counters["kvstore_rdma_connections_accepted_total"],
+              stats->counters[R"(kvstore_server_requests_total{op="put",transport="rdma"})"],
+              stats->counters[R"(kvstore_grpc_requests_total{method="Get"})"],
+              stats->info["epoch"].c_str());
+  EXPECT_GE(stats->counters[R"(kvstore_server_requests_total{op="put",transport="rdma"})"], 120u);
   // The data really went through this machine's RDMA port: a 1 MiB value
   // alone is ~1000 packets at Soft-RoCE's 1 KiB MTU, each way.
   const int64_t sent1 = PortCounter("sent_pkts"), rcvd1 = PortCounter("rcvd_pkts");
@@ -269,10 +271,12 @@ TEST(RdmaTwoVm, RdmaClientAndServerOnTwoMachines) {
     auto stats = local->Stats();
     ASSERT_TRUE(stats.ok()) << stats.status();
     std::printf("server: rdma_connections_total %lu rdma_commits %lu commits %lu rpc_gets %lu\n",
-                stats->counters["rdma_connections_total"], stats->counters["rdma_commits"],
-                stats->counters["commits"], stats->counters["rpc_gets"]);
-    EXPECT_GE(stats->counters["rdma_connections_total"], 1u);
-    EXPECT_GT(stats->counters["rdma_commits"], 0u);
+                stats->counters["kvstore_rdma_connections_accepted_total"],
+                stats->counters[R"(kvstore_server_requests_total{op="put",transport="rdma"})"],
+                stats->counters["kvstore_commits_total"],
+                stats->counters[R"(kvstore_grpc_requests_total{method="Get"})"]);
+    EXPECT_GE(stats->counters["kvstore_rdma_connections_accepted_total"], 1u);
+    EXPECT_GT(stats->counters[R"(kvstore_server_requests_total{op="put",transport="rdma"})"], 0u);
     local.reset();
     EXPECT_EQ(s->Stop(), 0) << s->Log();
     return;

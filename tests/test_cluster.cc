@@ -163,6 +163,7 @@ absl::StatusOr<KvServerProcess> KvServerProcess::Start(const std::vector<std::st
         std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
         if (kv.first == "control_port") (void)absl::SimpleAtoi(kv.second, &p.control_port_);
         if (kv.first == "resp_port") (void)absl::SimpleAtoi(kv.second, &p.resp_port_);
+        if (kv.first == "metrics_port") (void)absl::SimpleAtoi(kv.second, &p.metrics_port_);
         if (kv.first == "rdma_device") p.rdma_device_ = kv.second;
       }
       if (p.control_port_ != 0 && p.resp_port_ != 0) return p;
@@ -181,6 +182,7 @@ KvServerProcess::KvServerProcess(KvServerProcess&& o) noexcept
     : pid_(o.pid_),
       control_port_(o.control_port_),
       resp_port_(o.resp_port_),
+      metrics_port_(o.metrics_port_),
       rdma_device_(std::move(o.rdma_device_)),
       log_path_(std::move(o.log_path_)) {
   o.pid_ = -1;

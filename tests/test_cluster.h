@@ -61,6 +61,8 @@ class KvServerProcess {
 
   int control_port() const { return control_port_; }
   int resp_port() const { return resp_port_; }
+  // The ready file's metrics_port: -1 unless started with --metrics_port.
+  int metrics_port() const { return metrics_port_; }
   std::string control_address() const;
   std::string rdma_device() const { return rdma_device_; }
   const std::string& log_path() const { return log_path_; }
@@ -71,6 +73,7 @@ class KvServerProcess {
   pid_t pid_ = -1;
   int control_port_ = 0;
   int resp_port_ = 0;
+  int metrics_port_ = -1;
   std::string rdma_device_;
   std::string log_path_;
 };

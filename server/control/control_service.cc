@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
+#include "common/metrics/exposition.h"
 #include "common/protocol/commit_wire.h"
 #include "common/protocol/layout.h"
 #include "common/status_macros.h"
@@ -47,11 +49,41 @@ std::string GidBytes(const rdma::Gid& gid) {
 
 }  // namespace
 
-KvControlServiceImpl::KvControlServiceImpl(ControlServiceDeps deps) : deps_(std::move(deps)) {
+KvControlServiceImpl::KvControlServiceImpl(ControlServiceDeps deps)
+    : own_registry_(deps.registry == nullptr ? std::make_unique<metrics::Registry>() : nullptr),
+      deps_(std::move(deps)),
+      registry_(deps_.registry != nullptr ? deps_.registry : own_registry_.get()) {
   // Programming errors of the wiring, not conditions a client can cause.
   CHECK(deps_.store != nullptr);
   CHECK(deps_.leases != nullptr);
   CHECK(deps_.pool != nullptr);
+  RegisterMetrics();
+}
+
+void KvControlServiceImpl::RegisterMetrics() {
+  // One child per RPC; the method label is the proto's method name, so a
+  // dashboard can match it against gRPC's own instrumentation.
+  auto rpc = [this](const char* method) {
+    return registry_->AddCounter("kvstore_grpc_requests_total", "gRPC requests served, by method.",
+                                 {{"method", method}});
+  };
+  handshakes_ = rpc("Handshake");
+  connect_qps_ = rpc("ConnectQp");
+  disconnect_qps_ = rpc("DisconnectQp");
+  grant_leases_ = rpc("GrantLease");
+  renew_leases_ = rpc("RenewLease");
+  release_leases_ = rpc("ReleaseLease");
+  gets_ = rpc("Get");
+  puts_ = rpc("Put");
+  deletes_ = rpc("Delete");
+  scans_ = rpc("Scan");
+  stats_ = rpc("Stats");
+  stale_epoch_errors_ = registry_->AddCounter(
+      "kvstore_grpc_stale_epoch_errors_total",
+      "Lease RPCs refused because the client's epoch is from an earlier server start.");
+  get_requests_ = RegisterRequestMetrics(registry_, "grpc", "get");
+  put_requests_ = RegisterRequestMetrics(registry_, "grpc", "put");
+  delete_requests_ = RegisterRequestMetrics(registry_, "grpc", "delete");
 }
 
 // The writers seal their open segments in the store, which outlives us.
@@ -83,7 +115,7 @@ void KvControlServiceImpl::FillLease(const LeaseInfo& info, pb::Lease* lease) co
 grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
                                              const pb::HandshakeRequest* request,
                                              pb::HandshakeResponse* response) {
-  handshakes_.fetch_add(1, std::memory_order_relaxed);
+  handshakes_->Increment();
   VLOG(1) << "handshake from " << request->client_name() << " at "
           << (context != nullptr ? context->peer() : "?");
   response->set_epoch(deps_.epoch);
@@ -140,7 +172,7 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
 grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
                                               const pb::GrantLeaseRequest* request,
                                               pb::GrantLeaseResponse* response) {
-  lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
+  grant_leases_->Increment();
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     // With a connection, the lease is born with its write key bound on that
@@ -170,6 +202,7 @@ grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
 grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
                                              const pb::ConnectQpRequest* request,
                                              pb::ConnectQpResponse* response) {
+  connect_qps_->Increment();
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     if (deps_.rdma == nullptr) {
@@ -208,6 +241,7 @@ grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
 grpc::Status KvControlServiceImpl::DisconnectQp(grpc::ServerContext* context,
                                                 const pb::DisconnectQpRequest* request,
                                                 pb::DisconnectQpResponse* response) {
+  disconnect_qps_->Increment();
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     if (deps_.rdma == nullptr) return absl::UnavailableError("this server has no RDMA device");
@@ -220,7 +254,7 @@ grpc::Status KvControlServiceImpl::DisconnectQp(grpc::ServerContext* context,
 grpc::Status KvControlServiceImpl::RenewLease(grpc::ServerContext* context,
                                               const pb::RenewLeaseRequest* request,
                                               pb::RenewLeaseResponse* response) {
-  lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
+  renew_leases_->Increment();
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     // The holder check (a lease with a key belongs to its connection) is
@@ -238,7 +272,7 @@ grpc::Status KvControlServiceImpl::RenewLease(grpc::ServerContext* context,
 grpc::Status KvControlServiceImpl::ReleaseLease(grpc::ServerContext* context,
                                                 const pb::ReleaseLeaseRequest* request,
                                                 pb::ReleaseLeaseResponse* response) {
-  lease_rpcs_.fetch_add(1, std::memory_order_relaxed);
+  release_leases_->Increment();
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     // Committed entries outlive the lease; only the chunk's unused rest goes.
@@ -250,13 +284,15 @@ grpc::Status KvControlServiceImpl::ReleaseLease(grpc::ServerContext* context,
 grpc::Status KvControlServiceImpl::FinishLeaseRpc(const absl::Status& status) {
   // Every UNAVAILABLE of a lease RPC is counted, the stale epoch being by
   // far the most common one (a bind on a dead connection is the other).
-  if (absl::IsUnavailable(status)) stale_epoch_errors_.fetch_add(1, std::memory_order_relaxed);
+  if (absl::IsUnavailable(status)) stale_epoch_errors_->Increment();
   return ToGrpcStatus(status);
 }
 
 grpc::Status KvControlServiceImpl::Get(grpc::ServerContext* context, const pb::GetRequest* request,
                                        pb::GetResponse* response) {
-  gets_.fetch_add(1, std::memory_order_relaxed);
+  gets_->Increment();
+  // The handler's latency, as kvstore_server_request_duration_seconds.
+  const absl::Time start = absl::Now();
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(deps_.store->limits().CheckKey(request->key()));
     KV_ASSIGN_OR_RETURN(PinnedValue value, deps_.store->Get(request->key()));
@@ -264,12 +300,14 @@ grpc::Status KvControlServiceImpl::Get(grpc::ServerContext* context, const pb::G
     response->set_value(value.value().data(), value.value().size());
     return absl::OkStatus();
   }();
+  get_requests_.Record(absl::Now() - start);
   return ToGrpcStatus(status);
 }
 
 grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::PutRequest* request,
                                        pb::PutResponse* response) {
-  puts_.fetch_add(1, std::memory_order_relaxed);
+  puts_->Increment();
+  const absl::Time start = absl::Now();
   absl::Status status = [&]() -> absl::Status {
     // Limits first, so an oversized request allocates nothing.
     const Limits& limits = deps_.store->limits();
@@ -283,20 +321,25 @@ grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::P
     if (w.writer == nullptr) w.writer = deps_.store->NewWriter();
     return deps_.store->Put(w.writer.get(), request->key(), request->value());
   }();
+  put_requests_.Record(absl::Now() - start);
   return ToGrpcStatus(status);
 }
 
 grpc::Status KvControlServiceImpl::Delete(grpc::ServerContext* context,
                                           const pb::DeleteRequest* request,
                                           pb::DeleteResponse* response) {
-  deletes_.fetch_add(1, std::memory_order_relaxed);
+  deletes_->Increment();
+  const absl::Time start = absl::Now();
   // KvStore::Delete() checks the key against the limits itself.
-  return ToGrpcStatus(deps_.store->Delete(request->key()));
+  const absl::Status status = deps_.store->Delete(request->key());
+  delete_requests_.Record(absl::Now() - start);
+  return ToGrpcStatus(status);
 }
 
 grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
                                          const pb::StatsRequest* request,
                                          pb::StatsResponse* response) {
+  stats_->Increment();
   // Facts first (static ones from the wiring, then the service's own, which
   // win on a clash), then the counters.
   auto& info = *response->mutable_info();
@@ -311,77 +354,16 @@ grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
 }
 
 std::map<std::string, uint64_t> KvControlServiceImpl::CollectCounters() const {
-  // The one list of Stats counter names (docs/operations.md explains them).
-  // Each source is read once, so the values of one source are one snapshot.
-  const KvStoreCounters s = deps_.store->counters();
-  const LeaseCounters l = deps_.leases->counters();
-  // A server without RDMA reports its RDMA counters as zeros.
-  const RdmaServiceCounters r =
-      deps_.rdma != nullptr ? deps_.rdma->counters() : RdmaServiceCounters();
-  // The service's own RPC counters are independent atomics; no snapshot.
-  auto relaxed = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
-  std::map<std::string, uint64_t> counters = {
-      // The store: keys, space, the cleaner, refused writes.
-      {"keys", s.keys},
-      {"index_capacity", s.index_capacity},
-      {"index_bytes", deps_.pool->index_bytes()},
-      {"pool_bytes", s.pool_bytes},
-      {"live_bytes", s.live_bytes},
-      {"segments_total", s.segments_total},
-      {"segments_free", s.segments_free},
-      {"segments_awaiting_grace", s.segments_awaiting_grace},
-      {"segments_reclaimed", s.segments_reclaimed},
-      {"commits", s.commits},
-      {"deletes", s.deletes},
-      {"cleaner_passes", s.cleaner_passes},
-      {"cleaner_moved_entries", s.cleaner_moved_entries},
-      {"cleaner_moved_bytes", s.cleaner_moved_bytes},
-      {"pool_full_errors", s.pool_full_errors},
-      {"index_full_errors", s.index_full_errors},
-      {"modified_after_commit", s.modified_after_commit},
-
-      // Write leases: granted == active + released + expired.
-      {"leases_granted", l.granted},
-      {"leases_renewed", l.renewed},
-      {"leases_released", l.released},
-      {"leases_expired", l.expired},
-      {"leases_active", l.active},
-      {"lease_commits", l.commits},
-      {"lease_aborted_commits", l.aborted_commits},
-
-      // The RDMA data path: connections, commits over SEND, write keys.
-      {"rdma_connections_active", r.connections_active},
-      {"rdma_connections_total", r.connections_total},
-      {"rdma_commits", r.commits},
-      {"rdma_commit_errors", r.commit_errors},
-      {"rdma_deletes", r.deletes},
-      {"rdma_lease_keys_bound", r.lease_keys_bound},
-      {"rdma_lease_keys_revoked", r.lease_keys_revoked},
-      {"rdma_poller_wakeups", r.poller_wakeups},
-      {"rdma_idle_probes", r.idle_probes},
-      {"rdma_connections_reaped", r.connections_reaped},
-
-      // This service's RPCs.
-      {"rpc_handshakes", relaxed(handshakes_)},
-      {"rpc_gets", relaxed(gets_)},
-      {"rpc_puts", relaxed(puts_)},
-      {"rpc_deletes", relaxed(deletes_)},
-      {"rpc_scans", relaxed(scans_)},
-      {"rpc_lease_calls", relaxed(lease_rpcs_)},
-      {"rpc_stale_epoch_errors", relaxed(stale_epoch_errors_)},
-  };
-  // The wiring's own counters (RESP listener, uptime) last: on a clash they
-  // win, as they always have.
-  if (deps_.extra_counters) {
-    for (const auto& [key, value] : deps_.extra_counters()) counters[key] = value;
-  }
-  return counters;
+  // The registry is the one list of counter names: the store's, the lease
+  // table's, the RDMA service's, the RESP server's, this service's and the
+  // process's series, keyed exactly as in /metrics (docs/operations.md).
+  return metrics::FlattenSnapshot(registry_->TakeSnapshot());
 }
 
 grpc::Status KvControlServiceImpl::Scan(grpc::ServerContext* context,
                                         const pb::ScanRequest* request,
                                         pb::ScanResponse* response) {
-  scans_.fetch_add(1, std::memory_order_relaxed);
+  scans_->Increment();
   // 0 means "the default"; anything over the cap is quietly capped.
   const uint32_t count =
       request->count() == 0 ? kDefaultScanCount : std::min(request->count(), kMaxScanCount);

@@ -35,10 +35,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "common/metrics/registry.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/status.h"
 #include "proto/kv_control.grpc.pb.h"
 #include "proto/kv_control.pb.h"
+#include "server/metrics/request_metrics.h"
 #include "server/rdma/rdma_service.h"
 #include "server/storage/kv_store.h"
 #include "server/storage/lease_table.h"
@@ -61,9 +63,10 @@ struct ControlServiceDeps {
   std::string rdma_device;
   // The RDMA data path (queue pairs, lease write keys); null without RDMA.
   RdmaService* rdma = nullptr;
-  // More counters for Stats (RESP listener, uptime ...), added after the
-  // service's own. May be empty.
-  std::function<std::map<std::string, uint64_t>()> extra_counters;
+  // The server's registry: the service registers kvstore_grpc_* and the grpc
+  // request series in it, and Stats.counters is its flat snapshot. Null: a
+  // private registry (tests that only need the RPCs).
+  metrics::Registry* registry = nullptr;
   // Static key/value facts for Stats.info (build, flags ...).
   std::map<std::string, std::string> info;
 };
@@ -146,17 +149,36 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   void FillLease(const LeaseInfo& info, kvstore::v1::Lease* lease) const;
   // Counts an UNAVAILABLE lease RPC and converts the status.
   grpc::Status FinishLeaseRpc(const absl::Status& status);
-  // Every Stats counter by name: the store's, the lease table's, the RDMA
-  // service's (zeros without RDMA), this service's, then extra_counters.
+  // Stats.counters: FlattenSnapshot of the registry, i.e. every series of
+  // the server keyed as in /metrics.
   std::map<std::string, uint64_t> CollectCounters() const;
+  // Registers the per-RPC and grpc request series; constructor only.
+  void RegisterMetrics();
 
+  // Declared first: the Counter*s below point into it, so it dies last.
+  std::unique_ptr<metrics::Registry> own_registry_;
   const ControlServiceDeps deps_;
+  metrics::Registry* const registry_;
   std::array<PutWriter, kPutWriters> writers_;
   std::atomic<uint64_t> next_writer_{0};
 
-  // Requests served per RPC, for Stats.
-  std::atomic<uint64_t> handshakes_{0}, gets_{0}, puts_{0}, deletes_{0}, scans_{0}, lease_rpcs_{0},
-      stale_epoch_errors_{0};
+  // kvstore_grpc_requests_total{method=...}, one per RPC; owned by the registry.
+  metrics::Counter* handshakes_;
+  metrics::Counter* connect_qps_;
+  metrics::Counter* disconnect_qps_;
+  metrics::Counter* grant_leases_;
+  metrics::Counter* renew_leases_;
+  metrics::Counter* release_leases_;
+  metrics::Counter* gets_;
+  metrics::Counter* puts_;
+  metrics::Counter* deletes_;
+  metrics::Counter* scans_;
+  metrics::Counter* stats_;
+  metrics::Counter* stale_epoch_errors_;
+  // The slow-path data RPCs as kvstore_server_requests_total{transport="grpc"}.
+  RequestMetrics get_requests_;
+  RequestMetrics put_requests_;
+  RequestMetrics delete_requests_;
 };
 
 }  // namespace server

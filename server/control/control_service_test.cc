@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/metrics/testing.h"
 #include "common/protocol/layout.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
@@ -55,12 +56,14 @@ class ControlServiceTest : public ::testing::Test {
     so.grace_period = absl::Milliseconds(100);
     so.cleaner_interval = absl::ZeroDuration();
     so.index_seed = 7;
+    so.registry = &registry_;
     so.limits.max_value_bytes = kMaxValueBytes;  // gRPC's 4 MB message cap is not under test
     auto store = KvStore::Create(pool_.get(), so);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
     LeaseOptions lo;
     lo.expire_interval = absl::ZeroDuration();
+    lo.registry = &registry_;
     leases_ = std::make_unique<LeaseTable>(store_.get(), lo);
 
     ControlServiceDeps deps;
@@ -70,7 +73,10 @@ class ControlServiceTest : public ::testing::Test {
     deps.epoch = kEpoch;
     deps.resp_address = "127.0.0.1:6390";
     deps.info = {{"build", "test"}};
-    deps.extra_counters = [] { return std::map<std::string, uint64_t>{{"resp_connections", 3}}; };
+    deps.registry = &registry_;
+    // Another component's series (the RESP server's, in kvserver) reaches
+    // Stats through the shared registry.
+    registry_.AddGauge("kvstore_resp_connections", "RESP connections open.")->Set(3);
     service_ = std::make_unique<KvControlServiceImpl>(std::move(deps));
 
     // As the server wiring does, before building the server.
@@ -147,6 +153,8 @@ class ControlServiceTest : public ::testing::Test {
     return resp;
   }
 
+  // Declared first: everything below registers into it.
+  metrics::Registry registry_;
   std::unique_ptr<MemoryPool> pool_;
   std::unique_ptr<KvStore> store_;
   std::unique_ptr<LeaseTable> leases_;
@@ -280,28 +288,38 @@ TEST_F(ControlServiceTest, StatsCountersMove) {
   EXPECT_EQ(before.info().at("build"), "test");
   const auto& c0 = before.counters();
   for (const char* name :
-       {"pool_bytes", "live_bytes", "keys", "index_capacity", "segments_total", "segments_free",
-        "segments_awaiting_grace", "commits", "deletes", "leases_granted", "leases_active",
-        "lease_commits", "lease_aborted_commits", "rpc_puts", "resp_connections"}) {
+       {"kvstore_pool_bytes", "kvstore_pool_live_bytes", "kvstore_keys", "kvstore_index_slots",
+        "kvstore_pool_segments", "kvstore_pool_segments_free",
+        "kvstore_pool_segments_awaiting_grace", "kvstore_commits_total", "kvstore_deletes_total",
+        "kvstore_leases_granted_total", "kvstore_leases_active", "kvstore_lease_commits_total",
+        "kvstore_lease_aborted_commits_total", "kvstore_grpc_requests_total{method=\"Put\"}",
+        "kvstore_resp_connections"}) {
     EXPECT_EQ(c0.count(name), 1u) << name;
   }
-  EXPECT_EQ(c0.at("pool_bytes"), 16 * kSegment);
-  EXPECT_EQ(c0.at("index_capacity"), kIndexBytes / layout::kBucketBytes * layout::kSlotsPerBucket);
-  EXPECT_EQ(c0.at("resp_connections"), 3u);
-  EXPECT_EQ(c0.at("keys"), 0u);
+  EXPECT_EQ(c0.at("kvstore_pool_bytes"), 16 * kSegment);
+  EXPECT_EQ(c0.at("kvstore_index_slots"),
+            kIndexBytes / layout::kBucketBytes * layout::kSlotsPerBucket);
+  EXPECT_EQ(c0.at("kvstore_resp_connections"), 3u);
+  EXPECT_EQ(c0.at("kvstore_keys"), 0u);
 
   ASSERT_TRUE(Put("a", "1").ok());
   ASSERT_TRUE(Put("b", "2").ok());
   ASSERT_TRUE(Delete("a").ok());
   pb::StatsResponse after = Stats();
   const auto& c1 = after.counters();
-  EXPECT_EQ(c1.at("keys"), 1u);
-  EXPECT_EQ(c1.at("commits"), c0.at("commits") + 2);
-  EXPECT_EQ(c1.at("deletes"), c0.at("deletes") + 1);
-  EXPECT_EQ(c1.at("rpc_puts"), c0.at("rpc_puts") + 2);
-  EXPECT_EQ(c1.at("rpc_deletes"), c0.at("rpc_deletes") + 1);
-  EXPECT_GT(c1.at("live_bytes"), 0u);
-  EXPECT_LT(c1.at("segments_free"), c0.at("segments_free"));  // the put writer holds one
+  EXPECT_EQ(c1.at("kvstore_keys"), 1u);
+  EXPECT_EQ(c1.at("kvstore_commits_total"), c0.at("kvstore_commits_total") + 2);
+  EXPECT_EQ(c1.at("kvstore_deletes_total"), c0.at("kvstore_deletes_total") + 1);
+  EXPECT_EQ(c1.at("kvstore_grpc_requests_total{method=\"Put\"}"),
+            c0.at("kvstore_grpc_requests_total{method=\"Put\"}") + 2);
+  EXPECT_EQ(c1.at("kvstore_grpc_requests_total{method=\"Delete\"}"),
+            c0.at("kvstore_grpc_requests_total{method=\"Delete\"}") + 1);
+  EXPECT_EQ(c1.at(R"(kvstore_server_requests_total{op="put",transport="grpc"})"), 2u);
+  EXPECT_EQ(c1.at(R"(kvstore_server_request_duration_seconds_count{op="put",transport="grpc"})"),
+            2u);
+  EXPECT_GT(c1.at("kvstore_pool_live_bytes"), 0u);
+  EXPECT_LT(c1.at("kvstore_pool_segments_free"),
+            c0.at("kvstore_pool_segments_free"));  // the put writer holds one
 }
 
 TEST_F(ControlServiceTest, LeaseGrantRenewReleaseAndStaleEpoch) {
@@ -384,7 +402,8 @@ TEST_F(ControlServiceTest, LeaseGrantRenewReleaseAndStaleEpoch) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
     EXPECT_EQ(s.error_message(), stale);
   }
-  EXPECT_EQ(leases_->counters().active, 1u);  // the stale release did nothing
+  EXPECT_EQ(metrics::testing::Value(registry_, "kvstore_leases_active"),
+            1u);  // the stale release did nothing
 
   {
     grpc::ClientContext ctx;
@@ -427,12 +446,12 @@ TEST_F(ControlServiceTest, LeaseGrantRenewReleaseAndStaleEpoch) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bytes;
   }
   pb::StatsResponse stats = Stats();
-  EXPECT_EQ(stats.counters().at("leases_granted"), 1u);
-  EXPECT_EQ(stats.counters().at("leases_renewed"), 1u);
-  EXPECT_EQ(stats.counters().at("leases_released"), 1u);
-  EXPECT_EQ(stats.counters().at("leases_active"), 0u);
-  EXPECT_EQ(stats.counters().at("lease_commits"), 1u);
-  EXPECT_EQ(stats.counters().at("rpc_stale_epoch_errors"), 3u);
+  EXPECT_EQ(stats.counters().at("kvstore_leases_granted_total"), 1u);
+  EXPECT_EQ(stats.counters().at("kvstore_leases_renewed_total"), 1u);
+  EXPECT_EQ(stats.counters().at("kvstore_leases_released_total"), 1u);
+  EXPECT_EQ(stats.counters().at("kvstore_leases_active"), 0u);
+  EXPECT_EQ(stats.counters().at("kvstore_lease_commits_total"), 1u);
+  EXPECT_EQ(stats.counters().at("kvstore_grpc_stale_epoch_errors_total"), 3u);
 }
 
 // grpc.health.v1.Health/Check over a generic stub: Debian ships no generated

@@ -227,7 +227,7 @@ void RdmaService::LeaseWindow::Revoke() {
   mr_.reset();
   // May be the last reference: the QP goes now, with no window bound on it.
   connection_.reset();
-  service_->revoked_++;
+  service_->revoked_->Increment();
 }
 
 // ---------------------------------------------------------------------------
@@ -235,7 +235,9 @@ void RdmaService::LeaseWindow::Revoke() {
 
 RdmaService::RdmaService(rdma::Device* device, rdma::ProtectionDomain* pd, MemoryPool* pool,
                          KvStore* store, LeaseTable* leases, const RdmaServiceOptions& options)
-    : device_(device),
+    : own_registry_(options.registry == nullptr ? std::make_unique<metrics::Registry>() : nullptr),
+      registry_(options.registry != nullptr ? options.registry : own_registry_.get()),
+      device_(device),
       pd_(pd),
       pool_(pool),
       store_(store),
@@ -243,7 +245,9 @@ RdmaService::RdmaService(rdma::Device* device, rdma::ProtectionDomain* pd, Memor
       options_(options),
       // A commit names its key, so a receive buffer holds the largest key.
       slot_bytes_(static_cast<uint32_t>((wire::CommitBytes(store->limits().max_key_bytes) + 63) /
-                                        64 * 64)) {}
+                                        64 * 64)) {
+  RegisterMetrics();
+}
 
 absl::StatusOr<std::unique_ptr<RdmaService>> RdmaService::Start(rdma::Device* device,
                                                                 rdma::ProtectionDomain* pd,
@@ -281,7 +285,7 @@ RdmaService::~RdmaService() {
   StopPoller();
   // Every window holds its connection, so a live one would keep a QP (and
   // through it recv_cq_) alive past this point.
-  DCHECK_EQ(bound_.load(), revoked_.load())
+  DCHECK_EQ(bound_->Value(), revoked_->Value())
       << "write keys still alive: destroy the LeaseTable before the RdmaService";
   absl::flat_hash_map<uint64_t, std::shared_ptr<Connection>> conns;
   {
@@ -340,7 +344,7 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
     absl::MutexLock lock(&mu_);
     conns_[id] = std::move(c);
   }
-  connections_total_++;
+  connections_total_->Increment();
   return out;
 }
 
@@ -405,7 +409,7 @@ absl::StatusOr<std::unique_ptr<LeaseWriteKey>> RdmaService::BindLease(uint64_t c
       std::unique_ptr<LeaseWindow> window,
       LeaseWindow::Bind(this, c, pool_->data() + lease.chunk.offset, lease.chunk.length));
   c->Touch();
-  bound_++;
+  bound_->Increment();
   return std::unique_ptr<LeaseWriteKey>(std::move(window));
 }
 
@@ -424,7 +428,7 @@ void RdmaService::PollLoop() {
     if (n == 0) {
       // Sleep on the completion channel: no CPU while only GETs are running.
       auto woke = recv_cq_->WaitForEvent(absl::Milliseconds(200));
-      if (woke.ok() && *woke) wakeups_++;
+      if (woke.ok() && *woke) wakeups_->Increment();
       continue;
     }
     std::vector<std::shared_ptr<Connection>> dead;
@@ -436,7 +440,7 @@ void RdmaService::PollLoop() {
     for (auto& c : dead) {
       if (Find(c->id) != nullptr) {
         LOG(INFO) << "RDMA connection " << c->id << " (" << c->owner << ") closed";
-        reaped_++;
+        reaped_->Increment();
         Teardown(c);
       }
     }
@@ -465,10 +469,13 @@ std::shared_ptr<RdmaService::Connection> RdmaService::HandleReceive(const ibv_wc
 }
 
 void RdmaService::HandleCommit(Connection& c, absl::string_view message) {
+  // The commit's latency runs from here (its receive completion was just
+  // polled) to the ack being posted: one clock pair per commit.
+  const absl::Time start = absl::Now();
   c.Touch();
   auto parsed = wire::ParseCommit(message);
   if (!parsed.ok()) {
-    commit_errors_++;
+    commit_errors_->Increment();
     // Answer under the request id if the message is long enough to carry
     // one (bytes 8..15), else under 0, which clients ignore.
     uint64_t request_id = 0;
@@ -481,14 +488,19 @@ void RdmaService::HandleCommit(Connection& c, absl::string_view message) {
   if (static_cast<wire::CommitOp>(h.op) == wire::CommitOp::kPut) {
     // One look-up of the lease decides holder, liveness and range.
     status = leases_->CommitFrom(c.id, h.lease_id, h.offset, h.size);
-    if (status.ok()) commits_++;
   } else {
     status = store_->Delete(parsed->key);
-    deletes_++;
   }
   // A DELETE of an absent key is an answer, not an error.
-  if (!status.ok() && status.code() != absl::StatusCode::kNotFound) commit_errors_++;
+  if (!status.ok() && status.code() != absl::StatusCode::kNotFound) commit_errors_->Increment();
   SendAck(c, h.request_id, status);
+  // As rdma_commits did, only PUTs that committed count as puts (refusals
+  // are commit errors); every DELETE counts.
+  if (static_cast<wire::CommitOp>(h.op) != wire::CommitOp::kPut) {
+    deletes_.Record(absl::Now() - start);
+  } else if (status.ok()) {
+    puts_.Record(absl::Now() - start);
+  }
 }
 
 void RdmaService::SendAck(Connection& c, uint64_t request_id, const absl::Status& status) {
@@ -533,7 +545,7 @@ void RdmaService::ProbeIdle() {
     // consumes no receive buffer and the client's CPU never sees it; a live
     // client's NIC acknowledges it. A dead client never does: the QP fails,
     // its receives flush into the poller, which tears the connection down.
-    probes_++;
+    probes_->Increment();
     c->Touch();
     absl::MutexLock lock(&c->send_mu);
     c->ReapSends(0);
@@ -545,22 +557,27 @@ void RdmaService::ProbeIdle() {
   }
 }
 
-RdmaServiceCounters RdmaService::counters() const {
-  RdmaServiceCounters out;
-  {
-    absl::MutexLock lock(&mu_);
-    out.connections_active = conns_.size();
-  }
-  out.connections_total = connections_total_;
-  out.commits = commits_;
-  out.commit_errors = commit_errors_;
-  out.deletes = deletes_;
-  out.lease_keys_bound = bound_;
-  out.lease_keys_revoked = revoked_;
-  out.poller_wakeups = wakeups_;
-  out.idle_probes = probes_;
-  out.connections_reaped = reaped_;
-  return out;
+void RdmaService::RegisterMetrics() {
+  metrics::Registry& r = *registry_;
+  connections_total_ =
+      r.AddCounter("kvstore_rdma_connections_accepted_total", "RDMA connections accepted.");
+  reaped_ = r.AddCounter("kvstore_rdma_connections_reaped_total",
+                         "RDMA connections torn down after a failed send or receive.");
+  commit_errors_ = r.AddCounter("kvstore_rdma_commit_errors_total",
+                                "RDMA commits refused or malformed (absent DELETE keys excluded).");
+  bound_ = r.AddCounter("kvstore_rdma_lease_keys_bound_total", "Lease write keys bound.");
+  revoked_ = r.AddCounter("kvstore_rdma_lease_keys_revoked_total", "Lease write keys revoked.");
+  wakeups_ = r.AddCounter("kvstore_rdma_poller_wakeups_total",
+                          "Completion-channel wake-ups of the commit poller.");
+  probes_ = r.AddCounter("kvstore_rdma_idle_probes_total", "Idle-connection probes sent.");
+  puts_ = RegisterRequestMetrics(&r, "rdma", "put");
+  deletes_ = RegisterRequestMetrics(&r, "rdma", "delete");
+  // The connection table is the one record of open connections.
+  connections_gauge_ =
+      r.AddCallbackGauge("kvstore_rdma_connections", "RDMA connections open.", {}, [this] {
+        absl::MutexLock lock(&mu_);
+        return static_cast<int64_t>(conns_.size());
+      });
 }
 
 }  // namespace server

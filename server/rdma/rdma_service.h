@@ -58,12 +58,14 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/metrics/registry.h"
 #include "common/protocol/limits.h"
 #include "common/rdma/completion_queue.h"
 #include "common/rdma/device.h"
 #include "common/rdma/gid.h"
 #include "common/rdma/memory_window.h"
 #include "common/rdma/queue_pair.h"
+#include "server/metrics/request_metrics.h"
 #include "server/storage/kv_store.h"
 #include "server/storage/lease_table.h"
 #include "server/storage/memory_pool.h"
@@ -82,19 +84,9 @@ struct RdmaServiceOptions {
   // connection is torn down. RC gives no other sign of a peer that died
   // silently.
   absl::Duration idle_probe_after = absl::Seconds(30);
-};
-
-struct RdmaServiceCounters {
-  uint64_t connections_active = 0;
-  uint64_t connections_total = 0;
-  uint64_t commits = 0;
-  uint64_t commit_errors = 0;
-  uint64_t deletes = 0;
-  uint64_t lease_keys_bound = 0;
-  uint64_t lease_keys_revoked = 0;
-  uint64_t poller_wakeups = 0;
-  uint64_t idle_probes = 0;
-  uint64_t connections_reaped = 0;  // torn down after a failed send or receive
+  // Where the service registers kvstore_rdma_* and the rdma request series
+  // (not owned; must outlive the service). Null: a private registry.
+  metrics::Registry* registry = nullptr;
 };
 
 class RdmaService {
@@ -152,8 +144,8 @@ class RdmaService {
   // by Start().
   const rdma::Gid& gid() const { return gid_; }
   uint8_t port() const { return device_->port(); }
-  // The counters; each is read on its own (no snapshot across them).
-  RdmaServiceCounters counters() const;
+  // The registry holding the service's series (options.registry or its own).
+  const metrics::Registry& registry() const { return *registry_; }
 
  private:
   struct Connection;
@@ -175,7 +167,12 @@ class RdmaService {
   // from the table.
   void Teardown(std::shared_ptr<Connection> c);
   void ProbeIdle();
+  // Registers the service's series; constructor only.
+  void RegisterMetrics();
 
+  // Declared first: the Counter*s below point into it, so it dies last.
+  std::unique_ptr<metrics::Registry> own_registry_;
+  metrics::Registry* const registry_;
   rdma::Device* const device_;
   rdma::ProtectionDomain* const pd_;
   MemoryPool* const pool_;
@@ -196,8 +193,19 @@ class RdmaService {
 
   std::atomic<bool> stop_{false};
   std::thread poller_;
-  std::atomic<uint64_t> connections_total_{0}, commits_{0}, commit_errors_{0}, deletes_{0},
-      bound_{0}, revoked_{0}, wakeups_{0}, probes_{0}, reaped_{0};
+  // Owned by *registry_; bumped where the event happens.
+  metrics::Counter* connections_total_;
+  metrics::Counter* commit_errors_;
+  metrics::Counter* bound_;
+  metrics::Counter* revoked_;
+  metrics::Counter* wakeups_;
+  metrics::Counter* probes_;
+  metrics::Counter* reaped_;
+  RequestMetrics puts_;     // PUT commits (transport="rdma", op="put")
+  RequestMetrics deletes_;  // DELETE commits (op="delete")
+  // kvstore_rdma_connections reads conns_ under mu_; declared last so it is
+  // unregistered before either goes.
+  metrics::CallbackHandle connections_gauge_;
 };
 
 }  // namespace server

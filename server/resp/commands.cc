@@ -27,12 +27,6 @@ void ReplyInvalid(const CommandContext& ctx, absl::string_view msg) {
   ctx.conn->ReplyStatus(absl::InvalidArgumentError(msg));
 }
 
-// A found value, sent zero-copy. Counted as a GET even inside MGET.
-void ReplyValue(const CommandContext& ctx, PinnedValue v) {
-  ctx.conn->ReplyPinned(std::move(v));
-  ctx.counters->gets++;
-}
-
 // --- Data commands -----------------------------------------------------------
 
 // GET key: the value (zero-copy), a null bulk if absent, or the store's
@@ -42,12 +36,18 @@ void Get(const CommandContext& ctx, CommandArgs args) {
   if (absl::Status s = ctx.store->limits().CheckKey(args[1]); !s.ok()) {
     return ctx.conn->ReplyStatus(s);
   }
+  // The hottest path: one clock pair, and the counter + histogram adds.
+  const absl::Time start = absl::Now();
   auto v = ctx.store->Get(args[1]);
-  if (v.ok()) return ReplyValue(ctx, std::move(*v));
+  if (v.ok()) {
+    ctx.conn->ReplyPinned(std::move(*v));
+  } else if (v.status().code() == absl::StatusCode::kNotFound) {
+    ctx.conn->ReplyNull();
+  } else {
+    ctx.conn->ReplyStatus(v.status());
+  }
   // Misses and errors count as GETs too.
-  ctx.counters->gets++;
-  if (v.status().code() == absl::StatusCode::kNotFound) return ctx.conn->ReplyNull();
-  ctx.conn->ReplyStatus(v.status());
+  ctx.counters->get.Record(absl::Now() - start);
 }
 
 // Only "SET key value" exists, and the parser streams that form (see
@@ -64,11 +64,17 @@ void CountKeys(const CommandContext& ctx, CommandArgs args, bool del) {
       return ctx.conn->ReplyStatus(s);
     }
   }
+  const absl::Time start = absl::Now();
   int64_t n = 0;
   for (size_t i = 1; i < args.size(); ++i) {
     n += del ? ctx.store->Delete(args[i]).ok() : ctx.store->Exists(args[i]);
   }
   ctx.conn->ReplyInteger(n);
+  if (del) {
+    // Every key counts as a delete request; the command is timed once.
+    ctx.counters->del.requests->Increment(args.size() - 1);
+    ctx.counters->del.duration->Observe(absl::Now() - start);
+  }
 }
 
 // UNLINK is DEL: deletion never blocks on freeing memory here anyway.
@@ -79,6 +85,7 @@ void Exists(const CommandContext& ctx, CommandArgs args) { CountKeys(ctx, args, 
 // A null for every key that is missing or invalid (as Redis: MGET never
 // fails as a whole).
 void MGet(const CommandContext& ctx, CommandArgs args) {
+  const absl::Time start = absl::Now();
   ctx.conn->ReplyArrayHeader(args.size() - 1);
   for (size_t i = 1; i < args.size(); ++i) {
     // An invalid key cannot exist, so it reads as a miss.
@@ -86,11 +93,15 @@ void MGet(const CommandContext& ctx, CommandArgs args) {
                  ? ctx.store->Get(args[i])
                  : absl::StatusOr<PinnedValue>(absl::NotFoundError(""));
     if (v.ok()) {
-      ReplyValue(ctx, std::move(*v));
+      ctx.conn->ReplyPinned(std::move(*v));
     } else {
       ctx.conn->ReplyNull();
     }
   }
+  // Every key is a get request (hit or miss, as GET counts both); the
+  // command is timed once.
+  ctx.counters->get.requests->Increment(args.size() - 1);
+  ctx.counters->get.duration->Observe(absl::Now() - start);
 }
 
 // Checks every pair before writing any; a write error stops the batch (the
@@ -103,12 +114,19 @@ void MSet(const CommandContext& ctx, CommandArgs args) {
   }
   // Values are copied from the request buffer (MSET is not streamed; the
   // TCP client pipelines SETs instead for large batches).
-  for (size_t i = 1; i < args.size(); i += 2) {
-    absl::Status s = ctx.store->Put(ctx.writer, args[i], args[i + 1]);
-    ctx.counters->sets++;
-    if (!s.ok()) return ctx.conn->ReplyStatus(s);
+  const absl::Time start = absl::Now();
+  absl::Status s;
+  for (size_t i = 1; i < args.size() && s.ok(); i += 2) {
+    s = ctx.store->Put(ctx.writer, args[i], args[i + 1]);
+    ctx.counters->put.requests->Increment();
   }
-  ctx.conn->ReplyOk();
+  if (s.ok()) {
+    ctx.conn->ReplyOk();
+  } else {
+    ctx.conn->ReplyStatus(s);
+  }
+  // One observation per MSET, whether it finished or stopped at an error.
+  ctx.counters->put.duration->Observe(absl::Now() - start);
 }
 
 // The number of live keys in the index (a relaxed count, like Redis's).
@@ -163,12 +181,13 @@ void Ping(const CommandContext& ctx, CommandArgs args) {
 // ECHO msg: msg as a bulk string.
 void Echo(const CommandContext& ctx, CommandArgs args) { ctx.conn->ReplyBulk(args[1]); }
 
-// INFO [section]: the section is ignored; the server's own text (if any)
-// plus the Keyspace section redis-cli and monitoring tools look for.
+// INFO [section]: the section is ignored. The server's text when it has one
+// (kvserver's includes # Keyspace, from the same snapshot as its other
+// numbers); otherwise just the Keyspace section redis-cli and monitoring
+// tools look for.
 void Info(const CommandContext& ctx, CommandArgs) {
-  std::string text = ctx.options->info ? ctx.options->info() : "";
-  absl::StrAppend(&text, "# Keyspace\r\ndb0:keys=", ctx.store->size(), ",expires=0\r\n");
-  ctx.conn->ReplyBulk(text);
+  if (ctx.options->info) return ctx.conn->ReplyBulk(ctx.options->info());
+  ctx.conn->ReplyBulk(absl::StrCat("# Keyspace\r\ndb0:keys=", ctx.store->size(), ",expires=0\r\n"));
 }
 
 // redis-cli asks for COMMAND DOCS to drive its hints; an empty answer is

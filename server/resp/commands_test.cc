@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "common/metrics/testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -46,7 +47,8 @@ class CommandsTest : public ::testing::Test {
   std::unique_ptr<KvStore> store_;
   std::unique_ptr<KvStore::Writer> writer_;
   RespServerOptions options_;
-  Counters counters_;
+  metrics::Registry registry_;
+  Counters counters_{&registry_};
 };
 
 TEST_F(CommandsTest, LookupIgnoresCase) {
@@ -115,8 +117,13 @@ TEST_F(CommandsTest, RepliesAreTheSameBytesAsBefore) {
   EXPECT_EQ(Run({"SCAN", "x"}), "-ERR invalid cursor\r\n");
   EXPECT_EQ(Run({"SCAN", "0", "MATCH", "a*b"}),
             "-ERR only prefix MATCH patterns ending in '*' are supported\r\n");
-  EXPECT_EQ(counters_.gets, 3u);  // 2 GETs + one value found by MGET
-  EXPECT_EQ(counters_.sets, 2u);
+  // 2 GETs + the 2 keys of the MGET (a hit and a miss).
+  EXPECT_EQ(metrics::testing::Value(registry_,
+                                    R"(kvstore_server_requests_total{op="get",transport="tcp"})"),
+            4u);
+  EXPECT_EQ(metrics::testing::Value(registry_,
+                                    R"(kvstore_server_requests_total{op="put",transport="tcp"})"),
+            2u);
 }
 
 TEST_F(CommandsTest, QuitClosesAfterTheReply) {

@@ -1,25 +1,39 @@
 // Copyright 2026 The kvstore Authors.
 //
-// The RESP server's live counters: one instance per RespServer, shared by all
-// of its loops and read by RespServer::counters(). Internal to server/resp.
+// The RESP server's series, registered once per RespServer and shared by all
+// of its loops: pointers into the metrics registry, so the hot path is a
+// relaxed atomic add with no lookup. The registry is the only copy of the
+// figures; nothing here holds a value. Internal to server/resp.
 //
-// Thread safety: every field is an independent relaxed atomic; a snapshot of
-// several fields is not consistent with itself, which is fine for metrics.
+// Thread safety: every series is an independent relaxed atomic; a snapshot of
+// several is not consistent with itself, which is fine for metrics.
 
 #ifndef KVSTORE_SERVER_RESP_RESP_COUNTERS_H_
 #define KVSTORE_SERVER_RESP_RESP_COUNTERS_H_
 
-#include <atomic>
-#include <cstdint>
+#include "common/metrics/registry.h"
+#include "server/metrics/request_metrics.h"
 
 namespace kvstore {
 namespace server {
 namespace resp_internal {
 
-// Same meaning as the RespServerCounters fields of the same name.
 struct Counters {
-  std::atomic<uint64_t> accepted{0}, active{0}, commands{0}, gets{0}, sets{0}, protocol_errors{0},
-      timeouts{0}, bytes_in{0}, bytes_out{0};
+  // Registers (or finds) every kvstore_resp_* series and the tcp request
+  // series in `registry`, which must outlive this object.
+  explicit Counters(metrics::Registry* registry);
+
+  metrics::Counter* accepted;         // kvstore_resp_connections_accepted_total
+  metrics::Gauge* active;             // kvstore_resp_connections
+  metrics::Counter* commands;         // kvstore_resp_commands_total
+  metrics::Counter* protocol_errors;  // kvstore_resp_protocol_errors_total
+  metrics::Counter* timeouts;         // kvstore_resp_timeouts_total
+  metrics::Counter* bytes_in;         // kvstore_resp_received_bytes_total
+  metrics::Counter* bytes_out;        // kvstore_resp_sent_bytes_total
+  // kvstore_server_requests_total / _duration_seconds{transport="tcp",op=...}.
+  RequestMetrics get;
+  RequestMetrics put;
+  RequestMetrics del;
 };
 
 }  // namespace resp_internal

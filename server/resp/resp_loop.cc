@@ -151,8 +151,8 @@ void RespLoop::Accept() {
     ev.data.fd = fd;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
     conns_[fd] = std::move(c);
-    counters_->accepted++;
-    counters_->active++;
+    counters_->accepted->Increment();
+    counters_->active->Add(1);
   }
 }
 
@@ -204,14 +204,14 @@ bool RespLoop::ReadSome(Connection* c) {
       // and keep reading while the value lasts.
       n = sets_->ReceiveDirect(c);
       if (n > 0) {
-        counters_->bytes_in += n;
+        counters_->bytes_in->Increment(n);
         c->last_activity = absl::Now();
         continue;
       }
     } else {
       n = ReceiveBuffered(c);
       if (n > 0) {
-        counters_->bytes_in += n;
+        counters_->bytes_in->Increment(n);
         c->last_activity = absl::Now();
         // Process what arrived before reading (and buffering) more.
         return true;
@@ -236,7 +236,7 @@ bool RespLoop::ReadSome(Connection* c) {
 // After a framing error the rest of the input cannot be trusted to be
 // aligned on a request, so it is dropped and nothing more is read.
 void RespLoop::ProtocolError(Connection* c, absl::string_view msg) {
-  counters_->protocol_errors++;
+  counters_->protocol_errors->Increment();
   c->ReplyStatus(absl::InvalidArgumentError(msg));  // "ERR <msg>"
   c->close_after_flush = true;
   c->reading = false;
@@ -280,7 +280,7 @@ void RespLoop::Process(Connection* c) {
       case resp::ParsedRequest::Kind::kSetValue:
         c->start += req.consumed;
         c->request_started = absl::Now();
-        counters_->commands++;
+        counters_->commands->Increment();
         // req.args[1] still points into c->in: nothing has moved it.
         sets_->Begin(c, req.args[1], req.value_len);
         continue;
@@ -296,7 +296,7 @@ void RespLoop::Process(Connection* c) {
 
 // Everything except the streamed SET goes through the command table.
 void RespLoop::Execute(Connection* c, const resp::ParsedRequest& req) {
-  counters_->commands++;
+  counters_->commands->Increment();
   const CommandContext ctx{store_, writer_.get(), &options_, counters_, c};
   DispatchCommand(ctx, req.args);
 }
@@ -329,7 +329,7 @@ bool RespLoop::Flush(Connection* c) {
       Close(c);
       return false;
     }
-    counters_->bytes_out += w;
+    counters_->bytes_out->Increment(w);
     c->last_activity = absl::Now();
     size_t left = static_cast<size_t>(w);
     // out_bytes is approximate (see Connection), so never let it wrap.
@@ -382,7 +382,7 @@ void RespLoop::Close(Connection* c) {
   sets_->Abandon(c);
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   close(c->fd);
-  counters_->active--;
+  counters_->active->Add(-1);
   conns_.erase(c->fd);  // destroys c, releasing pinned replies
 }
 
@@ -415,7 +415,7 @@ void RespLoop::CheckTimeouts() {
   std::string msg;
   resp::AppendStatusError(&msg, absl::DeadlineExceededError("connection timed out"));
   for (Connection* c : expired) {
-    counters_->timeouts++;
+    counters_->timeouts->Increment();
     (void)!send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     Close(c);
   }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/metrics/registry.h"
 
 namespace kvstore {
 namespace server {
@@ -26,9 +27,13 @@ struct RespServerOptions {
   absl::Duration request_timeout = absl::Seconds(30);
   // Stop reading from a connection while this many reply bytes are queued.
   size_t max_pending_output = 8 << 20;
-  // Text for INFO (the server's own sections); called per INFO request, on
-  // the loop thread that serves it, so it must be thread-safe.
+  // The whole INFO reply, # Keyspace included; called per INFO request, on
+  // the loop thread that serves it, so it must be thread-safe. Empty: INFO
+  // answers with just # Keyspace.
   std::function<std::string()> info;
+  // Where the server registers kvstore_resp_* and the tcp request series
+  // (not owned; must outlive the server). Null: a private registry.
+  metrics::Registry* registry = nullptr;
 };
 
 }  // namespace server

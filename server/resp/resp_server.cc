@@ -70,7 +70,9 @@ absl::StatusOr<std::unique_ptr<RespServer>> RespServer::Start(KvStore* store,
   // `new`, not make_unique: the constructor is private.
   std::unique_ptr<RespServer> server(new RespServer(store, options));
   // Counters first: the loops hold a pointer to them.
-  server->counters_ = std::make_unique<Counters>();
+  if (options.registry == nullptr) server->own_registry_ = std::make_unique<metrics::Registry>();
+  server->registry_ = options.registry != nullptr ? options.registry : server->own_registry_.get();
+  server->counters_ = std::make_unique<Counters>(server->registry_);
   Counters* counters = server->counters_.get();
   // One listening socket shared by every loop (EPOLLEXCLUSIVE wakes one
   // loop per connection), owned by the server.
@@ -108,22 +110,6 @@ void RespServer::Stop() {
 RespServer::~RespServer() {
   Stop();
   if (listen_fd_ >= 0) close(listen_fd_);
-}
-
-// Copies each atomic once; the snapshot is not atomic as a whole.
-RespServerCounters RespServer::counters() const {
-  const Counters* c = counters_.get();
-  RespServerCounters out;
-  out.connections_accepted = c->accepted;
-  out.connections_active = c->active;
-  out.commands = c->commands;
-  out.gets = c->gets;
-  out.sets = c->sets;
-  out.protocol_errors = c->protocol_errors;
-  out.timeouts = c->timeouts;
-  out.bytes_in = c->bytes_in;
-  out.bytes_out = c->bytes_out;
-  return out;
 }
 
 }  // namespace server

@@ -45,19 +45,6 @@ class RespLoop;   // resp_loop.h
 struct Counters;  // resp_counters.h
 }  // namespace resp_internal
 
-// A snapshot of the server's counters since Start().
-struct RespServerCounters {
-  uint64_t connections_accepted = 0;
-  uint64_t connections_active = 0;
-  uint64_t commands = 0;
-  uint64_t gets = 0;
-  uint64_t sets = 0;
-  uint64_t protocol_errors = 0;
-  uint64_t timeouts = 0;
-  uint64_t bytes_in = 0;
-  uint64_t bytes_out = 0;
-};
-
 class RespServer {
  public:
   // Binds options.bind_address:options.port and starts the loops. Errors:
@@ -77,12 +64,16 @@ class RespServer {
   // streamed SETs are dropped). Idempotent; the port stays bound until
   // destruction.
   void Stop();
-  // Any thread, any time before destruction.
-  RespServerCounters counters() const;
+  // The registry holding the server's series (options.registry or its own);
+  // any thread, any time before destruction.
+  const metrics::Registry& registry() const { return *registry_; }
 
  private:
   RespServer(KvStore* store, const RespServerOptions& options);
 
+  // Declared first: counters_ points into it, so it is destroyed last.
+  std::unique_ptr<metrics::Registry> own_registry_;
+  metrics::Registry* registry_ = nullptr;
   KvStore* const store_;
   const RespServerOptions options_;
   int port_ = 0;

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/metrics/testing.h"
 #include "common/protocol/resp.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -23,6 +24,7 @@ namespace kvstore {
 namespace server {
 namespace {
 
+using ::kvstore::metrics::testing::Value;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -191,7 +193,7 @@ TEST_F(RespServerTest, MalformedInputClosesOnlyThatConnection) {
   }
   Send(good, Cmd({"GET", "a"}));
   EXPECT_EQ(Read(good, 1)[0].str, "1");
-  EXPECT_GE(server_->counters().protocol_errors, 6u);
+  EXPECT_GE(Value(server_->registry(), "kvstore_resp_protocol_errors_total"), 6u);
   close(good);
 }
 
@@ -209,7 +211,7 @@ TEST_F(RespServerTest, HalfSentRequestTimesOut) {
   EXPECT_EQ(resp::RespErrorToStatus(r[0].str).code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(ClosedByPeer(fd));
   EXPECT_FALSE(store_->Exists("k"));
-  EXPECT_EQ(server_->counters().timeouts, 1u);
+  EXPECT_EQ(Value(server_->registry(), "kvstore_resp_timeouts_total"), 1u);
   close(fd);
 }
 

@@ -91,10 +91,14 @@ void KvStore::Writer::Done(Reservation& r) {
 // KvStore
 
 KvStore::KvStore(MemoryPool* pool, const KvStoreOptions& options)
-    : pool_(pool),
+    : own_registry_(options.registry == nullptr ? std::make_unique<metrics::Registry>() : nullptr),
+      registry_(options.registry != nullptr ? options.registry : own_registry_.get()),
+      pool_(pool),
       options_(options),
       segment_count_(static_cast<uint32_t>(pool->data_bytes() / options.segment_bytes)),
-      segments_(new Segment[segment_count_ == 0 ? 1 : segment_count_]) {}
+      segments_(new Segment[segment_count_ == 0 ? 1 : segment_count_]) {
+  RegisterMetrics();
+}
 
 absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(MemoryPool* pool,
                                                          const KvStoreOptions& options) {
@@ -173,7 +177,7 @@ absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner) {
     }
     if (attempt == 0 && ReclaimReady() == 0) break;
   }
-  pool_full_.fetch_add(1, std::memory_order_relaxed);
+  pool_full_->Increment();
   if (!for_cleaner) WakeCleaner();
   size_t waiting;
   {
@@ -255,7 +259,7 @@ size_t KvStore::ReclaimReady() {
     s.run_length = 0;
     s.remote_writable.store(false);
     free_segments_ += n;
-    reclaimed_.fetch_add(1, std::memory_order_relaxed);
+    reclaimed_->Increment();
     ++freed;
   }
   return freed;
@@ -292,12 +296,12 @@ absl::Status KvStore::Commit(uint64_t offset, uint64_t size, bool verify_checksu
   }
   auto old = index_->Upsert(view.key, Slot{0, offset, size});
   if (!old.ok()) {
-    index_full_.fetch_add(1, std::memory_order_relaxed);
+    index_full_->Increment();
     Retire(Slot{0, offset, size});
     return old.status();
   }
   if (old->has_value()) Retire(**old);
-  commits_.fetch_add(1, std::memory_order_relaxed);
+  commits_->Increment();
   return absl::OkStatus();
 }
 
@@ -334,7 +338,7 @@ absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
         Unpin(head);
         auto view = layout::VerifyEntry(absl::string_view(v.copy_.get(), slot->size), key);
         if (!view.ok()) {
-          modified_.fetch_add(1, std::memory_order_relaxed);
+          modified_->Increment();
           return absl::DataLossError(
               "the entry was overwritten after its commit by the client holding its write lease");
         }
@@ -357,7 +361,7 @@ absl::Status KvStore::Delete(absl::string_view key) {
   std::optional<Slot> old = index_->Remove(key);
   if (!old) return absl::NotFoundError("key not found");
   Retire(*old);
-  deletes_.fetch_add(1, std::memory_order_relaxed);
+  deletes_->Increment();
   return absl::OkStatus();
 }
 
@@ -385,7 +389,7 @@ void KvStore::ReleaseChunk(const Chunk& chunk) {
         offset + layout::kEntryHeaderBytes + h.key_len > chunk.offset + chunk.length) {
       // Header overwritten: the key cannot be read back, but its slot is
       // found below by offset when the cleaner or a reader trips over it.
-      modified_.fetch_add(1, std::memory_order_relaxed);
+      modified_->Increment();
       continue;
     }
     absl::string_view key(pool_->data() + offset + layout::kEntryHeaderBytes, h.key_len);
@@ -397,7 +401,7 @@ void KvStore::ReleaseChunk(const Chunk& chunk) {
     }
     // Changed after its commit by the lease holder: unpublish it rather than
     // serve bytes that no longer match what was committed.
-    modified_.fetch_add(1, std::memory_order_relaxed);
+    modified_->Increment();
     if (index_->RemoveIf(key, *slot)) Retire(*slot);
     LOG(WARNING) << "entry of a " << h.key_len << "-byte key at offset " << offset
                  << " was modified after its commit; removed when its lease ended";
@@ -409,7 +413,7 @@ void KvStore::ReleaseChunk(const Chunk& chunk) {
 void KvStore::RunCleanerOnce() {
   ReclaimReady();
   CompactOnce();
-  cleaner_passes_.fetch_add(1, std::memory_order_relaxed);
+  cleaner_passes_->Increment();
 }
 
 void KvStore::CompactOnce() {
@@ -481,8 +485,8 @@ void KvStore::CompactOnce() {
       }
       if (index_->ReplaceIf(key, *slot, Slot{0, r->offset, r->size})) {
         Retire(*slot);
-        moved_entries_.fetch_add(1, std::memory_order_relaxed);
-        moved_bytes_.fetch_add(r->size, std::memory_order_relaxed);
+        moved_entries_->Increment();
+        moved_bytes_->Increment(r->size);
       } else {
         Retire(Slot{0, r->offset, r->size});  // lost a race with a writer
       }
@@ -510,34 +514,59 @@ void KvStore::CleanerLoop() {
   }
 }
 
-KvStoreCounters KvStore::counters() const {
-  KvStoreCounters c;
-  c.keys = index_->size();
-  c.index_capacity = index_->capacity();
-  c.segments_total = segment_count_;
-  c.pool_bytes = pool_->data_bytes();
-  {
-    absl::MutexLock lock(const_cast<absl::Mutex*>(&alloc_mu_));
-    c.segments_free = free_segments_;
-  }
-  {
-    absl::MutexLock lock(const_cast<absl::Mutex*>(&reclaim_mu_));
-    c.segments_awaiting_grace = pending_.size();
-  }
+int64_t KvStore::LiveBytes() const {
+  // Run heads carry the run's count; a transiently negative count (retire
+  // racing the commit's add) reads as zero rather than wrapping.
+  int64_t live = 0;
   for (uint32_t i = 0; i < segment_count_; ++i) {
-    if (segments_[i].run_head == i)
-      c.live_bytes += std::max<int64_t>(0, segments_[i].live_bytes.load());
+    if (segments_[i].run_head == i) live += std::max<int64_t>(0, segments_[i].live_bytes.load());
   }
-  c.commits = commits_.load();
-  c.deletes = deletes_.load();
-  c.cleaner_passes = cleaner_passes_.load();
-  c.cleaner_moved_entries = moved_entries_.load();
-  c.cleaner_moved_bytes = moved_bytes_.load();
-  c.segments_reclaimed = reclaimed_.load();
-  c.pool_full_errors = pool_full_.load();
-  c.index_full_errors = index_full_.load();
-  c.modified_after_commit = modified_.load();
-  return c;
+  return live;
+}
+
+void KvStore::RegisterMetrics() {
+  metrics::Registry& r = *registry_;
+  commits_ = r.AddCounter("kvstore_commits_total", "Entries published, by every transport.");
+  deletes_ = r.AddCounter("kvstore_deletes_total", "Keys deleted, by every transport.");
+  cleaner_passes_ = r.AddCounter("kvstore_cleaner_passes_total", "Cleaner passes run.");
+  moved_entries_ = r.AddCounter("kvstore_cleaner_moved_entries_total",
+                                "Live entries the cleaner copied out of sparse segments.");
+  moved_bytes_ = r.AddCounter("kvstore_cleaner_moved_bytes_total",
+                              "Bytes of live entries the cleaner copied.");
+  reclaimed_ = r.AddCounter("kvstore_pool_segments_reclaimed_total",
+                            "Segments freed after their grace period.");
+  pool_full_ = r.AddCounter("kvstore_pool_full_errors_total",
+                            "Allocations refused because the pool had no free segment.");
+  index_full_ = r.AddCounter("kvstore_index_full_errors_total",
+                             "Commits refused because the key's index bucket was full.");
+  modified_ = r.AddCounter("kvstore_modified_after_commit_total",
+                           "Reads or releases that caught a lease holder's overwrite of a "
+                           "committed entry.");
+  // Figures that live in the index, the pool and the segment table are read
+  // at scrape time, so the hot path never copies them.
+  auto gauge = [&](const char* name, const char* help, std::function<int64_t()> fn) {
+    gauges_.push_back(r.AddCallbackGauge(name, help, {}, std::move(fn)));
+  };
+  gauge("kvstore_keys", "Keys in the index.", [this] { return int64_t(index_->size()); });
+  gauge("kvstore_index_slots", "Slot capacity of the index.",
+        [this] { return int64_t(index_->capacity()); });
+  gauge("kvstore_index_bytes", "Bytes of the remotely readable index.",
+        [this] { return int64_t(pool_->index_bytes()); });
+  gauge("kvstore_pool_bytes", "Bytes of the data arena.",
+        [this] { return int64_t(pool_->data_bytes()); });
+  gauge("kvstore_pool_live_bytes", "Bytes of live entries in the data arena.",
+        [this] { return LiveBytes(); });
+  gauge("kvstore_pool_segments", "Segments in the data arena.",
+        [this] { return int64_t(segment_count_); });
+  gauge("kvstore_pool_segments_free", "Segments free for allocation.", [this] {
+    absl::MutexLock lock(&alloc_mu_);
+    return int64_t(free_segments_);
+  });
+  gauge("kvstore_pool_segments_awaiting_grace",
+        "Emptied segments waiting out their grace period before reuse.", [this] {
+          absl::MutexLock lock(&reclaim_mu_);
+          return int64_t(pending_.size());
+        });
 }
 
 }  // namespace server

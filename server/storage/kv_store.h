@@ -39,6 +39,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/metrics/registry.h"
 #include "common/protocol/layout.h"
 #include "common/protocol/limits.h"
 #include "server/storage/kv_index.h"
@@ -59,6 +60,10 @@ struct KvStoreOptions {
   absl::Duration cleaner_interval = absl::Milliseconds(50);
   Limits limits;
   uint64_t index_seed = 0;
+  // Where the store registers its kvstore_keys/kvstore_pool_*/kvstore_*_total
+  // series (not owned; must outlive the store). Null: a private registry,
+  // for tests and tools that do not read figures.
+  metrics::Registry* registry = nullptr;
 };
 
 // A contiguous run of segments held by one writer.
@@ -103,25 +108,6 @@ class PinnedValue {
   uint32_t segment_ = 0;
   absl::string_view value_;
   std::unique_ptr<char[]> copy_;  // the verified copy, when there is one
-};
-
-struct KvStoreCounters {
-  uint64_t keys = 0;
-  uint64_t index_capacity = 0;
-  uint64_t segments_total = 0;
-  uint64_t segments_free = 0;
-  uint64_t segments_awaiting_grace = 0;
-  uint64_t live_bytes = 0;
-  uint64_t pool_bytes = 0;
-  uint64_t commits = 0;
-  uint64_t deletes = 0;
-  uint64_t cleaner_passes = 0;
-  uint64_t cleaner_moved_entries = 0;
-  uint64_t cleaner_moved_bytes = 0;
-  uint64_t segments_reclaimed = 0;
-  uint64_t pool_full_errors = 0;
-  uint64_t index_full_errors = 0;
-  uint64_t modified_after_commit = 0;  // reads that caught a lease holder's overwrite
 };
 
 class KvStore {
@@ -196,7 +182,8 @@ class KvStore {
   const KvStoreOptions& options() const { return options_; }
   const KvIndex& index() const { return *index_; }
   uint64_t size() const { return index_->size(); }
-  KvStoreCounters counters() const;
+  // The registry holding this store's series (options.registry or its own).
+  const metrics::Registry& registry() const { return *registry_; }
 
  private:
   enum class SegState : uint8_t { kFree, kOpen, kSealed, kReclaiming };
@@ -234,7 +221,14 @@ class KvStore {
     return static_cast<uint32_t>(offset / options_.segment_bytes);
   }
   void Unpin(uint32_t segment);
+  // Registers the counters and the scrape-time gauges; constructor only.
+  void RegisterMetrics();
+  // Bytes of live entries over all runs (the kvstore_pool_live_bytes gauge).
+  int64_t LiveBytes() const;
 
+  // Declared first: every Counter* below points into it, so it dies last.
+  std::unique_ptr<metrics::Registry> own_registry_;
+  metrics::Registry* const registry_;
   MemoryPool* const pool_;
   const KvStoreOptions options_;
   std::unique_ptr<KvIndex> index_;
@@ -257,8 +251,16 @@ class KvStore {
   absl::Mutex cleaner_mu_;
   std::unique_ptr<Writer> cleaner_writer_ ABSL_GUARDED_BY(cleaner_mu_);
 
-  std::atomic<uint64_t> commits_{0}, deletes_{0}, cleaner_passes_{0}, moved_entries_{0},
-      moved_bytes_{0}, reclaimed_{0}, pool_full_{0}, index_full_{0}, modified_{0};
+  // Owned by *registry_; incremented on the paths that count them.
+  metrics::Counter* commits_;
+  metrics::Counter* deletes_;
+  metrics::Counter* cleaner_passes_;
+  metrics::Counter* moved_entries_;
+  metrics::Counter* moved_bytes_;
+  metrics::Counter* reclaimed_;
+  metrics::Counter* pool_full_;
+  metrics::Counter* index_full_;
+  metrics::Counter* modified_;
 
   // Segments only the cleaner may allocate.
   uint32_t cleaner_reserve_ = 0;
@@ -266,6 +268,9 @@ class KvStore {
   bool wake_ ABSL_GUARDED_BY(wake_mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(wake_mu_) = false;
   std::thread cleaner_;
+  // Declared last: destroyed (unregistered, waiting out a running scrape)
+  // before the index, segments and mutexes their callbacks read.
+  std::vector<metrics::CallbackHandle> gauges_;
 };
 
 }  // namespace server

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/metrics/testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -15,6 +16,7 @@ namespace kvstore {
 namespace server {
 namespace {
 
+using ::kvstore::metrics::testing::Value;
 using ::testing::HasSubstr;
 
 struct TestStore {
@@ -66,14 +68,14 @@ TEST(KvStore, PutGetOverwriteDelete) {
 TEST(KvStore, LimitsAreCheckedBeforeAllocating) {
   TestStore t = MakeStore(8 << 20, 1 << 20, absl::Milliseconds(1));
   auto w = t.store->NewWriter();
-  auto before = t.store->counters().segments_free;
+  auto before = Value(t.store->registry(), "kvstore_pool_segments_free");
   absl::Status s = t.store->Put(w.get(), std::string(1025, 'k'), "v");
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("max_key_bytes=1024"));
   auto r = w->Reserve(1, (64ull << 20) + 1);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("max_value_bytes"));
-  EXPECT_EQ(t.store->counters().segments_free, before);
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_pool_segments_free"), before);
 }
 
 TEST(KvStore, CommitRejectsCorruptAndOutOfRangeEntries) {
@@ -105,7 +107,7 @@ TEST(KvStore, ReadsOfLeasedEntriesServeAVerifiedCopy) {
   base[layout::kEntryHeaderBytes + 1] = 'J';  // the lease holder writes again
   EXPECT_EQ(v->value(), "hello");             // the reader keeps what it verified
   EXPECT_EQ(t.store->Get("k").status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(t.store->counters().modified_after_commit, 1u);
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_modified_after_commit_total"), 1u);
   // The lease ends: the changed entry is unpublished.
   t.store->ReleaseChunk(*chunk);
   EXPECT_EQ(t.store->Get("k").status().code(), absl::StatusCode::kNotFound);
@@ -164,7 +166,7 @@ TEST(KvStore, OverwritesAreReclaimedWithoutDeletes) {
     ASSERT_TRUE(s.ok()) << s;
   }
   EXPECT_EQ(t.store->size(), 50u);
-  EXPECT_GT(t.store->counters().segments_reclaimed, 10u);
+  EXPECT_GT(Value(t.store->registry(), "kvstore_pool_segments_reclaimed_total"), 10u);
 }
 
 // Overwriting large values spreads a little live data over every segment;
@@ -188,12 +190,12 @@ TEST(KvStore, LargeValueChurnNeverFillsAMostlyEmptyPool) {
     }
     ASSERT_TRUE(s.ok()) << s;
   }
-  KvStoreCounters c = t.store->counters();
+  auto c = [&](const char* series) { return Value(t.store->registry(), series); };
   std::printf("pool-full answers %d, cleaner moved %lu entries, reclaimed %lu segments\n", full,
-              c.cleaner_moved_entries, c.segments_reclaimed);
+              c("kvstore_cleaner_moved_entries_total"), c("kvstore_pool_segments_reclaimed_total"));
   // 24 x 300 KiB = 7 MiB live in 64 MiB: at most a brief stall, never a stuck pool.
   EXPECT_LT(full, 40);
-  EXPECT_GT(c.cleaner_moved_entries, 0u);
+  EXPECT_GT(c("kvstore_cleaner_moved_entries_total"), 0u);
 }
 
 TEST(KvStore, CleanerCompactsSparseSegments) {
@@ -209,13 +211,13 @@ TEST(KvStore, CleanerCompactsSparseSegments) {
   w.reset();  // seal the writer's segment too
   t.store->RunCleanerOnce();
   t.store->RunCleanerOnce();
-  KvStoreCounters c = t.store->counters();
-  EXPECT_GT(c.cleaner_moved_entries, 0u);
+  auto c = [&](const char* series) { return Value(t.store->registry(), series); };
+  EXPECT_GT(c("kvstore_cleaner_moved_entries_total"), 0u);
   absl::SleepFor(absl::Milliseconds(5));
   for (int i = 0; i < 10; ++i) t.store->RunCleanerOnce();
   for (int i = 0; i < 2000; i += 10)
     ASSERT_EQ(ValueOf(*t.store, "k" + std::to_string(i)), value) << i;
-  EXPECT_GT(t.store->counters().segments_reclaimed, 3u);
+  EXPECT_GT(Value(t.store->registry(), "kvstore_pool_segments_reclaimed_total"), 3u);
 }
 
 // Many threads overwrite and read the same keys while the cleaner runs; a

@@ -31,7 +31,11 @@ std::string Ago(absl::Time now, absl::Time expired_at) {
 }  // namespace
 
 LeaseTable::LeaseTable(KvStore* store, LeaseOptions options)
-    : store_(store), options_(std::move(options)) {
+    : own_registry_(options.registry == nullptr ? std::make_unique<metrics::Registry>() : nullptr),
+      registry_(options.registry != nullptr ? options.registry : own_registry_.get()),
+      store_(store),
+      options_(std::move(options)) {
+  RegisterMetrics();
   // A lease must hold one whole entry: a client cannot split a value across
   // leases, so a smaller limit silently moves the largest values to TCP.
   const Limits& limits = store_->limits();
@@ -57,7 +61,7 @@ LeaseTable::~LeaseTable() {
     remaining.swap(leases_);
   }
   // Not counted: the destructor's leases are the "dropped" term of the
-  // LeaseCounters identity.
+  // granted/active/released/expired identity (lease_table.h).
   for (auto& [id, lease] : remaining) Revoke(lease.get());
 }
 
@@ -119,8 +123,8 @@ absl::StatusOr<LeaseInfo> LeaseTable::Grant(uint64_t bytes, std::string owner,
       --pending_grants_;
       // Counted as a lease granted and released at once, which is what it
       // was when keys were bound after the grant: Stats stay comparable.
-      granted_.fetch_add(1, std::memory_order_relaxed);
-      released_.fetch_add(1, std::memory_order_relaxed);
+      granted_->Increment();
+      released_->Increment();
       return made.status();
     }
     key = std::move(*made);
@@ -131,7 +135,7 @@ absl::StatusOr<LeaseInfo> LeaseTable::Grant(uint64_t bytes, std::string owner,
   absl::MutexLock lock(&mu_);
   --pending_grants_;
   leases_.emplace(info.lease_id, std::make_shared<Lease>(info, std::move(key)));
-  granted_.fetch_add(1, std::memory_order_relaxed);
+  granted_->Increment();
   VLOG(1) << "lease " << info.lease_id << " granted to " << info.owner << ": [" << info.chunk.offset
           << ", +" << info.chunk.length << ")";
   return info;
@@ -151,7 +155,7 @@ absl::StatusOr<LeaseInfo> LeaseTable::Renew(uint64_t lease_id, uint64_t connecti
     if (now < lease->expires_at) {
       // Still alive: the new expiry counts from now, not from the old one.
       lease->expires_at = now + options_.ttl;
-      renewed_.fetch_add(1, std::memory_order_relaxed);
+      renewed_->Increment();
       return Snapshot(*lease);
     }
     // Past its expiry but not yet swept: end it now, as ExpireNow() would.
@@ -197,7 +201,7 @@ size_t LeaseTable::ReleaseHeldBy(uint64_t connection_id) {
     }
     // Erased and counted under one lock hold, as RemoveLocked() does.
     for (const auto& lease : held) leases_.erase(lease->id);
-    released_.fetch_add(held.size(), std::memory_order_relaxed);
+    released_->Increment(held.size());
   }
   for (const auto& lease : held) Revoke(lease.get());
   return held.size();
@@ -210,12 +214,12 @@ absl::Status LeaseTable::Commit(uint64_t lease_id, uint64_t offset, uint64_t siz
     absl::MutexLock lock(&mu_);
     lease = FindLocked(lease_id);
     if (lease == nullptr) {
-      aborted_commits_.fetch_add(1, std::memory_order_relaxed);
+      aborted_commits_->Increment();
       return LeaseGone(lease_id, " or was released");
     }
     if (now >= lease->expires_at) {
       // The sweeper has not got to it yet; it is dead all the same.
-      aborted_commits_.fetch_add(1, std::memory_order_relaxed);
+      aborted_commits_->Increment();
       return LeaseGone(lease_id, Ago(now, lease->expires_at));
     }
   }
@@ -242,7 +246,7 @@ absl::Status LeaseTable::CommitFrom(uint64_t connection_id, uint64_t lease_id, u
     // learn (or trigger) anything about a lease it does not hold.
     KV_RETURN_IF_ERROR(CheckHolder(*lease, connection_id, "connection"));
     if (now >= lease->expires_at) {
-      aborted_commits_.fetch_add(1, std::memory_order_relaxed);
+      aborted_commits_->Increment();
       return LeaseGone(lease_id, Ago(now, lease->expires_at));
     }
   }
@@ -263,11 +267,11 @@ absl::Status LeaseTable::CommitLocked(Lease& lease, uint64_t offset, uint64_t si
   // Revoked between the look-up and now: its chunk may already be back in
   // the store, so publishing into it would be a use-after-free.
   if (lease.revoked) {
-    aborted_commits_.fetch_add(1, std::memory_order_relaxed);
+    aborted_commits_->Increment();
     return LeaseGone(lease.id, " during the commit");
   }
   absl::Status status = store_->Commit(offset, size);
-  if (status.ok()) commits_.fetch_add(1, std::memory_order_relaxed);
+  if (status.ok()) commits_->Increment();
   return status;
 }
 
@@ -281,7 +285,7 @@ size_t LeaseTable::ExpireNow(absl::Time now) {
       if (lease->expires_at <= now) lapsed.push_back(lease);
     }
     for (const auto& lease : lapsed) leases_.erase(lease->id);
-    expired_.fetch_add(lapsed.size(), std::memory_order_relaxed);
+    expired_->Increment(lapsed.size());
   }
   for (const auto& lease : lapsed) {
     VLOG(1) << "lease " << lease->id << " of " << lease->owner << " expired";
@@ -310,20 +314,21 @@ absl::flat_hash_set<uint64_t> LeaseTable::KeyHolders() const {
   return holders;
 }
 
-LeaseCounters LeaseTable::counters() const {
-  // granted, released, expired and active change together under mu_, so a
-  // snapshot taken under it is consistent: granted == active + released +
-  // expired (+ those dropped by the destructor).
-  absl::MutexLock lock(&mu_);
-  LeaseCounters c;
-  c.granted = granted_.load(std::memory_order_relaxed);
-  c.renewed = renewed_.load(std::memory_order_relaxed);
-  c.released = released_.load(std::memory_order_relaxed);
-  c.expired = expired_.load(std::memory_order_relaxed);
-  c.commits = commits_.load(std::memory_order_relaxed);
-  c.aborted_commits = aborted_commits_.load(std::memory_order_relaxed);
-  c.active = leases_.size();
-  return c;
+void LeaseTable::RegisterMetrics() {
+  metrics::Registry& r = *registry_;
+  granted_ = r.AddCounter("kvstore_leases_granted_total", "Write leases granted.");
+  renewed_ = r.AddCounter("kvstore_leases_renewed_total", "Write leases renewed.");
+  released_ = r.AddCounter("kvstore_leases_released_total",
+                           "Write leases released by their holder (or a failed key).");
+  expired_ = r.AddCounter("kvstore_leases_expired_total", "Write leases that ran out.");
+  commits_ = r.AddCounter("kvstore_lease_commits_total", "Commits into leased chunks.");
+  aborted_commits_ = r.AddCounter("kvstore_lease_aborted_commits_total",
+                                  "Commits refused because the lease expired or was unknown.");
+  // The map is the one record of live leases; read it at scrape time.
+  active_gauge_ = r.AddCallbackGauge("kvstore_leases_active", "Write leases alive.", {}, [this] {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int64_t>(leases_.size());
+  });
 }
 
 std::shared_ptr<LeaseTable::Lease> LeaseTable::FindLocked(uint64_t lease_id) const {
@@ -356,13 +361,13 @@ LeaseInfo LeaseTable::Snapshot(const Lease& lease) const {
 }
 
 std::shared_ptr<LeaseTable::Lease> LeaseTable::RemoveLocked(uint64_t lease_id,
-                                                            std::atomic<uint64_t>& counter) {
+                                                            metrics::Counter* counter) {
   auto it = leases_.find(lease_id);
   if (it == leases_.end()) return nullptr;
   std::shared_ptr<Lease> lease = std::move(it->second);
   leases_.erase(it);
-  // Under mu_, with the erase: counters() sees both or neither.
-  counter.fetch_add(1, std::memory_order_relaxed);
+  // Under mu_, with the erase, so the count and the map change together.
+  counter->Increment();
   return lease;
 }
 

@@ -83,6 +83,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/metrics/registry.h"
 #include "server/storage/kv_store.h"
 
 namespace kvstore {
@@ -161,19 +162,18 @@ struct LeaseOptions {
   // How often the background thread calls ExpireNow(); zero disables the
   // thread (tests then call ExpireNow() themselves).
   absl::Duration expire_interval = absl::Milliseconds(100);
+  // Where the table registers kvstore_leases_* and kvstore_lease_*_total
+  // (not owned; must outlive the table). Null: a private registry.
+  metrics::Registry* registry = nullptr;
 };
 
-// granted, released, expired and active are one consistent snapshot:
-// granted == active + released + expired + leases dropped by the destructor.
-struct LeaseCounters {
-  uint64_t granted = 0;
-  uint64_t renewed = 0;
-  uint64_t released = 0;         // by Release()/ReleaseHeldBy(), or a failed KeyMaker
-  uint64_t expired = 0;          // by ExpireNow() or a Renew() that found it expired
-  uint64_t commits = 0;          // successful Commit()/CommitFrom() calls
-  uint64_t aborted_commits = 0;  // Commit()/CommitFrom() refused for an expired/unknown lease
-  uint64_t active = 0;
-};
+// The table's series: kvstore_leases_{granted,renewed,released,expired}_total,
+// kvstore_leases_active, kvstore_lease_commits_total and
+// kvstore_lease_aborted_commits_total. At rest, granted == active + released
+// + expired + leases dropped by the destructor. "released" counts
+// Release()/ReleaseHeldBy() and failed KeyMakers; "expired" counts
+// ExpireNow() and Renew()s that found the lease expired; "aborted commits"
+// are Commit()/CommitFrom() calls refused for an expired/unknown lease.
 
 class LeaseTable {
  public:
@@ -250,8 +250,8 @@ class LeaseTable {
   // The connections that hold at least one live lease with a write key.
   absl::flat_hash_set<uint64_t> KeyHolders() const;
 
-  // A consistent snapshot of the counters (see LeaseCounters).
-  LeaseCounters counters() const;
+  // The registry holding the table's series (options.registry or its own).
+  const metrics::Registry& registry() const { return *registry_; }
   // The options the table was made with; never change.
   const LeaseOptions& options() const { return options_; }
 
@@ -304,13 +304,18 @@ class LeaseTable {
   absl::Status CommitLocked(Lease& lease, uint64_t offset, uint64_t size) ABSL_LOCKS_EXCLUDED(mu_);
   // Takes the lease out of leases_ and counts it in `counter`.
   // REQUIRES: mu_ held.
-  std::shared_ptr<Lease> RemoveLocked(uint64_t lease_id, std::atomic<uint64_t>& counter)
+  std::shared_ptr<Lease> RemoveLocked(uint64_t lease_id, metrics::Counter* counter)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Revokes the write key and releases the chunk; see the lifecycle above.
   // REQUIRES: `lease` has been removed from leases_; mu_ not held.
   void Revoke(Lease* lease) ABSL_LOCKS_EXCLUDED(mu_);
   void ExpiryLoop();
+  // Registers the table's series; constructor only.
+  void RegisterMetrics();
 
+  // Declared first: the Counter*s below point into it, so it dies last.
+  std::unique_ptr<metrics::Registry> own_registry_;
+  metrics::Registry* const registry_;
   KvStore* const store_;
   const LeaseOptions options_;
 
@@ -322,14 +327,20 @@ class LeaseTable {
   size_t pending_grants_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
 
-  // Atomics so that counting needs no lock; granted_, released_ and
-  // expired_ change only with mu_ held, so counters() can take a consistent
-  // snapshot of them with active.
-  std::atomic<uint64_t> granted_{0}, renewed_{0}, released_{0}, expired_{0}, commits_{0},
-      aborted_commits_{0};
+  // Owned by *registry_. Counting needs no lock; granted_, released_ and
+  // expired_ still change with mu_ held, next to the map change they count.
+  metrics::Counter* granted_;
+  metrics::Counter* renewed_;
+  metrics::Counter* released_;
+  metrics::Counter* expired_;
+  metrics::Counter* commits_;
+  metrics::Counter* aborted_commits_;
 
   absl::Notification stop_;
   std::thread expiry_thread_;
+  // kvstore_leases_active reads leases_ under mu_; declared last so it is
+  // unregistered before the map and the mutex go.
+  metrics::CallbackHandle active_gauge_;
 };
 
 }  // namespace server

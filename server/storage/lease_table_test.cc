@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/metrics/testing.h"
 #include "common/protocol/layout.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,6 +26,7 @@ namespace kvstore {
 namespace server {
 namespace {
 
+using ::kvstore::metrics::testing::Value;
 using ::testing::HasSubstr;
 
 constexpr uint64_t kSegment = 1 << 20;
@@ -110,7 +112,8 @@ LeaseTable::KeyMaker KeysOn(uint64_t connection_id,
 
 // Runs the cleaner until the segments awaiting their grace period are free.
 void WaitForReclaim(TestStore& t) {
-  for (int i = 0; i < 200 && t.store->counters().segments_awaiting_grace > 0; ++i) {
+  for (int i = 0; i < 200 && Value(t.store->registry(), "kvstore_pool_segments_awaiting_grace") > 0;
+       ++i) {
     absl::SleepFor(absl::Milliseconds(5));
     t.store->RunCleanerOnce();
   }
@@ -140,16 +143,16 @@ TEST(LeaseTable, GrantWriteCommitGet) {
   ASSERT_TRUE(leases.Commit(lease->lease_id, off, size).ok());
   EXPECT_EQ(ValueOf(*t.store, "key2"), "second");
 
-  LeaseCounters c = leases.counters();
-  EXPECT_EQ(c.granted, 1u);
-  EXPECT_EQ(c.commits, 2u);
-  EXPECT_EQ(c.active, 1u);
+  auto c = [&](const char* series) { return Value(leases.registry(), series); };
+  EXPECT_EQ(c("kvstore_leases_granted_total"), 1u);
+  EXPECT_EQ(c("kvstore_lease_commits_total"), 2u);
+  EXPECT_EQ(c("kvstore_leases_active"), 1u);
 
   // Committed entries outlive their lease.
   ASSERT_TRUE(leases.Release(lease->lease_id).ok());
   EXPECT_EQ(ValueOf(*t.store, "key1"), value);
-  EXPECT_EQ(leases.counters().released, 1u);
-  EXPECT_EQ(leases.counters().active, 0u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_leases_released_total"), 1u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_leases_active"), 0u);
 }
 
 // A lease is a fence: no commit under it may publish bytes outside its own
@@ -185,8 +188,8 @@ TEST(LeaseTable, CommitOutsideTheChunkIsInvalidAndPublishesNothing) {
             absl::StatusCode::kInvalidArgument);
 
   EXPECT_FALSE(t.store->Exists("stolen"));
-  EXPECT_EQ(t.store->counters().commits, 0u);
-  EXPECT_EQ(leases.counters().commits, 0u);
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_commits_total"), 0u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_lease_commits_total"), 0u);
 
   // The owner of the chunk can commit it: the entry itself was fine.
   EXPECT_TRUE(leases.Commit(b->lease_id, b->chunk.offset, size).ok());
@@ -220,12 +223,12 @@ TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
   EXPECT_THAT(std::string(s.message()),
               HasSubstr(absl::StrCat("lease ", lease->lease_id, " expired")));
   EXPECT_FALSE(t.store->Exists("late"));
-  EXPECT_EQ(t.store->counters().commits, 0u);
-  LeaseCounters c = leases.counters();
-  EXPECT_EQ(c.expired, 1u);
-  EXPECT_EQ(c.aborted_commits, 2u);
-  EXPECT_EQ(c.commits, 0u);
-  EXPECT_EQ(c.active, 0u);
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_commits_total"), 0u);
+  auto c = [&](const char* series) { return Value(leases.registry(), series); };
+  EXPECT_EQ(c("kvstore_leases_expired_total"), 1u);
+  EXPECT_EQ(c("kvstore_lease_aborted_commits_total"), 2u);
+  EXPECT_EQ(c("kvstore_lease_commits_total"), 0u);
+  EXPECT_EQ(c("kvstore_leases_active"), 0u);
 }
 
 // The crash case leases exist for: written, never committed, never
@@ -234,13 +237,13 @@ TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
   TestStore t = MakeStore();
   std::vector<uint64_t> revoked;
   LeaseTable leases(t.store.get(), ManualOptions());
-  const uint64_t free_before = t.store->counters().segments_free;
+  const uint64_t free_before = Value(t.store->registry(), "kvstore_pool_segments_free");
 
   // A run of three segments, with a write key as an RDMA client gets.
   auto lease = leases.Grant(3 * kSegment, "doomed",
                             KeysOn(7, [&revoked](uint64_t id) { revoked.push_back(id); }));
   ASSERT_TRUE(lease.ok()) << lease.status();
-  EXPECT_EQ(t.store->counters().segments_free, free_before - 3);
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_pool_segments_free"), free_before - 3);
   WriteEntry(t, lease->chunk.offset, "ghost", std::string(10000, 'g'));
   // ... the client dies here: no commit, no release.
 
@@ -252,10 +255,10 @@ TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
   EXPECT_EQ(t.store->Get("ghost").status().code(), absl::StatusCode::kNotFound);
 
   // The chunk waits out the grace period (remote readers), then is free.
-  EXPECT_GE(t.store->counters().segments_awaiting_grace, 1u);
+  EXPECT_GE(Value(t.store->registry(), "kvstore_pool_segments_awaiting_grace"), 1u);
   WaitForReclaim(t);
-  EXPECT_EQ(t.store->counters().segments_free, free_before);
-  EXPECT_EQ(t.store->counters().segments_awaiting_grace, 0u);
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_pool_segments_free"), free_before);
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_pool_segments_awaiting_grace"), 0u);
   EXPECT_EQ(leases.Renew(lease->lease_id).status().code(), absl::StatusCode::kAborted);
 }
 
@@ -264,7 +267,7 @@ TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
 TEST(LeaseTable, ReleasedChunkWithCommittedEntriesStaysUntilTheyDie) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
-  const uint64_t free_before = t.store->counters().segments_free;
+  const uint64_t free_before = Value(t.store->registry(), "kvstore_pool_segments_free");
   auto lease = leases.Grant(100, "c");
   ASSERT_TRUE(lease.ok());
   const uint64_t size = WriteEntry(t, lease->chunk.offset, "kept", "v");
@@ -273,10 +276,10 @@ TEST(LeaseTable, ReleasedChunkWithCommittedEntriesStaysUntilTheyDie) {
   // A cleaner pass must not take the segment while "kept" lives in it.
   WaitForReclaim(t);
   EXPECT_EQ(ValueOf(*t.store, "kept"), "v");
-  EXPECT_EQ(t.store->counters().segments_free, free_before - 1);
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_pool_segments_free"), free_before - 1);
   ASSERT_TRUE(t.store->Delete("kept").ok());
   WaitForReclaim(t);
-  EXPECT_EQ(t.store->counters().segments_free, free_before);
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_pool_segments_free"), free_before);
 }
 
 // Renew moves the expiry forward from now; the old expiry no longer counts.
@@ -296,7 +299,7 @@ TEST(LeaseTable, RenewKeepsALeaseAlive) {
   EXPECT_EQ(leases.ExpireNow(lease->expires_at), 0u);
   const uint64_t size = WriteEntry(t, lease->chunk.offset, "alive", "yes");
   EXPECT_TRUE(leases.Commit(lease->lease_id, lease->chunk.offset, size).ok());
-  EXPECT_EQ(leases.counters().renewed, 1u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_leases_renewed_total"), 1u);
   EXPECT_EQ(leases.ExpireNow(renewed->expires_at), 1u);
 
   // Once swept, and for an id never granted, Renew says "start over".
@@ -318,8 +321,8 @@ TEST(LeaseTable, RenewOfAnExpiredLeaseRevokesIt) {
   absl::SleepFor(absl::Milliseconds(5));
   EXPECT_EQ(leases.Renew(lease->lease_id).status().code(), absl::StatusCode::kAborted);
   EXPECT_EQ(leases.Lookup(lease->lease_id).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(leases.counters().expired, 1u);
-  EXPECT_EQ(leases.counters().active, 0u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_leases_expired_total"), 1u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_leases_active"), 0u);
 }
 
 // max_leases bounds the table; a release makes room again.
@@ -349,7 +352,7 @@ TEST(LeaseTable, FullPoolIsResourceExhausted) {
   auto all = leases.Grant(3 * kSegment, "all");
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_EQ(leases.Grant(1, "more").status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(leases.counters().active, 1u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_leases_active"), 1u);
 }
 
 // Size limits are checked before anything is allocated.
@@ -364,7 +367,7 @@ TEST(LeaseTable, OversizeAndEmptyLeasesAreInvalid) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr(absl::StrCat("max_lease_bytes=", max)));
   EXPECT_EQ(leases.Grant(0, "x").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(leases.counters().active, 0u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_leases_active"), 0u);
 }
 
 // Release is not idempotent: the second one is NOT_FOUND, and the lease is
@@ -401,7 +404,7 @@ TEST(LeaseTable, IdsAreUniqueAndNeverZero) {
 // keys too) and their chunks returned.
 TEST(LeaseTable, DestructorRevokesEveryLease) {
   TestStore t = MakeStore();
-  const uint64_t free_before = t.store->counters().segments_free;
+  const uint64_t free_before = Value(t.store->registry(), "kvstore_pool_segments_free");
   std::atomic<int> revoked{0};
   {
     LeaseTable leases(t.store.get(), ManualOptions());
@@ -412,7 +415,7 @@ TEST(LeaseTable, DestructorRevokesEveryLease) {
   }
   EXPECT_EQ(revoked.load(), 3);
   WaitForReclaim(t);
-  EXPECT_EQ(t.store->counters().segments_free, free_before);
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_pool_segments_free"), free_before);
 }
 
 // The expiry thread does what the other tests do by hand.
@@ -424,11 +427,11 @@ TEST(LeaseTable, BackgroundThreadExpiresLeases) {
   LeaseTable leases(t.store.get(), o);
   ASSERT_TRUE(leases.Grant(1, "x").ok());
   // Up to 2 s for a 10 ms lease: generous for a loaded test machine.
-  for (int i = 0; i < 400 && leases.counters().active > 0; ++i) {
+  for (int i = 0; i < 400 && Value(leases.registry(), "kvstore_leases_active") > 0; ++i) {
     absl::SleepFor(absl::Milliseconds(5));
   }
-  EXPECT_EQ(leases.counters().active, 0u);
-  EXPECT_EQ(leases.counters().expired, 1u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_leases_active"), 0u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_leases_expired_total"), 1u);
 }
 
 // Commits racing with the end of their lease either complete before the
@@ -496,11 +499,11 @@ TEST(LeaseTable, CommitsRacingRevocationNeverPublishIntoReleasedChunks) {
     WaitForReclaim(t);
   }
   // Every segment came back: no chunk leaked, none was released twice.
-  LeaseCounters c = leases.counters();
-  EXPECT_EQ(c.active, 0u);
-  EXPECT_EQ(c.granted, 80u);
-  EXPECT_EQ(c.released + c.expired, 80u);
-  EXPECT_EQ(t.store->counters().segments_free, 16u);
+  auto c = [&](const char* series) { return Value(leases.registry(), series); };
+  EXPECT_EQ(c("kvstore_leases_active"), 0u);
+  EXPECT_EQ(c("kvstore_leases_granted_total"), 80u);
+  EXPECT_EQ(c("kvstore_leases_released_total") + c("kvstore_leases_expired_total"), 80u);
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_pool_segments_free"), 16u);
 }
 
 // The write key is part of the lease: reported with it, and revoked before
@@ -512,7 +515,8 @@ TEST(LeaseTable, WriteKeyIsRevokedBeforeTheChunkIsReleased) {
   LeaseTable leases(t.store.get(), ManualOptions());
   auto lease = leases.Grant(4096, "keyed", KeysOn(7, [&](uint64_t) {
                               ++revokes;
-                              awaiting_at_revoke = t.store->counters().segments_awaiting_grace;
+                              awaiting_at_revoke = Value(t.store->registry(),
+                                                         "kvstore_pool_segments_awaiting_grace");
                             }));
   ASSERT_TRUE(lease.ok()) << lease.status();
   // The grant reports the key's rkey, and so does every later look-up.
@@ -528,7 +532,7 @@ TEST(LeaseTable, WriteKeyIsRevokedBeforeTheChunkIsReleased) {
   // Nothing was committed, so the released chunk waits out its grace period
   // at once; when the key was revoked it had not been released yet.
   EXPECT_EQ(awaiting_at_revoke, 0u);
-  EXPECT_GE(t.store->counters().segments_awaiting_grace, 1u);
+  EXPECT_GE(Value(t.store->registry(), "kvstore_pool_segments_awaiting_grace"), 1u);
   EXPECT_TRUE(leases.KeyHolders().empty());
 }
 
@@ -554,7 +558,7 @@ TEST(LeaseTable, OnlyTheKeyHolderMayCommitRenewOrRelease) {
   EXPECT_EQ(leases.Renew(id).status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(leases.Release(id, 8).code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(leases.Release(id).code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(leases.counters().aborted_commits, 0u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_lease_aborted_commits_total"), 0u);
 
   // The holder can do all three; a renewal reports the same key.
   ASSERT_TRUE(leases.CommitFrom(7, id, lease->chunk.offset, size).ok());
@@ -576,8 +580,8 @@ TEST(LeaseTable, OnlyTheKeyHolderMayCommitRenewOrRelease) {
   s = leases.CommitFrom(7, plain->lease_id, plain->chunk.offset, 64);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("is not active"));
-  EXPECT_EQ(leases.counters().aborted_commits, 0u);
-  EXPECT_EQ(leases.counters().commits, 1u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_lease_aborted_commits_total"), 0u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_lease_commits_total"), 1u);
 }
 
 // CommitFrom() applies the same expiry rule as Commit(), after the holder
@@ -599,7 +603,7 @@ TEST(LeaseTable, CommitFromTheHolderAfterExpiryIsAborted) {
   EXPECT_THAT(std::string(s.message()),
               HasSubstr(absl::StrCat("lease ", lease->lease_id, " expired")));
   EXPECT_FALSE(t.store->Exists("late"));
-  EXPECT_EQ(leases.counters().aborted_commits, 1u);
+  EXPECT_EQ(Value(leases.registry(), "kvstore_lease_aborted_commits_total"), 1u);
 }
 
 // A connection that goes away takes its leases with it, and only its own.
@@ -625,9 +629,9 @@ TEST(LeaseTable, ReleaseHeldByEndsOnlyThatConnectionsLeases) {
   EXPECT_TRUE(leases.Lookup(b->lease_id).ok());
   EXPECT_TRUE(leases.Lookup(plain->lease_id).ok());
   EXPECT_THAT(leases.KeyHolders(), ::testing::UnorderedElementsAre(2u));
-  LeaseCounters c = leases.counters();
-  EXPECT_EQ(c.released, 2u);
-  EXPECT_EQ(c.active, 2u);
+  auto c = [&](const char* series) { return Value(leases.registry(), series); };
+  EXPECT_EQ(c("kvstore_leases_released_total"), 2u);
+  EXPECT_EQ(c("kvstore_leases_active"), 2u);
 }
 
 // A key that cannot be made fails the grant and leaves nothing behind: the
@@ -637,7 +641,7 @@ TEST(LeaseTable, FailedKeyMakerGivesTheChunkBack) {
   LeaseOptions o = ManualOptions();
   o.max_leases = 1;
   LeaseTable leases(t.store.get(), o);
-  const uint64_t free_before = t.store->counters().segments_free;
+  const uint64_t free_before = Value(t.store->registry(), "kvstore_pool_segments_free");
   absl::Status s =
       leases
           .Grant(4096, "unlucky",
@@ -649,12 +653,12 @@ TEST(LeaseTable, FailedKeyMakerGivesTheChunkBack) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("no live RDMA connection 3"));
   // Counted as granted and released at once (as when keys were bound after
   // the grant); the slot under max_leases is free again.
-  LeaseCounters c = leases.counters();
-  EXPECT_EQ(c.granted, 1u);
-  EXPECT_EQ(c.released, 1u);
-  EXPECT_EQ(c.active, 0u);
+  auto c = [&](const char* series) { return Value(leases.registry(), series); };
+  EXPECT_EQ(c("kvstore_leases_granted_total"), 1u);
+  EXPECT_EQ(c("kvstore_leases_released_total"), 1u);
+  EXPECT_EQ(c("kvstore_leases_active"), 0u);
   WaitForReclaim(t);
-  EXPECT_EQ(t.store->counters().segments_free, free_before);
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_pool_segments_free"), free_before);
   EXPECT_TRUE(leases.Grant(4096, "lucky", KeysOn(3)).ok());
 }
 

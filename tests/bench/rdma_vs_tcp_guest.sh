@@ -91,13 +91,17 @@ thread_delta() {
 }
 # Busy and softirq ticks of the whole machine (all CPUs) from /proc/stat.
 sys_ticks() { awk '$1 == "cpu" {print $2+$3+$4+$7+$8, $8; exit}' /proc/stat; }
-# GETs the server's CPU answered so far: gRPC Get (RDMA fallbacks) + RESP GET.
+# GETs the server's CPU answered so far: gRPC Get (RDMA fallbacks) + RESP GET,
+# i.e. kvstore_server_requests_total{op="get"} for transports grpc and tcp
+# (server.counters keys are series names; JSON escapes their quotes as \").
 server_gets() {
     "$KVCTL" --server="127.0.0.1:$CTL" --transport=tcp --json stat >"$W/stat.json" 2>"$W/stat.err" ||
         return 1
     local rpc resp
-    rpc=$(grep -o '"rpc_gets": *[0-9]*' "$W/stat.json" | grep -o '[0-9]*$')
-    resp=$(grep -o '"resp_gets": *[0-9]*' "$W/stat.json" | grep -o '[0-9]*$')
+    rpc=$(grep -o 'kvstore_server_requests_total{op=\\"get\\",transport=\\"grpc\\"}": *[0-9]*' \
+        "$W/stat.json" | grep -o '[0-9]*$')
+    resp=$(grep -o 'kvstore_server_requests_total{op=\\"get\\",transport=\\"tcp\\"}": *[0-9]*' \
+        "$W/stat.json" | grep -o '[0-9]*$')
     echo $((${rpc:-0} + ${resp:-0}))
 }
 
