@@ -52,16 +52,7 @@ absl::Status KvServer::Init() {
   // RDMA first: the memlock check must fail before we map gigabytes.
   KV_RETURN_IF_ERROR(OpenRdmaDevice(po));
 
-  KV_ASSIGN_OR_RETURN(pool_, MemoryPool::Create(po));
-  // The device caps one MR's size, so the pool is registered in pieces of at
-  // most that (--max_mr_bytes lowers it further, to test many pieces).
-  if (pd_) {
-    uint64_t max_mr = device_->limits().max_mr_size;
-    if (options_.max_mr_bytes != 0 && (max_mr == 0 || options_.max_mr_bytes < max_mr)) {
-      max_mr = options_.max_mr_bytes;
-    }
-    KV_ASSIGN_OR_RETURN(registration_time_, pool_->Register(*pd_, max_mr, options_.segment_bytes));
-  }
+  KV_RETURN_IF_ERROR(CreatePool(po));
 
   // The index is seeded with the epoch: bucket positions change with every
   // start, and clients get the seed in the handshake.
@@ -109,6 +100,20 @@ absl::Status KvServer::Init() {
   KV_RETURN_IF_ERROR(StartMetricsEndpoint());
   // Last: once gRPC listens, clients can handshake and find everything up.
   return StartControlPlane();
+}
+
+absl::Status KvServer::CreatePool(const MemoryPoolOptions& po) {
+  KV_ASSIGN_OR_RETURN(pool_, MemoryPool::Create(po));
+  // The device caps one MR's size, so the pool is registered in pieces of at
+  // most that (--max_mr_bytes lowers it further, to test many pieces).
+  if (pd_) {
+    uint64_t max_mr = device_->limits().max_mr_size;
+    if (options_.max_mr_bytes != 0 && (max_mr == 0 || options_.max_mr_bytes < max_mr)) {
+      max_mr = options_.max_mr_bytes;
+    }
+    KV_ASSIGN_OR_RETURN(registration_time_, pool_->Register(*pd_, max_mr, options_.segment_bytes));
+  }
+  return absl::OkStatus();
 }
 
 void KvServer::RegisterProcessMetrics() {

@@ -118,6 +118,10 @@ class KvServer {
   // RLIMIT_MEMLOCK against the pool `po` describes. OK with no device under
   // kAuto/kTcp (rdma_reason_ says why); kUnavailable under kRdma.
   absl::Status OpenRdmaDevice(const MemoryPoolOptions& po);
+  // Maps the pool `po` describes and, with a PD, registers it in MRs of at
+  // most the device's max_mr_size (or --max_mr_bytes). Errors from
+  // MemoryPool::Create()/Register() (kResourceExhausted, kFailedPrecondition).
+  absl::Status CreatePool(const MemoryPoolOptions& po);
   // Builds the gRPC control service and starts listening on control_port.
   // kUnavailable when the port cannot be bound.
   absl::Status StartControlPlane();

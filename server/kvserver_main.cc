@@ -81,9 +81,8 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The --help text and which flags it lists (this file's only).
+void SetUsage() {
   absl::SetProgramUsageMessage(
       "kvstore server: an in-memory key-value store that serves GETs by one-sided RDMA READs\n"
       "when an RDMA device is present and RESP2 (Redis protocol) over TCP always.\n\n"
@@ -102,25 +101,21 @@ int main(int argc, char** argv) {
   };
   config.contains_helpshort_flags = config.contains_help_flags;
   absl::SetFlagsUsageConfig(config);
-  absl::ParseCommandLine(argc, argv);
-  // A server under systemd or a test harness logs to stderr; glog's files in
-  // /tmp would be lost.
-  FLAGS_logtostderr = true;
-  google::InitGoogleLogging(argv[0]);
+}
 
-  // Flags map one to one onto KvServerOptions; KvServer::Start() checks the
-  // combinations (limits, pool size against the slot format).
+// Reads the flags into KvServerOptions. kInvalidArgument, naming the flag,
+// for a value that cannot be right whatever else is set (a bad size,
+// --transport or --metrics_port); KvServer::Start() checks the combinations.
+absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   kvstore::server::KvServerOptions o;
   o.listen_address = absl::GetFlag(FLAGS_listen);
   o.control_port = absl::GetFlag(FLAGS_control_port);
   o.resp_port = absl::GetFlag(FLAGS_resp_port);
   o.resp_threads = absl::GetFlag(FLAGS_resp_threads);
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
-  // -1 is "off"; anything else outside a port number is a typo, refused with
-  // the usage status (2) before anything is mapped or bound.
+  // -1 is "off"; anything else outside a port number is a typo.
   if (o.metrics_port < -1 || o.metrics_port > 65535) {
-    Fail(absl::InvalidArgumentError("--metrics_port must be -1 (off), 0 (any) or a port number"));
-    return 2;
+    return absl::InvalidArgumentError("--metrics_port must be -1 (off), 0 (any) or a port number");
   }
   o.index_buckets = absl::GetFlag(FLAGS_index_buckets);
   o.hugepages = absl::GetFlag(FLAGS_hugepages);
@@ -135,8 +130,7 @@ int main(int argc, char** argv) {
   o.rdma_idle_probe_after = absl::GetFlag(FLAGS_rdma_idle_probe);
   // Sub-second probing would turn idle clients into traffic.
   if (o.rdma_idle_probe_after < absl::Seconds(1)) {
-    Fail(absl::InvalidArgumentError("--rdma_idle_probe must be at least 1s"));
-    return 2;
+    return absl::InvalidArgumentError("--rdma_idle_probe must be at least 1s");
   }
   // Every size flag goes through one parser, so "64M" means the same
   // everywhere and each error names its flag.
@@ -153,10 +147,7 @@ int main(int argc, char** argv) {
   };
   for (auto& s : sizes) {
     auto v = SizeFlag(s.name, s.value);
-    if (!v.ok()) {
-      Fail(v.status());
-      return 2;
-    }
+    if (!v.ok()) return v.status();
     *s.out = *v;
   }
   const std::string transport = absl::GetFlag(FLAGS_transport);
@@ -166,9 +157,41 @@ int main(int argc, char** argv) {
     o.transport = kvstore::server::ServerTransport::kRdma;
   else if (transport == "tcp")
     o.transport = kvstore::server::ServerTransport::kTcp;
-  else {
-    Fail(absl::InvalidArgumentError("--transport must be auto, rdma or tcp"));
-    return 2;
+  else
+    return absl::InvalidArgumentError("--transport must be auto, rdma or tcp");
+  return o;
+}
+
+// The ready file carries the bound ports (with 0 the kernel picks them):
+// written to a temporary name and renamed, so a reader polling for it
+// never sees half a file.
+void WriteReadyFile(const kvstore::server::KvServer& server) {
+  const std::string ready_file = absl::GetFlag(FLAGS_ready_file);
+  if (ready_file.empty()) return;
+  const std::string tmp = ready_file + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << "control_port=" << server.control_port() << "\nresp_port=" << server.resp_port()
+      << "\nmetrics_port=" << server.metrics_port() << "\nepoch=" << server.epoch()
+      << "\nrdma_device=" << server.rdma_device() << "\n";
+  }
+  std::rename(tmp.c_str(), ready_file.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  SetUsage();
+  absl::ParseCommandLine(argc, argv);
+  // A server under systemd or a test harness logs to stderr; glog's files in
+  // /tmp would be lost.
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+
+  absl::StatusOr<kvstore::server::KvServerOptions> options = OptionsFromFlags();
+  if (!options.ok()) {
+    Fail(options.status());
+    return 2;  // a usage error, before anything is mapped or bound
   }
 
   // Block the stop signals in every thread (all are created after this);
@@ -182,24 +205,11 @@ int main(int argc, char** argv) {
 
   // Start() binds every port (gRPC, RESP, metrics) or fails with the one it
   // could not bind; nothing is left running on failure.
-  auto server = kvstore::server::KvServer::Start(o);
+  auto server = kvstore::server::KvServer::Start(*options);
   if (!server.ok()) return Fail(server.status());
   LOG(INFO) << (*server)->StartupLine();
 
-  // The ready file carries the bound ports (with 0 the kernel picks them):
-  // written to a temporary name and renamed, so a reader polling for it
-  // never sees half a file.
-  const std::string ready_file = absl::GetFlag(FLAGS_ready_file);
-  if (!ready_file.empty()) {
-    const std::string tmp = ready_file + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << "control_port=" << (*server)->control_port() << "\nresp_port=" << (*server)->resp_port()
-        << "\nmetrics_port=" << (*server)->metrics_port() << "\nepoch=" << (*server)->epoch()
-        << "\nrdma_device=" << (*server)->rdma_device() << "\n";
-    }
-    std::rename(tmp.c_str(), ready_file.c_str());
-  }
+  WriteReadyFile(**server);
 
   // Serve until SIGINT/SIGTERM; Shutdown() stops listeners before storage.
   int sig = 0;
