@@ -198,7 +198,22 @@ TEST_F(EndToEnd, PoolFullThenFreed) {
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(*first, value);
   for (int i = 0; i < stored; ++i) ASSERT_TRUE(client->Delete(absl::StrCat("fill", i)).ok());
-  absl::SleepFor(absl::Milliseconds(300));  // grace period + a cleaner pass
+  // Space comes back after the grace period and a cleaner pass. Wait for the
+  // server to report its segments free rather than sleeping a fixed time: on
+  // a loaded 2-core machine a fixed 300 ms was sometimes one pass short.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  uint64_t free_segments = 0, total_segments = 0;
+  while (absl::Now() < deadline) {
+    auto stats = client->Stats();
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    free_segments = stats->counters["kvstore_pool_segments_free"];
+    total_segments = stats->counters["kvstore_pool_segments"];
+    if (total_segments > 0 && free_segments + 2 >= total_segments) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  std::printf("%lu of %lu segments free before the refill\n",
+              static_cast<unsigned long>(free_segments),
+              static_cast<unsigned long>(total_segments));
   int refilled = 0;
   for (; refilled < stored; ++refilled) {
     s = client->Put(absl::StrCat("again", refilled), value);
