@@ -1,6 +1,9 @@
 // Copyright 2026 The kvstore Authors.
 //
 // kvserver: one kvstore server. See --help and docs/operations.md.
+//
+// This file only turns flags into KvServerOptions, starts the server, writes
+// the ready file and waits for a stop signal; KvServer does the rest.
 
 #include <pthread.h>
 #include <signal.h>
@@ -24,6 +27,8 @@ ABSL_FLAG(std::string, listen, "127.0.0.1",
 ABSL_FLAG(int, control_port, 7300, "gRPC control-plane port (0: pick a free port)");
 ABSL_FLAG(int, resp_port, 6380, "RESP2/TCP data port (0: pick a free port)");
 ABSL_FLAG(int, resp_threads, 2, "epoll event loops serving the RESP port");
+// Sizes are strings ("512M") read by SizeFlag() below, so that every size
+// flag takes the same K/M/G suffixes.
 ABSL_FLAG(std::string, pool_size, "512M", "memory pool for entries (K/M/G suffixes)");
 ABSL_FLAG(uint64_t, index_buckets, 0,
           "index buckets of 8 slots each (0: one per KiB of pool); the index is separate memory");
@@ -33,6 +38,8 @@ ABSL_FLAG(std::string, segment_size, "4M", "allocation and cleaning unit of the 
 ABSL_FLAG(std::string, max_key_bytes, "1K", "largest key accepted");
 ABSL_FLAG(std::string, max_value_bytes, "64M", "largest value accepted");
 ABSL_FLAG(uint64_t, max_batch_keys, 4096, "most keys in one MGET/MSET/MultiGet/MultiPut");
+// Clients are told half of it as the longest one-sided read they may trust:
+// a value whose READ takes longer is always served by the server instead.
 ABSL_FLAG(absl::Duration, grace_period, absl::Milliseconds(500),
           "how long superseded entries stay readable for in-flight one-sided reads");
 ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10),
@@ -81,7 +88,8 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
-// The --help text and which flags it lists (this file's only).
+// The --help text and which flags it lists: this file's only, not those of
+// the libraries it links.
 void SetUsage() {
   absl::SetProgramUsageMessage(
       "kvstore server: an in-memory key-value store that serves GETs by one-sided RDMA READs\n"
@@ -123,6 +131,7 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   o.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
   o.idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
   o.request_timeout = absl::GetFlag(FLAGS_request_timeout);
+  // A count, not a size: no suffixes.
   o.limits.max_batch_keys = absl::GetFlag(FLAGS_max_batch_keys);
   o.rdma_device = absl::GetFlag(FLAGS_rdma_device);
   o.rdma_ip = absl::GetFlag(FLAGS_rdma_ip);
@@ -150,6 +159,8 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
     if (!v.ok()) return v.status();
     *s.out = *v;
   }
+  // Whether RDMA can actually be served ("auto" with no device) is decided
+  // by KvServer::Start(); here only the word is checked.
   const std::string transport = absl::GetFlag(FLAGS_transport);
   if (transport == "auto")
     o.transport = kvstore::server::ServerTransport::kAuto;
@@ -169,6 +180,7 @@ void WriteReadyFile(const kvstore::server::KvServer& server) {
   const std::string ready_file = absl::GetFlag(FLAGS_ready_file);
   if (ready_file.empty()) return;
   const std::string tmp = ready_file + ".tmp";
+  // Closed (flushed) before the rename.
   {
     std::ofstream f(tmp);
     f << "control_port=" << server.control_port() << "\nresp_port=" << server.resp_port()
@@ -201,6 +213,8 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A write to a socket whose peer has gone (a RESP writev to a client that
+  // disconnected) must fail with EPIPE, not kill the server.
   signal(SIGPIPE, SIG_IGN);
 
   // Start() binds every port (gRPC, RESP, metrics) or fails with the one it
@@ -209,13 +223,18 @@ int main(int argc, char** argv) {
   if (!server.ok()) return Fail(server.status());
   LOG(INFO) << (*server)->StartupLine();
 
+  // Last: a script that sees the file may connect at once, and every port
+  // in it is already serving.
   WriteReadyFile(**server);
 
   // Serve until SIGINT/SIGTERM; Shutdown() stops listeners before storage.
+  // The signals are blocked everywhere, so they stay pending until this
+  // sigwait() takes one: no handler runs on an arbitrary thread.
   int sig = 0;
   sigwait(&stop_signals, &sig);
   LOG(INFO) << "kvserver: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down";
   (*server)->Shutdown();
+  // Destroying the server frees storage, the pool and the device.
   server->reset();
   LOG(INFO) << "kvserver: stopped";
   return 0;

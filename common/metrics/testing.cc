@@ -17,6 +17,8 @@ uint64_t Value(const Registry& registry, absl::string_view series) {
   const std::map<std::string, uint64_t> flat = FlattenSnapshot(registry.TakeSnapshot());
   auto it = flat.find(std::string(series));
   if (it == flat.end()) {
+    // ADD_FAILURE, not FAIL: FAIL returns from a void function only, and the
+    // test should go on to report its other expectations too.
     ADD_FAILURE() << "no series " << series << " in the registry";
     return 0;
   }

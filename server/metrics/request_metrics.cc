@@ -7,6 +7,9 @@
 namespace kvstore {
 namespace server {
 
+// Every transport registers through here, so all children of the two
+// families carry the same help text: the registry aborts when a family is
+// registered again with a different one.
 RequestMetrics RegisterRequestMetrics(metrics::Registry* registry, absl::string_view transport,
                                       absl::string_view op) {
   // The help texts say what each transport counts, and why rdma has no get:

@@ -23,6 +23,9 @@ Counters::Counters(metrics::Registry* registry)
                                     "Bytes read from RESP connections.")),
       bytes_out(registry->AddCounter("kvstore_resp_sent_bytes_total",
                                      "Bytes written to RESP connections.")),
+      // The tcp request series belong here: RESP is the server's only TCP
+      // data path. The gRPC handlers and the RDMA service register the
+      // same two families with their own transport label.
       get(RegisterRequestMetrics(registry, "tcp", "get")),
       put(RegisterRequestMetrics(registry, "tcp", "put")),
       del(RegisterRequestMetrics(registry, "tcp", "delete")) {}

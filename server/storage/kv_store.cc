@@ -1,4 +1,8 @@
 // Copyright 2026 The kvstore Authors.
+//
+// KvStore's write and read paths: writers and their reservations, segment
+// allocation, Commit, Get, Delete and the lease chunks. The grace-period
+// queue, the cleaner thread and compaction are in kv_store_cleaner.cc.
 
 #include "server/storage/kv_store.h"
 
@@ -19,6 +23,8 @@ using layout::Slot;
 
 PinnedValue& PinnedValue::operator=(PinnedValue&& other) noexcept {
   if (this != &other) {
+    // Drop our own pin first; then take over the other's pin, leaving it
+    // with none, so that each pin is released exactly once.
     Release();
     store_ = std::exchange(other.store_, nullptr);
     segment_ = other.segment_;
@@ -29,6 +35,7 @@ PinnedValue& PinnedValue::operator=(PinnedValue&& other) noexcept {
 }
 
 void PinnedValue::Release() {
+  // store_ is null for a copy, for a moved-from value and after a Release().
   if (store_ != nullptr) store_->Unpin(segment_);
   store_ = nullptr;
 }
@@ -37,6 +44,8 @@ void PinnedValue::Release() {
 // Writer
 
 KvStore::Writer::~Writer() {
+  // The open segment takes no more entries: drop the writer's own pin and
+  // seal it, so that it can be compacted or reclaimed as its entries die.
   if (open_) {
     store_->Unpin(open_->first_segment);
     store_->Seal(open_->first_segment);
@@ -44,6 +53,7 @@ KvStore::Writer::~Writer() {
 }
 
 absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t value_len) {
+  // Limits before allocation: an oversized request takes no space.
   KV_RETURN_IF_ERROR(store_->options_.limits.CheckKeyLength(key_len));
   KV_RETURN_IF_ERROR(store_->options_.limits.CheckValueLength(value_len));
   const uint64_t size = layout::EntryBytes(key_len, value_len);
@@ -59,6 +69,10 @@ absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t 
     r.dedicated = run;
   } else {
     if (!open_ || used_ + size > open_->length) {
+      // The entry does not fit: the rest of the open segment is left unused
+      // (never live, so it costs nothing once the segment is reclaimed).
+      // The new segment is allocated first, so a failure leaves the old one
+      // open for smaller entries.
       KV_ASSIGN_OR_RETURN(Chunk next, store_->AllocateRun(1, cleaner_));
       if (open_) {
         // The writer's own pin on the segment keeps it from being reclaimed
@@ -71,6 +85,9 @@ absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t 
       used_ = 0;
       store_->segments_[next.first_segment].pins.fetch_add(1, std::memory_order_acq_rel);
     }
+    // EntryBytes() is a multiple of kEntryAlign, so every entry stays aligned.
+    // The reservation's own pin (on the head: a single-segment run) lasts
+    // until Done(), even after the writer has moved on to another segment.
     r.offset = open_->offset + used_;
     used_ += size;
     store_->segments_[open_->first_segment].pins.fetch_add(1, std::memory_order_acq_rel);
@@ -81,8 +98,11 @@ absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t 
 
 void KvStore::Writer::Done(Reservation& r) {
   if (r.ptr == nullptr) return;
+  // The reservation's pin still holds, so run_head is the run it was made in.
   const uint32_t head = store_->segments_[store_->SegmentOf(r.offset)].run_head;
   store_->Unpin(head);
+  // A dedicated run holds this one entry only, so it is finished now; a
+  // shared segment is sealed when the writer moves on or is destroyed.
   if (r.dedicated) store_->Seal(head);
   r = Reservation();
 }
@@ -119,11 +139,15 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(MemoryPool* pool,
   geometry.bucket_count = pool->index_bytes() / layout::kBucketBytes;
   geometry.seed = options.index_seed;
   if (geometry.bucket_count == 0) return absl::InvalidArgumentError("index has no buckets");
+  // Everything that can fail has been checked: from here the store is built
+  // in full, and the cleaner thread starts last, on a complete store.
   std::unique_ptr<KvStore> store(new KvStore(pool, options));
   store->index_ =
       std::make_unique<KvIndex>(pool->index(), geometry, pool->data(), pool->data_bytes());
+  // Every segment starts free and as the head of its own (empty) run.
   for (uint32_t i = 0; i < store->segment_count_; ++i) store->segments_[i].run_head = i;
   store->cleaner_reserve_ = std::max<uint32_t>(1, store->segment_count_ / 64);
+  // No other thread exists yet; the locks satisfy the GUARDED_BY analysis.
   {
     absl::MutexLock lock(&store->alloc_mu_);
     store->free_segments_ = store->segment_count_;
@@ -139,17 +163,24 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(MemoryPool* pool,
 }
 
 KvStore::~KvStore() {
+  // stopping_ is set under wake_mu_ so the cleaner's Await sees it at once
+  // rather than after its interval.
   {
     absl::MutexLock lock(&wake_mu_);
     stopping_ = true;
   }
   if (cleaner_.joinable()) cleaner_.join();
+  // The thread that used the cleaner's writer is gone; destroying the writer
+  // seals its open segment.
   absl::MutexLock lock(&cleaner_mu_);
   cleaner_writer_.reset();
 }
 
 absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner) {
   const uint32_t keep = for_cleaner ? 0 : cleaner_reserve_;
+  // Two attempts: runs whose grace period has passed may still be queued
+  // (the cleaner frees them every cleaner_interval), so before refusing, the
+  // allocator frees them itself and, if that freed any, looks again.
   for (int attempt = 0; attempt < 2; ++attempt) {
     {
       absl::MutexLock lock(&alloc_mu_);
@@ -158,7 +189,10 @@ absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner) {
         // not immediately reused (friendlier to in-flight remote readers).
         for (uint32_t probe = 0; probe < segment_count_; ++probe) {
           uint32_t start = (alloc_hint_ + probe) % segment_count_;
+          // A run is one contiguous range of the arena: it never wraps.
           if (start + n > segment_count_) continue;
+          // Segments enter and leave kFree only under alloc_mu_, so the ones
+          // found free here stay free until they are marked below.
           uint32_t len = 0;
           while (len < n && segments_[start + len].state.load() == SegState::kFree) ++len;
           if (len < n) continue;
@@ -178,7 +212,10 @@ absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner) {
     if (attempt == 0 && ReclaimReady() == 0) break;
   }
   pool_full_->Increment();
+  // The cleaner is the one who can make room by compacting; it is never
+  // woken by its own failure (it is already running).
   if (!for_cleaner) WakeCleaner();
+  // Read after alloc_mu_ is released: the two locks are never nested.
   size_t waiting;
   {
     absl::MutexLock lock(&reclaim_mu_);
@@ -191,6 +228,9 @@ absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner) {
                    " grace period); delete or overwrite keys to free space"));
 }
 
+// A sealed run takes no new reservations, so once its live count reaches 0
+// only a late commit of a reservation made before the seal can raise it
+// again, and ReclaimReady() checks for that.
 void KvStore::Seal(uint32_t head) {
   Segment& s = segments_[head];
   for (uint32_t i = head; i < head + s.run_length; ++i) {
@@ -199,16 +239,9 @@ void KvStore::Seal(uint32_t head) {
   MaybeScheduleReclaim(head);
 }
 
-void KvStore::MaybeScheduleReclaim(uint32_t head) {
-  Segment& s = segments_[head];
-  if (s.live_bytes.load(std::memory_order_acquire) != 0) return;
-  SegState expected = SegState::kSealed;
-  if (!s.state.compare_exchange_strong(expected, SegState::kReclaiming)) return;
-  absl::MutexLock lock(&reclaim_mu_);
-  pending_.push_back({head, absl::Now() + options_.grace_period});
-}
-
 void KvStore::Retire(const Slot& slot) {
+  // The count lives on the run head. The caller that brings it to exactly
+  // zero schedules the reclaim (a no-op unless the run is sealed).
   const uint32_t head = segments_[SegmentOf(slot.offset)].run_head;
   const int64_t left = segments_[head].live_bytes.fetch_sub(static_cast<int64_t>(slot.size)) -
                        static_cast<int64_t>(slot.size);
@@ -219,64 +252,26 @@ void KvStore::Unpin(uint32_t segment) {
   segments_[segment].pins.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-size_t KvStore::ReclaimReady() {
-  std::vector<uint32_t> ready;
-  {
-    absl::MutexLock lock(&reclaim_mu_);
-    const absl::Time now = absl::Now();
-    while (!pending_.empty() && pending_.front().ready <= now) {
-      ready.push_back(pending_.front().head);
-      pending_.pop_front();
-    }
-  }
-  size_t freed = 0;
-  for (uint32_t head : ready) {
-    Segment& s = segments_[head];
-    if (s.pins.load() != 0) {  // seq_cst: pairs with the pin in CompactOnce()
-      // A local reader or an outstanding reservation still uses it.
-      absl::MutexLock lock(&reclaim_mu_);
-      pending_.push_back({head, absl::Now() + absl::Milliseconds(10)});
-      continue;
-    }
-    if (s.live_bytes.load(std::memory_order_acquire) != 0) {
-      // A reservation made before the seal was committed after it. Back to
-      // sealed; whoever brings live bytes to zero next schedules it again.
-      s.state.store(SegState::kSealed, std::memory_order_release);
-      MaybeScheduleReclaim(head);
-      continue;
-    }
-    {
-      absl::MutexLock lock(&s.mu);
-      s.entries.clear();
-      s.entries.shrink_to_fit();
-    }
-    absl::MutexLock lock(&alloc_mu_);
-    const uint32_t n = s.run_length;
-    for (uint32_t i = head; i < head + n; ++i) {
-      segments_[i].run_head = i;
-      segments_[i].state.store(SegState::kFree, std::memory_order_release);
-    }
-    s.run_length = 0;
-    s.remote_writable.store(false);
-    free_segments_ += n;
-    reclaimed_->Increment();
-    ++freed;
-  }
-  return freed;
-}
-
 absl::Status KvStore::Commit(uint64_t offset, uint64_t size, bool verify_checksum) {
+  // An RDMA commit's range comes off the wire: written so that no sum can
+  // overflow before the range is known to lie inside the arena.
   if (size == 0 || offset % layout::kEntryAlign != 0 || size % layout::kEntryAlign != 0 ||
       offset >= pool_->data_bytes() || size > pool_->data_bytes() - offset) {
     return absl::InvalidArgumentError(
         absl::StrCat("entry range [", offset, ", +", size, ") is not a valid pool range"));
   }
+  // The whole entry must lie in one allocated run: its live bytes and its
+  // entry-list record are kept on that run's head.
   const uint32_t head = segments_[SegmentOf(offset)].run_head;
   Segment& seg = segments_[head];
   const uint64_t run_end = (uint64_t{head} + seg.run_length) * options_.segment_bytes;
   if (offset + size > run_end || seg.state.load() == SegState::kFree) {
     return absl::InvalidArgumentError("entry range is not inside one allocated run");
   }
+  // The bytes were written before this call, by this server or by a client's
+  // RDMA WRITE into its lease chunk; either way they are parsed against
+  // exactly [offset, offset + size), checksum included unless the server
+  // computed it itself.
   const absl::string_view bytes(pool_->data() + offset, size);
   KV_ASSIGN_OR_RETURN(layout::EntryView view, verify_checksum ? layout::ParseEntry(bytes)
                                                               : layout::ParseEntryHeader(bytes));
@@ -289,17 +284,28 @@ absl::Status KvStore::Commit(uint64_t offset, uint64_t size, bool verify_checksu
   // Count the bytes live before the slot can point at them, so a concurrent
   // overwrite that retires this entry never drives the count negative.
   seg.live_bytes.fetch_add(static_cast<int64_t>(size));
+  // The run's entry list is what the cleaner and ReleaseChunk() walk. The
+  // offset is kept in kEntryAlign units from the run's start, which fits 32
+  // bits in a pool of at most layout::kMaxPoolBytes.
   {
     absl::MutexLock lock(&seg.mu);
     seg.entries.push_back(static_cast<uint32_t>((offset - uint64_t{head} * options_.segment_bytes) /
                                                 layout::kEntryAlign));
   }
+  // Publication: Upsert() stores the slot word with release semantics after
+  // the entry's bytes are in place, so a local reader whose acquire load
+  // sees the word reads the complete entry; a client reads the word, then
+  // the entry in a later READ, and verifies its checksum regardless. The
+  // fingerprint is filled in by Upsert().
   auto old = index_->Upsert(view.key, Slot{0, offset, size});
   if (!old.ok()) {
+    // Index full: never published, so the bytes counted above are dead.
     index_full_->Increment();
     Retire(Slot{0, offset, size});
     return old.status();
   }
+  // The replaced entry stops counting as live; readers that loaded the old
+  // slot word can still read it for the grace period.
   if (old->has_value()) Retire(**old);
   commits_->Increment();
   return absl::OkStatus();
@@ -309,17 +315,26 @@ absl::Status KvStore::Put(Writer* writer, absl::string_view key, absl::string_vi
   KV_RETURN_IF_ERROR(options_.limits.CheckKey(key));
   KV_ASSIGN_OR_RETURN(Reservation r, writer->Reserve(key.size(), value.size()));
   layout::EncodeEntry(r.ptr, key, value, Version());
+  // EncodeEntry() has just computed the checksum over these very bytes.
   absl::Status s = Commit(r.offset, r.size, /*verify_checksum=*/false);
+  // Done() either way: after a failed commit the bytes are dead space.
   writer->Done(r);
   return s;
 }
 
 absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
+  // Bounded retries: a key overwritten faster than it can be read answers
+  // kUnavailable instead of keeping a server thread spinning.
   for (int attempt = 0; attempt < 3; ++attempt) {
     std::optional<Slot> slot = index_->Lookup(key);
     if (!slot) return absl::NotFoundError("key not found");
+    // The pin keeps the run from being freed (ReclaimReady() skips pinned
+    // runs) for as long as the caller holds the PinnedValue, which for a
+    // RESP reply lasts until writev has sent the value from pool memory.
     const uint32_t head = segments_[SegmentOf(slot->offset)].run_head;
     segments_[head].pins.fetch_add(1, std::memory_order_acq_rel);
+    // Copied out, not cast: the pool is raw bytes, and the checks below read
+    // one copy of the header even if a lease holder rewrites it meanwhile.
     layout::EntryHeader h;
     const char* entry = pool_->data() + slot->offset;
     std::memcpy(&h, entry, sizeof(h));
@@ -335,6 +350,7 @@ absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
         PinnedValue v;
         v.copy_ = std::make_unique<char[]>(slot->size);
         std::memcpy(v.copy_.get(), entry, slot->size);
+        // The copy needs no pool memory: the pin ends here, not with `v`.
         Unpin(head);
         auto view = layout::VerifyEntry(absl::string_view(v.copy_.get(), slot->size), key);
         if (!view.ok()) {
@@ -351,12 +367,14 @@ absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
       v.value_ = absl::string_view(entry + layout::kEntryHeaderBytes + h.key_len, h.value_len);
       return v;
     }
+    // Not this key's entry any more: unpin and look the key up again.
     Unpin(head);
   }
   return absl::UnavailableError("key kept changing under the reader; retry");
 }
 
 absl::Status KvStore::Delete(absl::string_view key) {
+  // A key no commit could have stored is kInvalidArgument, not kNotFound.
   KV_RETURN_IF_ERROR(options_.limits.CheckKey(key));
   std::optional<Slot> old = index_->Remove(key);
   if (!old) return absl::NotFoundError("key not found");
@@ -368,6 +386,10 @@ absl::Status KvStore::Delete(absl::string_view key) {
 absl::StatusOr<Chunk> KvStore::AllocateChunk(uint64_t bytes) {
   const uint64_t seg = options_.segment_bytes;
   if (bytes == 0) return absl::InvalidArgumentError("lease size must be positive");
+  // Not for the cleaner: a lease may not take the cleaner's reserve. The
+  // flag is set before the chunk is handed out, so it is visible before any
+  // entry in the chunk can be committed and looked up (Get() loads it with
+  // acquire after finding such an entry).
   absl::StatusOr<Chunk> c = AllocateRun(static_cast<uint32_t>((bytes + seg - 1) / seg));
   if (c.ok()) segments_[c->first_segment].remote_writable.store(true, std::memory_order_release);
   return c;
@@ -375,6 +397,8 @@ absl::StatusOr<Chunk> KvStore::AllocateChunk(uint64_t bytes) {
 
 void KvStore::ReleaseChunk(const Chunk& chunk) {
   const uint32_t head = chunk.first_segment;
+  // Copied so that seg.mu (a leaf lock) is not held while the walk takes
+  // the index's locks; no commit can add to the list any more.
   std::vector<uint32_t> entries;
   {
     absl::MutexLock lock(&segments_[head].mu);
@@ -382,13 +406,16 @@ void KvStore::ReleaseChunk(const Chunk& chunk) {
   }
   for (uint32_t unit : entries) {
     const uint64_t offset = chunk.offset + uint64_t{unit} * layout::kEntryAlign;
+    // The holder could have written anything over the header: bound the key
+    // by the limits and the chunk before hashing it out of pool memory.
     layout::EntryHeader h;
     std::memcpy(&h, pool_->data() + offset, sizeof(h));
     if (h.magic != layout::kEntryMagic || h.key_len == 0 ||
         h.key_len > options_.limits.max_key_bytes ||
         offset + layout::kEntryHeaderBytes + h.key_len > chunk.offset + chunk.length) {
-      // Header overwritten: the key cannot be read back, but its slot is
-      // found below by offset when the cleaner or a reader trips over it.
+      // Header overwritten: the key cannot be read back, so its slot cannot
+      // be looked up here. It is only counted; the slot stays in the index
+      // (a known gap, docs/architecture.md section 6).
       modified_->Increment();
       continue;
     }
@@ -401,117 +428,17 @@ void KvStore::ReleaseChunk(const Chunk& chunk) {
     }
     // Changed after its commit by the lease holder: unpublish it rather than
     // serve bytes that no longer match what was committed.
+    // RemoveIf: a writer that replaced the key meanwhile keeps its entry.
     modified_->Increment();
     if (index_->RemoveIf(key, *slot)) Retire(*slot);
     LOG(WARNING) << "entry of a " << h.key_len << "-byte key at offset " << offset
                  << " was modified after its commit; removed when its lease ended";
   }
+  // Nothing can write the chunk any more and every surviving entry has been
+  // verified: from here reads serve them from pool memory without a
+  // checksum, like any other entry.
   segments_[head].remote_writable.store(false, std::memory_order_release);
   Seal(head);
-}
-
-void KvStore::RunCleanerOnce() {
-  ReclaimReady();
-  CompactOnce();
-  cleaner_passes_->Increment();
-}
-
-void KvStore::CompactOnce() {
-  absl::MutexLock cleaner_lock(&cleaner_mu_);
-  const uint64_t seg_bytes = options_.segment_bytes;
-  uint32_t free_now;
-  {
-    absl::MutexLock lock(&alloc_mu_);
-    free_now = free_segments_;
-  }
-  // Under pressure (few free segments) compact harder: more segments per
-  // pass, and fuller ones (any segment with dead bytes frees something).
-  const bool pressed = free_now < std::max<uint32_t>(4 * cleaner_reserve_, segment_count_ / 8);
-  const double fraction = pressed ? 0.95 : options_.clean_below_live_fraction;
-  const size_t max_segments = pressed ? 64 : 4;
-  const int64_t threshold = static_cast<int64_t>(seg_bytes * fraction);
-  // Compact a few of the sparsest sealed single segments per pass.
-  std::vector<std::pair<int64_t, uint32_t>> candidates;
-  for (uint32_t i = 0; i < segment_count_; ++i) {
-    Segment& s = segments_[i];
-    if (s.run_head != i || s.run_length != 1 || s.state.load() != SegState::kSealed) continue;
-    const int64_t live = s.live_bytes.load();
-    if (live > 0 && live < threshold) candidates.emplace_back(live, i);
-  }
-  std::sort(candidates.begin(), candidates.end());
-  if (candidates.size() > max_segments) candidates.resize(max_segments);
-  for (const auto& [live, head] : candidates) {
-    // Pin first, then confirm the segment is still sealed: a writer's
-    // allocation may reclaim segments concurrently, and ReclaimReady() frees
-    // only unpinned ones, after marking them kReclaiming. (seq_cst on both
-    // sides: the pin and the state are separate words.)
-    Segment& seg = segments_[head];
-    seg.pins.fetch_add(1);
-    if (seg.state.load() != SegState::kSealed || seg.run_head != head || seg.run_length != 1) {
-      Unpin(head);
-      continue;
-    }
-    std::vector<uint32_t> entries;
-    {
-      absl::MutexLock lock(&seg.mu);
-      entries = seg.entries;
-    }
-    for (uint32_t unit : entries) {
-      const uint64_t offset = uint64_t{head} * seg_bytes + uint64_t{unit} * layout::kEntryAlign;
-      layout::EntryHeader h;
-      std::memcpy(&h, pool_->data() + offset, sizeof(h));
-      // Committed entries passed validation, but check the lengths anyway
-      // before hashing a key out of pool memory.
-      if (h.magic != layout::kEntryMagic || h.key_len > options_.limits.max_key_bytes ||
-          offset + layout::EntryBytes(h.key_len, h.value_len) > (uint64_t{head} + 1) * seg_bytes) {
-        continue;
-      }
-      absl::string_view key(pool_->data() + offset + layout::kEntryHeaderBytes, h.key_len);
-      std::optional<Slot> slot = index_->Lookup(key);
-      if (!slot || slot->offset != offset) continue;  // dead copy
-      if (slot->size != layout::EntryBytes(h.key_len, h.value_len)) continue;
-      auto r = cleaner_writer_->Reserve(h.key_len, h.value_len);
-      if (!r.ok()) {  // pool full: try again next pass
-        Unpin(head);
-        return;
-      }
-      std::memcpy(r->ptr, pool_->data() + offset, slot->size);
-      const uint32_t new_head = segments_[SegmentOf(r->offset)].run_head;
-      segments_[new_head].live_bytes.fetch_add(static_cast<int64_t>(r->size));
-      {
-        absl::MutexLock lock(&segments_[new_head].mu);
-        segments_[new_head].entries.push_back(static_cast<uint32_t>(
-            (r->offset - uint64_t{new_head} * seg_bytes) / layout::kEntryAlign));
-      }
-      if (index_->ReplaceIf(key, *slot, Slot{0, r->offset, r->size})) {
-        Retire(*slot);
-        moved_entries_->Increment();
-        moved_bytes_->Increment(r->size);
-      } else {
-        Retire(Slot{0, r->offset, r->size});  // lost a race with a writer
-      }
-      cleaner_writer_->Done(*r);
-    }
-    Unpin(head);
-  }
-}
-
-void KvStore::WakeCleaner() {
-  absl::MutexLock lock(&wake_mu_);
-  wake_ = true;
-}
-
-void KvStore::CleanerLoop() {
-  for (;;) {
-    {
-      absl::MutexLock lock(&wake_mu_);
-      auto woken = [this]() ABSL_SHARED_LOCKS_REQUIRED(wake_mu_) { return wake_ || stopping_; };
-      wake_mu_.AwaitWithTimeout(absl::Condition(&woken), options_.cleaner_interval);
-      if (stopping_) return;
-      wake_ = false;
-    }
-    RunCleanerOnce();
-  }
 }
 
 int64_t KvStore::LiveBytes() const {
@@ -524,6 +451,8 @@ int64_t KvStore::LiveBytes() const {
   return live;
 }
 
+// Runs in the constructor, before any path can increment a counter, so the
+// Counter pointers are never null once the store is in use.
 void KvStore::RegisterMetrics() {
   metrics::Registry& r = *registry_;
   commits_ = r.AddCounter("kvstore_commits_total", "Entries published, by every transport.");
@@ -544,6 +473,8 @@ void KvStore::RegisterMetrics() {
                            "committed entry.");
   // Figures that live in the index, the pool and the segment table are read
   // at scrape time, so the hot path never copies them.
+  // The callbacks capture `this`; their handles live in gauges_, declared
+  // last in the class so they unregister before the state they read dies.
   auto gauge = [&](const char* name, const char* help, std::function<int64_t()> fn) {
     gauges_.push_back(r.AddCallbackGauge(name, help, {}, std::move(fn)));
   };

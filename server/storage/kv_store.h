@@ -20,6 +20,11 @@
 // serving; deleting or overwriting frees space).
 //
 // Thread safety: KvStore is thread-safe. A Writer is used by one thread.
+//
+// Lock order: cleaner_mu_ is taken first (compaction holds it while it
+// allocates, reclaims and republishes); alloc_mu_, reclaim_mu_, wake_mu_ and
+// a Segment's mu are leaves: no other lock is taken while one is held.
+// KvIndex's stripe locks are taken with no KvStore lock held but cleaner_mu_.
 
 #ifndef KVSTORE_SERVER_STORAGE_KV_STORE_H_
 #define KVSTORE_SERVER_STORAGE_KV_STORE_H_
@@ -48,7 +53,11 @@
 namespace kvstore {
 namespace server {
 
+// How a KvStore divides and cleans its pool. Create() checks segment_bytes
+// and limits against the pool and fails with kInvalidArgument.
 struct KvStoreOptions {
+  // The allocation and cleaning unit: a multiple of 64 bytes, at least 64 KiB,
+  // and the pool's data arena must hold at least two of them.
   uint64_t segment_bytes = 4ull << 20;
   // How long a retired entry stays readable. Must exceed the longest
   // one-sided GET a client allows itself (see docs/architecture.md).
@@ -58,7 +67,12 @@ struct KvStoreOptions {
   // How often the cleaner wakes up (0 disables the background thread; tests
   // then call RunCleanerOnce()).
   absl::Duration cleaner_interval = absl::Milliseconds(50);
+  // The key and value limits enforced by Commit(), Put(), Delete() and
+  // Writer::Reserve() (max_batch_keys is the transports' concern); Create()
+  // rejects limits that fail Limits::Validate().
   Limits limits;
+  // Seed of the index hash (layout::HashKey). It is published to clients
+  // with the index geometry, so that they hash keys as the server does.
   uint64_t index_seed = 0;
   // Where the store registers its kvstore_keys/kvstore_pool_*/kvstore_*_total
   // series (not owned; must outlive the store). Null: a private registry,
@@ -66,7 +80,8 @@ struct KvStoreOptions {
   metrics::Registry* registry = nullptr;
 };
 
-// A contiguous run of segments held by one writer.
+// A contiguous run of segments held by one writer: a Writer's open segment,
+// a dedicated run for one large entry, or an RDMA write lease's chunk.
 struct Chunk {
   uint64_t offset = 0;  // in the data arena
   uint64_t length = 0;
@@ -74,10 +89,17 @@ struct Chunk {
   uint32_t segments = 0;
 };
 
-// Space for one entry, reserved but not yet committed.
+// Space for one entry, reserved but not yet committed. The caller writes the
+// entry at `ptr` (layout::EncodeEntry, or BeginEntry + value + SealEntry),
+// commits [offset, offset + size) (or gives up) and then hands the
+// reservation back with Writer::Done(). Until then it pins its run, so the
+// run cannot be freed.
 struct Reservation {
+  // Pool memory at `offset`; nullptr for an empty reservation.
   char* ptr = nullptr;
+  // In the data arena, a multiple of layout::kEntryAlign.
   uint64_t offset = 0;
+  // layout::EntryBytes(key_len, value_len).
   uint64_t size = 0;
   // Set when the entry got a run of its own (larger than a segment); the
   // writer releases it in Writer::Done().
@@ -90,6 +112,11 @@ class KvStore;
 // reclaimed (the RESP path sends straight from pool memory). An entry that
 // its lease holder can still overwrite is copied instead, and the copy is
 // what was verified and what is sent. Move-only.
+//
+// A default-constructed PinnedValue holds nothing and an empty value.
+//
+// Thread safety: used by one thread at a time; it may be moved to, and
+// released on, another thread (unpinning is an atomic decrement).
 class PinnedValue {
  public:
   PinnedValue() = default;
@@ -99,7 +126,12 @@ class PinnedValue {
   PinnedValue& operator=(const PinnedValue&) = delete;
   ~PinnedValue() { Release(); }
 
+  // The value's bytes: pool memory, valid until Release() or destruction,
+  // or the verified copy, valid until destruction. REQUIRES: the store
+  // outlives this object while it holds a pin.
   absl::string_view value() const { return value_; }
+  // Drops the pin on the value's run (a no-op for a copy or when already
+  // released), after which its pool memory may be reclaimed. Idempotent.
   void Release();
 
  private:
@@ -114,16 +146,30 @@ class KvStore {
  public:
   friend class PinnedValue;
   // A bump allocator over segments. Not thread-safe: one per thread/lease.
+  // It holds one open segment (pinned by the writer itself) and seals it when
+  // the next entry does not fit or when the writer is destroyed.
+  //
+  // Thread safety: not thread-safe; callers that share one serialise it (the
+  // gRPC service holds a mutex per writer).
   class Writer {
    public:
+    // Seals the open segment, if any. REQUIRES: every reservation made by
+    // this writer has been handed back with Done(); the store outlives it.
     ~Writer();
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
 
     // Reserves space for an entry of key_len + value_len bytes.
     // kInvalidArgument over the limits, kResourceExhausted if the pool is full.
+    // The limits are checked before any allocation. "Full" means no run of
+    // free segments long enough is left beyond the cleaner's reserve after
+    // one synchronous attempt to reclaim; the failure also wakes the cleaner.
+    // An entry larger than a segment gets a run of its own (r.dedicated).
     absl::StatusOr<Reservation> Reserve(uint64_t key_len, uint64_t value_len);
     // Ends a reservation after Commit() or after giving up on it.
+    // Drops its pin, seals a dedicated run and resets `r`; bytes never
+    // committed become dead space. A no-op on an empty reservation.
+    // REQUIRES: `r` came from this writer's Reserve().
     void Done(Reservation& r);
 
    private:
@@ -135,12 +181,23 @@ class KvStore {
     uint64_t used_ = 0;  // bytes bump-allocated in open_
   };
 
+  // A store over `pool`'s data arena and index arena (not owned; must
+  // outlive the store), with the cleaner thread started unless
+  // options.cleaner_interval is zero. kInvalidArgument for limits that fail
+  // Limits::Validate(), a segment size that is not a multiple of 64 or is
+  // under 64 KiB, a pool holding fewer than two segments or more than
+  // layout::kMaxPoolBytes, or an index arena too small for one bucket.
   static absl::StatusOr<std::unique_ptr<KvStore>> Create(MemoryPool* pool,
                                                          const KvStoreOptions& options);
+  // Stops and joins the cleaner thread, then seals the cleaner's segment.
+  // REQUIRES: every Writer and PinnedValue of this store is destroyed and
+  // every lease chunk released.
   ~KvStore();
   KvStore(const KvStore&) = delete;
   KvStore& operator=(const KvStore&) = delete;
 
+  // A writer for one thread (or one lock holder). It takes no segment until
+  // its first Reserve(). REQUIRES: destroyed before the store.
   std::unique_ptr<Writer> NewWriter() { return std::unique_ptr<Writer>(new Writer(this, false)); }
 
   // Publishes the entry already written at [offset, offset+size) of the data
@@ -148,13 +205,33 @@ class KvStore {
   // path of every transport. `verify_checksum` may be false only for an
   // entry this server wrote and checksummed itself a moment ago (RESP SET,
   // gRPC Put): computing it twice on that hot path would buy nothing.
+  // On success the key's slot points at the entry and the entry it replaced,
+  // if any, stops counting as live (it stays readable for the grace period).
+  // Errors: kInvalidArgument for a range that is misaligned, outside the
+  // arena or not inside one allocated run, for lengths that do not add up to
+  // `size`, or for a key or value over the limits; kDataLoss (from
+  // layout::ParseEntry) for a bad magic, bad lengths or a bad checksum;
+  // kResourceExhausted when the key is new and both of its index buckets are
+  // full (the entry's bytes are then dead). Nothing is published on error.
   // REQUIRES: the range was reserved by the caller.
   absl::Status Commit(uint64_t offset, uint64_t size, bool verify_checksum = true);
 
   // Convenience for callers that hold the value in memory.
+  // Reserve, encode (one copy of the value), Commit, Done. The errors of
+  // Limits::CheckKey, Writer::Reserve() and Commit().
+  // REQUIRES: `writer` belongs to this store and is not used concurrently.
   absl::Status Put(Writer* writer, absl::string_view key, absl::string_view value);
+  // The value of `key`, pinned in pool memory (or a verified copy when the
+  // entry lies in a live lease chunk). kNotFound if absent; kDataLoss when
+  // the lease holder overwrote the entry after its commit; kUnavailable when
+  // on three attempts in a row the entry the index named no longer held the
+  // key (an overwrite raced each read). Takes no lock.
   absl::StatusOr<PinnedValue> Get(absl::string_view key);
+  // Whether `key` is in the index: a lock-free snapshot that a concurrent
+  // writer may already have changed.
   bool Exists(absl::string_view key) const { return index_->Lookup(key).has_value(); }
+  // Unpublishes `key`; its entry stays readable for the grace period.
+  // kInvalidArgument for a key over the limits (or empty).
   // kNotFound if absent.
   absl::Status Delete(absl::string_view key);
 
@@ -171,23 +248,45 @@ class KvStore {
   // ReleaseChunk() verifies every entry committed in it once more (the last
   // chance to catch an overwrite: the key is revoked by then), unpublishes
   // any that fail, and seals it; the others stay live.
+  // AllocateChunk: kInvalidArgument for 0 bytes, kResourceExhausted when no
+  // run that long is free beyond the cleaner's reserve. The chunk is not
+  // pinned: it stays open (never reclaimed, never compacted) until released.
   absl::StatusOr<Chunk> AllocateChunk(uint64_t bytes);
+  // REQUIRES: `chunk` came from AllocateChunk() and is released once, after
+  // which nothing commits into it or writes to it (LeaseTable revokes the
+  // lease's write key and marks the lease revoked first).
   void ReleaseChunk(const Chunk& chunk);
 
   // One cleaner pass: free segments whose grace period ended, then compact.
+  // Safe to call concurrently with the cleaner thread; compaction passes
+  // are serialised.
   void RunCleanerOnce();
 
+  // A version stamp for a new entry's header: unique and increasing within
+  // this store (relaxed: it orders nothing).
   uint64_t Version() { return next_version_.fetch_add(1, std::memory_order_relaxed); }
   const Limits& limits() const { return options_.limits; }
   const KvStoreOptions& options() const { return options_; }
+  // The index, read-only (e.g. for the geometry the handshake publishes).
   const KvIndex& index() const { return *index_; }
+  // Keys in the index (KvIndex::size(): approximate while writers run).
   uint64_t size() const { return index_->size(); }
   // The registry holding this store's series (options.registry or its own).
   const metrics::Registry& registry() const { return *registry_; }
 
  private:
+  // kFree -> kOpen (AllocateRun) -> kSealed (Seal) -> kReclaiming (no live
+  // bytes left) -> kFree (ReclaimReady, after the grace period and with no
+  // pins); kReclaiming goes back to kSealed when a late commit made the run
+  // live again. kOpen and kSealed are stored on every segment of a run,
+  // kReclaiming on its head only; freeing resets every segment.
   enum class SegState : uint8_t { kFree, kOpen, kSealed, kReclaiming };
 
+  // Per-segment bookkeeping. live_bytes, pins, remote_writable and entries
+  // are kept on a run's head segment only. run_head and run_length are
+  // written under alloc_mu_ (allocation and freeing); other paths read them
+  // without a lock while a pin, a reservation or a live entry keeps the run
+  // from being freed, or re-check the state afterwards (CompactOnce).
   struct Segment {
     std::atomic<SegState> state{SegState::kFree};
     std::atomic<int64_t> live_bytes{0};
@@ -206,20 +305,37 @@ class KvStore {
   // `for_cleaner` may take the last free segments, which are kept for the
   // cleaner: without them a pool whose segments all hold some live data
   // could never be compacted again.
+  // Returns an open run of `segments` consecutive segments. When none is
+  // free it runs ReclaimReady() and, if that freed anything, tries once
+  // more; kResourceExhausted otherwise (counted, and the cleaner is woken
+  // unless it is the caller).
   absl::StatusOr<Chunk> AllocateRun(uint32_t segments, bool for_cleaner = false);
   // Asks the cleaner thread for a pass now (pool running out).
   void WakeCleaner();
+  // Marks every segment of the run at `head` sealed and queues the run for
+  // reclamation if nothing in it is live.
   void Seal(uint32_t head);
   // Drops `slot`'s bytes from its segment's live count.
+  // The caller has just unpublished `slot` (or never published it).
   void Retire(const layout::Slot& slot);
+  // Queues the run at `head` for freeing a grace period from now, if it is
+  // sealed and holds no live bytes; only the caller that moves it to
+  // kReclaiming queues it.
   void MaybeScheduleReclaim(uint32_t head);
   // Frees segments whose grace period has passed. Returns how many.
+  // Runs that are still pinned are re-queued; runs that became live again go
+  // back to kSealed.
   size_t ReclaimReady();
+  // Copies the live entries out of a few sparse sealed single-segment runs.
+  // Takes cleaner_mu_.
   void CompactOnce();
+  // The cleaner thread's body: a pass every cleaner_interval or when woken,
+  // until the destructor sets stopping_.
   void CleanerLoop();
   uint32_t SegmentOf(uint64_t offset) const {
     return static_cast<uint32_t>(offset / options_.segment_bytes);
   }
+  // Drops one pin on the run whose head is `segment`.
   void Unpin(uint32_t segment);
   // Registers the counters and the scrape-time gauges; constructor only.
   void RegisterMetrics();

@@ -1,4 +1,8 @@
 // Copyright 2026 The kvstore Authors.
+//
+// Three parts: Dial() makes one socket; RespConnection pipelines requests
+// over it, with a reader thread that matches replies to waiters in order;
+// TcpDataPath turns each DataPath operation into RESP commands.
 
 #include "client/internal/tcp/tcp_data_path.h"
 
@@ -28,6 +32,9 @@ namespace client {
 
 namespace {
 
+// A connected, blocking TCP socket to "host:port", trying each address the
+// name resolves to in turn; `timeout` bounds each attempt. kUnavailable with
+// the last attempt's error when none connects.
 absl::StatusOr<int> Dial(const std::string& address, absl::Duration timeout) {
   std::pair<std::string, std::string> hp = absl::StrSplit(address, absl::MaxSplits(':', 1));
   addrinfo hints{};
@@ -39,10 +46,16 @@ absl::StatusOr<int> Dial(const std::string& address, absl::Duration timeout) {
   }
   absl::Status last = absl::UnavailableError(absl::StrCat("no address for ", address));
   for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    // Non-blocking for the connect only: a blocking connect() to an
+    // unreachable host waits out the kernel's SYN retries, far beyond any
+    // timeout a caller asks for. CLOEXEC: the socket is not inherited by a
+    // child the application may exec.
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) continue;
     int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
     if (rc != 0 && errno == EINPROGRESS) {
+      // Writable means the handshake ended; SO_ERROR says how. poll() timing
+      // out (rc 0) is reported as ETIMEDOUT.
       pollfd p{fd, POLLOUT, 0};
       rc = poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
       int err = 0;
@@ -56,6 +69,10 @@ absl::StatusOr<int> Dial(const std::string& address, absl::Duration timeout) {
       }
     }
     if (rc == 0) {
+      // Blocking from here on: the reader thread sleeps in recv() and
+      // senders in sendmsg(). NODELAY: a pipelined request is usually one
+      // small write, which Nagle's algorithm would hold back until the
+      // previous one is acknowledged.
       int flags = fcntl(fd, F_GETFL, 0);
       fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
       int one = 1;
@@ -74,6 +91,13 @@ absl::StatusOr<int> Dial(const std::string& address, absl::Duration timeout) {
 
 // One TCP connection with pipelining: requests are written in the order
 // their waiters are queued, and replies complete waiters in that order.
+//
+// send_mu_ serialises senders and guards the socket and the reader thread
+// (connect, reconnect, teardown); queue_mu_, taken after it, guards the
+// waiter queue that the reader thread shares. A sender queues its waiters
+// and writes its bytes under send_mu_, so the queue order is the wire order
+// and a reply never arrives before its waiter is queued. The reader thread
+// never takes send_mu_, so joining it under send_mu_ cannot deadlock.
 class RespConnection {
  public:
   RespConnection(std::string address, absl::Duration connect_timeout)
@@ -83,6 +107,8 @@ class RespConnection {
     Teardown();
   }
 
+  // Connects now rather than on the first request, so that Connect() reports
+  // an unreachable server at once.
   absl::Status Open() {
     absl::MutexLock lock(&send_mu_);
     return EnsureConnected();
@@ -92,6 +118,8 @@ class RespConnection {
   // burst and returns their replies in order.
   std::vector<absl::StatusOr<resp::Reply>> Call(
       const std::vector<std::vector<absl::string_view>>& requests, absl::Time deadline) {
+    // Shared with the queue: the reader may complete a waiter after its
+    // caller gave up at the deadline, so neither side alone may free it.
     std::vector<std::shared_ptr<Waiter>> waiters;
     {
       absl::MutexLock lock(&send_mu_);
@@ -104,6 +132,9 @@ class RespConnection {
             pending_.push_back(waiters.back());
           }
         }
+        // Gathered writes for the whole burst; the pieces are the caller's
+        // memory (a PUT's value included), copied only by the kernel. Empty
+        // pieces add nothing to the wire.
         std::vector<iovec> iov;
         for (const auto& req : requests) {
           for (absl::string_view p : req) {
@@ -116,16 +147,22 @@ class RespConnection {
           shutdown(fd_, SHUT_RDWR);
         }
       }
+      // No waiters means the connection could not be made and nothing was
+      // sent: every request gets that error.
       if (!s.ok() && waiters.empty()) {
         return std::vector<absl::StatusOr<resp::Reply>>(requests.size(), s);
       }
     }
+    // Waiting happens outside send_mu_, so other senders keep pipelining.
     std::vector<absl::StatusOr<resp::Reply>> out;
     out.reserve(waiters.size());
     for (auto& w : waiters) {
       absl::MutexLock lock(&w->mu);
       auto done = [&w]() ABSL_SHARED_LOCKS_REQUIRED(w->mu) { return w->done; };
       if (!w->mu.AwaitWithDeadline(absl::Condition(&done), deadline)) {
+        // The waiter stays queued: its reply, when it comes, completes it
+        // and is dropped, so the replies behind it still reach their own
+        // waiters. A slow reply does not cost the connection.
         w->abandoned = true;
         out.push_back(absl::DeadlineExceededError(
             absl::StrCat("no reply from ", address_, " before the deadline")));
@@ -137,6 +174,9 @@ class RespConnection {
   }
 
  private:
+  // One request's place in the reply order. The reader fills `result` and
+  // sets `done`; `abandoned` records that the caller stopped waiting (the
+  // reader completes the waiter either way).
   struct Waiter {
     absl::Mutex mu;
     bool done ABSL_GUARDED_BY(mu) = false;
@@ -144,15 +184,23 @@ class RespConnection {
     absl::StatusOr<resp::Reply> result ABSL_GUARDED_BY(mu);
   };
 
+  // Reconnects lazily: a connection the reader found lost is replaced on the
+  // next request, which is why the path never reports itself broken.
   absl::Status EnsureConnected() ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu_) {
     if (fd_ >= 0 && !broken_.load()) return absl::OkStatus();
+    // The old reader has failed (or is failing) its waiters; join it first.
     Teardown();
     KV_ASSIGN_OR_RETURN(fd_, Dial(address_, connect_timeout_));
     broken_ = false;
+    // The reader gets the descriptor by value: fd_ is guarded by send_mu_,
+    // which the reader never takes.
     reader_ = std::thread([this, fd = fd_] { ReadLoop(fd); });
     return absl::OkStatus();
   }
 
+  // shutdown() wakes the reader out of recv(); the descriptor is closed only
+  // after the join, so its number cannot be reused while the reader still
+  // reads from it.
   void Teardown() ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu_) {
     if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
     if (reader_.joinable()) reader_.join();
@@ -160,6 +208,10 @@ class RespConnection {
     fd_ = -1;
   }
 
+  // Writes every byte of `iov`, adjusting it as it goes: sendmsg() takes at
+  // most IOV_MAX pieces and may send less than it was given. MSG_NOSIGNAL: a
+  // peer that has gone away is an EPIPE error here, not a SIGPIPE that kills
+  // the application.
   absl::Status SendAll(std::vector<iovec>& iov) ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu_) {
     size_t i = 0;
     while (i < iov.size()) {
@@ -172,6 +224,7 @@ class RespConnection {
         return absl::UnavailableError(
             absl::StrCat("send to ", address_, ": ", std::strerror(errno)));
       }
+      // Skip the pieces sent whole, then trim the one sent in part.
       size_t left = static_cast<size_t>(n);
       while (i < iov.size() && left >= iov[i].iov_len) left -= iov[i++].iov_len;
       if (i < iov.size()) {
@@ -182,6 +235,8 @@ class RespConnection {
     return absl::OkStatus();
   }
 
+  // RESP answers pipelined requests in order, so each reply (or the failure
+  // of the connection) belongs to the oldest waiter.
   void Complete(absl::StatusOr<resp::Reply> result) {
     std::shared_ptr<Waiter> w;
     {
@@ -195,9 +250,14 @@ class RespConnection {
     w->done = true;
   }
 
+  // The reader thread of one socket: runs until the socket fails or is shut
+  // down or a reply is malformed, then fails every waiter still queued.
   void ReadLoop(int fd) {
+    // buf[start, size) holds bytes received but not yet parsed.
     std::string buf;
     size_t start = 0;
+    // The server's replies are not trusted either: the default limits bound
+    // what one reply can make the client allocate.
     resp::ReplyLimits limits;
     absl::Status failure;
     for (;;) {
@@ -205,15 +265,21 @@ class RespConnection {
       for (;;) {
         auto r = resp::ParseReply(absl::string_view(buf).substr(start), limits);
         if (!r.ok()) {
+          // Framing is lost: no later reply could be matched to its waiter,
+          // so the connection is given up.
           failure = absl::InternalError(
               absl::StrCat("malformed reply from ", address_, ": ", r.status().message()));
           break;
         }
+        // ParseReply() keeps no state: an incomplete reply is parsed again
+        // from its first byte once more bytes have arrived.
         if (!r->complete) break;
         start += r->consumed;
         Complete(std::move(r->reply));
       }
       if (!failure.ok()) break;
+      // Drop parsed bytes when that is cheap (all parsed), or when they are
+      // over 1 MiB and most of the buffer, so the move is amortised.
       if (start == buf.size()) {
         buf.clear();
         start = 0;
@@ -221,17 +287,24 @@ class RespConnection {
         buf.erase(0, start);
         start = 0;
       }
+      // Receive straight into the buffer's tail, up to 256 KiB at a time.
       const size_t old = buf.size();
       buf.resize(old + 256 * 1024);
       ssize_t n = recv(fd, &buf[old], 256 * 1024, 0);
       buf.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
       if (n > 0) continue;
       if (n < 0 && errno == EINTR) continue;
+      // 0 is the end of the stream: the server closed the connection, or
+      // Teardown() shut it down.
       failure = absl::UnavailableError(
           absl::StrCat("connection to ", address_, " lost",
                        n < 0 ? absl::StrCat(": ", std::strerror(errno)) : ""));
       break;
     }
+    // Set before the queue is drained, so the next sender reconnects. A
+    // sender that passed EnsureConnected() just before this store can still
+    // queue a waiter after the drain below; nothing completes that one, and
+    // its caller ends at its deadline.
     broken_ = true;
     for (;;) {
       {
@@ -247,6 +320,7 @@ class RespConnection {
   absl::Mutex send_mu_;
   int fd_ ABSL_GUARDED_BY(send_mu_) = -1;
   std::thread reader_ ABSL_GUARDED_BY(send_mu_);
+  // Set by the reader when its socket fails, read by senders without a lock.
   std::atomic<bool> broken_{false};
   absl::Mutex queue_mu_ ABSL_ACQUIRED_AFTER(send_mu_);
   std::deque<std::shared_ptr<Waiter>> pending_ ABSL_GUARDED_BY(queue_mu_);
@@ -258,6 +332,7 @@ absl::StatusOr<std::unique_ptr<TcpDataPath>> TcpDataPath::Connect(const std::str
                                                                   int connections,
                                                                   const Limits& limits,
                                                                   absl::Duration connect_timeout) {
+  // On a failure `path` is destroyed, closing the connections made so far.
   std::unique_ptr<TcpDataPath> path(new TcpDataPath(address, limits, connect_timeout));
   for (int i = 0; i < std::max(1, connections); ++i) {
     auto conn = std::make_unique<RespConnection>(address, connect_timeout);
@@ -270,6 +345,7 @@ absl::StatusOr<std::unique_ptr<TcpDataPath>> TcpDataPath::Connect(const std::str
 TcpDataPath::TcpDataPath(std::string address, const Limits& limits, absl::Duration connect_timeout)
     : address_(std::move(address)), limits_(limits), connect_timeout_(connect_timeout) {}
 
+// Each RespConnection's destructor shuts its socket down and joins its reader.
 TcpDataPath::~TcpDataPath() = default;
 
 namespace {
@@ -302,12 +378,15 @@ class Request {
   std::vector<absl::string_view> args_;
 };
 
+// A request of a few arguments, e.g. MakeRequest({"GET", key}).
 Request MakeRequest(std::initializer_list<absl::string_view> args) {
   Request r;
   for (absl::string_view a : args) r.Add(a);
   return r;
 }
 
+// The value of a GET reply or of one MGET element: a bulk string, or nil for
+// an absent key.
 absl::StatusOr<std::string> ValueFromReply(absl::StatusOr<resp::Reply> r) {
   if (!r.ok()) return r.status();
   switch (r->type) {
@@ -322,6 +401,7 @@ absl::StatusOr<std::string> ValueFromReply(absl::StatusOr<resp::Reply> r) {
   }
 }
 
+// A SET reply: "+OK", or the error it carries.
 absl::Status OkFromReply(const absl::StatusOr<resp::Reply>& r) {
   if (!r.ok()) return r.status();
   if (r->type == resp::Reply::Type::kError) return resp::RespErrorToStatus(r->str);
@@ -329,6 +409,7 @@ absl::Status OkFromReply(const absl::StatusOr<resp::Reply>& r) {
   return absl::InternalError("unexpected reply to SET");
 }
 
+// The count a DEL or EXISTS reply carries.
 absl::StatusOr<int64_t> IntFromReply(const absl::StatusOr<resp::Reply>& r) {
   if (!r.ok()) return r.status();
   if (r->type == resp::Reply::Type::kError) return resp::RespErrorToStatus(r->str);
@@ -339,6 +420,8 @@ absl::StatusOr<int64_t> IntFromReply(const absl::StatusOr<resp::Reply>& r) {
 
 }  // namespace
 
+// Round robin: consecutive requests go to different connections, so a large
+// value delays only the requests queued behind it on the same connection.
 absl::StatusOr<resp::Reply> TcpDataPath::Call(const std::vector<absl::string_view>& parts,
                                               absl::Time deadline) {
   RespConnection* conn =
@@ -346,6 +429,8 @@ absl::StatusOr<resp::Reply> TcpDataPath::Call(const std::vector<absl::string_vie
   return std::move(conn->Call({parts}, deadline)[0]);
 }
 
+// The key is checked here, before anything is sent: a bad key fails locally
+// (kInvalidArgument) without a round trip.
 absl::StatusOr<std::string> TcpDataPath::Get(absl::string_view key, absl::Time deadline) {
   KV_RETURN_IF_ERROR(limits_.CheckKey(key));
   Request r = MakeRequest({"GET", key});
@@ -363,6 +448,7 @@ absl::Status TcpDataPath::Put(absl::string_view key, absl::string_view value, ab
 absl::Status TcpDataPath::Delete(absl::string_view key, absl::Time deadline) {
   KV_RETURN_IF_ERROR(limits_.CheckKey(key));
   Request r = MakeRequest({"DEL", key});
+  // DEL answers the number of keys it removed: 0 means it was absent.
   KV_ASSIGN_OR_RETURN(int64_t n, IntFromReply(Call(r.Parts(), deadline)));
   return n == 0 ? absl::NotFoundError("key not found") : absl::OkStatus();
 }
@@ -378,7 +464,10 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> TcpDataPath::MultiGet(
     absl::Span<const std::string> keys, absl::Time deadline) {
   std::vector<absl::StatusOr<std::string>> out;
   out.reserve(keys.size());
+  // Every key is checked before the first batch goes out.
   for (const auto& k : keys) KV_RETURN_IF_ERROR(limits_.CheckKey(k));
+  // The server bounds a request's arguments by its batch limit, so a longer
+  // key list goes out as several MGETs, one at a time.
   const size_t batch = std::max<uint64_t>(1, limits_.max_batch_keys);
   for (size_t begin = 0; begin < keys.size(); begin += batch) {
     const size_t end = std::min(keys.size(), begin + batch);
@@ -388,6 +477,7 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> TcpDataPath::MultiGet(
     absl::StatusOr<resp::Reply> reply = Call(r.Parts(), deadline);
     if (!reply.ok()) return reply.status();
     if (reply->type == resp::Reply::Type::kError) return resp::RespErrorToStatus(reply->str);
+    // One element per key, in order, or the results cannot be attributed.
     if (reply->type != resp::Reply::Type::kArray || reply->elements.size() != end - begin) {
       return absl::InternalError("unexpected reply to MGET");
     }
@@ -404,6 +494,10 @@ absl::Status TcpDataPath::MultiPut(absl::Span<const std::pair<std::string, std::
   }
   // Pipelined SETs rather than MSET: the server streams each value straight
   // into pool memory instead of buffering the whole batch.
+  // One connection for the whole call, so the server applies the SETs in
+  // pair order (a key given twice keeps its last value). Each batch is one
+  // burst of writes followed by one wait for all of its replies; batches
+  // bound how many requests (and waiters) one burst holds in flight.
   RespConnection* conn =
       conns_[next_.fetch_add(1, std::memory_order_relaxed) % conns_.size()].get();
   const size_t batch = std::max<uint64_t>(1, limits_.max_batch_keys);
@@ -415,7 +509,12 @@ absl::Status TcpDataPath::MultiPut(absl::Span<const std::pair<std::string, std::
     for (size_t i = begin; i < end; ++i) {
       reqs.push_back(MakeRequest({"SET", pairs[i].first, pairs[i].second}));
     }
+    // Parts() only once every Request is in place: the parts point into each
+    // Request's strings (a short string's bytes live inside the string
+    // object), so a Request must not move after its parts are taken.
     for (auto& r : reqs) parts.push_back(r.Parts());
+    // The first failure in pair order. Later pairs of this batch may have
+    // been stored; later batches are not sent.
     for (auto& reply : conn->Call(parts, deadline)) KV_RETURN_IF_ERROR(OkFromReply(reply));
   }
   return absl::OkStatus();

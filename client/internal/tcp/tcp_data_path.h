@@ -33,25 +33,57 @@ namespace client {
 
 class RespConnection;
 
+// The DataPath of one server's RESP port: requests are spread round robin
+// over a fixed set of connections, each of which reconnects by itself on the
+// next request after it was lost.
+//
+// Thread safety: thread-safe; many requests in flight per connection.
 class TcpDataPath final : public DataPath {
  public:
   // Connects `connections` sockets to `address` ("host:port").
+  // At least one (a smaller count means one), each attempt bounded by
+  // `connect_timeout`; a reconnect later uses the same timeout. kUnavailable
+  // when the name does not resolve or a socket cannot connect (the
+  // connections already made are closed). `limits` are the key, value and
+  // batch limits checked before anything is sent.
   static absl::StatusOr<std::unique_ptr<TcpDataPath>> Connect(const std::string& address,
                                                               int connections, const Limits& limits,
                                                               absl::Duration connect_timeout);
+  // Closes every connection and joins its reader thread.
+  // REQUIRES: no call is in flight.
   ~TcpDataPath() override;
 
+  // The DataPath operations, as RESP commands. Every one checks its keys and
+  // values against the limits first (kInvalidArgument, nothing sent). Then:
+  // kUnavailable when a connection cannot be made or is lost with the
+  // request in flight, kDeadlineExceeded when no reply came by `deadline`
+  // (the connection stays up; the late reply is dropped), kInternal for a
+  // malformed or unexpected reply, and for an error reply the code its code
+  // word names (resp::RespErrorToStatus).
+  //
+  // GET; a nil reply is kNotFound.
   absl::StatusOr<std::string> Get(absl::string_view key, absl::Time deadline) override;
+  // SET; the value is sent from the caller's buffer, not copied.
   absl::Status Put(absl::string_view key, absl::string_view value, absl::Time deadline) override;
+  // DEL; kNotFound when the server removed nothing.
   absl::Status Delete(absl::string_view key, absl::Time deadline) override;
+  // EXISTS.
   absl::StatusOr<bool> Exists(absl::string_view key, absl::Time deadline) override;
+  // MGET in batches of at most limits.max_batch_keys keys, one after the
+  // other; a nil element is kNotFound. The outer status is that of the first
+  // batch that fails as a whole (the results of earlier batches are dropped).
   absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys, absl::Time deadline) override;
+  // Pipelined SETs on one connection, in batches of at most
+  // limits.max_batch_keys pairs. Returns the first failing pair's status;
+  // the other pairs of its batch may have been stored, and later batches are
+  // not sent.
   absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
                         absl::Time deadline) override;
   absl::string_view name() const override { return "tcp"; }
 
  private:
+  // Connections are added by Connect().
   TcpDataPath(std::string address, const Limits& limits, absl::Duration connect_timeout);
 
   // Sends the request made of `parts` (already RESP-encoded pieces,
@@ -62,7 +94,9 @@ class TcpDataPath final : public DataPath {
   const std::string address_;
   const Limits limits_;
   const absl::Duration connect_timeout_;
+  // Filled by Connect() and never changed after: read without a lock.
   std::vector<std::unique_ptr<RespConnection>> conns_;
+  // Round-robin cursor over conns_ (relaxed: it only spreads the load).
   std::atomic<uint64_t> next_{0};
 };
 
