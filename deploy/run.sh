@@ -40,7 +40,7 @@ show "$BIN/client/kvctl/kvctl" --server="$CTL" put hello "kvstore is running"
 show "$BIN/client/kvctl/kvctl" --server="$CTL" get hello; echo
 show redis-cli -p "$RESP" GET hello
 echo "\$ $BIN/client/kvctl/kvctl --server=$CTL stat"
-"$BIN/client/kvctl/kvctl" --server="$CTL" stat | grep -E '^transport|transports|^  keys|^  pool ' || true
+"$BIN/client/kvctl/kvctl" --server="$CTL" stat | grep -E '^transport|transports|^  kvstore_keys |^  pool ' || true
 echo
 echo "==> serving: control $CTL, RESP 127.0.0.1:$RESP. Try:"
 echo "      $BIN/client/kvctl/kvctl --server=$CTL put k v"
