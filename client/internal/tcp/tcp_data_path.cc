@@ -6,6 +6,10 @@
 
 #include "client/internal/tcp/tcp_data_path.h"
 
+#ifdef KV_TCP_FAILPOINTS
+#include "client/internal/tcp/tcp_failpoints.h"
+#endif
+
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -18,7 +22,9 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -29,6 +35,39 @@
 
 namespace kvstore {
 namespace client {
+
+// Test-only failpoints (tcp_failpoints.h). Compiled in only for the test
+// variant of this library (KV_TCP_FAILPOINTS); elsewhere the macro is empty.
+#ifdef KV_TCP_FAILPOINTS
+namespace tcp_failpoints {
+namespace {
+absl::Mutex hooks_mu;
+std::function<void()> before_queue ABSL_GUARDED_BY(hooks_mu);
+std::function<void()> after_drain ABSL_GUARDED_BY(hooks_mu);
+void Run(std::function<void()>* hook) {
+  std::function<void()> f;
+  {
+    absl::MutexLock lock(&hooks_mu);
+    f = *hook;
+  }
+  if (f) f();
+}
+}  // namespace
+void SetBeforeQueueForTest(std::function<void()> f) {
+  absl::MutexLock lock(&hooks_mu);
+  before_queue = std::move(f);
+}
+void SetAfterDrainForTest(std::function<void()> f) {
+  absl::MutexLock lock(&hooks_mu);
+  after_drain = std::move(f);
+}
+}  // namespace tcp_failpoints
+#define KV_TCP_FAILPOINT(name) tcp_failpoints::Run(&tcp_failpoints::name)
+#else
+#define KV_TCP_FAILPOINT(name) \
+  do {                         \
+  } while (0)
+#endif
 
 namespace {
 
@@ -124,14 +163,18 @@ class RespConnection {
     {
       absl::MutexLock lock(&send_mu_);
       absl::Status s = EnsureConnected();
-      if (s.ok()) {
-        {
-          absl::MutexLock q(&queue_mu_);
-          for (size_t i = 0; i < requests.size(); ++i) {
-            waiters.push_back(std::make_shared<Waiter>());
-            pending_.push_back(waiters.back());
-          }
+      KV_TCP_FAILPOINT(before_queue);
+      // The reader may have failed since EnsureConnected() looked: then it
+      // has closed the queue, and a waiter queued now would never be
+      // answered. Connect again (broken_ is set by then) and queue on the
+      // new reader; a second failure is the caller's kUnavailable.
+      if (s.ok() && !Enqueue(requests.size(), &waiters)) {
+        s = EnsureConnected();
+        if (s.ok() && !Enqueue(requests.size(), &waiters)) {
+          s = absl::UnavailableError(absl::StrCat("connection to ", address_, " lost"));
         }
+      }
+      if (s.ok()) {
         // Gathered writes for the whole burst; the pieces are the caller's
         // memory (a PUT's value included), copied only by the kernel. Empty
         // pieces add nothing to the wire.
@@ -184,6 +227,19 @@ class RespConnection {
     absl::StatusOr<resp::Reply> result ABSL_GUARDED_BY(mu);
   };
 
+  // Queues `n` waiters, in request order, unless the reader has closed the
+  // queue (it failed and drained it); returns whether it queued them.
+  bool Enqueue(size_t n, std::vector<std::shared_ptr<Waiter>>* waiters)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu_) {
+    absl::MutexLock q(&queue_mu_);
+    if (queue_closed_) return false;
+    for (size_t i = 0; i < n; ++i) {
+      waiters->push_back(std::make_shared<Waiter>());
+      pending_.push_back(waiters->back());
+    }
+    return true;
+  }
+
   // Reconnects lazily: a connection the reader found lost is replaced on the
   // next request, which is why the path never reports itself broken.
   absl::Status EnsureConnected() ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu_) {
@@ -192,6 +248,11 @@ class RespConnection {
     Teardown();
     KV_ASSIGN_OR_RETURN(fd_, Dial(address_, connect_timeout_));
     broken_ = false;
+    {
+      // The old reader is joined: nothing can close the queue behind us.
+      absl::MutexLock q(&queue_mu_);
+      queue_closed_ = false;
+    }
     // The reader gets the descriptor by value: fd_ is guarded by send_mu_,
     // which the reader never takes.
     reader_ = std::thread([this, fd = fd_] { ReadLoop(fd); });
@@ -301,18 +362,23 @@ class RespConnection {
                        n < 0 ? absl::StrCat(": ", std::strerror(errno)) : ""));
       break;
     }
-    // Set before the queue is drained, so the next sender reconnects. A
-    // sender that passed EnsureConnected() just before this store can still
-    // queue a waiter after the drain below; nothing completes that one, and
-    // its caller ends at its deadline.
+    // Set before the queue is closed, so the next sender reconnects.
     broken_ = true;
-    for (;;) {
-      {
-        absl::MutexLock q(&queue_mu_);
-        if (pending_.empty()) break;
-      }
-      Complete(failure);
+    // Close the queue and take every waiter in one step under queue_mu_: a
+    // sender queues only while the queue is open (Enqueue), so none can slip
+    // in behind this drain and wait for a reply that never comes.
+    std::deque<std::shared_ptr<Waiter>> orphans;
+    {
+      absl::MutexLock q(&queue_mu_);
+      queue_closed_ = true;
+      orphans.swap(pending_);
     }
+    for (auto& w : orphans) {
+      absl::MutexLock lock(&w->mu);
+      w->result = failure;
+      w->done = true;
+    }
+    KV_TCP_FAILPOINT(after_drain);
   }
 
   const std::string address_;
@@ -324,6 +390,9 @@ class RespConnection {
   std::atomic<bool> broken_{false};
   absl::Mutex queue_mu_ ABSL_ACQUIRED_AFTER(send_mu_);
   std::deque<std::shared_ptr<Waiter>> pending_ ABSL_GUARDED_BY(queue_mu_);
+  // Set by a reader that failed and drained pending_; cleared when a new
+  // reader starts. No waiter is queued while it is set.
+  bool queue_closed_ ABSL_GUARDED_BY(queue_mu_) = false;
 };
 
 // ---------------------------------------------------------------------------
