@@ -36,7 +36,7 @@ std::string FormatBenchReport(const BenchResult& result);
 //   preload_seconds  number
 //   seconds          number   length of the timed run
 //   ops              integer  operations in the timed run
-//   ops_per_sec      number
+//   ops_per_sec      number   answered operations (ops - errors) per second
 //   gets, puts       integer
 //   misses           integer  GETs answered NOT_FOUND
 //   errors           integer  operations failing otherwise

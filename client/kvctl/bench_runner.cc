@@ -358,7 +358,10 @@ void MergeWorkers(const std::vector<std::unique_ptr<WorkerState>>& workers, Benc
 
 double BenchResult::OpsPerSecond() const {
   const double seconds = absl::ToDoubleSeconds(elapsed);
-  return seconds > 0 ? static_cast<double>(ops) / seconds : 0;
+  // Only answered operations are throughput: a server that has died fails
+  // every call at once, and counting those would report its death as speed.
+  const uint64_t answered = ops >= errors ? ops - errors : 0;
+  return seconds > 0 ? static_cast<double>(answered) / seconds : 0;
 }
 
 double BenchResult::GigabytesPerSecond() const {

@@ -78,7 +78,8 @@ struct BenchResult {
   LatencyHistogram put_latency_ns;
   LatencyHistogram all_latency_ns;  // GETs and PUTs together
 
-  // Timed-phase operations per second; 0 when elapsed is not positive.
+  // Answered timed-phase operations (ops - errors: successes and misses)
+  // per second; 0 when elapsed is not positive.
   double OpsPerSecond() const;
   // Value bytes moved (get_bytes + put_bytes) per second, in 10^9 bytes;
   // 0 when elapsed is not positive.

@@ -599,6 +599,23 @@ TEST(RunBenchTest, ErrorsAreCountedAndTheFirstIsKept) {
   EXPECT_THAT(FormatBenchReport(*r), HasSubstr("first error UNAVAILABLE: injected GET failure"));
 }
 
+// A server that dies mid-run makes every operation fail fast; failures must
+// not show up as throughput (they did: ops_per_sec counted them).
+TEST(RunBenchTest, FailedOperationsAreNotThroughput) {
+  SEEDED_TEST_PREAMBLE();
+  FakeTarget target;
+  target.FailGets();
+  BenchConfig c = SmallConfig();
+  c.get_ratio = 1;  // every timed operation fails
+  absl::StatusOr<BenchResult> r = RunBench(c, target, "fake", nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->errors, r->ops);
+  EXPECT_GT(r->ops, 0u);
+  EXPECT_EQ(r->OpsPerSecond(), 0);
+  nlohmann::json j = nlohmann::json::parse(BenchResultToJson(*r));
+  EXPECT_EQ(j["ops_per_sec"].get<double>(), 0);
+}
+
 // A failing preload PUT, unlike a timed-phase error, fails the whole run.
 TEST(RunBenchTest, FailedPreloadStopsTheRun) {
   SEEDED_TEST_PREAMBLE();
@@ -763,7 +780,7 @@ TEST(ReportTest, JsonHasTheDocumentedFields) {
   EXPECT_EQ(j["preload_seconds"], 0.25);
   EXPECT_EQ(j["seconds"], 2.0);
   EXPECT_EQ(j["ops"], 1000);
-  EXPECT_EQ(j["ops_per_sec"], 500.0);
+  EXPECT_EQ(j["ops_per_sec"], 499.5);  // 999 answered (1 error) in 2 s
   EXPECT_EQ(j["gets"], 900);
   EXPECT_EQ(j["puts"], 100);
   EXPECT_EQ(j["misses"], 3);
@@ -791,7 +808,7 @@ TEST(ReportTest, TextHasTheFigures) {
   const std::string text = FormatBenchReport(SampleResult());
   for (const char* want :
        {"transport   tcp", "seed        42", "1000 keys, 4096-byte values, 90% GET, 8 threads",
-        "preload     1000 keys in 0.25 s", "ops         1000 in 2.00 s = 500.0 ops/s",
+        "preload     1000 keys in 0.25 s", "ops         1000 in 2.00 s = 499.5 ops/s",
         "gets        900 (misses 3)", "puts        100", "errors      1",
         "first error DEADLINE_EXCEEDED", "GB/s", "p50", "p99", "p99.9", "  get ", "  put ",
         "  all "}) {
