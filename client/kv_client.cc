@@ -9,7 +9,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
@@ -48,6 +50,29 @@ absl::StatusOr<TransportMode> ParseTransportMode(absl::string_view text) {
   if (t == "tcp") return TransportMode::kTcp;
   return absl::InvalidArgumentError(
       absl::StrCat("unknown transport '", text, "' (expected auto, rdma or tcp)"));
+}
+
+absl::Status ValidateServerAddress(absl::string_view address) {
+  auto bad = [address](absl::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server address '", address, "': ", why, " (expected host:port)"));
+  };
+  // The port follows the last ':'; an IPv6 host is bracketed, so its own
+  // colons come before the closing ']'.
+  const size_t colon = address.rfind(':');
+  if (colon == absl::string_view::npos) return bad("no port");
+  const absl::string_view host = address.substr(0, colon);
+  const absl::string_view port = address.substr(colon + 1);
+  if (host.empty() || host == "[]") return bad("no host");
+  if (host.find(':') != absl::string_view::npos && (host.front() != '[' || host.back() != ']')) {
+    return bad("an IPv6 host must be in brackets");
+  }
+  uint32_t n = 0;
+  if (port.empty() || port.size() > 5 || !absl::c_all_of(port, absl::ascii_isdigit) ||
+      !absl::SimpleAtoi(port, &n) || n < 1 || n > 65535) {
+    return bad(absl::StrCat("port '", port, "' is not a number in 1..65535"));
+  }
+  return absl::OkStatus();
 }
 
 namespace {
@@ -358,6 +383,7 @@ absl::StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const Options& optio
   if (options.servers.size() > 1) {
     return absl::UnimplementedError("more than one server needs the cluster map (not yet built)");
   }
+  KV_RETURN_IF_ERROR(ValidateServerAddress(options.servers[0]));
   // Dialling never fails (gRPC connects lazily); an unreachable server shows
   // as a failed handshake in Init().
   auto impl = std::make_unique<ClientImpl>(options, ControlClient::Dial(options.servers[0]));

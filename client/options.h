@@ -26,6 +26,12 @@ enum class TransportMode { kAuto, kRdma, kTcp };
 absl::string_view TransportModeName(TransportMode mode);
 absl::StatusOr<TransportMode> ParseTransportMode(absl::string_view text);
 
+// Checks a control-plane address: "host:port" or "[ipv6]:port", with a
+// non-empty host and a decimal port in 1..65535. kInvalidArgument naming the
+// address otherwise (gRPC would dial 99999 as another port, and a missing
+// port as port 0). Does not resolve the host.
+absl::Status ValidateServerAddress(absl::string_view address);
+
 struct Options {
   // Control-plane (gRPC) addresses, "host:port". The data endpoints are
   // learned from the handshake. Today exactly one server is used.

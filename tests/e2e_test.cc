@@ -134,6 +134,27 @@ TEST_F(EndToEnd, KvctlExitCodes) {
   EXPECT_THAT(down.err, HasSubstr("UNAVAILABLE"));
 }
 
+// A port out of range or missing used to be dialled anyway (99999 wrapped to
+// another port, a missing port became 0): it is a usage error naming the
+// address, and the library refuses it with INVALID_ARGUMENT.
+TEST_F(EndToEnd, BadServerAddressesAreRefused) {
+  for (const char* bad :
+       {"127.0.0.1:99999", "127.0.0.1", "127.0.0.1:", ":7300", "host:0", "host:12ab"}) {
+    ProcessResult r =
+        RunProcess({BinaryPath("client/kvctl/kvctl"), absl::StrCat("--server=", bad), "get", "k"});
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(bad)) << bad;
+    client::Options options;
+    options.servers = {bad};
+    EXPECT_EQ(client::KvClient::Connect(options).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  client::Options good;
+  good.servers = {server_->control_address()};
+  EXPECT_TRUE(client::KvClient::Connect(good).ok());
+}
+
 TEST_F(EndToEnd, OverLimitKeyAndValueNameTheLimitAndServerStaysHealthy) {
   ProcessResult key = Kvctl({"put", std::string(1025, 'k'), "v"});
   EXPECT_EQ(key.exit_code, 3);

@@ -24,6 +24,9 @@ absl::StatusOr<Context> ContextFromFlags() {
   // kvctl talks to one server; the library's list holds just that one.
   const std::string server = absl::GetFlag(FLAGS_server);
   if (server.empty()) return absl::InvalidArgumentError("--server must not be empty");
+  if (absl::Status s = ValidateServerAddress(server); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--server: ", s.message()));
+  }
   context.options.servers = {server};
   absl::StatusOr<TransportMode> mode = ParseTransportMode(absl::GetFlag(FLAGS_transport));
   if (!mode.ok()) {
