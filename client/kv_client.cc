@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -186,6 +187,10 @@ class ClientImpl final : public KvClient {
     return out;
   }
 
+  uint64_t max_value_bytes() const override {
+    return max_value_bytes_.load(std::memory_order_relaxed);
+  }
+
   std::string transport_name() const override {
     std::shared_ptr<DataPath> path = Current().path;
     return path ? std::string(path->name()) : "none";
@@ -227,6 +232,7 @@ class ClientImpl final : public KvClient {
     limits.max_key_bytes = hs.limits().max_key_bytes();
     limits.max_value_bytes = hs.limits().max_value_bytes();
     limits.max_batch_keys = hs.limits().max_batch_keys();
+    max_value_bytes_.store(limits.max_value_bytes, std::memory_order_relaxed);
 
     if (options_.transport != TransportMode::kTcp) {
       absl::StatusOr<std::unique_ptr<DataPath>> rdma = BuildRdmaPath(hs, limits);
@@ -367,6 +373,9 @@ class ClientImpl final : public KvClient {
   const std::string name_;
   // KvClient's own series, registered in registry_.
   const ClientMetrics metrics_;
+  // The server's value limit from the latest handshake; atomic so that
+  // max_value_bytes() needs no lock while a reconnect handshakes again.
+  std::atomic<uint64_t> max_value_bytes_{0};
   mutable absl::Mutex mu_;
   std::shared_ptr<DataPath> path_ ABSL_GUARDED_BY(mu_);
   // The series of path_'s transport; set with it by SwapPath().

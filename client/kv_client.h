@@ -103,6 +103,12 @@ class KvClient {
   virtual absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
                                size_t length) = 0;
 
+  // The largest value the server accepts, as its handshake said; a Put of a
+  // longer value fails kInvalidArgument without being sent. Lets a caller
+  // that streams a value in (kvctl put from stdin) stop reading early.
+  // Thread-safe.
+  virtual uint64_t max_value_bytes() const = 0;
+
   // "rdma" or "tcp": the data path in use.
   virtual std::string transport_name() const = 0;
   // Every client series, cumulative since Connect() and across reconnects

@@ -134,6 +134,20 @@ TEST_F(EndToEnd, KvctlExitCodes) {
   EXPECT_THAT(down.err, HasSubstr("UNAVAILABLE"));
 }
 
+// kvctl put used to read its whole input before the value limit was
+// checked (2 GiB of stdin cost 2 GiB of memory); from an endless pipe it
+// never finished. It now stops just past the server's limit.
+TEST_F(EndToEnd, PutFromAnEndlessPipeStopsAtTheValueLimit) {
+  const std::string cmd = absl::StrCat("yes | ", BinaryPath("client/kvctl/kvctl"),
+                                       " --server=", server_->control_address(), " put endless");
+  const absl::Time start = absl::Now();
+  ProcessResult r = RunProcess({"/bin/sh", "-c", cmd}, "", /*timeout_s=*/30);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("stdin holds a value over the limit max_value_bytes=67108864"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+  EXPECT_EQ(Kvctl({"exists", "endless"}).exit_code, 1);  // nothing was stored
+}
+
 // A port out of range or missing used to be dialled anyway (99999 wrapped to
 // another port, a missing port became 0): it is a usage error naming the
 // address, and the library refuses it with INVALID_ARGUMENT.

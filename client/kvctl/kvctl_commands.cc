@@ -32,30 +32,33 @@ namespace kvctl {
 int RunPut(const Context& context, const std::vector<std::string>& args) {
   const std::string file = absl::GetFlag(FLAGS_file);
   const bool has_value_arg = args.size() == 2;
-  std::string value;
   // "Given" rather than "non-empty": `--file=` is a mistake worth naming,
   // not a request to read stdin.
-  if (context.given.count("file") > 0) {
-    if (file.empty()) return UsageError("put: --file needs a path");
-    if (has_value_arg) return UsageError("put: give either VALUE or --file, not both");
-    absl::StatusOr<std::string> data = ReadFile(file);
-    if (!data.ok()) return Failure(data.status());
-    value = *std::move(data);
-  } else if (has_value_arg && args[1] != "-") {
-    value = args[1];
-  } else {
-    // "-" always means stdin; an omitted VALUE only when stdin is not a
-    // terminal, so that a forgotten argument does not wait for typing.
-    if (!has_value_arg && isatty(STDIN_FILENO)) {
-      return UsageError("put: no value: give VALUE, --file PATH, or pipe it to stdin");
-    }
-    absl::StatusOr<std::string> data = ReadAll(STDIN_FILENO, "stdin");
-    if (!data.ok()) return Failure(data.status());
-    value = *std::move(data);
+  const bool from_file = context.given.count("file") > 0;
+  if (from_file && file.empty()) return UsageError("put: --file needs a path");
+  if (from_file && has_value_arg) return UsageError("put: give either VALUE or --file, not both");
+  const bool from_stdin = !from_file && (!has_value_arg || args[1] == "-");
+  // "-" always means stdin; an omitted VALUE only when stdin is not a
+  // terminal, so that a forgotten argument does not wait for typing.
+  if (from_stdin && !has_value_arg && isatty(STDIN_FILENO)) {
+    return UsageError("put: no value: give VALUE, --file PATH, or pipe it to stdin");
   }
 
+  // Connect before reading a file or stdin: the handshake tells the value
+  // limit, so a too-long input is refused after limit + 64 KiB at most
+  // rather than read whole (a 2 GiB pipe used to cost 2 GiB of memory).
   absl::StatusOr<std::unique_ptr<KvClient>> client = ConnectClient(context);
   if (!client.ok()) return Failure(client.status());
+  const uint64_t limit = (*client)->max_value_bytes();
+  std::string value;
+  if (from_file || from_stdin) {
+    absl::StatusOr<std::string> data =
+        from_file ? ReadFile(file, limit) : ReadAll(STDIN_FILENO, "stdin", limit);
+    if (!data.ok()) return Failure(data.status());
+    value = *std::move(data);
+  } else {
+    value = args[1];
+  }
   const absl::Status status = (*client)->Put(args[0], value);
   if (!status.ok()) return Failure(status);
   return kExitOk;

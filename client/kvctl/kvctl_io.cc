@@ -37,12 +37,18 @@ int Report(const absl::Status& status, int exit_code) {
 // The common case: an error that is neither "not found" nor a usage error.
 int Failure(const absl::Status& status) { return Report(status, kExitError); }
 
-absl::StatusOr<std::string> ReadAll(int fd, absl::string_view what) {
+absl::StatusOr<std::string> ReadAll(int fd, absl::string_view what, uint64_t max_bytes) {
+  auto too_long = [&] {
+    // Worded like the library's own limit error, naming the server's flag.
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " holds a value over the limit max_value_bytes=", max_bytes, " (stopped reading)"));
+  };
   std::string data;
-  // A regular file tells its size: reserve once instead of growing through
-  // a large value.
+  // A regular file tells its size: refuse it unread when it is too long,
+  // else reserve once instead of growing through a large value.
   struct stat st;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    if (static_cast<uint64_t>(st.st_size) > max_bytes) return too_long();
     data.reserve(static_cast<size_t>(st.st_size));
   }
   // 0 from read() is end of file; EINTR only means "try again".
@@ -51,6 +57,9 @@ absl::StatusOr<std::string> ReadAll(int fd, absl::string_view what) {
     const ssize_t n = read(fd, buf, sizeof(buf));
     if (n > 0) {
       data.append(buf, static_cast<size_t>(n));
+      // Checked as it arrives: a pipe of unknown (or endless) length must
+      // not be read whole before the limit is noticed.
+      if (data.size() > max_bytes) return too_long();
     } else if (n == 0) {
       return data;
     } else if (errno != EINTR) {
@@ -59,11 +68,11 @@ absl::StatusOr<std::string> ReadAll(int fd, absl::string_view what) {
   }
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
+absl::StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
   // O_CLOEXEC so that the descriptor never leaks into a child process.
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("opening ", path));
-  absl::StatusOr<std::string> data = ReadAll(fd, path);
+  absl::StatusOr<std::string> data = ReadAll(fd, path, max_bytes);
   close(fd);
   return data;
 }

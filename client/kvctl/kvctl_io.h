@@ -37,12 +37,16 @@ int Report(const absl::Status& status, int exit_code);
 int Failure(const absl::Status& status);
 
 // Reads `fd` to end of file, retrying on EINTR. `what` names the source in
-// the error ("reading <what>: ..."). Does not close `fd`.
-absl::StatusOr<std::string> ReadAll(int fd, absl::string_view what);
+// the error ("reading <what>: ..."). Stops as soon as more than `max_bytes`
+// have arrived (kInvalidArgument naming `what` and the limit), so an endless
+// or huge input costs at most max_bytes + 64 KiB of memory. Does not close
+// `fd`.
+absl::StatusOr<std::string> ReadAll(int fd, absl::string_view what, uint64_t max_bytes);
 
-// The whole contents of the file at `path`, in binary. An error names the
-// path ("opening <path>" or "reading <path>").
-absl::StatusOr<std::string> ReadFile(const std::string& path);
+// The whole contents of the file at `path`, in binary, refused without
+// reading when it is larger than `max_bytes` (kInvalidArgument). An error
+// names the path ("opening <path>" or "reading <path>").
+absl::StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes);
 
 // Writes all of `data` to `fd`, retrying on EINTR and short writes. The
 // error says "writing stdout": kvctl only ever writes its results there.
