@@ -48,6 +48,20 @@ struct Options {
   // Bytes per RDMA write lease (rounded up by the server to its segments);
   // larger entries get a lease of their own size.
   uint64_t lease_bytes = 4ull << 20;
+
+  // --- Security (docs/security.md).
+  // The server's token: sent as the gRPC bearer token and as the RESP AUTH
+  // password on every data connection. Empty: none sent.
+  std::string auth_token;
+  // PEM file of the CA that signed the server's certificate. Set: the
+  // control channel uses TLS. Empty: plaintext.
+  std::string tls_ca_file;
+  // PEM client certificate and key for mutual TLS (both or neither).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Name the server certificate must carry, when it differs from the host
+  // of the server address (e.g. connecting by IP to a cert issued for a name).
+  std::string tls_server_name;
 };
 
 }  // namespace client

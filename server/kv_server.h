@@ -71,6 +71,18 @@ struct KvServerOptions {
   uint64_t max_mr_bytes = 0;
   // GET /metrics on listen_address: -1 off, 0 a free port, N that port.
   int metrics_port = -1;
+
+  // --- Security (docs/security.md).
+  // The shared secret: gRPC bearer token and RESP password. Empty: no token.
+  std::string auth_token;
+  // PEM files. With cert and key the control port serves TLS; with a client
+  // CA as well, clients must present a certificate it signed (mutual TLS).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+  // Protected mode: a non-loopback listen address without a token or mutual
+  // TLS refuses to start unless this is set.
+  bool insecure = false;
 };
 
 class KvServer {

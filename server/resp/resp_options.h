@@ -31,6 +31,9 @@ struct RespServerOptions {
   // the loop thread that serves it, so it must be thread-safe. Empty: INFO
   // answers with just # Keyspace.
   std::function<std::string()> info;
+  // requirepass: when non-empty a connection must AUTH (or HELLO ... AUTH)
+  // with it before any other command is served (-NOAUTH otherwise).
+  std::string password;
   // Where the server registers kvstore_resp_* and the tcp request series
   // (not owned; must outlive the server). Null: a private registry.
   metrics::Registry* registry = nullptr;
