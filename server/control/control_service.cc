@@ -52,12 +52,17 @@ std::string GidBytes(const rdma::Gid& gid) {
 KvControlServiceImpl::KvControlServiceImpl(ControlServiceDeps deps)
     : own_registry_(deps.registry == nullptr ? std::make_unique<metrics::Registry>() : nullptr),
       deps_(std::move(deps)),
-      registry_(deps_.registry != nullptr ? deps_.registry : own_registry_.get()) {
+      registry_(deps_.registry != nullptr ? deps_.registry : own_registry_.get()),
+      auth_(deps_.auth_token, registry_),
+      sessions_(deps_.sessions, registry_) {
   // Programming errors of the wiring, not conditions a client can cause.
   CHECK(deps_.store != nullptr);
   CHECK(deps_.leases != nullptr);
   CHECK(deps_.pool != nullptr);
   RegisterMetrics();
+  if (deps_.session_sweep_interval > absl::ZeroDuration()) {
+    sweeper_ = std::thread([this] { SweepLoop(); });
+  }
 }
 
 void KvControlServiceImpl::RegisterMetrics() {
@@ -81,13 +86,98 @@ void KvControlServiceImpl::RegisterMetrics() {
   stale_epoch_errors_ = registry_->AddCounter(
       "kvstore_grpc_stale_epoch_errors_total",
       "Lease RPCs refused because the client's epoch is from an earlier server start.");
+  for (const char* reason : {"no_session", "not_owner", "no_connection", "no_probe", "quota_qps",
+                             "quota_leases", "quota_lease_bytes", "max_sessions"}) {
+    refusals_[reason] = registry_->AddCounter(
+        "kvstore_grpc_session_refusals_total",
+        "Control RPCs refused by the session rules (unknown session, foreign connection, quota).",
+        {{"reason", reason}});
+  }
   get_requests_ = RegisterRequestMetrics(registry_, "grpc", "get");
   put_requests_ = RegisterRequestMetrics(registry_, "grpc", "put");
   delete_requests_ = RegisterRequestMetrics(registry_, "grpc", "delete");
 }
 
 // The writers seal their open segments in the store, which outlives us.
-KvControlServiceImpl::~KvControlServiceImpl() = default;
+KvControlServiceImpl::~KvControlServiceImpl() { StopSweeper(); }
+
+void KvControlServiceImpl::StopSweeper() {
+  if (!stop_sweeper_.HasBeenNotified()) stop_sweeper_.Notify();
+  if (sweeper_.joinable()) sweeper_.join();
+}
+
+void KvControlServiceImpl::SweepLoop() {
+  while (!stop_sweeper_.WaitForNotificationWithTimeout(deps_.session_sweep_interval)) {
+    SweepSessions(absl::Now());
+  }
+}
+
+size_t KvControlServiceImpl::SweepSessions(absl::Time now) {
+  auto live = [this](uint64_t connection_id) {
+    return deps_.rdma != nullptr && deps_.rdma->IsLive(connection_id);
+  };
+  std::vector<SessionTable::Expired> expired = sessions_.Sweep(now, live);
+  for (const SessionTable::Expired& e : expired) {
+    // The id is a capability: logs name the peer, not the id.
+    VLOG(1) << "session of " << e.peer << " expired";
+    if (deps_.rdma == nullptr) continue;
+    // Disconnecting ends the leases bound on each queue pair; one already
+    // reaped by the RDMA service is NOT_FOUND, which is fine.
+    for (uint64_t c : e.connections) (void)deps_.rdma->Disconnect(c);
+  }
+  return expired.size();
+}
+
+absl::Status KvControlServiceImpl::Refuse(const char* reason, absl::Status status) {
+  auto it = refusals_.find(reason);
+  if (it != refusals_.end()) it->second->Increment();
+  return status;
+}
+
+absl::Status KvControlServiceImpl::CheckCaller(uint64_t session_id, uint64_t connection_id) {
+  KV_ASSIGN_OR_RETURN(std::shared_ptr<SessionTable::Session> session, UseSession(session_id));
+  absl::MutexLock lock(&session->mu);
+  return CheckOwns(*session, connection_id);
+}
+
+absl::StatusOr<std::shared_ptr<SessionTable::Session>> KvControlServiceImpl::UseSession(
+    uint64_t id) {
+  auto session = sessions_.Use(id);
+  if (!session.ok()) return Refuse("no_session", session.status());
+  return session;
+}
+
+absl::Status KvControlServiceImpl::CheckOwns(SessionTable::Session& session,
+                                             uint64_t connection_id) {
+  if (connection_id != 0 && session.connections.contains(connection_id)) {
+    return absl::OkStatus();
+  }
+  // Whether the connection exists at all is not said: it is not the
+  // caller's business.
+  return Refuse("not_owner",
+                absl::PermissionDeniedError(absl::StrCat("RDMA connection ", connection_id,
+                                                         " does not belong to this session")));
+}
+
+absl::Status KvControlServiceImpl::CheckLeaseQuota(SessionTable::Session& session, uint64_t bytes) {
+  const SessionOptions& q = sessions_.options();
+  const LeaseTable::Holdings held = deps_.leases->HeldBy(session.connections);
+  if (held.leases >= q.max_leases) {
+    return Refuse("quota_leases", absl::ResourceExhaustedError(
+                                      absl::StrCat("this session holds ", held.leases,
+                                                   " leases, its quota (--session_max_leases)")));
+  }
+  // The chunk is whole segments: count what the grant will really take.
+  const uint64_t segment = deps_.store->options().segment_bytes;
+  const uint64_t chunk = (bytes + segment - 1) / segment * segment;
+  if (held.bytes + chunk > q.max_lease_bytes) {
+    return Refuse("quota_lease_bytes",
+                  absl::ResourceExhaustedError(absl::StrCat(
+                      "a lease of ", chunk, " bytes would take this session's leases past ",
+                      q.max_lease_bytes, " bytes (--session_max_lease_bytes)")));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status KvControlServiceImpl::CheckEpoch(uint64_t epoch) const {
   // Leases, rkeys and connection ids all belong to one server start; after
@@ -116,8 +206,13 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
                                              const pb::HandshakeRequest* request,
                                              pb::HandshakeResponse* response) {
   handshakes_->Increment();
+  // Nothing below (read keys, seed, regions) leaves before the token check.
+  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
+  auto session = sessions_.Open(OwnerOf(context, request->client_name()));
+  if (!session.ok()) return ToGrpcStatus(Refuse("max_sessions", session.status()));
   VLOG(1) << "handshake from " << request->client_name() << " at "
           << (context != nullptr ? context->peer() : "?");
+  response->set_session_id(*session);
   response->set_epoch(deps_.epoch);
   response->set_server_version(kProductVersion);
 
@@ -174,22 +269,34 @@ grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
                                               pb::GrantLeaseResponse* response) {
   grant_leases_->Increment();
   absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(auth_.Check(context));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
-    // With a connection, the lease is born with its write key bound on that
-    // connection's queue pair (the key maker runs inside Grant(), after the
-    // size checks and the allocation, so their errors come first).
-    LeaseTable::KeyMaker make_key;
-    if (const uint64_t connection_id = request->connection_id(); connection_id != 0) {
-      make_key = [this, connection_id](
-                     const LeaseInfo& lease) -> absl::StatusOr<std::unique_ptr<LeaseWriteKey>> {
-        // Checked only now, as before: a bad size or a full pool is the
-        // answer even on a server without RDMA.
-        if (deps_.rdma == nullptr) {
-          return absl::FailedPreconditionError("this server has no RDMA device: no write keys");
-        }
-        return deps_.rdma->BindLease(connection_id, lease);
-      };
+    KV_ASSIGN_OR_RETURN(std::shared_ptr<SessionTable::Session> session,
+                        UseSession(request->session_id()));
+    const uint64_t connection_id = request->connection_id();
+    // A lease without a write key could be renewed and released by anyone
+    // and pinned pool memory for ever; only RDMA writers need leases.
+    if (connection_id == 0) {
+      return Refuse("no_connection",
+                    absl::FailedPreconditionError(
+                        "a lease needs an RDMA connection of this session: ConnectQp first"));
     }
+    // Held across the quota check and the grant, so that concurrent grants
+    // of one session cannot both pass the quota.
+    absl::MutexLock lock(&session->mu);
+    KV_RETURN_IF_ERROR(CheckOwns(*session, connection_id));
+    KV_RETURN_IF_ERROR(CheckLeaseQuota(*session, request->bytes()));
+    // The lease is born with its write key bound on the connection's queue
+    // pair (the key maker runs inside Grant(), after the size checks and
+    // the allocation, so their errors come first).
+    LeaseTable::KeyMaker make_key =
+        [this,
+         connection_id](const LeaseInfo& lease) -> absl::StatusOr<std::unique_ptr<LeaseWriteKey>> {
+      if (deps_.rdma == nullptr) {
+        return absl::FailedPreconditionError("this server has no RDMA device: no write keys");
+      }
+      return deps_.rdma->BindLease(connection_id, lease);
+    };
     KV_ASSIGN_OR_RETURN(
         LeaseInfo info,
         deps_.leases->Grant(request->bytes(), OwnerOf(context, request->client_name()), make_key));
@@ -204,24 +311,12 @@ grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
                                              pb::ConnectQpResponse* response) {
   connect_qps_->Increment();
   absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(auth_.Check(context));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
-    if (deps_.rdma == nullptr) {
-      return absl::UnavailableError("this server has no RDMA device; use the RESP/TCP data port");
-    }
-    // The client's endpoint is untrusted input: checked before any verbs
-    // resource is made for it.
-    const pb::QpEndpoint& in = request->client();
-    if (in.gid().size() != 16 || in.qpn() == 0) {
-      return absl::InvalidArgumentError("client queue pair endpoint needs a qpn and a 16-byte gid");
-    }
-    rdma::QpEndpoint client;
-    client.qpn = in.qpn();
-    client.psn = in.psn() & 0xffffff;  // PSNs are 24 bits
-    std::memcpy(client.gid.data(), in.gid().data(), 16);
-    client.lid = static_cast<uint16_t>(in.lid());
+    KV_ASSIGN_OR_RETURN(std::shared_ptr<SessionTable::Session> session,
+                        UseSession(request->session_id()));
     KV_ASSIGN_OR_RETURN(RdmaService::Accepted accepted,
-                        deps_.rdma->Connect(client, OwnerOf(context, request->client_name()),
-                                            request->probe_addr(), request->probe_rkey()));
+                        ConnectChecked(*session, context, *request));
     // The server's half of the connection, and the commit-channel sizes the
     // client must respect (credits in flight, bytes per commit message).
     response->set_connection_id(accepted.connection_id);
@@ -238,13 +333,63 @@ grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
   return ToGrpcStatus(status);
 }
 
+absl::StatusOr<RdmaService::Accepted> KvControlServiceImpl::ConnectChecked(
+    SessionTable::Session& session, const grpc::ServerContext* context,
+    const pb::ConnectQpRequest& request) {
+  if (deps_.rdma == nullptr) {
+    return absl::UnavailableError("this server has no RDMA device; use the RESP/TCP data port");
+  }
+  // The client's endpoint is untrusted input: checked before any verbs
+  // resource is made for it.
+  const pb::QpEndpoint& in = request.client();
+  if (in.gid().size() != 16 || in.qpn() == 0) {
+    return absl::InvalidArgumentError("client queue pair endpoint needs a qpn and a 16-byte gid");
+  }
+  // Without a probe word a dead client's queue pair is never found out.
+  if (request.probe_rkey() == 0 || request.probe_addr() == 0) {
+    return Refuse("no_probe", absl::InvalidArgumentError(
+                                  "ConnectQp needs probe_addr and probe_rkey (idle probes)"));
+  }
+  rdma::QpEndpoint client;
+  client.qpn = in.qpn();
+  client.psn = in.psn() & 0xffffff;  // PSNs are 24 bits
+  std::memcpy(client.gid.data(), in.gid().data(), 16);
+  client.lid = static_cast<uint16_t>(in.lid());
+  // Held across the quota check and Connect(), so two ConnectQps of one
+  // session cannot both take the last slot.
+  absl::MutexLock lock(&session.mu);
+  if (session.closed) {
+    return Refuse("no_session",
+                  absl::FailedPreconditionError("the session expired meanwhile: handshake again"));
+  }
+  // Queue pairs the RDMA service reaped no longer count.
+  absl::erase_if(session.connections, [this](uint64_t c) { return !deps_.rdma->IsLive(c); });
+  if (session.connections.size() >= sessions_.options().max_qps) {
+    return Refuse("quota_qps", absl::ResourceExhaustedError(
+                                   absl::StrCat("this session has ", session.connections.size(),
+                                                " queue pairs, its quota (--session_max_qps)")));
+  }
+  KV_ASSIGN_OR_RETURN(RdmaService::Accepted accepted,
+                      deps_.rdma->Connect(client, OwnerOf(context, request.client_name()),
+                                          request.probe_addr(), request.probe_rkey()));
+  session.connections.insert(accepted.connection_id);
+  return accepted;
+}
+
 grpc::Status KvControlServiceImpl::DisconnectQp(grpc::ServerContext* context,
                                                 const pb::DisconnectQpRequest* request,
                                                 pb::DisconnectQpResponse* response) {
   disconnect_qps_->Increment();
   absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(auth_.Check(context));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    KV_ASSIGN_OR_RETURN(std::shared_ptr<SessionTable::Session> session,
+                        UseSession(request->session_id()));
+    absl::MutexLock lock(&session->mu);
+    // Only the session that made a queue pair may end it (finding 5).
+    KV_RETURN_IF_ERROR(CheckOwns(*session, request->connection_id()));
     if (deps_.rdma == nullptr) return absl::UnavailableError("this server has no RDMA device");
+    session->connections.erase(request->connection_id());
     // Ends the leases the connection holds too (their windows die with it).
     return deps_.rdma->Disconnect(request->connection_id());
   }();
@@ -256,7 +401,9 @@ grpc::Status KvControlServiceImpl::RenewLease(grpc::ServerContext* context,
                                               pb::RenewLeaseResponse* response) {
   renew_leases_->Increment();
   absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(auth_.Check(context));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    KV_RETURN_IF_ERROR(CheckCaller(request->session_id(), request->connection_id()));
     // The holder check (a lease with a key belongs to its connection) is
     // the LeaseTable's, under the same lock as the renewal.
     KV_ASSIGN_OR_RETURN(LeaseInfo info,
@@ -274,7 +421,12 @@ grpc::Status KvControlServiceImpl::ReleaseLease(grpc::ServerContext* context,
                                                 pb::ReleaseLeaseResponse* response) {
   release_leases_->Increment();
   absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(auth_.Check(context));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
+    // The session must own the connection, and the LeaseTable checks that
+    // the lease is held by that connection: another session's release fails
+    // and the chunk stays with its holder (finding 2).
+    KV_RETURN_IF_ERROR(CheckCaller(request->session_id(), request->connection_id()));
     // Committed entries outlive the lease; only the chunk's unused rest goes.
     return deps_.leases->Release(request->lease_id(), request->connection_id());
   }();
@@ -291,6 +443,7 @@ grpc::Status KvControlServiceImpl::FinishLeaseRpc(const absl::Status& status) {
 grpc::Status KvControlServiceImpl::Get(grpc::ServerContext* context, const pb::GetRequest* request,
                                        pb::GetResponse* response) {
   gets_->Increment();
+  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
   // The handler's latency, as kvstore_server_request_duration_seconds.
   const absl::Time start = absl::Now();
   absl::Status status = [&]() -> absl::Status {
@@ -307,6 +460,7 @@ grpc::Status KvControlServiceImpl::Get(grpc::ServerContext* context, const pb::G
 grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::PutRequest* request,
                                        pb::PutResponse* response) {
   puts_->Increment();
+  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
   const absl::Time start = absl::Now();
   absl::Status status = [&]() -> absl::Status {
     // Limits first, so an oversized request allocates nothing.
@@ -329,6 +483,7 @@ grpc::Status KvControlServiceImpl::Delete(grpc::ServerContext* context,
                                           const pb::DeleteRequest* request,
                                           pb::DeleteResponse* response) {
   deletes_->Increment();
+  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
   const absl::Time start = absl::Now();
   // KvStore::Delete() checks the key against the limits itself.
   const absl::Status status = deps_.store->Delete(request->key());
@@ -340,6 +495,7 @@ grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
                                          const pb::StatsRequest* request,
                                          pb::StatsResponse* response) {
   stats_->Increment();
+  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
   // Facts first (static ones from the wiring, then the service's own, which
   // win on a clash), then the counters.
   auto& info = *response->mutable_info();
@@ -364,6 +520,7 @@ grpc::Status KvControlServiceImpl::Scan(grpc::ServerContext* context,
                                         const pb::ScanRequest* request,
                                         pb::ScanResponse* response) {
   scans_->Increment();
+  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
   // 0 means "the default"; anything over the cap is quietly capped.
   const uint32_t count =
       request->count() == 0 ? kDefaultScanCount : std::min(request->count(), kMaxScanCount);

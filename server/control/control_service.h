@@ -13,6 +13,15 @@
 // name an epoch other than the server's fail with UNAVAILABLE: the client's
 // handshake (rkeys, lease ids) belongs to an earlier server start.
 //
+// Security (docs/security.md): every RPC first passes the Authenticator
+// (bearer token, when the server has one). Handshake opens a session
+// (SessionTable); ConnectQp, DisconnectQp and the lease RPCs must name a live
+// one, may only use that session's own RDMA connections, and are bounded by
+// its quotas. A lease needs a connection: GrantLease with connection_id 0 is
+// refused (a lease without a write key was renewable by anyone, forever).
+// A sweeper thread expires idle sessions and disconnects their queue pairs,
+// which ends their leases.
+//
 // Leases: the service holds no lease state. GrantLease asks LeaseTable for a
 // lease and, with a connection_id, has RdmaService::BindLease() make its
 // write key inside LeaseTable::Grant(); RenewLease/ReleaseLease pass the
@@ -31,15 +40,19 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "common/metrics/registry.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/status.h"
 #include "proto/kv_control.grpc.pb.h"
 #include "proto/kv_control.pb.h"
+#include "server/control/authenticator.h"
+#include "server/control/session_table.h"
 #include "server/metrics/request_metrics.h"
 #include "server/rdma/rdma_service.h"
 #include "server/storage/kv_store.h"
@@ -69,6 +82,13 @@ struct ControlServiceDeps {
   metrics::Registry* registry = nullptr;
   // Static key/value facts for Stats.info (build, flags ...).
   std::map<std::string, std::string> info;
+  // The bearer token every RPC must carry; empty: none (Authenticator).
+  std::string auth_token;
+  // Session TTL, cap and per-session quotas.
+  SessionOptions sessions;
+  // How often the sweeper expires sessions; zero: no sweeper thread (tests
+  // call SweepSessions() themselves).
+  absl::Duration session_sweep_interval = absl::Seconds(1);
 };
 
 class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
@@ -77,42 +97,52 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   static constexpr uint32_t kDefaultScanCount = 100;
   static constexpr uint32_t kMaxScanCount = 1000;
 
-  // CHECK-fails if deps.store, deps.leases or deps.pool is null.
+  // CHECK-fails if deps.store, deps.leases or deps.pool is null. Starts the
+  // session sweeper (deps.session_sweep_interval > 0).
   explicit KvControlServiceImpl(ControlServiceDeps deps);
-  // Seals the Put writers' open segments in the store.
+  // StopSweeper(); seals the Put writers' open segments in the store.
   ~KvControlServiceImpl() override;
   KvControlServiceImpl(const KvControlServiceImpl&) = delete;
   KvControlServiceImpl& operator=(const KvControlServiceImpl&) = delete;
 
-  // The server's epoch, limits, index geometry, regions with their read
-  // keys, and data endpoints. Never fails.
+  // Every RPC below first fails with UNAUTHENTICATED when the server has a
+  // token and the call does not carry it (Authenticator).
+
+  // Opens a session (HandshakeResponse.session_id) and returns the
+  // server's epoch, limits, index geometry, regions with their read keys,
+  // and data endpoints. RESOURCE_EXHAUSTED when max_sessions are open.
   grpc::Status Handshake(grpc::ServerContext* context, const kvstore::v1::HandshakeRequest* request,
                          kvstore::v1::HandshakeResponse* response) override;
-  // UNAVAILABLE for a stale epoch or a server without RDMA; INVALID_ARGUMENT
-  // for an endpoint without qpn or 16-byte gid; otherwise as
-  // RdmaService::Connect().
+  // UNAVAILABLE for a stale epoch or a server without RDMA;
+  // FAILED_PRECONDITION without a live session; INVALID_ARGUMENT for an
+  // endpoint without qpn or 16-byte gid, or probe_rkey 0 (an unprobed queue
+  // pair of a dead client would live forever); RESOURCE_EXHAUSTED at the
+  // session's queue-pair quota; otherwise as RdmaService::Connect().
   grpc::Status ConnectQp(grpc::ServerContext* context, const kvstore::v1::ConnectQpRequest* request,
                          kvstore::v1::ConnectQpResponse* response) override;
-  // UNAVAILABLE for a stale epoch or a server without RDMA; otherwise as
-  // RdmaService::Disconnect() (NOT_FOUND for an unknown connection).
+  // UNAVAILABLE for a stale epoch; FAILED_PRECONDITION without a live
+  // session; PERMISSION_DENIED for a connection the session did not make;
+  // otherwise as RdmaService::Disconnect() (NOT_FOUND when already gone).
   grpc::Status DisconnectQp(grpc::ServerContext* context,
                             const kvstore::v1::DisconnectQpRequest* request,
                             kvstore::v1::DisconnectQpResponse* response) override;
-  // UNAVAILABLE for a stale epoch; otherwise as LeaseTable::Grant(). With a
-  // connection_id, the lease is granted with a write key bound to that queue
-  // pair: FAILED_PRECONDITION without RDMA, or RdmaService::BindLease()'s
-  // error (the lease is then not granted).
+  // UNAVAILABLE for a stale epoch; FAILED_PRECONDITION without a live
+  // session or with connection_id 0; PERMISSION_DENIED for a connection the
+  // session did not make; RESOURCE_EXHAUSTED at the session's lease or
+  // lease-bytes quota; otherwise as LeaseTable::Grant() with a write key
+  // bound to that queue pair (RdmaService::BindLease()'s error fails it).
   grpc::Status GrantLease(grpc::ServerContext* context,
                           const kvstore::v1::GrantLeaseRequest* request,
                           kvstore::v1::GrantLeaseResponse* response) override;
-  // UNAVAILABLE for a stale epoch; otherwise as LeaseTable::Renew() for the
-  // request's connection_id. The reply's write_rkey is 0: the key stays
-  // valid and is not repeated.
+  // UNAVAILABLE for a stale epoch; FAILED_PRECONDITION without a live
+  // session; PERMISSION_DENIED unless connection_id is one of the session's;
+  // otherwise as LeaseTable::Renew() for that connection. The reply's write_rkey is 0: the key
+  // stays valid and is not repeated.
   grpc::Status RenewLease(grpc::ServerContext* context,
                           const kvstore::v1::RenewLeaseRequest* request,
                           kvstore::v1::RenewLeaseResponse* response) override;
-  // UNAVAILABLE for a stale epoch; otherwise as LeaseTable::Release() for
-  // the request's connection_id.
+  // UNAVAILABLE for a stale epoch; FAILED_PRECONDITION and
+  // PERMISSION_DENIED as RenewLease; otherwise as LeaseTable::Release().
   grpc::Status ReleaseLease(grpc::ServerContext* context,
                             const kvstore::v1::ReleaseLeaseRequest* request,
                             kvstore::v1::ReleaseLeaseResponse* response) override;
@@ -134,6 +164,15 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   grpc::Status Scan(grpc::ServerContext* context, const kvstore::v1::ScanRequest* request,
                     kvstore::v1::ScanResponse* response) override;
 
+  // Expires the sessions idle at `now` (SessionTable::Sweep) and disconnects
+  // their queue pairs. Returns how many expired. The sweeper calls it.
+  size_t SweepSessions(absl::Time now);
+  // Stops the sweeper; after it returns the service no longer disconnects
+  // anything on its own, so the RDMA service may go. Idempotent.
+  void StopSweeper();
+  // The sessions, for tests.
+  SessionTable& sessions() { return sessions_; }
+
  private:
   // Put() spreads over a few writers so that one large value does not hold
   // up every other slow-path PUT; each is used by one thread at a time.
@@ -149,6 +188,26 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   void FillLease(const LeaseInfo& info, kvstore::v1::Lease* lease) const;
   // Counts an UNAVAILABLE lease RPC and converts the status.
   grpc::Status FinishLeaseRpc(const absl::Status& status);
+  // The live session `id` (refusal counted otherwise).
+  absl::StatusOr<std::shared_ptr<SessionTable::Session>> UseSession(uint64_t id);
+  // PERMISSION_DENIED (counted) unless `session` made `connection_id`.
+  // REQUIRES: session.mu held.
+  absl::Status CheckOwns(SessionTable::Session& session, uint64_t connection_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(session.mu);
+  // A live session `session_id` that made `connection_id` (Renew/Release).
+  absl::Status CheckCaller(uint64_t session_id, uint64_t connection_id);
+  // RESOURCE_EXHAUSTED (counted) if a lease of `bytes` would take the
+  // session past its lease or lease-bytes quota.
+  // REQUIRES: session.mu held (so two grants cannot both pass).
+  absl::Status CheckLeaseQuota(SessionTable::Session& session, uint64_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(session.mu);
+  // The RDMA connection behind ConnectQp, once the request is checked.
+  absl::StatusOr<RdmaService::Accepted> ConnectChecked(
+      SessionTable::Session& session, const grpc::ServerContext* context,
+      const kvstore::v1::ConnectQpRequest& request);
+  // Counts a session refusal by reason and passes the status on.
+  absl::Status Refuse(const char* reason, absl::Status status);
+  void SweepLoop();
   // Stats.counters: FlattenSnapshot of the registry, i.e. every series of
   // the server keyed as in /metrics.
   std::map<std::string, uint64_t> CollectCounters() const;
@@ -161,8 +220,14 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   metrics::Registry* const registry_;
   std::array<PutWriter, kPutWriters> writers_;
   std::atomic<uint64_t> next_writer_{0};
+  const Authenticator auth_;
+  SessionTable sessions_;
+  absl::Notification stop_sweeper_;
+  std::thread sweeper_;
 
   // kvstore_grpc_requests_total{method=...}, one per RPC; owned by the registry.
+  // kvstore_grpc_session_refusals_total{reason=...}, by reason.
+  std::map<std::string, metrics::Counter*> refusals_;
   metrics::Counter* handshakes_;
   metrics::Counter* connect_qps_;
   metrics::Counter* disconnect_qps_;

@@ -322,54 +322,19 @@ TEST_F(ControlServiceTest, StatsCountersMove) {
             c0.at("kvstore_pool_segments_free"));  // the put writer holds one
 }
 
-TEST_F(ControlServiceTest, LeaseGrantRenewReleaseAndStaleEpoch) {
-  pb::Lease lease;
+// Lease RPCs without RDMA: the epoch is checked first, then the session,
+// and a lease always needs a queue pair (the RDMA lease path itself is
+// covered by tests/rdma_*_test.cc; the session rules by
+// control_security_test.cc).
+TEST_F(ControlServiceTest, LeaseRpcsCheckEpochThenSessionThenConnection) {
+  uint64_t session = 0;
   {
     grpc::ClientContext ctx;
-    pb::GrantLeaseRequest req;
-    req.set_epoch(kEpoch);
-    req.set_bytes(4096);
-    req.set_client_name("lease-test");
-    pb::GrantLeaseResponse resp;
-    grpc::Status s = stub_->GrantLease(&ctx, req, &resp);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    lease = resp.lease();
+    pb::HandshakeResponse resp;
+    ASSERT_TRUE(stub_->Handshake(&ctx, pb::HandshakeRequest(), &resp).ok());
+    session = resp.session_id();
   }
-  EXPECT_NE(lease.lease_id(), 0u);
-  EXPECT_EQ(lease.epoch(), kEpoch);
-  EXPECT_EQ(lease.length(), kSegment);
-  EXPECT_EQ(lease.arena_offset() % kSegment, 0u);
-  EXPECT_EQ(lease.write_rkey(), 0u);
-  EXPECT_EQ(lease.write_addr(), 0u);
-  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
-  EXPECT_GT(lease.expires_unix_ms(), now_ms + 5000);
-  EXPECT_LE(lease.expires_unix_ms(), now_ms + 10000);
-  auto info = leases_->Lookup(lease.lease_id());
-  ASSERT_TRUE(info.ok());
-  EXPECT_THAT(info->owner, HasSubstr("lease-test@"));
-
-  // The data path: an entry written into the chunk and committed through
-  // the lease table is visible through the slow path.
-  const uint64_t size = layout::EntryBytes(6, 5);
-  layout::EncodeEntry(pool_->data() + lease.arena_offset(), "leased", "value", store_->Version());
-  ASSERT_TRUE(leases_->Commit(lease.lease_id(), lease.arena_offset(), size).ok());
-  std::string got;
-  ASSERT_TRUE(Get("leased", &got).ok());
-  EXPECT_EQ(got, "value");
-
-  {
-    grpc::ClientContext ctx;
-    pb::RenewLeaseRequest req;
-    req.set_epoch(kEpoch);
-    req.set_lease_id(lease.lease_id());
-    pb::RenewLeaseResponse resp;
-    grpc::Status s = stub_->RenewLease(&ctx, req, &resp);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    EXPECT_EQ(resp.lease().lease_id(), lease.lease_id());
-    EXPECT_EQ(resp.lease().arena_offset(), lease.arena_offset());
-    EXPECT_GE(resp.lease().expires_unix_ms(), lease.expires_unix_ms());
-  }
-
+  ASSERT_NE(session, 0u);
   // Every lease RPC names the epoch; an old one means "handshake again".
   const std::string stale = "stale epoch 41, server epoch 42: handshake again";
   {
@@ -377,6 +342,7 @@ TEST_F(ControlServiceTest, LeaseGrantRenewReleaseAndStaleEpoch) {
     pb::GrantLeaseRequest req;
     req.set_epoch(kEpoch - 1);
     req.set_bytes(4096);
+    req.set_session_id(session);
     pb::GrantLeaseResponse resp;
     grpc::Status s = stub_->GrantLease(&ctx, req, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
@@ -386,7 +352,8 @@ TEST_F(ControlServiceTest, LeaseGrantRenewReleaseAndStaleEpoch) {
     grpc::ClientContext ctx;
     pb::RenewLeaseRequest req;
     req.set_epoch(kEpoch - 1);
-    req.set_lease_id(lease.lease_id());
+    req.set_lease_id(1);
+    req.set_session_id(session);
     pb::RenewLeaseResponse resp;
     grpc::Status s = stub_->RenewLease(&ctx, req, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
@@ -396,62 +363,43 @@ TEST_F(ControlServiceTest, LeaseGrantRenewReleaseAndStaleEpoch) {
     grpc::ClientContext ctx;
     pb::ReleaseLeaseRequest req;
     req.set_epoch(kEpoch - 1);
-    req.set_lease_id(lease.lease_id());
+    req.set_lease_id(1);
+    req.set_session_id(session);
     pb::ReleaseLeaseResponse resp;
     grpc::Status s = stub_->ReleaseLease(&ctx, req, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
     EXPECT_EQ(s.error_message(), stale);
   }
-  EXPECT_EQ(metrics::testing::Value(registry_, "kvstore_leases_active"),
-            1u);  // the stale release did nothing
-
+  // Right epoch, no session: handshake first.
   {
-    grpc::ClientContext ctx;
-    pb::ReleaseLeaseRequest req;
-    req.set_epoch(kEpoch);
-    req.set_lease_id(lease.lease_id());
-    pb::ReleaseLeaseResponse resp;
-    grpc::Status s = stub_->ReleaseLease(&ctx, req, &resp);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-  }
-  {
-    grpc::ClientContext ctx;
-    pb::ReleaseLeaseRequest req;
-    req.set_epoch(kEpoch);
-    req.set_lease_id(lease.lease_id());
-    pb::ReleaseLeaseResponse resp;
-    EXPECT_EQ(stub_->ReleaseLease(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
-  }
-  {
-    grpc::ClientContext ctx;
-    pb::RenewLeaseRequest req;
-    req.set_epoch(kEpoch);
-    req.set_lease_id(lease.lease_id());
-    pb::RenewLeaseResponse resp;
-    grpc::Status s = stub_->RenewLease(&ctx, req, &resp);
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::ABORTED);
-    EXPECT_THAT(s.error_message(), HasSubstr("expired"));
-  }
-  // The committed entry outlives the lease.
-  ASSERT_TRUE(Get("leased", &got).ok());
-
-  // Bad sizes.
-  for (uint64_t bytes : {uint64_t{0}, uint64_t{(64ull << 20) + 4097}}) {
     grpc::ClientContext ctx;
     pb::GrantLeaseRequest req;
     req.set_epoch(kEpoch);
-    req.set_bytes(bytes);
+    req.set_bytes(4096);
     pb::GrantLeaseResponse resp;
     grpc::Status s = stub_->GrantLease(&ctx, req, &resp);
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bytes;
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_THAT(s.error_message(), HasSubstr("no live session 0"));
+  }
+  // A session but no queue pair: no lease (finding 3: a keyless lease was
+  // renewable by anyone, for ever).
+  {
+    grpc::ClientContext ctx;
+    pb::GrantLeaseRequest req;
+    req.set_epoch(kEpoch);
+    req.set_bytes(4096);
+    req.set_session_id(session);
+    pb::GrantLeaseResponse resp;
+    grpc::Status s = stub_->GrantLease(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_THAT(s.error_message(), HasSubstr("ConnectQp first"));
   }
   pb::StatsResponse stats = Stats();
-  EXPECT_EQ(stats.counters().at("kvstore_leases_granted_total"), 1u);
-  EXPECT_EQ(stats.counters().at("kvstore_leases_renewed_total"), 1u);
-  EXPECT_EQ(stats.counters().at("kvstore_leases_released_total"), 1u);
-  EXPECT_EQ(stats.counters().at("kvstore_leases_active"), 0u);
-  EXPECT_EQ(stats.counters().at("kvstore_lease_commits_total"), 1u);
+  EXPECT_EQ(stats.counters().at("kvstore_leases_granted_total"), 0u);
   EXPECT_EQ(stats.counters().at("kvstore_grpc_stale_epoch_errors_total"), 3u);
+  EXPECT_EQ(stats.counters().at(R"(kvstore_grpc_session_refusals_total{reason="no_session"})"), 1u);
+  EXPECT_EQ(stats.counters().at(R"(kvstore_grpc_session_refusals_total{reason="no_connection"})"),
+            1u);
 }
 
 // grpc.health.v1.Health/Check over a generic stub: Debian ships no generated

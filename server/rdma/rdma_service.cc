@@ -386,6 +386,11 @@ absl::Status RdmaService::Disconnect(uint64_t connection_id) {
   return absl::OkStatus();
 }
 
+bool RdmaService::IsLive(uint64_t connection_id) {
+  std::shared_ptr<Connection> c = Find(connection_id);
+  return c != nullptr && !c->dead;
+}
+
 void RdmaService::Teardown(std::shared_ptr<Connection> c) {
   // Dead first: the leases' windows are then deallocated without an
   // invalidate on a QP that is going away.

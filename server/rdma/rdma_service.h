@@ -126,6 +126,10 @@ class RdmaService {
   // Ends a connection and every lease held by it. kNotFound if unknown.
   absl::Status Disconnect(uint64_t connection_id);
 
+  // True while connection `connection_id` is in the table and not dead
+  // (a reaped or failed one is not live): what keeps a session alive.
+  bool IsLive(uint64_t connection_id);
+
   // Makes the write key of `lease` (being granted by LeaseTable::Grant, as
   // its KeyMaker): registers the chunk as an MR of its own, allocates a
   // memory window and binds it over the chunk on `connection_id`'s queue

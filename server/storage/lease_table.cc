@@ -314,6 +314,20 @@ absl::flat_hash_set<uint64_t> LeaseTable::KeyHolders() const {
   return holders;
 }
 
+LeaseTable::Holdings LeaseTable::HeldBy(const absl::flat_hash_set<uint64_t>& connections) const {
+  // A scan, like KeyHolders(): called once per grant, over at most
+  // max_leases records, and a second index would be a second record.
+  Holdings h;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, lease] : leases_) {
+    if (lease->write_key != nullptr && connections.contains(lease->write_key->connection_id())) {
+      h.leases++;
+      h.bytes += lease->chunk.length;
+    }
+  }
+  return h;
+}
+
 void LeaseTable::RegisterMetrics() {
   metrics::Registry& r = *registry_;
   granted_ = r.AddCounter("kvstore_leases_granted_total", "Write leases granted.");

@@ -250,6 +250,14 @@ class LeaseTable {
   // The connections that hold at least one live lease with a write key.
   absl::flat_hash_set<uint64_t> KeyHolders() const;
 
+  // The live leases whose write key is bound on one of `connections` (a
+  // session's), and their chunks' bytes: what a session's quota counts.
+  struct Holdings {
+    size_t leases = 0;
+    uint64_t bytes = 0;
+  };
+  Holdings HeldBy(const absl::flat_hash_set<uint64_t>& connections) const;
+
   // The registry holding the table's series (options.registry or its own).
   const metrics::Registry& registry() const { return *registry_; }
   // The options the table was made with; never change.
