@@ -2,9 +2,14 @@
 
 #include "server/kv_server.h"
 
+#include <arpa/inet.h>
+
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth/token.h"
 #include "common/byte_size.h"
 #include "common/metrics/exposition.h"
 #include "common/status_macros.h"
@@ -12,12 +17,71 @@
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
+#include "grpcpp/security/server_credentials.h"
 #include "server/control/control_service.h"
 
 namespace kvstore {
 namespace server {
 
+namespace {
+
+// The whole of a PEM file; kInvalidArgument naming the flag and the path
+// when it cannot be read or is empty.
+absl::StatusOr<std::string> ReadPemFile(const char* flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream content;
+  if (in) content << in.rdbuf();
+  if (!in || content.str().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot read PEM file ", path,
+                                                   " (missing, unreadable or empty)"));
+  }
+  return content.str();
+}
+
+}  // namespace
+
+bool IsLoopbackAddress(const std::string& address) {
+  if (address == "localhost") return true;
+  in_addr v4;
+  if (inet_pton(AF_INET, address.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6;
+  if (inet_pton(AF_INET6, address.c_str(), &v6) == 1) {
+    return IN6_IS_ADDR_LOOPBACK(&v6);
+  }
+  // A host name other than localhost may resolve to anything.
+  return false;
+}
+
 KvServer::KvServer(const KvServerOptions& options) : options_(options) {}
+
+absl::Status KvServer::CheckSecurityOptions() const {
+  if (!options_.auth_token.empty()) KV_RETURN_IF_ERROR(auth::ValidateToken(options_.auth_token));
+  const bool has_cert = !options_.tls_cert_file.empty();
+  if (has_cert != !options_.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  if (!options_.tls_client_ca_file.empty() && !has_cert) {
+    return absl::InvalidArgumentError(
+        "--tls_client_ca needs --tls_cert and --tls_key (mutual TLS is TLS first)");
+  }
+  const bool guarded = !options_.auth_token.empty() || !options_.tls_client_ca_file.empty();
+  if (guarded || IsLoopbackAddress(options_.listen_address)) return absl::OkStatus();
+  if (!options_.insecure) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "protected mode: --listen=", options_.listen_address,
+        " is reachable from other hosts but no client authentication is configured. Set "
+        "--auth_token_file=PATH (a shared token for gRPC and RESP) and/or --tls_cert, "
+        "--tls_key and --tls_client_ca (mutual TLS), or listen on 127.0.0.1, or pass "
+        "--insecure to serve anyone who can reach the ports"));
+  }
+  LOG(WARNING) << "*** --insecure: serving " << options_.listen_address
+               << " WITHOUT client authentication: anyone who can reach the control, RESP and "
+                  "RDMA ports can read, overwrite and delete every key. ***";
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const KvServerOptions& options) {
   std::unique_ptr<KvServer> server(new KvServer(options));
@@ -33,6 +97,8 @@ absl::Status KvServer::Init() {
   std::random_device rd;
   epoch_ = (uint64_t{rd()} << 32 | rd()) | 1;
 
+  // Before anything is mapped or bound: protected mode and the TLS files.
+  KV_RETURN_IF_ERROR(CheckSecurityOptions());
   KV_RETURN_IF_ERROR(options_.limits.Validate());
   RegisterProcessMetrics();
   if (options_.pool_bytes > layout::kMaxPoolBytes) {
@@ -92,6 +158,8 @@ absl::Status KvServer::Init() {
   ro.idle_timeout = options_.idle_timeout;
   ro.request_timeout = options_.request_timeout;
   ro.info = [this] { return InfoText(); };
+  // One secret for both ports (common/auth/token.h).
+  ro.password = options_.auth_token;
   ro.registry = &registry_;
   KV_ASSIGN_OR_RETURN(resp_, RespServer::Start(store_.get(), ro));
 
@@ -164,6 +232,23 @@ absl::Status KvServer::OpenRdmaDevice(const MemoryPoolOptions& po) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> KvServer::ControlCredentials() const {
+  if (options_.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  KV_ASSIGN_OR_RETURN(pair.private_key, ReadPemFile("tls_key", options_.tls_key_file));
+  KV_ASSIGN_OR_RETURN(pair.cert_chain, ReadPemFile("tls_cert", options_.tls_cert_file));
+  // With a client CA, a client without a certificate it signed never gets
+  // past the TLS handshake.
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  if (!options_.tls_client_ca_file.empty()) {
+    KV_ASSIGN_OR_RETURN(ssl.pem_root_certs,
+                        ReadPemFile("tls_client_ca", options_.tls_client_ca_file));
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  ssl.pem_key_cert_pairs.push_back(std::move(pair));
+  return grpc::SslServerCredentials(ssl);
+}
+
 absl::Status KvServer::StartControlPlane() {
   // What the service reads from; all of it outlives the service.
   ControlServiceDeps deps;
@@ -181,13 +266,27 @@ absl::Status KvServer::StartControlPlane() {
   deps.info["registration_ms"] = absl::StrCat(absl::ToInt64Milliseconds(registration_time_));
   // Stats.counters is this registry's snapshot: every component's series.
   deps.registry = &registry_;
+  deps.auth_token = options_.auth_token;
+  deps.sessions = options_.sessions;
+  if (deps.sessions.max_lease_bytes == 0) {
+    // A quarter of the pool, but always room for one largest entry.
+    deps.sessions.max_lease_bytes =
+        std::max<uint64_t>(options_.pool_bytes / 4, leases_->options().max_lease_bytes);
+  }
+  KV_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, ControlCredentials());
   service_ = std::make_unique<KvControlServiceImpl>(std::move(deps));
 
   // Health checks report SERVING only once everything above is up.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat(options_.listen_address, ":", options_.control_port),
-                           grpc::InsecureServerCredentials(), &control_port_);
+                           credentials, &control_port_);
+  // Bounds what clients can make the control port hold: buffer memory and
+  // handler threads (finding 6).
+  grpc::ResourceQuota quota("kvstore-control");
+  quota.Resize(options_.grpc_memory_bytes);
+  quota.SetMaxThreads(options_.grpc_max_threads);
+  builder.SetResourceQuota(quota);
   builder.RegisterService(service_.get());
   // gRPC sets SO_REUSEPORT by default; refuse to share a port with another
   // server instead.
@@ -261,6 +360,8 @@ void KvServer::Shutdown() {
   // it reads every component through the registry's callbacks.
   if (http_) http_->Stop();
   if (grpc_) grpc_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  // The session sweeper disconnects queue pairs: it stops before rdma_ goes.
+  if (service_) service_->StopSweeper();
   if (resp_) resp_->Stop();
   // Commits stop before the lease table goes (RdmaService::StopPoller);
   // destroying the table ends every lease and so revokes its write key

@@ -25,6 +25,7 @@
 #include "common/metrics/registry.h"
 #include "common/protocol/limits.h"
 #include "common/rdma/device.h"
+#include "server/control/session_table.h"
 #include "server/metrics/http_server.h"
 #include "server/rdma/rdma_service.h"
 #include "server/resp/resp_server.h"
@@ -34,7 +35,8 @@
 
 namespace grpc {
 class Server;
-}
+class ServerCredentials;
+}  // namespace grpc
 
 namespace kvstore {
 namespace server {
@@ -83,11 +85,28 @@ struct KvServerOptions {
   // Protected mode: a non-loopback listen address without a token or mutual
   // TLS refuses to start unless this is set.
   bool insecure = false;
+  // Control-plane sessions: TTL, cap and per-session quotas. A
+  // max_lease_bytes of 0 means a quarter of the pool, but at least one
+  // largest entry.
+  SessionOptions sessions = {absl::Seconds(60), 4096, 16, 64, 0};
+  // gRPC resource limits: memory for the control port's buffers and the
+  // most threads serving it (grpc::ResourceQuota). A received message is
+  // capped at the value limit plus the key limit plus 4 KiB of headroom.
+  uint64_t grpc_memory_bytes = 256ull << 20;
+  int grpc_max_threads = 64;
 };
+
+// True for a loopback listen address (127.0.0.0/8, ::1, "localhost"):
+// protected mode lets these start without a token or mutual TLS.
+bool IsLoopbackAddress(const std::string& address);
 
 class KvServer {
  public:
-  // Brings the server up. kInvalidArgument for bad limits or pool size;
+  // Brings the server up. kFailedPrecondition (protected mode) for a
+  // non-loopback listen address with neither auth_token nor mutual TLS
+  // (tls_client_ca_file) unless `insecure`; kInvalidArgument for a bad
+  // token, half a TLS configuration or an unreadable PEM file (named);
+  // kInvalidArgument for bad limits or pool size;
   // kUnavailable for --transport=rdma without a device or a port in use
   // (the metrics port included);
   // otherwise the error of the step that failed (memlock, registration,
@@ -134,9 +153,17 @@ class KvServer {
   // most the device's max_mr_size (or --max_mr_bytes). Errors from
   // MemoryPool::Create()/Register() (kResourceExhausted, kFailedPrecondition).
   absl::Status CreatePool(const MemoryPoolOptions& po);
-  // Builds the gRPC control service and starts listening on control_port.
-  // kUnavailable when the port cannot be bound.
+  // Builds the gRPC control service and starts listening on control_port
+  // (TLS with a certificate). kUnavailable when the port cannot be bound;
+  // kInvalidArgument for an unreadable PEM file.
   absl::Status StartControlPlane();
+  // The control port's credentials: TLS (mutual with a client CA) when a
+  // certificate is configured, else insecure. kInvalidArgument naming an
+  // unreadable PEM file.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ControlCredentials() const;
+  // Protected mode and the consistency of the security options; logs the
+  // --insecure warning. Runs first in Init().
+  absl::Status CheckSecurityOptions() const;
   // Registers kvstore_build_info and kvstore_uptime_seconds.
   void RegisterProcessMetrics();
   // Starts GET /metrics when options_.metrics_port >= 0; kUnavailable

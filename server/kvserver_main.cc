@@ -18,6 +18,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/auth/token.h"
 #include "common/byte_size.h"
 #include "glog/logging.h"
 #include "server/kv_server.h"
@@ -66,6 +67,29 @@ ABSL_FLAG(std::string, max_mr_bytes, "0",
 ABSL_FLAG(int, metrics_port, -1,
           "Prometheus GET /metrics port on --listen (-1: off, 0: pick a free port); a port in use "
           "stops start-up");
+// Security (docs/security.md).
+ABSL_FLAG(std::string, auth_token_file, "",
+          "file holding the shared secret: clients send it as the gRPC bearer token and the RESP "
+          "password (AUTH); at least 16 characters, no whitespace");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain: the control port serves TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA: control-port clients must present a certificate it signed (mutual TLS)");
+ABSL_FLAG(bool, insecure, false,
+          "allow a non-loopback --listen without --auth_token_file or --tls_client_ca (anyone "
+          "who reaches the ports can read and write everything)");
+ABSL_FLAG(absl::Duration, session_ttl, absl::Seconds(60),
+          "a control-plane session with no RPC for this long and no live RDMA queue pair expires "
+          "(its queue pairs are disconnected, its leases end)");
+ABSL_FLAG(uint64_t, max_sessions, 4096, "control-plane sessions open at once");
+ABSL_FLAG(uint64_t, session_max_qps, 16, "RDMA queue pairs one session may hold");
+ABSL_FLAG(uint64_t, session_max_leases, 64, "write leases one session may hold");
+ABSL_FLAG(std::string, session_max_lease_bytes, "0",
+          "bytes of write leases one session may hold (0: a quarter of the pool, at least one "
+          "largest entry)");
+ABSL_FLAG(std::string, grpc_memory, "256M",
+          "memory the control port's gRPC buffers may use (grpc::ResourceQuota)");
+ABSL_FLAG(int, grpc_max_threads, 64, "most threads serving the control port");
 ABSL_FLAG(std::string, ready_file, "",
           "once serving, write 'control_port=N', 'resp_port=N', 'metrics_port=N' (-1 when off), "
           "'epoch=X' and 'rdma_device=NAME' lines to this file (for scripts and tests)");
@@ -141,6 +165,21 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   if (o.rdma_idle_probe_after < absl::Seconds(1)) {
     return absl::InvalidArgumentError("--rdma_idle_probe must be at least 1s");
   }
+  o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  o.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  o.insecure = absl::GetFlag(FLAGS_insecure);
+  o.sessions.ttl = absl::GetFlag(FLAGS_session_ttl);
+  o.sessions.max_sessions = absl::GetFlag(FLAGS_max_sessions);
+  o.sessions.max_qps = absl::GetFlag(FLAGS_session_max_qps);
+  o.sessions.max_leases = absl::GetFlag(FLAGS_session_max_leases);
+  o.grpc_max_threads = absl::GetFlag(FLAGS_grpc_max_threads);
+  if (o.sessions.ttl < absl::Seconds(1) || o.sessions.max_sessions == 0 ||
+      o.sessions.max_qps == 0 || o.sessions.max_leases == 0 || o.grpc_max_threads < 2) {
+    return absl::InvalidArgumentError(
+        "--session_ttl must be at least 1s, --max_sessions, --session_max_qps and "
+        "--session_max_leases at least 1, --grpc_max_threads at least 2");
+  }
   // Every size flag goes through one parser, so "64M" means the same
   // everywhere and each error names its flag.
   struct {
@@ -153,6 +192,9 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
       {"max_key_bytes", absl::GetFlag(FLAGS_max_key_bytes), &o.limits.max_key_bytes},
       {"max_value_bytes", absl::GetFlag(FLAGS_max_value_bytes), &o.limits.max_value_bytes},
       {"max_mr_bytes", absl::GetFlag(FLAGS_max_mr_bytes), &o.max_mr_bytes},
+      {"session_max_lease_bytes", absl::GetFlag(FLAGS_session_max_lease_bytes),
+       &o.sessions.max_lease_bytes},
+      {"grpc_memory", absl::GetFlag(FLAGS_grpc_memory), &o.grpc_memory_bytes},
   };
   for (auto& s : sizes) {
     auto v = SizeFlag(s.name, s.value);
@@ -204,6 +246,16 @@ int main(int argc, char** argv) {
   if (!options.ok()) {
     Fail(options.status());
     return 2;  // a usage error, before anything is mapped or bound
+  }
+  // The token is read here, not kept in a flag: it never shows in --help,
+  // ps or the flag dump. A bad file stops start-up, naming the file.
+  if (const std::string path = absl::GetFlag(FLAGS_auth_token_file); !path.empty()) {
+    absl::StatusOr<std::string> token = kvstore::auth::ReadTokenFile(path);
+    if (!token.ok()) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--auth_token_file: ", token.status().message())));
+    }
+    options->auth_token = std::move(*token);
   }
 
   // Block the stop signals in every thread (all are created after this);

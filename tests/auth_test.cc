@@ -1,0 +1,257 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Server-side security of a whole KvServer (in process, TCP only): TLS and
+// mutual TLS on the control port, the bearer token wired from
+// KvServerOptions, protected mode, and the gRPC message cap. The TLS
+// material is tests/testdata/tls (server certificate for 127.0.0.1).
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/auth/token.h"
+#include "common/metrics/exposition.h"
+#include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "proto/kv_control.grpc.pb.h"
+#include "server/kv_server.h"
+#include "tests/test_cluster.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+namespace pb = ::kvstore::v1;
+using ::testing::HasSubstr;
+
+constexpr char kTls[] = "tests/testdata/tls/";
+const char kToken[] = "auth-test-token-0123456789";
+
+std::string Tls(const char* name) { return absl::StrCat(kTls, name); }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  EXPECT_FALSE(s.str().empty()) << path;
+  return s.str();
+}
+
+KvServerOptions SmallServer() {
+  KvServerOptions o;
+  o.control_port = 0;
+  o.resp_port = 0;
+  o.pool_bytes = 16ull << 20;
+  o.segment_bytes = 1ull << 20;
+  o.transport = ServerTransport::kTcp;
+  return o;
+}
+
+// Handshake over `creds`; the status (with a deadline, so a channel that
+// cannot connect fails instead of waiting).
+grpc::Status Handshake(int port, std::shared_ptr<grpc::ChannelCredentials> creds,
+                       const std::string& token = "", pb::HandshakeResponse* out = nullptr) {
+  auto stub = pb::KvControl::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), creds));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  if (!token.empty()) ctx.AddMetadata("authorization", auth::BearerHeader(token));
+  pb::HandshakeResponse resp;
+  grpc::Status s = stub->Handshake(&ctx, pb::HandshakeRequest(), &resp);
+  if (out != nullptr) *out = resp;
+  return s;
+}
+
+std::shared_ptr<grpc::ChannelCredentials> SslCreds(const char* ca, const char* cert = nullptr,
+                                                   const char* key = nullptr) {
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = ReadFile(Tls(ca));
+  if (cert != nullptr) {
+    o.pem_cert_chain = ReadFile(Tls(cert));
+    o.pem_private_key = ReadFile(Tls(key));
+  }
+  return grpc::SslCredentials(o);
+}
+
+TEST(AuthTest, ControlPortServesTls) {
+  KvServerOptions o = SmallServer();
+  o.tls_cert_file = Tls("server.pem");
+  o.tls_key_file = Tls("server.key");
+  auto server = KvServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->control_port();
+  EXPECT_TRUE(Handshake(port, SslCreds("ca.pem")).ok());
+  // Plaintext gets nowhere, and neither does a client that trusts another CA.
+  EXPECT_FALSE(Handshake(port, grpc::InsecureChannelCredentials()).ok());
+  EXPECT_FALSE(Handshake(port, SslCreds("other-ca.pem")).ok());
+}
+
+TEST(AuthTest, MutualTlsNeedsAClientCertificateFromTheClientCa) {
+  KvServerOptions o = SmallServer();
+  o.tls_cert_file = Tls("server.pem");
+  o.tls_key_file = Tls("server.key");
+  o.tls_client_ca_file = Tls("ca.pem");
+  auto server = KvServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->control_port();
+  EXPECT_FALSE(Handshake(port, SslCreds("ca.pem")).ok()) << "no client certificate";
+  EXPECT_FALSE(Handshake(port, grpc::InsecureChannelCredentials()).ok());
+  grpc::Status s = Handshake(port, SslCreds("ca.pem", "client.pem", "client.key"));
+  EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
+TEST(AuthTest, BadTlsConfigurationStopsStartUp) {
+  KvServerOptions o = SmallServer();
+  o.tls_cert_file = Tls("server.pem");
+  auto server = KvServer::Start(o);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(), HasSubstr("--tls_cert and --tls_key go together"));
+
+  o.tls_key_file = Tls("no-such.key");
+  server = KvServer::Start(o);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(), HasSubstr("no-such.key"));
+
+  o = SmallServer();
+  o.tls_client_ca_file = Tls("ca.pem");
+  server = KvServer::Start(o);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(), HasSubstr("--tls_client_ca needs --tls_cert"));
+}
+
+TEST(AuthTest, TokenFromOptionsGuardsTheControlPort) {
+  KvServerOptions o = SmallServer();
+  o.auth_token = kToken;
+  auto server = KvServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->control_port();
+  auto insecure = grpc::InsecureChannelCredentials();
+  pb::HandshakeResponse resp;
+  grpc::Status s = Handshake(port, insecure, "", &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(resp.index().seed(), 0u);
+  s = Handshake(port, insecure, "auth-test-token-wrong-token", &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  s = Handshake(port, insecure, kToken, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_NE(resp.session_id(), 0u);
+  EXPECT_EQ(resp.epoch(), (*server)->epoch());
+  const auto flat = metrics::FlattenSnapshot((*server)->registry().TakeSnapshot());
+  EXPECT_EQ(flat.at("kvstore_grpc_auth_failures_total"), 2u);
+  EXPECT_EQ(flat.at("kvstore_sessions_opened_total"), 1u);
+
+  // A token that could never be a token file's is refused at start.
+  o.auth_token = "short";
+  EXPECT_EQ(KvServer::Start(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AuthTest, ProtectedModeRefusesAnUnguardedPublicListener) {
+  for (const char* address : {"0.0.0.0", "::"}) {
+    KvServerOptions o = SmallServer();
+    o.listen_address = address;
+    auto server = KvServer::Start(o);
+    EXPECT_EQ(server.status().code(), absl::StatusCode::kFailedPrecondition) << address;
+    for (const char* hint : {"--auth_token_file", "--tls_client_ca", "--insecure"}) {
+      EXPECT_THAT(server.status().message(), HasSubstr(hint)) << address;
+    }
+    // TLS without client certificates authenticates the server only.
+    o.tls_cert_file = Tls("server.pem");
+    o.tls_key_file = Tls("server.key");
+    EXPECT_EQ(KvServer::Start(o).status().code(), absl::StatusCode::kFailedPrecondition);
+  }
+  // Each guard, or --insecure, lets it start (bound to all interfaces: the
+  // test connects over loopback).
+  KvServerOptions o = SmallServer();
+  o.listen_address = "0.0.0.0";
+  o.auth_token = kToken;
+  EXPECT_TRUE(KvServer::Start(o).ok());
+  o = SmallServer();
+  o.listen_address = "0.0.0.0";
+  o.tls_cert_file = Tls("server.pem");
+  o.tls_key_file = Tls("server.key");
+  o.tls_client_ca_file = Tls("ca.pem");
+  EXPECT_TRUE(KvServer::Start(o).ok());
+  o = SmallServer();
+  o.listen_address = "0.0.0.0";
+  o.insecure = true;
+  auto server = KvServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_TRUE(Handshake((*server)->control_port(), grpc::InsecureChannelCredentials()).ok());
+}
+
+TEST(AuthTest, LoopbackAddresses) {
+  for (const char* a : {"127.0.0.1", "127.1.2.3", "::1", "localhost"}) {
+    EXPECT_TRUE(IsLoopbackAddress(a)) << a;
+  }
+  for (const char* a :
+       {"0.0.0.0", "::", "10.0.0.1", "192.168.1.5", "::ffff:10.0.0.1", "example.com", ""}) {
+    EXPECT_FALSE(IsLoopbackAddress(a)) << a;
+  }
+}
+
+// Finding 6: the largest message the control port accepts follows the value
+// limit (plus the key limit and headroom), not a blanket size.
+TEST(AuthTest, ReceiveCapFollowsTheValueLimit) {
+  KvServerOptions o = SmallServer();
+  o.limits.max_value_bytes = 64 << 10;
+  auto server = KvServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = pb::KvControl::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", (*server)->control_port()), grpc::InsecureChannelCredentials()));
+  auto put = [&stub](size_t bytes) {
+    grpc::ClientContext ctx;
+    pb::PutRequest req;
+    req.set_key("k");
+    req.set_value(std::string(bytes, 'v'));
+    pb::PutResponse resp;
+    return stub->Put(&ctx, req, &resp);
+  };
+  EXPECT_TRUE(put(64 << 10).ok());
+  // Over the limit but inside the cap: the store's own answer.
+  EXPECT_EQ(put((64 << 10) + 1).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // Far over: gRPC refuses the message before the handler sees it.
+  grpc::Status s = put(1 << 20);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+}
+
+// The kvserver flags: a bad token file stops start-up naming the file;
+// protected mode names the flags that fix it; a good token file is used.
+TEST(AuthTest, KvserverSecurityFlags) {
+  const std::string kvserver = testing::BinaryPath("server/kvserver");
+  const std::string dir = testing::TempDir();
+  const std::string short_token = dir + "/short-token";
+  { std::ofstream(short_token) << "short\n"; }
+  testing::ProcessResult r =
+      testing::RunProcess({kvserver, "--control_port=0", "--resp_port=0", "--transport=tcp",
+                           "--pool_size=16M", "--auth_token_file=" + short_token});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--auth_token_file"));
+  EXPECT_THAT(r.err, HasSubstr(short_token));
+  r = testing::RunProcess({kvserver, "--control_port=0", "--resp_port=0", "--transport=tcp",
+                           "--pool_size=16M", "--auth_token_file=" + dir + "/absent"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(dir + "/absent"));
+  r = testing::RunProcess({kvserver, "--control_port=0", "--resp_port=0", "--transport=tcp",
+                           "--pool_size=16M", "--listen=0.0.0.0"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("protected mode"));
+  EXPECT_THAT(r.err, HasSubstr("--auth_token_file"));
+
+  const std::string token_file = dir + "/token";
+  { std::ofstream(token_file) << kToken << "\n"; }
+  auto server =
+      testing::KvServerProcess::Start({"--transport=tcp", "--pool_size=16M", "--listen=0.0.0.0",
+                                       "--auth_token_file=" + token_file});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto insecure = grpc::InsecureChannelCredentials();
+  EXPECT_EQ(Handshake(server->control_port(), insecure).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(Handshake(server->control_port(), insecure, kToken).ok());
+}
+
+}  // namespace
+}  // namespace server
+}  // namespace kvstore
