@@ -52,6 +52,7 @@ absl::Status RawRdmaClient::ConnectQp() {
   rdma::QpEndpoint local = qp_->local();
   v1::ConnectQpRequest req;
   req.set_epoch(hs_.epoch());
+  req.set_session_id(hs_.session_id());
   req.set_client_name("raw-rdma-test-client");
   req.mutable_client()->set_qpn(local.qpn);
   req.mutable_client()->set_psn(local.psn);
@@ -98,6 +99,7 @@ absl::StatusOr<v1::Lease> RawRdmaClient::Grant(uint64_t bytes) {
   req.set_bytes(bytes);
   req.set_client_name("raw-rdma-test-client");
   req.set_connection_id(connection_id_);
+  req.set_session_id(hs_.session_id());
   v1::GrantLeaseResponse resp;
   grpc::ClientContext ctx;
   KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->GrantLease(&ctx, req, &resp)));
@@ -105,13 +107,39 @@ absl::StatusOr<v1::Lease> RawRdmaClient::Grant(uint64_t bytes) {
 }
 
 absl::Status RawRdmaClient::Release(uint64_t lease_id) {
+  return ReleaseAs(lease_id, connection_id_);
+}
+
+absl::Status RawRdmaClient::ReleaseAs(uint64_t lease_id, uint64_t connection_id) {
   v1::ReleaseLeaseRequest req;
   req.set_epoch(hs_.epoch());
   req.set_lease_id(lease_id);
-  req.set_connection_id(connection_id_);
+  req.set_connection_id(connection_id);
+  req.set_session_id(hs_.session_id());
   v1::ReleaseLeaseResponse resp;
   grpc::ClientContext ctx;
   return FromGrpcStatus(stub_->ReleaseLease(&ctx, req, &resp));
+}
+
+absl::Status RawRdmaClient::RenewAs(uint64_t lease_id, uint64_t connection_id) {
+  v1::RenewLeaseRequest req;
+  req.set_epoch(hs_.epoch());
+  req.set_lease_id(lease_id);
+  req.set_connection_id(connection_id);
+  req.set_session_id(hs_.session_id());
+  v1::RenewLeaseResponse resp;
+  grpc::ClientContext ctx;
+  return FromGrpcStatus(stub_->RenewLease(&ctx, req, &resp));
+}
+
+absl::Status RawRdmaClient::DisconnectQp(uint64_t connection_id) {
+  v1::DisconnectQpRequest req;
+  req.set_epoch(hs_.epoch());
+  req.set_connection_id(connection_id);
+  req.set_session_id(hs_.session_id());
+  v1::DisconnectQpResponse resp;
+  grpc::ClientContext ctx;
+  return FromGrpcStatus(stub_->DisconnectQp(&ctx, req, &resp));
 }
 
 absl::Status RawRdmaClient::Write(uint64_t addr, uint32_t rkey, absl::string_view bytes) {

@@ -30,11 +30,18 @@ class RawRdmaClient {
 
   const v1::HandshakeResponse& handshake() const { return hs_; }
   uint64_t connection_id() const { return connection_id_; }
+  // The session the handshake opened; every QP and lease RPC names it.
+  uint64_t session_id() const { return hs_.session_id(); }
   v1::KvControl::Stub* stub() { return stub_.get(); }
 
   // GrantLease for this connection (a write key bound to our queue pair).
   absl::StatusOr<v1::Lease> Grant(uint64_t bytes);
   absl::Status Release(uint64_t lease_id);
+  // As this client's session, naming any connection: what another session
+  // may try with someone else's connection id.
+  absl::Status ReleaseAs(uint64_t lease_id, uint64_t connection_id);
+  absl::Status RenewAs(uint64_t lease_id, uint64_t connection_id);
+  absl::Status DisconnectQp(uint64_t connection_id);
 
   // RDMA WRITE of `bytes` to remote `addr` with `rkey`; waits for the
   // completion. kPermissionDenied for a remote access error (the queue pair
