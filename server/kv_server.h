@@ -45,6 +45,13 @@ class KvControlServiceImpl;
 
 enum class ServerTransport { kAuto, kRdma, kTcp };
 
+// SessionOptions' defaults with max_lease_bytes 0 ("a quarter of the pool").
+inline SessionOptions DefaultServerSessions() {
+  SessionOptions s;
+  s.max_lease_bytes = 0;
+  return s;
+}
+
 struct KvServerOptions {
   std::string listen_address = "127.0.0.1";
   int control_port = 7300;  // gRPC; 0 picks a free port
@@ -85,10 +92,10 @@ struct KvServerOptions {
   // Protected mode: a non-loopback listen address without a token or mutual
   // TLS refuses to start unless this is set.
   bool insecure = false;
-  // Control-plane sessions: TTL, cap and per-session quotas. A
-  // max_lease_bytes of 0 means a quarter of the pool, but at least one
-  // largest entry.
-  SessionOptions sessions = {absl::Seconds(60), 4096, 16, 64, 0};
+  // Control-plane sessions: TTL, cap and per-session quotas, as
+  // SessionOptions except that max_lease_bytes 0 (the default here) means a
+  // quarter of the pool, but at least one largest entry.
+  SessionOptions sessions = DefaultServerSessions();
   // gRPC resource limits: memory for the control port's buffers and the
   // most threads serving it (grpc::ResourceQuota). A received message is
   // capped at the value limit plus the key limit plus 4 KiB of headroom.

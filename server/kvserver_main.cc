@@ -81,7 +81,9 @@ ABSL_FLAG(bool, insecure, false,
 ABSL_FLAG(absl::Duration, session_ttl, absl::Seconds(60),
           "a control-plane session with no RPC for this long and no live RDMA queue pair expires "
           "(its queue pairs are disconnected, its leases end)");
-ABSL_FLAG(uint64_t, max_sessions, 4096, "control-plane sessions open at once");
+ABSL_FLAG(uint64_t, max_sessions, 65536,
+          "control-plane sessions open at once (each handshake opens one; idle ones expire after "
+          "--session_ttl)");
 ABSL_FLAG(uint64_t, session_max_qps, 16, "RDMA queue pairs one session may hold");
 ABSL_FLAG(uint64_t, session_max_leases, 64, "write leases one session may hold");
 ABSL_FLAG(std::string, session_max_lease_bytes, "0",

@@ -25,7 +25,10 @@
 //
 // Locking: mu_ (the table) is a leaf except that Sweep() runs the caller's
 // `live` callback with no lock held. A Session's own mutex (Session::mu) is
-// taken after the table's lookup returned, never with mu_ held.
+// taken after the table's lookup returned, never with mu_ held. The control
+// service holds Session::mu across LeaseTable and RdmaService calls (quota
+// check and grant, quota check and connect); those never call back into the
+// service, so Session::mu sits above all of their locks.
 //
 // Thread safety: thread-safe.
 
@@ -54,7 +57,11 @@ struct SessionOptions {
   // A session with no RPC for this long and no live queue pair expires.
   absl::Duration ttl = absl::Seconds(60);
   // Sessions open at once (Handshake fails with kResourceExhausted beyond).
-  size_t max_sessions = 4096;
+  // A session is a few hundred bytes; the cap is high so that clients that
+  // handshake and never come back (kvctl in a loop: each run is a session
+  // that lives one TTL) do not lock others out: 65536 per 60 s TTL is
+  // about 1000 handshakes a second.
+  size_t max_sessions = 65536;
   // Per session: queue pairs, live leases and the bytes of live leases.
   size_t max_qps = 16;
   size_t max_leases = 64;

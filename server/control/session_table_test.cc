@@ -2,6 +2,7 @@
 
 #include "server/control/session_table.h"
 
+#include <cstdio>
 #include <set>
 
 #include "absl/container/flat_hash_set.h"
@@ -114,6 +115,26 @@ TEST(SessionTableTest, ExpiredSessionIsClosedForHoldersOfItsPointer) {
   // it cannot add a queue pair nobody would disconnect.
   absl::MutexLock lock(&(*s)->mu);
   EXPECT_TRUE((*s)->closed);
+}
+
+// The sweeper walks every session once a second: at the default cap that
+// must stay cheap. Prints the figure; fails only if it is absurd.
+TEST(SessionTableTest, SweepAtTheDefaultCapIsCheap) {
+  metrics::Registry registry;
+  SessionTable table(SessionOptions{}, &registry);
+  const size_t n = SessionOptions{}.max_sessions;
+  for (size_t i = 0; i < n; ++i) ASSERT_TRUE(table.Open("peer").ok());
+  EXPECT_EQ(table.Open("one too many").status().code(), absl::StatusCode::kResourceExhausted);
+  auto none_live = [](uint64_t) { return false; };
+  absl::Time start = absl::Now();
+  EXPECT_TRUE(table.Sweep(absl::Now(), none_live).empty());  // none idle yet
+  const absl::Duration scan = absl::Now() - start;
+  start = absl::Now();
+  EXPECT_EQ(table.Sweep(absl::Now() + absl::Minutes(2), none_live).size(), n);
+  const absl::Duration expire_all = absl::Now() - start;
+  std::printf("sweep of %zu sessions: %s with none idle, %s expiring all\n", n,
+              absl::FormatDuration(scan).c_str(), absl::FormatDuration(expire_all).c_str());
+  EXPECT_LT(scan, absl::Milliseconds(200));
 }
 
 }  // namespace
