@@ -41,6 +41,23 @@ absl::StatusOr<std::string> ReadPemFile(const char* flag, const std::string& pat
 
 }  // namespace
 
+uint64_t MaxControlMessageBytes(const Limits& limits) {
+  return std::min<uint64_t>(INT32_MAX, limits.max_value_bytes + limits.max_key_bytes + 4096);
+}
+
+absl::StatusOr<uint64_t> KvServer::GrpcMemoryBytes() const {
+  const uint64_t two_messages = 2 * MaxControlMessageBytes(options_.limits);
+  if (options_.grpc_memory_bytes == 0) return std::max<uint64_t>(256ull << 20, two_messages);
+  if (options_.grpc_memory_bytes < two_messages) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--grpc_memory=", FormatByteSize(options_.grpc_memory_bytes),
+        " cannot hold two of the largest control messages (", FormatByteSize(two_messages),
+        " with --max_value_bytes=", FormatByteSize(options_.limits.max_value_bytes),
+        "); raise it or leave it at 0"));
+  }
+  return options_.grpc_memory_bytes;
+}
+
 bool IsLoopbackAddress(const std::string& address) {
   if (address == "localhost") return true;
   in_addr v4;
@@ -100,6 +117,7 @@ absl::Status KvServer::Init() {
   // Before anything is mapped or bound: protected mode and the TLS files.
   KV_RETURN_IF_ERROR(CheckSecurityOptions());
   KV_RETURN_IF_ERROR(options_.limits.Validate());
+  KV_ASSIGN_OR_RETURN(grpc_memory_bytes_, GrpcMemoryBytes());
   RegisterProcessMetrics();
   if (options_.pool_bytes > layout::kMaxPoolBytes) {
     return absl::InvalidArgumentError(absl::StrCat("--pool_size is limited to ",
@@ -284,7 +302,7 @@ absl::Status KvServer::StartControlPlane() {
   // Bounds what clients can make the control port hold: buffer memory and
   // handler threads (finding 6).
   grpc::ResourceQuota quota("kvstore-control");
-  quota.Resize(options_.grpc_memory_bytes);
+  quota.Resize(grpc_memory_bytes_);
   quota.SetMaxThreads(options_.grpc_max_threads);
   builder.SetResourceQuota(quota);
   builder.RegisterService(service_.get());
@@ -292,8 +310,7 @@ absl::Status KvServer::StartControlPlane() {
   // server instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Values up to the value limit travel through the slow-path Put/Get.
-  const int max_msg = static_cast<int>(std::min<uint64_t>(
-      INT32_MAX, options_.limits.max_value_bytes + options_.limits.max_key_bytes + 4096));
+  const int max_msg = static_cast<int>(MaxControlMessageBytes(options_.limits));
   builder.SetMaxReceiveMessageSize(max_msg);
   builder.SetMaxSendMessageSize(max_msg);
   grpc_ = builder.BuildAndStart();

@@ -98,10 +98,18 @@ struct KvServerOptions {
   SessionOptions sessions = DefaultServerSessions();
   // gRPC resource limits: memory for the control port's buffers and the
   // most threads serving it (grpc::ResourceQuota). A received message is
-  // capped at the value limit plus the key limit plus 4 KiB of headroom.
-  uint64_t grpc_memory_bytes = 256ull << 20;
+  // capped at the value limit plus the key limit plus 4 KiB of headroom
+  // (MaxControlMessageBytes); the memory must hold two of them (a smaller
+  // quota makes gRPC reset the stream of a large Put). 0: the larger of
+  // 256 MiB and two messages.
+  uint64_t grpc_memory_bytes = 0;
   int grpc_max_threads = 64;
 };
+
+// The largest gRPC message of the control port for `limits`: a Put of the
+// largest value with the largest key, plus 4 KiB of headroom (at most
+// 2^31 - 1, gRPC's int).
+uint64_t MaxControlMessageBytes(const Limits& limits);
 
 // True for a loopback listen address (127.0.0.0/8, ::1, "localhost"):
 // protected mode lets these start without a token or mutual TLS.
@@ -171,6 +179,10 @@ class KvServer {
   // Protected mode and the consistency of the security options; logs the
   // --insecure warning. Runs first in Init().
   absl::Status CheckSecurityOptions() const;
+  // The control port's ResourceQuota memory (options_.grpc_memory_bytes, or
+  // its default for 0). kInvalidArgument when it cannot hold two of the
+  // largest messages.
+  absl::StatusOr<uint64_t> GrpcMemoryBytes() const;
   // Registers kvstore_build_info and kvstore_uptime_seconds.
   void RegisterProcessMetrics();
   // Starts GET /metrics when options_.metrics_port >= 0; kUnavailable
@@ -200,6 +212,7 @@ class KvServer {
   std::unique_ptr<KvControlServiceImpl> service_;
   std::unique_ptr<grpc::Server> grpc_;
   int control_port_ = 0;
+  uint64_t grpc_memory_bytes_ = 0;  // GrpcMemoryBytes(), set by Init()
   absl::Time started_;
   bool shut_down_ = false;
   std::unique_ptr<metrics::MetricsHttpServer> http_;

@@ -89,8 +89,10 @@ ABSL_FLAG(uint64_t, session_max_leases, 64, "write leases one session may hold")
 ABSL_FLAG(std::string, session_max_lease_bytes, "0",
           "bytes of write leases one session may hold (0: a quarter of the pool, at least one "
           "largest entry)");
-ABSL_FLAG(std::string, grpc_memory, "256M",
-          "memory the control port's gRPC buffers may use (grpc::ResourceQuota)");
+ABSL_FLAG(std::string, grpc_memory, "0",
+          "memory the control port's gRPC buffers may use (grpc::ResourceQuota); at least two of "
+          "the largest messages (--max_value_bytes + --max_key_bytes + 4K); 0: the larger of "
+          "256M and that");
 ABSL_FLAG(int, grpc_max_threads, 64, "most threads serving the control port");
 ABSL_FLAG(std::string, ready_file, "",
           "once serving, write 'control_port=N', 'resp_port=N', 'metrics_port=N' (-1 when off), "

@@ -217,6 +217,31 @@ TEST(AuthTest, ReceiveCapFollowsTheValueLimit) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
 }
 
+// The memory quota must hold the largest messages: with 1 MiB a 3 MiB Put
+// had its stream reset (measured), so such a configuration does not start.
+TEST(AuthTest, GrpcMemoryQuotaMustHoldTheLargestMessages) {
+  KvServerOptions o = SmallServer();
+  o.limits.max_value_bytes = 4 << 20;
+  o.grpc_memory_bytes = 1 << 20;
+  auto server = KvServer::Start(o);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(), HasSubstr("--grpc_memory"));
+  // Enough for two: a largest Put goes through, with two handler threads.
+  o.grpc_memory_bytes = 9 << 20;
+  o.grpc_max_threads = 2;
+  server = KvServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = pb::KvControl::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", (*server)->control_port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  pb::PutRequest req;
+  req.set_key("k");
+  req.set_value(std::string(4 << 20, 'v'));
+  pb::PutResponse resp;
+  grpc::Status s = stub->Put(&ctx, req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
 // The kvserver flags: a bad token file stops start-up naming the file;
 // protected mode names the flags that fix it; a good token file is used.
 TEST(AuthTest, KvserverSecurityFlags) {
