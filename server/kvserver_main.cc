@@ -130,7 +130,10 @@ void SetUsage() {
       "(with --metrics_port, \", metrics 127.0.0.1:N\" comes before the epoch),\n"
       "and stops cleanly on SIGINT or SIGTERM. Exit status: 0 after a clean stop, 1 when it\n"
       "cannot start (the message says why, e.g. a port in use) or a flag is unknown or\n"
-      "malformed, 2 for a bad size, --transport or --metrics_port value.");
+      "malformed, 2 for a bad size, --transport or --metrics_port value.\n\n"
+      "Protected mode: a --listen other than loopback needs --auth_token_file (the token for\n"
+      "gRPC and RESP) or mutual TLS (--tls_cert, --tls_key, --tls_client_ca), or --insecure;\n"
+      "otherwise kvserver refuses to start (docs/security.md).");
   absl::FlagsUsageConfig config;
   config.contains_help_flags = [](absl::string_view path) {
     return absl::StrContains(path, "kvserver_main");

@@ -5,7 +5,7 @@
 // runs this binary in VM A with KV_RDMA_ROLE=server and in VM B with
 // KV_RDMA_ROLE=client (tests/rxe/README.md).
 //
-//   server  starts kvserver --listen=0.0.0.0 --control_port=7300
+//   server  starts kvserver --listen=0.0.0.0 --insecure --control_port=7300
 //           --resp_port=6380 --transport=rdma --rdma_ip=$KV_RDMA_IP and keeps
 //           it running until the client has stored the key "two-vm:done"
 //           (at most ~4 min), then checks the server saw RDMA commits from a
@@ -63,12 +63,14 @@ std::string Random(size_t n, uint64_t salt) {
 // kvserver on every interface, its RDMA queue pairs on $KV_RDMA_IP's GID.
 // The grace period is generous: a 1 MiB one-sided READ between two TCG VMs
 // takes ~0.1 s, more than the default read span (250 ms) allows under load.
+// --insecure: protected mode refuses 0.0.0.0 without a token or mutual TLS;
+// the two VMs share a private link, and this test is about RoCE, not auth.
 absl::StatusOr<KvServerProcess> StartServer(int control_port, int resp_port) {
-  return KvServerProcess::Start({"--listen=0.0.0.0", absl::StrCat("--control_port=", control_port),
-                                 absl::StrCat("--resp_port=", resp_port), "--transport=rdma",
-                                 "--rdma_ip=" + Env("KV_RDMA_IP"),
-                                 "--rdma_device=" + Env("KV_RDMA_DEVICE"), "--pool_size=128M",
-                                 "--grace_period=4s"});
+  return KvServerProcess::Start(
+      {"--listen=0.0.0.0", "--insecure", absl::StrCat("--control_port=", control_port),
+       absl::StrCat("--resp_port=", resp_port), "--transport=rdma",
+       "--rdma_ip=" + Env("KV_RDMA_IP"), "--rdma_device=" + Env("KV_RDMA_DEVICE"),
+       "--pool_size=128M", "--grace_period=4s"});
 }
 
 std::unique_ptr<client::KvClient> ConnectWithRetry(const std::string& address,
