@@ -149,6 +149,12 @@ absl::StatusOr<std::shared_ptr<SessionTable::Session>> KvControlServiceImpl::Use
 
 absl::Status KvControlServiceImpl::CheckOwns(SessionTable::Session& session,
                                              uint64_t connection_id) {
+  // Looked up just before the sweeper expired it: its queue pairs are being
+  // disconnected, so nothing more may be done in its name.
+  if (session.closed) {
+    return Refuse("no_session",
+                  absl::FailedPreconditionError("the session expired meanwhile: handshake again"));
+  }
   if (connection_id != 0 && session.connections.contains(connection_id)) {
     return absl::OkStatus();
   }

@@ -190,7 +190,8 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   grpc::Status FinishLeaseRpc(const absl::Status& status);
   // The live session `id` (refusal counted otherwise).
   absl::StatusOr<std::shared_ptr<SessionTable::Session>> UseSession(uint64_t id);
-  // PERMISSION_DENIED (counted) unless `session` made `connection_id`.
+  // PERMISSION_DENIED (counted) unless `session` made `connection_id`;
+  // FAILED_PRECONDITION if the session expired after it was looked up.
   // REQUIRES: session.mu held.
   absl::Status CheckOwns(SessionTable::Session& session, uint64_t connection_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(session.mu);
