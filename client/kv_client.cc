@@ -253,8 +253,9 @@ class ClientImpl final : public KvClient {
     // TCP: either asked for, or the kAuto fallback.
     const std::string address =
         ResolveDataAddress(hs.endpoints().resp_address(), options_.servers[0]);
-    KV_ASSIGN_OR_RETURN(auto tcp, TcpDataPath::Connect(address, options_.connections_per_server,
-                                                       limits, options_.connect_timeout));
+    KV_ASSIGN_OR_RETURN(auto tcp,
+                        TcpDataPath::Connect(address, options_.connections_per_server, limits,
+                                             options_.connect_timeout, options_.auth_token));
     SwapPath(std::shared_ptr<DataPath>(std::move(tcp)));
     return absl::OkStatus();
   }
