@@ -35,7 +35,18 @@ int Report(const absl::Status& status, int exit_code) {
 }
 
 // The common case: an error that is neither "not found" nor a usage error.
-int Failure(const absl::Status& status) { return Report(status, kExitError); }
+// Authentication failures are worded for the person at the terminal, who
+// usually just forgot the token: still one line, with the fix at its end.
+int Failure(const absl::Status& status) {
+  if (absl::IsUnauthenticated(status)) {
+    absl::FPrintF(stderr,
+                  "kvctl: UNAUTHENTICATED: %s (server requires a token: pass --token_file=PATH "
+                  "or set KVSTORE_TOKEN_FILE, with the server's token)\n",
+                  status.message());
+    return kExitAuth;
+  }
+  return Report(status, kExitError);
+}
 
 absl::StatusOr<std::string> ReadAll(int fd, absl::string_view what, uint64_t max_bytes) {
   auto too_long = [&] {
