@@ -150,6 +150,8 @@ TEST_F(KvctlAuth, WrongTokenExitsWithTheAuthCode) {
   const std::string file = WriteSecretFile("kvctl-wrong-token", "this-is-not-the-token");
   ProcessResult r = Kvctl({"--token_file=" + file, "get", "k"});
   EXPECT_EQ(r.exit_code, kExitAuth) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("the server refused the token"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
   EXPECT_EQ(service_.last_authorization(), "Bearer this-is-not-the-token");
 }
 

@@ -35,9 +35,14 @@ int UsageError(absl::string_view message);
 int Report(const absl::Status& status, int exit_code);
 
 // Report(status, kExitError), except for kUnauthenticated: then the line
-// also says how to fix it (pass --token_file) and the result is kExitAuth,
-// so that scripts can tell "not allowed" from "not reachable".
+// also says how to fix it (pass --token_file, or, when a token was sent, use
+// the server's) and the result is kExitAuth, so that scripts can tell "not
+// allowed" from "not reachable".
 int Failure(const absl::Status& status);
+
+// Tells Failure() whether kvctl sent a token, which decides its hint. Set
+// once, after the flags are read; false until then.
+void SetTokenSent(bool sent);
 
 // Reads `fd` to end of file, retrying on EINTR. `what` names the source in
 // the error ("reading <what>: ..."). Stops as soon as more than `max_bytes`

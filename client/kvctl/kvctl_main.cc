@@ -118,6 +118,7 @@ int Main(int argc, char** argv) {
   absl::StatusOr<Context> context = ContextFromFlags();
   if (!context.ok()) return UsageError(context.status().message());
   context->given = std::move(pre.given);
+  SetTokenSent(!context->options.auth_token.empty());
   return command->run(*context, args);
 }
 
