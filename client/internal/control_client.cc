@@ -87,10 +87,20 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeCredentials(
 
 }  // namespace
 
+// FAILED_PRECONDITION also covers refusals that another handshake would not
+// cure (e.g. "a lease needs an RDMA connection of this session"), so only the
+// server's wording for a session it no longer has counts: "no live session
+// ... handshake again" and "the session expired meanwhile: handshake again"
+// (docs/protocol.md).
 bool IsSessionLost(const absl::Status& status) {
   if (absl::IsUnauthenticated(status)) return true;
-  return absl::IsFailedPrecondition(status) &&
-         absl::StrContains(absl::AsciiStrToLower(status.message()), "session");
+  if (!absl::IsFailedPrecondition(status)) return false;
+  const std::string msg = absl::AsciiStrToLower(status.message());
+  for (absl::string_view phrase :
+       {"handshake again", "no live session", "unknown session", "session expired"}) {
+    if (absl::StrContains(msg, phrase)) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<std::unique_ptr<ControlClient>> ControlClient::Dial(

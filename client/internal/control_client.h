@@ -61,8 +61,9 @@ struct SessionScope {
 
 // True when a scoped RPC failed because the server no longer knows the
 // session (it expired while the client was idle, or the server forgot it):
-// kUnauthenticated, or kFailedPrecondition whose message names the session.
-// The remedy is the stale-epoch one: handshake again for a new session.
+// kUnauthenticated, or kFailedPrecondition saying so ("no live session",
+// "unknown session", "session expired", "handshake again"). The remedy is
+// the stale-epoch one: handshake again for a new session.
 bool IsSessionLost(const absl::Status& status);
 
 class ControlClient {

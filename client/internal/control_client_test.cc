@@ -229,7 +229,17 @@ TEST(ControlClient, IsSessionLostClassifies) {
   EXPECT_TRUE(IsSessionLost(absl::UnauthenticatedError("anything")));
   EXPECT_TRUE(IsSessionLost(absl::FailedPreconditionError("unknown session 12")));
   EXPECT_TRUE(IsSessionLost(absl::FailedPreconditionError("Session expired")));
+  // The server's own wording (server/control).
+  EXPECT_TRUE(IsSessionLost(absl::FailedPreconditionError(
+      "no live session 77 (expired or never opened): handshake again")));
+  EXPECT_TRUE(IsSessionLost(
+      absl::FailedPreconditionError("the session expired meanwhile: handshake again")));
+  // Refusals another handshake would not cure.
+  EXPECT_FALSE(IsSessionLost(absl::FailedPreconditionError(
+      "a lease needs an RDMA connection of this session: ConnectQp first")));
   EXPECT_FALSE(IsSessionLost(absl::FailedPreconditionError("lease has no write key")));
+  EXPECT_FALSE(IsSessionLost(
+      absl::PermissionDeniedError("RDMA connection 3 does not belong to this session")));
   EXPECT_FALSE(IsSessionLost(absl::UnavailableError("stale epoch")));
   EXPECT_FALSE(IsSessionLost(absl::AbortedError("lease expired")));
   EXPECT_FALSE(IsSessionLost(absl::OkStatus()));
