@@ -4,25 +4,32 @@
 // a token, TLS and mutual TLS.
 //
 // Two groups:
-//   KvctlAuth*  kvctl against an in-process gRPC server of this test that
-//               plays a token-checking KvControl. They prove what kvctl does
-//               on its own: it reads --token_file / $KVSTORE_TOKEN_FILE,
-//               sends the token, and exits 4 with a one-line hint when
-//               refused.
-//   ServerAuth* a real kvserver process (tests/test_cluster.h) started with
-//               --auth_token_file, --tls_cert/--tls_key and --tls_client_ca:
-//               token accepted and refused on both ports, TLS, mutual TLS.
-//               They need the server's side of authentication.
+//   FakeControlAuth.*  kvctl and KvClient against an in-process gRPC server
+//     of this test that plays a token-checking KvControl (and a RESP
+//     listener that records what comes first). They prove what the client
+//     does on its own: KvClient sends the token on both ports; kvctl reads
+//     --token_file / $KVSTORE_TOKEN_FILE, sends the token, and exits 4 with
+//     a one-line hint when refused.
+//   ServerAuth.*  a real kvserver process (tests/test_cluster.h) started
+//     with --auth_token_file, --tls_cert/--tls_key and --tls_client_ca:
+//     token accepted and refused on both ports, TLS, mutual TLS. They need
+//     the server's side of authentication (control plane and RESP AUTH).
 //
 // Test certificates: tests/testdata/tls (server certificate for 127.0.0.1).
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -81,9 +88,22 @@ class TokenCheckingControl final : public v1::KvControl::Service {
     if (auth != absl::StrCat("Bearer ", kToken)) {
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or invalid bearer token");
     }
-    // No data endpoint: kvctl fails after the handshake, which is enough.
     resp->set_session_id(1);
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake server: no data path");
+    absl::MutexLock lock(&mu_);
+    if (resp_address_.empty()) {
+      // No data endpoint: kvctl fails after the handshake, which is enough.
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake server: no data path");
+    }
+    resp->mutable_limits()->set_max_key_bytes(256);
+    resp->mutable_limits()->set_max_value_bytes(1 << 20);
+    resp->mutable_limits()->set_max_batch_keys(64);
+    resp->mutable_endpoints()->set_resp_address(resp_address_);
+    return grpc::Status::OK;
+  }
+  // Publishes `address` as the RESP data endpoint from now on.
+  void set_resp_address(std::string address) {
+    absl::MutexLock lock(&mu_);
+    resp_address_ = std::move(address);
   }
   std::string last_authorization() {
     absl::MutexLock lock(&mu_);
@@ -93,9 +113,68 @@ class TokenCheckingControl final : public v1::KvControl::Service {
  private:
   absl::Mutex mu_;
   std::string last_authorization_ ABSL_GUARDED_BY(mu_);
+  std::string resp_address_ ABSL_GUARDED_BY(mu_);
 };
 
-class KvctlAuth : public ::testing::Test {
+// A RESP listener that answers +OK to every chunk it receives (the client
+// waits for each reply before sending more) and keeps what each connection
+// sent first.
+class FirstBytesResp {
+ public:
+  FirstBytesResp() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd_, 8) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "cannot listen";
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~FirstBytesResp() {
+    shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    close(fd_);
+  }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  std::vector<std::string> firsts() {
+    absl::MutexLock lock(&mu_);
+    return firsts_;
+  }
+
+ private:
+  // One connection at a time is enough for a client of one connection.
+  void Serve() {
+    for (;;) {
+      const int c = accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      char buf[4096];
+      bool first = true;
+      for (;;) {
+        const ssize_t n = recv(c, buf, sizeof(buf), 0);
+        if (n <= 0) break;
+        if (first) {
+          absl::MutexLock lock(&mu_);
+          firsts_.emplace_back(buf, static_cast<size_t>(n));
+          first = false;
+        }
+        (void)!send(c, "+OK\r\n", 5, MSG_NOSIGNAL);
+      }
+      close(c);
+    }
+  }
+
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+  absl::Mutex mu_;
+  std::vector<std::string> firsts_ ABSL_GUARDED_BY(mu_);
+};
+
+class FakeControlAuth : public ::testing::Test {
  protected:
   void SetUp() override {
     grpc::ServerBuilder b;
@@ -121,7 +200,25 @@ class KvctlAuth : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
 };
 
-TEST_F(KvctlAuth, WithoutTokenExitsWithTheAuthCodeAndSaysHowToFixIt) {
+// KvClient itself (no kvctl): Options::auth_token reaches both ports.
+TEST_F(FakeControlAuth, KvClientSendsTheTokenOnBothPorts) {
+  FirstBytesResp resp;
+  service_.set_resp_address(resp.address());
+  client::Options o;
+  o.servers = {absl::StrCat("127.0.0.1:", port_)};
+  o.transport = client::TransportMode::kTcp;
+  o.connections_per_server = 1;
+  o.auth_token = kToken;
+  auto c = client::KvClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE((*c)->Put("k", "v").ok());
+  EXPECT_EQ(service_.last_authorization(), absl::StrCat("Bearer ", kToken));
+  ASSERT_EQ(resp.firsts().size(), 1u);
+  EXPECT_EQ(resp.firsts()[0],
+            absl::StrCat("*2\r\n$4\r\nAUTH\r\n$", strlen(kToken), "\r\n", kToken, "\r\n"));
+}
+
+TEST_F(FakeControlAuth, WithoutTokenExitsWithTheAuthCodeAndSaysHowToFixIt) {
   ProcessResult r = Kvctl({"get", "k"});
   EXPECT_EQ(r.exit_code, kExitAuth) << r.err;
   EXPECT_THAT(r.err, HasSubstr("kvctl: UNAUTHENTICATED: "));
@@ -130,7 +227,7 @@ TEST_F(KvctlAuth, WithoutTokenExitsWithTheAuthCodeAndSaysHowToFixIt) {
   EXPECT_EQ(service_.last_authorization(), "");
 }
 
-TEST_F(KvctlAuth, TokenFileIsSentAsBearer) {
+TEST_F(FakeControlAuth, TokenFileIsSentAsBearer) {
   const std::string file = WriteSecretFile("kvctl-token", kToken);
   ProcessResult r = Kvctl({"--token_file=" + file, "get", "k"});
   EXPECT_EQ(service_.last_authorization(), absl::StrCat("Bearer ", kToken));
@@ -138,7 +235,7 @@ TEST_F(KvctlAuth, TokenFileIsSentAsBearer) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
 }
 
-TEST_F(KvctlAuth, EnvironmentNamesTheTokenFile) {
+TEST_F(FakeControlAuth, EnvironmentNamesTheTokenFile) {
   const std::string file = WriteSecretFile("kvctl-env-token", kToken);
   setenv("KVSTORE_TOKEN_FILE", file.c_str(), 1);
   ProcessResult r = Kvctl({"stat"});
@@ -146,7 +243,7 @@ TEST_F(KvctlAuth, EnvironmentNamesTheTokenFile) {
   EXPECT_NE(r.exit_code, kExitAuth) << r.err;
 }
 
-TEST_F(KvctlAuth, WrongTokenExitsWithTheAuthCode) {
+TEST_F(FakeControlAuth, WrongTokenExitsWithTheAuthCode) {
   const std::string file = WriteSecretFile("kvctl-wrong-token", "this-is-not-the-token");
   ProcessResult r = Kvctl({"--token_file=" + file, "get", "k"});
   EXPECT_EQ(r.exit_code, kExitAuth) << r.err;
@@ -155,7 +252,7 @@ TEST_F(KvctlAuth, WrongTokenExitsWithTheAuthCode) {
   EXPECT_EQ(service_.last_authorization(), "Bearer this-is-not-the-token");
 }
 
-TEST_F(KvctlAuth, UnreadableOrInvalidTokenFileIsAUsageErrorNamingIt) {
+TEST_F(FakeControlAuth, UnreadableOrInvalidTokenFileIsAUsageErrorNamingIt) {
   ProcessResult r = Kvctl({"--token_file=/nonexistent/kvstore-token", "get", "k"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("/nonexistent/kvstore-token"));
@@ -166,7 +263,7 @@ TEST_F(KvctlAuth, UnreadableOrInvalidTokenFileIsAUsageErrorNamingIt) {
   EXPECT_EQ(service_.last_authorization(), "") << "nothing may be dialled";
 }
 
-TEST_F(KvctlAuth, TlsFlagCombinationsAreUsageErrors) {
+TEST_F(FakeControlAuth, TlsFlagCombinationsAreUsageErrors) {
   EXPECT_EQ(Kvctl({"--tls_cert=" + TlsFile("client.pem"), "get", "k"}).exit_code, 2);
   EXPECT_EQ(Kvctl({"--tls_server_name=localhost", "get", "k"}).exit_code, 2);
   ProcessResult r = Kvctl({"--tls_ca=/nonexistent/ca.pem", "get", "k"});
@@ -174,7 +271,7 @@ TEST_F(KvctlAuth, TlsFlagCombinationsAreUsageErrors) {
   EXPECT_THAT(r.err, HasSubstr("/nonexistent/ca.pem"));
 }
 
-TEST_F(KvctlAuth, HelpListsTheSecurityFlagsAndTheExitCode) {
+TEST_F(FakeControlAuth, HelpListsTheSecurityFlagsAndTheExitCode) {
   ProcessResult r = RunProcess({BinaryPath("client/kvctl/kvctl"), "--help"});
   ASSERT_EQ(r.exit_code, 0);
   for (const char* flag :
