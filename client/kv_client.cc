@@ -253,8 +253,9 @@ class ClientImpl final : public KvClient {
     // TCP: either asked for, or the kAuto fallback.
     const std::string address =
         ResolveDataAddress(hs.endpoints().resp_address(), options_.servers[0]);
-    KV_ASSIGN_OR_RETURN(auto tcp, TcpDataPath::Connect(address, options_.connections_per_server,
-                                                       limits, options_.connect_timeout));
+    KV_ASSIGN_OR_RETURN(auto tcp,
+                        TcpDataPath::Connect(address, options_.connections_per_server, limits,
+                                             options_.connect_timeout, options_.auth_token));
     SwapPath(std::shared_ptr<DataPath>(std::move(tcp)));
     return absl::OkStatus();
   }
@@ -393,9 +394,17 @@ absl::StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const Options& optio
     return absl::UnimplementedError("more than one server needs the cluster map (not yet built)");
   }
   KV_RETURN_IF_ERROR(ValidateServerAddress(options.servers[0]));
-  // Dialling never fails (gRPC connects lazily); an unreachable server shows
-  // as a failed handshake in Init().
-  auto impl = std::make_unique<ClientImpl>(options, ControlClient::Dial(options.servers[0]));
+  // Dialling checks the security options (files, token) but connects
+  // lazily: an unreachable server shows as a failed handshake in Init().
+  ControlSecurity security;
+  security.auth_token = options.auth_token;
+  security.tls_ca_file = options.tls_ca_file;
+  security.tls_cert_file = options.tls_cert_file;
+  security.tls_key_file = options.tls_key_file;
+  security.tls_server_name = options.tls_server_name;
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<ControlClient> control,
+                      ControlClient::Dial(options.servers[0], security));
+  auto impl = std::make_unique<ClientImpl>(options, std::move(control));
   KV_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<KvClient>(std::move(impl));
 }

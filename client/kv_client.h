@@ -64,7 +64,9 @@ struct ServerStats {
 class KvClient {
  public:
   // Connects to Options::servers[0], handshakes over the control plane and
-  // opens the data connections chosen by Options::transport.
+  // opens the data connections chosen by Options::transport. Security
+  // options are checked first (kInvalidArgument, see options.h); a server
+  // that refuses the token, or needs one, fails it with kUnauthenticated.
   static absl::StatusOr<std::unique_ptr<KvClient>> Connect(const Options& options);
 
   virtual ~KvClient() = default;

@@ -50,11 +50,20 @@ struct Options {
   uint64_t lease_bytes = 4ull << 20;
 
   // --- Security (docs/security.md).
-  // The server's token: sent as the gRPC bearer token and as the RESP AUTH
-  // password on every data connection. Empty: none sent.
+  // Connect() checks these before dialling: kInvalidArgument for a token
+  // auth::ValidateToken refuses (16..1024 printable bytes; the token is
+  // never put in an error), a certificate without its key or the reverse, a
+  // certificate or server name without tls_ca_file, and a PEM file that
+  // cannot be read or holds no PEM block (naming the file).
+  //
+  // The server's token: sent as the gRPC bearer token on every control call
+  // and as `AUTH <token>`, first, on every RESP data connection (reconnects
+  // included). A refusal is kUnauthenticated, never retried on its own.
+  // Empty: none sent.
   std::string auth_token;
   // PEM file of the CA that signed the server's certificate. Set: the
-  // control channel uses TLS. Empty: plaintext.
+  // control channel uses TLS. Empty: plaintext. The RESP data port is
+  // plaintext either way (RDMA traffic is not encrypted either).
   std::string tls_ca_file;
   // PEM client certificate and key for mutual TLS (both or neither).
   std::string tls_cert_file;

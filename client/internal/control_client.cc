@@ -1,14 +1,21 @@
 // Copyright 2026 The kvstore Authors.
 //
 // Every method follows one pattern, kept here and nowhere else in the client:
-// build the request (stamping the epoch where the RPC is epoch-scoped), make
-// a fresh context with the caller's deadline, call the stub, and convert the
-// grpc::Status with FromGrpcStatus so callers only ever see absl::Status.
+// build the request (stamping epoch and session where the RPC is scoped),
+// make a fresh context with the caller's deadline and the bearer token, call
+// the stub, and convert the grpc::Status with FromGrpcStatus so callers only
+// ever see absl::Status.
 
 #include "client/internal/control_client.h"
 
+#include <fstream>
+#include <sstream>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/auth/token.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
@@ -18,26 +25,114 @@ namespace client {
 
 namespace {
 
-// A context for one call. gRPC contexts are single-use, hence one per call.
-std::unique_ptr<grpc::ClientContext> NewContext(absl::Time deadline) {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(absl::ToChronoTime(deadline));
-  return ctx;
+// Certificates and keys are a few KiB; a file far larger is not one.
+constexpr std::streamsize kMaxPemBytes = 1 << 20;
+
+// The contents of the PEM file at `path`. `what` names the option in errors
+// ("tls_ca_file"), which also name the path, since a wrong path is the
+// usual mistake. Checked here so that a typo fails at once with its name
+// rather than as gRPC's unexplained handshake failure later.
+absl::StatusOr<std::string> ReadPem(absl::string_view what, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read ", path));
+  }
+  std::string pem(static_cast<size_t>(kMaxPemBytes) + 1, '\0');
+  in.read(pem.data(), static_cast<std::streamsize>(pem.size()));
+  pem.resize(static_cast<size_t>(in.gcount()));
+  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read ", path));
+  if (pem.size() > static_cast<size_t>(kMaxPemBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", path, " is over 1 MiB"));
+  }
+  if (!absl::StrContains(pem, "-----BEGIN ")) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", path, " holds no PEM block"));
+  }
+  return pem;
+}
+
+// Which options go together; no file is read here.
+absl::Status CheckCombination(const ControlSecurity& sec) {
+  if (sec.tls_cert_file.empty() != sec.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "tls_cert_file and tls_key_file go together: give both for mutual TLS, or neither");
+  }
+  if (sec.tls_ca_file.empty() && !sec.tls_cert_file.empty()) {
+    return absl::InvalidArgumentError(
+        "a client certificate needs tls_ca_file (the CA of the server's certificate)");
+  }
+  if (sec.tls_ca_file.empty() && !sec.tls_server_name.empty()) {
+    return absl::InvalidArgumentError("tls_server_name needs tls_ca_file");
+  }
+  if (!sec.auth_token.empty()) {
+    // ValidateToken's messages describe the token, never quote it.
+    if (absl::Status s = auth::ValidateToken(sec.auth_token); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("auth token: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// TLS credentials from the PEM files, or insecure ones without a CA file.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeCredentials(
+    const ControlSecurity& sec) {
+  if (sec.tls_ca_file.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  KV_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem("tls_ca_file", sec.tls_ca_file));
+  if (!sec.tls_cert_file.empty()) {
+    KV_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadPem("tls_cert_file", sec.tls_cert_file));
+    KV_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadPem("tls_key_file", sec.tls_key_file));
+  }
+  return grpc::SslCredentials(ssl);
 }
 
 }  // namespace
 
-std::unique_ptr<ControlClient> ControlClient::Dial(const std::string& address) {
+// FAILED_PRECONDITION also covers refusals that another handshake would not
+// cure (e.g. "a lease needs an RDMA connection of this session"), so only the
+// server's wording for a session it no longer has counts: "no live session
+// ... handshake again" and "the session expired meanwhile: handshake again"
+// (docs/protocol.md).
+bool IsSessionLost(const absl::Status& status) {
+  if (absl::IsUnauthenticated(status)) return true;
+  if (!absl::IsFailedPrecondition(status)) return false;
+  const std::string msg = absl::AsciiStrToLower(status.message());
+  for (absl::string_view phrase :
+       {"handshake again", "no live session", "unknown session", "session expired"}) {
+    if (absl::StrContains(msg, phrase)) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<std::unique_ptr<ControlClient>> ControlClient::Dial(
+    const std::string& address, const ControlSecurity& security) {
+  KV_RETURN_IF_ERROR(CheckCombination(security));
+  KV_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> creds, MakeCredentials(security));
   grpc::ChannelArguments args;
   // Scan pages and fallback GETs carry values up to the server's limit,
   // which may exceed gRPC's 4 MiB default.
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-  return std::make_unique<ControlClient>(v1::KvControl::NewStub(channel));
+  // Checked against the certificate instead of the host of `address`
+  // (GRPC_SSL_TARGET_NAME_OVERRIDE_ARG), e.g. when dialling by IP.
+  if (!security.tls_server_name.empty()) args.SetSslTargetNameOverride(security.tls_server_name);
+  auto channel = grpc::CreateCustomChannel(address, creds, args);
+  return std::make_unique<ControlClient>(v1::KvControl::NewStub(channel), security.auth_token);
 }
 
-ControlClient::ControlClient(std::unique_ptr<v1::KvControl::Stub> stub) : stub_(std::move(stub)) {}
+// Per-call metadata rather than grpc::MetadataCredentials: gRPC refuses to
+// send call credentials over a plaintext channel, and a token on a loopback
+// server without TLS is a supported set-up.
+ControlClient::ControlClient(std::unique_ptr<v1::KvControl::Stub> stub, std::string auth_token)
+    : stub_(std::move(stub)),
+      bearer_(auth_token.empty() ? std::string() : auth::BearerHeader(auth_token)) {}
+
+// gRPC contexts are single-use, hence one per call.
+std::unique_ptr<grpc::ClientContext> ControlClient::NewContext(absl::Time deadline) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(absl::ToChronoTime(deadline));
+  if (!bearer_.empty()) ctx->AddMetadata("authorization", bearer_);
+  return ctx;
+}
 
 // The handshake is the only call that may wait for a channel in
 // TRANSIENT_FAILURE: after a server restart gRPC backs off reconnecting, and
@@ -90,11 +185,13 @@ absl::StatusOr<std::string> ControlClient::Get(absl::string_view key, absl::Time
 }
 
 // The request is built by RdmaConnection (it knows the queue pair and the
-// probe word); only the epoch is filled in here, as for every scoped RPC.
-absl::StatusOr<v1::ConnectQpResponse> ControlClient::ConnectQp(uint64_t epoch,
+// probe word); only the epoch and session are filled in here, as for every
+// scoped RPC.
+absl::StatusOr<v1::ConnectQpResponse> ControlClient::ConnectQp(const SessionScope& scope,
                                                                v1::ConnectQpRequest request,
                                                                absl::Time deadline) {
-  request.set_epoch(epoch);
+  request.set_epoch(scope.epoch);
+  request.set_session_id(scope.session_id);
   auto ctx = NewContext(deadline);
   v1::ConnectQpResponse resp;
   KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->ConnectQp(ctx.get(), request, &resp)));
@@ -103,10 +200,11 @@ absl::StatusOr<v1::ConnectQpResponse> ControlClient::ConnectQp(uint64_t epoch,
 
 // The response carries nothing; only the status matters (and callers treat
 // even that as best effort).
-absl::Status ControlClient::DisconnectQp(uint64_t epoch, uint64_t connection_id,
+absl::Status ControlClient::DisconnectQp(const SessionScope& scope, uint64_t connection_id,
                                          absl::Time deadline) {
   v1::DisconnectQpRequest req;
-  req.set_epoch(epoch);
+  req.set_epoch(scope.epoch);
+  req.set_session_id(scope.session_id);
   req.set_connection_id(connection_id);
   auto ctx = NewContext(deadline);
   v1::DisconnectQpResponse resp;
@@ -116,11 +214,12 @@ absl::Status ControlClient::DisconnectQp(uint64_t epoch, uint64_t connection_id,
 // Returns just the lease: the response has nothing else. A kUnavailable here
 // means a stale epoch or a server that is gone; the caller decides what that
 // does to its path.
-absl::StatusOr<v1::Lease> ControlClient::GrantLease(uint64_t epoch, uint64_t bytes,
+absl::StatusOr<v1::Lease> ControlClient::GrantLease(const SessionScope& scope, uint64_t bytes,
                                                     const std::string& client_name,
                                                     uint64_t connection_id, absl::Time deadline) {
   v1::GrantLeaseRequest req;
-  req.set_epoch(epoch);
+  req.set_epoch(scope.epoch);
+  req.set_session_id(scope.session_id);
   req.set_bytes(bytes);
   req.set_client_name(client_name);
   req.set_connection_id(connection_id);
@@ -132,10 +231,11 @@ absl::StatusOr<v1::Lease> ControlClient::GrantLease(uint64_t epoch, uint64_t byt
 
 // The renewed lease in the response is not needed: the client measures the
 // new expiry itself, from before the request, to stay on the safe side.
-absl::Status ControlClient::RenewLease(uint64_t epoch, uint64_t lease_id, uint64_t connection_id,
-                                       absl::Time deadline) {
+absl::Status ControlClient::RenewLease(const SessionScope& scope, uint64_t lease_id,
+                                       uint64_t connection_id, absl::Time deadline) {
   v1::RenewLeaseRequest req;
-  req.set_epoch(epoch);
+  req.set_epoch(scope.epoch);
+  req.set_session_id(scope.session_id);
   req.set_lease_id(lease_id);
   req.set_connection_id(connection_id);
   auto ctx = NewContext(deadline);
@@ -145,10 +245,11 @@ absl::Status ControlClient::RenewLease(uint64_t epoch, uint64_t lease_id, uint64
 
 // The status only tells the caller whether to count the release; a lease
 // that is not released expires on the server anyway.
-absl::Status ControlClient::ReleaseLease(uint64_t epoch, uint64_t lease_id, uint64_t connection_id,
-                                         absl::Time deadline) {
+absl::Status ControlClient::ReleaseLease(const SessionScope& scope, uint64_t lease_id,
+                                         uint64_t connection_id, absl::Time deadline) {
   v1::ReleaseLeaseRequest req;
-  req.set_epoch(epoch);
+  req.set_epoch(scope.epoch);
+  req.set_session_id(scope.session_id);
   req.set_lease_id(lease_id);
   req.set_connection_id(connection_id);
   auto ctx = NewContext(deadline);

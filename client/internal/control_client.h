@@ -3,16 +3,24 @@
 // ControlClient: the client's side of the gRPC control plane (KvControl),
 // and the ONLY code in the client that calls the generated stub. Every call
 // gets a fresh grpc::ClientContext with the caller's deadline; calls scoped
-// to a server epoch (queue pairs and leases) take the epoch as their first
-// argument and ControlClient stamps it on the request; every grpc::Status is
-// converted with FromGrpcStatus (common/grpc_status.h), so callers see the
-// server's absl::StatusCode unchanged: kUnavailable for a server that is
-// gone or a stale epoch (handshake again), kDeadlineExceeded when `deadline`
-// passed, kAborted for an expired lease, and the RPC's own codes otherwise.
+// to a server session (queue pairs and leases) take its SessionScope (epoch
+// and session id from the handshake) as their first argument and
+// ControlClient stamps both on the request; every grpc::Status is converted
+// with FromGrpcStatus (common/grpc_status.h), so callers see the server's
+// absl::StatusCode unchanged: kUnavailable for a server that is gone or a
+// stale epoch (handshake again), kUnauthenticated for a refused token or a
+// lost session, kDeadlineExceeded when `deadline` passed, kAborted for an
+// expired lease, and the RPC's own codes otherwise.
 //
 // Deadlines are absolute and chosen by the caller, since they differ per call
 // (connect_timeout for setup, op_timeout for operations, 2 s for a
 // best-effort disconnect).
+//
+// Security (docs/security.md): with ControlSecurity::tls_ca_file the channel
+// is TLS (mutual TLS when a client certificate is given too); with an
+// auth_token every call carries "authorization: Bearer <token>", added in the
+// one place that makes contexts. A server that refuses the token answers
+// kUnauthenticated, which reaches the caller with the server's message.
 //
 // Thread safety: thread-safe; any number of calls may run at once (the gRPC
 // channel multiplexes them). One ControlClient serves a KvClient and every
@@ -34,14 +42,46 @@
 namespace kvstore {
 namespace client {
 
+// How the control channel is secured; the fields of client::Options of the
+// same names (options.h documents them). All empty: plaintext, no token.
+struct ControlSecurity {
+  std::string auth_token;
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_server_name;
+};
+
+// The server-side session and epoch that queue pairs and leases belong to,
+// both from one HandshakeResponse. Every scoped RPC carries both.
+struct SessionScope {
+  uint64_t epoch = 0;
+  uint64_t session_id = 0;
+};
+
+// True when a scoped RPC failed because the server no longer knows the
+// session (it expired while the client was idle, or the server forgot it):
+// kUnauthenticated, or kFailedPrecondition saying so ("no live session",
+// "unknown session", "session expired", "handshake again"). The remedy is
+// the stale-epoch one: handshake again for a new session.
+bool IsSessionLost(const absl::Status& status);
+
 class ControlClient {
  public:
-  // A client of the server at `address` ("host:port") over an insecure
-  // channel without message size limits. Never fails: gRPC connects lazily,
-  // so an unreachable server shows in the first call.
-  static std::unique_ptr<ControlClient> Dial(const std::string& address);
+  // A client of the server at `address` ("host:port") without message size
+  // limits, secured as `security` says. The options are checked here, before
+  // any connection: kInvalidArgument for a certificate without its key (or
+  // the reverse), a certificate or server name without tls_ca_file, a PEM
+  // file that cannot be read or holds no PEM block (the error names the
+  // path), or a token that auth::ValidateToken refuses (the token itself is
+  // never printed). Otherwise gRPC connects lazily, so an unreachable server
+  // shows in the first call.
+  static absl::StatusOr<std::unique_ptr<ControlClient>> Dial(const std::string& address,
+                                                             const ControlSecurity& security = {});
 
-  explicit ControlClient(std::unique_ptr<v1::KvControl::Stub> stub);
+  // Calls go to `stub`; each carries `auth_token` as a bearer token unless
+  // it is empty.
+  explicit ControlClient(std::unique_ptr<v1::KvControl::Stub> stub, std::string auth_token = "");
   ControlClient(const ControlClient&) = delete;
   ControlClient& operator=(const ControlClient&) = delete;
 
@@ -62,28 +102,38 @@ class ControlClient {
   // when one-sided reads cannot be trusted); kNotFound when absent.
   absl::StatusOr<std::string> Get(absl::string_view key, absl::Time deadline);
 
-  // --- Epoch-scoped: queue pairs and write leases ----------------------------
+  // --- Session-scoped: queue pairs and write leases --------------------------
+  // Each request is stamped with the epoch and session id of `scope`. A lost
+  // session fails as IsSessionLost() describes; a stale epoch as
+  // kUnavailable.
 
-  // Connects the client's queue pair described by `request` (its epoch is
-  // overwritten with `epoch`).
-  absl::StatusOr<v1::ConnectQpResponse> ConnectQp(uint64_t epoch, v1::ConnectQpRequest request,
+  // Connects the client's queue pair described by `request` (its epoch and
+  // session id are overwritten from `scope`).
+  absl::StatusOr<v1::ConnectQpResponse> ConnectQp(const SessionScope& scope,
+                                                  v1::ConnectQpRequest request,
                                                   absl::Time deadline);
   // Closes connection `connection_id` and frees what the server keeps for it.
-  absl::Status DisconnectQp(uint64_t epoch, uint64_t connection_id, absl::Time deadline);
+  absl::Status DisconnectQp(const SessionScope& scope, uint64_t connection_id, absl::Time deadline);
 
   // A write lease of at least `bytes`, tied to `connection_id`.
-  absl::StatusOr<v1::Lease> GrantLease(uint64_t epoch, uint64_t bytes,
+  absl::StatusOr<v1::Lease> GrantLease(const SessionScope& scope, uint64_t bytes,
                                        const std::string& client_name, uint64_t connection_id,
                                        absl::Time deadline);
   // Extends lease `lease_id` by the server's TTL; kAborted once it expired.
-  absl::Status RenewLease(uint64_t epoch, uint64_t lease_id, uint64_t connection_id,
+  absl::Status RenewLease(const SessionScope& scope, uint64_t lease_id, uint64_t connection_id,
                           absl::Time deadline);
   // Gives lease `lease_id` back.
-  absl::Status ReleaseLease(uint64_t epoch, uint64_t lease_id, uint64_t connection_id,
+  absl::Status ReleaseLease(const SessionScope& scope, uint64_t lease_id, uint64_t connection_id,
                             absl::Time deadline);
 
  private:
+  // A fresh context for one call: the caller's deadline and, when a token
+  // is set, the bearer metadata. The only place contexts are made.
+  std::unique_ptr<grpc::ClientContext> NewContext(absl::Time deadline) const;
+
   const std::unique_ptr<v1::KvControl::Stub> stub_;
+  // "Bearer <token>", or empty for no authorization metadata.
+  const std::string bearer_;
 };
 
 }  // namespace client

@@ -6,6 +6,7 @@
 
 #include "client/kvctl/kvctl_context.h"
 
+#include <cstdlib>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -13,10 +14,51 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "client/kvctl/kvctl_flags.h"
+#include "common/auth/token.h"
 
 namespace kvstore {
 namespace client {
 namespace kvctl {
+
+namespace {
+
+// The security flags into `options`. The token file is read here so that a
+// wrong path is a usage error naming it, before anything is dialled; the
+// flag wins over the environment, and neither set means no token.
+absl::Status SecurityFromFlags(Options* options) {
+  std::string token_file = absl::GetFlag(FLAGS_token_file);
+  std::string source = "--token_file";
+  if (token_file.empty()) {
+    const char* env = std::getenv("KVSTORE_TOKEN_FILE");
+    if (env != nullptr) token_file = env;
+    source = "KVSTORE_TOKEN_FILE";
+  }
+  if (!token_file.empty()) {
+    absl::StatusOr<std::string> token = auth::ReadTokenFile(token_file);
+    if (!token.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": ", token.status().message()));
+    }
+    options->auth_token = *std::move(token);
+  }
+  options->tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
+  options->tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options->tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options->tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  // The library checks these too; checked here they are usage errors
+  // worded with kvctl's flag names.
+  if (options->tls_cert_file.empty() != options->tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  if (options->tls_ca_file.empty() &&
+      (!options->tls_cert_file.empty() || !options->tls_server_name.empty())) {
+    return absl::InvalidArgumentError(
+        "--tls_cert, --tls_key and --tls_server_name need --tls_ca (the CA of the server's "
+        "certificate)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<Context> ContextFromFlags() {
   Context context;
@@ -42,6 +84,7 @@ absl::StatusOr<Context> ContextFromFlags() {
   }
   context.options.connect_timeout = timeout;
   context.options.op_timeout = timeout;
+  if (absl::Status s = SecurityFromFlags(&context.options); !s.ok()) return s;
   return context;
 }
 

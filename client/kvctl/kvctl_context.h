@@ -46,9 +46,14 @@ struct Command {
 };
 
 // Builds a Context from the global flags (--server, --transport, --timeout,
-// --rdma-device, --json), after absl::ParseCommandLine(). `given` is left
-// empty. kInvalidArgument, with a message fit for UsageError(), for an empty
-// --server, an unknown --transport or a non-positive --timeout.
+// --rdma-device, --json, and the security flags --token_file (else
+// $KVSTORE_TOKEN_FILE), --tls_ca, --tls_cert, --tls_key, --tls_server_name),
+// after absl::ParseCommandLine(). `given` is left empty. kInvalidArgument,
+// with a message fit for UsageError(), for an empty --server, an unknown
+// --transport, a non-positive --timeout, a token file that cannot be read or
+// holds no valid token (naming the file), --tls_cert without --tls_key (or
+// the reverse), or a client certificate or server name without --tls_ca.
+// The PEM files themselves are read by the client library when connecting.
 absl::StatusOr<Context> ContextFromFlags();
 
 // KvClient::Connect(context.options). A failure keeps its code and gains

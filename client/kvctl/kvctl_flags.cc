@@ -25,6 +25,21 @@ ABSL_FLAG(std::string, rdma_device, "",
 ABSL_FLAG(bool, json, false, "Print stat and bench results as one JSON object.");
 ABSL_FLAG(bool, verbose, false, "Log the client library's informational messages to stderr.");
 
+// Security. --token_file has no default of its own: kvctl_context.cc falls
+// back to $KVSTORE_TOKEN_FILE, so a shell can set it once.
+ABSL_FLAG(std::string, token_file, "",
+          "File holding the server's token, sent as the gRPC bearer token and as the RESP AUTH "
+          "password (default: the file named by $KVSTORE_TOKEN_FILE, if set).");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM file of the CA that signed the server's certificate; set, the control "
+          "connection uses TLS.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM client certificate for mutual TLS (with --tls-key and --tls-ca).");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert.");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "Name the server's certificate must carry when it differs from the host of "
+          "--server (e.g. connecting by IP to a certificate issued for a name).");
+
 // put
 ABSL_FLAG(std::string, file, "", "Read the value from this file.");
 

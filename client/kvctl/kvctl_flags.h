@@ -25,6 +25,13 @@ ABSL_DECLARE_FLAG(std::string, rdma_device);
 ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(bool, verbose);
 
+// Global security flags (docs/security.md).
+ABSL_DECLARE_FLAG(std::string, token_file);
+ABSL_DECLARE_FLAG(std::string, tls_ca);
+ABSL_DECLARE_FLAG(std::string, tls_cert);
+ABSL_DECLARE_FLAG(std::string, tls_key);
+ABSL_DECLARE_FLAG(std::string, tls_server_name);
+
 // put
 ABSL_DECLARE_FLAG(std::string, file);
 

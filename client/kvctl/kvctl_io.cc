@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -34,8 +35,29 @@ int Report(const absl::Status& status, int exit_code) {
   return exit_code;
 }
 
+namespace {
+// Atomic only so that a bench worker reporting late reads it safely; it is
+// written once, before any command runs.
+std::atomic<bool> token_sent{false};
+}  // namespace
+
+void SetTokenSent(bool sent) { token_sent = sent; }
+
 // The common case: an error that is neither "not found" nor a usage error.
-int Failure(const absl::Status& status) { return Report(status, kExitError); }
+// Authentication failures are worded for the person at the terminal: still
+// one line, with the fix at its end.
+int Failure(const absl::Status& status) {
+  if (absl::IsUnauthenticated(status)) {
+    absl::FPrintF(stderr, "kvctl: UNAUTHENTICATED: %s (%s)\n", status.message(),
+                  token_sent ? "the server refused the token: --token_file must hold the token "
+                               "of the server's --auth_token_file, and a server without one "
+                               "refuses any"
+                             : "server requires a token: pass --token_file=PATH or set "
+                               "KVSTORE_TOKEN_FILE");
+    return kExitAuth;
+  }
+  return Report(status, kExitError);
+}
 
 absl::StatusOr<std::string> ReadAll(int fd, absl::string_view what, uint64_t max_bytes) {
   auto too_long = [&] {

@@ -24,6 +24,7 @@ inline constexpr int kExitOk = 0;        // success; get/exists: the key exists
 inline constexpr int kExitNotFound = 1;  // the key does not exist (get, del, exists)
 inline constexpr int kExitUsage = 2;     // usage error
 inline constexpr int kExitError = 3;     // any other error
+inline constexpr int kExitAuth = 4;      // the server refused our credentials
 
 // Prints "kvctl: <message>" and a pointer to --help on stderr; returns
 // kExitUsage.
@@ -33,8 +34,15 @@ int UsageError(absl::string_view message);
 // `exit_code`.
 int Report(const absl::Status& status, int exit_code);
 
-// Report(status, kExitError).
+// Report(status, kExitError), except for kUnauthenticated: then the line
+// also says how to fix it (pass --token_file, or, when a token was sent, use
+// the server's) and the result is kExitAuth, so that scripts can tell "not
+// allowed" from "not reachable".
 int Failure(const absl::Status& status);
+
+// Tells Failure() whether kvctl sent a token, which decides its hint. Set
+// once, after the flags are read; false until then.
+void SetTokenSent(bool sent);
 
 // Reads `fd` to end of file, retrying on EINTR. `what` names the source in
 // the error ("reading <what>: ..."). Stops as soon as more than `max_bytes`

@@ -11,6 +11,7 @@
 //   1  the key does not exist (get, del, exists)
 //   2  usage error
 //   3  any other error, reported on stderr as "kvctl: CODE: message"
+//   4  the server refused kvctl's credentials (UNAUTHENTICATED)
 //
 // Values and keys are bytes: put reads files and stdin in binary and get
 // writes the value to stdout exactly, adding a newline only for a terminal.
@@ -117,6 +118,7 @@ int Main(int argc, char** argv) {
   absl::StatusOr<Context> context = ContextFromFlags();
   if (!context.ok()) return UsageError(context.status().message());
   context->given = std::move(pre.given);
+  SetTokenSent(!context->options.auth_token.empty());
   return command->run(*context, args);
 }
 

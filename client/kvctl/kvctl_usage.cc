@@ -37,6 +37,11 @@ constexpr FlagHelp kFlagHelp[] = {
     {"rdma_device", "",      "NAME"},
     {"json",        "",      nullptr},
     {"verbose",     "",      nullptr},
+    {"token_file",  "",      "PATH"},
+    {"tls_ca",      "",      "PATH"},
+    {"tls_cert",    "",      "PATH"},
+    {"tls_key",     "",      "PATH"},
+    {"tls_server_name", "",  "NAME"},
     {"file",        "put",   "PATH"},
     {"prefix",      "scan",  "P"},
     {"count",       "scan",  "N"},
@@ -118,7 +123,9 @@ constexpr char kHelpTrailer[] =
     "  2  usage error: unknown command or flag, bad flag value, wrong arguments\n"
     "  3  any other error, reported on stderr as \"kvctl: CODE: message\"\n"
     "     (e.g. UNAVAILABLE when the server cannot be reached); bench also\n"
-    "     exits 3 when any operation failed, after printing its report\n";
+    "     exits 3 when any operation failed, after printing its report\n"
+    "  4  the server refused kvctl's credentials (UNAUTHENTICATED): no token\n"
+    "     or the wrong one; pass --token_file or set KVSTORE_TOKEN_FILE\n";
 
 }  // namespace
 

@@ -24,7 +24,8 @@ namespace client {
 absl::StatusOr<std::unique_ptr<RdmaConnection>> RdmaConnection::Open(
     std::shared_ptr<RdmaContext> ctx, ControlClient* control, const ServerLayout& layout,
     const std::string& client_name, absl::Duration rpc_timeout) {
-  std::unique_ptr<RdmaConnection> c(new RdmaConnection(std::move(ctx), control, layout.epoch));
+  std::unique_ptr<RdmaConnection> c(
+      new RdmaConnection(std::move(ctx), control, SessionScope{layout.epoch, layout.session_id}));
   if (absl::Status s = c->Exchange(layout, client_name, rpc_timeout); !s.ok()) {
     // The server may already hold the connection (a failure after
     // ConnectQp): let it go now rather than at its idle timeout.
@@ -80,7 +81,7 @@ absl::Status RdmaConnection::Exchange(const ServerLayout& layout, const std::str
   req.set_probe_addr(reinterpret_cast<uint64_t>(probe_word_.get()));
   req.set_probe_rkey(probe_mr_->rkey());
   KV_ASSIGN_OR_RETURN(v1::ConnectQpResponse resp,
-                      control_->ConnectQp(epoch_, std::move(req), absl::Now() + rpc_timeout));
+                      control_->ConnectQp(scope_, std::move(req), absl::Now() + rpc_timeout));
   connection_id_ = resp.connection_id();
   credits_ = std::max<uint32_t>(1, resp.commit_credits());
   if (resp.max_commit_bytes() < wire::CommitBytes(layout.limits.max_key_bytes)) {
@@ -129,7 +130,7 @@ absl::Status RdmaConnection::RepostAck(size_t i) {
 // The status is ignored: the server closes idle connections itself.
 void RdmaConnection::Disconnect() {
   if (connection_id_ == 0) return;  // ConnectQp never succeeded
-  (void)control_->DisconnectQp(epoch_, connection_id_, absl::Now() + absl::Seconds(2));
+  (void)control_->DisconnectQp(scope_, connection_id_, absl::Now() + absl::Seconds(2));
 }
 
 }  // namespace client

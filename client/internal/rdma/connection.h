@@ -73,8 +73,8 @@ class RdmaConnection {
   absl::Status RepostAck(size_t i);
 
  private:
-  RdmaConnection(std::shared_ptr<RdmaContext> ctx, ControlClient* control, uint64_t epoch)
-      : ctx_(std::move(ctx)), control_(control), epoch_(epoch) {}
+  RdmaConnection(std::shared_ptr<RdmaContext> ctx, ControlClient* control, SessionScope scope)
+      : ctx_(std::move(ctx)), control_(control), scope_(scope) {}
 
   // Creates the CQ and the QP; then ConnectQp and moving the QP to RTS.
   absl::Status CreateQueuePair(rdma::QpCaps* caps);
@@ -85,7 +85,8 @@ class RdmaConnection {
 
   const std::shared_ptr<RdmaContext> ctx_;
   ControlClient* const control_;
-  const uint64_t epoch_;
+  // The epoch and session of the handshake this connection belongs to.
+  const SessionScope scope_;
   uint64_t connection_id_ = 0;
   uint32_t credits_ = 0;
 

@@ -10,11 +10,13 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace kvstore {
 namespace client {
 
 LeaseManager::LeaseManager(ControlClient* control, OpEngine* engine, metrics::Registry* registry,
-                           uint64_t epoch, uint64_t connection_id, std::string client_name,
+                           SessionScope scope, uint64_t connection_id, std::string client_name,
                            uint64_t lease_bytes, absl::Duration lease_ttl,
                            absl::Duration rpc_timeout)
     : control_(control),
@@ -26,7 +28,7 @@ LeaseManager::LeaseManager(ControlClient* control, OpEngine* engine, metrics::Re
                                "Write leases this client gave back and the server confirmed.")),
       leases_renewed_(registry->AddCounter("kvstore_client_leases_renewed_total",
                                            "Write lease renewals the server accepted.")),
-      epoch_(epoch),
+      scope_(scope),
       connection_id_(connection_id),
       client_name_(std::move(client_name)),
       lease_bytes_(lease_bytes),
@@ -68,13 +70,8 @@ void LeaseManager::Shutdown(bool release) {
 absl::StatusOr<std::shared_ptr<Lease>> LeaseManager::Grant(uint64_t bytes) {
   const absl::Time asked = absl::Now();
   absl::StatusOr<v1::Lease> granted =
-      control_->GrantLease(epoch_, bytes, client_name_, connection_id_, asked + rpc_timeout_);
-  if (absl::IsUnavailable(granted.status())) {
-    // Stale epoch (the server restarted) or the server is gone: this path
-    // is done; the client handshakes again.
-    engine_->MarkBroken(granted.status());
-  }
-  if (!granted.ok()) return granted.status();
+      control_->GrantLease(scope_, bytes, client_name_, connection_id_, asked + rpc_timeout_);
+  if (!granted.ok()) return BreakIfPathLost(granted.status());
   if (granted->write_rkey() == 0) return absl::InternalError("lease without a write key");
   auto l = std::make_shared<Lease>();
   l->id = granted->lease_id();
@@ -88,10 +85,24 @@ absl::StatusOr<std::shared_ptr<Lease>> LeaseManager::Grant(uint64_t bytes) {
   return l;
 }
 
+// A stale epoch (the server restarted), a server that is gone, or a session
+// the server expired (the client sat idle past its TTL): this path is done,
+// and the client handshakes again as for a restart. Other errors (quota,
+// pool full) are the request's own.
+absl::Status LeaseManager::BreakIfPathLost(absl::Status s) {
+  if (absl::IsUnavailable(s)) {
+    engine_->MarkBroken(s);
+  } else if (IsSessionLost(s)) {
+    s = absl::UnavailableError(absl::StrCat("server session lost (", s.message(), ")"));
+    engine_->MarkBroken(s);
+  }
+  return s;
+}
+
 // Best effort: a failed release only leaves the lease to expire on the
 // server. Counted only when the server confirmed it.
 void LeaseManager::Release(const Lease& l) {
-  if (control_->ReleaseLease(epoch_, l.id, connection_id_, absl::Now() + rpc_timeout_).ok()) {
+  if (control_->ReleaseLease(scope_, l.id, connection_id_, absl::Now() + rpc_timeout_).ok()) {
     leases_released_->Increment();
   }
 }
@@ -186,9 +197,14 @@ void LeaseManager::RenewLocked() {
     if (!l || l->dead || l->expires - now > lease_ttl_ / 2) continue;
     mu_.Unlock();
     const absl::Time asked = absl::Now();
-    const bool ok = control_->RenewLease(epoch_, l->id, connection_id_, asked + rpc_timeout_).ok();
+    const absl::Status s =
+        control_->RenewLease(scope_, l->id, connection_id_, asked + rpc_timeout_);
+    // A renewal refused for a lost session breaks the whole path (then
+    // Loop() stops), not just this lease: every later RPC would be refused
+    // too. Other failures only cost this lease, as before sessions existed.
+    if (IsSessionLost(s)) (void)BreakIfPathLost(s);
     mu_.Lock();
-    if (ok) {
+    if (s.ok()) {
       l->expires = asked + lease_ttl_;
       leases_renewed_->Increment();
     } else {

@@ -54,12 +54,12 @@ struct LeaseSpace {
 class LeaseManager {
  public:
   // Leases of `lease_bytes` (or an entry's size, if larger) for connection
-  // `connection_id` of server epoch `epoch`. `control`, `engine` (told when
-  // the server is gone) and `registry` (the client's, where the lease
-  // counters are registered; a rebuilt path reuses them) must outlive the
-  // manager.
+  // `connection_id` of the server epoch and session of `scope`. `control`,
+  // `engine` (told when the server is gone or forgot the session) and
+  // `registry` (the client's, where the lease counters are registered; a
+  // rebuilt path reuses them) must outlive the manager.
   LeaseManager(ControlClient* control, OpEngine* engine, metrics::Registry* registry,
-               uint64_t epoch, uint64_t connection_id, std::string client_name,
+               SessionScope scope, uint64_t connection_id, std::string client_name,
                uint64_t lease_bytes, absl::Duration lease_ttl, absl::Duration rpc_timeout);
   // Stops the thread if Shutdown() was not called (without releasing).
   ~LeaseManager();
@@ -73,7 +73,9 @@ class LeaseManager {
   void Shutdown(bool release);
 
   // Room for an entry of `size` bytes, granting a lease now if none is
-  // usable. Errors: GrantLease's (a kUnavailable one also breaks the path),
+  // usable. Errors: GrantLease's (a kUnavailable one also breaks the path;
+  // so does a lost session, IsSessionLost(), reported as kUnavailable so
+  // that the client handshakes again and retries),
   // kInternal for a lease without a write key, kUnavailable when no lease
   // could be had in four rounds. Pair every success with Finish(). A grant
   // is bounded by the RPC timeout, not by the operation's deadline.
@@ -84,6 +86,11 @@ class LeaseManager {
 
  private:
   absl::StatusOr<std::shared_ptr<Lease>> Grant(uint64_t bytes);
+  // Breaks the path when `s` says the server restarted, is gone or lost
+  // the session: no lease of this path can be used again. Returns `s`,
+  // with a lost session turned into kUnavailable (the code that makes the
+  // client handshake again).
+  absl::Status BreakIfPathLost(absl::Status s);
   void Release(const Lease& l);
   // The background thread's body, and its three chores.
   void Loop();
@@ -97,7 +104,7 @@ class LeaseManager {
   metrics::Counter* const leases_granted_;
   metrics::Counter* const leases_released_;
   metrics::Counter* const leases_renewed_;
-  const uint64_t epoch_;
+  const SessionScope scope_;
   const uint64_t connection_id_;
   const std::string client_name_;
   const uint64_t lease_bytes_;

@@ -37,9 +37,9 @@ absl::StatusOr<std::unique_ptr<RdmaDataPath>> RdmaDataPath::Connect(
   KV_ASSIGN_OR_RETURN(p->conn_,
                       RdmaConnection::Open(p->ctx_, control, p->layout_, client_name, rpc_timeout));
   p->engine_->Attach(p->conn_.get());
-  p->leases_ = std::make_unique<LeaseManager>(control, p->engine_.get(), registry, p->layout_.epoch,
-                                              p->conn_->connection_id(), client_name, lease_bytes,
-                                              p->layout_.lease_ttl, rpc_timeout);
+  p->leases_ = std::make_unique<LeaseManager>(
+      control, p->engine_.get(), registry, SessionScope{p->layout_.epoch, p->layout_.session_id},
+      p->conn_->connection_id(), client_name, lease_bytes, p->layout_.lease_ttl, rpc_timeout);
   p->reader_ = std::make_unique<RdmaReader>(&p->layout_, p->engine_.get(), p->pool_.get(), control,
                                             registry);
   p->writer_ = std::make_unique<RdmaWriter>(&p->layout_, p->engine_.get(), p->pool_.get(),

@@ -17,6 +17,7 @@ namespace client {
 absl::StatusOr<ServerLayout> ServerLayout::FromHandshake(const v1::HandshakeResponse& hs) {
   ServerLayout l;
   l.epoch = hs.epoch();
+  l.session_id = hs.session_id();
   l.limits.max_key_bytes = hs.limits().max_key_bytes();
   l.limits.max_value_bytes = hs.limits().max_value_bytes();
   l.limits.max_batch_keys = hs.limits().max_batch_keys();

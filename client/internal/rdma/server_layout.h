@@ -47,6 +47,9 @@ struct ServerLayout {
   bool Plausible(const layout::Slot& slot, size_t key_len) const;
 
   uint64_t epoch = 0;
+  // The session the handshake opened; queue pairs and leases of this path
+  // belong to it (0 from a server without sessions).
+  uint64_t session_id = 0;
   Limits limits;
   layout::IndexGeometry geometry;
   absl::Duration max_read_span;  // a one-sided GET slower than this is redone

@@ -14,6 +14,7 @@ namespace {
 v1::HandshakeResponse GoodHandshake() {
   v1::HandshakeResponse hs;
   hs.set_epoch(7);
+  hs.set_session_id(0x5e55);
   hs.set_data_arena_bytes(2 << 20);
   hs.mutable_limits()->set_max_key_bytes(64);
   hs.mutable_limits()->set_max_value_bytes(1 << 20);
@@ -42,6 +43,7 @@ TEST(ServerLayout, ParsesAGoodHandshake) {
   auto l = ServerLayout::FromHandshake(GoodHandshake());
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_EQ(l->epoch, 7u);
+  EXPECT_EQ(l->session_id, 0x5e55u);
   EXPECT_EQ(l->index_addr, 0x1000u);
   ASSERT_EQ(l->data.size(), 2u);
   EXPECT_EQ(l->data[0].arena_offset, 0u);

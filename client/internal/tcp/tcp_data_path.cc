@@ -1,6 +1,7 @@
 // Copyright 2026 The kvstore Authors.
 //
-// Three parts: Dial() makes one socket; RespConnection pipelines requests
+// Three parts: DialResp() (resp_dial.h) makes one socket and authenticates
+// it; RespConnection pipelines requests
 // over it, with a reader thread that matches replies to waiters in order;
 // TcpDataPath turns each DataPath operation into RESP commands.
 
@@ -10,26 +11,22 @@
 #include "client/internal/tcp/tcp_failpoints.h"
 #endif
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <thread>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "client/internal/tcp/resp_dial.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 
@@ -69,65 +66,6 @@ void SetAfterDrainForTest(std::function<void()> f) {
   } while (0)
 #endif
 
-namespace {
-
-// A connected, blocking TCP socket to "host:port", trying each address the
-// name resolves to in turn; `timeout` bounds each attempt. kUnavailable with
-// the last attempt's error when none connects.
-absl::StatusOr<int> Dial(const std::string& address, absl::Duration timeout) {
-  std::pair<std::string, std::string> hp = absl::StrSplit(address, absl::MaxSplits(':', 1));
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (int rc = getaddrinfo(hp.first.c_str(), hp.second.c_str(), &hints, &res); rc != 0) {
-    return absl::UnavailableError(absl::StrCat("resolve ", address, ": ", gai_strerror(rc)));
-  }
-  absl::Status last = absl::UnavailableError(absl::StrCat("no address for ", address));
-  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    // Non-blocking for the connect only: a blocking connect() to an
-    // unreachable host waits out the kernel's SYN retries, far beyond any
-    // timeout a caller asks for. CLOEXEC: the socket is not inherited by a
-    // child the application may exec.
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) continue;
-    int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
-    if (rc != 0 && errno == EINPROGRESS) {
-      // Writable means the handshake ended; SO_ERROR says how. poll() timing
-      // out (rc 0) is reported as ETIMEDOUT.
-      pollfd p{fd, POLLOUT, 0};
-      rc = poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
-      int err = 0;
-      socklen_t len = sizeof(err);
-      getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      if (rc == 1 && err == 0) {
-        rc = 0;
-      } else {
-        errno = rc == 0 ? ETIMEDOUT : err;
-        rc = -1;
-      }
-    }
-    if (rc == 0) {
-      // Blocking from here on: the reader thread sleeps in recv() and
-      // senders in sendmsg(). NODELAY: a pipelined request is usually one
-      // small write, which Nagle's algorithm would hold back until the
-      // previous one is acknowledged.
-      int flags = fcntl(fd, F_GETFL, 0);
-      fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-      int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      freeaddrinfo(res);
-      return fd;
-    }
-    last = absl::UnavailableError(absl::StrCat("connect ", address, ": ", std::strerror(errno)));
-    close(fd);
-  }
-  freeaddrinfo(res);
-  return last;
-}
-
-}  // namespace
-
 // One TCP connection with pipelining: requests are written in the order
 // their waiters are queued, and replies complete waiters in that order.
 //
@@ -139,8 +77,11 @@ absl::StatusOr<int> Dial(const std::string& address, absl::Duration timeout) {
 // never takes send_mu_, so joining it under send_mu_ cannot deadlock.
 class RespConnection {
  public:
-  RespConnection(std::string address, absl::Duration connect_timeout)
-      : address_(std::move(address)), connect_timeout_(connect_timeout) {}
+  // `auth_token`: sent as AUTH on every (re)connect; empty for none.
+  RespConnection(std::string address, absl::Duration connect_timeout, std::string auth_token)
+      : address_(std::move(address)),
+        connect_timeout_(connect_timeout),
+        auth_token_(std::move(auth_token)) {}
   ~RespConnection() {
     absl::MutexLock lock(&send_mu_);
     Teardown();
@@ -241,12 +182,19 @@ class RespConnection {
   }
 
   // Reconnects lazily: a connection the reader found lost is replaced on the
-  // next request, which is why the path never reports itself broken.
+  // next request, which is why the path never reports itself broken. Once
+  // the server refused the token, every later request gets that refusal
+  // without dialling: the token cannot change, so retrying would only load
+  // the server (and its auth-failure counters) for nothing.
   absl::Status EnsureConnected() ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu_) {
     if (fd_ >= 0 && !broken_.load()) return absl::OkStatus();
+    if (!refused_.ok()) return refused_;
     // The old reader has failed (or is failing) its waiters; join it first.
     Teardown();
-    KV_ASSIGN_OR_RETURN(fd_, Dial(address_, connect_timeout_));
+    absl::StatusOr<int> fd = DialResp(address_, connect_timeout_, auth_token_);
+    if (absl::IsUnauthenticated(fd.status())) refused_ = fd.status();
+    if (!fd.ok()) return fd.status();
+    fd_ = *fd;
     broken_ = false;
     {
       // The old reader is joined: nothing can close the queue behind us.
@@ -383,8 +331,11 @@ class RespConnection {
 
   const std::string address_;
   const absl::Duration connect_timeout_;
+  const std::string auth_token_;
   absl::Mutex send_mu_;
   int fd_ ABSL_GUARDED_BY(send_mu_) = -1;
+  // The server's refusal of auth_token_, once it happened (sticky).
+  absl::Status refused_ ABSL_GUARDED_BY(send_mu_);
   std::thread reader_ ABSL_GUARDED_BY(send_mu_);
   // Set by the reader when its socket fails, read by senders without a lock.
   std::atomic<bool> broken_{false};
@@ -400,11 +351,12 @@ class RespConnection {
 absl::StatusOr<std::unique_ptr<TcpDataPath>> TcpDataPath::Connect(const std::string& address,
                                                                   int connections,
                                                                   const Limits& limits,
-                                                                  absl::Duration connect_timeout) {
+                                                                  absl::Duration connect_timeout,
+                                                                  const std::string& auth_token) {
   // On a failure `path` is destroyed, closing the connections made so far.
   std::unique_ptr<TcpDataPath> path(new TcpDataPath(address, limits, connect_timeout));
   for (int i = 0; i < std::max(1, connections); ++i) {
-    auto conn = std::make_unique<RespConnection>(address, connect_timeout);
+    auto conn = std::make_unique<RespConnection>(address, connect_timeout, auth_token);
     KV_RETURN_IF_ERROR(conn->Open());
     path->conns_.push_back(std::move(conn));
   }

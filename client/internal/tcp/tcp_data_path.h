@@ -42,13 +42,16 @@ class TcpDataPath final : public DataPath {
  public:
   // Connects `connections` sockets to `address` ("host:port").
   // At least one (a smaller count means one), each attempt bounded by
-  // `connect_timeout`; a reconnect later uses the same timeout. kUnavailable
-  // when the name does not resolve or a socket cannot connect (the
+  // `connect_timeout`; a reconnect later uses the same timeout. With an
+  // `auth_token`, every socket (reconnects included) sends AUTH first
+  // (resp_dial.h). kUnavailable when the name does not resolve or a socket
+  // cannot connect, kUnauthenticated when the server refuses the token (the
   // connections already made are closed). `limits` are the key, value and
   // batch limits checked before anything is sent.
   static absl::StatusOr<std::unique_ptr<TcpDataPath>> Connect(const std::string& address,
                                                               int connections, const Limits& limits,
-                                                              absl::Duration connect_timeout);
+                                                              absl::Duration connect_timeout,
+                                                              const std::string& auth_token = "");
   // Closes every connection and joins its reader thread.
   // REQUIRES: no call is in flight.
   ~TcpDataPath() override;
@@ -56,7 +59,8 @@ class TcpDataPath final : public DataPath {
   // The DataPath operations, as RESP commands. Every one checks its keys and
   // values against the limits first (kInvalidArgument, nothing sent). Then:
   // kUnavailable when a connection cannot be made or is lost with the
-  // request in flight, kDeadlineExceeded when no reply came by `deadline`
+  // request in flight, kUnauthenticated when a reconnect's AUTH was refused
+  // (from then on without dialling again), kDeadlineExceeded when no reply came by `deadline`
   // (the connection stays up; the late reply is dropped), kInternal for a
   // malformed or unexpected reply, and for an error reply the code its code
   // word names (resp::RespErrorToStatus).
