@@ -32,6 +32,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -212,7 +213,11 @@ class KvStore {
   // `size`, or for a key or value over the limits; kDataLoss (from
   // layout::ParseEntry) for a bad magic, bad lengths or a bad checksum;
   // kResourceExhausted when the key is new and both of its index buckets are
-  // full (the entry's bytes are then dead). Nothing is published on error.
+  // full (the entry's bytes are then dead); kInvalidArgument, in a lease
+  // chunk, for a range that overlaps an entry already committed there (each
+  // offset is committed once: entries are never updated in place). Nothing
+  // is published on error. Any slot that named the key is unpublished, so the
+  // key has exactly one slot afterwards.
   // REQUIRES: the range was reserved by the caller.
   absl::Status Commit(uint64_t offset, uint64_t size, bool verify_checksum = true);
 
@@ -245,9 +250,10 @@ class KvStore {
   // segments. Until ReleaseChunk() (called after the lease's write key is
   // revoked) the lease holder can overwrite entries it committed there, so
   // Get() verifies the checksum of entries in it (kDataLoss when it fails).
-  // ReleaseChunk() verifies every entry committed in it once more (the last
-  // chance to catch an overwrite: the key is revoked by then), unpublishes
-  // any that fail, and seals it; the others stay live.
+  // ReleaseChunk() checks every entry committed in it once more against what
+  // was committed at its offset (key, size, checksum; the last chance to
+  // catch an overwrite: the key is revoked by then), unpublishes by offset
+  // any that differ, and seals it; the others stay live.
   // AllocateChunk: kInvalidArgument for 0 bytes, kResourceExhausted when no
   // run that long is free beyond the cleaner's reserve. The chunk is not
   // pinned: it stays open (never reclaimed, never compacted) until released.
@@ -282,6 +288,15 @@ class KvStore {
   // kReclaiming on its head only; freeing resets every segment.
   enum class SegState : uint8_t { kFree, kOpen, kSealed, kReclaiming };
 
+  // An entry committed into a lease chunk, as it was at its commit. The key
+  // is a copy (at most max_key_bytes, and the entry itself is larger), as
+  // the entry's own bytes may be rewritten by the lease holder.
+  struct CommittedEntry {
+    uint64_t size = 0;
+    uint64_t checksum = 0;
+    std::string key;
+  };
+
   // Per-segment bookkeeping. live_bytes, pins, remote_writable and entries
   // are kept on a run's head segment only. run_head and run_length are
   // written under alloc_mu_ (allocation and freeing); other paths read them
@@ -298,6 +313,11 @@ class KvStore {
     uint32_t run_length = 0;  // valid on the head
     absl::Mutex mu;
     std::vector<uint32_t> entries ABSL_GUARDED_BY(mu);  // committed offsets in the run
+    // A lease chunk only: what was committed at each offset, so that the end
+    // of the lease can check the bytes against it and find the entry's slot
+    // by its offset whatever the holder wrote over the entry since. Keyed by
+    // offset; the ranges never overlap (Commit() refuses that).
+    std::map<uint64_t, CommittedEntry> lease_entries ABSL_GUARDED_BY(mu);
   };
 
   explicit KvStore(MemoryPool* pool, const KvStoreOptions& options);
@@ -315,6 +335,14 @@ class KvStore {
   // Marks every segment of the run at `head` sealed and queues the run for
   // reclamation if nothing in it is live.
   void Seal(uint32_t head);
+  // Records an entry committed into the lease chunk whose head is `seg`;
+  // kInvalidArgument when its range overlaps one committed before.
+  absl::Status RecordLeaseEntryLocked(Segment& seg, uint64_t offset, uint64_t size,
+                                      uint64_t checksum, const std::string& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(seg.mu);
+  // Unpublishes, by offset, an entry of a released lease chunk that no
+  // longer holds what was committed there. Returns whether it did.
+  bool CheckReleasedEntry(uint64_t offset, const CommittedEntry& committed);
   // Drops `slot`'s bytes from its segment's live count.
   // The caller has just unpublished `slot` (or never published it).
   void Retire(const layout::Slot& slot);
