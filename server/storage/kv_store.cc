@@ -32,8 +32,17 @@ PinnedValue& PinnedValue::operator=(PinnedValue&& other) noexcept {
     segment_ = other.segment_;
     value_ = other.value_;
     copy_ = std::move(other.copy_);  // heap memory: value_ stays valid
+    if (budget_store_ != nullptr) budget_store_->ReturnCopyBudget(budget_bytes_);
+    budget_store_ = std::exchange(other.budget_store_, nullptr);
+    budget_bytes_ = std::exchange(other.budget_bytes_, 0);
   }
   return *this;
+}
+
+PinnedValue::~PinnedValue() {
+  Release();
+  // The copy is freed with this object, so its budget comes back here.
+  if (budget_store_ != nullptr) budget_store_->ReturnCopyBudget(budget_bytes_);
 }
 
 void PinnedValue::Release() {
@@ -387,21 +396,7 @@ absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
         std::memcmp(entry + layout::kEntryHeaderBytes, key.data(), key.size()) == 0 &&
         layout::EntryBytes(h.key_len, h.value_len) == slot->size) {
       if (segments_[head].remote_writable.load(std::memory_order_acquire)) {
-        // Its lease holder can still WRITE here: copy first, then verify and
-        // serve the copy, so what is sent is exactly what was checked.
-        PinnedValue v;
-        v.copy_ = std::make_unique<char[]>(slot->size);
-        std::memcpy(v.copy_.get(), entry, slot->size);
-        // The copy needs no pool memory: the pin ends here, not with `v`.
-        Unpin(head);
-        auto view = layout::VerifyEntry(absl::string_view(v.copy_.get(), slot->size), key);
-        if (!view.ok()) {
-          modified_->Increment();
-          return absl::DataLossError(
-              "the entry was overwritten after its commit by the client holding its write lease");
-        }
-        v.value_ = view->value;
-        return v;
+        return CopyLeasedEntry(key, *slot, head);
       }
       PinnedValue v;
       v.store_ = this;
@@ -413,6 +408,43 @@ absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
     Unpin(head);
   }
   return absl::UnavailableError("key kept changing under the reader; retry");
+}
+
+bool KvStore::TakeCopyBudget(uint64_t bytes) {
+  uint64_t held = copy_bytes_.load(std::memory_order_acquire);
+  do {
+    // Nothing held: one copy of any size goes, so no entry is unreadable.
+    if (held != 0 && held + bytes > options_.lease_read_copy_bytes) return false;
+  } while (!copy_bytes_.compare_exchange_weak(held, held + bytes, std::memory_order_acq_rel));
+  return true;
+}
+
+absl::StatusOr<PinnedValue> KvStore::CopyLeasedEntry(absl::string_view key, const Slot& slot,
+                                                     uint32_t head) {
+  if (!TakeCopyBudget(slot.size)) {
+    Unpin(head);
+    copy_refused_->Increment();
+    return absl::UnavailableError(absl::StrCat("reads of entries in live write leases hold ",
+                                               options_.lease_read_copy_bytes,
+                                               " bytes of copies already; retry"));
+  }
+  // Its lease holder can still WRITE here: copy first, then verify and
+  // serve the copy, so what is sent is exactly what was checked.
+  PinnedValue v;
+  v.budget_store_ = this;
+  v.budget_bytes_ = slot.size;
+  v.copy_ = std::make_unique<char[]>(slot.size);
+  std::memcpy(v.copy_.get(), pool_->data() + slot.offset, slot.size);
+  // The copy needs no pool memory: the pin ends here, not with `v`.
+  Unpin(head);
+  auto view = layout::VerifyEntry(absl::string_view(v.copy_.get(), slot.size), key);
+  if (!view.ok()) {
+    modified_->Increment();
+    return absl::DataLossError(
+        "the entry was overwritten after its commit by the client holding its write lease");
+  }
+  v.value_ = view->value;
+  return v;
 }
 
 absl::Status KvStore::Delete(absl::string_view key) {
@@ -505,6 +537,9 @@ void KvStore::RegisterMetrics() {
   modified_ = r.AddCounter("kvstore_modified_after_commit_total",
                            "Reads or releases that caught a lease holder's overwrite of a "
                            "committed entry.");
+  copy_refused_ = r.AddCounter("kvstore_lease_read_copy_refused_total",
+                               "Reads of entries in live leases refused because the copies "
+                               "held reached the store's copy budget.");
   // Figures that live in the index, the pool and the segment table are read
   // at scrape time, so the hot path never copies them.
   // The callbacks capture `this`; their handles live in gauges_, declared

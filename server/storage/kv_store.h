@@ -75,6 +75,13 @@ struct KvStoreOptions {
   // Seed of the index hash (layout::HashKey). It is published to clients
   // with the index geometry, so that they hash keys as the server does.
   uint64_t index_seed = 0;
+  // Bytes that reads of entries in live lease chunks may hold copied at
+  // once (such an entry is copied, then verified, then served from the copy,
+  // since its holder can still rewrite it). A read that would go over the
+  // budget fails with kUnavailable, except when no copy is held at all, so
+  // one entry of any size can always be read. Bounds what many concurrent
+  // GETs (or one MGET) of large leased entries can make the server allocate.
+  uint64_t lease_read_copy_bytes = 64ull << 20;
   // Where the store registers its kvstore_keys/kvstore_pool_*/kvstore_*_total
   // series (not owned; must outlive the store). Null: a private registry,
   // for tests and tools that do not read figures.
@@ -125,7 +132,7 @@ class PinnedValue {
   PinnedValue& operator=(PinnedValue&& other) noexcept;
   PinnedValue(const PinnedValue&) = delete;
   PinnedValue& operator=(const PinnedValue&) = delete;
-  ~PinnedValue() { Release(); }
+  ~PinnedValue();
 
   // The value's bytes: pool memory, valid until Release() or destruction,
   // or the verified copy, valid until destruction. REQUIRES: the store
@@ -141,6 +148,9 @@ class PinnedValue {
   uint32_t segment_ = 0;
   absl::string_view value_;
   std::unique_ptr<char[]> copy_;  // the verified copy, when there is one
+  // The store whose copy budget copy_ is charged to, and by how much.
+  KvStore* budget_store_ = nullptr;
+  uint64_t budget_bytes_ = 0;
 };
 
 class KvStore {
@@ -367,6 +377,13 @@ class KvStore {
   void Unpin(uint32_t segment);
   // Registers the counters and the scrape-time gauges; constructor only.
   void RegisterMetrics();
+  // Charges `bytes` to the lease-read copy budget; false when over it.
+  bool TakeCopyBudget(uint64_t bytes);
+  void ReturnCopyBudget(uint64_t bytes) { copy_bytes_.fetch_sub(bytes, std::memory_order_acq_rel); }
+  // Get() of an entry in a live lease chunk: copy, verify, serve the copy.
+  // REQUIRES: the caller pinned `head`; the pin is dropped here.
+  absl::StatusOr<PinnedValue> CopyLeasedEntry(absl::string_view key, const layout::Slot& slot,
+                                              uint32_t head);
   // Bytes of live entries over all runs (the kvstore_pool_live_bytes gauge).
   int64_t LiveBytes() const;
 
@@ -379,6 +396,9 @@ class KvStore {
   const uint32_t segment_count_;
   std::unique_ptr<Segment[]> segments_;
   std::atomic<uint64_t> next_version_{1};
+  // Bytes of lease-entry copies held by PinnedValues (see
+  // KvStoreOptions::lease_read_copy_bytes).
+  std::atomic<uint64_t> copy_bytes_{0};
 
   absl::Mutex alloc_mu_;
   uint32_t free_segments_ ABSL_GUARDED_BY(alloc_mu_) = 0;
@@ -405,6 +425,7 @@ class KvStore {
   metrics::Counter* pool_full_;
   metrics::Counter* index_full_;
   metrics::Counter* modified_;
+  metrics::Counter* copy_refused_;
 
   // Segments only the cleaner may allocate.
   uint32_t cleaner_reserve_ = 0;

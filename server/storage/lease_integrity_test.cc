@@ -9,6 +9,7 @@
 
 #include <random>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/metrics/testing.h"
@@ -203,6 +204,56 @@ TEST(LeaseIntegrity, AnOffsetIsCommittedOnce) {
   const uint64_t next = off + size;
   ASSERT_TRUE(leases.Commit(lease->lease_id, next, WriteEntry(t, next, "k3", "v3")).ok());
   EXPECT_EQ(ValueOf(*t.store, "k3"), "v3");
+}
+
+// Finding 6 (part): a read of an entry in a live lease copies it whole
+// (its holder could rewrite it mid-send). Copies held at once are bounded by
+// KvStoreOptions::lease_read_copy_bytes (64 MiB by default): before, nine
+// held reads of an 8 MiB entry made the server hold 72 MiB of copies, and
+// nothing bounded a thousand.
+TEST(LeaseIntegrity, CopiesOfLeasedEntriesAreBounded) {
+  MemoryPoolOptions po;
+  po.data_bytes = 16 * kSegment;
+  po.index_bytes = kIndexBytes;
+  auto pool = MemoryPool::Create(po);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  TestStore t;
+  t.pool = std::move(*pool);
+  KvStoreOptions so;
+  so.segment_bytes = kSegment;
+  so.cleaner_interval = absl::ZeroDuration();
+  ASSERT_EQ(so.lease_read_copy_bytes, 64ull << 20);
+  auto store = KvStore::Create(t.pool.get(), so);
+  ASSERT_TRUE(store.ok()) << store.status();
+  t.store = std::move(*store);
+  LeaseTable leases(t.store.get(), ManualOptions());
+  auto lease = leases.Grant(9 * kSegment, "holder");
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  const std::string value(8 << 20, 'v');
+  const uint64_t off = lease->chunk.offset;
+  ASSERT_TRUE(leases.Commit(lease->lease_id, off, WriteEntry(t, off, "big", value)).ok());
+
+  std::vector<PinnedValue> held;
+  for (int i = 0; i < 7; ++i) {
+    auto v = t.store->Get("big");
+    ASSERT_TRUE(v.ok()) << i << ": " << v.status();
+    held.push_back(std::move(*v));
+  }
+  // 7 copies (56 MiB + headers) are held; an eighth would pass 64 MiB.
+  auto refused = t.store->Get("big");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_lease_read_copy_refused_total"), 1u);
+  // Moving a copy keeps one charge; dropping it gives the budget back.
+  PinnedValue moved = std::move(held.back());
+  held.pop_back();
+  EXPECT_EQ(moved.value().size(), value.size());
+  moved = PinnedValue();
+  auto again = t.store->Get("big");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->value(), value);
+  held.clear();
+  // Alone, a copy larger than the whole budget is still served.
+  ASSERT_TRUE(t.store->Get("big").ok());
 }
 
 }  // namespace
