@@ -126,6 +126,7 @@ KvStore::KvStore(MemoryPool* pool, const KvStoreOptions& options)
       registry_(options.registry != nullptr ? options.registry : own_registry_.get()),
       pool_(pool),
       options_(options),
+      clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
       segment_count_(static_cast<uint32_t>(pool->data_bytes() / options.segment_bytes)),
       segments_(new Segment[segment_count_ == 0 ? 1 : segment_count_]) {
   RegisterMetrics();

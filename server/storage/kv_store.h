@@ -48,6 +48,7 @@
 #include "common/metrics/registry.h"
 #include "common/protocol/layout.h"
 #include "common/protocol/limits.h"
+#include "server/storage/clock.h"
 #include "server/storage/kv_index.h"
 #include "server/storage/memory_pool.h"
 
@@ -82,6 +83,9 @@ struct KvStoreOptions {
   // one entry of any size can always be read. Bounds what many concurrent
   // GETs (or one MGET) of large leased entries can make the server allocate.
   uint64_t lease_read_copy_bytes = 64ull << 20;
+  // The time sources (not owned; must outlive the store). Null: the real
+  // clocks. Tests pass a fake to step the wall clock.
+  const Clock* clock = nullptr;
   // Where the store registers its kvstore_keys/kvstore_pool_*/kvstore_*_total
   // series (not owned; must outlive the store). Null: a private registry,
   // for tests and tools that do not read figures.
@@ -392,6 +396,7 @@ class KvStore {
   metrics::Registry* const registry_;
   MemoryPool* const pool_;
   const KvStoreOptions options_;
+  const Clock& clock_;
   std::unique_ptr<KvIndex> index_;
   const uint32_t segment_count_;
   std::unique_ptr<Segment[]> segments_;
@@ -406,7 +411,7 @@ class KvStore {
 
   struct PendingFree {
     uint32_t head;
-    absl::Time ready;
+    absl::Duration ready;  // on clock_.Steady(): a wall-clock step moves nothing
   };
   absl::Mutex reclaim_mu_;
   std::deque<PendingFree> pending_ ABSL_GUARDED_BY(reclaim_mu_);

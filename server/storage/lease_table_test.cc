@@ -217,7 +217,7 @@ TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
   EXPECT_FALSE(t.store->Exists("late"));
 
   // Swept: the lease is gone from the table, the answer is the same.
-  EXPECT_EQ(leases.ExpireNow(absl::Now()), 1u);
+  EXPECT_EQ(leases.ExpireNow(Clock::Real().Steady()), 1u);
   s = leases.Commit(lease->lease_id, lease->chunk.offset, size);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
   EXPECT_THAT(std::string(s.message()),
@@ -247,9 +247,9 @@ TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
   WriteEntry(t, lease->chunk.offset, "ghost", std::string(10000, 'g'));
   // ... the client dies here: no commit, no release.
 
-  // Expiry is inclusive: not a millisecond early, exactly at expires_at.
-  EXPECT_EQ(leases.ExpireNow(lease->expires_at - absl::Milliseconds(1)), 0u);
-  EXPECT_EQ(leases.ExpireNow(lease->expires_at), 1u);
+  // Expiry is inclusive: not a millisecond early, exactly at the deadline.
+  EXPECT_EQ(leases.ExpireNow(lease->deadline - absl::Milliseconds(1)), 0u);
+  EXPECT_EQ(leases.ExpireNow(lease->deadline), 1u);
   EXPECT_THAT(revoked, ::testing::ElementsAre(lease->lease_id));
   EXPECT_FALSE(t.store->Exists("ghost"));
   EXPECT_EQ(t.store->Get("ghost").status().code(), absl::StatusCode::kNotFound);
@@ -296,11 +296,11 @@ TEST(LeaseTable, RenewKeepsALeaseAlive) {
   EXPECT_GT(renewed->expires_at, lease->expires_at);
 
   // The original expiry has passed; the renewed one has not.
-  EXPECT_EQ(leases.ExpireNow(lease->expires_at), 0u);
+  EXPECT_EQ(leases.ExpireNow(lease->deadline), 0u);
   const uint64_t size = WriteEntry(t, lease->chunk.offset, "alive", "yes");
   EXPECT_TRUE(leases.Commit(lease->lease_id, lease->chunk.offset, size).ok());
   EXPECT_EQ(Value(leases.registry(), "kvstore_leases_renewed_total"), 1u);
-  EXPECT_EQ(leases.ExpireNow(renewed->expires_at), 1u);
+  EXPECT_EQ(leases.ExpireNow(renewed->deadline), 1u);
 
   // Once swept, and for an id never granted, Renew says "start over".
   absl::Status s = leases.Renew(lease->lease_id).status();
@@ -486,7 +486,7 @@ TEST(LeaseTable, CommitsRacingRevocationNeverPublishIntoReleasedChunks) {
         EXPECT_TRUE(leases.Release(granted[i].lease_id, keyed(i) ? i + 1 : kNoConnection).ok());
       }
     }
-    leases.ExpireNow(absl::InfiniteFuture());
+    leases.ExpireNow(absl::InfiniteDuration());
     for (auto& th : threads) th.join();
     // Every commit that said OK is readable: none was lost to the release.
     for (const auto& keys : committed) {
