@@ -138,6 +138,18 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(MemoryPool* pool,
   if (options.segment_bytes < 64 * 1024 || options.segment_bytes % layout::kEntryAlign != 0) {
     return absl::InvalidArgumentError("segment size must be a multiple of 64 and at least 64 KiB");
   }
+  if (options.grace_period < KvStoreOptions::kMinGracePeriod ||
+      options.grace_period > KvStoreOptions::kMaxGracePeriod) {
+    // Clients get grace/2 in whole milliseconds as their read span: under
+    // 2 ms that is 0, and the client would round it up to a span as long
+    // as the grace period itself.
+    return absl::InvalidArgumentError(
+        absl::StrCat("grace period ", absl::FormatDuration(options.grace_period), " is outside [",
+                     absl::FormatDuration(KvStoreOptions::kMinGracePeriod), ", ",
+                     absl::FormatDuration(KvStoreOptions::kMaxGracePeriod),
+                     "]: clients read for at most half of it (in whole milliseconds, ",
+                     absl::ToInt64Milliseconds(options.grace_period / 2), " ms here)"));
+  }
   if (pool->data_bytes() < 2 * options.segment_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("pool of ", pool->data_bytes(),
                                                    " bytes holds fewer than two segments of ",

@@ -62,8 +62,13 @@ struct KvStoreOptions {
   // and the pool's data arena must hold at least two of them.
   uint64_t segment_bytes = 4ull << 20;
   // How long a retired entry stays readable. Must exceed the longest
-  // one-sided GET a client allows itself (see docs/architecture.md).
+  // one-sided GET a client allows itself (see docs/architecture.md): clients
+  // are given half of it, in whole milliseconds, as their read span, so
+  // Create() refuses less than kMinGracePeriod (a 0 ms span) and more than
+  // kMaxGracePeriod (space freed that late is as good as leaked).
   absl::Duration grace_period = absl::Milliseconds(500);
+  static constexpr absl::Duration kMinGracePeriod = absl::Milliseconds(2);
+  static constexpr absl::Duration kMaxGracePeriod = absl::Hours(1);
   // The cleaner compacts sealed segments whose live fraction is below this.
   double clean_below_live_fraction = 0.5;
   // How often the cleaner wakes up (0 disables the background thread; tests
@@ -200,7 +205,8 @@ class KvStore {
   // outlive the store), with the cleaner thread started unless
   // options.cleaner_interval is zero. kInvalidArgument for limits that fail
   // Limits::Validate(), a segment size that is not a multiple of 64 or is
-  // under 64 KiB, a pool holding fewer than two segments or more than
+  // under 64 KiB, a grace period outside [kMinGracePeriod,
+  // kMaxGracePeriod], a pool holding fewer than two segments or more than
   // layout::kMaxPoolBytes, or an index arena too small for one bucket.
   static absl::StatusOr<std::unique_ptr<KvStore>> Create(MemoryPool* pool,
                                                          const KvStoreOptions& options);

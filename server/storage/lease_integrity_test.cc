@@ -47,7 +47,7 @@ TestStore MakeStore() {
   t.pool = std::move(*pool);
   KvStoreOptions so;
   so.segment_bytes = kSegment;
-  so.grace_period = absl::Milliseconds(1);
+  so.grace_period = absl::Milliseconds(2);
   so.cleaner_interval = absl::ZeroDuration();
   auto store = KvStore::Create(t.pool.get(), so);
   EXPECT_TRUE(store.ok()) << store.status();

@@ -30,6 +30,15 @@ std::string Ago(absl::Duration now, absl::Duration expired_at) {
 
 }  // namespace
 
+absl::Status LeaseOptions::Validate() const {
+  if (ttl < kMinTtl || ttl > kMaxTtl) {
+    return absl::InvalidArgumentError(absl::StrCat("lease TTL ", absl::FormatDuration(ttl),
+                                                   " is outside [", absl::FormatDuration(kMinTtl),
+                                                   ", ", absl::FormatDuration(kMaxTtl), "]"));
+  }
+  return absl::OkStatus();
+}
+
 LeaseTable::LeaseTable(KvStore* store, LeaseOptions options)
     : own_registry_(options.registry == nullptr ? std::make_unique<metrics::Registry>() : nullptr),
       registry_(options.registry != nullptr ? options.registry : own_registry_.get()),

@@ -156,8 +156,13 @@ struct LeaseInfo {
 };
 
 struct LeaseOptions {
-  // How long a lease lives without a Renew().
+  // How long a lease lives without a Renew(). Validate() wants it within
+  // [kMinTtl, kMaxTtl]: clients round a shorter one up to 100 ms (and would
+  // write after the server expired the lease), and the handshake reports it
+  // in 32-bit milliseconds.
   absl::Duration ttl = absl::Seconds(10);
+  static constexpr absl::Duration kMinTtl = absl::Milliseconds(100);
+  static constexpr absl::Duration kMaxTtl = absl::Hours(24);
   // Largest lease a client may ask for. Must hold the largest entry the
   // store's limits allow (64 MiB value + 1 KiB key + header with the default
   // limits); the constructor logs a warning when it does not.
@@ -173,6 +178,10 @@ struct LeaseOptions {
   // Where the table registers kvstore_leases_* and kvstore_lease_*_total
   // (not owned; must outlive the table). Null: a private registry.
   metrics::Registry* registry = nullptr;
+
+  // kInvalidArgument naming the bad value. The table itself accepts any
+  // options (tests use tiny TTLs); a server checks them before it starts.
+  absl::Status Validate() const;
 };
 
 // The table's series: kvstore_leases_{granted,renewed,released,expired}_total,

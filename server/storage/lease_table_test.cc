@@ -38,7 +38,7 @@ struct TestStore {
 };
 
 // A pool of `segments` 1 MiB segments, no background cleaner.
-TestStore MakeStore(uint32_t segments = 8, absl::Duration grace = absl::Milliseconds(1)) {
+TestStore MakeStore(uint32_t segments = 8, absl::Duration grace = absl::Milliseconds(2)) {
   MemoryPoolOptions po;
   po.data_bytes = uint64_t{segments} * kSegment;
   po.index_bytes = 1 << 20;
@@ -356,6 +356,20 @@ TEST(LeaseTable, FullPoolIsResourceExhausted) {
 }
 
 // Size limits are checked before anything is allocated.
+// Finding 10: the server refuses a TTL the client would not honour (it
+// rounds anything under 100 ms up) or the handshake could not carry.
+TEST(LeaseOptions, TtlIsValidated) {
+  LeaseOptions o;
+  EXPECT_TRUE(o.Validate().ok());
+  for (absl::Duration bad : {absl::ZeroDuration(), absl::Milliseconds(99), -absl::Seconds(1),
+                             absl::Hours(25), absl::InfiniteDuration()}) {
+    o.ttl = bad;
+    EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  o.ttl = absl::Milliseconds(100);
+  EXPECT_TRUE(o.Validate().ok());
+}
+
 TEST(LeaseTable, OversizeAndEmptyLeasesAreInvalid) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
