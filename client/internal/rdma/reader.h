@@ -105,7 +105,7 @@ class RdmaReader {
   std::vector<layout::Slot> Candidates(const OpSlot* s, const layout::KeyHash& h) const;
   // READs and verifies the entry `slot` points at. `t0`: when the bucket
   // READ started (the span is measured from there).
-  Attempt ReadCandidate(const Request& req, const layout::Slot& slot, OpSlot* s, absl::Time t0);
+  Attempt ReadCandidate(const Request& req, const layout::Slot& slot, OpSlot* s, absl::Duration t0);
   // Fills `plan` for reading the entry of `slot`.
   absl::Status PlanEntryRead(const Request& req, const layout::Slot& slot, OpSlot* s,
                              EntryRead* plan);
@@ -127,13 +127,13 @@ class RdmaReader {
   absl::Status ReadBucketsBatch(absl::Span<const std::string> keys,
                                 const std::vector<OpSlot*>& slots,
                                 std::vector<layout::KeyHash>* hashes, absl::Time deadline,
-                                absl::Time* t0);
+                                absl::Duration* t0);
   // READs and verifies the entries of keys with exactly one plausible small
   // candidate, filling `out` for those that verified within the span.
   absl::Status ReadSingleCandidates(absl::Span<const std::string> keys,
                                     const std::vector<OpSlot*>& slots,
                                     const std::vector<layout::KeyHash>& hashes, absl::Time deadline,
-                                    absl::Time t0, absl::StatusOr<std::string>* out);
+                                    absl::Duration t0, absl::StatusOr<std::string>* out);
 
   const ServerLayout* const layout_;
   OpEngine* const engine_;
