@@ -151,10 +151,14 @@ std::vector<Slot> RdmaReader::Candidates(const OpSlot* s, const layout::KeyHash&
 // anything torn -> retry; a span overrun -> retry, or straight to the server
 // when even the entry READ alone is too slow.
 absl::StatusOr<size_t> RdmaReader::GetOne(const Request& req) {
+  KV_ASSIGN_OR_RETURN(std::vector<OpSlot*> taken, engine_->AcquireSlots(1, req.deadline));
+  SlotGuard guard(engine_, taken);
+  return GetOneOn(req, taken[0]);
+}
+
+absl::StatusOr<size_t> RdmaReader::GetOneOn(const Request& req, OpSlot* s) {
   const layout::KeyHash h =
       layout::HashKey(req.key, layout_->geometry.seed, layout_->geometry.bucket_count);
-  OpSlot* s = engine_->AcquireSlots(1)[0];
-  SlotGuard guard(engine_, {s});
   for (int attempt = 0; attempt < kMaxGetAttempts; ++attempt) {
     // Backoff: 10 us doubling to 1 ms, time for a writer to finish.
     if (attempt > 0) absl::SleepFor(absl::Microseconds(std::min(1000, 5 << attempt)));
@@ -426,18 +430,21 @@ absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys
 absl::Status RdmaReader::MultiGetBatch(absl::Span<const std::string> keys, absl::Time deadline,
                                        absl::StatusOr<std::string>* out) {
   const size_t n = keys.size();
-  std::vector<OpSlot*> slots = engine_->AcquireSlots(n);
+  KV_ASSIGN_OR_RETURN(std::vector<OpSlot*> slots, engine_->AcquireSlots(n, deadline));
   SlotGuard guard(engine_, slots);
   std::vector<layout::KeyHash> hashes(n);
   absl::Duration t0;
   KV_RETURN_IF_ERROR(ReadBucketsBatch(keys, slots, &hashes, deadline, &t0));
   KV_RETURN_IF_ERROR(ReadSingleCandidates(keys, slots, hashes, deadline, t0, out));
   // Whatever is still open goes through the single-key path (retries,
-  // large entries, collisions, fallback).
+  // large entries, collisions, fallback), on the key's own slot: every READ
+  // of the batch has completed (the last one was signaled), and asking for
+  // one more slot while holding n could wait forever once other threads
+  // hold the rest.
   for (size_t k = 0; k < n; ++k) {
     if (out[k].ok() || out[k].status().code() == absl::StatusCode::kNotFound) continue;
     std::string value;
-    auto v = GetOne({keys[k], deadline, &value, nullptr, false});
+    auto v = GetOneOn({keys[k], deadline, &value, nullptr, false}, slots[k]);
     if (v.ok())
       out[k] = std::move(value);
     else if (v.status().code() == absl::StatusCode::kNotFound)

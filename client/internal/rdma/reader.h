@@ -98,7 +98,11 @@ class RdmaReader {
   };
 
   // The single-key GET with its retries and fallback; returns the value length.
+  // Takes one slot (kDeadlineExceeded if none frees up by req.deadline).
   absl::StatusOr<size_t> GetOne(const Request& req);
+  // GetOne() on a slot the caller already holds (MultiGetBatch: a caller
+  // holding slots never waits for another, which could deadlock the path).
+  absl::StatusOr<size_t> GetOneOn(const Request& req, OpSlot* s);
   // READs both candidate buckets of `h` into `s`'s scratch and waits.
   absl::Status ReadBuckets(OpSlot* s, const layout::KeyHash& h, absl::Time deadline);
   // The slots in `s`'s buckets whose fingerprint is `h`'s.
