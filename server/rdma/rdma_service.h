@@ -34,7 +34,7 @@
 // KvServer::Shutdown() does exactly that.
 //
 // Locking (lock order top to bottom):
-//   * LeaseTable's locks (a lease's commit lock is held while its write key
+//   * LeaseTable's locks (none of them is held while a lease's write key
 //     is revoked, which takes the connection's send mutex below);
 //   * Connection::send_mu: posting on one QP's send queue and polling its
 //     send CQ; held while a window bind or invalidation completes (<= 5 s);

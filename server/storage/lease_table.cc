@@ -387,9 +387,17 @@ std::shared_ptr<LeaseTable::Lease> LeaseTable::RemoveLocked(uint64_t lease_id,
 }
 
 void LeaseTable::Revoke(Lease* lease) {
-  // Waits for a commit in progress on this lease; later ones see `revoked`.
-  absl::MutexLock lock(&lease->commit_mu);
-  lease->revoked = true;
+  {
+    // Waits for a commit in progress on this lease; later ones see
+    // `revoked` and fail at once.
+    absl::MutexLock lock(&lease->commit_mu);
+    lease->revoked = true;
+  }
+  // Outside commit_mu: revoking an RDMA key waits for the NIC (up to 5 s),
+  // and a commit that looked the lease up just before it left the table
+  // must not wait that long behind it (the RDMA commit poller serves every
+  // client). No commit can publish into the chunk any more: it was marked
+  // revoked above, and Revoke() runs once per lease.
   // The key goes before the chunk: once ReleaseChunk() has run, the chunk
   // may be handed to another lease, and no write from this one may land.
   if (lease->write_key != nullptr) lease->write_key->Revoke();

@@ -49,10 +49,12 @@
 //     look-ups and updates: never across KvStore calls or a write key's
 //     Revoke(), so a slow commit or bind never blocks other leases.
 //   * Lease::commit_mu (one per lease) is held across KvStore::Commit() and
-//     across the revocation (write key, then KvStore::ReleaseChunk()). It is
-//     never taken with mu_ held.
-//   * Below it: the KvStore's own locks and whatever a LeaseWriteKey takes in
-//     Revoke() (the RDMA layer's per-connection send mutex).
+//     while the revocation marks the lease revoked; not across the write
+//     key's Revoke() (which may wait seconds for a NIC) nor ReleaseChunk(),
+//     which run after it, once no commit can start. It is never taken with
+//     mu_ held.
+//   * Below it: the KvStore's own locks. A LeaseWriteKey's Revoke() (the
+//     RDMA layer's per-connection send mutex) runs with no table lock held.
 //
 // Errors: kInvalidArgument for bad sizes and out-of-chunk commits,
 // kResourceExhausted when the table or the pool is full, kAborted for an
@@ -294,7 +296,7 @@ class LeaseTable {
     const Chunk chunk;
     const absl::Time granted_at;
     // Null for a lease granted without a connection. Revoked by
-    // LeaseTable::Revoke() under commit_mu; destroyed with the record.
+    // LeaseTable::Revoke() once `revoked` is set; destroyed with the record.
     const std::unique_ptr<LeaseWriteKey> write_key;
 
     // Guarded by LeaseTable::mu_ (ABSL_GUARDED_BY cannot name the table's
@@ -303,8 +305,8 @@ class LeaseTable {
     absl::Time expires_at;  // reported only
     absl::Duration deadline;
 
-    // Held across KvStore::Commit() and across revocation, so a chunk is
-    // never released in the middle of a commit into it.
+    // Held across KvStore::Commit() and while revocation sets `revoked`, so
+    // a chunk is never released in the middle of a commit into it.
     absl::Mutex commit_mu;
     bool revoked ABSL_GUARDED_BY(commit_mu) = false;
   };
