@@ -21,7 +21,7 @@ namespace server {
 namespace {
 
 constexpr uint64_t kSegment = 1 << 20;
-constexpr absl::Duration kRevokeTakes = absl::Milliseconds(100);
+constexpr absl::Duration kRevokeTakes = absl::Milliseconds(250);
 
 // A write key whose revocation is slow, as an invalidation waiting for a
 // busy NIC is.
