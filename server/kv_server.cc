@@ -153,6 +153,7 @@ absl::Status KvServer::Init() {
   lo.registry = &registry_;
   lo.max_lease_bytes =
       layout::EntryBytes(options_.limits.max_key_bytes, options_.limits.max_value_bytes);
+  KV_RETURN_IF_ERROR(lo.Validate());
   // A lease's write key (made by rdma_->BindLease() at grant time) belongs
   // to the lease: LeaseTable revokes it before the chunk goes back.
   leases_ = std::make_unique<LeaseTable>(store_.get(), lo);

@@ -195,6 +195,18 @@ absl::Status RawRdmaClient::Commit(uint64_t lease_id, uint64_t arena_offset, uin
   return ack_status;
 }
 
+absl::Status RawRdmaClient::SendOnly(absl::string_view message) {
+  char* msg = buf_.data() + buf_.size() - 2 * wire::kAckBytes;
+  if (message.size() > wire::kAckBytes) return absl::InvalidArgumentError("too big");
+  std::memcpy(msg, message.data(), message.size());
+  rdma::Sge sge{reinterpret_cast<uint64_t>(msg), static_cast<uint32_t>(message.size()),
+                mr_->lkey()};
+  const uint64_t wr = next_wr_++;
+  KV_RETURN_IF_ERROR(qp_->PostSend(absl::MakeConstSpan(&sge, 1), wr, true));
+  ibv_wc wc;
+  return WaitOne(wr, &wc);  // an ack's receive completion is skipped
+}
+
 const v1::RegionDescriptor& RawRdmaClient::index_region() const {
   for (const auto& r : hs_.regions()) {
     if (r.kind() == v1::REGION_KIND_INDEX) return r;

@@ -52,6 +52,11 @@ class RawRdmaClient {
   // Sends a PUT commit for [arena_offset, +size) in `lease_id`, returns the ack.
   absl::Status Commit(uint64_t lease_id, uint64_t arena_offset, uint64_t size);
 
+  // Sends `message` as one SEND and waits for its send completion only:
+  // receives are never reposted, so after the first the server's acks find
+  // none (a client that stopped taking acks).
+  absl::Status SendOnly(absl::string_view message);
+
   // A fresh queue pair after an error (ConnectQp again).
   absl::Status Reconnect();
 

@@ -8,8 +8,11 @@
 //    nothing, and the server keeps serving;
 //  * commits are validated: owner, bounds, checksum.
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "client/kv_client.h"
@@ -245,6 +248,42 @@ TEST_F(RdmaFaults, IdleLiveClientsSurviveProbes) {
   EXPECT_EQ(Counter("kvstore_rdma_connections_reaped_total"), 0u);
   for (int i = 0; i < 100; ++i) ASSERT_EQ(*(*c)->Get("probe-me"), "still here");
   EXPECT_EQ(testing::SeriesValue((*c)->metrics(), "kvstore_client_reconnects_total"), 0u);
+}
+
+// Finding 7: a client that stops taking acks (posts no receive) used to
+// stall the one commit poller for every client: the server retried the ack
+// forever (rnr_retry 7), its ack ring filled, and the poller waited 5 s for
+// a slot. Now the ack fails within milliseconds, the connection is torn
+// down, and other clients' PUTs keep their latency.
+TEST_F(RdmaFaults, AClientThatTakesNoAcksCannotStallOthers) {
+  auto raw = Raw();
+  ASSERT_NE(raw, nullptr);
+  client::Options o;
+  o.servers = {server_->control_address()};
+  o.transport = client::TransportMode::kRdma;
+  auto c = client::KvClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE((*c)->Put("warm", "x").ok());
+  std::atomic<bool> flooding{true};
+  std::thread flood([&] {
+    // Malformed commits: each is answered with an error ack.
+    const std::string junk(24, 'j');
+    for (int i = 0; i < 1000 && raw->SendOnly(junk).ok(); ++i) {
+    }
+    flooding = false;
+  });
+  absl::Duration worst;
+  const absl::Time end = absl::Now() + absl::Seconds(3);
+  for (int i = 0; absl::Now() < end || flooding.load(); ++i) {
+    const absl::Time t0 = absl::Now();
+    ASSERT_TRUE((*c)->Put(absl::StrCat("k", i % 10), "v").ok());
+    worst = std::max(worst, absl::Now() - t0);
+  }
+  flood.join();
+  std::printf("slowest PUT while flooded: %s\n", absl::FormatDuration(worst).c_str());
+  EXPECT_LT(worst, absl::Seconds(2));
+  EXPECT_TRUE(WaitCounter("kvstore_rdma_connections_reaped_total", 1, absl::Seconds(10)));
+  ExpectHealthy();
 }
 
 TEST_F(RdmaFaults, CommitsAreValidated) {

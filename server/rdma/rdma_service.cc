@@ -40,8 +40,8 @@ constexpr uint64_t kTagMask = uint64_t{3} << 62;
 constexpr int kServerAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
 
-// How long a bind, an invalidation or a full ack ring may take before the
-// connection is declared dead.
+// How long a bind or an invalidation may take before the connection is
+// declared dead.
 constexpr absl::Duration kSendTimeout = absl::Seconds(5);
 
 }  // namespace
@@ -63,7 +63,9 @@ struct RdmaService::Connection {
   uint64_t probe_addr = 0;  // client memory for idle probes (rkey 0: none)
   uint32_t probe_rkey = 0;
   std::optional<rdma::CompletionQueue> send_cq;
-  // `credits` commit receive buffers, and `credits` ack send buffers.
+  // `credits` commit receive buffers, and `ack_slots` ack send buffers
+  // (AckRingSlots: more than a client keeping to its credits can fill).
+  uint32_t ack_slots = 0;
   std::vector<char> recv_mem;
   std::optional<rdma::MemoryRegion> recv_mr;
   std::vector<char> ack_mem;
@@ -75,6 +77,9 @@ struct RdmaService::Connection {
   uint32_t ack_next ABSL_GUARDED_BY(send_mu) = 0;     // next ack buffer of the ring
   int send_outstanding ABSL_GUARDED_BY(send_mu) = 0;  // acks posted, not yet reaped
   uint64_t next_wr ABSL_GUARDED_BY(send_mu) = 0;      // counter for bind/invalidate/probe ids
+  // Completions of binds and invalidations reaped by any poller of send_cq,
+  // kept until the thread waiting for that work request picks its own up.
+  absl::flat_hash_map<uint64_t, ibv_wc> finished ABSL_GUARDED_BY(send_mu);
   // Set once anything on the QP failed or timed out; never cleared. A dead
   // connection gets no more sends and is torn down by the poller.
   std::atomic<bool> dead{false};
@@ -85,57 +90,61 @@ struct RdmaService::Connection {
     last_activity_ns.store(absl::ToUnixNanos(absl::Now()), std::memory_order_relaxed);
   }
 
-  // Waits for the completion of the posted work request `wr_id` (at most
-  // kSendTimeout), reaping other completions on the way. Its status, or
-  // kDeadlineExceeded (the connection is then dead).
-  // REQUIRES: send_mu held.
-  absl::Status WaitSend(uint64_t wr_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu);
+  // Waits for the completion of the posted bind or invalidation `wr_id` (at
+  // most kSendTimeout), reaping other completions on the way. Its status,
+  // or kDeadlineExceeded (the connection is then dead). send_mu is taken
+  // for each poll only, never across the wait: the commit poller posts acks
+  // on this connection meanwhile.
+  // REQUIRES: send_mu not held.
+  absl::Status WaitSend(uint64_t wr_id) ABSL_LOCKS_EXCLUDED(send_mu);
 
-  // Reaps send completions until at least `min_to_reap` arrived, the
-  // connection is dead, or kSendTimeout passed (then it is dead).
+  // Reaps the send completions there are, without waiting.
   // REQUIRES: send_mu held.
-  void ReapSends(int min_to_reap) ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu);
+  void ReapSends() ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu);
 
  private:
   // Accounts for one send completion: a finished ack frees a ring slot, a
   // failed one kills the connection.
   // REQUIRES: send_mu held.
   void Account(const ibv_wc& wc) ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu) {
-    if ((wc.wr_id & kTagMask) == kAckTag) send_outstanding--;
+    const uint64_t tag = wc.wr_id & kTagMask;
+    if (tag == kAckTag) send_outstanding--;
+    // A bind or an invalidation (not a probe): someone is waiting for it.
+    if (tag == kBindTag || (tag == kInvalidateTag && (wc.wr_id & kProbeTag) != kProbeTag)) {
+      finished[wc.wr_id] = wc;
+    }
     if (wc.status != IBV_WC_SUCCESS) dead = true;
   }
 };
 
 absl::Status RdmaService::Connection::WaitSend(uint64_t wr_id) {
   const absl::Time deadline = absl::Now() + kSendTimeout;
-  ibv_wc wc[16];
-  while (absl::Now() < deadline) {
-    const int n = send_cq->Poll(wc, 16);
-    for (int i = 0; i < n; ++i) {
-      Account(wc[i]);
-      if (wc[i].wr_id == wr_id) return rdma::WcStatusToStatus(wc[i]);
+  for (;;) {
+    {
+      absl::MutexLock lock(&send_mu);
+      ReapSends();
+      auto it = finished.find(wr_id);
+      if (it != finished.end()) {
+        const ibv_wc wc = it->second;
+        finished.erase(it);
+        return rdma::WcStatusToStatus(wc);
+      }
+      if (absl::Now() >= deadline) {
+        dead = true;
+        return absl::DeadlineExceededError("send completion did not arrive");
+      }
     }
     // Binds and invalidations complete in microseconds: spin, politely.
-    if (n == 0) std::this_thread::yield();
+    std::this_thread::yield();
   }
-  dead = true;
-  return absl::DeadlineExceededError("send completion did not arrive");
 }
 
-void RdmaService::Connection::ReapSends(int min_to_reap) {
+void RdmaService::Connection::ReapSends() {
   ibv_wc wc[16];
-  int reaped = 0;
-  const absl::Time deadline = absl::Now() + kSendTimeout;
   for (;;) {
     const int n = send_cq->Poll(wc, 16);
     for (int i = 0; i < n; ++i) Account(wc[i]);
-    reaped += n;
-    if (reaped >= min_to_reap || dead) return;
-    if (absl::Now() > deadline) {
-      dead = true;
-      return;
-    }
-    std::this_thread::yield();
+    if (n < 16) return;
   }
 }
 
@@ -192,12 +201,15 @@ absl::StatusOr<std::unique_ptr<RdmaService::LeaseWindow>> RdmaService::LeaseWind
                                                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND));
   KV_ASSIGN_OR_RETURN(rdma::MemoryWindow mw, rdma::MemoryWindow::Alloc(*service->pd_));
   {
-    absl::MutexLock lock(&c->send_mu);
-    const uint64_t wr_id = kBindTag | c->next_wr++;
-    KV_RETURN_IF_ERROR(c->qp
-                           ->PostBindMw(mw, mr, reinterpret_cast<uint64_t>(base), length,
-                                        IBV_ACCESS_REMOTE_WRITE, wr_id)
-                           .status());
+    uint64_t wr_id;
+    {
+      absl::MutexLock lock(&c->send_mu);
+      wr_id = kBindTag | c->next_wr++;
+      KV_RETURN_IF_ERROR(c->qp
+                             ->PostBindMw(mw, mr, reinterpret_cast<uint64_t>(base), length,
+                                          IBV_ACCESS_REMOTE_WRITE, wr_id)
+                             .status());
+    }
     absl::Status s = c->WaitSend(wr_id);
     if (!s.ok()) {
       // The window's bookkeeping says bound; the device says not.
@@ -216,9 +228,13 @@ void RdmaService::LeaseWindow::Revoke() {
   revoked_ = true;
   Connection& c = *connection_;
   if (!c.dead && mw_->bound()) {
-    absl::MutexLock lock(&c.send_mu);
-    const uint64_t wr_id = kInvalidateTag | c.next_wr++;
-    absl::Status s = c.qp->PostLocalInvalidate(*mw_, wr_id);
+    uint64_t wr_id;
+    absl::Status s;
+    {
+      absl::MutexLock lock(&c.send_mu);
+      wr_id = kInvalidateTag | c.next_wr++;
+      s = c.qp->PostLocalInvalidate(*mw_, wr_id);
+    }
     if (s.ok()) s = c.WaitSend(wr_id);
     // Not fatal: deallocating the window below revokes it as well.
     if (!s.ok()) LOG(WARNING) << "invalidating write key " << rkey() << ": " << s;
@@ -271,10 +287,20 @@ absl::StatusOr<std::unique_ptr<RdmaService>> RdmaService::Start(rdma::Device* de
   KV_ASSIGN_OR_RETURN(s->gid_, rdma::QueryGid(*device, device->port(), s->gid_index_));
   KV_ASSIGN_OR_RETURN(auto channel, rdma::CompletionChannel::Create(*device));
   s->channel_.emplace(std::move(channel));
-  // Room for every receive every connection can have posted.
-  const int depth = static_cast<int>(
-      std::min<uint64_t>(32768, uint64_t{options.max_connections} * options.commit_credits));
-  KV_ASSIGN_OR_RETURN(auto cq, rdma::CompletionQueue::Create(*device, depth, &*s->channel_));
+  // Room for every receive every connection can have posted: an overflow
+  // would put every queue pair on the CQ in error. Fewer connections are
+  // accepted when the device's CQ cannot hold them all.
+  const uint32_t max_cqe = device->limits().max_cqe != 0 ? device->limits().max_cqe : 32767;
+  KV_ASSIGN_OR_RETURN(RecvCqPlan plan,
+                      PlanRecvCq(options.max_connections, options.commit_credits, max_cqe));
+  if (plan.max_connections < options.max_connections) {
+    LOG(WARNING) << "RDMA connections limited to " << plan.max_connections << " (not "
+                 << options.max_connections << "): " << options.commit_credits
+                 << " commit credits each must fit the device's " << max_cqe
+                 << "-entry completion queue";
+  }
+  s->max_connections_ = plan.max_connections;
+  KV_ASSIGN_OR_RETURN(auto cq, rdma::CompletionQueue::Create(*device, plan.depth, &*s->channel_));
   s->recv_cq_.emplace(std::move(cq));
   KV_RETURN_IF_ERROR(s->recv_cq_->RequestNotify());
   s->poller_ = std::thread([p = s.get()] { p->PollLoop(); });
@@ -315,9 +341,9 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
   uint64_t id;
   {
     absl::MutexLock lock(&mu_);
-    if (conns_.size() >= options_.max_connections) {
+    if (conns_.size() >= max_connections_) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "too many RDMA connections (", options_.max_connections, "); use TCP or retry later"));
+          "too many RDMA connections (", max_connections_, "); use TCP or retry later"));
     }
     id = next_id_++;
   }
@@ -325,7 +351,9 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
   c->owner = std::move(owner);
   c->probe_addr = probe_addr;
   c->probe_rkey = probe_rkey;
-  KV_RETURN_IF_ERROR(c->qp->Connect(client, kServerAccess));
+  // Finite RNR retries: an ack to a client that posts no receive fails the
+  // connection instead of being retried forever (rdma_sizing.h).
+  KV_RETURN_IF_ERROR(c->qp->Connect(client, kServerAccess, ServerQpTimeouts()));
   // Receives can be posted from INIT on; the client sends nothing before it
   // has our endpoint, so posting them now is early enough. The work request
   // id carries the connection and the slot, for the shared receive CQ.
@@ -352,10 +380,11 @@ absl::StatusOr<std::shared_ptr<RdmaService::Connection>> RdmaService::NewConnect
   auto c = std::make_shared<Connection>();
   c->id = id;
   c->credits = options_.commit_credits;
+  c->ack_slots = AckRingSlots(c->credits);
   const uint32_t credits = c->credits;
   rdma::QpCaps caps;
-  // Up to `credits` acks plus binds, invalidations and probes in flight.
-  caps.max_send_wr = 2 * credits + 16;
+  // The ack ring plus binds, invalidations and probes in flight.
+  caps.max_send_wr = SendQueueDepth(credits);
   caps.max_recv_wr = credits;
   caps.max_send_sge = 1;
   caps.max_recv_sge = 1;
@@ -368,7 +397,7 @@ absl::StatusOr<std::shared_ptr<RdmaService::Connection>> RdmaService::NewConnect
                       rdma::MemoryRegion::Register(*pd_, c->recv_mem.data(), c->recv_mem.size(),
                                                    IBV_ACCESS_LOCAL_WRITE));
   c->recv_mr.emplace(std::move(recv_mr));
-  c->ack_mem.assign(size_t{credits} * wire::kAckBytes, 0);
+  c->ack_mem.assign(size_t{c->ack_slots} * wire::kAckBytes, 0);
   KV_ASSIGN_OR_RETURN(auto ack_mr,
                       rdma::MemoryRegion::Register(*pd_, c->ack_mem.data(), c->ack_mem.size(),
                                                    IBV_ACCESS_LOCAL_WRITE));
@@ -511,9 +540,15 @@ void RdmaService::HandleCommit(Connection& c, absl::string_view message) {
 void RdmaService::SendAck(Connection& c, uint64_t request_id, const absl::Status& status) {
   if (c.dead) return;
   absl::MutexLock lock(&c.send_mu);
-  // Free the ring slots of finished acks; with the ring full, wait for one.
-  c.ReapSends(0);
-  if (c.send_outstanding >= static_cast<int>(c.credits)) c.ReapSends(1);
+  // Free the ring slots of finished acks. A ring still full means the
+  // client has stopped acknowledging (a client keeping to its credits
+  // cannot fill it): the connection fails; the poller never waits for it.
+  c.ReapSends();
+  if (c.send_outstanding >= static_cast<int>(c.ack_slots)) {
+    LOG(WARNING) << "RDMA connection " << c.id << " (" << c.owner << "): " << c.send_outstanding
+                 << " acks unacknowledged; closing it";
+    c.dead = true;
+  }
   if (c.dead) return;
   char* buf = c.ack_mem.data() + size_t{c.ack_next} * wire::kAckBytes;
   const size_t len = wire::EncodeAck(request_id, status, buf);
@@ -526,7 +561,7 @@ void RdmaService::SendAck(Connection& c, uint64_t request_id, const absl::Status
     return;
   }
   c.send_outstanding++;
-  c.ack_next = (c.ack_next + 1) % c.credits;
+  c.ack_next = (c.ack_next + 1) % c.ack_slots;
 }
 
 void RdmaService::ProbeIdle() {
@@ -553,36 +588,13 @@ void RdmaService::ProbeIdle() {
     probes_->Increment();
     c->Touch();
     absl::MutexLock lock(&c->send_mu);
-    c->ReapSends(0);
+    c->ReapSends();
     if (c->dead) continue;
     rdma::Sge sge{reinterpret_cast<uint64_t>(c->ack_mem.data()), 8, c->ack_mr->lkey()};
     absl::Status s = c->qp->PostWrite(absl::MakeConstSpan(&sge, 1), c->probe_addr, c->probe_rkey,
                                       kProbeTag | c->next_wr++, /*signaled=*/true);
     if (!s.ok()) c->dead = true;
   }
-}
-
-void RdmaService::RegisterMetrics() {
-  metrics::Registry& r = *registry_;
-  connections_total_ =
-      r.AddCounter("kvstore_rdma_connections_accepted_total", "RDMA connections accepted.");
-  reaped_ = r.AddCounter("kvstore_rdma_connections_reaped_total",
-                         "RDMA connections torn down after a failed send or receive.");
-  commit_errors_ = r.AddCounter("kvstore_rdma_commit_errors_total",
-                                "RDMA commits refused or malformed (absent DELETE keys excluded).");
-  bound_ = r.AddCounter("kvstore_rdma_lease_keys_bound_total", "Lease write keys bound.");
-  revoked_ = r.AddCounter("kvstore_rdma_lease_keys_revoked_total", "Lease write keys revoked.");
-  wakeups_ = r.AddCounter("kvstore_rdma_poller_wakeups_total",
-                          "Completion-channel wake-ups of the commit poller.");
-  probes_ = r.AddCounter("kvstore_rdma_idle_probes_total", "Idle-connection probes sent.");
-  puts_ = RegisterRequestMetrics(&r, "rdma", "put");
-  deletes_ = RegisterRequestMetrics(&r, "rdma", "delete");
-  // The connection table is the one record of open connections.
-  connections_gauge_ =
-      r.AddCallbackGauge("kvstore_rdma_connections", "RDMA connections open.", {}, [this] {
-        absl::MutexLock lock(&mu_);
-        return static_cast<int64_t>(conns_.size());
-      });
 }
 
 }  // namespace server

@@ -34,10 +34,11 @@
 // KvServer::Shutdown() does exactly that.
 //
 // Locking (lock order top to bottom):
-//   * LeaseTable's locks (a lease's commit lock is held while its write key
+//   * LeaseTable's locks (none of them is held while a lease's write key
 //     is revoked, which takes the connection's send mutex below);
 //   * Connection::send_mu: posting on one QP's send queue and polling its
-//     send CQ; held while a window bind or invalidation completes (<= 5 s);
+//     send CQ; held for one post or one poll at a time, never across the
+//     wait for a bind or invalidation (<= 5 s), so acks go out meanwhile;
 //   * RdmaService::mu_: the connection table. A leaf: never held while
 //     calling the LeaseTable or taking a send mutex.
 //
@@ -66,6 +67,7 @@
 #include "common/rdma/memory_window.h"
 #include "common/rdma/queue_pair.h"
 #include "server/metrics/request_metrics.h"
+#include "server/rdma/rdma_sizing.h"
 #include "server/storage/kv_store.h"
 #include "server/storage/lease_table.h"
 #include "server/storage/memory_pool.h"
@@ -93,7 +95,9 @@ class RdmaService {
  public:
   // Finds the GID, creates the completion channel and the shared receive CQ
   // and starts the poller. kInvalidArgument for commit_credits outside
-  // [1, 4096]; the GID lookup's error when options.gid_ipv4 names no RoCE v2
+  // [1, 4096] or larger than the device's CQ (PlanRecvCq; fewer connections
+  // than max_connections are accepted when max_connections x credits
+  // receives would not fit it); the GID lookup's error when options.gid_ipv4 names no RoCE v2
   // GID; a verbs error when a CQ or channel cannot be created. The pointers
   // are not owned; see the lifetimes above.
   static absl::StatusOr<std::unique_ptr<RdmaService>> Start(rdma::Device* device,
@@ -184,6 +188,9 @@ class RdmaService {
   LeaseTable* const leases_;
   const RdmaServiceOptions options_;
   const uint32_t slot_bytes_;  // one commit receive buffer
+  // options_.max_connections, or fewer when the receive CQ cannot hold them
+  // (PlanRecvCq); set by Start() before the service is used.
+  uint32_t max_connections_ = 0;
   int gid_index_ = 0;
   rdma::Gid gid_{};
 

@@ -63,15 +63,39 @@ absl::string_view KvIndex::EntryKey(const Slot& slot) const {
   return absl::string_view(data_ + slot.offset + layout::kEntryHeaderBytes, h.key_len);
 }
 
-// REQUIRES: the caller holds h's StripeLock, so the word returned cannot
-// change before the caller stores to it.
-uint64_t* KvIndex::Find(absl::string_view key, const KeyHash& h) const {
+// REQUIRES: the caller holds h's StripeLock, so the words returned cannot
+// change before the caller stores to them. Every match is collected, not
+// only the first: a rewritten lease entry may have made a second slot name
+// `key` (see the header).
+std::vector<uint64_t*> KvIndex::FindAll(absl::string_view key, const KeyHash& h) const {
+  std::vector<uint64_t*> found;
   const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
   for (int i = 0; i < nb; ++i) {
     uint64_t* words = bucket(h.bucket[i]);
-    const int s = layout::FindInBucket(words, h.fingerprint,
-                                       [&](const Slot& slot) { return EntryKey(slot) == key; });
-    if (s >= 0) return &words[s];
+    for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
+      // A plain read: only writers under the same stripe lock change it.
+      if (words[s] == 0) continue;
+      const Slot slot = DecodeSlot(words[s]);
+      if (slot.fingerprint == h.fingerprint && EntryKey(slot) == key) found.push_back(&words[s]);
+    }
+  }
+  return found;
+}
+
+// REQUIRES: the caller holds h's StripeLock. The entry is not read: what it
+// holds now may be anything its lease holder wrote.
+uint64_t* KvIndex::FindAt(const KeyHash& h, const Slot& slot) const {
+  const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
+  for (int i = 0; i < nb; ++i) {
+    uint64_t* words = bucket(h.bucket[i]);
+    for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
+      if (words[s] == 0) continue;
+      const Slot current = DecodeSlot(words[s]);
+      if (current.fingerprint == h.fingerprint && current.offset == slot.offset &&
+          current.size == slot.size) {
+        return &words[s];
+      }
+    }
   }
   return nullptr;
 }
@@ -95,20 +119,28 @@ std::optional<Slot> KvIndex::Lookup(absl::string_view key) const {
   return std::nullopt;
 }
 
-absl::StatusOr<std::optional<Slot>> KvIndex::Upsert(absl::string_view key, const Slot& slot) {
+absl::StatusOr<std::vector<Slot>> KvIndex::Upsert(absl::string_view key, const Slot& slot) {
   KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
   // The fingerprint is always derived from `key` here, whatever the caller's
-  // Slot carried, so Find() and remote readers find the word.
+  // Slot carried, so FindAll() and remote readers find the word.
   Slot tagged = slot;
   tagged.fingerprint = h.fingerprint;
   const uint64_t word = EncodeSlot(tagged);
   StripeLock lock(*this, h);
-  if (uint64_t* existing = Find(key, h); existing != nullptr) {
-    Slot old = DecodeSlot(*existing);
+  std::vector<Slot> unpublished;
+  if (std::vector<uint64_t*> existing = FindAll(key, h); !existing.empty()) {
     // One release store replaces the word: a reader sees the old entry or the
     // new one, each complete (the entry was written before this store).
-    StoreSlot(existing, word);
-    return std::optional<Slot>(old);
+    unpublished.push_back(DecodeSlot(*existing[0]));
+    StoreSlot(existing[0], word);
+    // Any other slot naming the key goes, so that the key has one slot and a
+    // later Remove() or overwrite cannot leave a stale one behind.
+    for (size_t i = 1; i < existing.size(); ++i) {
+      unpublished.push_back(DecodeSlot(*existing[i]));
+      StoreSlot(existing[i], 0);
+      size_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    return unpublished;
   }
   // A new key goes to the emptier of its two buckets (the "power of two
   // choices"), which keeps buckets evenly loaded: without displacement, the
@@ -142,7 +174,7 @@ absl::StatusOr<std::optional<Slot>> KvIndex::Upsert(absl::string_view key, const
     StoreSlot(best, word);
     // Relaxed: size_ orders nothing, it is a counter.
     size_.fetch_add(1, std::memory_order_relaxed);
-    return std::optional<Slot>();
+    return unpublished;
   }
   return absl::ResourceExhaustedError(
       absl::StrCat("index full: both candidate buckets of this key hold ", layout::kSlotsPerBucket,
@@ -150,29 +182,29 @@ absl::StatusOr<std::optional<Slot>> KvIndex::Upsert(absl::string_view key, const
                    " buckets); delete keys or restart with more --index_buckets"));
 }
 
-std::optional<Slot> KvIndex::Remove(absl::string_view key) {
+std::vector<Slot> KvIndex::Remove(absl::string_view key) {
   KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
   StripeLock lock(*this, h);
-  uint64_t* existing = Find(key, h);
-  if (existing == nullptr) return std::nullopt;
-  Slot old = DecodeSlot(*existing);
-  // 0 is the empty word (fingerprints are never 0). The entry stays in the
-  // pool; the caller reclaims it after readers that loaded the old word are
-  // done.
-  StoreSlot(existing, 0);
-  size_.fetch_sub(1, std::memory_order_relaxed);
-  return old;
+  std::vector<Slot> removed;
+  for (uint64_t* word : FindAll(key, h)) {
+    removed.push_back(DecodeSlot(*word));
+    // 0 is the empty word (fingerprints are never 0). The entry stays in the
+    // pool; the caller reclaims it after readers that loaded the old word
+    // are done.
+    StoreSlot(word, 0);
+    size_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  return removed;
 }
 
 bool KvIndex::ReplaceIf(absl::string_view key, const Slot& expected, const Slot& replacement) {
   KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
   StripeLock lock(*this, h);
-  uint64_t* existing = Find(key, h);
+  // The key was overwritten or re-put since the cleaner chose this entry
+  // when no slot points at the old copy any more: the newer slot wins and
+  // the cleaner drops its copy.
+  uint64_t* existing = FindAt(h, expected);
   if (existing == nullptr) return false;
-  Slot current = DecodeSlot(*existing);
-  // The key was overwritten or re-put since the cleaner chose this entry:
-  // the newer slot wins and the cleaner drops its copy.
-  if (current.offset != expected.offset || current.size != expected.size) return false;
   Slot tagged = replacement;
   tagged.fingerprint = h.fingerprint;
   StoreSlot(existing, EncodeSlot(tagged));
@@ -182,10 +214,8 @@ bool KvIndex::ReplaceIf(absl::string_view key, const Slot& expected, const Slot&
 bool KvIndex::RemoveIf(absl::string_view key, const Slot& expected) {
   KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
   StripeLock lock(*this, h);
-  uint64_t* existing = Find(key, h);
+  uint64_t* existing = FindAt(h, expected);
   if (existing == nullptr) return false;
-  Slot current = DecodeSlot(*existing);
-  if (current.offset != expected.offset || current.size != expected.size) return false;
   StoreSlot(existing, 0);
   size_.fetch_sub(1, std::memory_order_relaxed);
   return true;

@@ -10,6 +10,14 @@
 // or the new slot word, never a mix. There is no displacement between
 // buckets: a key whose two buckets are full is refused (kResourceExhausted).
 //
+// One key, one slot. A slot names its key only through the entry it points
+// at, and an entry in a live lease chunk can be rewritten by the lease holder
+// into a valid entry for another key with the same fingerprint and buckets
+// (the seed is public). Two slots can then name one key for a while; Upsert()
+// and Remove() therefore act on every slot that names the key, and the
+// conditional updates (ReplaceIf, RemoveIf) find their slot by the offset it
+// points at, never by re-reading the key from the entry.
+//
 // Thread safety: all methods are thread-safe. Lookup() takes no lock.
 
 #ifndef KVSTORE_SERVER_STORAGE_KV_INDEX_H_
@@ -49,25 +57,27 @@ class KvIndex {
   // KvStore).
   std::optional<layout::Slot> Lookup(absl::string_view key) const;
 
-  // Points `key` at `slot`. Returns the slot it replaced (nullopt when the key
-  // is new), or kResourceExhausted when the key is new and both of its
-  // buckets are full. REQUIRES: the entry at `slot` holds `key`.
-  absl::StatusOr<std::optional<layout::Slot>> Upsert(absl::string_view key,
-                                                     const layout::Slot& slot);
+  // Points `key` at `slot`. Returns the slots it unpublished: the one it
+  // replaced and any other that also named `key` (empty when the key is
+  // new); the caller owns reclaiming their entries. kResourceExhausted when
+  // the key is new and both of its buckets are full. REQUIRES: the entry at
+  // `slot` holds `key`.
+  absl::StatusOr<std::vector<layout::Slot>> Upsert(absl::string_view key, const layout::Slot& slot);
 
-  // Clears `key`'s slot and returns it; nullopt if the key was absent. The
-  // caller owns reclaiming the returned slot's entry.
-  std::optional<layout::Slot> Remove(absl::string_view key);
+  // Clears every slot that names `key` and returns them (empty if the key
+  // was absent). The caller owns reclaiming their entries.
+  std::vector<layout::Slot> Remove(absl::string_view key);
 
-  // Replaces `key`'s slot with `replacement` only if it still equals
-  // `expected` (the cleaner moving an entry). Returns whether it did. Only
-  // offset and size are compared; the fingerprint is recomputed from `key`.
-  // REQUIRES: the entry at `replacement` holds `key`.
+  // Replaces the slot of `key`'s fingerprint, in `key`'s buckets, that points
+  // at expected.offset with expected.size (the cleaner moving an entry), by
+  // `replacement`. Returns whether such a slot was there. The entry at the
+  // old offset is not read. REQUIRES: the entry at `replacement` holds `key`.
   bool ReplaceIf(absl::string_view key, const layout::Slot& expected,
                  const layout::Slot& replacement);
 
-  // Clears `key`'s slot only if it still equals `expected`. Returns whether
-  // it did.
+  // Clears the slot of `key`'s fingerprint, in `key`'s buckets, that points
+  // at expected.offset with expected.size, whatever the entry there holds
+  // now. Returns whether it did.
   bool RemoveIf(absl::string_view key, const layout::Slot& expected);
 
   // Appends keys starting with `prefix` from buckets at or after `cursor` (a
@@ -91,8 +101,11 @@ class KvIndex {
   }
   // The key stored in the entry a live slot points at (trusted: server-written).
   absl::string_view EntryKey(const layout::Slot& slot) const;
-  // The word in `h`'s buckets whose entry holds `key`, or nullptr.
-  uint64_t* Find(absl::string_view key, const layout::KeyHash& h) const;
+  // The words in `h`'s buckets whose entries hold `key` (normally at most one).
+  std::vector<uint64_t*> FindAll(absl::string_view key, const layout::KeyHash& h) const;
+  // The word in `h`'s buckets with h's fingerprint that points at `slot`'s
+  // offset and size, or nullptr.
+  uint64_t* FindAt(const layout::KeyHash& h, const layout::Slot& slot) const;
 
   class StripeLock;
 

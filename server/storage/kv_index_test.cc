@@ -65,15 +65,15 @@ TEST_F(IndexFixture, InsertLookupReplaceRemove) {
   Slot a2 = Write("alpha", "2");
   auto old = index_->Upsert("alpha", a2);
   ASSERT_TRUE(old.ok());
-  ASSERT_TRUE(old->has_value());
-  EXPECT_EQ((*old)->offset, a.offset);
+  ASSERT_EQ(old->size(), 1u);
+  EXPECT_EQ((*old)[0].offset, a.offset);
   EXPECT_EQ(index_->size(), 1u);
   auto removed = index_->Remove("alpha");
-  ASSERT_TRUE(removed.has_value());
-  EXPECT_EQ(removed->offset, a2.offset);
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].offset, a2.offset);
   EXPECT_FALSE(index_->Lookup("alpha").has_value());
   EXPECT_EQ(index_->size(), 0u);
-  EXPECT_FALSE(index_->Remove("alpha").has_value());
+  EXPECT_TRUE(index_->Remove("alpha").empty());
 }
 
 TEST_F(IndexFixture, BothBucketsFullIsResourceExhaustedAndRecoverable) {
@@ -90,7 +90,7 @@ TEST_F(IndexFixture, BothBucketsFullIsResourceExhaustedAndRecoverable) {
   for (size_t i = 0; i < 16; ++i) EXPECT_TRUE(index_->Lookup(keys[i]).has_value()) << i;
   EXPECT_TRUE(index_->Upsert(keys[3], Write(keys[3], "new")).ok());
   // Deleting makes room.
-  ASSERT_TRUE(index_->Remove(keys[0]).has_value());
+  ASSERT_FALSE(index_->Remove(keys[0]).empty());
   EXPECT_TRUE(index_->Upsert(keys[16], Write(keys[16], "v")).ok());
   EXPECT_TRUE(index_->Lookup(keys[16]).has_value());
 }

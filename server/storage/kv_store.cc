@@ -7,7 +7,9 @@
 #include "server/storage/kv_store.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -30,8 +32,17 @@ PinnedValue& PinnedValue::operator=(PinnedValue&& other) noexcept {
     segment_ = other.segment_;
     value_ = other.value_;
     copy_ = std::move(other.copy_);  // heap memory: value_ stays valid
+    if (budget_store_ != nullptr) budget_store_->ReturnCopyBudget(budget_bytes_);
+    budget_store_ = std::exchange(other.budget_store_, nullptr);
+    budget_bytes_ = std::exchange(other.budget_bytes_, 0);
   }
   return *this;
+}
+
+PinnedValue::~PinnedValue() {
+  Release();
+  // The copy is freed with this object, so its budget comes back here.
+  if (budget_store_ != nullptr) budget_store_->ReturnCopyBudget(budget_bytes_);
 }
 
 void PinnedValue::Release() {
@@ -115,6 +126,7 @@ KvStore::KvStore(MemoryPool* pool, const KvStoreOptions& options)
       registry_(options.registry != nullptr ? options.registry : own_registry_.get()),
       pool_(pool),
       options_(options),
+      clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
       segment_count_(static_cast<uint32_t>(pool->data_bytes() / options.segment_bytes)),
       segments_(new Segment[segment_count_ == 0 ? 1 : segment_count_]) {
   RegisterMetrics();
@@ -125,6 +137,18 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(MemoryPool* pool,
   KV_RETURN_IF_ERROR(options.limits.Validate());
   if (options.segment_bytes < 64 * 1024 || options.segment_bytes % layout::kEntryAlign != 0) {
     return absl::InvalidArgumentError("segment size must be a multiple of 64 and at least 64 KiB");
+  }
+  if (options.grace_period < KvStoreOptions::kMinGracePeriod ||
+      options.grace_period > KvStoreOptions::kMaxGracePeriod) {
+    // Clients get grace/2 in whole milliseconds as their read span: under
+    // 2 ms that is 0, and the client would round it up to a span as long
+    // as the grace period itself.
+    return absl::InvalidArgumentError(
+        absl::StrCat("grace period ", absl::FormatDuration(options.grace_period), " is outside [",
+                     absl::FormatDuration(KvStoreOptions::kMinGracePeriod), ", ",
+                     absl::FormatDuration(KvStoreOptions::kMaxGracePeriod),
+                     "]: clients read for at most half of it (in whole milliseconds, ",
+                     absl::ToInt64Milliseconds(options.grace_period / 2), " ms here)"));
   }
   if (pool->data_bytes() < 2 * options.segment_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("pool of ", pool->data_bytes(),
@@ -281,14 +305,30 @@ absl::Status KvStore::Commit(uint64_t offset, uint64_t size, bool verify_checksu
   KV_RETURN_IF_ERROR(options_.limits.CheckKey(view.key));
   KV_RETURN_IF_ERROR(options_.limits.CheckValueLength(view.value.size()));
 
-  // Count the bytes live before the slot can point at them, so a concurrent
-  // overwrite that retires this entry never drives the count negative.
-  seg.live_bytes.fetch_add(static_cast<int64_t>(size));
-  // The run's entry list is what the cleaner and ReleaseChunk() walk. The
-  // offset is kept in kEntryAlign units from the run's start, which fits 32
-  // bits in a pool of at most layout::kMaxPoolBytes.
+  // In a lease chunk the holder can rewrite the entry at any moment: the key
+  // is copied once, and that copy is what is published and recorded.
+  const bool lease = seg.remote_writable.load(std::memory_order_acquire);
+  std::string key_copy;
+  absl::string_view key = view.key;
+  if (lease) {
+    key_copy.assign(view.key.data(), view.key.size());
+    key = key_copy;
+  }
   {
     absl::MutexLock lock(&seg.mu);
+    if (lease) {
+      uint64_t checksum;
+      std::memcpy(&checksum, pool_->data() + offset + offsetof(layout::EntryHeader, checksum),
+                  sizeof(checksum));
+      KV_RETURN_IF_ERROR(RecordLeaseEntryLocked(seg, offset, size, checksum, key_copy));
+    }
+    // Count the bytes live before the slot can point at them, so a
+    // concurrent overwrite that retires this entry never drives the count
+    // negative.
+    seg.live_bytes.fetch_add(static_cast<int64_t>(size));
+    // The run's entry list is what the cleaner walks. The offset is kept in
+    // kEntryAlign units from the run's start, which fits 32 bits in a pool of
+    // at most layout::kMaxPoolBytes.
     seg.entries.push_back(static_cast<uint32_t>((offset - uint64_t{head} * options_.segment_bytes) /
                                                 layout::kEntryAlign));
   }
@@ -297,17 +337,41 @@ absl::Status KvStore::Commit(uint64_t offset, uint64_t size, bool verify_checksu
   // sees the word reads the complete entry; a client reads the word, then
   // the entry in a later READ, and verifies its checksum regardless. The
   // fingerprint is filled in by Upsert().
-  auto old = index_->Upsert(view.key, Slot{0, offset, size});
+  auto old = index_->Upsert(key, Slot{0, offset, size});
   if (!old.ok()) {
-    // Index full: never published, so the bytes counted above are dead.
+    // Index full: never published, so the bytes counted above are dead, and
+    // a lease holder may try the offset again.
     index_full_->Increment();
+    if (lease) {
+      absl::MutexLock lock(&seg.mu);
+      seg.lease_entries.erase(offset);
+    }
     Retire(Slot{0, offset, size});
     return old.status();
   }
-  // The replaced entry stops counting as live; readers that loaded the old
-  // slot word can still read it for the grace period.
-  if (old->has_value()) Retire(**old);
+  // The replaced entries stop counting as live; readers that loaded an old
+  // slot word can still read its entry for the grace period.
+  for (const Slot& replaced : *old) Retire(replaced);
   commits_->Increment();
+  return absl::OkStatus();
+}
+
+absl::Status KvStore::RecordLeaseEntryLocked(Segment& seg, uint64_t offset, uint64_t size,
+                                             uint64_t checksum, const std::string& key) {
+  // The first committed entry at or after `offset`, and the one before it:
+  // the only two that could overlap [offset, offset + size).
+  auto next = seg.lease_entries.lower_bound(offset);
+  bool overlaps = next != seg.lease_entries.end() && next->first < offset + size;
+  if (!overlaps && next != seg.lease_entries.begin()) {
+    auto prev = std::prev(next);
+    overlaps = prev->first + prev->second.size > offset;
+  }
+  if (overlaps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "entry range [", offset, ", +", size,
+        ") overlaps an entry already committed in this lease; entries are committed once"));
+  }
+  seg.lease_entries.emplace(offset, CommittedEntry{size, checksum, key});
   return absl::OkStatus();
 }
 
@@ -345,21 +409,7 @@ absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
         std::memcmp(entry + layout::kEntryHeaderBytes, key.data(), key.size()) == 0 &&
         layout::EntryBytes(h.key_len, h.value_len) == slot->size) {
       if (segments_[head].remote_writable.load(std::memory_order_acquire)) {
-        // Its lease holder can still WRITE here: copy first, then verify and
-        // serve the copy, so what is sent is exactly what was checked.
-        PinnedValue v;
-        v.copy_ = std::make_unique<char[]>(slot->size);
-        std::memcpy(v.copy_.get(), entry, slot->size);
-        // The copy needs no pool memory: the pin ends here, not with `v`.
-        Unpin(head);
-        auto view = layout::VerifyEntry(absl::string_view(v.copy_.get(), slot->size), key);
-        if (!view.ok()) {
-          modified_->Increment();
-          return absl::DataLossError(
-              "the entry was overwritten after its commit by the client holding its write lease");
-        }
-        v.value_ = view->value;
-        return v;
+        return CopyLeasedEntry(key, *slot, head);
       }
       PinnedValue v;
       v.store_ = this;
@@ -373,12 +423,49 @@ absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
   return absl::UnavailableError("key kept changing under the reader; retry");
 }
 
+bool KvStore::TakeCopyBudget(uint64_t bytes) {
+  uint64_t held = copy_bytes_.load(std::memory_order_acquire);
+  do {
+    // Nothing held: one copy of any size goes, so no entry is unreadable.
+    if (held != 0 && held + bytes > options_.lease_read_copy_bytes) return false;
+  } while (!copy_bytes_.compare_exchange_weak(held, held + bytes, std::memory_order_acq_rel));
+  return true;
+}
+
+absl::StatusOr<PinnedValue> KvStore::CopyLeasedEntry(absl::string_view key, const Slot& slot,
+                                                     uint32_t head) {
+  if (!TakeCopyBudget(slot.size)) {
+    Unpin(head);
+    copy_refused_->Increment();
+    return absl::UnavailableError(absl::StrCat("reads of entries in live write leases hold ",
+                                               options_.lease_read_copy_bytes,
+                                               " bytes of copies already; retry"));
+  }
+  // Its lease holder can still WRITE here: copy first, then verify and
+  // serve the copy, so what is sent is exactly what was checked.
+  PinnedValue v;
+  v.budget_store_ = this;
+  v.budget_bytes_ = slot.size;
+  v.copy_ = std::make_unique<char[]>(slot.size);
+  std::memcpy(v.copy_.get(), pool_->data() + slot.offset, slot.size);
+  // The copy needs no pool memory: the pin ends here, not with `v`.
+  Unpin(head);
+  auto view = layout::VerifyEntry(absl::string_view(v.copy_.get(), slot.size), key);
+  if (!view.ok()) {
+    modified_->Increment();
+    return absl::DataLossError(
+        "the entry was overwritten after its commit by the client holding its write lease");
+  }
+  v.value_ = view->value;
+  return v;
+}
+
 absl::Status KvStore::Delete(absl::string_view key) {
   // A key no commit could have stored is kInvalidArgument, not kNotFound.
   KV_RETURN_IF_ERROR(options_.limits.CheckKey(key));
-  std::optional<Slot> old = index_->Remove(key);
-  if (!old) return absl::NotFoundError("key not found");
-  Retire(*old);
+  std::vector<Slot> old = index_->Remove(key);
+  if (old.empty()) return absl::NotFoundError("key not found");
+  for (const Slot& slot : old) Retire(slot);
   deletes_->Increment();
   return absl::OkStatus();
 }
@@ -397,48 +484,40 @@ absl::StatusOr<Chunk> KvStore::AllocateChunk(uint64_t bytes) {
 
 void KvStore::ReleaseChunk(const Chunk& chunk) {
   const uint32_t head = chunk.first_segment;
-  // Copied so that seg.mu (a leaf lock) is not held while the walk takes
-  // the index's locks; no commit can add to the list any more.
-  std::vector<uint32_t> entries;
+  // Moved out so that seg.mu (a leaf lock) is not held while the walk takes
+  // the index's locks; no commit can add to the record any more.
+  std::map<uint64_t, CommittedEntry> committed;
   {
     absl::MutexLock lock(&segments_[head].mu);
-    entries = segments_[head].entries;
+    committed.swap(segments_[head].lease_entries);
   }
-  for (uint32_t unit : entries) {
-    const uint64_t offset = chunk.offset + uint64_t{unit} * layout::kEntryAlign;
-    // The holder could have written anything over the header: bound the key
-    // by the limits and the chunk before hashing it out of pool memory.
-    layout::EntryHeader h;
-    std::memcpy(&h, pool_->data() + offset, sizeof(h));
-    if (h.magic != layout::kEntryMagic || h.key_len == 0 ||
-        h.key_len > options_.limits.max_key_bytes ||
-        offset + layout::kEntryHeaderBytes + h.key_len > chunk.offset + chunk.length) {
-      // Header overwritten: the key cannot be read back, so its slot cannot
-      // be looked up here. It is only counted; the slot stays in the index
-      // (a known gap, docs/architecture.md section 6).
-      modified_->Increment();
-      continue;
-    }
-    absl::string_view key(pool_->data() + offset + layout::kEntryHeaderBytes, h.key_len);
-    std::optional<Slot> slot = index_->Lookup(key);
-    if (!slot || slot->offset != offset) continue;  // superseded already
-    if (offset + slot->size <= chunk.offset + chunk.length &&
-        layout::VerifyEntry(absl::string_view(pool_->data() + offset, slot->size), key).ok()) {
-      continue;
-    }
-    // Changed after its commit by the lease holder: unpublish it rather than
-    // serve bytes that no longer match what was committed.
-    // RemoveIf: a writer that replaced the key meanwhile keeps its entry.
-    modified_->Increment();
-    if (index_->RemoveIf(key, *slot)) Retire(*slot);
-    LOG(WARNING) << "entry of a " << h.key_len << "-byte key at offset " << offset
-                 << " was modified after its commit; removed when its lease ended";
-  }
+  for (const auto& [offset, entry] : committed) CheckReleasedEntry(offset, entry);
   // Nothing can write the chunk any more and every surviving entry has been
   // verified: from here reads serve them from pool memory without a
   // checksum, like any other entry.
   segments_[head].remote_writable.store(false, std::memory_order_release);
   Seal(head);
+}
+
+bool KvStore::CheckReleasedEntry(uint64_t offset, const CommittedEntry& committed) {
+  // The bytes must still be the committed entry: same key, same checksum,
+  // and a checksum that verifies. The checksum compare is what catches a
+  // holder that rewrote its own key's value (or another key's entry over
+  // this one) after the commit without committing again.
+  const absl::string_view bytes(pool_->data() + offset, committed.size);
+  auto view = layout::VerifyEntry(bytes, committed.key);
+  if (view.ok() && view->header->checksum == committed.checksum) return false;
+  // Found by offset, not by the key now in the entry (which the holder may
+  // have changed, or destroyed with the header): RemoveIf matches the slot of
+  // the committed key's fingerprint that points at this offset. A slot that
+  // was replaced meanwhile is not touched.
+  const Slot slot{0, offset, committed.size};
+  if (!index_->RemoveIf(committed.key, slot)) return false;
+  Retire(slot);
+  modified_->Increment();
+  LOG(WARNING) << "entry of a " << committed.key.size() << "-byte key at offset " << offset
+               << " was modified after its commit; removed when its lease ended";
+  return true;
 }
 
 int64_t KvStore::LiveBytes() const {
@@ -471,6 +550,9 @@ void KvStore::RegisterMetrics() {
   modified_ = r.AddCounter("kvstore_modified_after_commit_total",
                            "Reads or releases that caught a lease holder's overwrite of a "
                            "committed entry.");
+  copy_refused_ = r.AddCounter("kvstore_lease_read_copy_refused_total",
+                               "Reads of entries in live leases refused because the copies "
+                               "held reached the store's copy budget.");
   // Figures that live in the index, the pool and the segment table are read
   // at scrape time, so the hot path never copies them.
   // The callbacks capture `this`; their handles live in gauges_, declared

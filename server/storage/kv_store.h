@@ -32,6 +32,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +48,7 @@
 #include "common/metrics/registry.h"
 #include "common/protocol/layout.h"
 #include "common/protocol/limits.h"
+#include "server/storage/clock.h"
 #include "server/storage/kv_index.h"
 #include "server/storage/memory_pool.h"
 
@@ -60,8 +62,13 @@ struct KvStoreOptions {
   // and the pool's data arena must hold at least two of them.
   uint64_t segment_bytes = 4ull << 20;
   // How long a retired entry stays readable. Must exceed the longest
-  // one-sided GET a client allows itself (see docs/architecture.md).
+  // one-sided GET a client allows itself (see docs/architecture.md): clients
+  // are given half of it, in whole milliseconds, as their read span, so
+  // Create() refuses less than kMinGracePeriod (a 0 ms span) and more than
+  // kMaxGracePeriod (space freed that late is as good as leaked).
   absl::Duration grace_period = absl::Milliseconds(500);
+  static constexpr absl::Duration kMinGracePeriod = absl::Milliseconds(2);
+  static constexpr absl::Duration kMaxGracePeriod = absl::Hours(1);
   // The cleaner compacts sealed segments whose live fraction is below this.
   double clean_below_live_fraction = 0.5;
   // How often the cleaner wakes up (0 disables the background thread; tests
@@ -74,6 +81,16 @@ struct KvStoreOptions {
   // Seed of the index hash (layout::HashKey). It is published to clients
   // with the index geometry, so that they hash keys as the server does.
   uint64_t index_seed = 0;
+  // Bytes that reads of entries in live lease chunks may hold copied at
+  // once (such an entry is copied, then verified, then served from the copy,
+  // since its holder can still rewrite it). A read that would go over the
+  // budget fails with kUnavailable, except when no copy is held at all, so
+  // one entry of any size can always be read. Bounds what many concurrent
+  // GETs (or one MGET) of large leased entries can make the server allocate.
+  uint64_t lease_read_copy_bytes = 64ull << 20;
+  // The time sources (not owned; must outlive the store). Null: the real
+  // clocks. Tests pass a fake to step the wall clock.
+  const Clock* clock = nullptr;
   // Where the store registers its kvstore_keys/kvstore_pool_*/kvstore_*_total
   // series (not owned; must outlive the store). Null: a private registry,
   // for tests and tools that do not read figures.
@@ -124,7 +141,7 @@ class PinnedValue {
   PinnedValue& operator=(PinnedValue&& other) noexcept;
   PinnedValue(const PinnedValue&) = delete;
   PinnedValue& operator=(const PinnedValue&) = delete;
-  ~PinnedValue() { Release(); }
+  ~PinnedValue();
 
   // The value's bytes: pool memory, valid until Release() or destruction,
   // or the verified copy, valid until destruction. REQUIRES: the store
@@ -140,6 +157,9 @@ class PinnedValue {
   uint32_t segment_ = 0;
   absl::string_view value_;
   std::unique_ptr<char[]> copy_;  // the verified copy, when there is one
+  // The store whose copy budget copy_ is charged to, and by how much.
+  KvStore* budget_store_ = nullptr;
+  uint64_t budget_bytes_ = 0;
 };
 
 class KvStore {
@@ -185,7 +205,8 @@ class KvStore {
   // outlive the store), with the cleaner thread started unless
   // options.cleaner_interval is zero. kInvalidArgument for limits that fail
   // Limits::Validate(), a segment size that is not a multiple of 64 or is
-  // under 64 KiB, a pool holding fewer than two segments or more than
+  // under 64 KiB, a grace period outside [kMinGracePeriod,
+  // kMaxGracePeriod], a pool holding fewer than two segments or more than
   // layout::kMaxPoolBytes, or an index arena too small for one bucket.
   static absl::StatusOr<std::unique_ptr<KvStore>> Create(MemoryPool* pool,
                                                          const KvStoreOptions& options);
@@ -212,7 +233,11 @@ class KvStore {
   // `size`, or for a key or value over the limits; kDataLoss (from
   // layout::ParseEntry) for a bad magic, bad lengths or a bad checksum;
   // kResourceExhausted when the key is new and both of its index buckets are
-  // full (the entry's bytes are then dead). Nothing is published on error.
+  // full (the entry's bytes are then dead); kInvalidArgument, in a lease
+  // chunk, for a range that overlaps an entry already committed there (each
+  // offset is committed once: entries are never updated in place). Nothing
+  // is published on error. Any slot that named the key is unpublished, so the
+  // key has exactly one slot afterwards.
   // REQUIRES: the range was reserved by the caller.
   absl::Status Commit(uint64_t offset, uint64_t size, bool verify_checksum = true);
 
@@ -245,9 +270,10 @@ class KvStore {
   // segments. Until ReleaseChunk() (called after the lease's write key is
   // revoked) the lease holder can overwrite entries it committed there, so
   // Get() verifies the checksum of entries in it (kDataLoss when it fails).
-  // ReleaseChunk() verifies every entry committed in it once more (the last
-  // chance to catch an overwrite: the key is revoked by then), unpublishes
-  // any that fail, and seals it; the others stay live.
+  // ReleaseChunk() checks every entry committed in it once more against what
+  // was committed at its offset (key, size, checksum; the last chance to
+  // catch an overwrite: the key is revoked by then), unpublishes by offset
+  // any that differ, and seals it; the others stay live.
   // AllocateChunk: kInvalidArgument for 0 bytes, kResourceExhausted when no
   // run that long is free beyond the cleaner's reserve. The chunk is not
   // pinned: it stays open (never reclaimed, never compacted) until released.
@@ -282,6 +308,15 @@ class KvStore {
   // kReclaiming on its head only; freeing resets every segment.
   enum class SegState : uint8_t { kFree, kOpen, kSealed, kReclaiming };
 
+  // An entry committed into a lease chunk, as it was at its commit. The key
+  // is a copy (at most max_key_bytes, and the entry itself is larger), as
+  // the entry's own bytes may be rewritten by the lease holder.
+  struct CommittedEntry {
+    uint64_t size = 0;
+    uint64_t checksum = 0;
+    std::string key;
+  };
+
   // Per-segment bookkeeping. live_bytes, pins, remote_writable and entries
   // are kept on a run's head segment only. run_head and run_length are
   // written under alloc_mu_ (allocation and freeing); other paths read them
@@ -298,6 +333,11 @@ class KvStore {
     uint32_t run_length = 0;  // valid on the head
     absl::Mutex mu;
     std::vector<uint32_t> entries ABSL_GUARDED_BY(mu);  // committed offsets in the run
+    // A lease chunk only: what was committed at each offset, so that the end
+    // of the lease can check the bytes against it and find the entry's slot
+    // by its offset whatever the holder wrote over the entry since. Keyed by
+    // offset; the ranges never overlap (Commit() refuses that).
+    std::map<uint64_t, CommittedEntry> lease_entries ABSL_GUARDED_BY(mu);
   };
 
   explicit KvStore(MemoryPool* pool, const KvStoreOptions& options);
@@ -315,6 +355,14 @@ class KvStore {
   // Marks every segment of the run at `head` sealed and queues the run for
   // reclamation if nothing in it is live.
   void Seal(uint32_t head);
+  // Records an entry committed into the lease chunk whose head is `seg`;
+  // kInvalidArgument when its range overlaps one committed before.
+  absl::Status RecordLeaseEntryLocked(Segment& seg, uint64_t offset, uint64_t size,
+                                      uint64_t checksum, const std::string& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(seg.mu);
+  // Unpublishes, by offset, an entry of a released lease chunk that no
+  // longer holds what was committed there. Returns whether it did.
+  bool CheckReleasedEntry(uint64_t offset, const CommittedEntry& committed);
   // Drops `slot`'s bytes from its segment's live count.
   // The caller has just unpublished `slot` (or never published it).
   void Retire(const layout::Slot& slot);
@@ -339,6 +387,13 @@ class KvStore {
   void Unpin(uint32_t segment);
   // Registers the counters and the scrape-time gauges; constructor only.
   void RegisterMetrics();
+  // Charges `bytes` to the lease-read copy budget; false when over it.
+  bool TakeCopyBudget(uint64_t bytes);
+  void ReturnCopyBudget(uint64_t bytes) { copy_bytes_.fetch_sub(bytes, std::memory_order_acq_rel); }
+  // Get() of an entry in a live lease chunk: copy, verify, serve the copy.
+  // REQUIRES: the caller pinned `head`; the pin is dropped here.
+  absl::StatusOr<PinnedValue> CopyLeasedEntry(absl::string_view key, const layout::Slot& slot,
+                                              uint32_t head);
   // Bytes of live entries over all runs (the kvstore_pool_live_bytes gauge).
   int64_t LiveBytes() const;
 
@@ -347,10 +402,14 @@ class KvStore {
   metrics::Registry* const registry_;
   MemoryPool* const pool_;
   const KvStoreOptions options_;
+  const Clock& clock_;
   std::unique_ptr<KvIndex> index_;
   const uint32_t segment_count_;
   std::unique_ptr<Segment[]> segments_;
   std::atomic<uint64_t> next_version_{1};
+  // Bytes of lease-entry copies held by PinnedValues (see
+  // KvStoreOptions::lease_read_copy_bytes).
+  std::atomic<uint64_t> copy_bytes_{0};
 
   absl::Mutex alloc_mu_;
   uint32_t free_segments_ ABSL_GUARDED_BY(alloc_mu_) = 0;
@@ -358,7 +417,7 @@ class KvStore {
 
   struct PendingFree {
     uint32_t head;
-    absl::Time ready;
+    absl::Duration ready;  // on clock_.Steady(): a wall-clock step moves nothing
   };
   absl::Mutex reclaim_mu_;
   std::deque<PendingFree> pending_ ABSL_GUARDED_BY(reclaim_mu_);
@@ -377,6 +436,7 @@ class KvStore {
   metrics::Counter* pool_full_;
   metrics::Counter* index_full_;
   metrics::Counter* modified_;
+  metrics::Counter* copy_refused_;
 
   // Segments only the cleaner may allocate.
   uint32_t cleaner_reserve_ = 0;

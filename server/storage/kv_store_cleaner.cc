@@ -32,7 +32,7 @@ void KvStore::MaybeScheduleReclaim(uint32_t head) {
   SegState expected = SegState::kSealed;
   if (!s.state.compare_exchange_strong(expected, SegState::kReclaiming)) return;
   absl::MutexLock lock(&reclaim_mu_);
-  pending_.push_back({head, absl::Now() + options_.grace_period});
+  pending_.push_back({head, clock_.Steady() + options_.grace_period});
 }
 
 // Called by the cleaner and by any allocation that found no free run, so it
@@ -44,7 +44,7 @@ size_t KvStore::ReclaimReady() {
   std::vector<uint32_t> ready;
   {
     absl::MutexLock lock(&reclaim_mu_);
-    const absl::Time now = absl::Now();
+    const absl::Duration now = clock_.Steady();
     while (!pending_.empty() && pending_.front().ready <= now) {
       ready.push_back(pending_.front().head);
       pending_.pop_front();
@@ -58,7 +58,7 @@ size_t KvStore::ReclaimReady() {
       // short-lived (a reply being sent, an entry being filled, a compaction
       // pass), so look again soon rather than a whole grace period later.
       absl::MutexLock lock(&reclaim_mu_);
-      pending_.push_back({head, absl::Now() + absl::Milliseconds(10)});
+      pending_.push_back({head, clock_.Steady() + absl::Milliseconds(10)});
       continue;
     }
     if (s.live_bytes.load(std::memory_order_acquire) != 0) {

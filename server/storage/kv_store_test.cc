@@ -50,7 +50,7 @@ std::string ValueOf(KvStore& s, const std::string& key) {
 }
 
 TEST(KvStore, PutGetOverwriteDelete) {
-  TestStore t = MakeStore(8 << 20, 1 << 20, absl::Milliseconds(1));
+  TestStore t = MakeStore(8 << 20, 1 << 20, absl::Milliseconds(2));
   auto w = t.store->NewWriter();
   ASSERT_TRUE(t.store->Put(w.get(), "a", "1").ok());
   EXPECT_EQ(ValueOf(*t.store, "a"), "1");
@@ -65,8 +65,31 @@ TEST(KvStore, PutGetOverwriteDelete) {
   EXPECT_EQ(ValueOf(*t.store, "empty"), "");
 }
 
+// Finding 10: clients read for at most half the grace period, in whole
+// milliseconds; a 1 ms grace period published a 0 ms read span (which the
+// client rounds up to 1 ms, as long as the grace period itself).
+TEST(KvStore, GracePeriodIsValidated) {
+  MemoryPoolOptions po;
+  po.data_bytes = 4 << 20;
+  po.index_bytes = 1 << 16;
+  auto pool = MemoryPool::Create(po);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  KvStoreOptions so;
+  so.segment_bytes = 1 << 20;
+  so.cleaner_interval = absl::ZeroDuration();
+  for (absl::Duration bad : {absl::Milliseconds(1), absl::ZeroDuration(), -absl::Seconds(1),
+                             absl::Hours(2), absl::InfiniteDuration()}) {
+    so.grace_period = bad;
+    auto store = KvStore::Create(pool->get(), so);
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(store.status().message()), HasSubstr("grace period")) << bad;
+  }
+  so.grace_period = absl::Milliseconds(2);
+  EXPECT_TRUE(KvStore::Create(pool->get(), so).ok());
+}
+
 TEST(KvStore, LimitsAreCheckedBeforeAllocating) {
-  TestStore t = MakeStore(8 << 20, 1 << 20, absl::Milliseconds(1));
+  TestStore t = MakeStore(8 << 20, 1 << 20, absl::Milliseconds(2));
   auto w = t.store->NewWriter();
   auto before = Value(t.store->registry(), "kvstore_pool_segments_free");
   absl::Status s = t.store->Put(w.get(), std::string(1025, 'k'), "v");
@@ -79,7 +102,7 @@ TEST(KvStore, LimitsAreCheckedBeforeAllocating) {
 }
 
 TEST(KvStore, CommitRejectsCorruptAndOutOfRangeEntries) {
-  TestStore t = MakeStore(8 << 20, 1 << 20, absl::Milliseconds(1));
+  TestStore t = MakeStore(8 << 20, 1 << 20, absl::Milliseconds(2));
   auto w = t.store->NewWriter();
   auto r = w->Reserve(3, 10);
   ASSERT_TRUE(r.ok());
@@ -95,7 +118,7 @@ TEST(KvStore, CommitRejectsCorruptAndOutOfRangeEntries) {
 // Entries in a lease chunk can still be rewritten remotely: reads serve a
 // verified copy, never the live bytes.
 TEST(KvStore, ReadsOfLeasedEntriesServeAVerifiedCopy) {
-  TestStore t = MakeStore(8 << 20, 1 << 20, absl::Milliseconds(1));
+  TestStore t = MakeStore(8 << 20, 1 << 20, absl::Milliseconds(2));
   auto chunk = t.store->AllocateChunk(64 << 10);
   ASSERT_TRUE(chunk.ok());
   char* base = t.pool->data() + chunk->offset;
@@ -114,7 +137,7 @@ TEST(KvStore, ReadsOfLeasedEntriesServeAVerifiedCopy) {
 }
 
 TEST(KvStore, LargeValuesGetTheirOwnRun) {
-  TestStore t = MakeStore(16 << 20, 1 << 20, absl::Milliseconds(1));
+  TestStore t = MakeStore(16 << 20, 1 << 20, absl::Milliseconds(2));
   auto w = t.store->NewWriter();
   std::string big(3 << 20, '\0');
   std::mt19937_64 rng(1);
@@ -152,7 +175,7 @@ TEST(KvStore, FullPoolIsExplicitAndDeletingFreesSpace) {
 }
 
 TEST(KvStore, OverwritesAreReclaimedWithoutDeletes) {
-  TestStore t = MakeStore(4 << 20, 256 << 10, absl::Milliseconds(1), /*background_cleaner=*/true);
+  TestStore t = MakeStore(4 << 20, 256 << 10, absl::Milliseconds(2), /*background_cleaner=*/true);
   auto w = t.store->NewWriter();
   const std::string value(4000, 'x');
   // 20x the pool size through 50 keys: only works if dead space is reused.
@@ -199,7 +222,7 @@ TEST(KvStore, LargeValueChurnNeverFillsAMostlyEmptyPool) {
 }
 
 TEST(KvStore, CleanerCompactsSparseSegments) {
-  TestStore t = MakeStore(8 << 20, 256 << 10, absl::Milliseconds(1));
+  TestStore t = MakeStore(8 << 20, 256 << 10, absl::Milliseconds(2));
   auto w = t.store->NewWriter();
   const std::string value(1000, 'c');
   for (int i = 0; i < 2000; ++i)

@@ -24,17 +24,27 @@ absl::Status LeaseGone(uint64_t lease_id, absl::string_view detail) {
 }
 
 // "... expired 1.5s ago": how long ago a lease found past its expiry ended.
-std::string Ago(absl::Time now, absl::Time expired_at) {
+std::string Ago(absl::Duration now, absl::Duration expired_at) {
   return absl::StrCat(" ", absl::FormatDuration(now - expired_at), " ago");
 }
 
 }  // namespace
 
+absl::Status LeaseOptions::Validate() const {
+  if (ttl < kMinTtl || ttl > kMaxTtl) {
+    return absl::InvalidArgumentError(absl::StrCat("lease TTL ", absl::FormatDuration(ttl),
+                                                   " is outside [", absl::FormatDuration(kMinTtl),
+                                                   ", ", absl::FormatDuration(kMaxTtl), "]"));
+  }
+  return absl::OkStatus();
+}
+
 LeaseTable::LeaseTable(KvStore* store, LeaseOptions options)
     : own_registry_(options.registry == nullptr ? std::make_unique<metrics::Registry>() : nullptr),
       registry_(options.registry != nullptr ? options.registry : own_registry_.get()),
       store_(store),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()) {
   RegisterMetrics();
   // A lease must hold one whole entry: a client cannot split a value across
   // leases, so a smaller limit silently moves the largest values to TCP.
@@ -105,7 +115,10 @@ absl::StatusOr<LeaseInfo> LeaseTable::Grant(uint64_t bytes, std::string owner,
   info.chunk = *chunk;
   // The lease's life starts now, before the key is made, as it did when the
   // key was bound after the grant: a slow bind eats into the TTL.
-  info.granted_at = absl::Now();
+  // Expiry is decided on the steady clock; the wall-clock times are what the
+  // holder is told.
+  info.deadline = clock_.Steady() + options_.ttl;
+  info.granted_at = clock_.Wall();
   info.expires_at = info.granted_at + options_.ttl;
 
   // The key is made before the lease is published, so a lease in the table
@@ -142,9 +155,9 @@ absl::StatusOr<LeaseInfo> LeaseTable::Grant(uint64_t bytes, std::string owner,
 }
 
 absl::StatusOr<LeaseInfo> LeaseTable::Renew(uint64_t lease_id, uint64_t connection_id) {
-  const absl::Time now = absl::Now();
+  const absl::Duration now = clock_.Steady();
   std::shared_ptr<Lease> lapsed;
-  absl::Time expired_at;
+  absl::Duration expired_at;
   {
     absl::MutexLock lock(&mu_);
     std::shared_ptr<Lease> lease = FindLocked(lease_id);
@@ -152,14 +165,15 @@ absl::StatusOr<LeaseInfo> LeaseTable::Renew(uint64_t lease_id, uint64_t connecti
     // The holder check comes first: another connection learns nothing about
     // the lease, and cannot make it be revoked below.
     KV_RETURN_IF_ERROR(CheckHolder(*lease, connection_id, "RDMA connection"));
-    if (now < lease->expires_at) {
+    if (now < lease->deadline) {
       // Still alive: the new expiry counts from now, not from the old one.
-      lease->expires_at = now + options_.ttl;
+      lease->deadline = now + options_.ttl;
+      lease->expires_at = clock_.Wall() + options_.ttl;
       renewed_->Increment();
       return Snapshot(*lease);
     }
     // Past its expiry but not yet swept: end it now, as ExpireNow() would.
-    expired_at = lease->expires_at;
+    expired_at = lease->deadline;
     lapsed = RemoveLocked(lease_id, expired_);
   }
   // Outside mu_: revocation waits for commits and for the NIC.
@@ -208,7 +222,7 @@ size_t LeaseTable::ReleaseHeldBy(uint64_t connection_id) {
 }
 
 absl::Status LeaseTable::Commit(uint64_t lease_id, uint64_t offset, uint64_t size) {
-  const absl::Time now = absl::Now();
+  const absl::Duration now = clock_.Steady();
   std::shared_ptr<Lease> lease;
   {
     absl::MutexLock lock(&mu_);
@@ -217,10 +231,10 @@ absl::Status LeaseTable::Commit(uint64_t lease_id, uint64_t offset, uint64_t siz
       aborted_commits_->Increment();
       return LeaseGone(lease_id, " or was released");
     }
-    if (now >= lease->expires_at) {
+    if (now >= lease->deadline) {
       // The sweeper has not got to it yet; it is dead all the same.
       aborted_commits_->Increment();
-      return LeaseGone(lease_id, Ago(now, lease->expires_at));
+      return LeaseGone(lease_id, Ago(now, lease->deadline));
     }
   }
   // mu_ is released before the store is touched: a large commit (checksum
@@ -230,7 +244,7 @@ absl::Status LeaseTable::Commit(uint64_t lease_id, uint64_t offset, uint64_t siz
 
 absl::Status LeaseTable::CommitFrom(uint64_t connection_id, uint64_t lease_id, uint64_t offset,
                                     uint64_t size) {
-  const absl::Time now = absl::Now();
+  const absl::Duration now = clock_.Steady();
   std::shared_ptr<Lease> lease;
   {
     absl::MutexLock lock(&mu_);
@@ -245,9 +259,9 @@ absl::Status LeaseTable::CommitFrom(uint64_t connection_id, uint64_t lease_id, u
     // A foreign connection is refused even for an expired lease: it must not
     // learn (or trigger) anything about a lease it does not hold.
     KV_RETURN_IF_ERROR(CheckHolder(*lease, connection_id, "connection"));
-    if (now >= lease->expires_at) {
+    if (now >= lease->deadline) {
       aborted_commits_->Increment();
-      return LeaseGone(lease_id, Ago(now, lease->expires_at));
+      return LeaseGone(lease_id, Ago(now, lease->deadline));
     }
   }
   return CommitLocked(*lease, offset, size);
@@ -275,14 +289,14 @@ absl::Status LeaseTable::CommitLocked(Lease& lease, uint64_t offset, uint64_t si
   return status;
 }
 
-size_t LeaseTable::ExpireNow(absl::Time now) {
+size_t LeaseTable::ExpireNow(absl::Duration steady_now) {
   std::vector<std::shared_ptr<Lease>> lapsed;
   {
     // Collected first, erased after, so the loop never erases under its own
     // iterator; the revocations then run without mu_.
     absl::MutexLock lock(&mu_);
     for (const auto& [id, lease] : leases_) {
-      if (lease->expires_at <= now) lapsed.push_back(lease);
+      if (lease->deadline <= steady_now) lapsed.push_back(lease);
     }
     for (const auto& lease : lapsed) leases_.erase(lease->id);
     expired_->Increment(lapsed.size());
@@ -370,6 +384,7 @@ LeaseInfo LeaseTable::Snapshot(const Lease& lease) const {
   info.chunk = lease.chunk;
   info.granted_at = lease.granted_at;
   info.expires_at = lease.expires_at;
+  info.deadline = lease.deadline;
   info.write_rkey = lease.write_key != nullptr ? lease.write_key->rkey() : 0;
   return info;
 }
@@ -386,9 +401,17 @@ std::shared_ptr<LeaseTable::Lease> LeaseTable::RemoveLocked(uint64_t lease_id,
 }
 
 void LeaseTable::Revoke(Lease* lease) {
-  // Waits for a commit in progress on this lease; later ones see `revoked`.
-  absl::MutexLock lock(&lease->commit_mu);
-  lease->revoked = true;
+  {
+    // Waits for a commit in progress on this lease; later ones see
+    // `revoked` and fail at once.
+    absl::MutexLock lock(&lease->commit_mu);
+    lease->revoked = true;
+  }
+  // Outside commit_mu: revoking an RDMA key waits for the NIC (up to 5 s),
+  // and a commit that looked the lease up just before it left the table
+  // must not wait that long behind it (the RDMA commit poller serves every
+  // client). No commit can publish into the chunk any more: it was marked
+  // revoked above, and Revoke() runs once per lease.
   // The key goes before the chunk: once ReleaseChunk() has run, the chunk
   // may be handed to another lease, and no write from this one may land.
   if (lease->write_key != nullptr) lease->write_key->Revoke();
@@ -398,7 +421,7 @@ void LeaseTable::Revoke(Lease* lease) {
 void LeaseTable::ExpiryLoop() {
   // Sleeps on stop_, so the destructor wakes it at once.
   while (!stop_.WaitForNotificationWithTimeout(options_.expire_interval)) {
-    ExpireNow(absl::Now());
+    ExpireNow(clock_.Steady());
   }
 }
 

@@ -49,10 +49,12 @@
 //     look-ups and updates: never across KvStore calls or a write key's
 //     Revoke(), so a slow commit or bind never blocks other leases.
 //   * Lease::commit_mu (one per lease) is held across KvStore::Commit() and
-//     across the revocation (write key, then KvStore::ReleaseChunk()). It is
-//     never taken with mu_ held.
-//   * Below it: the KvStore's own locks and whatever a LeaseWriteKey takes in
-//     Revoke() (the RDMA layer's per-connection send mutex).
+//     while the revocation marks the lease revoked; not across the write
+//     key's Revoke() (which may wait seconds for a NIC) nor ReleaseChunk(),
+//     which run after it, once no commit can start. It is never taken with
+//     mu_ held.
+//   * Below it: the KvStore's own locks. A LeaseWriteKey's Revoke() (the
+//     RDMA layer's per-connection send mutex) runs with no table lock held.
 //
 // Errors: kInvalidArgument for bad sizes and out-of-chunk commits,
 // kResourceExhausted when the table or the pool is full, kAborted for an
@@ -84,6 +86,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/metrics/registry.h"
+#include "server/storage/clock.h"
 #include "server/storage/kv_store.h"
 
 namespace kvstore {
@@ -143,16 +146,25 @@ struct LeaseInfo {
   // The segments the lease covers; `chunk.length` is the requested size
   // rounded up to whole segments, and all of it may be written.
   Chunk chunk;
+  // Wall-clock times, for reporting only (expires_unix_ms, logs).
   absl::Time granted_at = absl::InfinitePast();
   absl::Time expires_at = absl::InfinitePast();
+  // When the lease expires on the table's steady clock (Clock::Steady()):
+  // what expiry is decided by.
+  absl::Duration deadline = -absl::InfiniteDuration();
   // The rkey of the lease's write key; 0 when it has none (granted without
   // a connection).
   uint32_t write_rkey = 0;
 };
 
 struct LeaseOptions {
-  // How long a lease lives without a Renew().
+  // How long a lease lives without a Renew(). Validate() wants it within
+  // [kMinTtl, kMaxTtl]: clients round a shorter one up to 100 ms (and would
+  // write after the server expired the lease), and the handshake reports it
+  // in 32-bit milliseconds.
   absl::Duration ttl = absl::Seconds(10);
+  static constexpr absl::Duration kMinTtl = absl::Milliseconds(100);
+  static constexpr absl::Duration kMaxTtl = absl::Hours(24);
   // Largest lease a client may ask for. Must hold the largest entry the
   // store's limits allow (64 MiB value + 1 KiB key + header with the default
   // limits); the constructor logs a warning when it does not.
@@ -162,9 +174,16 @@ struct LeaseOptions {
   // How often the background thread calls ExpireNow(); zero disables the
   // thread (tests then call ExpireNow() themselves).
   absl::Duration expire_interval = absl::Milliseconds(100);
+  // The time sources (not owned; must outlive the table). Null: the real
+  // clocks. Tests pass a fake to step the wall clock.
+  const Clock* clock = nullptr;
   // Where the table registers kvstore_leases_* and kvstore_lease_*_total
   // (not owned; must outlive the table). Null: a private registry.
   metrics::Registry* registry = nullptr;
+
+  // kInvalidArgument naming the bad value. The table itself accepts any
+  // options (tests use tiny TTLs); a server checks them before it starts.
+  absl::Status Validate() const;
 };
 
 // The table's series: kvstore_leases_{granted,renewed,released,expired}_total,
@@ -240,8 +259,10 @@ class LeaseTable {
   absl::Status CommitFrom(uint64_t connection_id, uint64_t lease_id, uint64_t offset,
                           uint64_t size);
 
-  // Revokes every lease whose expiry is at or before `now`. Returns how many.
-  size_t ExpireNow(absl::Time now);
+  // Revokes every lease whose deadline is at or before `steady_now` (a
+  // reading of the table's Clock::Steady(), or a time tests choose).
+  // Returns how many. The expiry thread passes the clock's reading.
+  size_t ExpireNow(absl::Duration steady_now);
 
   // The lease while it is in the table (possibly past its expiry but not
   // yet swept); kNotFound otherwise.
@@ -274,7 +295,8 @@ class LeaseTable {
           chunk(info.chunk),
           granted_at(info.granted_at),
           write_key(std::move(key)),
-          expires_at(info.expires_at) {}
+          expires_at(info.expires_at),
+          deadline(info.deadline) {}
 
     // Fixed at grant; read without a lock.
     const uint64_t id;
@@ -282,16 +304,17 @@ class LeaseTable {
     const Chunk chunk;
     const absl::Time granted_at;
     // Null for a lease granted without a connection. Revoked by
-    // LeaseTable::Revoke() under commit_mu; destroyed with the record.
+    // LeaseTable::Revoke() once `revoked` is set; destroyed with the record.
     const std::unique_ptr<LeaseWriteKey> write_key;
 
     // Guarded by LeaseTable::mu_ (ABSL_GUARDED_BY cannot name the table's
     // mutex from here): only read or written with mu_ held, while the
     // record is in leases_.
-    absl::Time expires_at;
+    absl::Time expires_at;  // reported only
+    absl::Duration deadline;
 
-    // Held across KvStore::Commit() and across revocation, so a chunk is
-    // never released in the middle of a commit into it.
+    // Held across KvStore::Commit() and while revocation sets `revoked`, so
+    // a chunk is never released in the middle of a commit into it.
     absl::Mutex commit_mu;
     bool revoked ABSL_GUARDED_BY(commit_mu) = false;
   };
@@ -305,7 +328,7 @@ class LeaseTable {
   static absl::Status CheckHolder(const Lease& lease, uint64_t connection_id,
                                   absl::string_view connection_noun);
   // A copy of the record for the caller.
-  // REQUIRES: mu_ held (for expires_at).
+  // REQUIRES: mu_ held (for expires_at and deadline).
   LeaseInfo Snapshot(const Lease& lease) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The range check, the revocation check and KvStore::Commit(), under the
   // lease's commit lock. REQUIRES: mu_ not held.
@@ -326,6 +349,7 @@ class LeaseTable {
   metrics::Registry* const registry_;
   KvStore* const store_;
   const LeaseOptions options_;
+  const Clock& clock_;
 
   mutable absl::Mutex mu_;
   // The live leases by id. A lease leaves the map before it is revoked.

@@ -38,7 +38,7 @@ struct TestStore {
 };
 
 // A pool of `segments` 1 MiB segments, no background cleaner.
-TestStore MakeStore(uint32_t segments = 8, absl::Duration grace = absl::Milliseconds(1)) {
+TestStore MakeStore(uint32_t segments = 8, absl::Duration grace = absl::Milliseconds(2)) {
   MemoryPoolOptions po;
   po.data_bytes = uint64_t{segments} * kSegment;
   po.index_bytes = 1 << 20;
@@ -217,7 +217,7 @@ TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
   EXPECT_FALSE(t.store->Exists("late"));
 
   // Swept: the lease is gone from the table, the answer is the same.
-  EXPECT_EQ(leases.ExpireNow(absl::Now()), 1u);
+  EXPECT_EQ(leases.ExpireNow(Clock::Real().Steady()), 1u);
   s = leases.Commit(lease->lease_id, lease->chunk.offset, size);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
   EXPECT_THAT(std::string(s.message()),
@@ -247,9 +247,9 @@ TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
   WriteEntry(t, lease->chunk.offset, "ghost", std::string(10000, 'g'));
   // ... the client dies here: no commit, no release.
 
-  // Expiry is inclusive: not a millisecond early, exactly at expires_at.
-  EXPECT_EQ(leases.ExpireNow(lease->expires_at - absl::Milliseconds(1)), 0u);
-  EXPECT_EQ(leases.ExpireNow(lease->expires_at), 1u);
+  // Expiry is inclusive: not a millisecond early, exactly at the deadline.
+  EXPECT_EQ(leases.ExpireNow(lease->deadline - absl::Milliseconds(1)), 0u);
+  EXPECT_EQ(leases.ExpireNow(lease->deadline), 1u);
   EXPECT_THAT(revoked, ::testing::ElementsAre(lease->lease_id));
   EXPECT_FALSE(t.store->Exists("ghost"));
   EXPECT_EQ(t.store->Get("ghost").status().code(), absl::StatusCode::kNotFound);
@@ -296,11 +296,11 @@ TEST(LeaseTable, RenewKeepsALeaseAlive) {
   EXPECT_GT(renewed->expires_at, lease->expires_at);
 
   // The original expiry has passed; the renewed one has not.
-  EXPECT_EQ(leases.ExpireNow(lease->expires_at), 0u);
+  EXPECT_EQ(leases.ExpireNow(lease->deadline), 0u);
   const uint64_t size = WriteEntry(t, lease->chunk.offset, "alive", "yes");
   EXPECT_TRUE(leases.Commit(lease->lease_id, lease->chunk.offset, size).ok());
   EXPECT_EQ(Value(leases.registry(), "kvstore_leases_renewed_total"), 1u);
-  EXPECT_EQ(leases.ExpireNow(renewed->expires_at), 1u);
+  EXPECT_EQ(leases.ExpireNow(renewed->deadline), 1u);
 
   // Once swept, and for an id never granted, Renew says "start over".
   absl::Status s = leases.Renew(lease->lease_id).status();
@@ -356,6 +356,20 @@ TEST(LeaseTable, FullPoolIsResourceExhausted) {
 }
 
 // Size limits are checked before anything is allocated.
+// Finding 10: the server refuses a TTL the client would not honour (it
+// rounds anything under 100 ms up) or the handshake could not carry.
+TEST(LeaseOptions, TtlIsValidated) {
+  LeaseOptions o;
+  EXPECT_TRUE(o.Validate().ok());
+  for (absl::Duration bad : {absl::ZeroDuration(), absl::Milliseconds(99), -absl::Seconds(1),
+                             absl::Hours(25), absl::InfiniteDuration()}) {
+    o.ttl = bad;
+    EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  o.ttl = absl::Milliseconds(100);
+  EXPECT_TRUE(o.Validate().ok());
+}
+
 TEST(LeaseTable, OversizeAndEmptyLeasesAreInvalid) {
   TestStore t = MakeStore();
   LeaseTable leases(t.store.get(), ManualOptions());
@@ -486,7 +500,7 @@ TEST(LeaseTable, CommitsRacingRevocationNeverPublishIntoReleasedChunks) {
         EXPECT_TRUE(leases.Release(granted[i].lease_id, keyed(i) ? i + 1 : kNoConnection).ok());
       }
     }
-    leases.ExpireNow(absl::InfiniteFuture());
+    leases.ExpireNow(absl::InfiniteDuration());
     for (auto& th : threads) th.join();
     // Every commit that said OK is readable: none was lost to the release.
     for (const auto& keys : committed) {

@@ -37,30 +37,26 @@ absl::StatusOr<std::unique_ptr<OpEngine>> OpEngine::Create(std::shared_ptr<RdmaC
     s.commit = s.buckets + kBucketArea;
     s.entry = s.commit + commit_area;
     s.lkey = e->arena_->mr->lkey();
-    e->free_slots_.push_back(i);
   }
   return e;
 }
 
-// All `n` are taken at once, never one by one: two batches each holding part
-// of what they need could otherwise wait on each other forever.
-std::vector<OpSlot*> OpEngine::AcquireSlots(size_t n) {
-  absl::MutexLock lock(&slot_mu_);
-  auto enough = [this, n]()
-                    ABSL_SHARED_LOCKS_REQUIRED(slot_mu_) { return free_slots_.size() >= n; };
-  slot_mu_.Await(absl::Condition(&enough));
+// All `n` are taken at once, never one by one, and never past the deadline
+// (SlotPool has the rules).
+absl::StatusOr<std::vector<OpSlot*>> OpEngine::AcquireSlots(size_t n, absl::Time deadline) {
+  KV_ASSIGN_OR_RETURN(std::vector<int> taken, free_slots_.Acquire(n, deadline));
   std::vector<OpSlot*> out;
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(&slots_[free_slots_.back()]);
-    free_slots_.pop_back();
-  }
+  out.reserve(taken.size());
+  for (int i : taken) out.push_back(&slots_[i]);
   return out;
 }
 
 // The slots' state is left as is; the next user re-arms it.
 void OpEngine::ReleaseSlots(const std::vector<OpSlot*>& slots) {
-  absl::MutexLock lock(&slot_mu_);
-  for (OpSlot* x : slots) free_slots_.push_back(x->index);
+  std::vector<int> indices;
+  indices.reserve(slots.size());
+  for (OpSlot* x : slots) indices.push_back(x->index);
+  free_slots_.Release(indices);
 }
 
 uint64_t OpEngine::NewRequest(OpSlot* s) {

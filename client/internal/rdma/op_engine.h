@@ -32,6 +32,7 @@
 #include "absl/types/span.h"
 #include "client/internal/rdma/connection.h"
 #include "client/internal/rdma/rdma_context.h"
+#include "client/internal/rdma/slot_pool.h"
 #include "common/protocol/layout.h"
 #include "common/rdma/queue_pair.h"
 
@@ -72,8 +73,10 @@ class OpEngine {
   void Attach(RdmaConnection* conn) { conn_ = conn; }
 
   // --- Slots and credits ---------------------------------------------------
-  // `n` free slots (n <= kSlots), blocking until enough are free.
-  std::vector<OpSlot*> AcquireSlots(size_t n);
+  // `n` free slots (1 <= n <= kSlots), all at once, waiting until enough are
+  // free or `deadline` (kDeadlineExceeded; the path stays usable). A caller
+  // holding slots never asks for more: it reuses its own (see SlotPool).
+  absl::StatusOr<std::vector<OpSlot*>> AcquireSlots(size_t n, absl::Time deadline);
   // Returns slots taken by AcquireSlots() (see SlotGuard).
   void ReleaseSlots(const std::vector<OpSlot*>& slots);
   // Starts a commit on `s`: a new request id, cleared completion state.
@@ -123,8 +126,7 @@ class OpEngine {
   std::unique_ptr<Block> arena_;
 
   OpSlot slots_[kSlots];
-  absl::Mutex slot_mu_;
-  std::vector<int> free_slots_ ABSL_GUARDED_BY(slot_mu_);
+  SlotPool free_slots_{kSlots};
   absl::Mutex credit_mu_;
   int credits_used_ ABSL_GUARDED_BY(credit_mu_) = 0;
   absl::Mutex poll_mu_;

@@ -11,6 +11,7 @@
 #include "client/internal/rdma/reader.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -20,6 +21,15 @@
 
 namespace kvstore {
 namespace client {
+
+namespace {
+// Read spans are timed on the steady clock: the server's grace period runs
+// on its monotonic clock, and a wall-clock step here must not make a READ
+// that took too long look short (or the reverse).
+absl::Duration SteadyNow() {
+  return absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+}
+}  // namespace
 
 namespace {
 
@@ -141,14 +151,18 @@ std::vector<Slot> RdmaReader::Candidates(const OpSlot* s, const layout::KeyHash&
 // anything torn -> retry; a span overrun -> retry, or straight to the server
 // when even the entry READ alone is too slow.
 absl::StatusOr<size_t> RdmaReader::GetOne(const Request& req) {
+  KV_ASSIGN_OR_RETURN(std::vector<OpSlot*> taken, engine_->AcquireSlots(1, req.deadline));
+  SlotGuard guard(engine_, taken);
+  return GetOneOn(req, taken[0]);
+}
+
+absl::StatusOr<size_t> RdmaReader::GetOneOn(const Request& req, OpSlot* s) {
   const layout::KeyHash h =
       layout::HashKey(req.key, layout_->geometry.seed, layout_->geometry.bucket_count);
-  OpSlot* s = engine_->AcquireSlots(1)[0];
-  SlotGuard guard(engine_, {s});
   for (int attempt = 0; attempt < kMaxGetAttempts; ++attempt) {
     // Backoff: 10 us doubling to 1 ms, time for a writer to finish.
     if (attempt > 0) absl::SleepFor(absl::Microseconds(std::min(1000, 5 << attempt)));
-    const absl::Time t0 = absl::Now();
+    const absl::Duration t0 = SteadyNow();
     KV_RETURN_IF_ERROR(ReadBuckets(s, h, req.deadline));
     std::vector<Slot> cands = Candidates(s, h);
     if (cands.empty()) return absl::NotFoundError("key not found");
@@ -180,7 +194,7 @@ absl::StatusOr<size_t> RdmaReader::GetOne(const Request& req) {
 // One entry READ and its verification. A pooled buffer, if one was needed,
 // goes back to the pool on every way out.
 RdmaReader::Attempt RdmaReader::ReadCandidate(const Request& req, const Slot& slot, OpSlot* s,
-                                              absl::Time t0) {
+                                              absl::Duration t0) {
   const size_t head = layout::kEntryHeaderBytes + req.key.size();
   const DataRegion* region = layout_->Resolve(slot.offset, req.header_only ? head : slot.size);
   if (region == nullptr) {
@@ -192,7 +206,7 @@ RdmaReader::Attempt RdmaReader::ReadCandidate(const Request& req, const Slot& sl
   const uint64_t remote = region->addr + (slot.offset - region->arena_offset);
   EntryRead plan;
   if (absl::Status p = PlanEntryRead(req, slot, s, &plan); !p.ok()) return {Attempt::kDone, p};
-  const absl::Time entry_start = absl::Now();
+  const absl::Duration entry_start = SteadyNow();
   engine_->Arm(s);
   absl::Status posted =
       engine_->PostRead(absl::MakeConstSpan(plan.sges, plan.nsge), remote, region->rkey, s);
@@ -201,14 +215,14 @@ RdmaReader::Attempt RdmaReader::ReadCandidate(const Request& req, const Slot& sl
     if (plan.big) pool_->Release(std::move(plan.big));
     return {Attempt::kDone, posted};
   }
-  if (absl::Now() - t0 > layout_->max_read_span) {
+  if (SteadyNow() - t0 > layout_->max_read_span) {
     // The entry may have been reclaimed and reused while we read it.
     span_retries_->Increment();
     if (plan.big) pool_->Release(std::move(plan.big));
     Attempt a{Attempt::kSpanExceeded};
     // If the entry READ alone outlasts the span (a large value on a slow
     // link), trying again cannot help: let the server answer.
-    a.give_up = absl::Now() - entry_start > layout_->max_read_span;
+    a.give_up = SteadyNow() - entry_start > layout_->max_read_span;
     return a;
   }
   absl::StatusOr<size_t> verified =
@@ -332,7 +346,7 @@ absl::StatusOr<size_t> RdmaReader::ServerGet(const Request& req) {
 absl::Status RdmaReader::ReadBucketsBatch(absl::Span<const std::string> keys,
                                           const std::vector<OpSlot*>& slots,
                                           std::vector<layout::KeyHash>* hashes, absl::Time deadline,
-                                          absl::Time* t0) {
+                                          absl::Duration* t0) {
   const size_t n = keys.size();
   std::vector<rdma::Sge> sges(2 * n);
   std::vector<rdma::ReadOp> reads(2 * n);
@@ -353,7 +367,7 @@ absl::Status RdmaReader::ReadBucketsBatch(absl::Span<const std::string> keys,
   // Selective signalling: on one RC queue pair, the last READ's completion
   // means every earlier one has completed.
   reads.back().signaled = true;
-  *t0 = absl::Now();
+  *t0 = SteadyNow();
   engine_->Arm(slots[n - 1]);
   KV_RETURN_IF_ERROR(engine_->PostReads(reads));
   return engine_->Wait(slots[n - 1], deadline);
@@ -366,7 +380,7 @@ absl::Status RdmaReader::ReadBucketsBatch(absl::Span<const std::string> keys,
 absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys,
                                               const std::vector<OpSlot*>& slots,
                                               const std::vector<layout::KeyHash>& hashes,
-                                              absl::Time deadline, absl::Time t0,
+                                              absl::Time deadline, absl::Duration t0,
                                               absl::StatusOr<std::string>* out) {
   const size_t n = keys.size();
   std::vector<rdma::Sge> esges;
@@ -401,7 +415,7 @@ absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys
   KV_RETURN_IF_ERROR(engine_->PostReads(ereads));
   KV_RETURN_IF_ERROR(engine_->Wait(slots[n - 1], deadline));
   // Past the span nothing read can be trusted; those keys stay open.
-  const bool in_span = absl::Now() - t0 <= layout_->max_read_span;
+  const bool in_span = SteadyNow() - t0 <= layout_->max_read_span;
   for (auto& [k, slot] : pending) {
     if (!in_span) continue;
     std::string value;
@@ -416,18 +430,21 @@ absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys
 absl::Status RdmaReader::MultiGetBatch(absl::Span<const std::string> keys, absl::Time deadline,
                                        absl::StatusOr<std::string>* out) {
   const size_t n = keys.size();
-  std::vector<OpSlot*> slots = engine_->AcquireSlots(n);
+  KV_ASSIGN_OR_RETURN(std::vector<OpSlot*> slots, engine_->AcquireSlots(n, deadline));
   SlotGuard guard(engine_, slots);
   std::vector<layout::KeyHash> hashes(n);
-  absl::Time t0;
+  absl::Duration t0;
   KV_RETURN_IF_ERROR(ReadBucketsBatch(keys, slots, &hashes, deadline, &t0));
   KV_RETURN_IF_ERROR(ReadSingleCandidates(keys, slots, hashes, deadline, t0, out));
   // Whatever is still open goes through the single-key path (retries,
-  // large entries, collisions, fallback).
+  // large entries, collisions, fallback), on the key's own slot: every READ
+  // of the batch has completed (the last one was signaled), and asking for
+  // one more slot while holding n could wait forever once other threads
+  // hold the rest.
   for (size_t k = 0; k < n; ++k) {
     if (out[k].ok() || out[k].status().code() == absl::StatusCode::kNotFound) continue;
     std::string value;
-    auto v = GetOne({keys[k], deadline, &value, nullptr, false});
+    auto v = GetOneOn({keys[k], deadline, &value, nullptr, false}, slots[k]);
     if (v.ok())
       out[k] = std::move(value);
     else if (v.status().code() == absl::StatusCode::kNotFound)

@@ -98,14 +98,18 @@ class RdmaReader {
   };
 
   // The single-key GET with its retries and fallback; returns the value length.
+  // Takes one slot (kDeadlineExceeded if none frees up by req.deadline).
   absl::StatusOr<size_t> GetOne(const Request& req);
+  // GetOne() on a slot the caller already holds (MultiGetBatch: a caller
+  // holding slots never waits for another, which could deadlock the path).
+  absl::StatusOr<size_t> GetOneOn(const Request& req, OpSlot* s);
   // READs both candidate buckets of `h` into `s`'s scratch and waits.
   absl::Status ReadBuckets(OpSlot* s, const layout::KeyHash& h, absl::Time deadline);
   // The slots in `s`'s buckets whose fingerprint is `h`'s.
   std::vector<layout::Slot> Candidates(const OpSlot* s, const layout::KeyHash& h) const;
   // READs and verifies the entry `slot` points at. `t0`: when the bucket
   // READ started (the span is measured from there).
-  Attempt ReadCandidate(const Request& req, const layout::Slot& slot, OpSlot* s, absl::Time t0);
+  Attempt ReadCandidate(const Request& req, const layout::Slot& slot, OpSlot* s, absl::Duration t0);
   // Fills `plan` for reading the entry of `slot`.
   absl::Status PlanEntryRead(const Request& req, const layout::Slot& slot, OpSlot* s,
                              EntryRead* plan);
@@ -127,13 +131,13 @@ class RdmaReader {
   absl::Status ReadBucketsBatch(absl::Span<const std::string> keys,
                                 const std::vector<OpSlot*>& slots,
                                 std::vector<layout::KeyHash>* hashes, absl::Time deadline,
-                                absl::Time* t0);
+                                absl::Duration* t0);
   // READs and verifies the entries of keys with exactly one plausible small
   // candidate, filling `out` for those that verified within the span.
   absl::Status ReadSingleCandidates(absl::Span<const std::string> keys,
                                     const std::vector<OpSlot*>& slots,
                                     const std::vector<layout::KeyHash>& hashes, absl::Time deadline,
-                                    absl::Time t0, absl::StatusOr<std::string>* out);
+                                    absl::Duration t0, absl::StatusOr<std::string>* out);
 
   const ServerLayout* const layout_;
   OpEngine* const engine_;

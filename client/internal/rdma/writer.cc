@@ -63,8 +63,10 @@ absl::Status RdmaWriter::Delete(absl::string_view key, absl::Time deadline) {
   if (engine_->broken()) {
     return NotSent(absl::UnavailableError("RDMA data path broken; reconnecting"));
   }
-  OpSlot* s = engine_->AcquireSlots(1)[0];
-  SlotGuard guard(engine_, {s});
+  absl::StatusOr<std::vector<OpSlot*>> taken = engine_->AcquireSlots(1, deadline);
+  if (!taken.ok()) return NotSent(taken.status());
+  SlotGuard guard(engine_, *taken);
+  OpSlot* s = (*taken)[0];
   const size_t len = wire::EncodeDeleteCommit(engine_->NewRequest(s), key, s->commit);
   // Until the SEND is posted nothing has left this client: those failures
   // are marked retryable.
@@ -111,8 +113,14 @@ absl::Status RdmaWriter::PutOnce(absl::string_view key, absl::string_view value,
                                  uint32_t value_lkey, absl::Time deadline) {
   const uint64_t size = layout::EntryBytes(key.size(), value.size());
   KV_ASSIGN_OR_RETURN(LeaseSpace space, leases_->Reserve(size));
-  OpSlot* s = engine_->AcquireSlots(1)[0];
-  SlotGuard guard(engine_, {s});
+  absl::StatusOr<std::vector<OpSlot*>> taken = engine_->AcquireSlots(1, deadline);
+  if (!taken.ok()) {
+    // Nothing was written: the reserved space is given back unused.
+    leases_->Finish(space, taken.status());
+    return taken.status();
+  }
+  SlotGuard guard(engine_, *taken);
+  OpSlot* s = (*taken)[0];
   StagedPut staged;
   absl::Status st = Stage(s, key, value, value_lkey, space, &staged);
   if (st.ok()) st = PostStaged(absl::MakeSpan(&staged, 1), deadline);
@@ -197,6 +205,33 @@ absl::Status RdmaWriter::PostStaged(absl::Span<StagedPut> puts, absl::Time deadl
 
 // --- MultiPut ----------------------------------------------------------------------
 
+// Stages and posts every pair of a batch on its slot, then waits for each
+// ack in turn; each pair's result goes to (*results)[i] and its lease space
+// is finished.
+void RdmaWriter::CommitBatch(absl::Span<const std::pair<std::string, std::string>> pairs,
+                             const std::vector<OpSlot*>& slots,
+                             const std::vector<LeaseSpace>& spaces, absl::Time deadline,
+                             std::vector<absl::Status>* results) {
+  const size_t n = pairs.size();
+  std::vector<StagedPut> staged(n);
+  absl::Status st;
+  for (size_t i = 0; i < n && st.ok(); ++i) {
+    st = Stage(slots[i], pairs[i].first, pairs[i].second, 0, spaces[i], &staged[i]);
+  }
+  if (st.ok()) st = PostStaged(absl::MakeSpan(staged), deadline);
+  for (size_t i = 0; i < n; ++i) {
+    if (st.ok()) {
+      absl::Status w = engine_->Wait(slots[i], deadline);
+      (*results)[i] = w.ok() ? slots[i]->ack : w;
+      engine_->ReturnCredits(1);
+    } else {
+      (*results)[i] = st;
+    }
+    if (staged[i].big) pool_->Release(std::move(staged[i].big));
+    leases_->Finish(spaces[i], (*results)[i]);
+  }
+}
+
 // Reserves every pair's space first, then stages and posts all, then waits
 // for each ack in turn. Pairs whose lease expired are redone one by one; the
 // first error (in pair order) is the result.
@@ -213,25 +248,17 @@ absl::Status RdmaWriter::MultiPutBatch(absl::Span<const std::pair<std::string, s
     KV_ASSIGN_OR_RETURN(LeaseSpace sp, leases_->Reserve(layout::EntryBytes(k.size(), v.size())));
     spaces.push_back(sp);
   }
-  std::vector<OpSlot*> slots = engine_->AcquireSlots(n);
-  SlotGuard guard(engine_, slots);
-  std::vector<StagedPut> staged(n);
   std::vector<absl::Status> results(n);
-  absl::Status st;
-  for (size_t i = 0; i < n && st.ok(); ++i) {
-    st = Stage(slots[i], pairs[i].first, pairs[i].second, 0, spaces[i], &staged[i]);
-  }
-  if (st.ok()) st = PostStaged(absl::MakeSpan(staged), deadline);
-  for (size_t i = 0; i < n; ++i) {
-    if (st.ok()) {
-      absl::Status w = engine_->Wait(slots[i], deadline);
-      results[i] = w.ok() ? slots[i]->ack : w;
-      engine_->ReturnCredits(1);
-    } else {
-      results[i] = st;
+  {
+    // Scoped: the slots go back before any pair is redone below, since
+    // PutOnce() takes a slot of its own and a holder never waits for more.
+    absl::StatusOr<std::vector<OpSlot*>> slots = engine_->AcquireSlots(n, deadline);
+    if (!slots.ok()) {
+      for (const LeaseSpace& sp : spaces) leases_->Finish(sp, slots.status());
+      return slots.status();
     }
-    if (staged[i].big) pool_->Release(std::move(staged[i].big));
-    leases_->Finish(spaces[i], results[i]);
+    SlotGuard guard(engine_, *slots);
+    CommitBatch(pairs, *slots, spaces, deadline, &results);
   }
   absl::Status first;
   for (size_t i = 0; i < n; ++i) {

@@ -90,6 +90,10 @@ class RdmaWriter {
   // Up to kBatch pairs, split further to fit the commit credits.
   absl::Status MultiPutBatch(absl::Span<const std::pair<std::string, std::string>> pairs,
                              absl::Time deadline);
+  // The staging, posting and waiting of one MultiPutBatch on slots it holds.
+  void CommitBatch(absl::Span<const std::pair<std::string, std::string>> pairs,
+                   const std::vector<OpSlot*>& slots, const std::vector<LeaseSpace>& spaces,
+                   absl::Time deadline, std::vector<absl::Status>* results);
 
   const ServerLayout* const layout_;
   OpEngine* const engine_;

@@ -1,0 +1,41 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "client/internal/rdma/slot_pool.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kvstore {
+namespace client {
+
+SlotPool::SlotPool(int size) : size_(size > 0 ? size : 0) {
+  for (int i = 0; i < size; ++i) free_.push_back(i);
+}
+
+absl::StatusOr<std::vector<int>> SlotPool::Acquire(size_t n, absl::Time deadline) {
+  if (n == 0 || n > size_) {
+    return absl::InvalidArgumentError(absl::StrCat("asked for ", n, " operation slots of ", size_));
+  }
+  absl::MutexLock lock(&mu_);
+  auto enough = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return free_.size() >= n; };
+  if (!mu_.AwaitWithDeadline(absl::Condition(&enough), deadline)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("no ", n, " free RDMA operation slot(s) before the deadline (", size_,
+                     " per connection, all in use)"));
+  }
+  std::vector<int> out(free_.end() - n, free_.end());
+  free_.resize(free_.size() - n);
+  return out;
+}
+
+void SlotPool::Release(const std::vector<int>& slots) {
+  absl::MutexLock lock(&mu_);
+  free_.insert(free_.end(), slots.begin(), slots.end());
+}
+
+size_t SlotPool::free() const {
+  absl::MutexLock lock(&mu_);
+  return free_.size();
+}
+
+}  // namespace client
+}  // namespace kvstore

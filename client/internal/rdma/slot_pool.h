@@ -1,0 +1,57 @@
+// Copyright 2026 The kvstore Authors.
+//
+// SlotPool: the free list of an RDMA path's operation slots (OpEngine), as
+// plain indices, so that its waiting rules can be tested without a device.
+//
+// Rules that keep a path from deadlocking on its own slots:
+//   * a batch takes all the slots it needs at once, never one by one (two
+//     batches each holding part of what they need would wait on each other);
+//   * every wait has a deadline: Acquire() gives up with kDeadlineExceeded
+//     instead of blocking forever;
+//   * a caller never acquires while it holds slots (callers reuse the slots
+//     they hold; see RdmaReader::MultiGetBatch and RdmaWriter::MultiPutBatch).
+//     With 64 slots, four threads each holding 16 and waiting for one more
+//     used to hang for good.
+//
+// Thread safety: thread-safe.
+
+#ifndef KVSTORE_CLIENT_INTERNAL_RDMA_SLOT_POOL_H_
+#define KVSTORE_CLIENT_INTERNAL_RDMA_SLOT_POOL_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace kvstore {
+namespace client {
+
+class SlotPool {
+ public:
+  // Slots 0 .. size-1, all free.
+  explicit SlotPool(int size);
+  SlotPool(const SlotPool&) = delete;
+  SlotPool& operator=(const SlotPool&) = delete;
+
+  // `n` free slot indices, taken together once that many are free.
+  // kInvalidArgument if n is 0 or more than the pool holds (it could never
+  // be satisfied); kDeadlineExceeded if they are not free by `deadline`.
+  absl::StatusOr<std::vector<int>> Acquire(size_t n, absl::Time deadline);
+  // Gives back slots taken by Acquire().
+  void Release(const std::vector<int>& slots);
+  // Slots free right now (a snapshot, for tests).
+  size_t free() const;
+
+ private:
+  const size_t size_;
+  mutable absl::Mutex mu_;
+  std::vector<int> free_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace client
+}  // namespace kvstore
+
+#endif  // KVSTORE_CLIENT_INTERNAL_RDMA_SLOT_POOL_H_

@@ -1,0 +1,77 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "client/internal/rdma/slot_pool.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace kvstore {
+namespace client {
+namespace {
+
+TEST(SlotPool, TakesAllOrNothingAndGivesBack) {
+  SlotPool pool(4);
+  auto a = pool.Acquire(3, absl::InfiniteFuture());
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->size(), 3u);
+  EXPECT_EQ(pool.free(), 1u);
+  // Two are not free: nothing is taken while it waits, and it gives up.
+  auto b = pool.Acquire(2, absl::Now() + absl::Milliseconds(20));
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kDeadlineExceeded) << b.status();
+  EXPECT_EQ(pool.free(), 1u);
+  pool.Release(*a);
+  EXPECT_EQ(pool.free(), 4u);
+  EXPECT_EQ(pool.Acquire(5, absl::InfiniteFuture()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(pool.Acquire(0, absl::InfiniteFuture()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Finding 8's shape: 4 threads x 16 slots hold all 64 and each asks for one
+// more. The wait ends at its deadline instead of never.
+TEST(SlotPool, HoldersWaitingForMoreGiveUpAtTheirDeadline) {
+  SlotPool pool(64);
+  std::atomic<int> holding{0};
+  std::atomic<int> timed_out{0};
+  std::atomic<int> attempted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      auto held = pool.Acquire(16, absl::InfiniteFuture());
+      ASSERT_TRUE(held.ok());
+      holding++;
+      while (holding.load() < 4) std::this_thread::yield();
+      auto more = pool.Acquire(1, absl::Now() + absl::Milliseconds(50));
+      if (more.status().code() == absl::StatusCode::kDeadlineExceeded) timed_out++;
+      // Held until every thread has tried, as a batch holds its slots.
+      attempted++;
+      while (attempted.load() < 4) std::this_thread::yield();
+      pool.Release(*held);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(timed_out.load(), 4);
+  EXPECT_EQ(pool.free(), 64u);
+}
+
+// A waiter is woken as soon as enough slots come back.
+TEST(SlotPool, WaiterGetsSlotsWhenReleased) {
+  SlotPool pool(2);
+  auto held = pool.Acquire(2, absl::InfiniteFuture());
+  ASSERT_TRUE(held.ok());
+  std::thread releaser([&] {
+    absl::SleepFor(absl::Milliseconds(10));
+    pool.Release(*held);
+  });
+  auto got = pool.Acquire(2, absl::Now() + absl::Seconds(10));
+  releaser.join();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->size(), 2u);
+}
+
+}  // namespace
+}  // namespace client
+}  // namespace kvstore

@@ -1,0 +1,35 @@
+// Copyright 2026 The kvstore Authors.
+//
+// RdmaService's series in the metrics registry (split from rdma_service.cc
+// by job): registered once, in the constructor.
+
+#include "server/rdma/rdma_service.h"
+
+namespace kvstore {
+namespace server {
+
+void RdmaService::RegisterMetrics() {
+  metrics::Registry& r = *registry_;
+  connections_total_ =
+      r.AddCounter("kvstore_rdma_connections_accepted_total", "RDMA connections accepted.");
+  reaped_ = r.AddCounter("kvstore_rdma_connections_reaped_total",
+                         "RDMA connections torn down after a failed send or receive.");
+  commit_errors_ = r.AddCounter("kvstore_rdma_commit_errors_total",
+                                "RDMA commits refused or malformed (absent DELETE keys excluded).");
+  bound_ = r.AddCounter("kvstore_rdma_lease_keys_bound_total", "Lease write keys bound.");
+  revoked_ = r.AddCounter("kvstore_rdma_lease_keys_revoked_total", "Lease write keys revoked.");
+  wakeups_ = r.AddCounter("kvstore_rdma_poller_wakeups_total",
+                          "Completion-channel wake-ups of the commit poller.");
+  probes_ = r.AddCounter("kvstore_rdma_idle_probes_total", "Idle-connection probes sent.");
+  puts_ = RegisterRequestMetrics(&r, "rdma", "put");
+  deletes_ = RegisterRequestMetrics(&r, "rdma", "delete");
+  // The connection table is the one record of open connections.
+  connections_gauge_ =
+      r.AddCallbackGauge("kvstore_rdma_connections", "RDMA connections open.", {}, [this] {
+        absl::MutexLock lock(&mu_);
+        return static_cast<int64_t>(conns_.size());
+      });
+}
+
+}  // namespace server
+}  // namespace kvstore
