@@ -445,6 +445,45 @@ TEST_F(RespServerTest, SlowReaderLosesItsPins) {
   close(fd);
 }
 
+// Finding 12: a client whose queued replies stay over the soft limit for
+// output_soft_seconds, or go over the hard limit, is disconnected (pins
+// kept out of the way: max_pin_time is long here).
+TEST_F(RespServerTest, OutputLimitsDisconnectNonReaders) {
+  RespServerOptions o;
+  o.limits.max_pin_time = absl::Hours(1);
+  o.limits.output_soft_limit = 1 << 20;
+  o.limits.output_soft_seconds = absl::Seconds(1);
+  Start(o);
+  // Well over what the socket buffers absorb (tcp_wmem's 4 MiB maximum on
+  // the server side plus the client's 64 KiB), so most of it stays queued.
+  const std::string value(7 << 20, 'o');
+  int fd = Connect(/*rcvbuf=*/64 << 10);
+  Send(fd, Cmd({"SET", "o", value}));
+  ASSERT_EQ(Read(fd, 1)[0].str, "OK");
+  Send(fd, Cmd({"GET", "o"}));
+  absl::SleepFor(absl::Seconds(4));
+  EXPECT_EQ(Value(server_->registry(),
+                  R"(kvstore_resp_limit_rejections_total{limit="output_soft_limit"})"),
+            1u);
+  close(fd);
+  o.limits.output_soft_limit = 0;
+  // Below what stays queued once the socket buffers are full.
+  o.limits.output_hard_limit = 512 << 10;
+  Start(o);
+  fd = Connect(/*rcvbuf=*/64 << 10);
+  Send(fd, Cmd({"SET", "o", value}));
+  ASSERT_EQ(Read(fd, 1)[0].str, "OK");
+  Send(fd, Cmd({"GET", "o"}));
+  absl::SleepFor(absl::Seconds(2));
+  EXPECT_EQ(Value(server_->registry(),
+                  R"(kvstore_resp_limit_rejections_total{limit="output_hard_limit"})"),
+            1u);
+  bool eof = false;
+  auto r = Read(fd, 1, &eof);
+  EXPECT_TRUE(eof);
+  close(fd);
+}
+
 }  // namespace
 }  // namespace server
 }  // namespace kvstore
