@@ -348,11 +348,6 @@ void RespLoop::Process(Connection* c) {
     const absl::string_view buf(c->in.data() + c->start, c->in.size() - c->start);
     if (buf.empty()) {
       c->request_started = absl::InfiniteFuture();
-      // Freed, not just cleared: a connection waiting for its next request
-      // then holds no 64 KiB buffer (thousands of idle clients would
-      // otherwise keep megabytes resident).
-      std::string().swap(c->in);
-      c->start = 0;
       return;
     }
     // Backpressure: Flush() resumes processing once the client has read.

@@ -67,6 +67,15 @@ void RespLoop::CheckTimeouts() {
   const absl::Time now = absl::Now();
   std::vector<std::pair<Connection*, std::string>> expired;
   for (auto& [fd, c] : conns_) {
+    // A connection quiet for a second with nothing buffered gives its input
+    // buffer back (64 KiB or more once it has read anything): thousands of
+    // idle clients would otherwise keep that resident. Here, not after each
+    // request, so busy connections keep reusing theirs.
+    if (c->start == c->in.size() && c->in.capacity() > 0 &&
+        now - c->last_activity > absl::Seconds(1)) {
+      std::string().swap(c->in);
+      c->start = 0;
+    }
     const bool mid_request = c->state != InputState::kCommands || c->start < c->in.size();
     if (mid_request && c->request_started != absl::InfiniteFuture() &&
         now - c->request_started > options_.request_timeout) {
