@@ -5,6 +5,7 @@
 // max_pin_time). Kept apart from resp_loop.cc, which moves bytes; this file
 // decides which connections have overstayed.
 
+#include <malloc.h>
 #include <sys/socket.h>
 
 #include <string>
@@ -66,6 +67,7 @@ const char* RespLoop::CheckOutputLimits(Connection* c, absl::Time now) {
 void RespLoop::CheckTimeouts() {
   const absl::Time now = absl::Now();
   std::vector<std::pair<Connection*, std::string>> expired;
+  size_t released = 0;
   for (auto& [fd, c] : conns_) {
     // A connection quiet for a second with nothing buffered gives its input
     // buffer back (64 KiB or more once it has read anything): thousands of
@@ -73,6 +75,7 @@ void RespLoop::CheckTimeouts() {
     // request, so busy connections keep reusing theirs.
     if (c->start == c->in.size() && c->in.capacity() > 0 &&
         now - c->last_activity > absl::Seconds(1)) {
+      released += c->in.capacity();
       std::string().swap(c->in);
       c->start = 0;
     }
@@ -93,6 +96,9 @@ void RespLoop::CheckTimeouts() {
       }
     }
   }
+  // Buffers this size come from the malloc heap, which keeps freed pages
+  // resident; hand them back to the kernel once enough were freed at once.
+  if (released >= (4 << 20)) malloc_trim(0);
   if (expired.empty()) return;
   // Best effort: tell the client why, then close. For a timeout the code
   // word comes from the codec (TIMEOUT for DeadlineExceeded) so the C++

@@ -7,7 +7,7 @@
 #
 # Starts kvserver (this checkout's build unless --kvserver) on 127.0.0.1
 # with --pool_size (default 256M), then opens at once:
-#   - 1000 idle connections (connect, send nothing);
+#   - 1000 idle connections (one PING each, then nothing);
 #   - 200 connections that send half a request and stop;
 #   - 20 connections that declare a 64 MiB SET value and send one byte;
 #   - 20 connections that pipeline MGETs of a 4 MiB key (32 copies each)
@@ -118,8 +118,10 @@ def hold(make):
     except OSError:
         refused += 1
 
+def idle():
+    s = conn(); s.sendall(cmd("PING")); return s
 for _ in range(1000):
-    hold(lambda: conn())
+    hold(idle)
 def partial():
     s = conn(); s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\nonly part"); return s
 for _ in range(200):
