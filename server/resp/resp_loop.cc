@@ -262,9 +262,12 @@ void RespLoop::OnEvent(Connection* c, uint32_t events) {
 ssize_t RespLoop::ReceiveBuffered(Connection* c) {
   // Keep the buffer from growing without bound: reset it when everything
   // was parsed, drop the parsed front once it is larger than one read.
-  if (c->start > 0 && c->start == c->in.size()) {
+  if (c->start == c->in.size()) {
     c->in.clear();
     c->start = 0;
+    // Nothing pending: borrow the loop's buffer (see spare_) rather than
+    // growing this connection's own.
+    if (c->in.capacity() < spare_.capacity()) c->in.swap(spare_);
   } else if (c->start > kReadChunk) {
     c->in.erase(0, c->start);
     c->start = 0;
@@ -348,6 +351,12 @@ void RespLoop::Process(Connection* c) {
     const absl::string_view buf(c->in.data() + c->start, c->in.size() - c->start);
     if (buf.empty()) {
       c->request_started = absl::InfiniteFuture();
+      // Everything parsed (no view into the buffer outlives this): lend the
+      // read buffer back to the loop, so only connections with a partial
+      // request hold one.
+      c->in.clear();
+      c->start = 0;
+      if (c->in.capacity() > spare_.capacity()) c->in.swap(spare_);
       return;
     }
     // Backpressure: Flush() resumes processing once the client has read.
