@@ -180,6 +180,10 @@ absl::Status KvServer::Init() {
   // One secret for both ports (common/auth/token.h).
   ro.password = options_.auth_token;
   ro.registry = &registry_;
+  // The shared token is also the RESP password (AUTH / HELLO AUTH).
+  ro.password = options_.auth_token;
+  ro.limits = options_.resp_limits;
+  ro.limits.max_inflight_set_bytes = options_.pool_bytes / 100 * options_.resp_inflight_set_percent;
   KV_ASSIGN_OR_RETURN(resp_, RespServer::Start(store_.get(), ro));
 
   // Before gRPC: a metrics port in use fails start-up before any client

@@ -59,6 +59,10 @@ struct KvServerOptions {
   int resp_threads = 2;
   absl::Duration idle_timeout = absl::Minutes(5);
   absl::Duration request_timeout = absl::Seconds(30);
+  // RESP per-resource bounds (--resp_* flags). max_inflight_set_bytes is
+  // not read from here: it is resp_inflight_set_percent of pool_bytes.
+  RespLimits resp_limits;
+  uint32_t resp_inflight_set_percent = 25;
 
   uint64_t pool_bytes = 512ull << 20;
   uint64_t index_buckets = 0;  // 0: one bucket per KiB of pool

@@ -98,6 +98,63 @@ ABSL_FLAG(std::string, ready_file, "",
           "once serving, write 'control_port=N', 'resp_port=N', 'metrics_port=N' (-1 when off), "
           "'epoch=X' and 'rdma_device=NAME' lines to this file (for scripts and tests)");
 
+// --- RESP port limits (RespLimits, docs/security.md). Each is named in the
+// error a client gets and counted in kvstore_resp_limit_rejections_total.
+ABSL_FLAG(int, resp_max_clients, 4096,
+          "RESP connections open at once; one more gets '-ERR max number of clients reached'");
+ABSL_FLAG(std::string, resp_max_query_buffer, "8M",
+          "bytes one incomplete RESP request may buffer (streamed SET values excluded)");
+ABSL_FLAG(std::string, resp_output_hard_limit, "256M",
+          "queued reply bytes per RESP connection past which it is closed (and an MGET refused)");
+ABSL_FLAG(std::string, resp_output_soft_limit, "32M",
+          "queued reply bytes a RESP connection may exceed for --resp_output_soft_seconds only "
+          "(0: none)");
+ABSL_FLAG(absl::Duration, resp_output_soft_seconds, absl::Seconds(10),
+          "how long a RESP connection may stay over --resp_output_soft_limit");
+ABSL_FLAG(absl::Duration, resp_max_pin_time, absl::Seconds(5),
+          "how long a queued GET reply may keep its pool entry pinned; then it is copied out (up "
+          "to --resp_pin_copy_bytes) or the connection closed");
+ABSL_FLAG(std::string, resp_pin_copy_bytes, "1M",
+          "largest unsent value copied out of the pool for a slow RESP reader");
+ABSL_FLAG(uint32_t, resp_max_inflight_set_percent, 25,
+          "share of the pool (percent) that RESP SETs still receiving their value may hold "
+          "together (0: no bound)");
+ABSL_FLAG(uint64_t, resp_scan_max_buckets, 16384,
+          "index buckets one RESP SCAN call may visit (0: no bound)");
+
+// Copies the --resp_* limit flags into `o`; kInvalidArgument naming the flag
+// for a bad size or percent.
+static absl::Status RespLimitsFromFlags(kvstore::server::KvServerOptions* o) {
+  kvstore::server::RespLimits& l = o->resp_limits;
+  l.max_clients = absl::GetFlag(FLAGS_resp_max_clients);
+  if (l.max_clients < 1) return absl::InvalidArgumentError("--resp_max_clients must be >= 1");
+  struct {
+    const char* name;
+    std::string value;
+    uint64_t* out;
+  } sizes[] = {
+      {"resp_max_query_buffer", absl::GetFlag(FLAGS_resp_max_query_buffer), &l.max_query_buffer},
+      {"resp_output_hard_limit", absl::GetFlag(FLAGS_resp_output_hard_limit), &l.output_hard_limit},
+      {"resp_output_soft_limit", absl::GetFlag(FLAGS_resp_output_soft_limit), &l.output_soft_limit},
+      {"resp_pin_copy_bytes", absl::GetFlag(FLAGS_resp_pin_copy_bytes), &l.pin_copy_bytes},
+  };
+  for (auto& s : sizes) {
+    auto v = kvstore::ParseByteSize(s.value);
+    if (!v.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", s.name, ": ", v.status().message()));
+    }
+    *s.out = *v;
+  }
+  l.output_soft_seconds = absl::GetFlag(FLAGS_resp_output_soft_seconds);
+  l.max_pin_time = absl::GetFlag(FLAGS_resp_max_pin_time);
+  l.scan_max_buckets = absl::GetFlag(FLAGS_resp_scan_max_buckets);
+  o->resp_inflight_set_percent = absl::GetFlag(FLAGS_resp_max_inflight_set_percent);
+  if (o->resp_inflight_set_percent > 100) {
+    return absl::InvalidArgumentError("--resp_max_inflight_set_percent must be 0..100");
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 // Parses a size flag ("512M", "4K", "1G"); the error names the flag, since
@@ -219,6 +276,7 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
     o.transport = kvstore::server::ServerTransport::kTcp;
   else
     return absl::InvalidArgumentError("--transport must be auto, rdma or tcp");
+  if (absl::Status s = RespLimitsFromFlags(&o); !s.ok()) return s;
   return o;
 }
 

@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/protocol/resp.h"
-#include "common/version.h"
+#include "server/resp/auth_commands.h"
 
 namespace kvstore {
 namespace server {
@@ -83,19 +83,37 @@ void Del(const CommandContext& ctx, CommandArgs args) { CountKeys(ctx, args, /*d
 void Exists(const CommandContext& ctx, CommandArgs args) { CountKeys(ctx, args, /*del=*/false); }
 
 // A null for every key that is missing or invalid (as Redis: MGET never
-// fails as a whole).
+// fails as a whole, except that a reply too large to queue is refused).
+// Every value is pinned first and the reply sized: if it would take the
+// connection's queued output past RespLimits::output_hard_limit, the pins
+// are dropped and the MGET is refused naming the limit, instead of queueing
+// (and pinning) gigabytes for one client.
 void MGet(const CommandContext& ctx, CommandArgs args) {
   const absl::Time start = absl::Now();
-  ctx.conn->ReplyArrayHeader(args.size() - 1);
+  std::vector<absl::StatusOr<PinnedValue>> values;
+  values.reserve(args.size() - 1);
+  uint64_t reply_bytes = 0;
   for (size_t i = 1; i < args.size(); ++i) {
     // An invalid key cannot exist, so it reads as a miss.
-    auto v = ctx.store->limits().CheckKey(args[i]).ok()
-                 ? ctx.store->Get(args[i])
-                 : absl::StatusOr<PinnedValue>(absl::NotFoundError(""));
-    if (v.ok()) {
-      ctx.conn->ReplyPinned(std::move(*v));
-    } else {
-      ctx.conn->ReplyNull();
+    values.push_back(ctx.store->limits().CheckKey(args[i]).ok()
+                         ? ctx.store->Get(args[i])
+                         : absl::StatusOr<PinnedValue>(absl::NotFoundError("")));
+    if (values.back().ok()) reply_bytes += values.back()->value().size() + 16;
+  }
+  const uint64_t hard = ctx.options->limits.output_hard_limit;
+  if (hard != 0 && ctx.conn->out_bytes + reply_bytes > hard) {
+    ctx.counters->limit_output_hard->Increment();
+    ReplyInvalid(
+        ctx, absl::StrCat("MGET reply of ", reply_bytes, " bytes exceeds resp_output_hard_limit (",
+                          hard, " bytes per connection); ask for fewer keys"));
+  } else {
+    ctx.conn->ReplyArrayHeader(values.size());
+    for (auto& v : values) {
+      if (v.ok()) {
+        ctx.conn->ReplyPinned(std::move(*v));
+      } else {
+        ctx.conn->ReplyNull();
+      }
     }
   }
   // Every key is a get request (hit or miss, as GET counts both); the
@@ -162,7 +180,11 @@ void Scan(const CommandContext& ctx, CommandArgs args) {
     }
   }
   std::vector<std::string> keys;
-  const uint64_t next = ctx.store->Scan(cursor, count, prefix, &keys);
+  // The bucket budget bounds the walk even when nothing matches: Redis
+  // allows empty pages, and a non-zero cursor tells the client to go on.
+  const uint64_t next =
+      ctx.store->Scan(cursor, count, prefix, &keys, ctx.options->limits.scan_max_buckets);
+  if (next != 0 && keys.size() < count) ctx.counters->limit_scan_buckets->Increment();
   // [next cursor as a bulk string, [keys...]], as Redis shapes it.
   ctx.conn->ReplyArrayHeader(2);
   ctx.conn->ReplyBulk(absl::StrCat(next));
@@ -197,30 +219,6 @@ void Command(const CommandContext& ctx, CommandArgs args) {
   ctx.conn->ReplyArrayHeader(0);
 }
 
-// HELLO [2]: the RESP2 handshake of newer clients; RESP3 is refused with
-// Redis's own NOPROTO error, which clients take as "fall back to RESP2".
-void Hello(const CommandContext& ctx, CommandArgs args) {
-  if (args.size() >= 2 && args[1] != "2") {
-    return ctx.conn->ReplyError("NOPROTO this server speaks RESP2 only");
-  }
-  Connection* c = ctx.conn;
-  c->ReplyArrayHeader(14);  // 7 field/value pairs
-  c->ReplyBulk("server");
-  c->ReplyBulk("kvstore");
-  c->ReplyBulk("version");
-  c->ReplyBulk(kVersion);
-  c->ReplyBulk("proto");
-  c->ReplyInteger(2);
-  c->ReplyBulk("id");
-  c->ReplyInteger(c->fd);
-  c->ReplyBulk("mode");
-  c->ReplyBulk("standalone");
-  c->ReplyBulk("role");
-  c->ReplyBulk("master");
-  c->ReplyBulk("modules");
-  c->ReplyArrayHeader(0);
-}
-
 // redis-benchmark reads "save" and "appendonly" at start-up.
 void Config(const CommandContext& ctx, CommandArgs args) {
   if (args.size() == 3 && CommandIs(args[1], "GET")) {
@@ -230,12 +228,6 @@ void Config(const CommandContext& ctx, CommandArgs args) {
     return;
   }
   ReplyInvalid(ctx, "only CONFIG GET is supported");
-}
-
-// No authentication exists; Redis's own text for that case, so clients that
-// send AUTH from their configuration report something familiar.
-void Auth(const CommandContext& ctx, CommandArgs) {
-  ReplyInvalid(ctx, "AUTH called without any password configured");
 }
 
 // One keyspace: SELECT 0 is accepted so tools that always send it work.
@@ -272,9 +264,9 @@ constexpr CommandSpec kCommands[] = {
     {"SCAN", 2, kAnyArgs, 2, Scan},
     {"INFO", 1, kAnyArgs, 1, Info},
     {"COMMAND", 1, kAnyArgs, 1, Command},
-    {"HELLO", 1, kAnyArgs, 1, Hello},
+    {"HELLO", 1, kAnyArgs, 1, HelloCommand},
     {"CONFIG", 1, kAnyArgs, 1, Config},
-    {"AUTH", 1, kAnyArgs, 1, Auth},
+    {"AUTH", 2, 3, 1, AuthCommand},
     {"SELECT", 1, kAnyArgs, 1, Select},
     {"CLIENT", 1, kAnyArgs, 1, Client},
     {"QUIT", 1, kAnyArgs, 1, Quit},
@@ -300,6 +292,12 @@ bool ArityOk(const CommandSpec& spec, size_t argc) {
 // unknown whatever its arguments, as Redis does.
 void DispatchCommand(const CommandContext& ctx, CommandArgs args) {
   const absl::string_view cmd = args[0];
+  // Before AUTH nothing but AUTH/HELLO/QUIT is looked at, not even whether
+  // the command exists: an unauthenticated client learns nothing.
+  if (!ctx.conn->authenticated && !AllowedBeforeAuth(cmd)) {
+    ctx.counters->noauth->Increment();
+    return ctx.conn->ReplyError(kNoAuthError);
+  }
   const CommandSpec* spec = FindCommand(cmd);
   if (spec == nullptr) {
     // The name is echoed back, so bound it and keep it printable.

@@ -110,7 +110,7 @@ TEST_F(CommandsTest, RepliesAreTheSameBytesAsBefore) {
   EXPECT_EQ(Run({"CONFIG", "GET", "appendonly"}), "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
   EXPECT_EQ(Run({"SELECT", "0"}), "+OK\r\n");
   EXPECT_EQ(Run({"SELECT", "1"}), "-ERR only database 0 exists\r\n");
-  EXPECT_EQ(Run({"HELLO", "3"}), "-NOPROTO this server speaks RESP2 only\r\n");
+  EXPECT_EQ(Run({"HELLO", "3"}), "-NOPROTO unsupported protocol version\r\n");
   EXPECT_EQ(Run({"SET", "k", "v", "NX"}),
             "-ERR syntax error: SET options (EX, PX, NX, XX, ...) are not supported\r\n");
   EXPECT_EQ(Run({"GET", ""}), "-ERR key is empty\r\n");

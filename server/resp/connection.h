@@ -36,6 +36,10 @@ struct OutChunk {
   PinnedValue pinned;  // when set, `view` points into pool memory
   absl::string_view view;
   size_t sent = 0;  // bytes of data() already written to the socket
+  // When the loop first saw this pinned chunk queued (InfinitePast until
+  // then): stamped by the once-a-second sweep, not per GET, so the bound
+  // RespLimits::max_pin_time holds to within a second at no hot-path cost.
+  absl::Time pinned_seen = absl::InfinitePast();
   absl::string_view data() const { return pinned.value().data() ? view : absl::string_view(owned); }
 };
 
@@ -73,6 +77,9 @@ struct Connection {
   void ReplyPinned(PinnedValue v);
 
   const int fd;
+  // False until AUTH / HELLO AUTH succeeds when a password is set; only
+  // AUTH, HELLO and QUIT are served before that (auth_commands.h).
+  bool authenticated = true;
   std::string in;  // received, unparsed bytes are in[start, in.size())
   size_t start = 0;
   InputState state = InputState::kCommands;
@@ -80,7 +87,11 @@ struct Connection {
   // The streamed SET in progress (kValue/kValueCrlf), or the refused one
   // being skipped (kDiscard). See streamed_set.h.
   Reservation reservation;  // the SET's entry; ptr is null when none
-  uint64_t value_done = 0;  // value bytes received so far
+  // The SET's key until its entry is reserved: reservation is lazy, made
+  // when the first value byte arrives, so a header alone holds no pool.
+  std::string pending_key;
+  uint64_t budget_taken = 0;  // bytes of the shared in-flight SET budget held
+  uint64_t value_done = 0;    // value bytes received so far
   uint64_t value_len = 0;
   uint64_t discard_left = 0;  // kDiscard: bytes still to skip, CRLF included
 
@@ -90,6 +101,8 @@ struct Connection {
   bool reading = true;  // false once no further requests will be read
   absl::Time last_activity;
   absl::Time request_started = absl::InfiniteFuture();
+  // Since when out_bytes has been above RespLimits::output_soft_limit.
+  absl::Time over_soft_since = absl::InfiniteFuture();
 
  private:
   // The owned chunk at the end of the queue, appended if the last chunk is a

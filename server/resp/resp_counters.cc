@@ -6,6 +6,18 @@ namespace kvstore {
 namespace server {
 namespace resp_internal {
 
+namespace {
+
+metrics::Counter* LimitCounter(metrics::Registry* registry, const char* limit) {
+  return registry->AddCounter(
+      "kvstore_resp_limit_rejections_total",
+      "RESP requests refused or connections closed because a per-resource bound "
+      "(the limit label, a --resp_<limit> flag) was reached.",
+      {{"limit", limit}});
+}
+
+}  // namespace
+
 // Registering the same name twice returns the same series, so two RESP
 // servers on one registry (never the case in kvserver) would share figures.
 Counters::Counters(metrics::Registry* registry)
@@ -23,6 +35,24 @@ Counters::Counters(metrics::Registry* registry)
                                     "Bytes read from RESP connections.")),
       bytes_out(registry->AddCounter("kvstore_resp_sent_bytes_total",
                                      "Bytes written to RESP connections.")),
+      auth_failures(registry->AddCounter("kvstore_resp_auth_failures_total",
+                                         "RESP AUTH / HELLO AUTH attempts with a wrong password.")),
+      noauth(registry->AddCounter("kvstore_resp_noauth_rejections_total",
+                                  "RESP commands refused with NOAUTH (sent before AUTH).")),
+      accept_errors(
+          registry->AddCounter("kvstore_resp_accept_errors_total",
+                               "accept() failures on the RESP port (EMFILE/ENFILE and the like).")),
+      limit_max_clients(LimitCounter(registry, "max_clients")),
+      limit_query_buffer(LimitCounter(registry, "max_query_buffer")),
+      limit_output_hard(LimitCounter(registry, "output_hard_limit")),
+      limit_output_soft(LimitCounter(registry, "output_soft_limit")),
+      limit_pin_time(LimitCounter(registry, "max_pin_time")),
+      limit_inflight_set(LimitCounter(registry, "max_inflight_set_bytes")),
+      limit_scan_buckets(LimitCounter(registry, "scan_max_buckets")),
+      pins_copied(registry->AddCounter(
+          "kvstore_resp_pinned_replies_copied_total",
+          "GET/MGET values copied out of the pool because the client read them too slowly "
+          "(resp_max_pin_time).")),
       // The tcp request series belong here: RESP is the server's only TCP
       // data path. The gRPC handlers and the RDMA service register the
       // same two families with their own transport label.

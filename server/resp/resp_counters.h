@@ -30,6 +30,19 @@ struct Counters {
   metrics::Counter* timeouts;         // kvstore_resp_timeouts_total
   metrics::Counter* bytes_in;         // kvstore_resp_received_bytes_total
   metrics::Counter* bytes_out;        // kvstore_resp_sent_bytes_total
+  metrics::Counter* auth_failures;    // kvstore_resp_auth_failures_total
+  metrics::Counter* noauth;           // kvstore_resp_noauth_rejections_total
+  metrics::Counter* accept_errors;    // kvstore_resp_accept_errors_total
+  // kvstore_resp_limit_rejections_total{limit="<RespLimits field>"}: requests
+  // refused or connections closed because that bound was reached.
+  metrics::Counter* limit_max_clients;
+  metrics::Counter* limit_query_buffer;
+  metrics::Counter* limit_output_hard;
+  metrics::Counter* limit_output_soft;
+  metrics::Counter* limit_pin_time;
+  metrics::Counter* limit_inflight_set;
+  metrics::Counter* limit_scan_buckets;
+  metrics::Counter* pins_copied;  // kvstore_resp_pinned_replies_copied_total
   // kvstore_server_requests_total / _duration_seconds{transport="tcp",op=...}.
   RequestMetrics get;
   RequestMetrics put;

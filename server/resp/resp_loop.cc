@@ -2,6 +2,7 @@
 
 #include "server/resp/resp_loop.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -16,8 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "server/resp/auth_commands.h"
 #include "server/resp/commands.h"
 
 namespace kvstore {
@@ -36,8 +39,12 @@ constexpr int kReadRounds = 16;
 }  // namespace
 
 RespLoop::RespLoop(KvStore* store, const RespServerOptions& options, Counters* counters,
-                   int listen_fd)
-    : store_(store), options_(options), counters_(counters), listen_fd_(listen_fd) {
+                   SharedBudgets* budgets, int listen_fd)
+    : store_(store),
+      options_(options),
+      counters_(counters),
+      budgets_(budgets),
+      listen_fd_(listen_fd) {
   // A bulk string is a key or a value; a request is at most one batch of
   // key/value pairs (MSET) plus its name; SET values are streamed, so the
   // buffered bytes are bounded by one value plus slack for the rest.
@@ -45,6 +52,15 @@ RespLoop::RespLoop(KvStore* store, const RespServerOptions& options, Counters* c
       std::max<uint64_t>(store->limits().max_value_bytes, store->limits().max_key_bytes);
   limits_.max_args = 2 * store->limits().max_batch_keys + 1;
   limits_.max_buffered_bytes = store->limits().max_value_bytes + (1 << 20);
+  if (options.limits.max_query_buffer != 0) {
+    limits_.max_buffered_bytes =
+        std::min<uint64_t>(limits_.max_buffered_bytes, options.limits.max_query_buffer);
+  }
+  // "HELLO 2 AUTH default <token> SETNAME <name>" is 7 arguments; a token
+  // is far below 16 KiB. Anything bigger before AUTH is not a login.
+  unauth_limits_.max_args = 8;
+  unauth_limits_.max_bulk_bytes = 16 << 10;
+  unauth_limits_.max_buffered_bytes = 64 << 10;
 }
 
 // Runs after Run() has returned (RespServer joins the thread first), so no
@@ -53,6 +69,7 @@ RespLoop::~RespLoop() {
   for (auto& [fd, c] : conns_) {
     if (sets_ != nullptr) sets_->Abandon(c.get());
     close(fd);
+    budgets_->clients.Give(1);
   }
   // Connections first: their queued replies pin entries the writer's
   // segments hold.
@@ -61,6 +78,7 @@ RespLoop::~RespLoop() {
   writer_.reset();
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (event_fd_ >= 0) close(event_fd_);
+  if (reserve_fd_ >= 0) close(reserve_fd_);
 }
 
 // Separate from the constructor so a failure is a Status, not a half-built
@@ -83,7 +101,9 @@ absl::Status RespLoop::Init() {
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, event_fd_, &ev);
   // Writers are not thread-safe: one per loop, used only on its thread.
   writer_ = store_->NewWriter();
-  sets_ = std::make_unique<StreamedSet>(store_, writer_.get(), counters_);
+  sets_ = std::make_unique<StreamedSet>(store_, writer_.get(), counters_,
+                                        &budgets_->inflight_set_bytes);
+  reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   return absl::OkStatus();
 }
 
@@ -101,8 +121,9 @@ void RespLoop::Run() {
   epoll_event events[kMaxEvents];
   absl::Time next_timeout_check = absl::Now() + absl::Seconds(1);
   while (!stop_.load(std::memory_order_relaxed)) {
-    // 250 ms at most, so timeouts are checked even on a quiet loop.
-    int n = epoll_wait(epoll_fd_, events, kMaxEvents, 250);
+    // 250 ms at most, so timeouts are checked even on a quiet loop; 50 ms
+    // while the listener is paused, to resume it on time.
+    int n = epoll_wait(epoll_fd_, events, kMaxEvents, listener_paused_ ? 50 : 250);
     if (n < 0 && errno != EINTR) {
       LOG(ERROR) << "epoll_wait: " << std::strerror(errno);
       break;
@@ -119,6 +140,7 @@ void RespLoop::Run() {
         OnEvent(it->second.get(), events[i].events);
       }
     }
+    if (listener_paused_) MaybeResumeListener(absl::Now());
     if (absl::Now() >= next_timeout_check) {
       CheckTimeouts();
       next_timeout_check = absl::Now() + absl::Seconds(1);
@@ -131,29 +153,92 @@ void RespLoop::Run() {
 void RespLoop::Accept() {
   for (;;) {
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      // EAGAIN: drained (or another loop took it); anything else is logged
-      // and retried on the next wakeup.
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        LOG(WARNING) << "accept4: " << std::strerror(errno);
-      }
-      return;
+    if (fd >= 0) {
+      AddConnection(fd);
+      continue;
     }
-    int one = 1;
-    // Replies are small and pipelined; Nagle would only add latency.
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    auto c = std::make_unique<Connection>(fd);
-    c->last_activity = absl::Now();
-    epoll_event ev{};
-    // Level-triggered; EPOLLRDHUP reports a peer that shut down its side
-    // even while reading is paused.
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.fd = fd;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
-    conns_[fd] = std::move(c);
-    counters_->accepted->Increment();
-    counters_->active->Add(1);
+    // EAGAIN: drained (or another loop took it).
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    // A connection reset while in the backlog, or a signal: try the next.
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    OnAcceptError(errno);
+    return;
   }
+}
+
+void RespLoop::AddConnection(int fd) {
+  if (!budgets_->clients.TryTake(1)) {
+    // Redis's text; best effort, the socket is new so its buffer is empty.
+    static constexpr char kFull[] = "-ERR max number of clients reached\r\n";
+    (void)!send(fd, kFull, sizeof(kFull) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    close(fd);
+    counters_->limit_max_clients->Increment();
+    return;
+  }
+  int one = 1;
+  // Replies are small and pipelined; Nagle would only add latency.
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  auto c = std::make_unique<Connection>(fd);
+  c->last_activity = absl::Now();
+  c->authenticated = options_.password.empty();
+  epoll_event ev{};
+  // Level-triggered; EPOLLRDHUP reports a peer that shut down its side
+  // even while reading is paused.
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.fd = fd;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  conns_[fd] = std::move(c);
+  counters_->accepted->Increment();
+  counters_->active->Add(1);
+}
+
+// The failed connection stays in the backlog, so the level-triggered
+// listener would wake this loop again at once: a busy spin logging at MB/s.
+// Out of descriptors, the reserve one is given up to accept the connection
+// and refuse it with an error (the client learns why instead of hanging);
+// in every case the listener is then paused for a moment.
+void RespLoop::OnAcceptError(int err) {
+  counters_->accept_errors->Increment();
+  const absl::Time now = absl::Now();
+  if (now - last_accept_log_ >= absl::Seconds(10)) {
+    LOG(WARNING) << "accept4 on the RESP port: " << std::strerror(err) << " ("
+                 << accept_errors_unlogged_ << " more since the last report; logged at most "
+                 << "every 10 s)";
+    last_accept_log_ = now;
+    accept_errors_unlogged_ = 0;
+  } else {
+    ++accept_errors_unlogged_;
+  }
+  if ((err == EMFILE || err == ENFILE) && reserve_fd_ >= 0) {
+    close(reserve_fd_);
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      static constexpr char kNoFd[] =
+          "-ERR max number of clients reached (server out of file descriptors)\r\n";
+      (void)!send(fd, kNoFd, sizeof(kNoFd) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      close(fd);
+      counters_->limit_max_clients->Increment();
+    }
+    reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  PauseListener();
+}
+
+// EPOLLEXCLUSIVE registrations cannot be modified, only removed and added.
+void RespLoop::PauseListener() {
+  if (listener_paused_) return;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+  listener_paused_ = true;
+  listener_resume_ = absl::Now() + absl::Milliseconds(100);
+}
+
+void RespLoop::MaybeResumeListener(absl::Time now) {
+  if (now < listener_resume_) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+  ev.data.fd = listen_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+  listener_paused_ = false;
 }
 
 // Output first: draining replies may lift the backpressure that stops
@@ -177,9 +262,12 @@ void RespLoop::OnEvent(Connection* c, uint32_t events) {
 ssize_t RespLoop::ReceiveBuffered(Connection* c) {
   // Keep the buffer from growing without bound: reset it when everything
   // was parsed, drop the parsed front once it is larger than one read.
-  if (c->start > 0 && c->start == c->in.size()) {
+  if (c->start == c->in.size()) {
     c->in.clear();
     c->start = 0;
+    // Nothing pending: borrow the loop's buffer (see spare_) rather than
+    // growing this connection's own.
+    if (c->in.capacity() < spare_.capacity()) c->in.swap(spare_);
   } else if (c->start > kReadChunk) {
     c->in.erase(0, c->start);
     c->start = 0;
@@ -199,7 +287,7 @@ ssize_t RespLoop::ReceiveBuffered(Connection* c) {
 bool RespLoop::ReadSome(Connection* c) {
   for (int round = 0; round < kReadRounds; ++round) {
     ssize_t n;
-    if (c->state == InputState::kValue && c->start == c->in.size()) {
+    if (c->state == InputState::kValue && c->start == c->in.size() && StreamedSet::Reserved(*c)) {
       // A SET value with nothing buffered: straight into its pool entry,
       // and keep reading while the value lasts.
       n = sets_->ReceiveDirect(c);
@@ -263,26 +351,45 @@ void RespLoop::Process(Connection* c) {
     const absl::string_view buf(c->in.data() + c->start, c->in.size() - c->start);
     if (buf.empty()) {
       c->request_started = absl::InfiniteFuture();
+      // Everything parsed (no view into the buffer outlives this): lend the
+      // read buffer back to the loop, so only connections with a partial
+      // request hold one.
+      c->in.clear();
+      c->start = 0;
+      if (c->in.capacity() > spare_.capacity()) c->in.swap(spare_);
       return;
     }
     // Backpressure: Flush() resumes processing once the client has read.
     if (c->out_bytes > options_.max_pending_output) return;
-    resp::ParsedRequest req = resp::ParseRequest(buf, limits_);
+    resp::ParsedRequest req = resp::ParseRequest(buf, LimitsFor(*c));
     switch (req.kind) {
       case resp::ParsedRequest::Kind::kNeedMore:
+        // Lengths are checked as they are parsed; this also bounds input
+        // that has no length (a line without its CRLF).
+        if (buf.size() > LimitsFor(*c).max_buffered_bytes) {
+          counters_->limit_query_buffer->Increment();
+          ProtocolError(
+              c, absl::StrCat("Protocol error: incomplete request over ", "resp_max_query_buffer (",
+                              LimitsFor(*c).max_buffered_bytes, " bytes)"));
+          return;
+        }
         // The request timeout runs from the first incomplete attempt.
         if (c->request_started == absl::InfiniteFuture()) c->request_started = absl::Now();
         return;
       case resp::ParsedRequest::Kind::kError:
-        // The parser's text already starts with "Protocol error".
+        // The parser's text already starts with "Protocol error"; its size
+        // check is the query-buffer bound, so say which flag sets it.
+        if (absl::StartsWith(req.error, "Protocol error: request larger than")) {
+          counters_->limit_query_buffer->Increment();
+          req.error += " (resp_max_query_buffer)";
+        }
         ProtocolError(c, req.error);
         return;
       case resp::ParsedRequest::Kind::kSetValue:
         c->start += req.consumed;
         c->request_started = absl::Now();
         counters_->commands->Increment();
-        // req.args[1] still points into c->in: nothing has moved it.
-        sets_->Begin(c, req.args[1], req.value_len);
+        BeginSet(c, req);
         continue;
       case resp::ParsedRequest::Kind::kCommand:
         // Views into c->in stay valid: nothing below moves the buffer.
@@ -292,6 +399,26 @@ void RespLoop::Process(Connection* c) {
         continue;
     }
   }
+}
+
+// Before AUTH a SET is refused like any command; its value is skipped if
+// small, and the connection closed if not (no reading megabytes for a
+// client that has not logged in).
+void RespLoop::BeginSet(Connection* c, const resp::ParsedRequest& req) {
+  if (c->authenticated) {
+    // req.args[1] still points into c->in: nothing has moved it.
+    sets_->Begin(c, req.args[1], req.value_len);
+    return;
+  }
+  counters_->noauth->Increment();
+  c->ReplyError(kNoAuthError);
+  if (req.value_len > unauth_limits_.max_bulk_bytes) {
+    c->close_after_flush = true;
+    c->reading = false;
+    return;
+  }
+  c->state = InputState::kDiscard;
+  c->discard_left = req.value_len + 2;
 }
 
 // Everything except the streamed SET goes through the command table.
@@ -383,42 +510,8 @@ void RespLoop::Close(Connection* c) {
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   close(c->fd);
   counters_->active->Add(-1);
+  budgets_->clients.Give(1);
   conns_.erase(c->fd);  // destroys c, releasing pinned replies
-}
-
-// Three ways a connection expires: a request left incomplete for
-// request_timeout, no traffic at all for idle_timeout, or replies the
-// client has not read for request_timeout. Collected first, closed after:
-// Close() erases from the map being iterated.
-void RespLoop::CheckTimeouts() {
-  const absl::Time now = absl::Now();
-  std::vector<Connection*> expired;
-  for (auto& [fd, c] : conns_) {
-    const bool mid_request = c->state != InputState::kCommands || c->start < c->in.size();
-    if (mid_request && c->request_started != absl::InfiniteFuture() &&
-        now - c->request_started > options_.request_timeout) {
-      expired.push_back(c.get());
-    } else if (options_.idle_timeout > absl::ZeroDuration() &&
-               now - c->last_activity > options_.idle_timeout && c->out.empty()) {
-      expired.push_back(c.get());
-    } else if (!c->out.empty() && now - c->last_activity > options_.request_timeout) {
-      // A client that stops reading its replies would otherwise pin the
-      // entries being sent (and their segments) forever.
-      expired.push_back(c.get());
-    }
-  }
-  if (expired.empty()) return;
-  // Best effort: tell the client why, then close. The code word comes from
-  // the codec (TIMEOUT for DeadlineExceeded) so the C++ client reads it back
-  // as DEADLINE_EXCEEDED, as it did when it matched on "timed out"; redis-cli
-  // users still see "connection timed out".
-  std::string msg;
-  resp::AppendStatusError(&msg, absl::DeadlineExceededError("connection timed out"));
-  for (Connection* c : expired) {
-    counters_->timeouts->Increment();
-    (void)!send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    Close(c);
-  }
 }
 
 }  // namespace resp_internal

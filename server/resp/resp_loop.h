@@ -11,7 +11,13 @@
 // allocated; a malformed request gets "ERR Protocol error: ..." and its
 // connection is closed without affecting others; reads stop while a
 // connection's queued replies exceed max_pending_output; idle connections,
-// half-sent requests and clients that stop reading are timed out.
+// half-sent requests and clients that stop reading are timed out. The
+// RespLimits bounds (resp_options.h) are enforced here: max_clients at
+// accept, max_query_buffer while parsing, output and pin limits in the
+// once-a-second sweep (resp_loop_limits.cc). Running out of file
+// descriptors at accept is answered with a reserve descriptor (accept and
+// close with an error) and a short pause of the listener, never a spin, and
+// logged at most once per 10 s.
 //
 // Ownership and thread safety: owned by RespServer. Init() and then Run()
 // on the loop's thread; Wake() from any thread makes Run() return. The
@@ -27,12 +33,14 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "common/protocol/resp.h"
 #include "server/resp/connection.h"
+#include "server/resp/limits.h"
 #include "server/resp/resp_counters.h"
 #include "server/resp/resp_options.h"
 #include "server/resp/streamed_set.h"
@@ -45,8 +53,9 @@ namespace resp_internal {
 class RespLoop {
  public:
   // Nothing is owned; all must outlive the loop. `listen_fd` is a
-  // non-blocking listening socket.
-  RespLoop(KvStore* store, const RespServerOptions& options, Counters* counters, int listen_fd);
+  // non-blocking listening socket; `budgets` are shared by the port's loops.
+  RespLoop(KvStore* store, const RespServerOptions& options, Counters* counters,
+           SharedBudgets* budgets, int listen_fd);
   ~RespLoop();
   RespLoop(const RespLoop&) = delete;
   RespLoop& operator=(const RespLoop&) = delete;
@@ -63,6 +72,23 @@ class RespLoop {
 
  private:
   void Accept();
+  // Registers an accepted socket as a connection (or refuses it at
+  // max_clients).
+  void AddConnection(int fd);
+  // accept4() failed with `err` (not EAGAIN/EINTR): see the header comment.
+  void OnAcceptError(int err);
+  // Takes the listener out of / back into the epoll set (the accept pause).
+  void PauseListener();
+  void MaybeResumeListener(absl::Time now);
+  // The parse limits for `c`: tighter before AUTH.
+  const resp::RequestLimits& LimitsFor(const Connection& c) const {
+    return c.authenticated ? limits_ : unauth_limits_;
+  }
+  // Starts the streamed SET just parsed, or refuses it before AUTH.
+  void BeginSet(Connection* c, const resp::ParsedRequest& req);
+  // Output-side bounds of one connection at sweep time `now`; returns the
+  // reason to close it, or nullptr to keep it. May copy pinned values out.
+  const char* CheckOutputLimits(Connection* c, absl::Time now);
   void OnEvent(Connection* c, uint32_t events);
   // Reads what the socket has. Returns false once the connection is closed
   // (or will close after its last replies).
@@ -76,6 +102,8 @@ class RespLoop {
   bool Flush(Connection* c);
   void UpdateInterest(Connection* c);
   void Close(Connection* c);
+  // The once-a-second sweep (resp_loop_limits.cc): timeouts and output
+  // bounds; closes the connections that broke them.
   void CheckTimeouts();
   // Replies "ERR <msg>", then stops reading and closes after the flush.
   void ProtocolError(Connection* c, absl::string_view msg);
@@ -83,14 +111,28 @@ class RespLoop {
   KvStore* const store_;
   const RespServerOptions& options_;
   Counters* const counters_;
+  SharedBudgets* const budgets_;
   const int listen_fd_;
   resp::RequestLimits limits_;
+  // Before AUTH only AUTH/HELLO/QUIT are served: small requests suffice.
+  resp::RequestLimits unauth_limits_;
+  // Spare descriptor released to accept (and refuse) a connection when the
+  // process is out of descriptors; -1 while in use or unavailable.
+  int reserve_fd_ = -1;
+  bool listener_paused_ = false;
+  absl::Time listener_resume_ = absl::InfinitePast();
+  absl::Time last_accept_log_ = absl::InfinitePast();
+  uint64_t accept_errors_unlogged_ = 0;
   int epoll_fd_ = -1;
   int event_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::unique_ptr<KvStore::Writer> writer_;
   std::unique_ptr<StreamedSet> sets_;  // after writer_: uses it
   absl::flat_hash_map<int, std::unique_ptr<Connection>> conns_;
+  // The loop's read buffer, always empty: a connection with nothing
+  // buffered swaps it in to read and gives it back once all it read is
+  // parsed, so thousands of idle connections do not each keep 64 KiB.
+  std::string spare_;
 };
 
 }  // namespace resp_internal

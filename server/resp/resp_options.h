@@ -8,6 +8,7 @@
 #define KVSTORE_SERVER_RESP_RESP_OPTIONS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -16,6 +17,40 @@
 
 namespace kvstore {
 namespace server {
+
+// Per-resource bounds of the RESP port (docs/security.md). Each is a
+// kvserver flag (--resp_<name>), is named in the error a client gets when it
+// trips, and is counted in a kvstore_resp_* series. 0 disables a bound
+// where noted.
+struct RespLimits {
+  // Connections open at once on the port (all loops together). One more is
+  // answered "-ERR max number of clients reached" and closed.
+  int max_clients = 4096;
+  // Bytes of one incomplete request held in a connection's input buffer
+  // (streamed SET values are not buffered and do not count). Over it:
+  // "ERR Protocol error: ... resp_max_query_buffer" and close.
+  uint64_t max_query_buffer = 8ull << 20;
+  // Queued reply bytes (pinned GET values included) past which the client
+  // is disconnected at once; an MGET whose reply would pass it is refused.
+  uint64_t output_hard_limit = 256ull << 20;
+  // Queued reply bytes a client may keep above this for at most
+  // output_soft_seconds before it is disconnected (0: no soft limit).
+  uint64_t output_soft_limit = 32ull << 20;
+  absl::Duration output_soft_seconds = absl::Seconds(10);
+  // How long a queued reply may keep its pool entry pinned (blocking the
+  // reclamation of its segment). Past it the rest of a value up to
+  // pin_copy_bytes is copied out and unpinned; a larger one closes the
+  // connection.
+  absl::Duration max_pin_time = absl::Seconds(5);
+  uint64_t pin_copy_bytes = 1ull << 20;
+  // Pool bytes all streamed SETs still receiving their value may hold
+  // together (shared by every loop). A SET that would pass it is answered
+  // -OOM naming resp_max_inflight_set_bytes. 0: no bound.
+  uint64_t max_inflight_set_bytes = 0;
+  // Index buckets one SCAN call may visit; past it SCAN returns what it has
+  // (possibly nothing) with a cursor to continue from.
+  uint64_t scan_max_buckets = 16384;
+};
 
 struct RespServerOptions {
   std::string bind_address = "127.0.0.1";
@@ -34,6 +69,7 @@ struct RespServerOptions {
   // requirepass: when non-empty a connection must AUTH (or HELLO ... AUTH)
   // with it before any other command is served (-NOAUTH otherwise).
   std::string password;
+  RespLimits limits;
   // Where the server registers kvstore_resp_* and the tcp request series
   // (not owned; must outlive the server). Null: a private registry.
   metrics::Registry* registry = nullptr;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/resp/limits.h"
 #include "server/resp/resp_counters.h"
 #include "server/resp/resp_loop.h"
 
@@ -74,6 +75,9 @@ absl::StatusOr<std::unique_ptr<RespServer>> RespServer::Start(KvStore* store,
   server->registry_ = options.registry != nullptr ? options.registry : server->own_registry_.get();
   server->counters_ = std::make_unique<Counters>(server->registry_);
   Counters* counters = server->counters_.get();
+  server->budgets_ = std::make_unique<resp_internal::SharedBudgets>(
+      options.limits.max_clients > 0 ? static_cast<uint64_t>(options.limits.max_clients) : 0,
+      options.limits.max_inflight_set_bytes);
   // One listening socket shared by every loop (EPOLLEXCLUSIVE wakes one
   // loop per connection), owned by the server.
   auto fd = Listen(options.bind_address, options.port);
@@ -84,7 +88,8 @@ absl::StatusOr<std::unique_ptr<RespServer>> RespServer::Start(KvStore* store,
   // Every loop is initialised before any runs, so a failure leaves no
   // thread to stop.
   for (int i = 0; i < options.threads; ++i) {
-    auto loop = std::make_unique<RespLoop>(store, server->options_, counters, *fd);
+    auto loop =
+        std::make_unique<RespLoop>(store, server->options_, counters, server->budgets_.get(), *fd);
     if (absl::Status s = loop->Init(); !s.ok()) return s;
     server->loops_.push_back(std::move(loop));
   }

@@ -41,8 +41,9 @@ namespace kvstore {
 namespace server {
 
 namespace resp_internal {
-class RespLoop;   // resp_loop.h
-struct Counters;  // resp_counters.h
+class RespLoop;        // resp_loop.h
+struct Counters;       // resp_counters.h
+struct SharedBudgets;  // limits.h
 }  // namespace resp_internal
 
 class RespServer {
@@ -78,7 +79,8 @@ class RespServer {
   const RespServerOptions options_;
   int port_ = 0;
   int listen_fd_ = -1;
-  std::unique_ptr<resp_internal::Counters> counters_;  // shared by the loops
+  std::unique_ptr<resp_internal::Counters> counters_;      // shared by the loops
+  std::unique_ptr<resp_internal::SharedBudgets> budgets_;  // shared by the loops
   std::vector<std::unique_ptr<resp_internal::RespLoop>> loops_;
   std::vector<std::thread> threads_;
   bool stopped_ = false;

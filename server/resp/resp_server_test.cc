@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/metrics/testing.h"
 #include "common/protocol/resp.h"
 #include "gmock/gmock.h"
@@ -31,12 +32,12 @@ using ::testing::StartsWith;
 class RespServerTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(RespServerOptions()); }
-  void Start(RespServerOptions o) {
+  void Start(RespServerOptions o, uint64_t index_bytes = 1 << 20) {
     server_.reset();
     store_.reset();
     MemoryPoolOptions po;
     po.data_bytes = 64 << 20;
-    po.index_bytes = 1 << 20;
+    po.index_bytes = index_bytes;
     pool_ = *MemoryPool::Create(po);
     KvStoreOptions so;
     so.segment_bytes = 1 << 20;
@@ -49,8 +50,11 @@ class RespServerTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
   }
-  int Connect() {
+  // rcvbuf > 0: a fixed receive buffer, set before connecting so the window
+  // is negotiated for it (a reader whose window stays small).
+  int Connect(int rcvbuf = 0) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(server_->port());
@@ -255,6 +259,228 @@ TEST_F(RespServerTest, ScanPagesWithPrefixAndToolCommands) {
   EXPECT_EQ(r[3].elements.size(), 2u);
   EXPECT_THAT(r[4].str, HasSubstr("unknown command 'NOSUCH'"));
   EXPECT_THAT(r[5].str, HasSubstr("not supported"));
+  close(fd);
+}
+
+// Finding 14: a prefix matching nothing walked the whole index on the loop
+// thread in one call. Now a call stops after scan_max_buckets (default
+// 16384) with a cursor to go on from, and an empty page (Redis allows it).
+TEST_F(RespServerTest, ScanStopsAfterItsBucketBudget) {
+  Start(RespServerOptions(), /*index_bytes=*/8 << 20);  // 131072 buckets
+  int fd = Connect();
+  std::string batch;
+  for (int i = 0; i < 100; ++i) batch += Cmd({"SET", absl::StrCat("x:", i), "v"});
+  Send(fd, batch);
+  ASSERT_EQ(Read(fd, 100).size(), 100u);
+  Send(fd, Cmd({"SCAN", "0", "MATCH", "nomatch:*", "COUNT", "10"}));
+  auto r = Read(fd, 1);
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_EQ(r[0].elements.size(), 2u);
+  EXPECT_EQ(r[0].elements[0].str, "16384");
+  EXPECT_TRUE(r[0].elements[1].elements.empty());
+  // Following the cursor still lists every key exactly once.
+  std::set<std::string> keys;
+  std::string cursor = "0";
+  int calls = 0;
+  do {
+    Send(fd, Cmd({"SCAN", cursor, "MATCH", "x:*", "COUNT", "1000"}));
+    r = Read(fd, 1);
+    cursor = r[0].elements[0].str;
+    for (auto& k : r[0].elements[1].elements) keys.insert(k.str);
+    ++calls;
+  } while (cursor != "0");
+  EXPECT_EQ(keys.size(), 100u);
+  EXPECT_EQ(calls, 131072 / 16384);
+  close(fd);
+}
+
+// Finding 16: connections were unbounded. At max_clients the next one is
+// told so (Redis's text) and closed; a slot freed is usable again.
+TEST_F(RespServerTest, MaxClientsRefusesTheNextConnection) {
+  RespServerOptions o;
+  o.limits.max_clients = 3;
+  Start(o);
+  int fds[3];
+  for (int& fd : fds) {
+    fd = Connect();
+    Send(fd, Cmd({"PING"}));
+    ASSERT_EQ(Read(fd, 1)[0].str, "PONG");
+  }
+  int extra = Connect();
+  auto r = Read(extra, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].str, "ERR max number of clients reached");
+  EXPECT_TRUE(ClosedByPeer(extra));
+  close(extra);
+  close(fds[0]);
+  absl::SleepFor(absl::Milliseconds(200));  // the loop sees the close
+  int again = Connect();
+  Send(again, Cmd({"PING"}));
+  EXPECT_EQ(Read(again, 1)[0].str, "PONG");
+  EXPECT_EQ(
+      Value(server_->registry(), R"(kvstore_resp_limit_rejections_total{limit="max_clients"})"),
+      1u);
+  close(again);
+  close(fds[1]);
+  close(fds[2]);
+}
+
+// Finding 6/16: a request whose declared size passes the query-buffer
+// limit (here the default 8 MiB, below the old max_value_bytes + 1 MiB) is
+// refused at its length line, naming the flag, instead of being buffered.
+TEST_F(RespServerTest, QueryBufferLimitIsNamedAndCloses) {
+  int fd = Connect();
+  const size_t part = 4200 << 10;  // two of them pass 8 MiB
+  Send(fd, absl::StrCat("*5\r\n$4\r\nMSET\r\n$1\r\na\r\n$", part, "\r\n", std::string(part, 'a'),
+                        "\r\n$1\r\nb\r\n$", part, "\r\n"));
+  auto r = Read(fd, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_THAT(r[0].str, HasSubstr("resp_max_query_buffer"));
+  EXPECT_TRUE(ClosedByPeer(fd));
+  close(fd);
+  EXPECT_EQ(Value(server_->registry(),
+                  R"(kvstore_resp_limit_rejections_total{limit="max_query_buffer"})"),
+            1u);
+}
+
+// Findings 4 and 13: SET headers alone reserve nothing (the entry is
+// reserved with the first value byte), and reserved bytes of unfinished
+// SETs are capped by a budget shared by all loops; over it a SET gets -OOM
+// naming the limit while ordinary SETs keep working.
+TEST_F(RespServerTest, InflightSetBudgetAndLazyReservation) {
+  RespServerOptions o;
+  o.limits.max_inflight_set_bytes = 10 << 20;
+  Start(o);
+  const uint64_t free_before = Value(store_->registry(), "kvstore_pool_segments_free");
+  const std::string header = absl::StrCat("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$", 6 << 20, "\r\n");
+  int idle[3];
+  for (int& fd : idle) {
+    fd = Connect();
+    Send(fd, header);
+  }
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(Value(store_->registry(), "kvstore_pool_segments_free"), free_before);
+  // Now each sends one value byte: the first reserves 6 MiB, the others
+  // would pass 10 MiB and are refused (and their values skipped).
+  Send(idle[0], "x");
+  absl::SleepFor(absl::Milliseconds(100));
+  for (int i = 1; i < 3; ++i) {
+    Send(idle[i], "x");
+    auto r = Read(idle[i], 1);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_THAT(r[0].str, ::testing::StartsWith("OOM"));
+    EXPECT_THAT(r[0].str, HasSubstr("resp_max_inflight_set_bytes"));
+  }
+  int good = Connect();
+  Send(good, Cmd({"SET", "small", std::string(100000, 'v')}) + Cmd({"GET", "small"}));
+  auto r = Read(good, 2);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].str, "OK");
+  EXPECT_EQ(r[1].str.size(), 100000u);
+  // The refused connections stay usable once their value is skipped.
+  Send(idle[1], std::string((6 << 20) - 1, 'y') + "\r\n" + Cmd({"PING"}));
+  EXPECT_EQ(Read(idle[1], 1)[0].str, "PONG");
+  EXPECT_EQ(Value(server_->registry(),
+                  R"(kvstore_resp_limit_rejections_total{limit="max_inflight_set_bytes"})"),
+            2u);
+  for (int fd : idle) close(fd);
+  close(good);
+}
+
+// Finding 6: MGET pinned and queued every value at once. Past the hard
+// output limit it is refused, naming the limit, and pins nothing.
+TEST_F(RespServerTest, MgetOverTheOutputLimitIsRefused) {
+  RespServerOptions o;
+  o.limits.output_hard_limit = 4 << 20;
+  Start(o);
+  int fd = Connect();
+  Send(fd, Cmd({"SET", "big", std::string(1 << 20, 'b')}));
+  ASSERT_EQ(Read(fd, 1)[0].str, "OK");
+  Send(fd, Cmd({"MGET", "big", "big", "big"}));
+  EXPECT_EQ(Read(fd, 1)[0].elements.size(), 3u);
+  Send(fd, Cmd({"MGET", "big", "big", "big", "big", "big"}) + Cmd({"PING"}));
+  auto r = Read(fd, 2);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_THAT(r[0].str, HasSubstr("resp_output_hard_limit"));
+  EXPECT_EQ(r[1].str, "PONG");
+  close(fd);
+}
+
+// Finding 12: a reader that takes its replies too slowly kept pool entries
+// pinned for as long as it trickled. Past max_pin_time a small value is
+// copied out (the pin dropped, the reply intact) and a large one closes the
+// connection.
+TEST_F(RespServerTest, SlowReaderLosesItsPins) {
+  RespServerOptions o;
+  o.limits.max_pin_time = absl::Milliseconds(500);
+  o.limits.pin_copy_bytes = 6 << 20;
+  o.request_timeout = absl::Seconds(30);
+  Start(o);
+  int fd = Connect(/*rcvbuf=*/64 << 10);
+  const std::string value(5 << 20, 'p');
+  Send(fd, Cmd({"SET", "p", value}));
+  ASSERT_EQ(Read(fd, 1)[0].str, "OK");
+  Send(fd, Cmd({"GET", "p"}));
+  // Not reading: the value stays queued (pinned) until the sweep copies it.
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_EQ(Value(server_->registry(), "kvstore_resp_pinned_replies_copied_total"), 1u);
+  auto r = Read(fd, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].str == value);
+  close(fd);
+  // Over pin_copy_bytes: the connection is closed instead.
+  o.limits.pin_copy_bytes = 1 << 20;
+  Start(o);
+  fd = Connect(/*rcvbuf=*/64 << 10);
+  Send(fd, Cmd({"SET", "p", value}));
+  ASSERT_EQ(Read(fd, 1)[0].str, "OK");
+  Send(fd, Cmd({"GET", "p"}));
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_EQ(
+      Value(server_->registry(), R"(kvstore_resp_limit_rejections_total{limit="max_pin_time"})"),
+      1u);
+  bool eof = false;
+  r = Read(fd, 1, &eof);
+  EXPECT_TRUE(eof);
+  close(fd);
+}
+
+// Finding 12: a client whose queued replies stay over the soft limit for
+// output_soft_seconds, or go over the hard limit, is disconnected (pins
+// kept out of the way: max_pin_time is long here).
+TEST_F(RespServerTest, OutputLimitsDisconnectNonReaders) {
+  RespServerOptions o;
+  o.limits.max_pin_time = absl::Hours(1);
+  o.limits.output_soft_limit = 1 << 20;
+  o.limits.output_soft_seconds = absl::Seconds(1);
+  Start(o);
+  // Well over what the socket buffers absorb (tcp_wmem's 4 MiB maximum on
+  // the server side plus the client's 64 KiB), so most of it stays queued.
+  const std::string value(7 << 20, 'o');
+  int fd = Connect(/*rcvbuf=*/64 << 10);
+  Send(fd, Cmd({"SET", "o", value}));
+  ASSERT_EQ(Read(fd, 1)[0].str, "OK");
+  Send(fd, Cmd({"GET", "o"}));
+  absl::SleepFor(absl::Seconds(4));
+  EXPECT_EQ(Value(server_->registry(),
+                  R"(kvstore_resp_limit_rejections_total{limit="output_soft_limit"})"),
+            1u);
+  close(fd);
+  o.limits.output_soft_limit = 0;
+  // Below what stays queued once the socket buffers are full.
+  o.limits.output_hard_limit = 512 << 10;
+  Start(o);
+  fd = Connect(/*rcvbuf=*/64 << 10);
+  Send(fd, Cmd({"SET", "o", value}));
+  ASSERT_EQ(Read(fd, 1)[0].str, "OK");
+  Send(fd, Cmd({"GET", "o"}));
+  absl::SleepFor(absl::Seconds(2));
+  EXPECT_EQ(Value(server_->registry(),
+                  R"(kvstore_resp_limit_rejections_total{limit="output_hard_limit"})"),
+            1u);
+  bool eof = false;
+  auto r = Read(fd, 1, &eof);
+  EXPECT_TRUE(eof);
   close(fd);
 }
 

@@ -7,14 +7,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "common/protocol/layout.h"
 
 namespace kvstore {
 namespace server {
 namespace resp_internal {
 
-// Refusals answer at once (before the value arrives): the client pipelines
-// and matches replies by order, so the reply must not wait for the bytes.
+// Limit refusals answer at once (before the value arrives): the client
+// pipelines and matches replies by order, so the reply must not wait for the
+// bytes. Budget and pool refusals come with the first value byte (Reserve).
 void StreamedSet::Begin(Connection* c, absl::string_view key, uint64_t value_len) {
   // Counted when it starts, refused or not (as the old resp_sets figure
   // always did); timed only when it commits (Finish()).
@@ -35,21 +37,47 @@ void StreamedSet::Begin(Connection* c, absl::string_view key, uint64_t value_len
     c->discard_left = value_len + 2;
     return;
   }
-  // Space for header + key + value; kResourceExhausted (OOM) when full.
-  auto r = writer_->Reserve(key.size(), value_len);
-  if (!r.ok()) {
-    // Still a well-formed request: skip its value, keep the connection.
-    c->ReplyStatus(r.status());
-    c->state = InputState::kDiscard;
-    c->discard_left = value_len + 2;
-    return;
-  }
-  c->reservation = *r;
-  // Header and key now; the value bytes land behind them as they arrive.
-  layout::BeginEntry(r->ptr, key, static_cast<uint32_t>(value_len), store_->Version());
+  c->pending_key.assign(key.data(), key.size());
   c->value_len = value_len;
   c->value_done = 0;
-  c->state = value_len == 0 ? InputState::kValueCrlf : InputState::kValue;
+  c->state = InputState::kValue;
+  // Nothing will arrive to trigger the reservation of an empty value.
+  if (value_len == 0 && Reserve(c)) c->state = InputState::kValueCrlf;
+}
+
+bool StreamedSet::Reserve(Connection* c) {
+  const uint64_t bytes = c->pending_key.size() + c->value_len;
+  if (!budget_->TryTake(bytes)) {
+    counters_->limit_inflight_set->Increment();
+    c->ReplyStatus(absl::ResourceExhaustedError(absl::StrCat(
+        "SET of ", c->value_len, " bytes refused: streamed SETs in flight already hold ",
+        budget_->used(), " of resp_max_inflight_set_bytes=", budget_->cap(), "; retry later")));
+  } else if (auto r = writer_->Reserve(c->pending_key.size(), c->value_len); !r.ok()) {
+    // Space for header + key + value; kResourceExhausted (OOM) when full.
+    budget_->Give(bytes);
+    c->ReplyStatus(r.status());
+  } else {
+    c->budget_taken = bytes;
+    c->reservation = *r;
+    // Header and key now; the value bytes land behind them as they arrive.
+    layout::BeginEntry(r->ptr, c->pending_key, static_cast<uint32_t>(c->value_len),
+                       store_->Version());
+    c->pending_key.clear();
+    return true;
+  }
+  // Still a well-formed request: skip its value, keep the connection.
+  c->pending_key.clear();
+  c->state = InputState::kDiscard;
+  c->discard_left = c->value_len - c->value_done + 2;
+  return false;
+}
+
+void StreamedSet::Release(Connection* c) {
+  if (c->reservation.ptr != nullptr) writer_->Done(c->reservation);
+  c->reservation = Reservation();
+  budget_->Give(c->budget_taken);
+  c->budget_taken = 0;
+  c->pending_key.clear();
 }
 
 char* StreamedSet::ValueCursor(const Connection& c) {
@@ -68,6 +96,9 @@ StreamedSet::Progress StreamedSet::ConsumeBuffered(Connection* c) {
     const absl::string_view buf(c->in.data() + c->start, c->in.size() - c->start);
     switch (c->state) {
       case InputState::kValue: {
+        if (buf.empty()) return Progress::kNeedMore;
+        // The first value byte is here: now the entry is worth reserving.
+        if (!Reserved(*c) && !Reserve(c)) break;  // refused: now kDiscard
         // Value bytes that arrived together with the request: one copy.
         const uint64_t take = std::min<uint64_t>(buf.size(), c->value_len - c->value_done);
         if (take > 0) {
@@ -83,7 +114,7 @@ StreamedSet::Progress StreamedSet::ConsumeBuffered(Connection* c) {
         if (buf.size() < 2) return Progress::kNeedMore;
         if (buf[0] != '\r' || buf[1] != '\n') {
           // The length line lied; never commit what may be a misframed value.
-          writer_->Done(c->reservation);
+          Release(c);
           c->state = InputState::kCommands;
           return Progress::kBadTerminator;
         }
@@ -118,7 +149,7 @@ ssize_t StreamedSet::ReceiveDirect(Connection* c) {
 
 void StreamedSet::Abandon(Connection* c) {
   // Uncommitted: the reserved space becomes dead space.
-  if (c->reservation.ptr != nullptr) writer_->Done(c->reservation);
+  Release(c);
 }
 
 // Commit publishes the entry in the index (replacing an older value); the
@@ -128,7 +159,7 @@ void StreamedSet::Finish(Connection* c) {
   // SealEntry() just computed the checksum over these very bytes.
   const absl::Status s =
       store_->Commit(c->reservation.offset, c->reservation.size, /*verify_checksum=*/false);
-  writer_->Done(c->reservation);
+  Release(c);
   c->state = InputState::kCommands;
   c->ReplyStatus(s);
   // From the header (the loop stamped request_started when it parsed it) to

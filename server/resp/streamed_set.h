@@ -11,6 +11,14 @@
 // value_done, value_len, discard_left); this class holds what is shared by
 // every connection of one loop.
 //
+// The entry is reserved lazily, when the first value byte arrives (or at
+// once for an empty value): a SET header alone holds no pool memory. Its
+// bytes count against a budget shared by every loop of the port
+// (RespLimits::max_inflight_set_bytes); a SET that would pass it is answered
+// "-OOM ... resp_max_inflight_set_bytes ..." and its value skipped, so
+// clients that declare huge values and send them slowly (or never) can hold
+// at most that share of the pool, never the memory committed data needs.
+//
 // Errors: a key or value over its limit, or a full store, is answered with
 // the error its Status maps to and the value is skipped (kDiscard), so the
 // connection stays usable; a value over max_value_bytes is not worth
@@ -28,6 +36,7 @@
 
 #include "absl/strings/string_view.h"
 #include "server/resp/connection.h"
+#include "server/resp/limits.h"
 #include "server/resp/resp_counters.h"
 #include "server/storage/kv_store.h"
 
@@ -38,14 +47,16 @@ namespace resp_internal {
 class StreamedSet {
  public:
   // None of the pointers is owned; all must outlive this object. `writer`
-  // is the loop's own (KvStore writers are per thread).
-  StreamedSet(KvStore* store, KvStore::Writer* writer, Counters* counters)
-      : store_(store), writer_(writer), counters_(counters) {}
+  // is the loop's own (KvStore writers are per thread); `budget` is shared
+  // by the port's loops.
+  StreamedSet(KvStore* store, KvStore::Writer* writer, Counters* counters, Budget* budget)
+      : store_(store), writer_(writer), counters_(counters), budget_(budget) {}
 
   // Starts the SET of `key` whose value_len-byte value (then CRLF) follows
   // in the stream. On return `c` is in kValue/kValueCrlf (entry reserved),
   // kDiscard (refused, error queued) or marked to close (value over limit).
-  // `key` may point into c->in: it is copied into the entry here.
+  // In kValue the entry may not be reserved yet (see Reserved()). `key` may
+  // point into c->in: it is copied here.
   void Begin(Connection* c, absl::string_view key, uint64_t value_len);
 
   enum class Progress {
@@ -57,8 +68,12 @@ class StreamedSet {
   // Precondition: c->state != kCommands.
   Progress ConsumeBuffered(Connection* c);
 
+  // Whether c's SET has its entry (the zero-copy receive needs one).
+  static bool Reserved(const Connection& c) { return c.reservation.ptr != nullptr; }
+
   // The zero-copy receive: recv() straight into the entry, at most the rest
-  // of the value. Precondition: c->state == kValue and nothing buffered.
+  // of the value. Precondition: c->state == kValue, Reserved(*c) and nothing
+  // buffered.
   // Returns recv()'s result (errno intact for the caller when <= 0).
   ssize_t ReceiveDirect(Connection* c);
 
@@ -71,10 +86,17 @@ class StreamedSet {
   static char* ValueCursor(const Connection& c);
   // Seals and commits the complete entry and answers the SET.
   void Finish(Connection* c);
+  // Reserves the entry of c's SET (budget, then pool) and writes its header
+  // and key. On failure queues the error, switches to kDiscard and returns
+  // false.
+  bool Reserve(Connection* c);
+  // Gives up c's entry (uncommitted or committed) and its budget share.
+  void Release(Connection* c);
 
   KvStore* const store_;
   KvStore::Writer* const writer_;
   Counters* const counters_;
+  Budget* const budget_;
 };
 
 }  // namespace resp_internal

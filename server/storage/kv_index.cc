@@ -222,12 +222,17 @@ bool KvIndex::RemoveIf(absl::string_view key, const Slot& expected) {
 }
 
 uint64_t KvIndex::Scan(uint64_t cursor, size_t count, absl::string_view prefix,
-                       std::vector<std::string>* keys) const {
+                       std::vector<std::string>* keys, uint64_t max_buckets) const {
   // The cursor is a bucket number, so a scan resumes exactly where it
   // stopped however the index changed in between.
   size_t found = 0;
   uint64_t b = cursor;
-  for (; b < geometry_.bucket_count && found < count; ++b) {
+  // Written so that no sum can wrap (the cursor comes from the client).
+  const uint64_t buckets = geometry_.bucket_count;
+  const uint64_t end = max_buckets == 0 || max_buckets >= buckets || cursor >= buckets - max_buckets
+                           ? buckets
+                           : cursor + max_buckets;
+  for (; b < end && found < count; ++b) {
     // Under the bucket's stripe lock no slot in it can change, so the
     // entries it points at are live while we copy their keys.
     absl::MutexLock lock(&stripes_[b % kStripes]);

@@ -85,8 +85,10 @@ class KvIndex {
   // reached `count` (so up to count + kSlotsPerBucket - 1 keys). Returns the
   // cursor to continue from, 0 when the whole index has been visited. A key
   // present for the whole scan is listed exactly once.
+  // At most `max_buckets` buckets are visited (0: no bound), so a prefix
+  // that matches nothing cannot walk the whole index in one call.
   uint64_t Scan(uint64_t cursor, size_t count, absl::string_view prefix,
-                std::vector<std::string>* keys) const;
+                std::vector<std::string>* keys, uint64_t max_buckets = 0) const;
 
   // Number of keys. A relaxed counter: exact once writers are quiescent,
   // approximate while they run (for stats and error messages).

@@ -240,16 +240,20 @@ absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner) {
   // woken by its own failure (it is already running).
   if (!for_cleaner) WakeCleaner();
   // Read after alloc_mu_ is released: the two locks are never nested.
-  size_t waiting;
+  // Say what holds the emptied runs: a pin (a reply still being sent to a
+  // slow reader, an unfinished write) is not the grace period's doing.
+  size_t waiting, pinned = 0;
   {
     absl::MutexLock lock(&reclaim_mu_);
     waiting = pending_.size();
+    for (const auto& p : pending_) pinned += segments_[p.head].pins.load() != 0;
   }
-  return absl::ResourceExhaustedError(
-      absl::StrCat("pool full: no run of ", n, " free segment(s) of ", options_.segment_bytes,
-                   " bytes in ", segment_count_, " (", waiting, " run(s) are awaiting the ",
-                   absl::FormatDuration(options_.grace_period),
-                   " grace period); delete or overwrite keys to free space"));
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "pool full: no run of ", n, " free segment(s) of ", options_.segment_bytes, " bytes in ",
+      segment_count_, " (", waiting, " emptied run(s) await reuse: ", pinned,
+      " still pinned by readers or unfinished writes, e.g. replies queued for slow clients; ",
+      waiting - pinned, " within the ", absl::FormatDuration(options_.grace_period),
+      " grace period); delete or overwrite keys to free space"));
 }
 
 // A sealed run takes no new reservations, so once its live count reaches 0

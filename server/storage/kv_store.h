@@ -262,8 +262,8 @@ class KvStore {
 
   // Keys for SCAN / the Scan RPC (see KvIndex::Scan).
   uint64_t Scan(uint64_t cursor, size_t count, absl::string_view prefix,
-                std::vector<std::string>* keys) const {
-    return index_->Scan(cursor, count, prefix, keys);
+                std::vector<std::string>* keys, uint64_t max_buckets = 0) const {
+    return index_->Scan(cursor, count, prefix, keys, max_buckets);
   }
 
   // A run of whole segments for an RDMA write lease: `bytes` rounded up to

@@ -174,6 +174,32 @@ TEST(KvStore, FullPoolIsExplicitAndDeletingFreesSpace) {
   std::printf("stored %d, refilled %d\n", stored, refilled);
 }
 
+// Finding 12: the -OOM text blamed the grace period even when what held the
+// emptied segments was readers' pins (e.g. replies queued for a slow client).
+TEST(KvStore, FullPoolNamesPinsAsTheCause) {
+  TestStore t = MakeStore(4 << 20, 256 << 10, absl::Milliseconds(1));
+  auto w = t.store->NewWriter();
+  const std::string value(8000, 'v');
+  int stored = 0;
+  while (t.store->Put(w.get(), "key" + std::to_string(stored), value).ok()) ++stored;
+  std::vector<PinnedValue> pins;
+  for (int i = 0; i < stored; ++i) {
+    auto v = t.store->Get("key" + std::to_string(i));
+    ASSERT_TRUE(v.ok()) << v.status();
+    pins.push_back(std::move(*v));
+  }
+  for (int i = 0; i < stored; ++i) ASSERT_TRUE(t.store->Delete("key" + std::to_string(i)).ok());
+  absl::SleepFor(absl::Milliseconds(20));  // well past the grace period
+  t.store->RunCleanerOnce();
+  absl::Status s = t.store->Put(w.get(), "more", value);
+  ASSERT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("still pinned by readers"));
+  pins.clear();
+  absl::SleepFor(absl::Milliseconds(20));
+  t.store->RunCleanerOnce();
+  EXPECT_TRUE(t.store->Put(w.get(), "more", value).ok());
+}
+
 TEST(KvStore, OverwritesAreReclaimedWithoutDeletes) {
   TestStore t = MakeStore(4 << 20, 256 << 10, absl::Milliseconds(2), /*background_cleaner=*/true);
   auto w = t.store->NewWriter();

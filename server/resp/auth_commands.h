@@ -1,0 +1,45 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Authentication on the RESP port, as Redis does it with requirepass
+// (RespServerOptions::password, the server's shared token):
+//   AUTH <password> | AUTH default <password>   -> +OK, connection authenticated
+//   HELLO [2 [AUTH default <password>] [SETNAME name]]
+//                                               -> the HELLO map, authenticated
+//   HELLO 3 (or any protover but 2)             -> -NOPROTO, whatever the state
+// Before a successful AUTH only AUTH, HELLO and QUIT are served; anything
+// else gets Redis's exact "-NOAUTH Authentication required." (and HELLO
+// without AUTH gets Redis's NOAUTH hint to add AUTH). Errors, with Redis's
+// texts so redis-cli and client libraries recognise them:
+//   -WRONGPASS invalid username-password pair or user is disabled.
+//   -ERR AUTH <password> called without any password configured for the
+//    default user. Are you sure your configuration is correct?
+// Wrong passwords are counted (kvstore_resp_auth_failures_total) and the
+// password is compared with auth::TokenEquals (constant time).
+//
+// Thread safety: as the command table (commands.h): on the loop's thread.
+
+#ifndef KVSTORE_SERVER_RESP_AUTH_COMMANDS_H_
+#define KVSTORE_SERVER_RESP_AUTH_COMMANDS_H_
+
+#include "absl/strings/string_view.h"
+#include "server/resp/commands.h"
+
+namespace kvstore {
+namespace server {
+namespace resp_internal {
+
+inline constexpr absl::string_view kNoAuthError = "NOAUTH Authentication required.";
+
+// Whether command `name` (any case) may run on a connection that has not
+// authenticated: AUTH, HELLO and QUIT, as in Redis.
+bool AllowedBeforeAuth(absl::string_view name);
+
+// The AUTH and HELLO rows of the command table.
+void AuthCommand(const CommandContext& ctx, CommandArgs args);
+void HelloCommand(const CommandContext& ctx, CommandArgs args);
+
+}  // namespace resp_internal
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_RESP_AUTH_COMMANDS_H_
