@@ -177,8 +177,6 @@ absl::Status KvServer::Init() {
   ro.idle_timeout = options_.idle_timeout;
   ro.request_timeout = options_.request_timeout;
   ro.info = [this] { return InfoText(); };
-  // One secret for both ports (common/auth/token.h).
-  ro.password = options_.auth_token;
   ro.registry = &registry_;
   // The shared token is also the RESP password (AUTH / HELLO AUTH).
   ro.password = options_.auth_token;

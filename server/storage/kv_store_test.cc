@@ -177,7 +177,7 @@ TEST(KvStore, FullPoolIsExplicitAndDeletingFreesSpace) {
 // Finding 12: the -OOM text blamed the grace period even when what held the
 // emptied segments was readers' pins (e.g. replies queued for a slow client).
 TEST(KvStore, FullPoolNamesPinsAsTheCause) {
-  TestStore t = MakeStore(4 << 20, 256 << 10, absl::Milliseconds(1));
+  TestStore t = MakeStore(4 << 20, 256 << 10, absl::Milliseconds(2));
   auto w = t.store->NewWriter();
   const std::string value(8000, 'v');
   int stored = 0;
