@@ -240,6 +240,8 @@ constexpr CodeWord kCodeWords[] = {
 // HELLO's Redis-defined refusal; only read, never produced from a Status
 // (the server writes it literally).
 constexpr absl::string_view kNoProtoWord = "NOPROTO";
+// A refused AUTH password, in Redis's words; read only, for the same reason.
+constexpr absl::string_view kWrongPassWord = "WRONGPASS";
 
 }  // namespace
 
@@ -265,6 +267,7 @@ absl::Status RespErrorToStatus(absl::string_view error) {
   }
   // A server that does not speak RESP3 answers HELLO 3 with NOPROTO.
   if (word == kNoProtoWord) return absl::UnimplementedError(msg);
+  if (word == kWrongPassWord) return absl::UnauthenticatedError(msg);
   // Not one of ours: keep everything, the word included, for the caller.
   return absl::UnknownError(error);
 }

@@ -228,6 +228,9 @@ TEST(StatusMapping, ClassifiesByFirstWordOnly) {
   EXPECT_EQ(RespErrorToStatus("err lower case is not a code word"),
             absl::UnknownError("err lower case is not a code word"));
   EXPECT_EQ(RespErrorToStatus("OOM"), absl::ResourceExhaustedError("OOM"));
+  // A refused AUTH password is an authentication error, not an unknown one.
+  EXPECT_EQ(RespErrorToStatus("WRONGPASS invalid username-password pair").code(),
+            absl::StatusCode::kUnauthenticated);
   EXPECT_EQ(RespErrorToStatus("").code(), absl::StatusCode::kUnknown);
 }
 
