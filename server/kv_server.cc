@@ -84,15 +84,18 @@ absl::Status KvServer::CheckSecurityOptions() const {
     return absl::InvalidArgumentError(
         "--tls_client_ca needs --tls_cert and --tls_key (mutual TLS is TLS first)");
   }
-  const bool guarded = !options_.auth_token.empty() || !options_.tls_client_ca_file.empty();
+  // Only the token guards the RESP port (Redis clients know no certificates),
+  // so mutual TLS alone would leave it open to anyone: the token is required.
+  const bool guarded = !options_.auth_token.empty();
   if (guarded || IsLoopbackAddress(options_.listen_address)) return absl::OkStatus();
   if (!options_.insecure) {
     return absl::FailedPreconditionError(absl::StrCat(
         "protected mode: --listen=", options_.listen_address,
         " is reachable from other hosts but no client authentication is configured. Set "
-        "--auth_token_file=PATH (a shared token for gRPC and RESP) and/or --tls_cert, "
-        "--tls_key and --tls_client_ca (mutual TLS), or listen on 127.0.0.1, or pass "
-        "--insecure to serve anyone who can reach the ports"));
+        "--auth_token_file=PATH (a shared token for gRPC and RESP; mutual TLS with "
+        "--tls_cert, --tls_key and --tls_client_ca may be added but guards only the control "
+        "port), or listen on 127.0.0.1, or pass --insecure to serve anyone who can reach the "
+        "ports"));
   }
   LOG(WARNING) << "*** --insecure: serving " << options_.listen_address
                << " WITHOUT client authentication: anyone who can reach the control, RESP and "

@@ -76,8 +76,8 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA: control-port clients must present a certificate it signed (mutual TLS)");
 ABSL_FLAG(bool, insecure, false,
-          "allow a non-loopback --listen without --auth_token_file or --tls_client_ca (anyone "
-          "who reaches the ports can read and write everything)");
+          "allow a non-loopback --listen without --auth_token_file (anyone who reaches the "
+          "ports can read and write everything)");
 ABSL_FLAG(absl::Duration, session_ttl, absl::Seconds(60),
           "a control-plane session with no RPC for this long and no live RDMA queue pair expires "
           "(its queue pairs are disconnected, its leases end)");
@@ -189,8 +189,8 @@ void SetUsage() {
       "cannot start (the message says why, e.g. a port in use) or a flag is unknown or\n"
       "malformed, 2 for a bad size, --transport or --metrics_port value.\n\n"
       "Protected mode: a --listen other than loopback needs --auth_token_file (the token for\n"
-      "gRPC and RESP) or mutual TLS (--tls_cert, --tls_key, --tls_client_ca), or --insecure;\n"
-      "otherwise kvserver refuses to start (docs/security.md).");
+      "gRPC and RESP; mutual TLS guards only the control port, so it is not enough alone),\n"
+      "or --insecure; otherwise kvserver refuses to start (docs/security.md).");
   absl::FlagsUsageConfig config;
   config.contains_help_flags = [](absl::string_view path) {
     return absl::StrContains(path, "kvserver_main");

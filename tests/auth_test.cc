@@ -168,11 +168,15 @@ TEST(AuthTest, ProtectedModeRefusesAnUnguardedPublicListener) {
   o.listen_address = "0.0.0.0";
   o.auth_token = kToken;
   EXPECT_TRUE(KvServer::Start(o).ok());
+  // Mutual TLS guards only the control port; the RESP port would stay open,
+  // so without the token it is still refused.
   o = SmallServer();
   o.listen_address = "0.0.0.0";
   o.tls_cert_file = Tls("server.pem");
   o.tls_key_file = Tls("server.key");
   o.tls_client_ca_file = Tls("ca.pem");
+  EXPECT_EQ(KvServer::Start(o).status().code(), absl::StatusCode::kFailedPrecondition);
+  o.auth_token = kToken;
   EXPECT_TRUE(KvServer::Start(o).ok());
   o = SmallServer();
   o.listen_address = "0.0.0.0";
