@@ -172,6 +172,16 @@ absl::Status KvServer::Init() {
         rdma_, RdmaService::Start(&*device_, &*pd_, pool_.get(), store_.get(), leases_.get(), rso));
   }
 
+  KV_RETURN_IF_ERROR(StartRespServer());
+
+  // Before gRPC: a metrics port in use fails start-up before any client
+  // can handshake.
+  KV_RETURN_IF_ERROR(StartMetricsEndpoint());
+  // Last: once gRPC listens, clients can handshake and find everything up.
+  return StartControlPlane();
+}
+
+absl::Status KvServer::StartRespServer() {
   // RESP/TCP serves the same store; its INFO text comes from InfoText().
   RespServerOptions ro;
   ro.bind_address = options_.listen_address;
@@ -186,12 +196,7 @@ absl::Status KvServer::Init() {
   ro.limits = options_.resp_limits;
   ro.limits.max_inflight_set_bytes = options_.pool_bytes / 100 * options_.resp_inflight_set_percent;
   KV_ASSIGN_OR_RETURN(resp_, RespServer::Start(store_.get(), ro));
-
-  // Before gRPC: a metrics port in use fails start-up before any client
-  // can handshake.
-  KV_RETURN_IF_ERROR(StartMetricsEndpoint());
-  // Last: once gRPC listens, clients can handshake and find everything up.
-  return StartControlPlane();
+  return absl::OkStatus();
 }
 
 absl::Status KvServer::CreatePool(const MemoryPoolOptions& po) {

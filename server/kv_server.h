@@ -189,6 +189,8 @@ class KvServer {
   absl::StatusOr<uint64_t> GrpcMemoryBytes() const;
   // Registers kvstore_build_info and kvstore_uptime_seconds.
   void RegisterProcessMetrics();
+  // Starts the RESP/TCP data port on the store (limits, password, INFO).
+  absl::Status StartRespServer();
   // Starts GET /metrics when options_.metrics_port >= 0; kUnavailable
   // naming the address when it cannot bind.
   absl::Status StartMetricsEndpoint();

@@ -1,8 +1,7 @@
 // Copyright 2026 The kvstore Authors.
 //
 // Three classes, one job each:
-//   * Connection: one client's queue pair, its buffers and the bookkeeping
-//     of its send queue;
+//   * Connection: one client's queue pair, its buffers and send bookkeeping;
 //   * LeaseWindow: the write key of one lease (a LeaseWriteKey), owned by
 //     the lease's record in the LeaseTable;
 //   * RdmaService: the connection table, the commit poller and idle probes.
