@@ -174,16 +174,18 @@ TEST(TcpAuthTest, AuthIsTheFirstCommandOfEveryConnectionAndReconnection) {
   // The server goes away and comes back: each reconnection authenticates.
   server.DropConnections();
   // A request may still go out on a connection the client has not yet seen
-  // lost (kUnavailable); the next on that connection reconnects.
+  // lost (kUnavailable); the next on that connection reconnects. Which of
+  // the two connections a request takes is not fixed, so keep writing until
+  // both have reconnected (bounded).
   int ok = 0;
-  for (int i = 0; i < 8 && ok < 2; ++i) {
+  for (int i = 0; i < 40 && (ok < 2 || server.accepted() < 4); ++i) {
     absl::Status s = (*path)->Put("k", "v2", Soon());
     if (s.ok())
       ++ok;
     else
       EXPECT_TRUE(absl::IsUnavailable(s)) << s;
   }
-  EXPECT_EQ(ok, 2);
+  EXPECT_GE(ok, 2);
   ASSERT_EQ(server.accepted(), 4);
   for (const std::string& first : server.first_commands()) {
     EXPECT_EQ(first, absl::StrCat("AUTH ", kToken));
