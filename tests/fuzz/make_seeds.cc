@@ -140,6 +140,14 @@ void ControlSeeds(const std::string& dir) {
   hs.mutable_endpoints()->set_rdma_gid(std::string(16, '\2'));
   hs.set_data_arena_bytes(1 << 20);
   Control(dir, "handshake", 9, hs);
+  // Indexes that do not cover the buckets the reader would READ: no
+  // buckets at all (read as one) and a count whose byte size wraps to 64.
+  hs.mutable_index()->set_bucket_count(0);
+  index->set_length(0);
+  Control(dir, "handshake_no_buckets", 9, hs);
+  hs.mutable_index()->set_bucket_count((uint64_t{1} << 58) + 1);
+  index->set_length(layout::kBucketBytes);
+  Control(dir, "handshake_bucket_bytes_wrap", 9, hs);
 }
 
 }  // namespace
