@@ -33,7 +33,8 @@ class FuzzInput {
   T Int() {
     T v{};
     const size_t n = rest_.size() < sizeof(T) ? rest_.size() : sizeof(T);
-    std::memcpy(&v, rest_.data(), n);
+    // n == 0 at the end of the input, where data() may be null.
+    if (n > 0) std::memcpy(&v, rest_.data(), n);
     rest_.remove_prefix(n);
     return v;
   }

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,9 +60,11 @@ int main(int argc, char** argv) {
     std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::fprintf(stderr, "replay: %s (%zu bytes)\n", path.c_str(), bytes.size());
     // A copy of exactly the file's size on the heap, so that a sanitizer
-    // build catches a read one byte past the input, as libFuzzer would.
-    std::vector<uint8_t> data(bytes.begin(), bytes.end());
-    LLVMFuzzerTestOneInput(data.data(), data.size());
+    // build catches a read one byte past the input, as libFuzzer would; like
+    // libFuzzer's, the pointer is never null, even for an empty input.
+    std::unique_ptr<uint8_t[]> data(new uint8_t[bytes.size()]);
+    std::copy(bytes.begin(), bytes.end(), data.get());
+    LLVMFuzzerTestOneInput(data.get(), bytes.size());
   }
   std::printf("replay: %zu input(s) ran\n", inputs.size());
   if (inputs.empty()) {
