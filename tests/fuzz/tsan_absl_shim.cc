@@ -29,6 +29,26 @@ using absl::Mutex;
 using absl::Notification;
 using absl::Time;
 
+namespace {
+
+// A Condition is evaluated inside Abseil while it holds the mutex it took
+// internally, which TSan cannot see; this wrapper makes the evaluation an
+// acquire/release of that mutex, so the fields the condition reads count as
+// guarded by it.
+struct GuardedCondition {
+  const Condition* cond;
+  Mutex* mu;
+  static bool Eval(void* arg) {
+    auto* g = static_cast<GuardedCondition*>(arg);
+    __tsan_acquire(g->mu);
+    const bool r = g->cond->Eval();
+    __tsan_release(g->mu);
+    return r;
+  }
+};
+
+}  // namespace
+
 extern "C" void __real__ZN4absl7debian35Mutex4LockEv(Mutex* m);
 extern "C" void __wrap__ZN4absl7debian35Mutex4LockEv(Mutex* m) {
   __real__ZN4absl7debian35Mutex4LockEv(m);
@@ -66,15 +86,18 @@ extern "C" void __real__ZN4absl7debian35Mutex8LockWhenERKNS0_9ConditionE(Mutex* 
                                                                          const Condition& c);
 extern "C" void __wrap__ZN4absl7debian35Mutex8LockWhenERKNS0_9ConditionE(Mutex* m,
                                                                          const Condition& c) {
-  __real__ZN4absl7debian35Mutex8LockWhenERKNS0_9ConditionE(m, c);
+  GuardedCondition g{&c, m};
+  __real__ZN4absl7debian35Mutex8LockWhenERKNS0_9ConditionE(m,
+                                                           Condition(&GuardedCondition::Eval, &g));
   __tsan_acquire(m);
 }
 extern "C" bool __real__ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE(
     Mutex* m, const Condition& c, Duration d);
 extern "C" bool __wrap__ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE(
     Mutex* m, const Condition& c, Duration d) {
-  const bool r =
-      __real__ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE(m, c, d);
+  GuardedCondition g{&c, m};
+  const bool r = __real__ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE(
+      m, Condition(&GuardedCondition::Eval, &g), d);
   __tsan_acquire(m);
   return r;
 }
@@ -83,7 +106,8 @@ extern "C" void __real__ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE(Mutex* m, 
 extern "C" void __wrap__ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE(Mutex* m,
                                                                       const Condition& c) {
   __tsan_release(m);
-  __real__ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE(m, c);
+  GuardedCondition g{&c, m};
+  __real__ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE(m, Condition(&GuardedCondition::Eval, &g));
   __tsan_acquire(m);
 }
 extern "C" bool __real__ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE(
@@ -91,8 +115,9 @@ extern "C" bool __real__ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9Condition
 extern "C" bool __wrap__ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE(
     Mutex* m, const Condition& c, Duration d) {
   __tsan_release(m);
-  const bool r =
-      __real__ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE(m, c, d);
+  GuardedCondition g{&c, m};
+  const bool r = __real__ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE(
+      m, Condition(&GuardedCondition::Eval, &g), d);
   __tsan_acquire(m);
   return r;
 }
@@ -101,8 +126,9 @@ extern "C" bool __real__ZN4absl7debian35Mutex17AwaitWithDeadlineERKNS0_9Conditio
 extern "C" bool __wrap__ZN4absl7debian35Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE(
     Mutex* m, const Condition& c, Time t) {
   __tsan_release(m);
-  const bool r =
-      __real__ZN4absl7debian35Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE(m, c, t);
+  GuardedCondition g{&c, m};
+  const bool r = __real__ZN4absl7debian35Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE(
+      m, Condition(&GuardedCondition::Eval, &g), t);
   __tsan_acquire(m);
   return r;
 }
