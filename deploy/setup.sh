@@ -24,6 +24,8 @@ TEST_PKGS=(
   python3                           # benchmark scripts (tests/bench): JSON, free ports
   prometheus                        # promtool checks the /metrics output (server/metrics)
   clang-format                      # deploy/check-tree.sh: the tree matches .clang-format
+  clang-14 libclang-rt-14-dev       # tests/fuzz/run.sh: libFuzzer and the sanitizer runtimes
+  llvm-14                           # llvm-symbolizer: readable sanitizer stack traces
 )
 
 want=("${BUILD_PKGS[@]}" "${RUN_PKGS[@]}")

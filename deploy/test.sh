@@ -3,6 +3,8 @@
 # count the results.  This is what CI runs (.ci/run).
 #
 # Usage: deploy/test.sh [--no-rdma | --rdma-only] [--no-setup]
+#        deploy/test.sh --sanitize=asan|tsan [--no-setup]
+#        deploy/test.sh --fuzz[=SECONDS] [--no-rdma] [--no-setup]
 #
 # Steps (each announced by a "==> " line):
 #   1. deploy/setup.sh                  install the Debian packages (idempotent)
@@ -10,6 +12,11 @@
 #                                       checks, one test case each
 #      bazel test //...                 every test not tagged requires-rdma or
 #                                       manual (.bazelrc filters those)
+#   2b. with CI=true (or --sanitize / --fuzz): the host suite again under
+#       AddressSanitizer + UBSan (bazel test --config=asan //..., .bazelrc),
+#       and every fuzzer of tests/fuzz for KV_FUZZ_SECONDS (default 30) each
+#       (tests/fuzz/run.sh: clang-14, libFuzzer, ASan + UBSan); each sanitized
+#       test and each fuzzer counts as test cases like the others
 #   3. RDMA tests: the targets of
 #        bazel query 'attr(tags, "requires-rdma", tests(//...))'
 #      (minus those tagged manual) are built with `bazel build` and their
@@ -28,16 +35,23 @@
 #   --no-rdma     skip step 3
 #   --rdma-only   skip step 2
 #   --no-setup    skip step 1 (for quick local runs)
+#   --sanitize=asan|tsan
+#                 only the host suite, under that sanitizer (no plain pass, no
+#                 RDMA tests); tsan uses the suppressions of tests/fuzz/tsan.supp
+#   --fuzz[=SECONDS]
+#                 also run the fuzzers (SECONDS each, default KV_FUZZ_SECONDS)
 #   -h, --help    this text
 #
 # Exit status: 0 only if bazel test passed (or found no tests to run), the RDMA
 # tests passed (or were skipped, loudly, because this machine can run neither
 # RDMA nor qemu: run-rdma-tests.sh exit 77; with CI=true that skip is a
-# failure), no test case failed and at least one passed.  1 otherwise; 2 on
-# bad usage.
+# failure), the sanitized suite and the fuzzers of step 2b passed (when run),
+# no test case failed and at least one passed.  1 otherwise; 2 on bad usage.
 #
-# Environment: CI=true (strict mode), BAZEL (default: bazel), KV_VM_CACHE
-# (VM image cache of tests/rxe), KV_RDMA_MODE (auto|host|vm).
+# Environment: CI=true (strict mode; adds step 2b), BAZEL (default: bazel),
+# KV_VM_CACHE (VM image cache of tests/rxe), KV_RDMA_MODE (auto|host|vm),
+# KV_FUZZ_SECONDS (seconds per fuzzer in step 2b, default 30),
+# KV_CI_SANITIZE=0 (CI without step 2b's asan pass and fuzzers).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,6 +63,9 @@ RUN_SETUP=1
 BAZEL=${BAZEL:-bazel}
 IN_CI=0
 [[ ${CI:-} == true || ${CI:-} == 1 ]] && IN_CI=1
+SANITIZE=""                           # --sanitize: the one suite to run
+FUZZ_SECONDS=${KV_FUZZ_SECONDS:-30}
+RUN_FUZZ=0
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 while (($#)); do
@@ -56,6 +73,13 @@ while (($#)); do
     --no-rdma) RUN_RDMA=0 ;;
     --rdma-only) RUN_BAZEL_TESTS=0 ;;
     --no-setup) RUN_SETUP=0 ;;
+    --sanitize=asan | --sanitize=tsan) SANITIZE=${1#*=} ;;
+    --sanitize*)
+        echo "deploy/test.sh: $1: the sanitizers are --sanitize=asan and --sanitize=tsan" >&2
+        exit 2
+        ;;
+    --fuzz) RUN_FUZZ=1 ;;
+    --fuzz=*) RUN_FUZZ=1 FUZZ_SECONDS=${1#*=} ;;
     -h | --help) usage && exit 0 ;;
     *)
         echo "deploy/test.sh: unknown argument $1 (see --help)" >&2
@@ -64,7 +88,18 @@ while (($#)); do
     esac
     shift
 done
-((RUN_BAZEL_TESTS || RUN_RDMA)) || {
+# --sanitize replaces the plain suite and the RDMA tests (which run their
+# plain binaries in the VM); CI adds the asan pass and the fuzzers to them.
+if [[ -n $SANITIZE ]]; then
+    RUN_BAZEL_TESTS=0 RUN_RDMA=0
+elif ((IN_CI && RUN_BAZEL_TESTS && ${KV_CI_SANITIZE:-1})); then
+    SANITIZE=asan RUN_FUZZ=1
+fi
+[[ $FUZZ_SECONDS =~ ^[1-9][0-9]*$ ]] || {
+    echo "deploy/test.sh: fuzzing needs a positive number of seconds, not '$FUZZ_SECONDS'" >&2
+    exit 2
+}
+((RUN_BAZEL_TESTS || RUN_RDMA || ${#SANITIZE})) || {
     echo "deploy/test.sh: --no-rdma and --rdma-only together leave nothing to do" >&2
     exit 2
 }
@@ -196,6 +231,45 @@ if ((RUN_BAZEL_TESTS)); then
             [[ -z $label ]] || EXTRA_FAILED+=("$label (failed to build)")
         done < <(bep_tests_not_built "$WORK/bep.json")
     fi
+fi
+
+# --- 2b. sanitizers and fuzzing ----------------------------------------------
+# The host suite under --config=asan|tsan (.bazelrc): a separate output
+# directory, no convenience symlinks (step 3 uses bazel-bin), results counted
+# from this run's own build event file exactly as in step 2.
+run_sanitized_suite() {
+    local config=$1 bep=$WORK/bep-$1.json rc=0 flags=() x label
+    # Debian's Abseil, gRPC and protobuf are not instrumented for TSan; its
+    # suppressions say what that makes it misreport.
+    [[ $config == tsan ]] &&
+        flags+=("--test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$REPO/tests/fuzz/tsan.supp")
+    step "bazel test --config=$config //... (the host suite under $config)"
+    "$BAZEL" test --config="$config" //... --keep_going --symlink_prefix=/ \
+        --build_event_json_file="$bep" "${flags[@]}" || rc=$?
+    case $rc in
+    0 | 4) ;;
+    3) problem "bazel test --config=$config //...: some tests failed (exit 3)" ;;
+    *) problem "bazel test --config=$config //... failed (exit $rc: build or infrastructure error)" ;;
+    esac
+    [[ -f $bep ]] || return 0
+    mapfile -t found < <(bep_test_xmls "$bep")
+    for x in "${found[@]}"; do
+        if [[ -f $x ]]; then XMLS+=("$x"); else problem "missing $x"; fi
+    done
+    echo "    ${#found[@]} test.xml file(s) reported by the $config run"
+    while IFS= read -r label; do
+        [[ -z $label ]] || EXTRA_FAILED+=("$label under $config (test result without test.xml)")
+    done < <(bep_results_without_xml "$bep")
+    while IFS= read -r label; do
+        [[ -z $label ]] || EXTRA_FAILED+=("$label under $config (failed to build)")
+    done < <(bep_tests_not_built "$bep")
+}
+[[ -z $SANITIZE ]] || run_sanitized_suite "$SANITIZE"
+if ((RUN_FUZZ)); then
+    step "fuzzers: tests/fuzz/run.sh --seconds $FUZZ_SECONDS"
+    "$REPO/tests/fuzz/run.sh" --seconds "$FUZZ_SECONDS" --xml "$WORK/fuzz.xml" ||
+        problem "tests/fuzz/run.sh failed (a crash keeps its reproducer in tests/fuzz/corpus/)"
+    if [[ -f $WORK/fuzz.xml ]]; then XMLS+=("$WORK/fuzz.xml"); else problem "the fuzzers wrote no results"; fi
 fi
 
 # --- 3. RDMA tests ------------------------------------------------------------

@@ -73,7 +73,9 @@ size_t EncodeAck(uint64_t request_id, const absl::Status& status, char* out) {
   const size_t room = kAckBytes - sizeof(CommitAck);
   ack.message_len = static_cast<uint16_t>(std::min(room, status.message().size()));
   std::memcpy(out, &ack, sizeof(ack));
-  std::memcpy(out + sizeof(ack), status.message().data(), ack.message_len);
+  // An OK status's message is a null view: memcpy from null is undefined
+  // even for 0 bytes.
+  if (ack.message_len > 0) std::memcpy(out + sizeof(ack), status.message().data(), ack.message_len);
   return sizeof(ack) + ack.message_len;
 }
 

@@ -23,7 +23,9 @@ TEST(CommitWire, PutAndDeleteRoundTrip) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->header.lease_id, 9u);
   CommitRequest del{kCommitMagic, static_cast<uint8_t>(CommitOp::kDelete), 0, 3, 8, 0, 0, 0};
-  auto d = ParseCommit(Encode(del, "abc"));
+  // Kept alive: the parsed key is a view into the message.
+  const std::string del_bytes = Encode(del, "abc");
+  auto d = ParseCommit(del_bytes);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->key, "abc");
 }
@@ -93,6 +95,18 @@ TEST(CommitWire, AckCarriesStatusAndTruncatesMessage) {
   EXPECT_EQ(a->status.message().size(), kAckBytes - sizeof(CommitAck));
   n = EncodeAck(1, absl::OkStatus(), buf);
   EXPECT_TRUE(ParseAck(absl::string_view(buf, n))->status.ok());
+}
+
+// EncodeAck copied the message of an OK status from a null pointer (0 bytes,
+// but undefined behaviour; UBSan in --config=asan stopped here).
+TEST(CommitWire, AckOfOkStatusHasNoMessage) {
+  char buf[kAckBytes];
+  const size_t n = EncodeAck(3, absl::OkStatus(), buf);
+  EXPECT_EQ(n, sizeof(CommitAck));
+  auto a = ParseAck(absl::string_view(buf, n));
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->status.ok());
+  EXPECT_EQ(a->request_id, 3u);
 }
 
 }  // namespace

@@ -38,7 +38,10 @@ absl::StatusOr<ServerLayout> ServerLayout::FromHandshake(const v1::HandshakeResp
     if (r.kind() == v1::REGION_KIND_INDEX) {
       l.index_addr = r.addr();
       l.index_rkey = r.rkey();
-      have_index = r.length() >= l.geometry.bucket_count * layout::kBucketBytes;
+      // Divided, not multiplied: count * 64 wraps for a hostile count. A
+      // count of 0 is refused: HashKey reads it as 1, so bucket 0 is READ.
+      have_index = l.geometry.bucket_count > 0 &&
+                   r.length() / layout::kBucketBytes >= l.geometry.bucket_count;
     } else if (r.kind() == v1::REGION_KIND_DATA) {
       l.data.push_back({r.arena_offset(), r.length(), r.addr(), r.rkey()});
     }

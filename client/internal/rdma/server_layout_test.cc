@@ -64,6 +64,21 @@ TEST(ServerLayout, RefusesAnotherLayoutOrMissingRegions) {
   EXPECT_EQ(ServerLayout::FromHandshake(hs).status().code(), absl::StatusCode::kUnavailable);
 }
 
+// The reader READs bucket i < bucket_count (at least bucket 0) at
+// index_addr + 64 * i: an index region that does not hold them all must be
+// refused. Both were accepted: 0 buckets over a 0-byte index, and a count
+// whose byte size (count * 64) wrapped around to 64.
+TEST(ServerLayout, RefusesAnIndexThatDoesNotHoldEveryBucket) {
+  v1::HandshakeResponse hs = GoodHandshake();
+  hs.mutable_index()->set_bucket_count(0);
+  hs.mutable_regions(0)->set_length(0);
+  EXPECT_EQ(ServerLayout::FromHandshake(hs).status().code(), absl::StatusCode::kUnavailable);
+  hs = GoodHandshake();
+  hs.mutable_index()->set_bucket_count((uint64_t{1} << 58) + 1);
+  hs.mutable_regions(0)->set_length(layout::kBucketBytes);
+  EXPECT_EQ(ServerLayout::FromHandshake(hs).status().code(), absl::StatusCode::kUnavailable);
+}
+
 TEST(ServerLayout, ResolveAndPlausibleRejectUntrustedRanges) {
   auto l = ServerLayout::FromHandshake(GoodHandshake());
   ASSERT_TRUE(l.ok());
