@@ -321,7 +321,10 @@ class KvStore {
   // are kept on a run's head segment only. run_head and run_length are
   // written under alloc_mu_ (allocation and freeing); other paths read them
   // without a lock while a pin, a reservation or a live entry keeps the run
-  // from being freed, or re-check the state afterwards (CompactOnce).
+  // from being freed, or re-check the state afterwards (CompactOnce). They are
+  // atomics because those lock-free snapshot reads (the cleaner's scan,
+  // LiveBytes) race with allocation: a plain field there is a data race
+  // (found by TSan); on x86 the loads are plain moves.
   struct Segment {
     std::atomic<SegState> state{SegState::kFree};
     std::atomic<int64_t> live_bytes{0};
@@ -329,8 +332,8 @@ class KvStore {
     // A lease chunk: its holder can still WRITE over entries it committed,
     // so local readers verify their checksum (on the head).
     std::atomic<bool> remote_writable{false};
-    uint32_t run_head = 0;    // first segment of the run this one belongs to
-    uint32_t run_length = 0;  // valid on the head
+    std::atomic<uint32_t> run_head{0};    // first segment of the run this one belongs to
+    std::atomic<uint32_t> run_length{0};  // valid on the head
     absl::Mutex mu;
     std::vector<uint32_t> entries ABSL_GUARDED_BY(mu);  // committed offsets in the run
     // A lease chunk only: what was committed at each offset, so that the end
