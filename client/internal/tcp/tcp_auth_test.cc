@@ -37,7 +37,7 @@ class FakeRedis {
  public:
   // `password` empty: no AUTH needed. `mute`: never answer anything.
   explicit FakeRedis(std::string password, bool mute = false)
-      : password_(std::move(password)), mute_(mute) {
+      : mute_(mute), password_(std::move(password)) {
     listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
