@@ -51,6 +51,7 @@
 #include "server/storage/clock.h"
 #include "server/storage/kv_index.h"
 #include "server/storage/memory_pool.h"
+#include "server/storage/write_hook.h"
 
 namespace kvstore {
 namespace server {
@@ -95,6 +96,10 @@ struct KvStoreOptions {
   // series (not owned; must outlive the store). Null: a private registry,
   // for tests and tools that do not read figures.
   metrics::Registry* registry = nullptr;
+  // Consulted before every client write is published (not owned; must
+  // outlive the store): the replicator in cluster mode, null otherwise.
+  // See write_hook.h.
+  WriteHook* write_hook = nullptr;
 };
 
 // A contiguous run of segments held by one writer: a Writer's open segment,

@@ -1,0 +1,41 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "common/protocol/fence.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvstore {
+namespace fence {
+
+FenceWords Decode(const void* bytes) {
+  FenceWords w;
+  std::memcpy(&w.map_epoch, bytes, 8);
+  std::memcpy(&w.valid_until_ms, static_cast<const char*>(bytes) + 8, 8);
+  return w;
+}
+
+void Encode(const FenceWords& words, void* bytes) {
+  std::memcpy(bytes, &words.map_epoch, 8);
+  std::memcpy(static_cast<char*>(bytes) + 8, &words.valid_until_ms, 8);
+}
+
+absl::Status Check(const FenceWords& words, uint64_t reader_map_epoch, int64_t now_unix_ms) {
+  if (words.valid_until_ms == 0) return absl::UnavailableError("server is fenced");
+  if (words.valid_until_ms != kNoExpiry) {
+    const int64_t until = static_cast<int64_t>(words.valid_until_ms);
+    if (now_unix_ms + kClockSkewMarginMs >= until) {
+      return absl::UnavailableError(absl::StrCat("server's lease lapsed ", now_unix_ms - until,
+                                                 " ms ago (frozen or cut off from etcd)"));
+    }
+  }
+  if (reader_map_epoch != words.map_epoch) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cluster map epoch mismatch: server ", words.map_epoch, ", reader ", reader_map_epoch));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fence
+}  // namespace kvstore

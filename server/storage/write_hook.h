@@ -1,0 +1,47 @@
+// Copyright 2026 The kvstore Authors.
+//
+// WriteHook: what KvStore consults on every client write before it makes
+// the write visible. In cluster mode the hook is the replicator (server/
+// cluster/replicator.h): it checks that this node is the primary of the
+// key's slot and not fenced, has every in-sync backup install the write, and
+// only then lets the store publish it, so that no reader ever sees a value
+// a failover could lose. In single-node mode there is no hook.
+//
+// KvStore calls Write() from Commit() (RDMA commits, RESP SET), Put() (RESP
+// MSET, gRPC Put) and Delete(), after the entry has been verified and
+// before its slot word is stored; never for the cleaner's relocations or for
+// a backup installing a replicated write (KvStore::InstallReplica).
+//
+// Thread safety: implementations are thread-safe; Write() runs on the
+// calling transport's thread and may block for a replication round trip.
+
+#ifndef KVSTORE_SERVER_STORAGE_WRITE_HOOK_H_
+#define KVSTORE_SERVER_STORAGE_WRITE_HOOK_H_
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace kvstore {
+namespace server {
+
+class WriteHook {
+ public:
+  virtual ~WriteHook() = default;
+
+  // A write of `key`: `entry` is the whole verified entry (layout.h) for a
+  // PUT, empty for a DELETE. The hook calls `publish` at most once (it
+  // publishes locally and returns the store's status) and returns what the
+  // write's caller should see. Returning an error without calling `publish`
+  // leaves the store unchanged. Errors the transports map for clients:
+  // kFailedPrecondition with a message starting "MOVED <slot> " (not this
+  // node's slot; RESP answers -MOVED), kUnavailable starting "CLUSTERDOWN"
+  // (no primary, or this node is fenced).
+  virtual absl::Status Write(absl::string_view key, absl::string_view entry,
+                             absl::FunctionRef<absl::Status()> publish) = 0;
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_STORAGE_WRITE_HOOK_H_
