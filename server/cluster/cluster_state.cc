@@ -31,6 +31,12 @@ void ClusterState::AddListener(std::function<void(const cluster::ClusterMapView&
   listeners_.push_back(std::move(listener));
 }
 
+bool ClusterState::Serving() const {
+  if (fenced()) return false;
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  return now < deadline_ns_.load(std::memory_order_acquire);
+}
+
 Route ClusterState::RouteKey(absl::string_view key, bool replica_ok) const {
   return RouteSlot(cluster::KeySlot(key), replica_ok);
 }
@@ -39,7 +45,7 @@ Route ClusterState::RouteSlot(uint32_t slot, bool replica_ok) const {
   Route route;
   route.slot = slot;
   route.map = map();
-  if (route.map == nullptr || fenced()) return route;  // kNotReady
+  if (route.map == nullptr || !Serving()) return route;  // kNotReady
   route.shard = route.map->ShardForSlot(slot);
   if (route.shard == nullptr || route.shard->replicas().empty()) {
     route.kind = Route::Kind::kDown;

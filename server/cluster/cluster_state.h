@@ -16,8 +16,10 @@
 #define KVSTORE_SERVER_CLUSTER_CLUSTER_STATE_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,9 +66,18 @@ class ClusterState {
   // Fenced: the lease may have lapsed; serve nothing until unfenced.
   void set_fenced(bool fenced) { fenced_.store(fenced, std::memory_order_release); }
   bool fenced() const { return fenced_.load(std::memory_order_acquire); }
+  // The steady-clock moment after which this node must not serve (its etcd
+  // lease could have expired by then). Checked on every routed request, so
+  // a process resumed after a freeze refuses work before its keepalive
+  // thread runs. Default: never (until membership sets it).
+  void set_lease_deadline(std::chrono::steady_clock::time_point deadline) {
+    deadline_ns_.store(deadline.time_since_epoch().count(), std::memory_order_release);
+  }
+  // Not fenced and the lease deadline is ahead.
+  bool Serving() const;
 
-  // Routes a request for `key`. Writes (and reads without `replica_ok`) are
-  // served only by the shard's primary; with `replica_ok` (RESP READONLY,
+  // Routes a request for `key` (kNotReady unless Serving()). Writes (and reads without
+  // `replica_ok`) are served only by the shard's primary; with `replica_ok` (RESP READONLY,
   // stale-tolerant client reads) an in-sync backup serves reads too.
   Route RouteKey(absl::string_view key, bool replica_ok = false) const;
   Route RouteSlot(uint32_t slot, bool replica_ok = false) const;
@@ -79,6 +90,7 @@ class ClusterState {
   const std::string self_;
   std::atomic<uint64_t> epoch_{0};
   std::atomic<bool> fenced_{false};
+  std::atomic<int64_t> deadline_ns_{std::numeric_limits<int64_t>::max()};
   mutable absl::Mutex mu_;
   std::shared_ptr<const cluster::ClusterMapView> map_ ABSL_GUARDED_BY(mu_);
   std::vector<std::function<void(const cluster::ClusterMapView&)>> listeners_ ABSL_GUARDED_BY(mu_);

@@ -58,6 +58,9 @@ TEST(ClusterState, AFencedNodeServesNothing) {
   EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kNotReady);
   state.set_fenced(false);
   EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kServe);
+  state.set_lease_deadline(std::chrono::steady_clock::now() - std::chrono::milliseconds(1));
+  EXPECT_FALSE(state.Serving());
+  EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kNotReady);
 }
 
 TEST(FencePage, StartsUnexpiringAndFences) {
