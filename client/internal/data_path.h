@@ -88,6 +88,14 @@ class DataPath {
   // one. Default: never (a TCP path reconnects its sockets itself).
   virtual bool broken() const { return false; }
 
+  // The cluster map epoch the caller routes by (0: single-node). A path that
+  // reads server memory one-sidedly checks it against the server's fence
+  // words (common/protocol/fence.h) and fails a read with
+  // kFailedPrecondition on a mismatch, kUnavailable when the server is fenced
+  // or its lease lapsed. Default: ignored (the server CPU routes TCP
+  // requests itself).
+  virtual void SetMapEpoch(uint64_t epoch) {}
+
   // "tcp" or "rdma".
   virtual absl::string_view name() const = 0;
 };
