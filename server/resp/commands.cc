@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/protocol/resp.h"
 #include "server/resp/auth_commands.h"
+#include "server/resp/cluster_commands.h"
+#include "server/resp/cluster_routing.h"
 
 namespace kvstore {
 namespace server {
@@ -36,6 +38,7 @@ void Get(const CommandContext& ctx, CommandArgs args) {
   if (absl::Status s = ctx.store->limits().CheckKey(args[1]); !s.ok()) {
     return ctx.conn->ReplyStatus(s);
   }
+  if (!RouteKey(ctx.options->cluster, ctx.conn, args[1], /*write=*/false)) return;
   // The hottest path: one clock pair, and the counter + histogram adds.
   const absl::Time start = absl::Now();
   auto v = ctx.store->Get(args[1]);
@@ -57,19 +60,33 @@ void SetWithOptions(const CommandContext& ctx, CommandArgs) {
 }
 
 // DEL/UNLINK (`del`) or EXISTS: the number of keys deleted / present. Every
-// key is checked before any is touched, so a bad key changes nothing.
+// key is checked before any is touched, so a bad key changes nothing. In
+// cluster mode the keys must share a slot this node serves; a refusal of
+// the write hook (the map changed meanwhile) ends a DEL with its error.
 void CountKeys(const CommandContext& ctx, CommandArgs args, bool del) {
   for (size_t i = 1; i < args.size(); ++i) {
     if (absl::Status s = ctx.store->limits().CheckKey(args[i]); !s.ok()) {
       return ctx.conn->ReplyStatus(s);
     }
   }
+  if (!RouteKeys(ctx.options->cluster, ctx.conn, args, 1, 1, /*write=*/del)) return;
   const absl::Time start = absl::Now();
   int64_t n = 0;
-  for (size_t i = 1; i < args.size(); ++i) {
-    n += del ? ctx.store->Delete(args[i]).ok() : ctx.store->Exists(args[i]);
+  absl::Status refused;
+  for (size_t i = 1; i < args.size() && refused.ok(); ++i) {
+    if (!del) {
+      n += ctx.store->Exists(args[i]);
+      continue;
+    }
+    const absl::Status s = ctx.store->Delete(args[i]);
+    n += s.ok();
+    if (IsClusterRefusal(s)) refused = s;
   }
-  ctx.conn->ReplyInteger(n);
+  if (refused.ok()) {
+    ctx.conn->ReplyInteger(n);
+  } else {
+    ReplyStoreStatus(ctx.options->cluster, ctx.conn, refused);
+  }
   if (del) {
     // Every key counts as a delete request; the command is timed once.
     ctx.counters->del.requests->Increment(args.size() - 1);
@@ -89,6 +106,7 @@ void Exists(const CommandContext& ctx, CommandArgs args) { CountKeys(ctx, args, 
 // are dropped and the MGET is refused naming the limit, instead of queueing
 // (and pinning) gigabytes for one client.
 void MGet(const CommandContext& ctx, CommandArgs args) {
+  if (!RouteKeys(ctx.options->cluster, ctx.conn, args, 1, 1, /*write=*/false)) return;
   const absl::Time start = absl::Now();
   std::vector<absl::StatusOr<PinnedValue>> values;
   values.reserve(args.size() - 1);
@@ -130,6 +148,7 @@ void MSet(const CommandContext& ctx, CommandArgs args) {
     if (s.ok()) s = ctx.store->limits().CheckValueLength(args[i + 1].size());
     if (!s.ok()) return ctx.conn->ReplyStatus(s);
   }
+  if (!RouteKeys(ctx.options->cluster, ctx.conn, args, 1, 2, /*write=*/true)) return;
   // Values are copied from the request buffer (MSET is not streamed; the
   // TCP client pipelines SETs instead for large batches).
   const absl::Time start = absl::Now();
@@ -141,7 +160,7 @@ void MSet(const CommandContext& ctx, CommandArgs args) {
   if (s.ok()) {
     ctx.conn->ReplyOk();
   } else {
-    ctx.conn->ReplyStatus(s);
+    ReplyStoreStatus(ctx.options->cluster, ctx.conn, s);
   }
   // One observation per MSET, whether it finished or stopped at an error.
   ctx.counters->put.duration->Observe(absl::Now() - start);
@@ -207,9 +226,15 @@ void Echo(const CommandContext& ctx, CommandArgs args) { ctx.conn->ReplyBulk(arg
 // (kvserver's includes # Keyspace, from the same snapshot as its other
 // numbers); otherwise just the Keyspace section redis-cli and monitoring
 // tools look for.
+// Every INFO ends with the "# Cluster" section Redis has, which cluster-
+// aware tools read to tell cluster mode from single-node mode.
 void Info(const CommandContext& ctx, CommandArgs) {
-  if (ctx.options->info) return ctx.conn->ReplyBulk(ctx.options->info());
-  ctx.conn->ReplyBulk(absl::StrCat("# Keyspace\r\ndb0:keys=", ctx.store->size(), ",expires=0\r\n"));
+  std::string text = ctx.options->info ? ctx.options->info()
+                                       : absl::StrCat("# Keyspace\r\ndb0:keys=", ctx.store->size(),
+                                                      ",expires=0\r\n");
+  absl::StrAppend(
+      &text, "\r\n# Cluster\r\ncluster_enabled:", ctx.options->cluster != nullptr ? 1 : 0, "\r\n");
+  ctx.conn->ReplyBulk(text);
 }
 
 // redis-cli asks for COMMAND DOCS to drive its hints; an empty answer is
@@ -270,6 +295,11 @@ constexpr CommandSpec kCommands[] = {
     {"SELECT", 1, kAnyArgs, 1, Select},
     {"CLIENT", 1, kAnyArgs, 1, Client},
     {"QUIT", 1, kAnyArgs, 1, Quit},
+    {"CLUSTER", 2, kAnyArgs, 1, ClusterCommand},
+    {"READONLY", 1, 1, 1, ReadOnlyCommand},
+    {"READWRITE", 1, 1, 1, ReadWriteCommand},
+    {"ASKING", 1, 1, 1, AskingCommand},
+    {"WAIT", 3, 3, 1, WaitCommand},
 };
 
 }  // namespace
