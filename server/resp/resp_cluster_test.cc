@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -539,6 +540,38 @@ TEST_F(RespClusterTest, RedisCliFollowsMoved) {
   // redis-cli's own cluster check reads CLUSTER NODES / INFO.
   const std::string check = RedisCli({"--cluster", "check", nodes_[0].resp_address}, "");
   EXPECT_THAT(check, HasSubstr("[OK] All 16384 slots covered.")) << check;
+}
+
+// A cluster-aware client library: redis-py's RedisCluster (Debian
+// python3-redis) routes by CLUSTER SLOTS and COMMAND on its own; the script
+// checks what it reads back, this test where the values landed.
+TEST_F(RespClusterTest, RedisPyClusterClient) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  ASSERT_NE(srcdir, nullptr);
+  ASSERT_NE(workspace, nullptr);
+  const std::string script =
+      absl::StrCat(srcdir, "/", workspace, "/server/resp/redis_cluster_client_test.py");
+  const uint32_t seed = std::random_device{}();
+  constexpr int kKeys = 100;
+  const std::string cmd = absl::StrCat("timeout 60 python3 '", script, "' ",
+                                       nodes_[1].server->port(), " ", seed, " ", kKeys, " 2>&1");
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  std::printf("%s", out.c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("PASS ", kKeys, " keys over 3 primaries")));
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string key = absl::StrCat("py:", i);
+    for (int node = 0; node < kNodes; ++node) {
+      EXPECT_EQ(nodes_[node].store->Exists(key), node == Owner(key)) << key << " on " << node;
+    }
+  }
 }
 
 // Single-node mode answers as a Redis without cluster support.
