@@ -434,6 +434,10 @@ TEST_F(RespClusterTest, ClusterCommandsDescribeTheMap) {
   EXPECT_EQ(RunOne(0, {"ASKING"}).str, "OK");
   EXPECT_EQ(RunOne(0, {"WAIT", "1", "0"}).integer, 1);  // shard 0 has one backup
   EXPECT_THAT(RunOne(0, {"INFO"}).str, HasSubstr("# Cluster\r\ncluster_enabled:1\r\n"));
+  const Reply hello = RunOne(0, {"HELLO", "2"});
+  ASSERT_EQ(hello.elements.size(), 14u);
+  EXPECT_EQ(hello.elements[8].str, "mode");
+  EXPECT_EQ(hello.elements[9].str, "cluster");
 
   // CLUSTER SLOTS: one entry per range, primary then backup.
   const Reply slots = RunOne(0, {"CLUSTER", "SLOTS"});
