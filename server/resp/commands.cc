@@ -232,8 +232,8 @@ void Info(const CommandContext& ctx, CommandArgs) {
   std::string text = ctx.options->info ? ctx.options->info()
                                        : absl::StrCat("# Keyspace\r\ndb0:keys=", ctx.store->size(),
                                                       ",expires=0\r\n");
-  absl::StrAppend(
-      &text, "\r\n# Cluster\r\ncluster_enabled:", ctx.options->cluster != nullptr ? 1 : 0, "\r\n");
+  absl::StrAppend(&text, "# Cluster\r\ncluster_enabled:", ctx.options->cluster != nullptr ? 1 : 0,
+                  "\r\n");
   ctx.conn->ReplyBulk(text);
 }
 
