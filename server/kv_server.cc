@@ -160,6 +160,8 @@ absl::Status KvServer::Init() {
   // A lease's write key (made by rdma_->BindLease() at grant time) belongs
   // to the lease: LeaseTable revokes it before the chunk goes back.
   leases_ = std::make_unique<LeaseTable>(store_.get(), lo);
+  // Before the RDMA service, which registers it as the fence region.
+  fence_page_ = std::make_unique<FencePage>();
   // After the lease table: its poller commits through it, and its write keys
   // are handed to it.
   if (pd_) {
@@ -168,6 +170,7 @@ absl::Status KvServer::Init() {
     rso.commit_credits = options_.rdma_commit_credits;
     rso.idle_probe_after = options_.rdma_idle_probe_after;
     rso.registry = &registry_;
+    rso.fence_page = fence_page_.get();
     KV_ASSIGN_OR_RETURN(
         rdma_, RdmaService::Start(&*device_, &*pd_, pool_.get(), store_.get(), leases_.get(), rso));
   }

@@ -25,6 +25,7 @@
 #include "common/metrics/registry.h"
 #include "common/protocol/limits.h"
 #include "common/rdma/device.h"
+#include "server/cluster/fence_page.h"
 #include "server/control/session_table.h"
 #include "server/metrics/http_server.h"
 #include "server/rdma/rdma_service.h"
@@ -156,6 +157,12 @@ class KvServer {
   std::string StartupLine() const;
   // The storage engine, for tests; owned by the server.
   KvStore* store() { return store_.get(); }
+  // The fence words one-sided readers check (single-node: {0, kNoExpiry});
+  // the cluster layer renews or fences them. Owned by the server, never null
+  // after Start().
+  FencePage* fence_page() { return fence_page_.get(); }
+  // The RDMA service (FenceAll()); null when the server serves TCP only.
+  RdmaService* rdma_service() { return rdma_.get(); }
   // Every series of the server; lives as long as the server.
   const metrics::Registry& registry() const { return registry_; }
 
@@ -213,6 +220,8 @@ class KvServer {
   // write keys that rdma_ made, and rdma_'s poller commits through leases_
   // (RdmaService's lifetime rules).
   std::unique_ptr<LeaseTable> leases_;
+  // Registered by rdma_: declared before it, so it outlives the MR.
+  std::unique_ptr<FencePage> fence_page_;
   std::unique_ptr<RdmaService> rdma_;
   std::unique_ptr<RespServer> resp_;
   std::unique_ptr<KvControlServiceImpl> service_;

@@ -258,6 +258,18 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
     r->set_rkey(region.rkey);
     r->set_epoch(deps_.epoch);
   }
+  // The fence words, READ by one-sided readers with their bucket READs
+  // (architecture §19.5); id after the pool's.
+  if (deps_.rdma != nullptr && deps_.rdma->fence_region().has_value()) {
+    const RdmaService::FenceRegion& f = *deps_.rdma->fence_region();
+    pb::RegionDescriptor* r = response->add_regions();
+    r->set_region_id(static_cast<uint32_t>(deps_.pool->regions().size()));
+    r->set_kind(pb::REGION_KIND_FENCE);
+    r->set_length(f.length);
+    r->set_addr(f.addr);
+    r->set_rkey(f.rkey);
+    r->set_epoch(deps_.epoch);
+  }
 
   // Where the data paths are; the client picks one (RDMA, else RESP/TCP).
   pb::DataEndpoints* e = response->mutable_endpoints();
