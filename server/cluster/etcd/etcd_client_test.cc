@@ -269,6 +269,14 @@ TEST_F(EtcdClientTest, KeepAliveKeepsKeyAndExpiredLeaseIsNotFound) {
   EXPECT_EQ(client_->KeepAliveOnce(*left).status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(EtcdClientTest, GrantLeaseRoundsUpToSeconds) {
+  auto lease = client_->GrantLease(absl::Milliseconds(2500));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  auto ttl = client_->KeepAliveOnce(*lease);
+  ASSERT_TRUE(ttl.ok()) << ttl.status();
+  EXPECT_EQ(*ttl, absl::Seconds(3));
+}
+
 TEST_F(EtcdClientTest, RevokeDeletesKeysAtOnce) {
   auto lease = client_->GrantLease(absl::Seconds(60));
   ASSERT_TRUE(lease.ok());
@@ -416,6 +424,12 @@ TEST_F(EtcdClientTest, RestartBreaksWatchAndClientReconnects) {
 
 TEST(EtcdConnectTest, NoEndpointsIsInvalidArgument) {
   EXPECT_EQ(EtcdClient::Connect(EtcdOptions{}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(EtcdConnectTest, TlsEndpointIsInvalidArgument) {
+  EtcdOptions options;
+  options.endpoints = {"https://127.0.0.1:2379"};
+  EXPECT_EQ(EtcdClient::Connect(options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(EtcdConnectTest, DeadEndpointIsUnavailableNamingIt) {
