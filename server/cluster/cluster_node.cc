@@ -7,11 +7,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 
 namespace kvstore {
 namespace server {
+namespace {
+
+// Connect attempts at start-up, 500ms apart.
+constexpr int kConnectAttempts = 4;
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOptions& options,
                                                                 ClusterNodeDeps deps) {
@@ -25,10 +32,20 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOpt
 
   etcd::EtcdOptions eo;
   eo.endpoints = options.etcd_endpoints;
-  // A call must not outlast the time the lease leaves us: a keepalive stuck
-  // for longer would see the deadline pass while it waits.
-  eo.rpc_timeout = std::min(absl::Seconds(2), options.member_ttl / 3);
+  // The client's default rpc_timeout (2s) even with a short TTL: the
+  // watchdog fences at the deadline whatever a keepalive is waiting for, and
+  // with call deadlines of a few hundred ms gRPC was seen not to reconnect
+  // to a restarted etcd.
+  // etcd may be starting with us (compose, a reboot): try for a few
+  // seconds before giving up.
   absl::StatusOr<std::unique_ptr<etcd::EtcdClient>> client = etcd::EtcdClient::Connect(eo);
+  for (int attempt = 1;
+       !client.ok() && absl::IsUnavailable(client.status()) && attempt < kConnectAttempts;
+       ++attempt) {
+    LOG(WARNING) << "cluster: etcd not reachable yet (" << client.status() << "), retrying";
+    absl::SleepFor(absl::Milliseconds(500));
+    client = etcd::EtcdClient::Connect(eo);
+  }
   if (!client.ok()) {
     return absl::Status(client.status().code(),
                         absl::StrCat("--etcd=", absl::StrJoin(options.etcd_endpoints, ","), ": ",

@@ -193,6 +193,9 @@ bool Membership::RenewOnce() {
 
 void Membership::Renewed(Clock::time_point sent, absl::Duration ttl) {
   const Clock::time_point deadline = sent + absl::ToChronoNanoseconds(ttl - options_.fence_margin);
+  // An answer that came back after the deadline it would set proves
+  // nothing for now (etcd was slow or frozen); the next one will.
+  if (deadline <= Clock::now()) return;
   bool unfenced = false;
   {
     absl::MutexLock lock(&mu_);
