@@ -112,6 +112,7 @@ absl::Status KvServer::StartCluster() {
   // state here (deps.on_fence) once it offers that call; until then a
   // fenced node refuses through ClusterState and its fence page only.
   deps.on_lease_lost = options_.on_lease_lost;
+  deps.auth_token = options_.auth_token;
   KV_ASSIGN_OR_RETURN(cluster_, ClusterNode::Start(options_.cluster, std::move(deps)));
   return absl::OkStatus();
 }

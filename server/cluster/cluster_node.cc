@@ -69,11 +69,19 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOpt
   so.lease = node->membership_->lease();
   node->map_store_ = std::make_unique<MapStore>(node->etcd_.get(), deps.state, std::move(so));
 
-  // CONTROLLER: the controller (server/cluster/controller.h, election, first
-  // map, failover, placement) is started here, given etcd_, deps.state,
-  // map_store_, options.replicas and options.min_nodes(), and stopped first
-  // in Shutdown(). Not wired yet: until then another process must write the
-  // first map (architecture §19.2).
+  // Every node campaigns; the controller key lives under this node's lease,
+  // so the role dies with the node.
+  ControllerOptions co;
+  co.cluster_name = options.cluster_name;
+  co.node_id = deps.self.node_id();
+  co.lease = node->membership_->lease();
+  co.replicas = options.replicas;
+  co.min_nodes = options.min_nodes();
+  GrpcAppliedSeqOptions ao;
+  ao.bearer_token = deps.auth_token;
+  node->controller_ =
+      std::make_unique<Controller>(node->etcd_.get(), std::move(co), MakeGrpcAppliedSeqFn(ao));
+  node->controller_->Start();
   return node;
 }
 
@@ -82,7 +90,9 @@ ClusterNode::~ClusterNode() { Shutdown(); }
 void ClusterNode::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
-  // CONTROLLER: stop it here, before the lease goes.
+  // The controller resigns first (its key is deleted, another node takes
+  // over at once), then the member lease goes.
+  if (controller_) controller_->Stop();
   if (membership_) membership_->Shutdown();
 }
 

@@ -2,10 +2,10 @@
 //
 // ClusterNode: the cluster plane of one kvserver in cluster mode, put
 // together: the etcd client, Membership (lease, keepalive, fencing, map
-// watch) and MapStore (this node's ShardMapEditor). The controller
-// (server/cluster/controller.h) is started from here as well (see
-// Start()). KvServer creates it after its listeners are up, so the
-// addresses it registers are the bound ones.
+// watch), MapStore (this node's ShardMapEditor) and the Controller
+// (server/cluster/controller.h: every node campaigns; the elected one makes
+// the first map, fails over and places replicas). KvServer creates it after its listeners are up,
+// so the addresses it registers are the bound ones.
 //
 // Thread safety: Start/Shutdown from one thread; accessors from any.
 
@@ -20,6 +20,7 @@
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/cluster_options.h"
 #include "server/cluster/cluster_state.h"
+#include "server/cluster/controller.h"
 #include "server/cluster/etcd/etcd_client.h"
 #include "server/cluster/fence_page.h"
 #include "server/cluster/map_store.h"
@@ -37,6 +38,9 @@ struct ClusterNodeDeps {
   // Membership's callbacks (membership.h); on_lease_lost empty: _exit(3).
   std::function<void()> on_fence;
   std::function<void()> on_lease_lost;
+  // The bearer token the controller sends to other nodes' KvCluster
+  // service (--auth_token_file); empty: none.
+  std::string auth_token;
 };
 
 class ClusterNode {
@@ -50,7 +54,7 @@ class ClusterNode {
   ClusterNode(const ClusterNode&) = delete;
   ClusterNode& operator=(const ClusterNode&) = delete;
 
-  // Fences this node, stops the controller and the threads, and revokes the
+  // Stops the controller (resigning), fences this node and the threads, and revokes the
   // lease (the member key goes at once). Idempotent.
   void Shutdown();
 
@@ -58,6 +62,8 @@ class ClusterNode {
   Membership* membership() { return membership_.get(); }
   // The replicator's ShardMapEditor.
   MapStore* map_store() { return map_store_.get(); }
+  // For manual failover and status (the gRPC layer forwards to the leader).
+  Controller* controller() { return controller_.get(); }
   const ClusterOptions& options() const { return options_; }
   // This start's incarnation (the member key's lease id).
   int64_t incarnation() const { return membership_ ? membership_->lease() : 0; }
@@ -70,6 +76,7 @@ class ClusterNode {
   std::unique_ptr<etcd::EtcdClient> etcd_;
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<MapStore> map_store_;
+  std::unique_ptr<Controller> controller_;
   bool shut_down_ = false;
 };
 

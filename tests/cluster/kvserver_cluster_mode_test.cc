@@ -80,8 +80,10 @@ class KvserverClusterMode : public ::testing::Test {
     client_ = *std::move(client);
   }
 
-  absl::StatusOr<KvServerProcess> StartNode(const std::string& id) {
+  absl::StatusOr<KvServerProcess> StartNode(const std::string& id,
+                                            const std::vector<std::string>& more = {}) {
     std::vector<std::string> flags = kBase;
+    flags.insert(flags.end(), more.begin(), more.end());
     flags.insert(flags.end(),
                  {"--etcd=" + etcd_.endpoint(), "--node_id=" + id, "--cluster_name=modetest",
                   "--member_ttl=1s", "--fence_margin=300ms"});
@@ -118,6 +120,42 @@ TEST_F(KvserverClusterMode, RegistersAndLeavesAtOnceOnSigterm) {
 
   EXPECT_EQ(node->Stop(), 0);
   EXPECT_FALSE(Member("n1").has_value()) << "the lease was not revoked on SIGTERM";
+}
+
+// The controller inside kvserver: once --cluster_min_nodes members are
+// registered, one of them writes the first map and every node applies it.
+TEST_F(KvserverClusterMode, TwoNodesGetAFirstMapAndApplyIt) {
+  auto n1 = StartNode("n1", {"--replicas=1", "--cluster_min_nodes=2"});
+  ASSERT_TRUE(n1.ok()) << n1.status();
+  auto n2 = StartNode("n2", {"--replicas=1", "--cluster_min_nodes=2"});
+  ASSERT_TRUE(n2.ok()) << n2.status();
+  std::optional<server::etcd::KeyValue> map;
+  const absl::Time end = absl::Now() + absl::Seconds(10);
+  auto applied = [&](const std::string& id, uint64_t epoch) {
+    auto kv = Member(id);
+    if (!kv.has_value()) return false;
+    auto node = server::etcd_keys::DecodeNode(kv->value);
+    return node.ok() && node->applied_map_epoch() == epoch;
+  };
+  uint64_t epoch = 0;
+  while (absl::Now() < end) {
+    auto kv = client_->Get(server::etcd_keys::MapKey("modetest"));
+    if (kv.ok() && kv->has_value()) {
+      auto m = server::etcd_keys::DecodeMap((*kv)->value);
+      ASSERT_TRUE(m.ok()) << m.status();
+      epoch = m->epoch();
+      EXPECT_EQ(m->shards_size(), 2);
+      EXPECT_EQ(m->nodes_size(), 2);
+      if (applied("n1", epoch) && applied("n2", epoch)) break;
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_GT(epoch, 0u) << "no map was written\n" << n1->Log() << n2->Log();
+  EXPECT_TRUE(applied("n1", epoch)) << n1->Log();
+  EXPECT_TRUE(applied("n2", epoch)) << n2->Log();
+  EXPECT_THAT(n1->Log(), HasSubstr("installed cluster map epoch"));
+  EXPECT_EQ(n1->Stop(), 0);
+  EXPECT_EQ(n2->Stop(), 0);
 }
 
 TEST_F(KvserverClusterMode, ExitsWithStatus3WhenItsLeaseIsGone) {
