@@ -108,9 +108,15 @@ absl::Status KvServer::StartCluster() {
   deps.self.set_control_address(absl::StrCat(host, ":", control_port_));
   deps.self.set_resp_address(absl::StrCat(host, ":", resp_->port()));
   if (http_ != nullptr) deps.self.set_metrics_address(absl::StrCat(host, ":", http_->port()));
-  // FENCE: the RDMA service moves every client queue pair to the error
-  // state here (deps.on_fence) once it offers that call; until then a
-  // fenced node refuses through ClusterState and its fence page only.
+  // A fenced node also cuts its RDMA clients off: their queue pairs go to
+  // the error state, so even a READ posted before the fence page was read
+  // fails (architecture §19.5).
+  deps.on_fence = [this] {
+    if (rdma_ != nullptr) rdma_->FenceAll();
+  };
+  deps.on_unfence = [this] {
+    if (rdma_ != nullptr) rdma_->Unfence();
+  };
   deps.on_lease_lost = options_.on_lease_lost;
   deps.auth_token = options_.auth_token;
   KV_ASSIGN_OR_RETURN(cluster_, ClusterNode::Start(options_.cluster, std::move(deps)));

@@ -59,6 +59,7 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOpt
   mo.ttl = options.member_ttl;
   mo.fence_margin = options.fence_margin;
   mo.on_fence = std::move(deps.on_fence);
+  mo.on_unfence = std::move(deps.on_unfence);
   mo.on_lease_lost = std::move(deps.on_lease_lost);
   KV_ASSIGN_OR_RETURN(node->membership_,
                       Membership::Start(node->etcd_.get(), deps.state, deps.fence, std::move(mo)));

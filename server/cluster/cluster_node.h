@@ -37,6 +37,7 @@ struct ClusterNodeDeps {
   v1::ClusterNode self;
   // Membership's callbacks (membership.h); on_lease_lost empty: _exit(3).
   std::function<void()> on_fence;
+  std::function<void()> on_unfence;
   std::function<void()> on_lease_lost;
   // The bearer token the controller sends to other nodes' KvCluster
   // service (--auth_token_file); empty: none.

@@ -217,6 +217,7 @@ void Membership::Renewed(Clock::time_point sent, absl::Duration ttl) {
   if (unfenced) {
     LOG(WARNING) << "membership: lease " << absl::StrCat(absl::Hex(lease_))
                  << " renewed again: unfenced, serving";
+    if (options_.on_unfence) options_.on_unfence();
   }
 }
 

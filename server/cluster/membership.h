@@ -56,6 +56,9 @@ struct MembershipOptions {
   // After the node fenced itself (the RDMA service moves client queue pairs
   // to the error state). May be empty.
   std::function<void()> on_fence;
+  // After a renewal ended a fence (the RDMA service accepts queue pairs
+  // again). May be empty.
+  std::function<void()> on_unfence;
   // After a keepalive answered "lease not found". Empty: log and _exit(3).
   std::function<void()> on_lease_lost;
 };
