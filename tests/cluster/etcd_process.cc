@@ -97,22 +97,27 @@ absl::Status EtcdProcess::Start() {
     return absl::FailedPreconditionError(absl::StrCat(
         kEtcdBinary, " not found: install Debian's etcd-server package (deploy/setup.sh)"));
   }
-  if (dir_.empty()) {
-    if (absl::Status s = Prepare(); !s.ok()) return s;
+  if (!dir_.empty()) {  // a restart: same ports, same data
+    if (absl::Status s = Launch(); !s.ok()) return s;
+    return WaitHealthy();
   }
-  if (absl::Status s = Launch(); !s.ok()) return s;
-  return WaitHealthy();
-}
-
-absl::Status EtcdProcess::Prepare() {
   std::string tmpl = absl::StrCat(TempDir(), "/etcd.XXXXXX");
   if (mkdtemp(tmpl.data()) == nullptr) {
     return absl::InternalError(absl::StrCat("mkdtemp ", tmpl, ": ", std::strerror(errno)));
   }
   dir_ = tmpl;
-  if (absl::Status s = PickPorts(&client_port_, &peer_port_); !s.ok()) return s;
-  endpoint_ = absl::StrCat("127.0.0.1:", client_port_);
-  return absl::OkStatus();
+  for (int attempt = 1;; ++attempt) {
+    if (absl::Status s = PickPorts(&client_port_, &peer_port_); !s.ok()) return s;
+    endpoint_ = absl::StrCat("127.0.0.1:", client_port_);
+    if (absl::Status s = Launch(); !s.ok()) return s;
+    absl::Status s = WaitHealthy();
+    // Another process may have taken a port between PickPorts() and etcd's
+    // bind: try again on new ports with fresh data.
+    if (s.ok() || attempt == 3 || !absl::StrContains(Log(), "address already in use")) return s;
+    std::error_code ignored;
+    std::filesystem::remove_all(absl::StrCat(dir_, "/data"), ignored);
+    std::filesystem::remove(absl::StrCat(dir_, "/etcd.log"), ignored);
+  }
 }
 
 absl::Status EtcdProcess::Launch() {
