@@ -2,6 +2,7 @@
 
 #include "server/cluster/controller.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -92,15 +93,17 @@ void Controller::Loop() {
     }
     bool wrote = false;
     absl::Status status = Step(&wrote, /*watch=*/true);
+    absl::Duration wait = options_.poll_interval;
     if (!status.ok()) {
       LOG(WARNING) << "controller " << options_.node_id << ": " << status;
       // A lost race: the map changed, so there is news to read at once.
       if (absl::IsAborted(status)) continue;
+      wait = std::min(wait, options_.retry_interval);
     } else if (wrote) {
       continue;
     }
     absl::MutexLock lock(&mu_);
-    const absl::Time until = absl::Now() + options_.poll_interval;
+    const absl::Time until = absl::Now() + wait;
     while (!woken_ && !stop_ && !cv_.WaitWithDeadline(&mu_, until)) {
     }
     woken_ = false;

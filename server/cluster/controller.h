@@ -64,9 +64,11 @@ struct ControllerOptions {
   int64_t lease = 0;
   uint32_t replicas = 2;   // R, for the first map
   uint32_t min_nodes = 2;  // members needed before the first map
-  // Re-read etcd this often even without a watch event, and wait this long
-  // after an etcd error.
+  // Re-read etcd this often even without a watch event.
   absl::Duration poll_interval = absl::Seconds(1);
+  // Try again this soon after an error (etcd unreachable, a lost campaign
+  // with an expired lease); at most poll_interval.
+  absl::Duration retry_interval = absl::Milliseconds(250);
 };
 
 class Controller {
