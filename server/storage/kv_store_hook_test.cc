@@ -152,6 +152,34 @@ TEST(KvStoreHook, ReplicaPathsBypassTheHookAndVerify) {
   EXPECT_TRUE(hook.seen.empty());
 }
 
+TEST(KvStoreHook, RdmaCommitInALeaseChunkPassesACopyAndMayBeRetriedAfterARefusal) {
+  RecordingHook hook;
+  Fixture f = Make(&hook);
+  hook.store = f.store.get();
+  auto chunk = f.store->AllocateChunk(1 << 20);
+  ASSERT_TRUE(chunk.ok());
+  const uint64_t size = layout::EntryBytes(1, 5);
+  char* at = f.pool->data() + chunk->offset;
+  layout::EncodeEntry(at, "L", "leased", f.store->Version());
+  hook.refuse = absl::UnavailableError("CLUSTERDOWN");
+  EXPECT_TRUE(absl::IsUnavailable(f.store->Commit(chunk->offset, size)));
+  EXPECT_FALSE(f.store->Exists("L"));
+  // Refused, so the offset was never committed: the holder may retry it.
+  hook.refuse = absl::OkStatus();
+  ASSERT_TRUE(f.store->Commit(chunk->offset, size).ok());
+  ASSERT_EQ(hook.seen.size(), 2u);
+  // The hook got a copy, not pool memory the holder can still rewrite.
+  EXPECT_EQ(hook.seen[1].entry, std::string(at, size));
+  EXPECT_TRUE(hook.seen[1].visible_after);
+  // A second commit of the same offset is refused before the hook runs.
+  EXPECT_TRUE(absl::IsInvalidArgument(f.store->Commit(chunk->offset, size)));
+  EXPECT_EQ(hook.seen.size(), 2u);
+  f.store->ReleaseChunk(*chunk);
+  auto v = f.store->Get("L");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->value(), "leased");
+}
+
 TEST(KvStoreHook, NoHookKeepsSingleNodeBehaviour) {
   Fixture f = Make(nullptr);
   auto w = f.store->NewWriter();
