@@ -260,6 +260,20 @@ TEST_F(ReplicationTest, MovedAndClusterDown) {
   EXPECT_EQ(node(0).Value("foo"), "<NOT_FOUND>");
 }
 
+TEST_F(ReplicationTest, APrimaryFencedWhileReplicatingPublishesNothing) {
+  Start(2);
+  maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
+  node(1).service().set_before([&](const v1::ReplicateRequest&) {
+    node(0).state().set_fenced(true);  // its lease lapsed meanwhile
+    return absl::OkStatus();
+  });
+  absl::Status s = node(0).Put("k", "v");
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(std::string(s.message()), StartsWith("CLUSTERDOWN"));
+  EXPECT_EQ(node(0).Value("k"), "<NOT_FOUND>");
+  node(1).service().set_before(nullptr);
+}
+
 TEST_F(ReplicationTest, GetClusterMapAndTheSingleNodeAnswer) {
   Start(2);
   maps_.Set(OneShardMap(nodes(), {0, 1}, {}));

@@ -169,6 +169,12 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
       return s;
     }
   }
+  // The replication round may have outlasted the lease deadline: a node
+  // that may have been replaced must not publish (§19.5).
+  if (!state_->Serving()) {
+    refused_->Increment();
+    return RouteError(Route());
+  }
   writes_->Increment();
   return publish();
 }
