@@ -477,6 +477,45 @@ TEST_F(ClusterClientTest, SingleNodeServersAreUsedAsBefore) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("handshake with 127.0.0.1:1"));
 }
 
+// A node that stops answering: the client refreshes, learns the map that
+// moved its shard, and the operation succeeds on the new primary.
+TEST_F(ClusterClientTest, UnreachableNodeMakesTheClientRefresh) {
+  map_.SetMap(MakeMap(1, nodes_, {2}));
+  auto c = client::KvClient::Connect(ClientOptions({map_service_.address()}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE((*c)->Put("before", "1").ok());
+  servers_[2].reset();  // its sockets close, as a killed process's do
+  map_.SetMap(MakeMap(2, nodes_, {0}));
+  const absl::Status after = (*c)->Put("after", "2");
+  ASSERT_TRUE(after.ok()) << after;
+  EXPECT_EQ(*Direct(0)->Get("after"), "2");
+  EXPECT_EQ(Metric(**c, "kvstore_client_cluster_map_epoch"), 2u);
+  EXPECT_GE(Metric(**c, "kvstore_client_cluster_retries_total"), 1u);
+}
+
+// read_from_replicas sends reads to the in-sync backup (writes still go to
+// the primary); without it reads go to the primary.
+TEST_F(ClusterClientTest, ReplicaReadsGoToTheBackup) {
+  v1::ClusterMap m = MakeMap(1, nodes_, {0});
+  m.mutable_shards(0)->add_replicas("n1");  // n0 primary, n1 in-sync backup
+  map_.SetMap(m);
+  ASSERT_TRUE(Direct(1)->Put("r", "on-backup").ok());
+  client::Options o = ClientOptions({map_service_.address()});
+  auto primary_reader = client::KvClient::Connect(o);
+  ASSERT_TRUE(primary_reader.ok()) << primary_reader.status();
+  EXPECT_TRUE(absl::IsNotFound((*primary_reader)->Get("r").status()));
+  o.read_from_replicas = true;
+  auto replica_reader = client::KvClient::Connect(o);
+  ASSERT_TRUE(replica_reader.ok()) << replica_reader.status();
+  EXPECT_EQ(*(*replica_reader)->Get("r"), "on-backup");
+  auto got = (*replica_reader)->MultiGet({"r"});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*(*got)[0], "on-backup");
+  ASSERT_TRUE((*replica_reader)->Put("w", "x").ok());
+  EXPECT_EQ(*Direct(0)->Get("w"), "x");
+  EXPECT_TRUE(absl::IsNotFound(Direct(1)->Get("w").status()));
+}
+
 // kvctl cluster through the binary: status, slots --json, failover (the
 // fake applies it: the target becomes the primary, epoch + 1), and the
 // exit code against a server without the cluster service.
