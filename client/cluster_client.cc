@@ -70,7 +70,7 @@ class ClusterClientImpl final : public KvClient {
       : options_(options),
         metrics_(&registry_),
         router_(LinkEnv{&options_, &registry_, &metrics_, &rdma_,
-                        absl::StrCat("kvclient pid ", getpid())},
+                        absl::StrCat("kvclient pid ", getpid()), options.read_from_replicas},
                 ControlSecurity{options.auth_token, options.tls_ca_file, options.tls_cert_file,
                                 options.tls_key_file, options.tls_server_name},
                 options.servers) {}
@@ -200,8 +200,8 @@ class ClusterClientImpl final : public KvClient {
       if (budget.attempts() > 0) metrics_.retries()->Increment();
       budget.Begin();
       const std::shared_ptr<const cluster::ClusterMapView> map = router_.map();
-      absl::StatusOr<const v1::ClusterNode*> node =
-          Route(*map, key, read && budget.attempts() == 1);
+      const bool replica_read = read && options_.read_from_replicas && budget.attempts() == 1;
+      absl::StatusOr<const v1::ClusterNode*> node = Route(*map, key, replica_read);
       std::shared_ptr<ServerLink> link;
       bool sent = false;
       if (!node.ok()) {
@@ -225,6 +225,12 @@ class ClusterClientImpl final : public KvClient {
       if (!budget.More()) {
         r = GaveUp(r.status(), budget, router_.epoch());
         break;
+      }
+      // A backup that will not serve the read (it has not applied our map,
+      // or does not take READONLY): read from the primary, at once.
+      if (replica_read && v == Verdict::kRedirect) {
+        metrics_.redirects()->Increment();
+        continue;
       }
       Recover(v, r.status(), map->epoch(), node.ok() ? *node : nullptr, link, &budget);
     }

@@ -7,7 +7,9 @@
 // (ClusterMapView::ShardForKey: the Redis Cluster hash slot). With
 // Options::read_from_replicas, Get/Exists/MultiGet/GetInto go to an in-sync
 // backup first (round robin over the backups; the primary on a retry or when
-// the shard has none). MultiGet and MultiPut are split by node, the parts run
+// the shard has none); TCP connections then send READONLY, and a backup that
+// still redirects the read makes the client read from the primary at once,
+// without refreshing the map. MultiGet and MultiPut are split by node, the parts run
 // in parallel (one thread per extra node), and the results are put back in
 // the caller's order. Each node is reached through its own ServerLink,
 // connected on first use with the same transport choice, connection count and

@@ -516,6 +516,28 @@ TEST_F(ClusterClientTest, ReplicaReadsGoToTheBackup) {
   EXPECT_TRUE(absl::IsNotFound(Direct(1)->Get("w").status()));
 }
 
+// A backup that redirects a replica read: the client reads from the
+// primary at once, without a map refresh or a backoff.
+TEST_F(ClusterClientTest, RedirectedReplicaReadFallsBackToThePrimary) {
+  MovedRespServer moved;
+  FakeControlService control(moved.port());
+  GrpcServer fake_node = StartGrpc({&control});
+  std::vector<v1::ClusterNode> nodes = nodes_;
+  nodes.push_back(NodeOf("stale", fake_node.port, moved.port()));
+  v1::ClusterMap m = MakeMap(1, nodes, {0});
+  m.mutable_shards(0)->add_replicas("stale");
+  map_.SetMap(m);
+  ASSERT_TRUE(Direct(0)->Put("r", "on-primary").ok());
+  client::Options o = ClientOptions({map_service_.address()});
+  o.read_from_replicas = true;
+  auto c = client::KvClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*(*c)->Get("r"), "on-primary");
+  EXPECT_GE(moved.requests(), 2);  // READONLY, then the GET
+  EXPECT_EQ(Metric(**c, "kvstore_client_cluster_redirects_total"), 1u);
+  EXPECT_EQ(Metric(**c, "kvstore_client_cluster_map_refreshes_total"), 0u);
+}
+
 // kvctl cluster through the binary: status, slots --json, failover (the
 // fake applies it: the target becomes the primary, epoch + 1), and the
 // exit code against a server without the cluster service.

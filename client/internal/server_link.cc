@@ -101,9 +101,9 @@ absl::Status ServerLink::BuildPath(bool wait_for_ready) {
   }
   // TCP: either asked for, or the kAuto fallback.
   const std::string data_address = ResolveDataAddress(hs.endpoints().resp_address(), address_);
-  KV_ASSIGN_OR_RETURN(auto tcp,
-                      TcpDataPath::Connect(data_address, options.connections_per_server, limits,
-                                           options.connect_timeout, options.auth_token));
+  KV_ASSIGN_OR_RETURN(auto tcp, TcpDataPath::Connect(data_address, options.connections_per_server,
+                                                     limits, options.connect_timeout,
+                                                     options.auth_token, env_.replica_reads));
   SwapPath(std::shared_ptr<DataPath>(std::move(tcp)));
   return absl::OkStatus();
 }

@@ -60,6 +60,8 @@ struct LinkEnv {
   const ClientMetrics* metrics = nullptr;
   SharedRdma* rdma = nullptr;
   std::string client_name;
+  // TCP paths send READONLY on every socket (cluster replica reads).
+  bool replica_reads = false;
 };
 
 // The path in use and the series of its transport, swapped together.
