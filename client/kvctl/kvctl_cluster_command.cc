@@ -132,7 +132,8 @@ std::string ClusterHelpText() {
          "\n"
          "Exit codes: 0 done; 2 usage error; 3 any other error, e.g.\n"
          "FAILED_PRECONDITION when the server runs in single-node mode or the controller\n"
-         "refuses the failover; 4 credentials refused. Run 'kvctl --help' for all flags.\n";
+         "refuses the failover, UNIMPLEMENTED from a server without the cluster service;\n"
+         "4 credentials refused. Run 'kvctl --help' for all flags.\n";
 }
 
 }  // namespace kvctl

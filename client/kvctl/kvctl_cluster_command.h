@@ -14,8 +14,8 @@
 // as for every kvctl command: 0 done; 2 usage error (unknown subcommand,
 // --shard missing for failover, --shard/--to given to another
 // subcommand); 3 any other error, e.g. FAILED_PRECONDITION from a server
-// in single-node mode or a failover the controller refuses; 4 credentials
-// refused.
+// in single-node mode or a failover the controller refuses, UNIMPLEMENTED
+// from a server without the cluster service; 4 credentials refused.
 //
 // Thread safety: main's thread only (reads flags, writes stdout/stderr).
 

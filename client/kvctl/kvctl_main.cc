@@ -76,7 +76,8 @@ constexpr Command kCommands[] = {
      "ranges, primary, backups, syncing nodes, up or DOWN), nodes (addresses, incarnation, "
      "roles), slots (ranges -> primary), or failover --shard=N [--to=NODE] (manual failover "
      "through the controller; prints the new map). Run 'kvctl cluster --help' for details. A "
-     "server in single-node mode answers FAILED_PRECONDITION (exit 3).",
+     "server in single-node mode answers FAILED_PRECONDITION, one without the cluster service "
+     "UNIMPLEMENTED (exit 3).",
      1, 1, RunCluster},
 };
 
