@@ -269,8 +269,8 @@ class ClusterClientTest : public ::testing::Test {
     return o;
   }
 
-  // A single-node client of server `i` (the real server has no KvCluster
-  // service, so Connect falls back to single-node mode).
+  // A single-node client of server `i` (the real server's KvCluster
+  // service answers "single-node mode", so Connect falls back to it).
   std::unique_ptr<client::KvClient> Direct(int i) {
     auto c = client::KvClient::Connect(ClientOptions({nodes_[i].control_address()}));
     EXPECT_TRUE(c.ok()) << c.status();
@@ -540,7 +540,7 @@ TEST_F(ClusterClientTest, RedirectedReplicaReadFallsBackToThePrimary) {
 
 // kvctl cluster through the binary: status, slots --json, failover (the
 // fake applies it: the target becomes the primary, epoch + 1), and the
-// exit code against a server without the cluster service.
+// exit code against a single-node server (its KvCluster service says so).
 TEST_F(ClusterClientTest, KvctlClusterCommands) {
   map_.SetMap(MakeMap(5, nodes_, {0, 1, 2}));
   const std::string kvctl = testing::BinaryPath("client/kvctl/kvctl");
@@ -570,7 +570,8 @@ TEST_F(ClusterClientTest, KvctlClusterCommands) {
   r = testing::RunProcess(
       {kvctl, absl::StrCat("--server=", nodes_[0].control_address()), "cluster", "nodes"});
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_THAT(r.err, HasSubstr("kvctl: UNIMPLEMENTED: cluster map from"));
+  EXPECT_THAT(r.err, HasSubstr("kvctl: FAILED_PRECONDITION: cluster map from"));
+  EXPECT_THAT(r.err, HasSubstr("single-node mode"));
 }
 
 }  // namespace
