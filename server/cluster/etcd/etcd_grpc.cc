@@ -13,24 +13,19 @@ namespace etcd {
 namespace internal {
 namespace {
 
-// A stubs set younger than this is not replaced again: concurrent calls
-// failing on one channel make one new channel.
-constexpr absl::Duration kMinChannelAge = absl::Milliseconds(200);
-
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   grpc::ChannelArguments args;
   // gRPC's default reconnect backoff grows to two minutes; etcd restarts in
   // about a second and a server should see it back soon after.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  // Despite its name, gRPC uses this as the minimum time one connection
-  // attempt may take (TCP connect plus the server's SETTINGS frame). At
-  // 100 ms, attempts to an etcd that is starting, or on a loaded machine,
-  // were cut off ("tcp handshaker shutdown") over and over.
+  // Despite its name, gRPC uses this as the time one connection attempt may
+  // take (TCP connect plus the server's SETTINGS frame). 100 ms is too
+  // short on a loaded machine; a call's own deadline still bounds the call.
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
   // Our own subchannel: with gRPC's global pool a new channel to the same
-  // address would share the old one's subchannel and its backoff state,
-  // which is what EtcdEndpoint::Renew must get away from.
+  // address would share the old one's subchannel and its failure and
+  // backoff, which is what EtcdEndpoint::Renew must get away from.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   // Keepalive pings notice an etcd that hangs (rather than closes) under a
   // long-lived watch. etcd refuses pings more often than every 5 s
@@ -44,8 +39,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
 }  // namespace
 
 EtcdStubs::EtcdStubs(const std::string& address)
-    : created(absl::Now()),
-      channel(MakeChannel(address)),
+    : channel(MakeChannel(address)),
       kv(etcdserverpb::KV::NewStub(channel)),
       lease(etcdserverpb::Lease::NewStub(channel)),
       watch(etcdserverpb::Watch::NewStub(channel)),
@@ -62,7 +56,7 @@ std::shared_ptr<const EtcdStubs> EtcdEndpoint::stubs() const {
 void EtcdEndpoint::Renew(const EtcdStubs* failed) {
   {
     absl::MutexLock lock(&mu_);
-    if (stubs_.get() != failed || absl::Now() - failed->created < kMinChannelAge) return;
+    if (stubs_.get() != failed) return;
   }
   // Made outside the lock (creating a channel is not free); of two threads
   // racing here, the second finds stubs_ changed and drops its channel.

@@ -15,7 +15,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "etcd/mvcc/mvccpb/kv.pb.h"
 #include "server/cluster/etcd/etcd_client.h"
@@ -30,7 +29,6 @@ namespace internal {
 struct EtcdStubs {
   explicit EtcdStubs(const std::string& address);
 
-  const absl::Time created;
   const std::shared_ptr<grpc::Channel> channel;
   const std::unique_ptr<etcdserverpb::KV::Stub> kv;
   const std::unique_ptr<etcdserverpb::Lease::Stub> lease;
@@ -38,19 +36,24 @@ struct EtcdStubs {
   const std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
 };
 
-// One etcd endpoint: its current channel and stubs (connected lazily by
-// gRPC), replaced by a fresh channel after a call fails as UNAVAILABLE.
+// One etcd endpoint: its current channel and stubs, replaced by a fresh
+// channel after a call on it fails as UNAVAILABLE.
 //
-// Why replace: gRPC 1.51 keeps a failed channel's subchannel in connection
-// backoff, and an attempt started while etcd is still down or starting
-// (listening, not yet serving) is cut off by the connect timeout; calls
-// made during an outage kept a channel failing ("failed to connect to all
-// addresses", "timed out before receiving SETTINGS frame") for many seconds
-// after etcd was back. A fresh channel with its own subchannel (no global
-// subchannel pool) connects at once on its first call.
+// Why replace: in gRPC 1.51 a synchronous call polls the channel's sockets
+// only while it waits. After a failed connection attempt the subchannel
+// sits in TRANSIENT_FAILURE, calls without wait_for_ready fail at once
+// without waiting, and the reconnection attempt made after the backoff is
+// driven only by gRPC's backup poller (every 5 s): it times out unpolled
+// ("tcp handshaker shutdown", "timed out before receiving SETTINGS frame"),
+// so a client that kept calling during an etcd outage failed for 5-15 s
+// after etcd was back. A fresh channel starts IDLE: its first call starts
+// the connection and waits on it (polling), so it connects at once when
+// etcd listens, and fails fast (connection refused) while it does not.
+// Each channel has its own subchannel (no global subchannel pool), else a
+// new channel would inherit the old one's failure and backoff.
 //
 // Thread-safe: callers take a shared_ptr to the current stubs for the length
-// of a call (a replaced channel lives on until its last call or watch ends).
+// of a call; a replaced channel lives on until its last call or watch ends.
 class EtcdEndpoint {
  public:
   explicit EtcdEndpoint(std::string address);
@@ -58,8 +61,8 @@ class EtcdEndpoint {
   const std::string& address() const { return address_; }
   std::shared_ptr<const EtcdStubs> stubs() const;
   // A call on `failed` ended UNAVAILABLE: replaces the channel unless another
-  // thread already did, or `failed` is younger than a short minimum age (so a
-  // burst of concurrent failures makes one new channel, not many).
+  // thread already did (so concurrent failures on one channel make one new
+  // channel). At most one new channel per failed call.
   void Renew(const EtcdStubs* failed);
 
  private:
