@@ -43,7 +43,9 @@ struct EtcdStubs {
 // only while it waits. After a failed connection attempt the subchannel
 // sits in TRANSIENT_FAILURE, calls without wait_for_ready fail at once
 // without waiting, and the reconnection attempt made after the backoff is
-// driven only by gRPC's backup poller (every 5 s): it times out unpolled
+// driven only by gRPC's backup poller (every 5 s; gRPC issue #28866, and
+// setting GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS=100 hides the bug in
+// EtcdClientTest.CallsDuring*): it times out unpolled
 // ("tcp handshaker shutdown", "timed out before receiving SETTINGS frame"),
 // so a client that kept calling during an etcd outage failed for 5-15 s
 // after etcd was back. A fresh channel starts IDLE: its first call starts
