@@ -30,6 +30,7 @@ namespace etcd {
 namespace {
 
 using internal::EtcdEndpoint;
+using internal::EtcdStubs;
 using internal::FromGrpc;
 using internal::PrefixEnd;
 using internal::ToKeyValue;
@@ -111,7 +112,7 @@ class GrpcEtcdClient final : public EtcdClient {
     if (ttl > absl::Seconds(seconds) && seconds < std::numeric_limits<int64_t>::max()) ++seconds;
     req.set_ttl(std::max<int64_t>(1, seconds));
     etcdserverpb::LeaseGrantResponse resp;
-    absl::Status s = Call("LeaseGrant", [&](EtcdEndpoint& e, grpc::ClientContext* ctx) {
+    absl::Status s = Call("LeaseGrant", [&](const EtcdStubs& e, grpc::ClientContext* ctx) {
       return e.lease->LeaseGrant(ctx, req, &resp);
     });
     if (!s.ok()) return s;
@@ -123,7 +124,7 @@ class GrpcEtcdClient final : public EtcdClient {
     etcdserverpb::LeaseRevokeRequest req;
     req.set_id(lease);
     etcdserverpb::LeaseRevokeResponse resp;
-    return Call("LeaseRevoke", [&](EtcdEndpoint& e, grpc::ClientContext* ctx) {
+    return Call("LeaseRevoke", [&](const EtcdStubs& e, grpc::ClientContext* ctx) {
       return e.lease->LeaseRevoke(ctx, req, &resp);
     });
   }
@@ -136,7 +137,7 @@ class GrpcEtcdClient final : public EtcdClient {
     req.set_id(lease);
     etcdserverpb::LeaseKeepAliveResponse resp;
     bool got = false;
-    absl::Status s = Call("LeaseKeepAlive", [&](EtcdEndpoint& e, grpc::ClientContext* ctx) {
+    absl::Status s = Call("LeaseKeepAlive", [&](const EtcdStubs& e, grpc::ClientContext* ctx) {
       auto stream = e.lease->LeaseKeepAlive(ctx);
       // Read the reply before half-closing: etcd ends the stream when it
       // sees the client's end of writes.
@@ -157,7 +158,7 @@ class GrpcEtcdClient final : public EtcdClient {
     etcdserverpb::RangeRequest req;
     req.set_key(std::string(key));
     etcdserverpb::RangeResponse resp;
-    absl::Status s = Call("Range", [&](EtcdEndpoint& e, grpc::ClientContext* ctx) {
+    absl::Status s = Call("Range", [&](const EtcdStubs& e, grpc::ClientContext* ctx) {
       return e.kv->Range(ctx, req, &resp);
     });
     if (!s.ok()) return s;
@@ -175,7 +176,7 @@ class GrpcEtcdClient final : public EtcdClient {
     req.set_sort_order(etcdserverpb::RangeRequest::ASCEND);
     req.set_sort_target(etcdserverpb::RangeRequest::KEY);
     etcdserverpb::RangeResponse resp;
-    absl::Status s = Call("Range", [&](EtcdEndpoint& e, grpc::ClientContext* ctx) {
+    absl::Status s = Call("Range", [&](const EtcdStubs& e, grpc::ClientContext* ctx) {
       return e.kv->Range(ctx, req, &resp);
     });
     if (!s.ok()) return s;
@@ -194,7 +195,7 @@ class GrpcEtcdClient final : public EtcdClient {
     req.set_value(std::string(value));
     req.set_lease(lease);
     etcdserverpb::PutResponse resp;
-    absl::Status s = Call("Put", [&](EtcdEndpoint& e, grpc::ClientContext* ctx) {
+    absl::Status s = Call("Put", [&](const EtcdStubs& e, grpc::ClientContext* ctx) {
       return e.kv->Put(ctx, req, &resp);
     });
     if (!s.ok()) return s;
@@ -206,7 +207,7 @@ class GrpcEtcdClient final : public EtcdClient {
     etcdserverpb::DeleteRangeRequest req;
     req.set_key(std::string(key));
     etcdserverpb::DeleteRangeResponse resp;
-    absl::Status s = Call("DeleteRange", [&](EtcdEndpoint& e, grpc::ClientContext* ctx) {
+    absl::Status s = Call("DeleteRange", [&](const EtcdStubs& e, grpc::ClientContext* ctx) {
       return e.kv->DeleteRange(ctx, req, &resp);
     });
     if (!s.ok()) return s;
@@ -230,7 +231,7 @@ class GrpcEtcdClient final : public EtcdClient {
       FillOp(op, req.add_failure());
     }
     etcdserverpb::TxnResponse resp;
-    absl::Status s = Call("Txn", [&](EtcdEndpoint& e, grpc::ClientContext* ctx) {
+    absl::Status s = Call("Txn", [&](const EtcdStubs& e, grpc::ClientContext* ctx) {
       return e.kv->Txn(ctx, req, &resp);
     });
     if (!s.ok()) return s;
@@ -248,24 +249,34 @@ class GrpcEtcdClient final : public EtcdClient {
       absl::string_view prefix, int64_t start_revision,
       std::function<void(absl::StatusOr<std::vector<WatchEvent>>)> on_events) override {
     EtcdEndpoint& e = *endpoints_[current_.load() % endpoints_.size()];
-    absl::StatusOr<std::unique_ptr<WatchHandle>> w =
-        internal::StartWatch(e, prefix, start_revision, rpc_timeout_, std::move(on_events));
-    if (!w.ok() && absl::IsUnavailable(w.status())) Advance(&e);
+    std::shared_ptr<const EtcdStubs> stubs = e.stubs();
+    absl::StatusOr<std::unique_ptr<WatchHandle>> w = internal::StartWatch(
+        e.address(), stubs, prefix, start_revision, rpc_timeout_, std::move(on_events));
+    if (!w.ok() && absl::IsUnavailable(w.status())) Failed(&e, stubs.get());
     return w;
   }
 
  private:
   // Runs `rpc` on the current endpoint with a deadline of rpc_timeout. On
-  // UNAVAILABLE (or a timeout) the next call goes to the next endpoint; the
-  // failed call is not retried, since a Put or Txn may have been applied.
+  // UNAVAILABLE (or a timeout) the next call goes to the next endpoint, on a
+  // fresh channel; the failed call is not retried, since a Put or Txn may
+  // have been applied.
   template <typename Rpc>
   absl::Status Call(absl::string_view method, Rpc rpc) {
     EtcdEndpoint& e = *endpoints_[current_.load() % endpoints_.size()];
+    std::shared_ptr<const EtcdStubs> stubs = e.stubs();
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_));
-    absl::Status s = FromGrpc(rpc(e, &ctx), e.address, method);
-    if (absl::IsUnavailable(s)) Advance(&e);
+    absl::Status s = FromGrpc(rpc(*stubs, &ctx), e.address(), method);
+    if (absl::IsUnavailable(s)) Failed(&e, stubs.get());
     return s;
+  }
+
+  // A call on `stubs` of `e` failed as UNAVAILABLE: the endpoint gets a new
+  // channel (see EtcdEndpoint) and the next call goes to the next endpoint.
+  void Failed(EtcdEndpoint* e, const EtcdStubs* stubs) {
+    e->Renew(stubs);
+    Advance(e);
   }
 
   // Moves to the endpoint after `failed` unless another thread already moved.
@@ -306,8 +317,8 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const EtcdOption
     etcdserverpb::StatusResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + options.rpc_timeout));
-    absl::Status s = FromGrpc(endpoints[i]->maintenance->Status(&ctx, req, &resp),
-                              endpoints[i]->address, "Status");
+    absl::Status s = FromGrpc(endpoints[i]->stubs()->maintenance->Status(&ctx, req, &resp),
+                              endpoints[i]->address(), "Status");
     if (s.ok()) {
       return std::unique_ptr<EtcdClient>(
           new GrpcEtcdClient(std::move(endpoints), i, options.rpc_timeout));

@@ -6,7 +6,9 @@
 // learn the cluster map from servers, never from etcd.
 //
 // Endpoints are tried in order; a call that fails with UNAVAILABLE moves to
-// the next endpoint for the next call. Every call is bounded by
+// the next endpoint for the next call, and that endpoint's gRPC channel is
+// replaced by a fresh one (so the client reaches a restarted etcd at once,
+// also when calls kept failing during the outage). Every call is bounded by
 // EtcdOptions::rpc_timeout.
 //
 // Errors: kUnavailable when no endpoint answers (naming them) or a call

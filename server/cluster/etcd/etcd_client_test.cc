@@ -457,6 +457,118 @@ TEST_F(EtcdClientTest, RestartBreaksWatchAndClientReconnects) {
   EXPECT_TRUE(got->has_value());
 }
 
+// Calls Get and KeepAliveOnce back to back on one client, from its own
+// thread, and remembers when both last succeeded together.
+class BusyCaller {
+ public:
+  BusyCaller(EtcdClient* client, int64_t lease) : client_(client), lease_(lease) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~BusyCaller() {
+    stop_ = true;
+    thread_.join();
+  }
+  // Waits (at most `limit`) for a round where both calls succeeded and that
+  // started after `after`; returns whether one came.
+  bool WaitSuccessAfter(absl::Time after, absl::Duration limit) {
+    absl::MutexLock lock(&mu_);
+    auto done = [this, after] { return last_ok_start_ >= after; };
+    return mu_.AwaitWithTimeout(absl::Condition(&done), limit);
+  }
+  std::string last_error() {
+    absl::MutexLock lock(&mu_);
+    return last_error_;
+  }
+
+ private:
+  void Run() {
+    while (!stop_) {
+      const absl::Time start = absl::Now();
+      auto got = client_->Get("/kv/busy");
+      auto ttl = client_->KeepAliveOnce(lease_);
+      {
+        absl::MutexLock lock(&mu_);
+        if (got.ok() && ttl.ok()) {
+          last_ok_start_ = start;
+        } else {
+          last_error_ = !got.ok() ? got.status().ToString() : ttl.status().ToString();
+        }
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  }
+
+  EtcdClient* const client_;
+  const int64_t lease_;
+  std::atomic<bool> stop_{false};
+  absl::Mutex mu_;
+  absl::Time last_ok_start_ = absl::InfinitePast();  // guarded by mu_
+  std::string last_error_;                           // guarded by mu_
+  std::thread thread_;
+};
+
+// The repro of a client that stayed broken after a restart: calls keep
+// failing during the outage (as Membership's keepalives do), and the client
+// must still reach the new etcd within a few seconds and watch at once.
+void CallsThroughRestartRecover(testing_etcd& etcd, EtcdClient* client, bool kill) {
+  auto lease = client->GrantLease(absl::Seconds(30));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_TRUE(client->Put("/kv/busy", "x", *lease).ok());
+  BusyCaller caller(client, *lease);
+  ASSERT_TRUE(caller.WaitSuccessAfter(absl::Now(), absl::Seconds(3))) << caller.last_error();
+  if (kill) {
+    etcd.Kill();
+  } else {
+    EXPECT_EQ(etcd.Stop(), -SIGTERM);
+  }
+  absl::SleepFor(absl::Milliseconds(1500));  // several failed rounds
+  absl::Status started = etcd.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  const absl::Time back = absl::Now();
+  ASSERT_TRUE(caller.WaitSuccessAfter(back, absl::Seconds(3)))
+      << "no Get+KeepAliveOnce succeeded within 3 s of the restart; last error: "
+      << caller.last_error();
+  std::printf("recovered %s after the restart\n", absl::FormatDuration(absl::Now() - back).c_str());
+
+  Collector seen;
+  auto watch = client->Watch("/kv/", 0, seen.Callback());
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_TRUE(client->Put("/kv/after", "y").ok());
+  std::vector<WatchEvent> events = seen.WaitEvents(1);  // revision 0: from now on
+  ASSERT_THAT(events, SizeIs(1));
+  EXPECT_EQ(events[0].kv.key, "/kv/after");
+}
+
+TEST_F(EtcdClientTest, CallsDuringAStopStillRecoverAfterTheRestart) {
+  CallsThroughRestartRecover(etcd_, client_.get(), /*kill=*/false);
+}
+
+TEST_F(EtcdClientTest, CallsDuringAKillStillRecoverAfterTheRestart) {
+  CallsThroughRestartRecover(etcd_, client_.get(), /*kill=*/true);
+}
+
+// A watch that ended with the old etcd plus failed calls during the outage
+// were enough to keep the client broken. After the restart a new watch is
+// the first call, and must work at once.
+TEST_F(EtcdClientTest, EndedWatchAndFailedCallsThenWatchAtOnce) {
+  Collector seen;
+  auto watch = client_->Watch("/kv/", 0, seen.Callback());
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  EXPECT_EQ(etcd_.Stop(), -SIGTERM);
+  EXPECT_THAT(seen.WaitError(), SizeIs(1));
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_FALSE(client_->Get("/kv/x").ok());
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  absl::Status started = etcd_.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  Collector again;
+  auto rewatch = client_->Watch("/kv/", 0, again.Callback());
+  ASSERT_TRUE(rewatch.ok()) << rewatch.status();
+  ASSERT_TRUE(client_->Put("/kv/x", "y").ok());
+  EXPECT_THAT(again.WaitEvents(1), SizeIs(1));
+}
+
 TEST(EtcdConnectTest, NoEndpointsIsInvalidArgument) {
   EXPECT_EQ(EtcdClient::Connect(EtcdOptions{}).status().code(), absl::StatusCode::kInvalidArgument);
 }

@@ -2,6 +2,7 @@
 
 #include "server/cluster/etcd/etcd_grpc.h"
 
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -17,8 +18,15 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   // gRPC's default reconnect backoff grows to two minutes; etcd restarts in
   // about a second and a server should see it back soon after.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // Despite its name, gRPC uses this as the time one connection attempt may
+  // take (TCP connect plus the server's SETTINGS frame). 100 ms is too
+  // short on a loaded machine; a call's own deadline still bounds the call.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
+  // Our own subchannel: with gRPC's global pool a new channel to the same
+  // address would share the old one's subchannel and its failure and
+  // backoff, which is what EtcdEndpoint::Renew must get away from.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   // Keepalive pings notice an etcd that hangs (rather than closes) under a
   // long-lived watch. etcd refuses pings more often than every 5 s
   // (--grpc-keepalive-min-time), so stay above that.
@@ -30,13 +38,35 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
 
 }  // namespace
 
-EtcdEndpoint::EtcdEndpoint(std::string addr)
-    : address(std::move(addr)),
-      channel(MakeChannel(address)),
+EtcdStubs::EtcdStubs(const std::string& address)
+    : channel(MakeChannel(address)),
       kv(etcdserverpb::KV::NewStub(channel)),
       lease(etcdserverpb::Lease::NewStub(channel)),
       watch(etcdserverpb::Watch::NewStub(channel)),
       maintenance(etcdserverpb::Maintenance::NewStub(channel)) {}
+
+EtcdEndpoint::EtcdEndpoint(std::string address)
+    : address_(std::move(address)), stubs_(std::make_shared<const EtcdStubs>(address_)) {}
+
+std::shared_ptr<const EtcdStubs> EtcdEndpoint::stubs() const {
+  absl::MutexLock lock(&mu_);
+  return stubs_;
+}
+
+void EtcdEndpoint::Renew(const EtcdStubs* failed) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stubs_.get() != failed) return;
+  }
+  // Made outside the lock (creating a channel is not free); of two threads
+  // racing here, the second finds stubs_ changed and drops its channel.
+  auto fresh = std::make_shared<const EtcdStubs>(address_);
+  std::shared_ptr<const EtcdStubs> old;
+  absl::MutexLock lock(&mu_);
+  if (stubs_.get() != failed) return;
+  old = std::move(stubs_);  // destroyed after the lock is released
+  stubs_ = std::move(fresh);
+}
 
 absl::Status FromGrpc(const grpc::Status& status, absl::string_view address,
                       absl::string_view method) {

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "etcd/mvcc/mvccpb/kv.pb.h"
 #include "server/cluster/etcd/etcd_client.h"
@@ -23,17 +24,53 @@ namespace server {
 namespace etcd {
 namespace internal {
 
-// One etcd endpoint: a channel (connected lazily by gRPC) and the stubs of
-// the services kvstore uses. Thread-safe, as gRPC stubs are.
-struct EtcdEndpoint {
+// One gRPC channel to an endpoint and the stubs of the services kvstore
+// uses on it. Immutable once made; thread-safe, as gRPC stubs are.
+struct EtcdStubs {
+  explicit EtcdStubs(const std::string& address);
+
+  const std::shared_ptr<grpc::Channel> channel;
+  const std::unique_ptr<etcdserverpb::KV::Stub> kv;
+  const std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+  const std::unique_ptr<etcdserverpb::Watch::Stub> watch;
+  const std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
+};
+
+// One etcd endpoint: its current channel and stubs, replaced by a fresh
+// channel after a call on it fails as UNAVAILABLE.
+//
+// Why replace: in gRPC 1.51 a synchronous call polls the channel's sockets
+// only while it waits. After a failed connection attempt the subchannel
+// sits in TRANSIENT_FAILURE, calls without wait_for_ready fail at once
+// without waiting, and the reconnection attempt made after the backoff is
+// driven only by gRPC's backup poller (every 5 s; gRPC issue #28866, and
+// setting GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS=100 hides the bug in
+// EtcdClientTest.CallsDuring*): it times out unpolled
+// ("tcp handshaker shutdown", "timed out before receiving SETTINGS frame"),
+// so a client that kept calling during an etcd outage failed for 5-15 s
+// after etcd was back. A fresh channel starts IDLE: its first call starts
+// the connection and waits on it (polling), so it connects at once when
+// etcd listens, and fails fast (connection refused) while it does not.
+// Each channel has its own subchannel (no global subchannel pool), else a
+// new channel would inherit the old one's failure and backoff.
+//
+// Thread-safe: callers take a shared_ptr to the current stubs for the length
+// of a call; a replaced channel lives on until its last call or watch ends.
+class EtcdEndpoint {
+ public:
   explicit EtcdEndpoint(std::string address);
 
-  const std::string address;  // "host:port"
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<etcdserverpb::KV::Stub> kv;
-  std::unique_ptr<etcdserverpb::Lease::Stub> lease;
-  std::unique_ptr<etcdserverpb::Watch::Stub> watch;
-  std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
+  const std::string& address() const { return address_; }
+  std::shared_ptr<const EtcdStubs> stubs() const;
+  // A call on `failed` ended UNAVAILABLE: replaces the channel unless another
+  // thread already did (so concurrent failures on one channel make one new
+  // channel). At most one new channel per failed call.
+  void Renew(const EtcdStubs* failed);
+
+ private:
+  const std::string address_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const EtcdStubs> stubs_;  // guarded by mu_
 };
 
 // The absl::Status for a gRPC status of `method` on `address`: codes map

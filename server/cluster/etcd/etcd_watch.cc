@@ -35,9 +35,9 @@ std::vector<WatchEvent> ToEvents(const etcdserverpb::WatchResponse& resp) {
 
 class GrpcWatch final : public WatchHandle {
  public:
-  GrpcWatch(const EtcdEndpoint& endpoint, EventsCallback on_events)
-      : address_(endpoint.address),
-        stub_(etcdserverpb::Watch::NewStub(endpoint.channel)),
+  GrpcWatch(const std::string& address, const EtcdStubs& stubs, EventsCallback on_events)
+      : address_(address),
+        stub_(etcdserverpb::Watch::NewStub(stubs.channel)),
         on_events_(std::move(on_events)) {}
 
   ~GrpcWatch() override {
@@ -134,17 +134,15 @@ class GrpcWatch final : public WatchHandle {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<WatchHandle>> StartWatch(const EtcdEndpoint& endpoint,
-                                                        absl::string_view prefix,
-                                                        int64_t start_revision,
-                                                        absl::Duration rpc_timeout,
-                                                        EventsCallback on_events) {
+absl::StatusOr<std::unique_ptr<WatchHandle>> StartWatch(
+    const std::string& address, std::shared_ptr<const EtcdStubs> stubs, absl::string_view prefix,
+    int64_t start_revision, absl::Duration rpc_timeout, EventsCallback on_events) {
   etcdserverpb::WatchRequest req;
   etcdserverpb::WatchCreateRequest* create = req.mutable_create_request();
   create->set_key(prefix.empty() ? std::string(1, '\0') : std::string(prefix));
   create->set_range_end(PrefixEnd(prefix));
   create->set_start_revision(start_revision);
-  auto watch = std::make_unique<GrpcWatch>(endpoint, std::move(on_events));
+  auto watch = std::make_unique<GrpcWatch>(address, *stubs, std::move(on_events));
   absl::Status s = watch->Start(std::move(req), rpc_timeout);
   if (!s.ok()) return s;  // ~GrpcWatch cancels the stream and joins
   return std::unique_ptr<WatchHandle>(std::move(watch));

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -22,14 +23,14 @@ namespace server {
 namespace etcd {
 namespace internal {
 
-// Opens a watch on `endpoint` for the keys starting with `prefix` from
+// Opens a watch on `stubs` (a channel to `address`) for the keys starting with `prefix` from
 // `start_revision` and returns once etcd has confirmed it, so that every
 // change after the return is delivered. kUnavailable when etcd does not
 // confirm within `rpc_timeout`; then `on_events` is never called. The handle
-// shares the endpoint's channel and may outlive the client.
+// keeps the channel alive and may outlive the client.
 absl::StatusOr<std::unique_ptr<WatchHandle>> StartWatch(
-    const EtcdEndpoint& endpoint, absl::string_view prefix, int64_t start_revision,
-    absl::Duration rpc_timeout,
+    const std::string& address, std::shared_ptr<const EtcdStubs> stubs, absl::string_view prefix,
+    int64_t start_revision, absl::Duration rpc_timeout,
     std::function<void(absl::StatusOr<std::vector<WatchEvent>>)> on_events);
 
 }  // namespace internal
