@@ -37,15 +37,27 @@ bool RouteKey(const ClusterState* cluster, Connection* conn, absl::string_view k
 bool RouteKeys(const ClusterState* cluster, Connection* conn,
                absl::Span<const absl::string_view> args, size_t first, size_t step, bool write) {
   if (cluster == nullptr || first >= args.size()) return true;
-  // CROSSSLOT comes first, as in Redis: it does not depend on the map.
+  const bool replica_ok = !write && conn->readonly;
   const uint32_t slot = cluster::KeySlot(args[first]);
-  for (size_t i = first + step; i < args.size(); i += step) {
-    if (cluster::KeySlot(args[i]) != slot) {
-      conn->ReplyError(kCrossSlotError);
-      return false;
-    }
+  bool one_slot = true;
+  for (size_t i = first + step; i < args.size() && one_slot; i += step) {
+    one_slot = cluster::KeySlot(args[i]) == slot;
   }
-  const Route route = cluster->RouteSlot(slot, /*replica_ok=*/!write && conn->readonly);
+  if (!one_slot) {
+    // Redis refuses keys of several slots even when one node serves them
+    // all. kvstore serves them when this node serves every one (a superset:
+    // cluster-aware Redis clients never send such a command), because its
+    // own client batches MGET/MSET per node, not per slot. Keys of several
+    // slots not all served here: CROSSSLOT, as in Redis.
+    for (size_t i = first; i < args.size(); i += step) {
+      if (cluster->RouteKey(args[i], replica_ok).kind != Route::Kind::kServe) {
+        conn->ReplyError(kCrossSlotError);
+        return false;
+      }
+    }
+    return true;
+  }
+  const Route route = cluster->RouteSlot(slot, replica_ok);
   if (route.kind == Route::Kind::kServe) return true;
   conn->ReplyError(RouteErrorText(route));
   return false;

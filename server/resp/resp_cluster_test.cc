@@ -187,15 +187,24 @@ TEST_F(RespClusterTest, KeyedCommandsServeOwnSlotsAndRedirectOthers) {
   EXPECT_EQ(RunOne(0, {"DEL", mine}).integer, 1);
 }
 
-TEST_F(RespClusterTest, MultiKeyCommandsNeedOneSlot) {
+TEST_F(RespClusterTest, MultiKeyCommandsNeedOneSlotOrThisNode) {
   const std::string a = KeyOn(0, "a"), b = KeyOn(0, "b");
   ASSERT_NE(cluster::KeySlot(a), cluster::KeySlot(b));
   const std::string kCross = "CROSSSLOT Keys in request don't hash to the same slot";
-  // Even when both slots are this node's, as Redis: one slot per command.
-  EXPECT_EQ(RunOne(0, {"MSET", a, "1", b, "2"}).str, kCross);
-  EXPECT_EQ(RunOne(0, {"MGET", a, b}).str, kCross);
-  EXPECT_EQ(RunOne(0, {"DEL", a, b}).str, kCross);
-  EXPECT_EQ(RunOne(0, {"EXISTS", a, b}).str, kCross);
+  // Several slots all served here: served (kvstore's client batches per
+  // node; Redis would say CROSSSLOT).
+  EXPECT_EQ(RunOne(0, {"MSET", a, "1", b, "2"}).str, "OK");
+  const Reply both = RunOne(0, {"MGET", a, b});
+  ASSERT_EQ(both.elements.size(), 2u);
+  EXPECT_EQ(both.elements[1].str, "2");
+  EXPECT_EQ(RunOne(0, {"EXISTS", a, b}).integer, 2);
+  EXPECT_EQ(RunOne(0, {"DEL", a, b}).integer, 2);
+  // Several slots, one of them another node's: CROSSSLOT, as Redis.
+  const std::string theirs = KeyOn(2, "c");
+  EXPECT_EQ(RunOne(0, {"MSET", a, "1", theirs, "2"}).str, kCross);
+  EXPECT_EQ(RunOne(0, {"MGET", a, theirs}).str, kCross);
+  EXPECT_EQ(RunOne(0, {"DEL", a, theirs}).str, kCross);
+  EXPECT_EQ(RunOne(0, {"EXISTS", theirs, a}).str, kCross);
   // A hash tag puts keys in one slot.
   const std::string tag = absl::StrCat("{", a, "}");
   const std::string t1 = tag + ".x", t2 = tag + ".y";
