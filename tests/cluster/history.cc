@@ -4,6 +4,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <utility>
@@ -146,6 +147,18 @@ absl::Status History::DumpJsonLines(const std::string& path) const {
   out.close();
   if (!out) return absl::InternalError(absl::StrCat("write failed: ", path));
   return absl::OkStatus();
+}
+
+std::optional<int64_t> FirstAcknowledgedWrite(const std::vector<Operation>& ops,
+                                              const std::vector<std::string>& keys,
+                                              int64_t after_ns) {
+  std::optional<int64_t> first;
+  for (const Operation& op : ops) {
+    if (op.type == OpType::kGet || op.outcome != Outcome::kOk || op.invoke_ns < after_ns) continue;
+    if (std::find(keys.begin(), keys.end(), op.key) == keys.end()) continue;
+    if (!first.has_value() || op.complete_ns < *first) first = op.complete_ns;
+  }
+  return first;
 }
 
 }  // namespace testing

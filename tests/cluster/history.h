@@ -101,6 +101,13 @@ class History {
   std::vector<Operation> ops_ ABSL_GUARDED_BY(mu_);
 };
 
+// The earliest completion time of an acknowledged (kOk) PUT or DELETE on one
+// of `keys` that was invoked at or after `after_ns`, or nullopt: "when did
+// writes succeed again" after a fault injected at `after_ns`.
+std::optional<int64_t> FirstAcknowledgedWrite(const std::vector<Operation>& ops,
+                                              const std::vector<std::string>& keys,
+                                              int64_t after_ns);
+
 }  // namespace testing
 }  // namespace kvstore
 
