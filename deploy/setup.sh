@@ -12,6 +12,9 @@ BUILD_PKGS=(
   libabsl-dev libgoogle-glog-dev libxxhash-dev nlohmann-json3-dev
   libibverbs-dev librdmacm-dev libgtest-dev libgmock-dev
   libcpp-httplib-dev                # the /metrics HTTP endpoint (server/metrics)
+  golang-etcd-server-dev            # etcd's v3 API .proto files (third_party/etcd)
+  golang-github-gogo-protobuf-dev   # gogoproto/gogo.proto, imported by them
+  golang-github-gogo-googleapis-dev # google/api/annotations.proto, imported by them
 )
 RUN_PKGS=(
   rdma-core ibverbs-providers ibverbs-utils iproute2
@@ -26,6 +29,7 @@ TEST_PKGS=(
   clang-format                      # deploy/check-tree.sh: the tree matches .clang-format
   clang-14 libclang-rt-14-dev       # tests/fuzz/run.sh: libFuzzer and the sanitizer runtimes
   llvm-14                           # llvm-symbolizer: readable sanitizer stack traces
+  etcd-server etcd-client           # throw-away etcd for the cluster tests (tests/cluster)
 )
 
 want=("${BUILD_PKGS[@]}" "${RUN_PKGS[@]}")

@@ -1,0 +1,217 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "tests/cluster/etcd_process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "tests/test_cluster.h"
+
+namespace kvstore {
+namespace testing {
+namespace {
+
+constexpr char kEtcdBinary[] = "/usr/bin/etcd";
+
+// Binds two sockets to 127.0.0.1:0 at once (so the ports differ) and
+// returns their ports. etcd binds them a moment later; another process could
+// take one in between, which Start() reports with etcd's log.
+absl::Status PickPorts(int* a, int* b) {
+  int fds[2] = {-1, -1};
+  int* ports[2] = {a, b};
+  absl::Status status;
+  for (int i = 0; i < 2 && status.ok(); ++i) {
+    fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fds[i] < 0 || bind(fds[i], reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        getsockname(fds[i], reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      status = absl::InternalError(absl::StrCat("free port: ", std::strerror(errno)));
+    } else {
+      *ports[i] = ntohs(addr.sin_port);
+    }
+  }
+  for (int fd : fds) {
+    if (fd >= 0) close(fd);
+  }
+  return status;
+}
+
+// One HTTP/1.0 GET of etcd's /health; true when it reports a healthy member.
+bool Healthy(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  timeval tv{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string reply;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string req = "GET /health HTTP/1.0\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[1024];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof(buf))) > 0) reply.append(buf, n);
+    }
+  }
+  close(fd);
+  return absl::StrContains(reply, "\"health\":\"true\"");
+}
+
+}  // namespace
+
+EtcdProcess::~EtcdProcess() {
+  Kill();
+  if (!dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+}
+
+absl::Status EtcdProcess::Start() {
+  if (pid_ > 0) return absl::FailedPreconditionError("etcd is already running");
+  if (access(kEtcdBinary, X_OK) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        kEtcdBinary, " not found: install Debian's etcd-server package (deploy/setup.sh)"));
+  }
+  if (dir_.empty()) {
+    if (absl::Status s = Prepare(); !s.ok()) return s;
+  }
+  if (absl::Status s = Launch(); !s.ok()) return s;
+  return WaitHealthy();
+}
+
+absl::Status EtcdProcess::Prepare() {
+  std::string tmpl = absl::StrCat(TempDir(), "/etcd.XXXXXX");
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("mkdtemp ", tmpl, ": ", std::strerror(errno)));
+  }
+  dir_ = tmpl;
+  if (absl::Status s = PickPorts(&client_port_, &peer_port_); !s.ok()) return s;
+  endpoint_ = absl::StrCat("127.0.0.1:", client_port_);
+  return absl::OkStatus();
+}
+
+absl::Status EtcdProcess::Launch() {
+  const std::string client_url = absl::StrCat("http://127.0.0.1:", client_port_);
+  const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port_);
+  const std::vector<std::string> argv = {
+      kEtcdBinary,
+      "--name=default",
+      absl::StrCat("--data-dir=", dir_, "/data"),
+      "--listen-client-urls=" + client_url,
+      "--advertise-client-urls=" + client_url,
+      "--listen-peer-urls=" + peer_url,
+      "--initial-advertise-peer-urls=" + peer_url,
+      "--initial-cluster=default=" + peer_url,
+      // Without these etcd logs every step of its start at info level.
+      "--logger=zap",
+      "--log-outputs=stderr",
+      "--log-level=warn",
+  };
+  const std::string log = absl::StrCat(dir_, "/etcd.log");
+  const pid_t parent = getpid();
+  pid_ = fork();
+  if (pid_ < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // the parent died before prctl
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  paused_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status EtcdProcess::WaitHealthy() {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < deadline) {
+    if (Healthy(client_port_)) return absl::OkStatus();
+    int status;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return absl::InternalError(absl::StrCat("etcd exited during start-up:\n", Log()));
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  Kill();
+  return absl::InternalError(absl::StrCat("etcd did not become healthy in 20 s:\n", Log()));
+}
+
+int EtcdProcess::Stop() {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  if (paused_) kill(pid_, SIGCONT);  // a stopped process acts on SIGTERM only when continued
+  int status = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (absl::Now() > deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  pid_ = -1;
+  paused_ = false;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+void EtcdProcess::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+  paused_ = false;
+}
+
+void EtcdProcess::Pause() {
+  if (pid_ <= 0 || paused_) return;
+  kill(pid_, SIGSTOP);
+  paused_ = true;
+}
+
+void EtcdProcess::Resume() {
+  if (pid_ <= 0 || !paused_) return;
+  kill(pid_, SIGCONT);
+  paused_ = false;
+}
+
+std::string EtcdProcess::Log() const {
+  std::ifstream f(absl::StrCat(dir_, "/etcd.log"));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace testing
+}  // namespace kvstore
