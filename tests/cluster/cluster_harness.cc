@@ -227,6 +227,24 @@ absl::StatusOr<std::string> ClusterHarness::WaitNewPrimary(const std::string& ke
   return absl::DeadlineExceededError(absl::StrCat("no new primary for ", key));
 }
 
+absl::Status ClusterHarness::WaitNodeOutOfMap(int index, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  const std::string id = NodeId(index);
+  while (absl::Now() < deadline) {
+    absl::StatusOr<v1::ClusterMap> map = GetMap();
+    bool named = !map.ok();
+    if (map.ok()) {
+      for (const v1::Shard& shard : map->shards()) {
+        for (const std::string& r : shard.replicas()) named |= r == id;
+        for (const std::string& r : shard.syncing()) named |= r == id;
+      }
+    }
+    if (!named) return absl::OkStatus();
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("the map still names ", id));
+}
+
 void ClusterHarness::KillNode(int index) {
   if (nodes_[index] == nullptr) return;
   nodes_[index]->Kill();

@@ -87,6 +87,10 @@ class ClusterHarness {
   absl::StatusOr<std::string> WaitNewPrimary(const std::string& key, const std::string& old_primary,
                                              absl::Duration timeout);
 
+  // Waits until no shard of the map (highest epoch) names node `index` as
+  // an in-sync replica or a syncing one: the cluster has noticed it is gone.
+  absl::Status WaitNodeOutOfMap(int index, absl::Duration timeout);
+
   // The index of the node the map names as the primary of `key`'s shard.
   absl::StatusOr<int> PrimaryIndexOf(const std::string& key);
   // Indexes of the in-sync backups of `key`'s shard.
