@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/kv_cluster.pb.h"
+#include "tests/cluster/netns.h"
 #include "tests/cluster/node_process.h"
 
 namespace kvstore {
@@ -52,6 +53,11 @@ struct ClusterOptions {
   // Appended to every node's flags: small pools, the TCP data path.
   std::vector<std::string> extra_flags = {"--pool_size=64M", "--transport=tcp",
                                           "--grace_period=100ms"};
+  // Set: node i runs in network->netns(i) and listens on node_ip(i), so
+  // Partition() can cut it off (etcd_endpoint must then be reachable from
+  // the namespaces, e.g. a TcpProxy on host_ip()). Not owned; outlives the
+  // harness.
+  NetnsNetwork* network = nullptr;
 };
 
 class ClusterHarness {
@@ -99,6 +105,10 @@ class ClusterHarness {
   void KillNode(int index);    // SIGKILL; node(index) becomes nullptr
   void PauseNode(int index);   // SIGSTOP
   void ResumeNode(int index);  // SIGCONT
+  // Cuts node `index` off the network / brings it back (needs
+  // ClusterOptions::network; kFailedPrecondition otherwise).
+  absl::Status Partition(int index);
+  absl::Status Heal(int index);
   // SIGTERM and wait; node(index) becomes nullptr. Returns its exit status.
   int StopNode(int index);
   // Waits for node `index` to exit on its own (e.g. status 3 after its
@@ -115,6 +125,7 @@ class ClusterHarness {
  private:
   explicit ClusterHarness(ClusterOptions options) : options_(std::move(options)) {}
   std::vector<std::string> FlagsFor(int index) const;
+  std::string Host(int index) const;  // the address node `index` listens on
   absl::Status StartNode(int index, int control_port, int resp_port);
   // Why `map` is not healthy yet, or empty.
   std::string Unhealthy(const v1::ClusterMap& map);
