@@ -197,12 +197,18 @@ void EtcdProcess::Kill() {
 void EtcdProcess::Pause() {
   if (pid_ <= 0 || paused_) return;
   kill(pid_, SIGSTOP);
+  // kill() returns before every thread has stopped; a request sent right
+  // after could still be answered. Wait until the whole group has stopped.
+  int status;
+  waitpid(pid_, &status, WUNTRACED);
   paused_ = true;
 }
 
 void EtcdProcess::Resume() {
   if (pid_ <= 0 || !paused_) return;
   kill(pid_, SIGCONT);
+  int status;
+  waitpid(pid_, &status, WCONTINUED);
   paused_ = false;
 }
 

@@ -40,11 +40,13 @@ class EtcdProcess {
   absl::Status Start();
 
   // SIGTERM, then waits (SIGKILL after 10 s); returns the exit status
-  // (-signal when killed), -1 when not running.
+  // (-signal when killed), -1 when not running. etcd shuts down cleanly and
+  // then re-raises the signal, so a clean stop returns -SIGTERM.
   int Stop();
   // SIGKILL and wait: a crash.
   void Kill();
   // SIGSTOP / SIGCONT: a hung etcd (connections stay open, nothing answers).
+  // Both return once the process has stopped / continued.
   void Pause();
   void Resume();
   bool Running() const { return pid_ > 0; }

@@ -8,13 +8,15 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
-#include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -104,7 +106,10 @@ class GrpcEtcdClient final : public EtcdClient {
 
   absl::StatusOr<int64_t> GrantLease(absl::Duration ttl) override {
     etcdserverpb::LeaseGrantRequest req;
-    req.set_ttl(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(absl::ToDoubleSeconds(ttl)))));
+    // Whole seconds, rounded up; ToInt64Seconds saturates for huge values.
+    int64_t seconds = absl::ToInt64Seconds(ttl);
+    if (ttl > absl::Seconds(seconds) && seconds < std::numeric_limits<int64_t>::max()) ++seconds;
+    req.set_ttl(std::max<int64_t>(1, seconds));
     etcdserverpb::LeaseGrantResponse resp;
     absl::Status s = Call("LeaseGrant", [&](EtcdEndpoint& e, grpc::ClientContext* ctx) {
       return e.lease->LeaseGrant(ctx, req, &resp);
@@ -287,6 +292,10 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const EtcdOption
   for (const std::string& raw : options.endpoints) {
     absl::string_view address = raw;
     absl::ConsumePrefix(&address, "http://");
+    if (absl::StartsWith(address, "https://")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("etcd: TLS endpoints are not supported yet: ", raw));
+    }
     if (address.empty()) return absl::InvalidArgumentError("etcd: empty endpoint");
     endpoints.push_back(std::make_unique<EtcdEndpoint>(std::string(address)));
   }

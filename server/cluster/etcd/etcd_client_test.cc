@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/etcd_process.h"
+#include "tests/test_cluster.h"
 
 namespace kvstore {
 namespace server {
@@ -267,6 +269,14 @@ TEST_F(EtcdClientTest, KeepAliveKeepsKeyAndExpiredLeaseIsNotFound) {
   EXPECT_EQ(client_->KeepAliveOnce(*left).status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(EtcdClientTest, GrantLeaseRoundsUpToSeconds) {
+  auto lease = client_->GrantLease(absl::Milliseconds(2500));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  auto ttl = client_->KeepAliveOnce(*lease);
+  ASSERT_TRUE(ttl.ok()) << ttl.status();
+  EXPECT_EQ(*ttl, absl::Seconds(3));
+}
+
 TEST_F(EtcdClientTest, RevokeDeletesKeysAtOnce) {
   auto lease = client_->GrantLease(absl::Seconds(60));
   ASSERT_TRUE(lease.ok());
@@ -338,8 +348,88 @@ TEST_F(EtcdClientTest, HungEtcdTimesOutAsUnavailable) {
   EXPECT_TRUE(client->Get("/kv/x").ok());
 }
 
+TEST_F(EtcdClientTest, GetPrefixEndingIn0xff) {
+  ASSERT_TRUE(client_
+                  ->Put("p\xff"
+                        "1",
+                        "x")
+                  .ok());
+  ASSERT_TRUE(client_->Put("p\xff\xff", "x").ok());
+  ASSERT_TRUE(client_->Put("p", "x").ok());
+  ASSERT_TRUE(client_->Put("q", "x").ok());
+  auto keys = client_->GetPrefix("p\xff", nullptr);
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  ASSERT_THAT(*keys, SizeIs(2));
+  EXPECT_EQ((*keys)[0].key,
+            "p\xff"
+            "1");
+  EXPECT_EQ((*keys)[1].key, "p\xff\xff");
+  auto all = client_->GetPrefix("", nullptr);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_THAT(*all, SizeIs(4));
+}
+
+TEST_F(EtcdClientTest, WatchFromCompactedRevisionIsOutOfRange) {
+  auto r1 = client_->Put("/w/c", "1");
+  auto r2 = client_->Put("/w/c", "2");
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  kvstore::testing::ProcessResult compact = kvstore::testing::RunProcess(
+      {"etcdctl", "--endpoints=" + etcd_.endpoint(), "compact", absl::StrCat(*r2)}, "", 20);
+  ASSERT_EQ(compact.exit_code, 0) << compact.out << compact.err;
+
+  Collector seen;
+  auto watch = client_->Watch("/w/", *r1, seen.Callback());
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  std::vector<absl::Status> errors = seen.WaitError();
+  ASSERT_THAT(errors, SizeIs(1));
+  EXPECT_EQ(errors[0].code(), absl::StatusCode::kOutOfRange) << errors[0];
+  EXPECT_THAT(errors[0].message(), HasSubstr(absl::StrCat(*r2)));
+}
+
+TEST_F(EtcdClientTest, WatchOutlivesItsClient) {
+  Collector seen;
+  auto watch = client_->Watch("/w/", 0, seen.Callback());
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  client_.reset();
+  auto other = MustConnect({etcd_.endpoint()});
+  ASSERT_NE(other, nullptr);
+  ASSERT_TRUE(other->Put("/w/late", "x").ok());
+  EXPECT_THAT(seen.WaitEvents(1), SizeIs(1));
+  watch->reset();
+  EXPECT_TRUE(seen.errors().empty());
+}
+
+// etcd restarted on the same port with its data: the watch reports the
+// break, and the same client reaches the new process within a second or so
+// (the channel's reconnect backoff is capped at 1 s).
+TEST_F(EtcdClientTest, RestartBreaksWatchAndClientReconnects) {
+  ASSERT_TRUE(client_->Put("/kv/durable", "x").ok());
+  Collector seen;
+  auto watch = client_->Watch("/kv/", 0, seen.Callback());
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  EXPECT_EQ(etcd_.Stop(), -SIGTERM);  // etcd re-raises SIGTERM after a clean shutdown
+  EXPECT_THAT(seen.WaitError(), SizeIs(1));
+  absl::Status started = etcd_.Start();
+  ASSERT_TRUE(started.ok()) << started;
+
+  absl::StatusOr<std::optional<KeyValue>> got;
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  do {
+    got = client_->Get("/kv/durable");
+    if (!got.ok()) absl::SleepFor(absl::Milliseconds(100));
+  } while (!got.ok() && absl::Now() < deadline);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->has_value());
+}
+
 TEST(EtcdConnectTest, NoEndpointsIsInvalidArgument) {
   EXPECT_EQ(EtcdClient::Connect(EtcdOptions{}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(EtcdConnectTest, TlsEndpointIsInvalidArgument) {
+  EtcdOptions options;
+  options.endpoints = {"https://127.0.0.1:2379"};
+  EXPECT_EQ(EtcdClient::Connect(options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(EtcdConnectTest, DeadEndpointIsUnavailableNamingIt) {
