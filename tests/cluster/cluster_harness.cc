@@ -188,7 +188,7 @@ absl::Status ClusterHarness::WaitHealthy(absl::Duration timeout) {
       if (!Running(i)) continue;
       absl::StatusOr<v1::ClusterMap> m = MapFrom(i);
       if (!m.ok()) {
-        why = std::string(m.status().message());
+        why = m.status().ToString();
         agreed = false;
       } else if (epoch.has_value() && *epoch != m->epoch()) {
         why = absl::StrCat("nodes disagree: epochs ", *epoch, " and ", m->epoch());
