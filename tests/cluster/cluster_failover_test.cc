@@ -82,6 +82,20 @@ class ClusterFailoverTest : public ::testing::Test {
     return std::nullopt;
   }
 
+  // Two clients seeded only with `address`, reading and writing the same
+  // keys, with client ids of their own.
+  static WorkloadOptions StaleProber(const WorkloadOptions& main, const std::string& address) {
+    WorkloadOptions p = main;
+    p.servers = {address};
+    p.clients = 2;
+    p.first_client_id = 100;
+    p.put_fraction = 0.3;
+    p.delete_fraction = 0;
+    p.op_timeout = absl::Seconds(1);
+    p.connect_timeout = absl::Seconds(1);
+    return p;
+  }
+
   void Run(int replicas, Fault fault, const std::string& name);
 
   EtcdProcess etcd_;
@@ -135,8 +149,14 @@ void ClusterFailoverTest::Run(int replicas, Fault fault, const std::string& name
     // the lease deadline on every route) and exits with status 3 once its
     // keepalive learns the lease expired (§19.6).
     absl::SleepFor(absl::Milliseconds(500));
+    const std::string stale_address = cluster.node(*victim)->control_address();
     cluster.ResumeNode(*victim);
+    // Clients that know only the resumed node (and take its stale map) try
+    // it at once: whatever it answers goes into the same history.
+    Workload prober(StaleProber(w, stale_address), &history);
+    prober.Start();
     std::optional<int> code = cluster.WaitNodeExit(*victim, absl::Seconds(15));
+    prober.Stop();
     ASSERT_TRUE(code.has_value()) << "the resumed node did not exit\n" << cluster.Logs();
     EXPECT_EQ(*code, 3) << cluster.Logs();
   }

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -155,12 +154,17 @@ absl::StatusOr<v1::ClusterMap> ClusterHarness::GetMap() {
   return *best;
 }
 
-std::string ClusterHarness::Unhealthy(const v1::ClusterMap& map) {
+std::set<std::string> ClusterHarness::RunningIds() {
   std::set<std::string> running;
   for (int i = 0; i < size(); ++i) {
     if (Running(i)) running.insert(NodeId(i));
   }
-  const size_t want = std::min<size_t>(options_.replicas, running.size());
+  return running;
+}
+
+std::string ClusterHarness::MapProblem(const v1::ClusterMap& map,
+                                       const std::set<std::string>& running, int replicas) {
+  const size_t want = std::min<size_t>(replicas, running.size());
   if (map.shards().empty()) return "no shards yet";
   for (const v1::Shard& shard : map.shards()) {
     const std::string name =
@@ -195,7 +199,7 @@ absl::Status ClusterHarness::WaitHealthy(absl::Duration timeout) {
         agreed = false;
       } else {
         epoch = m->epoch();
-        why = Unhealthy(*m);
+        why = MapProblem(*m, RunningIds(), options_.replicas);
         if (!why.empty()) {
           why = absl::StrCat(NodeId(i), " epoch ", m->epoch(), ": ", why);
           agreed = false;
@@ -297,9 +301,13 @@ std::optional<int> ClusterHarness::WaitNodeExit(int index, absl::Duration timeou
   return code;
 }
 
-absl::Status ClusterHarness::RestartNode(int index) {
+absl::Status ClusterHarness::RestartNode(int index, bool wait_out_of_map) {
   if (Running(index)) {
     return absl::FailedPreconditionError(absl::StrCat(NodeId(index), " is running"));
+  }
+  if (wait_out_of_map && !RunningIds().empty()) {
+    absl::Status s = WaitNodeOutOfMap(index, absl::Seconds(30));
+    if (!s.ok()) return s;
   }
   if (nodes_[index] != nullptr) {
     old_logs_[index] += nodes_[index]->Log();

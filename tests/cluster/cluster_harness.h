@@ -27,6 +27,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,8 +117,18 @@ class ClusterHarness {
   // becomes nullptr.
   std::optional<int> WaitNodeExit(int index, absl::Duration timeout);
   // Starts node `index` again (same node_id, the same ports if free).
+  // By default it first waits (30 s at most) until the map no longer names
+  // the node: a map still listing the old incarnation as in sync would make
+  // WaitHealthy() pass for a node that came back empty. Pass false to
+  // restart at once (a new incarnation racing the old one's lease).
   // REQUIRES: it is not running.
-  absl::Status RestartNode(int index);
+  absl::Status RestartNode(int index, bool wait_out_of_map = true);
+
+  // Why `map` is not healthy for the nodes `running` with R = `replicas`,
+  // or "" when it is: every shard has min(R, running) in-sync replicas, all
+  // of them running, and nothing syncing. Pure; WaitHealthy's test.
+  static std::string MapProblem(const v1::ClusterMap& map, const std::set<std::string>& running,
+                                int replicas);
 
   // The logs of every node, for a failed test's output.
   std::string Logs(size_t tail_bytes = 4000);
@@ -127,8 +138,7 @@ class ClusterHarness {
   std::vector<std::string> FlagsFor(int index) const;
   std::string Host(int index) const;  // the address node `index` listens on
   absl::Status StartNode(int index, int control_port, int resp_port);
-  // Why `map` is not healthy yet, or empty.
-  std::string Unhealthy(const v1::ClusterMap& map);
+  std::set<std::string> RunningIds();
 
   ClusterOptions options_;
   std::vector<std::unique_ptr<NodeProcess>> nodes_;

@@ -150,7 +150,20 @@ TEST_F(PartitionTest, CutOffPrimaryIsReplacedAndLosesNothing) {
               victim_id.c_str(), successor->c_str(), (*first - cut_ns) / 1e6);
 
   ASSERT_TRUE(cluster.Heal(*victim).ok());
+  // Clients that know only the healed node try it at once (it must refuse
+  // or redirect until it exits); their operations join the history.
+  WorkloadOptions probe = w;
+  probe.servers = {cluster.node(*victim)->control_address()};
+  probe.clients = 2;
+  probe.first_client_id = 100;
+  probe.put_fraction = 0.3;
+  probe.delete_fraction = 0;
+  probe.op_timeout = absl::Seconds(1);
+  probe.connect_timeout = absl::Seconds(1);
+  Workload prober(probe, &history);
+  prober.Start();
   std::optional<int> code = cluster.WaitNodeExit(*victim, absl::Seconds(20));
+  prober.Stop();
   ASSERT_TRUE(code.has_value()) << "the healed node did not exit\n" << cluster.Logs();
   EXPECT_EQ(*code, 3) << cluster.Logs();
   ASSERT_TRUE(cluster.RestartNode(*victim).ok());

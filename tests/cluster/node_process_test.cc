@@ -13,7 +13,6 @@
 #include "absl/time/clock.h"
 #include "client/kv_client.h"
 #include "gtest/gtest.h"
-#include "tests/cluster/cluster_harness.h"
 
 namespace kvstore {
 namespace testing {
@@ -93,12 +92,6 @@ TEST(NodeProcessTest, ReportsAStartUpFailureWithTheLog) {
   auto p = NodeProcess::Start(l);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInternal) << p.status();
-}
-
-TEST(ClusterHarnessTest, NeedsAnEtcdEndpoint) {
-  ClusterOptions o;
-  auto h = ClusterHarness::Start(o);
-  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ client::Options Workload::ClientOptions() const {
 
 void Workload::Start() {
   stop_ = false;
-  for (int c = 0; c < options_.clients; ++c) {
+  for (int c = options_.first_client_id; c < options_.first_client_id + options_.clients; ++c) {
     threads_.emplace_back([this, c] { RunClient(c); });
   }
 }
@@ -98,7 +98,7 @@ void Workload::RunOne(int client, client::KvClient& kv, uint64_t* seq, uint64_t 
 
 absl::Status Workload::FinalReads(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
-  const int client = options_.clients;  // a client id of its own
+  const int client = options_.first_client_id + options_.clients;  // an id of its own
   std::vector<std::string> left = keys_;
   std::unique_ptr<client::KvClient> kv;
   while (!left.empty() && absl::Now() < deadline) {

@@ -35,6 +35,10 @@ namespace testing {
 struct WorkloadOptions {
   std::vector<std::string> servers;  // control addresses (seeds)
   int clients = 4;
+  // Client ids are first_client_id .. first_client_id + clients - 1 (and
+  // the next one for FinalReads); values carry them, so two workloads on
+  // one History need disjoint ranges.
+  int first_client_id = 0;
   int keys = 16;
   std::string key_prefix = "key";
   // Fractions of PUT and DELETE; the rest are GETs.
