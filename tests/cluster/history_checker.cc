@@ -101,7 +101,12 @@ class KeyChecker {
   void IndexPuts() {
     for (size_t i : mine_) {
       const Operation& op = ops_[i];
-      if (op.type == OpType::kPut && op.value.has_value()) put_of_.emplace(*op.value, i);
+      if (op.type != OpType::kPut || !op.value.has_value()) continue;
+      auto [it, inserted] = put_of_.emplace(*op.value, i);
+      if (!inserted) {
+        Report(ViolationKind::kDuplicateValue, {it->second, i},
+               "two PUTs wrote the same value; every PUT must write a value of its own");
+      }
     }
     // Earliest completion of a read that returned each value (evidence).
     for (size_t i : mine_) {
@@ -227,6 +232,8 @@ const char* ViolationKindName(ViolationKind kind) {
       return "lost-write";
     case ViolationKind::kNoFinalRead:
       return "no-final-read";
+    case ViolationKind::kDuplicateValue:
+      return "duplicate-value";
   }
   return "?";
 }

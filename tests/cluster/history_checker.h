@@ -31,6 +31,9 @@
 //   kLostWrite      (a)+(d) the same for a final read: its value is not the
 //                   last acknowledged write nor one concurrent with or after
 //                   it; the superseding write named is the one lost.
+//   kDuplicateValue two PUTs of one key wrote the same value: the checker's
+//                   premise is broken (a workload bug), its verdicts on
+//                   that value mean nothing;
 //   kNoFinalRead    (a) require_final_reads and a key with an acknowledged
 //                   write has no kOk final GET.
 // Not judged: GETs with outcome kFailed/kUnknown (they saw nothing).
@@ -62,6 +65,7 @@ enum class ViolationKind {
   kStaleRead,
   kLostWrite,
   kNoFinalRead,
+  kDuplicateValue,
 };
 
 const char* ViolationKindName(ViolationKind kind);

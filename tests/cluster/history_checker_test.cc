@@ -186,6 +186,15 @@ TEST(HistoryCheckerTest, CatchesMissingFinalReadWhenRequired) {
   EXPECT_THAT(Kinds(b.Check()), IsEmpty());
 }
 
+TEST(HistoryCheckerTest, RefusesHistoriesThatBreakTheUniqueValuePremise) {
+  Builder b;
+  b.Put("v1", 0, 10).Put("v1", 20, 30).Final("v1", 90, 95);
+  // Reported first; what follows about that value is meaningless.
+  std::vector<ViolationKind> kinds = Kinds(b.Check());
+  ASSERT_FALSE(kinds.empty());
+  EXPECT_EQ(kinds[0], ViolationKind::kDuplicateValue);
+}
+
 TEST(HistoryCheckerTest, ReportsEveryKeySeparately) {
   Builder b;
   b.Key("a").Put("a1", 0, 10).Put("a2", 20, 30).Final("a1", 100, 110);
