@@ -38,6 +38,15 @@ class WriteIndex {
     }
   }
 
+  // Of the writes SupersedingBefore() would accept, the one invoked last:
+  // the most telling to report. Linear, but only run on a violation.
+  const Write* LatestSupersedingBefore(int64_t source_upper, int64_t t) const {
+    for (auto it = writes_.rbegin(); it != writes_.rend() && it->invoke > source_upper; ++it) {
+      if (it->upper < t) return &*it;
+    }
+    return nullptr;
+  }
+
   // A write invoked after `source_upper` whose effect instant is surely
   // before `t`, or nullptr.
   const Write* SupersedingBefore(int64_t source_upper, int64_t t) const {
@@ -149,8 +158,8 @@ class KeyChecker {
              "the read completed before the PUT of its value began");
       return;
     }
-    if (const Write* w = index.SupersedingBefore(Upper(p), read.invoke_ns)) {
-      ReportSuperseded(r, p, *w);
+    if (index.SupersedingBefore(Upper(p), read.invoke_ns) != nullptr) {
+      ReportSuperseded(r, p, *index.LatestSupersedingBefore(Upper(p), read.invoke_ns));
     }
   }
 
@@ -171,8 +180,8 @@ class KeyChecker {
         best = i;
       }
     }
-    if (const Write* w = index.SupersedingBefore(best_upper, read.invoke_ns)) {
-      ReportSuperseded(r, best, *w);
+    if (index.SupersedingBefore(best_upper, read.invoke_ns) != nullptr) {
+      ReportSuperseded(r, best, *index.LatestSupersedingBefore(best_upper, read.invoke_ns));
     }
   }
 

@@ -90,6 +90,14 @@ TEST(HistoryCheckerTest, CatchesLostAcknowledgedWrite) {
   EXPECT_EQ(r.violations[0].ops[2].value, "v2");
 }
 
+TEST(HistoryCheckerTest, NamesTheLatestLostWrite) {
+  Builder b;
+  b.Put("v1", 0, 10).Put("v2", 20, 30).Put("v3", 40, 50).Put("v4", 60, 70).Final("v1", 100, 110);
+  CheckResult r = b.Check();
+  ASSERT_EQ(r.violations.size(), 1u) << r.Report();
+  EXPECT_EQ(r.violations[0].ops.back().value, "v4");
+}
+
 TEST(HistoryCheckerTest, CatchesLostWriteWhenFinalReadFindsNothing) {
   Builder b;
   b.Put("v1", 0, 10).Final(std::nullopt, 100, 110);
