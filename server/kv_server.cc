@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/auth/token.h"
 #include "common/byte_size.h"
 #include "common/metrics/exposition.h"
@@ -19,6 +20,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
+#include "server/cluster/cluster_node.h"
 #include "server/control/control_service.h"
 
 namespace kvstore {
@@ -72,7 +74,54 @@ bool IsLoopbackAddress(const std::string& address) {
   return false;
 }
 
-KvServer::KvServer(const KvServerOptions& options) : options_(options) {}
+KvServer::KvServer(const KvServerOptions& options)
+    : options_(options), fence_page_(std::make_unique<FencePage>()) {}
+
+absl::Status KvServer::PrepareCluster() {
+  if (!options_.cluster.enabled()) return absl::OkStatus();
+  KV_RETURN_IF_ERROR(options_.cluster.Validate());
+  node_id_ = options_.cluster.node_id;
+  if (node_id_.empty()) {
+    // The node id must survive a restart (the map names it); a picked port
+    // would not.
+    if (options_.control_port == 0) {
+      return absl::InvalidArgumentError(
+          "--control_port=0 in cluster mode needs --node_id: the default node id is "
+          "<advertise_host>:<control_port>, and a picked port changes on every start");
+    }
+    node_id_ = absl::StrCat(AdvertiseHost(options_.cluster, options_.listen_address), ":",
+                            options_.control_port);
+  }
+  cluster_state_ = std::make_unique<ClusterState>(node_id_);
+  // Readers refuse this server's data until its lease is proven.
+  fence_page_->Fence();
+  return absl::OkStatus();
+}
+
+absl::Status KvServer::StartCluster() {
+  if (cluster_state_ == nullptr) return absl::OkStatus();
+  const std::string host = AdvertiseHost(options_.cluster, options_.listen_address);
+  ClusterNodeDeps deps;
+  deps.state = cluster_state_.get();
+  deps.fence = fence_page_.get();
+  deps.self.set_node_id(node_id_);
+  deps.self.set_control_address(absl::StrCat(host, ":", control_port_));
+  deps.self.set_resp_address(absl::StrCat(host, ":", resp_->port()));
+  if (http_ != nullptr) deps.self.set_metrics_address(absl::StrCat(host, ":", http_->port()));
+  // A fenced node also cuts its RDMA clients off: their queue pairs go to
+  // the error state, so even a READ posted before the fence page was read
+  // fails (architecture §19.5).
+  deps.on_fence = [this] {
+    if (rdma_ != nullptr) rdma_->FenceAll();
+  };
+  deps.on_unfence = [this] {
+    if (rdma_ != nullptr) rdma_->Unfence();
+  };
+  deps.on_lease_lost = options_.on_lease_lost;
+  deps.auth_token = options_.auth_token;
+  KV_ASSIGN_OR_RETURN(cluster_, ClusterNode::Start(options_.cluster, std::move(deps)));
+  return absl::OkStatus();
+}
 
 absl::Status KvServer::CheckSecurityOptions() const {
   if (!options_.auth_token.empty()) KV_RETURN_IF_ERROR(auth::ValidateToken(options_.auth_token));
@@ -119,6 +168,7 @@ absl::Status KvServer::Init() {
 
   // Before anything is mapped or bound: protected mode and the TLS files.
   KV_RETURN_IF_ERROR(CheckSecurityOptions());
+  KV_RETURN_IF_ERROR(PrepareCluster());
   KV_RETURN_IF_ERROR(options_.limits.Validate());
   KV_ASSIGN_OR_RETURN(grpc_memory_bytes_, GrpcMemoryBytes());
   RegisterProcessMetrics();
@@ -168,6 +218,7 @@ absl::Status KvServer::Init() {
     rso.commit_credits = options_.rdma_commit_credits;
     rso.idle_probe_after = options_.rdma_idle_probe_after;
     rso.registry = &registry_;
+    rso.fence_page = fence_page_.get();
     KV_ASSIGN_OR_RETURN(
         rdma_, RdmaService::Start(&*device_, &*pd_, pool_.get(), store_.get(), leases_.get(), rso));
   }
@@ -177,8 +228,11 @@ absl::Status KvServer::Init() {
   // Before gRPC: a metrics port in use fails start-up before any client
   // can handshake.
   KV_RETURN_IF_ERROR(StartMetricsEndpoint());
-  // Last: once gRPC listens, clients can handshake and find everything up.
-  return StartControlPlane();
+  // Once gRPC listens, clients can handshake and find everything up (in
+  // cluster mode they are told CLUSTERDOWN until the map arrives).
+  KV_RETURN_IF_ERROR(StartControlPlane());
+  // Last: the member key carries the bound addresses.
+  return StartCluster();
 }
 
 absl::Status KvServer::StartRespServer() {
@@ -335,6 +389,16 @@ absl::Status KvServer::StartControlPlane() {
   return absl::OkStatus();
 }
 
+// "single-node" or "cluster <name> node <id> incarnation <lease> etcd <endpoints>".
+std::string KvServer::ClusterPart() const {
+  if (cluster_state_ == nullptr) return "single-node";
+  const std::string incarnation =
+      cluster_ != nullptr ? absl::StrCat(absl::Hex(cluster_->incarnation())) : "?";
+  return absl::StrCat("cluster ", options_.cluster.cluster_name, " node ", node_id_,
+                      " incarnation ", incarnation, " etcd ",
+                      absl::StrJoin(options_.cluster.etcd_endpoints, ","));
+}
+
 // One line that says what this start got: pool, index, RDMA (or why not),
 // ports and epoch. Operators grep logs for "kvserver up".
 std::string KvServer::StartupLine() const {
@@ -350,7 +414,7 @@ std::string KvServer::StartupLine() const {
                       http_ != nullptr
                           ? absl::StrCat(", metrics ", options_.listen_address, ":", http_->port())
                           : "",
-                      ", epoch ", absl::Hex(epoch_));
+                      ", epoch ", absl::Hex(epoch_), ", ", ClusterPart());
 }
 
 // The RESP INFO reply, in Redis's section format (CRLF lines). Stock Redis
@@ -383,6 +447,13 @@ std::string KvServer::InfoText() const {
 void KvServer::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  // Cluster mode: fenced and the lease revoked before anything else, so
+  // the controller can promote a backup at once, and nothing here serves
+  // meanwhile.
+  if (cluster_) {
+    cluster_->Shutdown();
+    cluster_.reset();
+  }
   // Listeners first, so no new request arrives while the rest goes; gRPC
   // gets 2 s to finish the calls in flight. The scrape endpoint goes first:
   // it reads every component through the registry's callbacks.

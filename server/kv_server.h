@@ -5,10 +5,13 @@
 // the memory pool (registered with the device), the storage engine, the
 // lease table, the RDMA service (with a device), the RESP/TCP data port,
 // the gRPC control plane and (with metrics_port >= 0) the Prometheus
-// endpoint. Every component counts into the server's one metrics Registry,
-// which gRPC Stats, RESP INFO and GET /metrics all render. Start()
-// brings all of it up or fails with a Status naming what went wrong;
-// Shutdown() (or the destructor) stops listeners before storage.
+// endpoint, and always a fence page (single-node: {0, kNoExpiry}). In
+// cluster mode (options.cluster names etcd endpoints) it also owns a
+// ClusterState and, once the listeners are bound, a ClusterNode (etcd
+// membership, fencing, the map; architecture §19). Every component counts into the server's one
+// metrics Registry, which gRPC Stats, RESP INFO and GET /metrics all render. Start() brings all of
+// it up or fails with a Status naming what went wrong; Shutdown() (or the destructor) stops
+// listeners before storage.
 //
 // Thread safety: Start/Shutdown from one thread; accessors from any.
 
@@ -16,6 +19,7 @@
 #define KVSTORE_SERVER_KV_SERVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +29,9 @@
 #include "common/metrics/registry.h"
 #include "common/protocol/limits.h"
 #include "common/rdma/device.h"
+#include "server/cluster/cluster_options.h"
+#include "server/cluster/cluster_state.h"
+#include "server/cluster/fence_page.h"
 #include "server/control/session_table.h"
 #include "server/metrics/http_server.h"
 #include "server/rdma/rdma_service.h"
@@ -42,6 +49,7 @@ namespace kvstore {
 namespace server {
 
 class KvControlServiceImpl;
+class ClusterNode;
 
 enum class ServerTransport { kAuto, kRdma, kTcp };
 
@@ -108,6 +116,12 @@ struct KvServerOptions {
   // 256 MiB and two messages.
   uint64_t grpc_memory_bytes = 0;
   int grpc_max_threads = 64;
+
+  // --- Cluster mode (architecture §19.6). Empty etcd_endpoints: single-node.
+  ClusterOptions cluster;
+  // Called when etcd says this node's lease expired (it was replaced).
+  // Empty: log and _exit(3), as kvserver must (tests inject their own).
+  std::function<void()> on_lease_lost;
 };
 
 // The largest gRPC message of the control port for `limits`: a Put of the
@@ -125,19 +139,23 @@ class KvServer {
   // non-loopback listen address with neither auth_token nor mutual TLS
   // (tls_client_ca_file) unless `insecure`; kInvalidArgument for a bad
   // token, half a TLS configuration or an unreadable PEM file (named);
-  // kInvalidArgument for bad limits or pool size;
+  // kInvalidArgument for bad limits or pool size, bad cluster options
+  // (ClusterOptions::Validate) or --control_port=0 in cluster mode without
+  // a node id (the default node id names the control port);
   // kUnavailable for --transport=rdma without a device or a port in use
   // (the metrics port included);
+  // kUnavailable when no etcd endpoint answers (cluster mode);
   // otherwise the error of the step that failed (memlock, registration,
-  // RDMA service, listeners).
+  // RDMA service, listeners, etcd registration).
   static absl::StatusOr<std::unique_ptr<KvServer>> Start(const KvServerOptions& options);
   // Shutdown(), then frees storage, the pool and the device.
   ~KvServer();
   KvServer(const KvServer&) = delete;
   KvServer& operator=(const KvServer&) = delete;
 
-  // Stops the listeners, the commit poller, the leases (revoking their
-  // write keys) and the RDMA service, in that order. Idempotent.
+  // In cluster mode first fences the node and revokes its etcd lease (so
+  // the controller fails over at once); then stops the listeners, the commit poller, the leases
+  // (revoking their write keys) and the RDMA service, in that order. Idempotent.
   void Shutdown();
 
   // The ports actually bound (after "0 picks a free port") and the epoch.
@@ -152,10 +170,24 @@ class KvServer {
   absl::Duration registration_time() const { return registration_time_; }
   // Why RDMA is not served (empty when it is).
   const std::string& rdma_unavailable_reason() const { return rdma_reason_; }
-  // The one line logged at start-up.
+  // The one line logged at start-up; ends with "single-node" or
+  // "cluster <name> node <id> incarnation <hex> etcd <endpoints>".
   std::string StartupLine() const;
+  // This node's view of the cluster; null in single-node mode.
+  ClusterState* cluster_state() { return cluster_state_.get(); }
+  // The cluster plane (etcd, membership, map store); null in single-node
+  // mode and after Shutdown().
+  ClusterNode* cluster_node() { return cluster_.get(); }
+  // The node id in cluster mode, empty in single-node mode.
+  const std::string& node_id() const { return node_id_; }
   // The storage engine, for tests; owned by the server.
   KvStore* store() { return store_.get(); }
+  // The fence words one-sided readers check (single-node: {0, kNoExpiry});
+  // the cluster layer renews or fences them. Owned by the server, never null
+  // after Start().
+  FencePage* fence_page() { return fence_page_.get(); }
+  // The RDMA service (FenceAll()); null when the server serves TCP only.
+  RdmaService* rdma_service() { return rdma_.get(); }
   // Every series of the server; lives as long as the server.
   const metrics::Registry& registry() const { return registry_; }
 
@@ -194,6 +226,12 @@ class KvServer {
   // Starts GET /metrics when options_.metrics_port >= 0; kUnavailable
   // naming the address when it cannot bind.
   absl::Status StartMetricsEndpoint();
+  // Cluster mode, before anything is bound: the options, the node id, the
+  // ClusterState, and a fenced page until the lease is proven.
+  absl::Status PrepareCluster();
+  // Cluster mode, after the listeners: registers in etcd (ClusterNode).
+  absl::Status StartCluster();
+  std::string ClusterPart() const;
   // The RESP INFO text: the Redis-like sections and # Metrics, all from one
   // snapshot of registry_.
   std::string InfoText() const;
@@ -203,6 +241,12 @@ class KvServer {
   // destroyed after all of them.
   metrics::Registry registry_;
   uint64_t epoch_ = 0;
+  // Before every component that may read them (rdma_ registers the page, so
+  // it must outlive that MR); the ClusterNode that writes them is destroyed
+  // first (Shutdown()).
+  std::unique_ptr<FencePage> fence_page_;
+  std::unique_ptr<ClusterState> cluster_state_;
+  std::string node_id_;
   std::optional<rdma::Device> device_;
   std::optional<rdma::ProtectionDomain> pd_;
   std::string rdma_reason_;
@@ -222,6 +266,7 @@ class KvServer {
   absl::Time started_;
   bool shut_down_ = false;
   std::unique_ptr<metrics::MetricsHttpServer> http_;
+  std::unique_ptr<ClusterNode> cluster_;
   // kvstore_uptime_seconds reads started_; declared last, so it is
   // unregistered first.
   metrics::CallbackHandle uptime_gauge_;

@@ -21,6 +21,7 @@
 #include "common/auth/token.h"
 #include "common/byte_size.h"
 #include "glog/logging.h"
+#include "server/cluster/cluster_options.h"
 #include "server/kv_server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1",
@@ -96,7 +97,30 @@ ABSL_FLAG(std::string, grpc_memory, "0",
 ABSL_FLAG(int, grpc_max_threads, 64, "most threads serving the control port");
 ABSL_FLAG(std::string, ready_file, "",
           "once serving, write 'control_port=N', 'resp_port=N', 'metrics_port=N' (-1 when off), "
-          "'epoch=X' and 'rdma_device=NAME' lines to this file (for scripts and tests)");
+          "'epoch=X', 'rdma_device=NAME' and 'node_id=ID' (empty in single-node mode) lines to "
+          "this file (for scripts and tests)");
+
+// --- Cluster mode (architecture §19.6, docs/operations.md "Cluster mode").
+ABSL_FLAG(std::string, etcd, "",
+          "comma-separated etcd endpoints host:port; set: cluster mode (empty: single-node)");
+ABSL_FLAG(std::string, node_id, "",
+          "stable node name, kept across restarts (default: <advertise_host>:<control_port>; "
+          "required with --control_port=0)");
+ABSL_FLAG(std::string, cluster_name, "kvstore",
+          "etcd prefix /kvstore/<name>/; nodes of another cluster are ignored");
+ABSL_FLAG(std::string, advertise_host, "",
+          "host other nodes and clients dial (default: --listen, or the host name when it is "
+          "0.0.0.0)");
+ABSL_FLAG(uint32_t, replicas, 2, "replicas per shard (1..3), used when the first map is made");
+ABSL_FLAG(uint32_t, cluster_min_nodes, 0,
+          "members the controller waits for before making the first map (0: --replicas)");
+ABSL_FLAG(absl::Duration, member_ttl, absl::Seconds(3),
+          "etcd lease TTL of this node's member key (keepalive every TTL/3)");
+ABSL_FLAG(absl::Duration, fence_margin, absl::Milliseconds(500),
+          "stop serving this long before the lease could expire (below 2/3 of --member_ttl)");
+ABSL_FLAG(absl::Duration, replication_timeout, absl::Seconds(1),
+          "a backup that does not acknowledge a write within this is dropped from the in-sync "
+          "set");
 
 // --- RESP port limits (RespLimits, docs/security.md). Each is named in the
 // error a client gets and counted in kvstore_resp_limit_rejections_total.
@@ -155,6 +179,38 @@ static absl::Status RespLimitsFromFlags(kvstore::server::KvServerOptions* o) {
   return absl::OkStatus();
 }
 
+// Copies the cluster-mode flags into `o`; kInvalidArgument naming the flag
+// for a bad endpoint or value, or for cluster flags without --etcd (they
+// would silently do nothing).
+static absl::Status ClusterFromFlags(kvstore::server::KvServerOptions* o) {
+  kvstore::server::ClusterOptions& c = o->cluster;
+  auto endpoints = kvstore::server::ParseEtcdEndpoints(absl::GetFlag(FLAGS_etcd));
+  if (!endpoints.ok()) return endpoints.status();
+  c.etcd_endpoints = *std::move(endpoints);
+  c.node_id = absl::GetFlag(FLAGS_node_id);
+  c.cluster_name = absl::GetFlag(FLAGS_cluster_name);
+  c.advertise_host = absl::GetFlag(FLAGS_advertise_host);
+  c.replicas = absl::GetFlag(FLAGS_replicas);
+  c.cluster_min_nodes = absl::GetFlag(FLAGS_cluster_min_nodes);
+  c.member_ttl = absl::GetFlag(FLAGS_member_ttl);
+  c.fence_margin = absl::GetFlag(FLAGS_fence_margin);
+  c.replication_timeout = absl::GetFlag(FLAGS_replication_timeout);
+  if (!c.enabled()) {
+    const kvstore::server::ClusterOptions d;
+    if (c.node_id != d.node_id || c.cluster_name != d.cluster_name ||
+        c.advertise_host != d.advertise_host || c.replicas != d.replicas ||
+        c.cluster_min_nodes != d.cluster_min_nodes || c.member_ttl != d.member_ttl ||
+        c.fence_margin != d.fence_margin || c.replication_timeout != d.replication_timeout) {
+      return absl::InvalidArgumentError(
+          "cluster flags (--node_id, --cluster_name, --advertise_host, --replicas, "
+          "--cluster_min_nodes, --member_ttl, --fence_margin, --replication_timeout) need "
+          "--etcd");
+    }
+    return absl::OkStatus();
+  }
+  return c.Validate();
+}
+
 namespace {
 
 // Parses a size flag ("512M", "4K", "1G"); the error names the flag, since
@@ -186,8 +242,14 @@ void SetUsage() {
       "  control 127.0.0.1:7300, resp 127.0.0.1:6380, epoch ...\n"
       "(with --metrics_port, \", metrics 127.0.0.1:N\" comes before the epoch),\n"
       "and stops cleanly on SIGINT or SIGTERM. Exit status: 0 after a clean stop, 1 when it\n"
-      "cannot start (the message says why, e.g. a port in use) or a flag is unknown or\n"
-      "malformed, 2 for a bad size, --transport or --metrics_port value.\n\n"
+      "cannot start (the message says why, e.g. a port in use or etcd unreachable) or a flag\n"
+      "is unknown or malformed, 2 for a bad size, --transport, --metrics_port or cluster flag\n"
+      "value, 3 in cluster mode when etcd says this node's lease expired (it was replaced;\n"
+      "restart it, it comes back empty).\n\n"
+      "Cluster mode: --etcd=host:port,... makes this server a cluster member (architecture\n"
+      "§19); the start-up line then ends with \"cluster <name> node <id> incarnation <hex>\n"
+      "etcd <endpoints>\" (else \"single-node\"). A node that cannot reach etcd stops serving\n"
+      "--fence_margin before its lease could expire and resumes when etcd answers again.\n\n"
       "Protected mode: a --listen other than loopback needs --auth_token_file (the token for\n"
       "gRPC and RESP; mutual TLS guards only the control port, so it is not enough alone),\n"
       "or --insecure; otherwise kvserver refuses to start (docs/security.md).");
@@ -277,6 +339,7 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   else
     return absl::InvalidArgumentError("--transport must be auto, rdma or tcp");
   if (absl::Status s = RespLimitsFromFlags(&o); !s.ok()) return s;
+  if (absl::Status s = ClusterFromFlags(&o); !s.ok()) return s;
   return o;
 }
 
@@ -292,7 +355,7 @@ void WriteReadyFile(const kvstore::server::KvServer& server) {
     std::ofstream f(tmp);
     f << "control_port=" << server.control_port() << "\nresp_port=" << server.resp_port()
       << "\nmetrics_port=" << server.metrics_port() << "\nepoch=" << server.epoch()
-      << "\nrdma_device=" << server.rdma_device() << "\n";
+      << "\nrdma_device=" << server.rdma_device() << "\nnode_id=" << server.node_id() << "\n";
   }
   std::rename(tmp.c_str(), ready_file.c_str());
 }

@@ -11,6 +11,9 @@
 // Errors: kFailedPrecondition when this node is not the shard's primary in
 // the newest map, or the node is not where the change expects it;
 // kUnavailable when etcd is unreachable or this node is not serving.
+// Both are idempotent: RemoveReplica of a node no longer in the shard and
+// MarkInSync of a node already in sync return OK (a retry after a lost reply,
+// or another writer got there first).
 //
 // Thread safety: implementations are thread-safe.
 

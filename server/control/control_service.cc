@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -257,6 +258,18 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
     r->set_rkey(region.rkey);
     r->set_epoch(deps_.epoch);
   }
+  // The fence words, READ by one-sided readers with their bucket READs
+  // (architecture §19.5); id after the pool's.
+  if (deps_.rdma != nullptr && deps_.rdma->fence_region().has_value()) {
+    const RdmaService::FenceRegion& f = *deps_.rdma->fence_region();
+    pb::RegionDescriptor* r = response->add_regions();
+    r->set_region_id(static_cast<uint32_t>(deps_.pool->regions().size()));
+    r->set_kind(pb::REGION_KIND_FENCE);
+    r->set_length(f.length);
+    r->set_addr(f.addr);
+    r->set_rkey(f.rkey);
+    r->set_epoch(deps_.epoch);
+  }
 
   // Where the data paths are; the client picks one (RDMA, else RESP/TCP).
   pb::DataEndpoints* e = response->mutable_endpoints();
@@ -446,6 +459,37 @@ grpc::Status KvControlServiceImpl::FinishLeaseRpc(const absl::Status& status) {
   return ToGrpcStatus(status);
 }
 
+absl::Status KvControlServiceImpl::RouteKey(const std::string& key) const {
+  if (deps_.cluster == nullptr) return absl::OkStatus();
+  // Slow-path reads, like writes, are served by the primary only: the gRPC
+  // API has no READONLY.
+  const Route route = deps_.cluster->RouteKey(key);
+  switch (route.kind) {
+    case Route::Kind::kServe:
+      return absl::OkStatus();
+    case Route::Kind::kMoved:
+      return absl::FailedPreconditionError(
+          absl::StrCat("MOVED ", route.slot, " ", route.node->control_address()));
+    case Route::Kind::kDown:
+      return absl::UnavailableError(
+          absl::StrCat("CLUSTERDOWN hash slot ", route.slot, " has no primary"));
+    case Route::Kind::kNotReady:
+      break;
+  }
+  return absl::UnavailableError("CLUSTERDOWN this node has no cluster map or is fenced");
+}
+
+absl::Status KvControlServiceImpl::RerouteRefusal(const std::string& key,
+                                                  absl::Status status) const {
+  // The hook names the slot's primary by whichever address it knows; the
+  // caller of this API needs the control address, from the newest map.
+  if (status.code() == absl::StatusCode::kFailedPrecondition &&
+      absl::StartsWith(status.message(), "MOVED ")) {
+    if (absl::Status routed = RouteKey(key); !routed.ok()) return routed;
+  }
+  return status;
+}
+
 grpc::Status KvControlServiceImpl::Get(grpc::ServerContext* context, const pb::GetRequest* request,
                                        pb::GetResponse* response) {
   gets_->Increment();
@@ -454,6 +498,7 @@ grpc::Status KvControlServiceImpl::Get(grpc::ServerContext* context, const pb::G
   const absl::Time start = absl::Now();
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(deps_.store->limits().CheckKey(request->key()));
+    KV_RETURN_IF_ERROR(RouteKey(request->key()));
     KV_ASSIGN_OR_RETURN(PinnedValue value, deps_.store->Get(request->key()));
     // Copied while pinned; the pin ends when `value` goes out of scope.
     response->set_value(value.value().data(), value.value().size());
@@ -473,13 +518,15 @@ grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::P
     const Limits& limits = deps_.store->limits();
     KV_RETURN_IF_ERROR(limits.CheckKey(request->key()));
     KV_RETURN_IF_ERROR(limits.CheckValueLength(request->value().size()));
+    KV_RETURN_IF_ERROR(RouteKey(request->key()));
     // Round robin: cheap, and a large value blocks at most 1/kPutWriters of
     // the concurrent slow-path PUTs.
     PutWriter& w = writers_[next_writer_.fetch_add(1, std::memory_order_relaxed) % kPutWriters];
     absl::MutexLock lock(&w.mu);
     // Created on first use: an idle writer would hold a segment open.
     if (w.writer == nullptr) w.writer = deps_.store->NewWriter();
-    return deps_.store->Put(w.writer.get(), request->key(), request->value());
+    return RerouteRefusal(request->key(),
+                          deps_.store->Put(w.writer.get(), request->key(), request->value()));
   }();
   put_requests_.Record(absl::Now() - start);
   return ToGrpcStatus(status);
@@ -492,7 +539,8 @@ grpc::Status KvControlServiceImpl::Delete(grpc::ServerContext* context,
   if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
   const absl::Time start = absl::Now();
   // KvStore::Delete() checks the key against the limits itself.
-  const absl::Status status = deps_.store->Delete(request->key());
+  absl::Status status = RouteKey(request->key());
+  if (status.ok()) status = RerouteRefusal(request->key(), deps_.store->Delete(request->key()));
   delete_requests_.Record(absl::Now() - start);
   return ToGrpcStatus(status);
 }

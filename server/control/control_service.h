@@ -51,6 +51,7 @@
 #include "grpcpp/support/status.h"
 #include "proto/kv_control.grpc.pb.h"
 #include "proto/kv_control.pb.h"
+#include "server/cluster/cluster_state.h"
 #include "server/control/authenticator.h"
 #include "server/control/session_table.h"
 #include "server/metrics/request_metrics.h"
@@ -89,6 +90,9 @@ struct ControlServiceDeps {
   // How often the sweeper expires sessions; zero: no sweeper thread (tests
   // call SweepSessions() themselves).
   absl::Duration session_sweep_interval = absl::Seconds(1);
+  // Cluster mode: Get/Put/Delete are routed through it (not owned; must
+  // outlive the service). Null: single-node mode, every key served here.
+  const ClusterState* cluster = nullptr;
 };
 
 class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
@@ -146,6 +150,13 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   grpc::Status ReleaseLease(grpc::ServerContext* context,
                             const kvstore::v1::ReleaseLeaseRequest* request,
                             kvstore::v1::ReleaseLeaseResponse* response) override;
+  // Cluster mode (deps.cluster): Get, Put and Delete first route the key,
+  // after the token check; a key whose shard another node leads fails with
+  // FAILED_PRECONDITION "MOVED <slot> <primary's control host:port>", and
+  // with UNAVAILABLE "CLUSTERDOWN ..." while the shard has no primary or
+  // this node has no map or is fenced. The write hook's own refusals (a
+  // newer map arrived meanwhile) come back the same way. Scan is local.
+  //
   // INVALID_ARGUMENT for a key over the limits, NOT_FOUND if absent.
   grpc::Status Get(grpc::ServerContext* context, const kvstore::v1::GetRequest* request,
                    kvstore::v1::GetResponse* response) override;
@@ -182,6 +193,12 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
     std::unique_ptr<KvStore::Writer> writer ABSL_GUARDED_BY(mu);
   };
 
+  // OK when this node serves `key` (or there is no cluster); otherwise the
+  // MOVED / CLUSTERDOWN status described at Get().
+  absl::Status RouteKey(const std::string& key) const;
+  // `status`, except that the write hook's "MOVED ..." is re-routed on the
+  // newest map so that it names the primary's control address.
+  absl::Status RerouteRefusal(const std::string& key, absl::Status status) const;
   // OK, or UNAVAILABLE telling the client to handshake again.
   absl::Status CheckEpoch(uint64_t epoch) const;
   // The proto form of `info`; write_addr only when there is a write key.

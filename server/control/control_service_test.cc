@@ -15,6 +15,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/cluster/cluster_map.h"
+#include "common/cluster/slots.h"
 #include "common/metrics/testing.h"
 #include "common/protocol/layout.h"
 #include "gmock/gmock.h"
@@ -74,6 +76,8 @@ class ControlServiceTest : public ::testing::Test {
     deps.resp_address = "127.0.0.1:6390";
     deps.info = {{"build", "test"}};
     deps.registry = &registry_;
+    deps.cluster = cluster_;
+    deps.auth_token = auth_token_;
     // Another component's series (the RESP server's, in kvserver) reaches
     // Stats through the shared registry.
     registry_.AddGauge("kvstore_resp_connections", "RESP connections open.")->Set(3);
@@ -153,6 +157,9 @@ class ControlServiceTest : public ::testing::Test {
     return resp;
   }
 
+  // Set by fixtures deriving from this one before SetUp().
+  const ClusterState* cluster_ = nullptr;
+  std::string auth_token_;
   // Declared first: everything below registers into it.
   metrics::Registry registry_;
   std::unique_ptr<MemoryPool> pool_;
@@ -446,6 +453,100 @@ TEST_F(ControlServiceTest, DefaultHealthServiceIsRegistered) {
   EXPECT_EQ(HealthCheck(channel_, name, &s), std::string("\x08\x02", 2));
   HealthCheck(channel_, "no.such.Service", &s);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// Cluster mode: the slow path routes keys as the RESP port does, naming the
+// primary's control address. Shard 0 is this node's (node-a), shard 1
+// node-b's with node-a its backup, shard 2 has no replica left.
+class ControlServiceClusterTest : public ControlServiceTest {
+ protected:
+  void SetUp() override {
+    cluster_ = &state_;
+    ControlServiceTest::SetUp();
+    v1::ClusterMap map;
+    map.set_epoch(3);
+    const std::vector<v1::SlotRange> ranges = cluster::EvenSlotRanges(3);
+    for (const char* id : {"node-a", "node-b"}) {
+      v1::ClusterNode* node = map.add_nodes();
+      node->set_node_id(id);
+      node->set_control_address(absl::StrCat(id, ".example:7000"));
+      node->set_resp_address(absl::StrCat(id, ".example:6380"));
+    }
+    for (int i = 0; i < 3; ++i) {
+      v1::Shard* shard = map.add_shards();
+      shard->set_shard_id(i);
+      *shard->add_slots() = ranges[i];
+      if (i == 0) shard->add_replicas("node-a");
+      if (i == 1) {
+        shard->add_replicas("node-b");
+        shard->add_replicas("node-a");
+      }
+    }
+    auto view = cluster::ClusterMapView::Build(map);
+    ASSERT_TRUE(view.ok()) << view.status();
+    map_ = *view;
+  }
+  // A key of shard `shard` of the map above.
+  std::string KeyOf(int shard) const {
+    const std::vector<v1::SlotRange> ranges = cluster::EvenSlotRanges(3);
+    for (int i = 0;; ++i) {
+      std::string key = absl::StrCat("k", i);
+      const uint32_t slot = cluster::KeySlot(key);
+      if (slot >= ranges[shard].start() && slot <= ranges[shard].end()) return key;
+    }
+  }
+
+  ClusterState state_{"node-a"};
+  std::shared_ptr<const cluster::ClusterMapView> map_;
+};
+
+TEST_F(ControlServiceClusterTest, RoutesGetPutDelete) {
+  const std::string mine = KeyOf(0), theirs = KeyOf(1), down = KeyOf(2);
+  std::string value;
+  // No map yet: nothing is served.
+  grpc::Status s = Put(mine, "v");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(s.error_message(), ::testing::StartsWith("CLUSTERDOWN"));
+  ASSERT_TRUE(state_.Update(map_));
+
+  ASSERT_TRUE(Put(mine, "v").ok());
+  ASSERT_TRUE(Get(mine, &value).ok());
+  EXPECT_EQ(value, "v");
+  const std::string moved =
+      absl::StrCat("MOVED ", cluster::KeySlot(theirs), " node-b.example:7000");
+  for (grpc::Status st : {Put(theirs, "v"), Get(theirs, &value), Delete(theirs)}) {
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_EQ(st.error_message(), moved);
+  }
+  EXPECT_FALSE(store_->Exists(theirs));
+  for (grpc::Status st : {Put(down, "v"), Get(down, &value), Delete(down)}) {
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_THAT(st.error_message(), ::testing::StartsWith("CLUSTERDOWN"));
+  }
+  // Fenced: this node's own keys are refused too.
+  state_.set_fenced(true);
+  EXPECT_EQ(Get(mine, &value).error_code(), grpc::StatusCode::UNAVAILABLE);
+  state_.set_fenced(false);
+  EXPECT_TRUE(Delete(mine).ok());
+  // Scan stays local (it lists this node's keys, whoever leads them).
+  EXPECT_TRUE(Scan(0, 10, "").keys().empty());
+}
+
+class ControlServiceClusterAuthTest : public ControlServiceClusterTest {
+ protected:
+  void SetUp() override {
+    auth_token_ = "0123456789abcdef0123456789abcdef";
+    ControlServiceClusterTest::SetUp();
+  }
+};
+
+// The token is checked before routing: without it nothing learns where a key lives.
+TEST_F(ControlServiceClusterAuthTest, TokenCheckedBeforeRouting) {
+  ASSERT_TRUE(state_.Update(map_));
+  std::string value;
+  for (grpc::Status st : {Put(KeyOf(1), "v"), Get(KeyOf(1), &value), Delete(KeyOf(1))}) {
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << st.error_message();
+  }
 }
 
 }  // namespace

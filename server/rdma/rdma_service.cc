@@ -1,7 +1,7 @@
 // Copyright 2026 The kvstore Authors.
 //
-// Three classes, one job each:
-//   * Connection: one client's queue pair, its buffers and send bookkeeping;
+// Two classes, one job each (Connection, a client's queue pair, is in
+// rdma_connection.h; fencing in rdma_service_fence.cc):
 //   * LeaseWindow: the write key of one lease (a LeaseWriteKey), owned by
 //     the lease's record in the LeaseTable;
 //   * RdmaService: the connection table, the commit poller and idle probes.
@@ -19,133 +19,28 @@
 #include "common/protocol/commit_wire.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
+#include "server/rdma/rdma_connection.h"
 
 namespace kvstore {
 namespace server {
 
 namespace {
 
-// Send-queue work request ids on a connection's own send CQ. The top two
-// bits say what the work request was, so a completion can be told apart.
-constexpr uint64_t kAckTag = uint64_t{1} << 62;
-constexpr uint64_t kBindTag = uint64_t{2} << 62;
-constexpr uint64_t kInvalidateTag = uint64_t{3} << 62;
-// Probes reuse the invalidate tag space with the top bit of the counter set.
-constexpr uint64_t kProbeTag = kInvalidateTag | (uint64_t{1} << 61);
-constexpr uint64_t kTagMask = uint64_t{3} << 62;
+using rdma_internal::kAckTag;
+using rdma_internal::kBindTag;
+using rdma_internal::kInvalidateTag;
+using rdma_internal::kProbeTag;
 
 // What the server's QPs allow. What a client can actually reach is decided
 // by the rkeys it holds (docs/architecture.md §9), not by these flags.
 constexpr int kServerAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
 
-// How long a bind or an invalidation may take before the connection is
-// declared dead.
-constexpr absl::Duration kSendTimeout = absl::Seconds(5);
+absl::Status FencedError() {
+  return absl::UnavailableError("the server is fenced: no RDMA connections until it is unfenced");
+}
 
 }  // namespace
-
-// ---------------------------------------------------------------------------
-// Connection
-
-// One client queue pair. Shared by the connection table, the poller while it
-// handles a completion, and every LeaseWindow bound on it: the last of them
-// to let go destroys the QP, so a window never outlives the QP it is bound
-// to (destroying a QP with a bound type-2 window blocks for about a minute).
-// Members are declared in destruction-safe order: the QP (last) goes first,
-// then its buffers' MRs, then its send CQ.
-struct RdmaService::Connection {
-  // Fixed by Connect() before the connection is published; read freely.
-  uint64_t id = 0;
-  std::string owner;
-  uint32_t credits = 0;
-  uint64_t probe_addr = 0;  // client memory for idle probes (rkey 0: none)
-  uint32_t probe_rkey = 0;
-  std::optional<rdma::CompletionQueue> send_cq;
-  // `credits` commit receive buffers, and `ack_slots` ack send buffers
-  // (AckRingSlots: more than a client keeping to its credits can fill).
-  uint32_t ack_slots = 0;
-  std::vector<char> recv_mem;
-  std::optional<rdma::MemoryRegion> recv_mr;
-  std::vector<char> ack_mem;
-  std::optional<rdma::MemoryRegion> ack_mr;
-  std::optional<rdma::QueuePair> qp;
-
-  // Serializes posting on qp's send queue and polling send_cq.
-  absl::Mutex send_mu;
-  uint32_t ack_next ABSL_GUARDED_BY(send_mu) = 0;     // next ack buffer of the ring
-  int send_outstanding ABSL_GUARDED_BY(send_mu) = 0;  // acks posted, not yet reaped
-  uint64_t next_wr ABSL_GUARDED_BY(send_mu) = 0;      // counter for bind/invalidate/probe ids
-  // Completions of binds and invalidations reaped by any poller of send_cq,
-  // kept until the thread waiting for that work request picks its own up.
-  absl::flat_hash_map<uint64_t, ibv_wc> finished ABSL_GUARDED_BY(send_mu);
-  // Set once anything on the QP failed or timed out; never cleared. A dead
-  // connection gets no more sends and is torn down by the poller.
-  std::atomic<bool> dead{false};
-  std::atomic<int64_t> last_activity_ns{0};  // absl::ToUnixNanos
-
-  // Records activity (connect, commit, bind, probe) for the idle prober.
-  void Touch() {
-    last_activity_ns.store(absl::ToUnixNanos(absl::Now()), std::memory_order_relaxed);
-  }
-
-  // Waits for the completion of the posted bind or invalidation `wr_id` (at
-  // most kSendTimeout), reaping other completions on the way. Its status,
-  // or kDeadlineExceeded (the connection is then dead). send_mu is taken
-  // for each poll only, never across the wait: the commit poller posts acks
-  // on this connection meanwhile.
-  // REQUIRES: send_mu not held.
-  absl::Status WaitSend(uint64_t wr_id) ABSL_LOCKS_EXCLUDED(send_mu);
-
-  // Reaps the send completions there are, without waiting.
-  // REQUIRES: send_mu held.
-  void ReapSends() ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu);
-
- private:
-  // Accounts for one send completion: a finished ack frees a ring slot, a
-  // failed one kills the connection.
-  // REQUIRES: send_mu held.
-  void Account(const ibv_wc& wc) ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu) {
-    const uint64_t tag = wc.wr_id & kTagMask;
-    if (tag == kAckTag) send_outstanding--;
-    // A bind or an invalidation (not a probe): someone is waiting for it.
-    if (tag == kBindTag || (tag == kInvalidateTag && (wc.wr_id & kProbeTag) != kProbeTag)) {
-      finished[wc.wr_id] = wc;
-    }
-    if (wc.status != IBV_WC_SUCCESS) dead = true;
-  }
-};
-
-absl::Status RdmaService::Connection::WaitSend(uint64_t wr_id) {
-  const absl::Time deadline = absl::Now() + kSendTimeout;
-  for (;;) {
-    {
-      absl::MutexLock lock(&send_mu);
-      ReapSends();
-      auto it = finished.find(wr_id);
-      if (it != finished.end()) {
-        const ibv_wc wc = it->second;
-        finished.erase(it);
-        return rdma::WcStatusToStatus(wc);
-      }
-      if (absl::Now() >= deadline) {
-        dead = true;
-        return absl::DeadlineExceededError("send completion did not arrive");
-      }
-    }
-    // Binds and invalidations complete in microseconds: spin, politely.
-    std::this_thread::yield();
-  }
-}
-
-void RdmaService::Connection::ReapSends() {
-  ibv_wc wc[16];
-  for (;;) {
-    const int n = send_cq->Poll(wc, 16);
-    for (int i = 0; i < n; ++i) Account(wc[i]);
-    if (n < 16) return;
-  }
-}
 
 // ---------------------------------------------------------------------------
 // LeaseWindow
@@ -302,6 +197,7 @@ absl::StatusOr<std::unique_ptr<RdmaService>> RdmaService::Start(rdma::Device* de
   KV_ASSIGN_OR_RETURN(auto cq, rdma::CompletionQueue::Create(*device, plan.depth, &*s->channel_));
   s->recv_cq_.emplace(std::move(cq));
   KV_RETURN_IF_ERROR(s->recv_cq_->RequestNotify());
+  KV_RETURN_IF_ERROR(s->RegisterFencePage());
   s->poller_ = std::thread([p = s.get()] { p->PollLoop(); });
   return s;
 }
@@ -340,6 +236,7 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
   uint64_t id;
   {
     absl::MutexLock lock(&mu_);
+    if (fenced_) return FencedError();
     if (conns_.size() >= max_connections_) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "too many RDMA connections (", max_connections_, "); use TCP or retry later"));
@@ -369,6 +266,9 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
   c->Touch();
   {
     absl::MutexLock lock(&mu_);
+    // Checked again where the connection is published: a FenceAll() that
+    // ran meanwhile did not see it, so it must not get in.
+    if (fenced_) return FencedError();
     conns_[id] = std::move(c);
   }
   connections_total_->Increment();

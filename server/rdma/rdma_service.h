@@ -21,6 +21,14 @@
 // chunk goes back to the store. The service keeps no table of keys: which
 // connection holds which lease is asked of the LeaseTable.
 //
+// Fencing (docs/architecture.md §19.5): the server's FencePage is registered
+// READ-only and listed in the handshake as the REGION_KIND_FENCE region;
+// one-sided readers READ it with their bucket READs and refuse what they
+// read when it says fenced, lapsed or another map epoch. FenceAll() is the
+// server's own half: every client queue pair is moved to the error state
+// (in-flight and later READs of those clients fail) and no queue pair is
+// connected until Unfence().
+//
 // Commits arrive as SENDs (common/protocol/commit_wire.h) on the client's
 // queue pair and are handled by one poller thread that sleeps on a
 // completion channel: GETs never wake it, so a GET-only load costs the
@@ -39,8 +47,8 @@
 //   * Connection::send_mu: posting on one QP's send queue and polling its
 //     send CQ; held for one post or one poll at a time, never across the
 //     wait for a bind or invalidation (<= 5 s), so acks go out meanwhile;
-//   * RdmaService::mu_: the connection table. A leaf: never held while
-//     calling the LeaseTable or taking a send mutex.
+//   * RdmaService::mu_: the connection table and the fenced flag. A leaf:
+//     never held while calling the LeaseTable or taking a send mutex.
 //
 // Thread safety: all public methods are thread-safe.
 
@@ -66,6 +74,7 @@
 #include "common/rdma/gid.h"
 #include "common/rdma/memory_window.h"
 #include "common/rdma/queue_pair.h"
+#include "server/cluster/fence_page.h"
 #include "server/metrics/request_metrics.h"
 #include "server/rdma/rdma_sizing.h"
 #include "server/storage/kv_store.h"
@@ -89,6 +98,10 @@ struct RdmaServiceOptions {
   // Where the service registers kvstore_rdma_* and the rdma request series
   // (not owned; must outlive the service). Null: a private registry.
   metrics::Registry* registry = nullptr;
+  // The fence words readers check (not owned; must outlive the service).
+  // Registered READ-only by Start(); null: no fence region is published and
+  // readers skip the check (as with a server that predates fencing).
+  FencePage* fence_page = nullptr;
 };
 
 class RdmaService {
@@ -98,7 +111,8 @@ class RdmaService {
   // [1, 4096] or larger than the device's CQ (PlanRecvCq; fewer connections
   // than max_connections are accepted when max_connections x credits
   // receives would not fit it); the GID lookup's error when options.gid_ipv4 names no RoCE v2
-  // GID; a verbs error when a CQ or channel cannot be created. The pointers
+  // GID; a verbs error when a CQ or channel cannot be created or the fence
+  // page cannot be registered. The pointers
   // are not owned; see the lifetimes above.
   static absl::StatusOr<std::unique_ptr<RdmaService>> Start(rdma::Device* device,
                                                             rdma::ProtectionDomain* pd,
@@ -123,8 +137,9 @@ class RdmaService {
   // Creates a queue pair for `client` and connects it; `owner` names the
   // client in logs. `probe_addr`/`probe_rkey`: 8 bytes of client memory for
   // idle probes (0: this connection is never probed).
-  // kResourceExhausted when max_connections are open; a verbs error when the
-  // QP, its CQ or its buffers cannot be set up.
+  // kResourceExhausted when max_connections are open; kUnavailable while
+  // fenced (FenceAll() until Unfence()); a verbs error when the QP, its CQ
+  // or its buffers cannot be set up.
   absl::StatusOr<Accepted> Connect(const rdma::QpEndpoint& client, std::string owner,
                                    uint64_t probe_addr = 0, uint32_t probe_rkey = 0);
   // Ends a connection and every lease held by it. kNotFound if unknown.
@@ -147,6 +162,28 @@ class RdmaService {
   // Stops handling commits and idle probes; after it returns the service no
   // longer calls the LeaseTable, which may then be destroyed. Idempotent.
   void StopPoller();
+
+  // Fences (architecture §19.5): marks every connection dead, moves its
+  // queue pair to the error state (the client's work requests then fail,
+  // it sees a broken path), ends the leases it holds, and drops it; then
+  // refuses Connect() until Unfence(). Returns how many connections were
+  // fenced. Idempotent; counts kvstore_rdma_fences_total once per call
+  // that found the service unfenced. A Connect() racing with it either
+  // is fenced here or refused: none survives.
+  int FenceAll();
+  // Accepts Connect() again. Queue pairs fenced earlier stay gone: clients
+  // connect new ones.
+  void Unfence();
+  bool fenced() const;
+
+  // Where readers READ the fence words: the page's registration, READ-only.
+  struct FenceRegion {
+    uint64_t addr = 0;
+    uint32_t rkey = 0;
+    uint64_t length = 0;  // fence::kFenceBytes: what the handshake lists
+  };
+  // Set when options.fence_page was; fixed by Start().
+  const std::optional<FenceRegion>& fence_region() const { return fence_region_; }
 
   // The GID and port of the server's queue pairs, for the handshake. Fixed
   // by Start().
@@ -175,6 +212,10 @@ class RdmaService {
   // from the table.
   void Teardown(std::shared_ptr<Connection> c);
   void ProbeIdle();
+  // Moves `c`'s queue pair to the error state (FenceAll()).
+  static void FailQueuePair(Connection& c);
+  // Registers options_.fence_page READ-only; Start() only.
+  absl::Status RegisterFencePage();
   // Registers the service's series; constructor only.
   void RegisterMetrics();
 
@@ -198,8 +239,13 @@ class RdmaService {
   std::optional<rdma::CompletionChannel> channel_;
   std::optional<rdma::CompletionQueue> recv_cq_;
 
+  // The fence page's MR (READ-only) and what the handshake says of it.
+  std::optional<rdma::MemoryRegion> fence_mr_;
+  std::optional<FenceRegion> fence_region_;
+
   mutable absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool fenced_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<uint64_t, std::shared_ptr<Connection>> conns_ ABSL_GUARDED_BY(mu_);
 
   std::atomic<bool> stop_{false};
@@ -212,6 +258,7 @@ class RdmaService {
   metrics::Counter* wakeups_;
   metrics::Counter* probes_;
   metrics::Counter* reaped_;
+  metrics::Counter* fences_;
   RequestMetrics puts_;     // PUT commits (transport="rdma", op="put")
   RequestMetrics deletes_;  // DELETE commits (op="delete")
   // kvstore_rdma_connections reads conns_ under mu_; declared last so it is

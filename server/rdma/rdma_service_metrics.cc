@@ -21,6 +21,8 @@ void RdmaService::RegisterMetrics() {
   wakeups_ = r.AddCounter("kvstore_rdma_poller_wakeups_total",
                           "Completion-channel wake-ups of the commit poller.");
   probes_ = r.AddCounter("kvstore_rdma_idle_probes_total", "Idle-connection probes sent.");
+  fences_ = r.AddCounter("kvstore_rdma_fences_total",
+                         "FenceAll() calls that fenced the service (every queue pair failed).");
   puts_ = RegisterRequestMetrics(&r, "rdma", "put");
   deletes_ = RegisterRequestMetrics(&r, "rdma", "delete");
   // The connection table is the one record of open connections.

@@ -35,8 +35,9 @@ bool TryAuth(const CommandContext& ctx, absl::string_view user, absl::string_vie
   return false;
 }
 
-// The RESP2 HELLO map (7 field/value pairs).
-void ReplyHelloMap(Connection* c) {
+// The RESP2 HELLO map (7 field/value pairs); mode "cluster" in cluster
+// mode, as Redis says it.
+void ReplyHelloMap(Connection* c, bool cluster) {
   c->ReplyArrayHeader(14);
   c->ReplyBulk("server");
   c->ReplyBulk("kvstore");
@@ -47,7 +48,7 @@ void ReplyHelloMap(Connection* c) {
   c->ReplyBulk("id");
   c->ReplyInteger(c->fd);
   c->ReplyBulk("mode");
-  c->ReplyBulk("standalone");
+  c->ReplyBulk(cluster ? "cluster" : "standalone");
   c->ReplyBulk("role");
   c->ReplyBulk("master");
   c->ReplyBulk("modules");
@@ -120,7 +121,7 @@ void HelloCommand(const CommandContext& ctx, CommandArgs args) {
         "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
         "select the RESP protocol version at the same time");
   }
-  ReplyHelloMap(c);
+  ReplyHelloMap(c, ctx.options->cluster != nullptr);
 }
 
 }  // namespace resp_internal

@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/protocol/resp.h"
 #include "server/resp/auth_commands.h"
+#include "server/resp/cluster_commands.h"
+#include "server/resp/cluster_routing.h"
 
 namespace kvstore {
 namespace server {
@@ -36,6 +38,7 @@ void Get(const CommandContext& ctx, CommandArgs args) {
   if (absl::Status s = ctx.store->limits().CheckKey(args[1]); !s.ok()) {
     return ctx.conn->ReplyStatus(s);
   }
+  if (!RouteKey(ctx.options->cluster, ctx.conn, args[1], /*write=*/false)) return;
   // The hottest path: one clock pair, and the counter + histogram adds.
   const absl::Time start = absl::Now();
   auto v = ctx.store->Get(args[1]);
@@ -57,19 +60,33 @@ void SetWithOptions(const CommandContext& ctx, CommandArgs) {
 }
 
 // DEL/UNLINK (`del`) or EXISTS: the number of keys deleted / present. Every
-// key is checked before any is touched, so a bad key changes nothing.
+// key is checked before any is touched, so a bad key changes nothing. In
+// cluster mode the keys must share a slot this node serves; a refusal of
+// the write hook (the map changed meanwhile) ends a DEL with its error.
 void CountKeys(const CommandContext& ctx, CommandArgs args, bool del) {
   for (size_t i = 1; i < args.size(); ++i) {
     if (absl::Status s = ctx.store->limits().CheckKey(args[i]); !s.ok()) {
       return ctx.conn->ReplyStatus(s);
     }
   }
+  if (!RouteKeys(ctx.options->cluster, ctx.conn, args, 1, 1, /*write=*/del)) return;
   const absl::Time start = absl::Now();
   int64_t n = 0;
-  for (size_t i = 1; i < args.size(); ++i) {
-    n += del ? ctx.store->Delete(args[i]).ok() : ctx.store->Exists(args[i]);
+  absl::Status refused;
+  for (size_t i = 1; i < args.size() && refused.ok(); ++i) {
+    if (!del) {
+      n += ctx.store->Exists(args[i]);
+      continue;
+    }
+    const absl::Status s = ctx.store->Delete(args[i]);
+    n += s.ok();
+    if (IsClusterRefusal(s)) refused = s;
   }
-  ctx.conn->ReplyInteger(n);
+  if (refused.ok()) {
+    ctx.conn->ReplyInteger(n);
+  } else {
+    ReplyStoreStatus(ctx.options->cluster, ctx.conn, refused);
+  }
   if (del) {
     // Every key counts as a delete request; the command is timed once.
     ctx.counters->del.requests->Increment(args.size() - 1);
@@ -89,6 +106,7 @@ void Exists(const CommandContext& ctx, CommandArgs args) { CountKeys(ctx, args, 
 // are dropped and the MGET is refused naming the limit, instead of queueing
 // (and pinning) gigabytes for one client.
 void MGet(const CommandContext& ctx, CommandArgs args) {
+  if (!RouteKeys(ctx.options->cluster, ctx.conn, args, 1, 1, /*write=*/false)) return;
   const absl::Time start = absl::Now();
   std::vector<absl::StatusOr<PinnedValue>> values;
   values.reserve(args.size() - 1);
@@ -130,6 +148,7 @@ void MSet(const CommandContext& ctx, CommandArgs args) {
     if (s.ok()) s = ctx.store->limits().CheckValueLength(args[i + 1].size());
     if (!s.ok()) return ctx.conn->ReplyStatus(s);
   }
+  if (!RouteKeys(ctx.options->cluster, ctx.conn, args, 1, 2, /*write=*/true)) return;
   // Values are copied from the request buffer (MSET is not streamed; the
   // TCP client pipelines SETs instead for large batches).
   const absl::Time start = absl::Now();
@@ -141,7 +160,7 @@ void MSet(const CommandContext& ctx, CommandArgs args) {
   if (s.ok()) {
     ctx.conn->ReplyOk();
   } else {
-    ctx.conn->ReplyStatus(s);
+    ReplyStoreStatus(ctx.options->cluster, ctx.conn, s);
   }
   // One observation per MSET, whether it finished or stopped at an error.
   ctx.counters->put.duration->Observe(absl::Now() - start);
@@ -207,17 +226,33 @@ void Echo(const CommandContext& ctx, CommandArgs args) { ctx.conn->ReplyBulk(arg
 // (kvserver's includes # Keyspace, from the same snapshot as its other
 // numbers); otherwise just the Keyspace section redis-cli and monitoring
 // tools look for.
+// Every INFO ends with the "# Cluster" section Redis has, which cluster-
+// aware tools read to tell cluster mode from single-node mode.
 void Info(const CommandContext& ctx, CommandArgs) {
-  if (ctx.options->info) return ctx.conn->ReplyBulk(ctx.options->info());
-  ctx.conn->ReplyBulk(absl::StrCat("# Keyspace\r\ndb0:keys=", ctx.store->size(), ",expires=0\r\n"));
+  std::string text = ctx.options->info ? ctx.options->info()
+                                       : absl::StrCat("# Keyspace\r\ndb0:keys=", ctx.store->size(),
+                                                      ",expires=0\r\n");
+  absl::StrAppend(&text, "# Cluster\r\ncluster_enabled:", ctx.options->cluster != nullptr ? 1 : 0,
+                  "\r\n");
+  ctx.conn->ReplyBulk(text);
 }
 
-// redis-cli asks for COMMAND DOCS to drive its hints; an empty answer is
-// valid and keeps it working.
-void Command(const CommandContext& ctx, CommandArgs args) {
-  if (args.size() >= 2 && CommandIs(args[1], "COUNT")) return ctx.conn->ReplyInteger(0);
+// One COMMAND entry in Redis 6's shape: name (lower case), arity (negative:
+// at least that many), flags, first key, last key, key step, ACL categories.
+void ReplyCommandInfo(const CommandContext& ctx, const CommandSpec& spec) {
+  ctx.conn->ReplyArrayHeader(7);
+  ctx.conn->ReplyBulk(absl::AsciiStrToLower(spec.name));
+  ctx.conn->ReplyInteger(spec.max_args == spec.min_args ? static_cast<int64_t>(spec.min_args)
+                                                        : -static_cast<int64_t>(spec.min_args));
+  ctx.conn->ReplyArrayHeader(spec.flag.empty() ? 0 : 1);
+  if (!spec.flag.empty()) ctx.conn->ReplySimple(spec.flag);
+  ctx.conn->ReplyInteger(spec.first_key);
+  ctx.conn->ReplyInteger(spec.last_key);
+  ctx.conn->ReplyInteger(spec.key_step);
   ctx.conn->ReplyArrayHeader(0);
 }
+
+void Command(const CommandContext& ctx, CommandArgs args);  // defined after the table
 
 // redis-benchmark reads "save" and "appendonly" at start-up.
 void Config(const CommandContext& ctx, CommandArgs args) {
@@ -250,18 +285,18 @@ void Quit(const CommandContext& ctx, CommandArgs) {
 // order of the if-chain this table replaced. A linear scan over ~20 short
 // names compares fewer bytes than hashing an upper-cased copy of the name.
 constexpr CommandSpec kCommands[] = {
-    // name      min  max       group  handler
-    {"GET", 2, 2, 1, Get},
-    {"SET", 3, kAnyArgs, 1, SetWithOptions},
+    // name      min  max       group  handler  first/last key, step, flag
+    {"GET", 2, 2, 1, Get, 1, 1, 1, "readonly"},
+    {"SET", 3, kAnyArgs, 1, SetWithOptions, 1, 1, 1, "write"},
     {"PING", 1, 2, 1, Ping},
     {"ECHO", 2, 2, 1, Echo},
-    {"DEL", 2, kAnyArgs, 1, Del},
-    {"UNLINK", 2, kAnyArgs, 1, Del},
-    {"EXISTS", 2, kAnyArgs, 1, Exists},
-    {"MGET", 2, kAnyArgs, 1, MGet},
-    {"MSET", 3, kAnyArgs, 2, MSet},
-    {"DBSIZE", 1, kAnyArgs, 1, DbSize},
-    {"SCAN", 2, kAnyArgs, 2, Scan},
+    {"DEL", 2, kAnyArgs, 1, Del, 1, -1, 1, "write"},
+    {"UNLINK", 2, kAnyArgs, 1, Del, 1, -1, 1, "write"},
+    {"EXISTS", 2, kAnyArgs, 1, Exists, 1, -1, 1, "readonly"},
+    {"MGET", 2, kAnyArgs, 1, MGet, 1, -1, 1, "readonly"},
+    {"MSET", 3, kAnyArgs, 2, MSet, 1, -1, 2, "write"},
+    {"DBSIZE", 1, kAnyArgs, 1, DbSize, 0, 0, 0, "readonly"},
+    {"SCAN", 2, kAnyArgs, 2, Scan, 0, 0, 0, "readonly"},
     {"INFO", 1, kAnyArgs, 1, Info},
     {"COMMAND", 1, kAnyArgs, 1, Command},
     {"HELLO", 1, kAnyArgs, 1, HelloCommand},
@@ -270,7 +305,44 @@ constexpr CommandSpec kCommands[] = {
     {"SELECT", 1, kAnyArgs, 1, Select},
     {"CLIENT", 1, kAnyArgs, 1, Client},
     {"QUIT", 1, kAnyArgs, 1, Quit},
+    {"CLUSTER", 2, kAnyArgs, 1, ClusterCommand},
+    {"READONLY", 1, 1, 1, ReadOnlyCommand},
+    {"READWRITE", 1, 1, 1, ReadWriteCommand},
+    {"ASKING", 1, 1, 1, AskingCommand},
+    {"WAIT", 3, 3, 1, WaitCommand},
 };
+
+}  // namespace
+
+namespace {
+
+// COMMAND (every entry), COMMAND COUNT and COMMAND INFO name...: cluster
+// clients (redis-py's RedisCluster) find a request's keys from them.
+// COMMAND DOCS, which redis-cli asks for to drive its hints, and anything
+// else get an empty array: valid, and it keeps redis-cli working.
+void Command(const CommandContext& ctx, CommandArgs args) {
+  if (args.size() == 1) {
+    ctx.conn->ReplyArrayHeader(sizeof(kCommands) / sizeof(kCommands[0]));
+    for (const CommandSpec& spec : kCommands) ReplyCommandInfo(ctx, spec);
+    return;
+  }
+  if (CommandIs(args[1], "COUNT")) {
+    return ctx.conn->ReplyInteger(sizeof(kCommands) / sizeof(kCommands[0]));
+  }
+  if (CommandIs(args[1], "INFO")) {
+    ctx.conn->ReplyArrayHeader(args.size() - 2);
+    for (size_t i = 2; i < args.size(); ++i) {
+      const CommandSpec* spec = FindCommand(args[i]);
+      if (spec == nullptr) {
+        ctx.conn->ReplyNull();
+      } else {
+        ReplyCommandInfo(ctx, *spec);
+      }
+    }
+    return;
+  }
+  ctx.conn->ReplyArrayHeader(0);
+}
 
 }  // namespace
 

@@ -58,6 +58,14 @@ struct CommandSpec {
   size_t max_args;
   size_t arg_group;
   CommandHandler handler;
+  // What COMMAND reports, so cluster-aware clients (which find a request's
+  // keys from it) can route: the first and last key argument (last -1: the
+  // last argument) and the step between keys; 0, 0, 0 for no keys.
+  int first_key = 0;
+  int last_key = 0;
+  int key_step = 0;
+  // COMMAND's flag: "write", "readonly" or "" (none).
+  absl::string_view flag = "";
 };
 
 // The row for `name` (any case), or null for an unknown command.

@@ -105,7 +105,12 @@ TEST_F(CommandsTest, RepliesAreTheSameBytesAsBefore) {
   EXPECT_EQ(Run({"EXISTS", "a", "b", "zz"}), ":2\r\n");
   EXPECT_EQ(Run({"DBSIZE"}), ":2\r\n");
   EXPECT_EQ(Run({"UNLINK", "a", "zz"}), ":1\r\n");
-  EXPECT_EQ(Run({"COMMAND", "COUNT"}), ":0\r\n");
+  EXPECT_EQ(Run({"COMMAND", "COUNT"}), ":24\r\n");
+  // Redis 6's entry shape, which cluster clients read keys positions from.
+  EXPECT_EQ(Run({"COMMAND", "INFO", "get", "nope"}),
+            "*2\r\n*7\r\n$3\r\nget\r\n:2\r\n*1\r\n+readonly\r\n:1\r\n:1\r\n:1\r\n*0\r\n$-1\r\n");
+  EXPECT_THAT(Run({"COMMAND", "INFO", "mset"}),
+              ::testing::HasSubstr("$4\r\nmset\r\n:-3\r\n*1\r\n+write\r\n:1\r\n:-1\r\n:2\r\n"));
   EXPECT_EQ(Run({"COMMAND", "DOCS"}), "*0\r\n");
   EXPECT_EQ(Run({"CONFIG", "GET", "appendonly"}), "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
   EXPECT_EQ(Run({"SELECT", "0"}), "+OK\r\n");

@@ -80,6 +80,9 @@ struct Connection {
   // False until AUTH / HELLO AUTH succeeds when a password is set; only
   // AUTH, HELLO and QUIT are served before that (auth_commands.h).
   bool authenticated = true;
+  // Cluster mode: READONLY was sent (READWRITE clears it), so reads may be
+  // served by an in-sync backup of the key's shard (cluster_routing.h).
+  bool readonly = false;
   std::string in;  // received, unparsed bytes are in[start, in.size())
   size_t start = 0;
   InputState state = InputState::kCommands;

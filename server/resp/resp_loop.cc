@@ -102,7 +102,7 @@ absl::Status RespLoop::Init() {
   // Writers are not thread-safe: one per loop, used only on its thread.
   writer_ = store_->NewWriter();
   sets_ = std::make_unique<StreamedSet>(store_, writer_.get(), counters_,
-                                        &budgets_->inflight_set_bytes);
+                                        &budgets_->inflight_set_bytes, options_.cluster);
   reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   return absl::OkStatus();
 }

@@ -18,6 +18,8 @@
 namespace kvstore {
 namespace server {
 
+class ClusterState;  // server/cluster/cluster_state.h
+
 // Per-resource bounds of the RESP port (docs/security.md). Each is a
 // kvserver flag (--resp_<name>), is named in the error a client gets when it
 // trips, and is counted in a kvstore_resp_* series. 0 disables a bound
@@ -73,6 +75,11 @@ struct RespServerOptions {
   // Where the server registers kvstore_resp_* and the tcp request series
   // (not owned; must outlive the server). Null: a private registry.
   metrics::Registry* registry = nullptr;
+  // Cluster mode: who serves which slot (not owned; must outlive the
+  // server). Keyed commands are routed through it and the CLUSTER commands
+  // answer from it (cluster_routing.h, cluster_commands.h). Null: single-node
+  // mode, every key served here and CLUSTER refused as Redis does.
+  const ClusterState* cluster = nullptr;
 };
 
 }  // namespace server

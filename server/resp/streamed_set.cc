@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/protocol/layout.h"
+#include "server/resp/cluster_routing.h"
 
 namespace kvstore {
 namespace server {
@@ -23,8 +24,11 @@ void StreamedSet::Begin(Connection* c, absl::string_view key, uint64_t value_len
   counters_->put.requests->Increment();
   absl::Status s = store_->limits().CheckKey(key);
   if (s.ok()) s = store_->limits().CheckValueLength(value_len);
-  if (!s.ok()) {
-    c->ReplyStatus(s);
+  // Routed before the value arrives: a MOVED key reserves nothing and its
+  // value is skipped (RouteKey queues the reply).
+  const bool routed = s.ok() && RouteKey(cluster_, c, key, /*write=*/true);
+  if (!routed) {
+    if (!s.ok()) c->ReplyStatus(s);
     if (value_len > store_->limits().max_value_bytes) {
       // Not worth reading what would be thrown away: answer and close.
       counters_->protocol_errors->Increment();
@@ -161,7 +165,7 @@ void StreamedSet::Finish(Connection* c) {
       store_->Commit(c->reservation.offset, c->reservation.size, /*verify_checksum=*/false);
   Release(c);
   c->state = InputState::kCommands;
-  c->ReplyStatus(s);
+  ReplyStoreStatus(cluster_, c, s);
   // From the header (the loop stamped request_started when it parsed it) to
   // the commit's reply: one extra clock read for the whole streamed SET.
   counters_->put.duration->Observe(absl::Now() - c->request_started);

@@ -19,6 +19,12 @@
 // clients that declare huge values and send them slowly (or never) can hold
 // at most that share of the pool, never the memory committed data needs.
 //
+// Cluster mode: the key is routed (cluster_routing.h) as soon as the header
+// is parsed, before any value byte is received or any pool reserved; a key
+// this node does not serve as primary is answered -MOVED / -CLUSTERDOWN at
+// once and its value skipped in bounded reads (never buffered whole). A
+// refusal of the write hook at commit is answered the same way.
+//
 // Errors: a key or value over its limit, or a full store, is answered with
 // the error its Status maps to and the value is skipped (kDiscard), so the
 // connection stays usable; a value over max_value_bytes is not worth
@@ -35,6 +41,7 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
+#include "server/cluster/cluster_state.h"
 #include "server/resp/connection.h"
 #include "server/resp/limits.h"
 #include "server/resp/resp_counters.h"
@@ -48,9 +55,10 @@ class StreamedSet {
  public:
   // None of the pointers is owned; all must outlive this object. `writer`
   // is the loop's own (KvStore writers are per thread); `budget` is shared
-  // by the port's loops.
-  StreamedSet(KvStore* store, KvStore::Writer* writer, Counters* counters, Budget* budget)
-      : store_(store), writer_(writer), counters_(counters), budget_(budget) {}
+  // by the port's loops; `cluster` is null in single-node mode.
+  StreamedSet(KvStore* store, KvStore::Writer* writer, Counters* counters, Budget* budget,
+              const ClusterState* cluster = nullptr)
+      : store_(store), writer_(writer), counters_(counters), budget_(budget), cluster_(cluster) {}
 
   // Starts the SET of `key` whose value_len-byte value (then CRLF) follows
   // in the stream. On return `c` is in kValue/kValueCrlf (entry reserved),
@@ -97,6 +105,7 @@ class StreamedSet {
   KvStore::Writer* const writer_;
   Counters* const counters_;
   Budget* const budget_;
+  const ClusterState* const cluster_;
 };
 
 }  // namespace resp_internal

@@ -198,6 +198,8 @@ KvStore::~KvStore() {
   // seals its open segment.
   absl::MutexLock lock(&cleaner_mu_);
   cleaner_writer_.reset();
+  absl::MutexLock replica_lock(&replica_mu_);
+  replica_writer_.reset();
 }
 
 absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner) {
@@ -281,6 +283,11 @@ void KvStore::Unpin(uint32_t segment) {
 }
 
 absl::Status KvStore::Commit(uint64_t offset, uint64_t size, bool verify_checksum) {
+  return CommitEntry(offset, size, verify_checksum, options_.write_hook);
+}
+
+absl::Status KvStore::CommitEntry(uint64_t offset, uint64_t size, bool verify_checksum,
+                                  WriteHook* hook) {
   // An RDMA commit's range comes off the wire: written so that no sum can
   // overflow before the range is known to lie inside the arena.
   if (size == 0 || offset % layout::kEntryAlign != 0 || size % layout::kEntryAlign != 0 ||
@@ -296,11 +303,21 @@ absl::Status KvStore::Commit(uint64_t offset, uint64_t size, bool verify_checksu
   if (offset + size > run_end || seg.state.load() == SegState::kFree) {
     return absl::InvalidArgumentError("entry range is not inside one allocated run");
   }
+  // In a lease chunk the holder can rewrite the entry at any moment. With a
+  // hook the entry travels to the backups: it is copied first and the copy
+  // is what is checked and sent, so a holder scribbling over its own entry
+  // cannot make a backup refuse it (and be dropped from the in-sync set).
+  const bool lease = seg.remote_writable.load(std::memory_order_acquire);
+  std::string entry_copy;
+  absl::string_view bytes(pool_->data() + offset, size);
+  if (lease && hook != nullptr) {
+    entry_copy.assign(bytes.data(), bytes.size());
+    bytes = entry_copy;
+  }
   // The bytes were written before this call, by this server or by a client's
   // RDMA WRITE into its lease chunk; either way they are parsed against
   // exactly [offset, offset + size), checksum included unless the server
   // computed it itself.
-  const absl::string_view bytes(pool_->data() + offset, size);
   KV_ASSIGN_OR_RETURN(layout::EntryView view, verify_checksum ? layout::ParseEntry(bytes)
                                                               : layout::ParseEntryHeader(bytes));
   if (layout::EntryBytes(view.key.size(), view.value.size()) != size) {
@@ -309,23 +326,40 @@ absl::Status KvStore::Commit(uint64_t offset, uint64_t size, bool verify_checksu
   KV_RETURN_IF_ERROR(options_.limits.CheckKey(view.key));
   KV_RETURN_IF_ERROR(options_.limits.CheckValueLength(view.value.size()));
 
-  // In a lease chunk the holder can rewrite the entry at any moment: the key
-  // is copied once, and that copy is what is published and recorded.
-  const bool lease = seg.remote_writable.load(std::memory_order_acquire);
+  // In a lease chunk the key is copied once, and that copy is what is
+  // published and recorded.
   std::string key_copy;
   absl::string_view key = view.key;
   if (lease) {
     key_copy.assign(view.key.data(), view.key.size());
     key = key_copy;
+    // Recorded before the hook runs: an overlapping commit is refused
+    // before anything is sent to a backup.
+    uint64_t checksum = view.header->checksum;
+    absl::MutexLock lock(&seg.mu);
+    KV_RETURN_IF_ERROR(RecordLeaseEntryLocked(seg, offset, size, checksum, key_copy));
   }
+  bool published = false;
+  auto publish = [&] {
+    absl::Status p = PublishEntry(key, head, offset, size);
+    published = p.ok();
+    return p;
+  };
+  absl::Status s = hook != nullptr ? hook->Write(key, bytes, publish) : publish();
+  if (!published && lease) {
+    // Not published (the hook refused, or the index was full): a lease
+    // holder may try the offset again.
+    absl::MutexLock lock(&seg.mu);
+    seg.lease_entries.erase(offset);
+  }
+  return s;
+}
+
+absl::Status KvStore::PublishEntry(absl::string_view key, uint32_t head, uint64_t offset,
+                                   uint64_t size) {
+  Segment& seg = segments_[head];
   {
     absl::MutexLock lock(&seg.mu);
-    if (lease) {
-      uint64_t checksum;
-      std::memcpy(&checksum, pool_->data() + offset + offsetof(layout::EntryHeader, checksum),
-                  sizeof(checksum));
-      KV_RETURN_IF_ERROR(RecordLeaseEntryLocked(seg, offset, size, checksum, key_copy));
-    }
     // Count the bytes live before the slot can point at them, so a
     // concurrent overwrite that retires this entry never drives the count
     // negative.
@@ -343,13 +377,8 @@ absl::Status KvStore::Commit(uint64_t offset, uint64_t size, bool verify_checksu
   // fingerprint is filled in by Upsert().
   auto old = index_->Upsert(key, Slot{0, offset, size});
   if (!old.ok()) {
-    // Index full: never published, so the bytes counted above are dead, and
-    // a lease holder may try the offset again.
+    // Index full: never published, so the bytes counted above are dead.
     index_full_->Increment();
-    if (lease) {
-      absl::MutexLock lock(&seg.mu);
-      seg.lease_entries.erase(offset);
-    }
     Retire(Slot{0, offset, size});
     return old.status();
   }
@@ -357,25 +386,6 @@ absl::Status KvStore::Commit(uint64_t offset, uint64_t size, bool verify_checksu
   // slot word can still read its entry for the grace period.
   for (const Slot& replaced : *old) Retire(replaced);
   commits_->Increment();
-  return absl::OkStatus();
-}
-
-absl::Status KvStore::RecordLeaseEntryLocked(Segment& seg, uint64_t offset, uint64_t size,
-                                             uint64_t checksum, const std::string& key) {
-  // The first committed entry at or after `offset`, and the one before it:
-  // the only two that could overlap [offset, offset + size).
-  auto next = seg.lease_entries.lower_bound(offset);
-  bool overlaps = next != seg.lease_entries.end() && next->first < offset + size;
-  if (!overlaps && next != seg.lease_entries.begin()) {
-    auto prev = std::prev(next);
-    overlaps = prev->first + prev->second.size > offset;
-  }
-  if (overlaps) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "entry range [", offset, ", +", size,
-        ") overlaps an entry already committed in this lease; entries are committed once"));
-  }
-  seg.lease_entries.emplace(offset, CommittedEntry{size, checksum, key});
   return absl::OkStatus();
 }
 
@@ -467,61 +477,18 @@ absl::StatusOr<PinnedValue> KvStore::CopyLeasedEntry(absl::string_view key, cons
 absl::Status KvStore::Delete(absl::string_view key) {
   // A key no commit could have stored is kInvalidArgument, not kNotFound.
   KV_RETURN_IF_ERROR(options_.limits.CheckKey(key));
+  // A DELETE of an absent key replicates too: deciding "absent" before the
+  // hook's stripe lock would race a concurrent PUT of the key.
+  auto publish = [&] { return Unpublish(key); };
+  return options_.write_hook != nullptr ? options_.write_hook->Write(key, {}, publish) : publish();
+}
+
+absl::Status KvStore::Unpublish(absl::string_view key) {
   std::vector<Slot> old = index_->Remove(key);
   if (old.empty()) return absl::NotFoundError("key not found");
   for (const Slot& slot : old) Retire(slot);
   deletes_->Increment();
   return absl::OkStatus();
-}
-
-absl::StatusOr<Chunk> KvStore::AllocateChunk(uint64_t bytes) {
-  const uint64_t seg = options_.segment_bytes;
-  if (bytes == 0) return absl::InvalidArgumentError("lease size must be positive");
-  // Not for the cleaner: a lease may not take the cleaner's reserve. The
-  // flag is set before the chunk is handed out, so it is visible before any
-  // entry in the chunk can be committed and looked up (Get() loads it with
-  // acquire after finding such an entry).
-  absl::StatusOr<Chunk> c = AllocateRun(static_cast<uint32_t>((bytes + seg - 1) / seg));
-  if (c.ok()) segments_[c->first_segment].remote_writable.store(true, std::memory_order_release);
-  return c;
-}
-
-void KvStore::ReleaseChunk(const Chunk& chunk) {
-  const uint32_t head = chunk.first_segment;
-  // Moved out so that seg.mu (a leaf lock) is not held while the walk takes
-  // the index's locks; no commit can add to the record any more.
-  std::map<uint64_t, CommittedEntry> committed;
-  {
-    absl::MutexLock lock(&segments_[head].mu);
-    committed.swap(segments_[head].lease_entries);
-  }
-  for (const auto& [offset, entry] : committed) CheckReleasedEntry(offset, entry);
-  // Nothing can write the chunk any more and every surviving entry has been
-  // verified: from here reads serve them from pool memory without a
-  // checksum, like any other entry.
-  segments_[head].remote_writable.store(false, std::memory_order_release);
-  Seal(head);
-}
-
-bool KvStore::CheckReleasedEntry(uint64_t offset, const CommittedEntry& committed) {
-  // The bytes must still be the committed entry: same key, same checksum,
-  // and a checksum that verifies. The checksum compare is what catches a
-  // holder that rewrote its own key's value (or another key's entry over
-  // this one) after the commit without committing again.
-  const absl::string_view bytes(pool_->data() + offset, committed.size);
-  auto view = layout::VerifyEntry(bytes, committed.key);
-  if (view.ok() && view->header->checksum == committed.checksum) return false;
-  // Found by offset, not by the key now in the entry (which the holder may
-  // have changed, or destroyed with the header): RemoveIf matches the slot of
-  // the committed key's fingerprint that points at this offset. A slot that
-  // was replaced meanwhile is not touched.
-  const Slot slot{0, offset, committed.size};
-  if (!index_->RemoveIf(committed.key, slot)) return false;
-  Retire(slot);
-  modified_->Increment();
-  LOG(WARNING) << "entry of a " << committed.key.size() << "-byte key at offset " << offset
-               << " was modified after its commit; removed when its lease ended";
-  return true;
 }
 
 int64_t KvStore::LiveBytes() const {

@@ -265,6 +265,24 @@ class KvStore {
   // kNotFound if absent.
   absl::Status Delete(absl::string_view key);
 
+  // A backup installs a write its primary replicated (cluster mode,
+  // server/cluster/replica_installer.h): `entry` is the whole
+  // self-verifying entry the primary committed. It is copied into this
+  // store's own space (a writer of its own, under a mutex) and committed
+  // with its checksum verified, bypassing the write hook (the primary
+  // already routed and ordered it). Versions handed out later by Version()
+  // are above the entry's, so a backup promoted to primary keeps them
+  // increasing. Errors: kDataLoss for a corrupt entry, and those of
+  // Writer::Reserve() and Commit(); nothing is published on error.
+  absl::Status InstallReplica(absl::string_view entry);
+  // A backup applies a replicated DELETE, bypassing the hook. Idempotent:
+  // an absent key is OK. kInvalidArgument for a key over the limits.
+  absl::Status DeleteReplica(absl::string_view key);
+  // A verified copy of the whole entry (header, key, value) that `key`'s
+  // slot names, for a primary streaming its shard to a joining replica.
+  // kNotFound if absent; kUnavailable when overwrites kept racing the copy.
+  absl::StatusOr<std::string> CopyEntry(absl::string_view key) const;
+
   // Keys for SCAN / the Scan RPC (see KvIndex::Scan).
   uint64_t Scan(uint64_t cursor, size_t count, absl::string_view prefix,
                 std::vector<std::string>* keys, uint64_t max_buckets = 0) const {
@@ -363,6 +381,13 @@ class KvStore {
   // Marks every segment of the run at `head` sealed and queues the run for
   // reclamation if nothing in it is live.
   void Seal(uint32_t head);
+  // Commit() with the hook to consult (null: none, as for InstallReplica).
+  absl::Status CommitEntry(uint64_t offset, uint64_t size, bool verify_checksum, WriteHook* hook);
+  // The publishing half of a commit: counts the entry live in the run at
+  // `head` and stores its slot word (what a WriteHook's publish runs).
+  absl::Status PublishEntry(absl::string_view key, uint32_t head, uint64_t offset, uint64_t size);
+  // The publishing half of Delete(). kNotFound if absent.
+  absl::Status Unpublish(absl::string_view key);
   // Records an entry committed into the lease chunk whose head is `seg`;
   // kInvalidArgument when its range overlaps one committed before.
   absl::Status RecordLeaseEntryLocked(Segment& seg, uint64_t offset, uint64_t size,
@@ -433,6 +458,11 @@ class KvStore {
   // Only the cleaner thread (or RunCleanerOnce callers, serialised) use this.
   absl::Mutex cleaner_mu_;
   std::unique_ptr<Writer> cleaner_writer_ ABSL_GUARDED_BY(cleaner_mu_);
+
+  // The writer of InstallReplica(), shared by the threads installing
+  // replicated writes.
+  absl::Mutex replica_mu_;
+  std::unique_ptr<Writer> replica_writer_ ABSL_GUARDED_BY(replica_mu_);
 
   // Owned by *registry_; incremented on the paths that count them.
   metrics::Counter* commits_;

@@ -21,6 +21,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "tests/test_cluster.h"
@@ -33,7 +35,7 @@ constexpr char kEtcdBinary[] = "/usr/bin/etcd";
 
 // Binds two sockets to 127.0.0.1:0 at once (so the ports differ) and
 // returns their ports. etcd binds them a moment later; another process could
-// take one in between, which Start() reports with etcd's log.
+// take one in between: then etcd exits and Start() tries new ports.
 absl::Status PickPorts(int* a, int* b) {
   int fds[2] = {-1, -1};
   int* ports[2] = {a, b};
@@ -81,6 +83,31 @@ bool Healthy(int port) {
   return absl::StrContains(reply, "\"health\":\"true\"");
 }
 
+// Whether process `pid` holds the socket listening on 127.0.0.1:`port`.
+// Another test's etcd may have taken a port we picked (see PickPorts); its
+// /health answer must not pass for ours. Linux only: the socket's inode from
+// /proc/PID/net/tcp, looked up among /proc/PID/fd.
+bool ListensOn(pid_t pid, int port) {
+  std::ifstream tcp(absl::StrCat("/proc/", pid, "/net/tcp"));
+  const std::string local = absl::StrFormat("0100007F:%04X", port);
+  std::string line, inode;
+  std::getline(tcp, line);  // header
+  while (std::getline(tcp, line)) {
+    std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+    if (f.size() > 9 && f[1] == local && f[3] == "0A") inode = f[9];
+  }
+  if (inode.empty()) return false;
+  const std::string want = absl::StrCat("socket:[", inode, "]");
+  std::error_code ec;
+  for (const auto& fd :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/fd"), ec)) {
+    std::error_code link_ec;
+    if (std::filesystem::read_symlink(fd.path(), link_ec).string() == want) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 EtcdProcess::~EtcdProcess() {
@@ -97,22 +124,27 @@ absl::Status EtcdProcess::Start() {
     return absl::FailedPreconditionError(absl::StrCat(
         kEtcdBinary, " not found: install Debian's etcd-server package (deploy/setup.sh)"));
   }
-  if (dir_.empty()) {
-    if (absl::Status s = Prepare(); !s.ok()) return s;
+  if (!dir_.empty()) {  // a restart: same ports, same data
+    if (absl::Status s = Launch(); !s.ok()) return s;
+    return WaitHealthy();
   }
-  if (absl::Status s = Launch(); !s.ok()) return s;
-  return WaitHealthy();
-}
-
-absl::Status EtcdProcess::Prepare() {
   std::string tmpl = absl::StrCat(TempDir(), "/etcd.XXXXXX");
   if (mkdtemp(tmpl.data()) == nullptr) {
     return absl::InternalError(absl::StrCat("mkdtemp ", tmpl, ": ", std::strerror(errno)));
   }
   dir_ = tmpl;
-  if (absl::Status s = PickPorts(&client_port_, &peer_port_); !s.ok()) return s;
-  endpoint_ = absl::StrCat("127.0.0.1:", client_port_);
-  return absl::OkStatus();
+  for (int attempt = 1;; ++attempt) {
+    if (absl::Status s = PickPorts(&client_port_, &peer_port_); !s.ok()) return s;
+    endpoint_ = absl::StrCat("127.0.0.1:", client_port_);
+    if (absl::Status s = Launch(); !s.ok()) return s;
+    absl::Status s = WaitHealthy();
+    // Another process may have taken a port between PickPorts() and etcd's
+    // bind: try again on new ports with fresh data.
+    if (s.ok() || attempt == 3 || !absl::StrContains(Log(), "address already in use")) return s;
+    std::error_code ignored;
+    std::filesystem::remove_all(absl::StrCat(dir_, "/data"), ignored);
+    std::filesystem::remove(absl::StrCat(dir_, "/etcd.log"), ignored);
+  }
 }
 
 absl::Status EtcdProcess::Launch() {
@@ -155,7 +187,7 @@ absl::Status EtcdProcess::Launch() {
 absl::Status EtcdProcess::WaitHealthy() {
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
   while (absl::Now() < deadline) {
-    if (Healthy(client_port_)) return absl::OkStatus();
+    if (Healthy(client_port_) && ListensOn(pid_, client_port_)) return absl::OkStatus();
     int status;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;

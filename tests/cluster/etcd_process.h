@@ -34,7 +34,9 @@ class EtcdProcess {
   EtcdProcess& operator=(const EtcdProcess&) = delete;
   ~EtcdProcess();
 
-  // Starts etcd and waits (at most 20 s) until its /health says true.
+  // Starts etcd and waits (at most 20 s) until its /health says true. The
+  // first call picks the ports (retrying if another process takes one) and
+  // the directory; later calls restart on the same ports and data.
   // kFailedPrecondition naming the package when etcd is not installed;
   // kInternal with etcd's log when it exits or does not become healthy.
   absl::Status Start();
@@ -58,7 +60,6 @@ class EtcdProcess {
   std::string Log() const;
 
  private:
-  absl::Status Prepare();  // the first Start(): ports and directory
   absl::Status Launch();
   absl::Status WaitHealthy();
 

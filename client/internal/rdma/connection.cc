@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<RdmaConnection>> RdmaConnection::Open(
 // GID is preferred (routable); index 0 otherwise (InfiniBand, or none found).
 absl::Status RdmaConnection::CreateQueuePair(rdma::QpCaps* caps) {
   // Room for every slot's work requests (a GET posts two bucket READs and
-  // an entry READ) plus the acks' receives.
+  // the fence READ, then an entry READ) plus the acks' receives.
   KV_ASSIGN_OR_RETURN(auto cq,
                       rdma::CompletionQueue::Create(ctx_->device, 4 * kSlots + 512, nullptr));
   cq_.emplace(std::move(cq));

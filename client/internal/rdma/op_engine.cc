@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<OpEngine>> OpEngine::Create(std::shared_ptr<RdmaC
   // The commit area is rounded to 64 bytes so every area starts aligned (the
   // buckets are read as 8-byte slot words).
   const size_t commit_area = (wire::CommitBytes(max_key_bytes) + 63) / 64 * 64;
-  const size_t scratch_bytes = kBucketArea + commit_area + kSmallEntryArea;
+  const size_t scratch_bytes = kBucketArea + commit_area + kSmallEntryArea + kFenceArea;
   KV_ASSIGN_OR_RETURN(e->arena_, NewBlock(ctx, scratch_bytes * kSlots));
   for (int i = 0; i < kSlots; ++i) {
     OpSlot& s = e->slots_[i];
@@ -36,6 +36,7 @@ absl::StatusOr<std::unique_ptr<OpEngine>> OpEngine::Create(std::shared_ptr<RdmaC
     s.buckets = e->arena_->mem.get() + i * scratch_bytes;
     s.commit = s.buckets + kBucketArea;
     s.entry = s.commit + commit_area;
+    s.fence = s.entry + kSmallEntryArea;
     s.lkey = e->arena_->mr->lkey();
   }
   return e;

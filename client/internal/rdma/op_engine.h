@@ -2,7 +2,8 @@
 //
 // OpEngine: runs the work requests of one RDMA path. It owns
 //   - the operation slots: kSlots per path, each with registered scratch
-//     memory (two buckets | a commit message | a small entry) and the state
+//     memory (two buckets | a commit message | a small entry | the fence
+//     words) and the state
 //     the completion poller fills in (done, work-completion status, ack);
 //   - the commit credits: at most RdmaConnection::credits() commits may
 //     await their ack at once, one per receive the server can SEND into;
@@ -43,15 +44,19 @@ namespace client {
 // enough not to need a pooled buffer.
 inline constexpr size_t kBucketArea = 2 * layout::kBucketBytes;
 inline constexpr size_t kSmallEntryArea = 4096;
+// Where a batch's fence READ lands (the 16 bytes of common/protocol/fence.h,
+// rounded to a cache line).
+inline constexpr size_t kFenceArea = 64;
 
 // One operation's state and scratch memory (inside the engine's slot arena;
-// all three areas share `lkey`). Owned by the thread that acquired it; the
+// all four areas share `lkey`). Owned by the thread that acquired it; the
 // fields below `lkey` are also written by the poller until `done`.
 struct OpSlot {
   int index = 0;
   char* buckets = nullptr;  // kBucketArea bytes
   char* commit = nullptr;   // room for any commit message
   char* entry = nullptr;    // kSmallEntryArea bytes
+  char* fence = nullptr;    // kFenceArea bytes
   uint32_t lkey = 0;
   uint64_t generation = 0;  // bumped per commit; also the entry's version
   uint64_t request_id = 0;  // (generation << 16) | index: matches acks to slots

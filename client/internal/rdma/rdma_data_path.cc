@@ -121,6 +121,9 @@ absl::Status RdmaDataPath::PutFrom(absl::string_view key, const RegisteredBuffer
   return writer_->PutFrom(key, buffer, offset, length, deadline);
 }
 
+// The reader is the one part that checks fence words.
+void RdmaDataPath::SetMapEpoch(uint64_t epoch) { reader_->SetMapEpoch(epoch); }
+
 // The engine sees every completion, so it is the one to know.
 bool RdmaDataPath::broken() const { return engine_->broken(); }
 

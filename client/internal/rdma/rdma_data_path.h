@@ -87,6 +87,10 @@ class RdmaDataPath final : public DataPath {
   absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
                        size_t length, absl::Time deadline) override;
 
+  // Reads are checked against the server's fence words under this map
+  // epoch (RdmaReader); the path keeps it until set again.
+  void SetMapEpoch(uint64_t epoch) override;
+
   // True once a completion error, failed post or timeout broke the QP.
   bool broken() const override;
   absl::string_view name() const override { return "rdma"; }

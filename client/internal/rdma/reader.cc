@@ -6,7 +6,8 @@
 // READ. So every slot is bounds-checked before it is followed, every entry is
 // verified (magic, lengths, key, checksum) after it is read, and a read that
 // took longer than the server's max_read_span (its grace period before
-// reusing memory) is not trusted at all.
+// reusing memory) is not trusted at all. And none of it is trusted unless
+// the fence words READ in the same batch admit it (fence_gate.h).
 
 #include "client/internal/rdma/reader.h"
 
@@ -55,7 +56,8 @@ RdmaReader::RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool*
       server_fallback_gets_(registry->AddCounter(
           "kvstore_client_server_fallback_gets_total",
           "GETs answered by the server CPU (gRPC) after one-sided retries ran out, or for an "
-          "entry no single READ can fetch.")) {}
+          "entry no single READ can fetch.")),
+      fence_(registry) {}
 
 // --- Entry points --------------------------------------------------------------
 
@@ -109,24 +111,55 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> RdmaReader::MultiGet(
 
 // Both buckets are read even when they coincide; Candidates() then searches
 // the copy once.
-absl::Status RdmaReader::ReadBuckets(OpSlot* s, const layout::KeyHash& h, absl::Time deadline) {
-  // Both candidate buckets, one doorbell, only the last signaled (RC
-  // completes them in order).
-  rdma::Sge b_sges[2] = {{reinterpret_cast<uint64_t>(s->buckets),
-                          static_cast<uint32_t>(layout::kBucketBytes), s->lkey},
-                         {reinterpret_cast<uint64_t>(s->buckets + layout::kBucketBytes),
-                          static_cast<uint32_t>(layout::kBucketBytes), s->lkey}};
-  rdma::ReadOp reads[2];
+absl::Status RdmaReader::ReadBuckets(OpSlot* s, const layout::KeyHash& h, absl::Time deadline,
+                                     FenceRead* fence) {
+  // Both candidate buckets and the fence words, one doorbell, only the last
+  // signaled (RC completes them in order).
+  rdma::Sge sges[3] = {{reinterpret_cast<uint64_t>(s->buckets),
+                        static_cast<uint32_t>(layout::kBucketBytes), s->lkey},
+                       {reinterpret_cast<uint64_t>(s->buckets + layout::kBucketBytes),
+                        static_cast<uint32_t>(layout::kBucketBytes), s->lkey}};
+  rdma::ReadOp reads[3];
   for (int i = 0; i < 2; ++i) {
-    reads[i].local = absl::MakeConstSpan(&b_sges[i], 1);
+    reads[i].local = absl::MakeConstSpan(&sges[i], 1);
     reads[i].remote_addr = layout_->index_addr + h.bucket[i] * layout::kBucketBytes;
     reads[i].rkey = layout_->index_rkey;
     reads[i].wr_id = kKindRead | s->index;
     reads[i].signaled = i == 1;
   }
+  size_t n = 2;
+  if (FenceReadOp(s, &sges[2], &reads[2])) {
+    reads[1].signaled = false;
+    n = 3;
+  }
   engine_->Arm(s);
-  KV_RETURN_IF_ERROR(engine_->PostReads(absl::MakeConstSpan(reads, 2)));
-  return engine_->Wait(s, deadline);
+  KV_RETURN_IF_ERROR(engine_->PostReads(absl::MakeConstSpan(reads, n)));
+  KV_RETURN_IF_ERROR(engine_->Wait(s, deadline));
+  return AdmitFence(s, fence);
+}
+
+// Last in its batch: it is READ after the buckets, so words that admit the
+// batch were current when the buckets were read, or later.
+bool RdmaReader::FenceReadOp(OpSlot* s, rdma::Sge* sge, rdma::ReadOp* op) const {
+  if (!layout_->has_fence()) return false;
+  *sge = {reinterpret_cast<uint64_t>(s->fence), 16, s->lkey};
+  op->local = absl::MakeConstSpan(sge, 1);
+  op->remote_addr = layout_->fence_addr;
+  op->rkey = layout_->fence_rkey;
+  op->wr_id = kKindRead | s->index;
+  op->signaled = true;
+  return true;
+}
+
+absl::Status RdmaReader::AdmitFence(const OpSlot* s, FenceRead* fence) {
+  fence->present = layout_->has_fence();
+  if (!fence->present) return absl::OkStatus();
+  fence->words = fence::Decode(s->fence);
+  return fence_.Admit(fence->words);
+}
+
+absl::Status RdmaReader::Readmit(const FenceRead& fence) {
+  return fence.present ? fence_.Admit(fence.words) : absl::OkStatus();
 }
 
 std::vector<Slot> RdmaReader::Candidates(const OpSlot* s, const layout::KeyHash& h) const {
@@ -163,7 +196,9 @@ absl::StatusOr<size_t> RdmaReader::GetOneOn(const Request& req, OpSlot* s) {
     // Backoff: 10 us doubling to 1 ms, time for a writer to finish.
     if (attempt > 0) absl::SleepFor(absl::Microseconds(std::min(1000, 5 << attempt)));
     const absl::Duration t0 = SteadyNow();
-    KV_RETURN_IF_ERROR(ReadBuckets(s, h, req.deadline));
+    FenceRead fence;
+    // A fence refusal ends the GET: the server is not asked instead.
+    KV_RETURN_IF_ERROR(ReadBuckets(s, h, req.deadline, &fence));
     std::vector<Slot> cands = Candidates(s, h);
     if (cands.empty()) return absl::NotFoundError("key not found");
     bool torn = false;           // a candidate failed its checks
@@ -173,7 +208,7 @@ absl::StatusOr<size_t> RdmaReader::GetOneOn(const Request& req, OpSlot* s) {
         torn = true;
         continue;
       }
-      Attempt a = ReadCandidate(req, slot, s, t0);
+      Attempt a = ReadCandidate(req, slot, s, t0, fence);
       if (a.kind == Attempt::kDone) return a.result;
       if (a.kind == Attempt::kTorn) torn = true;
       if (a.kind == Attempt::kSpanExceeded) {
@@ -194,7 +229,7 @@ absl::StatusOr<size_t> RdmaReader::GetOneOn(const Request& req, OpSlot* s) {
 // One entry READ and its verification. A pooled buffer, if one was needed,
 // goes back to the pool on every way out.
 RdmaReader::Attempt RdmaReader::ReadCandidate(const Request& req, const Slot& slot, OpSlot* s,
-                                              absl::Duration t0) {
+                                              absl::Duration t0, const FenceRead& fence) {
   const size_t head = layout::kEntryHeaderBytes + req.key.size();
   const DataRegion* region = layout_->Resolve(slot.offset, req.header_only ? head : slot.size);
   if (region == nullptr) {
@@ -224,6 +259,11 @@ RdmaReader::Attempt RdmaReader::ReadCandidate(const Request& req, const Slot& sl
     // link), trying again cannot help: let the server answer.
     a.give_up = SteadyNow() - entry_start > layout_->max_read_span;
     return a;
+  }
+  // The entry was READ after the fence check: the lease must still hold.
+  if (absl::Status f = Readmit(fence); !f.ok()) {
+    if (plan.big) pool_->Release(std::move(plan.big));
+    return {Attempt::kDone, f};
   }
   absl::StatusOr<size_t> verified =
       Verify(req.key, slot, plan.local, req.dest, req.out, req.header_only);
@@ -346,10 +386,11 @@ absl::StatusOr<size_t> RdmaReader::ServerGet(const Request& req) {
 absl::Status RdmaReader::ReadBucketsBatch(absl::Span<const std::string> keys,
                                           const std::vector<OpSlot*>& slots,
                                           std::vector<layout::KeyHash>* hashes, absl::Time deadline,
-                                          absl::Duration* t0) {
+                                          absl::Duration* t0, FenceRead* fence) {
   const size_t n = keys.size();
-  std::vector<rdma::Sge> sges(2 * n);
-  std::vector<rdma::ReadOp> reads(2 * n);
+  // One more for the fence words.
+  std::vector<rdma::Sge> sges(2 * n + 1);
+  std::vector<rdma::ReadOp> reads(2 * n + 1);
   for (size_t k = 0; k < n; ++k) {
     (*hashes)[k] = layout::HashKey(keys[k], layout_->geometry.seed, layout_->geometry.bucket_count);
     for (int i = 0; i < 2; ++i) {
@@ -364,13 +405,16 @@ absl::Status RdmaReader::ReadBucketsBatch(absl::Span<const std::string> keys,
       r.signaled = false;
     }
   }
+  // The fence READ goes last, into the last slot's scratch.
+  if (!FenceReadOp(slots[n - 1], &sges[2 * n], &reads[2 * n])) reads.pop_back();
   // Selective signalling: on one RC queue pair, the last READ's completion
   // means every earlier one has completed.
   reads.back().signaled = true;
   *t0 = SteadyNow();
   engine_->Arm(slots[n - 1]);
   KV_RETURN_IF_ERROR(engine_->PostReads(reads));
-  return engine_->Wait(slots[n - 1], deadline);
+  KV_RETURN_IF_ERROR(engine_->Wait(slots[n - 1], deadline));
+  return AdmitFence(slots[n - 1], fence);
 }
 
 // The common case, done in one more round trip for the whole batch: a key
@@ -381,6 +425,7 @@ absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys
                                               const std::vector<OpSlot*>& slots,
                                               const std::vector<layout::KeyHash>& hashes,
                                               absl::Time deadline, absl::Duration t0,
+                                              const FenceRead& fence,
                                               absl::StatusOr<std::string>* out) {
   const size_t n = keys.size();
   std::vector<rdma::Sge> esges;
@@ -414,6 +459,8 @@ absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys
   engine_->Arm(slots[n - 1]);
   KV_RETURN_IF_ERROR(engine_->PostReads(ereads));
   KV_RETURN_IF_ERROR(engine_->Wait(slots[n - 1], deadline));
+  // The entries were READ after the fence check: the lease must still hold.
+  KV_RETURN_IF_ERROR(Readmit(fence));
   // Past the span nothing read can be trusted; those keys stay open.
   const bool in_span = SteadyNow() - t0 <= layout_->max_read_span;
   for (auto& [k, slot] : pending) {
@@ -434,8 +481,10 @@ absl::Status RdmaReader::MultiGetBatch(absl::Span<const std::string> keys, absl:
   SlotGuard guard(engine_, slots);
   std::vector<layout::KeyHash> hashes(n);
   absl::Duration t0;
-  KV_RETURN_IF_ERROR(ReadBucketsBatch(keys, slots, &hashes, deadline, &t0));
-  KV_RETURN_IF_ERROR(ReadSingleCandidates(keys, slots, hashes, deadline, t0, out));
+  FenceRead fence;
+  // A fence refusal fails the batch: nothing it read is used.
+  KV_RETURN_IF_ERROR(ReadBucketsBatch(keys, slots, &hashes, deadline, &t0, &fence));
+  KV_RETURN_IF_ERROR(ReadSingleCandidates(keys, slots, hashes, deadline, t0, fence, out));
   // Whatever is still open goes through the single-key path (retries,
   // large entries, collisions, fallback), on the key's own slot: every READ
   // of the batch has completed (the last one was signaled), and asking for

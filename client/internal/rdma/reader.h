@@ -2,9 +2,18 @@
 //
 // RdmaReader: one-sided GET, Exists and MultiGet.
 //
-//   READ both candidate buckets (one doorbell) -> pick the slots whose
-//   fingerprint matches -> bounds-check them -> READ the entry -> verify
-//   magic, lengths, checksum and key.
+//   READ both candidate buckets and the server's fence words (one doorbell)
+//   -> check the fence -> pick the slots whose fingerprint matches ->
+//   bounds-check them -> READ the entry -> check the fence's lease again ->
+//   verify magic, lengths, checksum and key.
+//
+// Fencing (docs/architecture.md §19.5): the fence READ is one more work
+// request in the bucket batch, not a round trip. When the words say the
+// server is fenced or its lease lapsed the GET fails with kUnavailable,
+// when they name another cluster map epoch than SetMapEpoch()'s with
+// kFailedPrecondition; nothing read with them is used and the server is not
+// asked instead (the caller refreshes its map and retries). A server that
+// publishes no fence region is read without the check.
 //
 // Everything read is untrusted: the server may be rewriting the bucket or
 // reclaiming the entry while we read. A failed verify, or a bucket-to-entry
@@ -29,11 +38,13 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "client/internal/control_client.h"
+#include "client/internal/rdma/fence_gate.h"
 #include "client/internal/rdma/op_engine.h"
 #include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/server_layout.h"
 #include "client/registered_buffer.h"
 #include "common/metrics/registry.h"
+#include "common/protocol/fence.h"
 #include "common/protocol/layout.h"
 
 namespace kvstore {
@@ -62,7 +73,16 @@ class RdmaReader {
   absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys, absl::Time deadline);
 
+  // The cluster map epoch reads are checked against (0: single-node).
+  void SetMapEpoch(uint64_t epoch) { fence_.set_map_epoch(epoch); }
+
  private:
+  // The fence words READ with a batch of bucket READs; `present` is false
+  // when the server publishes no fence region.
+  struct FenceRead {
+    bool present = false;
+    fence::FenceWords words;
+  };
   // Where a zero-copy GET puts the value: registered caller memory.
   struct UserDest {
     char* data;
@@ -103,13 +123,24 @@ class RdmaReader {
   // GetOne() on a slot the caller already holds (MultiGetBatch: a caller
   // holding slots never waits for another, which could deadlock the path).
   absl::StatusOr<size_t> GetOneOn(const Request& req, OpSlot* s);
-  // READs both candidate buckets of `h` into `s`'s scratch and waits.
-  absl::Status ReadBuckets(OpSlot* s, const layout::KeyHash& h, absl::Time deadline);
+  // READs both candidate buckets of `h` and the fence words into `s`'s
+  // scratch, waits, and admits the fence (its refusal is returned).
+  absl::Status ReadBuckets(OpSlot* s, const layout::KeyHash& h, absl::Time deadline,
+                           FenceRead* fence);
+  // Fills `op` (and `sge`) with a signaled READ of the fence words into
+  // `s`'s fence scratch. False when the server publishes none.
+  bool FenceReadOp(OpSlot* s, rdma::Sge* sge, rdma::ReadOp* op) const;
+  // Decodes `s`'s fence scratch after the batch completed and admits it.
+  absl::Status AdmitFence(const OpSlot* s, FenceRead* fence);
+  // Admits `fence` again now: after an entry READ that followed the check,
+  // the lease may have lapsed meanwhile.
+  absl::Status Readmit(const FenceRead& fence);
   // The slots in `s`'s buckets whose fingerprint is `h`'s.
   std::vector<layout::Slot> Candidates(const OpSlot* s, const layout::KeyHash& h) const;
   // READs and verifies the entry `slot` points at. `t0`: when the bucket
   // READ started (the span is measured from there).
-  Attempt ReadCandidate(const Request& req, const layout::Slot& slot, OpSlot* s, absl::Duration t0);
+  Attempt ReadCandidate(const Request& req, const layout::Slot& slot, OpSlot* s, absl::Duration t0,
+                        const FenceRead& fence);
   // Fills `plan` for reading the entry of `slot`.
   absl::Status PlanEntryRead(const Request& req, const layout::Slot& slot, OpSlot* s,
                              EntryRead* plan);
@@ -126,18 +157,19 @@ class RdmaReader {
   // key with a single small candidate; the rest go through GetOne().
   absl::Status MultiGetBatch(absl::Span<const std::string> keys, absl::Time deadline,
                              absl::StatusOr<std::string>* out);
-  // Posts and waits for the bucket READs of `keys` into `slots`; sets `t0`
-  // to when they were posted.
+  // Posts and waits for the bucket READs of `keys` into `slots` and the
+  // fence READ, and admits the fence; sets `t0` to when they were posted.
   absl::Status ReadBucketsBatch(absl::Span<const std::string> keys,
                                 const std::vector<OpSlot*>& slots,
                                 std::vector<layout::KeyHash>* hashes, absl::Time deadline,
-                                absl::Duration* t0);
+                                absl::Duration* t0, FenceRead* fence);
   // READs and verifies the entries of keys with exactly one plausible small
   // candidate, filling `out` for those that verified within the span.
   absl::Status ReadSingleCandidates(absl::Span<const std::string> keys,
                                     const std::vector<OpSlot*>& slots,
                                     const std::vector<layout::KeyHash>& hashes, absl::Time deadline,
-                                    absl::Duration t0, absl::StatusOr<std::string>* out);
+                                    absl::Duration t0, const FenceRead& fence,
+                                    absl::StatusOr<std::string>* out);
 
   const ServerLayout* const layout_;
   OpEngine* const engine_;
@@ -147,6 +179,7 @@ class RdmaReader {
   metrics::Counter* const checksum_retries_;      // a read that did not verify, retried
   metrics::Counter* const span_retries_;          // a read that outlasted max_read_span
   metrics::Counter* const server_fallback_gets_;  // GETs the server CPU answered
+  FenceGate fence_;                               // the map epoch; refusals
 };
 
 }  // namespace client

@@ -44,6 +44,10 @@ absl::StatusOr<ServerLayout> ServerLayout::FromHandshake(const v1::HandshakeResp
                    r.length() / layout::kBucketBytes >= l.geometry.bucket_count;
     } else if (r.kind() == v1::REGION_KIND_DATA) {
       l.data.push_back({r.arena_offset(), r.length(), r.addr(), r.rkey()});
+    } else if (r.kind() == v1::REGION_KIND_FENCE && r.length() >= 16 && r.rkey() != 0) {
+      // Shorter than the two words: not a fence region this client can check.
+      l.fence_addr = r.addr();
+      l.fence_rkey = r.rkey();
     }
   }
   // Sorted so that Resolve() scans regions in arena order.

@@ -2,7 +2,8 @@
 //
 // ServerLayout: what an RDMA client needs to know about one server epoch to
 // read and write its memory directly, taken from the handshake: limits,
-// index geometry and address, the data regions of the arena, and the
+// index geometry and address, the data regions of the arena, the fence
+// words (common/protocol/fence.h) when the server publishes them, and the
 // timing rules (read span, lease TTL).
 //
 // Thread safety: immutable once built; share freely.
@@ -58,6 +59,11 @@ struct ServerLayout {
   uint32_t index_rkey = 0;
   std::vector<DataRegion> data;  // sorted by arena_offset
   uint64_t data_arena_bytes = 0;
+  // The REGION_KIND_FENCE region (at least 16 bytes). rkey 0: the server
+  // publishes none (it predates fencing) and readers skip the check.
+  uint64_t fence_addr = 0;
+  uint32_t fence_rkey = 0;
+  bool has_fence() const { return fence_rkey != 0; }
 };
 
 }  // namespace client

@@ -79,6 +79,29 @@ TEST(ServerLayout, RefusesAnIndexThatDoesNotHoldEveryBucket) {
   EXPECT_EQ(ServerLayout::FromHandshake(hs).status().code(), absl::StatusCode::kUnavailable);
 }
 
+// The fence region is optional (an older server publishes none); one too
+// short to hold the two words is ignored rather than READ past its end.
+TEST(ServerLayout, TakesTheFenceRegionWhenThereIsOne) {
+  v1::HandshakeResponse hs = GoodHandshake();
+  auto none = ServerLayout::FromHandshake(hs);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_fence());
+  auto* fence = hs.add_regions();
+  fence->set_kind(v1::REGION_KIND_FENCE);
+  fence->set_length(64);
+  fence->set_addr(0x7000);
+  fence->set_rkey(11);
+  auto with = ServerLayout::FromHandshake(hs);
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_TRUE(with->has_fence());
+  EXPECT_EQ(with->fence_addr, 0x7000u);
+  EXPECT_EQ(with->fence_rkey, 11u);
+  fence->set_length(8);
+  auto short_fence = ServerLayout::FromHandshake(hs);
+  ASSERT_TRUE(short_fence.ok()) << short_fence.status();
+  EXPECT_FALSE(short_fence->has_fence());
+}
+
 TEST(ServerLayout, ResolveAndPlausibleRejectUntrustedRanges) {
   auto l = ServerLayout::FromHandshake(GoodHandshake());
   ASSERT_TRUE(l.ok());

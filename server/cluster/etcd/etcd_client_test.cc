@@ -10,8 +10,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -215,6 +218,38 @@ TEST_F(EtcdClientTest, TxnModRevisionGuardsAgainstLostUpdates) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->succeeded, want) << static_cast<int>(op) << " " << number;
   }
+}
+
+// Threads share one client and increment a counter by compare-and-swap on
+// its mod revision: no increment may be lost.
+TEST_F(EtcdClientTest, ConcurrentCompareAndSwapLosesNoUpdate) {
+  ASSERT_TRUE(client_->Put("/kv/counter", "0").ok());
+  constexpr int kThreads = 4, kIncrements = 10;
+  std::vector<std::thread> threads;
+  std::atomic<int> conflicts{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kIncrements;) {
+        auto cur = client_->Get("/kv/counter");
+        ASSERT_TRUE(cur.ok() && cur->has_value()) << cur.status();
+        int n = std::stoi((*cur)->value);
+        auto r = client_->Txn({{"/kv/counter", Compare::Target::kModRevision, Compare::Op::kEqual,
+                                (*cur)->mod_revision, ""}},
+                              {{TxnOp::Kind::kPut, "/kv/counter", std::to_string(n + 1), 0}}, {});
+        ASSERT_TRUE(r.ok()) << r.status();
+        if (r->succeeded) {
+          ++i;
+        } else {
+          ++conflicts;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto final = client_->Get("/kv/counter");
+  ASSERT_TRUE(final.ok() && final->has_value());
+  EXPECT_EQ((*final)->value, std::to_string(kThreads * kIncrements));
+  std::printf("conflicts retried: %d\n", conflicts.load());
 }
 
 TEST_F(EtcdClientTest, TxnValueVersionAndLeaseCompares) {

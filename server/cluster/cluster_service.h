@@ -1,0 +1,102 @@
+// Copyright 2026 The kvstore Authors.
+//
+// ClusterService: kvstore.v1.KvCluster (proto/kv_cluster.proto), served on
+// the control port next to KvControl.
+//
+//   GetClusterMap   the map of this node's ClusterState (kFailedPrecondition
+//                   "single-node mode" without one; kUnavailable before the
+//                   first map).
+//   Replicate,      the backup's side (ReplicaInstaller).
+//   ReplicaStatus
+//   SyncShard       the primary's side of a joiner's copy: refused unless
+//                   this node leads the shard and its map lists the
+//                   requester as syncing (Replicator::BeginSync); then every
+//                   key of the shard's slots, each copied under its stripe
+//                   lock, in chunks of at most sync_chunk_bytes (a larger
+//                   entry goes alone), the last chunk with done and the
+//                   snapshot seq.
+//   ReportInSync    Replicator::PromoteSyncing.
+//   Failover        the `failover` function given at construction (the
+//                   controller's; kUnimplemented when none is given).
+//
+// Every RPC first passes the Authenticator, as KvControl's do: with a server
+// token, a call without it fails with UNAUTHENTICATED before its request is
+// read.
+//
+// In single-node mode (no ClusterState) only GetClusterMap answers
+// (kFailedPrecondition); the others fail the same way.
+//
+// Thread safety: thread-safe (gRPC calls it from many threads).
+
+#ifndef KVSTORE_SERVER_CLUSTER_CLUSTER_SERVICE_H_
+#define KVSTORE_SERVER_CLUSTER_CLUSTER_SERVICE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/metrics/registry.h"
+#include "proto/kv_cluster.grpc.pb.h"
+#include "server/cluster/cluster_state.h"
+#include "server/cluster/replica_installer.h"
+#include "server/cluster/replicator.h"
+#include "server/control/authenticator.h"
+#include "server/storage/kv_store.h"
+
+namespace kvstore {
+namespace server {
+
+struct ClusterServiceDeps {
+  // Null: single-node mode (every RPC answers kFailedPrecondition). The
+  // others may then be null too. None owned; all outlive the service.
+  ClusterState* state = nullptr;
+  KvStore* store = nullptr;
+  Replicator* replicator = nullptr;
+  ReplicaInstaller* installer = nullptr;
+  // Performs a manual failover (the controller helper's; it forwards to the
+  // controller when this node is not it). Empty: kUnimplemented.
+  std::function<absl::StatusOr<v1::ClusterMap>(const v1::FailoverRequest&)> failover;
+  // The bearer token every RPC must carry; empty: none (Authenticator).
+  std::string auth_token;
+  // Gets kvstore_grpc_auth_failures_total (shared with KvControl's) and
+  // kvstore_sync_served_*; required.
+  metrics::Registry* registry = nullptr;
+  // Upper bound of one SyncShard chunk's entries.
+  uint64_t sync_chunk_bytes = 1 << 20;
+};
+
+class ClusterService : public v1::KvCluster::Service {
+ public:
+  explicit ClusterService(ClusterServiceDeps deps);
+
+  grpc::Status GetClusterMap(grpc::ServerContext* context, const v1::GetClusterMapRequest* request,
+                             v1::GetClusterMapResponse* response) override;
+  grpc::Status Replicate(grpc::ServerContext* context, const v1::ReplicateRequest* request,
+                         v1::ReplicateResponse* response) override;
+  grpc::Status ReplicaStatus(grpc::ServerContext* context, const v1::ReplicaStatusRequest* request,
+                             v1::ReplicaStatusResponse* response) override;
+  grpc::Status SyncShard(grpc::ServerContext* context, const v1::SyncShardRequest* request,
+                         grpc::ServerWriter<v1::SyncShardChunk>* writer) override;
+  grpc::Status ReportInSync(grpc::ServerContext* context, const v1::ReportInSyncRequest* request,
+                            v1::ReportInSyncResponse* response) override;
+  grpc::Status Failover(grpc::ServerContext* context, const v1::FailoverRequest* request,
+                        v1::FailoverResponse* response) override;
+
+ private:
+  // Authenticates, then checks that there is a cluster (and, for the
+  // replication RPCs, its replicator and installer).
+  absl::Status Admit(const grpc::ServerContext* context) const;
+  absl::Status StreamShard(grpc::ServerContext* context, const v1::Shard& shard,
+                           uint64_t snapshot_seq, grpc::ServerWriter<v1::SyncShardChunk>* writer);
+
+  const ClusterServiceDeps deps_;
+  const Authenticator auth_;
+  metrics::Counter* sync_entries_;
+  metrics::Counter* sync_bytes_;
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_CLUSTER_SERVICE_H_

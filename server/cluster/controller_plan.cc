@@ -1,0 +1,314 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/cluster/controller_plan.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/cluster/cluster_map.h"
+#include "glog/logging.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+const v1::ClusterNode* RecordOf(const v1::ClusterMap& map, const std::string& node_id) {
+  for (const v1::ClusterNode& node : map.nodes()) {
+    if (node.node_id() == node_id) return &node;
+  }
+  return nullptr;
+}
+
+std::set<std::string> NamedNodes(const v1::ClusterMap& map) {
+  std::set<std::string> named;
+  for (const v1::Shard& shard : map.shards()) {
+    named.insert(shard.replicas().begin(), shard.replicas().end());
+    named.insert(shard.syncing().begin(), shard.syncing().end());
+  }
+  return named;
+}
+
+// `nodes` as it should be: exactly the nodes some shard names, sorted; a
+// node's member record when that member is the incarnation the map knows
+// (or it was just placed), else the record the map had.
+google::protobuf::RepeatedPtrField<v1::ClusterNode> RebuildNodes(
+    const v1::ClusterMap& map, const MemberSet& members, const std::set<std::string>& placed) {
+  google::protobuf::RepeatedPtrField<v1::ClusterNode> out;
+  for (const std::string& id : NamedNodes(map)) {
+    const v1::ClusterNode* old = RecordOf(map, id);
+    auto member = members.find(id);
+    const bool use_member =
+        member != members.end() && (old == nullptr || placed.count(id) > 0 ||
+                                    old->incarnation() == member->second.incarnation());
+    if (use_member) {
+      *out.Add() = member->second;
+    } else if (old != nullptr) {
+      *out.Add() = *old;
+    }
+  }
+  return out;
+}
+
+// Equal as the map uses them: addresses and incarnations, in any order.
+// applied_map_epoch changes on every map install and must not by itself
+// cause another map.
+bool SameRecords(const google::protobuf::RepeatedPtrField<v1::ClusterNode>& a,
+                 const google::protobuf::RepeatedPtrField<v1::ClusterNode>& b) {
+  if (a.size() != b.size()) return false;
+  std::map<std::string, const v1::ClusterNode*> by_id;
+  for (const v1::ClusterNode& n : a) by_id[n.node_id()] = &n;
+  for (const v1::ClusterNode& n : b) {
+    auto it = by_id.find(n.node_id());
+    if (it == by_id.end()) return false;
+    const v1::ClusterNode& o = *it->second;
+    if (o.incarnation() != n.incarnation() || o.control_address() != n.control_address() ||
+        o.resp_address() != n.resp_address() || o.metrics_address() != n.metrics_address()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void RemoveFrom(google::protobuf::RepeatedPtrField<std::string>* list,
+                const std::set<std::string>& gone) {
+  list->erase(std::remove_if(list->begin(), list->end(),
+                             [&](const std::string& id) { return gone.count(id) > 0; }),
+              list->end());
+}
+
+// The candidate with the highest applied seq; ties and unknowns go by list
+// order (a candidate that answered beats one that did not). Every in-sync
+// replica holds every acknowledged write, so any candidate is safe; the
+// highest seq also keeps writes that were in flight.
+std::string BestCandidate(const std::vector<std::string>& candidates, const MemberSet& members,
+                          uint32_t shard_id, const AppliedSeqFn& applied_seq, bool* any_answered) {
+  std::string best;
+  uint64_t best_seq = 0;
+  *any_answered = false;
+  for (const std::string& id : candidates) {
+    auto member = members.find(id);
+    if (member == members.end()) continue;
+    absl::StatusOr<uint64_t> seq = applied_seq(member->second, shard_id);
+    if (!seq.ok()) {
+      LOG(WARNING) << "controller: ReplicaStatus of " << id << " for shard " << shard_id
+                   << " failed: " << seq.status();
+      continue;
+    }
+    if (!*any_answered || *seq > best_seq) {
+      best = id;
+      best_seq = *seq;
+      *any_answered = true;
+    }
+  }
+  return *any_answered ? best : candidates.front();
+}
+
+// Step 1 of PlanNext: every dead node leaves the map.
+std::optional<PlanStep> RemoveDead(const v1::ClusterMap& current, const MemberSet& members,
+                                   const AppliedSeqFn& applied_seq) {
+  std::set<std::string> dead;
+  for (const std::string& id : NamedNodes(current)) {
+    if (!IsAliveIn(current, members, id)) dead.insert(id);
+  }
+  if (dead.empty()) return std::nullopt;
+  PlanStep step{current, absl::StrCat("node(s) ", absl::StrJoin(dead, ","), " failed:")};
+  for (v1::Shard& shard : *step.map.mutable_shards()) {
+    const v1::Shard before = shard;
+    if (!shard.replicas().empty() && dead.count(shard.replicas(0)) > 0) {
+      std::vector<std::string> candidates;
+      for (int i = 1; i < shard.replicas_size(); ++i) {
+        if (dead.count(shard.replicas(i)) == 0) candidates.push_back(shard.replicas(i));
+      }
+      if (candidates.empty()) {
+        LOG(ERROR) << "controller: shard " << shard.shard_id() << " (slots "
+                   << cluster::FormatSlotRanges(shard)
+                   << ") lost every in-sync replica and is DOWN; its data is lost";
+        shard.clear_replicas();
+        shard.clear_syncing();
+        absl::StrAppend(&step.what, " shard ", shard.shard_id(), " down;");
+      } else {
+        bool answered = false;
+        const std::string chosen =
+            BestCandidate(candidates, members, shard.shard_id(), applied_seq, &answered);
+        if (!answered) {
+          LOG(WARNING) << "controller: no backup of shard " << shard.shard_id()
+                       << " answered ReplicaStatus; promoting " << chosen << " by list order";
+        }
+        shard.clear_replicas();
+        shard.add_replicas(chosen);
+        for (const std::string& id : candidates) {
+          if (id != chosen) shard.add_replicas(id);
+        }
+        absl::StrAppend(&step.what, " shard ", shard.shard_id(), " primary ", chosen, ";");
+      }
+    }
+    RemoveFrom(shard.mutable_replicas(), dead);
+    RemoveFrom(shard.mutable_syncing(), dead);
+    if (shard.replicas_size() != before.replicas_size() ||
+        shard.syncing_size() != before.syncing_size() ||
+        (shard.replicas_size() > 0 && shard.replicas(0) != before.replicas(0))) {
+      shard.set_shard_epoch(shard.shard_epoch() + 1);
+    }
+  }
+  *step.map.mutable_nodes() = RebuildNodes(step.map, members, {});
+  return step;
+}
+
+// Step 2 of PlanNext: members in no shard fill shards below R.
+std::optional<PlanStep> PlaceUnplaced(const v1::ClusterMap& current, const MemberSet& members) {
+  const std::set<std::string> named = NamedNodes(current);
+  std::vector<std::string> unplaced;
+  for (const auto& [id, node] : members) {
+    if (named.count(id) == 0) unplaced.push_back(id);
+  }
+  if (unplaced.empty()) return std::nullopt;
+  const int r = std::max<int>(1, current.replication_factor());
+  PlanStep step{current, "placed:"};
+  std::vector<int> order(current.shards_size());
+  for (int i = 0; i < current.shards_size(); ++i) order[i] = i;
+  auto count = [&](int i) {
+    return current.shards(i).replicas_size() + current.shards(i).syncing_size();
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return count(a) < count(b); });
+  std::map<std::string, int> placements;
+  std::set<std::string> placed;
+  for (int i : order) {
+    v1::Shard& shard = *step.map.mutable_shards(i);
+    bool changed = false;
+    while (shard.replicas_size() + shard.syncing_size() < r) {
+      std::string pick;
+      for (const std::string& id : unplaced) {
+        const bool in_shard =
+            std::find(shard.replicas().begin(), shard.replicas().end(), id) !=
+                shard.replicas().end() ||
+            std::find(shard.syncing().begin(), shard.syncing().end(), id) != shard.syncing().end();
+        if (in_shard) continue;
+        if (pick.empty() || placements[id] < placements[pick]) pick = id;
+      }
+      if (pick.empty()) break;
+      ++placements[pick];
+      placed.insert(pick);
+      changed = true;
+      if (shard.replicas().empty()) {
+        LOG(ERROR) << "controller: shard " << shard.shard_id() << " (slots "
+                   << cluster::FormatSlotRanges(shard) << ") was down; " << pick
+                   << " becomes its primary EMPTY: the data it held before is lost";
+        shard.add_replicas(pick);
+        absl::StrAppend(&step.what, " ", pick, " primary of down shard ", shard.shard_id(), ";");
+      } else {
+        shard.add_syncing(pick);
+        absl::StrAppend(&step.what, " ", pick, " syncing shard ", shard.shard_id(), ";");
+      }
+    }
+    if (changed) shard.set_shard_epoch(shard.shard_epoch() + 1);
+  }
+  if (placed.empty()) return std::nullopt;
+  *step.map.mutable_nodes() = RebuildNodes(step.map, members, placed);
+  return step;
+}
+
+}  // namespace
+
+bool IsAliveIn(const v1::ClusterMap& map, const MemberSet& members, const std::string& node_id) {
+  auto member = members.find(node_id);
+  const v1::ClusterNode* record = RecordOf(map, node_id);
+  return member != members.end() && record != nullptr &&
+         record->incarnation() == member->second.incarnation();
+}
+
+v1::ClusterMap MakeFirstMap(const MemberSet& members, uint32_t replicas,
+                            const std::string& cluster_name) {
+  std::vector<const v1::ClusterNode*> nodes;
+  for (const auto& [id, node] : members) nodes.push_back(&node);
+  const uint32_t n = nodes.size();
+  const uint32_t per_shard = std::min<uint32_t>(std::max<uint32_t>(replicas, 1), n);
+  const std::vector<v1::SlotRange> ranges = cluster::EvenSlotRanges(n);
+  v1::ClusterMap map;
+  map.set_epoch(1);
+  map.set_replication_factor(replicas);
+  map.set_cluster_name(cluster_name);
+  for (uint32_t i = 0; i < n; ++i) {
+    v1::Shard* shard = map.add_shards();
+    shard->set_shard_id(i);
+    shard->set_shard_epoch(1);
+    *shard->add_slots() = ranges[i];
+    for (uint32_t k = 0; k < per_shard; ++k) shard->add_replicas(nodes[(i + k) % n]->node_id());
+    *map.add_nodes() = *nodes[i];
+  }
+  return map;
+}
+
+std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet& members,
+                                 const AppliedSeqFn& applied_seq) {
+  std::optional<PlanStep> step = RemoveDead(current, members, applied_seq);
+  if (!step) step = PlaceUnplaced(current, members);
+  if (!step) {
+    auto nodes = RebuildNodes(current, members, {});
+    if (SameRecords(nodes, current.nodes())) return std::nullopt;
+    step = PlanStep{current, "node records refreshed from member keys"};
+    *step->map.mutable_nodes() = std::move(nodes);
+  }
+  step->map.set_epoch(current.epoch() + 1);
+  return step;
+}
+
+absl::StatusOr<v1::ClusterMap> PlanFailover(const v1::ClusterMap& current, const MemberSet& members,
+                                            uint32_t shard_id, const std::string& target,
+                                            const AppliedSeqFn& applied_seq) {
+  v1::ClusterMap next = current;
+  v1::Shard* shard = nullptr;
+  for (v1::Shard& s : *next.mutable_shards()) {
+    if (s.shard_id() == shard_id) shard = &s;
+  }
+  if (shard == nullptr) return absl::NotFoundError(absl::StrCat("no shard ", shard_id));
+  if (shard->replicas().empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("shard ", shard_id, " is down"));
+  }
+  if (target == shard->replicas(0)) return current;
+  std::vector<std::string> backups(shard->replicas().begin() + 1, shard->replicas().end());
+  std::string chosen = target;
+  if (!target.empty()) {
+    if (std::find(backups.begin(), backups.end(), target) == backups.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(target, " is not an in-sync backup of shard ", shard_id));
+    }
+    if (!IsAliveIn(current, members, target)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(target, " is not alive (no member key of the incarnation in the map)"));
+    }
+  } else {
+    std::vector<std::string> alive;
+    for (const std::string& id : backups) {
+      if (IsAliveIn(current, members, id)) alive.push_back(id);
+    }
+    if (alive.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("shard ", shard_id, " has no alive in-sync backup"));
+    }
+    bool answered = false;
+    chosen = BestCandidate(alive, members, shard_id, applied_seq, &answered);
+    if (!answered) {
+      return absl::UnavailableError(
+          absl::StrCat("no in-sync backup of shard ", shard_id, " answered ReplicaStatus"));
+    }
+  }
+  const std::string old_primary = shard->replicas(0);
+  shard->clear_replicas();
+  shard->add_replicas(chosen);
+  shard->add_replicas(old_primary);
+  for (const std::string& id : backups) {
+    if (id != chosen) shard->add_replicas(id);
+  }
+  shard->set_shard_epoch(shard->shard_epoch() + 1);
+  next.set_epoch(current.epoch() + 1);
+  *next.mutable_nodes() = RebuildNodes(next, members, {});
+  return next;
+}
+
+}  // namespace server
+}  // namespace kvstore

@@ -1,0 +1,88 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The controller's decisions as pure functions of (current map, registered
+// members): the first map, failing over dead nodes, placing new or
+// restarted nodes, refreshing node records, and a manual failover
+// (architecture §19.1, §19.4). The Controller (controller.h) reads etcd,
+// calls these, and writes the result with a fenced transaction; keeping the
+// decisions apart from the I/O keeps each readable on its own.
+//
+// Every map returned here has epoch = current epoch + 1, the shard_epoch of
+// every changed shard bumped, `nodes` holding exactly the nodes some shard
+// names, and passes ClusterMapView::Build (the caller checks it again before
+// writing). `controller` is left for the caller to set.
+//
+// Thread safety: pure functions, except that they call `applied_seq`, which
+// must be safe to call from the calling thread.
+
+#ifndef KVSTORE_SERVER_CLUSTER_CONTROLLER_PLAN_H_
+#define KVSTORE_SERVER_CLUSTER_CONTROLLER_PLAN_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "proto/kv_cluster.pb.h"
+
+namespace kvstore {
+namespace server {
+
+// The highest replication seq `node` applied for `shard_id`
+// (KvCluster.ReplicaStatus). An error means "unknown": that replica is
+// ranked after every replica that answered.
+using AppliedSeqFn =
+    std::function<absl::StatusOr<uint64_t>(const v1::ClusterNode& node, uint32_t shard_id)>;
+
+// Registered members by node id (sorted), as their member keys say.
+using MemberSet = std::map<std::string, v1::ClusterNode>;
+
+// A member is alive for a map when its key exists with the incarnation the
+// map records for it: a new incarnation means the node restarted and lost
+// its data.
+bool IsAliveIn(const v1::ClusterMap& map, const MemberSet& members, const std::string& node_id);
+
+// The first map (§19.1): one shard per member in node-id order, slots split
+// evenly, shard i replicated on members i, i+1, ... (min(R, members),
+// wrapping), shard_epoch 1, epoch 1. REQUIRES: members not empty.
+v1::ClusterMap MakeFirstMap(const MemberSet& members, uint32_t replicas,
+                            const std::string& cluster_name);
+
+struct PlanStep {
+  v1::ClusterMap map;
+  std::string what;  // for the log: "node n1 failed: shard 0 primary n2 ..."
+};
+
+// The next single change the map needs, in this order of priority, or
+// nullopt when it needs none:
+//   1. Dead nodes (member key gone or another incarnation) leave every
+//      replicas/syncing list. A shard whose primary died gets the surviving
+//      in-sync backup with the highest applied seq (ties and unknowns: list
+//      order) as primary; a shard left with no in-sync replica is down
+//      (empty replicas, syncing cleared: there is no primary to copy from).
+//   2. Members in no shard are placed: a down shard gets one as its primary
+//      directly (its data is lost, logged as an error); a shard with fewer
+//      than R replicas+syncing gets them as syncing, fewest first.
+//   3. Node records whose addresses changed are refreshed from member keys
+//      (applied_map_epoch alone does not make a new map).
+std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet& members,
+                                 const AppliedSeqFn& applied_seq);
+
+// Manual failover of `shard_id` to `target`, an in-sync backup alive in
+// `members` (empty: the alive backup with the highest applied seq; one
+// must answer). The target becomes replicas[0], the old primary its first
+// backup. Errors: kNotFound for an unknown shard; kFailedPrecondition when
+// the shard is down, the target is not an in-sync backup, is not alive, or
+// no backup is alive; kUnavailable when `target` is empty and no alive
+// backup answered. A target that already is the primary returns the map
+// unchanged.
+absl::StatusOr<v1::ClusterMap> PlanFailover(const v1::ClusterMap& current, const MemberSet& members,
+                                            uint32_t shard_id, const std::string& target,
+                                            const AppliedSeqFn& applied_seq);
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_CONTROLLER_PLAN_H_

@@ -1,0 +1,243 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The controller's decisions without etcd: each PlanNext rule and
+// PlanFailover on hand-made maps. controller_test.cc runs the same paths
+// through a real etcd.
+
+#include "server/cluster/controller_plan.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/cluster/cluster_map.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+v1::ClusterNode Node(const std::string& id, uint64_t incarnation) {
+  v1::ClusterNode n;
+  n.set_node_id(id);
+  n.set_incarnation(incarnation);
+  n.set_control_address(absl::StrCat(id, ":7000"));
+  return n;
+}
+
+MemberSet Members(const std::vector<std::string>& ids, uint64_t incarnation = 1) {
+  MemberSet m;
+  for (const std::string& id : ids) m[id] = Node(id, incarnation);
+  return m;
+}
+
+std::vector<std::string> Replicas(const v1::ClusterMap& map, uint32_t shard) {
+  return {map.shards(shard).replicas().begin(), map.shards(shard).replicas().end()};
+}
+std::vector<std::string> Syncing(const v1::ClusterMap& map, uint32_t shard) {
+  return {map.shards(shard).syncing().begin(), map.shards(shard).syncing().end()};
+}
+
+// Answers from a table; a missing entry is an error (an unreachable node).
+struct FakeSeqs {
+  std::map<std::pair<std::string, uint32_t>, uint64_t> seqs;
+  std::vector<std::string> asked;
+  AppliedSeqFn Fn() {
+    return [this](const v1::ClusterNode& node, uint32_t shard) -> absl::StatusOr<uint64_t> {
+      asked.push_back(absl::StrCat(node.node_id(), "/", shard));
+      auto it = seqs.find({node.node_id(), shard});
+      if (it == seqs.end()) return absl::UnavailableError("unreachable");
+      return it->second;
+    };
+  }
+};
+
+void ExpectValid(const v1::ClusterMap& map) {
+  EXPECT_TRUE(cluster::ClusterMapView::Build(map).ok())
+      << cluster::ClusterMapView::Build(map).status();
+}
+
+TEST(ControllerPlanTest, FirstMapShapeThreeNodesRTwo) {
+  v1::ClusterMap map = MakeFirstMap(Members({"c", "a", "b"}), 2, "test");
+  ExpectValid(map);
+  EXPECT_EQ(map.epoch(), 1u);
+  EXPECT_EQ(map.replication_factor(), 2u);
+  EXPECT_EQ(map.cluster_name(), "test");
+  ASSERT_EQ(map.shards_size(), 3);
+  EXPECT_THAT(Replicas(map, 0), ElementsAre("a", "b"));
+  EXPECT_THAT(Replicas(map, 1), ElementsAre("b", "c"));
+  EXPECT_THAT(Replicas(map, 2), ElementsAre("c", "a"));
+  const std::vector<v1::SlotRange> even = cluster::EvenSlotRanges(3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(map.shards(i).shard_id(), static_cast<uint32_t>(i));
+    EXPECT_EQ(map.shards(i).shard_epoch(), 1u);
+    ASSERT_EQ(map.shards(i).slots_size(), 1);
+    EXPECT_EQ(map.shards(i).slots(0).start(), even[i].start());
+    EXPECT_EQ(map.shards(i).slots(0).end(), even[i].end());
+  }
+  EXPECT_EQ(map.nodes_size(), 3);
+}
+
+TEST(ControllerPlanTest, FewerNodesThanReplicas) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b"}), 3, "test");
+  ExpectValid(map);
+  EXPECT_THAT(Replicas(map, 0), ElementsAre("a", "b"));
+  EXPECT_THAT(Replicas(map, 1), ElementsAre("b", "a"));
+}
+
+TEST(ControllerPlanTest, StableMapNeedsNoChange) {
+  MemberSet members = Members({"a", "b", "c"});
+  v1::ClusterMap map = MakeFirstMap(members, 2, "test");
+  // applied_map_epoch alone must not cause a new map (it changes on every
+  // install, so it would loop).
+  members["a"].set_applied_map_epoch(7);
+  FakeSeqs seqs;
+  EXPECT_FALSE(PlanNext(map, members, seqs.Fn()).has_value());
+}
+
+TEST(ControllerPlanTest, DeadPrimaryHighestSeqWins) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 3, "test");
+  FakeSeqs seqs;
+  seqs.seqs[{"b", 0}] = 5;
+  seqs.seqs[{"c", 0}] = 9;
+  auto step = PlanNext(map, Members({"b", "c"}), seqs.Fn());
+  ASSERT_TRUE(step.has_value());
+  ExpectValid(step->map);
+  EXPECT_EQ(step->map.epoch(), 2u);
+  EXPECT_THAT(Replicas(step->map, 0), ElementsAre("c", "b"));
+  EXPECT_THAT(Replicas(step->map, 1), ElementsAre("b", "c"));
+  EXPECT_THAT(Replicas(step->map, 2), ElementsAre("c", "b"));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(step->map.shards(i).shard_epoch(), 2u);
+  EXPECT_THAT(seqs.asked, ElementsAre("b/0", "c/0"));  // only shard 0 lost its primary
+  EXPECT_EQ(step->map.nodes_size(), 2);
+}
+
+TEST(ControllerPlanTest, TiesAndUnknownsGoByListOrder) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 3, "test");
+  FakeSeqs tie;
+  tie.seqs[{"b", 0}] = 4;
+  tie.seqs[{"c", 0}] = 4;
+  EXPECT_THAT(Replicas(PlanNext(map, Members({"b", "c"}), tie.Fn())->map, 0),
+              ElementsAre("b", "c"));
+  FakeSeqs b_unreachable;
+  b_unreachable.seqs[{"c", 0}] = 1;
+  EXPECT_THAT(Replicas(PlanNext(map, Members({"b", "c"}), b_unreachable.Fn())->map, 0),
+              ElementsAre("c", "b"));
+  FakeSeqs none;
+  EXPECT_THAT(Replicas(PlanNext(map, Members({"b", "c"}), none.Fn())->map, 0),
+              ElementsAre("b", "c"));
+}
+
+TEST(ControllerPlanTest, NewIncarnationIsADeadNodeThenPlaced) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 2, "test");
+  MemberSet members = Members({"a", "b", "c"});
+  members["a"] = Node("a", 2);  // restarted
+  FakeSeqs seqs;
+  auto removed = PlanNext(map, members, seqs.Fn());
+  ASSERT_TRUE(removed.has_value());
+  EXPECT_THAT(Replicas(removed->map, 0), ElementsAre("b"));
+  EXPECT_THAT(Replicas(removed->map, 2), ElementsAre("c"));
+  auto placed = PlanNext(removed->map, members, seqs.Fn());
+  ASSERT_TRUE(placed.has_value());
+  ExpectValid(placed->map);
+  EXPECT_EQ(placed->map.epoch(), 3u);
+  EXPECT_THAT(Syncing(placed->map, 0), ElementsAre("a"));
+  EXPECT_THAT(Syncing(placed->map, 2), ElementsAre("a"));
+  EXPECT_THAT(Syncing(placed->map, 1), IsEmpty());
+  EXPECT_EQ(placed->map.shards(0).shard_epoch(), 3u);
+  EXPECT_EQ(placed->map.shards(1).shard_epoch(), 1u);
+  EXPECT_TRUE(IsAliveIn(placed->map, members, "a"));
+  EXPECT_FALSE(PlanNext(placed->map, members, seqs.Fn()).has_value());
+}
+
+TEST(ControllerPlanTest, ExtraNodeInAFullClusterStaysOut) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b"}), 2, "test");
+  FakeSeqs seqs;
+  EXPECT_FALSE(PlanNext(map, Members({"a", "b", "z"}), seqs.Fn()).has_value());
+}
+
+TEST(ControllerPlanTest, DownShardThenNewNodeBecomesItsPrimary) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 1, "test");
+  FakeSeqs seqs;
+  auto down = PlanNext(map, Members({"b", "c"}), seqs.Fn());
+  ASSERT_TRUE(down.has_value());
+  ExpectValid(down->map);
+  EXPECT_THAT(Replicas(down->map, 0), IsEmpty());
+  EXPECT_THAT(down->what, HasSubstr("shard 0 down"));
+  auto revived = PlanNext(down->map, Members({"b", "c", "d"}), seqs.Fn());
+  ASSERT_TRUE(revived.has_value());
+  ExpectValid(revived->map);
+  EXPECT_THAT(Replicas(revived->map, 0), ElementsAre("d"));
+  EXPECT_THAT(Syncing(revived->map, 0), IsEmpty());
+  EXPECT_EQ(revived->map.shards(0).shard_epoch(), 3u);
+}
+
+TEST(ControllerPlanTest, AddressChangeRefreshesRecord) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b"}), 2, "test");
+  MemberSet members = Members({"a", "b"});
+  members["b"].set_resp_address("b:6400");
+  FakeSeqs seqs;
+  auto step = PlanNext(map, members, seqs.Fn());
+  ASSERT_TRUE(step.has_value());
+  EXPECT_EQ(step->map.epoch(), 2u);
+  EXPECT_EQ(step->map.nodes(1).resp_address(), "b:6400");
+  EXPECT_EQ(step->map.shards(0).shard_epoch(), 1u);
+}
+
+TEST(ControllerPlanTest, FailoverToTargetKeepsOldPrimaryAsBackup) {
+  MemberSet members = Members({"a", "b", "c"});
+  v1::ClusterMap map = MakeFirstMap(members, 3, "test");
+  FakeSeqs seqs;
+  auto next = PlanFailover(map, members, 0, "c", seqs.Fn());
+  ASSERT_TRUE(next.ok()) << next.status();
+  ExpectValid(*next);
+  EXPECT_THAT(Replicas(*next, 0), ElementsAre("c", "a", "b"));
+  EXPECT_EQ(next->shards(0).shard_epoch(), 2u);
+  EXPECT_EQ(next->shards(1).shard_epoch(), 1u);
+  EXPECT_EQ(next->epoch(), 2u);
+  EXPECT_TRUE(seqs.asked.empty());
+}
+
+TEST(ControllerPlanTest, FailoverRefusals) {
+  MemberSet members = Members({"a", "b", "c"});
+  v1::ClusterMap map = MakeFirstMap(members, 2, "test");
+  FakeSeqs seqs;
+  EXPECT_EQ(PlanFailover(map, members, 9, "", seqs.Fn()).status().code(),
+            absl::StatusCode::kNotFound);
+  // c is not in shard 0 ([a, b]).
+  EXPECT_EQ(PlanFailover(map, members, 0, "c", seqs.Fn()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // b's member key is gone.
+  EXPECT_EQ(PlanFailover(map, Members({"a", "c"}), 0, "b", seqs.Fn()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // Nobody answers ReplicaStatus.
+  EXPECT_EQ(PlanFailover(map, members, 0, "", seqs.Fn()).status().code(),
+            absl::StatusCode::kUnavailable);
+  // Already the primary: unchanged.
+  auto same = PlanFailover(map, members, 0, "a", seqs.Fn());
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->epoch(), 1u);
+}
+
+TEST(ControllerPlanTest, FailoverWithoutTargetTakesHighestSeq) {
+  MemberSet members = Members({"a", "b", "c"});
+  v1::ClusterMap map = MakeFirstMap(members, 3, "test");
+  FakeSeqs seqs;
+  seqs.seqs[{"b", 0}] = 3;
+  seqs.seqs[{"c", 0}] = 8;
+  auto next = PlanFailover(map, members, 0, "", seqs.Fn());
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_THAT(Replicas(*next, 0), ElementsAre("c", "a", "b"));
+}
+
+}  // namespace
+}  // namespace server
+}  // namespace kvstore

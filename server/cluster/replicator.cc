@@ -1,0 +1,343 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/cluster/replicator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/grpc_status.h"
+#include "glog/logging.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+bool Contains(const google::protobuf::RepeatedPtrField<std::string>& ids, absl::string_view id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+// A backup whose map is older than the primary's answers this; the primary
+// retries until its timeout (the backup is about to install the new map).
+bool MapBehind(const absl::Status& s) {
+  return absl::IsUnavailable(s) && absl::StartsWith(s.message(), "map behind");
+}
+
+// A backup whose map is newer than the one the write was routed on.
+bool StaleEpoch(const absl::Status& s) {
+  return absl::IsFailedPrecondition(s) && absl::StartsWith(s.message(), "stale shard epoch");
+}
+
+}  // namespace
+
+absl::Status RouteError(const Route& route) {
+  switch (route.kind) {
+    case Route::Kind::kServe:
+      return absl::OkStatus();
+    case Route::Kind::kMoved:
+      return absl::FailedPreconditionError(
+          absl::StrCat("MOVED ", route.slot, " ", route.node->resp_address()));
+    case Route::Kind::kDown:
+      return absl::UnavailableError(absl::StrCat("CLUSTERDOWN Hash slot ", route.slot,
+                                                 " not served: its shard has no primary"));
+    case Route::Kind::kNotReady:
+      break;
+  }
+  return absl::UnavailableError(
+      "CLUSTERDOWN this node is not serving: no cluster map yet, or fenced (its lease may have "
+      "lapsed)");
+}
+
+struct Replicator::Target {
+  const v1::ClusterNode* node = nullptr;
+  bool in_sync = false;  // an in-sync backup (else a syncing replica)
+  absl::Status status;
+};
+
+Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* seqs,
+                       metrics::Registry* registry, ReplicatorOptions options)
+    : state_(state),
+      editor_(editor),
+      seqs_(seqs),
+      options_(std::move(options)),
+      peers_(options_.auth_token, options_.credentials),
+      stripes_(new absl::Mutex[kStripes]) {
+  metrics::Registry& r = *registry;
+  writes_ = r.AddCounter("kvstore_replication_writes_total",
+                         "Writes this node published as primary after replicating them.");
+  backup_failures_ = r.AddCounter("kvstore_replication_backup_failures_total",
+                                  "Replicate calls to a backup or syncing replica that failed or "
+                                  "timed out.");
+  isr_shrinks_ = r.AddCounter("kvstore_replication_isr_shrinks_total",
+                              "Failed in-sync backups this primary dropped from the in-sync set.");
+  syncing_broken_ = r.AddCounter("kvstore_replication_syncing_broken_total",
+                                 "Syncing replicas marked broken for missing a write.");
+  refused_ = r.AddCounter("kvstore_replication_refused_total",
+                          "Writes refused with MOVED or CLUSTERDOWN, or failed because a "
+                          "failed backup could not be dropped.");
+  latency_ = r.AddHistogram("kvstore_replication_latency_seconds",
+                            "Time from forwarding a write to its backups to the last answer.");
+}
+
+absl::Mutex& Replicator::StripeOf(absl::string_view key) {
+  return stripes_[absl::Hash<absl::string_view>{}(key) % kStripes];
+}
+
+absl::Mutex& Replicator::ShardBarrier(uint32_t shard_id) {
+  absl::MutexLock lock(&barriers_mu_);
+  std::unique_ptr<absl::Mutex>& mu = barriers_[shard_id];
+  if (mu == nullptr) mu = std::make_unique<absl::Mutex>();
+  return *mu;  // never erased: the reference stays valid
+}
+
+bool Replicator::Broken(uint32_t shard_id, absl::string_view node_id) {
+  absl::MutexLock lock(&broken_mu_);
+  return broken_.contains(std::make_pair(shard_id, std::string(node_id)));
+}
+
+absl::Status Replicator::Write(absl::string_view key, absl::string_view entry,
+                               absl::FunctionRef<absl::Status()> publish) {
+  const absl::Time deadline = absl::Now() + options_.replication_timeout;
+  for (int attempt = 0;; ++attempt) {
+    bool again = false;
+    absl::Status s = TryWrite(key, entry, publish, deadline, attempt, &again);
+    if (!again) return s;
+    // A backup holds a newer map than the one this write was routed on
+    // (maps reach nodes at different moments): route it again on ours once
+    // ours has caught up, with a new seq; nothing was published.
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+}
+
+absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry,
+                                  absl::FunctionRef<absl::Status()> publish, absl::Time deadline,
+                                  int attempt, bool* again) {
+  Route first = state_->RouteKey(key);
+  if (first.kind != Route::Kind::kServe) {
+    refused_->Increment();
+    return RouteError(first);
+  }
+  const uint32_t shard_id = first.shard->shard_id();
+  // Routed again inside the barrier: BeginSync/PromoteSyncing wait for
+  // every write routed on a map older than the one they checked.
+  absl::ReaderMutexLock barrier(&ShardBarrier(shard_id));
+  Route route = state_->RouteKey(key);
+  if (route.kind != Route::Kind::kServe) {
+    refused_->Increment();
+    return RouteError(route);
+  }
+  if (route.shard->shard_id() != shard_id) {
+    *again = attempt < 3;  // the slot changed shards meanwhile
+    return absl::UnavailableError("CLUSTERDOWN the key's slot keeps changing shards; retry");
+  }
+  absl::MutexLock stripe(&StripeOf(key));
+  const v1::Shard& shard = *route.shard;
+  const cluster::ClusterMapView& map = *route.map;
+  std::vector<Target> targets;
+  for (int i = 1; i < shard.replicas_size(); ++i) {
+    targets.push_back(Target{map.Node(shard.replicas(i)), true, absl::OkStatus()});
+  }
+  for (const std::string& id : shard.syncing()) {
+    targets.push_back(Target{map.Node(id), false, absl::OkStatus()});
+  }
+  v1::ReplicateRequest req;
+  req.set_seq(seqs_->Next(shard_id));  // also keeps this node's applied_seq moving
+  if (!targets.empty()) {
+    req.set_shard_id(shard_id);
+    req.set_shard_epoch(shard.shard_epoch());
+    req.set_op(entry.empty() ? v1::REPLICA_OP_DELETE : v1::REPLICA_OP_PUT);
+    req.set_key(key.data(), key.size());
+    req.set_entry(entry.data(), entry.size());
+    req.set_primary_node_id(state_->self());
+    if (const v1::ClusterNode* self = map.Node(state_->self())) {
+      req.set_primary_incarnation(self->incarnation());
+    }
+    const absl::Time start = absl::Now();
+    Forward(req, targets, deadline);
+    latency_->Observe(absl::Now() - start);
+    for (const Target& t : targets) {
+      if (StaleEpoch(t.status) && absl::Now() < deadline) {
+        *again = true;
+        return t.status;
+      }
+    }
+    if (absl::Status s = HandleFailures(shard, targets); !s.ok()) {
+      refused_->Increment();
+      return s;
+    }
+  }
+  // The replication round may have outlasted the lease deadline: a node
+  // that may have been replaced must not publish (§19.5).
+  if (!state_->Serving()) {
+    refused_->Increment();
+    return RouteError(Route());
+  }
+  writes_->Increment();
+  return publish();
+}
+
+void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& targets,
+                         absl::Time deadline) {
+  // Shared with the callbacks, which may run after a waiter has woken.
+  struct Round {
+    absl::Mutex mu;
+    size_t left ABSL_GUARDED_BY(mu) = 0;
+  };
+  struct Call {
+    grpc::ClientContext ctx;
+    v1::ReplicateResponse resp;
+    grpc::Status status;
+  };
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i].node == nullptr) {
+      targets[i].status = absl::InternalError("replica not named in the map's nodes");
+    } else {
+      pending.push_back(i);
+    }
+  }
+  while (!pending.empty()) {
+    auto round = std::make_shared<Round>();
+    {
+      absl::MutexLock lock(&round->mu);
+      round->left = pending.size();
+    }
+    std::vector<std::unique_ptr<Call>> calls;
+    for (size_t i : pending) {
+      calls.push_back(std::make_unique<Call>());
+      Call* call = calls.back().get();
+      call->ctx.set_deadline(absl::ToChronoTime(deadline));
+      peers_.Authorize(&call->ctx);
+      peers_.Stub(*targets[i].node)
+          ->async()
+          ->Replicate(&call->ctx, &req, &call->resp, [round, call](grpc::Status s) {
+            absl::MutexLock lock(&round->mu);
+            call->status = std::move(s);
+            --round->left;
+          });
+    }
+    {
+      absl::MutexLock lock(&round->mu);
+      round->mu.Await(absl::Condition(
+          +[](size_t* left) { return *left == 0; }, &round->left));
+    }
+    std::vector<size_t> retry;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      Target& t = targets[pending[k]];
+      t.status = FromGrpcStatus(calls[k]->status);
+      if (MapBehind(t.status) && absl::Now() + absl::Milliseconds(2) < deadline) {
+        retry.push_back(pending[k]);
+      }
+    }
+    if (!retry.empty()) absl::SleepFor(absl::Milliseconds(2));
+    pending = std::move(retry);
+  }
+}
+
+absl::Status Replicator::HandleFailures(const v1::Shard& shard,
+                                        const std::vector<Target>& targets) {
+  for (const Target& t : targets) {
+    if (t.status.ok()) continue;
+    backup_failures_->Increment();
+    const std::string id = t.node != nullptr ? t.node->node_id() : std::string("?");
+    if (!t.in_sync) {
+      // It does not gate acknowledgements, but it no longer holds the
+      // shard: its ReportInSync is refused until it copies again.
+      {
+        absl::MutexLock lock(&broken_mu_);
+        broken_.insert(std::make_pair(shard.shard_id(), id));
+      }
+      syncing_broken_->Increment();
+      LOG(WARNING) << "syncing replica " << id << " of shard " << shard.shard_id()
+                   << " missed a write (" << t.status << "); it must copy again";
+      continue;
+    }
+    LOG(WARNING) << "backup " << id << " of shard " << shard.shard_id() << " failed a write ("
+                 << t.status << "); dropping it from the in-sync set";
+    absl::Status s = editor_->RemoveReplica(shard.shard_id(), id);
+    if (s.ok()) {
+      isr_shrinks_->Increment();
+      continue;
+    }
+    // A concurrent write may have dropped it already: fine as long as this
+    // node still leads the shard and the backup is out of the in-sync set.
+    auto map = state_->map();
+    const v1::Shard* now = map != nullptr ? map->ShardById(shard.shard_id()) : nullptr;
+    const bool dropped = now != nullptr && !now->replicas().empty() &&
+                         now->replicas(0) == state_->self() && !Contains(now->replicas(), id);
+    if (!dropped) {
+      return absl::UnavailableError(absl::StrCat("CLUSTERDOWN cannot drop failed backup ", id,
+                                                 " of shard ", shard.shard_id(), ": ",
+                                                 s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Replicator::BeginSync(uint32_t shard_id, absl::string_view node_id,
+                                               uint64_t shard_epoch) {
+  auto map = state_->map();
+  if (map == nullptr) return absl::UnavailableError("map behind: this node has no map yet");
+  const v1::Shard* shard = map->ShardById(shard_id);
+  if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("not the primary of shard ", shard_id, " in map epoch ", map->epoch()));
+  }
+  if (shard_epoch < shard->shard_epoch()) {
+    return absl::FailedPreconditionError(absl::StrCat("stale shard epoch ", shard_epoch, " < ",
+                                                      shard->shard_epoch(), "; refresh the map"));
+  }
+  if (shard_epoch > shard->shard_epoch()) {
+    return absl::UnavailableError(absl::StrCat("map behind: shard epoch ", shard->shard_epoch(),
+                                               " here, ", shard_epoch, " asked"));
+  }
+  if (!Contains(shard->syncing(), node_id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(node_id, " is not syncing shard ", shard_id, " in map epoch ", map->epoch()));
+  }
+  // Every write routed before this point (on a map that may not list the
+  // joiner) is published once the barrier is ours; every later one is
+  // forwarded to the joiner.
+  absl::WriterMutexLock barrier(&ShardBarrier(shard_id));
+  {
+    absl::MutexLock lock(&broken_mu_);
+    broken_.erase(std::make_pair(shard_id, std::string(node_id)));
+  }
+  return seqs_->Last(shard_id);
+}
+
+absl::Status Replicator::PromoteSyncing(uint32_t shard_id, absl::string_view node_id,
+                                        uint64_t incarnation) {
+  auto map = state_->map();
+  if (map == nullptr) return absl::UnavailableError("map behind: this node has no map yet");
+  const v1::Shard* shard = map->ShardById(shard_id);
+  if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("not the primary of shard ", shard_id, " in map epoch ", map->epoch()));
+  }
+  if (!Contains(shard->syncing(), node_id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(node_id, " is not syncing shard ", shard_id, " in map epoch ", map->epoch()));
+  }
+  const v1::ClusterNode* node = map->Node(node_id);
+  if (incarnation != 0 && node != nullptr && node->incarnation() != incarnation) {
+    return absl::FailedPreconditionError(absl::StrCat(node_id, " incarnation ", incarnation,
+                                                      " is not the map's ", node->incarnation()));
+  }
+  // Writes of the shard pause while the map changes, so none can miss the
+  // joiner between this check and the new map.
+  absl::WriterMutexLock barrier(&ShardBarrier(shard_id));
+  if (Broken(shard_id, node_id)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        node_id, " missed a write of shard ", shard_id, " since its copy began; copy again"));
+  }
+  absl::Status s = editor_->MarkInSync(shard_id, node_id);
+  if (s.ok()) LOG(INFO) << node_id << " is in sync for shard " << shard_id;
+  return s;
+}
+
+}  // namespace server
+}  // namespace kvstore

@@ -1,0 +1,144 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Replicator: the primary's side of synchronous replication (architecture
+// §19.3), as KvStore's WriteHook in cluster mode. For every client write:
+//
+//   1. route the key with ClusterState: not this node's slot ->
+//      kFailedPrecondition "MOVED <slot> <resp host:port>"; no primary, no
+//      map or fenced -> kUnavailable "CLUSTERDOWN ...";
+//   2. take the key's stripe lock (one of 4096) until the write is published,
+//      so writes of one key reach every replica in one order;
+//   3. take the shard's next seq and send Replicate to every in-sync backup
+//      and every syncing replica in parallel, within replication_timeout (a
+//      backup whose map is behind is retried until then; a backup whose map
+//      is newer than the one the write was routed on makes the whole write
+//      route again, with a new seq, until then);
+//   4. drop every in-sync backup that failed from the in-sync set
+//      (ShardMapEditor::RemoveReplica) — if that fails the write fails with
+//      CLUSTERDOWN and nothing is published — and mark every syncing replica
+//      that failed as broken (its ReportInSync is refused until it copies
+//      again);
+//   5. publish locally and return the store's status.
+//
+// It also gives the cluster service the primary's half of a joiner's sync:
+// BeginSync() and PromoteSyncing() take the shard's barrier (a reader lock
+// every write of the shard holds from routing to publishing), so that a
+// sync starts only once no write routed on a map without the joiner is in
+// flight, and a promotion cannot interleave with a write the joiner misses.
+//
+// Thread safety: thread-safe. Lock order: shard barrier, then stripe lock;
+// ShardMapEditor calls are made holding them (the editor must not call back
+// into the replicator).
+
+#ifndef KVSTORE_SERVER_CLUSTER_REPLICATOR_H_
+#define KVSTORE_SERVER_CLUSTER_REPLICATOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/metrics/registry.h"
+#include "server/cluster/cluster_state.h"
+#include "server/cluster/peer_channels.h"
+#include "server/cluster/shard_map_editor.h"
+#include "server/cluster/shard_seqs.h"
+#include "server/storage/write_hook.h"
+
+namespace kvstore {
+namespace server {
+
+struct ReplicatorOptions {
+  // A backup that does not acknowledge a write within this is dropped from
+  // the in-sync set (--replication_timeout).
+  absl::Duration replication_timeout = absl::Seconds(1);
+  // The server's bearer token, sent on every call to a peer; empty: none.
+  std::string auth_token;
+  // Channel credentials for peers; null: insecure.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+};
+
+class Replicator : public WriteHook {
+ public:
+  static constexpr size_t kStripes = 4096;
+
+  // None owned; all must outlive the replicator. `registry` gets the
+  // kvstore_replication_* series.
+  Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* seqs,
+             metrics::Registry* registry, ReplicatorOptions options);
+  Replicator(const Replicator&) = delete;
+  Replicator& operator=(const Replicator&) = delete;
+
+  absl::Status Write(absl::string_view key, absl::string_view entry,
+                     absl::FunctionRef<absl::Status()> publish) override;
+
+  // The stripe lock of `key`: SyncShard holds it while it copies the key's
+  // entry, so the copy is never taken between a write's forward and its
+  // publish.
+  absl::Mutex& StripeOf(absl::string_view key);
+
+  // The primary's checks before streaming shard `shard_id` to `node_id`:
+  // this node is the shard's primary, its map lists `node_id` as syncing,
+  // and `shard_epoch` is the map's (older: kFailedPrecondition; newer:
+  // kUnavailable "map behind"). Waits out the writes in flight, forgets the
+  // node's broken mark (the copy about to start is newer than the write it
+  // missed) and returns the shard's seq as the snapshot seq.
+  absl::StatusOr<uint64_t> BeginSync(uint32_t shard_id, absl::string_view node_id,
+                                     uint64_t shard_epoch);
+  // ReportInSync on the primary: kFailedPrecondition unless `node_id` (of
+  // `incarnation`, 0: any) is syncing in this node's map of the shard it
+  // leads and missed no write since its copy began; then
+  // ShardMapEditor::MarkInSync, with the shard's writes paused.
+  absl::Status PromoteSyncing(uint32_t shard_id, absl::string_view node_id, uint64_t incarnation);
+
+ private:
+  struct Target;
+  // One routing and replication round of Write(); sets *again when a backup
+  // answered "stale shard epoch" (its map is newer) before `deadline`.
+  absl::Status TryWrite(absl::string_view key, absl::string_view entry,
+                        absl::FunctionRef<absl::Status()> publish, absl::Time deadline, int attempt,
+                        bool* again);
+  // Sends `req` to every target in parallel; retries a "map behind" refusal
+  // until `deadline`. Fills each target's status.
+  void Forward(const v1::ReplicateRequest& req, std::vector<Target>& targets, absl::Time deadline);
+  // Step 4 for the failed targets; an error fails the write.
+  absl::Status HandleFailures(const v1::Shard& shard, const std::vector<Target>& targets);
+  absl::Mutex& ShardBarrier(uint32_t shard_id);
+  bool Broken(uint32_t shard_id, absl::string_view node_id);
+
+  ClusterState* const state_;
+  ShardMapEditor* const editor_;
+  ShardSeqs* const seqs_;
+  const ReplicatorOptions options_;
+  PeerChannels peers_;
+  std::unique_ptr<absl::Mutex[]> stripes_;
+
+  absl::Mutex barriers_mu_;
+  absl::flat_hash_map<uint32_t, std::unique_ptr<absl::Mutex>> barriers_
+      ABSL_GUARDED_BY(barriers_mu_);
+  absl::Mutex broken_mu_;
+  absl::flat_hash_set<std::pair<uint32_t, std::string>> broken_ ABSL_GUARDED_BY(broken_mu_);
+
+  metrics::Counter* writes_;
+  metrics::Counter* backup_failures_;
+  metrics::Counter* isr_shrinks_;
+  metrics::Counter* syncing_broken_;
+  metrics::Counter* refused_;
+  metrics::Histogram* latency_;
+};
+
+// The error a write routed elsewhere answers with, as write_hook.h names
+// them (MOVED / CLUSTERDOWN); OK for Route::Kind::kServe.
+absl::Status RouteError(const Route& route);
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_REPLICATOR_H_

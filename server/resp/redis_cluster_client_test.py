@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+# Copyright 2026 The kvstore Authors.
+#
+# A cluster-aware Redis client (redis-py's redis.cluster.RedisCluster, Debian
+# python3-redis) against kvstore's RESP port in cluster mode. Run by
+# resp_cluster_test (RespClusterTest.RedisPyClusterClient) with the port of
+# one node: the client learns the slots from CLUSTER SLOTS, the keys of each
+# command from COMMAND, and must route every request itself. The C++ test
+# then checks that every key landed on its slot's primary only.
+#
+# Usage: redis_cluster_client_test.py <port> <seed> <keys>
+import random
+import sys
+
+from redis.cluster import RedisCluster
+
+
+def main():
+    port, seed, count = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    print("seed", seed)
+    rng = random.Random(seed)
+    rc = RedisCluster(host="127.0.0.1", port=port)
+    values = {}
+    nodes = set()
+    for i in range(count):
+        key = "py:%d" % i
+        # The primary of the key's slot as the client learnt it (CLUSTER
+        # SLOTS). Not get_primaries(): redis-py labels a node by its last
+        # role seen, and a kvstore node is primary of one shard and backup
+        # of another.
+        nodes.add(rc.get_node_from_key(key).port)
+        values[key] = "%x" % rng.getrandbits(64)
+        assert rc.set(key, values[key]) is True, key
+    for key, value in values.items():
+        got = rc.get(key)
+        assert got == value.encode(), (key, got, value)
+        # The client routed to the node CLUSTER SLOTS names for the key's slot.
+        assert rc.keyslot(key) == int(rc.cluster_keyslot(key)), key
+    assert len(nodes) == 3, nodes
+    # Multi-key commands within one slot (hash tags) go in one request.
+    assert rc.mset({"{tag}a": "1", "{tag}b": "2"}) is True
+    assert rc.mget("{tag}a", "{tag}b") == [b"1", b"2"]
+    assert rc.delete("{tag}a", "{tag}b") == 2
+    # Across slots the client splits the request itself.
+    keys = list(values)[:10]
+    assert rc.mget_nonatomic(keys) == [values[k].encode() for k in keys]
+    assert rc.exists("py:0") == 1
+    print("PASS", len(values), "keys over", len(nodes), "primaries")
+
+
+if __name__ == "__main__":
+    main()

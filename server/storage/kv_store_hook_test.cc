@@ -1,0 +1,193 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The write hook on every client write path of KvStore, and the replica
+// paths that bypass it (architecture §19.3).
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/storage/kv_store.h"
+#include "server/storage/write_hook.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Records each write and what the store showed while the hook held it.
+class RecordingHook : public WriteHook {
+ public:
+  absl::Status Write(absl::string_view key, absl::string_view entry,
+                     absl::FunctionRef<absl::Status()> publish) override {
+    Seen s;
+    s.key = std::string(key);
+    s.entry = std::string(entry);
+    s.visible_before = store->Exists(key);
+    if (!refuse.ok()) {
+      seen.push_back(s);
+      return refuse;
+    }
+    absl::Status p = publish();
+    s.visible_after = store->Exists(key);
+    seen.push_back(s);
+    return p;
+  }
+  struct Seen {
+    std::string key, entry;
+    bool visible_before = false, visible_after = false;
+  };
+  KvStore* store = nullptr;
+  absl::Status refuse;
+  std::vector<Seen> seen;
+};
+
+struct Fixture {
+  std::unique_ptr<MemoryPool> pool;
+  std::unique_ptr<KvStore> store;
+};
+
+Fixture Make(WriteHook* hook) {
+  MemoryPoolOptions po;
+  po.data_bytes = 8 << 20;
+  po.index_bytes = 1 << 20;
+  Fixture f;
+  auto pool = MemoryPool::Create(po);
+  EXPECT_TRUE(pool.ok()) << pool.status();
+  f.pool = std::move(*pool);
+  KvStoreOptions so;
+  so.segment_bytes = 1 << 20;
+  so.cleaner_interval = absl::ZeroDuration();
+  so.write_hook = hook;
+  auto store = KvStore::Create(f.pool.get(), so);
+  EXPECT_TRUE(store.ok()) << store.status();
+  f.store = std::move(*store);
+  return f;
+}
+
+std::string Entry(absl::string_view key, absl::string_view value, uint64_t version) {
+  std::string e(layout::EntryBytes(key.size(), value.size()), '\0');
+  layout::EncodeEntry(e.data(), key, value, version);
+  return e;
+}
+
+TEST(KvStoreHook, SeesPutCommitAndDeleteBeforeTheyAreVisible) {
+  RecordingHook hook;
+  Fixture f = Make(&hook);
+  hook.store = f.store.get();
+  auto w = f.store->NewWriter();
+  ASSERT_TRUE(f.store->Put(w.get(), "a", "1").ok());
+  // The RESP path: reserve, encode, Commit without verifying the checksum.
+  auto r = w->Reserve(1, 2);
+  ASSERT_TRUE(r.ok());
+  layout::EncodeEntry(r->ptr, "b", "22", f.store->Version());
+  ASSERT_TRUE(f.store->Commit(r->offset, r->size, /*verify_checksum=*/false).ok());
+  w->Done(*r);
+  ASSERT_TRUE(f.store->Delete("a").ok());
+  EXPECT_TRUE(absl::IsNotFound(f.store->Delete("zz")));  // replicated too
+
+  ASSERT_EQ(hook.seen.size(), 4u);
+  EXPECT_EQ(hook.seen[0].key, "a");
+  EXPECT_FALSE(hook.seen[0].visible_before);
+  EXPECT_TRUE(hook.seen[0].visible_after);
+  EXPECT_TRUE(layout::VerifyEntry(hook.seen[0].entry, "a").ok());
+  EXPECT_EQ(hook.seen[1].key, "b");
+  auto view = layout::VerifyEntry(hook.seen[1].entry, "b");
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->value, "22");
+  EXPECT_EQ(hook.seen[2].key, "a");
+  EXPECT_TRUE(hook.seen[2].entry.empty());
+  EXPECT_TRUE(hook.seen[2].visible_before);
+  EXPECT_FALSE(hook.seen[2].visible_after);
+  EXPECT_EQ(hook.seen[3].key, "zz");
+}
+
+TEST(KvStoreHook, RefusalPublishesNothing) {
+  RecordingHook hook;
+  Fixture f = Make(&hook);
+  hook.store = f.store.get();
+  auto w = f.store->NewWriter();
+  ASSERT_TRUE(f.store->Put(w.get(), "k", "old").ok());
+  hook.refuse = absl::FailedPreconditionError("MOVED 1 h:1");
+  EXPECT_THAT(f.store->Put(w.get(), "k", "new").message(), HasSubstr("MOVED"));
+  EXPECT_TRUE(absl::IsFailedPrecondition(f.store->Delete("k")));
+  auto v = f.store->Get("k");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->value(), "old");
+  EXPECT_TRUE(absl::IsFailedPrecondition(f.store->Put(w.get(), "fresh", "x")));
+  EXPECT_FALSE(f.store->Exists("fresh"));
+}
+
+TEST(KvStoreHook, ReplicaPathsBypassTheHookAndVerify) {
+  RecordingHook hook;
+  hook.refuse = absl::UnavailableError("CLUSTERDOWN");
+  Fixture f = Make(&hook);
+  hook.store = f.store.get();
+  ASSERT_TRUE(f.store->InstallReplica(Entry("r", "v1", 77)).ok());
+  auto v = f.store->Get("r");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->value(), "v1");
+  v->Release();
+  EXPECT_GT(f.store->Version(), 77u);
+  auto copy = f.store->CopyEntry("r");
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ(*copy, Entry("r", "v1", 77));
+
+  std::string bad = Entry("r", "v2", 78);
+  bad[bad.size() - layout::kEntryAlign + 1] ^= 0;  // padding untouched
+  bad[layout::kEntryHeaderBytes + 1] ^= 0x5a;      // a value byte
+  EXPECT_TRUE(absl::IsDataLoss(f.store->InstallReplica(bad)));
+  v = f.store->Get("r");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->value(), "v1");
+  v->Release();
+  EXPECT_TRUE(absl::IsDataLoss(f.store->InstallReplica("short")));
+
+  ASSERT_TRUE(f.store->DeleteReplica("r").ok());
+  EXPECT_FALSE(f.store->Exists("r"));
+  EXPECT_TRUE(f.store->DeleteReplica("r").ok());  // idempotent
+  EXPECT_TRUE(hook.seen.empty());
+}
+
+TEST(KvStoreHook, RdmaCommitInALeaseChunkPassesACopyAndMayBeRetriedAfterARefusal) {
+  RecordingHook hook;
+  Fixture f = Make(&hook);
+  hook.store = f.store.get();
+  auto chunk = f.store->AllocateChunk(1 << 20);
+  ASSERT_TRUE(chunk.ok());
+  const uint64_t size = layout::EntryBytes(1, 5);
+  char* at = f.pool->data() + chunk->offset;
+  layout::EncodeEntry(at, "L", "leased", f.store->Version());
+  hook.refuse = absl::UnavailableError("CLUSTERDOWN");
+  EXPECT_TRUE(absl::IsUnavailable(f.store->Commit(chunk->offset, size)));
+  EXPECT_FALSE(f.store->Exists("L"));
+  // Refused, so the offset was never committed: the holder may retry it.
+  hook.refuse = absl::OkStatus();
+  ASSERT_TRUE(f.store->Commit(chunk->offset, size).ok());
+  ASSERT_EQ(hook.seen.size(), 2u);
+  // The hook got a copy, not pool memory the holder can still rewrite.
+  EXPECT_EQ(hook.seen[1].entry, std::string(at, size));
+  EXPECT_TRUE(hook.seen[1].visible_after);
+  // A second commit of the same offset is refused before the hook runs.
+  EXPECT_TRUE(absl::IsInvalidArgument(f.store->Commit(chunk->offset, size)));
+  EXPECT_EQ(hook.seen.size(), 2u);
+  f.store->ReleaseChunk(*chunk);
+  auto v = f.store->Get("L");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->value(), "leased");
+}
+
+TEST(KvStoreHook, NoHookKeepsSingleNodeBehaviour) {
+  Fixture f = Make(nullptr);
+  auto w = f.store->NewWriter();
+  ASSERT_TRUE(f.store->Put(w.get(), "a", "1").ok());
+  EXPECT_TRUE(f.store->Delete("a").ok());
+  EXPECT_TRUE(absl::IsNotFound(f.store->Delete("a")));
+}
+
+}  // namespace
+}  // namespace server
+}  // namespace kvstore

@@ -1,0 +1,65 @@
+// Copyright 2026 The kvstore Authors.
+//
+// KvStore's side of replication (architecture §19.3): a backup installing
+// the entries and deletes its primary sends, and a primary copying entries
+// out for a joining replica. None of it passes the write hook.
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/storage/kv_store.h"
+
+namespace kvstore {
+namespace server {
+
+absl::Status KvStore::InstallReplica(absl::string_view entry) {
+  // The header is parsed here only for the lengths; Commit() verifies the
+  // copy in pool memory, checksum included, so what is published is exactly
+  // what was checked.
+  KV_ASSIGN_OR_RETURN(layout::EntryView view, layout::ParseEntryHeader(entry));
+  if (layout::EntryBytes(view.key.size(), view.value.size()) != entry.size()) {
+    return absl::DataLossError("replicated entry lengths do not match its size");
+  }
+  const uint64_t version = view.header->version;
+  absl::MutexLock lock(&replica_mu_);
+  if (replica_writer_ == nullptr) replica_writer_ = NewWriter();
+  KV_ASSIGN_OR_RETURN(Reservation r, replica_writer_->Reserve(view.key.size(), view.value.size()));
+  std::memcpy(r.ptr, entry.data(), entry.size());
+  absl::Status s = CommitEntry(r.offset, r.size, /*verify_checksum=*/true, /*hook=*/nullptr);
+  replica_writer_->Done(r);
+  if (s.ok()) {
+    // Keep this store's own versions above every version it holds.
+    uint64_t next = next_version_.load(std::memory_order_relaxed);
+    while (next <= version &&
+           !next_version_.compare_exchange_weak(next, version + 1, std::memory_order_relaxed)) {
+    }
+  }
+  return s;
+}
+
+absl::Status KvStore::DeleteReplica(absl::string_view key) {
+  KV_RETURN_IF_ERROR(options_.limits.CheckKey(key));
+  absl::Status s = Unpublish(key);
+  return absl::IsNotFound(s) ? absl::OkStatus() : s;
+}
+
+absl::StatusOr<std::string> KvStore::CopyEntry(absl::string_view key) const {
+  // As Get(): the slot may be replaced under us, so the copy is verified
+  // against the key and retried a few times.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::optional<layout::Slot> slot = index_->Lookup(key);
+    if (!slot) return absl::NotFoundError("key not found");
+    // A pin keeps the run from being freed while it is copied.
+    const uint32_t head = segments_[SegmentOf(slot->offset)].run_head;
+    segments_[head].pins.fetch_add(1, std::memory_order_acq_rel);
+    std::string copy(pool_->data() + slot->offset, slot->size);
+    segments_[head].pins.fetch_sub(1, std::memory_order_acq_rel);
+    if (layout::VerifyEntry(copy, key).ok()) return copy;
+  }
+  return absl::UnavailableError("key kept changing under the copy; retry");
+}
+
+}  // namespace server
+}  // namespace kvstore
