@@ -21,6 +21,11 @@
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "server/cluster/cluster_node.h"
+#include "server/cluster/cluster_service.h"
+#include "server/cluster/replica_installer.h"
+#include "server/cluster/replicator.h"
+#include "server/cluster/shard_map_editor.h"
+#include "server/cluster/shard_seqs.h"
 #include "server/control/control_service.h"
 
 namespace kvstore {
@@ -76,52 +81,6 @@ bool IsLoopbackAddress(const std::string& address) {
 
 KvServer::KvServer(const KvServerOptions& options)
     : options_(options), fence_page_(std::make_unique<FencePage>()) {}
-
-absl::Status KvServer::PrepareCluster() {
-  if (!options_.cluster.enabled()) return absl::OkStatus();
-  KV_RETURN_IF_ERROR(options_.cluster.Validate());
-  node_id_ = options_.cluster.node_id;
-  if (node_id_.empty()) {
-    // The node id must survive a restart (the map names it); a picked port
-    // would not.
-    if (options_.control_port == 0) {
-      return absl::InvalidArgumentError(
-          "--control_port=0 in cluster mode needs --node_id: the default node id is "
-          "<advertise_host>:<control_port>, and a picked port changes on every start");
-    }
-    node_id_ = absl::StrCat(AdvertiseHost(options_.cluster, options_.listen_address), ":",
-                            options_.control_port);
-  }
-  cluster_state_ = std::make_unique<ClusterState>(node_id_);
-  // Readers refuse this server's data until its lease is proven.
-  fence_page_->Fence();
-  return absl::OkStatus();
-}
-
-absl::Status KvServer::StartCluster() {
-  if (cluster_state_ == nullptr) return absl::OkStatus();
-  const std::string host = AdvertiseHost(options_.cluster, options_.listen_address);
-  ClusterNodeDeps deps;
-  deps.state = cluster_state_.get();
-  deps.fence = fence_page_.get();
-  deps.self.set_node_id(node_id_);
-  deps.self.set_control_address(absl::StrCat(host, ":", control_port_));
-  deps.self.set_resp_address(absl::StrCat(host, ":", resp_->port()));
-  if (http_ != nullptr) deps.self.set_metrics_address(absl::StrCat(host, ":", http_->port()));
-  // A fenced node also cuts its RDMA clients off: their queue pairs go to
-  // the error state, so even a READ posted before the fence page was read
-  // fails (architecture §19.5).
-  deps.on_fence = [this] {
-    if (rdma_ != nullptr) rdma_->FenceAll();
-  };
-  deps.on_unfence = [this] {
-    if (rdma_ != nullptr) rdma_->Unfence();
-  };
-  deps.on_lease_lost = options_.on_lease_lost;
-  deps.auth_token = options_.auth_token;
-  KV_ASSIGN_OR_RETURN(cluster_, ClusterNode::Start(options_.cluster, std::move(deps)));
-  return absl::OkStatus();
-}
 
 absl::Status KvServer::CheckSecurityOptions() const {
   if (!options_.auth_token.empty()) KV_RETURN_IF_ERROR(auth::ValidateToken(options_.auth_token));
@@ -199,6 +158,7 @@ absl::Status KvServer::Init() {
   so.limits = options_.limits;
   so.index_seed = epoch_;
   so.registry = &registry_;
+  so.write_hook = replicator_.get();  // null in single-node mode
   KV_ASSIGN_OR_RETURN(store_, KvStore::Create(pool_.get(), so));
 
   LeaseOptions lo;
@@ -247,6 +207,7 @@ absl::Status KvServer::StartRespServer() {
   ro.registry = &registry_;
   // The shared token is also the RESP password (AUTH / HELLO AUTH).
   ro.password = options_.auth_token;
+  ro.cluster = cluster_state_.get();
   ro.limits = options_.resp_limits;
   ro.limits.max_inflight_set_bytes = options_.pool_bytes / 100 * options_.resp_inflight_set_percent;
   KV_ASSIGN_OR_RETURN(resp_, RespServer::Start(store_.get(), ro));
@@ -342,6 +303,7 @@ absl::Status KvServer::StartControlPlane() {
   deps.resp_address = absl::StrCat(options_.listen_address, ":", resp_->port());
   deps.rdma_device = rdma_device();
   deps.rdma = rdma_.get();
+  deps.cluster = cluster_state_.get();
   // Static facts for Stats.info; the service adds its own.
   deps.info["transports"] = device_ ? "rdma,tcp" : "tcp";
   deps.info["pool"] = FormatByteSize(options_.pool_bytes);
@@ -371,6 +333,8 @@ absl::Status KvServer::StartControlPlane() {
   quota.SetMaxThreads(options_.grpc_max_threads);
   builder.SetResourceQuota(quota);
   builder.RegisterService(service_.get());
+  BuildClusterService();
+  builder.RegisterService(cluster_service_.get());
   // gRPC sets SO_REUSEPORT by default; refuse to share a port with another
   // server instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -450,15 +414,16 @@ void KvServer::Shutdown() {
   // Cluster mode: fenced and the lease revoked before anything else, so
   // the controller can promote a backup at once, and nothing here serves
   // meanwhile.
-  if (cluster_) {
-    cluster_->Shutdown();
-    cluster_.reset();
-  }
+  // The ClusterNode object stays until gRPC stopped: a Failover call in
+  // flight may still read it.
+  if (cluster_) cluster_->Shutdown();
+  if (editor_) editor_->Set(nullptr);
   // Listeners first, so no new request arrives while the rest goes; gRPC
   // gets 2 s to finish the calls in flight. The scrape endpoint goes first:
   // it reads every component through the registry's callbacks.
   if (http_) http_->Stop();
   if (grpc_) grpc_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  cluster_.reset();
   // The session sweeper disconnects queue pairs: it stops before rdma_ goes.
   if (service_) service_->StopSweeper();
   if (resp_) resp_->Stop();
@@ -476,6 +441,9 @@ KvServer::~KvServer() {
   Shutdown();
   grpc_.reset();
   service_.reset();
+  cluster_service_.reset();
+  // Its sync thread installs into the store.
+  installer_.reset();
   resp_.reset();
   store_.reset();
   pool_.reset();  // deregisters before the PD goes

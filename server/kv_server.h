@@ -50,6 +50,11 @@ namespace server {
 
 class KvControlServiceImpl;
 class ClusterNode;
+class ClusterService;
+class ForwardingShardMapEditor;
+class ReplicaInstaller;
+class Replicator;
+class ShardSeqs;
 
 enum class ServerTransport { kAuto, kRdma, kTcp };
 
@@ -229,8 +234,15 @@ class KvServer {
   // Cluster mode, before anything is bound: the options, the node id, the
   // ClusterState, and a fenced page until the lease is proven.
   absl::Status PrepareCluster();
-  // Cluster mode, after the listeners: registers in etcd (ClusterNode).
+  // Cluster mode, after the listeners: registers in etcd (ClusterNode) and
+  // points the replicator's map editor at it. (kv_server_cluster.cc)
   absl::Status StartCluster();
+  // The KvCluster gRPC service (always: in single-node mode it answers
+  // "single-node mode") and, in cluster mode, the replica installer it
+  // serves Replicate and SyncShard with. Needs the store. (kv_server_cluster.cc)
+  void BuildClusterService();
+  // Manual failover: on the controller, or forwarded to it over gRPC.
+  absl::StatusOr<v1::ClusterMap> Failover(const v1::FailoverRequest& request);
   std::string ClusterPart() const;
   // The RESP INFO text: the Redis-like sections and # Metrics, all from one
   // snapshot of registry_.
@@ -252,7 +264,16 @@ class KvServer {
   std::string rdma_reason_;
   absl::Duration registration_time_;
   std::unique_ptr<MemoryPool> pool_;
+  // Cluster mode: the store's write hook and what it needs, so declared
+  // (and destroyed after) the store; null in single-node mode.
+  std::unique_ptr<ShardSeqs> seqs_;
+  std::unique_ptr<ForwardingShardMapEditor> editor_;
+  std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<KvStore> store_;
+  // Installs replicated writes into store_ and syncs shards; cluster mode.
+  std::unique_ptr<ReplicaInstaller> installer_;
+  // Served on the control port; destroyed after grpc_ stops.
+  std::unique_ptr<ClusterService> cluster_service_;
   // Shutdown() destroys leases_ before rdma_, explicitly: the leases own
   // write keys that rdma_ made, and rdma_'s poller commits through leases_
   // (RdmaService's lifetime rules).

@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 
 namespace kvstore {
 namespace server {
@@ -36,6 +37,34 @@ class ShardMapEditor {
   // Moves `node_id` from the shard's syncing list to the end of its
   // in-sync replicas.
   virtual absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id) = 0;
+};
+
+// A ShardMapEditor that forwards to another one set later: the replicator
+// is built before the store (it is the store's write hook), the etcd map
+// store only once the listeners are bound. Until Set() (and after
+// Set(nullptr)) both calls fail with kUnavailable.
+class ForwardingShardMapEditor : public ShardMapEditor {
+ public:
+  // `target` is not owned and must stay valid until Set(nullptr) returns.
+  void Set(ShardMapEditor* target) {
+    absl::MutexLock lock(&mu_);
+    target_ = target;
+  }
+  absl::Status RemoveReplica(uint32_t shard_id, absl::string_view node_id) override {
+    absl::MutexLock lock(&mu_);
+    if (target_ == nullptr) return absl::UnavailableError("CLUSTERDOWN cluster plane not running");
+    return target_->RemoveReplica(shard_id, node_id);
+  }
+  absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id) override {
+    absl::MutexLock lock(&mu_);
+    if (target_ == nullptr) return absl::UnavailableError("CLUSTERDOWN cluster plane not running");
+    return target_->MarkInSync(shard_id, node_id);
+  }
+
+ private:
+  // Held across the call, so Set(nullptr) waits for calls in flight.
+  absl::Mutex mu_;
+  ShardMapEditor* target_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace server

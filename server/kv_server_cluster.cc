@@ -1,0 +1,148 @@
+// Copyright 2026 The kvstore Authors.
+//
+// KvServer's cluster mode (architecture §19): the cluster state, the
+// replicator as the store's write hook, the replica installer, the KvCluster
+// service and the ClusterNode on etcd, and manual failover. Split from
+// kv_server.cc, which wires the single-node server, because cluster mode
+// changes for its own reasons.
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/kv_cluster.grpc.pb.h"
+#include "server/cluster/cluster_node.h"
+#include "server/cluster/cluster_service.h"
+#include "server/cluster/replica_installer.h"
+#include "server/cluster/replicator.h"
+#include "server/cluster/shard_map_editor.h"
+#include "server/cluster/shard_seqs.h"
+#include "server/control/control_service.h"
+#include "server/kv_server.h"
+
+namespace kvstore {
+namespace server {
+
+absl::Status KvServer::PrepareCluster() {
+  if (!options_.cluster.enabled()) return absl::OkStatus();
+  KV_RETURN_IF_ERROR(options_.cluster.Validate());
+  if (!options_.tls_cert_file.empty()) {
+    // Servers replicate and fail over over plaintext gRPC between
+    // themselves; a TLS control port would suggest a protection the
+    // cluster traffic does not have (docs/security.md).
+    return absl::InvalidArgumentError(
+        "cluster mode does not support --tls_cert yet: servers talk to each other over "
+        "plaintext gRPC (use --auth_token_file; see docs/security.md)");
+  }
+  node_id_ = options_.cluster.node_id;
+  if (node_id_.empty()) {
+    // The node id must survive a restart (the map names it); a picked port
+    // would not.
+    if (options_.control_port == 0) {
+      return absl::InvalidArgumentError(
+          "--control_port=0 in cluster mode needs --node_id: the default node id is "
+          "<advertise_host>:<control_port>, and a picked port changes on every start");
+    }
+    node_id_ = absl::StrCat(AdvertiseHost(options_.cluster, options_.listen_address), ":",
+                            options_.control_port);
+  }
+  cluster_state_ = std::make_unique<ClusterState>(node_id_);
+  // The replicator is the store's write hook, so it exists before the
+  // store; its map editor is the etcd map store, which starts only after the
+  // listeners are bound (StartCluster), hence the forwarding editor.
+  seqs_ = std::make_unique<ShardSeqs>();
+  editor_ = std::make_unique<ForwardingShardMapEditor>();
+  ReplicatorOptions ro;
+  ro.replication_timeout = options_.cluster.replication_timeout;
+  ro.auth_token = options_.auth_token;
+  replicator_ = std::make_unique<Replicator>(cluster_state_.get(), editor_.get(), seqs_.get(),
+                                             &registry_, ro);
+  // Readers refuse this server's data until its lease is proven.
+  fence_page_->Fence();
+  return absl::OkStatus();
+}
+
+absl::Status KvServer::StartCluster() {
+  if (cluster_state_ == nullptr) return absl::OkStatus();
+  const std::string host = AdvertiseHost(options_.cluster, options_.listen_address);
+  ClusterNodeDeps deps;
+  deps.state = cluster_state_.get();
+  deps.fence = fence_page_.get();
+  deps.self.set_node_id(node_id_);
+  deps.self.set_control_address(absl::StrCat(host, ":", control_port_));
+  deps.self.set_resp_address(absl::StrCat(host, ":", resp_->port()));
+  if (http_ != nullptr) deps.self.set_metrics_address(absl::StrCat(host, ":", http_->port()));
+  // A fenced node also cuts its RDMA clients off: their queue pairs go to
+  // the error state, so even a READ posted before the fence page was read
+  // fails (architecture §19.5).
+  deps.on_fence = [this] {
+    if (rdma_ != nullptr) rdma_->FenceAll();
+  };
+  deps.on_unfence = [this] {
+    if (rdma_ != nullptr) rdma_->Unfence();
+  };
+  deps.on_lease_lost = options_.on_lease_lost;
+  deps.auth_token = options_.auth_token;
+  KV_ASSIGN_OR_RETURN(cluster_, ClusterNode::Start(options_.cluster, std::move(deps)));
+  editor_->Set(cluster_->map_store());
+  return absl::OkStatus();
+}
+
+void KvServer::BuildClusterService() {
+  ClusterServiceDeps deps;
+  deps.auth_token = options_.auth_token;
+  deps.registry = &registry_;
+  if (cluster_state_ != nullptr) {
+    ReplicaInstallerOptions io;
+    io.auth_token = options_.auth_token;
+    installer_ = std::make_unique<ReplicaInstaller>(store_.get(), cluster_state_.get(), seqs_.get(),
+                                                    &registry_, io);
+    deps.state = cluster_state_.get();
+    deps.store = store_.get();
+    deps.replicator = replicator_.get();
+    deps.installer = installer_.get();
+    deps.failover = [this](const v1::FailoverRequest& request) { return Failover(request); };
+  }
+  cluster_service_ = std::make_unique<ClusterService>(std::move(deps));
+}
+
+absl::StatusOr<v1::ClusterMap> KvServer::Failover(const v1::FailoverRequest& request) {
+  // cluster_ lives until gRPC has stopped (Shutdown()), so it is safe to
+  // read from a call.
+  if (cluster_ == nullptr || cluster_->controller() == nullptr) {
+    return absl::UnavailableError("the cluster plane is not running on this node");
+  }
+  Controller* controller = cluster_->controller();
+  if (controller->IsLeader()) {
+    return controller->Failover(request.shard_id(), request.target_node());
+  }
+  // Forward to the elected controller, found by its node id in the map.
+  const std::string leader = controller->ControllerId();
+  std::shared_ptr<const cluster::ClusterMapView> map = cluster_state_->map();
+  const v1::ClusterNode* node = map != nullptr ? map->Node(leader) : nullptr;
+  if (leader.empty() || node == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("no controller to forward the failover to (controller \"", leader,
+                     "\" is not in the map this node holds); retry"));
+  }
+  auto stub = v1::KvCluster::NewStub(
+      grpc::CreateChannel(node->control_address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (!options_.auth_token.empty()) {
+    ctx.AddMetadata("authorization", absl::StrCat("Bearer ", options_.auth_token));
+  }
+  v1::FailoverResponse response;
+  grpc::Status status = stub->Failover(&ctx, request, &response);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        absl::StrCat("controller ", leader, " at ", node->control_address(), ": ",
+                                     status.error_message()));
+  }
+  return response.map();
+}
+
+}  // namespace server
+}  // namespace kvstore
