@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,17 @@ uint32_t Seed() {
 std::string OutputDir() {
   const char* d = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
   return d != nullptr ? d : TempDir();
+}
+
+// The first few distinct errors of the history, for a failure message.
+std::string SomeErrors(const History& history) {
+  std::set<std::string> errors;
+  for (const Operation& op : history.Snapshot()) {
+    if (!op.error.empty() && errors.size() < 5) errors.insert(op.error);
+  }
+  std::string out;
+  for (const std::string& e : errors) absl::StrAppend(&out, "\n  ", e);
+  return out;
 }
 
 class ClusterFailoverTest : public ::testing::Test {
@@ -118,9 +130,17 @@ void ClusterFailoverTest::Run(int replicas, Fault fault, const std::string& name
   w.seed = Seed();
   Workload load(w, &history);
   load.Start();
+  // Warm up: until writes flow (at most 10 s), then one more second.
+  for (absl::Time end = absl::Now() + absl::Seconds(10);
+       load.acknowledged_writes() < 20 && absl::Now() < end;) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
   absl::SleepFor(absl::Seconds(1));
-  ASSERT_GT(load.acknowledged_writes(), 0u) << "no write succeeded before the fault\n"
-                                            << cluster.Logs();
+  ASSERT_GT(load.acknowledged_writes(), 0u)
+      << "no write succeeded before the fault: " << SomeErrors(history) << "\n"
+      << load.connect_failures() << " failed connects, the last: " << load.last_connect_error()
+      << "\n"
+      << cluster.Logs();
 
   absl::StatusOr<int> victim = cluster.PrimaryIndexOf(load.Key(0));
   ASSERT_TRUE(victim.ok()) << victim.status();

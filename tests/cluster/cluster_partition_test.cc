@@ -124,8 +124,15 @@ TEST_F(PartitionTest, CutOffPrimaryIsReplacedAndLosesNothing) {
   w.seed = Seed();
   Workload load(w, &history);
   load.Start();
+  for (absl::Time end = absl::Now() + absl::Seconds(10);
+       load.acknowledged_writes() < 20 && absl::Now() < end;) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
   absl::SleepFor(absl::Seconds(1));
-  ASSERT_GT(load.acknowledged_writes(), 0u) << cluster.Logs();
+  ASSERT_GT(load.acknowledged_writes(), 0u)
+      << load.connect_failures() << " failed connects, the last: " << load.last_connect_error()
+      << "\n"
+      << cluster.Logs();
 
   absl::StatusOr<int> victim = cluster.PrimaryIndexOf(load.Key(0));
   ASSERT_TRUE(victim.ok()) << victim.status();

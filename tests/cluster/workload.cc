@@ -38,6 +38,11 @@ client::Options Workload::ClientOptions() const {
   return o;
 }
 
+std::string Workload::last_connect_error() const {
+  absl::MutexLock lock(&mu_);
+  return last_connect_error_;
+}
+
 void Workload::Start() {
   stop_ = false;
   for (int c = options_.first_client_id; c < options_.first_client_id + options_.clients; ++c) {
@@ -59,6 +64,11 @@ void Workload::RunClient(int client) {
     if (kv == nullptr) {
       auto c = client::KvClient::Connect(ClientOptions());
       if (!c.ok()) {
+        connect_failures_++;
+        {
+          absl::MutexLock lock(&mu_);
+          last_connect_error_ = c.status().ToString();
+        }
         absl::SleepFor(absl::Milliseconds(50));
         continue;
       }

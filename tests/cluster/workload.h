@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/kv_client.h"
 #include "tests/cluster/history.h"
@@ -75,6 +76,10 @@ class Workload {
   const std::vector<std::string>& keys() const { return keys_; }
   uint64_t acknowledged_writes() const { return acked_writes_.load(); }
   uint64_t operations() const { return ops_.load(); }
+  // Failed KvClient::Connect calls (not operations: not in the History) and
+  // the last one's status, for a test's failure message.
+  uint64_t connect_failures() const { return connect_failures_.load(); }
+  std::string last_connect_error() const;
 
  private:
   void RunClient(int client);
@@ -89,6 +94,9 @@ class Workload {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> acked_writes_{0};
   std::atomic<uint64_t> ops_{0};
+  std::atomic<uint64_t> connect_failures_{0};
+  mutable absl::Mutex mu_;
+  std::string last_connect_error_ ABSL_GUARDED_BY(mu_);
 };
 
 // The History outcome of a client status (see the file comment).
