@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cluster/etcd_process.h"
 
 namespace kvstore {
 namespace testing {
@@ -56,6 +58,53 @@ TEST(ClusterHarnessTest, NeedsAnEtcdEndpoint) {
   ClusterOptions o;
   auto h = ClusterHarness::Start(o);
   EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The harness's fault controls on a real cluster (no client load): the map
+// gets full, a killed primary is replaced, the restarted node rejoins in
+// sync, a frozen-then-resumed primary exits with status 3.
+TEST(ClusterHarnessTest, KillRestartAndFreezeAPrimary) {
+  EtcdProcess etcd;
+  ASSERT_TRUE(etcd.Start().ok());
+  ClusterOptions o;
+  o.etcd_endpoint = etcd.endpoint();
+  auto c = ClusterHarness::Start(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ClusterHarness& cluster = **c;
+  absl::Status s = cluster.WaitHealthy(absl::Seconds(30));
+  ASSERT_TRUE(s.ok()) << s << "\n" << cluster.Logs();
+  EXPECT_EQ(cluster.ControlAddresses().size(), 3u);
+
+  absl::StatusOr<int> primary = cluster.PrimaryIndexOf("key0");
+  ASSERT_TRUE(primary.ok()) << primary.status();
+  absl::StatusOr<std::vector<int>> backups = cluster.BackupIndexesOf("key0");
+  ASSERT_TRUE(backups.ok());
+  ASSERT_EQ(backups->size(), 1u);
+  const absl::Time killed = absl::Now();
+  cluster.KillNode(*primary);
+  EXPECT_EQ(cluster.node(*primary), nullptr);
+  absl::StatusOr<std::string> next =
+      cluster.WaitNewPrimary("key0", ClusterHarness::NodeId(*primary), absl::Seconds(20));
+  ASSERT_TRUE(next.ok()) << next.status() << "\n" << cluster.Logs();
+  EXPECT_EQ(*next, ClusterHarness::NodeId(backups->front()));
+  std::printf("kill -9 -> new primary in the map: %.0f ms\n",
+              absl::ToDoubleMilliseconds(absl::Now() - killed));
+  ASSERT_TRUE(cluster.RestartNode(*primary).ok());
+  s = cluster.WaitHealthy(absl::Seconds(30));
+  ASSERT_TRUE(s.ok()) << s << "\n" << cluster.Logs();
+
+  absl::StatusOr<int> frozen = cluster.PrimaryIndexOf("key0");
+  ASSERT_TRUE(frozen.ok());
+  cluster.PauseNode(*frozen);
+  next = cluster.WaitNewPrimary("key0", ClusterHarness::NodeId(*frozen), absl::Seconds(20));
+  ASSERT_TRUE(next.ok()) << next.status() << "\n" << cluster.Logs();
+  cluster.ResumeNode(*frozen);
+  std::optional<int> code = cluster.WaitNodeExit(*frozen, absl::Seconds(15));
+  ASSERT_TRUE(code.has_value()) << cluster.Logs();
+  EXPECT_EQ(*code, 3);
+  ASSERT_TRUE(cluster.RestartNode(*frozen).ok());
+  s = cluster.WaitHealthy(absl::Seconds(30));
+  EXPECT_TRUE(s.ok()) << s << "\n" << cluster.Logs();
 }
 
 TEST(ClusterHarnessTest, NamesNodes) {
