@@ -27,6 +27,8 @@
 //   kvstore_client_request_duration_sum_micros{op="get",transport="rdma"}
 //   kvstore_client_request_duration_p50_micros{...} / _p99_micros{...}
 //   kvstore_client_reconnects_total                                     0
+//   kvstore_client_cluster_map_refreshes_total / _redirects_total /
+//   _retries_total, kvstore_client_cluster_map_epoch  (cluster mode; 0 otherwise)
 // (see docs/operations.md for the full list).
 
 #ifndef KVSTORE_CLIENT_KV_CLIENT_H_
@@ -63,10 +65,16 @@ struct ServerStats {
 
 class KvClient {
  public:
-  // Connects to Options::servers[0], handshakes over the control plane and
-  // opens the data connections chosen by Options::transport. Security
-  // options are checked first (kInvalidArgument, see options.h); a server
-  // that refuses the token, or needs one, fails it with kUnauthenticated.
+  // Asks the seed servers (Options::servers, in order) for the cluster map.
+  // A seed that hands one out makes this a cluster client: keys are routed
+  // to their shard's node, batches split by node, and stale maps refreshed
+  // with bounded retries (client/cluster_client.h says what is retried, a
+  // PUT of unknown outcome included). A server in single-node mode (or one
+  // without the cluster service) is used alone, as before: Connect
+  // handshakes over its control plane and opens the data connections chosen
+  // by Options::transport. Security options are checked first
+  // (kInvalidArgument, see options.h); a server that refuses the token, or
+  // needs one, fails it with kUnauthenticated.
   static absl::StatusOr<std::unique_ptr<KvClient>> Connect(const Options& options);
 
   virtual ~KvClient() = default;

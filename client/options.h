@@ -33,8 +33,12 @@ absl::StatusOr<TransportMode> ParseTransportMode(absl::string_view text);
 absl::Status ValidateServerAddress(absl::string_view address);
 
 struct Options {
-  // Control-plane (gRPC) addresses, "host:port". The data endpoints are
-  // learned from the handshake. Today exactly one server is used.
+  // Control-plane (gRPC) addresses, "host:port": seed servers. Connect()
+  // asks them, in order, for the cluster map; the first that hands one out
+  // makes this a cluster client, which then routes every key to its shard's
+  // node (client/internal/cluster/cluster_client.h). A server in single-node
+  // mode (or one too old to know the cluster) is used alone, as before the
+  // cluster existed. The data endpoints are learned from each handshake.
   std::vector<std::string> servers = {"127.0.0.1:7300"};
   TransportMode transport = TransportMode::kAuto;
   // Bound on connecting and handshaking.
@@ -48,6 +52,18 @@ struct Options {
   // Bytes per RDMA write lease (rounded up by the server to its segments);
   // larger entries get a lease of their own size.
   uint64_t lease_bytes = 4ull << 20;
+
+  // --- Cluster mode (ignored by a single-node client).
+  // Reads (Get, Exists, MultiGet, GetInto) go to an in-sync backup of the
+  // key's shard rather than its primary. Only for callers that tolerate
+  // stale values: a backup installs a write before the primary acknowledges
+  // it, but may answer a read from an older map (e.g. just after a
+  // failover).
+  bool read_from_replicas = false;
+  // Attempts per operation (the first included) before a redirect,
+  // CLUSTERDOWN or unreachable node is returned to the caller; all of them
+  // within op_timeout. At least 1.
+  int cluster_max_attempts = 10;
 
   // --- Security (docs/security.md).
   // Connect() checks these before dialling: kInvalidArgument for a token

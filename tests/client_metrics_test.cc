@@ -52,9 +52,12 @@ std::set<std::string> SpecKeys() {
   }
   for (const char* name :
        {"tcp_fallbacks", "checksum_retries", "span_retries", "server_fallback_gets",
-        "leases_granted", "leases_released", "leases_renewed", "lease_aborts", "reconnects"}) {
+        "leases_granted", "leases_released", "leases_renewed", "lease_aborts", "reconnects",
+        "cluster_map_refreshes", "cluster_redirects", "cluster_retries"}) {
     keys.insert(absl::StrCat("kvstore_client_", name, "_total"));
   }
+  // A gauge, 0 for a single-node client.
+  keys.insert("kvstore_client_cluster_map_epoch");
   return keys;
 }
 

@@ -50,6 +50,18 @@ ClientMetrics::ClientMetrics(metrics::Registry* registry)
                            "Times transport=auto chose TCP because RDMA was unavailable.");
   reconnects_ = registry->AddCounter("kvstore_client_reconnects_total",
                                      "Data paths rebuilt after a failure or a server restart.");
+  // Cluster mode only; the series exist (at 0) for a single-node client too.
+  map_refreshes_ = registry->AddCounter(
+      "kvstore_client_cluster_map_refreshes_total",
+      "Cluster maps fetched after Connect (after a redirect, CLUSTERDOWN or a lost node).");
+  redirects_ = registry->AddCounter(
+      "kvstore_client_cluster_redirects_total",
+      "Answers saying the client routed by a stale map (MOVED, map or shard epoch mismatch).");
+  retries_ = registry->AddCounter(
+      "kvstore_client_cluster_retries_total",
+      "Operations (or parts of a batch) sent again by the cluster client after a refresh.");
+  map_epoch_ = registry->AddGauge("kvstore_client_cluster_map_epoch",
+                                  "Epoch of the cluster map the client routes by; 0 single-node.");
 }
 
 // Only two DataPath implementations exist; a third would add a member here.

@@ -12,6 +12,10 @@
 //   kvstore_client_request_duration_seconds{transport,op}  op: get put delete
 //                                                           multi_get multi_put
 //   kvstore_client_tcp_fallbacks_total, kvstore_client_reconnects_total
+//   kvstore_client_cluster_map_refreshes_total   cluster maps fetched after Connect
+//   kvstore_client_cluster_redirects_total       MOVED / stale-epoch answers
+//   kvstore_client_cluster_retries_total         attempts repeated by the cluster client
+//   kvstore_client_cluster_map_epoch             (gauge) epoch routed by, 0 single-node
 // transport is "tcp" or "rdma". Every child is registered at construction,
 // so the series exist (at 0) before the first call.
 //
@@ -60,12 +64,20 @@ class ClientMetrics {
 
   metrics::Counter* tcp_fallbacks() const { return tcp_fallbacks_; }
   metrics::Counter* reconnects() const { return reconnects_; }
+  metrics::Counter* map_refreshes() const { return map_refreshes_; }
+  metrics::Counter* redirects() const { return redirects_; }
+  metrics::Counter* retries() const { return retries_; }
+  metrics::Gauge* map_epoch() const { return map_epoch_; }
 
  private:
   TransportMetrics tcp_;
   TransportMetrics rdma_;
   metrics::Counter* tcp_fallbacks_ = nullptr;
   metrics::Counter* reconnects_ = nullptr;
+  metrics::Counter* map_refreshes_ = nullptr;
+  metrics::Counter* redirects_ = nullptr;
+  metrics::Counter* retries_ = nullptr;
+  metrics::Gauge* map_epoch_ = nullptr;
 };
 
 }  // namespace client

@@ -105,6 +105,12 @@ bool IsSessionLost(const absl::Status& status) {
 
 absl::StatusOr<std::unique_ptr<ControlClient>> ControlClient::Dial(
     const std::string& address, const ControlSecurity& security) {
+  KV_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, DialChannel(address, security));
+  return std::make_unique<ControlClient>(v1::KvControl::NewStub(channel), security.auth_token);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> ControlClient::DialChannel(
+    const std::string& address, const ControlSecurity& security) {
   KV_RETURN_IF_ERROR(CheckCombination(security));
   KV_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> creds, MakeCredentials(security));
   grpc::ChannelArguments args;
@@ -115,8 +121,7 @@ absl::StatusOr<std::unique_ptr<ControlClient>> ControlClient::Dial(
   // Checked against the certificate instead of the host of `address`
   // (GRPC_SSL_TARGET_NAME_OVERRIDE_ARG), e.g. when dialling by IP.
   if (!security.tls_server_name.empty()) args.SetSslTargetNameOverride(security.tls_server_name);
-  auto channel = grpc::CreateCustomChannel(address, creds, args);
-  return std::make_unique<ControlClient>(v1::KvControl::NewStub(channel), security.auth_token);
+  return grpc::CreateCustomChannel(address, creds, args);
 }
 
 // Per-call metadata rather than grpc::MetadataCredentials: gRPC refuses to

@@ -78,6 +78,11 @@ class ControlClient {
   // shows in the first call.
   static absl::StatusOr<std::unique_ptr<ControlClient>> Dial(const std::string& address,
                                                              const ControlSecurity& security = {});
+  // The channel Dial() makes, checked the same way, for callers that put
+  // another service's stub on it too (the cluster client's KvCluster calls
+  // share one connection per server with KvControl).
+  static absl::StatusOr<std::shared_ptr<grpc::Channel>> DialChannel(
+      const std::string& address, const ControlSecurity& security = {});
 
   // Calls go to `stub`; each carries `auth_token` as a bearer token unless
   // it is empty.

@@ -16,13 +16,15 @@
 #include "absl/time/time.h"
 
 // Global flags.
-ABSL_FLAG(std::string, server, "127.0.0.1:7300", "Control-plane address of the server.");
+ABSL_FLAG(std::string, server, "127.0.0.1:7300",
+          "Control-plane address of the server; in a cluster, of any node (keys are then "
+          "routed to their shard's primary by the cluster map).");
 ABSL_FLAG(std::string, transport, "auto",
           "Data path: auto (RDMA when both sides have a device, else TCP), rdma or tcp.");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10), "Bound on connecting and on each operation.");
 ABSL_FLAG(std::string, rdma_device, "",
           "RDMA device for auto/rdma (default: the first with an active port).");
-ABSL_FLAG(bool, json, false, "Print stat and bench results as one JSON object.");
+ABSL_FLAG(bool, json, false, "Print stat, bench and cluster results as one JSON object.");
 ABSL_FLAG(bool, verbose, false, "Log the client library's informational messages to stderr.");
 
 // Security. --token_file has no default of its own: kvctl_context.cc falls
@@ -59,3 +61,9 @@ ABSL_FLAG(absl::Duration, duration, absl::Seconds(10),
 ABSL_FLAG(uint64_t, ops, 0, "Total operations to run instead of --duration.");
 ABSL_FLAG(bool, preload, true, "PUT every key once before the run (--no-preload to skip).");
 ABSL_FLAG(uint64_t, seed, 0, "Seed for keys, operations and values; 0 picks one (printed).");
+
+// cluster
+ABSL_FLAG(int, shard, -1, "cluster failover: the shard to fail over (required; -1: none given).");
+ABSL_FLAG(std::string, to, "",
+          "cluster failover: the in-sync backup to promote (default: the one with the newest "
+          "data).");

@@ -49,4 +49,8 @@ ABSL_DECLARE_FLAG(uint64_t, ops);
 ABSL_DECLARE_FLAG(bool, preload);
 ABSL_DECLARE_FLAG(uint64_t, seed);
 
+// cluster
+ABSL_DECLARE_FLAG(int, shard);
+ABSL_DECLARE_FLAG(std::string, to);
+
 #endif  // KVSTORE_CLIENT_KVCTL_KVCTL_FLAGS_H_

@@ -4,7 +4,7 @@
 //
 //   kvctl [flags] COMMAND [args]
 //
-// Commands: put, get, del, exists, scan, stat, bench. `kvctl --help` prints
+// Commands: put, get, del, exists, scan, stat, bench, cluster. `kvctl --help` prints
 // the full usage, including the exit codes:
 //
 //   0  success; get/exists: the key exists
@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/kvctl/kvctl_args.h"
 #include "client/kvctl/kvctl_bench_command.h"
+#include "client/kvctl/kvctl_cluster_command.h"
 #include "client/kvctl/kvctl_commands.h"
 #include "client/kvctl/kvctl_context.h"
 #include "client/kvctl/kvctl_flags.h"
@@ -70,7 +71,30 @@ constexpr Command kCommands[] = {
      "microseconds, GB/s of values, misses, errors, transport and seed. Ctrl-C ends the timed "
      "run early and still reports; during the preload it stops bench with CANCELLED (exit 3).",
      0, 0, RunBenchCommand},
+    {"cluster", "cluster SUBCOMMAND",
+     "The cluster map as the server holds it: status (epoch, controller, shards with slot "
+     "ranges, primary, backups, syncing nodes, up or DOWN), nodes (addresses, incarnation, "
+     "roles), slots (ranges -> primary), or failover --shard=N [--to=NODE] (manual failover "
+     "through the controller; prints the new map). Run 'kvctl cluster --help' for details. A "
+     "server in single-node mode answers FAILED_PRECONDITION, one without the cluster service "
+     "UNIMPLEMENTED (exit 3).",
+     1, 1, RunCluster},
 };
+
+// The command named on the command line before absl parses it (for
+// `kvctl cluster --help`): the first argument that is neither a flag nor a
+// flag's separate value. Empty when there is none.
+std::string CommandBeforeParsing(const std::vector<std::string>& argv) {
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--") return i + 1 < argv.size() ? argv[i + 1] : "";
+    if (a.size() < 2 || a[0] != '-') return a;
+    const size_t dashes = a[1] == '-' ? 2 : 1;
+    if (a.find('=') != std::string::npos) continue;
+    if (KindOfFlag(a.substr(dashes)) == FlagKind::kTakesValue) ++i;  // its value
+  }
+  return "";
+}
 
 // The client library logs through glog; a command-line tool keeps quiet
 // about anything below ERROR unless asked, and never writes log files.
@@ -87,7 +111,9 @@ int Main(int argc, char** argv) {
   PreprocessedArgs pre = PreprocessArgs(std::vector<std::string>(argv, argv + argc), &KindOfFlag);
   // Help wins over everything else on the line, including errors.
   if (pre.help) {
-    std::fputs(HelpText(kCommands).c_str(), stdout);
+    const std::string text =
+        CommandBeforeParsing(pre.argv) == "cluster" ? ClusterHelpText() : HelpText(kCommands);
+    std::fputs(text.c_str(), stdout);
     return kExitOk;
   }
   // absl would act on these itself (print its version, or exit after

@@ -53,6 +53,8 @@ constexpr FlagHelp kFlagHelp[] = {
     {"ops",         "bench", "N"},
     {"preload",     "bench", nullptr},
     {"seed",        "bench", "S"},
+    {"shard",       "cluster", "N"},
+    {"to",          "cluster", "NODE"},
 };
 // clang-format on
 
@@ -134,6 +136,8 @@ std::string HelpText(absl::Span<const Command> commands) {
       "Usage: kvctl [flags] COMMAND [args]\n"
       "\n"
       "kvctl reads and writes a kvstore server through the kvstore client library.\n"
+      "Against a cluster, --server may name any node: the client fetches the cluster\n"
+      "map from it and routes each key to its shard's primary.\n"
       "\n"
       "Commands:\n";
   // Synopses take 30 columns; the help starts at column 33.
@@ -143,7 +147,7 @@ std::string HelpText(absl::Span<const Command> commands) {
 
   // One section per command that has flags, global flags first; --help
   // itself is not an absl flag of ours, so it is added by hand.
-  for (const char* section : {"", "put", "scan", "bench"}) {
+  for (const char* section : {"", "put", "scan", "bench", "cluster"}) {
     absl::StrAppend(
         &out, "\n",
         *section == '\0' ? std::string("Global flags:") : absl::StrCat("Flags of ", section, ":"),

@@ -23,6 +23,7 @@
 #include "absl/time/clock.h"
 #include "common/protocol/resp.h"
 #include "common/status_macros.h"
+#include "glog/logging.h"
 
 namespace kvstore {
 namespace client {
@@ -101,24 +102,27 @@ absl::Status SendAll(int fd, absl::string_view data, const std::string& address)
 // Reads one whole reply by `deadline`. Only one request was sent, so a
 // well-behaved server sends nothing after it; bytes beyond the reply mean
 // the framing cannot be trusted.
-absl::StatusOr<resp::Reply> ReadOneReply(int fd, absl::Time deadline, const std::string& address) {
+// `command` names the request in errors ("AUTH").
+absl::StatusOr<resp::Reply> ReadOneReply(int fd, absl::Time deadline, const std::string& address,
+                                         absl::string_view command) {
   std::string buf;
   char chunk[4096];
-  // An AUTH reply is one short line; bound what a hostile peer can send.
+  // An AUTH or READONLY reply is one short line; bound what a hostile peer
+  // can send.
   resp::ReplyLimits limits;
   limits.max_bulk_bytes = 1 << 16;
   limits.max_elements = 16;
   for (;;) {
     absl::StatusOr<resp::ParsedReply> parsed = resp::ParseReply(buf, limits);
     if (!parsed.ok()) {
-      return absl::InternalError(
-          absl::StrCat("malformed reply to AUTH from ", address, ": ", parsed.status().message()));
+      return absl::InternalError(absl::StrCat("malformed reply to ", command, " from ", address,
+                                              ": ", parsed.status().message()));
     }
     resp::ParsedReply& r = *parsed;
     if (r.complete) {
       if (r.consumed != buf.size()) {
         return absl::InternalError(
-            absl::StrCat("unexpected bytes after AUTH reply from ", address));
+            absl::StrCat("unexpected bytes after ", command, " reply from ", address));
       }
       return std::move(r.reply);
     }
@@ -127,13 +131,13 @@ absl::StatusOr<resp::Reply> ReadOneReply(int fd, absl::Time deadline, const std:
     const int rc = left > 0 ? poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30))) : 0;
     if (rc < 0 && errno == EINTR) continue;
     if (rc == 0) {
-      return absl::DeadlineExceededError(absl::StrCat("no reply to AUTH from ", address));
+      return absl::DeadlineExceededError(absl::StrCat("no reply to ", command, " from ", address));
     }
     const ssize_t n = rc < 0 ? -1 : recv(fd, chunk, sizeof(chunk), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       return absl::UnavailableError(
-          absl::StrCat("connection to ", address, " lost during AUTH",
+          absl::StrCat("connection to ", address, " lost during ", command,
                        n < 0 ? absl::StrCat(": ", std::strerror(errno)) : ""));
     }
     buf.append(chunk, static_cast<size_t>(n));
@@ -148,7 +152,7 @@ absl::Status Authenticate(int fd, absl::string_view token, absl::Time deadline,
   // Multi-bulk rather than inline: the token is sent byte for byte.
   KV_RETURN_IF_ERROR(SendAll(
       fd, absl::StrCat("*2\r\n$4\r\nAUTH\r\n$", token.size(), "\r\n", token, "\r\n"), address));
-  KV_ASSIGN_OR_RETURN(resp::Reply reply, ReadOneReply(fd, deadline, address));
+  KV_ASSIGN_OR_RETURN(resp::Reply reply, ReadOneReply(fd, deadline, address, "AUTH"));
   if (reply.type == resp::Reply::Type::kError) {
     return absl::UnauthenticatedError(
         absl::StrCat("the RESP port ", address, " refused the token: ", reply.str));
@@ -157,13 +161,28 @@ absl::Status Authenticate(int fd, absl::string_view token, absl::Time deadline,
   return absl::InternalError(absl::StrCat("unexpected reply to AUTH from ", address));
 }
 
+// One READONLY round trip (cluster replica reads). An error reply is not
+// fatal: a server that does not know READONLY answers a backup's reads with
+// MOVED, and the cluster client then reads from the primary.
+absl::Status ReadOnly(int fd, absl::Time deadline, const std::string& address) {
+  KV_RETURN_IF_ERROR(SendAll(fd, "*1\r\n$8\r\nREADONLY\r\n", address));
+  KV_ASSIGN_OR_RETURN(resp::Reply reply, ReadOneReply(fd, deadline, address, "READONLY"));
+  if (reply.type == resp::Reply::Type::kError) {
+    LOG_FIRST_N(WARNING, 1) << "kvstore client: " << address
+                            << " refused READONLY (replica reads fall back to primaries): "
+                            << reply.str;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<int> DialResp(const std::string& address, absl::Duration timeout,
-                             absl::string_view auth_token) {
+                             absl::string_view auth_token, bool readonly) {
   KV_ASSIGN_OR_RETURN(int fd, Dial(address, timeout));
-  if (auth_token.empty()) return fd;
-  absl::Status s = Authenticate(fd, auth_token, absl::Now() + timeout, address);
+  absl::Status s;
+  if (!auth_token.empty()) s = Authenticate(fd, auth_token, absl::Now() + timeout, address);
+  if (s.ok() && readonly) s = ReadOnly(fd, absl::Now() + timeout, address);
   if (!s.ok()) {
     close(fd);
     return s;

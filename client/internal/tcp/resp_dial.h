@@ -32,10 +32,12 @@ namespace client {
 // or the connection fails during AUTH; kUnauthenticated, with the server's
 // error text (e.g. "WRONGPASS ..."), when the server answers AUTH with any
 // error; kInternal for a reply to AUTH that is neither +OK nor an error;
-// kDeadlineExceeded when no reply to AUTH came in time. On any error the
-// socket is closed.
+// kDeadlineExceeded when no reply to AUTH came in time. With `readonly`,
+// READONLY is sent next (cluster replica reads: a backup then serves reads
+// of its shards); an error reply to it is only logged, a lost connection or
+// no reply in time fails as for AUTH. On any error the socket is closed.
 absl::StatusOr<int> DialResp(const std::string& address, absl::Duration timeout,
-                             absl::string_view auth_token);
+                             absl::string_view auth_token, bool readonly = false);
 
 }  // namespace client
 }  // namespace kvstore

@@ -78,10 +78,12 @@ void SetAfterDrainForTest(std::function<void()> f) {
 class RespConnection {
  public:
   // `auth_token`: sent as AUTH on every (re)connect; empty for none.
-  RespConnection(std::string address, absl::Duration connect_timeout, std::string auth_token)
+  RespConnection(std::string address, absl::Duration connect_timeout, std::string auth_token,
+                 bool readonly)
       : address_(std::move(address)),
         connect_timeout_(connect_timeout),
-        auth_token_(std::move(auth_token)) {}
+        auth_token_(std::move(auth_token)),
+        readonly_(readonly) {}
   ~RespConnection() {
     absl::MutexLock lock(&send_mu_);
     Teardown();
@@ -191,7 +193,7 @@ class RespConnection {
     if (!refused_.ok()) return refused_;
     // The old reader has failed (or is failing) its waiters; join it first.
     Teardown();
-    absl::StatusOr<int> fd = DialResp(address_, connect_timeout_, auth_token_);
+    absl::StatusOr<int> fd = DialResp(address_, connect_timeout_, auth_token_, readonly_);
     if (absl::IsUnauthenticated(fd.status())) refused_ = fd.status();
     if (!fd.ok()) return fd.status();
     fd_ = *fd;
@@ -332,6 +334,8 @@ class RespConnection {
   const std::string address_;
   const absl::Duration connect_timeout_;
   const std::string auth_token_;
+  // Send READONLY after AUTH on every (re)connect (cluster replica reads).
+  const bool readonly_;
   absl::Mutex send_mu_;
   int fd_ ABSL_GUARDED_BY(send_mu_) = -1;
   // The server's refusal of auth_token_, once it happened (sticky).
@@ -348,15 +352,13 @@ class RespConnection {
 
 // ---------------------------------------------------------------------------
 
-absl::StatusOr<std::unique_ptr<TcpDataPath>> TcpDataPath::Connect(const std::string& address,
-                                                                  int connections,
-                                                                  const Limits& limits,
-                                                                  absl::Duration connect_timeout,
-                                                                  const std::string& auth_token) {
+absl::StatusOr<std::unique_ptr<TcpDataPath>> TcpDataPath::Connect(
+    const std::string& address, int connections, const Limits& limits,
+    absl::Duration connect_timeout, const std::string& auth_token, bool readonly) {
   // On a failure `path` is destroyed, closing the connections made so far.
   std::unique_ptr<TcpDataPath> path(new TcpDataPath(address, limits, connect_timeout));
   for (int i = 0; i < std::max(1, connections); ++i) {
-    auto conn = std::make_unique<RespConnection>(address, connect_timeout, auth_token);
+    auto conn = std::make_unique<RespConnection>(address, connect_timeout, auth_token, readonly);
     KV_RETURN_IF_ERROR(conn->Open());
     path->conns_.push_back(std::move(conn));
   }

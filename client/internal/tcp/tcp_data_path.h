@@ -47,11 +47,14 @@ class TcpDataPath final : public DataPath {
   // (resp_dial.h). kUnavailable when the name does not resolve or a socket
   // cannot connect, kUnauthenticated when the server refuses the token (the
   // connections already made are closed). `limits` are the key, value and
-  // batch limits checked before anything is sent.
+  // batch limits checked before anything is sent. `readonly`: every socket
+  // sends READONLY after AUTH, so that a cluster backup serves reads of its
+  // shards (Options::read_from_replicas; resp_dial.h).
   static absl::StatusOr<std::unique_ptr<TcpDataPath>> Connect(const std::string& address,
                                                               int connections, const Limits& limits,
                                                               absl::Duration connect_timeout,
-                                                              const std::string& auth_token = "");
+                                                              const std::string& auth_token = "",
+                                                              bool readonly = false);
   // Closes every connection and joins its reader thread.
   // REQUIRES: no call is in flight.
   ~TcpDataPath() override;

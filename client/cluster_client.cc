@@ -1,0 +1,554 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The cluster KvClient: routing by the map, splitting batches by node, and
+// the refresh-and-retry loop around every attempt (see the header).
+
+#include "client/cluster_client.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/internal/client_metrics.h"
+#include "client/internal/cluster/cluster_errors.h"
+#include "client/internal/cluster/cluster_router.h"
+#include "client/internal/server_link.h"
+#include "common/metrics/exposition.h"
+#include "common/metrics/registry.h"
+#include "common/status_macros.h"
+
+namespace kvstore {
+namespace client {
+namespace {
+
+constexpr absl::Duration kFirstBackoff = absl::Milliseconds(20);
+constexpr absl::Duration kMaxBackoff = absl::Milliseconds(500);
+
+// One operation's retry budget: attempts, the deadline and the backoff.
+class RetryBudget {
+ public:
+  RetryBudget(int max_attempts, absl::Time deadline)
+      : max_attempts_(std::max(1, max_attempts)), deadline_(deadline) {}
+  absl::Time deadline() const { return deadline_; }
+  int attempts() const { return attempts_; }
+  // Counts an attempt about to start.
+  void Begin() { ++attempts_; }
+  // Whether another attempt may start.
+  bool More() const { return attempts_ < max_attempts_ && absl::Now() < deadline_; }
+  // Sleeps the current backoff (never past the deadline) and doubles it.
+  void Sleep() {
+    absl::SleepFor(std::min(backoff_, deadline_ - absl::Now()));
+    backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+  }
+
+ private:
+  const int max_attempts_;
+  const absl::Time deadline_;
+  int attempts_ = 0;
+  absl::Duration backoff_ = kFirstBackoff;
+};
+
+// The last error, saying that the client gave up and why it stopped.
+absl::Status GaveUp(const absl::Status& s, const RetryBudget& budget, uint64_t epoch) {
+  return absl::Status(
+      s.code(), absl::StrCat(s.message(), " (cluster client gave up after ", budget.attempts(),
+                             " attempt(s); map epoch ", epoch, ")"));
+}
+
+class ClusterClientImpl final : public KvClient {
+ public:
+  explicit ClusterClientImpl(const Options& options)
+      : options_(options),
+        metrics_(&registry_),
+        router_(LinkEnv{&options_, &registry_, &metrics_, &rdma_,
+                        absl::StrCat("kvclient pid ", getpid()), options.read_from_replicas},
+                ControlSecurity{options.auth_token, options.tls_ca_file, options.tls_cert_file,
+                                options.tls_key_file, options.tls_server_name},
+                options.servers) {}
+
+  ClusterRouter& router() { return router_; }
+
+  // Connects the first node of the map that answers, so that
+  // max_value_bytes() and transport_name() have a handshake to report.
+  absl::Status ConnectFirstNode() {
+    std::shared_ptr<const cluster::ClusterMapView> map = router_.map();
+    absl::Status last = absl::UnavailableError("the cluster map names no node");
+    for (const v1::ClusterNode& node : map->proto().nodes()) {
+      absl::StatusOr<std::shared_ptr<ServerLink>> link = router_.Link(node);
+      if (link.ok()) {
+        absl::MutexLock lock(&mu_);
+        first_ = *link;
+        return absl::OkStatus();
+      }
+      last = link.status();
+    }
+    return last;
+  }
+
+  absl::StatusOr<std::string> Get(absl::string_view key) override {
+    return Keyed<std::string>(kGetOp, key, /*read=*/true, /*idempotent=*/true,
+                              [&](DataPath& p, absl::Time d) { return p.Get(key, d); });
+  }
+  absl::Status Put(absl::string_view key, absl::string_view value) override {
+    return KeyedStatus(kPutOp, key, true,
+                       [&](DataPath& p, absl::Time d) { return p.Put(key, value, d); });
+  }
+  absl::Status Delete(absl::string_view key) override {
+    return KeyedStatus(kDeleteOp, key, /*idempotent=*/false,
+                       [&](DataPath& p, absl::Time d) { return p.Delete(key, d); });
+  }
+  absl::StatusOr<bool> Exists(absl::string_view key) override {
+    return Keyed<bool>(kExistsOp, key, true, true,
+                       [&](DataPath& p, absl::Time d) { return p.Exists(key, d); });
+  }
+  absl::StatusOr<size_t> GetInto(absl::string_view key, const RegisteredBuffer& buffer,
+                                 size_t offset, size_t capacity) override {
+    return Keyed<size_t>(kGetOp, key, true, true, [&](DataPath& p, absl::Time d) {
+      return p.GetInto(key, buffer, offset, capacity, d);
+    });
+  }
+  absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
+                       size_t length) override {
+    return KeyedStatus(kPutOp, key, true, [&](DataPath& p, absl::Time d) {
+      return p.PutFrom(key, buffer, offset, length, d);
+    });
+  }
+
+  absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
+      absl::Span<const std::string> keys) override;
+  absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs) override;
+  absl::StatusOr<ScanPage> Scan(uint64_t cursor, uint32_t count, absl::string_view prefix) override;
+  absl::StatusOr<ServerStats> Stats() override;
+
+  // Every link shares one RDMA device and PD (SharedRdma), so a buffer
+  // registered through any of them serves all nodes.
+  absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) override {
+    return First()->Current().path->Register(data, size);
+  }
+  uint64_t max_value_bytes() const override { return First()->max_value_bytes(); }
+  std::string transport_name() const override {
+    std::shared_ptr<DataPath> path = First()->Current().path;
+    return path ? std::string(path->name()) : "none";
+  }
+  std::map<std::string, uint64_t> metrics() const override {
+    return metrics::FlattenSnapshot(registry_.TakeSnapshot());
+  }
+
+ private:
+  std::shared_ptr<ServerLink> First() const {
+    absl::MutexLock lock(&mu_);
+    return first_;
+  }
+
+  // The node for `key` under `map`: the primary, or with read_from_replicas
+  // and `replica_ok` an in-sync backup. kUnavailable "CLUSTERDOWN" when the
+  // shard has no primary.
+  absl::StatusOr<const v1::ClusterNode*> Route(const cluster::ClusterMapView& map,
+                                               absl::string_view key, bool replica_ok) {
+    const v1::Shard* shard = map.ShardForKey(key);
+    if (shard == nullptr || shard->replicas().empty()) {
+      return absl::UnavailableError(
+          absl::StrCat("CLUSTERDOWN the shard of slot ", cluster::KeySlot(key), " has no primary"));
+    }
+    const v1::ClusterNode* node = nullptr;
+    if (replica_ok && options_.read_from_replicas && shard->replicas_size() > 1) {
+      const uint64_t n = next_replica_.fetch_add(1, std::memory_order_relaxed);
+      node = map.Node(shard->replicas(1 + static_cast<int>(n % (shard->replicas_size() - 1))));
+    } else {
+      node = map.Primary(*shard);
+    }
+    if (node == nullptr) return absl::InternalError("the cluster map names an unknown node");
+    return node;
+  }
+
+  // After a failed attempt routed by `epoch` to `node` (may be null): drops
+  // a link that stopped answering, refreshes the map, and backs off unless a
+  // newer map arrived. Counts the redirect.
+  void Recover(Verdict verdict, const absl::Status& s, uint64_t epoch, const v1::ClusterNode* node,
+               const std::shared_ptr<ServerLink>& link, RetryBudget* budget) {
+    if (verdict == Verdict::kRedirect) metrics_.redirects()->Increment();
+    // Plain kUnavailable (not CLUSTERDOWN) from a node: it may be gone; the
+    // next attempt handshakes again.
+    if (link != nullptr && verdict == Verdict::kDown && absl::IsUnavailable(s) &&
+        !absl::StrContains(s.message(), "CLUSTERDOWN")) {
+      router_.Drop(link);
+    }
+    // A node that redirects holds a newer map, most likely: ask it first.
+    const std::string hint =
+        verdict == Verdict::kRedirect && node != nullptr ? node->control_address() : "";
+    const bool newer = router_.Refresh(epoch, hint, budget->deadline());
+    if (!newer || verdict == Verdict::kDown) budget->Sleep();
+  }
+
+  // The retry loop of one single-key operation (see the header).
+  template <typename T, typename F>
+  absl::StatusOr<T> Keyed(OpKind kind, absl::string_view key, bool read, bool idempotent, F op) {
+    const auto start = std::chrono::steady_clock::now();
+    RetryBudget budget(options_.cluster_max_attempts, absl::Now() + options_.op_timeout);
+    absl::StatusOr<T> r = absl::UnknownError("not attempted");
+    const TransportMetrics* tm = metrics_.ForTransport("tcp");
+    for (;;) {
+      if (budget.attempts() > 0) metrics_.retries()->Increment();
+      budget.Begin();
+      const std::shared_ptr<const cluster::ClusterMapView> map = router_.map();
+      const bool replica_read = read && options_.read_from_replicas && budget.attempts() == 1;
+      absl::StatusOr<const v1::ClusterNode*> node = Route(*map, key, replica_read);
+      std::shared_ptr<ServerLink> link;
+      bool sent = false;
+      if (!node.ok()) {
+        r = node.status();
+      } else if (absl::StatusOr<std::shared_ptr<ServerLink>> l = router_.Link(**node); !l.ok()) {
+        r = l.status();
+      } else {
+        link = *l;
+        tm = link->Current().metrics;
+        sent = true;
+        r = link->Run<T>(
+            Untimed(kind), [&](DataPath& p) { return op(p, budget.deadline()); }, idempotent);
+      }
+      const Verdict v = Classify(r.status());
+      if (v == Verdict::kFinal) break;
+      // A delete that reached a node which then failed may have happened.
+      const bool refused = v == Verdict::kRedirect ||
+                           absl::StrContains(r.status().message(), "CLUSTERDOWN") || !sent ||
+                           r.status().GetPayload(kNotSentPayload).has_value();
+      if (!idempotent && !refused) break;
+      if (!budget.More()) {
+        r = GaveUp(r.status(), budget, router_.epoch());
+        break;
+      }
+      // A backup that will not serve the read (it has not applied our map,
+      // or does not take READONLY): read from the primary, at once.
+      if (replica_read && v == Verdict::kRedirect) {
+        metrics_.redirects()->Increment();
+        continue;
+      }
+      Recover(v, r.status(), map->epoch(), node.ok() ? *node : nullptr, link, &budget);
+    }
+    if (kind.call != CallKind::kNone) {
+      const auto elapsed = std::chrono::steady_clock::now() - start;
+      tm->latency(kind.call)->ObserveNanos(static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
+    }
+    return r;
+  }
+  template <typename F>
+  absl::Status KeyedStatus(OpKind kind, absl::string_view key, bool idempotent, F op) {
+    return Keyed<bool>(kind, key, /*read=*/false, idempotent,
+                       [&](DataPath& p, absl::Time d) -> absl::StatusOr<bool> {
+                         KV_RETURN_IF_ERROR(op(p, d));
+                         return true;
+                       })
+        .status();
+  }
+
+  // The indices of a batch grouped by the node they route to; indices of a
+  // shard without a primary are in `down`.
+  struct Groups {
+    std::shared_ptr<const cluster::ClusterMapView> map;
+    std::map<std::string, std::pair<const v1::ClusterNode*, std::vector<size_t>>> by_node;
+    std::vector<size_t> down;
+  };
+  template <typename KeyOf>
+  Groups Split(const std::vector<size_t>& pending, bool read, KeyOf key_of) {
+    Groups g;
+    g.map = router_.map();
+    for (size_t i : pending) {
+      absl::StatusOr<const v1::ClusterNode*> node = Route(*g.map, key_of(i), read);
+      if (!node.ok()) {
+        g.down.push_back(i);
+        continue;
+      }
+      auto& group = g.by_node[(*node)->node_id()];
+      group.first = *node;
+      group.second.push_back(i);
+    }
+    return g;
+  }
+
+  // Runs `fn(i)` for i in [0, n), all but the first on threads of their own.
+  template <typename Fn>
+  static void Parallel(size_t n, Fn fn) {
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < n; ++i) threads.emplace_back([&fn, i] { fn(i); });
+    if (n > 0) fn(0);
+    for (auto& t : threads) t.join();
+  }
+
+  const Options options_;
+  // Declared before everything that counts into it.
+  metrics::Registry registry_;
+  const ClientMetrics metrics_;
+  SharedRdma rdma_;
+  ClusterRouter router_;
+  std::atomic<uint64_t> next_replica_{0};
+  mutable absl::Mutex mu_;
+  std::shared_ptr<ServerLink> first_ ABSL_GUARDED_BY(mu_);
+};
+
+// What one node's part of a batch came back with.
+template <typename T>
+struct PartResult {
+  std::shared_ptr<ServerLink> link;
+  absl::StatusOr<T> value = absl::UnknownError("not attempted");
+};
+
+// The latency of a whole batch call, under the transport of its last part.
+void ObserveCall(const TransportMetrics* tm, CallKind call,
+                 std::chrono::steady_clock::time_point start) {
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  tm->latency(call)->ObserveNanos(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
+}
+
+// The failure that decides what to do after an attempt of a batch: the
+// worst verdict (kDown over kRedirect), its status, and where it came from.
+struct BatchFailure {
+  Verdict verdict = Verdict::kFinal;
+  absl::Status status;
+  const v1::ClusterNode* node = nullptr;
+  std::shared_ptr<ServerLink> link;
+
+  void Note(Verdict v, const absl::Status& s, const v1::ClusterNode* n,
+            const std::shared_ptr<ServerLink>& l) {
+    if (v == Verdict::kFinal || (verdict == Verdict::kDown && v != Verdict::kDown)) return;
+    verdict = v;
+    status = s;
+    node = n;
+    link = l;
+  }
+};
+
+absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::MultiGet(
+    absl::Span<const std::string> keys) {
+  const auto start = std::chrono::steady_clock::now();
+  RetryBudget budget(options_.cluster_max_attempts, absl::Now() + options_.op_timeout);
+  std::vector<absl::StatusOr<std::string>> out(keys.size(), absl::UnknownError("not attempted"));
+  std::vector<size_t> pending(keys.size());
+  for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+  const TransportMetrics* tm = metrics_.ForTransport("tcp");
+  while (!pending.empty()) {
+    if (budget.attempts() > 0) metrics_.retries()->Increment();
+    budget.Begin();
+    Groups g = Split(pending, budget.attempts() == 1,
+                     [&](size_t i) -> absl::string_view { return keys[i]; });
+    std::vector<size_t> again;
+    BatchFailure failure;
+    for (size_t i : g.down) {
+      out[i] = absl::UnavailableError("CLUSTERDOWN the key's shard has no primary");
+      failure.Note(Verdict::kDown, out[i].status(), nullptr, nullptr);
+      again.push_back(i);
+    }
+    std::vector<const std::pair<const v1::ClusterNode*, std::vector<size_t>>*> parts;
+    for (const auto& [id, part] : g.by_node) parts.push_back(&part);
+    std::vector<PartResult<std::vector<absl::StatusOr<std::string>>>> results(parts.size());
+    Parallel(parts.size(), [&](size_t pi) {
+      std::vector<std::string> part_keys;
+      for (size_t i : parts[pi]->second) part_keys.push_back(keys[i]);
+      absl::StatusOr<std::shared_ptr<ServerLink>> link = router_.Link(*parts[pi]->first);
+      if (!link.ok()) {
+        results[pi].value = link.status();
+        return;
+      }
+      results[pi].link = *link;
+      results[pi].value = (*link)->Run<std::vector<absl::StatusOr<std::string>>>(
+          Untimed(kMultiGetOp),
+          [&](DataPath& p) { return p.MultiGet(part_keys, budget.deadline()); }, true,
+          part_keys.size());
+    });
+    for (size_t pi = 0; pi < parts.size(); ++pi) {
+      const std::vector<size_t>& idx = parts[pi]->second;
+      auto& value = results[pi].value;
+      if (results[pi].link != nullptr) tm = results[pi].link->Current().metrics;
+      if (value.ok() && value->size() != idx.size()) {
+        value = absl::InternalError("a node answered MultiGet with the wrong number of values");
+      }
+      if (!value.ok()) {
+        const Verdict v = Classify(value.status());
+        // As on one server: a batch that cannot be attempted fails whole.
+        if (v == Verdict::kFinal) return value.status();
+        failure.Note(v, value.status(), parts[pi]->first, results[pi].link);
+        for (size_t i : idx) out[i] = value.status();
+        again.insert(again.end(), idx.begin(), idx.end());
+        continue;
+      }
+      for (size_t k = 0; k < idx.size(); ++k) {
+        const Verdict v = Classify((*value)[k].status());
+        if (v != Verdict::kFinal) {
+          failure.Note(v, (*value)[k].status(), parts[pi]->first, results[pi].link);
+          again.push_back(idx[k]);
+        }
+        out[idx[k]] = std::move((*value)[k]);
+      }
+    }
+    pending = std::move(again);
+    if (pending.empty()) break;
+    if (!budget.More()) {
+      for (size_t i : pending) out[i] = GaveUp(out[i].status(), budget, router_.epoch());
+      break;
+    }
+    Recover(failure.verdict, failure.status, g.map->epoch(), failure.node, failure.link, &budget);
+  }
+  ObserveCall(tm, CallKind::kMultiGet, start);
+  return out;
+}
+
+// Each node's part keeps the caller's order, so a key given twice (always in
+// one part: one key, one shard) keeps its last value. A part that failed is
+// sent again whole: every pair is last-writer-wins, so repeating the ones
+// that were stored is harmless.
+absl::Status ClusterClientImpl::MultiPut(
+    absl::Span<const std::pair<std::string, std::string>> pairs) {
+  const auto start = std::chrono::steady_clock::now();
+  RetryBudget budget(options_.cluster_max_attempts, absl::Now() + options_.op_timeout);
+  std::vector<size_t> pending(pairs.size());
+  for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+  const TransportMetrics* tm = metrics_.ForTransport("tcp");
+  absl::Status result;
+  while (!pending.empty()) {
+    if (budget.attempts() > 0) metrics_.retries()->Increment();
+    budget.Begin();
+    Groups g = Split(pending, false, [&](size_t i) -> absl::string_view { return pairs[i].first; });
+    std::vector<size_t> again = g.down;
+    BatchFailure failure;
+    if (!g.down.empty()) {
+      failure.Note(Verdict::kDown, absl::UnavailableError("CLUSTERDOWN a shard has no primary"),
+                   nullptr, nullptr);
+    }
+    std::vector<const std::pair<const v1::ClusterNode*, std::vector<size_t>>*> parts;
+    for (const auto& [id, part] : g.by_node) parts.push_back(&part);
+    std::vector<PartResult<bool>> results(parts.size());
+    Parallel(parts.size(), [&](size_t pi) {
+      std::vector<std::pair<std::string, std::string>> part_pairs;
+      for (size_t i : parts[pi]->second) part_pairs.push_back(pairs[i]);
+      absl::StatusOr<std::shared_ptr<ServerLink>> link = router_.Link(*parts[pi]->first);
+      if (!link.ok()) {
+        results[pi].value = link.status();
+        return;
+      }
+      results[pi].link = *link;
+      absl::Status s = (*link)->RunStatus(
+          Untimed(kMultiPutOp),
+          [&](DataPath& p) { return p.MultiPut(part_pairs, budget.deadline()); }, true,
+          part_pairs.size());
+      if (s.ok()) {
+        results[pi].value = true;
+      } else {
+        results[pi].value = s;
+      }
+    });
+    absl::Status final_error;
+    for (size_t pi = 0; pi < parts.size(); ++pi) {
+      if (results[pi].link != nullptr) tm = results[pi].link->Current().metrics;
+      const absl::Status& s = results[pi].value.status();
+      if (s.ok()) continue;
+      const Verdict v = Classify(s);
+      if (v == Verdict::kFinal) {
+        if (final_error.ok()) final_error = s;
+        continue;
+      }
+      failure.Note(v, s, parts[pi]->first, results[pi].link);
+      again.insert(again.end(), parts[pi]->second.begin(), parts[pi]->second.end());
+    }
+    if (!final_error.ok()) {
+      result = final_error;
+      break;
+    }
+    std::sort(again.begin(), again.end());  // the caller's order, for repeated keys
+    pending = std::move(again);
+    if (pending.empty()) break;
+    if (!budget.More()) {
+      result = GaveUp(failure.status, budget, router_.epoch());
+      break;
+    }
+    Recover(failure.verdict, failure.status, g.map->epoch(), failure.node, failure.link, &budget);
+  }
+  ObserveCall(tm, CallKind::kMultiPut, start);
+  return result;
+}
+
+absl::StatusOr<ScanPage> ClusterClientImpl::Scan(uint64_t cursor, uint32_t count,
+                                                 absl::string_view prefix) {
+  std::shared_ptr<const cluster::ClusterMapView> map = router_.map();
+  // The primaries, in node-id order: the cursor's node index counts here.
+  std::vector<const v1::ClusterNode*> nodes;
+  for (const v1::Shard& shard : map->proto().shards()) {
+    const v1::ClusterNode* p = map->Primary(shard);
+    if (p != nullptr && std::find(nodes.begin(), nodes.end(), p) == nodes.end()) nodes.push_back(p);
+  }
+  std::sort(nodes.begin(), nodes.end(), [](const v1::ClusterNode* a, const v1::ClusterNode* b) {
+    return a->node_id() < b->node_id();
+  });
+  const uint64_t index = cursor >> kScanNodeShift;
+  if (index >= nodes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("scan cursor ", cursor, " names node ", index,
+                                                   " but the cluster map has ", nodes.size(),
+                                                   " primaries"));
+  }
+  const v1::ClusterNode& node = *nodes[index];
+  KV_ASSIGN_OR_RETURN(std::shared_ptr<ServerLink> link, router_.Link(node));
+  KV_ASSIGN_OR_RETURN(v1::ScanResponse resp,
+                      link->control()->Scan(cursor & kScanNodeCursorMask, count, prefix,
+                                            absl::Now() + options_.op_timeout));
+  if (resp.cursor() > kScanNodeCursorMask) {
+    return absl::InternalError(absl::StrCat("node ", node.node_id(), " returned scan cursor ",
+                                            resp.cursor(), ", over the 48 bits it may use"));
+  }
+  ScanPage page;
+  for (std::string& key : *resp.mutable_keys()) {
+    // Only keys of shards this node leads; it also holds copies of others.
+    const v1::Shard* shard = map->ShardForKey(key);
+    if (shard != nullptr && !shard->replicas().empty() && shard->replicas(0) == node.node_id()) {
+      page.keys.push_back(std::move(key));
+    }
+  }
+  if (resp.cursor() != 0) {
+    page.cursor = (index << kScanNodeShift) | resp.cursor();
+  } else if (index + 1 < nodes.size()) {
+    page.cursor = (index + 1) << kScanNodeShift;
+  }
+  return page;
+}
+
+absl::StatusOr<ServerStats> ClusterClientImpl::Stats() {
+  std::shared_ptr<const cluster::ClusterMapView> map = router_.map();
+  absl::Status last = absl::UnavailableError("the cluster map names no node");
+  for (const v1::ClusterNode& node : map->proto().nodes()) {
+    absl::StatusOr<std::shared_ptr<ServerLink>> link = router_.Link(node);
+    absl::StatusOr<v1::StatsResponse> resp =
+        link.ok() ? (*link)->control()->Stats(absl::Now() + options_.op_timeout) : link.status();
+    if (!resp.ok()) {
+      last = resp.status();
+      continue;
+    }
+    ServerStats out;
+    out.info.insert(resp->info().begin(), resp->info().end());
+    out.counters.insert(resp->counters().begin(), resp->counters().end());
+    out.info["cluster_node"] = node.node_id();
+    return out;
+  }
+  return last;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KvClient>> ConnectCluster(const Options& options,
+                                                         std::string* single_node_seed) {
+  auto impl = std::make_unique<ClusterClientImpl>(options);
+  KV_RETURN_IF_ERROR(
+      impl->router().Bootstrap(absl::Now() + options.connect_timeout, single_node_seed));
+  KV_RETURN_IF_ERROR(impl->ConnectFirstNode());
+  return std::unique_ptr<KvClient>(std::move(impl));
+}
+
+}  // namespace client
+}  // namespace kvstore

@@ -1,0 +1,87 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The KvClient of cluster mode (docs/architecture.md §19): KvClient::Connect
+// builds one when a seed server hands out a cluster map.
+//
+// Routing. Every key goes to the primary of its shard
+// (ClusterMapView::ShardForKey: the Redis Cluster hash slot). With
+// Options::read_from_replicas, Get/Exists/MultiGet/GetInto go to an in-sync
+// backup first (round robin over the backups; the primary on a retry or when
+// the shard has none); TCP connections then send READONLY, and a backup that
+// still redirects the read makes the client read from the primary at once,
+// without refreshing the map. MultiGet and MultiPut are split by node, the parts run
+// in parallel (one thread per extra node), and the results are put back in
+// the caller's order. Each node is reached through its own ServerLink,
+// connected on first use with the same transport choice, connection count and
+// security options as a single-node client.
+//
+// Refresh and retry. An attempt answered with a redirect (MOVED/ASK, a map or
+// shard epoch mismatch), CLUSTERDOWN, or failing because the node is
+// unreachable (cluster_errors.h) makes the client refresh its map from any
+// node it knows (ClusterRouter::Refresh: the highest epoch wins, never an
+// older one) and try again, at most Options::cluster_max_attempts times in
+// all and within Options::op_timeout. Between attempts that found no newer
+// map it backs off, 20 ms doubling to 500 ms. When it gives up, the last
+// error is returned with its code, the message saying how many attempts were
+// made and by which map epoch.
+//
+// What is retried. Get, Exists, MultiGet, Put, MultiPut and PutFrom are
+// retried after any of the failures above — a PUT whose outcome is unknown
+// (the connection broke after the request was sent) too, which is safe
+// because the store is last-writer-wins per key: the retry writes the same
+// value again. The one visible effect: a concurrent PUT of the same key by
+// another client that landed between the two attempts is overwritten. Delete
+// is retried only when the server refused it (redirect, CLUSTERDOWN) or it
+// was never sent; an unknown outcome is returned as is (kUnavailable), since
+// a retry could report kNotFound for a delete that succeeded.
+//
+// Scan pages through the nodes that are primaries in the current map, in
+// node-id order. Its cursor packs both positions: the top 16 bits are the
+// index of the node in that order, the low 48 bits that node's own cursor
+// (0 to begin, and 0 again once the whole cluster was listed). Each node's
+// page is filtered to the keys of shards it leads (a node also holds copies
+// of shards it backs), so a page may hold fewer than `count` keys, even none,
+// while the listing goes on. A map change between two pages may skip or
+// repeat keys, as Redis SCAN does; Scan is not retried. Stats() reports the
+// first node of the map that answers, its info gaining "cluster_node" (the
+// node id).
+//
+// Metrics: the single-node series, counted per node's transport, plus
+// kvstore_client_cluster_{map_refreshes,redirects,retries}_total and the
+// kvstore_client_cluster_map_epoch gauge (client_metrics.h).
+//
+// Thread safety: thread-safe, as KvClient.
+
+#ifndef KVSTORE_CLIENT_CLUSTER_CLIENT_H_
+#define KVSTORE_CLIENT_CLUSTER_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/kv_client.h"
+#include "client/options.h"
+
+namespace kvstore {
+namespace client {
+
+// Asks the seeds (Options::servers, in order) for the cluster map and, if one
+// hands it out, returns a connected cluster client (the first reachable node
+// of the map has been handshaken, so max_value_bytes() is known). When a
+// seed answers as a single-node server (IsSingleNodeAnswer) the error is that
+// answer and `*single_node_seed` names the seed, so the caller can connect to
+// it as before. Other errors: the last seed's (kUnavailable when no seed
+// could be reached), kInvalidArgument for an invalid map, or the handshake
+// error of the map's nodes when none could be connected.
+absl::StatusOr<std::unique_ptr<KvClient>> ConnectCluster(const Options& options,
+                                                         std::string* single_node_seed);
+
+// The 64-bit Scan cursor of the cluster client: node index in the top 16
+// bits, that node's cursor in the low 48 (see the file comment).
+inline constexpr int kScanNodeShift = 48;
+inline constexpr uint64_t kScanNodeCursorMask = (uint64_t{1} << kScanNodeShift) - 1;
+
+}  // namespace client
+}  // namespace kvstore
+
+#endif  // KVSTORE_CLIENT_CLUSTER_CLIENT_H_

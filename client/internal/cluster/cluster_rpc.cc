@@ -1,0 +1,59 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "client/internal/cluster/cluster_rpc.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "common/auth/token.h"
+#include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "grpcpp/grpcpp.h"
+
+namespace kvstore {
+namespace client {
+
+ClusterRpc::ClusterRpc(std::shared_ptr<grpc::Channel> channel, const std::string& auth_token)
+    : stub_(v1::KvCluster::NewStub(std::move(channel))),
+      bearer_(auth_token.empty() ? std::string() : auth::BearerHeader(auth_token)) {}
+
+std::unique_ptr<grpc::ClientContext> ClusterRpc::NewContext(absl::Time deadline) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(absl::ToChronoTime(deadline));
+  if (!bearer_.empty()) ctx->AddMetadata("authorization", bearer_);
+  return ctx;
+}
+
+absl::StatusOr<v1::GetClusterMapResponse> ClusterRpc::GetClusterMap(uint64_t known_epoch,
+                                                                    absl::Time deadline) {
+  v1::GetClusterMapRequest req;
+  req.set_known_epoch(known_epoch);
+  auto ctx = NewContext(deadline);
+  v1::GetClusterMapResponse resp;
+  KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->GetClusterMap(ctx.get(), req, &resp)));
+  return resp;
+}
+
+absl::StatusOr<v1::ClusterMap> ClusterRpc::Failover(uint32_t shard_id,
+                                                    const std::string& target_node,
+                                                    absl::Time deadline) {
+  v1::FailoverRequest req;
+  req.set_shard_id(shard_id);
+  req.set_target_node(target_node);
+  auto ctx = NewContext(deadline);
+  v1::FailoverResponse resp;
+  KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->Failover(ctx.get(), req, &resp)));
+  return std::move(*resp.mutable_map());
+}
+
+// The wording is the server's (proto/kv_cluster.proto): FAILED_PRECONDITION
+// also means "stale shard epoch", which is not single-node mode.
+bool IsSingleNodeAnswer(const absl::Status& status) {
+  if (absl::IsUnimplemented(status)) return true;
+  return absl::IsFailedPrecondition(status) &&
+         absl::StrContains(absl::AsciiStrToLower(status.message()), "single-node");
+}
+
+}  // namespace client
+}  // namespace kvstore

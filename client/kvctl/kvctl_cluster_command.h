@@ -1,0 +1,63 @@
+// Copyright 2026 The kvstore Authors.
+//
+// `kvctl cluster SUBCOMMAND`: the cluster map as the server named by
+// --server holds it (any node; clients never talk to etcd).
+//
+//   status    epoch, controller, each shard: slot ranges, primary, in-sync
+//             backups, syncing nodes, up or DOWN (no primary)
+//   nodes     one line per node: addresses, incarnation, roles
+//   slots     slot ranges -> shard and primary
+//   failover  --shard=N [--to=NODE]: KvCluster.Failover on that server
+//             (forwarded to the controller); prints the new map as status
+//
+// Output: kvctl_cluster_format.h (text, or JSON with --json). Exit codes
+// as for every kvctl command: 0 done; 2 usage error (unknown subcommand,
+// --shard missing for failover, --shard/--to given to another
+// subcommand); 3 any other error, e.g. FAILED_PRECONDITION from a server
+// in single-node mode or a failover the controller refuses, UNIMPLEMENTED
+// from a server without the cluster service; 4 credentials refused.
+//
+// Thread safety: main's thread only (reads flags, writes stdout/stderr).
+
+#ifndef KVSTORE_CLIENT_KVCTL_KVCTL_CLUSTER_COMMAND_H_
+#define KVSTORE_CLIENT_KVCTL_KVCTL_CLUSTER_COMMAND_H_
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/kvctl/kvctl_context.h"
+
+namespace kvstore {
+namespace client {
+namespace kvctl {
+
+// What `cluster` was asked to do, checked before anything is dialled.
+struct ClusterRequest {
+  enum class Kind { kStatus, kNodes, kSlots, kFailover };
+  Kind kind = Kind::kStatus;
+  int shard = -1;      // failover only
+  std::string target;  // failover only; empty: the controller picks
+};
+
+// Parses the subcommand and its flags. `shard` is --shard (-1: not given),
+// `target` --to, `given` the flags on the command line. kInvalidArgument,
+// worded for UsageError(), for an unknown subcommand, failover without
+// --shard (or a negative one), or --shard/--to with another subcommand.
+absl::StatusOr<ClusterRequest> ParseClusterRequest(const std::string& subcommand, int shard,
+                                                   const std::string& target,
+                                                   const std::set<std::string>& given);
+
+// The handler (CommandFn): args[0] is the subcommand.
+int RunCluster(const Context& context, const std::vector<std::string>& args);
+
+// The text of `kvctl cluster --help`.
+std::string ClusterHelpText();
+
+}  // namespace kvctl
+}  // namespace client
+}  // namespace kvstore
+
+#endif  // KVSTORE_CLIENT_KVCTL_KVCTL_CLUSTER_COMMAND_H_

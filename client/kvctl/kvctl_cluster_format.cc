@@ -1,0 +1,168 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Rendering of `kvctl cluster`. The map is printed as it came: shards in
+// the map's order, nodes in the map's order, slot ranges sorted by start.
+
+#include "client/kvctl/kvctl_cluster_format.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+
+namespace kvstore {
+namespace client {
+namespace kvctl {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string Dump(const Json& j) {
+  // Nothing guarantees that names are UTF-8: replace, never throw.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+std::string Ranges(const v1::Shard& shard) {
+  std::vector<std::string> parts;
+  for (const v1::SlotRange& r : shard.slots()) {
+    parts.push_back(r.start() == r.end() ? absl::StrCat(r.start())
+                                         : absl::StrCat(r.start(), "-", r.end()));
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, ",");
+}
+
+std::string ListOrDash(const std::vector<std::string>& v) {
+  return v.empty() ? "-" : absl::StrJoin(v, ",");
+}
+
+std::vector<std::string> Backups(const v1::Shard& shard) {
+  return std::vector<std::string>(shard.replicas().begin() + std::min(1, shard.replicas_size()),
+                                  shard.replicas().end());
+}
+
+const v1::ClusterNode* FindNode(const v1::ClusterMap& map, const std::string& id) {
+  for (const v1::ClusterNode& n : map.nodes()) {
+    if (n.node_id() == id) return &n;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string FormatClusterStatus(const v1::ClusterMap& map, bool json) {
+  if (json) {
+    Json j;
+    j["epoch"] = map.epoch();
+    j["controller"] = map.controller();
+    j["cluster_name"] = map.cluster_name();
+    j["replication_factor"] = map.replication_factor();
+    j["shards"] = Json::array();
+    for (const v1::Shard& s : map.shards()) {
+      Json js;
+      js["shard_id"] = s.shard_id();
+      js["shard_epoch"] = s.shard_epoch();
+      js["slots"] = Json::array();
+      for (const v1::SlotRange& r : s.slots()) js["slots"].push_back({r.start(), r.end()});
+      js["up"] = !s.replicas().empty();
+      js["primary"] = s.replicas().empty() ? Json(nullptr) : Json(s.replicas(0));
+      js["backups"] = Backups(s);
+      js["syncing"] = std::vector<std::string>(s.syncing().begin(), s.syncing().end());
+      j["shards"].push_back(std::move(js));
+    }
+    return Dump(j);
+  }
+  std::string out = absl::StrFormat("epoch %d controller %s cluster %s replicas %d\n", map.epoch(),
+                                    map.controller().empty() ? "-" : map.controller(),
+                                    map.cluster_name().empty() ? "-" : map.cluster_name(),
+                                    map.replication_factor());
+  for (const v1::Shard& s : map.shards()) {
+    absl::StrAppendFormat(
+        &out, "shard %d  %-4s  slots %s  primary %s  backups %s  syncing %s  shard_epoch %d\n",
+        s.shard_id(), s.replicas().empty() ? "DOWN" : "up", Ranges(s),
+        s.replicas().empty() ? "-" : s.replicas(0), ListOrDash(Backups(s)),
+        ListOrDash(std::vector<std::string>(s.syncing().begin(), s.syncing().end())),
+        s.shard_epoch());
+  }
+  return out;
+}
+
+std::string FormatClusterNodes(const v1::ClusterMap& map, bool json) {
+  Json j;
+  j["epoch"] = map.epoch();
+  j["nodes"] = Json::array();
+  std::string out;
+  for (const v1::ClusterNode& n : map.nodes()) {
+    std::vector<std::string> roles;
+    for (const v1::Shard& s : map.shards()) {
+      for (int i = 0; i < s.replicas_size(); ++i) {
+        if (s.replicas(i) == n.node_id()) {
+          roles.push_back(absl::StrCat(i == 0 ? "primary:" : "backup:", s.shard_id()));
+        }
+      }
+      for (const std::string& id : s.syncing()) {
+        if (id == n.node_id()) roles.push_back(absl::StrCat("syncing:", s.shard_id()));
+      }
+    }
+    if (json) {
+      Json jn;
+      jn["node_id"] = n.node_id();
+      jn["incarnation"] = n.incarnation();
+      jn["control_address"] = n.control_address();
+      jn["resp_address"] = n.resp_address();
+      jn["metrics_address"] = n.metrics_address();
+      jn["applied_map_epoch"] = n.applied_map_epoch();
+      jn["roles"] = roles;
+      j["nodes"].push_back(std::move(jn));
+    } else {
+      absl::StrAppendFormat(&out, "%s  control %s  resp %s  incarnation %d  roles %s\n",
+                            n.node_id(), n.control_address(),
+                            n.resp_address().empty() ? "-" : n.resp_address(), n.incarnation(),
+                            ListOrDash(roles));
+    }
+  }
+  return json ? Dump(j) : out;
+}
+
+std::string FormatClusterSlots(const v1::ClusterMap& map, bool json) {
+  struct Row {
+    uint32_t start, end;
+    const v1::Shard* shard;
+  };
+  std::vector<Row> rows;
+  for (const v1::Shard& s : map.shards()) {
+    for (const v1::SlotRange& r : s.slots()) rows.push_back({r.start(), r.end(), &s});
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.start < b.start; });
+  Json j;
+  j["epoch"] = map.epoch();
+  j["slots"] = Json::array();
+  std::string out;
+  for (const Row& r : rows) {
+    const bool up = !r.shard->replicas().empty();
+    const v1::ClusterNode* node = up ? FindNode(map, r.shard->replicas(0)) : nullptr;
+    if (json) {
+      Json jr;
+      jr["start"] = r.start;
+      jr["end"] = r.end;
+      jr["shard_id"] = r.shard->shard_id();
+      jr["primary"] = up ? Json(r.shard->replicas(0)) : Json(nullptr);
+      jr["primary_address"] = node != nullptr ? Json(node->control_address()) : Json(nullptr);
+      j["slots"].push_back(std::move(jr));
+    } else {
+      absl::StrAppendFormat(
+          &out, "%d-%d  shard %d  primary %s\n", r.start, r.end, r.shard->shard_id(),
+          !up               ? std::string("down")
+          : node != nullptr ? absl::StrCat(r.shard->replicas(0), " ", node->control_address())
+                            : r.shard->replicas(0));
+    }
+  }
+  return json ? Dump(j) : out;
+}
+
+}  // namespace kvctl
+}  // namespace client
+}  // namespace kvstore

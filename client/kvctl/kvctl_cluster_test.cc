@@ -1,0 +1,138 @@
+// Copyright 2026 The kvstore Authors.
+//
+// `kvctl cluster`: subcommand and flag parsing, and the text and JSON
+// renderings of a map with a healthy shard, a shard that is down and a
+// syncing node.
+
+#include <set>
+#include <string>
+
+#include "client/kvctl/kvctl_cluster_command.h"
+#include "client/kvctl/kvctl_cluster_format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace kvstore {
+namespace client {
+namespace kvctl {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::ClusterMap SampleMap() {
+  v1::ClusterMap m;
+  m.set_epoch(7);
+  m.set_controller("n1");
+  m.set_cluster_name("prod");
+  m.set_replication_factor(2);
+  v1::Shard* s0 = m.add_shards();
+  s0->set_shard_id(0);
+  s0->set_shard_epoch(3);
+  v1::SlotRange* r = s0->add_slots();
+  r->set_start(0);
+  r->set_end(8191);
+  s0->add_replicas("n0");
+  s0->add_replicas("n1");
+  s0->add_syncing("n2");
+  v1::Shard* s1 = m.add_shards();
+  s1->set_shard_id(1);
+  s1->set_shard_epoch(9);
+  r = s1->add_slots();
+  r->set_start(8192);
+  r->set_end(16383);
+  // No replicas: shard 1 is down.
+  for (int i = 0; i < 3; ++i) {
+    v1::ClusterNode* n = m.add_nodes();
+    n->set_node_id("n" + std::to_string(i));
+    n->set_incarnation(100 + i);
+    n->set_control_address("10.0.0." + std::to_string(i) + ":7300");
+    n->set_resp_address("10.0.0." + std::to_string(i) + ":6380");
+  }
+  return m;
+}
+
+TEST(ParseClusterRequestTest, Subcommands) {
+  EXPECT_EQ(ParseClusterRequest("status", -1, "", {})->kind, ClusterRequest::Kind::kStatus);
+  EXPECT_EQ(ParseClusterRequest("nodes", -1, "", {})->kind, ClusterRequest::Kind::kNodes);
+  EXPECT_EQ(ParseClusterRequest("slots", -1, "", {})->kind, ClusterRequest::Kind::kSlots);
+  auto f = ParseClusterRequest("failover", 2, "n1", {"shard", "to"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->kind, ClusterRequest::Kind::kFailover);
+  EXPECT_EQ(f->shard, 2);
+  EXPECT_EQ(f->target, "n1");
+  // --to is optional: the controller picks.
+  EXPECT_TRUE(ParseClusterRequest("failover", 0, "", {"shard"}).ok());
+}
+
+TEST(ParseClusterRequestTest, UsageErrors) {
+  EXPECT_THAT(ParseClusterRequest("rebalance", -1, "", {}).status().message(),
+              HasSubstr("unknown cluster subcommand \"rebalance\""));
+  EXPECT_THAT(ParseClusterRequest("failover", -1, "", {}).status().message(),
+              HasSubstr("needs --shard"));
+  EXPECT_THAT(ParseClusterRequest("failover", -3, "", {"shard"}).status().message(),
+              HasSubstr("0 or more"));
+  EXPECT_THAT(ParseClusterRequest("failover", 1, "", {"shard", "to"}).status().message(),
+              HasSubstr("--to needs"));
+  EXPECT_THAT(ParseClusterRequest("status", 1, "", {"shard"}).status().message(),
+              HasSubstr("only to cluster failover"));
+  EXPECT_FALSE(ParseClusterRequest("slots", -1, "n1", {"to"}).ok());
+}
+
+TEST(FormatClusterTest, StatusText) {
+  const std::string out = FormatClusterStatus(SampleMap(), false);
+  EXPECT_EQ(out,
+            "epoch 7 controller n1 cluster prod replicas 2\n"
+            "shard 0  up    slots 0-8191  primary n0  backups n1  syncing n2  shard_epoch 3\n"
+            "shard 1  DOWN  slots 8192-16383  primary -  backups -  syncing -  shard_epoch 9\n");
+}
+
+TEST(FormatClusterTest, StatusJson) {
+  auto j = nlohmann::json::parse(FormatClusterStatus(SampleMap(), true));
+  EXPECT_EQ(j["epoch"], 7);
+  EXPECT_EQ(j["controller"], "n1");
+  ASSERT_EQ(j["shards"].size(), 2u);
+  EXPECT_EQ(j["shards"][0]["primary"], "n0");
+  EXPECT_EQ(j["shards"][0]["backups"], nlohmann::json::array({"n1"}));
+  EXPECT_EQ(j["shards"][0]["syncing"], nlohmann::json::array({"n2"}));
+  EXPECT_EQ(j["shards"][0]["slots"], nlohmann::json::parse("[[0,8191]]"));
+  EXPECT_EQ(j["shards"][0]["up"], true);
+  EXPECT_TRUE(j["shards"][1]["primary"].is_null());
+  EXPECT_EQ(j["shards"][1]["up"], false);
+}
+
+TEST(FormatClusterTest, Nodes) {
+  const std::string text = FormatClusterNodes(SampleMap(), false);
+  EXPECT_THAT(text, HasSubstr("n0  control 10.0.0.0:7300  resp 10.0.0.0:6380  incarnation 100  "
+                              "roles primary:0\n"));
+  EXPECT_THAT(text, HasSubstr("n1  control 10.0.0.1:7300  resp 10.0.0.1:6380  incarnation 101  "
+                              "roles backup:0\n"));
+  EXPECT_THAT(text, HasSubstr("roles syncing:0\n"));
+  auto j = nlohmann::json::parse(FormatClusterNodes(SampleMap(), true));
+  ASSERT_EQ(j["nodes"].size(), 3u);
+  EXPECT_EQ(j["nodes"][1]["incarnation"], 101);
+  EXPECT_EQ(j["nodes"][1]["roles"], nlohmann::json::array({"backup:0"}));
+}
+
+TEST(FormatClusterTest, Slots) {
+  EXPECT_EQ(FormatClusterSlots(SampleMap(), false),
+            "0-8191  shard 0  primary n0 10.0.0.0:7300\n"
+            "8192-16383  shard 1  primary down\n");
+  auto j = nlohmann::json::parse(FormatClusterSlots(SampleMap(), true));
+  ASSERT_EQ(j["slots"].size(), 2u);
+  EXPECT_EQ(j["slots"][0]["primary_address"], "10.0.0.0:7300");
+  EXPECT_TRUE(j["slots"][1]["primary"].is_null());
+}
+
+TEST(ClusterHelpTest, NamesEverySubcommand) {
+  const std::string help = ClusterHelpText();
+  for (const char* word :
+       {"status", "nodes", "slots", "failover --shard=N [--to=NODE]", "--json"}) {
+    EXPECT_THAT(help, HasSubstr(word));
+  }
+}
+
+}  // namespace
+}  // namespace kvctl
+}  // namespace client
+}  // namespace kvstore

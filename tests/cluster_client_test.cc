@@ -1,0 +1,577 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The cluster client (client/internal/cluster/) against real single-node
+// KvServers over TCP, with the cluster map handed out by an in-test
+// KvCluster service (the servers' own cluster plane is tested elsewhere;
+// here the map is whatever the test sets). A fake node that answers every
+// RESP request with -MOVED stands in for a node that lost its slots.
+//
+// Shows: keys routed to their shard's primary for Get/Put/Delete/Exists/
+// MultiGet/MultiPut and Scan across nodes; a MOVED makes the client refresh
+// and succeed; an older map from a lagging node is ignored; bounded retries
+// end with a clear error; plain servers still give a single-node client.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "client/kv_client.h"
+#include "common/cluster/cluster_map.h"
+#include "common/cluster/slots.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/kv_cluster.grpc.pb.h"
+#include "proto/kv_control.grpc.pb.h"
+#include "server/kv_server.h"
+#include "tests/test_cluster.h"
+
+namespace kvstore {
+namespace {
+
+using server::KvServer;
+using server::KvServerOptions;
+using server::ServerTransport;
+using ::testing::HasSubstr;
+
+// KvCluster with a map the test sets; counts GetClusterMap calls.
+class FakeClusterService final : public v1::KvCluster::Service {
+ public:
+  void SetMap(v1::ClusterMap map) {
+    absl::MutexLock lock(&mu_);
+    map_ = std::move(map);
+    down_ = false;
+  }
+  void SetDown(bool down) {
+    absl::MutexLock lock(&mu_);
+    down_ = down;
+  }
+  int calls() const { return calls_.load(); }
+  int failovers() const { return failovers_.load(); }
+
+  grpc::Status GetClusterMap(grpc::ServerContext*, const v1::GetClusterMapRequest*,
+                             v1::GetClusterMapResponse* resp) override {
+    calls_.fetch_add(1);
+    absl::MutexLock lock(&mu_);
+    if (down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no map yet");
+    *resp->mutable_map() = map_;
+    resp->set_node_id("map-service");
+    return grpc::Status::OK;
+  }
+
+  // Applies the failover itself: `target_node` becomes the shard's primary.
+  grpc::Status Failover(grpc::ServerContext*, const v1::FailoverRequest* req,
+                        v1::FailoverResponse* resp) override {
+    failovers_.fetch_add(1);
+    absl::MutexLock lock(&mu_);
+    for (v1::Shard& s : *map_.mutable_shards()) {
+      if (s.shard_id() != req->shard_id()) continue;
+      s.clear_replicas();
+      s.add_replicas(req->target_node());
+      s.set_shard_epoch(s.shard_epoch() + 1);
+      map_.set_epoch(map_.epoch() + 1);
+      *resp->mutable_map() = map_;
+      return grpc::Status::OK;
+    }
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no such shard");
+  }
+
+ private:
+  absl::Mutex mu_;
+  v1::ClusterMap map_ ABSL_GUARDED_BY(mu_);
+  bool down_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<int> calls_{0};
+  std::atomic<int> failovers_{0};
+};
+
+// A RESP listener answering every request with "-MOVED 0 <to>".
+class MovedRespServer {
+ public:
+  MovedRespServer() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    listen(fd_, 16);
+    socklen_t len = sizeof(a);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    accept_ = std::thread([this] { AcceptLoop(); });
+  }
+  ~MovedRespServer() {
+    stop_ = true;
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    accept_.join();
+    for (int c : conns_) shutdown(c, SHUT_RDWR);
+    for (auto& t : workers_) t.join();
+    for (int c : conns_) close(c);
+  }
+  int port() const { return port_; }
+  int requests() const { return requests_.load(); }
+
+ private:
+  void AcceptLoop() {
+    while (!stop_) {
+      int c = accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      conns_.push_back(c);
+      workers_.emplace_back([this, c] { Serve(c); });
+    }
+  }
+  // Counts complete RESP arrays of bulk strings and answers each.
+  void Serve(int c) {
+    std::string buf;
+    char tmp[4096];
+    for (;;) {
+      ssize_t n = read(c, tmp, sizeof(tmp));
+      if (n <= 0) return;
+      buf.append(tmp, static_cast<size_t>(n));
+      for (;;) {
+        size_t pos = 0;
+        if (!ParseRequest(buf, &pos)) break;
+        buf.erase(0, pos);
+        requests_.fetch_add(1);
+        const std::string reply = "-MOVED 0 127.0.0.1:1\r\n";
+        if (write(c, reply.data(), reply.size()) < 0) return;
+      }
+    }
+  }
+  static bool ParseRequest(const std::string& b, size_t* pos) {
+    size_t eol = b.find("\r\n", *pos);
+    if (eol == std::string::npos || b[*pos] != '*') return false;
+    const int n = std::stoi(b.substr(*pos + 1, eol - *pos - 1));
+    *pos = eol + 2;
+    for (int i = 0; i < n; ++i) {
+      eol = b.find("\r\n", *pos);
+      if (eol == std::string::npos) return false;
+      const size_t len = std::stoul(b.substr(*pos + 1, eol - *pos - 1));
+      if (b.size() < eol + 2 + len + 2) return false;
+      *pos = eol + 2 + len + 2;
+    }
+    return true;
+  }
+
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> requests_{0};
+  std::thread accept_;
+  std::vector<int> conns_;
+  std::vector<std::thread> workers_;
+};
+
+// KvControl whose handshake sends the client to a MovedRespServer.
+class FakeControlService final : public v1::KvControl::Service {
+ public:
+  explicit FakeControlService(int resp_port) : resp_port_(resp_port) {}
+  grpc::Status Handshake(grpc::ServerContext*, const v1::HandshakeRequest*,
+                         v1::HandshakeResponse* resp) override {
+    resp->set_epoch(1);
+    resp->mutable_limits()->set_max_key_bytes(1024);
+    resp->mutable_limits()->set_max_value_bytes(1 << 20);
+    resp->mutable_limits()->set_max_batch_keys(128);
+    resp->mutable_endpoints()->set_resp_address(absl::StrCat("127.0.0.1:", resp_port_));
+    return grpc::Status::OK;
+  }
+
+ private:
+  const int resp_port_;
+};
+
+// A gRPC server on a free loopback port with the given services.
+struct GrpcServer {
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  std::string address() const { return absl::StrCat("127.0.0.1:", port); }
+};
+GrpcServer StartGrpc(std::vector<grpc::Service*> services) {
+  GrpcServer g;
+  grpc::ServerBuilder b;
+  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &g.port);
+  for (grpc::Service* s : services) b.RegisterService(s);
+  g.server = b.BuildAndStart();
+  return g;
+}
+
+KvServerOptions SmallServer() {
+  KvServerOptions o;
+  o.control_port = 0;
+  o.resp_port = 0;
+  o.pool_bytes = 16ull << 20;
+  o.segment_bytes = 1ull << 20;
+  o.transport = ServerTransport::kTcp;
+  return o;
+}
+
+v1::ClusterNode NodeOf(const std::string& id, int control_port, int resp_port) {
+  v1::ClusterNode n;
+  n.set_node_id(id);
+  n.set_incarnation(1);
+  n.set_control_address(absl::StrCat("127.0.0.1:", control_port));
+  n.set_resp_address(absl::StrCat("127.0.0.1:", resp_port));
+  return n;
+}
+
+// A map of `primaries.size()` shards with even slot ranges; shard i is led
+// by primaries[i] (an index into `nodes`).
+v1::ClusterMap MakeMap(uint64_t epoch, const std::vector<v1::ClusterNode>& nodes,
+                       const std::vector<int>& primaries) {
+  v1::ClusterMap m;
+  m.set_epoch(epoch);
+  m.set_replication_factor(1);
+  m.set_cluster_name("test");
+  m.set_controller(nodes[0].node_id());
+  const std::vector<v1::SlotRange> ranges =
+      cluster::EvenSlotRanges(static_cast<uint32_t>(primaries.size()));
+  for (size_t i = 0; i < primaries.size(); ++i) {
+    v1::Shard* s = m.add_shards();
+    s->set_shard_id(static_cast<uint32_t>(i));
+    s->set_shard_epoch(epoch);
+    *s->add_slots() = ranges[i];
+    s->add_replicas(nodes[primaries[i]].node_id());
+  }
+  for (const auto& n : nodes) *m.add_nodes() = n;
+  return m;
+}
+
+class ClusterClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 3; ++i) {
+      auto s = KvServer::Start(SmallServer());
+      ASSERT_TRUE(s.ok()) << s.status();
+      nodes_.push_back(NodeOf(absl::StrCat("n", i), (*s)->control_port(), (*s)->resp_port()));
+      servers_.push_back(*std::move(s));
+    }
+    map_service_ = StartGrpc({&map_});
+  }
+
+  client::Options ClientOptions(std::vector<std::string> seeds) {
+    client::Options o;
+    o.servers = std::move(seeds);
+    o.transport = client::TransportMode::kTcp;
+    o.connect_timeout = absl::Seconds(5);
+    o.op_timeout = absl::Seconds(5);
+    return o;
+  }
+
+  // A single-node client of server `i` (the real server has no KvCluster
+  // service, so Connect falls back to single-node mode).
+  std::unique_ptr<client::KvClient> Direct(int i) {
+    auto c = client::KvClient::Connect(ClientOptions({nodes_[i].control_address()}));
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+
+  // The node index owning `key` in a map of 3 shards led by n0, n1, n2.
+  static int OwnerOf(const std::string& key) {
+    const uint32_t slot = cluster::KeySlot(key);
+    const auto ranges = cluster::EvenSlotRanges(3);
+    for (int i = 0; i < 3; ++i) {
+      if (slot >= ranges[i].start() && slot <= ranges[i].end()) return i;
+    }
+    return -1;
+  }
+
+  static uint64_t Metric(const client::KvClient& c, const std::string& name) {
+    auto m = c.metrics();
+    auto it = m.find(name);
+    return it == m.end() ? 0 : it->second;
+  }
+
+  std::vector<std::unique_ptr<KvServer>> servers_;
+  std::vector<v1::ClusterNode> nodes_;
+  FakeClusterService map_;
+  GrpcServer map_service_;
+};
+
+// Every key lands on its shard's primary and only there, and every
+// operation finds it there.
+TEST_F(ClusterClientTest, RoutesEveryOperationBySlot) {
+  map_.SetMap(MakeMap(5, nodes_, {0, 1, 2}));
+  auto c = client::KvClient::Connect(ClientOptions({map_service_.address()}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  client::KvClient& cl = **c;
+  EXPECT_EQ(cl.transport_name(), "tcp");
+  EXPECT_EQ(Metric(cl, "kvstore_client_cluster_map_epoch"), 5u);
+  std::vector<std::unique_ptr<client::KvClient>> direct;
+  for (int i = 0; i < 3; ++i) direct.push_back(Direct(i));
+
+  std::set<int> owners;
+  for (int k = 0; k < 60; ++k) {
+    const std::string key = absl::StrCat("key:", k);
+    ASSERT_TRUE(cl.Put(key, absl::StrCat("v", k)).ok()) << key;
+    const int owner = OwnerOf(key);
+    owners.insert(owner);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(direct[i]->Get(key).ok(), i == owner) << key << " on n" << i;
+    }
+    auto v = cl.Get(key);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(*v, absl::StrCat("v", k));
+    EXPECT_TRUE(*cl.Exists(key));
+  }
+  EXPECT_EQ(owners.size(), 3u);  // the keys cover every node
+
+  // A key stored directly on its owner is found; on another node it is not.
+  ASSERT_TRUE(direct[OwnerOf("only-here")]->Put("only-here", "x").ok());
+  EXPECT_EQ(*cl.Get("only-here"), "x");
+  ASSERT_TRUE(direct[(OwnerOf("elsewhere") + 1) % 3]->Put("elsewhere", "x").ok());
+  EXPECT_TRUE(absl::IsNotFound(cl.Get("elsewhere").status()));
+
+  // Delete reaches the owner.
+  ASSERT_TRUE(cl.Delete("key:7").ok());
+  EXPECT_TRUE(absl::IsNotFound(direct[OwnerOf("key:7")]->Get("key:7").status()));
+  EXPECT_TRUE(absl::IsNotFound(cl.Delete("key:7")));
+
+  // MultiPut and MultiGet split by node, results in the caller's order.
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::vector<std::string> keys;
+  for (int k = 0; k < 40; ++k) {
+    pairs.emplace_back(absl::StrCat("m:", k), absl::StrCat("mv", k));
+    keys.push_back(absl::StrCat("m:", k));
+  }
+  keys.insert(keys.begin() + 3, "missing");
+  ASSERT_TRUE(cl.MultiPut(pairs).ok());
+  for (const auto& [k, v] : pairs) EXPECT_EQ(*direct[OwnerOf(k)]->Get(k), v) << k;
+  auto got = cl.MultiGet(keys);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i] == "missing") {
+      EXPECT_TRUE(absl::IsNotFound((*got)[i].status()));
+    } else {
+      ASSERT_TRUE((*got)[i].ok()) << keys[i];
+      EXPECT_EQ(*(*got)[i], "mv" + keys[i].substr(2));
+    }
+  }
+
+  // Scan lists every key of the cluster once, across the nodes. The key put
+  // on a node that does not own it is not listed.
+  std::set<std::string> listed;
+  uint64_t cursor = 0;
+  int pages = 0;
+  do {
+    auto page = cl.Scan(cursor, 7, "m:");
+    ASSERT_TRUE(page.ok()) << page.status();
+    for (auto& k : page->keys) EXPECT_TRUE(listed.insert(k).second) << k;
+    cursor = page->cursor;
+    ASSERT_LT(++pages, 100);
+  } while (cursor != 0);
+  EXPECT_EQ(listed.size(), 40u);
+  ASSERT_TRUE(cl.Stats().ok());
+  EXPECT_EQ(Metric(cl, "kvstore_client_cluster_redirects_total"), 0u);
+}
+
+// The map names a node that answers MOVED for everything; after the client
+// connected, the map service moves its slots to n1. The client refreshes on
+// the MOVED and the write lands on n1.
+TEST_F(ClusterClientTest, MovedMakesTheClientRefreshAndSucceed) {
+  MovedRespServer moved;
+  FakeControlService control(moved.port());
+  GrpcServer fake_node = StartGrpc({&control});
+  std::vector<v1::ClusterNode> nodes = nodes_;
+  nodes.push_back(NodeOf("stale", fake_node.port, moved.port()));
+  map_.SetMap(MakeMap(1, nodes, {3}));  // one shard, on the stale node
+  auto c = client::KvClient::Connect(ClientOptions({map_service_.address()}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  map_.SetMap(MakeMap(2, nodes, {1}));  // now on n1
+
+  ASSERT_TRUE((*c)->Put("moving", "v").ok());
+  EXPECT_GE(moved.requests(), 1);
+  EXPECT_EQ(*Direct(1)->Get("moving"), "v");
+  EXPECT_EQ(*(*c)->Get("moving"), "v");
+  EXPECT_GE(Metric(**c, "kvstore_client_cluster_redirects_total"), 1u);
+  EXPECT_GE(Metric(**c, "kvstore_client_cluster_map_refreshes_total"), 1u);
+  EXPECT_EQ(Metric(**c, "kvstore_client_cluster_map_epoch"), 2u);
+
+  // The same for batches: a client routing everything to the stale node
+  // learns the 3-shard map on the first MOVED and splits the batch by it.
+  map_.SetMap(MakeMap(3, nodes, {3}));
+  auto c2 = client::KvClient::Connect(ClientOptions({map_service_.address()}));
+  ASSERT_TRUE(c2.ok()) << c2.status();
+  map_.SetMap(MakeMap(4, nodes, {0, 1, 2}));
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::vector<std::string> keys;
+  for (int k = 0; k < 30; ++k) {
+    pairs.emplace_back(absl::StrCat("b:", k), absl::StrCat("bv", k));
+    keys.push_back(absl::StrCat("b:", k));
+  }
+  const int before = moved.requests();
+  ASSERT_TRUE((*c2)->MultiPut(pairs).ok());
+  EXPECT_GT(moved.requests(), before);
+  for (const auto& [k, v] : pairs) EXPECT_EQ(*Direct(OwnerOf(k))->Get(k), v) << k;
+  map_.SetMap(MakeMap(5, nodes, {3}));  // a client that starts on the stale node again
+  auto c3 = client::KvClient::Connect(ClientOptions({map_service_.address()}));
+  ASSERT_TRUE(c3.ok()) << c3.status();
+  map_.SetMap(MakeMap(6, nodes, {0, 1, 2}));
+  auto got = (*c3)->MultiGet(keys);
+  ASSERT_TRUE(got.ok()) << got.status();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE((*got)[i].ok()) << keys[i] << ": " << (*got)[i].status();
+    EXPECT_EQ(*(*got)[i], pairs[i].second);
+  }
+  EXPECT_EQ(Metric(**c3, "kvstore_client_cluster_map_epoch"), 6u);
+}
+
+// A lagging node hands out an older map than the client holds: it is
+// ignored, and with nothing newer anywhere the retries stop at the bound
+// with an error that says so.
+TEST_F(ClusterClientTest, OlderMapIsIgnoredAndRetriesAreBounded) {
+  MovedRespServer moved;
+  FakeControlService control(moved.port());
+  GrpcServer fake_node = StartGrpc({&control});
+  std::vector<v1::ClusterNode> nodes = nodes_;
+  nodes.push_back(NodeOf("stale", fake_node.port, moved.port()));
+  map_.SetMap(MakeMap(5, nodes, {3}));
+  FakeClusterService lagging;
+  lagging.SetMap(MakeMap(3, nodes, {1}));  // older: would send keys to n1
+  GrpcServer lagging_service = StartGrpc({&lagging});
+
+  client::Options o = ClientOptions({map_service_.address(), lagging_service.address()});
+  o.cluster_max_attempts = 4;
+  auto c = client::KvClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const absl::Time start = absl::Now();
+  absl::Status s = (*c)->Put("k", "v");
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("MOVED"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("gave up after 4 attempt(s); map epoch 5"));
+  EXPECT_EQ(moved.requests(), 4);
+  EXPECT_GE(lagging.calls(), 1);                                   // it was asked ...
+  EXPECT_EQ(Metric(**c, "kvstore_client_cluster_map_epoch"), 5u);  // ... and ignored
+  EXPECT_TRUE(absl::IsNotFound(Direct(1)->Get("k").status()));
+  EXPECT_EQ(Metric(**c, "kvstore_client_cluster_retries_total"), 3u);
+  // Backoff 20 + 40 + 80 ms, well inside op_timeout.
+  EXPECT_GE(took, absl::Milliseconds(140));
+  EXPECT_LT(took, absl::Seconds(4));
+}
+
+// Servers without the KvCluster service (single-node, or older) give the
+// single-node client, exactly as before; an unreachable seed fails as it
+// always did.
+TEST_F(ClusterClientTest, SingleNodeServersAreUsedAsBefore) {
+  auto c = client::KvClient::Connect(ClientOptions({nodes_[0].control_address()}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE((*c)->Put("a", "1").ok());
+  EXPECT_EQ(*(*c)->Get("a"), "1");
+  EXPECT_EQ(Metric(**c, "kvstore_client_cluster_map_epoch"), 0u);
+  // Nothing listens on port 1.
+  auto bad = client::KvClient::Connect(ClientOptions({"127.0.0.1:1"}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("handshake with 127.0.0.1:1"));
+}
+
+// A node that stops answering: the client refreshes, learns the map that
+// moved its shard, and the operation succeeds on the new primary.
+TEST_F(ClusterClientTest, UnreachableNodeMakesTheClientRefresh) {
+  map_.SetMap(MakeMap(1, nodes_, {2}));
+  auto c = client::KvClient::Connect(ClientOptions({map_service_.address()}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE((*c)->Put("before", "1").ok());
+  servers_[2].reset();  // its sockets close, as a killed process's do
+  map_.SetMap(MakeMap(2, nodes_, {0}));
+  const absl::Status after = (*c)->Put("after", "2");
+  ASSERT_TRUE(after.ok()) << after;
+  EXPECT_EQ(*Direct(0)->Get("after"), "2");
+  EXPECT_EQ(Metric(**c, "kvstore_client_cluster_map_epoch"), 2u);
+  EXPECT_GE(Metric(**c, "kvstore_client_cluster_retries_total"), 1u);
+}
+
+// read_from_replicas sends reads to the in-sync backup (writes still go to
+// the primary); without it reads go to the primary.
+TEST_F(ClusterClientTest, ReplicaReadsGoToTheBackup) {
+  v1::ClusterMap m = MakeMap(1, nodes_, {0});
+  m.mutable_shards(0)->add_replicas("n1");  // n0 primary, n1 in-sync backup
+  map_.SetMap(m);
+  ASSERT_TRUE(Direct(1)->Put("r", "on-backup").ok());
+  client::Options o = ClientOptions({map_service_.address()});
+  auto primary_reader = client::KvClient::Connect(o);
+  ASSERT_TRUE(primary_reader.ok()) << primary_reader.status();
+  EXPECT_TRUE(absl::IsNotFound((*primary_reader)->Get("r").status()));
+  o.read_from_replicas = true;
+  auto replica_reader = client::KvClient::Connect(o);
+  ASSERT_TRUE(replica_reader.ok()) << replica_reader.status();
+  EXPECT_EQ(*(*replica_reader)->Get("r"), "on-backup");
+  auto got = (*replica_reader)->MultiGet({"r"});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*(*got)[0], "on-backup");
+  ASSERT_TRUE((*replica_reader)->Put("w", "x").ok());
+  EXPECT_EQ(*Direct(0)->Get("w"), "x");
+  EXPECT_TRUE(absl::IsNotFound(Direct(1)->Get("w").status()));
+}
+
+// A backup that redirects a replica read: the client reads from the
+// primary at once, without a map refresh or a backoff.
+TEST_F(ClusterClientTest, RedirectedReplicaReadFallsBackToThePrimary) {
+  MovedRespServer moved;
+  FakeControlService control(moved.port());
+  GrpcServer fake_node = StartGrpc({&control});
+  std::vector<v1::ClusterNode> nodes = nodes_;
+  nodes.push_back(NodeOf("stale", fake_node.port, moved.port()));
+  v1::ClusterMap m = MakeMap(1, nodes, {0});
+  m.mutable_shards(0)->add_replicas("stale");
+  map_.SetMap(m);
+  ASSERT_TRUE(Direct(0)->Put("r", "on-primary").ok());
+  client::Options o = ClientOptions({map_service_.address()});
+  o.read_from_replicas = true;
+  auto c = client::KvClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*(*c)->Get("r"), "on-primary");
+  EXPECT_GE(moved.requests(), 2);  // READONLY, then the GET
+  EXPECT_EQ(Metric(**c, "kvstore_client_cluster_redirects_total"), 1u);
+  EXPECT_EQ(Metric(**c, "kvstore_client_cluster_map_refreshes_total"), 0u);
+}
+
+// kvctl cluster through the binary: status, slots --json, failover (the
+// fake applies it: the target becomes the primary, epoch + 1), and the
+// exit code against a server without the cluster service.
+TEST_F(ClusterClientTest, KvctlClusterCommands) {
+  map_.SetMap(MakeMap(5, nodes_, {0, 1, 2}));
+  const std::string kvctl = testing::BinaryPath("client/kvctl/kvctl");
+  const std::string server = absl::StrCat("--server=", map_service_.address());
+  testing::ProcessResult r = testing::RunProcess({kvctl, server, "cluster", "status"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("epoch 5 controller n0 cluster test replicas 1\n"));
+  EXPECT_THAT(r.out, HasSubstr("shard 1  up    slots 5461-10922  primary n1"));
+
+  r = testing::RunProcess({kvctl, server, "--json", "cluster", "slots"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"start\":0,\"end\":5460,\"shard_id\":0,\"primary\":\"n0\""));
+
+  r = testing::RunProcess({kvctl, server, "cluster", "failover", "--shard=2", "--to=n0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("epoch 6 "));
+  EXPECT_THAT(r.out, HasSubstr("shard 2  up    slots 10923-16383  primary n0"));
+  EXPECT_EQ(map_.failovers(), 1);
+
+  r = testing::RunProcess({kvctl, server, "cluster", "failover"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("needs --shard"));
+  r = testing::RunProcess({kvctl, "cluster", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("Usage: kvctl [flags] cluster SUBCOMMAND"));
+
+  r = testing::RunProcess(
+      {kvctl, absl::StrCat("--server=", nodes_[0].control_address()), "cluster", "nodes"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("kvctl: UNIMPLEMENTED: cluster map from"));
+}
+
+}  // namespace
+}  // namespace kvstore
