@@ -55,9 +55,10 @@ std::string OutputDir() {
 }
 
 // The first few distinct errors of the history, for a failure message.
-std::string SomeErrors(const History& history) {
+std::string SomeErrors(const History& history, int64_t since_ns = 0) {
   std::set<std::string> errors;
   for (const Operation& op : history.Snapshot()) {
+    if (op.invoke_ns < since_ns) continue;
     if (!op.error.empty() && errors.size() < 5) errors.insert(op.error);
   }
   std::string out;
@@ -160,7 +161,9 @@ void ClusterFailoverTest::Run(int replicas, Fault fault, const std::string& name
       cluster.WaitNewPrimary(load.Key(0), victim_id, absl::Seconds(20));
   ASSERT_TRUE(successor.ok()) << successor.status() << "\n" << cluster.Logs();
   std::optional<int64_t> first = WaitForWrite(history, shard_keys, fault_ns, absl::Seconds(20));
-  ASSERT_TRUE(first.has_value()) << "writes never succeeded again\n" << cluster.Logs();
+  ASSERT_TRUE(first.has_value()) << "writes never succeeded again; errors since the fault:"
+                                 << SomeErrors(history, fault_ns) << "\n"
+                                 << cluster.Logs();
   std::printf("[%s] new primary %s; first acknowledged write %.0f ms after the fault\n",
               name.c_str(), successor->c_str(), (*first - fault_ns) / 1e6);
 
