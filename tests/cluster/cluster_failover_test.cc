@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -52,18 +51,6 @@ uint32_t Seed() {
 std::string OutputDir() {
   const char* d = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
   return d != nullptr ? d : TempDir();
-}
-
-// The first few distinct errors of the history, for a failure message.
-std::string SomeErrors(const History& history, int64_t since_ns = 0) {
-  std::set<std::string> errors;
-  for (const Operation& op : history.Snapshot()) {
-    if (op.invoke_ns < since_ns) continue;
-    if (!op.error.empty() && errors.size() < 5) errors.insert(op.error);
-  }
-  std::string out;
-  for (const std::string& e : errors) absl::StrAppend(&out, "\n  ", e);
-  return out;
 }
 
 class ClusterFailoverTest : public ::testing::Test {
@@ -138,7 +125,7 @@ void ClusterFailoverTest::Run(int replicas, Fault fault, const std::string& name
   }
   absl::SleepFor(absl::Seconds(1));
   ASSERT_GT(load.acknowledged_writes(), 0u)
-      << "no write succeeded before the fault: " << SomeErrors(history) << "\n"
+      << "no write succeeded before the fault: " << DistinctErrors(history.Snapshot(), 0) << "\n"
       << load.connect_failures() << " failed connects, the last: " << load.last_connect_error()
       << "\n"
       << cluster.Logs();
@@ -147,12 +134,12 @@ void ClusterFailoverTest::Run(int replicas, Fault fault, const std::string& name
   ASSERT_TRUE(victim.ok()) << victim.status();
   const std::string victim_id = ClusterHarness::NodeId(*victim);
   const std::vector<std::string> shard_keys = KeysLedBy(cluster, load, *victim);
-  const int64_t fault_ns = NowNs();
   if (fault == Fault::kKill) {
-    cluster.KillNode(*victim);
+    cluster.KillNode(*victim);  // SIGKILL and reaped: dead from here on
   } else {
     cluster.PauseNode(*victim);
   }
+  const int64_t fault_ns = NowNs();
   std::printf("[%s] %s %s, primary of %zu of %d keys\n", name.c_str(),
               fault == Fault::kKill ? "killed" : "stopped", victim_id.c_str(), shard_keys.size(),
               w.keys);
@@ -162,7 +149,7 @@ void ClusterFailoverTest::Run(int replicas, Fault fault, const std::string& name
   ASSERT_TRUE(successor.ok()) << successor.status() << "\n" << cluster.Logs();
   std::optional<int64_t> first = WaitForWrite(history, shard_keys, fault_ns, absl::Seconds(20));
   ASSERT_TRUE(first.has_value()) << "writes never succeeded again; errors since the fault:"
-                                 << SomeErrors(history, fault_ns) << "\n"
+                                 << DistinctErrors(history.Snapshot(), fault_ns) << "\n"
                                  << cluster.Logs();
   std::printf("[%s] new primary %s; first acknowledged write %.0f ms after the fault\n",
               name.c_str(), successor->c_str(), (*first - fault_ns) / 1e6);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -159,6 +160,18 @@ std::optional<int64_t> FirstAcknowledgedWrite(const std::vector<Operation>& ops,
     if (!first.has_value() || op.complete_ns < *first) first = op.complete_ns;
   }
   return first;
+}
+
+std::string DistinctErrors(const std::vector<Operation>& ops, int64_t since_ns, size_t max) {
+  std::set<std::string> errors;
+  for (const Operation& op : ops) {
+    if (op.invoke_ns >= since_ns && !op.error.empty() && errors.size() < max) {
+      errors.insert(op.error);
+    }
+  }
+  std::string out;
+  for (const std::string& e : errors) absl::StrAppend(&out, "\n  ", e);
+  return out;
 }
 
 }  // namespace testing

@@ -108,6 +108,10 @@ std::optional<int64_t> FirstAcknowledgedWrite(const std::vector<Operation>& ops,
                                               const std::vector<std::string>& keys,
                                               int64_t after_ns);
 
+// Up to `max` distinct error texts of operations invoked at or after
+// `since_ns`, one per line: what clients saw, for a failure message.
+std::string DistinctErrors(const std::vector<Operation>& ops, int64_t since_ns, size_t max = 5);
+
 }  // namespace testing
 }  // namespace kvstore
 
