@@ -34,6 +34,7 @@ constexpr absl::Duration kFirstBackoff = absl::Milliseconds(20);
 constexpr absl::Duration kMaxBackoff = absl::Milliseconds(500);
 
 // One operation's retry budget: attempts, the deadline and the backoff.
+
 class RetryBudget {
  public:
   RetryBudget(int max_attempts, absl::Time deadline)
@@ -44,6 +45,15 @@ class RetryBudget {
   void Begin() { ++attempts_; }
   // Whether another attempt may start.
   bool More() const { return attempts_ < max_attempts_ && absl::Now() < deadline_; }
+  // The deadline of one attempt: `per_attempt` from now (zero: no bound of
+  // its own), never past the operation's.
+  // At most half the operation's time, so that one stuck attempt leaves
+  // time for another on a refreshed map.
+  absl::Time AttemptDeadline(absl::Duration per_attempt) const {
+    if (per_attempt <= absl::ZeroDuration()) return deadline_;
+    const absl::Duration half = (deadline_ - start_) / 2;
+    return std::min(deadline_, absl::Now() + std::min(per_attempt, half));
+  }
   // Sleeps the current backoff (never past the deadline) and doubles it.
   void Sleep() {
     absl::SleepFor(std::min(backoff_, deadline_ - absl::Now()));
@@ -53,9 +63,18 @@ class RetryBudget {
  private:
   const int max_attempts_;
   const absl::Time deadline_;
+  const absl::Time start_ = absl::Now();
   int attempts_ = 0;
   absl::Duration backoff_ = kFirstBackoff;
 };
+
+// Classify(), except that an attempt that ran out of its own time while
+// the operation still has time left is kDown: the node stopped answering
+// (frozen, or cut off), and the map may already name another primary.
+Verdict ClassifyAttempt(const absl::Status& s, const RetryBudget& budget) {
+  if (absl::IsDeadlineExceeded(s) && absl::Now() < budget.deadline()) return Verdict::kDown;
+  return Classify(s);
+}
 
 // The last error, saying that the client gave up and why it stopped.
 absl::Status GaveUp(const absl::Status& s, const RetryBudget& budget, uint64_t epoch) {
@@ -178,7 +197,10 @@ class ClusterClientImpl final : public KvClient {
     if (verdict == Verdict::kRedirect) metrics_.redirects()->Increment();
     // Plain kUnavailable (not CLUSTERDOWN) from a node: it may be gone; the
     // next attempt handshakes again.
-    if (link != nullptr && verdict == Verdict::kDown && absl::IsUnavailable(s) &&
+    // The same for one that stopped answering (an attempt timed out): its
+    // connection may hold requests that will never be answered.
+    if (link != nullptr && verdict == Verdict::kDown &&
+        (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) &&
         !absl::StrContains(s.message(), "CLUSTERDOWN")) {
       router_.Drop(link);
     }
@@ -213,9 +235,13 @@ class ClusterClientImpl final : public KvClient {
         tm = link->Current().metrics;
         sent = true;
         r = link->Run<T>(
-            Untimed(kind), [&](DataPath& p) { return op(p, budget.deadline()); }, idempotent);
+            Untimed(kind),
+            [&](DataPath& p) {
+              return op(p, budget.AttemptDeadline(options_.cluster_attempt_timeout));
+            },
+            idempotent);
       }
-      const Verdict v = Classify(r.status());
+      const Verdict v = ClassifyAttempt(r.status(), budget);
       if (v == Verdict::kFinal) break;
       // A delete that reached a node which then failed may have happened.
       const bool refused = v == Verdict::kRedirect ||
@@ -362,8 +388,10 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
       results[pi].link = *link;
       results[pi].value = (*link)->Run<std::vector<absl::StatusOr<std::string>>>(
           Untimed(kMultiGetOp),
-          [&](DataPath& p) { return p.MultiGet(part_keys, budget.deadline()); }, true,
-          part_keys.size());
+          [&](DataPath& p) {
+            return p.MultiGet(part_keys, budget.AttemptDeadline(options_.cluster_attempt_timeout));
+          },
+          true, part_keys.size());
     });
     for (size_t pi = 0; pi < parts.size(); ++pi) {
       const std::vector<size_t>& idx = parts[pi]->second;
@@ -373,7 +401,7 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
         value = absl::InternalError("a node answered MultiGet with the wrong number of values");
       }
       if (!value.ok()) {
-        const Verdict v = Classify(value.status());
+        const Verdict v = ClassifyAttempt(value.status(), budget);
         // As on one server: a batch that cannot be attempted fails whole.
         if (v == Verdict::kFinal) return value.status();
         failure.Note(v, value.status(), parts[pi]->first, results[pi].link);
@@ -382,7 +410,7 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
         continue;
       }
       for (size_t k = 0; k < idx.size(); ++k) {
-        const Verdict v = Classify((*value)[k].status());
+        const Verdict v = ClassifyAttempt((*value)[k].status(), budget);
         if (v != Verdict::kFinal) {
           failure.Note(v, (*value)[k].status(), parts[pi]->first, results[pi].link);
           again.push_back(idx[k]);
@@ -438,8 +466,10 @@ absl::Status ClusterClientImpl::MultiPut(
       results[pi].link = *link;
       absl::Status s = (*link)->RunStatus(
           Untimed(kMultiPutOp),
-          [&](DataPath& p) { return p.MultiPut(part_pairs, budget.deadline()); }, true,
-          part_pairs.size());
+          [&](DataPath& p) {
+            return p.MultiPut(part_pairs, budget.AttemptDeadline(options_.cluster_attempt_timeout));
+          },
+          true, part_pairs.size());
       if (s.ok()) {
         results[pi].value = true;
       } else {
@@ -451,7 +481,7 @@ absl::Status ClusterClientImpl::MultiPut(
       if (results[pi].link != nullptr) tm = results[pi].link->Current().metrics;
       const absl::Status& s = results[pi].value.status();
       if (s.ok()) continue;
-      const Verdict v = Classify(s);
+      const Verdict v = ClassifyAttempt(s, budget);
       if (v == Verdict::kFinal) {
         if (final_error.ok()) final_error = s;
         continue;

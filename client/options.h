@@ -64,6 +64,13 @@ struct Options {
   // CLUSTERDOWN or unreachable node is returned to the caller; all of them
   // within op_timeout. At least 1.
   int cluster_max_attempts = 10;
+  // Bound on one attempt in cluster mode (zero: op_timeout alone), and at
+  // most half of op_timeout. A node
+  // that does not answer within it (frozen, or cut off from the network) is
+  // dropped and the map refreshed, so the operation moves to the new
+  // primary after a failover instead of waiting out op_timeout. Raise it
+  // for values that take longer than this to transfer.
+  absl::Duration cluster_attempt_timeout = absl::Seconds(2);
 
   // --- Security (docs/security.md).
   // Connect() checks these before dialling: kInvalidArgument for a token

@@ -42,6 +42,14 @@ absl::StatusOr<std::unique_ptr<NetnsNetwork>> NetnsNetwork::Create(int nodes) {
   n->bridge_ = "kb" + n->tag_;
   // Set before the first command: the destructor undoes what was made.
   n->nodes_ = nodes;
+  // Names are made from the pid, and a killed earlier run with the same pid
+  // may have left its links behind (a namespace stays alive while a process
+  // runs in it): clear them first, best effort.
+  for (int i = 0; i < nodes; ++i) {
+    (void)Ip({"netns", "del", n->netns(i)});
+    (void)Ip({"link", "del", n->HostVeth(i)});
+  }
+  (void)Ip({"link", "del", n->bridge_});
   absl::Status s = Ip({"link", "add", n->bridge_, "type", "bridge"});
   if (s.ok()) s = Ip({"addr", "add", n->host_ip_ + "/24", "dev", n->bridge_});
   if (s.ok()) s = Ip({"link", "set", n->bridge_, "up"});
