@@ -177,7 +177,8 @@ bool InShard(const v1::Shard& shard, const std::string& id) {
 // the live members that are not draining, whether they serve other shards
 // or none (a refill after a failover must not wait for the dead node to
 // come back). The member with the fewest roles goes first (ties: node id);
-// a node is never twice in one shard. Runs after RemoveDead, so every
+// a node is never twice in one shard. A down shard (no replicas) is only
+// given a member that was in no shard, as its primary. Runs after RemoveDead, so every
 // member named by the map is alive here.
 std::optional<PlanStep> FillShards(const v1::ClusterMap& current, const MemberSet& members) {
   std::map<std::string, int> roles;  // candidate -> shards naming it
@@ -211,6 +212,9 @@ std::optional<PlanStep> FillShards(const v1::ClusterMap& current, const MemberSe
       std::string pick;
       for (const auto& [id, n] : roles) {
         if (InShard(shard, id)) continue;
+        // A down shard restarts empty; only a node serving nothing takes
+        // that over (as before), not one already serving other shards.
+        if (shard.replicas().empty() && named.count(id) > 0) continue;
         if (pick.empty() || n < roles[pick]) pick = id;
       }
       if (pick.empty()) break;

@@ -66,8 +66,9 @@ struct PlanStep {
 //      not marked draining -- members in no shard and members already
 //      serving other shards alike (the refill after a failover), the one
 //      with the fewest roles first (ties: node id), never twice in one
-//      shard. A down shard gets one as its primary directly (its data is
-//      lost, logged as an error); other shards get them as syncing.
+//      shard. A down shard gets a member that was in no shard as its
+//      primary directly (its data is lost, logged as an error); other
+//      shards get them as syncing.
 //   3. Draining marks whose member key is gone or of another incarnation
 //      are dropped.
 //   4. Node records whose addresses changed are refreshed from member keys

@@ -172,6 +172,8 @@ TEST(ControllerPlanTest, DownShardThenNewNodeBecomesItsPrimary) {
   ExpectValid(down->map);
   EXPECT_THAT(Replicas(down->map, 0), IsEmpty());
   EXPECT_THAT(down->what, HasSubstr("shard 0 down"));
+  // b and c serve shards already: they do not take over the down shard.
+  EXPECT_FALSE(PlanNext(down->map, Members({"b", "c"}), seqs.Fn()).has_value());
   auto revived = PlanNext(down->map, Members({"b", "c", "d"}), seqs.Fn());
   ASSERT_TRUE(revived.has_value());
   ExpectValid(revived->map);
