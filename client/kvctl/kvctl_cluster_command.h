@@ -4,7 +4,8 @@
 // --server holds it (any node; clients never talk to etcd).
 //
 //   status    epoch, controller, each shard: slot ranges, primary, in-sync
-//             backups, syncing nodes, up or DOWN (no primary)
+//             backups, syncing nodes, up or DOWN (no primary); draining
+//             nodes
 //   nodes     one line per node: addresses, incarnation, roles
 //   slots     slot ranges -> shard and primary
 //   failover  --shard=N [--to=NODE]: KvCluster.Failover on that server

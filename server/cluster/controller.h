@@ -2,8 +2,9 @@
 //
 // Controller: the one kvserver (elected through etcd) that writes the
 // cluster map's membership changes (architecture §19.2, §19.4): the first
-// map, failing over a dead primary, removing dead nodes, placing new and
-// restarted nodes, and manual failovers. Every kvserver in cluster mode runs
+// map, failing over a dead primary, removing dead nodes, filling shards
+// below R from live nodes (new, restarted or already serving), manual
+// failovers and draining a node (remove-node). Every kvserver in cluster mode runs
 // one; all but the elected one only wait for the `controller` key to go.
 //
 // Election: a txn `create_revision(controller) == 0` -> put our node id
