@@ -243,6 +243,8 @@ class KvServer {
   void BuildClusterService();
   // Manual failover: on the controller, or forwarded to it over gRPC.
   absl::StatusOr<v1::ClusterMap> Failover(const v1::FailoverRequest& request);
+  // Drains a node (remove-node): on the controller, or forwarded to it.
+  absl::StatusOr<v1::ClusterMap> RemoveNode(const v1::RemoveNodeRequest& request);
   std::string ClusterPart() const;
   // The RESP INFO text: the Redis-like sections and # Metrics, all from one
   // snapshot of registry_.

@@ -104,9 +104,46 @@ void KvServer::BuildClusterService() {
     deps.replicator = replicator_.get();
     deps.installer = installer_.get();
     deps.failover = [this](const v1::FailoverRequest& request) { return Failover(request); };
+    deps.remove_node = [this](const v1::RemoveNodeRequest& request) { return RemoveNode(request); };
   }
   cluster_service_ = std::make_unique<ClusterService>(std::move(deps));
 }
+
+namespace {
+
+// Forwards a controller request to the elected controller, found by its
+// node id in the map this node holds. `call` makes the RPC on the stub.
+template <typename Call>
+absl::StatusOr<v1::ClusterMap> ForwardToController(Controller* controller,
+                                                   const ClusterState& state,
+                                                   const std::string& auth_token, const char* what,
+                                                   Call call) {
+  const std::string leader = controller->ControllerId();
+  std::shared_ptr<const cluster::ClusterMapView> map = state.map();
+  const v1::ClusterNode* node = map != nullptr ? map->Node(leader) : nullptr;
+  if (leader.empty() || node == nullptr) {
+    return absl::UnavailableError(absl::StrCat("no controller to forward the ", what,
+                                               " to (controller \"", leader,
+                                               "\" is not in the map this node holds); retry"));
+  }
+  auto stub = v1::KvCluster::NewStub(
+      grpc::CreateChannel(node->control_address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (!auth_token.empty()) {
+    ctx.AddMetadata("authorization", absl::StrCat("Bearer ", auth_token));
+  }
+  v1::ClusterMap out;
+  grpc::Status status = call(stub.get(), &ctx, &out);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        absl::StrCat("controller ", leader, " at ", node->control_address(), ": ",
+                                     status.error_message()));
+  }
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<v1::ClusterMap> KvServer::Failover(const v1::FailoverRequest& request) {
   // cluster_ lives until gRPC has stopped (Shutdown()), so it is safe to
@@ -118,30 +155,30 @@ absl::StatusOr<v1::ClusterMap> KvServer::Failover(const v1::FailoverRequest& req
   if (controller->IsLeader()) {
     return controller->Failover(request.shard_id(), request.target_node());
   }
-  // Forward to the elected controller, found by its node id in the map.
-  const std::string leader = controller->ControllerId();
-  std::shared_ptr<const cluster::ClusterMapView> map = cluster_state_->map();
-  const v1::ClusterNode* node = map != nullptr ? map->Node(leader) : nullptr;
-  if (leader.empty() || node == nullptr) {
-    return absl::UnavailableError(
-        absl::StrCat("no controller to forward the failover to (controller \"", leader,
-                     "\" is not in the map this node holds); retry"));
+  return ForwardToController(
+      controller, *cluster_state_, options_.auth_token, "failover",
+      [&](v1::KvCluster::Stub* stub, grpc::ClientContext* ctx, v1::ClusterMap* out) {
+        v1::FailoverResponse response;
+        grpc::Status status = stub->Failover(ctx, request, &response);
+        *out = response.map();
+        return status;
+      });
+}
+
+absl::StatusOr<v1::ClusterMap> KvServer::RemoveNode(const v1::RemoveNodeRequest& request) {
+  if (cluster_ == nullptr || cluster_->controller() == nullptr) {
+    return absl::UnavailableError("the cluster plane is not running on this node");
   }
-  auto stub = v1::KvCluster::NewStub(
-      grpc::CreateChannel(node->control_address(), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  if (!options_.auth_token.empty()) {
-    ctx.AddMetadata("authorization", absl::StrCat("Bearer ", options_.auth_token));
-  }
-  v1::FailoverResponse response;
-  grpc::Status status = stub->Failover(&ctx, request, &response);
-  if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        absl::StrCat("controller ", leader, " at ", node->control_address(), ": ",
-                                     status.error_message()));
-  }
-  return response.map();
+  Controller* controller = cluster_->controller();
+  if (controller->IsLeader()) return controller->RemoveNode(request.node_id());
+  return ForwardToController(
+      controller, *cluster_state_, options_.auth_token, "remove-node",
+      [&](v1::KvCluster::Stub* stub, grpc::ClientContext* ctx, v1::ClusterMap* out) {
+        v1::RemoveNodeResponse response;
+        grpc::Status status = stub->RemoveNode(ctx, request, &response);
+        *out = response.map();
+        return status;
+      });
 }
 
 }  // namespace server

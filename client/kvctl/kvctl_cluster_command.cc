@@ -27,7 +27,8 @@ namespace kvctl {
 
 absl::StatusOr<ClusterRequest> ParseClusterRequest(const std::string& subcommand, int shard,
                                                    const std::string& target,
-                                                   const std::set<std::string>& given) {
+                                                   const std::set<std::string>& given,
+                                                   const std::vector<std::string>& operands) {
   ClusterRequest req;
   if (subcommand == "status") {
     req.kind = ClusterRequest::Kind::kStatus;
@@ -37,10 +38,21 @@ absl::StatusOr<ClusterRequest> ParseClusterRequest(const std::string& subcommand
     req.kind = ClusterRequest::Kind::kSlots;
   } else if (subcommand == "failover") {
     req.kind = ClusterRequest::Kind::kFailover;
+  } else if (subcommand == "remove-node") {
+    req.kind = ClusterRequest::Kind::kRemoveNode;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown cluster subcommand \"", subcommand,
-                     "\" (expected status, nodes, slots or failover)"));
+                     "\" (expected status, nodes, slots, failover or remove-node)"));
+  }
+  if (req.kind == ClusterRequest::Kind::kRemoveNode) {
+    if (operands.size() != 1 || operands[0].empty()) {
+      return absl::InvalidArgumentError("cluster remove-node needs exactly one NODE (a node id)");
+    }
+    req.node = operands[0];
+  } else if (!operands.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cluster ", subcommand, " takes no operand (got \"", operands[0], "\")"));
   }
   const bool failover = req.kind == ClusterRequest::Kind::kFailover;
   if (!failover && (given.count("shard") > 0 || given.count("to") > 0)) {
@@ -61,8 +73,9 @@ absl::StatusOr<ClusterRequest> ParseClusterRequest(const std::string& subcommand
 }
 
 int RunCluster(const Context& context, const std::vector<std::string>& args) {
-  absl::StatusOr<ClusterRequest> req = ParseClusterRequest(args[0], absl::GetFlag(FLAGS_shard),
-                                                           absl::GetFlag(FLAGS_to), context.given);
+  absl::StatusOr<ClusterRequest> req =
+      ParseClusterRequest(args[0], absl::GetFlag(FLAGS_shard), absl::GetFlag(FLAGS_to),
+                          context.given, std::vector<std::string>(args.begin() + 1, args.end()));
   if (!req.ok()) return UsageError(req.status().message());
 
   const Options& o = context.options;
@@ -83,6 +96,14 @@ int RunCluster(const Context& context, const std::vector<std::string>& args) {
                                                ": ", after.status().message())));
     }
     map = *std::move(after);
+  } else if (req->kind == ClusterRequest::Kind::kRemoveNode) {
+    absl::StatusOr<v1::ClusterMap> after = rpc.RemoveNode(req->node, deadline);
+    if (!after.ok()) {
+      return Failure(absl::Status(after.status().code(),
+                                  absl::StrCat("remove-node ", req->node, " via ", server, ": ",
+                                               after.status().message())));
+    }
+    map = *std::move(after);
   } else {
     absl::StatusOr<v1::GetClusterMapResponse> resp = rpc.GetClusterMap(0, deadline);
     if (!resp.ok()) {
@@ -100,7 +121,7 @@ int RunCluster(const Context& context, const std::vector<std::string>& args) {
     case ClusterRequest::Kind::kSlots:
       out = FormatClusterSlots(map, context.json);
       break;
-    default:  // status, and failover's new map
+    default:  // status, and the new map of failover and remove-node
       out = FormatClusterStatus(map, context.json);
   }
   const absl::Status status = WriteAll(STDOUT_FILENO, out);
@@ -112,12 +133,14 @@ std::string ClusterHelpText() {
   return "Usage: kvctl [flags] cluster SUBCOMMAND\n"
          "\n"
          "Shows the cluster map as the server named by --server holds it (any node of the\n"
-         "cluster; clients never talk to etcd), or asks it for a manual failover.\n"
+         "cluster; clients never talk to etcd), or asks it for a manual failover or to\n"
+         "drain a node.\n"
          "\n"
          "Subcommands:\n"
          "  status                   Map epoch, controller, and each shard: slot ranges,\n"
          "                           primary, in-sync backups, syncing nodes, up or DOWN\n"
-         "                           (DOWN: the shard has no primary).\n"
+         "                           (DOWN: the shard has no primary); and the nodes\n"
+         "                           remove-node marked draining, if any.\n"
          "  nodes                    One line per node: control and RESP addresses,\n"
          "                           incarnation, roles (primary:N, backup:N, syncing:N).\n"
          "  slots                    Slot ranges -> shard and primary.\n"
@@ -126,13 +149,23 @@ std::string ClusterHelpText() {
          "                           one with the newest data) its primary. The server\n"
          "                           forwards the request to the controller; the new map\n"
          "                           is printed as status prints it.\n"
+         "  remove-node NODE         Drain NODE before stopping it: each shard it leads\n"
+         "                           moves to the in-sync backup with the newest data, it\n"
+         "                           leaves every shard and is marked draining (not placed\n"
+         "                           again until it restarts); the controller then adds\n"
+         "                           other nodes where it was, as syncing. Refused (exit 3,\n"
+         "                           FAILED_PRECONDITION) when a shard would be left without\n"
+         "                           an in-sync replica. Prints the map the removal wrote as\n"
+         "                           status prints it; stop NODE once 'status' shows no\n"
+         "                           syncing node. Forwarded to the controller.\n"
          "\n"
          "Flags: --json prints one JSON object instead of text; the connection flags\n"
          "(--server, --timeout, --token_file, --tls_*) are those of every command.\n"
          "\n"
          "Exit codes: 0 done; 2 usage error; 3 any other error, e.g.\n"
          "FAILED_PRECONDITION when the server runs in single-node mode or the controller\n"
-         "refuses the failover, UNIMPLEMENTED from a server without the cluster service;\n"
+         "refuses the failover or remove-node, UNIMPLEMENTED from a server without the cluster "
+         "service;\n"
          "4 credentials refused. Run 'kvctl --help' for all flags.\n";
 }
 

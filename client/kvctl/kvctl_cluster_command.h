@@ -4,16 +4,20 @@
 // --server holds it (any node; clients never talk to etcd).
 //
 //   status    epoch, controller, each shard: slot ranges, primary, in-sync
-//             backups, syncing nodes, up or DOWN (no primary)
+//             backups, syncing nodes, up or DOWN (no primary); draining
+//             nodes
 //   nodes     one line per node: addresses, incarnation, roles
 //   slots     slot ranges -> shard and primary
 //   failover  --shard=N [--to=NODE]: KvCluster.Failover on that server
 //             (forwarded to the controller); prints the new map as status
+//   remove-node NODE: KvCluster.RemoveNode (drain NODE before stopping
+//             it; forwarded to the controller); prints the new map as status
 //
 // Output: kvctl_cluster_format.h (text, or JSON with --json). Exit codes
 // as for every kvctl command: 0 done; 2 usage error (unknown subcommand,
 // --shard missing for failover, --shard/--to given to another
-// subcommand); 3 any other error, e.g. FAILED_PRECONDITION from a server
+// subcommand, remove-node without exactly one NODE, an operand given to
+// another subcommand); 3 any other error, e.g. FAILED_PRECONDITION from a server
 // in single-node mode or a failover the controller refuses, UNIMPLEMENTED
 // from a server without the cluster service; 4 credentials refused.
 //
@@ -36,19 +40,23 @@ namespace kvctl {
 
 // What `cluster` was asked to do, checked before anything is dialled.
 struct ClusterRequest {
-  enum class Kind { kStatus, kNodes, kSlots, kFailover };
+  enum class Kind { kStatus, kNodes, kSlots, kFailover, kRemoveNode };
   Kind kind = Kind::kStatus;
   int shard = -1;      // failover only
   std::string target;  // failover only; empty: the controller picks
+  std::string node;    // remove-node only
 };
 
 // Parses the subcommand and its flags. `shard` is --shard (-1: not given),
-// `target` --to, `given` the flags on the command line. kInvalidArgument,
-// worded for UsageError(), for an unknown subcommand, failover without
-// --shard (or a negative one), or --shard/--to with another subcommand.
+// `target` --to, `given` the flags on the command line, `operands` the
+// words after the subcommand. kInvalidArgument, worded for UsageError(),
+// for an unknown subcommand, failover without --shard (or a negative one),
+// --shard/--to with another subcommand, remove-node without exactly one
+// NODE, or an operand given to another subcommand.
 absl::StatusOr<ClusterRequest> ParseClusterRequest(const std::string& subcommand, int shard,
                                                    const std::string& target,
-                                                   const std::set<std::string>& given);
+                                                   const std::set<std::string>& given,
+                                                   const std::vector<std::string>& operands = {});
 
 // The handler (CommandFn): args[0] is the subcommand.
 int RunCluster(const Context& context, const std::vector<std::string>& args);

@@ -51,6 +51,13 @@ const v1::ClusterNode* FindNode(const v1::ClusterMap& map, const std::string& id
   return nullptr;
 }
 
+// Nodes drained by remove-node whose incarnation still lives.
+std::vector<std::string> DrainingIds(const v1::ClusterMap& map) {
+  std::vector<std::string> ids;
+  for (const v1::ClusterNode& n : map.draining()) ids.push_back(n.node_id());
+  return ids;
+}
+
 }  // namespace
 
 std::string FormatClusterStatus(const v1::ClusterMap& map, bool json) {
@@ -73,12 +80,16 @@ std::string FormatClusterStatus(const v1::ClusterMap& map, bool json) {
       js["syncing"] = std::vector<std::string>(s.syncing().begin(), s.syncing().end());
       j["shards"].push_back(std::move(js));
     }
+    j["draining"] = DrainingIds(map);
     return Dump(j);
   }
   std::string out = absl::StrFormat("epoch %d controller %s cluster %s replicas %d\n", map.epoch(),
                                     map.controller().empty() ? "-" : map.controller(),
                                     map.cluster_name().empty() ? "-" : map.cluster_name(),
                                     map.replication_factor());
+  if (map.draining_size() > 0) {
+    absl::StrAppend(&out, "draining ", absl::StrJoin(DrainingIds(map), ","), "\n");
+  }
   for (const v1::Shard& s : map.shards()) {
     absl::StrAppendFormat(
         &out, "shard %d  %-4s  slots %s  primary %s  backups %s  syncing %s  shard_epoch %d\n",

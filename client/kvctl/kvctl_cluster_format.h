@@ -1,17 +1,19 @@
 // Copyright 2026 The kvstore Authors.
 //
-// The output of `kvctl cluster status|nodes|slots` (and of failover, which
-// prints the new map as status does), as aligned text or one line of JSON.
+// The output of `kvctl cluster status|nodes|slots` (and of failover and
+// remove-node, which print the new map as status does), as aligned text or one line of JSON.
 // Pure functions of a ClusterMap; safe from any thread. Every output ends
 // in '\n'.
 //
 // status, text:
 //   epoch 7 controller n1 cluster kvstore replicas 2
+//   draining n3            (only when remove-node marked some node)
 //   shard 0  up    slots 0-8191  primary n0  backups n1  syncing -  shard_epoch 3
 // status, JSON:
 //   {"epoch":7,"controller":"n1","cluster_name":"kvstore","replication_factor":2,
 //    "shards":[{"shard_id":0,"shard_epoch":3,"slots":[[0,8191]],"up":true,
-//               "primary":"n0","backups":["n1"],"syncing":[]}]}
+//               "primary":"n0","backups":["n1"],"syncing":[]}],
+//    "draining":["n3"]}
 //   ("primary" is null for a shard that is down.)
 // nodes, text: one line per node of the map:
 //   n0  control 10.0.0.1:7300  resp 10.0.0.1:6380  incarnation 42  roles primary:0,backup:1

@@ -124,10 +124,45 @@ TEST(FormatClusterTest, Slots) {
   EXPECT_TRUE(j["slots"][1]["primary"].is_null());
 }
 
+TEST(ParseClusterRequestTest, RemoveNode) {
+  auto r = ParseClusterRequest("remove-node", -1, "", {}, {"n2"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->kind, ClusterRequest::Kind::kRemoveNode);
+  EXPECT_EQ(r->node, "n2");
+  EXPECT_THAT(ParseClusterRequest("remove-node", -1, "", {}).status().message(),
+              HasSubstr("exactly one NODE"));
+  EXPECT_THAT(ParseClusterRequest("remove-node", -1, "", {}, {""}).status().message(),
+              HasSubstr("exactly one NODE"));
+  EXPECT_THAT(ParseClusterRequest("remove-node", 1, "", {"shard"}, {"n2"}).status().message(),
+              HasSubstr("only to cluster failover"));
+  EXPECT_THAT(ParseClusterRequest("status", -1, "", {}, {"n2"}).status().message(),
+              HasSubstr("takes no operand"));
+  EXPECT_THAT(ParseClusterRequest("failover", 0, "", {"shard"}, {"n2"}).status().message(),
+              HasSubstr("takes no operand"));
+}
+
+// remove-node prints the map it wrote as status prints it: the drained
+// node is in no shard and listed as draining.
+TEST(ClusterFormatTest, StatusListsDrainingNodes) {
+  v1::ClusterMap map = SampleMap();
+  v1::ClusterNode* mark = map.add_draining();
+  mark->set_node_id("n9");
+  mark->set_incarnation(3);
+  EXPECT_EQ(FormatClusterStatus(map, false),
+            "epoch 7 controller n1 cluster prod replicas 2\n"
+            "draining n9\n"
+            "shard 0  up    slots 0-8191  primary n0  backups n1  syncing n2  shard_epoch 3\n"
+            "shard 1  DOWN  slots 8192-16383  primary -  backups -  syncing -  shard_epoch 9\n");
+  auto j = nlohmann::json::parse(FormatClusterStatus(map, true));
+  EXPECT_EQ(j["draining"], nlohmann::json::array({"n9"}));
+  auto none = nlohmann::json::parse(FormatClusterStatus(SampleMap(), true));
+  EXPECT_EQ(none["draining"], nlohmann::json::array());
+}
+
 TEST(ClusterHelpTest, NamesEverySubcommand) {
   const std::string help = ClusterHelpText();
-  for (const char* word :
-       {"status", "nodes", "slots", "failover --shard=N [--to=NODE]", "--json"}) {
+  for (const char* word : {"status", "nodes", "slots", "failover --shard=N [--to=NODE]",
+                           "remove-node NODE", "FAILED_PRECONDITION", "--json"}) {
     EXPECT_THAT(help, HasSubstr(word));
   }
 }

@@ -74,11 +74,12 @@ constexpr Command kCommands[] = {
     {"cluster", "cluster SUBCOMMAND",
      "The cluster map as the server holds it: status (epoch, controller, shards with slot "
      "ranges, primary, backups, syncing nodes, up or DOWN), nodes (addresses, incarnation, "
-     "roles), slots (ranges -> primary), or failover --shard=N [--to=NODE] (manual failover "
-     "through the controller; prints the new map). Run 'kvctl cluster --help' for details. A "
+     "roles), slots (ranges -> primary), failover --shard=N [--to=NODE] (manual failover "
+     "through the controller; prints the new map), or remove-node NODE (drain NODE before "
+     "stopping it; prints the new map). Run 'kvctl cluster --help' for details. A "
      "server in single-node mode answers FAILED_PRECONDITION, one without the cluster service "
      "UNIMPLEMENTED (exit 3).",
-     1, 1, RunCluster},
+     1, 2, RunCluster},
 };
 
 // The command named on the command line before absl parses it (for

@@ -156,5 +156,18 @@ grpc::Status ClusterService::Failover(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status ClusterService::RemoveNode(grpc::ServerContext* context,
+                                        const v1::RemoveNodeRequest* request,
+                                        v1::RemoveNodeResponse* response) {
+  if (absl::Status s = Admit(context); !s.ok()) return ToGrpcStatus(s);
+  if (!deps_.remove_node) {
+    return ToGrpcStatus(absl::UnimplementedError("remove-node is not wired on this node"));
+  }
+  auto map = deps_.remove_node(*request);
+  if (!map.ok()) return ToGrpcStatus(map.status());
+  *response->mutable_map() = *std::move(map);
+  return grpc::Status::OK;
+}
+
 }  // namespace server
 }  // namespace kvstore

@@ -18,6 +18,8 @@
 //   ReportInSync    Replicator::PromoteSyncing.
 //   Failover        the `failover` function given at construction (the
 //                   controller's; kUnimplemented when none is given).
+//   RemoveNode      the `remove_node` function given at construction, the
+//                   same way.
 //
 // Every RPC first passes the Authenticator, as KvControl's do: with a server
 // token, a call without it fails with UNAUTHENTICATED before its request is
@@ -57,6 +59,9 @@ struct ClusterServiceDeps {
   // Performs a manual failover (the controller helper's; it forwards to the
   // controller when this node is not it). Empty: kUnimplemented.
   std::function<absl::StatusOr<v1::ClusterMap>(const v1::FailoverRequest&)> failover;
+  // Drains a node (kvctl cluster remove-node), like `failover`: the
+  // controller's, forwarded when this node is not it. Empty: kUnimplemented.
+  std::function<absl::StatusOr<v1::ClusterMap>(const v1::RemoveNodeRequest&)> remove_node;
   // The bearer token every RPC must carry; empty: none (Authenticator).
   std::string auth_token;
   // Gets kvstore_grpc_auth_failures_total (shared with KvControl's) and
@@ -82,6 +87,8 @@ class ClusterService : public v1::KvCluster::Service {
                             v1::ReportInSyncResponse* response) override;
   grpc::Status Failover(grpc::ServerContext* context, const v1::FailoverRequest* request,
                         v1::FailoverResponse* response) override;
+  grpc::Status RemoveNode(grpc::ServerContext* context, const v1::RemoveNodeRequest* request,
+                          v1::RemoveNodeResponse* response) override;
 
  private:
   // Authenticates, then checks that there is a cluster (and, for the

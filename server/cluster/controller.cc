@@ -3,6 +3,7 @@
 #include "server/cluster/controller.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <utility>
 
@@ -26,7 +27,7 @@ using etcd::TxnOp;
 // RunOnce() writes at most this many changes before returning: enough for
 // any single event (a failure, then a placement, then a refresh).
 constexpr int kMaxStepsPerRun = 10;
-// Failover() retries a map write that lost a race this often.
+// Failover() and RemoveNode() retry a map write that lost a race this often.
 constexpr int kFailoverAttempts = 5;
 
 Compare ControllerIsOurs(const std::string& key, int64_t token) {
@@ -327,7 +328,10 @@ absl::Status Controller::NotControllerError() {
       absl::StrCat("not the controller; the controller is ", kv->value));
 }
 
-absl::StatusOr<v1::ClusterMap> Controller::Failover(uint32_t shard_id, const std::string& target) {
+absl::StatusOr<v1::ClusterMap> Controller::WritePlanned(
+    const std::string& what,
+    const std::function<absl::StatusOr<v1::ClusterMap>(const v1::ClusterMap&, const MemberSet&)>&
+        plan) {
   if (!is_leader_.load()) return NotControllerError();
   for (int attempt = 0; attempt < kFailoverAttempts; ++attempt) {
     absl::MutexLock write_lock(&write_mu_);
@@ -336,21 +340,34 @@ absl::StatusOr<v1::ClusterMap> Controller::Failover(uint32_t shard_id, const std
     KV_ASSIGN_OR_RETURN(Snapshot snap, Read());
     if (!snap.map.has_value()) return absl::FailedPreconditionError("no cluster map yet");
     KV_ASSIGN_OR_RETURN(v1::ClusterMap current, etcd_keys::DecodeMap(snap.map->value));
-    KV_ASSIGN_OR_RETURN(v1::ClusterMap next,
-                        PlanFailover(current, snap.members, shard_id, target, applied_seq_));
-    if (next.epoch() == current.epoch()) return current;  // already the primary
+    KV_ASSIGN_OR_RETURN(v1::ClusterMap next, plan(current, snap.members));
+    if (next.epoch() == current.epoch()) return current;  // nothing to change
     next.set_controller(options_.node_id);
     absl::Status status = WriteMap(next, snap.map->mod_revision);
     if (status.ok()) {
-      LOG(INFO) << "controller: manual failover of shard " << shard_id << " to "
-                << (target.empty() ? "the most advanced backup" : target) << " (map epoch "
-                << next.epoch() << ")";
+      LOG(INFO) << "controller: " << what << " (map epoch " << next.epoch() << ")";
+      Wake();  // the loop refills what the change left below R
       return next;
     }
     if (absl::IsFailedPrecondition(status)) return NotControllerError();
     if (!absl::IsAborted(status)) return status;
   }
-  return absl::AbortedError("the map kept changing; failover not done, try again");
+  return absl::AbortedError(absl::StrCat("the map kept changing; ", what, " not done, try again"));
+}
+
+absl::StatusOr<v1::ClusterMap> Controller::Failover(uint32_t shard_id, const std::string& target) {
+  return WritePlanned(absl::StrCat("manual failover of shard ", shard_id, " to ",
+                                   target.empty() ? "the most advanced backup" : target),
+                      [&](const v1::ClusterMap& current, const MemberSet& members) {
+                        return PlanFailover(current, members, shard_id, target, applied_seq_);
+                      });
+}
+
+absl::StatusOr<v1::ClusterMap> Controller::RemoveNode(const std::string& node_id) {
+  return WritePlanned(absl::StrCat("remove-node ", node_id, " (drained, marked draining)"),
+                      [&](const v1::ClusterMap& current, const MemberSet& members) {
+                        return PlanRemoveNode(current, members, node_id, applied_seq_);
+                      });
 }
 
 AppliedSeqFn MakeGrpcAppliedSeqFn(GrpcAppliedSeqOptions options) {

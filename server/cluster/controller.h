@@ -2,8 +2,9 @@
 //
 // Controller: the one kvserver (elected through etcd) that writes the
 // cluster map's membership changes (architecture §19.2, §19.4): the first
-// map, failing over a dead primary, removing dead nodes, placing new and
-// restarted nodes, and manual failovers. Every kvserver in cluster mode runs
+// map, failing over a dead primary, removing dead nodes, filling shards
+// below R from live nodes (new, restarted or already serving), manual
+// failovers and draining a node (remove-node). Every kvserver in cluster mode runs
 // one; all but the elected one only wait for the `controller` key to go.
 //
 // Election: a txn `create_revision(controller) == 0` -> put our node id
@@ -30,7 +31,7 @@
 // (replicator.h) enforces that, not this class.
 //
 // Thread safety: thread-safe. Start() runs one background thread; Failover()
-// may be called from any thread (the gRPC service). The AppliedSeqFn is
+// and RemoveNode() may be called from any thread (the gRPC service). The AppliedSeqFn is
 // called from the background thread and from Failover()'s caller.
 
 #ifndef KVSTORE_SERVER_CLUSTER_CONTROLLER_H_
@@ -38,6 +39,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -107,6 +109,15 @@ class Controller {
   // answer; kAborted when the map kept changing under us.
   absl::StatusOr<v1::ClusterMap> Failover(uint32_t shard_id, const std::string& target);
 
+  // Drains `node_id` before an operator stops it (PlanRemoveNode): the
+  // shards it leads move to their newest in-sync backup, it leaves every
+  // shard and is marked draining; returns the map written. The background
+  // loop then refills the shards it left (separate map changes; with
+  // RunOnce() the next RunOnce()). Errors: as Failover(), and those of
+  // PlanRemoveNode() (kFailedPrecondition when a shard would be left
+  // without an in-sync replica; nothing is written then).
+  absl::StatusOr<v1::ClusterMap> RemoveNode(const std::string& node_id);
+
  private:
   struct Snapshot {
     int64_t revision = 0;
@@ -134,6 +145,12 @@ class Controller {
   void Resign();
   void Wake();
   absl::Status NotControllerError();
+  // Failover()/RemoveNode(): read, plan, fenced write, retried when the map
+  // changed under us. A plan returning the current epoch writes nothing.
+  absl::StatusOr<v1::ClusterMap> WritePlanned(
+      const std::string& what,
+      const std::function<absl::StatusOr<v1::ClusterMap>(const v1::ClusterMap&, const MemberSet&)>&
+          plan);
 
   etcd::EtcdClient* const etcd_;
   const ControllerOptions options_;

@@ -159,14 +159,42 @@ std::optional<PlanStep> RemoveDead(const v1::ClusterMap& current, const MemberSe
   return step;
 }
 
-// Step 2 of PlanNext: members in no shard fill shards below R.
-std::optional<PlanStep> PlaceUnplaced(const v1::ClusterMap& current, const MemberSet& members) {
-  const std::set<std::string> named = NamedNodes(current);
-  std::vector<std::string> unplaced;
-  for (const auto& [id, node] : members) {
-    if (named.count(id) == 0) unplaced.push_back(id);
+// Whether `node_id` of this incarnation is marked draining in `map`.
+bool IsDraining(const v1::ClusterMap& map, const std::string& node_id, uint64_t incarnation) {
+  for (const v1::ClusterNode& d : map.draining()) {
+    if (d.node_id() == node_id && d.incarnation() == incarnation) return true;
   }
-  if (unplaced.empty()) return std::nullopt;
+  return false;
+}
+
+bool InShard(const v1::Shard& shard, const std::string& id) {
+  return std::find(shard.replicas().begin(), shard.replicas().end(), id) !=
+             shard.replicas().end() ||
+         std::find(shard.syncing().begin(), shard.syncing().end(), id) != shard.syncing().end();
+}
+
+// Step 2 of PlanNext: shards below R (replicas + syncing) are filled from
+// the live members that are not draining, whether they serve other shards
+// or none (a refill after a failover must not wait for the dead node to
+// come back). The member with the fewest roles goes first (ties: node id);
+// a node is never twice in one shard. A down shard (no replicas) is only
+// given a member that was in no shard, as its primary. Runs after RemoveDead, so every
+// member named by the map is alive here.
+std::optional<PlanStep> FillShards(const v1::ClusterMap& current, const MemberSet& members) {
+  std::map<std::string, int> roles;  // candidate -> shards naming it
+  for (const auto& [id, node] : members) {
+    if (!IsDraining(current, id, node.incarnation())) roles[id] = 0;
+  }
+  if (roles.empty()) return std::nullopt;
+  for (const v1::Shard& shard : current.shards()) {
+    for (const std::string& id : shard.replicas()) {
+      if (roles.count(id) > 0) ++roles[id];
+    }
+    for (const std::string& id : shard.syncing()) {
+      if (roles.count(id) > 0) ++roles[id];
+    }
+  }
+  const std::set<std::string> named = NamedNodes(current);
   const int r = std::max<int>(1, current.replication_factor());
   PlanStep step{current, "placed:"};
   std::vector<int> order(current.shards_size());
@@ -175,24 +203,23 @@ std::optional<PlanStep> PlaceUnplaced(const v1::ClusterMap& current, const Membe
     return current.shards(i).replicas_size() + current.shards(i).syncing_size();
   };
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return count(a) < count(b); });
-  std::map<std::string, int> placements;
-  std::set<std::string> placed;
+  std::set<std::string> placed;  // members that were in no shard before
+  bool any = false;
   for (int i : order) {
     v1::Shard& shard = *step.map.mutable_shards(i);
     bool changed = false;
     while (shard.replicas_size() + shard.syncing_size() < r) {
       std::string pick;
-      for (const std::string& id : unplaced) {
-        const bool in_shard =
-            std::find(shard.replicas().begin(), shard.replicas().end(), id) !=
-                shard.replicas().end() ||
-            std::find(shard.syncing().begin(), shard.syncing().end(), id) != shard.syncing().end();
-        if (in_shard) continue;
-        if (pick.empty() || placements[id] < placements[pick]) pick = id;
+      for (const auto& [id, n] : roles) {
+        if (InShard(shard, id)) continue;
+        // A down shard restarts empty; only a node serving nothing takes
+        // that over (as before), not one already serving other shards.
+        if (shard.replicas().empty() && named.count(id) > 0) continue;
+        if (pick.empty() || n < roles[pick]) pick = id;
       }
       if (pick.empty()) break;
-      ++placements[pick];
-      placed.insert(pick);
+      ++roles[pick];
+      if (named.count(pick) == 0) placed.insert(pick);
       changed = true;
       if (shard.replicas().empty()) {
         LOG(ERROR) << "controller: shard " << shard.shard_id() << " (slots "
@@ -205,10 +232,30 @@ std::optional<PlanStep> PlaceUnplaced(const v1::ClusterMap& current, const Membe
         absl::StrAppend(&step.what, " ", pick, " syncing shard ", shard.shard_id(), ";");
       }
     }
-    if (changed) shard.set_shard_epoch(shard.shard_epoch() + 1);
+    if (changed) {
+      shard.set_shard_epoch(shard.shard_epoch() + 1);
+      any = true;
+    }
   }
-  if (placed.empty()) return std::nullopt;
+  if (!any) return std::nullopt;
   *step.map.mutable_nodes() = RebuildNodes(step.map, members, placed);
+  return step;
+}
+
+// Step 3 of PlanNext: draining marks whose incarnation is gone (the node
+// stopped, or restarted as a new incarnation) are dropped.
+std::optional<PlanStep> PruneDraining(const v1::ClusterMap& current, const MemberSet& members) {
+  PlanStep step{current, "draining mark(s) dropped:"};
+  step.map.clear_draining();
+  for (const v1::ClusterNode& d : current.draining()) {
+    auto member = members.find(d.node_id());
+    if (member != members.end() && member->second.incarnation() == d.incarnation()) {
+      *step.map.add_draining() = d;
+    } else {
+      absl::StrAppend(&step.what, " ", d.node_id());
+    }
+  }
+  if (step.map.draining_size() == current.draining_size()) return std::nullopt;
   return step;
 }
 
@@ -246,7 +293,8 @@ v1::ClusterMap MakeFirstMap(const MemberSet& members, uint32_t replicas,
 std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet& members,
                                  const AppliedSeqFn& applied_seq) {
   std::optional<PlanStep> step = RemoveDead(current, members, applied_seq);
-  if (!step) step = PlaceUnplaced(current, members);
+  if (!step) step = FillShards(current, members);
+  if (!step) step = PruneDraining(current, members);
   if (!step) {
     auto nodes = RebuildNodes(current, members, {});
     if (SameRecords(nodes, current.nodes())) return std::nullopt;
@@ -305,6 +353,68 @@ absl::StatusOr<v1::ClusterMap> PlanFailover(const v1::ClusterMap& current, const
     if (id != chosen) shard->add_replicas(id);
   }
   shard->set_shard_epoch(shard->shard_epoch() + 1);
+  next.set_epoch(current.epoch() + 1);
+  *next.mutable_nodes() = RebuildNodes(next, members, {});
+  return next;
+}
+
+absl::StatusOr<v1::ClusterMap> PlanRemoveNode(const v1::ClusterMap& current,
+                                              const MemberSet& members, const std::string& node_id,
+                                              const AppliedSeqFn& applied_seq) {
+  auto member = members.find(node_id);
+  const v1::ClusterNode* record = RecordOf(current, node_id);
+  if (member == members.end() && record == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("no node ", node_id, " (neither a member key nor in the map)"));
+  }
+  // The mark follows the live incarnation; a node only in the map (its
+  // key gone) gets the map's, and the mark is dropped once it leaves.
+  const uint64_t incarnation =
+      member != members.end() ? member->second.incarnation() : record->incarnation();
+  v1::ClusterMap next = current;
+  bool changed = false;
+  for (v1::Shard& shard : *next.mutable_shards()) {
+    if (!InShard(shard, node_id)) continue;
+    if (!shard.replicas().empty() && shard.replicas(0) == node_id) {
+      std::vector<std::string> alive;
+      for (int i = 1; i < shard.replicas_size(); ++i) {
+        if (IsAliveIn(current, members, shard.replicas(i))) alive.push_back(shard.replicas(i));
+      }
+      if (alive.empty()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "removing ", node_id, " would leave shard ", shard.shard_id(),
+            " without an in-sync replica (", node_id,
+            " is its primary and it has no alive in-sync backup",
+            shard.syncing().empty() ? "" : "; wait until its syncing replicas are in sync",
+            "); nothing changed"));
+      }
+      bool answered = false;
+      const std::string chosen =
+          BestCandidate(alive, members, shard.shard_id(), applied_seq, &answered);
+      if (!answered) {
+        return absl::UnavailableError(absl::StrCat("no in-sync backup of shard ", shard.shard_id(),
+                                                   " answered ReplicaStatus; nothing changed"));
+      }
+      std::vector<std::string> backups(shard.replicas().begin() + 1, shard.replicas().end());
+      shard.clear_replicas();
+      shard.add_replicas(chosen);
+      for (const std::string& id : backups) {
+        if (id != chosen) shard.add_replicas(id);
+      }
+    }
+    RemoveFrom(shard.mutable_replicas(), {node_id});
+    RemoveFrom(shard.mutable_syncing(), {node_id});
+    shard.set_shard_epoch(shard.shard_epoch() + 1);
+    changed = true;
+  }
+  if (!changed && IsDraining(current, node_id, incarnation)) return current;
+  next.clear_draining();
+  for (const v1::ClusterNode& d : current.draining()) {
+    if (d.node_id() != node_id) *next.add_draining() = d;
+  }
+  v1::ClusterNode* mark = next.add_draining();
+  mark->set_node_id(node_id);
+  mark->set_incarnation(incarnation);
   next.set_epoch(current.epoch() + 1);
   *next.mutable_nodes() = RebuildNodes(next, members, {});
   return next;

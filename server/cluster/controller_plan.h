@@ -62,10 +62,16 @@ struct PlanStep {
 //      in-sync backup with the highest applied seq (ties and unknowns: list
 //      order) as primary; a shard left with no in-sync replica is down
 //      (empty replicas, syncing cleared: there is no primary to copy from).
-//   2. Members in no shard are placed: a down shard gets one as its primary
-//      directly (its data is lost, logged as an error); a shard with fewer
-//      than R replicas+syncing gets them as syncing, fewest first.
-//   3. Node records whose addresses changed are refreshed from member keys
+//   2. Shards below R (replicas+syncing) are filled from the live members
+//      not marked draining -- members in no shard and members already
+//      serving other shards alike (the refill after a failover), the one
+//      with the fewest roles first (ties: node id), never twice in one
+//      shard. A down shard gets a member that was in no shard as its
+//      primary directly (its data is lost, logged as an error); other
+//      shards get them as syncing.
+//   3. Draining marks whose member key is gone or of another incarnation
+//      are dropped.
+//   4. Node records whose addresses changed are refreshed from member keys
 //      (applied_map_epoch alone does not make a new map).
 std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet& members,
                                  const AppliedSeqFn& applied_seq);
@@ -81,6 +87,21 @@ std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet&
 absl::StatusOr<v1::ClusterMap> PlanFailover(const v1::ClusterMap& current, const MemberSet& members,
                                             uint32_t shard_id, const std::string& target,
                                             const AppliedSeqFn& applied_seq);
+
+// Drains `node_id` (kvctl cluster remove-node): every shard it leads gets
+// the alive in-sync backup with the highest applied seq as primary (one
+// must answer), it leaves every replicas/syncing list, and it is marked
+// draining (ClusterMap.draining, with its member's incarnation) so that
+// PlanNext does not place it again while that incarnation lives. The
+// shards it leaves are refilled by later PlanNext steps. Errors: kNotFound
+// when the node is neither a member nor in the map; kFailedPrecondition
+// when a shard it leads has no alive in-sync backup (the removal would
+// leave that shard without an in-sync replica); kUnavailable when no alive
+// backup of such a shard answered ReplicaStatus. A node already drained
+// (in no shard, marked) returns the map unchanged.
+absl::StatusOr<v1::ClusterMap> PlanRemoveNode(const v1::ClusterMap& current,
+                                              const MemberSet& members, const std::string& node_id,
+                                              const AppliedSeqFn& applied_seq);
 
 }  // namespace server
 }  // namespace kvstore

@@ -172,6 +172,8 @@ TEST(ControllerPlanTest, DownShardThenNewNodeBecomesItsPrimary) {
   ExpectValid(down->map);
   EXPECT_THAT(Replicas(down->map, 0), IsEmpty());
   EXPECT_THAT(down->what, HasSubstr("shard 0 down"));
+  // b and c serve shards already: they do not take over the down shard.
+  EXPECT_FALSE(PlanNext(down->map, Members({"b", "c"}), seqs.Fn()).has_value());
   auto revived = PlanNext(down->map, Members({"b", "c", "d"}), seqs.Fn());
   ASSERT_TRUE(revived.has_value());
   ExpectValid(revived->map);
@@ -236,6 +238,146 @@ TEST(ControllerPlanTest, FailoverWithoutTargetTakesHighestSeq) {
   auto next = PlanFailover(map, members, 0, "", seqs.Fn());
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_THAT(Replicas(*next, 0), ElementsAre("c", "a", "b"));
+}
+
+// 3 nodes, R=2: after c dies, shards 1 and 2 keep one replica; the
+// refill puts the node serving fewest shards (never one already in the
+// shard) into each as syncing, in one map change.
+TEST(ControllerPlanTest, RefillFromNodesAlreadyServing) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 2, "test");
+  MemberSet members = Members({"a", "b"});
+  FakeSeqs seqs;
+  auto removed = PlanNext(map, members, seqs.Fn());
+  ASSERT_TRUE(removed.has_value());
+  EXPECT_THAT(Replicas(removed->map, 1), ElementsAre("b"));
+  EXPECT_THAT(Replicas(removed->map, 2), ElementsAre("a"));
+  auto refill = PlanNext(removed->map, members, seqs.Fn());
+  ASSERT_TRUE(refill.has_value());
+  ExpectValid(refill->map);
+  EXPECT_THAT(Syncing(refill->map, 0), IsEmpty());
+  EXPECT_THAT(Syncing(refill->map, 1), ElementsAre("a"));
+  EXPECT_THAT(Syncing(refill->map, 2), ElementsAre("b"));
+  EXPECT_EQ(refill->map.shards(0).shard_epoch(), removed->map.shards(0).shard_epoch());
+  EXPECT_EQ(refill->map.shards(1).shard_epoch(), removed->map.shards(1).shard_epoch() + 1);
+  EXPECT_EQ(refill->map.nodes_size(), 2);
+  EXPECT_FALSE(PlanNext(refill->map, members, seqs.Fn()).has_value());
+}
+
+TEST(ControllerPlanTest, RefillPrefersFewestRoles) {
+  // 4 nodes, R=2, d died: shards 2 and 3 (c,d / d,a) lose d. b serves 2
+  // shards, c 2, a 2: ties go by node id, and the second pick sees the
+  // first's new role.
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c", "d"}), 2, "test");
+  MemberSet members = Members({"a", "b", "c"});
+  FakeSeqs seqs;
+  auto removed = PlanNext(map, members, seqs.Fn());
+  ASSERT_TRUE(removed.has_value());
+  auto refill = PlanNext(removed->map, members, seqs.Fn());
+  ASSERT_TRUE(refill.has_value());
+  ExpectValid(refill->map);
+  EXPECT_THAT(Replicas(refill->map, 2), ElementsAre("c"));
+  EXPECT_THAT(Syncing(refill->map, 2), ElementsAre("a"));
+  EXPECT_THAT(Replicas(refill->map, 3), ElementsAre("a"));
+  EXPECT_THAT(Syncing(refill->map, 3), ElementsAre("b"));
+  // An unplaced member (0 roles) goes before every serving one.
+  MemberSet with_e = Members({"a", "b", "c", "e"});
+  auto placed = PlanNext(removed->map, with_e, seqs.Fn());
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_THAT(Syncing(placed->map, 2), ElementsAre("e"));
+  EXPECT_THAT(Syncing(placed->map, 3), ElementsAre("e"));
+}
+
+TEST(ControllerPlanTest, RemoveNodePromotesNewestBackupAndMarksDraining) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 3, "test");
+  MemberSet members = Members({"a", "b", "c"});
+  FakeSeqs seqs;
+  seqs.seqs[{"b", 0}] = 3;
+  seqs.seqs[{"c", 0}] = 8;
+  auto next = PlanRemoveNode(map, members, "a", seqs.Fn());
+  ASSERT_TRUE(next.ok()) << next.status();
+  ExpectValid(*next);
+  EXPECT_EQ(next->epoch(), 2u);
+  EXPECT_THAT(Replicas(*next, 0), ElementsAre("c", "b"));  // a led shard 0
+  EXPECT_THAT(Replicas(*next, 1), ElementsAre("b", "c"));
+  EXPECT_THAT(Replicas(*next, 2), ElementsAre("c", "b"));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(next->shards(i).shard_epoch(), 2u);
+  EXPECT_EQ(next->nodes_size(), 2);
+  ASSERT_EQ(next->draining_size(), 1);
+  EXPECT_EQ(next->draining(0).node_id(), "a");
+  EXPECT_EQ(next->draining(0).incarnation(), 1u);
+  // Not placed again while this incarnation lives (R=3 > 2 nodes left).
+  EXPECT_FALSE(PlanNext(*next, members, seqs.Fn()).has_value());
+  // Removing it again changes nothing.
+  auto again = PlanRemoveNode(*next, members, "a", seqs.Fn());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->epoch(), next->epoch());
+  // Restarted (new incarnation): placed again, then the mark is dropped.
+  members["a"] = Node("a", 2);
+  auto placed = PlanNext(*next, members, seqs.Fn());
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_THAT(Syncing(placed->map, 0), ElementsAre("a"));
+  auto pruned = PlanNext(placed->map, members, seqs.Fn());
+  ASSERT_TRUE(pruned.has_value());
+  EXPECT_EQ(pruned->map.draining_size(), 0);
+  EXPECT_THAT(pruned->what, HasSubstr("draining"));
+  EXPECT_FALSE(PlanNext(pruned->map, members, seqs.Fn()).has_value());
+}
+
+TEST(ControllerPlanTest, RemoveNodeThenRefillPlacesOthers) {
+  // 3 nodes, R=2: removing a leaves shards 0 (a,b) and 2 (c,a) with one
+  // replica; the refill uses b and c, never a.
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 2, "test");
+  MemberSet members = Members({"a", "b", "c"});
+  FakeSeqs seqs;
+  seqs.seqs[{"b", 0}] = 1;
+  auto next = PlanRemoveNode(map, members, "a", seqs.Fn());
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_THAT(Replicas(*next, 0), ElementsAre("b"));
+  EXPECT_THAT(Replicas(*next, 2), ElementsAre("c"));
+  auto refill = PlanNext(*next, members, seqs.Fn());
+  ASSERT_TRUE(refill.has_value());
+  ExpectValid(refill->map);
+  EXPECT_THAT(Syncing(refill->map, 0), ElementsAre("c"));
+  EXPECT_THAT(Syncing(refill->map, 2), ElementsAre("b"));
+  EXPECT_EQ(refill->map.draining_size(), 1);
+  // Once a stops (its key goes), nothing fails over: the mark is dropped.
+  members.erase("a");
+  auto gone = PlanNext(refill->map, members, seqs.Fn());
+  ASSERT_TRUE(gone.has_value());
+  EXPECT_EQ(gone->map.draining_size(), 0);
+  EXPECT_EQ(gone->map.shards(0).shard_epoch(), refill->map.shards(0).shard_epoch());
+}
+
+TEST(ControllerPlanTest, RemoveNodeRefusals) {
+  FakeSeqs seqs;
+  // R=1: a is the only in-sync replica of shard 0.
+  v1::ClusterMap solo = MakeFirstMap(Members({"a", "b"}), 1, "test");
+  auto refused = PlanRemoveNode(solo, Members({"a", "b"}), "a", seqs.Fn());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("without an in-sync replica"));
+  // A syncing backup is not in sync.
+  v1::ClusterMap syncing = solo;
+  syncing.mutable_shards(0)->add_syncing("b");
+  refused = PlanRemoveNode(syncing, Members({"a", "b"}), "a", seqs.Fn());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("wait until"));
+  // The only backup is dead.
+  v1::ClusterMap two = MakeFirstMap(Members({"a", "b"}), 2, "test");
+  refused = PlanRemoveNode(two, Members({"a"}), "a", seqs.Fn());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  // No backup answered.
+  EXPECT_EQ(PlanRemoveNode(two, Members({"a", "b"}), "a", seqs.Fn()).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(PlanRemoveNode(two, Members({"a", "b"}), "zz", seqs.Fn()).status().code(),
+            absl::StatusCode::kNotFound);
+  // Removing a backup only needs no answer.
+  auto backup = PlanRemoveNode(two, Members({"a", "b"}), "b", FakeSeqs{}.Fn());
+  EXPECT_FALSE(backup.ok());  // b leads shard 1 and a did not answer
+  seqs.seqs[{"a", 1}] = 2;
+  backup = PlanRemoveNode(two, Members({"a", "b"}), "b", seqs.Fn());
+  ASSERT_TRUE(backup.ok()) << backup.status();
+  EXPECT_THAT(Replicas(*backup, 0), ElementsAre("a"));
+  EXPECT_THAT(Replicas(*backup, 1), ElementsAre("a"));
 }
 
 }  // namespace

@@ -249,7 +249,8 @@ TEST_F(ControllerTest, WatchDrivesFailoverWithoutPolling) {
   ctl->Start();
   ASSERT_TRUE(WaitFor([&] { return MapKv().has_value(); }, absl::Seconds(5)));
   Kill("n1");
-  ASSERT_TRUE(WaitFor([&] { return ReadMap().epoch() == 2; }, absl::Seconds(5)));
+  // Epoch 2 removes n1; epoch 3 (right after) refills shards 0 and 1.
+  ASSERT_TRUE(WaitFor([&] { return ReadMap().epoch() >= 2; }, absl::Seconds(5)));
   v1::ClusterMap map = ReadMap();
   EXPECT_THAT(Replicas(map, 0), ElementsAre("n0"));
   EXPECT_THAT(Replicas(map, 1), ElementsAre("n2"));
@@ -284,7 +285,10 @@ TEST_F(ControllerTest, DeposedControllerCannotWriteTheMap) {
   EXPECT_EQ(ctl->ControllerId(), "usurper");
 }
 
-TEST_F(ControllerTest, RestartedNodeRejoinsAsSyncing) {
+// 3 nodes, R=2: the dead node's shards are refilled from the two nodes
+// left (as syncing), without waiting for it; when it comes back every
+// shard is full and it stays out.
+TEST_F(ControllerTest, DeadNodesShardsAreRefilledFromServingNodes) {
   auto ctl = MakeController("ctl", 2, 3, seqs_.Fn());
   for (const char* id : {"n0", "n1", "n2"}) Register(id);
   ASSERT_TRUE(ctl->RunOnce().ok());
@@ -293,23 +297,74 @@ TEST_F(ControllerTest, RestartedNodeRejoinsAsSyncing) {
   Kill("n0");
   ASSERT_TRUE(ctl->RunOnce().ok());
   v1::ClusterMap map = ReadMap();
-  ASSERT_EQ(map.epoch(), 2u);
+  ASSERT_EQ(map.epoch(), 3u);  // one txn removes n0, one refills
   EXPECT_THAT(Replicas(map, 0), ElementsAre("n1"));
-  EXPECT_THAT(Replicas(map, 2), ElementsAre("n2"));
-
-  const int64_t incarnation = Register("n0");  // back, empty, new lease
-  ASSERT_TRUE(ctl->RunOnce().ok());
-  map = ReadMap();
-  EXPECT_EQ(map.epoch(), 3u);
-  EXPECT_THAT(Replicas(map, 0), ElementsAre("n1"));
-  EXPECT_THAT(Syncing(map, 0), ElementsAre("n0"));
+  EXPECT_THAT(Syncing(map, 0), ElementsAre("n2"));
+  EXPECT_THAT(Replicas(map, 1), ElementsAre("n1", "n2"));
   EXPECT_THAT(Syncing(map, 1), IsEmpty());
-  EXPECT_THAT(Syncing(map, 2), ElementsAre("n0"));
+  EXPECT_THAT(Replicas(map, 2), ElementsAre("n2"));
+  EXPECT_THAT(Syncing(map, 2), ElementsAre("n1"));
   EXPECT_EQ(map.shards(0).shard_epoch(), 3u);
   EXPECT_EQ(map.shards(1).shard_epoch(), 1u);  // n0 was never in shard 1
-  auto view = cluster::ClusterMapView::Build(map);
-  ASSERT_TRUE(view.ok());
-  EXPECT_EQ((*view)->Node("n0")->incarnation(), static_cast<uint64_t>(incarnation));
+
+  Register("n0");  // back, empty, new lease: nothing is below R
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  EXPECT_EQ(ReadMap().epoch(), 3u);
+}
+
+// remove-node drains a node: its shard moves to the newest backup, it
+// leaves every shard, is marked draining and not placed again; the refill
+// uses the others. Stopping it then is no failure; restarting it (a new
+// incarnation) clears the mark.
+TEST_F(ControllerTest, RemoveNodeDrainsThenRefillsWithOthers) {
+  auto ctl = MakeController("ctl", 2, 3, seqs_.Fn());
+  for (const char* id : {"n0", "n1", "n2", "n3"}) Register(id);
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  ASSERT_THAT(Replicas(ReadMap(), 0), ElementsAre("n0", "n1"));
+  ASSERT_THAT(Replicas(ReadMap(), 3), ElementsAre("n3", "n0"));
+  seqs_.Set("n1", 0, 7);
+
+  auto removed = ctl->RemoveNode("n0");
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_EQ(removed->epoch(), 2u);
+  EXPECT_THAT(Replicas(*removed, 0), ElementsAre("n1"));
+  EXPECT_THAT(Replicas(*removed, 3), ElementsAre("n3"));
+  ASSERT_EQ(removed->draining_size(), 1);
+  EXPECT_EQ(removed->draining(0).node_id(), "n0");
+  EXPECT_EQ(ReadMap().epoch(), 2u);
+
+  ASSERT_TRUE(ctl->RunOnce().ok());  // the refill
+  v1::ClusterMap map = ReadMap();
+  EXPECT_EQ(map.epoch(), 3u);
+  EXPECT_THAT(Syncing(map, 0), ElementsAre("n2"));  // n2 and n3 serve 2, n1 3
+  EXPECT_THAT(Syncing(map, 3), ElementsAre("n1"));
+  for (const v1::ClusterNode& node : map.nodes()) EXPECT_NE(node.node_id(), "n0");
+
+  Kill("n0");  // stopped after draining: only the mark goes
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  map = ReadMap();
+  EXPECT_EQ(map.epoch(), 4u);
+  EXPECT_EQ(map.draining_size(), 0);
+  EXPECT_THAT(Replicas(map, 0), ElementsAre("n1"));
+  EXPECT_EQ(map.shards(0).shard_epoch(), 3u);
+}
+
+TEST_F(ControllerTest, RemoveNodeRefusesToLeaveAShardWithoutAnInSyncReplica) {
+  auto ctl = MakeController("ctl", /*replicas=*/1, 2, seqs_.Fn());
+  auto other = MakeController("ctl-2", 1, 2, seqs_.Fn());
+  for (const char* id : {"n0", "n1"}) Register(id);
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  ASSERT_TRUE(other->RunOnce().ok());
+  auto refused = ctl->RemoveNode("n0");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("without an in-sync replica"));
+  EXPECT_EQ(ctl->RemoveNode("nobody").status().code(), absl::StatusCode::kNotFound);
+  auto elsewhere = other->RemoveNode("n0");
+  EXPECT_EQ(elsewhere.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(elsewhere.status().message(), HasSubstr("the controller is ctl"));
+  v1::ClusterMap map = ReadMap();
+  EXPECT_EQ(map.epoch(), 1u);  // nothing written
+  EXPECT_EQ(map.draining_size(), 0);
 }
 
 TEST_F(ControllerTest, NewIncarnationWithoutAGapIsFailedOverThenPlaced) {

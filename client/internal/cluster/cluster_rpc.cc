@@ -47,6 +47,16 @@ absl::StatusOr<v1::ClusterMap> ClusterRpc::Failover(uint32_t shard_id,
   return std::move(*resp.mutable_map());
 }
 
+absl::StatusOr<v1::ClusterMap> ClusterRpc::RemoveNode(const std::string& node_id,
+                                                      absl::Time deadline) {
+  v1::RemoveNodeRequest req;
+  req.set_node_id(node_id);
+  auto ctx = NewContext(deadline);
+  v1::RemoveNodeResponse resp;
+  KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->RemoveNode(ctx.get(), req, &resp)));
+  return std::move(*resp.mutable_map());
+}
+
 // The wording is the server's (proto/kv_cluster.proto): FAILED_PRECONDITION
 // also means "stale shard epoch", which is not single-node mode.
 bool IsSingleNodeAnswer(const absl::Status& status) {

@@ -49,6 +49,10 @@ class ClusterRpc {
   absl::StatusOr<v1::ClusterMap> Failover(uint32_t shard_id, const std::string& target_node,
                                           absl::Time deadline);
 
+  // Asks to drain `node_id` (kvctl cluster remove-node); the server
+  // forwards it to the controller. Returns the map that the removal wrote.
+  absl::StatusOr<v1::ClusterMap> RemoveNode(const std::string& node_id, absl::Time deadline);
+
  private:
   std::unique_ptr<grpc::ClientContext> NewContext(absl::Time deadline) const;
 
