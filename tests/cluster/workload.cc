@@ -77,6 +77,16 @@ void Workload::RunClient(int client) {
     RunOne(client, *kv, &seq, rng());
     if (options_.think_time > absl::ZeroDuration()) absl::SleepFor(options_.think_time);
   }
+  if (kv != nullptr) {
+    const std::map<std::string, uint64_t> m = kv->metrics();
+    absl::MutexLock lock(&mu_);
+    for (const auto& [series, value] : m) metrics_[series] += value;
+  }
+}
+
+std::map<std::string, uint64_t> Workload::ClientMetrics() const {
+  absl::MutexLock lock(&mu_);
+  return metrics_;
 }
 
 void Workload::RunOne(int client, client::KvClient& kv, uint64_t* seq, uint64_t rnd) {

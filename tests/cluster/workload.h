@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -80,6 +81,9 @@ class Workload {
   // the last one's status, for a test's failure message.
   uint64_t connect_failures() const { return connect_failures_.load(); }
   std::string last_connect_error() const;
+  // The client metrics (KvClient::metrics()) summed over the workload's
+  // clients, taken when each client thread ends: complete after Stop().
+  std::map<std::string, uint64_t> ClientMetrics() const;
 
  private:
   void RunClient(int client);
@@ -97,6 +101,7 @@ class Workload {
   std::atomic<uint64_t> connect_failures_{0};
   mutable absl::Mutex mu_;
   std::string last_connect_error_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> metrics_ ABSL_GUARDED_BY(mu_);
 };
 
 // The History outcome of a client status (see the file comment).
