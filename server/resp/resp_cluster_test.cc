@@ -345,10 +345,9 @@ TEST_F(RespClusterTest, StoreRefusalsAreAnsweredAsRedisCluster) {
   EXPECT_EQ(reply(absl::OkStatus()), "+OK\r\n");
 }
 
-// End to end through KvStore's write hook. DISABLED_ until KvStore calls
-// KvStoreOptions::write_hook (the storage change of the cluster work, not
-// on main when this was written): enable it then.
-TEST_F(RespClusterTest, DISABLED_WriteHookRefusalsBecomeRedisErrors) {
+// End to end through KvStore's write hook: a refusal the hook makes after
+// routing (a map change in between) becomes the Redis error.
+TEST_F(RespClusterTest, WriteHookRefusalsBecomeRedisErrors) {
   // Node 2 (which has the hook) leads shard 2. The replicator refuses with
   // the address it knows; the reply names the primary's RESP address from
   // the map instead.
