@@ -2,6 +2,7 @@
 
 #include "common/cluster/cluster_map.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -67,7 +68,61 @@ absl::StatusOr<std::shared_ptr<const ClusterMapView>> ClusterMapView::Build(v1::
       return absl::InvalidArgumentError(absl::StrCat("cluster map: slot ", slot, " has no shard"));
     }
   }
+  if (absl::Status s = view->IndexMigrations(); !s.ok()) return s;
   return std::shared_ptr<const ClusterMapView>(std::move(view));
+}
+
+absl::Status ClusterMapView::IndexMigrations() {
+  active_migration_ = -1;
+  std::vector<bool> migrating(kSlotCount, false);
+  absl::flat_hash_set<uint32_t> ids;
+  for (int i = 0; i < map_.migrations_size(); ++i) {
+    const v1::Migration& m = map_.migrations(i);
+    const std::string what = absl::StrCat("cluster map: migration ", m.id());
+    if (!ids.insert(m.id()).second) return absl::InvalidArgumentError(what + " listed twice");
+    if (m.state() != v1::MIGRATION_PENDING && m.state() != v1::MIGRATION_COPYING &&
+        m.state() != v1::MIGRATION_HANDOFF) {
+      return absl::InvalidArgumentError(what + " has no state");
+    }
+    const v1::Shard* source = ShardById(m.source_shard());
+    if (source == nullptr || ShardById(m.target_shard()) == nullptr ||
+        m.source_shard() == m.target_shard()) {
+      return absl::InvalidArgumentError(what + " names a bad source or target shard");
+    }
+    if (m.slots().start() > m.slots().end() || m.slots().end() >= kSlotCount) {
+      return absl::InvalidArgumentError(what + " has a bad slot range");
+    }
+    for (uint32_t slot = m.slots().start(); slot <= m.slots().end(); ++slot) {
+      if (ShardForSlot(slot) != source) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": slot ", slot, " is not its source shard's"));
+      }
+      if (migrating[slot]) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": slot ", slot, " migrates twice"));
+      }
+      migrating[slot] = true;
+    }
+    if (m.state() != v1::MIGRATION_PENDING) {
+      if (active_migration_ != -1) {
+        return absl::InvalidArgumentError(what + ": two migrations are running");
+      }
+      active_migration_ = i;
+    }
+  }
+  return absl::OkStatus();
+}
+
+const v1::Migration* ClusterMapView::ActiveMigrationForSlot(uint32_t slot) const {
+  if (active_migration_ < 0) return nullptr;
+  const v1::Migration& m = map_.migrations(active_migration_);
+  return slot >= m.slots().start() && slot <= m.slots().end() ? &m : nullptr;
+}
+
+const v1::Migration* ClusterMapView::MigrationById(uint32_t id) const {
+  for (const v1::Migration& m : map_.migrations()) {
+    if (m.id() == id) return &m;
+  }
+  return nullptr;
 }
 
 const v1::Shard* ClusterMapView::ShardForSlot(uint32_t slot) const {
@@ -146,6 +201,56 @@ std::string FormatSlotRanges(const v1::Shard& shard) {
       absl::StrAppend(out, r.start(), "-", r.end());
     }
   });
+}
+
+namespace {
+
+// `ranges` as one sorted, merged list.
+void Normalize(google::protobuf::RepeatedPtrField<v1::SlotRange>* ranges) {
+  std::sort(ranges->begin(), ranges->end(),
+            [](const v1::SlotRange& a, const v1::SlotRange& b) { return a.start() < b.start(); });
+  google::protobuf::RepeatedPtrField<v1::SlotRange> merged;
+  for (const v1::SlotRange& r : *ranges) {
+    if (!merged.empty() && r.start() <= merged.rbegin()->end() + 1) {
+      v1::SlotRange& last = *merged.rbegin();
+      last.set_end(std::max(last.end(), r.end()));
+    } else {
+      *merged.Add() = r;
+    }
+  }
+  ranges->Swap(&merged);
+}
+
+}  // namespace
+
+void MoveSlots(const v1::SlotRange& range, v1::Shard* from, v1::Shard* to) {
+  google::protobuf::RepeatedPtrField<v1::SlotRange> kept;
+  for (const v1::SlotRange& r : from->slots()) {
+    if (r.end() < range.start() || r.start() > range.end()) {
+      *kept.Add() = r;
+      continue;
+    }
+    if (r.start() < range.start()) {
+      v1::SlotRange* left = kept.Add();
+      left->set_start(r.start());
+      left->set_end(range.start() - 1);
+    }
+    if (r.end() > range.end()) {
+      v1::SlotRange* right = kept.Add();
+      right->set_start(range.end() + 1);
+      right->set_end(r.end());
+    }
+  }
+  from->mutable_slots()->Swap(&kept);
+  Normalize(from->mutable_slots());
+  *to->add_slots() = range;
+  Normalize(to->mutable_slots());
+}
+
+uint32_t SlotCountOf(const v1::Shard& shard) {
+  uint32_t n = 0;
+  for (const v1::SlotRange& r : shard.slots()) n += r.end() - r.start() + 1;
+  return n;
 }
 
 }  // namespace cluster

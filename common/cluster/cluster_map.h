@@ -8,8 +8,10 @@
 // Build() checks the map: every slot in exactly one shard, ranges in
 // [0, 16383] with start <= end, unique shard ids, at least one replica per
 // shard unless the shard is down, every replica and syncing node named in
-// `nodes`, no node twice in one shard. kInvalidArgument names the first
-// problem.
+// `nodes`, no node twice in one shard; every migration with a known state,
+// unique id, distinct existing source and target shards, its slots all owned
+// by its source shard, no slot in two migrations, and at most one migration
+// COPYING or HANDOFF. kInvalidArgument names the first problem.
 //
 // Thread safety: immutable after Build(); share it as
 // std::shared_ptr<const ClusterMapView> across threads.
@@ -46,6 +48,11 @@ class ClusterMapView {
   const v1::Shard* ShardById(uint32_t shard_id) const;
   // The node's description, or nullptr when the map does not name it.
   const v1::ClusterNode* Node(absl::string_view node_id) const;
+  // The COPYING or HANDOFF migration whose slots cover `slot`, or nullptr
+  // (none, or only a PENDING one: it changes nothing yet).
+  const v1::Migration* ActiveMigrationForSlot(uint32_t slot) const;
+  // The migration with `id`, or nullptr.
+  const v1::Migration* MigrationById(uint32_t id) const;
   // The primary of `shard` (replicas[0]), or nullptr when the shard is down.
   const v1::ClusterNode* Primary(const v1::Shard& shard) const;
   // Shards in which `node_id` is the primary / an in-sync backup / syncing.
@@ -55,18 +62,32 @@ class ClusterMapView {
 
  private:
   explicit ClusterMapView(v1::ClusterMap map) : map_(std::move(map)) {}
+  // Checks map_.migrations (after the slots are indexed) and finds the
+  // running one.
+  absl::Status IndexMigrations();
 
   v1::ClusterMap map_;
   // slot -> index into map_.shards(), -1 for none. 32 KiB: one array lookup
   // per keyed command.
   std::array<int16_t, kSlotCount> slot_to_shard_;
   absl::flat_hash_map<std::string, int> node_index_;
+  // Index into map_.migrations() of the COPYING/HANDOFF one, -1 for none.
+  int active_migration_ = -1;
 };
 
 // Slot ranges [start, end] covering 0..16383 split as evenly as possible in
 // `shards` parts, in order (shard i gets the i-th range), as a new cluster's
 // first map assigns them. REQUIRES: 1 <= shards <= kSlotCount.
 std::vector<v1::SlotRange> EvenSlotRanges(uint32_t shards);
+
+// Moves the slots of `range` from `from` to `to` (a migration's flip):
+// `from`'s ranges lose them (split where needed), `to`'s gain them, sorted
+// and with adjacent ranges merged. Slots of `range` that `from` does not own
+// are still added to `to`.
+void MoveSlots(const v1::SlotRange& range, v1::Shard* from, v1::Shard* to);
+
+// The number of slots `shard` owns.
+uint32_t SlotCountOf(const v1::Shard& shard);
 
 // "0-5460,10923-16383": the ranges of a shard, for logs and kvctl.
 std::string FormatSlotRanges(const v1::Shard& shard);

@@ -88,6 +88,83 @@ TEST(ClusterMapView, ADownShardHasNoPrimary) {
   EXPECT_EQ((*view)->Primary(*(*view)->ShardById(0)), nullptr);
 }
 
+v1::Migration* AddMigration(v1::ClusterMap* map, uint32_t id, uint32_t start, uint32_t end,
+                            uint32_t from, uint32_t to, v1::MigrationState state) {
+  v1::Migration* m = map->add_migrations();
+  m->set_id(id);
+  m->mutable_slots()->set_start(start);
+  m->mutable_slots()->set_end(end);
+  m->set_source_shard(from);
+  m->set_target_shard(to);
+  m->set_state(state);
+  return m;
+}
+
+TEST(ClusterMapView, FindsTheRunningMigrationOfASlot) {
+  v1::ClusterMap map = ThreeShards();
+  AddMigration(&map, 7, 100, 199, 0, 1, v1::MIGRATION_COPYING);
+  AddMigration(&map, 8, 200, 299, 0, 2, v1::MIGRATION_PENDING);
+  auto view = ClusterMapView::Build(map);
+  ASSERT_TRUE(view.ok()) << view.status();
+  ASSERT_NE((*view)->ActiveMigrationForSlot(150), nullptr);
+  EXPECT_EQ((*view)->ActiveMigrationForSlot(150)->id(), 7u);
+  EXPECT_EQ((*view)->ActiveMigrationForSlot(250), nullptr);  // pending changes nothing
+  EXPECT_EQ((*view)->ActiveMigrationForSlot(99), nullptr);
+  EXPECT_EQ((*view)->MigrationById(8)->target_shard(), 2u);
+  // The slot still belongs to its source until the flip.
+  EXPECT_EQ((*view)->ShardForSlot(150)->shard_id(), 0u);
+}
+
+TEST(ClusterMapView, RefusesBadMigrations) {
+  v1::ClusterMap two_running = ThreeShards();
+  AddMigration(&two_running, 1, 0, 9, 0, 1, v1::MIGRATION_COPYING);
+  AddMigration(&two_running, 2, 10, 19, 0, 2, v1::MIGRATION_HANDOFF);
+  EXPECT_EQ(ClusterMapView::Build(two_running).status().message(),
+            "cluster map: migration 2: two migrations are running");
+
+  v1::ClusterMap not_source = ThreeShards();
+  AddMigration(&not_source, 1, 6000, 6001, 0, 2, v1::MIGRATION_PENDING);  // shard 1's slots
+  EXPECT_EQ(ClusterMapView::Build(not_source).status().message(),
+            "cluster map: migration 1: slot 6000 is not its source shard's");
+
+  v1::ClusterMap overlap = ThreeShards();
+  AddMigration(&overlap, 1, 0, 9, 0, 1, v1::MIGRATION_PENDING);
+  AddMigration(&overlap, 2, 5, 19, 0, 2, v1::MIGRATION_PENDING);
+  EXPECT_FALSE(ClusterMapView::Build(overlap).ok());
+
+  v1::ClusterMap to_itself = ThreeShards();
+  AddMigration(&to_itself, 1, 0, 9, 0, 0, v1::MIGRATION_PENDING);
+  EXPECT_FALSE(ClusterMapView::Build(to_itself).ok());
+
+  v1::ClusterMap no_state = ThreeShards();
+  AddMigration(&no_state, 1, 0, 9, 0, 1, v1::MIGRATION_STATE_UNSPECIFIED);
+  EXPECT_FALSE(ClusterMapView::Build(no_state).ok());
+}
+
+TEST(MoveSlots, SplitsTheSourceAndMergesTheTarget) {
+  v1::Shard from;
+  v1::SlotRange* r = from.add_slots();
+  r->set_start(0);
+  r->set_end(99);
+  v1::Shard to;
+  r = to.add_slots();
+  r->set_start(100);
+  r->set_end(199);
+  v1::SlotRange middle;
+  middle.set_start(40);
+  middle.set_end(59);
+  MoveSlots(middle, &from, &to);
+  EXPECT_EQ(FormatSlotRanges(from), "0-39,60-99");
+  EXPECT_EQ(FormatSlotRanges(to), "40-59,100-199");
+  v1::SlotRange tail;
+  tail.set_start(60);
+  tail.set_end(99);
+  MoveSlots(tail, &from, &to);
+  EXPECT_EQ(FormatSlotRanges(from), "0-39");
+  EXPECT_EQ(FormatSlotRanges(to), "40-199");
+  EXPECT_EQ(SlotCountOf(to), 160u);
+}
+
 }  // namespace
 }  // namespace cluster
 }  // namespace kvstore

@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
+
 namespace kvstore {
 namespace server {
 
@@ -14,6 +16,9 @@ bool ClusterState::Update(std::shared_ptr<const cluster::ClusterMapView> map) {
     if (map_ != nullptr && map->epoch() <= map_->epoch()) return false;
     map_ = map;
     epoch_.store(map->epoch(), std::memory_order_release);
+    // A mark outlives its migration only as garbage: ids are never reused.
+    absl::erase_if(handed_off_, [&](uint32_t id) { return map->MigrationById(id) == nullptr; });
+    absl::erase_if(accepted_, [&](uint32_t id) { return map->MigrationById(id) == nullptr; });
     listeners = listeners_;
   }
   // Outside the lock: a listener may call map() or RouteKey().
@@ -37,6 +42,49 @@ bool ClusterState::Serving() const {
   return now < deadline_ns_.load(std::memory_order_acquire);
 }
 
+void ClusterState::MarkHandedOff(uint32_t migration_id) {
+  absl::MutexLock lock(&mu_);
+  handed_off_.insert(migration_id);
+}
+
+void ClusterState::AcceptHandoff(uint32_t migration_id) {
+  absl::MutexLock lock(&mu_);
+  accepted_.insert(migration_id);
+}
+
+bool ClusterState::HandedOff(uint32_t migration_id) const {
+  absl::MutexLock lock(&mu_);
+  return handed_off_.contains(migration_id);
+}
+
+bool ClusterState::HandoffAccepted(uint32_t migration_id) const {
+  absl::MutexLock lock(&mu_);
+  return accepted_.contains(migration_id);
+}
+
+bool ClusterState::RouteHandoff(Route* route) const {
+  const v1::Migration& m = *route->migration;
+  const v1::Shard* target = route->map->ShardById(m.target_shard());
+  const bool source_primary = route->shard->replicas(0) == self_;
+  const bool target_primary =
+      target != nullptr && !target->replicas().empty() && target->replicas(0) == self_;
+  // A node leading both shards serves the slot as the target once handed
+  // off (its own forwarding made the target complete).
+  if (target_primary && HandoffAccepted(m.id())) {
+    route->kind = Route::Kind::kServe;
+    route->shard = target;
+    return true;
+  }
+  if (!source_primary) return false;  // kMoved to the source, as any slot
+  if (!HandedOff(m.id())) {
+    route->kind = Route::Kind::kTryAgain;
+    return true;
+  }
+  route->node = target == nullptr ? nullptr : route->map->Primary(*target);
+  route->kind = route->node == nullptr ? Route::Kind::kTryAgain : Route::Kind::kAsk;
+  return true;
+}
+
 Route ClusterState::RouteKey(absl::string_view key, bool replica_ok) const {
   return RouteSlot(cluster::KeySlot(key), replica_ok);
 }
@@ -52,6 +100,10 @@ Route ClusterState::RouteSlot(uint32_t slot, bool replica_ok) const {
     return route;
   }
   const auto& replicas = route.shard->replicas();
+  route.migration = route.map->ActiveMigrationForSlot(slot);
+  if (route.migration != nullptr && route.migration->state() == v1::MIGRATION_HANDOFF) {
+    if (RouteHandoff(&route)) return route;
+  }
   if (replicas[0] == self_) {
     route.kind = Route::Kind::kServe;
     return route;

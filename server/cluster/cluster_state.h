@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/cluster/cluster_map.h"
@@ -34,17 +35,28 @@ namespace server {
 // Where a keyed request should go.
 struct Route {
   enum class Kind {
-    kServe,    // this node serves it
-    kMoved,    // another node is the primary: redirect to `node`
-    kDown,     // the slot's shard has no primary (CLUSTERDOWN)
-    kNotReady  // no map yet, or this node is fenced (CLUSTERDOWN)
+    kServe,     // this node serves it
+    kMoved,     // another node is the primary: redirect to `node`
+    kDown,      // the slot's shard has no primary (CLUSTERDOWN)
+    kNotReady,  // no map yet, or this node is fenced (CLUSTERDOWN)
+    // The slot is in a HANDOFF migration (architecture §19.9) that this
+    // node leads the source of:
+    kTryAgain,  // writes of the slot may still be in flight here (TRYAGAIN)
+    kAsk        // the target took the slot over: ask `node` for this one
+                // request (ASK), without changing the map
   };
   Kind kind = Kind::kNotReady;
   uint32_t slot = 0;
   // The map the decision was made on (keeps `shard` and `node` alive).
   std::shared_ptr<const cluster::ClusterMapView> map;
-  const v1::Shard* shard = nullptr;       // kServe, kMoved, kDown
-  const v1::ClusterNode* node = nullptr;  // kMoved: where to go
+  // kServe: the shard the request is served as (the migration's target
+  // shard on a target that accepted the handoff); kMoved, kDown, kAsk,
+  // kTryAgain: the slot's owner in the map.
+  const v1::Shard* shard = nullptr;
+  const v1::ClusterNode* node = nullptr;  // kMoved, kAsk: where to go
+  // The COPYING or HANDOFF migration of the slot, if any (kServe on the
+  // source: forward writes to its target while COPYING).
+  const v1::Migration* migration = nullptr;
 };
 
 class ClusterState {
@@ -79,20 +91,40 @@ class ClusterState {
   // Routes a request for `key` (kNotReady unless Serving()). Writes (and reads without
   // `replica_ok`) are served only by the shard's primary; with `replica_ok` (RESP READONLY,
   // stale-tolerant client reads) an in-sync backup serves reads too.
+  // Migrations (§19.9): a slot in a HANDOFF migration is kTryAgain on the
+  // source primary until MarkHandedOff(id), then kAsk to the target
+  // primary; on the target primary it is kServe (as the target shard)
+  // once AcceptHandoff(id), kMoved to the source before. A COPYING slot
+  // routes as any other (the owner serves it), with `migration` set.
   Route RouteKey(absl::string_view key, bool replica_ok = false) const;
   Route RouteSlot(uint32_t slot, bool replica_ok = false) const;
+
+  // Handoff marks (§19.9), local to this process and keyed by migration id;
+  // a mark whose migration is no longer in the installed map is dropped by
+  // Update(). MarkHandedOff: this node (the source primary) has no write of
+  // the migration's slots in flight and the target accepted the handoff.
+  // AcceptHandoff: this node (the target primary) was told so.
+  void MarkHandedOff(uint32_t migration_id);
+  void AcceptHandoff(uint32_t migration_id);
+  bool HandedOff(uint32_t migration_id) const;
+  bool HandoffAccepted(uint32_t migration_id) const;
 
   // Called after every installed map (membership fences, replicator and
   // fence page follow it). Register before the first Update().
   void AddListener(std::function<void(const cluster::ClusterMapView&)> listener);
 
  private:
+  // RouteSlot for a slot in a HANDOFF migration; false: route as usual.
+  bool RouteHandoff(Route* route) const;
+
   const std::string self_;
   std::atomic<uint64_t> epoch_{0};
   std::atomic<bool> fenced_{false};
   std::atomic<int64_t> deadline_ns_{std::numeric_limits<int64_t>::max()};
   mutable absl::Mutex mu_;
   std::shared_ptr<const cluster::ClusterMapView> map_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<uint32_t> handed_off_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<uint32_t> accepted_ ABSL_GUARDED_BY(mu_);
   std::vector<std::function<void(const cluster::ClusterMapView&)>> listeners_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -81,6 +81,80 @@ absl::Status MapStore::MarkInSync(uint32_t shard_id, absl::string_view node_id) 
 }
 
 absl::Status MapStore::Edit(uint32_t shard_id, const char* what, const ShardChange& change) {
+  return EditMap(shard_id, what, [&change](v1::ClusterMap*, v1::Shard* shard, bool* changed) {
+    return change(shard, changed);
+  });
+}
+
+absl::StatusOr<uint32_t> MapStore::MigrationSource(uint32_t migration_id, bool* gone) {
+  *gone = false;
+  KV_ASSIGN_OR_RETURN(std::optional<StoredMap> stored, Read());
+  if (!stored.has_value()) return absl::FailedPreconditionError("there is no cluster map yet");
+  for (const v1::Migration& m : stored->map.migrations()) {
+    if (m.id() == migration_id) return m.source_shard();
+  }
+  *gone = true;
+  return absl::FailedPreconditionError(
+      absl::StrCat("migration ", migration_id, " is not in map epoch ", stored->map.epoch()));
+}
+
+absl::Status MapStore::BeginHandoff(uint32_t migration_id) {
+  bool gone = false;
+  absl::StatusOr<uint32_t> source = MigrationSource(migration_id, &gone);
+  if (!source.ok()) return source.status();
+  return EditMap(
+      *source, "begin handoff", [migration_id](v1::ClusterMap* map, v1::Shard*, bool* changed) {
+        for (v1::Migration& m : *map->mutable_migrations()) {
+          if (m.id() != migration_id) continue;
+          if (m.state() == v1::MIGRATION_HANDOFF) return absl::OkStatus();
+          if (m.state() != v1::MIGRATION_COPYING) {
+            return absl::FailedPreconditionError(
+                absl::StrCat("migration ", migration_id, " is not copying (",
+                             v1::MigrationState_Name(m.state()), ")"));
+          }
+          m.set_state(v1::MIGRATION_HANDOFF);
+          *changed = true;
+          return absl::OkStatus();
+        }
+        return absl::FailedPreconditionError(absl::StrCat("migration ", migration_id, " is gone"));
+      });
+}
+
+absl::Status MapStore::CompleteMigration(uint32_t migration_id) {
+  bool gone = false;
+  absl::StatusOr<uint32_t> source = MigrationSource(migration_id, &gone);
+  // Gone: an earlier attempt whose reply was lost already flipped it.
+  if (gone) return absl::OkStatus();
+  if (!source.ok()) return source.status();
+  return EditMap(
+      *source, "complete migration",
+      [migration_id](v1::ClusterMap* map, v1::Shard* shard, bool* changed) {
+        auto* migrations = map->mutable_migrations();
+        auto it = std::find_if(migrations->begin(), migrations->end(),
+                               [&](const v1::Migration& m) { return m.id() == migration_id; });
+        if (it == migrations->end()) return absl::OkStatus();
+        if (it->state() != v1::MIGRATION_HANDOFF) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("migration ", migration_id, " is not in HANDOFF (",
+                           v1::MigrationState_Name(it->state()), ")"));
+        }
+        v1::Shard* target = nullptr;
+        for (v1::Shard& s : *map->mutable_shards()) {
+          if (s.shard_id() == it->target_shard()) target = &s;
+        }
+        if (target == nullptr) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "migration ", migration_id, ": target shard ", it->target_shard(), " is gone"));
+        }
+        cluster::MoveSlots(it->slots(), shard, target);
+        target->set_shard_epoch(target->shard_epoch() + 1);
+        migrations->erase(it);
+        *changed = true;
+        return absl::OkStatus();
+      });
+}
+
+absl::Status MapStore::EditMap(uint32_t shard_id, const char* what, const MapChange& change) {
   absl::MutexLock lock(&edit_mu_);
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
     // Checked every attempt: a fenced primary must not change the map.
@@ -106,7 +180,7 @@ absl::Status MapStore::Edit(uint32_t shard_id, const char* what, const ShardChan
                                                         " in map epoch ", map.epoch()));
     }
     bool changed = false;
-    KV_RETURN_IF_ERROR(change(shard, &changed));
+    KV_RETURN_IF_ERROR(change(&map, shard, &changed));
     if (!changed) return absl::OkStatus();
     shard->set_shard_epoch(shard->shard_epoch() + 1);
     map.set_epoch(map.epoch() + 1);

@@ -74,12 +74,22 @@ class MapStore : public ShardMapEditor {
   // ShardMapEditor.
   absl::Status RemoveReplica(uint32_t shard_id, absl::string_view node_id) override;
   absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id) override;
+  absl::Status BeginHandoff(uint32_t migration_id) override;
+  absl::Status CompleteMigration(uint32_t migration_id) override;
 
  private:
   // Changes one shard of the newest map. `change` returns kFailedPrecondition
   // to refuse, or OK with `*changed` false when there is nothing to do.
   using ShardChange = std::function<absl::Status(v1::Shard* shard, bool* changed)>;
   absl::Status Edit(uint32_t shard_id, const char* what, const ShardChange& change);
+  // Edit() with the whole map at hand (migrations change two shards).
+  // `shard` is the one this node must lead; its epoch is bumped.
+  using MapChange =
+      std::function<absl::Status(v1::ClusterMap* map, v1::Shard* shard, bool* changed)>;
+  absl::Status EditMap(uint32_t shard_id, const char* what, const MapChange& change);
+  // The shard of `migration_id`'s source in the newest stored map (to pick
+  // the shard EditMap checks); kFailedPrecondition when unknown.
+  absl::StatusOr<uint32_t> MigrationSource(uint32_t migration_id, bool* gone);
   // Installs `map` into the ClusterState (an older epoch is ignored).
   absl::Status Install(const v1::ClusterMap& map);
 

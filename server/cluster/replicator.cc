@@ -43,6 +43,12 @@ absl::Status RouteError(const Route& route) {
     case Route::Kind::kDown:
       return absl::UnavailableError(absl::StrCat("CLUSTERDOWN Hash slot ", route.slot,
                                                  " not served: its shard has no primary"));
+    case Route::Kind::kAsk:
+      return absl::FailedPreconditionError(
+          absl::StrCat("ASK ", route.slot, " ", route.node->resp_address()));
+    case Route::Kind::kTryAgain:
+      return absl::UnavailableError(absl::StrCat(
+          "TRYAGAIN Hash slot ", route.slot, " is being handed to another shard; retry shortly"));
     case Route::Kind::kNotReady:
       break;
   }

@@ -1,12 +1,11 @@
 // Copyright 2026 The kvstore Authors.
 //
-// ShardMapEditor: the two changes the primary of a shard makes to its own
-// shard's in-sync set (architecture §19.2), as etcd transactions on the
-// cluster map. The replicator calls it; membership implements it on etcd
-// (the txn compares the map's mod_revision and that this node's member key
-// still holds its lease, so a primary that lost its lease cannot change the
-// map). Both return once the new map is committed in etcd and installed in
-// this node's ClusterState.
+// ShardMapEditor: the changes the primary of a shard makes to its own
+// shard's in-sync set and to the migrations leaving it (architecture §19.2), as etcd transactions
+// on the cluster map. The replicator calls it; membership implements it on etcd (the txn compares
+// the map's mod_revision and that this node's member key still holds its lease, so a primary that
+// lost its lease cannot change the map). Both return once the new map is committed in etcd and
+// installed in this node's ClusterState.
 //
 // Errors: kFailedPrecondition when this node is not the shard's primary in
 // the newest map, or the node is not where the change expects it;
@@ -37,6 +36,16 @@ class ShardMapEditor {
   // Moves `node_id` from the shard's syncing list to the end of its
   // in-sync replicas.
   virtual absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id) = 0;
+
+  // Slot migration (architecture §19.9), by the primary of the migration's
+  // source shard. BeginHandoff: COPYING -> HANDOFF once the copy is
+  // complete (already HANDOFF: OK). CompleteMigration: the flip — the
+  // migration's slots leave the source shard and join the target shard,
+  // both shard epochs are bumped and the migration is removed, in one txn
+  // (already gone with its slots in the target: OK). kFailedPrecondition as
+  // above, and when the migration is unknown or in another state.
+  virtual absl::Status BeginHandoff(uint32_t migration_id) = 0;
+  virtual absl::Status CompleteMigration(uint32_t migration_id) = 0;
 };
 
 // A ShardMapEditor that forwards to another one set later: the replicator
@@ -59,6 +68,16 @@ class ForwardingShardMapEditor : public ShardMapEditor {
     absl::MutexLock lock(&mu_);
     if (target_ == nullptr) return absl::UnavailableError("CLUSTERDOWN cluster plane not running");
     return target_->MarkInSync(shard_id, node_id);
+  }
+  absl::Status BeginHandoff(uint32_t migration_id) override {
+    absl::MutexLock lock(&mu_);
+    if (target_ == nullptr) return absl::UnavailableError("CLUSTERDOWN cluster plane not running");
+    return target_->BeginHandoff(migration_id);
+  }
+  absl::Status CompleteMigration(uint32_t migration_id) override {
+    absl::MutexLock lock(&mu_);
+    if (target_ == nullptr) return absl::UnavailableError("CLUSTERDOWN cluster plane not running");
+    return target_->CompleteMigration(migration_id);
   }
 
  private:

@@ -473,6 +473,13 @@ absl::Status KvControlServiceImpl::RouteKey(const std::string& key) const {
     case Route::Kind::kDown:
       return absl::UnavailableError(
           absl::StrCat("CLUSTERDOWN hash slot ", route.slot, " has no primary"));
+    case Route::Kind::kAsk:
+      // As MOVED, for this one request: the map still names this node.
+      return absl::FailedPreconditionError(
+          absl::StrCat("ASK ", route.slot, " ", route.node->control_address()));
+    case Route::Kind::kTryAgain:
+      return absl::UnavailableError(
+          absl::StrCat("TRYAGAIN hash slot ", route.slot, " is being handed to another shard"));
     case Route::Kind::kNotReady:
       break;
   }
@@ -484,7 +491,8 @@ absl::Status KvControlServiceImpl::RerouteRefusal(const std::string& key,
   // The hook names the slot's primary by whichever address it knows; the
   // caller of this API needs the control address, from the newest map.
   if (status.code() == absl::StatusCode::kFailedPrecondition &&
-      absl::StartsWith(status.message(), "MOVED ")) {
+      (absl::StartsWith(status.message(), "MOVED ") ||
+       absl::StartsWith(status.message(), "ASK "))) {
     if (absl::Status routed = RouteKey(key); !routed.ok()) return routed;
   }
   return status;

@@ -19,6 +19,11 @@ std::string RouteErrorText(const Route& route) {
       return "";
     case Route::Kind::kMoved:
       return absl::StrCat("MOVED ", route.slot, " ", route.node->resp_address());
+    case Route::Kind::kAsk:
+      return absl::StrCat("ASK ", route.slot, " ", route.node->resp_address());
+    case Route::Kind::kTryAgain:
+      return absl::StrCat("TRYAGAIN Hash slot ", route.slot,
+                          " is being handed to another shard; retry shortly");
     case Route::Kind::kDown:
     case Route::Kind::kNotReady:
       break;
@@ -65,9 +70,10 @@ bool RouteKeys(const ClusterState* cluster, Connection* conn,
 
 bool IsClusterRefusal(const absl::Status& s) {
   return (s.code() == absl::StatusCode::kFailedPrecondition &&
-          absl::StartsWith(s.message(), "MOVED ")) ||
+          (absl::StartsWith(s.message(), "MOVED ") || absl::StartsWith(s.message(), "ASK "))) ||
          (s.code() == absl::StatusCode::kUnavailable &&
-          absl::StartsWith(s.message(), "CLUSTERDOWN"));
+          (absl::StartsWith(s.message(), "CLUSTERDOWN") ||
+           absl::StartsWith(s.message(), "TRYAGAIN")));
 }
 
 void ReplyStoreStatus(const ClusterState* cluster, Connection* conn, const absl::Status& s) {
@@ -76,7 +82,7 @@ void ReplyStoreStatus(const ClusterState* cluster, Connection* conn, const absl:
   // "MOVED <slot> <host:port>": the hook may name another port than the
   // RESP one (it serves every transport), so the slot is routed again on
   // the newest map and the primary's RESP address named.
-  const absl::string_view rest = s.message().substr(6);
+  const absl::string_view rest = s.message().substr(s.message().find(' ') + 1);
   uint32_t slot = 0;
   if (cluster != nullptr && absl::SimpleAtoi(rest.substr(0, rest.find(' ')), &slot) &&
       slot < cluster::kSlotCount) {

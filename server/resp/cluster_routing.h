@@ -16,8 +16,8 @@
 //
 // The store's write hook (server/storage/write_hook.h) can still refuse a
 // write that passed routing (a new map arrived in between); ReplyStoreStatus
-// turns its kFailedPrecondition "MOVED <slot> ..." and kUnavailable
-// "CLUSTERDOWN ..." into the same replies, naming the RESP address.
+// turns its kFailedPrecondition "MOVED|ASK <slot> ..." and kUnavailable
+// "CLUSTERDOWN|TRYAGAIN ..." into the same replies, naming the RESP address.
 //
 // Thread safety: stateless; ClusterState is thread-safe.
 
@@ -56,7 +56,8 @@ bool RouteKey(const ClusterState* cluster, Connection* conn, absl::string_view k
 bool RouteKeys(const ClusterState* cluster, Connection* conn,
                absl::Span<const absl::string_view> args, size_t first, size_t step, bool write);
 
-// Whether `s` is the write hook's cluster refusal (MOVED / CLUSTERDOWN).
+// Whether `s` is the write hook's cluster refusal (MOVED / ASK / CLUSTERDOWN /
+// TRYAGAIN).
 bool IsClusterRefusal(const absl::Status& s);
 
 // Queues `s` as ReplyStatus does, except that a cluster refusal is answered

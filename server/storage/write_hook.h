@@ -35,8 +35,10 @@ class WriteHook {
   // write's caller should see. Returning an error without calling `publish`
   // leaves the store unchanged. Errors the transports map for clients:
   // kFailedPrecondition with a message starting "MOVED <slot> " (not this
-  // node's slot; RESP answers -MOVED), kUnavailable starting "CLUSTERDOWN"
-  // (no primary, or this node is fenced).
+  // node's slot; RESP answers -MOVED), kFailedPrecondition starting "ASK
+  // <slot> " (the slot is being handed to another shard, ask its target),
+  // kUnavailable starting "CLUSTERDOWN" (no primary, or this node is
+  // fenced) or "TRYAGAIN" (the slot's handoff is under way).
   virtual absl::Status Write(absl::string_view key, absl::string_view entry,
                              absl::FunctionRef<absl::Status()> publish) = 0;
 };
