@@ -2,7 +2,6 @@
 
 #include "server/cluster/cluster_service.h"
 
-#include <bitset>
 #include <utility>
 #include <vector>
 
@@ -10,6 +9,7 @@
 #include "common/cluster/slots.h"
 #include "common/grpc_status.h"
 #include "glog/logging.h"
+#include "server/cluster/slot_scan.h"
 
 namespace kvstore {
 namespace server {
@@ -83,10 +83,6 @@ grpc::Status ClusterService::SyncShard(grpc::ServerContext* context,
 absl::Status ClusterService::StreamShard(grpc::ServerContext* context, const v1::Shard& shard,
                                          uint64_t snapshot_seq,
                                          grpc::ServerWriter<v1::SyncShardChunk>* writer) {
-  std::bitset<cluster::kSlotCount> slots;
-  for (const v1::SlotRange& r : shard.slots()) {
-    for (uint32_t s = r.start(); s <= r.end() && s < cluster::kSlotCount; ++s) slots.set(s);
-  }
   v1::SyncShardChunk chunk;
   uint64_t chunk_bytes = 0;
   auto flush = [&] {
@@ -95,37 +91,20 @@ absl::Status ClusterService::StreamShard(grpc::ServerContext* context, const v1:
     chunk_bytes = 0;
     return ok ? absl::OkStatus() : absl::CancelledError("the joiner went away");
   };
-  std::vector<std::string> keys;
-  uint64_t cursor = 0;
-  do {
-    if (context->IsCancelled()) return absl::CancelledError("the joiner cancelled the copy");
-    keys.clear();
-    cursor = deps_.store->Scan(cursor, 256, "", &keys);
-    for (const std::string& key : keys) {
-      if (!slots.test(cluster::KeySlot(key))) continue;
-      absl::StatusOr<std::string> entry;
-      {
-        // Never between a write's forward and its publish: a write the
-        // joiner received is either in the copy or newer than it.
-        absl::MutexLock stripe(&deps_.replicator->StripeOf(key));
-        entry = deps_.store->CopyEntry(key);
-      }
-      if (absl::IsNotFound(entry.status())) continue;  // deleted meanwhile
-      if (!entry.ok()) {
-        // Only an entry its lease holder overwrote after the commit fails
-        // its check under the stripe lock; readers get kDataLoss for it too.
-        LOG(WARNING) << "not streaming a " << key.size() << "-byte key: " << entry.status();
-        continue;
-      }
-      if (chunk_bytes > 0 && chunk_bytes + entry->size() > deps_.sync_chunk_bytes) {
-        if (absl::Status s = flush(); !s.ok()) return s;
-      }
-      chunk_bytes += entry->size();
-      sync_entries_->Increment();
-      sync_bytes_->Increment(entry->size());
-      chunk.add_entries(*std::move(entry));
-    }
-  } while (cursor != 0);
+  absl::Status s = ScanSlots(
+      *deps_.store, *deps_.replicator, SlotsOf(shard.slots()),
+      [&](std::string entry) {
+        if (chunk_bytes > 0 && chunk_bytes + entry.size() > deps_.sync_chunk_bytes) {
+          if (absl::Status s = flush(); !s.ok()) return s;
+        }
+        chunk_bytes += entry.size();
+        sync_entries_->Increment();
+        sync_bytes_->Increment(entry.size());
+        chunk.add_entries(std::move(entry));
+        return absl::OkStatus();
+      },
+      [&] { return context->IsCancelled(); });
+  if (!s.ok()) return s;
   chunk.set_done(true);
   chunk.set_snapshot_seq(snapshot_seq);
   return flush();
@@ -167,6 +146,46 @@ grpc::Status ClusterService::RemoveNode(grpc::ServerContext* context,
   if (!map.ok()) return ToGrpcStatus(map.status());
   *response->mutable_map() = *std::move(map);
   return grpc::Status::OK;
+}
+
+absl::Status ClusterService::AdmitImport(const grpc::ServerContext* context) const {
+  if (absl::Status s = Admit(context); !s.ok()) return s;
+  if (deps_.importer == nullptr) return absl::UnimplementedError("no slot importer");
+  return absl::OkStatus();
+}
+
+grpc::Status ClusterService::ImportWrite(grpc::ServerContext* context,
+                                         const v1::ImportWriteRequest* request,
+                                         v1::ImportWriteResponse* /*response*/) {
+  if (absl::Status s = AdmitImport(context); !s.ok()) return ToGrpcStatus(s);
+  return ToGrpcStatus(deps_.importer->ImportWrite(*request));
+}
+
+grpc::Status ClusterService::BeginImport(grpc::ServerContext* context,
+                                         const v1::BeginImportRequest* request,
+                                         v1::BeginImportResponse* response) {
+  if (absl::Status s = AdmitImport(context); !s.ok()) return ToGrpcStatus(s);
+  auto resp = deps_.importer->BeginImport(*request);
+  if (!resp.ok()) return ToGrpcStatus(resp.status());
+  *response = *std::move(resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status ClusterService::ImportEntries(grpc::ServerContext* context,
+                                           const v1::ImportEntriesRequest* request,
+                                           v1::ImportEntriesResponse* response) {
+  if (absl::Status s = AdmitImport(context); !s.ok()) return ToGrpcStatus(s);
+  auto resp = deps_.importer->ImportEntries(*request);
+  if (!resp.ok()) return ToGrpcStatus(resp.status());
+  *response = *std::move(resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status ClusterService::AcceptHandoff(grpc::ServerContext* context,
+                                           const v1::AcceptHandoffRequest* request,
+                                           v1::AcceptHandoffResponse* /*response*/) {
+  if (absl::Status s = AdmitImport(context); !s.ok()) return ToGrpcStatus(s);
+  return ToGrpcStatus(deps_.importer->AcceptHandoff(*request));
 }
 
 }  // namespace server

@@ -20,6 +20,10 @@
 //                   controller's; kUnimplemented when none is given).
 //   RemoveNode      the `remove_node` function given at construction, the
 //                   same way.
+//   ImportWrite,    the target primary's side of a slot migration
+//   BeginImport,    (SlotImporter; kUnimplemented without one).
+//   ImportEntries,
+//   AcceptHandoff
 //
 // Every RPC first passes the Authenticator, as KvControl's do: with a server
 // token, a call without it fails with UNAUTHENTICATED before its request is
@@ -43,6 +47,7 @@
 #include "server/cluster/cluster_state.h"
 #include "server/cluster/replica_installer.h"
 #include "server/cluster/replicator.h"
+#include "server/cluster/slot_importer.h"
 #include "server/control/authenticator.h"
 #include "server/storage/kv_store.h"
 
@@ -56,6 +61,8 @@ struct ClusterServiceDeps {
   KvStore* store = nullptr;
   Replicator* replicator = nullptr;
   ReplicaInstaller* installer = nullptr;
+  // The target's side of slot migrations; null: those RPCs are unimplemented.
+  SlotImporter* importer = nullptr;
   // Performs a manual failover (the controller helper's; it forwards to the
   // controller when this node is not it). Empty: kUnimplemented.
   std::function<absl::StatusOr<v1::ClusterMap>(const v1::FailoverRequest&)> failover;
@@ -89,11 +96,21 @@ class ClusterService : public v1::KvCluster::Service {
                         v1::FailoverResponse* response) override;
   grpc::Status RemoveNode(grpc::ServerContext* context, const v1::RemoveNodeRequest* request,
                           v1::RemoveNodeResponse* response) override;
+  grpc::Status ImportWrite(grpc::ServerContext* context, const v1::ImportWriteRequest* request,
+                           v1::ImportWriteResponse* response) override;
+  grpc::Status BeginImport(grpc::ServerContext* context, const v1::BeginImportRequest* request,
+                           v1::BeginImportResponse* response) override;
+  grpc::Status ImportEntries(grpc::ServerContext* context, const v1::ImportEntriesRequest* request,
+                             v1::ImportEntriesResponse* response) override;
+  grpc::Status AcceptHandoff(grpc::ServerContext* context, const v1::AcceptHandoffRequest* request,
+                             v1::AcceptHandoffResponse* response) override;
 
  private:
   // Authenticates, then checks that there is a cluster (and, for the
   // replication RPCs, its replicator and installer).
   absl::Status Admit(const grpc::ServerContext* context) const;
+  // Admit(), then that there is an importer.
+  absl::Status AdmitImport(const grpc::ServerContext* context) const;
   absl::Status StreamShard(grpc::ServerContext* context, const v1::Shard& shard,
                            uint64_t snapshot_seq, grpc::ServerWriter<v1::SyncShardChunk>* writer);
 

@@ -118,6 +118,52 @@ absl::Status FakeEditor::MarkInSync(uint32_t shard_id, absl::string_view node_id
   });
 }
 
+absl::Status FakeEditor::EditMigration(
+    uint32_t id, bool gone_ok,
+    const std::function<absl::Status(v1::ClusterMap&, int, v1::Shard*)>& change) {
+  return maps_->Edit([&](v1::ClusterMap& m) {
+    for (int i = 0; i < m.migrations_size(); ++i) {
+      if (m.migrations(i).id() != id) continue;
+      v1::Shard* source = FindShard(m, m.migrations(i).source_shard());
+      if (source == nullptr || source->replicas().empty() || source->replicas(0) != self_) {
+        return absl::FailedPreconditionError("not the primary of the source shard");
+      }
+      if (absl::Status s = change(m, i, source); !s.ok()) return s;
+      source->set_shard_epoch(source->shard_epoch() + 1);
+      return absl::OkStatus();
+    }
+    return gone_ok ? absl::CancelledError("gone") : absl::FailedPreconditionError("no migration");
+  });
+}
+
+absl::Status FakeEditor::BeginHandoff(uint32_t migration_id) {
+  return EditMigration(migration_id, false, [](v1::ClusterMap& m, int i, v1::Shard*) {
+    v1::Migration* mig = m.mutable_migrations(i);
+    if (mig->state() != v1::MIGRATION_COPYING && mig->state() != v1::MIGRATION_HANDOFF) {
+      return absl::FailedPreconditionError("not copying");
+    }
+    mig->set_state(v1::MIGRATION_HANDOFF);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status FakeEditor::CompleteMigration(uint32_t migration_id) {
+  absl::Status s =
+      EditMigration(migration_id, true, [](v1::ClusterMap& m, int i, v1::Shard* source) {
+        const v1::Migration mig = m.migrations(i);
+        if (mig.state() != v1::MIGRATION_HANDOFF) {
+          return absl::FailedPreconditionError("not in HANDOFF");
+        }
+        v1::Shard* target = FindShard(m, mig.target_shard());
+        if (target == nullptr) return absl::FailedPreconditionError("no target shard");
+        cluster::MoveSlots(mig.slots(), source, target);
+        target->set_shard_epoch(target->shard_epoch() + 1);
+        m.mutable_migrations()->erase(m.mutable_migrations()->begin() + i);
+        return absl::OkStatus();
+      });
+  return absl::IsCancelled(s) ? absl::OkStatus() : s;
+}
+
 grpc::Status TestClusterService::Replicate(grpc::ServerContext* context,
                                            const v1::ReplicateRequest* request,
                                            v1::ReplicateResponse* response) {
@@ -157,8 +203,18 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
   io.max_backoff = absl::Milliseconds(200);
   if (!options.sync_thread) io.sync_poll_interval = absl::ZeroDuration();
   installer_ = std::make_unique<ReplicaInstaller>(store_.get(), &state_, &seqs_, &registry_, io);
+  importer_ = std::make_unique<SlotImporter>(store_.get(), &state_, replicator_.get(), &registry_);
+  MigrationDriverOptions mo;
+  mo.auth_token = options.auth_token;
+  mo.poll_interval = options.migration_thread ? absl::Milliseconds(10) : absl::ZeroDuration();
+  mo.min_backoff = absl::Milliseconds(20);
+  mo.max_backoff = absl::Milliseconds(200);
+  mo.batch_bytes = 64 << 10;  // several batches per copy
+  driver_ = std::make_unique<MigrationDriver>(store_.get(), &state_, replicator_.get(), &editor_,
+                                              &registry_, mo);
   ClusterServiceDeps deps;
   deps.state = &state_;
+  deps.importer = importer_.get();
   deps.store = store_.get();
   deps.replicator = replicator_.get();
   deps.installer = installer_.get();
@@ -176,6 +232,7 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
 }
 
 Node::~Node() {
+  driver_.reset();
   Kill();
   installer_.reset();
   {

@@ -19,10 +19,12 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/server.h"
 #include "server/cluster/cluster_service.h"
+#include "server/cluster/migration_driver.h"
 #include "server/cluster/replica_installer.h"
 #include "server/cluster/replicator.h"
 #include "server/cluster/shard_map_editor.h"
 #include "server/cluster/shard_seqs.h"
+#include "server/cluster/slot_importer.h"
 #include "server/storage/kv_store.h"
 #include "server/storage/memory_pool.h"
 
@@ -62,8 +64,17 @@ class FakeEditor : public ShardMapEditor {
   FakeEditor(FakeMapStore* maps, std::string self) : maps_(maps), self_(std::move(self)) {}
   absl::Status RemoveReplica(uint32_t shard_id, absl::string_view node_id) override;
   absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id) override;
+  // As MapStore's: this node must lead the migration's source shard, whose
+  // epoch is bumped (the flip bumps the target's too).
+  absl::Status BeginHandoff(uint32_t migration_id) override;
+  absl::Status CompleteMigration(uint32_t migration_id) override;
 
  private:
+  // Edits migration `id` with `change`; OK without a change when `gone_ok`
+  // and the migration is gone.
+  absl::Status EditMigration(
+      uint32_t id, bool gone_ok,
+      const std::function<absl::Status(v1::ClusterMap&, int index, v1::Shard* source)>& change);
   FakeMapStore* maps_;
   std::string self_;
 };
@@ -89,6 +100,8 @@ class TestClusterService : public ClusterService {
 struct NodeOptions {
   absl::Duration replication_timeout = absl::Seconds(2);
   bool sync_thread = true;
+  // The migration driver's thread (else tests call driver().Step()).
+  bool migration_thread = false;
   std::string auth_token;
 };
 
@@ -110,6 +123,8 @@ class Node {
   KvStore& store() { return *store_; }
   ClusterState& state() { return state_; }
   ReplicaInstaller& installer() { return *installer_; }
+  SlotImporter& importer() { return *importer_; }
+  MigrationDriver& driver() { return *driver_; }
   TestClusterService& service() { return *service_; }
   metrics::Registry& registry() { return registry_; }
   std::unique_ptr<v1::KvCluster::Stub> NewStub() const;
@@ -124,6 +139,8 @@ class Node {
   std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<KvStore> store_;
   std::unique_ptr<ReplicaInstaller> installer_;
+  std::unique_ptr<SlotImporter> importer_;
+  std::unique_ptr<MigrationDriver> driver_;
   std::unique_ptr<TestClusterService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

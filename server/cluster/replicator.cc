@@ -3,6 +3,7 @@
 #include "server/cluster/replicator.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/hash/hash.h"
@@ -86,6 +87,15 @@ Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* s
                           "failed backup could not be dropped.");
   latency_ = r.AddHistogram("kvstore_replication_latency_seconds",
                             "Time from forwarding a write to its backups to the last answer.");
+  forwarded_ = r.AddCounter("kvstore_migration_forwarded_writes_total",
+                            "Writes of migrating slots this source primary forwarded to the "
+                            "migration's target primary (ImportWrite).");
+  forward_failures_ = r.AddCounter("kvstore_migration_forward_failures_total",
+                                   "Writes that failed because the migration's target primary "
+                                   "did not take them.");
+  imported_ = r.AddCounter("kvstore_migration_imported_writes_total",
+                           "Imported writes and copied entries this target primary replicated "
+                           "and installed.");
 }
 
 absl::Mutex& Replicator::StripeOf(absl::string_view key) {
@@ -139,41 +149,56 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
     *again = attempt < 3;  // the slot changed shards meanwhile
     return absl::UnavailableError("CLUSTERDOWN the key's slot keeps changing shards; retry");
   }
-  absl::MutexLock stripe(&StripeOf(key));
   const v1::Shard& shard = *route.shard;
   const cluster::ClusterMapView& map = *route.map;
-  std::vector<Target> targets;
-  for (int i = 1; i < shard.replicas_size(); ++i) {
-    targets.push_back(Target{map.Node(shard.replicas(i)), true, absl::OkStatus()});
+  // A write of a COPYING slot goes to the migration's target primary too.
+  const v1::Migration* migration = route.migration;
+  if (migration != nullptr &&
+      (migration->state() != v1::MIGRATION_COPYING || migration->source_shard() != shard_id)) {
+    migration = nullptr;
   }
-  for (const std::string& id : shard.syncing()) {
-    targets.push_back(Target{map.Node(id), false, absl::OkStatus()});
-  }
-  v1::ReplicateRequest req;
-  req.set_seq(seqs_->Next(shard_id));  // also keeps this node's applied_seq moving
-  if (!targets.empty()) {
-    req.set_shard_id(shard_id);
-    req.set_shard_epoch(shard.shard_epoch());
-    req.set_op(entry.empty() ? v1::REPLICA_OP_DELETE : v1::REPLICA_OP_PUT);
-    req.set_key(key.data(), key.size());
-    req.set_entry(entry.data(), entry.size());
-    req.set_primary_node_id(state_->self());
-    if (const v1::ClusterNode* self = map.Node(state_->self())) {
-      req.set_primary_incarnation(self->incarnation());
-    }
-    const absl::Time start = absl::Now();
-    Forward(req, targets, deadline);
-    latency_->Observe(absl::Now() - start);
-    for (const Target& t : targets) {
-      if (StaleEpoch(t.status) && absl::Now() < deadline) {
-        *again = true;
-        return t.status;
-      }
-    }
-    if (absl::Status s = HandleFailures(shard, targets); !s.ok()) {
+  const v1::ClusterNode* target = nullptr;
+  std::optional<absl::ReaderMutexLock> target_barrier;
+  if (migration != nullptr) {
+    const v1::Shard* t = map.ShardById(migration->target_shard());
+    target = t != nullptr ? map.Primary(*t) : nullptr;
+    if (target == nullptr) {
       refused_->Increment();
-      return s;
+      return absl::UnavailableError(absl::StrCat("TRYAGAIN migration target shard ",
+                                                 migration->target_shard(), " has no primary"));
     }
+    // Leading both shards: the local import runs under our locks, so take
+    // the target's barrier now, in the lock order (source, target, stripe).
+    if (target->node_id() == state_->self()) {
+      target_barrier.emplace(&ShardBarrier(migration->target_shard()));
+    }
+  }
+  absl::MutexLock stripe(&StripeOf(key));
+  bool stale = false;
+  absl::Status replicated;
+  auto round = [&] { replicated = ReplicateRound(map, shard, key, entry, deadline, &stale); };
+  absl::Status imported;
+  if (migration == nullptr) {
+    round();
+  } else {
+    imported = ForwardToTarget(map, *migration, *target, key, entry, deadline, round);
+  }
+  if (stale && absl::Now() < deadline) {
+    *again = true;
+    return replicated;
+  }
+  if (!replicated.ok()) {
+    refused_->Increment();
+    return replicated;
+  }
+  if (!imported.ok()) {
+    forward_failures_->Increment();
+    refused_->Increment();
+    if (MapBehind(imported) && absl::Now() < deadline) {
+      *again = true;  // the target's side is about to catch up
+    }
+    return absl::UnavailableError(absl::StrCat("TRYAGAIN migration target ", target->node_id(),
+                                               " unavailable: ", imported.message()));
   }
   // The replication round may have outlasted the lease deadline: a node
   // that may have been replaced must not publish (§19.5).
@@ -183,6 +208,132 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
   }
   writes_->Increment();
   return publish();
+}
+
+absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, const v1::Shard& shard,
+                                        absl::string_view key, absl::string_view entry,
+                                        absl::Time deadline, bool* stale) {
+  const uint32_t shard_id = shard.shard_id();
+  std::vector<Target> targets;
+  for (int i = 1; i < shard.replicas_size(); ++i) {
+    targets.push_back(Target{map.Node(shard.replicas(i)), true, absl::OkStatus()});
+  }
+  for (const std::string& id : shard.syncing()) {
+    targets.push_back(Target{map.Node(id), false, absl::OkStatus()});
+  }
+  v1::ReplicateRequest req;
+  req.set_seq(seqs_->Next(shard_id));  // also keeps this node's applied_seq moving
+  if (targets.empty()) return absl::OkStatus();
+  req.set_shard_id(shard_id);
+  req.set_shard_epoch(shard.shard_epoch());
+  req.set_op(entry.empty() ? v1::REPLICA_OP_DELETE : v1::REPLICA_OP_PUT);
+  req.set_key(key.data(), key.size());
+  req.set_entry(entry.data(), entry.size());
+  req.set_primary_node_id(state_->self());
+  if (const v1::ClusterNode* self = map.Node(state_->self())) {
+    req.set_primary_incarnation(self->incarnation());
+  }
+  const absl::Time start = absl::Now();
+  Forward(req, targets, deadline);
+  latency_->Observe(absl::Now() - start);
+  for (const Target& t : targets) {
+    if (StaleEpoch(t.status)) {
+      *stale = true;
+      return t.status;
+    }
+  }
+  return HandleFailures(shard, targets);
+}
+
+absl::Status Replicator::ForwardToTarget(const cluster::ClusterMapView& map,
+                                         const v1::Migration& migration,
+                                         const v1::ClusterNode& target, absl::string_view key,
+                                         absl::string_view entry, absl::Time deadline,
+                                         absl::FunctionRef<void()> meanwhile) {
+  v1::ImportWriteRequest req;
+  req.set_migration_id(migration.id());
+  req.set_map_epoch(map.epoch());
+  req.set_source_node_id(state_->self());
+  if (const v1::ClusterNode* self = map.Node(state_->self())) {
+    req.set_source_incarnation(self->incarnation());
+  }
+  req.set_op(entry.empty() ? v1::REPLICA_OP_DELETE : v1::REPLICA_OP_PUT);
+  req.set_key(key.data(), key.size());
+  req.set_entry(entry.data(), entry.size());
+  forwarded_->Increment();
+  if (target.node_id() != state_->self()) return ForwardImport(req, target, deadline, meanwhile);
+  absl::Status s = local_import_ ? local_import_(req)
+                                 : absl::UnavailableError("this node cannot import (no importer)");
+  meanwhile();
+  return s;
+}
+
+absl::Status Replicator::ForwardImport(const v1::ImportWriteRequest& req,
+                                       const v1::ClusterNode& node, absl::Time deadline,
+                                       absl::FunctionRef<void()> meanwhile) {
+  struct Call {
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    grpc::ClientContext ctx;
+    v1::ImportWriteResponse resp;
+    grpc::Status status;
+  };
+  std::shared_ptr<v1::KvCluster::Stub> stub = peers_.Stub(node);
+  for (bool first = true;; first = false) {
+    auto call = std::make_shared<Call>();
+    call->ctx.set_deadline(absl::ToChronoTime(deadline));
+    peers_.Authorize(&call->ctx);
+    stub->async()->ImportWrite(&call->ctx, &req, &call->resp, [call](grpc::Status s) {
+      absl::MutexLock lock(&call->mu);
+      call->status = std::move(s);
+      call->done = true;
+    });
+    if (first) meanwhile();  // the Replicate round runs while this is in flight
+    absl::Status s;
+    {
+      absl::MutexLock lock(&call->mu);
+      call->mu.Await(absl::Condition(&call->done));
+      s = FromGrpcStatus(call->status);
+    }
+    if (!MapBehind(s) || absl::Now() + absl::Milliseconds(2) >= deadline) return s;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+}
+
+void Replicator::DrainShard(uint32_t shard_id) {
+  absl::WriterMutexLock barrier(&ShardBarrier(shard_id));
+}
+
+absl::Status Replicator::ImportWrite(uint32_t target_shard, absl::string_view key,
+                                     absl::string_view entry,
+                                     absl::FunctionRef<absl::StatusOr<bool>()> admit,
+                                     absl::FunctionRef<absl::Status()> install, bool locks_held) {
+  const absl::Time deadline = absl::Now() + options_.replication_timeout;
+  std::optional<absl::ReaderMutexLock> barrier;
+  std::optional<absl::MutexLock> stripe;
+  if (!locks_held) {
+    barrier.emplace(&ShardBarrier(target_shard));
+    stripe.emplace(&StripeOf(key));
+  }
+  auto map = state_->map();
+  const v1::Shard* shard = map != nullptr ? map->ShardById(target_shard) : nullptr;
+  if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
+    return absl::FailedPreconditionError(absl::StrCat("not the primary of shard ", target_shard,
+                                                      " in map epoch ", state_->map_epoch()));
+  }
+  absl::StatusOr<bool> go = admit();
+  if (!go.ok()) return go.status();
+  if (!*go) return absl::OkStatus();
+  bool stale = false;
+  absl::Status s = ReplicateRound(*map, *shard, key, entry, deadline, &stale);
+  if (stale) {
+    return absl::UnavailableError(absl::StrCat("map behind: a replica of shard ", target_shard,
+                                               " has a newer map (", s.message(), ")"));
+  }
+  if (!s.ok()) return s;
+  if (!state_->Serving()) return RouteError(Route());
+  imported_->Increment();
+  return install();
 }
 
 void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& targets,

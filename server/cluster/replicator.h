@@ -20,13 +20,24 @@
 //      again);
 //   5. publish locally and return the store's status.
 //
+// Slot migration (architecture §19.9): a write of a slot whose migration is
+// COPYING is also forwarded, in parallel with step 3, to the primary of the
+// migration's target shard (ImportWrite, retried while its map is behind,
+// within replication_timeout). If it fails the write fails with kUnavailable
+// "TRYAGAIN migration target ... unavailable: ..." and nothing is published.
+// When this node leads the target shard too, the forward is a direct call
+// of the local import (set_local_import) with the locks already held. On
+// the target, ImportWrite() replicates an imported write to the target
+// shard's replicas and installs it (no write hook).
+//
 // It also gives the cluster service the primary's half of a joiner's sync:
 // BeginSync() and PromoteSyncing() take the shard's barrier (a reader lock
 // every write of the shard holds from routing to publishing), so that a
 // sync starts only once no write routed on a map without the joiner is in
 // flight, and a promotion cannot interleave with a write the joiner misses.
 //
-// Thread safety: thread-safe. Lock order: shard barrier, then stripe lock;
+// Thread safety: thread-safe. Lock order: shard barrier (a migration's
+// source shard before its target shard), then stripe lock;
 // ShardMapEditor calls are made holding them (the editor must not call back
 // into the replicator).
 
@@ -34,6 +45,7 @@
 #define KVSTORE_SERVER_CLUSTER_REPLICATOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -98,8 +110,47 @@ class Replicator : public WriteHook {
   // ShardMapEditor::MarkInSync, with the shard's writes paused.
   absl::Status PromoteSyncing(uint32_t shard_id, absl::string_view node_id, uint64_t incarnation);
 
+  // Waits until no write of shard `shard_id` routed before this call is in
+  // flight (takes the shard's barrier exclusively, once). The migration
+  // driver calls it before copying (writes routed on a map without the
+  // migration were not forwarded) and before the handoff.
+  void DrainShard(uint32_t shard_id);
+
+  // The target primary's half of an imported write (SlotImporter): under
+  // the shard barrier (reader) and the key's stripe lock — both already
+  // held when `locks_held` (the same-node forward) — checks this node leads
+  // `target_shard` (else kFailedPrecondition), runs `admit` (an error fails
+  // the call; false: skip the key, return OK), takes the target shard's
+  // seq, replicates the write (`entry` empty: a delete) to the shard's
+  // in-sync backups and syncing replicas as Write() does, then runs
+  // `install`. A replica whose map is newer: kUnavailable "map behind ...".
+  absl::Status ImportWrite(uint32_t target_shard, absl::string_view key, absl::string_view entry,
+                           absl::FunctionRef<absl::StatusOr<bool>()> admit,
+                           absl::FunctionRef<absl::Status()> install, bool locks_held);
+
+  // The same-node forward: called with the write's ImportWriteRequest while
+  // the source holds the target shard's barrier and the key's stripe lock.
+  // Set once, before the node joins a cluster (not synchronised).
+  using LocalImport = std::function<absl::Status(const v1::ImportWriteRequest&)>;
+  void set_local_import(LocalImport fn) { local_import_ = std::move(fn); }
+
  private:
   struct Target;
+  // Steps 3-4 for one write of `shard`: takes its next seq, forwards to its
+  // backups and syncing replicas, drops the failed ones. *stale: a replica
+  // answered "stale shard epoch" (returned as the status, nothing handled).
+  absl::Status ReplicateRound(const cluster::ClusterMapView& map, const v1::Shard& shard,
+                              absl::string_view key, absl::string_view entry, absl::Time deadline,
+                              bool* stale);
+  // ImportWrite `req` to `node`, started before `meanwhile` runs and
+  // awaited after it; a "map behind" answer is retried until `deadline`.
+  absl::Status ForwardImport(const v1::ImportWriteRequest& req, const v1::ClusterNode& node,
+                             absl::Time deadline, absl::FunctionRef<void()> meanwhile);
+  // The forward of a write of a COPYING slot; see the file comment.
+  absl::Status ForwardToTarget(const cluster::ClusterMapView& map, const v1::Migration& migration,
+                               const v1::ClusterNode& target, absl::string_view key,
+                               absl::string_view entry, absl::Time deadline,
+                               absl::FunctionRef<void()> meanwhile);
   // One routing and replication round of Write(); sets *again when a backup
   // answered "stale shard epoch" (its map is newer) before `deadline`.
   absl::Status TryWrite(absl::string_view key, absl::string_view entry,
@@ -125,6 +176,7 @@ class Replicator : public WriteHook {
       ABSL_GUARDED_BY(barriers_mu_);
   absl::Mutex broken_mu_;
   absl::flat_hash_set<std::pair<uint32_t, std::string>> broken_ ABSL_GUARDED_BY(broken_mu_);
+  LocalImport local_import_;
 
   metrics::Counter* writes_;
   metrics::Counter* backup_failures_;
@@ -132,6 +184,9 @@ class Replicator : public WriteHook {
   metrics::Counter* syncing_broken_;
   metrics::Counter* refused_;
   metrics::Histogram* latency_;
+  metrics::Counter* forwarded_;
+  metrics::Counter* forward_failures_;
+  metrics::Counter* imported_;
 };
 
 // The error a write routed elsewhere answers with, as write_hook.h names
