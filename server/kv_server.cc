@@ -22,10 +22,12 @@
 #include "grpcpp/security/server_credentials.h"
 #include "server/cluster/cluster_node.h"
 #include "server/cluster/cluster_service.h"
+#include "server/cluster/migration_driver.h"
 #include "server/cluster/replica_installer.h"
 #include "server/cluster/replicator.h"
 #include "server/cluster/shard_map_editor.h"
 #include "server/cluster/shard_seqs.h"
+#include "server/cluster/slot_importer.h"
 #include "server/control/control_service.h"
 
 namespace kvstore {
@@ -417,6 +419,8 @@ void KvServer::Shutdown() {
   // The ClusterNode object stays until gRPC stopped: a Failover call in
   // flight may still read it.
   if (cluster_) cluster_->Shutdown();
+  // It edits the map and calls peers: gone before the editor is unset.
+  migration_driver_.reset();
   if (editor_) editor_->Set(nullptr);
   // Listeners first, so no new request arrives while the rest goes; gRPC
   // gets 2 s to finish the calls in flight. The scrape endpoint goes first:
@@ -444,6 +448,7 @@ KvServer::~KvServer() {
   cluster_service_.reset();
   // Its sync thread installs into the store.
   installer_.reset();
+  importer_.reset();
   resp_.reset();
   store_.reset();
   pool_.reset();  // deregisters before the PD goes

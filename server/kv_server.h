@@ -52,9 +52,11 @@ class KvControlServiceImpl;
 class ClusterNode;
 class ClusterService;
 class ForwardingShardMapEditor;
+class MigrationDriver;
 class ReplicaInstaller;
 class Replicator;
 class ShardSeqs;
+class SlotImporter;
 
 enum class ServerTransport { kAuto, kRdma, kTcp };
 
@@ -274,6 +276,10 @@ class KvServer {
   std::unique_ptr<KvStore> store_;
   // Installs replicated writes into store_ and syncs shards; cluster mode.
   std::unique_ptr<ReplicaInstaller> installer_;
+  // Slot migration (§19.9): the target's imports and the source's driver;
+  // cluster mode. The driver stops first in Shutdown().
+  std::unique_ptr<SlotImporter> importer_;
+  std::unique_ptr<MigrationDriver> migration_driver_;
   // Served on the control port; destroyed after grpc_ stops.
   std::unique_ptr<ClusterService> cluster_service_;
   // Shutdown() destroys leases_ before rdma_, explicitly: the leases own

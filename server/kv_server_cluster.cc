@@ -1,10 +1,10 @@
 // Copyright 2026 The kvstore Authors.
 //
 // KvServer's cluster mode (architecture §19): the cluster state, the
-// replicator as the store's write hook, the replica installer, the KvCluster
-// service and the ClusterNode on etcd, and manual failover. Split from
-// kv_server.cc, which wires the single-node server, because cluster mode
-// changes for its own reasons.
+// replicator as the store's write hook, the replica installer, the slot
+// importer and migration driver (§19.9), the KvCluster service and the
+// ClusterNode on etcd, and manual failover. Split from kv_server.cc, which wires the single-node
+// server, because cluster mode changes for its own reasons.
 
 #include <utility>
 
@@ -15,10 +15,12 @@
 #include "proto/kv_cluster.grpc.pb.h"
 #include "server/cluster/cluster_node.h"
 #include "server/cluster/cluster_service.h"
+#include "server/cluster/migration_driver.h"
 #include "server/cluster/replica_installer.h"
 #include "server/cluster/replicator.h"
 #include "server/cluster/shard_map_editor.h"
 #include "server/cluster/shard_seqs.h"
+#include "server/cluster/slot_importer.h"
 #include "server/control/control_service.h"
 #include "server/kv_server.h"
 
@@ -103,6 +105,14 @@ void KvServer::BuildClusterService() {
     deps.store = store_.get();
     deps.replicator = replicator_.get();
     deps.installer = installer_.get();
+    importer_ = std::make_unique<SlotImporter>(store_.get(), cluster_state_.get(),
+                                               replicator_.get(), &registry_);
+    deps.importer = importer_.get();
+    // Before the first map (StartCluster): the driver listens for maps.
+    MigrationDriverOptions mo;
+    mo.auth_token = options_.auth_token;
+    migration_driver_ = std::make_unique<MigrationDriver>(
+        store_.get(), cluster_state_.get(), replicator_.get(), editor_.get(), &registry_, mo);
     deps.failover = [this](const v1::FailoverRequest& request) { return Failover(request); };
     deps.remove_node = [this](const v1::RemoveNodeRequest& request) { return RemoveNode(request); };
   }

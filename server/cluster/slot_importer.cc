@@ -43,6 +43,8 @@ SlotImporter::SlotImporter(KvStore* store, ClusterState* state, Replicator* repl
       [this](const v1::ImportWriteRequest& req) { return Import(req, true); });
 }
 
+SlotImporter::~SlotImporter() { replicator_->set_local_import(nullptr); }
+
 absl::StatusOr<const v1::Migration*> SlotImporter::Check(
     uint32_t migration_id, uint64_t map_epoch, absl::string_view source_node_id,
     uint64_t source_incarnation, std::shared_ptr<const cluster::ClusterMapView>* out) const {

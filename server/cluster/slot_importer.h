@@ -53,6 +53,8 @@ class SlotImporter {
   // kvstore_import_* series.
   SlotImporter(KvStore* store, ClusterState* state, Replicator* replicator,
                metrics::Registry* registry);
+  // Unregisters the local import; no write may be in flight.
+  ~SlotImporter();
   SlotImporter(const SlotImporter&) = delete;
   SlotImporter& operator=(const SlotImporter&) = delete;
 
