@@ -6,6 +6,9 @@
 // etcd map is a fake (replication_test_util.h; the etcd-backed editor's
 // BeginHandoff/CompleteMigration are map_store_test's).
 //
+// MigrationEtcdTest runs the driver against the real etcd-backed map
+// (MapStore), each node installing the stored map as it polls it.
+//
 // Layout: shard 0 owns slots 0-8191, shard 1 owns 8192-16383; migration 1
 // moves slots 0-2047 from shard 0 to shard 1.
 
@@ -26,7 +29,11 @@
 #include "gmock/gmock.h"
 #include "grpcpp/client_context.h"
 #include "gtest/gtest.h"
+#include "server/cluster/etcd/etcd_client.h"
+#include "server/cluster/etcd_keys.h"
+#include "server/cluster/map_store.h"
 #include "server/cluster/replication_test_util.h"
+#include "tests/cluster/etcd_process.h"
 
 namespace kvstore {
 namespace server {
@@ -65,7 +72,7 @@ std::vector<std::string> KeysIn(uint32_t lo, uint32_t hi, int n, absl::string_vi
 }
 
 class MigrationTest : public ::testing::Test {
- protected:
+ public:
   void Start(int n, NodeOptions options = {}) {
     for (int i = 0; i < n; ++i) {
       nodes_.push_back(std::make_unique<Node>(absl::StrCat("n", i), &maps_, options));
@@ -73,30 +80,10 @@ class MigrationTest : public ::testing::Test {
   }
   Node& node(int i) { return *nodes_[i]; }
 
-  // Shard 0 led by s0[0], shard 1 by s1[0] (indexes into the nodes), with
-  // migration 1 in `state` (UNSPECIFIED: none).
   v1::ClusterMap TwoShards(std::vector<int> s0, std::vector<int> s1, v1::MigrationState state) {
     std::vector<Node*> all;
     for (auto& n : nodes_) all.push_back(n.get());
-    v1::ClusterMap m = OneShardMap(all, s0, {});
-    m.mutable_shards(0)->mutable_slots(0)->set_end(8191);
-    v1::Shard* t = m.add_shards();
-    t->set_shard_id(1);
-    t->set_shard_epoch(1);
-    t->add_slots()->set_start(8192);
-    t->mutable_slots(0)->set_end(cluster::kSlotCount - 1);
-    for (int i : s1) t->add_replicas(node(i).id());
-    m.set_next_migration_id(kMigrationId + 1);
-    if (state != v1::MIGRATION_STATE_UNSPECIFIED) {
-      v1::Migration* mig = m.add_migrations();
-      mig->set_id(kMigrationId);
-      mig->mutable_slots()->set_start(0);
-      mig->mutable_slots()->set_end(kLastMovedSlot);
-      mig->set_source_shard(0);
-      mig->set_target_shard(1);
-      mig->set_state(state);
-    }
-    return m;
+    return testing::TwoShardMap(all, s0, s1, state, kLastMovedSlot);
   }
 
   // A write as a cluster-aware client makes it: start at node `first`,
@@ -270,21 +257,20 @@ TEST_F(MigrationTest, AcceptHandoffNeedsHandoffInTheMap) {
 
 // The driver moves the slots while a client keeps writing; every
 // acknowledged write ends up on the target shard's primary and backup.
-TEST_F(MigrationTest, TheDriverRunsAWholeMigrationUnderWrites) {
+// `set_map` publishes a map (with the next epoch).
+void RunMigrationUnderWrites(MigrationTest& t, const std::function<void(v1::ClusterMap)>& set_map,
+                             const std::function<v1::ClusterMap()>& current) {
   const uint32_t seed = std::random_device{}();
   std::printf("seed %u\n", seed);
   std::mt19937 rng(seed);
-  NodeOptions o;
-  o.migration_thread = true;
-  Start(4, o);
-  maps_.Set(TwoShards({0, 1}, {2, 3}, v1::MIGRATION_STATE_UNSPECIFIED));
+  set_map(t.TwoShards({0, 1}, {2, 3}, v1::MIGRATION_STATE_UNSPECIFIED));
   std::vector<std::string> keys = KeysIn(0, kLastMovedSlot, 400, "m");
   const std::vector<std::string> staying = KeysIn(kLastMovedSlot + 1, 8191, 50, "s");
   keys.insert(keys.end(), staying.begin(), staying.end());
   std::map<std::string, std::string> acked;
   for (const std::string& k : keys) {
     const std::string v = absl::StrCat("first-", k, std::string(rng() % 2000, 'x'));
-    ASSERT_TRUE(ClientPut(0, k, v).ok()) << k;
+    ASSERT_TRUE(t.ClientPut(0, k, v).ok()) << k;
     acked[k] = v;
   }
   std::atomic<bool> stop{false};
@@ -295,16 +281,15 @@ TEST_F(MigrationTest, TheDriverRunsAWholeMigrationUnderWrites) {
     while (!stop.load()) {
       const std::string& k = keys[wrng() % keys.size()];
       const std::string v = absl::StrCat("w", writes.load(), "-", wrng());
-      absl::Status s = ClientPut(0, k, v);
+      absl::Status s = t.ClientPut(0, k, v);
       ASSERT_TRUE(s.ok()) << k << ": " << s;
       acked_later[k] = v;
       ++writes;
     }
   });
   const absl::Time start = absl::Now();
-  maps_.Set(TwoShards({0, 1}, {2, 3}, v1::MIGRATION_COPYING));
-  EXPECT_TRUE(
-      Eventually([&] { return maps_.Current().migrations_size() == 0; }, absl::Seconds(20)));
+  set_map(t.TwoShards({0, 1}, {2, 3}, v1::MIGRATION_COPYING));
+  EXPECT_TRUE(Eventually([&] { return current().migrations_size() == 0; }, absl::Seconds(20)));
   const int at_flip = writes.load();
   EXPECT_TRUE(Eventually([&] { return writes.load() > at_flip + 50; }));
   stop = true;
@@ -314,7 +299,7 @@ TEST_F(MigrationTest, TheDriverRunsAWholeMigrationUnderWrites) {
   EXPECT_GT(at_flip, 0) << "writes went on during the migration";
   for (auto& [k, v] : acked_later) acked[k] = v;
 
-  const v1::ClusterMap map = maps_.Current();
+  const v1::ClusterMap map = current();
   ASSERT_EQ(map.shards(1).slots_size(), 2);
   EXPECT_EQ(map.shards(1).slots(0).start(), 0u);
   EXPECT_EQ(map.shards(1).slots(0).end(), kLastMovedSlot);
@@ -322,11 +307,93 @@ TEST_F(MigrationTest, TheDriverRunsAWholeMigrationUnderWrites) {
   for (const auto& [k, v] : acked) {
     const bool moved = cluster::KeySlot(k) <= kLastMovedSlot;
     for (int i : moved ? std::vector<int>{2, 3} : std::vector<int>{0, 1}) {
-      ASSERT_EQ(node(i).Value(k), v) << k << " on n" << i;
+      ASSERT_EQ(t.node(i).Value(k), v) << k << " on n" << i;
     }
   }
-  EXPECT_EQ(Value(node(0).registry(), "kvstore_migration_handoffs_total"), 1u);
-  EXPECT_GE(Value(node(0).registry(), "kvstore_migration_entries_copied_total"), 400u);
+  EXPECT_EQ(Value(t.node(0).registry(), "kvstore_migration_handoffs_total"), 1u);
+  EXPECT_GE(Value(t.node(0).registry(), "kvstore_migration_entries_copied_total"), 400u);
+}
+
+TEST_F(MigrationTest, TheDriverRunsAWholeMigrationUnderWrites) {
+  NodeOptions o;
+  o.migration_thread = true;
+  Start(4, o);
+  RunMigrationUnderWrites(
+      *this, [&](v1::ClusterMap m) { maps_.Set(std::move(m)); }, [&] { return maps_.Current(); });
+}
+
+constexpr char kCluster[] = "migtest";
+
+class MigrationEtcdTest : public MigrationTest {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(etcd_.Start().ok());
+    etcd::EtcdOptions eo;
+    eo.endpoints = {etcd_.endpoint()};
+    auto client = etcd::EtcdClient::Connect(eo);
+    for (int i = 0; i < 5 && !client.ok(); ++i) client = etcd::EtcdClient::Connect(eo);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+    auto lease = client_->GrantLease(absl::Seconds(30));
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    lease_ = *lease;
+  }
+  void TearDown() override {
+    stop_ = true;
+    if (mirror_.joinable()) mirror_.join();
+  }
+  // Nodes whose editor is a MapStore on etcd, and the thread installing
+  // the stored map in every node (as Membership's watch would).
+  void StartOnEtcd(int n) {
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(
+          client_->Put(etcd_keys::MemberKey(kCluster, absl::StrCat("n", i)), "{}", lease_).ok());
+    }
+    NodeOptions o;
+    o.migration_thread = true;
+    o.make_editor = [this](ClusterState* state) -> std::unique_ptr<ShardMapEditor> {
+      MapStoreOptions mo;
+      mo.cluster_name = kCluster;
+      mo.node_id = state->self();
+      mo.lease = lease_;
+      return std::make_unique<MapStore>(client_.get(), state, mo);
+    };
+    Start(n, o);
+    mirror_ = std::thread([this] {
+      while (!stop_.load()) {
+        v1::ClusterMap m = Stored();
+        if (m.epoch() > 0) {
+          auto view = cluster::ClusterMapView::Build(m);
+          CHECK(view.ok()) << view.status();
+          for (auto& node : nodes_) node->state().Update(*view);
+        }
+        absl::SleepFor(absl::Milliseconds(3));
+      }
+    });
+  }
+  v1::ClusterMap Stored() {
+    auto kv = client_->Get(etcd_keys::MapKey(kCluster));
+    if (!kv.ok() || !kv->has_value()) return v1::ClusterMap();
+    auto m = etcd_keys::DecodeMap((*kv)->value);
+    return m.ok() ? *m : v1::ClusterMap();
+  }
+  void Publish(v1::ClusterMap m) {
+    m.set_cluster_name(kCluster);
+    m.set_epoch(Stored().epoch() + 1);
+    ASSERT_TRUE(client_->Put(etcd_keys::MapKey(kCluster), etcd_keys::EncodeMap(m)).ok());
+  }
+
+  ::kvstore::testing::EtcdProcess etcd_;
+  std::unique_ptr<etcd::EtcdClient> client_;
+  int64_t lease_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread mirror_;
+};
+
+TEST_F(MigrationEtcdTest, TheDriverRunsAWholeMigrationOnTheEtcdMap) {
+  StartOnEtcd(4);
+  RunMigrationUnderWrites(
+      *this, [&](v1::ClusterMap m) { Publish(std::move(m)); }, [&] { return Stored(); });
 }
 
 // One node leads both shards: its forward is a local call under the locks

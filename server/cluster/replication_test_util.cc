@@ -189,7 +189,12 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
   ReplicatorOptions ro;
   ro.replication_timeout = options.replication_timeout;
   ro.auth_token = options.auth_token;
-  replicator_ = std::make_unique<Replicator>(&state_, &editor_, &seqs_, &registry_, ro);
+  ShardMapEditor* editor = &editor_;
+  if (options.make_editor) {
+    custom_editor_ = options.make_editor(&state_);
+    editor = custom_editor_.get();
+  }
+  replicator_ = std::make_unique<Replicator>(&state_, editor, &seqs_, &registry_, ro);
   KvStoreOptions so;
   so.segment_bytes = 1 << 20;
   so.registry = &registry_;
@@ -210,7 +215,7 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
   mo.min_backoff = absl::Milliseconds(20);
   mo.max_backoff = absl::Milliseconds(200);
   mo.batch_bytes = 64 << 10;  // several batches per copy
-  driver_ = std::make_unique<MigrationDriver>(store_.get(), &state_, replicator_.get(), &editor_,
+  driver_ = std::make_unique<MigrationDriver>(store_.get(), &state_, replicator_.get(), editor,
                                               &registry_, mo);
   ClusterServiceDeps deps;
   deps.state = &state_;
@@ -287,6 +292,30 @@ v1::ClusterMap OneShardMap(const std::vector<Node*>& nodes, std::vector<int> rep
   r->set_end(cluster::kSlotCount - 1);
   for (int i : replicas) s->add_replicas(nodes[i]->id());
   for (int i : syncing) s->add_syncing(nodes[i]->id());
+  return m;
+}
+
+v1::ClusterMap TwoShardMap(const std::vector<Node*>& nodes, std::vector<int> s0,
+                           std::vector<int> s1, v1::MigrationState state,
+                           uint32_t last_moved_slot) {
+  v1::ClusterMap m = OneShardMap(nodes, s0, {});
+  m.mutable_shards(0)->mutable_slots(0)->set_end(8191);
+  v1::Shard* t = m.add_shards();
+  t->set_shard_id(1);
+  t->set_shard_epoch(1);
+  t->add_slots()->set_start(8192);
+  t->mutable_slots(0)->set_end(cluster::kSlotCount - 1);
+  for (int i : s1) t->add_replicas(nodes[i]->id());
+  m.set_next_migration_id(2);
+  if (state != v1::MIGRATION_STATE_UNSPECIFIED) {
+    v1::Migration* mig = m.add_migrations();
+    mig->set_id(1);
+    mig->mutable_slots()->set_start(0);
+    mig->mutable_slots()->set_end(last_moved_slot);
+    mig->set_source_shard(0);
+    mig->set_target_shard(1);
+    mig->set_state(state);
+  }
   return m;
 }
 

@@ -103,6 +103,9 @@ struct NodeOptions {
   // The migration driver's thread (else tests call driver().Step()).
   bool migration_thread = false;
   std::string auth_token;
+  // Makes the node's ShardMapEditor (e.g. an etcd MapStore); empty: a
+  // FakeEditor over the FakeMapStore.
+  std::function<std::unique_ptr<ShardMapEditor>(ClusterState*)> make_editor;
 };
 
 // One kvserver's replication stack.
@@ -135,6 +138,7 @@ class Node {
   ClusterState state_;
   ShardSeqs seqs_;
   FakeEditor editor_;
+  std::unique_ptr<ShardMapEditor> custom_editor_;  // NodeOptions::make_editor
   std::unique_ptr<MemoryPool> pool_;
   std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<KvStore> store_;
@@ -152,6 +156,12 @@ class Node {
 // `syncing` are indexes into `nodes`; every node is listed in the map.
 v1::ClusterMap OneShardMap(const std::vector<Node*>& nodes, std::vector<int> replicas,
                            std::vector<int> syncing, uint64_t shard_epoch = 1);
+
+// Two shards: shard 0 owns slots 0-8191 (replicas `s0`, primary first),
+// shard 1 owns 8192-16383 (`s1`); with `state` other than UNSPECIFIED,
+// migration 1 moves slots 0-`last_moved_slot` from shard 0 to shard 1.
+v1::ClusterMap TwoShardMap(const std::vector<Node*>& nodes, std::vector<int> s0,
+                           std::vector<int> s1, v1::MigrationState state, uint32_t last_moved_slot);
 
 }  // namespace testing
 }  // namespace server
