@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/auth/token.h"
@@ -368,6 +369,38 @@ absl::StatusOr<v1::ClusterMap> Controller::RemoveNode(const std::string& node_id
                       [&](const v1::ClusterMap& current, const MemberSet& members) {
                         return PlanRemoveNode(current, members, node_id, applied_seq_);
                       });
+}
+
+absl::StatusOr<v1::AddNodeResponse> Controller::AddNode(const std::string& node_id) {
+  KV_ASSIGN_OR_RETURN(v1::ClusterMap map,
+                      WritePlanned(absl::StrCat("add-node ", node_id, " (a new, empty shard)"),
+                                   [&](const v1::ClusterMap& current, const MemberSet& members) {
+                                     return PlanAddNode(current, members, node_id);
+                                   }));
+  v1::AddNodeResponse response;
+  // PlanAddNode appends the new shard; WritePlanned never returns the
+  // unchanged map for it (PlanAddNode always changes the map).
+  if (map.shards_size() > 0) response.set_shard_id(map.shards(map.shards_size() - 1).shard_id());
+  *response.mutable_map() = std::move(map);
+  return response;
+}
+
+absl::StatusOr<v1::RebalanceResponse> Controller::Rebalance(bool dry_run) {
+  std::vector<v1::Migration> planned;
+  KV_ASSIGN_OR_RETURN(
+      v1::ClusterMap map,
+      WritePlanned(
+          dry_run ? "rebalance (dry run)" : "rebalance: migrations queued",
+          [&](const v1::ClusterMap& current, const MemberSet&) -> absl::StatusOr<v1::ClusterMap> {
+            KV_ASSIGN_OR_RETURN(RebalancePlan plan, PlanRebalance(current));
+            planned = std::move(plan.planned);  // the last attempt's plan
+            if (dry_run) return current;        // same epoch: nothing written
+            return std::move(plan.map);
+          }));
+  v1::RebalanceResponse response;
+  *response.mutable_map() = std::move(map);
+  for (v1::Migration& m : planned) *response.add_planned() = std::move(m);
+  return response;
 }
 
 AppliedSeqFn MakeGrpcAppliedSeqFn(GrpcAppliedSeqOptions options) {

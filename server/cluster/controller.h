@@ -30,9 +30,13 @@
 // cannot acknowledge it, and no acknowledged write is lost. The replicator
 // (replicator.h) enforces that, not this class.
 //
-// Thread safety: thread-safe. Start() runs one background thread; Failover()
-// and RemoveNode() may be called from any thread (the gRPC service). The AppliedSeqFn is
-// called from the background thread and from Failover()'s caller.
+// Slot migrations (§19.9): Rebalance() queues them; starting the next one
+// (PENDING -> COPYING) is an ordinary PlanNext step of the loop, and the
+// source primary, not the controller, moves it on (HANDOFF, the flip).
+//
+// Thread safety: thread-safe. Start() runs one background thread; Failover(),
+// RemoveNode(), AddNode() and Rebalance() may be called from any thread (the gRPC service). The
+// AppliedSeqFn is called from the background thread and from Failover()'s caller.
 
 #ifndef KVSTORE_SERVER_CLUSTER_CONTROLLER_H_
 #define KVSTORE_SERVER_CLUSTER_CONTROLLER_H_
@@ -117,6 +121,20 @@ class Controller {
   // PlanRemoveNode() (kFailedPrecondition when a shard would be left
   // without an in-sync replica; nothing is written then).
   absl::StatusOr<v1::ClusterMap> RemoveNode(const std::string& node_id);
+
+  // add-node (PlanAddNode): a new, empty shard led by `node_id`; returns
+  // the map written and the new shard's id. Errors: as Failover(), and
+  // those of PlanAddNode() (kNotFound, kFailedPrecondition).
+  absl::StatusOr<v1::AddNodeResponse> AddNode(const std::string& node_id);
+
+  // rebalance (PlanRebalance): appends the planned migrations as PENDING
+  // in one map write and returns that map and the plan; the background
+  // loop then starts them one at a time (PlanNext). `dry_run`, or nothing
+  // to move: nothing is written and the map returned is the current one.
+  // Errors: as Failover(), and those of PlanRebalance()
+  // (kFailedPrecondition while migrations are queued or running, or a
+  // shard is down).
+  absl::StatusOr<v1::RebalanceResponse> Rebalance(bool dry_run);
 
  private:
   struct Snapshot {

@@ -259,6 +259,92 @@ std::optional<PlanStep> PruneDraining(const v1::ClusterMap& current, const Membe
   return step;
 }
 
+const v1::Shard* ShardWithId(const v1::ClusterMap& map, uint32_t shard_id) {
+  for (const v1::Shard& shard : map.shards()) {
+    if (shard.shard_id() == shard_id) return &shard;
+  }
+  return nullptr;
+}
+
+bool HasPrimary(const v1::ClusterMap& map, uint32_t shard_id) {
+  const v1::Shard* shard = ShardWithId(map, shard_id);
+  return shard != nullptr && !shard->replicas().empty();
+}
+
+std::string DescribeMigration(const v1::Migration& m) {
+  return absl::StrCat("migration ", m.id(), " (slots ", m.slots().start(), "-", m.slots().end(),
+                      ", shard ", m.source_shard(), " -> ", m.target_shard(), ", ",
+                      v1::MigrationState_Name(m.state()), ")");
+}
+
+// Step 2 of PlanNext: migrations with a down source or target shard are
+// dropped. A down source lost the slots' data; a down target lost what it
+// imported (and in HANDOFF the writes it accepted). Either way the copy
+// cannot complete, and a shard refilled empty must not resume it.
+std::optional<PlanStep> DropBrokenMigrations(const v1::ClusterMap& current) {
+  PlanStep step{current, "migration(s) dropped (a shard is down):"};
+  step.map.clear_migrations();
+  for (const v1::Migration& m : current.migrations()) {
+    if (HasPrimary(current, m.source_shard()) && HasPrimary(current, m.target_shard())) {
+      *step.map.add_migrations() = m;
+      continue;
+    }
+    LOG(ERROR) << "controller: dropping " << DescribeMigration(m)
+               << ": its source or target shard is DOWN";
+    absl::StrAppend(&step.what, " ", m.id());
+  }
+  if (step.map.migrations_size() == current.migrations_size()) return std::nullopt;
+  return step;
+}
+
+// Step 6 of PlanNext: one migration at a time. COPYING and HANDOFF belong
+// to the source primary; only PENDING -> COPYING is the controller's.
+std::optional<PlanStep> StartMigration(const v1::ClusterMap& current) {
+  for (const v1::Migration& m : current.migrations()) {
+    if (m.state() == v1::MIGRATION_COPYING || m.state() == v1::MIGRATION_HANDOFF) {
+      return std::nullopt;
+    }
+  }
+  for (int i = 0; i < current.migrations_size(); ++i) {
+    const v1::Migration& m = current.migrations(i);
+    if (m.state() != v1::MIGRATION_PENDING) continue;
+    if (!HasPrimary(current, m.source_shard()) || !HasPrimary(current, m.target_shard())) continue;
+    PlanStep step{current, ""};
+    step.map.mutable_migrations(i)->set_state(v1::MIGRATION_COPYING);
+    step.what = absl::StrCat("started ", DescribeMigration(step.map.migrations(i)));
+    return step;
+  }
+  return std::nullopt;
+}
+
+// The members a new shard may use as backups, as FillShards ranks them:
+// alive, not draining, not `exclude`; fewest roles first, ties node id.
+std::vector<std::string> RankedBackups(const v1::ClusterMap& current, const MemberSet& members,
+                                       const std::string& exclude) {
+  const std::set<std::string> named = NamedNodes(current);
+  std::map<std::string, int> roles;
+  for (const auto& [id, node] : members) {
+    if (id == exclude || IsDraining(current, id, node.incarnation())) continue;
+    // A member the map names must be the incarnation it names (alive); a
+    // member in no shard is alive by its key.
+    if (named.count(id) > 0 && !IsAliveIn(current, members, id)) continue;
+    roles[id] = 0;
+  }
+  for (const v1::Shard& shard : current.shards()) {
+    for (const std::string& id : shard.replicas()) {
+      if (roles.count(id) > 0) ++roles[id];
+    }
+    for (const std::string& id : shard.syncing()) {
+      if (roles.count(id) > 0) ++roles[id];
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& [id, n] : roles) out.push_back(id);
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const std::string& a, const std::string& b) { return roles[a] < roles[b]; });
+  return out;
+}
+
 }  // namespace
 
 bool IsAliveIn(const v1::ClusterMap& map, const MemberSet& members, const std::string& node_id) {
@@ -293,14 +379,18 @@ v1::ClusterMap MakeFirstMap(const MemberSet& members, uint32_t replicas,
 std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet& members,
                                  const AppliedSeqFn& applied_seq) {
   std::optional<PlanStep> step = RemoveDead(current, members, applied_seq);
+  if (!step) step = DropBrokenMigrations(current);
   if (!step) step = FillShards(current, members);
   if (!step) step = PruneDraining(current, members);
   if (!step) {
     auto nodes = RebuildNodes(current, members, {});
-    if (SameRecords(nodes, current.nodes())) return std::nullopt;
-    step = PlanStep{current, "node records refreshed from member keys"};
-    *step->map.mutable_nodes() = std::move(nodes);
+    if (!SameRecords(nodes, current.nodes())) {
+      step = PlanStep{current, "node records refreshed from member keys"};
+      *step->map.mutable_nodes() = std::move(nodes);
+    }
   }
+  if (!step) step = StartMigration(current);
+  if (!step) return std::nullopt;
   step->map.set_epoch(current.epoch() + 1);
   return step;
 }
@@ -417,6 +507,42 @@ absl::StatusOr<v1::ClusterMap> PlanRemoveNode(const v1::ClusterMap& current,
   mark->set_incarnation(incarnation);
   next.set_epoch(current.epoch() + 1);
   *next.mutable_nodes() = RebuildNodes(next, members, {});
+  return next;
+}
+
+absl::StatusOr<v1::ClusterMap> PlanAddNode(const v1::ClusterMap& current, const MemberSet& members,
+                                           const std::string& node_id) {
+  auto member = members.find(node_id);
+  if (member == members.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no member ", node_id, " (start it with --etcd so that it registers)"));
+  }
+  for (const v1::Shard& shard : current.shards()) {
+    if (InShard(shard, node_id)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(node_id, " already serves shard ", shard.shard_id()));
+    }
+  }
+  if (IsDraining(current, node_id, member->second.incarnation())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(node_id, " is draining (remove-node); restart it to use it again"));
+  }
+  uint32_t shard_id = 0;
+  for (const v1::Shard& shard : current.shards()) {
+    shard_id = std::max(shard_id, shard.shard_id() + 1);
+  }
+  v1::ClusterMap next = current;
+  v1::Shard* shard = next.add_shards();
+  shard->set_shard_id(shard_id);
+  shard->set_shard_epoch(1);
+  shard->add_replicas(node_id);
+  const int r = std::max<int>(1, current.replication_factor());
+  for (const std::string& id : RankedBackups(current, members, node_id)) {
+    if (shard->replicas_size() >= r) break;
+    shard->add_replicas(id);
+  }
+  next.set_epoch(current.epoch() + 1);
+  *next.mutable_nodes() = RebuildNodes(next, members, {node_id});
   return next;
 }
 

@@ -2,8 +2,9 @@
 //
 // The controller's decisions as pure functions of (current map, registered
 // members): the first map, failing over dead nodes, placing new or
-// restarted nodes, refreshing node records, and a manual failover
-// (architecture §19.1, §19.4). The Controller (controller.h) reads etcd,
+// restarted nodes, refreshing node records, a manual failover, add-node,
+// rebalance and starting slot migrations (architecture §19.1, §19.4,
+// §19.9). The Controller (controller.h) reads etcd,
 // calls these, and writes the result with a fenced transaction; keeping the
 // decisions apart from the I/O keeps each readable on its own.
 //
@@ -23,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "proto/kv_cluster.pb.h"
@@ -62,17 +64,28 @@ struct PlanStep {
 //      in-sync backup with the highest applied seq (ties and unknowns: list
 //      order) as primary; a shard left with no in-sync replica is down
 //      (empty replicas, syncing cleared: there is no primary to copy from).
-//   2. Shards below R (replicas+syncing) are filled from the live members
+//   2. Migrations whose source or target shard is down are dropped
+//      (logged as an error): that shard's data is gone, and a down shard
+//      refilled empty (step 3) must not take part in a copy. Before the
+//      refill on purpose.
+//   3. Shards below R (replicas+syncing) are filled from the live members
 //      not marked draining -- members in no shard and members already
 //      serving other shards alike (the refill after a failover), the one
 //      with the fewest roles first (ties: node id), never twice in one
 //      shard. A down shard gets a member that was in no shard as its
 //      primary directly (its data is lost, logged as an error); other
 //      shards get them as syncing.
-//   3. Draining marks whose member key is gone or of another incarnation
+//   4. Draining marks whose member key is gone or of another incarnation
 //      are dropped.
-//   4. Node records whose addresses changed are refreshed from member keys
+//   5. Node records whose addresses changed are refreshed from member keys
 //      (applied_map_epoch alone does not make a new map).
+//   6. When no migration is COPYING or HANDOFF, the first PENDING one whose
+//      source and target shards both have a primary becomes COPYING (shard
+//      epochs unchanged). COPYING and HANDOFF are never advanced here: the
+//      source primary does that (MapStore::BeginHandoff, CompleteMigration).
+// None of these moves slots, so migrations stay valid across them (a
+// failover of a source or target primary keeps its migration: the new
+// primary carries it on, §19.9).
 std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet& members,
                                  const AppliedSeqFn& applied_seq);
 
@@ -102,6 +115,36 @@ absl::StatusOr<v1::ClusterMap> PlanFailover(const v1::ClusterMap& current, const
 absl::StatusOr<v1::ClusterMap> PlanRemoveNode(const v1::ClusterMap& current,
                                               const MemberSet& members, const std::string& node_id,
                                               const AppliedSeqFn& applied_seq);
+
+// add-node: gives the registered member `node_id` (in no shard, not
+// draining) a new shard with no slots: shard_id = the highest existing + 1,
+// replicas = [node_id] followed by up to R-1 backups chosen as the refill
+// chooses them (alive, not draining, not node_id, fewest roles first, ties
+// by node id; fewer when not enough members), shard_epoch 1; epoch + 1.
+// The new shard is the last one of the returned map. The backups are in
+// sync at once: the shard holds nothing. Errors: kNotFound when node_id is
+// no member; kFailedPrecondition when it already is in a shard (replicas or
+// syncing) or is marked draining.
+absl::StatusOr<v1::ClusterMap> PlanAddNode(const v1::ClusterMap& current, const MemberSet& members,
+                                           const std::string& node_id);
+
+struct RebalancePlan {
+  // current + the planned migrations appended (PENDING), next_migration_id
+  // advanced, epoch + 1; `current` unchanged when `planned` is empty.
+  v1::ClusterMap map;
+  std::vector<v1::Migration> planned;
+};
+
+// rebalance: plans the migrations that leave every shard with
+// floor(16384/n) or ceil(16384/n) slots (n = the number of shards; the
+// shards that own the most slots, ties by shard id, keep the ceil ones).
+// Over-full shards (by shard id) give their TOP `excess` slots, as
+// contiguous ranges (one per slot range of theirs they cut), to under-full
+// shards (by shard id, each filled before the next); each (range, source,
+// target) is one Migration{id = next_migration_id++, PENDING}. A shard may
+// receive several ranges. Deterministic. Errors: kFailedPrecondition when
+// the map already has migrations (queued or running) or a shard is down.
+absl::StatusOr<RebalancePlan> PlanRebalance(const v1::ClusterMap& current);
 
 }  // namespace server
 }  // namespace kvstore

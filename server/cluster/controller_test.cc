@@ -277,6 +277,10 @@ TEST_F(ControllerTest, DeposedControllerCannotWriteTheMap) {
   EXPECT_THAT(failover.status().message(), HasSubstr("usurper"));
   EXPECT_EQ(MapKv()->mod_revision, map_revision);
   EXPECT_FALSE(ctl->IsLeader());
+  Register("n3");  // neither add-node nor rebalance writes either
+  EXPECT_TRUE(absl::IsFailedPrecondition(ctl->AddNode("n3").status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(ctl->Rebalance(false).status()));
+  EXPECT_EQ(MapKv()->mod_revision, map_revision);
 
   // Nor does its reconcile loop, with a node dying.
   Kill("n1");
@@ -347,6 +351,44 @@ TEST_F(ControllerTest, RemoveNodeDrainsThenRefillsWithOthers) {
   EXPECT_EQ(map.draining_size(), 0);
   EXPECT_THAT(Replicas(map, 0), ElementsAre("n1"));
   EXPECT_EQ(map.shards(0).shard_epoch(), 3u);
+}
+
+// add-node gives a registered spare a new, empty shard; rebalance queues
+// the moves in one write and the loop starts the first one only.
+TEST_F(ControllerTest, AddNodeThenRebalanceQueuesAndStartsOneMigration) {
+  auto ctl = MakeController("ctl", 2, 2, seqs_.Fn());
+  for (const char* id : {"n0", "n1"}) Register(id);
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  Register("n2");  // every shard is full: n2 stays out
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  ASSERT_EQ(ReadMap().epoch(), 1u);
+  EXPECT_TRUE(absl::IsNotFound(ctl->AddNode("n9").status()));
+  auto added = ctl->AddNode("n2");
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(added->shard_id(), 2u);
+  v1::ClusterMap map = ReadMap();
+  EXPECT_EQ(map.epoch(), 2u);
+  EXPECT_THAT(Replicas(map, 2), ElementsAre("n2", "n0"));  // n0, n1 tie: node id
+  EXPECT_TRUE(absl::IsFailedPrecondition(ctl->AddNode("n2").status()));
+
+  auto dry = ctl->Rebalance(/*dry_run=*/true);
+  ASSERT_TRUE(dry.ok()) << dry.status();
+  EXPECT_EQ(dry->planned_size(), 2);  // the top of shards 0 and 1 to shard 2
+  EXPECT_EQ(ReadMap().epoch(), 2u);
+  auto queued = ctl->Rebalance(/*dry_run=*/false);
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  map = ReadMap();
+  EXPECT_EQ(map.epoch(), 3u);
+  ASSERT_EQ(map.migrations_size(), 2);
+  EXPECT_EQ(map.migrations(0).DebugString(), dry->planned(0).DebugString());
+  EXPECT_EQ(map.next_migration_id(), 2u);
+  EXPECT_TRUE(absl::IsFailedPrecondition(ctl->Rebalance(false).status()));
+
+  ASSERT_TRUE(ctl->RunOnce().ok());  // starts migration 0, and only it
+  map = ReadMap();
+  EXPECT_EQ(map.epoch(), 4u);
+  EXPECT_EQ(map.migrations(0).state(), v1::MIGRATION_COPYING);
+  EXPECT_EQ(map.migrations(1).state(), v1::MIGRATION_PENDING);
 }
 
 TEST_F(ControllerTest, RemoveNodeRefusesToLeaveAShardWithoutAnInSyncReplica) {
