@@ -22,6 +22,7 @@
 #include "client/internal/client_metrics.h"
 #include "client/internal/cluster/cluster_errors.h"
 #include "client/internal/cluster/cluster_router.h"
+#include "client/internal/cluster/retry_budget.h"
 #include "client/internal/cluster/slow_read_path.h"
 #include "client/internal/server_link.h"
 #include "common/metrics/exposition.h"
@@ -31,68 +32,6 @@
 namespace kvstore {
 namespace client {
 namespace {
-
-constexpr absl::Duration kFirstBackoff = absl::Milliseconds(20);
-constexpr absl::Duration kMaxBackoff = absl::Milliseconds(500);
-// TRYAGAIN: a slot's handoff takes one barrier and one RPC, milliseconds.
-constexpr absl::Duration kFirstTryAgainBackoff = absl::Milliseconds(5);
-constexpr absl::Duration kMaxTryAgainBackoff = absl::Milliseconds(100);
-
-// One operation's retry budget: attempts, the deadline and the backoff.
-
-class RetryBudget {
- public:
-  RetryBudget(int max_attempts, absl::Time deadline)
-      : max_attempts_(std::max(1, max_attempts)), deadline_(deadline) {}
-  absl::Time deadline() const { return deadline_; }
-  int attempts() const { return attempts_; }
-  // Counts an attempt about to start.
-  void Begin() { ++attempts_; }
-  // Whether another attempt may start.
-  bool More() const { return attempts_ < max_attempts_ && absl::Now() < deadline_; }
-  // The deadline of one attempt: `per_attempt` from now (zero: no bound of
-  // its own), never past the operation's.
-  // At most half the operation's time, so that one stuck attempt leaves
-  // time for another on a refreshed map.
-  absl::Time AttemptDeadline(absl::Duration per_attempt) const {
-    if (per_attempt <= absl::ZeroDuration()) return deadline_;
-    const absl::Duration half = (deadline_ - start_) / 2;
-    return std::min(deadline_, absl::Now() + std::min(per_attempt, half));
-  }
-  // Sleeps the current backoff (never past the deadline) and doubles it.
-  void Sleep() {
-    absl::SleepFor(std::min(backoff_, deadline_ - absl::Now()));
-    backoff_ = std::min(backoff_ * 2, kMaxBackoff);
-  }
-  // The same for TRYAGAIN answers, with a shorter backoff of its own.
-  void SleepTryAgain() {
-    absl::SleepFor(std::min(tryagain_backoff_, deadline_ - absl::Now()));
-    tryagain_backoff_ = std::min(tryagain_backoff_ * 2, kMaxTryAgainBackoff);
-  }
-
- private:
-  const int max_attempts_;
-  const absl::Time deadline_;
-  const absl::Time start_ = absl::Now();
-  int attempts_ = 0;
-  absl::Duration backoff_ = kFirstBackoff;
-  absl::Duration tryagain_backoff_ = kFirstTryAgainBackoff;
-};
-
-// Classify(), except that an attempt that ran out of its own time while
-// the operation still has time left is kDown: the node stopped answering
-// (frozen, or cut off), and the map may already name another primary.
-Verdict ClassifyAttempt(const absl::Status& s, const RetryBudget& budget) {
-  if (absl::IsDeadlineExceeded(s) && absl::Now() < budget.deadline()) return Verdict::kDown;
-  return Classify(s);
-}
-
-// The last error, saying that the client gave up and why it stopped.
-absl::Status GaveUp(const absl::Status& s, const RetryBudget& budget, uint64_t epoch) {
-  return absl::Status(
-      s.code(), absl::StrCat(s.message(), " (cluster client gave up after ", budget.attempts(),
-                             " attempt(s); map epoch ", epoch, ")"));
-}
 
 class ClusterClientImpl final : public KvClient {
  public:
@@ -397,24 +336,6 @@ void ObserveCall(const TransportMetrics* tm, CallKind call,
   tm->latency(call)->ObserveNanos(
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
 }
-
-// The failure that decides what to do after an attempt of a batch: the
-// worst verdict (kDown over kRedirect), its status, and where it came from.
-struct BatchFailure {
-  Verdict verdict = Verdict::kFinal;
-  absl::Status status;
-  const v1::ClusterNode* node = nullptr;
-  std::shared_ptr<ServerLink> link;
-
-  void Note(Verdict v, const absl::Status& s, const v1::ClusterNode* n,
-            const std::shared_ptr<ServerLink>& l) {
-    if (v == Verdict::kFinal || (verdict == Verdict::kDown && v != Verdict::kDown)) return;
-    verdict = v;
-    status = s;
-    node = n;
-    link = l;
-  }
-};
 
 absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::MultiGet(
     absl::Span<const std::string> keys) {
