@@ -26,6 +26,7 @@
 #include "server/cluster/replicator.h"
 #include "server/cluster/shard_map_editor.h"
 #include "server/cluster/shard_seqs.h"
+#include "server/cluster/slot_janitor.h"
 #include "server/control/control_service.h"
 
 namespace kvstore {
@@ -444,6 +445,8 @@ KvServer::~KvServer() {
   cluster_service_.reset();
   // Its sync thread installs into the store.
   installer_.reset();
+  // Its thread deletes from the store (cluster mode).
+  janitor_.reset();
   resp_.reset();
   store_.reset();
   pool_.reset();  // deregisters before the PD goes

@@ -55,6 +55,7 @@ class ForwardingShardMapEditor;
 class ReplicaInstaller;
 class Replicator;
 class ShardSeqs;
+class SlotJanitor;
 
 enum class ServerTransport { kAuto, kRdma, kTcp };
 
@@ -274,6 +275,8 @@ class KvServer {
   std::unique_ptr<KvStore> store_;
   // Installs replicated writes into store_ and syncs shards; cluster mode.
   std::unique_ptr<ReplicaInstaller> installer_;
+  // Cluster mode: drops entries of slots this node has no role for.
+  std::unique_ptr<SlotJanitor> janitor_;
   // Served on the control port; destroyed after grpc_ stops.
   std::unique_ptr<ClusterService> cluster_service_;
   // Shutdown() destroys leases_ before rdma_, explicitly: the leases own
