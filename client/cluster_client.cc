@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "client/internal/client_metrics.h"
 #include "client/internal/cluster/cluster_errors.h"
 #include "client/internal/cluster/cluster_router.h"
+#include "client/internal/cluster/retry_budget.h"
+#include "client/internal/cluster/slow_read_path.h"
 #include "client/internal/server_link.h"
 #include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
@@ -29,59 +32,6 @@
 namespace kvstore {
 namespace client {
 namespace {
-
-constexpr absl::Duration kFirstBackoff = absl::Milliseconds(20);
-constexpr absl::Duration kMaxBackoff = absl::Milliseconds(500);
-
-// One operation's retry budget: attempts, the deadline and the backoff.
-
-class RetryBudget {
- public:
-  RetryBudget(int max_attempts, absl::Time deadline)
-      : max_attempts_(std::max(1, max_attempts)), deadline_(deadline) {}
-  absl::Time deadline() const { return deadline_; }
-  int attempts() const { return attempts_; }
-  // Counts an attempt about to start.
-  void Begin() { ++attempts_; }
-  // Whether another attempt may start.
-  bool More() const { return attempts_ < max_attempts_ && absl::Now() < deadline_; }
-  // The deadline of one attempt: `per_attempt` from now (zero: no bound of
-  // its own), never past the operation's.
-  // At most half the operation's time, so that one stuck attempt leaves
-  // time for another on a refreshed map.
-  absl::Time AttemptDeadline(absl::Duration per_attempt) const {
-    if (per_attempt <= absl::ZeroDuration()) return deadline_;
-    const absl::Duration half = (deadline_ - start_) / 2;
-    return std::min(deadline_, absl::Now() + std::min(per_attempt, half));
-  }
-  // Sleeps the current backoff (never past the deadline) and doubles it.
-  void Sleep() {
-    absl::SleepFor(std::min(backoff_, deadline_ - absl::Now()));
-    backoff_ = std::min(backoff_ * 2, kMaxBackoff);
-  }
-
- private:
-  const int max_attempts_;
-  const absl::Time deadline_;
-  const absl::Time start_ = absl::Now();
-  int attempts_ = 0;
-  absl::Duration backoff_ = kFirstBackoff;
-};
-
-// Classify(), except that an attempt that ran out of its own time while
-// the operation still has time left is kDown: the node stopped answering
-// (frozen, or cut off), and the map may already name another primary.
-Verdict ClassifyAttempt(const absl::Status& s, const RetryBudget& budget) {
-  if (absl::IsDeadlineExceeded(s) && absl::Now() < budget.deadline()) return Verdict::kDown;
-  return Classify(s);
-}
-
-// The last error, saying that the client gave up and why it stopped.
-absl::Status GaveUp(const absl::Status& s, const RetryBudget& budget, uint64_t epoch) {
-  return absl::Status(
-      s.code(), absl::StrCat(s.message(), " (cluster client gave up after ", budget.attempts(),
-                             " attempt(s); map epoch ", epoch, ")"));
-}
 
 class ClusterClientImpl final : public KvClient {
  public:
@@ -218,12 +168,21 @@ class ClusterClientImpl final : public KvClient {
     RetryBudget budget(options_.cluster_max_attempts, absl::Now() + options_.op_timeout);
     absl::StatusOr<T> r = absl::UnknownError("not attempted");
     const TransportMetrics* tm = metrics_.ForTransport("tcp");
+    const uint32_t slot = cluster::KeySlot(key);
+    // The node an ASK named, for the next attempt only. A copy: the map it
+    // was found in may be replaced meanwhile.
+    std::optional<v1::ClusterNode> asked;
     for (;;) {
       if (budget.attempts() > 0) metrics_.retries()->Increment();
       budget.Begin();
       const std::shared_ptr<const cluster::ClusterMapView> map = router_.map();
-      const bool replica_read = read && options_.read_from_replicas && budget.attempts() == 1;
-      absl::StatusOr<const v1::ClusterNode*> node = Route(*map, key, replica_read);
+      // An ASK is followed for one attempt; the next routes by the map.
+      const std::optional<v1::ClusterNode> ask_now = std::move(asked);
+      asked.reset();
+      const bool replica_read =
+          read && options_.read_from_replicas && budget.attempts() == 1 && !ask_now.has_value();
+      absl::StatusOr<const v1::ClusterNode*> node =
+          ask_now.has_value() ? &*ask_now : Route(*map, key, replica_read);
       std::shared_ptr<ServerLink> link;
       bool sent = false;
       if (!node.ok()) {
@@ -237,14 +196,21 @@ class ClusterClientImpl final : public KvClient {
         r = link->Run<T>(
             Untimed(kind),
             [&](DataPath& p) {
-              return op(p, budget.AttemptDeadline(options_.cluster_attempt_timeout));
+              const absl::Time d = budget.AttemptDeadline(options_.cluster_attempt_timeout);
+              // A slot in HANDOFF is not READ one-sidedly (slow_read_path.h).
+              if (read && p.name() == "rdma" && ReadsNeedSlowPath(*map, slot)) {
+                SlowReadPath slow(link->control(), &p);
+                return op(slow, d);
+              }
+              return op(p, d);
             },
             idempotent);
       }
       const Verdict v = ClassifyAttempt(r.status(), budget);
       if (v == Verdict::kFinal) break;
       // A delete that reached a node which then failed may have happened.
-      const bool refused = v == Verdict::kRedirect ||
+      const bool refused = v == Verdict::kRedirect || v == Verdict::kAsk ||
+                           v == Verdict::kTryAgain ||
                            absl::StrContains(r.status().message(), "CLUSTERDOWN") || !sent ||
                            r.status().GetPayload(kNotSentPayload).has_value();
       if (!idempotent && !refused) break;
@@ -258,7 +224,24 @@ class ClusterClientImpl final : public KvClient {
         metrics_.redirects()->Increment();
         continue;
       }
-      Recover(v, r.status(), map->epoch(), node.ok() ? *node : nullptr, link, &budget);
+      if (v == Verdict::kTryAgain) {
+        metrics_.tryagains()->Increment();
+        budget.SleepTryAgain();
+        continue;
+      }
+      if (v == Verdict::kAsk) {
+        metrics_.asks()->Increment();
+        const std::optional<AskTarget> target = ParseAsk(r.status());
+        const v1::ClusterNode* n =
+            target.has_value() ? AskedNode(*map, target->slot, target->address) : nullptr;
+        if (n != nullptr) {
+          asked = *n;
+          continue;
+        }
+        // A node this map does not know: a newer map names it.
+      }
+      Recover(v == Verdict::kAsk ? Verdict::kRedirect : v, r.status(), map->epoch(),
+              node.ok() ? *node : nullptr, link, &budget);
     }
     if (kind.call != CallKind::kNone) {
       const auto elapsed = std::chrono::steady_clock::now() - start;
@@ -277,18 +260,36 @@ class ClusterClientImpl final : public KvClient {
         .status();
   }
 
+  // One key of a batch, alone: its own retry loop (and op_timeout), counted
+  // per key but not timed as a call of its own.
+  absl::StatusOr<std::string> GetOne(absl::string_view key) {
+    return Keyed<std::string>(Untimed(kGetOp), key, /*read=*/true, /*idempotent=*/true,
+                              [&](DataPath& p, absl::Time d) { return p.Get(key, d); });
+  }
+  absl::Status PutOne(absl::string_view key, absl::string_view value) {
+    return KeyedStatus(Untimed(kPutOp), key, true,
+                       [&](DataPath& p, absl::Time d) { return p.Put(key, value, d); });
+  }
+
   // The indices of a batch grouped by the node they route to; indices of a
-  // shard without a primary are in `down`.
+  // shard without a primary are in `down`; with `divert_handoff`, indices
+  // of slots in HANDOFF (ReadsNeedSlowPath) are in `single`, for the caller
+  // to run one by one (Keyed: slow path, ASK, TRYAGAIN).
   struct Groups {
     std::shared_ptr<const cluster::ClusterMapView> map;
     std::map<std::string, std::pair<const v1::ClusterNode*, std::vector<size_t>>> by_node;
     std::vector<size_t> down;
+    std::vector<size_t> single;
   };
   template <typename KeyOf>
-  Groups Split(const std::vector<size_t>& pending, bool read, KeyOf key_of) {
+  Groups Split(const std::vector<size_t>& pending, bool read, bool divert_handoff, KeyOf key_of) {
     Groups g;
     g.map = router_.map();
     for (size_t i : pending) {
+      if (divert_handoff && ReadsNeedSlowPath(*g.map, cluster::KeySlot(key_of(i)))) {
+        g.single.push_back(i);
+        continue;
+      }
       absl::StatusOr<const v1::ClusterNode*> node = Route(*g.map, key_of(i), read);
       if (!node.ok()) {
         g.down.push_back(i);
@@ -336,24 +337,6 @@ void ObserveCall(const TransportMetrics* tm, CallKind call,
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
 }
 
-// The failure that decides what to do after an attempt of a batch: the
-// worst verdict (kDown over kRedirect), its status, and where it came from.
-struct BatchFailure {
-  Verdict verdict = Verdict::kFinal;
-  absl::Status status;
-  const v1::ClusterNode* node = nullptr;
-  std::shared_ptr<ServerLink> link;
-
-  void Note(Verdict v, const absl::Status& s, const v1::ClusterNode* n,
-            const std::shared_ptr<ServerLink>& l) {
-    if (v == Verdict::kFinal || (verdict == Verdict::kDown && v != Verdict::kDown)) return;
-    verdict = v;
-    status = s;
-    node = n;
-    link = l;
-  }
-};
-
 absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::MultiGet(
     absl::Span<const std::string> keys) {
   const auto start = std::chrono::steady_clock::now();
@@ -361,12 +344,16 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
   std::vector<absl::StatusOr<std::string>> out(keys.size(), absl::UnknownError("not attempted"));
   std::vector<size_t> pending(keys.size());
   for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+  // Keys of a migrating slot (HANDOFF, or answered ASK/TRYAGAIN): read one
+  // by one after the batch.
+  std::vector<size_t> single;
   const TransportMetrics* tm = metrics_.ForTransport("tcp");
   while (!pending.empty()) {
     if (budget.attempts() > 0) metrics_.retries()->Increment();
     budget.Begin();
-    Groups g = Split(pending, budget.attempts() == 1,
+    Groups g = Split(pending, budget.attempts() == 1, /*divert_handoff=*/true,
                      [&](size_t i) -> absl::string_view { return keys[i]; });
+    single.insert(single.end(), g.single.begin(), g.single.end());
     std::vector<size_t> again;
     BatchFailure failure;
     for (size_t i : g.down) {
@@ -404,6 +391,10 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
         const Verdict v = ClassifyAttempt(value.status(), budget);
         // As on one server: a batch that cannot be attempted fails whole.
         if (v == Verdict::kFinal) return value.status();
+        if (v == Verdict::kAsk || v == Verdict::kTryAgain) {
+          single.insert(single.end(), idx.begin(), idx.end());
+          continue;
+        }
         failure.Note(v, value.status(), parts[pi]->first, results[pi].link);
         for (size_t i : idx) out[i] = value.status();
         again.insert(again.end(), idx.begin(), idx.end());
@@ -411,7 +402,9 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
       }
       for (size_t k = 0; k < idx.size(); ++k) {
         const Verdict v = ClassifyAttempt((*value)[k].status(), budget);
-        if (v != Verdict::kFinal) {
+        if (v == Verdict::kAsk || v == Verdict::kTryAgain) {
+          single.push_back(idx[k]);
+        } else if (v != Verdict::kFinal) {
           failure.Note(v, (*value)[k].status(), parts[pi]->first, results[pi].link);
           again.push_back(idx[k]);
         }
@@ -426,6 +419,7 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
     }
     Recover(failure.verdict, failure.status, g.map->epoch(), failure.node, failure.link, &budget);
   }
+  for (size_t i : single) out[i] = GetOne(keys[i]);
   ObserveCall(tm, CallKind::kMultiGet, start);
   return out;
 }
@@ -442,10 +436,13 @@ absl::Status ClusterClientImpl::MultiPut(
   for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
   const TransportMetrics* tm = metrics_.ForTransport("tcp");
   absl::Status result;
+  // Pairs of a part answered ASK/TRYAGAIN: stored one by one after the batch.
+  std::vector<size_t> single;
   while (!pending.empty()) {
     if (budget.attempts() > 0) metrics_.retries()->Increment();
     budget.Begin();
-    Groups g = Split(pending, false, [&](size_t i) -> absl::string_view { return pairs[i].first; });
+    Groups g = Split(pending, false, /*divert_handoff=*/false,
+                     [&](size_t i) -> absl::string_view { return pairs[i].first; });
     std::vector<size_t> again = g.down;
     BatchFailure failure;
     if (!g.down.empty()) {
@@ -486,6 +483,10 @@ absl::Status ClusterClientImpl::MultiPut(
         if (final_error.ok()) final_error = s;
         continue;
       }
+      if (v == Verdict::kAsk || v == Verdict::kTryAgain) {
+        single.insert(single.end(), parts[pi]->second.begin(), parts[pi]->second.end());
+        continue;
+      }
       failure.Note(v, s, parts[pi]->first, results[pi].link);
       again.insert(again.end(), parts[pi]->second.begin(), parts[pi]->second.end());
     }
@@ -501,6 +502,12 @@ absl::Status ClusterClientImpl::MultiPut(
       break;
     }
     Recover(failure.verdict, failure.status, g.map->epoch(), failure.node, failure.link, &budget);
+  }
+  // In the caller's order, so a key given twice keeps its last value.
+  std::sort(single.begin(), single.end());
+  for (size_t i : single) {
+    if (!result.ok()) break;
+    result = PutOne(pairs[i].first, pairs[i].second);
   }
   ObserveCall(tm, CallKind::kMultiPut, start);
   return result;

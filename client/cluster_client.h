@@ -15,7 +15,7 @@
 // connected on first use with the same transport choice, connection count and
 // security options as a single-node client.
 //
-// Refresh and retry. An attempt answered with a redirect (MOVED/ASK, a map or
+// Refresh and retry. An attempt answered with a redirect (MOVED, a map or
 // shard epoch mismatch), CLUSTERDOWN, or failing because the node is
 // unreachable (cluster_errors.h) makes the client refresh its map from any
 // node it knows (ClusterRouter::Refresh: the highest epoch wins, never an
@@ -24,6 +24,22 @@
 // map it backs off, 20 ms doubling to 500 ms. When it gives up, the last
 // error is returned with its code, the message saying how many attempts were
 // made and by which map epoch.
+//
+// Slot migration (§19.9). An ASK answer (cluster_errors.h) sends that one
+// request to the node it names — found in the map by its control or RESP
+// address, else the target primary of the slot's migration; when the map
+// knows neither, the map is refreshed and the key routed again — without
+// changing or refreshing the map; it counts as an attempt. A TRYAGAIN answer
+// (the handoff is under way) is retried at the same node after a short
+// backoff (5 ms doubling to 100 ms), also counting as an attempt. Reads of a
+// slot in HANDOFF are never one-sided RDMA READs: they go through the
+// server's CPU (SlowReadPath, gRPC Get), because the target may already
+// accept writes the source's index does not have; COPYING slots are READ at
+// the source as ever. MultiGet reads the keys of HANDOFF slots, and the keys
+// answered ASK or TRYAGAIN, one by one after the rest of the batch; MultiPut
+// stores the pairs of a part answered ASK or TRYAGAIN one by one, in the
+// caller's order. Each such key has a retry loop (and op_timeout) of its
+// own.
 //
 // What is retried. Get, Exists, MultiGet, Put, MultiPut and PutFrom are
 // retried after any of the failures above — a PUT whose outcome is unknown
@@ -47,7 +63,8 @@
 // node id).
 //
 // Metrics: the single-node series, counted per node's transport, plus
-// kvstore_client_cluster_{map_refreshes,redirects,retries}_total and the
+// kvstore_client_cluster_{map_refreshes,redirects,retries,asks,tryagains}_total
+// and the
 // kvstore_client_cluster_map_epoch gauge (client_metrics.h).
 //
 // Thread safety: thread-safe, as KvClient.

@@ -28,6 +28,7 @@
 #include "server/cluster/shard_map_editor.h"
 #include "server/cluster/shard_seqs.h"
 #include "server/cluster/slot_importer.h"
+#include "server/cluster/slot_janitor.h"
 #include "server/control/control_service.h"
 
 namespace kvstore {
@@ -449,6 +450,8 @@ KvServer::~KvServer() {
   // Its sync thread installs into the store.
   installer_.reset();
   importer_.reset();
+  // Its thread deletes from the store (cluster mode).
+  janitor_.reset();
   resp_.reset();
   store_.reset();
   pool_.reset();  // deregisters before the PD goes

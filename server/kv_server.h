@@ -57,6 +57,7 @@ class ReplicaInstaller;
 class Replicator;
 class ShardSeqs;
 class SlotImporter;
+class SlotJanitor;
 
 enum class ServerTransport { kAuto, kRdma, kTcp };
 
@@ -280,6 +281,8 @@ class KvServer {
   // cluster mode. The driver stops first in Shutdown().
   std::unique_ptr<SlotImporter> importer_;
   std::unique_ptr<MigrationDriver> migration_driver_;
+  // Cluster mode: drops entries of slots this node has no role for.
+  std::unique_ptr<SlotJanitor> janitor_;
   // Served on the control port; destroyed after grpc_ stops.
   std::unique_ptr<ClusterService> cluster_service_;
   // Shutdown() destroys leases_ before rdma_, explicitly: the leases own

@@ -21,6 +21,7 @@
 #include "server/cluster/shard_map_editor.h"
 #include "server/cluster/shard_seqs.h"
 #include "server/cluster/slot_importer.h"
+#include "server/cluster/slot_janitor.h"
 #include "server/control/control_service.h"
 #include "server/kv_server.h"
 
@@ -87,6 +88,12 @@ absl::Status KvServer::StartCluster() {
   };
   deps.on_lease_lost = options_.on_lease_lost;
   deps.auth_token = options_.auth_token;
+  // The slot janitor (§19.9 clean-up) listens to every map from the first
+  // one on, so it starts before the ClusterNode installs any; ~KvServer
+  // stops it before the store goes.
+  SlotJanitorOptions jo;
+  jo.registry = &registry_;
+  janitor_ = std::make_unique<SlotJanitor>(store_.get(), cluster_state_.get(), jo);
   KV_ASSIGN_OR_RETURN(cluster_, ClusterNode::Start(options_.cluster, std::move(deps)));
   editor_->Set(cluster_->map_store());
   return absl::OkStatus();

@@ -53,7 +53,8 @@ std::set<std::string> SpecKeys() {
   for (const char* name :
        {"tcp_fallbacks", "checksum_retries", "span_retries", "server_fallback_gets",
         "leases_granted", "leases_released", "leases_renewed", "lease_aborts", "reconnects",
-        "cluster_map_refreshes", "cluster_redirects", "cluster_retries"}) {
+        "cluster_map_refreshes", "cluster_redirects", "cluster_retries", "cluster_asks",
+        "cluster_tryagains"}) {
     keys.insert(absl::StrCat("kvstore_client_", name, "_total"));
   }
   // A gauge, 0 for a single-node client.

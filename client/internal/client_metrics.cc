@@ -60,6 +60,12 @@ ClientMetrics::ClientMetrics(metrics::Registry* registry)
   retries_ = registry->AddCounter(
       "kvstore_client_cluster_retries_total",
       "Operations (or parts of a batch) sent again by the cluster client after a refresh.");
+  asks_ = registry->AddCounter(
+      "kvstore_client_cluster_asks_total",
+      "ASK answers followed (a migrating slot's request sent once to the named node).");
+  tryagains_ = registry->AddCounter(
+      "kvstore_client_cluster_tryagains_total",
+      "TRYAGAIN answers (a slot's handoff under way) retried after a short backoff.");
   map_epoch_ = registry->AddGauge("kvstore_client_cluster_map_epoch",
                                   "Epoch of the cluster map the client routes by; 0 single-node.");
 }

@@ -15,6 +15,8 @@
 //   kvstore_client_cluster_map_refreshes_total   cluster maps fetched after Connect
 //   kvstore_client_cluster_redirects_total       MOVED / stale-epoch answers
 //   kvstore_client_cluster_retries_total         attempts repeated by the cluster client
+//   kvstore_client_cluster_asks_total            ASK answers followed (slot migration)
+//   kvstore_client_cluster_tryagains_total       TRYAGAIN answers retried (slot handoff)
 //   kvstore_client_cluster_map_epoch             (gauge) epoch routed by, 0 single-node
 // transport is "tcp" or "rdma". Every child is registered at construction,
 // so the series exist (at 0) before the first call.
@@ -67,6 +69,8 @@ class ClientMetrics {
   metrics::Counter* map_refreshes() const { return map_refreshes_; }
   metrics::Counter* redirects() const { return redirects_; }
   metrics::Counter* retries() const { return retries_; }
+  metrics::Counter* asks() const { return asks_; }
+  metrics::Counter* tryagains() const { return tryagains_; }
   metrics::Gauge* map_epoch() const { return map_epoch_; }
 
  private:
@@ -77,6 +81,8 @@ class ClientMetrics {
   metrics::Counter* map_refreshes_ = nullptr;
   metrics::Counter* redirects_ = nullptr;
   metrics::Counter* retries_ = nullptr;
+  metrics::Counter* asks_ = nullptr;
+  metrics::Counter* tryagains_ = nullptr;
   metrics::Gauge* map_epoch_ = nullptr;
 };
 

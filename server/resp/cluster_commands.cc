@@ -121,6 +121,35 @@ void ClusterShards(const CommandContext& ctx, const ClusterMapView* map) {
   }
 }
 
+// The running migration on the line of a node leading its source shard
+// ("[<slot>->-<target primary id>]") or its target shard ("[<slot>-<-<source
+// primary id>]"), as Redis marks a migrating / importing slot. Redis writes
+// one entry per slot and redis-cli reads the slot as a number (atoi), so a
+// range cannot be written as one entry; one entry per slot would be
+// thousands for a rebalance. Only the range's first slot is listed (the
+// header says so).
+void AppendMigration(const ClusterMapView& map, const std::vector<const v1::Shard*>& led,
+                     std::string* line) {
+  for (const v1::Migration& m : map.proto().migrations()) {
+    if (m.state() != v1::MIGRATION_COPYING && m.state() != v1::MIGRATION_HANDOFF) continue;
+    const v1::Shard* source = map.ShardById(m.source_shard());
+    const v1::Shard* target = map.ShardById(m.target_shard());
+    if (source == nullptr || target == nullptr || source->replicas().empty() ||
+        target->replicas().empty()) {
+      continue;
+    }
+    for (const v1::Shard* shard : led) {
+      if (shard == source) {
+        absl::StrAppend(line, " [", m.slots().start(), "->-", RedisNodeId(target->replicas(0)),
+                        "]");
+      } else if (shard == target) {
+        absl::StrAppend(line, " [", m.slots().start(), "-<-", RedisNodeId(source->replicas(0)),
+                        "]");
+      }
+    }
+  }
+}
+
 // One CLUSTER NODES line (see the header for how roles are mapped).
 std::string NodesLine(const ClusterMapView& map, const v1::ClusterNode& node,
                       absl::string_view self) {
@@ -153,6 +182,7 @@ std::string NodesLine(const ClusterMapView& map, const v1::ClusterNode& node,
       }
     }
   }
+  AppendMigration(map, led, &line);
   return line + "\n";
 }
 
@@ -247,8 +277,10 @@ void ReadWriteCommand(const CommandContext& ctx, CommandArgs) {
   ctx.conn->ReplyOk();
 }
 
-// Slot migration does not exist yet, so no -ASK is ever sent and ASKING has
-// nothing to allow; accepted so clients that send it keep working.
+// A client that follows -ASK sends ASKING first. The target of a migration
+// serves the slot once it accepted the handoff whether or not ASKING came
+// (ClusterState::RouteKey, §19.9), so there is nothing to allow; accepted
+// so that redis-cli -c and cluster clients work unchanged.
 void AskingCommand(const CommandContext& ctx, CommandArgs) {
   if (ctx.options->cluster == nullptr) return ctx.conn->ReplyError(kClusterDisabledError);
   ctx.conn->ReplyOk();

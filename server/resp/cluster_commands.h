@@ -13,12 +13,21 @@
 //   CLUSTER NODES           one line per node of the map:
 //                           <id> <host:port@cport> <flags> <master|-> 0 0
 //                           <config-epoch> connected <slot ranges>
-//                           (cport is the node's gRPC control port)
+//                           (cport is the node's gRPC control port);
+//                           during a slot migration (COPYING/HANDOFF) the
+//                           source primary's line ends in
+//                           [<slot>->-<target primary id>] and the target
+//                           primary's in [<slot>-<-<source primary id>],
+//                           <slot> being the first slot of the migrating
+//                           range only (redis-cli reads one slot per entry;
+//                           one entry per slot would be thousands)
 //   CLUSTER INFO            cluster_state, cluster_slots_*, cluster_known_nodes,
 //                           cluster_size, cluster_current_epoch, cluster_my_epoch
 //   CLUSTER MYID            this node's 40-hex id
 //   READONLY / READWRITE    let reads on this connection be served by a backup
-//   ASKING                  +OK (no slot migration exists, so no -ASK either)
+//   ASKING                  +OK: accepted and not needed (a migration's target
+//                           serves the slot once it accepted the handoff,
+//                           with or without ASKING; architecture §19.9)
 //   WAIT numreplicas timeout  the in-sync backups of the shard this node
 //                           leads, at once (replication is synchronous)
 // In single-node mode CLUSTER, READONLY, READWRITE and ASKING answer Redis's

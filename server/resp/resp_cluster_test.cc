@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -489,6 +490,88 @@ TEST_F(RespClusterTest, RedisCliFollowsMoved) {
   // redis-cli's own cluster check reads CLUSTER NODES / INFO.
   const std::string check = RedisCli({"--cluster", "check", nodes_[0].resp_address}, "");
   EXPECT_THAT(check, HasSubstr("[OK] All 16384 slots covered.")) << check;
+}
+
+// A slot migration (§19.9) from shard 0 (node 0) to shard 1 (node 1), as
+// ClusterState routes it: COPYING is served by the source; HANDOFF answers
+// TRYAGAIN before MarkHandedOff and ASK after, while the target serves once
+// it accepted the handoff (ASKING or not); the flip map answers MOVED.
+// CLUSTER NODES marks the migration on both primaries' lines, and redis-cli
+// -c follows the ASK.
+TEST_F(RespClusterTest, MigrationAnswersTryAgainAskThenMoved) {
+  const std::string key = KeyOn(0, "mig");
+  const uint32_t slot = cluster::KeySlot(key);
+  const std::string other = KeyOn(0, "stay");  // a slot that does not move
+  ASSERT_NE(cluster::KeySlot(other), slot);
+  v1::ClusterMap map = MakeMap(2);
+  v1::Migration* m = map.add_migrations();
+  m->set_id(1);
+  m->mutable_slots()->set_start(slot);
+  m->mutable_slots()->set_end(slot);
+  m->set_source_shard(0);
+  m->set_target_shard(1);
+  m->set_state(v1::MIGRATION_COPYING);
+  map.set_next_migration_id(2);
+  Install(map);
+  // COPYING: the source serves, the target redirects to it.
+  EXPECT_EQ(RunOne(0, {"SET", key, "v1"}).str, "OK");
+  EXPECT_EQ(RunOne(0, {"GET", key}).str, "v1");
+  EXPECT_EQ(RunOne(1, {"GET", key}).str, absl::StrCat("MOVED ", slot, " ", nodes_[0].resp_address));
+  const std::string nodes_text = RunOne(0, {"CLUSTER", "NODES"}).str;
+  EXPECT_THAT(nodes_text,
+              HasSubstr(absl::StrCat(" [", slot, "->-", RedisNodeId(NodeName(1)), "]")));
+  EXPECT_THAT(nodes_text,
+              HasSubstr(absl::StrCat(" [", slot, "-<-", RedisNodeId(NodeName(0)), "]")));
+  for (absl::string_view line : absl::StrSplit(nodes_text, '\n', absl::SkipEmpty())) {
+    const bool source = absl::StartsWith(line, RedisNodeId(NodeName(0)));
+    const bool target = absl::StartsWith(line, RedisNodeId(NodeName(1)));
+    EXPECT_EQ(absl::StrContains(line, "->-"), source) << line;
+    EXPECT_EQ(absl::StrContains(line, "-<-"), target) << line;
+  }
+
+  // HANDOFF, before MarkHandedOff: TRYAGAIN at the source, MOVED to the
+  // source at a target that has not accepted.
+  map.set_epoch(3);
+  map.mutable_migrations(0)->set_state(v1::MIGRATION_HANDOFF);
+  Install(map);
+  const std::string try_again =
+      absl::StrCat("TRYAGAIN Hash slot ", slot, " is being handed to another shard; retry shortly");
+  EXPECT_EQ(RunOne(0, {"GET", key}).str, try_again);
+  EXPECT_EQ(RunOne(0, {"SET", key, "x"}).str, try_again);
+  EXPECT_EQ(RunOne(0, {"GET", other}).type, Reply::Type::kNull);  // other slots: as ever
+  EXPECT_EQ(RunOne(1, {"GET", key}).str, absl::StrCat("MOVED ", slot, " ", nodes_[0].resp_address));
+  EXPECT_THAT(RunOne(0, {"CLUSTER", "NODES"}).str, HasSubstr(absl::StrCat("[", slot, "->-")));
+
+  // Handed off: ASK to the target, which serves with or without ASKING.
+  nodes_[1].state->AcceptHandoff(1);
+  nodes_[0].state->MarkHandedOff(1);
+  const std::string ask = absl::StrCat("ASK ", slot, " ", nodes_[1].resp_address);
+  EXPECT_EQ(RunOne(0, {"GET", key}).str, ask);
+  EXPECT_EQ(RunOne(0, {"SET", key, "x"}).str, ask);
+  EXPECT_EQ(RunOne(1, {"SET", key, "v2"}).str, "OK");
+  const std::vector<Reply> asking =
+      Run(1, {Cmd({"ASKING"}), Cmd({"GET", key}), Cmd({"SET", key, "v3"})}, 3);
+  ASSERT_EQ(asking.size(), 3u);
+  EXPECT_EQ(asking[0].str, "OK");
+  EXPECT_EQ(asking[1].str, "v2");
+  EXPECT_EQ(asking[2].str, "OK");
+  // redis-cli -c follows the ASK (ASKING, then the command at the target).
+  const std::string port0 = absl::StrCat(nodes_[0].server->port());
+  EXPECT_THAT(RedisCli({"-c", "-p", port0}, absl::StrCat("GET ", key, "\n")),
+              HasSubstr(absl::StrCat("located at ", nodes_[1].resp_address, "\nv3\n")));
+  // The write went to the target: the source still has the copy of before.
+  EXPECT_EQ(nodes_[0].store->Get(key)->value(), "v1");
+
+  // The flip: the slot is shard 1's, the source answers MOVED.
+  v1::ClusterMap flipped = MakeMap(4);
+  v1::SlotRange range;
+  range.set_start(slot);
+  range.set_end(slot);
+  cluster::MoveSlots(range, flipped.mutable_shards(0), flipped.mutable_shards(1));
+  Install(flipped);
+  EXPECT_EQ(RunOne(0, {"GET", key}).str, absl::StrCat("MOVED ", slot, " ", nodes_[1].resp_address));
+  EXPECT_EQ(RunOne(1, {"GET", key}).str, "v3");
+  EXPECT_THAT(RunOne(0, {"CLUSTER", "NODES"}).str, ::testing::Not(HasSubstr("->-")));
 }
 
 // A cluster-aware client library: redis-py's RedisCluster (Debian

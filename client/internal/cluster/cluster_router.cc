@@ -24,6 +24,25 @@ std::string LinkKey(const v1::ClusterNode& node) {
 
 }  // namespace
 
+bool ReadsNeedSlowPath(const cluster::ClusterMapView& map, uint32_t slot) {
+  const v1::Migration* m = map.ActiveMigrationForSlot(slot);
+  return m != nullptr && m->state() == v1::MIGRATION_HANDOFF;
+}
+
+const v1::ClusterNode* AskedNode(const cluster::ClusterMapView& map, uint32_t slot,
+                                 const std::string& address) {
+  if (!address.empty()) {
+    // The map has a handful of nodes; a scan is cheaper than an index.
+    for (const v1::ClusterNode& node : map.proto().nodes()) {
+      if (node.control_address() == address || node.resp_address() == address) return &node;
+    }
+  }
+  const v1::Migration* m = slot < cluster::kSlotCount ? map.ActiveMigrationForSlot(slot) : nullptr;
+  if (m == nullptr) return nullptr;
+  const v1::Shard* target = map.ShardById(m->target_shard());
+  return target == nullptr ? nullptr : map.Primary(*target);
+}
+
 ClusterRouter::ClusterRouter(LinkEnv env, ControlSecurity security, std::vector<std::string> seeds)
     : env_(std::move(env)), security_(std::move(security)), seeds_(std::move(seeds)) {}
 

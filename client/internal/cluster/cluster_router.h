@@ -43,6 +43,21 @@
 namespace kvstore {
 namespace client {
 
+// --- Routing during a slot migration (§19.9); pure functions -----------------
+
+// Whether reads of `slot` must go through the server's CPU (SlowReadPath)
+// instead of one-sided RDMA READs: the slot is in a HANDOFF migration of
+// `map`. COPYING slots are the source's alone and are READ as ever.
+bool ReadsNeedSlowPath(const cluster::ClusterMapView& map, uint32_t slot);
+
+// The node an ASK for `slot` naming `address` sends the request to: the node
+// of `map` whose control or RESP address is `address`; failing that (an
+// address the map does not list, or none), the primary of the target shard
+// of the slot's active migration. nullptr when neither is known: the caller
+// refreshes its map and routes again.
+const v1::ClusterNode* AskedNode(const cluster::ClusterMapView& map, uint32_t slot,
+                                 const std::string& address);
+
 class ClusterRouter {
  public:
   // `env` and its pointees must outlive the router. `seeds` are the control
