@@ -111,6 +111,35 @@ absl::Status ClusterHarness::StartNode(int index, int control_port, int resp_por
   return absl::OkStatus();
 }
 
+absl::StatusOr<int> ClusterHarness::AddNode() {
+  const int index = size();
+  nodes_.emplace_back();
+  control_ports_.push_back(0);
+  resp_ports_.push_back(0);
+  old_logs_.emplace_back();
+  if (absl::Status s = StartNode(index, 0, 0); !s.ok()) return s;
+  return index;
+}
+
+absl::Status ClusterHarness::WaitMigrationsDone(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string why = "no map yet";
+  while (absl::Now() < deadline) {
+    absl::StatusOr<v1::ClusterMap> m = GetMap();
+    if (!m.ok()) {
+      why = m.status().ToString();
+    } else if (m->migrations_size() > 0) {
+      why = absl::StrCat(m->migrations_size(), " migrations left at map epoch ", m->epoch(),
+                         ", the first ", m->migrations(0).id(), " ",
+                         v1::MigrationState_Name(m->migrations(0).state()));
+    } else {
+      return WaitHealthy(deadline - absl::Now());
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("migrations not done: ", why));
+}
+
 bool ClusterHarness::Running(int index) {
   return nodes_[index] != nullptr && nodes_[index]->Running();
 }

@@ -103,6 +103,16 @@ class ClusterHarness {
   // Indexes of the in-sync backups of `key`'s shard.
   absl::StatusOr<std::vector<int>> BackupIndexesOf(const std::string& key);
 
+  // Starts one more node (index size(), node_id "n<size()+1>") against the
+  // same etcd and cluster name, and waits for its ready file. It registers
+  // as a member and serves nothing until the controller gives it a role
+  // (refill, or `kvctl cluster add-node`). Returns its index.
+  absl::StatusOr<int> AddNode();
+
+  // Waits until the map (highest epoch) has no migration left and is
+  // healthy (WaitHealthy). kDeadlineExceeded names what is left.
+  absl::Status WaitMigrationsDone(absl::Duration timeout);
+
   void KillNode(int index);    // SIGKILL; node(index) becomes nullptr
   void PauseNode(int index);   // SIGSTOP
   void ResumeNode(int index);  // SIGCONT
