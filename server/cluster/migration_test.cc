@@ -396,6 +396,30 @@ TEST_F(MigrationEtcdTest, TheDriverRunsAWholeMigrationOnTheEtcdMap) {
       *this, [&](v1::ClusterMap m) { Publish(std::move(m)); }, [&] { return Stored(); });
 }
 
+// A target that fails mid-copy: the step fails, the source copies again
+// to the target's successor (its backup, promoted), which ends up with
+// every entry.
+TEST_F(MigrationTest, TheDriverCopiesAgainToAFailedOverTarget) {
+  NodeOptions o;
+  o.replication_timeout = absl::Milliseconds(300);
+  Start(4, o);
+  maps_.Set(TwoShards({0, 1}, {2, 3}, v1::MIGRATION_STATE_UNSPECIFIED));
+  const std::vector<std::string> keys = KeysIn(0, kLastMovedSlot, 100, "m");
+  for (const std::string& k : keys) ASSERT_TRUE(node(0).Put(k, "v-" + k).ok());
+  maps_.Set(TwoShards({0, 1}, {2, 3}, v1::MIGRATION_COPYING));
+  node(2).Kill();
+  absl::Status failed = node(0).driver().Step();
+  EXPECT_TRUE(absl::IsUnavailable(failed)) << failed;
+  EXPECT_EQ(maps_.Current().migrations(0).state(), v1::MIGRATION_COPYING);
+  // The controller's failover: n3 leads shard 1 now.
+  maps_.Set(TwoShards({0, 1}, {3}, v1::MIGRATION_COPYING));
+  ASSERT_TRUE(node(0).driver().Step().ok());
+  ASSERT_TRUE(node(0).driver().Step().ok());
+  EXPECT_EQ(maps_.Current().migrations_size(), 0);
+  for (const std::string& k : keys) EXPECT_EQ(node(3).Value(k), "v-" + k) << k;
+  EXPECT_EQ(Value(node(3).registry(), "kvstore_import_entries_total"), keys.size());
+}
+
 // One node leads both shards: its forward is a local call under the locks
 // it holds, and the driver still completes.
 TEST_F(MigrationTest, SourceAndTargetOnOneNodeDoNotDeadlock) {
