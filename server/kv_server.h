@@ -248,6 +248,9 @@ class KvServer {
   absl::StatusOr<v1::ClusterMap> Failover(const v1::FailoverRequest& request);
   // Drains a node (remove-node): on the controller, or forwarded to it.
   absl::StatusOr<v1::ClusterMap> RemoveNode(const v1::RemoveNodeRequest& request);
+  // add-node and rebalance (§19.9): on the controller, or forwarded to it.
+  absl::StatusOr<v1::AddNodeResponse> AddNode(const v1::AddNodeRequest& request);
+  absl::StatusOr<v1::RebalanceResponse> Rebalance(const v1::RebalanceRequest& request);
   std::string ClusterPart() const;
   // The RESP INFO text: the Redis-like sections and # Metrics, all from one
   // snapshot of registry_.

@@ -122,6 +122,8 @@ void KvServer::BuildClusterService() {
         store_.get(), cluster_state_.get(), replicator_.get(), editor_.get(), &registry_, mo);
     deps.failover = [this](const v1::FailoverRequest& request) { return Failover(request); };
     deps.remove_node = [this](const v1::RemoveNodeRequest& request) { return RemoveNode(request); };
+    deps.add_node = [this](const v1::AddNodeRequest& request) { return AddNode(request); };
+    deps.rebalance = [this](const v1::RebalanceRequest& request) { return Rebalance(request); };
   }
   cluster_service_ = std::make_unique<ClusterService>(std::move(deps));
 }
@@ -129,12 +131,12 @@ void KvServer::BuildClusterService() {
 namespace {
 
 // Forwards a controller request to the elected controller, found by its
-// node id in the map this node holds. `call` makes the RPC on the stub.
-template <typename Call>
-absl::StatusOr<v1::ClusterMap> ForwardToController(Controller* controller,
-                                                   const ClusterState& state,
-                                                   const std::string& auth_token, const char* what,
-                                                   Call call) {
+// node id in the map this node holds. `call` makes the RPC on the stub and
+// fills an `Out` (the map, or a whole response).
+template <typename Out = v1::ClusterMap, typename Call>
+absl::StatusOr<Out> ForwardToController(Controller* controller, const ClusterState& state,
+                                        const std::string& auth_token, const char* what,
+                                        Call call) {
   const std::string leader = controller->ControllerId();
   std::shared_ptr<const cluster::ClusterMapView> map = state.map();
   const v1::ClusterNode* node = map != nullptr ? map->Node(leader) : nullptr;
@@ -150,7 +152,7 @@ absl::StatusOr<v1::ClusterMap> ForwardToController(Controller* controller,
   if (!auth_token.empty()) {
     ctx.AddMetadata("authorization", absl::StrCat("Bearer ", auth_token));
   }
-  v1::ClusterMap out;
+  Out out;
   grpc::Status status = call(stub.get(), &ctx, &out);
   if (!status.ok()) {
     return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
@@ -195,6 +197,32 @@ absl::StatusOr<v1::ClusterMap> KvServer::RemoveNode(const v1::RemoveNodeRequest&
         grpc::Status status = stub->RemoveNode(ctx, request, &response);
         *out = response.map();
         return status;
+      });
+}
+
+absl::StatusOr<v1::AddNodeResponse> KvServer::AddNode(const v1::AddNodeRequest& request) {
+  if (cluster_ == nullptr || cluster_->controller() == nullptr) {
+    return absl::UnavailableError("the cluster plane is not running on this node");
+  }
+  Controller* controller = cluster_->controller();
+  if (controller->IsLeader()) return controller->AddNode(request.node_id());
+  return ForwardToController<v1::AddNodeResponse>(
+      controller, *cluster_state_, options_.auth_token, "add-node",
+      [&](v1::KvCluster::Stub* stub, grpc::ClientContext* ctx, v1::AddNodeResponse* out) {
+        return stub->AddNode(ctx, request, out);
+      });
+}
+
+absl::StatusOr<v1::RebalanceResponse> KvServer::Rebalance(const v1::RebalanceRequest& request) {
+  if (cluster_ == nullptr || cluster_->controller() == nullptr) {
+    return absl::UnavailableError("the cluster plane is not running on this node");
+  }
+  Controller* controller = cluster_->controller();
+  if (controller->IsLeader()) return controller->Rebalance(request.dry_run());
+  return ForwardToController<v1::RebalanceResponse>(
+      controller, *cluster_state_, options_.auth_token, "rebalance",
+      [&](v1::KvCluster::Stub* stub, grpc::ClientContext* ctx, v1::RebalanceResponse* out) {
+        return stub->Rebalance(ctx, request, out);
       });
 }
 

@@ -12,11 +12,19 @@
 //             (forwarded to the controller); prints the new map as status
 //   remove-node NODE: KvCluster.RemoveNode (drain NODE before stopping
 //             it; forwarded to the controller); prints the new map as status
+//   add-node NODE: KvCluster.AddNode (a new, empty shard led by NODE);
+//             prints the new shard's id and the new map as status
+//   rebalance [--dry-run] [--wait]: KvCluster.Rebalance; prints the planned
+//             migrations; --wait then polls GetClusterMap every 0.5 s,
+//             printing progress on every change, until every planned
+//             migration left the map (exit 3 if one was dropped, on an
+//             error, or after --wait_timeout)
 //
 // Output: kvctl_cluster_format.h (text, or JSON with --json). Exit codes
 // as for every kvctl command: 0 done; 2 usage error (unknown subcommand,
 // --shard missing for failover, --shard/--to given to another
-// subcommand, remove-node without exactly one NODE, an operand given to
+// subcommand, --dry-run/--wait given to another or together,
+// remove-node/add-node without exactly one NODE, an operand given to
 // another subcommand); 3 any other error, e.g. FAILED_PRECONDITION from a server
 // in single-node mode or a failover the controller refuses, UNIMPLEMENTED
 // from a server without the cluster service; 4 credentials refused.
@@ -40,23 +48,28 @@ namespace kvctl {
 
 // What `cluster` was asked to do, checked before anything is dialled.
 struct ClusterRequest {
-  enum class Kind { kStatus, kNodes, kSlots, kFailover, kRemoveNode };
+  enum class Kind { kStatus, kNodes, kSlots, kFailover, kRemoveNode, kAddNode, kRebalance };
   Kind kind = Kind::kStatus;
-  int shard = -1;      // failover only
-  std::string target;  // failover only; empty: the controller picks
-  std::string node;    // remove-node only
+  int shard = -1;        // failover only
+  std::string target;    // failover only; empty: the controller picks
+  std::string node;      // remove-node and add-node only
+  bool dry_run = false;  // rebalance only
+  bool wait = false;     // rebalance only
 };
 
 // Parses the subcommand and its flags. `shard` is --shard (-1: not given),
 // `target` --to, `given` the flags on the command line, `operands` the
 // words after the subcommand. kInvalidArgument, worded for UsageError(),
 // for an unknown subcommand, failover without --shard (or a negative one),
-// --shard/--to with another subcommand, remove-node without exactly one
-// NODE, or an operand given to another subcommand.
+// --shard/--to with another subcommand, --dry-run/--wait (`dry_run`,
+// `wait`: their values) with another subcommand or both set,
+// remove-node/add-node without exactly one NODE, or an operand given to
+// another subcommand.
 absl::StatusOr<ClusterRequest> ParseClusterRequest(const std::string& subcommand, int shard,
                                                    const std::string& target,
                                                    const std::set<std::string>& given,
-                                                   const std::vector<std::string>& operands = {});
+                                                   const std::vector<std::string>& operands = {},
+                                                   bool dry_run = false, bool wait = false);
 
 // The handler (CommandFn): args[0] is the subcommand.
 int RunCluster(const Context& context, const std::vector<std::string>& args);

@@ -58,6 +58,65 @@ std::vector<std::string> DrainingIds(const v1::ClusterMap& map) {
   return ids;
 }
 
+// "COPYING" for MIGRATION_COPYING.
+std::string StateName(v1::MigrationState state) {
+  switch (state) {
+    case v1::MIGRATION_PENDING:
+      return "PENDING";
+    case v1::MIGRATION_COPYING:
+      return "COPYING";
+    case v1::MIGRATION_HANDOFF:
+      return "HANDOFF";
+    default:
+      return "UNSPECIFIED";
+  }
+}
+
+uint32_t CountOf(const v1::Migration& m) { return m.slots().end() - m.slots().start() + 1; }
+
+Json MigrationJson(const v1::Migration& m, bool with_state) {
+  Json j;
+  j["id"] = m.id();
+  if (with_state) j["state"] = StateName(m.state());
+  j["start"] = m.slots().start();
+  j["end"] = m.slots().end();
+  j["count"] = CountOf(m);
+  j["source_shard"] = m.source_shard();
+  j["target_shard"] = m.target_shard();
+  return j;
+}
+
+Json MigrationsJson(const v1::ClusterMap& map) {
+  Json j = Json::array();
+  for (const v1::Migration& m : map.migrations()) j.push_back(MigrationJson(m, true));
+  return j;
+}
+
+// "slots 4096-5460  count 1365  shard 0 -> shard 3"
+std::string MigrationText(const v1::Migration& m) {
+  return absl::StrFormat("slots %d-%d  count %d  shard %d -> shard %d", m.slots().start(),
+                         m.slots().end(), CountOf(m), m.source_shard(), m.target_shard());
+}
+
+std::string MigrationLines(const v1::ClusterMap& map) {
+  std::string out;
+  for (const v1::Migration& m : map.migrations()) {
+    absl::StrAppendFormat(&out, "migration %d  %s  %s\n", m.id(), StateName(m.state()),
+                          MigrationText(m));
+  }
+  return out;
+}
+
+bool TargetOwns(const v1::ClusterMap& map, const v1::Migration& m) {
+  for (const v1::Shard& s : map.shards()) {
+    if (s.shard_id() != m.target_shard()) continue;
+    for (const v1::SlotRange& r : s.slots()) {
+      if (r.start() <= m.slots().start() && m.slots().end() <= r.end()) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string FormatClusterStatus(const v1::ClusterMap& map, bool json) {
@@ -81,6 +140,7 @@ std::string FormatClusterStatus(const v1::ClusterMap& map, bool json) {
       j["shards"].push_back(std::move(js));
     }
     j["draining"] = DrainingIds(map);
+    j["migrations"] = MigrationsJson(map);
     return Dump(j);
   }
   std::string out = absl::StrFormat("epoch %d controller %s cluster %s replicas %d\n", map.epoch(),
@@ -98,7 +158,7 @@ std::string FormatClusterStatus(const v1::ClusterMap& map, bool json) {
         ListOrDash(std::vector<std::string>(s.syncing().begin(), s.syncing().end())),
         s.shard_epoch());
   }
-  return out;
+  return out + MigrationLines(map);
 }
 
 std::string FormatClusterNodes(const v1::ClusterMap& map, bool json) {
@@ -171,7 +231,71 @@ std::string FormatClusterSlots(const v1::ClusterMap& map, bool json) {
                             : r.shard->replicas(0));
     }
   }
-  return json ? Dump(j) : out;
+  if (json) j["migrations"] = MigrationsJson(map);
+  return json ? Dump(j) : out + MigrationLines(map);
+}
+
+std::string FormatRebalancePlan(const std::vector<v1::Migration>& planned, uint64_t epoch,
+                                bool dry_run, bool json) {
+  if (json) {
+    Json j;
+    j["dry_run"] = dry_run;
+    j["epoch"] = epoch;
+    j["planned"] = Json::array();
+    for (const v1::Migration& m : planned) j["planned"].push_back(MigrationJson(m, false));
+    return Dump(j);
+  }
+  if (planned.empty()) return "slots are already even: nothing to move\n";
+  std::string out =
+      dry_run
+          ? absl::StrFormat("dry run: %d migration(s) planned, nothing written\n", planned.size())
+          : absl::StrFormat("queued %d migration(s) in map epoch %d\n", planned.size(), epoch);
+  for (const v1::Migration& m : planned) {
+    absl::StrAppendFormat(&out, "migration %d  %s\n", m.id(), MigrationText(m));
+  }
+  return out;
+}
+
+RebalanceProgress ProgressOf(const v1::ClusterMap& map, const std::vector<v1::Migration>& planned) {
+  RebalanceProgress p;
+  p.epoch = map.epoch();
+  p.total = planned.size();
+  for (const v1::Migration& want : planned) {
+    const v1::Migration* found = nullptr;
+    for (const v1::Migration& m : map.migrations()) {
+      if (m.id() == want.id()) found = &m;
+    }
+    if (found == nullptr) {
+      ++(TargetOwns(map, want) ? p.done : p.dropped);
+    } else if (found->state() == v1::MIGRATION_PENDING) {
+      ++p.pending;
+    } else {
+      p.running = *found;
+    }
+  }
+  return p;
+}
+
+std::string FormatRebalanceProgress(const RebalanceProgress& p, bool json) {
+  const bool running = p.running.state() != v1::MIGRATION_STATE_UNSPECIFIED;
+  if (json) {
+    Json j;
+    j["epoch"] = p.epoch;
+    j["done"] = p.done;
+    j["dropped"] = p.dropped;
+    j["total"] = p.total;
+    j["pending"] = p.pending;
+    j["running"] = running ? MigrationJson(p.running, true) : Json(nullptr);
+    return Dump(j);
+  }
+  std::string out =
+      absl::StrFormat("epoch %d: %d of %d done, %d pending", p.epoch, p.done, p.total, p.pending);
+  if (p.dropped > 0) absl::StrAppendFormat(&out, ", %d DROPPED (a shard went down)", p.dropped);
+  if (running) {
+    absl::StrAppendFormat(&out, "; running migration %d %s %s", p.running.id(),
+                          StateName(p.running.state()), MigrationText(p.running));
+  }
+  return out + "\n";
 }
 
 }  // namespace kvctl

@@ -25,12 +25,29 @@
 // slots, JSON: {"epoch":7,"slots":[{"start":0,"end":8191,"shard_id":0,
 //   "primary":"n0","primary_address":"10.0.0.1:7300"}]}
 //   (primary and primary_address null when the shard is down; "down" in text.)
+// Migrations (status and slots), text: one line each, in the map's order:
+//   migration 7  COPYING  slots 4096-5460  count 1365  shard 0 -> shard 3
+// JSON (status and slots): "migrations":[{"id":7,"state":"COPYING",
+//   "start":4096,"end":5460,"count":1365,"source_shard":0,"target_shard":3}]
+//   (always present; [] when none).
+// rebalance, text: a header line, then one line per planned migration:
+//   queued 3 migration(s) in map epoch 9          (or: dry run: 3 migration(s)
+//   migration 7  slots 4096-5460  count 1365  shard 0 -> shard 3   planned, nothing written)
+//   ("slots are already even: nothing to move" when none.)
+// rebalance, JSON: {"dry_run":false,"epoch":9,"planned":[{"id":7,
+//   "start":..,"end":..,"count":..,"source_shard":0,"target_shard":3}]}
+// rebalance --wait progress, text, one line per change:
+//   epoch 12: 1 of 3 done, 1 pending; running migration 8 COPYING slots 9557-10922 shard 1 -> shard
+//   3
+// JSON: {"epoch":12,"done":1,"dropped":0,"total":3,"pending":1,
+//   "running":{migration as above} or null}
 // Invalid UTF-8 in names is replaced in JSON.
 
 #ifndef KVSTORE_CLIENT_KVCTL_KVCTL_CLUSTER_FORMAT_H_
 #define KVSTORE_CLIENT_KVCTL_KVCTL_CLUSTER_FORMAT_H_
 
 #include <string>
+#include <vector>
 
 #include "proto/kv_cluster.pb.h"
 
@@ -41,6 +58,28 @@ namespace kvctl {
 std::string FormatClusterStatus(const v1::ClusterMap& map, bool json);
 std::string FormatClusterNodes(const v1::ClusterMap& map, bool json);
 std::string FormatClusterSlots(const v1::ClusterMap& map, bool json);
+
+// The answer of rebalance: `planned` (written into map epoch `epoch`
+// unless `dry_run`).
+std::string FormatRebalancePlan(const std::vector<v1::Migration>& planned, uint64_t epoch,
+                                bool dry_run, bool json);
+
+// How far the migrations `planned` got in `map`. One not in the map any
+// more is done when its target shard owns its slots, else dropped (the
+// controller drops a migration whose source or target shard went down).
+struct RebalanceProgress {
+  uint64_t epoch = 0;
+  int total = 0;
+  int done = 0;
+  int dropped = 0;
+  int pending = 0;
+  // The planned migration that is COPYING or HANDOFF; none: id 0 and
+  // state unspecified.
+  v1::Migration running;
+  bool finished() const { return done + dropped == total; }
+};
+RebalanceProgress ProgressOf(const v1::ClusterMap& map, const std::vector<v1::Migration>& planned);
+std::string FormatRebalanceProgress(const RebalanceProgress& progress, bool json);
 
 }  // namespace kvctl
 }  // namespace client

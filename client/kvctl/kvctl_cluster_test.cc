@@ -6,6 +6,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "client/kvctl/kvctl_cluster_command.h"
 #include "client/kvctl/kvctl_cluster_format.h"
@@ -66,8 +67,8 @@ TEST(ParseClusterRequestTest, Subcommands) {
 }
 
 TEST(ParseClusterRequestTest, UsageErrors) {
-  EXPECT_THAT(ParseClusterRequest("rebalance", -1, "", {}).status().message(),
-              HasSubstr("unknown cluster subcommand \"rebalance\""));
+  EXPECT_THAT(ParseClusterRequest("reshard", -1, "", {}).status().message(),
+              HasSubstr("unknown cluster subcommand \"reshard\""));
   EXPECT_THAT(ParseClusterRequest("failover", -1, "", {}).status().message(),
               HasSubstr("needs --shard"));
   EXPECT_THAT(ParseClusterRequest("failover", -3, "", {"shard"}).status().message(),
@@ -159,10 +160,126 @@ TEST(ClusterFormatTest, StatusListsDrainingNodes) {
   EXPECT_EQ(none["draining"], nlohmann::json::array());
 }
 
+TEST(ParseClusterRequestTest, AddNodeAndRebalance) {
+  auto a = ParseClusterRequest("add-node", -1, "", {}, {"n4"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->kind, ClusterRequest::Kind::kAddNode);
+  EXPECT_EQ(a->node, "n4");
+  EXPECT_THAT(ParseClusterRequest("add-node", -1, "", {}).status().message(),
+              HasSubstr("add-node needs exactly one NODE"));
+  auto r = ParseClusterRequest("rebalance", -1, "", {"wait"}, {}, false, true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->kind, ClusterRequest::Kind::kRebalance);
+  EXPECT_TRUE(r->wait);
+  EXPECT_FALSE(r->dry_run);
+  auto d = ParseClusterRequest("rebalance", -1, "", {"dry_run"}, {}, true, false);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->dry_run);
+  EXPECT_THAT(ParseClusterRequest("rebalance", -1, "", {"dry_run", "wait"}, {}, true, true)
+                  .status()
+                  .message(),
+              HasSubstr("exclude each other"));
+  EXPECT_THAT(ParseClusterRequest("status", -1, "", {"wait"}, {}, false, true).status().message(),
+              HasSubstr("only to cluster rebalance"));
+  EXPECT_THAT(ParseClusterRequest("rebalance", -1, "", {}, {"x"}).status().message(),
+              HasSubstr("takes no operand"));
+  EXPECT_THAT(ParseClusterRequest("rebalance", 1, "", {"shard"}).status().message(),
+              HasSubstr("only to cluster failover"));
+}
+
+v1::Migration Move(uint32_t id, uint32_t start, uint32_t end, uint32_t from, uint32_t to,
+                   v1::MigrationState state) {
+  v1::Migration m;
+  m.set_id(id);
+  m.mutable_slots()->set_start(start);
+  m.mutable_slots()->set_end(end);
+  m.set_source_shard(from);
+  m.set_target_shard(to);
+  m.set_state(state);
+  return m;
+}
+
+TEST(ClusterFormatTest, StatusAndSlotsShowMigrations) {
+  v1::ClusterMap map = SampleMap();
+  *map.add_migrations() = Move(7, 4096, 8191, 0, 1, v1::MIGRATION_COPYING);
+  *map.add_migrations() = Move(8, 0, 9, 0, 1, v1::MIGRATION_PENDING);
+  const std::string lines =
+      "migration 7  COPYING  slots 4096-8191  count 4096  shard 0 -> shard 1\n"
+      "migration 8  PENDING  slots 0-9  count 10  shard 0 -> shard 1\n";
+  EXPECT_EQ(FormatClusterStatus(map, false), FormatClusterStatus(SampleMap(), false) + lines);
+  EXPECT_EQ(FormatClusterSlots(map, false), FormatClusterSlots(SampleMap(), false) + lines);
+  for (const std::string& out : {FormatClusterStatus(map, true), FormatClusterSlots(map, true)}) {
+    auto j = nlohmann::json::parse(out);
+    ASSERT_EQ(j["migrations"].size(), 2u);
+    EXPECT_EQ(j["migrations"][0],
+              nlohmann::json::parse(R"({"id":7,"state":"COPYING","start":4096,"end":8191,)"
+                                    R"("count":4096,"source_shard":0,"target_shard":1})"));
+    EXPECT_EQ(j["migrations"][1]["state"], "PENDING");
+  }
+  EXPECT_EQ(nlohmann::json::parse(FormatClusterStatus(SampleMap(), true))["migrations"],
+            nlohmann::json::array());
+}
+
+TEST(ClusterFormatTest, RebalancePlan) {
+  const std::vector<v1::Migration> planned = {Move(3, 100, 199, 0, 2, v1::MIGRATION_PENDING),
+                                              Move(4, 300, 300, 1, 2, v1::MIGRATION_PENDING)};
+  EXPECT_EQ(FormatRebalancePlan(planned, 9, false, false),
+            "queued 2 migration(s) in map epoch 9\n"
+            "migration 3  slots 100-199  count 100  shard 0 -> shard 2\n"
+            "migration 4  slots 300-300  count 1  shard 1 -> shard 2\n");
+  EXPECT_THAT(FormatRebalancePlan(planned, 8, true, false),
+              HasSubstr("dry run: 2 migration(s) planned, nothing written\n"));
+  EXPECT_EQ(FormatRebalancePlan({}, 8, false, false), "slots are already even: nothing to move\n");
+  auto j = nlohmann::json::parse(FormatRebalancePlan(planned, 9, true, true));
+  EXPECT_EQ(j["dry_run"], true);
+  EXPECT_EQ(j["epoch"], 9);
+  ASSERT_EQ(j["planned"].size(), 2u);
+  EXPECT_EQ(j["planned"][1]["count"], 1);
+  EXPECT_EQ(j["planned"][0]["target_shard"], 2);
+}
+
+TEST(ClusterFormatTest, RebalanceProgress) {
+  // SampleMap: shard 0 owns 0-8191, shard 1 8192-16383. Migration 1
+  // (8000-8191 to shard 1) flipped, 2 runs, 3 waits, 4 (to shard 0) was
+  // dropped: its slots are still shard 1's.
+  const std::vector<v1::Migration> planned = {Move(1, 8000, 8191, 0, 1, v1::MIGRATION_PENDING),
+                                              Move(2, 7000, 7999, 0, 1, v1::MIGRATION_PENDING),
+                                              Move(3, 6000, 6999, 0, 1, v1::MIGRATION_PENDING),
+                                              Move(4, 9000, 9001, 1, 0, v1::MIGRATION_PENDING)};
+  v1::ClusterMap map = SampleMap();
+  map.mutable_shards(0)->mutable_slots(0)->set_end(7999);
+  map.mutable_shards(1)->mutable_slots(0)->set_start(8000);
+  *map.add_migrations() = Move(2, 7000, 7999, 0, 1, v1::MIGRATION_HANDOFF);
+  *map.add_migrations() = Move(3, 6000, 6999, 0, 1, v1::MIGRATION_PENDING);
+  RebalanceProgress p = ProgressOf(map, planned);
+  EXPECT_EQ(p.total, 4);
+  EXPECT_EQ(p.done, 1);
+  EXPECT_EQ(p.dropped, 1);
+  EXPECT_EQ(p.pending, 1);
+  EXPECT_EQ(p.running.id(), 2u);
+  EXPECT_FALSE(p.finished());
+  EXPECT_EQ(FormatRebalanceProgress(p, false),
+            "epoch 7: 1 of 4 done, 1 pending, 1 DROPPED (a shard went down); running migration 2 "
+            "HANDOFF slots 7000-7999  count 1000  shard 0 -> shard 1\n");
+  auto j = nlohmann::json::parse(FormatRebalanceProgress(p, true));
+  EXPECT_EQ(j["done"], 1);
+  EXPECT_EQ(j["running"]["state"], "HANDOFF");
+  map.clear_migrations();
+  map.mutable_shards(0)->mutable_slots(0)->set_end(5999);
+  map.mutable_shards(1)->mutable_slots(0)->set_start(6000);
+  p = ProgressOf(map, planned);
+  EXPECT_TRUE(p.finished());
+  EXPECT_EQ(p.done, 3);
+  EXPECT_EQ(FormatRebalanceProgress(p, false),
+            "epoch 7: 3 of 4 done, 0 pending, 1 DROPPED (a shard went down)\n");
+  EXPECT_TRUE(nlohmann::json::parse(FormatRebalanceProgress(p, true))["running"].is_null());
+}
+
 TEST(ClusterHelpTest, NamesEverySubcommand) {
   const std::string help = ClusterHelpText();
   for (const char* word : {"status", "nodes", "slots", "failover --shard=N [--to=NODE]",
-                           "remove-node NODE", "FAILED_PRECONDITION", "--json"}) {
+                           "remove-node NODE", "add-node NODE", "rebalance [--dry-run] [--wait]",
+                           "--wait_timeout", "FAILED_PRECONDITION", "--json"}) {
     EXPECT_THAT(help, HasSubstr(word));
   }
 }

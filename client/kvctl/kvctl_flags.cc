@@ -67,3 +67,10 @@ ABSL_FLAG(int, shard, -1, "cluster failover: the shard to fail over (required; -
 ABSL_FLAG(std::string, to, "",
           "cluster failover: the in-sync backup to promote (default: the one with the newest "
           "data).");
+ABSL_FLAG(bool, dry_run, false,
+          "cluster rebalance: print the planned migrations without queueing them.");
+ABSL_FLAG(bool, wait, false,
+          "cluster rebalance: poll the map every 0.5 s, printing progress, until every planned "
+          "migration is done (or --wait_timeout passes).");
+ABSL_FLAG(absl::Duration, wait_timeout, absl::Minutes(30),
+          "cluster rebalance --wait: give up (exit 3) after this long.");

@@ -75,8 +75,10 @@ constexpr Command kCommands[] = {
      "The cluster map as the server holds it: status (epoch, controller, shards with slot "
      "ranges, primary, backups, syncing nodes, up or DOWN), nodes (addresses, incarnation, "
      "roles), slots (ranges -> primary), failover --shard=N [--to=NODE] (manual failover "
-     "through the controller; prints the new map), or remove-node NODE (drain NODE before "
-     "stopping it; prints the new map). Run 'kvctl cluster --help' for details. A "
+     "through the controller; prints the new map), remove-node NODE (drain NODE before "
+     "stopping it; prints the new map), add-node NODE (a new, empty shard led by NODE), or "
+     "rebalance [--dry-run] [--wait] (queue slot migrations that even out the shards; "
+     "--wait follows them). Run 'kvctl cluster --help' for details. A "
      "server in single-node mode answers FAILED_PRECONDITION, one without the cluster service "
      "UNIMPLEMENTED (exit 3).",
      1, 2, RunCluster},

@@ -55,6 +55,9 @@ constexpr FlagHelp kFlagHelp[] = {
     {"seed",        "bench", "S"},
     {"shard",       "cluster", "N"},
     {"to",          "cluster", "NODE"},
+    {"dry_run",     "cluster", nullptr},
+    {"wait",        "cluster", nullptr},
+    {"wait_timeout", "cluster", "D"},
 };
 // clang-format on
 

@@ -188,5 +188,31 @@ grpc::Status ClusterService::AcceptHandoff(grpc::ServerContext* context,
   return ToGrpcStatus(deps_.importer->AcceptHandoff(*request));
 }
 
+grpc::Status ClusterService::AddNode(grpc::ServerContext* context,
+                                     const v1::AddNodeRequest* request,
+                                     v1::AddNodeResponse* response) {
+  if (absl::Status s = Admit(context); !s.ok()) return ToGrpcStatus(s);
+  if (!deps_.add_node) {
+    return ToGrpcStatus(absl::UnimplementedError("add-node is not wired on this node"));
+  }
+  auto answer = deps_.add_node(*request);
+  if (!answer.ok()) return ToGrpcStatus(answer.status());
+  *response = *std::move(answer);
+  return grpc::Status::OK;
+}
+
+grpc::Status ClusterService::Rebalance(grpc::ServerContext* context,
+                                       const v1::RebalanceRequest* request,
+                                       v1::RebalanceResponse* response) {
+  if (absl::Status s = Admit(context); !s.ok()) return ToGrpcStatus(s);
+  if (!deps_.rebalance) {
+    return ToGrpcStatus(absl::UnimplementedError("rebalance is not wired on this node"));
+  }
+  auto answer = deps_.rebalance(*request);
+  if (!answer.ok()) return ToGrpcStatus(answer.status());
+  *response = *std::move(answer);
+  return grpc::Status::OK;
+}
+
 }  // namespace server
 }  // namespace kvstore

@@ -24,6 +24,8 @@
 //   BeginImport,    (SlotImporter; kUnimplemented without one).
 //   ImportEntries,
 //   AcceptHandoff
+//   AddNode,        the `add_node` / `rebalance` functions, the same way
+//   Rebalance       (§19.9).
 //
 // Every RPC first passes the Authenticator, as KvControl's do: with a server
 // token, a call without it fails with UNAUTHENTICATED before its request is
@@ -69,6 +71,10 @@ struct ClusterServiceDeps {
   // Drains a node (kvctl cluster remove-node), like `failover`: the
   // controller's, forwarded when this node is not it. Empty: kUnimplemented.
   std::function<absl::StatusOr<v1::ClusterMap>(const v1::RemoveNodeRequest&)> remove_node;
+  // add-node and rebalance (kvctl cluster add-node / rebalance), like
+  // `failover`. Empty: kUnimplemented.
+  std::function<absl::StatusOr<v1::AddNodeResponse>(const v1::AddNodeRequest&)> add_node;
+  std::function<absl::StatusOr<v1::RebalanceResponse>(const v1::RebalanceRequest&)> rebalance;
   // The bearer token every RPC must carry; empty: none (Authenticator).
   std::string auth_token;
   // Gets kvstore_grpc_auth_failures_total (shared with KvControl's) and
@@ -104,6 +110,10 @@ class ClusterService : public v1::KvCluster::Service {
                              v1::ImportEntriesResponse* response) override;
   grpc::Status AcceptHandoff(grpc::ServerContext* context, const v1::AcceptHandoffRequest* request,
                              v1::AcceptHandoffResponse* response) override;
+  grpc::Status AddNode(grpc::ServerContext* context, const v1::AddNodeRequest* request,
+                       v1::AddNodeResponse* response) override;
+  grpc::Status Rebalance(grpc::ServerContext* context, const v1::RebalanceRequest* request,
+                         v1::RebalanceResponse* response) override;
 
  private:
   // Authenticates, then checks that there is a cluster (and, for the

@@ -57,6 +57,25 @@ absl::StatusOr<v1::ClusterMap> ClusterRpc::RemoveNode(const std::string& node_id
   return std::move(*resp.mutable_map());
 }
 
+absl::StatusOr<v1::AddNodeResponse> ClusterRpc::AddNode(const std::string& node_id,
+                                                        absl::Time deadline) {
+  v1::AddNodeRequest req;
+  req.set_node_id(node_id);
+  auto ctx = NewContext(deadline);
+  v1::AddNodeResponse resp;
+  KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->AddNode(ctx.get(), req, &resp)));
+  return resp;
+}
+
+absl::StatusOr<v1::RebalanceResponse> ClusterRpc::Rebalance(bool dry_run, absl::Time deadline) {
+  v1::RebalanceRequest req;
+  req.set_dry_run(dry_run);
+  auto ctx = NewContext(deadline);
+  v1::RebalanceResponse resp;
+  KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->Rebalance(ctx.get(), req, &resp)));
+  return resp;
+}
+
 // The wording is the server's (proto/kv_cluster.proto): FAILED_PRECONDITION
 // also means "stale shard epoch", which is not single-node mode.
 bool IsSingleNodeAnswer(const absl::Status& status) {

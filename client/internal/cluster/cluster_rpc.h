@@ -1,11 +1,11 @@
 // Copyright 2026 The kvstore Authors.
 //
 // ClusterRpc: the client's side of the KvCluster service (proto/
-// kv_cluster.proto), limited to what clients and kvctl call: GetClusterMap
-// and Failover. The only client code that calls the KvCluster stub. Like
-// ControlClient, every call gets a fresh context with the caller's absolute
-// deadline and, with a token, the bearer metadata, and every grpc::Status is
-// converted with FromGrpcStatus, so callers see the server's codes:
+// kv_cluster.proto), limited to what clients and kvctl call: GetClusterMap,
+// and the controller requests Failover, RemoveNode, AddNode, Rebalance. The only client code that
+// calls the KvCluster stub. Like ControlClient, every call gets a fresh context with the caller's
+// absolute deadline and, with a token, the bearer metadata, and every grpc::Status is converted
+// with FromGrpcStatus, so callers see the server's codes:
 //   kFailedPrecondition  single-node mode ("single-node mode"), or a
 //                        failover the controller refuses
 //   kUnimplemented       a server built before the cluster existed
@@ -52,6 +52,15 @@ class ClusterRpc {
   // Asks to drain `node_id` (kvctl cluster remove-node); the server
   // forwards it to the controller. Returns the map that the removal wrote.
   absl::StatusOr<v1::ClusterMap> RemoveNode(const std::string& node_id, absl::Time deadline);
+
+  // Asks to give the registered member `node_id` a new, empty shard
+  // (kvctl cluster add-node); forwarded to the controller. Returns the map
+  // written and the new shard's id.
+  absl::StatusOr<v1::AddNodeResponse> AddNode(const std::string& node_id, absl::Time deadline);
+
+  // Asks the controller to plan (and, unless `dry_run`, queue) the slot
+  // migrations that even out the shards (kvctl cluster rebalance).
+  absl::StatusOr<v1::RebalanceResponse> Rebalance(bool dry_run, absl::Time deadline);
 
  private:
   std::unique_ptr<grpc::ClientContext> NewContext(absl::Time deadline) const;
