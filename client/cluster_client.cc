@@ -392,6 +392,7 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
         // As on one server: a batch that cannot be attempted fails whole.
         if (v == Verdict::kFinal) return value.status();
         if (v == Verdict::kAsk || v == Verdict::kTryAgain) {
+          if (v == Verdict::kTryAgain) metrics_.tryagains()->Increment();
           single.insert(single.end(), idx.begin(), idx.end());
           continue;
         }
@@ -403,6 +404,7 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
       for (size_t k = 0; k < idx.size(); ++k) {
         const Verdict v = ClassifyAttempt((*value)[k].status(), budget);
         if (v == Verdict::kAsk || v == Verdict::kTryAgain) {
+          if (v == Verdict::kTryAgain) metrics_.tryagains()->Increment();
           single.push_back(idx[k]);
         } else if (v != Verdict::kFinal) {
           failure.Note(v, (*value)[k].status(), parts[pi]->first, results[pi].link);
@@ -484,6 +486,7 @@ absl::Status ClusterClientImpl::MultiPut(
         continue;
       }
       if (v == Verdict::kAsk || v == Verdict::kTryAgain) {
+        if (v == Verdict::kTryAgain) metrics_.tryagains()->Increment();
         single.insert(single.end(), parts[pi]->second.begin(), parts[pi]->second.end());
         continue;
       }

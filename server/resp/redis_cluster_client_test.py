@@ -8,11 +8,23 @@
 # command from COMMAND, and must route every request itself. The C++ test
 # then checks that every key landed on its slot's primary only.
 #
-# Usage: redis_cluster_client_test.py <port> <seed> <keys>
+# With "ask <key>", the C++ test (MigrationRedisPyFollowsAsk) has put the
+# key's slot in a handed-off migration: the node CLUSTER SLOTS names answers
+# -ASK, and the client must send ASKING and the command to the target.
+#
+# Usage: redis_cluster_client_test.py <port> <seed> <keys> [ask <key>]
 import random
 import sys
 
 from redis.cluster import RedisCluster
+
+
+def follow_ask(rc, rng, key):
+    value = "%x" % rng.getrandbits(64)
+    assert rc.set(key, value) is True, key
+    got = rc.get(key)
+    assert got == value.encode(), (key, got, value)
+    print("PASS ask", key, value)
 
 
 def main():
@@ -20,6 +32,9 @@ def main():
     print("seed", seed)
     rng = random.Random(seed)
     rc = RedisCluster(host="127.0.0.1", port=port)
+    if len(sys.argv) == 6 and sys.argv[4] == "ask":
+        follow_ask(rc, rng, sys.argv[5])
+        return
     values = {}
     nodes = set()
     for i in range(count):

@@ -606,6 +606,49 @@ TEST_F(RespClusterTest, RedisPyClusterClient) {
   }
 }
 
+// redis-py's RedisCluster follows -ASK: the key's slot is handed off from
+// node 0 to node 1, the client (which learnt node 0 from CLUSTER SLOTS)
+// sends ASKING and the command to node 1.
+TEST_F(RespClusterTest, MigrationRedisPyFollowsAsk) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  ASSERT_NE(srcdir, nullptr);
+  ASSERT_NE(workspace, nullptr);
+  const std::string key = KeyOn(0, "pyask");
+  const uint32_t slot = cluster::KeySlot(key);
+  v1::ClusterMap map = MakeMap(2);
+  v1::Migration* m = map.add_migrations();
+  m->set_id(1);
+  m->mutable_slots()->set_start(slot);
+  m->mutable_slots()->set_end(slot);
+  m->set_source_shard(0);
+  m->set_target_shard(1);
+  m->set_state(v1::MIGRATION_HANDOFF);
+  map.set_next_migration_id(2);
+  Install(map);
+  nodes_[1].state->AcceptHandoff(1);
+  nodes_[0].state->MarkHandedOff(1);
+  const std::string script =
+      absl::StrCat(srcdir, "/", workspace, "/server/resp/redis_cluster_client_test.py");
+  const uint32_t seed = std::random_device{}();
+  const std::string cmd =
+      absl::StrCat("timeout 60 python3 '", script, "' ", nodes_[2].server->port(), " ", seed,
+                   " 0 ask ", key, " 2>&1");
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  std::printf("%s", out.c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("PASS ask ", key)));
+  // The write landed on the target only.
+  EXPECT_TRUE(nodes_[1].store->Exists(key));
+  EXPECT_FALSE(nodes_[0].store->Exists(key));
+}
+
 // Single-node mode answers as a Redis without cluster support.
 TEST(RespSingleNodeTest, ClusterCommandsAreRefusedAsRedisDoes) {
   MemoryPoolOptions po;
