@@ -25,7 +25,8 @@
 #                        prometheus)
 #   bench [KVCTL BENCH FLAGS]
 #         kvctl bench from the client container against the cluster
-#         (default --duration=5s --concurrency=16 --value-size=1K) and prints
+#         (default --duration=5s --concurrency=16 --value-size=1K --keys=2000)
+#         and prints
 #         its figures; flags given replace those defaults.
 #   chaos [ARGS]
 #         Kills, pauses and restarts kvserver containers under load: runs
@@ -36,6 +37,7 @@
 #   kvctl ARGS...        kvctl in the client container, --server set
 #   redis-cli ARGS...    redis-cli -c in the client container, host, port and
 #                        password set
+#   engine               start dockerd if none answers (as up does), and say so
 #   -h, --help           this text
 #
 # Environment: KV_COMPOSE_PROJECT (compose project name, default kvstore),
@@ -104,12 +106,22 @@ ensure_dockerd() {
         nohup dockerd --iptables=false >"$STATE/dockerd.log" 2>&1 &
         echo $! >"$STATE/dockerd.pid"
     fi
-    local i
+    local i pid
+    pid=$(cat "$STATE/dockerd.pid" 2>/dev/null || true)
     for ((i = 0; i < 60; i++)); do
         docker info >/dev/null 2>&1 && return 0
+        if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
+            tail -n 5 "$STATE/dockerd.log" >&2 || true
+            rm -f "$STATE/dockerd.pid"
+            die "dockerd exited at once (its log above)"
+        fi
         sleep 0.5
     done
-    tail -n 20 "$STATE/dockerd.log" 2>/dev/null >&2 || true
+    tail -n 10 "$STATE/dockerd.log" 2>/dev/null >&2 || true
+    if [[ -n $pid ]]; then # ours: do not leave it behind
+        kill "$pid" 2>/dev/null || true
+        rm -f "$STATE/dockerd.pid"
+    fi
     die "dockerd did not answer within 30 s"
 }
 
@@ -198,8 +210,15 @@ wait_ready() {
     die "the cluster was not ready within ${timeout}s (logs above)"
 }
 
+# phase NAME: how long the step that just ended took.
+phase() {
+    say "$1 ($((SECONDS - T_PHASE)) s)"
+    T_PHASE=$SECONDS
+}
+
 cmd_up() {
     local prom=0 want=auto nobuild=0 timeout=180 t0=$SECONDS
+    T_PHASE=$SECONDS
     while (($#)); do
         case $1 in
         --prometheus) prom=1 ;;
@@ -216,10 +235,12 @@ cmd_up() {
     need_docker
     choose_transport "$want"
     build_binaries "$nobuild"
+    phase "binaries"
     ensure_dockerd
     local images=(kvstore-server kvstore-client kvstore-etcd)
     ((prom)) && images+=(kvstore-prometheus)
     "$COMPOSE_DIR/build-images.sh" "${images[@]}" || die "building the images failed"
+    phase "images"
     check_ports "$prom"
     make_token
     COMPOSE_FILES=(-f "$COMPOSE_DIR/docker-compose.yml")
@@ -234,7 +255,9 @@ cmd_up() {
     ((prom)) && profile=(--profile metrics)
     say "starting the cluster (project $PROJECT, transport $TRANSPORT)"
     compose "${profile[@]}" up -d --remove-orphans || die "docker-compose up failed"
+    phase "containers started"
     wait_ready "$timeout"
+    phase "shards in sync"
     in_client kvctl --server=$SEED cluster status
     print_reach "$prom"
     say "over $(echo "$TRANSPORT" | tr a-z A-Z): $WHY"
@@ -319,7 +342,7 @@ cmd_status() {
 cmd_bench() {
     running
     local args=("$@")
-    ((${#args[@]})) || args=(--duration=5s --concurrency=16 --value-size=1K)
+    ((${#args[@]})) || args=(--duration=5s --concurrency=16 --value-size=1K --keys=2000)
     say "kvctl bench ${args[*]} (client container -> cluster)"
     in_client kvctl --server=$SEED bench "${args[@]}"
 }
@@ -393,6 +416,10 @@ main() {
     redis-cli)
         running
         in_client sh -c 'REDISCLI_AUTH=$(cat /run/secrets/kv_token) exec redis-cli -c -h kvserver1 -p 6380 "$@"' redis-cli "$@"
+        ;;
+    engine)
+        ensure_dockerd
+        say "dockerd answers ($(docker version -f '{{.Server.Version}}' 2>/dev/null || echo '?'))"
         ;;
     -h | --help | help) usage ;;
     *) bad_usage "unknown command $cmd" ;;

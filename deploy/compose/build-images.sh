@@ -168,10 +168,11 @@ up_to_date() {
 }
 
 # import ROOT NAME KEY CHANGE...: docker import ROOT as NAME:latest, labelled
-# with KEY.
+# with KEY; the image it replaces is removed.
 import() {
-    local r=$1 name=$2 key=$3
+    local r=$1 name=$2 key=$3 old
     shift 3
+    old=$(docker image inspect -f '{{.Id}}' "$name:latest" 2>/dev/null || true)
     local changes=(-c "LABEL kvstore.inputs=$key" -c 'ENV PATH=/usr/local/bin:/usr/bin')
     local c
     for c; do changes+=(-c "$c"); done
@@ -179,6 +180,8 @@ import() {
         docker import "${changes[@]}" - "$name:latest" >/dev/null ||
         die "docker import of $name failed"
     echo "build-images: $name built ($(image_size "$name"))"
+    # the image it replaces, unless a container still uses it
+    [[ -z $old ]] || docker rmi "$old" >/dev/null 2>&1 || true
 }
 image_size() {
     local bytes
