@@ -16,6 +16,9 @@
 #         deploy/compose/docker-compose.rdma.yml exists (that overlay maps the
 #         device into the containers); TCP otherwise.  --tcp forces TCP,
 #         --rdma fails unless RDMA is possible.  --no-build skips bazel.
+#   up --vm [ARGS]  the same inside the Soft-RoCE VM (tests/rxe), where the
+#         containers use RDMA on rxe0: runs deploy/compose/vm.sh up ARGS
+#   vm ARGS              deploy/compose/vm.sh ARGS (see its --help)
 #   down [--stop-dockerd]
 #         Removes the cluster's containers, network and volumes, checks that
 #         none is left and says so.  --stop-dockerd also stops the dockerd
@@ -78,8 +81,15 @@ RDMA_OVERLAY=$COMPOSE_DIR/docker-compose.rdma.yml
 [[ -f $STATE/overlay ]] && [[ -f $RDMA_OVERLAY ]] && COMPOSE_FILES+=(-f "$RDMA_OVERLAY")
 
 compose() { docker-compose -p "$PROJECT" --project-directory "$COMPOSE_DIR" "${COMPOSE_FILES[@]}" "$@"; }
-# A command in the client container (no tty, so it works from scripts and CI).
-in_client() { compose exec -T client "$@"; }
+# A command in the client container (no tty, so it works from scripts and
+# CI).  docker exec on the container's id: much quicker than docker-compose
+# exec, which matters when polling the map.
+CLIENT_ID=""
+in_client() {
+    [[ -n $CLIENT_ID ]] || CLIENT_ID=$(compose ps -q client 2>/dev/null)
+    [[ -n $CLIENT_ID ]] || die "no client container (is the cluster up? deploy/cluster.sh up)"
+    docker exec -i "$CLIENT_ID" "$@"
+}
 
 need_docker() {
     command -v docker-compose >/dev/null ||
@@ -256,6 +266,7 @@ cmd_up() {
     say "starting the cluster (project $PROJECT, transport $TRANSPORT)"
     compose "${profile[@]}" up -d --remove-orphans || die "docker-compose up failed"
     phase "containers started"
+    CLIENT_ID=$(compose ps -q client)
     wait_ready "$timeout"
     phase "shards in sync"
     in_client kvctl --server=$SEED cluster status
@@ -324,7 +335,8 @@ cmd_down() {
 running() {
     need_docker
     docker info >/dev/null 2>&1 || die "dockerd is not running (deploy/cluster.sh up starts it)"
-    [[ -n $(compose ps -q client 2>/dev/null) ]] || die "the cluster is not running (deploy/cluster.sh up)"
+    CLIENT_ID=$(compose ps -q client 2>/dev/null)
+    [[ -n $CLIENT_ID ]] || die "the cluster is not running (deploy/cluster.sh up)"
 }
 
 cmd_status() {
@@ -358,7 +370,7 @@ cmd_chaos() {
 
 # shard_primary N: node id of shard N's primary (n1..n3 = kvserver1..3).
 shard_primary() {
-    in_client kvctl --server="$2" --json cluster status |
+    in_client kvctl --server="$2" --timeout=2s --json cluster status |
         python3 -c 'import json,sys; m=json.load(sys.stdin); print([s for s in m["shards"] if s["shard_id"]=='"$1"'][0]["primary"] or "")'
 }
 
@@ -384,12 +396,19 @@ builtin_chaos() {
         ((SECONDS - t0 < 30)) || die "chaos: no new primary for shard 0 after 30 s"
         sleep 0.5
     done
-    say "chaos: shard 0 primary $victim -> $primary after ~$((SECONDS - t0)) s"
+    say "chaos: shard 0 primary $victim -> $primary seen after ~$((SECONDS - t0)) s (polling; the servers' logs have the exact time)"
     compose start "$svc" >/dev/null
     wait "$bench" || say "chaos: the bench load reported an error (${STATE#"$REPO"/}/chaos-bench.txt)"
     tail -n 12 "$STATE/chaos-bench.txt"
     wait_ready 120
     say "chaos: $svc is back and in sync"
+}
+
+# The compose cluster inside the project's Soft-RoCE VM (RDMA on rxe0):
+# deploy/compose/vm.sh, the VM test's side of this tool.
+run_vm() {
+    [[ -x $COMPOSE_DIR/vm.sh ]] || die "deploy/compose/vm.sh is not in this tree (the Soft-RoCE VM side)"
+    exec "$COMPOSE_DIR/vm.sh" "$@"
 }
 
 main() {
@@ -400,7 +419,11 @@ main() {
     local cmd=$1
     shift
     case $cmd in
-    up) cmd_up "$@" ;;
+    up)
+        [[ ${1:-} == --vm ]] && run_vm up "${@:2}"
+        cmd_up "$@"
+        ;;
+    vm) run_vm "$@" ;;
     down) cmd_down "$@" ;;
     status) cmd_status "$@" ;;
     logs)

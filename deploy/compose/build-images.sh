@@ -23,7 +23,8 @@
 # Images (tag :latest):
 #   kvstore-server      kvserver, kvctl (its gRPC health check), libibverbs
 #                       and every provider (rxe, mlx5, ...), busybox
-#   kvstore-client      kvctl, redis-cli (Debian's redis-tools), busybox
+#   kvstore-client      kvctl, redis-cli (Debian's redis-tools), busybox, and
+#                       chaos_load when bazel-bin has it (deploy/compose/chaos.sh)
 #   kvstore-etcd        Debian's etcd (etcd-server), busybox
 #   kvstore-prometheus  Debian's prometheus, busybox
 #
@@ -202,14 +203,17 @@ build_server() {
     import "$r" kvstore-server "$key" 'ENTRYPOINT ["/usr/local/bin/kvserver"]' 'WORKDIR /data'
 }
 build_client() {
-    local r=$WORK/client key
+    local r=$WORK/client key extra=()
     need "$BIN/client/kvctl/kvctl" /usr/bin/redis-cli
-    key=$(inputs_key "$BIN/client/kvctl/kvctl" /usr/bin/redis-cli)
+    # the chaos load of deploy/compose/chaos.sh, when it has been built
+    [[ -x $BIN/tests/cluster/chaos_load ]] && extra=("$BIN/tests/cluster/chaos_load")
+    key=$(inputs_key "$BIN/client/kvctl/kvctl" /usr/bin/redis-cli "${extra[@]}")
     up_to_date kvstore-client "$key" && return
     new_root "$r"
     mkdir -p "$r/usr/local/bin"
     add_bin "$r" "$BIN/client/kvctl/kvctl" /usr/local/bin/kvctl
     add_bin "$r" /usr/bin/redis-cli /usr/bin/redis-cli
+    ((${#extra[@]} == 0)) || add_bin "$r" "${extra[0]}" /usr/local/bin/chaos_load
     add_verbs "$r" # kvctl --transport=auto uses RDMA when the container has a device
     import "$r" kvstore-client "$key" 'CMD ["/bin/sh"]' 'WORKDIR /data'
 }
