@@ -63,7 +63,7 @@ check() {
     local name=$1 why=$2
     shift 2
     if "$@" >"$LOG" 2>&1; then
-        record "$name" pass ""
+        record "$name" pass "$(tail -n 1 "$LOG")"
     else
         echo "--- $name output:" && tail -n 20 "$LOG"
         record "$name" fail "$why: $(tail -n 1 "$LOG")"
