@@ -244,6 +244,7 @@ cmd_up() {
     command -v python3 >/dev/null || die "python3 not found (reads kvctl's JSON)"
     need_docker
     choose_transport "$want"
+    check_ports "$prom"
     build_binaries "$nobuild"
     phase "binaries"
     ensure_dockerd
@@ -251,7 +252,6 @@ cmd_up() {
     ((prom)) && images+=(kvstore-prometheus)
     "$COMPOSE_DIR/build-images.sh" "${images[@]}" || die "building the images failed"
     phase "images"
-    check_ports "$prom"
     make_token
     COMPOSE_FILES=(-f "$COMPOSE_DIR/docker-compose.yml")
     rm -f "$STATE/overlay"

@@ -74,7 +74,7 @@ client() { docker-compose -p "$KV_COMPOSE_PROJECT" -f "$REPO/deploy/compose/dock
 
 write_xml() {
     [[ -n $XML ]] || return 0
-    local i failed=0 skipped=0 esc
+    local i failed=0 skipped=0
     esc() { sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' -e 's/"/\&quot;/g'; }
     for i in "${!NAMES[@]}"; do
         [[ ${RESULTS[$i]} == fail ]] && failed=$((failed + 1))
