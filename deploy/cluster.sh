@@ -29,8 +29,7 @@
 #   bench [KVCTL BENCH FLAGS]
 #         kvctl bench from the client container against the cluster
 #         (default --duration=5s --concurrency=16 --value-size=1K --keys=2000)
-#         and prints
-#         its figures; flags given replace those defaults.
+#         and prints its figures; flags given replace those defaults.
 #   chaos [ARGS]
 #         Kills, pauses and restarts kvserver containers under load: runs
 #         deploy/compose/chaos.sh when it exists (the Soft-RoCE VM test's
@@ -44,6 +43,8 @@
 #   -h, --help           this text
 #
 # Environment: KV_COMPOSE_PROJECT (compose project name, default kvstore),
+# KV_COMPOSE_STATE (token, dockerd pid and log, overlay in use; default
+# deploy/compose/.state), KV_TOKEN_FILE (default STATE/token),
 # KV_REPLICAS, KV_POOL_SIZE, KV_TRANSPORT, KV_METRICS_PORT_1..3,
 # KV_PROMETHEUS_PORT (see deploy/compose/docker-compose.yml), BAZEL (default
 # bazel), DOCKER_API_VERSION (default 1.41, for a newer docker client talking
