@@ -31,6 +31,10 @@ TEST_PKGS=(
   clang-14 libclang-rt-14-dev       # tests/fuzz/run.sh: libFuzzer and the sanitizer runtimes
   llvm-14                           # llvm-symbolizer: readable sanitizer stack traces
   etcd-server etcd-client           # throw-away etcd for the cluster tests (tests/cluster)
+  docker.io docker-compose          # the compose cluster (deploy/cluster.sh, deploy/compose); its
+                                    # images also take busybox-static, redis-tools, etcd-server,
+                                    # prometheus from above
+  curl                              # the compose test reads /metrics and Prometheus's API
 )
 
 want=("${BUILD_PKGS[@]}" "${RUN_PKGS[@]}")

@@ -2,7 +2,7 @@
 # kvstore's test command: install what is needed, build, run every test, and
 # count the results.  This is what CI runs (.ci/run).
 #
-# Usage: deploy/test.sh [--no-rdma | --rdma-only] [--no-setup]
+# Usage: deploy/test.sh [--no-rdma | --rdma-only] [--no-compose] [--no-setup]
 #        deploy/test.sh --sanitize=asan|tsan [--no-setup]
 #        deploy/test.sh --fuzz[=SECONDS] [--no-rdma] [--no-setup]
 #
@@ -12,6 +12,10 @@
 #                                       checks, one test case each
 #      bazel test //...                 every test not tagged requires-rdma or
 #                                       manual (.bazelrc filters those)
+#   2c. the compose cluster on this host over TCP (deploy/compose/test-compose.sh:
+#       deploy/cluster.sh up, redis-cli -c and kvctl from the client container,
+#       a crashed node restarted, down leaves nothing); its JUnit XML is
+#       counted; where no Docker engine can run, its cases count as skipped
 #   2b. with CI=true (or --sanitize / --fuzz): the host suite again under
 #       AddressSanitizer + UBSan (bazel test --config=asan //..., .bazelrc),
 #       and every fuzzer of tests/fuzz for KV_FUZZ_SECONDS (default 30) each
@@ -33,7 +37,8 @@
 #
 # Options:
 #   --no-rdma     skip step 3
-#   --rdma-only   skip step 2
+#   --rdma-only   skip steps 2 and 2c
+#   --no-compose  skip step 2c
 #   --no-setup    skip step 1 (for quick local runs)
 #   --sanitize=asan|tsan
 #                 only the host suite, under that sanitizer (no plain pass, no
@@ -60,6 +65,7 @@ cd "$REPO"
 RUN_BAZEL_TESTS=1
 RUN_RDMA=1
 RUN_SETUP=1
+RUN_COMPOSE=1
 BAZEL=${BAZEL:-bazel}
 IN_CI=0
 [[ ${CI:-} == true || ${CI:-} == 1 ]] && IN_CI=1
@@ -72,6 +78,7 @@ while (($#)); do
     case "$1" in
     --no-rdma) RUN_RDMA=0 ;;
     --rdma-only) RUN_BAZEL_TESTS=0 ;;
+    --no-compose) RUN_COMPOSE=0 ;;
     --no-setup) RUN_SETUP=0 ;;
     --sanitize=asan | --sanitize=tsan) SANITIZE=${1#*=} ;;
     --sanitize*)
@@ -230,6 +237,20 @@ if ((RUN_BAZEL_TESTS)); then
         while IFS= read -r label; do
             [[ -z $label ]] || EXTRA_FAILED+=("$label (failed to build)")
         done < <(bep_tests_not_built "$WORK/bep.json")
+    fi
+fi
+
+# --- 2c. the compose cluster (TCP, on this host) -------------------------------
+if ((RUN_BAZEL_TESTS && RUN_COMPOSE)); then
+    step "compose cluster: deploy/compose/test-compose.sh"
+    BAZEL=$BAZEL "$REPO/deploy/compose/test-compose.sh" --xml "$WORK/compose.xml" ||
+        problem "the compose cluster test failed"
+    if [[ -f $WORK/compose.xml ]]; then
+        XMLS+=("$WORK/compose.xml")
+        grep -q '<skipped' "$WORK/compose.xml" &&
+            NOTES+=("the compose cluster test was SKIPPED: no Docker engine can run on this machine")
+    else
+        problem "the compose cluster test wrote no results"
     fi
 fi
 

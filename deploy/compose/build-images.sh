@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# Builds the compose cluster's images on this machine, from nothing: no base
+# image, no registry.  Each image is a root file system assembled here (the
+# binaries, the shared libraries `ldd` says they load, what they dlopen, a
+# static busybox for a shell and health checks) and loaded with
+# `docker import`.
+#
+# Usage: deploy/compose/build-images.sh [--force] [--bin DIR] [IMAGE...]
+#
+#   IMAGE       kvstore-server | kvstore-client | kvstore-etcd |
+#               kvstore-prometheus (default: all four)
+#   --bin DIR   where kvserver and kvctl are (default: bazel-bin of the
+#               repository; `bazel build //server:kvserver
+#               //client/kvctl:kvctl` makes them)
+#   --force     import even when the image is up to date
+#
+# An image is rebuilt only when what goes into it changed: every image carries
+# a label kvstore.inputs = a sha256 over this script, the contents of its
+# programs and the path, size and mtime of the libraries it takes from the
+# host; an image whose label matches is kept.  Prints one line per image:
+# built or up to date, and its size.
+#
+# Images (tag :latest):
+#   kvstore-server      kvserver, kvctl (its gRPC health check), libibverbs
+#                       and every provider (rxe, mlx5, ...), busybox
+#   kvstore-client      kvctl, redis-cli (Debian's redis-tools), busybox, and
+#                       chaos_load when bazel-bin has it (deploy/compose/chaos.sh)
+#   kvstore-etcd        Debian's etcd (etcd-server), busybox
+#   kvstore-prometheus  Debian's prometheus, busybox
+#
+# Exit status: 0 done; 1 a binary or package is missing, or docker failed;
+# 2 bad usage.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BIN=$REPO/bazel-bin
+FORCE=0
+IMAGES=()
+ALL=(kvstore-server kvstore-client kvstore-etcd kvstore-prometheus)
+export DOCKER_API_VERSION=${DOCKER_API_VERSION:-1.41} # client 28.x vs Debian's dockerd 20.10
+
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+die() {
+    echo "build-images: $*" >&2
+    exit 1
+}
+while (($#)); do
+    case $1 in
+    --force) FORCE=1 ;;
+    --bin) BIN=${2:?--bin needs a directory} && shift ;;
+    --bin=*) BIN=${1#*=} ;;
+    -h | --help) usage && exit 0 ;;
+    kvstore-server | kvstore-client | kvstore-etcd | kvstore-prometheus) IMAGES+=("$1") ;;
+    *)
+        echo "build-images: unknown argument $1 (see --help)" >&2
+        exit 2
+        ;;
+    esac
+    shift
+done
+((${#IMAGES[@]})) || IMAGES=("${ALL[@]}")
+command -v docker >/dev/null || die "no docker client (deploy/setup.sh installs docker.io)"
+docker info >/dev/null 2>&1 || die "dockerd is not answering (deploy/cluster.sh up starts it)"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kvimg.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+# need FILE...: every file exists, or say which package has it.
+need() {
+    local f
+    for f; do
+        [[ -e $f ]] || die "missing $f ($(need_hint "$f"))"
+    done
+}
+need_hint() {
+    case $1 in
+    */kvserver | */kvctl) echo "run: bazel build //server:kvserver //client/kvctl:kvctl" ;;
+    */busybox) echo "apt-get install busybox-static" ;;
+    */redis-cli) echo "apt-get install redis-tools" ;;
+    */etcd) echo "apt-get install etcd-server" ;;
+    */prometheus) echo "apt-get install prometheus" ;;
+    *) echo "deploy/setup.sh installs it" ;;
+    esac
+}
+
+# new_root DIR: the skeleton.  Debian 12 is merged-/usr, so /lib and /bin are
+# links into /usr and a library copied to its ldd path lands in /usr/lib.
+new_root() {
+    local r=$1
+    mkdir -p "$r"/usr/{bin,lib/x86_64-linux-gnu} "$r"/{lib64,etc,tmp,data,run/secrets}
+    ln -s usr/bin "$r/bin"
+    ln -s usr/bin "$r/sbin"
+    ln -s usr/lib "$r/lib"
+    chmod 1777 "$r/tmp"
+    echo 'root:x:0:0:root:/:/bin/sh' >"$r/etc/passwd"
+    echo 'root:x:0:' >"$r/etc/group"
+    echo 'hosts: files dns' >"$r/etc/nsswitch.conf"
+    # busybox and its applets (sh, nc, wget, sleep, ...) as symlinks
+    cp /bin/busybox "$r/usr/bin/busybox"
+    local a
+    for a in $(/bin/busybox --list); do
+        [[ -e $r/usr/bin/$a ]] || ln -s busybox "$r/usr/bin/$a"
+    done
+}
+
+# add_libs ROOT FILE...: copy the shared libraries FILE... load (ldd's closure:
+# every library and the loader), dereferenced, to the same path in ROOT.
+add_libs() {
+    local r=$1 lib
+    shift
+    while IFS= read -r lib; do
+        [[ -e $r$lib ]] && continue
+        mkdir -p "$(dirname "$r$lib")"
+        cp -L "$lib" "$r$lib"
+    done < <(lib_paths "$@")
+}
+
+# add_bin ROOT FILE DEST: a binary and its libraries.
+add_bin() {
+    need "$2"
+    install -m 0755 "$2" "$1$3"
+    add_libs "$1" "$2"
+}
+
+# add_verbs ROOT: what libibverbs dlopens: the providers, their drivers
+# files, and libgcc_s (glibc loads it for thread cancellation).
+add_verbs() {
+    local r=$1 p
+    local dir=/usr/lib/x86_64-linux-gnu/libibverbs
+    need "$dir" /etc/libibverbs.d
+    mkdir -p "$r$dir" "$r/etc/libibverbs.d"
+    cp /etc/libibverbs.d/*.driver "$r/etc/libibverbs.d/"
+    for p in "$dir"/*.so; do
+        cp -L "$p" "$r$p"
+        add_libs "$r" "$p"
+    done
+    add_libgcc "$r"
+}
+add_libgcc() {
+    local f=/lib/x86_64-linux-gnu/libgcc_s.so.1
+    need "$f"
+    [[ -e $1$f ]] || cp -L "$f" "$1$f"
+}
+
+# inputs_key FILE...: sha256 over what goes into an image: this script, the
+# contents of its programs FILE..., and the path, size and mtime of every
+# library they load (ldd), of the verbs providers and of busybox.  Cheap
+# enough to run on every `up`: an image is assembled only when its key changed.
+inputs_key() {
+    {
+        sha256sum "${BASH_SOURCE[0]}" "$@"
+        {
+            lib_paths "$@"
+            ls -d /bin/busybox /etc/libibverbs.d/* /usr/lib/x86_64-linux-gnu/libibverbs/* 2>/dev/null
+        } | sort -u | xargs -r stat -L -c '%n %s %Y'
+    } | sha256sum | cut -c1-64
+}
+lib_paths() { ldd "$@" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// && $1 !~ /:$/ {print $1}' | sort -u; }
+
+# up_to_date NAME KEY: the image exists with this key (and --force not given).
+up_to_date() {
+    local have
+    have=$(docker image inspect -f '{{index .Config.Labels "kvstore.inputs"}}' "$1:latest" 2>/dev/null || true)
+    if ((!FORCE)) && [[ $have == "$2" ]]; then
+        echo "build-images: $1 up to date ($(image_size "$1"))"
+        return 0
+    fi
+    return 1
+}
+
+# import ROOT NAME KEY CHANGE...: docker import ROOT as NAME:latest, labelled
+# with KEY; the image it replaces is removed.
+import() {
+    local r=$1 name=$2 key=$3 old
+    shift 3
+    old=$(docker image inspect -f '{{.Id}}' "$name:latest" 2>/dev/null || true)
+    local changes=(-c "LABEL kvstore.inputs=$key" -c 'ENV PATH=/usr/local/bin:/usr/bin')
+    local c
+    for c; do changes+=(-c "$c"); done
+    tar -C "$r" --numeric-owner --owner=0 --group=0 -c . |
+        docker import "${changes[@]}" - "$name:latest" >/dev/null ||
+        die "docker import of $name failed"
+    echo "build-images: $name built ($(image_size "$name"))"
+    # the image it replaces, unless a container still uses it
+    [[ -z $old ]] || docker rmi "$old" >/dev/null 2>&1 || true
+}
+image_size() {
+    local bytes
+    bytes=$(docker image inspect -f '{{.Size}}' "$1:latest")
+    echo "$((bytes / 1048576)) MiB"
+}
+
+build_server() {
+    local r=$WORK/server key
+    need "$BIN/server/kvserver" "$BIN/client/kvctl/kvctl"
+    key=$(inputs_key "$BIN/server/kvserver" "$BIN/client/kvctl/kvctl")
+    up_to_date kvstore-server "$key" && return
+    new_root "$r"
+    mkdir -p "$r/usr/local/bin"
+    add_bin "$r" "$BIN/server/kvserver" /usr/local/bin/kvserver
+    add_bin "$r" "$BIN/client/kvctl/kvctl" /usr/local/bin/kvctl
+    add_verbs "$r"
+    import "$r" kvstore-server "$key" 'ENTRYPOINT ["/usr/local/bin/kvserver"]' 'WORKDIR /data'
+}
+build_client() {
+    local r=$WORK/client key extra=()
+    need "$BIN/client/kvctl/kvctl" /usr/bin/redis-cli
+    # the chaos load of deploy/compose/chaos.sh, when it has been built
+    [[ -x $BIN/tests/cluster/chaos_load ]] && extra=("$BIN/tests/cluster/chaos_load")
+    key=$(inputs_key "$BIN/client/kvctl/kvctl" /usr/bin/redis-cli "${extra[@]}")
+    up_to_date kvstore-client "$key" && return
+    new_root "$r"
+    mkdir -p "$r/usr/local/bin"
+    add_bin "$r" "$BIN/client/kvctl/kvctl" /usr/local/bin/kvctl
+    add_bin "$r" /usr/bin/redis-cli /usr/bin/redis-cli
+    ((${#extra[@]} == 0)) || add_bin "$r" "${extra[0]}" /usr/local/bin/chaos_load
+    add_verbs "$r" # kvctl --transport=auto uses RDMA when the container has a device
+    import "$r" kvstore-client "$key" 'CMD ["/bin/sh"]' 'WORKDIR /data'
+}
+build_etcd() {
+    local r=$WORK/etcd key
+    need /usr/bin/etcd
+    key=$(inputs_key /usr/bin/etcd)
+    up_to_date kvstore-etcd "$key" && return
+    new_root "$r"
+    add_bin "$r" /usr/bin/etcd /usr/bin/etcd
+    add_libgcc "$r"
+    import "$r" kvstore-etcd "$key" 'ENTRYPOINT ["/usr/bin/etcd"]' 'WORKDIR /data'
+}
+build_prometheus() {
+    local r=$WORK/prometheus key
+    need /usr/bin/prometheus
+    key=$(inputs_key /usr/bin/prometheus)
+    up_to_date kvstore-prometheus "$key" && return
+    new_root "$r"
+    add_bin "$r" /usr/bin/prometheus /usr/bin/prometheus
+    add_libgcc "$r"
+    import "$r" kvstore-prometheus "$key" 'ENTRYPOINT ["/usr/bin/prometheus"]' 'WORKDIR /data'
+}
+
+for img in "${IMAGES[@]}"; do
+    case $img in
+    kvstore-server) build_server ;;
+    kvstore-client) build_client ;;
+    kvstore-etcd) build_etcd ;;
+    kvstore-prometheus) build_prometheus ;;
+    esac
+done
