@@ -145,6 +145,7 @@ absl::Status KvServer::Init() {
   po.data_bytes = options_.pool_bytes;
   po.index_bytes = buckets * layout::kBucketBytes;
   po.hugepages = options_.hugepages;
+  po.transparent_hugepages = options_.transparent_hugepages;
 
   // RDMA first: the memlock check must fail before we map gigabytes.
   KV_RETURN_IF_ERROR(OpenRdmaDevice(po));

@@ -179,6 +179,29 @@ TEST(KvStore, IndexLoadFactorAndRefusalsAreReported) {
   EXPECT_EQ(metric("kvstore_index_load_permille"), (keys - 1) * 1000 / 128);
 }
 
+// --transparent_hugepages maps the arenas without MAP_POPULATE, advises
+// MADV_HUGEPAGE and faults them in afterwards: the pool must still come
+// zeroed, prefaulted and usable (whether the kernel gave huge pages is its
+// choice, so it is not asserted).
+TEST(KvStore, TransparentHugePagePoolWorks) {
+  MemoryPoolOptions po;
+  po.data_bytes = 8 << 20;
+  po.index_bytes = 1 << 16;
+  po.transparent_hugepages = true;
+  auto pool = MemoryPool::Create(po);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  const char* data = (*pool)->data();
+  for (uint64_t i = 0; i < (*pool)->data_bytes(); i += 4096) ASSERT_EQ(data[i], 0) << i;
+  KvStoreOptions so;
+  so.segment_bytes = 1 << 20;
+  so.cleaner_interval = absl::ZeroDuration();
+  auto store = KvStore::Create(pool->get(), so);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto w = (*store)->NewWriter();
+  ASSERT_TRUE((*store)->Put(w.get(), "thp", "value").ok());
+  EXPECT_EQ(ValueOf(**store, "thp"), "value");
+}
+
 // Fill the pool until it refuses, delete everything, and fill it again.
 TEST(KvStore, FullPoolIsExplicitAndDeletingFreesSpace) {
   TestStore t = MakeStore(4 << 20, 256 << 10, absl::Milliseconds(20));
