@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/auth/token.h"
 #include "common/byte_size.h"
@@ -147,6 +148,7 @@ absl::Status KvServer::Init() {
   po.data_bytes = options_.pool_bytes;
   po.index_bytes = buckets * layout::kBucketBytes;
   po.hugepages = options_.hugepages;
+  po.transparent_hugepages = options_.transparent_hugepages;
 
   // RDMA first: the memlock check must fail before we map gigabytes.
   KV_RETURN_IF_ERROR(OpenRdmaDevice(po));
@@ -403,7 +405,9 @@ std::string KvServer::InfoText() const {
       "\r\nlive_bytes:", get("kvstore_pool_live_bytes"),
       "\r\nsegments_total:", get("kvstore_pool_segments"),
       "\r\nsegments_free:", get("kvstore_pool_segments_free"),
-      "\r\nindex_capacity:", get("kvstore_index_slots"),
+      "\r\nindex_capacity:", get("kvstore_index_slots"), "\r\nindex_load_factor:",
+      absl::StrFormat("%.3f", get("kvstore_index_load_permille") / 1000.0),
+      "\r\nindex_full_errors:", get("kvstore_index_full_errors_total"),
       "\r\n# Keyspace\r\ndb0:keys=", get("kvstore_keys"), ",expires=0\r\n# Metrics\r\n");
   // Flat keys hold no ':' or newline (FlattenSnapshot's contract), so each
   // is one parseable "key:value" line.

@@ -36,6 +36,9 @@ ABSL_FLAG(uint64_t, index_buckets, 0,
           "index buckets of 8 slots each (0: one per KiB of pool); the index is separate memory");
 ABSL_FLAG(bool, hugepages, false,
           "back the pool with 2 MiB huge pages (vm.nr_hugepages must allow it)");
+ABSL_FLAG(bool, transparent_hugepages, false,
+          "without --hugepages, ask for transparent huge pages for both arenas (fewer TLB misses "
+          "with a large pool; start-up can take seconds per GiB)");
 ABSL_FLAG(std::string, segment_size, "4M", "allocation and cleaning unit of the pool");
 ABSL_FLAG(std::string, max_key_bytes, "1K", "largest key accepted");
 ABSL_FLAG(std::string, max_value_bytes, "64M", "largest value accepted");
@@ -277,6 +280,7 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   }
   o.index_buckets = absl::GetFlag(FLAGS_index_buckets);
   o.hugepages = absl::GetFlag(FLAGS_hugepages);
+  o.transparent_hugepages = absl::GetFlag(FLAGS_transparent_hugepages);
   o.grace_period = absl::GetFlag(FLAGS_grace_period);
   o.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
   o.idle_timeout = absl::GetFlag(FLAGS_idle_timeout);

@@ -95,6 +95,9 @@ TEST_F(MetricsTest, ScrapeStatsAndInfoAgreeAfterRespTraffic) {
   // The Redis-style fields stay for the tools that read them.
   EXPECT_THAT(info.out, HasSubstr("redis_version:"));
   EXPECT_THAT(info.out, HasSubstr("db0:keys=2,expires=0"));
+  // The index's load (2 keys in the default index: 0.000) and refusals.
+  EXPECT_THAT(info.out, HasSubstr("index_load_factor:0.000\r\n"));
+  EXPECT_THAT(info.out, HasSubstr("index_full_errors:0\r\n"));
   const std::map<std::string, std::string> info_metrics = ParseInfoMetrics(info.out);
 
   // Stable at rest: nothing but this test touches them between the reads.
@@ -106,6 +109,8 @@ TEST_F(MetricsTest, ScrapeStatsAndInfoAgreeAfterRespTraffic) {
       {"kvstore_commits_total", 3},
       {"kvstore_deletes_total", 1},
       {"kvstore_keys", 2},
+      {"kvstore_index_load_permille", 0},
+      {"kvstore_index_full_errors_total", 0},
   };
   for (const auto& [series, want] : expected) {
     // The same key finds the series in all three readers.

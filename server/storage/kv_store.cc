@@ -534,6 +534,12 @@ void KvStore::RegisterMetrics() {
   gauge("kvstore_keys", "Keys in the index.", [this] { return int64_t(index_->size()); });
   gauge("kvstore_index_slots", "Slot capacity of the index.",
         [this] { return int64_t(index_->capacity()); });
+  // The load factor in thousandths (gauges are integers): refusals
+  // (kvstore_index_full_errors_total) start near 700 with two 8-slot
+  // buckets per key, so an operator watching this sees them coming.
+  gauge("kvstore_index_load_permille", "Keys per index slot, in thousandths.", [this] {
+    return int64_t(index_->size() * 1000 / std::max<uint64_t>(index_->capacity(), 1));
+  });
   gauge("kvstore_index_bytes", "Bytes of the remotely readable index.",
         [this] { return int64_t(pool_->index_bytes()); });
   gauge("kvstore_pool_bytes", "Bytes of the data arena.",

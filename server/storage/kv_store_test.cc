@@ -146,6 +146,62 @@ TEST(KvStore, LargeValuesGetTheirOwnRun) {
   EXPECT_EQ(ValueOf(*t.store, "big"), big);
 }
 
+// The index's load factor and its refusals are metrics (issue 10): a tiny
+// index (16 buckets, 128 slots) fills before the pool, every refusal is
+// counted, and the load gauge is keys per slot in thousandths.
+TEST(KvStore, IndexLoadFactorAndRefusalsAreReported) {
+  TestStore t = MakeStore(8 << 20, 1 << 20, absl::Milliseconds(2), /*background_cleaner=*/false,
+                          /*index_bytes=*/16 * layout::kBucketBytes);
+  auto w = t.store->NewWriter();
+  auto metric = [&](const char* series) { return Value(t.store->registry(), series); };
+  EXPECT_EQ(metric("kvstore_index_load_permille"), 0u);
+  uint64_t refused = 0;
+  for (int i = 0; i < 400; ++i) {
+    absl::Status s = t.store->Put(w.get(), "k" + std::to_string(i), "v");
+    if (s.code() == absl::StatusCode::kResourceExhausted) {
+      EXPECT_THAT(std::string(s.message()), HasSubstr("index full"));
+      ++refused;
+    } else {
+      ASSERT_TRUE(s.ok()) << s;
+    }
+  }
+  const uint64_t keys = t.store->size();
+  EXPECT_EQ(keys + refused, 400u);
+  EXPECT_GT(refused, 0u);
+  EXPECT_EQ(metric("kvstore_index_full_errors_total"), refused);
+  EXPECT_EQ(metric("kvstore_index_slots"), 128u);
+  EXPECT_EQ(metric("kvstore_index_load_permille"), keys * 1000 / 128);
+  // An overwrite of a stored key (k0 went into an empty index) needs no new
+  // slot, so a full index never refuses it; a delete lowers the load.
+  ASSERT_TRUE(t.store->Put(w.get(), "k0", "again").ok());
+  EXPECT_EQ(metric("kvstore_index_full_errors_total"), refused);
+  ASSERT_TRUE(t.store->Delete("k0").ok());
+  EXPECT_EQ(metric("kvstore_index_load_permille"), (keys - 1) * 1000 / 128);
+}
+
+// --transparent_hugepages maps the arenas without MAP_POPULATE, advises
+// MADV_HUGEPAGE and faults them in afterwards: the pool must still come
+// zeroed, prefaulted and usable (whether the kernel gave huge pages is its
+// choice, so it is not asserted).
+TEST(KvStore, TransparentHugePagePoolWorks) {
+  MemoryPoolOptions po;
+  po.data_bytes = 8 << 20;
+  po.index_bytes = 1 << 16;
+  po.transparent_hugepages = true;
+  auto pool = MemoryPool::Create(po);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  const char* data = (*pool)->data();
+  for (uint64_t i = 0; i < (*pool)->data_bytes(); i += 4096) ASSERT_EQ(data[i], 0) << i;
+  KvStoreOptions so;
+  so.segment_bytes = 1 << 20;
+  so.cleaner_interval = absl::ZeroDuration();
+  auto store = KvStore::Create(pool->get(), so);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto w = (*store)->NewWriter();
+  ASSERT_TRUE((*store)->Put(w.get(), "thp", "value").ok());
+  EXPECT_EQ(ValueOf(**store, "thp"), "value");
+}
+
 // Fill the pool until it refuses, delete everything, and fill it again.
 TEST(KvStore, FullPoolIsExplicitAndDeletingFreesSpace) {
   TestStore t = MakeStore(4 << 20, 256 << 10, absl::Milliseconds(20));

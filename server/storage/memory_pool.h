@@ -32,6 +32,12 @@ struct MemoryPoolOptions {
   uint64_t index_bytes = 8ull << 20;
   // Back the arenas with 2 MiB huge pages (MAP_HUGETLB); fail if unavailable.
   bool hugepages = false;
+  // Without `hugepages`: ask for transparent huge pages (MADV_HUGEPAGE), so
+  // random accesses over a large pool miss the TLB far less. Advice only
+  // (plain pages where THP is off); with `prefault`, start-up waits for the
+  // kernel to assemble the huge pages, which can take seconds per GiB on a
+  // host with fragmented memory.
+  bool transparent_hugepages = false;
   // Touch every page up front so the first requests do not fault.
   bool prefault = true;
 };
