@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOpt
   co.min_nodes = options.min_nodes();
   GrpcAppliedSeqOptions ao;
   ao.bearer_token = deps.auth_token;
+  co.map_epoch = MakeGrpcMapEpochFn(ao);
   node->controller_ =
       std::make_unique<Controller>(node->etcd_.get(), std::move(co), MakeGrpcAppliedSeqFn(ao));
   node->controller_->Start();

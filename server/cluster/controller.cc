@@ -365,10 +365,44 @@ absl::StatusOr<v1::ClusterMap> Controller::Failover(uint32_t shard_id, const std
 }
 
 absl::StatusOr<v1::ClusterMap> Controller::RemoveNode(const std::string& node_id) {
-  return WritePlanned(absl::StrCat("remove-node ", node_id, " (drained, marked draining)"),
-                      [&](const v1::ClusterMap& current, const MemberSet& members) {
-                        return PlanRemoveNode(current, members, node_id, applied_seq_);
-                      });
+  auto plan = [&](const v1::ClusterMap& current, const MemberSet& members) {
+    return PlanRemoveNode(current, members, node_id, applied_seq_);
+  };
+  KV_ASSIGN_OR_RETURN(
+      v1::ClusterMap demoted,
+      WritePlanned(absl::StrCat("remove-node ", node_id, " (demoted or drained, marked draining)"),
+                   plan));
+  if (!ServesAnyShard(demoted, node_id)) return demoted;
+  KV_RETURN_IF_ERROR(AwaitMapApplied(demoted, node_id));
+  return WritePlanned(absl::StrCat("remove-node ", node_id, " (drained after its demotion)"), plan);
+}
+
+absl::Status Controller::AwaitMapApplied(const v1::ClusterMap& map, const std::string& node_id) {
+  const v1::ClusterNode* record = nullptr;
+  for (const v1::ClusterNode& node : map.nodes()) {
+    if (node.node_id() == node_id) record = &node;
+  }
+  if (record == nullptr || !options_.map_epoch) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        node_id, " cannot be asked which map it applied; it stays a draining backup"));
+  }
+  const absl::Time deadline = absl::Now() + options_.demote_confirm_timeout;
+  absl::Status last = absl::OkStatus();
+  while (absl::Now() < deadline) {
+    absl::StatusOr<uint64_t> applied = options_.map_epoch(*record);
+    if (applied.ok() && *applied >= map.epoch()) return absl::OkStatus();
+    last = applied.ok() ? absl::FailedPreconditionError(absl::StrCat("at map epoch ", *applied))
+                        : applied.status();
+    // A node whose lease is gone is fenced (valid_until passed): it needs
+    // no confirmation.
+    absl::StatusOr<Snapshot> snap = Read();
+    if (snap.ok() && !IsAliveIn(map, snap->members, node_id)) return absl::OkStatus();
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      node_id, " did not confirm map epoch ", map.epoch(), " within ",
+      absl::FormatDuration(options_.demote_confirm_timeout), " (last: ", last.ToString(),
+      "); it stays a draining backup: run remove-node again"));
 }
 
 absl::StatusOr<v1::AddNodeResponse> Controller::AddNode(const std::string& node_id) {
@@ -403,14 +437,22 @@ absl::StatusOr<v1::RebalanceResponse> Controller::Rebalance(bool dry_run) {
   return response;
 }
 
-AppliedSeqFn MakeGrpcAppliedSeqFn(GrpcAppliedSeqOptions options) {
+namespace {
+
+// ReplicaStatus on a node's control address, with channels cached per
+// address. Thread-safe.
+using ReplicaStatusFn = std::function<absl::StatusOr<v1::ReplicaStatusResponse>(
+    const v1::ClusterNode& node, uint32_t shard_id)>;
+
+ReplicaStatusFn MakeGrpcReplicaStatusFn(GrpcAppliedSeqOptions options) {
   struct Channels {
     absl::Mutex mu;
     std::map<std::string, std::shared_ptr<grpc::Channel>> by_address ABSL_GUARDED_BY(mu);
   };
   auto channels = std::make_shared<Channels>();
-  return [options = std::move(options), channels](const v1::ClusterNode& node,
-                                                  uint32_t shard_id) -> absl::StatusOr<uint64_t> {
+  return [options = std::move(options), channels](
+             const v1::ClusterNode& node,
+             uint32_t shard_id) -> absl::StatusOr<v1::ReplicaStatusResponse> {
     const std::string& address = node.control_address();
     if (address.empty()) {
       return absl::InvalidArgumentError(
@@ -437,10 +479,28 @@ AppliedSeqFn MakeGrpcAppliedSeqFn(GrpcAppliedSeqOptions options) {
       return absl::Status(status.code(), absl::StrCat("ReplicaStatus of ", node.node_id(), " at ",
                                                       address, ": ", status.message()));
     }
+    return response;
+  };
+}
+
+}  // namespace
+
+AppliedSeqFn MakeGrpcAppliedSeqFn(GrpcAppliedSeqOptions options) {
+  return [status_of = MakeGrpcReplicaStatusFn(std::move(options))](
+             const v1::ClusterNode& node, uint32_t shard_id) -> absl::StatusOr<uint64_t> {
+    KV_ASSIGN_OR_RETURN(v1::ReplicaStatusResponse response, status_of(node, shard_id));
     if (response.fenced()) {
       return absl::UnavailableError(absl::StrCat(node.node_id(), " is fenced"));
     }
     return response.applied_seq();
+  };
+}
+
+MapEpochFn MakeGrpcMapEpochFn(GrpcAppliedSeqOptions options) {
+  return [status_of = MakeGrpcReplicaStatusFn(std::move(options))](
+             const v1::ClusterNode& node) -> absl::StatusOr<uint64_t> {
+    KV_ASSIGN_OR_RETURN(v1::ReplicaStatusResponse response, status_of(node, 0));
+    return response.map_epoch();
   };
 }
 

@@ -75,6 +75,14 @@ struct ControllerOptions {
   // Try again this soon after an error (etcd unreachable, a lost campaign
   // with an expired lease); at most poll_interval.
   absl::Duration retry_interval = absl::Milliseconds(250);
+  // Asks a node which cluster map epoch it has applied (production:
+  // MakeGrpcMapEpochFn). RemoveNode() takes a demoted primary out of its
+  // shards only once it answers with the demoting map's epoch or later.
+  // Empty: RemoveNode() stops after the demotion (the node stays a backup).
+  MapEpochFn map_epoch;
+  // How long RemoveNode() waits for that answer before giving up (the node
+  // then stays a backup, marked draining; remove-node again finishes it).
+  absl::Duration demote_confirm_timeout = absl::Seconds(5);
 };
 
 class Controller {
@@ -114,12 +122,17 @@ class Controller {
   absl::StatusOr<v1::ClusterMap> Failover(uint32_t shard_id, const std::string& target);
 
   // Drains `node_id` before an operator stops it (PlanRemoveNode): the
-  // shards it leads move to their newest in-sync backup, it leaves every
-  // shard and is marked draining; returns the map written. The background
-  // loop then refills the shards it left (separate map changes; with
-  // RunOnce() the next RunOnce()). Errors: as Failover(), and those of
+  // shards it leads move to their newest in-sync backup while it stays
+  // their last backup and is marked draining (first map write); once it
+  // reports, through options.map_epoch, that it applied that map (so its
+  // fence page sends one-sided readers of the older map away), it leaves
+  // every shard (second write). Returns the last map written. The
+  // background loop then refills the shards it left (separate map changes;
+  // with RunOnce() the next RunOnce()). Errors: as Failover(), and those of
   // PlanRemoveNode() (kFailedPrecondition when a shard would be left
-  // without an in-sync replica; nothing is written then).
+  // without an in-sync replica; nothing is written then); kDeadlineExceeded
+  // when the node did not confirm within demote_confirm_timeout (the first
+  // write stands: it is a draining backup; remove-node again finishes).
   absl::StatusOr<v1::ClusterMap> RemoveNode(const std::string& node_id);
 
   // add-node (PlanAddNode): a new, empty shard led by `node_id`; returns
@@ -163,6 +176,10 @@ class Controller {
   void Resign();
   void Wake();
   absl::Status NotControllerError();
+  // Waits until `node_id` answers options_.map_epoch with map.epoch() or
+  // later, or its member key is gone; kDeadlineExceeded after
+  // demote_confirm_timeout, kFailedPrecondition when it cannot be asked.
+  absl::Status AwaitMapApplied(const v1::ClusterMap& map, const std::string& node_id);
   // Failover()/RemoveNode(): read, plan, fenced write, retried when the map
   // changed under us. A plan returning the current epoch writes nothing.
   absl::StatusOr<v1::ClusterMap> WritePlanned(
@@ -205,6 +222,11 @@ struct GrpcAppliedSeqOptions {
   std::string bearer_token;
 };
 AppliedSeqFn MakeGrpcAppliedSeqFn(GrpcAppliedSeqOptions options);
+
+// The production MapEpochFn: ReplicaStatus like MakeGrpcAppliedSeqFn (the
+// same options), answering its map_epoch; a fenced node answers too (its
+// fence page already refuses readers). Thread-safe.
+MapEpochFn MakeGrpcMapEpochFn(GrpcAppliedSeqOptions options);
 
 }  // namespace server
 }  // namespace kvstore

@@ -347,6 +347,13 @@ std::vector<std::string> RankedBackups(const v1::ClusterMap& current, const Memb
 
 }  // namespace
 
+bool ServesAnyShard(const v1::ClusterMap& map, const std::string& node_id) {
+  for (const v1::Shard& shard : map.shards()) {
+    if (InShard(shard, node_id)) return true;
+  }
+  return false;
+}
+
 bool IsAliveIn(const v1::ClusterMap& map, const MemberSet& members, const std::string& node_id) {
   auto member = members.find(node_id);
   const v1::ClusterNode* record = RecordOf(map, node_id);
@@ -491,9 +498,16 @@ absl::StatusOr<v1::ClusterMap> PlanRemoveNode(const v1::ClusterMap& current,
       for (const std::string& id : backups) {
         if (id != chosen) shard.add_replicas(id);
       }
+      // A live primary stays as the last backup for now: one-sided readers
+      // on the older map accept its fence page until it has applied this
+      // map, and while it is in sync every write acknowledged meanwhile is
+      // in its index too. The caller removes it once it has applied this
+      // map (Controller::RemoveNode). A dead one (lease gone) is fenced.
+      if (IsAliveIn(current, members, node_id)) shard.add_replicas(node_id);
+    } else {
+      RemoveFrom(shard.mutable_replicas(), {node_id});
+      RemoveFrom(shard.mutable_syncing(), {node_id});
     }
-    RemoveFrom(shard.mutable_replicas(), {node_id});
-    RemoveFrom(shard.mutable_syncing(), {node_id});
     shard.set_shard_epoch(shard.shard_epoch() + 1);
     changed = true;
   }

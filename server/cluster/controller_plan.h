@@ -38,6 +38,12 @@ namespace server {
 using AppliedSeqFn =
     std::function<absl::StatusOr<uint64_t>(const v1::ClusterNode& node, uint32_t shard_id)>;
 
+// The cluster map epoch `node` has applied (KvCluster.ReplicaStatus).
+using MapEpochFn = std::function<absl::StatusOr<uint64_t>(const v1::ClusterNode& node)>;
+
+// Whether `node_id` is in any shard's replicas or syncing list.
+bool ServesAnyShard(const v1::ClusterMap& map, const std::string& node_id);
+
 // Registered members by node id (sorted), as their member keys say.
 using MemberSet = std::map<std::string, v1::ClusterNode>;
 
@@ -101,17 +107,23 @@ absl::StatusOr<v1::ClusterMap> PlanFailover(const v1::ClusterMap& current, const
                                             uint32_t shard_id, const std::string& target,
                                             const AppliedSeqFn& applied_seq);
 
-// Drains `node_id` (kvctl cluster remove-node): every shard it leads gets
-// the alive in-sync backup with the highest applied seq as primary (one
-// must answer), it leaves every replicas/syncing list, and it is marked
-// draining (ClusterMap.draining, with its member's incarnation) so that
-// PlanNext does not place it again while that incarnation lives. The
-// shards it leaves are refilled by later PlanNext steps. Errors: kNotFound
-// when the node is neither a member nor in the map; kFailedPrecondition
-// when a shard it leads has no alive in-sync backup (the removal would
-// leave that shard without an in-sync replica); kUnavailable when no alive
-// backup of such a shard answered ReplicaStatus. A node already drained
-// (in no shard, marked) returns the map unchanged.
+// Drains `node_id` (kvctl cluster remove-node), in two map writes when it
+// leads a shard. Every shard it leads gets the alive in-sync backup with
+// the highest applied seq as primary (one must answer), and a live
+// `node_id` stays there as the last in-sync backup: until it has applied
+// that map, one-sided readers holding the older map still accept its fence
+// page, so it must keep receiving every acknowledged write. It leaves every
+// other shard's replicas/syncing lists at once, and it is marked draining
+// (ClusterMap.draining, with its member's incarnation) so that PlanNext
+// does not place it again while that incarnation lives. Called again once
+// the node has applied the demoting map (Controller::RemoveNode checks),
+// it leaves the shards where it is now a backup. The shards it leaves are
+// refilled by later PlanNext steps. Errors: kNotFound when the node is
+// neither a member nor in the map; kFailedPrecondition when a shard it
+// leads has no alive in-sync backup (the removal would leave that shard
+// without an in-sync replica); kUnavailable when no alive backup of such a
+// shard answered ReplicaStatus. A node already drained (in no shard,
+// marked) returns the map unchanged.
 absl::StatusOr<v1::ClusterMap> PlanRemoveNode(const v1::ClusterMap& current,
                                               const MemberSet& members, const std::string& node_id,
                                               const AppliedSeqFn& applied_seq);

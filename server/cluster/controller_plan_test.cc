@@ -293,14 +293,27 @@ TEST(ControllerPlanTest, RemoveNodePromotesNewestBackupAndMarksDraining) {
   FakeSeqs seqs;
   seqs.seqs[{"b", 0}] = 3;
   seqs.seqs[{"c", 0}] = 8;
-  auto next = PlanRemoveNode(map, members, "a", seqs.Fn());
+  auto demoted = PlanRemoveNode(map, members, "a", seqs.Fn());
+  ASSERT_TRUE(demoted.ok()) << demoted.status();
+  ExpectValid(*demoted);
+  EXPECT_EQ(demoted->epoch(), 2u);
+  // a led shard 0: demoted to its last backup, not yet gone (readers on
+  // map 1 may still read it); it left the shards it only backed up.
+  EXPECT_THAT(Replicas(*demoted, 0), ElementsAre("c", "b", "a"));
+  EXPECT_THAT(Replicas(*demoted, 1), ElementsAre("b", "c"));
+  EXPECT_THAT(Replicas(*demoted, 2), ElementsAre("c", "b"));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(demoted->shards(i).shard_epoch(), 2u);
+  ASSERT_EQ(demoted->draining_size(), 1);
+  EXPECT_TRUE(ServesAnyShard(*demoted, "a"));
+  // Second pass (once a applied map 2): it leaves shard 0 too.
+  auto next = PlanRemoveNode(*demoted, members, "a", seqs.Fn());
   ASSERT_TRUE(next.ok()) << next.status();
   ExpectValid(*next);
-  EXPECT_EQ(next->epoch(), 2u);
-  EXPECT_THAT(Replicas(*next, 0), ElementsAre("c", "b"));  // a led shard 0
-  EXPECT_THAT(Replicas(*next, 1), ElementsAre("b", "c"));
-  EXPECT_THAT(Replicas(*next, 2), ElementsAre("c", "b"));
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(next->shards(i).shard_epoch(), 2u);
+  EXPECT_EQ(next->epoch(), 3u);
+  EXPECT_THAT(Replicas(*next, 0), ElementsAre("c", "b"));
+  EXPECT_EQ(next->shards(0).shard_epoch(), 3u);
+  EXPECT_EQ(next->shards(1).shard_epoch(), 2u);
+  EXPECT_FALSE(ServesAnyShard(*next, "a"));
   EXPECT_EQ(next->nodes_size(), 2);
   ASSERT_EQ(next->draining_size(), 1);
   EXPECT_EQ(next->draining(0).node_id(), "a");
@@ -330,7 +343,10 @@ TEST(ControllerPlanTest, RemoveNodeThenRefillPlacesOthers) {
   MemberSet members = Members({"a", "b", "c"});
   FakeSeqs seqs;
   seqs.seqs[{"b", 0}] = 1;
-  auto next = PlanRemoveNode(map, members, "a", seqs.Fn());
+  auto demoted = PlanRemoveNode(map, members, "a", seqs.Fn());
+  ASSERT_TRUE(demoted.ok()) << demoted.status();
+  EXPECT_THAT(Replicas(*demoted, 0), ElementsAre("b", "a"));
+  auto next = PlanRemoveNode(*demoted, members, "a", seqs.Fn());
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_THAT(Replicas(*next, 0), ElementsAre("b"));
   EXPECT_THAT(Replicas(*next, 2), ElementsAre("c"));
@@ -346,6 +362,17 @@ TEST(ControllerPlanTest, RemoveNodeThenRefillPlacesOthers) {
   ASSERT_TRUE(gone.has_value());
   EXPECT_EQ(gone->map.draining_size(), 0);
   EXPECT_EQ(gone->map.shards(0).shard_epoch(), refill->map.shards(0).shard_epoch());
+}
+
+// A primary whose lease is gone is fenced already: one write drops it.
+TEST(ControllerPlanTest, RemoveNodeDropsADeadPrimaryAtOnce) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 2, "test");
+  FakeSeqs seqs;
+  seqs.seqs[{"b", 0}] = 1;
+  auto next = PlanRemoveNode(map, Members({"b", "c"}), "a", seqs.Fn());
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_THAT(Replicas(*next, 0), ElementsAre("b"));
+  EXPECT_FALSE(ServesAnyShard(*next, "a"));
 }
 
 TEST(ControllerPlanTest, RemoveNodeRefusals) {
@@ -377,7 +404,7 @@ TEST(ControllerPlanTest, RemoveNodeRefusals) {
   backup = PlanRemoveNode(two, Members({"a", "b"}), "b", seqs.Fn());
   ASSERT_TRUE(backup.ok()) << backup.status();
   EXPECT_THAT(Replicas(*backup, 0), ElementsAre("a"));
-  EXPECT_THAT(Replicas(*backup, 1), ElementsAre("a"));
+  EXPECT_THAT(Replicas(*backup, 1), ElementsAre("a", "b"));  // demoted first
 }
 
 }  // namespace

@@ -110,7 +110,19 @@ class ControllerTest : public ::testing::Test {
     options.replicas = replicas;
     options.min_nodes = min_nodes;
     options.poll_interval = poll;
+    options.map_epoch = [this](const v1::ClusterNode& node) -> absl::StatusOr<uint64_t> {
+      absl::MutexLock lock(&epochs_mu_);
+      auto it = applied_epochs_.find(node.node_id());
+      if (it == applied_epochs_.end()) return absl::UnavailableError("unreachable");
+      return it->second;
+    };
+    options.demote_confirm_timeout = absl::Milliseconds(600);
     return std::make_unique<Controller>(etcd_.get(), options, std::move(fn));
+  }
+  // What the map_epoch fn of MakeController's controllers answers for `id`.
+  void SetAppliedEpoch(const std::string& id, uint64_t epoch) {
+    absl::MutexLock lock(&epochs_mu_);
+    applied_epochs_[id] = epoch;
   }
 
   std::optional<etcd::KeyValue> MapKv() {
@@ -147,6 +159,8 @@ class ControllerTest : public ::testing::Test {
   std::map<std::string, int64_t> leases_;
   std::map<std::string, int64_t> controller_leases_;
   FakeSeqs seqs_;
+  absl::Mutex epochs_mu_;
+  std::map<std::string, uint64_t> applied_epochs_ ABSL_GUARDED_BY(epochs_mu_);
 };
 
 TEST_F(ControllerTest, OneWinsElectionLoserTakesOverWhenWinnerLeaseGoes) {
@@ -327,19 +341,21 @@ TEST_F(ControllerTest, RemoveNodeDrainsThenRefillsWithOthers) {
   ASSERT_THAT(Replicas(ReadMap(), 0), ElementsAre("n0", "n1"));
   ASSERT_THAT(Replicas(ReadMap(), 3), ElementsAre("n3", "n0"));
   seqs_.Set("n1", 0, 7);
+  // n0 applies map 2 (its demotion) as soon as the controller asks.
+  SetAppliedEpoch("n0", 2);
 
   auto removed = ctl->RemoveNode("n0");
   ASSERT_TRUE(removed.ok()) << removed.status();
-  EXPECT_EQ(removed->epoch(), 2u);
+  EXPECT_EQ(removed->epoch(), 3u);  // demoted in map 2, gone in map 3
   EXPECT_THAT(Replicas(*removed, 0), ElementsAre("n1"));
   EXPECT_THAT(Replicas(*removed, 3), ElementsAre("n3"));
   ASSERT_EQ(removed->draining_size(), 1);
   EXPECT_EQ(removed->draining(0).node_id(), "n0");
-  EXPECT_EQ(ReadMap().epoch(), 2u);
+  EXPECT_EQ(ReadMap().epoch(), 3u);
 
   ASSERT_TRUE(ctl->RunOnce().ok());  // the refill
   v1::ClusterMap map = ReadMap();
-  EXPECT_EQ(map.epoch(), 3u);
+  EXPECT_EQ(map.epoch(), 4u);
   EXPECT_THAT(Syncing(map, 0), ElementsAre("n2"));  // n2 and n3 serve 2, n1 3
   EXPECT_THAT(Syncing(map, 3), ElementsAre("n1"));
   for (const v1::ClusterNode& node : map.nodes()) EXPECT_NE(node.node_id(), "n0");
@@ -347,10 +363,36 @@ TEST_F(ControllerTest, RemoveNodeDrainsThenRefillsWithOthers) {
   Kill("n0");  // stopped after draining: only the mark goes
   ASSERT_TRUE(ctl->RunOnce().ok());
   map = ReadMap();
-  EXPECT_EQ(map.epoch(), 4u);
+  EXPECT_EQ(map.epoch(), 5u);
   EXPECT_EQ(map.draining_size(), 0);
   EXPECT_THAT(Replicas(map, 0), ElementsAre("n1"));
-  EXPECT_EQ(map.shards(0).shard_epoch(), 3u);
+  EXPECT_EQ(map.shards(0).shard_epoch(), 4u);
+}
+
+// A demoted primary that never says it applied its demotion stays a
+// backup (one-sided readers on the older map may still read it, and it
+// still receives every write); once its lease is gone it is fenced and
+// remove-node finishes without asking.
+TEST_F(ControllerTest, RemoveNodeKeepsAnUnconfirmedDemotedPrimaryAsBackup) {
+  auto ctl = MakeController("ctl", 2, 3, seqs_.Fn());
+  for (const char* id : {"n0", "n1", "n2"}) Register(id);
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  seqs_.Set("n1", 0, 1);
+  SetAppliedEpoch("n0", 1);  // answers, but stays on map 1
+
+  auto stuck = ctl->RemoveNode("n0");
+  EXPECT_EQ(stuck.status().code(), absl::StatusCode::kDeadlineExceeded) << stuck.status();
+  EXPECT_THAT(stuck.status().message(), HasSubstr("run remove-node again"));
+  v1::ClusterMap map = ReadMap();
+  EXPECT_EQ(map.epoch(), 2u);
+  EXPECT_THAT(Replicas(map, 0), ElementsAre("n1", "n0"));
+  EXPECT_EQ(map.draining_size(), 1);
+
+  Kill("n0");
+  auto removed = ctl->RemoveNode("n0");
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_EQ(removed->epoch(), 3u);
+  EXPECT_THAT(Replicas(*removed, 0), ElementsAre("n1"));
 }
 
 // add-node gives a registered spare a new, empty shard; rebalance queues
