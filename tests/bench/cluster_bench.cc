@@ -10,7 +10,7 @@
 //   put R=r    PUT latency p50/p99 and throughput with R = 1, 2, 3
 //   get R=r    GET latency and throughput with R = 1 and 3 (should not move)
 //   shards=s   mixed 50/50 throughput with 1, 2, 3 shards (1, 2, 3 nodes)
-//   resync     fill --fill_mb, kill a backup, wait until the map drops it,
+//   resync     R=3 on 3 nodes: fill --fill_mb, kill a backup, wait until the map drops it,
 //              restart it: time until it is back in sync, per GiB it holds
 //
 // Every load row also gives the server CPU per operation: utime+stime of all
@@ -273,10 +273,14 @@ absl::Status Fill(ClusterHarness& c, int mb) {
 }
 
 // Fill, kill a backup of fill-0's shard, wait until the map drops it,
-// restart it, time until every shard is in sync again.
+// restart it, time until every shard is in sync again; fails when the
+// victim came back to no shard (nothing was measured).
 absl::Status Resync(const std::string& etcd, std::vector<Row>* rows) {
   const int mb = absl::GetFlag(FLAGS_fill_mb);
-  auto c = StartCluster(etcd, 3, 2, absl::StrCat(mb + 256, "M"));
+  // R=3 on 3 nodes: no spare member can refill the victim's place, so the
+  // restarted victim itself is placed back and copies every shard (with
+  // R=2 a spare refills first and the victim comes back to nothing).
+  auto c = StartCluster(etcd, 3, 3, absl::StrCat(mb + 256, "M"));
   if (!c.ok()) return c.status();
   ClusterHarness& cluster = **c;
   absl::Status s = Fill(cluster, mb);
@@ -299,6 +303,9 @@ absl::Status Resync(const std::string& etcd, std::vector<Row>* rows) {
   int held = 0;
   for (const v1::Shard& shard : map->shards()) {
     for (const std::string& r : shard.replicas()) held += r == ClusterHarness::NodeId(victim);
+  }
+  if (held == 0) {
+    return absl::InternalError("the restarted node was placed in no shard: no resync to time");
   }
   const double gib = mb / 1024.0 * held / std::max(1, map->shards_size());
   const double secs = (t1 - t0) / 1e9;
