@@ -60,6 +60,7 @@ absl::Status KvServer::PrepareCluster() {
   ReplicatorOptions ro;
   ro.replication_timeout = options_.cluster.replication_timeout;
   ro.auth_token = options_.auth_token;
+  ro.lease_ttl = options_.cluster.member_ttl;
   replicator_ = std::make_unique<Replicator>(cluster_state_.get(), editor_.get(), seqs_.get(),
                                              &registry_, ro);
   // Readers refuse this server's data until its lease is proven.

@@ -188,6 +188,7 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
   pool_ = *std::move(pool);
   ReplicatorOptions ro;
   ro.replication_timeout = options.replication_timeout;
+  ro.lease_ttl = options.lease_ttl;
   ro.auth_token = options.auth_token;
   ShardMapEditor* editor = &editor_;
   if (options.make_editor) {

@@ -99,6 +99,9 @@ class TestClusterService : public ClusterService {
 
 struct NodeOptions {
   absl::Duration replication_timeout = absl::Seconds(2);
+  // ReplicatorOptions::lease_ttl: how long writes are held after a demoted
+  // former primary is dropped.
+  absl::Duration lease_ttl = absl::Seconds(3);
   bool sync_thread = true;
   // The migration driver's thread (else tests call driver().Step()).
   bool migration_thread = false;

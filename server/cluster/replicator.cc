@@ -71,7 +71,11 @@ Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* s
       seqs_(seqs),
       options_(std::move(options)),
       peers_(options_.auth_token, options_.credentials),
-      stripes_(new absl::Mutex[kStripes]) {
+      stripes_(new absl::Mutex[kStripes]),
+      former_(state->self(), options_.lease_ttl) {
+  // Maps this node installs as a backup count too: a backup promoted by a
+  // manual failover must know whom it replaced before its first write.
+  state_->AddListener([this](const cluster::ClusterMapView& view) { former_.Observe(view); });
   metrics::Registry& r = *registry;
   writes_ = r.AddCounter("kvstore_replication_writes_total",
                          "Writes this node published as primary after replicating them.");
@@ -93,6 +97,10 @@ Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* s
   forward_failures_ = r.AddCounter("kvstore_migration_forward_failures_total",
                                    "Writes that failed because the migration's target primary "
                                    "did not take them.");
+  former_primary_holds_ =
+      r.AddCounter("kvstore_replication_former_primary_holds_total",
+                   "Writes held after dropping a demoted former primary, until its lease "
+                   "(and so its fence page) must have expired.");
   imported_ = r.AddCounter("kvstore_migration_imported_writes_total",
                            "Imported writes and copied entries this target primary replicated "
                            "and installed.");
@@ -214,6 +222,7 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
                                         absl::string_view key, absl::string_view entry,
                                         absl::Time deadline, bool* stale) {
   const uint32_t shard_id = shard.shard_id();
+  former_.Observe(map);
   std::vector<Target> targets;
   for (int i = 1; i < shard.replicas_size(); ++i) {
     targets.push_back(Target{map.Node(shard.replicas(i)), true, absl::OkStatus()});
@@ -223,7 +232,10 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
   }
   v1::ReplicateRequest req;
   req.set_seq(seqs_->Next(shard_id));  // also keeps this node's applied_seq moving
-  if (targets.empty()) return absl::OkStatus();
+  if (targets.empty()) {
+    HoldForFormerPrimary(shard_id);
+    return absl::OkStatus();
+  }
   req.set_shard_id(shard_id);
   req.set_shard_epoch(shard.shard_epoch());
   req.set_op(entry.empty() ? v1::REPLICA_OP_DELETE : v1::REPLICA_OP_PUT);
@@ -242,7 +254,18 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
       return t.status;
     }
   }
-  return HandleFailures(shard, targets);
+  absl::Status failures = HandleFailures(shard, targets);
+  if (!failures.ok()) return failures;
+  HoldForFormerPrimary(shard_id);
+  return absl::OkStatus();
+}
+
+void Replicator::HoldForFormerPrimary(uint32_t shard_id) {
+  const absl::Time until = former_.HoldUntil(shard_id);
+  const absl::Time now = absl::Now();
+  if (until <= now) return;
+  former_primary_holds_->Increment();
+  absl::SleepFor(until - now);
 }
 
 absl::Status Replicator::ForwardToTarget(const cluster::ClusterMapView& map,
@@ -417,6 +440,7 @@ absl::Status Replicator::HandleFailures(const v1::Shard& shard,
     absl::Status s = editor_->RemoveReplica(shard.shard_id(), id);
     if (s.ok()) {
       isr_shrinks_->Increment();
+      if (t.node != nullptr) former_.Dropped(shard.shard_id(), *t.node);
       continue;
     }
     // A concurrent write may have dropped it already: fine as long as this
@@ -430,6 +454,7 @@ absl::Status Replicator::HandleFailures(const v1::Shard& shard,
                                                  " of shard ", shard.shard_id(), ": ",
                                                  s.message()));
     }
+    if (t.node != nullptr) former_.Dropped(shard.shard_id(), *t.node);
   }
   return absl::OkStatus();
 }

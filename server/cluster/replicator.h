@@ -59,6 +59,7 @@
 #include "absl/time/time.h"
 #include "common/metrics/registry.h"
 #include "server/cluster/cluster_state.h"
+#include "server/cluster/former_primaries.h"
 #include "server/cluster/peer_channels.h"
 #include "server/cluster/shard_map_editor.h"
 #include "server/cluster/shard_seqs.h"
@@ -75,6 +76,9 @@ struct ReplicatorOptions {
   std::string auth_token;
   // Channel credentials for peers; null: insecure.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // The member lease TTL (--member_ttl): how long writes of a shard are
+  // held after its former primary is dropped (FormerPrimaries).
+  absl::Duration lease_ttl = absl::Seconds(3);
 };
 
 class Replicator : public WriteHook {
@@ -161,6 +165,8 @@ class Replicator : public WriteHook {
   void Forward(const v1::ReplicateRequest& req, std::vector<Target>& targets, absl::Time deadline);
   // Step 4 for the failed targets; an error fails the write.
   absl::Status HandleFailures(const v1::Shard& shard, const std::vector<Target>& targets);
+  // Sleeps until FormerPrimaries lets writes of `shard_id` be acknowledged.
+  void HoldForFormerPrimary(uint32_t shard_id);
   absl::Mutex& ShardBarrier(uint32_t shard_id);
   bool Broken(uint32_t shard_id, absl::string_view node_id);
 
@@ -177,6 +183,7 @@ class Replicator : public WriteHook {
   absl::Mutex broken_mu_;
   absl::flat_hash_set<std::pair<uint32_t, std::string>> broken_ ABSL_GUARDED_BY(broken_mu_);
   LocalImport local_import_;
+  FormerPrimaries former_;
 
   metrics::Counter* writes_;
   metrics::Counter* backup_failures_;
@@ -187,6 +194,7 @@ class Replicator : public WriteHook {
   metrics::Counter* forwarded_;
   metrics::Counter* forward_failures_;
   metrics::Counter* imported_;
+  metrics::Counter* former_primary_holds_;
 };
 
 // The error a write routed elsewhere answers with, as write_hook.h names
