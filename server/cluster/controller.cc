@@ -383,8 +383,8 @@ absl::Status Controller::AwaitMapApplied(const v1::ClusterMap& map, const std::s
     if (node.node_id() == node_id) record = &node;
   }
   if (record == nullptr || !options_.map_epoch) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        node_id, " cannot be asked which map it applied; it stays a draining backup"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(node_id, " cannot be asked which map it applied; it stays a draining backup"));
   }
   const absl::Time deadline = absl::Now() + options_.demote_confirm_timeout;
   absl::Status last = absl::OkStatus();

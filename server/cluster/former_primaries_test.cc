@@ -16,7 +16,7 @@ namespace {
 // A one-shard map led by replicas[0]; nodes a, b, c at incarnation 1 (b at
 // `b_incarnation`).
 const cluster::ClusterMapView& Map(uint64_t epoch, const std::vector<std::string>& replicas,
-                            uint64_t b_incarnation = 1) {
+                                   uint64_t b_incarnation = 1) {
   v1::ClusterMap map;
   map.set_epoch(epoch);
   map.set_replication_factor(2);
@@ -49,8 +49,8 @@ v1::ClusterNode Node(const std::string& id, uint64_t incarnation = 1) {
 
 TEST(FormerPrimariesTest, DroppingTheDemotedPrimaryHoldsWritesForOneLease) {
   FormerPrimaries f("a", absl::Seconds(3));
-  f.Observe(Map(1, {"b", "a"}));  // b leads
-  f.Observe(Map(2, {"a", "b"}));  // manual failover: a leads, b demoted
+  f.Observe(Map(1, {"b", "a"}));                    // b leads
+  f.Observe(Map(2, {"a", "b"}));                    // manual failover: a leads, b demoted
   EXPECT_EQ(f.HoldUntil(0), absl::InfinitePast());  // b still gets every write
   const absl::Time before = absl::Now();
   f.Dropped(0, Node("b"));
