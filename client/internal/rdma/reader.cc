@@ -38,6 +38,9 @@ using layout::Slot;
 
 constexpr int kMaxGetAttempts = 8;  // one-sided tries before the server answers
 constexpr size_t kBatch = 16;       // keys per MultiGet round
+constexpr char kCacheHelp[] =
+    "One-sided GETs and Exists by the location cache: hit (one entry READ), miss (none cached), "
+    "stale (a cached location that failed its checks; two READs instead).";
 
 }  // namespace
 
@@ -59,14 +62,11 @@ RdmaReader::RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool*
           "entry no single READ can fetch.")),
       fence_(registry),
       cache_(cache_entries),
-      cache_hits_(registry->AddCounter("kvstore_client_location_cache_total",
-                                       "One-sided GETs and Exists by the location cache: hit "
-                                       "(one entry READ), miss (none cached), stale (a cached "
-                                       "location that failed its checks; two READs instead).",
+      cache_hits_(registry->AddCounter("kvstore_client_location_cache_total", kCacheHelp,
                                        {{"result", "hit"}})),
-      cache_misses_(registry->AddCounter("kvstore_client_location_cache_total", "",
+      cache_misses_(registry->AddCounter("kvstore_client_location_cache_total", kCacheHelp,
                                          {{"result", "miss"}})),
-      cache_stale_(registry->AddCounter("kvstore_client_location_cache_total", "",
+      cache_stale_(registry->AddCounter("kvstore_client_location_cache_total", kCacheHelp,
                                         {{"result", "stale"}})) {}
 
 // --- Entry points --------------------------------------------------------------
