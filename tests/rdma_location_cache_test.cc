@@ -199,7 +199,8 @@ TEST_F(RdmaLocationCacheTest, CacheOffStillReads) {
   StartServer();
   auto c = Connect(/*cache_entries=*/0);
   ASSERT_NE(c, nullptr);
-  for (int i = 0; i < 8; ++i) ASSERT_TRUE(c->Put(absl::StrCat("off", i), ValueFor("off", i, 100)).ok());
+  for (int i = 0; i < 8; ++i)
+    ASSERT_TRUE(c->Put(absl::StrCat("off", i), ValueFor("off", i, 100)).ok());
   for (int round = 0; round < 2; ++round) {
     for (int i = 0; i < 8; ++i) {
       auto v = c->Get(absl::StrCat("off", i));

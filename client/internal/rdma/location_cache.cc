@@ -90,7 +90,8 @@ void LocationCache::Erase(uint64_t hash) {
   const uint64_t tag = TagOf(hash);
   Write(hash, [&](Cell& c) {
     // Only this key's location: a colliding key's stays.
-    if (c.gen_tag.load(std::memory_order_relaxed) == tag) c.where.store(0, std::memory_order_relaxed);
+    if (c.gen_tag.load(std::memory_order_relaxed) == tag)
+      c.where.store(0, std::memory_order_relaxed);
   });
 }
 

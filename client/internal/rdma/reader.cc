@@ -236,7 +236,8 @@ absl::StatusOr<size_t> RdmaReader::GetOneOn(const Request& req, OpSlot* s) {
       }
       Attempt a = ReadCandidate(req, slot, s, t0, fence);
       if (a.kind == Attempt::kDone) {
-        if (a.result.ok() && cache_.enabled()) cache_.Insert(ch, {slot.offset, slot.size, a.checksum});
+        if (a.result.ok() && cache_.enabled())
+          cache_.Insert(ch, {slot.offset, slot.size, a.checksum});
         return a.result;
       }
       if (a.kind == Attempt::kTorn) torn = true;
