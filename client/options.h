@@ -52,6 +52,10 @@ struct Options {
   // Bytes per RDMA write lease (rounded up by the server to its segments);
   // larger entries get a lease of their own size.
   uint64_t lease_bytes = 4ull << 20;
+  // Keys whose entry location an RDMA path remembers per server, so that a
+  // repeated GET costs one RDMA READ instead of two (docs/architecture.md
+  // §10.2). About 32 bytes each; rounded up to a power of two; 0 = off.
+  size_t rdma_location_cache_entries = 65536;
 
   // --- Cluster mode (ignored by a single-node client).
   // Reads (Get, Exists, MultiGet, GetInto) go to an in-sync backup of the

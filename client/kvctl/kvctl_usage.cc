@@ -35,6 +35,7 @@ constexpr FlagHelp kFlagHelp[] = {
     {"transport",   "",      "MODE"},
     {"timeout",     "",      "DURATION"},
     {"rdma_device", "",      "NAME"},
+    {"rdma_location_cache_entries", "", "N"},
     {"json",        "",      nullptr},
     {"verbose",     "",      nullptr},
     {"token_file",  "",      "PATH"},

@@ -64,6 +64,14 @@ inline constexpr uint64_t kMaxEntryBytes =
     ((uint64_t{1} << kSizeBits) - 1) * kEntryAlign;  // ~256 MiB
 
 inline constexpr uint32_t kEntryMagic = 0x4B564531;  // "1EVK" little-endian: "KVE1"
+// What the server stores over an entry's magic once the index stops naming
+// it (overwrite, delete, cleaner move), before the write that did so is
+// acknowledged. A reader that followed a slot word it READ earlier, or a
+// client's cached location (client/internal/rdma/location_cache.h), then
+// sees a dead entry instead of a superseded value that still verifies. Old
+// readers take it for a torn entry and retry, so this needs no new
+// kLayoutVersion.
+inline constexpr uint32_t kRetiredEntryMagic = 0x44414544;  // "DEAD"
 
 struct EntryHeader {
   uint32_t magic;
@@ -149,6 +157,14 @@ absl::StatusOr<EntryView> ParseEntryHeader(absl::string_view bytes);
 // (kNotFound-coded "key mismatch" otherwise: a fingerprint collision or a
 // slot reused under the reader).
 absl::StatusOr<EntryView> VerifyEntry(absl::string_view bytes, absl::string_view key);
+
+// Stores kRetiredEntryMagic over the magic of the entry at `entry` with one
+// aligned 4-byte store (the rest of the entry is left as it is: readers that
+// already checked the magic may still be copying the value). REQUIRES:
+// `entry` 64-byte aligned, in memory the caller owns.
+inline void MarkEntryRetired(char* entry) {
+  __atomic_store_n(reinterpret_cast<uint32_t*>(entry), kRetiredEntryMagic, __ATOMIC_RELEASE);
+}
 
 // Atomic access to a slot word that lives in (possibly registered) memory.
 inline uint64_t LoadSlot(const uint64_t* word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }

@@ -270,6 +270,10 @@ void KvStore::Seal(uint32_t head) {
 }
 
 void KvStore::Retire(const Slot& slot) {
+  // Marked dead before anything can be acknowledged: a one-sided reader
+  // holding this location (an earlier slot READ, or a client's location
+  // cache) must not take a superseded entry for the current value.
+  layout::MarkEntryRetired(pool_->data() + slot.offset);
   // The count lives on the run head. The caller that brings it to exactly
   // zero schedules the reclaim (a no-op unless the run is sealed).
   const uint32_t head = segments_[SegmentOf(slot.offset)].run_head;
@@ -423,7 +427,10 @@ absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
         std::memcmp(entry + layout::kEntryHeaderBytes, key.data(), key.size()) == 0 &&
         layout::EntryBytes(h.key_len, h.value_len) == slot->size) {
       if (segments_[head].remote_writable.load(std::memory_order_acquire)) {
-        return CopyLeasedEntry(key, *slot, head);
+        auto copied = CopyLeasedEntry(key, *slot, head);
+        // kAborted: the entry was retired while we copied it; look again.
+        if (copied.status().code() == absl::StatusCode::kAborted) continue;
+        return copied;
       }
       PinnedValue v;
       v.store_ = this;
@@ -465,6 +472,12 @@ absl::StatusOr<PinnedValue> KvStore::CopyLeasedEntry(absl::string_view key, cons
   // The copy needs no pool memory: the pin ends here, not with `v`.
   Unpin(head);
   auto view = layout::VerifyEntry(absl::string_view(v.copy_.get(), slot.size), key);
+  uint32_t copied_magic;
+  std::memcpy(&copied_magic, v.copy_.get(), sizeof(copied_magic));
+  if (!view.ok() && copied_magic == layout::kRetiredEntryMagic) {
+    // An overwrite retired the entry under the copy: not the holder's doing.
+    return absl::AbortedError("entry retired while it was copied");
+  }
   if (!view.ok()) {
     modified_->Increment();
     return absl::DataLossError(

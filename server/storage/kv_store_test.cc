@@ -3,6 +3,7 @@
 #include "server/storage/kv_store.h"
 
 #include <atomic>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -63,6 +64,43 @@ TEST(KvStore, PutGetOverwriteDelete) {
   EXPECT_EQ(t.store->Get("a").status().code(), absl::StatusCode::kNotFound);
   ASSERT_TRUE(t.store->Put(w.get(), "empty", "").ok());
   EXPECT_EQ(ValueOf(*t.store, "empty"), "");
+}
+
+// Where the entry of `key` starts in pool memory (the header precedes key
+// and value).
+const char* EntryOf(KvStore& s, const std::string& key) {
+  auto v = s.Get(key);
+  EXPECT_TRUE(v.ok()) << v.status();
+  if (!v.ok()) return nullptr;
+  return v->value().data() - layout::kEntryHeaderBytes - key.size();
+}
+
+uint32_t MagicAt(const char* entry) {
+  uint32_t m;
+  std::memcpy(&m, entry, sizeof(m));
+  return m;
+}
+
+// A one-sided reader holding an old location (a client's location cache)
+// must see that the entry is no longer the key's: overwrite and delete mark
+// the superseded entry before they return.
+TEST(KvStore, OverwriteAndDeleteMarkTheOldEntryRetired) {
+  TestStore t = MakeStore(8 << 20, 1 << 20, absl::Seconds(10));
+  auto w = t.store->NewWriter();
+  ASSERT_TRUE(t.store->Put(w.get(), "k", "v1").ok());
+  const char* first = EntryOf(*t.store, "k");
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(MagicAt(first), layout::kEntryMagic);
+  ASSERT_TRUE(t.store->Put(w.get(), "k", "v2").ok());
+  EXPECT_EQ(MagicAt(first), layout::kRetiredEntryMagic);
+  const char* second = EntryOf(*t.store, "k");
+  ASSERT_NE(second, nullptr);
+  EXPECT_NE(second, first);
+  EXPECT_EQ(MagicAt(second), layout::kEntryMagic);
+  EXPECT_EQ(ValueOf(*t.store, "k"), "v2");
+  ASSERT_TRUE(t.store->Delete("k").ok());
+  EXPECT_EQ(MagicAt(second), layout::kRetiredEntryMagic);
+  EXPECT_EQ(ValueOf(*t.store, "k"), "<NOT_FOUND>");
 }
 
 // Finding 10: clients read for at most half the grace period, in whole

@@ -8,6 +8,7 @@
 
 #include "client/internal/rdma/op_engine.h"
 
+#include <chrono>
 #include <thread>
 #include <utility>
 
@@ -192,6 +193,12 @@ void OpEngine::PollOnce() {
 // trusted either.
 absl::Status OpEngine::Wait(OpSlot* s, absl::Time deadline) {
   int idle = 0;
+  // Busy-poll first: a READ completes within tens of µs, and a yield (a
+  // system call and perhaps a context switch) costs as much as the READ on
+  // a loaded host. Only a wait longer than kBusyPoll yields between polls.
+  constexpr auto kBusyPoll = std::chrono::microseconds(300);
+  const auto spin_until = std::chrono::steady_clock::now() + kBusyPoll;
+  bool spinning = true;
   while (!s->done.load(std::memory_order_acquire)) {
     if (broken_) return absl::UnavailableError("RDMA data path broken; reconnecting");
     // One poller at a time; the others spin on their own slot's flag, which
@@ -204,6 +211,11 @@ absl::Status OpEngine::Wait(OpSlot* s, absl::Time deadline) {
     // Spin briefly, then yield; the clock is read only every 1024 rounds
     // because absl::Now() costs more than a poll.
     if (++idle > 64) {
+      if (spinning) {
+        // The steady clock is cheap (vDSO); still, read it every 16 rounds.
+        if ((idle & 15) == 0 && std::chrono::steady_clock::now() > spin_until) spinning = false;
+        continue;
+      }
       std::this_thread::yield();
       if ((idle & 1023) == 0 && absl::Now() > deadline) {
         MarkBroken(absl::DeadlineExceededError("operation timed out"));

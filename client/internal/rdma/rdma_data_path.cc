@@ -28,7 +28,7 @@ RdmaDataPath::RdmaDataPath(std::shared_ptr<RdmaContext> ctx, ServerLayout layout
 absl::StatusOr<std::unique_ptr<RdmaDataPath>> RdmaDataPath::Connect(
     std::shared_ptr<RdmaContext> context, ControlClient* control,
     const v1::HandshakeResponse& handshake, const std::string& client_name, uint64_t lease_bytes,
-    absl::Duration rpc_timeout, metrics::Registry* registry) {
+    absl::Duration rpc_timeout, metrics::Registry* registry, size_t location_cache_entries) {
   // Validate what the server publishes before allocating anything.
   KV_ASSIGN_OR_RETURN(ServerLayout layout, ServerLayout::FromHandshake(handshake));
   std::unique_ptr<RdmaDataPath> p(new RdmaDataPath(std::move(context), std::move(layout)));
@@ -41,7 +41,7 @@ absl::StatusOr<std::unique_ptr<RdmaDataPath>> RdmaDataPath::Connect(
       control, p->engine_.get(), registry, SessionScope{p->layout_.epoch, p->layout_.session_id},
       p->conn_->connection_id(), client_name, lease_bytes, p->layout_.lease_ttl, rpc_timeout);
   p->reader_ = std::make_unique<RdmaReader>(&p->layout_, p->engine_.get(), p->pool_.get(), control,
-                                            registry);
+                                            registry, location_cache_entries);
   p->writer_ = std::make_unique<RdmaWriter>(&p->layout_, p->engine_.get(), p->pool_.get(),
                                             p->leases_.get(), registry);
   p->leases_->Start();
@@ -64,11 +64,18 @@ absl::StatusOr<std::string> RdmaDataPath::Get(absl::string_view key, absl::Time 
 
 absl::Status RdmaDataPath::Put(absl::string_view key, absl::string_view value,
                                absl::Time deadline) {
-  return writer_->Put(key, value, deadline);
+  absl::Status s = writer_->Put(key, value, deadline);
+  // After the write, whatever its outcome: a GET racing it may have cached
+  // the old location meanwhile (harmless, the server marked it retired, but
+  // it would cost a stale hit).
+  reader_->Forget(key);
+  return s;
 }
 
 absl::Status RdmaDataPath::Delete(absl::string_view key, absl::Time deadline) {
-  return writer_->Delete(key, deadline);
+  absl::Status s = writer_->Delete(key, deadline);
+  reader_->Forget(key);
+  return s;
 }
 
 absl::StatusOr<bool> RdmaDataPath::Exists(absl::string_view key, absl::Time deadline) {
@@ -82,7 +89,9 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> RdmaDataPath::MultiGet(
 
 absl::Status RdmaDataPath::MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
                                     absl::Time deadline) {
-  return writer_->MultiPut(pairs, deadline);
+  absl::Status s = writer_->MultiPut(pairs, deadline);
+  for (const auto& kv : pairs) reader_->Forget(kv.first);
+  return s;
 }
 
 // Local write access only: the NIC writes GET values into the buffer and
@@ -118,7 +127,9 @@ absl::Status RdmaDataPath::PutFrom(absl::string_view key, const RegisteredBuffer
   if (KvClientInternal::lkey(buffer) == 0) {
     return DataPath::PutFrom(key, buffer, offset, length, deadline);
   }
-  return writer_->PutFrom(key, buffer, offset, length, deadline);
+  absl::Status s = writer_->PutFrom(key, buffer, offset, length, deadline);
+  reader_->Forget(key);
+  return s;
 }
 
 // The reader is the one part that checks fence words.

@@ -53,13 +53,15 @@ class RdmaDataPath final : public DataPath {
   // directory from `handshake`, on the device and PD of `context`. `control`
   // and `registry` (the client's, where the parts register their counters)
   // must outlive the path; `rpc_timeout` bounds each control-plane call the
-  // path makes. Errors: kFailedPrecondition for a server whose memory layout
-  // or commit buffers do not fit this client, kUnavailable when it publishes
-  // no RDMA regions, ConnectQp's status, the verbs error of a resource.
+  // path makes; `location_cache_entries` sizes the GET location cache (0:
+  // none; Options::rdma_location_cache_entries). Errors: kFailedPrecondition for a server whose
+  // memory layout or commit buffers do not fit this client, kUnavailable when it publishes no RDMA
+  // regions, ConnectQp's status, the verbs error of a resource.
   static absl::StatusOr<std::unique_ptr<RdmaDataPath>> Connect(
       std::shared_ptr<RdmaContext> context, ControlClient* control,
       const v1::HandshakeResponse& handshake, const std::string& client_name, uint64_t lease_bytes,
-      absl::Duration rpc_timeout, metrics::Registry* registry);
+      absl::Duration rpc_timeout, metrics::Registry* registry,
+      size_t location_cache_entries = 65536);
 
   // Stops the lease thread; on a healthy path also releases the leases and
   // disconnects (skipped on a broken path: the server may be gone, each RPC

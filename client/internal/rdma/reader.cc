@@ -38,11 +38,14 @@ using layout::Slot;
 
 constexpr int kMaxGetAttempts = 8;  // one-sided tries before the server answers
 constexpr size_t kBatch = 16;       // keys per MultiGet round
+constexpr char kCacheHelp[] =
+    "One-sided GETs and Exists by the location cache: hit (one entry READ), miss (none cached), "
+    "stale (a cached location that failed its checks; two READs instead).";
 
 }  // namespace
 
 RdmaReader::RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool* pool,
-                       ControlClient* control, metrics::Registry* registry)
+                       ControlClient* control, metrics::Registry* registry, size_t cache_entries)
     : layout_(layout),
       engine_(engine),
       pool_(pool),
@@ -57,7 +60,14 @@ RdmaReader::RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool*
           "kvstore_client_server_fallback_gets_total",
           "GETs answered by the server CPU (gRPC) after one-sided retries ran out, or for an "
           "entry no single READ can fetch.")),
-      fence_(registry) {}
+      fence_(registry),
+      cache_(cache_entries),
+      cache_hits_(registry->AddCounter("kvstore_client_location_cache_total", kCacheHelp,
+                                       {{"result", "hit"}})),
+      cache_misses_(registry->AddCounter("kvstore_client_location_cache_total", kCacheHelp,
+                                         {{"result", "miss"}})),
+      cache_stale_(registry->AddCounter("kvstore_client_location_cache_total", kCacheHelp,
+                                        {{"result", "stale"}})) {}
 
 // --- Entry points --------------------------------------------------------------
 
@@ -190,6 +200,22 @@ absl::StatusOr<size_t> RdmaReader::GetOne(const Request& req) {
 }
 
 absl::StatusOr<size_t> RdmaReader::GetOneOn(const Request& req, OpSlot* s) {
+  // The hit path first: one entry READ when the key's location is cached.
+  const uint64_t ch = cache_.enabled() ? LocationCache::Hash(req.key) : 0;
+  if (cache_.enabled()) {
+    LocationCache::Location loc;
+    if (cache_.Lookup(ch, &loc)) {
+      Attempt a = ReadCached(req, loc, s);
+      if (a.kind == Attempt::kDone) {
+        cache_hits_->Increment();
+        return a.result;
+      }
+      cache_stale_->Increment();
+      cache_.Erase(ch);
+    } else {
+      cache_misses_->Increment();
+    }
+  }
   const layout::KeyHash h =
       layout::HashKey(req.key, layout_->geometry.seed, layout_->geometry.bucket_count);
   for (int attempt = 0; attempt < kMaxGetAttempts; ++attempt) {
@@ -209,7 +235,11 @@ absl::StatusOr<size_t> RdmaReader::GetOneOn(const Request& req, OpSlot* s) {
         continue;
       }
       Attempt a = ReadCandidate(req, slot, s, t0, fence);
-      if (a.kind == Attempt::kDone) return a.result;
+      if (a.kind == Attempt::kDone) {
+        if (a.result.ok() && cache_.enabled())
+          cache_.Insert(ch, {slot.offset, slot.size, a.checksum});
+        return a.result;
+      }
       if (a.kind == Attempt::kTorn) torn = true;
       if (a.kind == Attempt::kSpanExceeded) {
         span_exceeded = true;
@@ -267,8 +297,14 @@ RdmaReader::Attempt RdmaReader::ReadCandidate(const Request& req, const Slot& sl
   }
   absl::StatusOr<size_t> verified =
       Verify(req.key, slot, plan.local, req.dest, req.out, req.header_only);
+  layout::EntryHeader header;
+  std::memcpy(&header, plan.local, sizeof(header));
   if (plan.big) pool_->Release(std::move(plan.big));
-  if (verified.ok()) return {Attempt::kDone, verified};
+  if (verified.ok()) {
+    Attempt a{Attempt::kDone, verified};
+    a.checksum = header.checksum;
+    return a;
+  }
   if (verified.status().code() == absl::StatusCode::kOutOfRange) {
     return {Attempt::kDone, verified.status()};
   }
@@ -431,6 +467,14 @@ absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys
   std::vector<rdma::Sge> esges;
   std::vector<rdma::ReadOp> ereads;
   std::vector<std::pair<size_t, Slot>> pending;
+  // Entries larger than a slot's scratch go into pooled registered buffers,
+  // READ in the same doorbell as the small ones (all posted, one poll).
+  std::vector<std::unique_ptr<Block>> big(n);
+  auto release_big = [&] {
+    for (auto& b : big) {
+      if (b) pool_->Release(std::move(b));
+    }
+  };
   esges.reserve(n);  // never reallocated: the READs point into it
   for (size_t k = 0; k < n; ++k) {
     std::vector<Slot> cands = Candidates(slots[k], hashes[k]);
@@ -438,14 +482,20 @@ absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys
       out[k] = absl::NotFoundError("key not found");
       continue;
     }
-    if (cands.size() != 1 || cands[0].size > kSmallEntryArea ||
-        !layout_->Plausible(cands[0], keys[k].size()) ||
+    if (cands.size() != 1 || !layout_->Plausible(cands[0], keys[k].size()) ||
         layout_->Resolve(cands[0].offset, cands[0].size) == nullptr) {
       continue;  // the single-key path handles it
     }
+    if (cands[0].size > kSmallEntryArea) {
+      auto b = pool_->Acquire(cands[0].size);
+      if (!b.ok()) continue;  // the single-key path tries again, alone
+      big[k] = std::move(*b);
+    }
     const DataRegion* region = layout_->Resolve(cands[0].offset, cands[0].size);
-    esges.push_back({reinterpret_cast<uint64_t>(slots[k]->entry),
-                     static_cast<uint32_t>(cands[0].size), slots[k]->lkey});
+    char* local = big[k] ? big[k]->mem.get() : slots[k]->entry;
+    const uint32_t lkey = big[k] ? big[k]->mr->lkey() : slots[k]->lkey;
+    esges.push_back(
+        {reinterpret_cast<uint64_t>(local), static_cast<uint32_t>(cands[0].size), lkey});
     rdma::ReadOp op;
     op.remote_addr = region->addr + (cands[0].offset - region->arena_offset);
     op.rkey = region->rkey;
@@ -457,18 +507,30 @@ absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys
   for (size_t i = 0; i < ereads.size(); ++i) ereads[i].local = absl::MakeConstSpan(&esges[i], 1);
   ereads.back().signaled = true;
   engine_->Arm(slots[n - 1]);
-  KV_RETURN_IF_ERROR(engine_->PostReads(ereads));
-  KV_RETURN_IF_ERROR(engine_->Wait(slots[n - 1], deadline));
+  absl::Status done = engine_->PostReads(ereads);
+  if (done.ok()) done = engine_->Wait(slots[n - 1], deadline);
   // The entries were READ after the fence check: the lease must still hold.
-  KV_RETURN_IF_ERROR(Readmit(fence));
+  if (done.ok()) done = Readmit(fence);
+  if (!done.ok()) {
+    release_big();
+    return done;
+  }
   // Past the span nothing read can be trusted; those keys stay open.
   const bool in_span = SteadyNow() - t0 <= layout_->max_read_span;
   for (auto& [k, slot] : pending) {
     if (!in_span) continue;
+    const char* local = big[k] ? big[k]->mem.get() : slots[k]->entry;
     std::string value;
-    auto v = Verify(keys[k], slot, slots[k]->entry, nullptr, &value, false);
-    if (v.ok()) out[k] = std::move(value);
+    auto v = Verify(keys[k], slot, local, nullptr, &value, false);
+    if (!v.ok()) continue;
+    out[k] = std::move(value);
+    if (cache_.enabled()) {
+      layout::EntryHeader h;
+      std::memcpy(&h, local, sizeof(h));
+      cache_.Insert(LocationCache::Hash(keys[k]), {slot.offset, slot.size, h.checksum});
+    }
   }
+  release_big();
   return absl::OkStatus();
 }
 

@@ -22,6 +22,15 @@
 // times with backoff; then the server's CPU answers over gRPC (Get). The
 // server CPU takes no part otherwise.
 //
+// Location cache (location_cache.h): a GET (or Exists) first looks up where
+// it last found the key and, on a hit, READs only the entry (with the fence
+// words in the same doorbell), then checks magic, key, size, the recorded
+// checksum and the checksum itself. A hit that fails any check, or a miss,
+// goes the two-READ way above, which records what it finds. The server marks
+// an entry retired before acknowledging the write that superseded it, so a
+// cached location never yields a value older than an acknowledged write.
+// Counted in kvstore_client_location_cache_total{result="hit"|"miss"|"stale"}.
+//
 // Thread safety: thread-safe; each call uses the operation slots it acquires.
 
 #ifndef KVSTORE_CLIENT_INTERNAL_RDMA_READER_H_
@@ -39,6 +48,7 @@
 #include "absl/types/span.h"
 #include "client/internal/control_client.h"
 #include "client/internal/rdma/fence_gate.h"
+#include "client/internal/rdma/location_cache.h"
 #include "client/internal/rdma/op_engine.h"
 #include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/server_layout.h"
@@ -54,8 +64,9 @@ class RdmaReader {
  public:
   // Every pointer must outlive the reader. Registers the read retry
   // counters in `registry` (the client's: a rebuilt path reuses the series).
+  // `cache_entries`: cells of the location cache (0: no cache).
   RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool* pool, ControlClient* control,
-             metrics::Registry* registry);
+             metrics::Registry* registry, size_t cache_entries = kDefaultLocationCacheEntries);
 
   // The value of `key`. kNotFound when absent, kInvalidArgument for a key
   // over the limit, kUnavailable once the path is broken, kDeadlineExceeded.
@@ -73,8 +84,13 @@ class RdmaReader {
   absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys, absl::Time deadline);
 
-  // The cluster map epoch reads are checked against (0: single-node).
-  void SetMapEpoch(uint64_t epoch) { fence_.set_map_epoch(epoch); }
+  // The cluster map epoch reads are checked against (0: single-node). A
+  // new epoch empties the location cache.
+  void SetMapEpoch(uint64_t epoch);
+  // Drops the cached location of `key`: this client wrote or deleted it.
+  void Forget(absl::string_view key) {
+    if (cache_.enabled()) cache_.Erase(LocationCache::Hash(key));
+  }
 
  private:
   // The fence words READ with a batch of bucket READs; `present` is false
@@ -108,6 +124,8 @@ class RdmaReader {
     } kind;
     absl::StatusOr<size_t> result = size_t{0};
     bool give_up = false;  // kSpanExceeded: the entry READ alone took too long
+    // kDone with an ok result: the entry's checksum (for the cache).
+    uint64_t checksum = 0;
   };
   // The local memory one entry READ scatters into.
   struct EntryRead {
@@ -141,6 +159,10 @@ class RdmaReader {
   // READ started (the span is measured from there).
   Attempt ReadCandidate(const Request& req, const layout::Slot& slot, OpSlot* s, absl::Duration t0,
                         const FenceRead& fence);
+  // The hit path: READs the entry at the cached `loc` (and the fence words,
+  // one doorbell) and checks it. kDone: the GET's answer; anything else: the
+  // location is stale, take the two-READ path.
+  Attempt ReadCached(const Request& req, const LocationCache::Location& loc, OpSlot* s);
   // Fills `plan` for reading the entry of `slot`.
   absl::Status PlanEntryRead(const Request& req, const layout::Slot& slot, OpSlot* s,
                              EntryRead* plan);
@@ -180,6 +202,10 @@ class RdmaReader {
   metrics::Counter* const span_retries_;          // a read that outlasted max_read_span
   metrics::Counter* const server_fallback_gets_;  // GETs the server CPU answered
   FenceGate fence_;                               // the map epoch; refusals
+  LocationCache cache_;
+  metrics::Counter* const cache_hits_;    // GETs answered by one entry READ
+  metrics::Counter* const cache_misses_;  // no location cached for the key
+  metrics::Counter* const cache_stale_;   // a cached location that failed its checks
 };
 
 }  // namespace client
