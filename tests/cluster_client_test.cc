@@ -96,6 +96,29 @@ class FakeClusterService final : public v1::KvCluster::Service {
   std::atomic<int> failovers_{0};
 };
 
+// A node frozen by SIGSTOP, as its peers see it: the kernel completes TCP
+// handshakes on its listening socket, but nothing ever answers.
+class FrozenListener {
+ public:
+  FrozenListener() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    listen(fd_, 64);
+    socklen_t len = sizeof(a);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+  }
+  ~FrozenListener() { close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 // A RESP listener answering every request with "-MOVED 0 <to>".
 class MovedRespServer {
  public:
@@ -491,6 +514,29 @@ TEST_F(ClusterClientTest, UnreachableNodeMakesTheClientRefresh) {
   EXPECT_EQ(*Direct(0)->Get("after"), "2");
   EXPECT_EQ(Metric(**c, "kvstore_client_cluster_map_epoch"), 2u);
   EXPECT_GE(Metric(**c, "kvstore_client_cluster_retries_total"), 1u);
+}
+
+// A frozen primary: the handshake with it waits out connect_timeout, which
+// here is the whole op_timeout. The failed operation must still refresh the
+// map (it did not: the refresh had no budget left, so every operation went
+// to the frozen node again), and the next one reaches the new primary.
+TEST_F(ClusterClientTest, FrozenPrimaryThatEatsTheBudgetStillLetsTheClientRefresh) {
+  FrozenListener frozen;
+  std::vector<v1::ClusterNode> nodes = nodes_;
+  nodes[2] = NodeOf("n2", frozen.port(), frozen.port());
+  map_.SetMap(MakeMap(1, nodes, {2}));
+  client::Options o = ClientOptions({map_service_.address()});
+  o.connect_timeout = absl::Seconds(2);
+  o.op_timeout = absl::Seconds(2);
+  auto c = client::KvClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  map_.SetMap(MakeMap(2, nodes, {0}));  // the failover
+  const absl::Status first = (*c)->Put("k", "1");
+  EXPECT_FALSE(first.ok());  // its budget went into the handshake
+  const absl::Status second = (*c)->Put("k", "2");
+  ASSERT_TRUE(second.ok()) << second;
+  EXPECT_EQ(*Direct(0)->Get("k"), "2");
+  EXPECT_EQ(Metric(**c, "kvstore_client_cluster_map_epoch"), 2u);
 }
 
 // read_from_replicas sends reads to the in-sync backup (writes still go to

@@ -135,7 +135,8 @@ bool ClusterRouter::Install(std::shared_ptr<const cluster::ClusterMapView> map) 
   return true;
 }
 
-bool ClusterRouter::Refresh(uint64_t routed_epoch, const std::string& hint, absl::Time deadline) {
+bool ClusterRouter::Refresh(uint64_t routed_epoch, const std::string& hint, absl::Time deadline,
+                            const std::string& last) {
   absl::MutexLock refresh(&refresh_mu_);
   // Another thread refreshed while this one waited: route by its map.
   if (epoch() > routed_epoch) return true;
@@ -148,6 +149,10 @@ bool ClusterRouter::Refresh(uint64_t routed_epoch, const std::string& hint, absl
     }
   }
   sources.insert(sources.end(), seeds_.begin(), seeds_.end());
+  if (!last.empty()) {
+    sources.erase(std::remove(sources.begin(), sources.end(), last), sources.end());
+    sources.push_back(last);
+  }
   std::vector<std::string> asked;
   for (const std::string& address : sources) {
     if (absl::Now() >= deadline) break;

@@ -84,9 +84,12 @@ class ClusterRouter {
   bool Install(std::shared_ptr<const cluster::ClusterMapView> map);
 
   // See the file comment. `routed_epoch` is the epoch the failed attempt
-  // was routed by; `hint` a control address to ask first (may be empty).
+  // was routed by; `hint` a control address to ask first (may be empty);
+  // `last` one to ask only after every other (the node that just failed:
+  // a frozen one would hold the call until its timeout; may be empty).
   // Returns whether a newer map than `routed_epoch` is now installed.
-  bool Refresh(uint64_t routed_epoch, const std::string& hint, absl::Time deadline);
+  bool Refresh(uint64_t routed_epoch, const std::string& hint, absl::Time deadline,
+               const std::string& last = "");
 
   // The link of `node`, connecting it (handshake and data path) on first
   // use. Errors of ServerLink::Init (kUnavailable for an unreachable node).
