@@ -33,10 +33,6 @@ namespace kvstore {
 namespace client {
 namespace {
 
-// The least time a map refresh gets after a failed attempt, even when the
-// operation's own budget is spent (one GetClusterMap call's timeout).
-constexpr absl::Duration kMinRefreshTime = absl::Seconds(1);
-
 class ClusterClientImpl final : public KvClient {
  public:
   explicit ClusterClientImpl(const Options& options)
@@ -167,20 +163,6 @@ class ClusterClientImpl final : public KvClient {
     if (!newer || verdict == Verdict::kDown) budget->Sleep();
   }
 
-  // After an operation that ends because an attempt against `node` used
-  // up its whole budget (a frozen node: a handshake or a call that never
-  // returns), without any time left to recover: drops that link and
-  // refreshes the map with a short budget of its own, asking `node` last.
-  // Otherwise the next operation would route to the frozen node again, and
-  // so would every one after it.
-  void RecoverForNextOperation(const absl::Status& s, uint64_t epoch, const v1::ClusterNode* node,
-                               const std::shared_ptr<ServerLink>& link) {
-    if (!absl::IsDeadlineExceeded(s) && !absl::IsUnavailable(s)) return;
-    if (link != nullptr) router_.Drop(link);
-    router_.Refresh(epoch, "", absl::Now() + kMinRefreshTime,
-                    node != nullptr ? node->control_address() : "");
-  }
-
   // The retry loop of one single-key operation (see the header).
   template <typename T, typename F>
   absl::StatusOr<T> Keyed(OpKind kind, absl::string_view key, bool read, bool idempotent, F op) {
@@ -227,10 +209,11 @@ class ClusterClientImpl final : public KvClient {
             idempotent);
       }
       const Verdict v = ClassifyAttempt(r.status(), budget);
-      if (v == Verdict::kFinal) {
-        if (node.ok() && !r.ok()) RecoverForNextOperation(r.status(), map->epoch(), *node, link);
-        break;
+      // The last attempt, and it may have met a frozen node: refresh for the next operation.
+      if (node.ok() && (v == Verdict::kFinal || !budget.More())) {
+        router_.RecoverForNextOperation(r.status(), map->epoch(), *node, link);
       }
+      if (v == Verdict::kFinal) break;
       // A delete that reached a node which then failed may have happened.
       const bool refused = v == Verdict::kRedirect || v == Verdict::kAsk ||
                            v == Verdict::kTryAgain ||
@@ -238,9 +221,6 @@ class ClusterClientImpl final : public KvClient {
                            r.status().GetPayload(kNotSentPayload).has_value();
       if (!idempotent && !refused) break;
       if (!budget.More()) {
-        if (v == Verdict::kDown && node.ok()) {
-          RecoverForNextOperation(r.status(), map->epoch(), *node, link);
-        }
         r = GaveUp(r.status(), budget, router_.epoch());
         break;
       }

@@ -169,6 +169,14 @@ bool ClusterRouter::Refresh(uint64_t routed_epoch, const std::string& hint, absl
   return epoch() > routed_epoch;
 }
 
+void ClusterRouter::RecoverForNextOperation(const absl::Status& status, uint64_t epoch,
+                                            const v1::ClusterNode* node,
+                                            const std::shared_ptr<ServerLink>& link) {
+  if (!absl::IsDeadlineExceeded(status) && !absl::IsUnavailable(status)) return;
+  if (link != nullptr) Drop(link);
+  Refresh(epoch, "", absl::Now() + kMapCallTimeout, node != nullptr ? node->control_address() : "");
+}
+
 absl::StatusOr<std::shared_ptr<ServerLink>> ClusterRouter::Link(const v1::ClusterNode& node) {
   const std::string key = LinkKey(node);
   {

@@ -91,6 +91,17 @@ class ClusterRouter {
   bool Refresh(uint64_t routed_epoch, const std::string& hint, absl::Time deadline,
                const std::string& last = "");
 
+  // For an operation that ends because an attempt against `node` (routed
+  // by `epoch`) used up its whole budget with `status` — a frozen node: a
+  // handshake or a call that never returns — so no time is left to
+  // recover: for kDeadlineExceeded and kUnavailable, drops `link` (may be
+  // null) and refreshes with a budget of its own (one GetClusterMap
+  // timeout), asking `node` last. Otherwise the next operation would route
+  // to the frozen node again, and so would every one after it.
+  void RecoverForNextOperation(const absl::Status& status, uint64_t epoch,
+                               const v1::ClusterNode* node,
+                               const std::shared_ptr<ServerLink>& link);
+
   // The link of `node`, connecting it (handshake and data path) on first
   // use. Errors of ServerLink::Init (kUnavailable for an unreachable node).
   absl::StatusOr<std::shared_ptr<ServerLink>> Link(const v1::ClusterNode& node);
