@@ -46,7 +46,11 @@
 # KV_COMPOSE_STATE (token, dockerd pid and log, overlay in use; default
 # deploy/compose/.state), KV_TOKEN_FILE (default STATE/token),
 # KV_REPLICAS, KV_POOL_SIZE, KV_TRANSPORT, KV_METRICS_PORT_1..3,
-# KV_PROMETHEUS_PORT (see deploy/compose/docker-compose.yml), BAZEL (default
+# KV_PROMETHEUS_PORT, KV_MEMBER_TTL, KV_FENCE_MARGIN, KV_ETCD_HEARTBEAT_MS,
+# KV_ETCD_ELECTION_MS, KV_HEALTH_TIMEOUT, KV_HEALTH_START (see
+# deploy/compose/docker-compose.yml), KV_IMAGES_FROM (up: load the images
+# from this directory of build-images.sh --save tars instead of assembling
+# them; deploy/compose/vm.sh uses it), BAZEL (default
 # bazel), DOCKER_API_VERSION (default 1.41, for a newer docker client talking
 # to Debian's dockerd 20.10).
 #
@@ -251,7 +255,12 @@ cmd_up() {
     ensure_dockerd
     local images=(kvstore-server kvstore-client kvstore-etcd)
     ((prom)) && images+=(kvstore-prometheus)
-    "$COMPOSE_DIR/build-images.sh" "${images[@]}" || die "building the images failed"
+    if [[ -n ${KV_IMAGES_FROM:-} ]]; then # tars made by build-images.sh --save (the VM)
+        "$COMPOSE_DIR/build-images.sh" --load "$KV_IMAGES_FROM" "${images[@]}" ||
+            die "loading the images from $KV_IMAGES_FROM failed"
+    else
+        "$COMPOSE_DIR/build-images.sh" "${images[@]}" || die "building the images failed"
+    fi
     phase "images"
     make_token
     COMPOSE_FILES=(-f "$COMPOSE_DIR/docker-compose.yml")
