@@ -89,11 +89,17 @@ diagnose() {
     done
 }
 
-if [[ ${1:-} == guest-up ]]; then
+case ${1:-} in
+guest-up)
     shift
     guest_up "$@"
     exit
-fi
+    ;;
+guest-diagnose)
+    diagnose
+    exit 0
+    ;;
+esac
 
 # --- host side -------------------------------------------------------------------
 (($#)) || {
