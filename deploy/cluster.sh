@@ -31,11 +31,14 @@
 #         (default --duration=5s --concurrency=16 --value-size=1K --keys=2000)
 #         and prints its figures; flags given replace those defaults.
 #   chaos [ARGS]
-#         Kills, pauses and restarts kvserver containers under load: runs
-#         deploy/compose/chaos.sh when it exists (the Soft-RoCE VM test's
-#         chaos with the history check), otherwise a simple built-in round:
-#         kill -9 the primary of shard 0 while kvctl bench runs, wait for the
-#         failover, start it again and wait until it is back in sync.
+#         Kills, pauses and restarts kvserver containers under a recorded
+#         load and checks the history (no acknowledged write lost, no stale
+#         read): deploy/compose/chaos.sh ARGS (--rounds=kill,pause,restart
+#         --transport=auto|rdma|tcp --seed=N --history=FILE; see its --help).
+#         Needs chaos_load in the client image (bazel build
+#         //tests/cluster:chaos_load before up).  Without chaos.sh, a simple
+#         built-in round: kill -9 the primary of shard 0 while kvctl bench
+#         runs, wait for the failover, start it again, wait until in sync.
 #   kvctl ARGS...        kvctl in the client container, --server set
 #   redis-cli ARGS...    redis-cli -c in the client container, host, port and
 #                        password set
@@ -163,8 +166,8 @@ build_binaries() {
     local nobuild=$1
     local bins=("$REPO/bazel-bin/server/kvserver" "$REPO/bazel-bin/client/kvctl/kvctl")
     if ((!nobuild)) && command -v "$BAZEL" >/dev/null; then
-        say "bazel build //server:kvserver //client/kvctl:kvctl"
-        (cd "$REPO" && "$BAZEL" build //server:kvserver //client/kvctl:kvctl 2>&1 | tail -n 3) ||
+        say "bazel build //server:kvserver //client/kvctl:kvctl //tests/cluster:chaos_load"
+        (cd "$REPO" && "$BAZEL" build //server:kvserver //client/kvctl:kvctl //tests/cluster:chaos_load 2>&1 | tail -n 3) ||
             die "bazel build failed"
     fi
     local b

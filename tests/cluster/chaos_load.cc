@@ -162,20 +162,43 @@ std::vector<Fault> ReadCommands(const std::vector<std::string>& seeds, const std
   return faults;
 }
 
-int Run(const std::vector<std::string>& seeds) {
+// The token from --token_file or $KVSTORE_TOKEN_FILE ("" when neither is set).
+absl::StatusOr<std::string> LoadToken() {
   std::string token_file = absl::GetFlag(FLAGS_token_file);
   if (token_file.empty() && std::getenv("KVSTORE_TOKEN_FILE") != nullptr) {
     token_file = std::getenv("KVSTORE_TOKEN_FILE");
   }
-  std::string token;
-  if (!token_file.empty()) {
-    absl::StatusOr<std::string> t = auth::ReadTokenFile(token_file);
-    if (!t.ok()) {
-      std::fprintf(stderr, "chaos_load: %s\n", t.status().ToString().c_str());
-      return 2;
+  if (token_file.empty()) return std::string();
+  return auth::ReadTokenFile(token_file);
+}
+
+// Prints each fault's recovery time; false when a fault's keys never saw
+// an acknowledged write again.
+bool ReportFaults(const std::vector<Fault>& faults, const std::vector<Operation>& during) {
+  bool ok = true;
+  for (const Fault& f : faults) {
+    std::optional<int64_t> first = FirstAcknowledgedWrite(during, f.keys, f.at_ns);
+    if (f.keys.empty()) {
+      std::printf("chaos_load: fault %s: its node led none of the keys\n", f.label.c_str());
+    } else if (first.has_value()) {
+      std::printf("chaos_load: fault %s: first acknowledged write on its %zu keys %.0f ms after\n",
+                  f.label.c_str(), f.keys.size(), (*first - f.at_ns) / 1e6);
+    } else {
+      std::printf("chaos_load: FAIL: fault %s: no acknowledged write on its keys after it; %s\n",
+                  f.label.c_str(), DistinctErrors(during, f.at_ns).c_str());
+      ok = false;
     }
-    token = *t;
   }
+  return ok;
+}
+
+int Run(const std::vector<std::string>& seeds) {
+  absl::StatusOr<std::string> loaded = LoadToken();
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "chaos_load: %s\n", loaded.status().ToString().c_str());
+    return 2;
+  }
+  const std::string token = *loaded;
   absl::StatusOr<client::TransportMode> mode =
       client::ParseTransportMode(absl::GetFlag(FLAGS_transport));
   const std::string expect = absl::GetFlag(FLAGS_expect_transport);
@@ -221,27 +244,14 @@ int Run(const std::vector<std::string>& seeds) {
   }
   load.Stop();
 
-  bool ok = true;
-  const std::vector<Operation> during = history.Snapshot();
-  for (const Fault& f : faults) {
-    std::optional<int64_t> first = FirstAcknowledgedWrite(during, f.keys, f.at_ns);
-    if (f.keys.empty()) {
-      std::printf("chaos_load: fault %s: its node led none of the keys\n", f.label.c_str());
-    } else if (first.has_value()) {
-      std::printf("chaos_load: fault %s: first acknowledged write on its %zu keys %.0f ms after\n",
-                  f.label.c_str(), f.keys.size(), (*first - f.at_ns) / 1e6);
-    } else {
-      std::printf("chaos_load: FAIL: fault %s: no acknowledged write on its keys after it; %s\n",
-                  f.label.c_str(), DistinctErrors(during, f.at_ns).c_str());
-      ok = false;
-    }
-  }
+  bool ok = ReportFaults(faults, history.Snapshot());
   const std::map<std::string, uint64_t> m = load.ClientMetrics();
   const uint64_t rdma = RequestsOn(m, "rdma"), tcp = RequestsOn(m, "tcp");
-  std::printf("chaos_load: %llu operations, %llu writes acknowledged; over rdma %llu, over tcp %llu\n",
-              static_cast<unsigned long long>(load.operations()),
-              static_cast<unsigned long long>(load.acknowledged_writes()),
-              static_cast<unsigned long long>(rdma), static_cast<unsigned long long>(tcp));
+  std::printf(
+      "chaos_load: %llu operations, %llu writes acknowledged; over rdma %llu, over tcp %llu\n",
+      static_cast<unsigned long long>(load.operations()),
+      static_cast<unsigned long long>(load.acknowledged_writes()),
+      static_cast<unsigned long long>(rdma), static_cast<unsigned long long>(tcp));
   if ((expect == "rdma" && (rdma == 0 || tcp > 0)) || (expect == "tcp" && (tcp == 0 || rdma > 0))) {
     std::printf("chaos_load: FAIL: not every operation ran over %s\n", expect.c_str());
     ok = false;
