@@ -38,7 +38,6 @@
 # 2 bad usage.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PROJECT=${KV_COMPOSE_PROJECT:-kvstore}
 export DOCKER_API_VERSION=${DOCKER_API_VERSION:-1.41}
 ROUNDS=kill,pause,restart

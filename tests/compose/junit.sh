@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Test-case bookkeeping for the compose shell tests, sourced (bash):
 # record/check collect cases, write_xml writes them as JUnit XML for
 # deploy/test.sh's counter (tests/rxe/xml-count.sh).
