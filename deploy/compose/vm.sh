@@ -34,8 +34,10 @@
 # Timings for an emulated CPU (TCG), given to the guest unless already set:
 # KV_MEMBER_TTL=6s KV_FENCE_MARGIN=1s KV_ETCD_HEARTBEAT_MS=300
 # KV_ETCD_ELECTION_MS=3000 KV_HEALTH_TIMEOUT=30s KV_HEALTH_START=600s
-# KV_POOL_SIZE=64M (see docker-compose.yml).  Without them kvservers lapse
-# their etcd leases and etcd misses health checks when the VM is busy.
+# KV_POOL_SIZE=64M (see docker-compose.yml), COMPOSE_HTTP_TIMEOUT=600.
+# Without them kvservers lapse their etcd leases, etcd misses health checks,
+# and docker-compose gives up on dockerd (its default 60 s read timeout:
+# creating three containers at once takes longer under TCG).
 #
 # Exit status: GUEST-CMD's (up: 0 only if up, the commands and down
 # worked); vm-run.sh's codes for VM problems (124 timeout, 250-254 setup);
@@ -55,7 +57,7 @@ bad_usage() {
 
 # The VM's settings; the caller's values win.
 TCG_ENV=(KV_MEMBER_TTL=6s KV_FENCE_MARGIN=1s KV_ETCD_HEARTBEAT_MS=300 KV_ETCD_ELECTION_MS=3000
-    KV_HEALTH_TIMEOUT=30s KV_HEALTH_START=600s KV_POOL_SIZE=64M)
+    KV_HEALTH_TIMEOUT=30s KV_HEALTH_START=600s KV_POOL_SIZE=64M COMPOSE_HTTP_TIMEOUT=600)
 
 # --- guest side ------------------------------------------------------------------
 # vm.sh guest-up [GUEST-CMD...]: in the VM, cluster up, the commands, down.
