@@ -156,7 +156,7 @@ bench_both() {
         grep -E '^(transport|ops|gets|puts|errors|  (get|put) )' "$LOG.$t"
         grep -qE "^transport +$t" "$LOG.$t" && grep -qE '^errors +0$' "$LOG.$t" || return 1
     done
-    echo "rdma $(awk '/^ops/ {print $6}' "$LOG.rdma") ops/s, tcp $(awk '/^ops/ {print $6}' "$LOG.tcp") ops/s"
+    echo "rdma $(awk '/^ops/ {print $7}' "$LOG.rdma") ops/s, tcp $(awk '/^ops/ {print $7}' "$LOG.tcp") ops/s"
 }
 check bench "kvctl bench over RDMA and TCP" bench_both
 
