@@ -31,11 +31,14 @@
 #         (default --duration=5s --concurrency=16 --value-size=1K --keys=2000)
 #         and prints its figures; flags given replace those defaults.
 #   chaos [ARGS]
-#         Kills, pauses and restarts kvserver containers under load: runs
-#         deploy/compose/chaos.sh when it exists (the Soft-RoCE VM test's
-#         chaos with the history check), otherwise a simple built-in round:
-#         kill -9 the primary of shard 0 while kvctl bench runs, wait for the
-#         failover, start it again and wait until it is back in sync.
+#         Kills, pauses and restarts kvserver containers under a recorded
+#         load and checks the history (no acknowledged write lost, no stale
+#         read): deploy/compose/chaos.sh ARGS (--rounds=kill,pause,restart
+#         --transport=auto|rdma|tcp --seed=N --history=FILE; see its --help).
+#         Needs chaos_load in the client image (bazel build
+#         //tests/cluster:chaos_load before up).  Without chaos.sh, a simple
+#         built-in round: kill -9 the primary of shard 0 while kvctl bench
+#         runs, wait for the failover, start it again, wait until in sync.
 #   kvctl ARGS...        kvctl in the client container, --server set
 #   redis-cli ARGS...    redis-cli -c in the client container, host, port and
 #                        password set
@@ -46,7 +49,11 @@
 # KV_COMPOSE_STATE (token, dockerd pid and log, overlay in use; default
 # deploy/compose/.state), KV_TOKEN_FILE (default STATE/token),
 # KV_REPLICAS, KV_POOL_SIZE, KV_TRANSPORT, KV_METRICS_PORT_1..3,
-# KV_PROMETHEUS_PORT (see deploy/compose/docker-compose.yml), BAZEL (default
+# KV_PROMETHEUS_PORT, KV_MEMBER_TTL, KV_FENCE_MARGIN, KV_ETCD_HEARTBEAT_MS,
+# KV_ETCD_ELECTION_MS, KV_HEALTH_TIMEOUT, KV_HEALTH_START (see
+# deploy/compose/docker-compose.yml), KV_IMAGES_FROM (up: load the images
+# from this directory of build-images.sh --save tars instead of assembling
+# them; deploy/compose/vm.sh uses it), BAZEL (default
 # bazel), DOCKER_API_VERSION (default 1.41, for a newer docker client talking
 # to Debian's dockerd 20.10).
 #
@@ -159,8 +166,8 @@ build_binaries() {
     local nobuild=$1
     local bins=("$REPO/bazel-bin/server/kvserver" "$REPO/bazel-bin/client/kvctl/kvctl")
     if ((!nobuild)) && command -v "$BAZEL" >/dev/null; then
-        say "bazel build //server:kvserver //client/kvctl:kvctl"
-        (cd "$REPO" && "$BAZEL" build //server:kvserver //client/kvctl:kvctl 2>&1 | tail -n 3) ||
+        say "bazel build //server:kvserver //client/kvctl:kvctl //tests/cluster:chaos_load"
+        (cd "$REPO" && "$BAZEL" build //server:kvserver //client/kvctl:kvctl //tests/cluster:chaos_load 2>&1 | tail -n 3) ||
             die "bazel build failed"
     fi
     local b
@@ -251,7 +258,12 @@ cmd_up() {
     ensure_dockerd
     local images=(kvstore-server kvstore-client kvstore-etcd)
     ((prom)) && images+=(kvstore-prometheus)
-    "$COMPOSE_DIR/build-images.sh" "${images[@]}" || die "building the images failed"
+    if [[ -n ${KV_IMAGES_FROM:-} ]]; then # tars made by build-images.sh --save (the VM)
+        "$COMPOSE_DIR/build-images.sh" --load "$KV_IMAGES_FROM" "${images[@]}" ||
+            die "loading the images from $KV_IMAGES_FROM failed"
+    else
+        "$COMPOSE_DIR/build-images.sh" "${images[@]}" || die "building the images failed"
+    fi
     phase "images"
     make_token
     COMPOSE_FILES=(-f "$COMPOSE_DIR/docker-compose.yml")

@@ -27,6 +27,13 @@
 #      binaries run by tests/rxe/run-rdma-tests.sh: on the host if it has an
 #      active RDMA device, else in one Soft-RoCE qemu VM.  Targets also tagged
 #      rdma-two-vm run as server + client in two VMs (run-rdma-tests.sh --two-vm).
+#   3b. the compose cluster over RDMA in one more Soft-RoCE VM boot
+#      (tests/compose/vm_compose_test.sh: dockerd in the VM, cluster up with
+#      docker-compose.rdma.yml, PUT/GET over RDMA from the client container,
+#      kill -9 / pause / restart of primaries under load with the history
+#      check, down leaves nothing); its JUnit XML is counted.  About 10-15
+#      minutes of TCG on a 2-core host; skipped without qemu like step 3.
+#      Only with KV_COMPOSE_VM=1 for now (it does not pass yet)
 #   4. count the <testcase>s of the gtest/JUnit XML of this run: the test.xml
 #      of every test that step 2 reported (cached results included; the list
 #      comes from Bazel's build event file, not from whatever bazel-testlogs
@@ -38,7 +45,7 @@
 # Options:
 #   --no-rdma     skip step 3
 #   --rdma-only   skip steps 2 and 2c
-#   --no-compose  skip step 2c
+#   --no-compose  skip steps 2c and 3b
 #   --no-setup    skip step 1 (for quick local runs)
 #   --sanitize=asan|tsan
 #                 only the host suite, under that sanitizer (no plain pass, no
@@ -371,6 +378,31 @@ if ((RUN_RDMA)); then
             step "run ${#TWO[@]} two-VM RDMA test binary(ies): tests/rxe/run-rdma-tests.sh --two-vm"
             run_rdma "$RDMA_RESULTS-two-vm" --two-vm "${TWO[@]}"
         fi
+    fi
+fi
+
+# --- 3b. the compose cluster over RDMA, in the VM ------------------------------
+# Opt-in (KV_COMPOSE_VM=1) until it passes end to end: the cluster has not
+# yet come up in the VM within the test's time (see docs/operations.md §13.8).
+if ((RUN_RDMA && RUN_COMPOSE)) && [[ ${KV_COMPOSE_VM:-0} == 1 ]]; then
+    step "compose cluster over RDMA in the Soft-RoCE VM: tests/compose/vm_compose_test.sh"
+    rc=0
+    BAZEL=$BAZEL "$REPO/tests/compose/vm_compose_test.sh" --xml "$WORK/compose-vm.xml" || rc=$?
+    case $rc in
+    0) ;;
+    77)
+        if ((IN_CI)); then
+            problem "the compose VM test was SKIPPED (no qemu): a failure under CI=true"
+        else
+            NOTES+=("the compose VM test was SKIPPED: no qemu on this machine")
+        fi
+        ;;
+    *) problem "the compose VM test failed (exit $rc; .vm/compose-results/vm_compose.log)" ;;
+    esac
+    if [[ -f $WORK/compose-vm.xml ]]; then
+        XMLS+=("$WORK/compose-vm.xml")
+    else
+        problem "the compose VM test wrote no results"
     fi
 fi
 

@@ -5,7 +5,8 @@
 # static busybox for a shell and health checks) and loaded with
 # `docker import`.
 #
-# Usage: deploy/compose/build-images.sh [--force] [--bin DIR] [IMAGE...]
+# Usage: deploy/compose/build-images.sh [--force] [--bin DIR] [--save DIR] [IMAGE...]
+#        deploy/compose/build-images.sh --load DIR [--force] [IMAGE...]
 #
 #   IMAGE       kvstore-server | kvstore-client | kvstore-etcd |
 #               kvstore-prometheus (default: all four)
@@ -13,6 +14,13 @@
 #               repository; `bazel build //server:kvserver
 #               //client/kvctl:kvctl` makes them)
 #   --force     import even when the image is up to date
+#   --save DIR  no docker needed: write each image's root file system as
+#               DIR/NAME.tar with DIR/NAME.key (its inputs key) and
+#               DIR/NAME.changes (its `docker import -c` lines) instead of
+#               importing it; a tar whose key matches is kept
+#   --load DIR  import DIR/NAME.tar written by --save into this dockerd,
+#               unless the image there has the same key (the Soft-RoCE VM
+#               does this: assembling images through its 9p root is slow)
 #
 # An image is rebuilt only when what goes into it changed: every image carries
 # a label kvstore.inputs = a sha256 over this script, the contents of its
@@ -35,6 +43,8 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=$REPO/bazel-bin
 FORCE=0
+SAVE=""
+LOAD=""
 IMAGES=()
 ALL=(kvstore-server kvstore-client kvstore-etcd kvstore-prometheus)
 export DOCKER_API_VERSION=${DOCKER_API_VERSION:-1.41} # client 28.x vs Debian's dockerd 20.10
@@ -49,6 +59,8 @@ while (($#)); do
     --force) FORCE=1 ;;
     --bin) BIN=${2:?--bin needs a directory} && shift ;;
     --bin=*) BIN=${1#*=} ;;
+    --save) SAVE=${2:?--save needs a directory} && shift ;;
+    --load) LOAD=${2:?--load needs a directory} && shift ;;
     -h | --help) usage && exit 0 ;;
     kvstore-server | kvstore-client | kvstore-etcd | kvstore-prometheus) IMAGES+=("$1") ;;
     *)
@@ -59,8 +71,12 @@ while (($#)); do
     shift
 done
 ((${#IMAGES[@]})) || IMAGES=("${ALL[@]}")
-command -v docker >/dev/null || die "no docker client (deploy/setup.sh installs docker.io)"
-docker info >/dev/null 2>&1 || die "dockerd is not answering (deploy/cluster.sh up starts it)"
+if [[ -z $SAVE ]]; then
+    command -v docker >/dev/null || die "no docker client (deploy/setup.sh installs docker.io)"
+    docker info >/dev/null 2>&1 || die "dockerd is not answering (deploy/cluster.sh up starts it)"
+else
+    mkdir -p "$SAVE"
+fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kvimg.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -160,6 +176,14 @@ lib_paths() { ldd "$@" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1
 # up_to_date NAME KEY: the image exists with this key (and --force not given).
 up_to_date() {
     local have
+    if [[ -n $SAVE ]]; then
+        have=$(cat "$SAVE/$1.key" 2>/dev/null || true)
+        if ((!FORCE)) && [[ $have == "$2" && -s $SAVE/$1.tar ]]; then
+            echo "build-images: $1 up to date ($(($(stat -c %s "$SAVE/$1.tar") / 1048576)) MiB tar)"
+            return 0
+        fi
+        return 1
+    fi
     have=$(docker image inspect -f '{{index .Config.Labels "kvstore.inputs"}}' "$1:latest" 2>/dev/null || true)
     if ((!FORCE)) && [[ $have == "$2" ]]; then
         echo "build-images: $1 up to date ($(image_size "$1"))"
@@ -177,6 +201,14 @@ import() {
     local changes=(-c "LABEL kvstore.inputs=$key" -c 'ENV PATH=/usr/local/bin:/usr/bin')
     local c
     for c; do changes+=(-c "$c"); done
+    if [[ -n $SAVE ]]; then
+        tar -C "$r" --numeric-owner --owner=0 --group=0 -cf "$SAVE/$name.tar.new" . &&
+            printf '%s\n' "${changes[@]}" | grep -vx -- -c >"$SAVE/$name.changes" &&
+            mv -f "$SAVE/$name.tar.new" "$SAVE/$name.tar" && echo "$key" >"$SAVE/$name.key" ||
+            die "writing $SAVE/$name.tar failed"
+        echo "build-images: $name saved ($(($(stat -c %s "$SAVE/$name.tar") / 1048576)) MiB tar)"
+        return 0
+    fi
     tar -C "$r" --numeric-owner --owner=0 --group=0 -c . |
         docker import "${changes[@]}" - "$name:latest" >/dev/null ||
         die "docker import of $name failed"
@@ -237,6 +269,22 @@ build_prometheus() {
     add_libgcc "$r"
     import "$r" kvstore-prometheus "$key" 'ENTRYPOINT ["/usr/bin/prometheus"]' 'WORKDIR /data'
 }
+
+# load_saved NAME: docker import of $LOAD/NAME.tar, unless the image has its key.
+load_saved() {
+    local name=$1 key line changes=()
+    [[ -s $LOAD/$name.tar && -s $LOAD/$name.key ]] || die "no $LOAD/$name.tar (build-images.sh --save $LOAD)"
+    key=$(cat "$LOAD/$name.key")
+    up_to_date "$name" "$key" && return
+    while IFS= read -r line; do changes+=(-c "$line"); done <"$LOAD/$name.changes"
+    docker import "${changes[@]}" "$LOAD/$name.tar" "$name:latest" >/dev/null ||
+        die "docker import of $LOAD/$name.tar failed"
+    echo "build-images: $name loaded from $LOAD ($(image_size "$name"))"
+}
+if [[ -n $LOAD ]]; then
+    for img in "${IMAGES[@]}"; do load_saved "$img"; done
+    exit 0
+fi
 
 for img in "${IMAGES[@]}"; do
     case $img in

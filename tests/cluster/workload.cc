@@ -35,6 +35,7 @@ client::Options Workload::ClientOptions() const {
   o.op_timeout = options_.op_timeout;
   o.connect_timeout = options_.connect_timeout;
   o.connections_per_server = 1;
+  o.auth_token = options_.auth_token;
   return o;
 }
 

@@ -53,6 +53,8 @@ struct WorkloadOptions {
   // Sleep between two operations of one client (0: closed loop).
   absl::Duration think_time = absl::ZeroDuration();
   client::TransportMode transport = client::TransportMode::kTcp;
+  // The cluster's shared token (client::Options::auth_token); empty: none.
+  std::string auth_token;
 };
 
 class Workload {

@@ -9,7 +9,8 @@
 #   --print-dir   only print the cache directory and exit
 #   -h, --help    this text
 #
-# Produces DIR/vmlinuz, DIR/initrd.gz and DIR/stamp.  Idempotent: when both
+# Produces DIR/vmlinuz, DIR/initrd.gz and DIR/stamp.  The initramfs also holds
+# the modules dockerd needs; vm-init loads them only for vm-run.sh --docker.  Idempotent: when both
 # images exist and DIR/stamp holds the same key (a SHA-256 of this script,
 # tests/rxe/vm-init and the KV_VM_* overrides below), nothing is done.
 # Concurrent callers are serialised with flock on DIR/.lock.
@@ -77,6 +78,20 @@ WANT_MODULES=(virtio_pci virtio_net 9pnet_virtio 9p overlay crc32_generic
     rdma_rxe ib_uverbs rdma_ucm ib_umad)
 read -r -a EXTRA <<<"${KV_VM_EXTRA_MODULES:-}"
 WANT_MODULES+=("${EXTRA[@]}")
+# What dockerd needs in the guest (vm-run.sh --docker), in the same image but
+# loaded only when the kernel command line says kvvm.docker=1, so the plain
+# boot of the RDMA suite loads exactly what it did before.
+#   crc32c_generic              libcrc32c (nf_conntrack, nf_nat) asks the crypto
+#                               API for crc32c; no modprobe, so load it first
+#   bridge veth                 docker's bridge networks (dockerd refuses to
+#                               start without a bridge driver)
+#   nf_tables nft_compat nft_chain_nat xt_nat
+#                               the embedded DNS of user networks: dockerd
+#                               redirects 127.0.0.11:53 with iptables(-nft)
+#                               rules in each container even with
+#                               --iptables=false, and compose finds services
+#                               by name through it
+DOCKER_MODULES=(crc32c_generic bridge veth nf_tables nft_compat nft_chain_nat xt_nat)
 
 # Cache key: everything that changes the produced images.
 key=$({
@@ -216,6 +231,12 @@ for m in "${WANT_MODULES[@]}"; do
     visit "$m"
 done
 log "${#ORDER[@]} modules: ${ORDER[*]}"
+BASE_COUNT=${#ORDER[@]}
+for m in "${DOCKER_MODULES[@]}"; do
+    visit "$m"
+done
+DOCKER_ORDER=("${ORDER[@]:BASE_COUNT}")
+log "${#DOCKER_ORDER[@]} more for --docker: ${DOCKER_ORDER[*]}"
 
 # --- 4. initramfs ------------------------------------------------------------
 ROOT=$WORK/initramfs
@@ -233,8 +254,9 @@ else
 fi
 for m in "${ORDER[@]}"; do
     module_bytes "${MODPATH[$m]}" >"$ROOT/lib/modules/$m.ko"
-    echo "$m" >>"$ROOT/lib/modules/load-order"
 done
+printf '%s\n' "${ORDER[@]:0:BASE_COUNT}" >"$ROOT/lib/modules/load-order"
+printf '%s\n' "${DOCKER_ORDER[@]}" >"$ROOT/lib/modules/load-order-docker"
 install -m 0755 "$HERE/vm-init" "$ROOT/init"
 (cd "$ROOT" && find . | LC_ALL=C sort | busybox cpio -o -H newc -R 0:0 2>/dev/null | gzip -1) \
     >"$WORK/initrd.gz"
@@ -251,7 +273,8 @@ mv -f "$WORK/initrd.gz" "$CACHE/initrd.gz"
     echo "key=$key"
     echo "kernel=$KVER"
     echo "deb=${DEB##*/}"
-    echo "modules=${ORDER[*]}"
+    echo "modules=${ORDER[*]:0:BASE_COUNT}"
+    echo "docker_modules=${DOCKER_ORDER[*]}"
     echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 } >"$CACHE/stamp"
 ms=$(($(now_ms) - t_start))

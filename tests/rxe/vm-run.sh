@@ -24,6 +24,10 @@
 #                    socket,listen=127.0.0.1:PORT / socket,connect=127.0.0.1:PORT
 #                    to wire two VMs together (see run-two-vm.sh)
 #   --no-rxe         do not create rxe0
+#   --docker         also run dockerd in the guest before CMD: loads the
+#                    bridge/veth/nf_tables modules and runs
+#                    tests/rxe/guest-dockerd.sh (host binaries over 9p; see
+#                    there).  Give it --mem 1024 or more (the default is).
 #   --log FILE       save the whole console log (boot + output) to FILE
 #   --cache DIR      image cache (default $KV_VM_CACHE or /var/tmp/kvstore-rxe-vm);
 #                    images are built by build-image.sh when missing or stale
@@ -35,7 +39,8 @@
 #   125  bad usage, or qemu-system-x86_64 not installed (no VM was started)
 #   250  building the VM image failed
 #   251  the VM ended without reporting a status (qemu error, kernel panic)
-#   252  guest setup failed: module load, 9p/overlay mount, network
+#   252  guest setup failed: module load, 9p/overlay mount, network,
+#        dockerd (--docker)
 #   253  the guest could not cd to the working directory
 #   254  `rdma link add rxe0` failed or the rxe0 port never became ACTIVE
 #   130/143  vm-run.sh was interrupted (SIGINT/SIGTERM); the VM is killed
@@ -61,6 +66,7 @@ IPADDR=10.0.2.15/24
 MAC=52:54:00:12:34:56
 NETDEV=user
 NORXE=0
+DOCKER=0
 LOG=
 QUIET=0
 CACHE=${KV_VM_CACHE:-/var/tmp/kvstore-rxe-vm}
@@ -92,6 +98,7 @@ while (($#)); do
         shift 2
         ;;
     --no-rxe) NORXE=1 && shift ;;
+    --docker) DOCKER=1 && shift ;;
     --quiet) QUIET=1 && shift ;;
     -h | --help) usage && exit 0 ;;
     --) shift && break ;;
@@ -157,6 +164,12 @@ done
         printf 'export %s=%q\n' "$name" "$val"
     done
     printf 'cd -- %q || { echo "kvvm: cannot cd to %q"; echo "setup-failed 253 cd" >/dev/ttyS1; exit 253; }\n' "$PWD" "$PWD"
+    if ((DOCKER)); then
+        echo 'export DOCKER_API_VERSION=${DOCKER_API_VERSION:-1.41}'
+        printf '%q || { echo "setup-failed 252 dockerd did not start" >/dev/ttyS1; exit 252; }\n' \
+            "$HERE/guest-dockerd.sh"
+        echo 'echo "stage dockerd $(cut -d" " -f1 /proc/uptime)" >/dev/ttyS1'
+    fi
     echo 'echo "stage ready $(cut -d" " -f1 /proc/uptime)" >/dev/ttyS1'
     echo 'echo "kvvm: ready"'
     printf '%q ' "$@"
@@ -168,6 +181,7 @@ APPEND="console=ttyS0 quiet loglevel=3 panic=-1 oops=panic mitigations=off"
 APPEND+=" kvvm.script=$RUN/cmd.sh kvvm.ip=$IPADDR"
 [[ -n $RW_ARG ]] && APPEND+=" kvvm.rw=$RW_ARG"
 ((NORXE)) && APPEND+=" kvvm.norxe=1"
+((DOCKER)) && APPEND+=" kvvm.docker=1"
 
 # shellcheck disable=SC2054 # the commas are qemu option syntax
 QEMU=("${KV_VM_QEMU:-qemu-system-x86_64}"
