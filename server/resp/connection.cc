@@ -26,8 +26,27 @@ void Encode(std::string& tail, size_t* out_bytes, Encoder encode) {
 // Coalescing small replies into one string keeps the writev iovec count low
 // for pipelined requests; a pinned value always ends the current string.
 std::string& Connection::Tail() {
-  if (out.empty() || out.back().pinned.value().data() != nullptr) out.emplace_back();
+  if (out.empty() || out.back().pinned.value().data() != nullptr) {
+    out.emplace_back();
+    // The last sent chunk's capacity, so steady request/reply traffic does
+    // not allocate a string per reply.
+    out.back().owned.swap(out_spare);
+  }
   return out.back().owned;
+}
+
+void Connection::RecycleOwned(std::string&& s) {
+  // Big strings (a large MGET or INFO reply) are not worth holding on to.
+  constexpr size_t kKeepBytes = 64 << 10;
+  if (s.capacity() > kKeepBytes || s.capacity() <= out_spare.capacity()) return;
+  s.clear();
+  out_spare.swap(s);
+}
+
+void Connection::ReplyValue(PinnedValue v) {
+  if (v.value().size() > kCopyValueBytes) return ReplyPinned(std::move(v));
+  ReplyBulk(v.value());
+  // `v` is destroyed on return: the entry is unpinned right after the copy.
 }
 
 void Connection::ReplyOk() { Encode(Tail(), &out_bytes, resp::AppendOk); }

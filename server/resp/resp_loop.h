@@ -132,7 +132,7 @@ class RespLoop {
   // The loop's read buffer, always empty: a connection with nothing
   // buffered swaps it in to read and gives it back once all it read is
   // parsed, so thousands of idle connections do not each keep 64 KiB.
-  std::string spare_;
+  InputBuffer spare_;
 };
 
 }  // namespace resp_internal

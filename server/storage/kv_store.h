@@ -72,6 +72,12 @@ struct KvStoreOptions {
   static constexpr absl::Duration kMaxGracePeriod = absl::Hours(1);
   // The cleaner compacts sealed segments whose live fraction is below this.
   double clean_below_live_fraction = 0.5;
+  // ... but only once fewer than this fraction of the pool's segments are
+  // free. Compaction copies live entries to reclaim dead space; while the
+  // pool has plenty of free segments that copying buys nothing (segments
+  // whose entries all die are freed without it) and costs writers' CPU and
+  // cache. 1.0 compacts whenever a sparse segment exists.
+  double compact_when_free_below = 0.25;
   // How often the cleaner wakes up (0 disables the background thread; tests
   // then call RunCleanerOnce()).
   absl::Duration cleaner_interval = absl::Milliseconds(50);
