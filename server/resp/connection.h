@@ -81,7 +81,11 @@ struct Connection {
   // and handing writev one more iovec) and the pin ends at once; larger
   // ones go out zero-copy through ReplyPinned().
   void ReplyValue(PinnedValue v);
+  // Copied only while the current reply string has room for them (a long
+  // pipeline of GETs sends the rest zero-copy instead of reallocating).
   static constexpr size_t kCopyValueBytes = 16 << 10;
+  // Capacity of a new reply string.
+  static constexpr size_t kOutChunkBytes = 64 << 10;
 
   // The flush wrote an owned chunk completely: keep its string for reuse
   // when it is small enough to be worth holding.

@@ -22,6 +22,7 @@
 #include "glog/logging.h"
 #include "server/resp/auth_commands.h"
 #include "server/resp/commands.h"
+#include "server/resp/lookahead.h"
 
 namespace kvstore {
 namespace server {
@@ -386,12 +387,16 @@ void RespLoop::Process(Connection* c) {
         ProtocolError(c, req.error);
         return;
       case resp::ParsedRequest::Kind::kSetValue:
+        if (buf.size() - req.consumed > req.value_len + 2) {
+          PrefetchAhead(buf.substr(req.consumed + req.value_len + 2));
+        }
         c->start += req.consumed;
         c->request_started = absl::Now();
         counters_->commands->Increment();
         BeginSet(c, req);
         continue;
       case resp::ParsedRequest::Kind::kCommand:
+        PrefetchAhead(buf.substr(req.consumed));
         // Views into c->in stay valid: nothing below moves the buffer.
         Execute(c, req);
         c->start += req.consumed;
@@ -399,6 +404,17 @@ void RespLoop::Process(Connection* c) {
         continue;
     }
   }
+}
+
+// Two stages, as the keys' turns come one after the other: the next key's
+// buckets were requested one request ago, so now its entries can be; the
+// key after it gets its buckets requested.
+void RespLoop::PrefetchAhead(absl::string_view rest) {
+  if (rest.empty()) return;
+  absl::string_view keys[2];
+  const size_t n = PeekKeys(rest, keys, 2);
+  if (n >= 1) store_->Prefetch(keys[0], /*entries=*/true);
+  if (n >= 2) store_->Prefetch(keys[1], /*entries=*/false);
 }
 
 // Before AUTH a SET is refused like any command; its value is skipped if

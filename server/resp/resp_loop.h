@@ -98,6 +98,9 @@ class RespLoop {
   // Runs every complete request in c->in, up to the output limit.
   void Process(Connection* c);
   void Execute(Connection* c, const resp::ParsedRequest& req);
+  // Cache hints for the pipelined GET/SET requests at the start of `rest`
+  // (see lookahead.h).
+  void PrefetchAhead(absl::string_view rest);
   // Writes queued replies. Returns false once the connection is closed.
   bool Flush(Connection* c);
   void UpdateInterest(Connection* c);

@@ -57,6 +57,12 @@ class KvIndex {
   // points at stays readable only for the reclamation grace period (see
   // KvStore).
   std::optional<layout::Slot> Lookup(absl::string_view key) const;
+  // Hints that `key` will be looked up or written soon; no effect on any
+  // result. PrefetchBuckets() starts loading its two buckets;
+  // PrefetchEntries() reads them (best once they have arrived) and starts
+  // loading the header of every entry whose fingerprint matches. Lock-free.
+  void PrefetchBuckets(absl::string_view key) const;
+  void PrefetchEntries(absl::string_view key) const;
 
   // Points `key` at `slot`. Returns the slots it unpublished: the one it
   // replaced and any other that also named `key` (empty when the key is

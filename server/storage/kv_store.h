@@ -266,6 +266,15 @@ class KvStore {
   // Whether `key` is in the index: a lock-free snapshot that a concurrent
   // writer may already have changed.
   bool Exists(absl::string_view key) const { return index_->Lookup(key).has_value(); }
+  // Cache hints for a Get/Put of `key` coming soon (KvIndex::PrefetchBuckets
+  // and, with `entries`, KvIndex::PrefetchEntries). Results are unaffected.
+  void Prefetch(absl::string_view key, bool entries) const {
+    if (entries) {
+      index_->PrefetchEntries(key);
+    } else {
+      index_->PrefetchBuckets(key);
+    }
+  }
   // Unpublishes `key`; its entry stays readable for the grace period.
   // kInvalidArgument for a key over the limits (or empty).
   // kNotFound if absent.
