@@ -121,7 +121,7 @@ struct Connection {
   // An owned chunk's string, kept (empty) after its bytes were sent so the
   // next reply reuses its capacity instead of allocating; see Tail().
   std::string out_spare;
-  size_t out_bytes = 0;      // roughly the bytes in `out` (for backpressure)
+  size_t out_bytes = 0;  // roughly the bytes in `out` (for backpressure)
   bool close_after_flush = false;
   bool reading = true;  // false once no further requests will be read
   absl::Time last_activity;

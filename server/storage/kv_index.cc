@@ -67,8 +67,7 @@ absl::string_view KvIndex::EntryKey(const Slot& slot) const {
 // change before the caller stores to them. Every match is collected, not
 // only the first: a rewritten lease entry may have made a second slot name
 // `key` (see the header).
-absl::InlinedVector<uint64_t*, 2> KvIndex::FindAll(absl::string_view key,
-                                                   const KeyHash& h) const {
+absl::InlinedVector<uint64_t*, 2> KvIndex::FindAll(absl::string_view key, const KeyHash& h) const {
   absl::InlinedVector<uint64_t*, 2> found;
   const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
   // Both buckets are read: start the second one's cache miss now, so the
