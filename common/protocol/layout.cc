@@ -9,6 +9,13 @@
 // the stack instead of allocating one per checksum.
 #define XXH_STATIC_LINKING_ONLY
 #include "xxhash.h"
+// The entry checksum is XXH3; libxxhash's dispatching entry points pick the
+// widest vector unit the CPU has at run time (AVX2 where present) and give
+// the same hashes as the portable code. The build targets x86-64-v2 (the
+// Soft-RoCE VM has no AVX2), so the compiler alone cannot use AVX2 here.
+#if defined(__x86_64__)
+#include "xxh_x86dispatch.h"
+#endif
 
 namespace kvstore {
 namespace layout {

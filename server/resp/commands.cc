@@ -31,7 +31,7 @@ void ReplyInvalid(const CommandContext& ctx, absl::string_view msg) {
 
 // --- Data commands -----------------------------------------------------------
 
-// GET key: the value (zero-copy), a null bulk if absent, or the store's
+// GET key: the value (copied when small, else zero-copy), a null bulk if absent, or the store's
 // error (DATALOSS for an entry failing its checksum, TRYAGAIN if the key
 // kept changing under the reader).
 void Get(const CommandContext& ctx, CommandArgs args) {
@@ -43,7 +43,7 @@ void Get(const CommandContext& ctx, CommandArgs args) {
   const absl::Time start = absl::Now();
   auto v = ctx.store->Get(args[1]);
   if (v.ok()) {
-    ctx.conn->ReplyPinned(std::move(*v));
+    ctx.conn->ReplyValue(std::move(*v));
   } else if (v.status().code() == absl::StatusCode::kNotFound) {
     ctx.conn->ReplyNull();
   } else {
@@ -128,7 +128,7 @@ void MGet(const CommandContext& ctx, CommandArgs args) {
     ctx.conn->ReplyArrayHeader(values.size());
     for (auto& v : values) {
       if (v.ok()) {
-        ctx.conn->ReplyPinned(std::move(*v));
+        ctx.conn->ReplyValue(std::move(*v));
       } else {
         ctx.conn->ReplyNull();
       }

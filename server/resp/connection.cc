@@ -26,8 +26,35 @@ void Encode(std::string& tail, size_t* out_bytes, Encoder encode) {
 // Coalescing small replies into one string keeps the writev iovec count low
 // for pipelined requests; a pinned value always ends the current string.
 std::string& Connection::Tail() {
-  if (out.empty() || out.back().pinned.value().data() != nullptr) out.emplace_back();
+  if (out.empty() || out.back().pinned.value().data() != nullptr) {
+    out.emplace_back();
+    // The last sent chunk's capacity, so steady request/reply traffic does
+    // not allocate a string per reply; a new one gets room for a batch of
+    // pipelined replies at once, so copied values never make it reallocate
+    // (ReplyValue only copies what fits).
+    std::string& s = out.back().owned;
+    s.swap(out_spare);
+    if (s.capacity() < kOutChunkBytes) s.reserve(kOutChunkBytes);
+  }
   return out.back().owned;
+}
+
+void Connection::RecycleOwned(std::string&& s) {
+  // Big strings (a large MGET or INFO reply) are not worth holding on to.
+  constexpr size_t kKeepBytes = 2 * kOutChunkBytes;
+  if (s.capacity() > kKeepBytes || s.capacity() <= out_spare.capacity()) return;
+  s.clear();
+  out_spare.swap(s);
+}
+
+void Connection::ReplyValue(PinnedValue v) {
+  const size_t n = v.value().size();
+  // "$<len>\r\n" + value + "\r\n": 32 bytes of framing is plenty.
+  if (n > kCopyValueBytes) return ReplyPinned(std::move(v));
+  std::string& tail = Tail();
+  if (tail.capacity() - tail.size() < n + 32) return ReplyPinned(std::move(v));
+  ReplyBulk(v.value());
+  // `v` is destroyed on return: the entry is unpinned right after the copy.
 }
 
 void Connection::ReplyOk() { Encode(Tail(), &out_bytes, resp::AppendOk); }

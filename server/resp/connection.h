@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "server/resp/input_buffer.h"
 #include "server/storage/kv_store.h"
 
 namespace kvstore {
@@ -75,6 +76,20 @@ struct Connection {
   // A bulk reply whose body is sent from the pinned entry itself: only the
   // "$len" header and trailing CRLF are copied. Keeps `v` pinned until sent.
   void ReplyPinned(PinnedValue v);
+  // A GET value: values up to kCopyValueBytes are copied into the reply
+  // (one memcpy is cheaper than pinning the entry, queueing a chunk for it
+  // and handing writev one more iovec) and the pin ends at once; larger
+  // ones go out zero-copy through ReplyPinned().
+  void ReplyValue(PinnedValue v);
+  // Copied only while the current reply string has room for them (a long
+  // pipeline of GETs sends the rest zero-copy instead of reallocating).
+  static constexpr size_t kCopyValueBytes = 16 << 10;
+  // Capacity of a new reply string.
+  static constexpr size_t kOutChunkBytes = 64 << 10;
+
+  // The flush wrote an owned chunk completely: keep its string for reuse
+  // when it is small enough to be worth holding.
+  void RecycleOwned(std::string&& s);
 
   const int fd;
   // False until AUTH / HELLO AUTH succeeds when a password is set; only
@@ -83,7 +98,7 @@ struct Connection {
   // Cluster mode: READONLY was sent (READWRITE clears it), so reads may be
   // served by an in-sync backup of the key's shard (cluster_routing.h).
   bool readonly = false;
-  std::string in;  // received, unparsed bytes are in[start, in.size())
+  InputBuffer in;  // received, unparsed bytes are in[start, in.size())
   size_t start = 0;
   InputState state = InputState::kCommands;
 
@@ -98,8 +113,15 @@ struct Connection {
   uint64_t value_len = 0;
   uint64_t discard_left = 0;  // kDiscard: bytes still to skip, CRLF included
 
+  // The epoll events the socket is registered for, so that the loop calls
+  // epoll_ctl only when they change (not once per request).
+  uint32_t epoll_events = 0;
+
   std::deque<OutChunk> out;  // reply bytes not yet written, in order
-  size_t out_bytes = 0;      // roughly the bytes in `out` (for backpressure)
+  // An owned chunk's string, kept (empty) after its bytes were sent so the
+  // next reply reuses its capacity instead of allocating; see Tail().
+  std::string out_spare;
+  size_t out_bytes = 0;  // roughly the bytes in `out` (for backpressure)
   bool close_after_flush = false;
   bool reading = true;  // false once no further requests will be read
   absl::Time last_activity;

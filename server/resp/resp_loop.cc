@@ -22,6 +22,7 @@
 #include "glog/logging.h"
 #include "server/resp/auth_commands.h"
 #include "server/resp/commands.h"
+#include "server/resp/lookahead.h"
 
 namespace kvstore {
 namespace server {
@@ -187,6 +188,7 @@ void RespLoop::AddConnection(int fd) {
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.fd = fd;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  c->epoll_events = ev.events;
   conns_[fd] = std::move(c);
   counters_->accepted->Increment();
   counters_->active->Add(1);
@@ -269,15 +271,14 @@ ssize_t RespLoop::ReceiveBuffered(Connection* c) {
     // growing this connection's own.
     if (c->in.capacity() < spare_.capacity()) c->in.swap(spare_);
   } else if (c->start > kReadChunk) {
-    c->in.erase(0, c->start);
+    c->in.EraseFront(c->start);
     c->start = 0;
   }
-  // recv() into spare capacity, then shrink to what arrived: one buffer,
-  // no intermediate copy.
-  const size_t old = c->in.size();
-  c->in.resize(old + kReadChunk);
-  const ssize_t n = recv(c->fd, &c->in[old], kReadChunk, 0);
-  c->in.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
+  // recv() straight into the buffer's spare room (not zero-filled first:
+  // see InputBuffer), then count what arrived.
+  char* room = c->in.Prepare(kReadChunk);
+  const ssize_t n = recv(c->fd, room, kReadChunk, 0);
+  if (n > 0) c->in.Commit(static_cast<size_t>(n));
   return n;
 }
 
@@ -348,7 +349,7 @@ void RespLoop::Process(Connection* c) {
           continue;
       }
     }
-    const absl::string_view buf(c->in.data() + c->start, c->in.size() - c->start);
+    const absl::string_view buf = c->in.view(c->start);
     if (buf.empty()) {
       c->request_started = absl::InfiniteFuture();
       // Everything parsed (no view into the buffer outlives this): lend the
@@ -386,12 +387,16 @@ void RespLoop::Process(Connection* c) {
         ProtocolError(c, req.error);
         return;
       case resp::ParsedRequest::Kind::kSetValue:
+        if (buf.size() - req.consumed > req.value_len + 2) {
+          PrefetchAhead(buf.substr(req.consumed + req.value_len + 2));
+        }
         c->start += req.consumed;
         c->request_started = absl::Now();
         counters_->commands->Increment();
         BeginSet(c, req);
         continue;
       case resp::ParsedRequest::Kind::kCommand:
+        PrefetchAhead(buf.substr(req.consumed));
         // Views into c->in stay valid: nothing below moves the buffer.
         Execute(c, req);
         c->start += req.consumed;
@@ -399,6 +404,17 @@ void RespLoop::Process(Connection* c) {
         continue;
     }
   }
+}
+
+// Two stages, as the keys' turns come one after the other: the next key's
+// buckets were requested one request ago, so now its entries can be; the
+// key after it gets its buckets requested.
+void RespLoop::PrefetchAhead(absl::string_view rest) {
+  if (rest.empty()) return;
+  absl::string_view keys[2];
+  const size_t n = PeekKeys(rest, keys, 2);
+  if (n >= 1) store_->Prefetch(keys[0], /*entries=*/true);
+  if (n >= 2) store_->Prefetch(keys[1], /*entries=*/false);
 }
 
 // Before AUTH a SET is refused like any command; its value is skipped if
@@ -467,6 +483,7 @@ bool RespLoop::Flush(Connection* c) {
       const size_t rest = f.data().size() - f.sent;
       if (left >= rest) {
         left -= rest;
+        if (f.pinned.value().data() == nullptr) c->RecycleOwned(std::move(f.owned));
         c->out.pop_front();  // releases a pinned entry
       } else {
         f.sent += left;
@@ -497,10 +514,15 @@ bool RespLoop::Flush(Connection* c) {
 void RespLoop::UpdateInterest(Connection* c) {
   const bool want_write = !c->out.empty();
   const bool want_read = c->reading && c->out_bytes <= options_.max_pending_output;
+  const uint32_t events = (want_read ? (EPOLLIN | EPOLLRDHUP) : 0) | (want_write ? EPOLLOUT : 0);
+  // Usually unchanged (read interest, nothing left to write): then the
+  // registration is already right and the system call would be wasted.
+  if (events == c->epoll_events) return;
   epoll_event ev{};
-  ev.events = (want_read ? (EPOLLIN | EPOLLRDHUP) : 0) | (want_write ? EPOLLOUT : 0);
+  ev.events = events;
   ev.data.fd = c->fd;
   epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev);
+  c->epoll_events = events;
 }
 
 // Ends a connection at once, dropping unsent output. `c` is destroyed:

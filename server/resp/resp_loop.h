@@ -98,6 +98,9 @@ class RespLoop {
   // Runs every complete request in c->in, up to the output limit.
   void Process(Connection* c);
   void Execute(Connection* c, const resp::ParsedRequest& req);
+  // Cache hints for the pipelined GET/SET requests at the start of `rest`
+  // (see lookahead.h).
+  void PrefetchAhead(absl::string_view rest);
   // Writes queued replies. Returns false once the connection is closed.
   bool Flush(Connection* c);
   void UpdateInterest(Connection* c);
@@ -132,7 +135,7 @@ class RespLoop {
   // The loop's read buffer, always empty: a connection with nothing
   // buffered swaps it in to read and gives it back once all it read is
   // parsed, so thousands of idle connections do not each keep 64 KiB.
-  std::string spare_;
+  InputBuffer spare_;
 };
 
 }  // namespace resp_internal

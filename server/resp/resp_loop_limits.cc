@@ -76,7 +76,8 @@ void RespLoop::CheckTimeouts() {
     if (c->start == c->in.size() && c->in.capacity() > 0 &&
         now - c->last_activity > absl::Seconds(1)) {
       released += c->in.capacity();
-      std::string().swap(c->in);
+      c->in.Release();
+      std::string().swap(c->out_spare);
       c->start = 0;
     }
     const bool mid_request = c->state != InputState::kCommands || c->start < c->in.size();

@@ -97,7 +97,7 @@ char* StreamedSet::ValueCursor(const Connection& c) {
 // may hold the end of a value and its CRLF together.
 StreamedSet::Progress StreamedSet::ConsumeBuffered(Connection* c) {
   while (c->state != InputState::kCommands) {
-    const absl::string_view buf(c->in.data() + c->start, c->in.size() - c->start);
+    const absl::string_view buf = c->in.view(c->start);
     switch (c->state) {
       case InputState::kValue: {
         if (buf.empty()) return Progress::kNeedMore;

@@ -67,9 +67,12 @@ absl::string_view KvIndex::EntryKey(const Slot& slot) const {
 // change before the caller stores to them. Every match is collected, not
 // only the first: a rewritten lease entry may have made a second slot name
 // `key` (see the header).
-std::vector<uint64_t*> KvIndex::FindAll(absl::string_view key, const KeyHash& h) const {
-  std::vector<uint64_t*> found;
+absl::InlinedVector<uint64_t*, 2> KvIndex::FindAll(absl::string_view key, const KeyHash& h) const {
+  absl::InlinedVector<uint64_t*, 2> found;
   const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
+  // Both buckets are read: start the second one's cache miss now, so the
+  // two misses overlap instead of following each other.
+  if (nb == 2) __builtin_prefetch(bucket(h.bucket[1]));
   for (int i = 0; i < nb; ++i) {
     uint64_t* words = bucket(h.bucket[i]);
     for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
@@ -105,6 +108,10 @@ std::optional<Slot> KvIndex::Lookup(absl::string_view key) const {
   // Lock-free: slot words are read with acquire loads, and an entry is only
   // reclaimed a grace period after its slot stopped pointing at it.
   const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
+  // A random bucket in a large index is a cache (and often TLB) miss; the
+  // key is in the second bucket about half the time, so its miss is
+  // started alongside the first one's.
+  if (nb == 2) __builtin_prefetch(bucket(h.bucket[1]));
   for (int i = 0; i < nb; ++i) {
     const uint64_t* words = bucket(h.bucket[i]);
     // Keep the slot that matched: re-reading its word could see a newer one.
@@ -119,6 +126,31 @@ std::optional<Slot> KvIndex::Lookup(absl::string_view key) const {
   return std::nullopt;
 }
 
+// Request pipelining gives the RESP loop the next keys before it serves
+// them; these let the bucket and entry cache misses of the next requests
+// overlap the work on the current one.
+void KvIndex::PrefetchBuckets(absl::string_view key) const {
+  const KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
+  __builtin_prefetch(bucket(h.bucket[0]));
+  __builtin_prefetch(bucket(h.bucket[1]));
+}
+
+void KvIndex::PrefetchEntries(absl::string_view key) const {
+  const KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
+  for (uint64_t b : h.bucket) {
+    const uint64_t* words = bucket(b);
+    for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
+      const uint64_t w = __atomic_load_n(&words[s], __ATOMIC_RELAXED);
+      if (w == 0) continue;
+      const Slot slot = DecodeSlot(w);
+      // A prefetch of a bad address is harmless, but stay inside the arena.
+      if (slot.fingerprint == h.fingerprint && slot.offset < data_bytes_) {
+        __builtin_prefetch(data_ + slot.offset);
+      }
+    }
+  }
+}
+
 absl::StatusOr<std::vector<Slot>> KvIndex::Upsert(absl::string_view key, const Slot& slot) {
   KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
   // The fingerprint is always derived from `key` here, whatever the caller's
@@ -128,7 +160,7 @@ absl::StatusOr<std::vector<Slot>> KvIndex::Upsert(absl::string_view key, const S
   const uint64_t word = EncodeSlot(tagged);
   StripeLock lock(*this, h);
   std::vector<Slot> unpublished;
-  if (std::vector<uint64_t*> existing = FindAll(key, h); !existing.empty()) {
+  if (absl::InlinedVector<uint64_t*, 2> existing = FindAll(key, h); !existing.empty()) {
     // One release store replaces the word: a reader sees the old entry or the
     // new one, each complete (the entry was written before this store).
     unpublished.push_back(DecodeSlot(*existing[0]));

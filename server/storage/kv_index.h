@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -56,6 +57,12 @@ class KvIndex {
   // points at stays readable only for the reclamation grace period (see
   // KvStore).
   std::optional<layout::Slot> Lookup(absl::string_view key) const;
+  // Hints that `key` will be looked up or written soon; no effect on any
+  // result. PrefetchBuckets() starts loading its two buckets;
+  // PrefetchEntries() reads them (best once they have arrived) and starts
+  // loading the header of every entry whose fingerprint matches. Lock-free.
+  void PrefetchBuckets(absl::string_view key) const;
+  void PrefetchEntries(absl::string_view key) const;
 
   // Points `key` at `slot`. Returns the slots it unpublished: the one it
   // replaced and any other that also named `key` (empty when the key is
@@ -104,7 +111,9 @@ class KvIndex {
   // The key stored in the entry a live slot points at (trusted: server-written).
   absl::string_view EntryKey(const layout::Slot& slot) const;
   // The words in `h`'s buckets whose entries hold `key` (normally at most one).
-  std::vector<uint64_t*> FindAll(absl::string_view key, const layout::KeyHash& h) const;
+  // Inline storage: a key has one slot but in a rare race, so the usual
+  // result needs no allocation.
+  absl::InlinedVector<uint64_t*, 2> FindAll(absl::string_view key, const layout::KeyHash& h) const;
   // The word in `h`'s buckets with h's fingerprint that points at `slot`'s
   // offset and size, or nullptr.
   uint64_t* FindAt(const layout::KeyHash& h, const layout::Slot& slot) const;

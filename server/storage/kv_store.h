@@ -72,6 +72,12 @@ struct KvStoreOptions {
   static constexpr absl::Duration kMaxGracePeriod = absl::Hours(1);
   // The cleaner compacts sealed segments whose live fraction is below this.
   double clean_below_live_fraction = 0.5;
+  // ... but only once fewer than this fraction of the pool's segments are
+  // free. Compaction copies live entries to reclaim dead space; while the
+  // pool has plenty of free segments that copying buys nothing (segments
+  // whose entries all die are freed without it) and costs writers' CPU and
+  // cache. 1.0 compacts whenever a sparse segment exists.
+  double compact_when_free_below = 0.25;
   // How often the cleaner wakes up (0 disables the background thread; tests
   // then call RunCleanerOnce()).
   absl::Duration cleaner_interval = absl::Milliseconds(50);
@@ -260,6 +266,15 @@ class KvStore {
   // Whether `key` is in the index: a lock-free snapshot that a concurrent
   // writer may already have changed.
   bool Exists(absl::string_view key) const { return index_->Lookup(key).has_value(); }
+  // Cache hints for a Get/Put of `key` coming soon (KvIndex::PrefetchBuckets
+  // and, with `entries`, KvIndex::PrefetchEntries). Results are unaffected.
+  void Prefetch(absl::string_view key, bool entries) const {
+    if (entries) {
+      index_->PrefetchEntries(key);
+    } else {
+      index_->PrefetchBuckets(key);
+    }
+  }
   // Unpublishes `key`; its entry stays readable for the grace period.
   // kInvalidArgument for a key over the limits (or empty).
   // kNotFound if absent.

@@ -126,6 +126,9 @@ void KvStore::CompactOnce() {
   // Under pressure (few free segments) compact harder: more segments per
   // pass, and fuller ones (any segment with dead bytes frees something).
   const bool pressed = free_now < std::max<uint32_t>(4 * cleaner_reserve_, segment_count_ / 8);
+  // Plenty of free space: nothing to gain from copying (see
+  // KvStoreOptions::compact_when_free_below).
+  if (!pressed && free_now >= segment_count_ * options_.compact_when_free_below) return;
   const double fraction = pressed ? 0.95 : options_.clean_below_live_fraction;
   const size_t max_segments = pressed ? 64 : 4;
   const int64_t threshold = static_cast<int64_t>(seg_bytes * fraction);

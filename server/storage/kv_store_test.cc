@@ -26,7 +26,8 @@ struct TestStore {
 };
 
 TestStore MakeStore(uint64_t pool_bytes, uint64_t segment_bytes, absl::Duration grace,
-                    bool background_cleaner = false, uint64_t index_bytes = 1 << 20) {
+                    bool background_cleaner = false, uint64_t index_bytes = 1 << 20,
+                    double compact_when_free_below = KvStoreOptions().compact_when_free_below) {
   MemoryPoolOptions po;
   po.data_bytes = pool_bytes;
   po.index_bytes = index_bytes;
@@ -38,6 +39,7 @@ TestStore MakeStore(uint64_t pool_bytes, uint64_t segment_bytes, absl::Duration 
   so.segment_bytes = segment_bytes;
   so.grace_period = grace;
   so.cleaner_interval = background_cleaner ? absl::Milliseconds(5) : absl::ZeroDuration();
+  so.compact_when_free_below = compact_when_free_below;
   auto store = KvStore::Create(t.pool.get(), so);
   EXPECT_TRUE(store.ok()) << store.status();
   t.store = std::move(*store);
@@ -341,8 +343,29 @@ TEST(KvStore, LargeValueChurnNeverFillsAMostlyEmptyPool) {
   EXPECT_GT(c("kvstore_cleaner_moved_entries_total"), 0u);
 }
 
-TEST(KvStore, CleanerCompactsSparseSegments) {
+// Sparse segments in a pool that is mostly free are left alone: copying
+// their live entries would free nothing that is needed yet.
+TEST(KvStore, CleanerDoesNotCompactAMostlyFreePool) {
   TestStore t = MakeStore(8 << 20, 256 << 10, absl::Milliseconds(2));
+  auto w = t.store->NewWriter();
+  const std::string value(1000, 'c');
+  for (int i = 0; i < 2000; ++i)
+    ASSERT_TRUE(t.store->Put(w.get(), "k" + std::to_string(i), value).ok());
+  for (int i = 0; i < 2000; ++i) {
+    if (i % 10) ASSERT_TRUE(t.store->Delete("k" + std::to_string(i)).ok());
+  }
+  w.reset();
+  // 2000 entries of 1088 bytes fill 9 of the 32 segments: 72 % stay free.
+  for (int i = 0; i < 3; ++i) t.store->RunCleanerOnce();
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_cleaner_moved_entries_total"), 0u);
+  for (int i = 0; i < 2000; i += 10)
+    ASSERT_EQ(ValueOf(*t.store, "k" + std::to_string(i)), value) << i;
+}
+
+TEST(KvStore, CleanerCompactsSparseSegments) {
+  // Compact whatever the free space (the pool here is mostly free).
+  TestStore t = MakeStore(8 << 20, 256 << 10, absl::Milliseconds(2), /*background_cleaner=*/false,
+                          /*index_bytes=*/1 << 20, /*compact_when_free_below=*/1.0);
   auto w = t.store->NewWriter();
   const std::string value(1000, 'c');
   for (int i = 0; i < 2000; ++i)
