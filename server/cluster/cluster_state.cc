@@ -36,6 +36,15 @@ void ClusterState::AddListener(std::function<void(const cluster::ClusterMapView&
   listeners_.push_back(std::move(listener));
 }
 
+bool ClusterState::NamesEarlierSelf(const cluster::ClusterMapView& map) const {
+  const uint64_t mine = incarnation();
+  const v1::ClusterNode* record = map.Node(self_);
+  // Incarnation 0 in the map: not recorded (maps written by hand or by
+  // tests), nothing to compare.
+  return mine != 0 && record != nullptr && record->incarnation() != 0 &&
+         record->incarnation() != mine;
+}
+
 bool ClusterState::Serving() const {
   if (fenced()) return false;
   const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
@@ -105,12 +114,14 @@ Route ClusterState::RouteSlot(uint32_t slot, bool replica_ok) const {
     if (RouteHandoff(&route)) return route;
   }
   if (replicas[0] == self_) {
+    if (NamesEarlierSelf(*route.map)) return route;  // kNotReady
     route.kind = Route::Kind::kServe;
     return route;
   }
   if (replica_ok) {
     for (const std::string& id : replicas) {
       if (id == self_) {
+        if (NamesEarlierSelf(*route.map)) return route;  // kNotReady
         route.kind = Route::Kind::kServe;
         return route;
       }

@@ -88,6 +88,20 @@ class ClusterState {
   // Not fenced and the lease deadline is ahead.
   bool Serving() const;
 
+  // This process's incarnation (its member lease id), set once it has
+  // registered; 0 until then. A map whose record of this node id carries
+  // another incarnation names an earlier life of this node (it crashed and
+  // was restarted before its old lease expired): this empty process must
+  // not serve that life's shards, so RouteSlot answers kNotReady
+  // (CLUSTERDOWN) where it would serve, until the controller has replaced
+  // the old incarnation.
+  void set_incarnation(uint64_t incarnation) {
+    incarnation_.store(incarnation, std::memory_order_release);
+  }
+  uint64_t incarnation() const { return incarnation_.load(std::memory_order_acquire); }
+  // Whether `map` names an earlier incarnation of this node (see above).
+  bool NamesEarlierSelf(const cluster::ClusterMapView& map) const;
+
   // Routes a request for `key` (kNotReady unless Serving()). Writes (and reads without
   // `replica_ok`) are served only by the shard's primary; with `replica_ok` (RESP READONLY,
   // stale-tolerant client reads) an in-sync backup serves reads too.
@@ -120,6 +134,7 @@ class ClusterState {
   const std::string self_;
   std::atomic<uint64_t> epoch_{0};
   std::atomic<bool> fenced_{false};
+  std::atomic<uint64_t> incarnation_{0};
   std::atomic<int64_t> deadline_ns_{std::numeric_limits<int64_t>::max()};
   mutable absl::Mutex mu_;
   std::shared_ptr<const cluster::ClusterMapView> map_ ABSL_GUARDED_BY(mu_);

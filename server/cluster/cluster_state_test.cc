@@ -9,12 +9,13 @@ namespace kvstore {
 namespace server {
 namespace {
 
-std::shared_ptr<const cluster::ClusterMapView> TwoShards(uint64_t epoch) {
+std::shared_ptr<const cluster::ClusterMapView> TwoShards(uint64_t epoch, uint64_t incarnation = 1) {
   v1::ClusterMap map;
   map.set_epoch(epoch);
   for (const char* id : {"a", "b"}) {
     v1::ClusterNode* n = map.add_nodes();
     n->set_node_id(id);
+    n->set_incarnation(incarnation);
     n->set_resp_address(std::string("host-") + id + ":6380");
   }
   auto ranges = cluster::EvenSlotRanges(2);
@@ -61,6 +62,23 @@ TEST(ClusterState, AFencedNodeServesNothing) {
   state.set_lease_deadline(std::chrono::steady_clock::now() - std::chrono::milliseconds(1));
   EXPECT_FALSE(state.Serving());
   EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kNotReady);
+}
+
+// Restarted before its old lease expired: the map still names the earlier,
+// now lost, life of "a"; this empty process must serve none of its shards
+// (it did: reads of acknowledged keys answered "not found").
+TEST(ClusterState, ARestartedNodeDoesNotServeItsEarlierLife) {
+  ClusterState state("a");
+  state.set_incarnation(7);
+  ASSERT_TRUE(state.Update(TwoShards(1, /*incarnation=*/6)));
+  EXPECT_TRUE(state.NamesEarlierSelf(*state.map()));
+  EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kNotReady);  // led by a
+  EXPECT_EQ(state.RouteKey("foo", /*replica_ok=*/true).kind, Route::Kind::kNotReady);
+  EXPECT_EQ(state.RouteKey("foo").kind, Route::Kind::kMoved);  // b's: still redirected
+  // Once the map names this incarnation, it serves.
+  ASSERT_TRUE(state.Update(TwoShards(2, /*incarnation=*/7)));
+  EXPECT_FALSE(state.NamesEarlierSelf(*state.map()));
+  EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kServe);
 }
 
 TEST(FencePage, StartsUnexpiringAndFences) {

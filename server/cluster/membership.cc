@@ -60,7 +60,7 @@ absl::StatusOr<std::unique_ptr<Membership>> Membership::Start(etcd::EtcdClient* 
   m->listener_->target = m.get();
   state->AddListener([link = m->listener_](const cluster::ClusterMapView& view) {
     absl::MutexLock lock(&link->mu);
-    if (link->target != nullptr) link->target->MapInstalled(view.epoch());
+    if (link->target != nullptr) link->target->MapInstalled(view);
   });
   KV_RETURN_IF_ERROR(m->Register());
   int64_t revision = 0;
@@ -81,6 +81,7 @@ absl::Status Membership::Register() {
   const Clock::time_point sent = Clock::now();
   KV_ASSIGN_OR_RETURN(lease_, etcd_->GrantLease(options_.ttl));
   options_.self.set_incarnation(static_cast<uint64_t>(lease_));
+  state_->set_incarnation(static_cast<uint64_t>(lease_));
   options_.self.set_applied_map_epoch(state_->map_epoch());
   absl::StatusOr<int64_t> put =
       etcd_->Put(member_key_, etcd_keys::EncodeNode(options_.self), lease_);
@@ -252,8 +253,12 @@ void Membership::WatchdogLoop() {
   }
 }
 
-void Membership::MapInstalled(uint64_t epoch) {
-  fence_->set_map_epoch(epoch);
+void Membership::MapInstalled(const cluster::ClusterMapView& view) {
+  const uint64_t epoch = view.epoch();
+  // A map that names an earlier life of this node: one-sided readers on it
+  // would read this empty process as that life's shards. Epoch 0 matches
+  // no reader's map, so they refuse until a map names this incarnation.
+  fence_->set_map_epoch(state_->NamesEarlierSelf(view) ? 0 : epoch);
   absl::MutexLock lock(&mu_);
   applied_epoch_ = std::max(applied_epoch_, epoch);
   republish_ = true;

@@ -96,7 +96,7 @@ class Membership {
   void WatchdogLoop();
   void MapLoop(int64_t revision);
   // ClusterState listener: the fence page's epoch, and a republish.
-  void MapInstalled(uint64_t epoch);
+  void MapInstalled(const cluster::ClusterMapView& view);
   bool StoppingOrWatchBroken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || watch_broken_;
   }

@@ -89,6 +89,12 @@ absl::StatusOr<v1::ReplicateResponse> ReplicaInstaller::Replicate(const v1::Repl
     refusal = absl::FailedPreconditionError(absl::StrCat(
         "primary incarnation ", req.primary_incarnation(), " is not the map's ", p->incarnation()));
   }
+  if (refusal.ok() && state_->NamesEarlierSelf(*map)) {
+    // A restarted, empty process whose map still names its earlier life
+    // must not acknowledge writes as that life's copy of the shard.
+    refusal = absl::FailedPreconditionError(absl::StrCat(
+        "this map names an earlier incarnation of ", state_->self(), " (restarted, empty)"));
+  }
   const bool in_sync = shard != nullptr && Contains(shard->replicas(), state_->self(), 1);
   const bool syncing = shard != nullptr && Contains(shard->syncing(), state_->self());
   if (refusal.ok() && !in_sync && !syncing) {
