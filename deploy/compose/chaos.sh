@@ -77,7 +77,7 @@ CLIENT=$(container client)
 docker exec "$CLIENT" test -x /usr/local/bin/chaos_load ||
     die "the client image has no chaos_load: bazel build //tests/cluster:chaos_load, then deploy/cluster.sh up"
 
-status_json() { docker exec "$CLIENT" kvctl --server="$1" --timeout=5s --json cluster status 2>/dev/null; }
+status_json() { docker exec "$CLIENT" kvctl --server="$1" --timeout="${KV_STATUS_TIMEOUT:-5s}" --json cluster status 2>/dev/null; }
 # map_query PY: run PY on the map (as m) from the first node that answers.
 map_query() {
     local s out
