@@ -51,7 +51,8 @@
 # KV_REPLICAS, KV_POOL_SIZE, KV_TRANSPORT, KV_METRICS_PORT_1..3,
 # KV_PROMETHEUS_PORT, KV_MEMBER_TTL, KV_FENCE_MARGIN, KV_ETCD_HEARTBEAT_MS,
 # KV_ETCD_ELECTION_MS, KV_HEALTH_TIMEOUT, KV_HEALTH_START, KV_STATUS_TIMEOUT
-# (kvctl cluster status timeout while up waits, default 3s) (see
+# (kvctl cluster status timeout while up waits, default 3s), KV_OP_TIMEOUT
+# (kvctl --timeout of bench and kvctl, chaos_load --op_timeout) (see
 # deploy/compose/docker-compose.yml), KV_IMAGES_FROM (up: load the images
 # from this directory of build-images.sh --save tars instead of assembling
 # them; deploy/compose/vm.sh uses it), BAZEL (default
@@ -388,7 +389,7 @@ cmd_bench() {
     local args=("$@")
     ((${#args[@]})) || args=(--duration=5s --concurrency=16 --value-size=1K --keys=2000)
     say "kvctl bench ${args[*]} (client container -> cluster)"
-    in_client kvctl --server=$SEED bench "${args[@]}"
+    in_client kvctl --server=$SEED ${KV_OP_TIMEOUT:+--timeout="$KV_OP_TIMEOUT"} bench "${args[@]}"
 }
 
 cmd_chaos() {
@@ -466,7 +467,7 @@ main() {
     chaos) cmd_chaos "$@" ;;
     kvctl)
         running
-        in_client kvctl --server=$SEED "$@"
+        in_client kvctl --server=$SEED ${KV_OP_TIMEOUT:+--timeout="$KV_OP_TIMEOUT"} "$@"
         ;;
     redis-cli)
         running

@@ -113,7 +113,7 @@ OUT=$WORK/load.out
 EXPECT=()
 [[ $TRANSPORT == auto ]] || EXPECT=(--expect_transport="$TRANSPORT")
 docker exec -i "$CLIENT" chaos_load --servers=$SEEDS --transport="$TRANSPORT" "${EXPECT[@]}" \
-    --seed="$SEED" --history=/tmp/chaos-history.jsonl <"$WORK/cmd" >"$OUT" 2>&1 &
+    ${KV_OP_TIMEOUT:+--op_timeout="$KV_OP_TIMEOUT"} --seed="$SEED" --history=/tmp/chaos-history.jsonl <"$WORK/cmd" >"$OUT" 2>&1 &
 LOAD_PID=$!
 exec 7>"$WORK/cmd"
 # wait_line TEXT SECONDS: until chaos_load has printed a line containing TEXT.
