@@ -93,10 +93,16 @@ RDMA_OVERLAY=$COMPOSE_DIR/docker-compose.rdma.yml
 compose() { docker-compose -p "$PROJECT" --project-directory "$COMPOSE_DIR" "${COMPOSE_FILES[@]}" "$@"; }
 # A command in the client container (no tty, so it works from scripts and
 # CI).  docker exec on the container's id: much quicker than docker-compose
-# exec, which matters when polling the map.
+# exec, which matters when polling the map.  The id comes from docker ps by
+# compose's labels, not from `docker-compose ps`: that is Python, and took
+# over two minutes in the emulated VM.
 CLIENT_ID=""
+client_id() {
+    docker ps -q --filter "label=com.docker.compose.project=$PROJECT" \
+        --filter label=com.docker.compose.service=client 2>/dev/null | head -n 1
+}
 in_client() {
-    [[ -n $CLIENT_ID ]] || CLIENT_ID=$(compose ps -q client 2>/dev/null)
+    [[ -n $CLIENT_ID ]] || CLIENT_ID=$(client_id)
     [[ -n $CLIENT_ID ]] || die "no client container (is the cluster up? deploy/cluster.sh up)"
     docker exec -i "$CLIENT_ID" "$@"
 }
@@ -299,7 +305,7 @@ cmd_up() {
     say "starting the cluster (project $PROJECT, transport $TRANSPORT)"
     compose "${profile[@]}" up -d --remove-orphans || die "docker-compose up failed"
     phase "containers started"
-    CLIENT_ID=$(compose ps -q client)
+    CLIENT_ID=$(client_id)
     wait_ready "$timeout"
     phase "shards in sync"
     in_client kvctl --server=$SEED cluster status
@@ -368,7 +374,7 @@ cmd_down() {
 running() {
     need_docker
     docker info >/dev/null 2>&1 || die "dockerd is not running (deploy/cluster.sh up starts it)"
-    CLIENT_ID=$(compose ps -q client 2>/dev/null)
+    CLIENT_ID=$(client_id)
     [[ -n $CLIENT_ID ]] || die "the cluster is not running (deploy/cluster.sh up)"
 }
 

@@ -121,8 +121,8 @@ rdma_put_get() {
     in_client sh -c '
         S="--server=kvserver2:7300 --transport=rdma --timeout='"$OPT"'"
         ibv_devinfo -l 2>/dev/null | grep -q rxe0 || ls /dev/infiniband || exit 1
-        for i in $(seq 1 20); do kvctl $S put "rk:$i" "rdma-$i" >/dev/null || { echo "put rk:$i"; exit 1; }; done
-        for i in $(seq 1 20); do [ "$(kvctl $S get "rk:$i")" = "rdma-$i" ] || { echo "get rk:$i"; exit 1; }; done
+        for i in $(seq 1 5); do kvctl $S put "rk:$i" "rdma-$i" >/dev/null || { echo "put rk:$i"; exit 1; }; done
+        for i in $(seq 1 5); do [ "$(kvctl $S get "rk:$i")" = "rdma-$i" ] || { echo "get rk:$i"; exit 1; }; done
         kvctl $S --json stat > /tmp/stat.json || exit 1
         kvctl $S --json bench --ops=200 --concurrency=2 --keys=50 --value-size=512 > /tmp/bench.json || exit 1
         cat /tmp/stat.json /tmp/bench.json' >"$LOG.2" || {
@@ -145,7 +145,7 @@ flat = json.dumps(stat)
 assert '"rdma"' in flat, "kvctl stat does not name rdma: " + flat[:400]
 assert bench["transport"] == "rdma", bench["transport"]
 assert bench["errors"] == 0 and bench["ops"] == 200, bench
-print("kvctl put/get x20 over rdma; bench: %d ops over %s, 0 errors" % (bench["ops"], bench["transport"]))
+print("kvctl put/get x5 over rdma; bench: %d ops over %s, 0 errors" % (bench["ops"], bench["transport"]))
 EOF
     local s n
     for s in kvserver1 kvserver2 kvserver3; do
