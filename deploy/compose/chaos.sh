@@ -33,7 +33,11 @@
 # Needs chaos_load in the client image (bazel build
 # //tests/cluster:chaos_load, then deploy/cluster.sh up rebuilds the image).
 #
-# Environment: as deploy/cluster.sh (KV_COMPOSE_PROJECT, KV_COMPOSE_STATE).
+# Environment: as deploy/cluster.sh (KV_COMPOSE_PROJECT, KV_COMPOSE_STATE);
+# KV_STATUS_TIMEOUT (kvctl cluster status, default 5s), KV_OP_TIMEOUT
+# (chaos_load --op_timeout), KV_CHAOS_SETTLE (seconds the load goes on after
+# each round is back in sync, default 0).
+#
 # Exit status: 0 no violation and every fault recovered from; 1 otherwise;
 # 2 bad usage.
 set -euo pipefail
@@ -172,6 +176,13 @@ fault() {
     [[ -z $restarter ]] || wait "$restarter" || die "restart: docker restart $svc failed"
     wait_in_sync 300 || die "$kind: the cluster was not back in sync within 300 s"
     say "$kind: $svc back, every shard in sync after $((SECONDS - t0)) s"
+    # The load goes on for KV_CHAOS_SETTLE seconds more, so that its clients
+    # (slow to notice a new map on an emulated CPU) write the fault's keys
+    # again before `stop`: chaos_load fails a fault after which they never did.
+    if [[ ${KV_CHAOS_SETTLE:-0} -gt 0 ]]; then
+        say "$kind: the load runs ${KV_CHAOS_SETTLE} s more (KV_CHAOS_SETTLE)"
+        sleep "$KV_CHAOS_SETTLE"
+    fi
 }
 
 shard=0
