@@ -113,11 +113,14 @@ trap cleanup EXIT
 mkfifo "$WORK/cmd"
 OUT=$WORK/load.out
 
+# Keys of their own: the history check takes them to be absent at the start,
+# and an earlier run (a kill round, then a chaos run) leaves its keys behind.
+KEYS=chaos-$(date +%s%N)-
 # chaos_load reads its commands from the fifo; fd 7 keeps it open.
 EXPECT=()
 [[ $TRANSPORT == auto ]] || EXPECT=(--expect_transport="$TRANSPORT")
 docker exec -i "$CLIENT" chaos_load --servers=$SEEDS --transport="$TRANSPORT" "${EXPECT[@]}" \
-    ${KV_OP_TIMEOUT:+--op_timeout="$KV_OP_TIMEOUT"} --seed="$SEED" --history=/tmp/chaos-history.jsonl <"$WORK/cmd" >"$OUT" 2>&1 &
+    ${KV_OP_TIMEOUT:+--op_timeout="$KV_OP_TIMEOUT"} --seed="$SEED" --key_prefix="$KEYS" --history=/tmp/chaos-history.jsonl <"$WORK/cmd" >"$OUT" 2>&1 &
 LOAD_PID=$!
 exec 7>"$WORK/cmd"
 # wait_line TEXT SECONDS: until chaos_load has printed a line containing TEXT.
