@@ -27,11 +27,10 @@ check() {
     TZ=UTC printf -- '--- %s (%(%T)T)\n' "$name" -1
     # Streamed as it comes, each line stamped, so that a slow case (the
     # emulated VM) shows where it is instead of nothing until its end.  The
-    # command runs in this shell (not in a pipeline's subshell), so the
-    # variables it sets are seen by the next case.
-    "$@" > >(stamp) 2>&1
-    rc=$?
-    wait $! 2>/dev/null || true
+    # command runs in the pipeline's subshell: what a case must hand to a
+    # later one goes through a file, not a variable.
+    "$@" 2>&1 | stamp
+    rc=${PIPESTATUS[0]}
     if ((rc == 0)); then
         record "$name" pass "$(tail -n 1 "$LOG")"
         return 0

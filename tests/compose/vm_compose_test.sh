@@ -59,7 +59,7 @@ ALL=(dockerd up rdma_put_get bench failover_kill rejoin chaos down)
 # --- host side: one VM for everything --------------------------------------------
 if ((!GUEST)); then
     mkdir -p "$RESULTS" "$(dirname "$XML")"
-    rm -f "$RESULTS/guest.xml" "$RESULTS/vm_compose.log"
+    rm -f "$RESULTS/guest.xml" "$RESULTS/vm_compose.log" "$RESULTS/victim"
     if ! command -v "${KV_VM_QEMU:-qemu-system-x86_64}" >/dev/null; then
         for n in "${ALL[@]}"; do record "$n" skip "no qemu-system-x86_64: the Soft-RoCE VM cannot run"; done
         write_xml compose_vm "$XML"
@@ -176,12 +176,14 @@ failover_kill() {
     VICTIM=$(in_client kvctl --server=kvserver1:7300 --timeout="$OPT" --json cluster status |
         python3 -c 'import json,sys; print([s for s in json.load(sys.stdin)["shards"] if s["shard_id"]==0][0]["primary"])')
     echo "shard 0 primary: $VICTIM"
+    echo "$VICTIM" >"$RESULTS/victim" # for rejoin (cases run in subshells)
     "$REPO/deploy/compose/chaos.sh" --rounds=kill --transport=rdma --history="$RESULTS/history-kill.jsonl"
 }
 case_ failover_kill "kill -9 of a primary under RDMA load" failover_kill
 
 rejoin() {
-    [[ $VICTIM =~ ^n[0-9]+$ ]] || return 1
+    VICTIM=$(cat "$RESULTS/victim" 2>/dev/null)
+    [[ $VICTIM =~ ^n[0-9]+$ ]] || { echo "no victim recorded by failover_kill"; return 1; }
     local c restarts
     c=$(docker ps -aq --filter "label=com.docker.compose.project=$KV_COMPOSE_PROJECT" --filter "label=com.docker.compose.service=kvserver${VICTIM#n}")
     restarts=$(docker inspect -f '{{.RestartCount}} {{.State.Status}}' "$c")
