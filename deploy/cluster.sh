@@ -50,7 +50,9 @@
 # deploy/compose/.state), KV_TOKEN_FILE (default STATE/token),
 # KV_REPLICAS, KV_POOL_SIZE, KV_TRANSPORT, KV_METRICS_PORT_1..3,
 # KV_PROMETHEUS_PORT, KV_MEMBER_TTL, KV_FENCE_MARGIN, KV_ETCD_HEARTBEAT_MS,
-# KV_ETCD_ELECTION_MS, KV_HEALTH_TIMEOUT, KV_HEALTH_START (see
+# KV_ETCD_ELECTION_MS, KV_HEALTH_TIMEOUT, KV_HEALTH_START, KV_STATUS_TIMEOUT
+# (kvctl cluster status timeout while up waits, default 3s), KV_OP_TIMEOUT
+# (kvctl --timeout of bench and kvctl, chaos_load --op_timeout) (see
 # deploy/compose/docker-compose.yml), KV_IMAGES_FROM (up: load the images
 # from this directory of build-images.sh --save tars instead of assembling
 # them; deploy/compose/vm.sh uses it), BAZEL (default
@@ -91,10 +93,16 @@ RDMA_OVERLAY=$COMPOSE_DIR/docker-compose.rdma.yml
 compose() { docker-compose -p "$PROJECT" --project-directory "$COMPOSE_DIR" "${COMPOSE_FILES[@]}" "$@"; }
 # A command in the client container (no tty, so it works from scripts and
 # CI).  docker exec on the container's id: much quicker than docker-compose
-# exec, which matters when polling the map.
+# exec, which matters when polling the map.  The id comes from docker ps by
+# compose's labels, not from `docker-compose ps`: that is Python, and took
+# over two minutes in the emulated VM.
 CLIENT_ID=""
+client_id() {
+    docker ps -q --filter "label=com.docker.compose.project=$PROJECT" \
+        --filter label=com.docker.compose.service=client 2>/dev/null | head -n 1
+}
 in_client() {
-    [[ -n $CLIENT_ID ]] || CLIENT_ID=$(compose ps -q client 2>/dev/null)
+    [[ -n $CLIENT_ID ]] || CLIENT_ID=$(client_id)
     [[ -n $CLIENT_ID ]] || die "no client container (is the cluster up? deploy/cluster.sh up)"
     docker exec -i "$CLIENT_ID" "$@"
 }
@@ -211,18 +219,36 @@ ok = m["shards"] and all(s["up"] and len(s["backups"]) + 1 == r and not s["synci
 sys.exit(0 if ok else 1)' 2>/dev/null
 }
 
+# map_summary: one line per kvctl --json cluster status on stdin.
+map_summary() {
+    python3 -c '
+import json, sys
+m = json.loads(sys.stdin.read())
+print("%d shard(s): " % len(m["shards"]) + ", ".join(
+    "%s primary=%s backups=%s%s%s" % (s["shard_id"], s["primary"] or "-", ",".join(s["backups"]) or "-",
+                                      "" if s["up"] else " DOWN", " syncing" if s["syncing"] else "")
+    for s in m["shards"]))'
+}
+
+# Every 15 s it says where it is (the map's shards, or kvctl's error), so
+# that a slow start (the emulated VM) can be told from a stuck one.
 wait_ready() {
-    local timeout=$1 t0=$SECONDS out=""
+    local timeout=$1 t0=$SECONDS out="" err=$STATE/status.err last=$SECONDS
+    local rpc=${KV_STATUS_TIMEOUT:-3s}
     say "waiting until every shard has a primary and its replicas are in sync (up to ${timeout}s)"
     while ((SECONDS - t0 < timeout)); do
-        out=$(in_client kvctl --server=$SEED --timeout=3s --json cluster status 2>/dev/null || true)
+        out=$(in_client kvctl --server=$SEED --timeout="$rpc" --json cluster status 2>"$err" || true)
         if [[ -n $out ]] && cluster_ready <<<"$out"; then
             return 0
+        fi
+        if ((SECONDS - last >= 15)); then
+            last=$SECONDS
+            say "not ready after $((SECONDS - t0)) s: $(map_summary <<<"$out" 2>/dev/null || tail -n 1 "$err")"
         fi
         sleep 1
     done
     echo "--- last status:" >&2
-    in_client kvctl --server=$SEED --timeout=3s cluster status >&2 || true
+    in_client kvctl --server=$SEED --timeout="$rpc" cluster status >&2 || true
     compose ps >&2 || true
     compose logs --no-color --tail=15 >&2 || true
     die "the cluster was not ready within ${timeout}s (logs above)"
@@ -279,7 +305,7 @@ cmd_up() {
     say "starting the cluster (project $PROJECT, transport $TRANSPORT)"
     compose "${profile[@]}" up -d --remove-orphans || die "docker-compose up failed"
     phase "containers started"
-    CLIENT_ID=$(compose ps -q client)
+    CLIENT_ID=$(client_id)
     wait_ready "$timeout"
     phase "shards in sync"
     in_client kvctl --server=$SEED cluster status
@@ -348,7 +374,7 @@ cmd_down() {
 running() {
     need_docker
     docker info >/dev/null 2>&1 || die "dockerd is not running (deploy/cluster.sh up starts it)"
-    CLIENT_ID=$(compose ps -q client 2>/dev/null)
+    CLIENT_ID=$(client_id)
     [[ -n $CLIENT_ID ]] || die "the cluster is not running (deploy/cluster.sh up)"
 }
 
@@ -369,7 +395,7 @@ cmd_bench() {
     local args=("$@")
     ((${#args[@]})) || args=(--duration=5s --concurrency=16 --value-size=1K --keys=2000)
     say "kvctl bench ${args[*]} (client container -> cluster)"
-    in_client kvctl --server=$SEED bench "${args[@]}"
+    in_client kvctl --server=$SEED ${KV_OP_TIMEOUT:+--timeout="$KV_OP_TIMEOUT"} bench "${args[@]}"
 }
 
 cmd_chaos() {
@@ -447,7 +473,7 @@ main() {
     chaos) cmd_chaos "$@" ;;
     kvctl)
         running
-        in_client kvctl --server=$SEED "$@"
+        in_client kvctl --server=$SEED ${KV_OP_TIMEOUT:+--timeout="$KV_OP_TIMEOUT"} "$@"
         ;;
     redis-cli)
         running

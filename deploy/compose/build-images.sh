@@ -17,7 +17,9 @@
 #   --save DIR  no docker needed: write each image's root file system as
 #               DIR/NAME.tar with DIR/NAME.key (its inputs key) and
 #               DIR/NAME.changes (its `docker import -c` lines) instead of
-#               importing it; a tar whose key matches is kept
+#               importing it; a tar whose key matches is kept.  When both
+#               kvstore-server and kvstore-client are asked for, one tar
+#               holds both (kvstore-client.same: load it as a tag)
 #   --load DIR  import DIR/NAME.tar written by --save into this dockerd,
 #               unless the image there has the same key (the Soft-RoCE VM
 #               does this: assembling images through its 9p root is slow)
@@ -131,10 +133,13 @@ add_libs() {
     done < <(lib_paths "$@")
 }
 
-# add_bin ROOT FILE DEST: a binary and its libraries.
+# add_bin ROOT FILE DEST: a binary (without its debug sections: bazel's
+# kvserver carries about 60 % debug info, and every byte costs time in the
+# emulated VM's docker import) and its libraries.
 add_bin() {
     need "$2"
     install -m 0755 "$2" "$1$3"
+    if command -v strip >/dev/null; then strip --strip-debug "$1$3" 2>/dev/null || true; fi
     add_libs "$1" "$2"
 }
 
@@ -202,6 +207,7 @@ import() {
     local c
     for c; do changes+=(-c "$c"); done
     if [[ -n $SAVE ]]; then
+        rm -f "$SAVE/$name.same"
         tar -C "$r" --numeric-owner --owner=0 --group=0 -cf "$SAVE/$name.tar.new" . &&
             printf '%s\n' "${changes[@]}" | grep -vx -- -c >"$SAVE/$name.changes" &&
             mv -f "$SAVE/$name.tar.new" "$SAVE/$name.tar" && echo "$key" >"$SAVE/$name.key" ||
@@ -222,17 +228,38 @@ image_size() {
     echo "$((bytes / 1048576)) MiB"
 }
 
+# build_server [combined]: with "combined" (--save of both server and
+# client) the server image also carries the client's programs, and
+# kvstore-client is written as a tag of it (DIR/kvstore-client.same): one
+# tar and one import fewer in the VM.  The compose file gives the client its
+# own entrypoint, so the server image's does not matter there.
 build_server() {
-    local r=$WORK/server key
+    local r=$WORK/server key progs extra=()
     need "$BIN/server/kvserver" "$BIN/client/kvctl/kvctl"
-    key=$(inputs_key "$BIN/server/kvserver" "$BIN/client/kvctl/kvctl")
+    progs=("$BIN/server/kvserver" "$BIN/client/kvctl/kvctl")
+    if [[ ${1:-} == combined ]]; then
+        need /usr/bin/redis-cli
+        extra=(/usr/bin/redis-cli)
+        [[ -x $BIN/tests/cluster/chaos_load ]] && extra+=("$BIN/tests/cluster/chaos_load")
+    fi
+    key=$(inputs_key "${progs[@]}" "${extra[@]}")
     up_to_date kvstore-server "$key" && return
     new_root "$r"
     mkdir -p "$r/usr/local/bin"
     add_bin "$r" "$BIN/server/kvserver" /usr/local/bin/kvserver
     add_bin "$r" "$BIN/client/kvctl/kvctl" /usr/local/bin/kvctl
+    if ((${#extra[@]})); then
+        add_bin "$r" /usr/bin/redis-cli /usr/bin/redis-cli
+        ((${#extra[@]} < 2)) || add_bin "$r" "${extra[1]}" /usr/local/bin/chaos_load
+    fi
     add_verbs "$r"
     import "$r" kvstore-server "$key" 'ENTRYPOINT ["/usr/local/bin/kvserver"]' 'WORKDIR /data'
+}
+# same_as NAME OTHER (--save only): NAME is loaded as a tag of OTHER.
+same_as() {
+    rm -f "$SAVE/$1.tar" "$SAVE/$1.key" "$SAVE/$1.changes"
+    echo "$2" >"$SAVE/$1.same"
+    echo "build-images: $1 saved as a tag of $2"
 }
 build_client() {
     local r=$WORK/client key extra=()
@@ -273,6 +300,12 @@ build_prometheus() {
 # load_saved NAME: docker import of $LOAD/NAME.tar, unless the image has its key.
 load_saved() {
     local name=$1 key line changes=()
+    if [[ -s $LOAD/$name.same ]]; then
+        docker tag "$(cat "$LOAD/$name.same"):latest" "$name:latest" ||
+            die "docker tag $(cat "$LOAD/$name.same") $name failed"
+        echo "build-images: $name tagged as $(cat "$LOAD/$name.same")"
+        return 0
+    fi
     [[ -s $LOAD/$name.tar && -s $LOAD/$name.key ]] || die "no $LOAD/$name.tar (build-images.sh --save $LOAD)"
     key=$(cat "$LOAD/$name.key")
     up_to_date "$name" "$key" && return
@@ -286,10 +319,12 @@ if [[ -n $LOAD ]]; then
     exit 0
 fi
 
+COMBINED=0
+[[ -n $SAVE && " ${IMAGES[*]} " == *" kvstore-server "* && " ${IMAGES[*]} " == *" kvstore-client "* ]] && COMBINED=1
 for img in "${IMAGES[@]}"; do
     case $img in
-    kvstore-server) build_server ;;
-    kvstore-client) build_client ;;
+    kvstore-server) if ((COMBINED)); then build_server combined; else build_server; fi ;;
+    kvstore-client) if ((COMBINED)); then same_as kvstore-client kvstore-server; else build_client; fi ;;
     kvstore-etcd) build_etcd ;;
     kvstore-prometheus) build_prometheus ;;
     esac

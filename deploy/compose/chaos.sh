@@ -33,7 +33,11 @@
 # Needs chaos_load in the client image (bazel build
 # //tests/cluster:chaos_load, then deploy/cluster.sh up rebuilds the image).
 #
-# Environment: as deploy/cluster.sh (KV_COMPOSE_PROJECT, KV_COMPOSE_STATE).
+# Environment: as deploy/cluster.sh (KV_COMPOSE_PROJECT, KV_COMPOSE_STATE);
+# KV_STATUS_TIMEOUT (kvctl cluster status, default 5s), KV_OP_TIMEOUT
+# (chaos_load --op_timeout), KV_CHAOS_SETTLE (seconds the load goes on after
+# each round is back in sync, default 0).
+#
 # Exit status: 0 no violation and every fault recovered from; 1 otherwise;
 # 2 bad usage.
 set -euo pipefail
@@ -77,7 +81,7 @@ CLIENT=$(container client)
 docker exec "$CLIENT" test -x /usr/local/bin/chaos_load ||
     die "the client image has no chaos_load: bazel build //tests/cluster:chaos_load, then deploy/cluster.sh up"
 
-status_json() { docker exec "$CLIENT" kvctl --server="$1" --timeout=5s --json cluster status 2>/dev/null; }
+status_json() { docker exec "$CLIENT" kvctl --server="$1" --timeout="${KV_STATUS_TIMEOUT:-5s}" --json cluster status 2>/dev/null; }
 # map_query PY: run PY on the map (as m) from the first node that answers.
 map_query() {
     local s out
@@ -109,11 +113,14 @@ trap cleanup EXIT
 mkfifo "$WORK/cmd"
 OUT=$WORK/load.out
 
+# Keys of their own: the history check takes them to be absent at the start,
+# and an earlier run (a kill round, then a chaos run) leaves its keys behind.
+KEYS=chaos-$(date +%s%N)-
 # chaos_load reads its commands from the fifo; fd 7 keeps it open.
 EXPECT=()
 [[ $TRANSPORT == auto ]] || EXPECT=(--expect_transport="$TRANSPORT")
 docker exec -i "$CLIENT" chaos_load --servers=$SEEDS --transport="$TRANSPORT" "${EXPECT[@]}" \
-    --seed="$SEED" --history=/tmp/chaos-history.jsonl <"$WORK/cmd" >"$OUT" 2>&1 &
+    ${KV_OP_TIMEOUT:+--op_timeout="$KV_OP_TIMEOUT"} --seed="$SEED" --key_prefix="$KEYS" --history=/tmp/chaos-history.jsonl <"$WORK/cmd" >"$OUT" 2>&1 &
 LOAD_PID=$!
 exec 7>"$WORK/cmd"
 # wait_line TEXT SECONDS: until chaos_load has printed a line containing TEXT.
@@ -172,6 +179,13 @@ fault() {
     [[ -z $restarter ]] || wait "$restarter" || die "restart: docker restart $svc failed"
     wait_in_sync 300 || die "$kind: the cluster was not back in sync within 300 s"
     say "$kind: $svc back, every shard in sync after $((SECONDS - t0)) s"
+    # The load goes on for KV_CHAOS_SETTLE seconds more, so that its clients
+    # (slow to notice a new map on an emulated CPU) write the fault's keys
+    # again before `stop`: chaos_load fails a fault after which they never did.
+    if [[ ${KV_CHAOS_SETTLE:-0} -gt 0 ]]; then
+        say "$kind: the load runs ${KV_CHAOS_SETTLE} s more (KV_CHAOS_SETTLE)"
+        sleep "$KV_CHAOS_SETTLE"
+    fi
 }
 
 shard=0

@@ -7,7 +7,7 @@
 //   chaos_load --servers=kvserver1:7300,kvserver2:7300 --token_file=F
 //              [--transport=rdma] [--clients=4] [--keys=16] [--seed=N]
 //              [--duration=30s | commands on stdin] [--history=FILE]
-//              [--expect_transport=rdma|tcp]
+//              [--expect_transport=rdma|tcp] [--key_prefix=P]
 //
 // It runs Workload (tests/cluster/workload.h) against the seeds, prints
 // "chaos_load: load running" once writes are acknowledged, and then either
@@ -67,6 +67,9 @@ ABSL_FLAG(absl::Duration, duration, absl::ZeroDuration(),
 ABSL_FLAG(absl::Duration, op_timeout, absl::Seconds(3), "per-operation deadline");
 ABSL_FLAG(absl::Duration, final_read_timeout, absl::Seconds(90), "how long FinalReads may retry");
 ABSL_FLAG(std::string, history, "", "write the history here as JSON lines");
+ABSL_FLAG(std::string, key_prefix, "key",
+          "the workload's keys are PREFIX0..; the history check assumes they are absent at the "
+          "start, so each run against a long-lived cluster needs its own prefix");
 
 namespace kvstore {
 namespace testing {
@@ -212,6 +215,7 @@ int Run(const std::vector<std::string>& seeds) {
   w.transport = *mode;
   w.clients = absl::GetFlag(FLAGS_clients);
   w.keys = absl::GetFlag(FLAGS_keys);
+  w.key_prefix = absl::GetFlag(FLAGS_key_prefix);
   w.op_timeout = absl::GetFlag(FLAGS_op_timeout);
   w.connect_timeout = w.op_timeout;
   w.seed = absl::GetFlag(FLAGS_seed);

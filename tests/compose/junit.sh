@@ -4,8 +4,9 @@
 # deploy/test.sh's counter (tests/rxe/xml-count.sh).
 #
 #   record NAME pass|fail|skip MESSAGE
-#   check NAME WHY COMMAND...   runs COMMAND with its output in $LOG (and
-#                               printed); pass when it exits 0, the message
+#   check NAME WHY COMMAND...   runs COMMAND with its output in $LOG and
+#                               printed as it comes (each line with the
+#                               time); pass when it exits 0, the message
 #                               is its last line; returns COMMAND's verdict
 #   write_xml SUITE FILE
 # Case times are seconds since the previous case ended.
@@ -21,17 +22,33 @@ record() {
 }
 
 check() {
-    local name=$1 why=$2
+    local name=$1 why=$2 rc
     shift 2
-    echo "--- $name"
-    if "$@" >"$LOG" 2>&1; then
-        cat "$LOG"
+    TZ=UTC printf -- '--- %s (%(%T)T)\n' "$name" -1
+    # Streamed as it comes, each line stamped, so that a slow case (the
+    # emulated VM) shows where it is instead of nothing until its end.  The
+    # command runs in the pipeline's subshell: what a case must hand to a
+    # later one goes through a file, not a variable.
+    "$@" 2>&1 | stamp
+    rc=${PIPESTATUS[0]}
+    if ((rc == 0)); then
         record "$name" pass "$(tail -n 1 "$LOG")"
         return 0
     fi
-    cat "$LOG"
     record "$name" fail "$why: $(tail -n 1 "$LOG")"
     return 1
+}
+
+# stamp: stdin to $LOG as it is, and to stdout with the time of day (UTC)
+# and the seconds since the case began.
+stamp() {
+    local line t0=$SECONDS
+    : >"$LOG"
+    while IFS= read -r line || [[ -n $line ]]; do
+        printf '%s\n' "$line" >>"$LOG"
+        # printf's own clock: forking date costs ~1 s a line in the VM
+        TZ=UTC printf '  %(%T)T +%ds | %s\n' -1 "$((SECONDS - t0))" "$line"
+    done
 }
 
 write_xml() {

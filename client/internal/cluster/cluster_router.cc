@@ -90,20 +90,27 @@ absl::StatusOr<std::shared_ptr<const cluster::ClusterMapView>> ClusterRouter::Fe
 
 absl::Status ClusterRouter::Bootstrap(absl::Time deadline, std::string* single_node_seed) {
   absl::Status last = absl::UnavailableError("no seed server");
-  for (const std::string& seed : seeds_) {
-    absl::StatusOr<std::shared_ptr<const cluster::ClusterMapView>> view = Fetch(seed, deadline);
-    if (view.ok()) {
-      Install(*std::move(view));
-      return absl::OkStatus();
+  // Each call is capped at kMapCallTimeout, but the first call to a seed
+  // also sets up its channel (TCP, HTTP/2, the token), which on a slow
+  // machine (an emulated CPU: the Soft-RoCE VM) takes longer than the cap.
+  // So seeds that timed out are asked again, round after round, while the
+  // caller's deadline allows; a seed that refuses (kUnavailable) is not.
+  do {
+    for (const std::string& seed : seeds_) {
+      absl::StatusOr<std::shared_ptr<const cluster::ClusterMapView>> view = Fetch(seed, deadline);
+      if (view.ok()) {
+        Install(*std::move(view));
+        return absl::OkStatus();
+      }
+      // A single-node server answers for itself: no other seed is asked.
+      if (IsSingleNodeAnswer(view.status())) {
+        *single_node_seed = seed;
+        return view.status();
+      }
+      last = absl::Status(view.status().code(),
+                          absl::StrCat("cluster map from ", seed, ": ", view.status().message()));
     }
-    // A single-node server answers for itself: no other seed is asked.
-    if (IsSingleNodeAnswer(view.status())) {
-      *single_node_seed = seed;
-      return view.status();
-    }
-    last = absl::Status(view.status().code(),
-                        absl::StrCat("cluster map from ", seed, ": ", view.status().message()));
-  }
+  } while (absl::IsDeadlineExceeded(last) && absl::Now() < deadline);
   return last;
 }
 

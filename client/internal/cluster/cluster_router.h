@@ -68,7 +68,9 @@ class ClusterRouter {
   ClusterRouter& operator=(const ClusterRouter&) = delete;
 
   // Fetches the first map from the seeds, in order, until one answers with a
-  // valid map. Errors: the single-node answer of the first seed that gives
+  // valid map; while the last error is a timeout and `deadline` allows, the
+  // seeds are asked again (a first call sets up its channel, which may take
+  // longer than one call's cap). Errors: the single-node answer of the first seed that gives
   // one (IsSingleNodeAnswer: the caller then connects as before; that seed
   // is stored in `*single_node_seed`), otherwise
   // the last seed's error (kUnavailable when none could be reached),
