@@ -96,42 +96,38 @@ class FakeClusterService final : public v1::KvCluster::Service {
   std::atomic<int> failovers_{0};
 };
 
+// A listening socket on 127.0.0.1 with a kernel-chosen port (*port).
+int ListenOnLoopback(int* port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  listen(fd, 64);
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
 // A node frozen by SIGSTOP, as its peers see it: the kernel completes TCP
 // handshakes on its listening socket, but nothing ever answers.
 class FrozenListener {
  public:
-  FrozenListener() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    listen(fd_, 64);
-    socklen_t len = sizeof(a);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-  }
+  FrozenListener() : fd_(ListenOnLoopback(&port_)) {}
   ~FrozenListener() { close(fd_); }
   int port() const { return port_; }
 
  private:
-  int fd_ = -1;
   int port_ = 0;
+  int fd_ = -1;
 };
 
 // A RESP listener answering every request with "-MOVED 0 <to>".
 class MovedRespServer {
  public:
   MovedRespServer() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    listen(fd_, 16);
-    socklen_t len = sizeof(a);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = ListenOnLoopback(&port_);
     accept_ = std::thread([this] { AcceptLoop(); });
   }
   ~MovedRespServer() {
