@@ -225,6 +225,12 @@ TEST_F(RespLimitsTest, IdleConnectionsGiveTheirInputBuffersBack) {
   getrlimit(RLIMIT_NOFILE, &own);
   own.rlim_cur = std::min<rlim_t>(own.rlim_max, 4096);
   setrlimit(RLIMIT_NOFILE, &own);  // the server inherits it
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer every allocation also writes its shadow memory
+  // (and the first 4 KiB of it), which stays resident after the free: RSS
+  // then measures ASan, not the server. The plain suite runs this test.
+  GTEST_SKIP() << "RSS is not the server's own under AddressSanitizer";
+#endif
   StartServer({"--pool_size=64M", "--transport=tcp"});
   const uint64_t before = RssKib(pid_);
   std::vector<int> fds;
