@@ -48,6 +48,7 @@ export KV_METRICS_PORT_1=19401 KV_METRICS_PORT_2=19402 KV_METRICS_PORT_3=19403 K
 export DOCKER_API_VERSION=${DOCKER_API_VERSION:-1.41}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kvcompose.XXXXXX")
 export KV_COMPOSE_STATE=$WORK/state
+export KV_TOKEN_FILE=$KV_COMPOSE_STATE/token # the compose file's secret, as cluster.sh sets it
 LOG=$WORK/log
 NAMES=() RESULTS=() MESSAGES=() TIMES=()
 T_CASE=$SECONDS
@@ -180,6 +181,7 @@ for s in m["shards"]:
     assert s["up"] and len(s["backups"]) == 1 and not s["syncing"], s
 print("3 shards, R=2, in sync")'
 }
+map_epoch() { python3 -c 'import json,sys; print(json.load(sys.stdin)["epoch"])' 2>/dev/null || echo 0; }
 status_ok() {
     cluster status --json | ready_json || return 1
     local nodes
@@ -222,7 +224,10 @@ bench_ok() {
 check bench "kvctl bench" bench_ok
 
 crash_restart() {
-    local c=${KV_COMPOSE_PROJECT}_kvserver2_1 pid t0=$SECONDS restarts
+    local c=${KV_COMPOSE_PROJECT}_kvserver2_1 pid t0=$SECONDS restarts epoch0
+    # The map before the crash still reads "in sync" until the controller
+    # has seen the crash, so "back in sync" means a later map that is.
+    epoch0=$(cluster status --json | map_epoch) || return 1
     pid=$(docker inspect -f '{{.State.Pid}}' "$c") || return 1
     echo "kill -9 kvserver2 (host pid $pid)"
     kill -9 "$pid" || return 1
@@ -233,19 +238,26 @@ crash_restart() {
     done
     echo "restart count $restarts after $((SECONDS - t0)) s"
     ((restarts > 0)) || return 1
+    local status
     for _ in $(seq 1 90); do
-        cluster status --json 2>/dev/null | ready_json >/dev/null 2>&1 && break
+        status=$(cluster status --json 2>/dev/null)
+        (($(map_epoch <<<"$status") > epoch0)) && ready_json <<<"$status" >/dev/null 2>&1 && break
         sleep 1
     done
-    cluster status --json | ready_json || return 1
-    echo "back in sync after $((SECONDS - t0)) s"
+    status=$(cluster status --json) || return 1
+    echo "map epoch $epoch0 before the crash, $(map_epoch <<<"$status") now"
+    (($(map_epoch <<<"$status") > epoch0)) || return 1
+    ready_json <<<"$status" || return 1
+    local synced=$((SECONDS - t0))
+    echo "back in sync after $synced s"
     client sh -c '
         export REDISCLI_AUTH=$(cat /run/secrets/kv_token)
         for i in $(seq 1 60); do
             v=$(redis-cli -c -h kvserver1 -p 6380 get "key:$i")
             [ "$v" = "value-$i" ] || { echo "after the crash, key:$i is [$v]"; exit 1; }
         done
-        echo "60 keys read back after the crash"'
+        echo "60 keys read back after the crash"' || return 1
+    echo "in sync on a later map $synced s after the kill; 60 keys read back"
 }
 check crash_restart "crash and restart" crash_restart
 
