@@ -50,7 +50,7 @@
 # deploy/compose/.state), KV_TOKEN_FILE (default STATE/token),
 # KV_REPLICAS, KV_POOL_SIZE, KV_TRANSPORT, KV_METRICS_PORT_1..3,
 # KV_PROMETHEUS_PORT, KV_MEMBER_TTL, KV_FENCE_MARGIN, KV_ETCD_HEARTBEAT_MS,
-# KV_ETCD_ELECTION_MS, KV_HEALTH_TIMEOUT, KV_HEALTH_START, KV_STATUS_TIMEOUT
+# KV_ETCD_ELECTION_MS, KV_HEALTH_INTERVAL, KV_HEALTH_TIMEOUT, KV_HEALTH_START, KV_STATUS_TIMEOUT
 # (kvctl cluster status timeout while up waits, default 3s), KV_OP_TIMEOUT
 # (kvctl --timeout of bench and kvctl, chaos_load --op_timeout) (see
 # deploy/compose/docker-compose.yml), KV_IMAGES_FROM (up: load the images

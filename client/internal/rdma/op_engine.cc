@@ -8,11 +8,13 @@
 
 #include "client/internal/rdma/op_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/protocol/commit_wire.h"
 #include "common/rdma/completion_queue.h"
 #include "common/status_macros.h"
@@ -192,13 +194,26 @@ void OpEngine::PollOnce() {
 // later, into a slot that has been reused, so the queue pair cannot be
 // trusted either.
 absl::Status OpEngine::Wait(OpSlot* s, absl::Time deadline) {
-  int idle = 0;
-  // Busy-poll first: a READ completes within tens of µs, and a yield (a
-  // system call and perhaps a context switch) costs as much as the READ on
-  // a loaded host. Only a wait longer than kBusyPoll yields between polls.
+  // Three phases, so that a wait costs CPU in proportion to how fast the
+  // answer usually comes:
+  //  * busy-poll for kBusyPoll: a READ completes within tens of µs, and a
+  //    yield (a system call, perhaps a context switch) costs as much as the
+  //    READ itself on a loaded host;
+  //  * then yield between polls until kYieldFor: a commit's ack needs the
+  //    server's thread to run;
+  //  * then sleep between polls, doubling from kFirstSleep to kMaxSleep.
+  //    A thread that yields forever stays runnable and takes a full share
+  //    of a core: with a few such waiters on a small or emulated machine
+  //    (Soft-RoCE in a VM) they starved the servers and etcd they were
+  //    waiting for.
   constexpr auto kBusyPoll = std::chrono::microseconds(300);
-  const auto spin_until = std::chrono::steady_clock::now() + kBusyPoll;
-  bool spinning = true;
+  constexpr auto kYieldFor = std::chrono::milliseconds(2);
+  constexpr absl::Duration kFirstSleep = absl::Microseconds(20);
+  constexpr absl::Duration kMaxSleep = absl::Milliseconds(1);
+  const auto start = std::chrono::steady_clock::now();
+  enum class Phase { kSpin, kYield, kSleep } phase = Phase::kSpin;
+  absl::Duration sleep = kFirstSleep;
+  int idle = 0;
   while (!s->done.load(std::memory_order_acquire)) {
     if (broken_) return absl::UnavailableError("RDMA data path broken; reconnecting");
     // One poller at a time; the others spin on their own slot's flag, which
@@ -208,19 +223,30 @@ absl::Status OpEngine::Wait(OpSlot* s, absl::Time deadline) {
       poll_mu_.Unlock();
     }
     if (s->done.load(std::memory_order_acquire)) break;
-    // Spin briefly, then yield; the clock is read only every 1024 rounds
-    // because absl::Now() costs more than a poll.
-    if (++idle > 64) {
-      if (spinning) {
+    if (++idle <= 64) continue;
+    switch (phase) {
+      case Phase::kSpin:
         // The steady clock is cheap (vDSO); still, read it every 16 rounds.
-        if ((idle & 15) == 0 && std::chrono::steady_clock::now() > spin_until) spinning = false;
+        if ((idle & 15) == 0 && std::chrono::steady_clock::now() - start > kBusyPoll) {
+          phase = Phase::kYield;
+        }
         continue;
-      }
-      std::this_thread::yield();
-      if ((idle & 1023) == 0 && absl::Now() > deadline) {
-        MarkBroken(absl::DeadlineExceededError("operation timed out"));
-        return absl::DeadlineExceededError("RDMA operation did not complete before the deadline");
-      }
+      case Phase::kYield:
+        std::this_thread::yield();
+        if ((idle & 63) == 0 && std::chrono::steady_clock::now() - start > kYieldFor) {
+          phase = Phase::kSleep;
+        }
+        break;
+      case Phase::kSleep:
+        absl::SleepFor(sleep);
+        sleep = std::min(sleep * 2, kMaxSleep);
+        break;
+    }
+    // absl::Now() costs more than a poll: read it every 64 rounds, or on
+    // every sleep (a sleep is already far longer).
+    if ((phase == Phase::kSleep || (idle & 63) == 0) && absl::Now() > deadline) {
+      MarkBroken(absl::DeadlineExceededError("operation timed out"));
+      return absl::DeadlineExceededError("RDMA operation did not complete before the deadline");
     }
   }
   if (s->wc_status != IBV_WC_SUCCESS) {
