@@ -30,7 +30,7 @@ uint64_t EncodeSlot(const Slot& slot) {
   // The masks make an out-of-contract Slot wrap instead of corrupting the
   // neighbouring field; the REQUIRES in layout.h keeps them from mattering.
   // Offsets and sizes are stored in kEntryAlign units, which is why entries
-  // are 64-byte aligned and padded.
+  // are kEntryAlign-aligned and padded.
   return (uint64_t{slot.fingerprint} & kFingerprintMask) << (kOffsetBits + kSizeBits) |
          ((slot.offset / kEntryAlign) & kOffsetMask) << kSizeBits |
          ((slot.size / kEntryAlign) & kSizeMask);

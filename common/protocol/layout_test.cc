@@ -19,7 +19,7 @@ using ::testing::HasSubstr;
 TEST(SlotWord, RoundTripsExtremes) {
   const Slot cases[] = {
       {1, 0, kEntryAlign},
-      {4095, kMaxPoolBytes - kEntryAlign, kMaxEntryBytes},
+      {2047, kMaxPoolBytes - kEntryAlign, kMaxEntryBytes},
       {0x5a5, 123 * kEntryAlign, 77 * kEntryAlign},
   };
   for (const Slot& s : cases) {
@@ -39,6 +39,21 @@ TEST(HashKey, FingerprintNeverZeroAndBucketsInRange) {
       if (n > 1) EXPECT_NE(h.bucket[0], h.bucket[1]);
     }
   }
+}
+
+TEST(HashKey, FingerprintFitsItsField) {
+  for (int i = 0; i < 5000; ++i) {
+    EXPECT_LT(HashKey("key" + std::to_string(i), 7, 1024).fingerprint, 1u << kFingerprintBits);
+  }
+}
+
+// The memory-per-key figure rests on this: 32-byte header + 16-byte key +
+// 32-byte value = 80 bytes, padded to 96 (it was 128 with 64-byte units).
+TEST(Entry, SmallEntryPadsToThirtyTwoBytes) {
+  EXPECT_EQ(EntryBytes(16, 32), 96u);
+  EXPECT_EQ(EntryBytes(1, 0), 64u);
+  EXPECT_EQ(EntryBytes(0, 0), 32u);
+  EXPECT_EQ(EntryBytes(16, 1024), 1088u);
 }
 
 TEST(HashKey, SeedChangesPlacement) {

@@ -136,7 +136,8 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(MemoryPool* pool,
                                                          const KvStoreOptions& options) {
   KV_RETURN_IF_ERROR(options.limits.Validate());
   if (options.segment_bytes < 64 * 1024 || options.segment_bytes % layout::kEntryAlign != 0) {
-    return absl::InvalidArgumentError("segment size must be a multiple of 64 and at least 64 KiB");
+    return absl::InvalidArgumentError(absl::StrCat("segment size must be a multiple of ",
+                                                   layout::kEntryAlign, " and at least 64 KiB"));
   }
   if (options.grace_period < KvStoreOptions::kMinGracePeriod ||
       options.grace_period > KvStoreOptions::kMaxGracePeriod) {

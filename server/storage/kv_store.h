@@ -59,7 +59,7 @@ namespace server {
 // How a KvStore divides and cleans its pool. Create() checks segment_bytes
 // and limits against the pool and fails with kInvalidArgument.
 struct KvStoreOptions {
-  // The allocation and cleaning unit: a multiple of 64 bytes, at least 64 KiB,
+  // The allocation and cleaning unit: a multiple of layout::kEntryAlign, at least 64 KiB,
   // and the pool's data arena must hold at least two of them.
   uint64_t segment_bytes = 4ull << 20;
   // How long a retired entry stays readable. Must exceed the longest
@@ -215,7 +215,7 @@ class KvStore {
   // A store over `pool`'s data arena and index arena (not owned; must
   // outlive the store), with the cleaner thread started unless
   // options.cleaner_interval is zero. kInvalidArgument for limits that fail
-  // Limits::Validate(), a segment size that is not a multiple of 64 or is
+  // Limits::Validate(), a segment size that is not a multiple of kEntryAlign or is
   // under 64 KiB, a grace period outside [kMinGracePeriod,
   // kMaxGracePeriod], a pool holding fewer than two segments or more than
   // layout::kMaxPoolBytes, or an index arena too small for one bucket.

@@ -27,7 +27,7 @@ using ::kvstore::metrics::testing::Value;
 
 constexpr uint64_t kSegment = 1 << 20;
 // Two buckets: every key has the same two candidate buckets, so finding a
-// key that shares another's fingerprint (1 in 4095) is quick. The index
+// key that shares another's fingerprint (1 in 2047) is quick. The index
 // seed is public (the handshake publishes it), so a client can do the same
 // search against any server.
 constexpr uint64_t kIndexBytes = 2 * layout::kBucketBytes;

@@ -17,7 +17,7 @@ namespace client {
 
 namespace {
 constexpr size_t kMaxCells = size_t{1} << 24;
-constexpr int kSizeBits = 22;  // sizes in 64-byte units, as in a slot word
+constexpr int kSizeBits = layout::kSizeBits;  // sizes in kEntryAlign units, as in a slot word
 }  // namespace
 
 LocationCache::LocationCache(size_t capacity) {
