@@ -153,7 +153,12 @@ std::vector<Fault> ReadCommands(const std::vector<std::string>& seeds, const std
       }
     } else if (w[0] == "fault" && (w.size() == 2 || w.size() == 3)) {
       Fault f{w[1], NowNs(), prepared};
-      if (w.size() == 3 && !absl::SimpleAtoi(w[2], &f.at_ns)) f.at_ns = NowNs();
+      int64_t wall_ns = 0;
+      if (w.size() == 3 && absl::SimpleAtoi(w[2], &wall_ns)) {
+        // A wall-clock time taken as it is lies decades after every
+        // operation of the history: no write could come "after" the fault.
+        f.at_ns = SteadyNsFromWallNs(wall_ns);
+      }
       std::printf("chaos_load: fault %s noted (%zu keys)\n", f.label.c_str(), f.keys.size());
       faults.push_back(std::move(f));
       prepared.clear();

@@ -49,6 +49,13 @@ int64_t NowNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+int64_t SteadyNsFromWallNs(int64_t wall_ns) {
+  timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  const int64_t wall_now = static_cast<int64_t>(wall.tv_sec) * 1000000000 + wall.tv_nsec;
+  return NowNs() - (wall_now - wall_ns);
+}
+
 namespace {
 
 std::string FormatTime(int64_t ns) {

@@ -50,6 +50,11 @@ const char* OutcomeName(Outcome outcome);
 // Steady-clock nanoseconds.
 int64_t NowNs();
 
+// NowNs()'s reading at the moment CLOCK_REALTIME read `wall_ns` (what
+// `date +%s%N` prints), for a time taken by another process on the same
+// kernel, e.g. a chaos script that injected a fault.
+int64_t SteadyNsFromWallNs(int64_t wall_ns);
+
 struct Operation {
   size_t id = 0;  // index in the history
   int client = 0;

@@ -8,6 +8,7 @@
 
 #include "tests/cluster/history_checker.h"
 
+#include <ctime>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -430,6 +431,19 @@ TEST(HistoryTest, RecordsAndDumps) {
     EXPECT_THAT(line, ::testing::HasSubstr("\"key\":\"k\""));
   }
   EXPECT_EQ(lines, 3);
+}
+
+// chaos.sh announces a fault with `date +%s%N`; before this conversion that
+// wall-clock time was compared with steady-clock operation times as it was,
+// and no write was ever found after a fault.
+TEST(History, WallClockTimesConvertToTheHistorysClock) {
+  timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  const int64_t wall_ns = static_cast<int64_t>(wall.tv_sec) * 1000000000 + wall.tv_nsec;
+  const int64_t second_ago = SteadyNsFromWallNs(wall_ns - 1000000000);
+  const int64_t now = NowNs();
+  EXPECT_GT(now - second_ago, 900000000);
+  EXPECT_LT(now - second_ago, 1500000000);
 }
 
 }  // namespace
