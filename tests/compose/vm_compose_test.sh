@@ -133,13 +133,24 @@ rdma_put_get() {
 import json, sys
 text = open(sys.argv[1]).read()
 dec = json.JSONDecoder()
-docs, i = [], 0
+docs, junk, i = [], [], 0
 while i < len(text):
     if text[i].isspace():
         i += 1
         continue
-    d, i = dec.raw_decode(text, i)
+    try:
+        d, i = dec.raw_decode(text, i)
+    except json.JSONDecodeError:
+        # Say what kvctl printed that is not JSON, then skip that line.
+        end = text.find("\n", i)
+        end = len(text) if end < 0 else end
+        junk.append(text[i:end][:300])
+        i = end
+        continue
     docs.append(d)
+# --json promises JSON on stdout: anything else breaks scripts.
+assert not junk, "kvctl --json printed lines that are not JSON: %r" % junk
+assert len(docs) >= 2, "expected the stat and bench JSON documents, got %d" % len(docs)
 stat, bench = docs[0], docs[-1]
 flat = json.dumps(stat)
 assert '"rdma"' in flat, "kvctl stat does not name rdma: " + flat[:400]
