@@ -1,6 +1,7 @@
 // Copyright 2026 The kvstore Authors.
 
 #include "server/cluster/controller_plan.h"
+#include "server/cluster/controller_plan_util.h"
 
 #include <algorithm>
 #include <set>
@@ -17,42 +18,12 @@ namespace kvstore {
 namespace server {
 namespace {
 
-const v1::ClusterNode* RecordOf(const v1::ClusterMap& map, const std::string& node_id) {
-  for (const v1::ClusterNode& node : map.nodes()) {
-    if (node.node_id() == node_id) return &node;
-  }
-  return nullptr;
-}
-
-std::set<std::string> NamedNodes(const v1::ClusterMap& map) {
-  std::set<std::string> named;
-  for (const v1::Shard& shard : map.shards()) {
-    named.insert(shard.replicas().begin(), shard.replicas().end());
-    named.insert(shard.syncing().begin(), shard.syncing().end());
-  }
-  return named;
-}
-
-// `nodes` as it should be: exactly the nodes some shard names, sorted; a
-// node's member record when that member is the incarnation the map knows
-// (or it was just placed), else the record the map had.
-google::protobuf::RepeatedPtrField<v1::ClusterNode> RebuildNodes(
-    const v1::ClusterMap& map, const MemberSet& members, const std::set<std::string>& placed) {
-  google::protobuf::RepeatedPtrField<v1::ClusterNode> out;
-  for (const std::string& id : NamedNodes(map)) {
-    const v1::ClusterNode* old = RecordOf(map, id);
-    auto member = members.find(id);
-    const bool use_member =
-        member != members.end() && (old == nullptr || placed.count(id) > 0 ||
-                                    old->incarnation() == member->second.incarnation());
-    if (use_member) {
-      *out.Add() = member->second;
-    } else if (old != nullptr) {
-      *out.Add() = *old;
-    }
-  }
-  return out;
-}
+using plan_util::InShard;
+using plan_util::IsDraining;
+using plan_util::NamedNodes;
+using plan_util::RebuildNodes;
+using plan_util::RecordOf;
+using plan_util::RemoveFrom;
 
 // Equal as the map uses them: addresses and incarnations, in any order.
 // applied_map_epoch changes on every map install and must not by itself
@@ -72,13 +43,6 @@ bool SameRecords(const google::protobuf::RepeatedPtrField<v1::ClusterNode>& a,
     }
   }
   return true;
-}
-
-void RemoveFrom(google::protobuf::RepeatedPtrField<std::string>* list,
-                const std::set<std::string>& gone) {
-  list->erase(std::remove_if(list->begin(), list->end(),
-                             [&](const std::string& id) { return gone.count(id) > 0; }),
-              list->end());
 }
 
 // The candidate with the highest applied seq; ties and unknowns go by list
@@ -159,21 +123,7 @@ std::optional<PlanStep> RemoveDead(const v1::ClusterMap& current, const MemberSe
   return step;
 }
 
-// Whether `node_id` of this incarnation is marked draining in `map`.
-bool IsDraining(const v1::ClusterMap& map, const std::string& node_id, uint64_t incarnation) {
-  for (const v1::ClusterNode& d : map.draining()) {
-    if (d.node_id() == node_id && d.incarnation() == incarnation) return true;
-  }
-  return false;
-}
-
-bool InShard(const v1::Shard& shard, const std::string& id) {
-  return std::find(shard.replicas().begin(), shard.replicas().end(), id) !=
-             shard.replicas().end() ||
-         std::find(shard.syncing().begin(), shard.syncing().end(), id) != shard.syncing().end();
-}
-
-// Step 2 of PlanNext: shards below R (replicas + syncing) are filled from
+// Step 3 of PlanNext: shards below R (replicas + syncing) are filled from
 // the live members that are not draining, whether they serve other shards
 // or none (a refill after a failover must not wait for the dead node to
 // come back). The member with the fewest roles goes first (ties: node id);
@@ -242,7 +192,7 @@ std::optional<PlanStep> FillShards(const v1::ClusterMap& current, const MemberSe
   return step;
 }
 
-// Step 3 of PlanNext: draining marks whose incarnation is gone (the node
+// Step 4 of PlanNext: draining marks whose incarnation is gone (the node
 // stopped, or restarted as a new incarnation) are dropped.
 std::optional<PlanStep> PruneDraining(const v1::ClusterMap& current, const MemberSet& members) {
   PlanStep step{current, "draining mark(s) dropped:"};
@@ -297,7 +247,7 @@ std::optional<PlanStep> DropBrokenMigrations(const v1::ClusterMap& current) {
   return step;
 }
 
-// Step 6 of PlanNext: one migration at a time. COPYING and HANDOFF belong
+// Step 8 of PlanNext: one migration at a time. COPYING and HANDOFF belong
 // to the source primary; only PENDING -> COPYING is the controller's.
 std::optional<PlanStep> StartMigration(const v1::ClusterMap& current) {
   for (const v1::Migration& m : current.migrations()) {
@@ -389,6 +339,8 @@ std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet&
   if (!step) step = DropBrokenMigrations(current);
   if (!step) step = FillShards(current, members);
   if (!step) step = PruneDraining(current, members);
+  if (!step) step = TrimReplicas(current, members);
+  if (!step) step = BalanceReplicas(current, members);
   if (!step) {
     auto nodes = RebuildNodes(current, members, {});
     if (!SameRecords(nodes, current.nodes())) {

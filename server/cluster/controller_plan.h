@@ -83,9 +83,19 @@ struct PlanStep {
 //      shards get them as syncing.
 //   4. Draining marks whose member key is gone or of another incarnation
 //      are dropped.
-//   5. Node records whose addresses changed are refreshed from member keys
+//   5. A shard with more than R in-sync replicas and none syncing (step 6
+//      added one, and it is now in sync) loses the backup with the most
+//      roles (TrimReplicas). Not a shard naming a draining node.
+//   6. When a member holds more roles than its share (ceil(roles / members
+//      not draining)) and another holds fewer, and no migration exists,
+//      the idlest is added as syncing to a settled shard where the busiest
+//      is a backup (BalanceReplicas). This gives a node restarted after a
+//      failover (whose place the refill of step 3 gave to the others) its
+//      share back; a spare member registered for add-node stays spare as
+//      long as the roles fit the share without it.
+//   7. Node records whose addresses changed are refreshed from member keys
 //      (applied_map_epoch alone does not make a new map).
-//   6. When no migration is COPYING or HANDOFF, the first PENDING one whose
+//   8. When no migration is COPYING or HANDOFF, the first PENDING one whose
 //      source and target shards both have a primary becomes COPYING (shard
 //      epochs unchanged). COPYING and HANDOFF are never advanced here: the
 //      source primary does that (MapStore::BeginHandoff, CompleteMigration).
@@ -94,6 +104,11 @@ struct PlanStep {
 // primary carries it on, §19.9).
 std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet& members,
                                  const AppliedSeqFn& applied_seq);
+
+// Steps 5 and 6 of PlanNext on their own (controller_plan_replicas.cc);
+// the map's epoch is left to the caller.
+std::optional<PlanStep> TrimReplicas(const v1::ClusterMap& current, const MemberSet& members);
+std::optional<PlanStep> BalanceReplicas(const v1::ClusterMap& current, const MemberSet& members);
 
 // Manual failover of `shard_id` to `target`, an in-sync backup alive in
 // `members` (empty: the alive backup with the highest applied seq; one

@@ -287,6 +287,88 @@ TEST(ControllerPlanTest, RefillPrefersFewestRoles) {
   EXPECT_THAT(Syncing(placed->map, 3), ElementsAre("e"));
 }
 
+// What MapStore's "mark in sync" does: syncing -> last backup.
+v1::ClusterMap MarkInSync(v1::ClusterMap map, uint32_t shard, const std::string& id) {
+  v1::Shard* s = map.mutable_shards(shard);
+  std::vector<std::string> rest;
+  for (const std::string& x : s->syncing()) {
+    if (x != id) rest.push_back(x);
+  }
+  s->clear_syncing();
+  for (const std::string& x : rest) s->add_syncing(x);
+  s->add_replicas(id);
+  return map;
+}
+
+// The compose VM test found this: a node killed and restarted after the
+// refill had given its roles to the others came back to no shard at all.
+TEST(ControllerPlanTest, ARestartedNodeGetsItsShareOfBackupsBack) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 2, "test");
+  FakeSeqs seqs;
+  MemberSet without_a = Members({"b", "c"});
+  auto removed = PlanNext(map, without_a, seqs.Fn());
+  ASSERT_TRUE(removed.has_value());
+  auto refill = PlanNext(removed->map, without_a, seqs.Fn());
+  ASSERT_TRUE(refill.has_value());
+  v1::ClusterMap settled = MarkInSync(MarkInSync(refill->map, 0, "c"), 2, "b");
+  EXPECT_THAT(Replicas(settled, 0), ElementsAre("b", "c"));
+  EXPECT_THAT(Replicas(settled, 1), ElementsAre("b", "c"));
+  EXPECT_THAT(Replicas(settled, 2), ElementsAre("c", "b"));
+  EXPECT_FALSE(PlanNext(settled, without_a, seqs.Fn()).has_value());
+
+  MemberSet members = Members({"b", "c"});
+  members["a"] = Node("a", 2);  // back, a new incarnation
+  // b and c hold 3 roles each, the share is 2: a syncs a shard where the
+  // busiest (b, by id) is a backup; primaries stay.
+  auto first = PlanNext(settled, members, seqs.Fn());
+  ASSERT_TRUE(first.has_value());
+  ExpectValid(first->map);
+  EXPECT_THAT(first->what, HasSubstr("balanced"));
+  EXPECT_THAT(Syncing(first->map, 2), ElementsAre("a"));
+  EXPECT_THAT(Replicas(first->map, 2), ElementsAre("c", "b"));
+  EXPECT_EQ(first->map.shards(2).shard_epoch(), settled.shards(2).shard_epoch() + 1);
+  EXPECT_TRUE(IsAliveIn(first->map, members, "a"));
+  // Nothing more while a copies.
+  EXPECT_FALSE(PlanNext(first->map, members, seqs.Fn()).has_value());
+  // In sync: the shard has 3 replicas for R=2, and b (the busier backup) leaves.
+  auto trimmed = PlanNext(MarkInSync(first->map, 2, "a"), members, seqs.Fn());
+  ASSERT_TRUE(trimmed.has_value());
+  ExpectValid(trimmed->map);
+  EXPECT_THAT(trimmed->what, HasSubstr("trimmed"));
+  EXPECT_THAT(Replicas(trimmed->map, 2), ElementsAre("c", "a"));
+  // c still holds 3: a takes over its backup role of shard 0.
+  auto second = PlanNext(trimmed->map, members, seqs.Fn());
+  ASSERT_TRUE(second.has_value());
+  EXPECT_THAT(Syncing(second->map, 0), ElementsAre("a"));
+  auto done = PlanNext(MarkInSync(second->map, 0, "a"), members, seqs.Fn());
+  ASSERT_TRUE(done.has_value());
+  EXPECT_THAT(Replicas(done->map, 0), ElementsAre("b", "a"));
+  EXPECT_THAT(Replicas(done->map, 1), ElementsAre("b", "c"));
+  EXPECT_THAT(Replicas(done->map, 2), ElementsAre("c", "a"));
+  EXPECT_FALSE(PlanNext(done->map, members, seqs.Fn()).has_value());
+}
+
+// A spare member (registered for add-node) stays spare while the roles fit
+// the share without it: 6 roles over 4 members is a share of 2.
+TEST(ControllerPlanTest, ASpareMemberIsNotTakenForBalance) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 2, "test");
+  FakeSeqs seqs;
+  EXPECT_FALSE(PlanNext(map, Members({"a", "b", "c", "d"}), seqs.Fn()).has_value());
+}
+
+// remove-node keeps a live demoted primary as an extra backup until it has
+// confirmed the new map; the trim must leave that shard alone.
+TEST(ControllerPlanTest, TrimLeavesAShardWithADrainingNode) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 2, "test");
+  MemberSet members = Members({"a", "b", "c"});
+  FakeSeqs seqs;
+  seqs.seqs[{"b", 0}] = 1;
+  auto demoted = PlanRemoveNode(map, members, "a", seqs.Fn());
+  ASSERT_TRUE(demoted.ok()) << demoted.status();
+  v1::ClusterMap extra = MarkInSync(*demoted, 0, "c");  // 3 in sync, a draining
+  EXPECT_FALSE(TrimReplicas(extra, members).has_value());
+}
+
 TEST(ControllerPlanTest, RemoveNodePromotesNewestBackupAndMarksDraining) {
   v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 3, "test");
   MemberSet members = Members({"a", "b", "c"});
