@@ -32,6 +32,14 @@
 namespace kvstore {
 namespace client {
 namespace {
+// Whether an attempt that failed with `s` (verdict `v`) provably changed
+// nothing, so that a write may be sent again: the node refused it (a
+// redirect, ASK, TRYAGAIN, CLUSTERDOWN), or it never left this client.
+bool Refused(Verdict v, const absl::Status& s, bool sent) {
+  return v == Verdict::kRedirect || v == Verdict::kAsk || v == Verdict::kTryAgain ||
+         absl::StrContains(s.message(), "CLUSTERDOWN") || !sent ||
+         s.GetPayload(kNotSentPayload).has_value();
+}
 
 class ClusterClientImpl final : public KvClient {
  public:
@@ -68,7 +76,7 @@ class ClusterClientImpl final : public KvClient {
                               [&](DataPath& p, absl::Time d) { return p.Get(key, d); });
   }
   absl::Status Put(absl::string_view key, absl::string_view value) override {
-    return KeyedStatus(kPutOp, key, true,
+    return KeyedStatus(kPutOp, key, /*idempotent=*/false,
                        [&](DataPath& p, absl::Time d) { return p.Put(key, value, d); });
   }
   absl::Status Delete(absl::string_view key) override {
@@ -87,7 +95,7 @@ class ClusterClientImpl final : public KvClient {
   }
   absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,
                        size_t length) override {
-    return KeyedStatus(kPutOp, key, true, [&](DataPath& p, absl::Time d) {
+    return KeyedStatus(kPutOp, key, /*idempotent=*/false, [&](DataPath& p, absl::Time d) {
       return p.PutFrom(key, buffer, offset, length, d);
     });
   }
@@ -214,12 +222,8 @@ class ClusterClientImpl final : public KvClient {
         router_.RecoverForNextOperation(r.status(), map->epoch(), *node, link);
       }
       if (v == Verdict::kFinal) break;
-      // A delete that reached a node which then failed may have happened.
-      const bool refused = v == Verdict::kRedirect || v == Verdict::kAsk ||
-                           v == Verdict::kTryAgain ||
-                           absl::StrContains(r.status().message(), "CLUSTERDOWN") || !sent ||
-                           r.status().GetPayload(kNotSentPayload).has_value();
-      if (!idempotent && !refused) break;
+      // A write that reached a node which then failed may have happened.
+      if (!idempotent && !Refused(v, r.status(), sent)) break;
       if (!budget.More()) {
         r = GaveUp(r.status(), budget, router_.epoch());
         break;
@@ -273,7 +277,7 @@ class ClusterClientImpl final : public KvClient {
                               [&](DataPath& p, absl::Time d) { return p.Get(key, d); });
   }
   absl::Status PutOne(absl::string_view key, absl::string_view value) {
-    return KeyedStatus(Untimed(kPutOp), key, true,
+    return KeyedStatus(Untimed(kPutOp), key, /*idempotent=*/false,
                        [&](DataPath& p, absl::Time d) { return p.Put(key, value, d); });
   }
 
@@ -332,8 +336,10 @@ class ClusterClientImpl final : public KvClient {
 template <typename T>
 struct PartResult {
   std::shared_ptr<ServerLink> link;
+  bool sent = false;  // a link was found and the part handed to it
   absl::StatusOr<T> value = absl::UnknownError("not attempted");
 };
+
 
 // The latency of a whole batch call, under the transport of its last part.
 void ObserveCall(const TransportMetrics* tm, CallKind call,
@@ -433,9 +439,10 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
 }
 
 // Each node's part keeps the caller's order, so a key given twice (always in
-// one part: one key, one shard) keeps its last value. A part that failed is
-// sent again whole: every pair is last-writer-wins, so repeating the ones
-// that were stored is harmless.
+// one part: one key, one shard) keeps its last value. A part that a node
+// refused (or that never left) is sent again whole; a part whose outcome is
+// unknown ends the batch with its error, since sending it again could
+// re-apply pairs after other clients' later writes of the same keys.
 absl::Status ClusterClientImpl::MultiPut(
     absl::Span<const std::pair<std::string, std::string>> pairs) {
   const auto start = std::chrono::steady_clock::now();
@@ -469,12 +476,13 @@ absl::Status ClusterClientImpl::MultiPut(
         return;
       }
       results[pi].link = *link;
+      results[pi].sent = true;
       absl::Status s = (*link)->RunStatus(
           Untimed(kMultiPutOp),
           [&](DataPath& p) {
             return p.MultiPut(part_pairs, budget.AttemptDeadline(options_.cluster_attempt_timeout));
           },
-          true, part_pairs.size());
+          /*retry=*/false, part_pairs.size());
       if (s.ok()) {
         results[pi].value = true;
       } else {
@@ -487,7 +495,9 @@ absl::Status ClusterClientImpl::MultiPut(
       const absl::Status& s = results[pi].value.status();
       if (s.ok()) continue;
       const Verdict v = ClassifyAttempt(s, budget);
-      if (v == Verdict::kFinal) {
+      // A part that reached a node which then failed may have been stored:
+      // not sent again (see the header), its error is the batch's.
+      if (v == Verdict::kFinal || !Refused(v, s, results[pi].sent)) {
         if (final_error.ok()) final_error = s;
         continue;
       }

@@ -41,15 +41,20 @@
 // caller's order. Each such key has a retry loop (and op_timeout) of its
 // own.
 //
-// What is retried. Get, Exists, MultiGet, Put, MultiPut and PutFrom are
-// retried after any of the failures above — a PUT whose outcome is unknown
-// (the connection broke after the request was sent) too, which is safe
-// because the store is last-writer-wins per key: the retry writes the same
-// value again. The one visible effect: a concurrent PUT of the same key by
-// another client that landed between the two attempts is overwritten. Delete
-// is retried only when the server refused it (redirect, CLUSTERDOWN) or it
-// was never sent; an unknown outcome is returned as is (kUnavailable), since
-// a retry could report kNotFound for a delete that succeeded.
+// What is retried. Get, Exists and MultiGet are retried after any of the
+// failures above. Writes (Put, PutFrom, MultiPut, Delete) are retried only
+// when the node refused them (a redirect, ASK, TRYAGAIN, CLUSTERDOWN) or
+// they never left this client; a write whose outcome is unknown (the
+// connection broke, or the node stopped answering, after the request was
+// sent) returns that error (kUnavailable or kDeadlineExceeded) and may or
+// may not have been applied. Sending it again is not safe: the first
+// attempt may have been applied, read by others and overwritten by a later
+// write, and the retry would bring the older value back (the compose VM
+// test's history check caught exactly that during a paused primary's
+// failover). A delete retried that way could also report kNotFound for a
+// delete that succeeded. Most failover errors are refusals (the old primary
+// is gone from the map, or fenced and answering CLUSTERDOWN), so only the
+// writes in flight at the fault see the error.
 //
 // Scan pages through the nodes that are primaries in the current map, in
 // node-id order. Its cursor packs both positions: the top 16 bits are the

@@ -149,9 +149,13 @@ fault() {
     cid=$(container "$svc")
     echo "prepare $victim" >&7
     wait_line "prepared $victim" 30 || die "chaos_load did not answer prepare"
+    # The victim's pid first: `docker inspect` takes a second or more on an
+    # emulated CPU, and the fault's instant must be the kill's, not before.
+    local pid
+    pid=$(docker inspect -f '{{.State.Pid}}' "$cid") || die "docker inspect $svc failed"
     t=$(now_ns)
     case $kind in
-    kill) kill -9 "$(docker inspect -f '{{.State.Pid}}' "$cid")" ;;
+    kill) kill -9 "$pid" ;;
     pause) docker pause "$cid" >/dev/null ;;
     restart)
         docker restart -t 10 "$cid" >/dev/null &

@@ -118,11 +118,11 @@ start_server() {
     for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
     return
   fi
-  # Pool: the entries (header + key + value, 64-byte aligned) plus a quarter
+  # Pool: the entries (header + key + value, 32-byte aligned) plus a quarter
   # for open segments, the cleaner's reserve and the PUT runs' dead entries.
   # Index: keys / 4 buckets (2 slots per key, load factor 0.5 when full):
   # docs/operations.md "Sizing the index".
-  local entry=$(( (32 + 16 + vsize + 63) / 64 * 64 ))
+  local entry=$(( (32 + 16 + vsize + 31) / 32 * 32 ))
   local pool_mib=$(( (keys * entry * 5 / 4) / 1048576 + 64 ))
   local buckets=$(( keys / 4 > 1024 ? keys / 4 : 1024 ))
   rm -f "$WORK/kv.ready"

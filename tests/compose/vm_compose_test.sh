@@ -120,7 +120,7 @@ grep -E 'cluster: .*\([0-9]+ s\)|ready after' "$LOG"
 rdma_put_get() {
     in_client sh -c '
         S="--server=kvserver2:7300 --transport=rdma --timeout='"$OPT"'"
-        ibv_devinfo -l 2>/dev/null | grep -q rxe0 || ls /dev/infiniband || exit 1
+        ibv_devinfo -l 2>/dev/null | grep -q rxe0 || ls /dev/infiniband >&2 || exit 1
         for i in $(seq 1 5); do kvctl $S put "rk:$i" "rdma-$i" >/dev/null || { echo "put rk:$i"; exit 1; }; done
         for i in $(seq 1 5); do [ "$(kvctl $S get "rk:$i")" = "rdma-$i" ] || { echo "get rk:$i"; exit 1; }; done
         kvctl $S --json stat > /tmp/stat.json || exit 1
@@ -200,14 +200,25 @@ rejoin() {
     restarts=$(docker inspect -f '{{.RestartCount}} {{.State.Status}}' "$c")
     echo "kvserver${VICTIM#n}: restarts+state $restarts"
     [[ ${restarts% *} -gt 0 && $restarts == *running ]] || return 1
-    in_client kvctl --server=kvserver1:7300 --timeout="$OPT" --json cluster status | python3 -c '
+    # The refill gave the victim's roles to the others while it was down;
+    # the controller then hands it its share back (a copy, under TCG).
+    local t0=$SECONDS
+    until in_client kvctl --server=kvserver1:7300 --timeout="$OPT" --json cluster status | rejoined "$VICTIM" >/dev/null 2>&1; do
+        ((SECONDS - t0 < 300)) || break
+        sleep 5
+    done
+    in_client kvctl --server=kvserver1:7300 --timeout="$OPT" --json cluster status | rejoined "$VICTIM" || return 1
+    echo "rejoined $((SECONDS - t0)) s after the check began"
+}
+rejoined() {
+    python3 -c '
 import json, sys
 m = json.load(sys.stdin)
 v = sys.argv[1]
 held = [s["shard_id"] for s in m["shards"] if v == s["primary"] or v in s["backups"]]
 assert held, "%s holds no shard: %s" % (v, m)
 assert all(s["up"] and not s["syncing"] and len(s["backups"]) + 1 == m["replication_factor"] for s in m["shards"]), m
-print("%s is back: replica of shard(s) %s, every shard in sync" % (v, held))' "$VICTIM"
+print("%s is back: replica of shard(s) %s, every shard in sync" % (v, held))' "$1"
 }
 case_ rejoin "the killed node rejoins" rejoin
 

@@ -114,7 +114,7 @@ class RespConnection {
       if (s.ok() && !Enqueue(requests.size(), &waiters)) {
         s = EnsureConnected();
         if (s.ok() && !Enqueue(requests.size(), &waiters)) {
-          s = absl::UnavailableError(absl::StrCat("connection to ", address_, " lost"));
+          s = NotSent(absl::UnavailableError(absl::StrCat("connection to ", address_, " lost")));
         }
       }
       if (s.ok()) {
@@ -195,7 +195,9 @@ class RespConnection {
     Teardown();
     absl::StatusOr<int> fd = DialResp(address_, connect_timeout_, auth_token_, readonly_);
     if (absl::IsUnauthenticated(fd.status())) refused_ = fd.status();
-    if (!fd.ok()) return fd.status();
+    // No request has been written on a connection that does not exist:
+    // callers may send a write elsewhere (cluster failover).
+    if (!fd.ok()) return NotSent(fd.status());
     fd_ = *fd;
     broken_ = false;
     {
