@@ -31,10 +31,9 @@
 #      (tests/compose/vm_compose_test.sh: dockerd in the VM, cluster up with
 #      docker-compose.rdma.yml, PUT/GET over RDMA from the client container,
 #      kill -9 / pause / restart of primaries under load with the history
-#      check, down leaves nothing); its JUnit XML is counted.  About 21
-#      minutes of TCG on a busy 2-core host (1,255 s measured); skipped
-#      without qemu like step 3.  Only with KV_COMPOSE_VM=1 for now: it does
-#      not pass end to end yet (docs/operations.md §13.8 says which cases do)
+#      check, down leaves nothing); its JUnit XML is counted.  About 12
+#      minutes of TCG on a 2-core host (720 s measured); skipped without
+#      qemu like step 3.  KV_COMPOSE_VM=0 skips it (docs/operations.md §13.8)
 #   4. count the <testcase>s of the gtest/JUnit XML of this run: the test.xml
 #      of every test that step 2 reported (cached results included; the list
 #      comes from Bazel's build event file, not from whatever bazel-testlogs
@@ -383,9 +382,8 @@ if ((RUN_RDMA)); then
 fi
 
 # --- 3b. the compose cluster over RDMA, in the VM ------------------------------
-# Opt-in (KV_COMPOSE_VM=1) until it passes end to end, and in well under
-# 15 minutes: see docs/operations.md §13.8 for the cases that pass.
-if ((RUN_RDMA && RUN_COMPOSE)) && [[ ${KV_COMPOSE_VM:-0} == 1 ]]; then
+# On by default; KV_COMPOSE_VM=0 skips it (docs/operations.md §13.8).
+if ((RUN_RDMA && RUN_COMPOSE)) && [[ ${KV_COMPOSE_VM:-1} != 0 ]]; then
     step "compose cluster over RDMA in the Soft-RoCE VM: tests/compose/vm_compose_test.sh"
     rc=0
     BAZEL=$BAZEL "$REPO/tests/compose/vm_compose_test.sh" --xml "$WORK/compose-vm.xml" || rc=$?
