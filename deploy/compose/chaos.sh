@@ -156,7 +156,10 @@ fault() {
     t=$(now_ns)
     case $kind in
     kill) kill -9 "$pid" ;;
-    pause) docker pause "$cid" >/dev/null ;;
+    # The container is frozen only once `docker pause` returns (seconds
+    # under TCG): the fault's instant is then, or writes acknowledged by the
+    # victim before it froze would count as the recovery.
+    pause) docker pause "$cid" >/dev/null && t=$(now_ns) ;;
     restart)
         docker restart -t 10 "$cid" >/dev/null &
         restarter=$!
