@@ -32,15 +32,6 @@
 namespace kvstore {
 namespace client {
 namespace {
-// Whether an attempt that failed with `s` (verdict `v`) provably changed
-// nothing, so that a write may be sent again: the node refused it (a
-// redirect, ASK, TRYAGAIN, CLUSTERDOWN), or it never left this client.
-bool Refused(Verdict v, const absl::Status& s, bool sent) {
-  return v == Verdict::kRedirect || v == Verdict::kAsk || v == Verdict::kTryAgain ||
-         absl::StrContains(s.message(), "CLUSTERDOWN") || !sent ||
-         s.GetPayload(kNotSentPayload).has_value();
-}
-
 class ClusterClientImpl final : public KvClient {
  public:
   explicit ClusterClientImpl(const Options& options)
@@ -331,15 +322,6 @@ class ClusterClientImpl final : public KvClient {
   mutable absl::Mutex mu_;
   std::shared_ptr<ServerLink> first_ ABSL_GUARDED_BY(mu_);
 };
-
-// What one node's part of a batch came back with.
-template <typename T>
-struct PartResult {
-  std::shared_ptr<ServerLink> link;
-  bool sent = false;  // a link was found and the part handed to it
-  absl::StatusOr<T> value = absl::UnknownError("not attempted");
-};
-
 
 // The latency of a whole batch call, under the transport of its last part.
 void ObserveCall(const TransportMetrics* tm, CallKind call,

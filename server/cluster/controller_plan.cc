@@ -1,7 +1,6 @@
 // Copyright 2026 The kvstore Authors.
 
 #include "server/cluster/controller_plan.h"
-#include "server/cluster/controller_plan_util.h"
 
 #include <algorithm>
 #include <set>
@@ -13,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/cluster/cluster_map.h"
 #include "glog/logging.h"
+#include "server/cluster/controller_plan_util.h"
 
 namespace kvstore {
 namespace server {

@@ -108,10 +108,10 @@ std::optional<PlanStep> BalanceReplicas(const v1::ClusterMap& current, const Mem
     bool busy_is_backup = false;
     for (int j = 1; j < shard.replicas_size(); ++j) busy_is_backup |= shard.replicas(j) == busy;
     if (!busy_is_backup) continue;
-    PlanStep step{current, absl::StrCat("balanced: ", idle, " (", roles.at(idle),
-                                        " roles) syncing shard ", shard.shard_id(),
-                                        " to take over from backup ", busy, " (",
-                                        roles.at(busy), " roles, share ", share, ");")};
+    PlanStep step{current,
+                  absl::StrCat("balanced: ", idle, " (", roles.at(idle), " roles) syncing shard ",
+                               shard.shard_id(), " to take over from backup ", busy, " (",
+                               roles.at(busy), " roles, share ", share, ");")};
     v1::Shard& edited = *step.map.mutable_shards(i);
     edited.add_syncing(idle);
     edited.set_shard_epoch(edited.shard_epoch() + 1);

@@ -19,6 +19,8 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -83,6 +85,23 @@ inline Verdict ClassifyAttempt(const absl::Status& s, const RetryBudget& budget)
   if (absl::IsDeadlineExceeded(s) && absl::Now() < budget.deadline()) return Verdict::kDown;
   return Classify(s);
 }
+
+// Whether an attempt that failed with `s` (verdict `v`) provably changed
+// nothing, so that a write may be sent again: the node refused it (a
+// redirect, ASK, TRYAGAIN, CLUSTERDOWN), or it never left this client.
+inline bool Refused(Verdict v, const absl::Status& s, bool sent) {
+  return v == Verdict::kRedirect || v == Verdict::kAsk || v == Verdict::kTryAgain ||
+         absl::StrContains(s.message(), "CLUSTERDOWN") || !sent ||
+         s.GetPayload(kNotSentPayload).has_value();
+}
+
+// What one node's part of a batch came back with.
+template <typename T>
+struct PartResult {
+  std::shared_ptr<ServerLink> link;
+  bool sent = false;  // a link was found and the part handed to it
+  absl::StatusOr<T> value = absl::UnknownError("not attempted");
+};
 
 // The last error, saying that the client gave up and why it stopped.
 inline absl::Status GaveUp(const absl::Status& s, const RetryBudget& budget, uint64_t epoch) {
