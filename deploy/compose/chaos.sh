@@ -155,11 +155,15 @@ fault() {
     pid=$(docker inspect -f '{{.State.Pid}}' "$cid") || die "docker inspect $svc failed"
     t=$(now_ns)
     case $kind in
-    kill) kill -9 "$pid" ;;
+    # After the signal: spawning `date` takes tens of ms under TCG, and a
+    # write the victim acknowledged in that gap would count as the recovery.
+    kill) kill -9 "$pid" && t=$(now_ns) ;;
     # The container is frozen only once `docker pause` returns (seconds
     # under TCG): the fault's instant is then, or writes acknowledged by the
     # victim before it froze would count as the recovery.
     pause) docker pause "$cid" >/dev/null && t=$(now_ns) ;;
+    # From the command: a restart stops the node gracefully (SIGTERM), and
+    # writes it acknowledges while it stops are real ones.
     restart)
         docker restart -t 10 "$cid" >/dev/null &
         restarter=$!
