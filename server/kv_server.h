@@ -54,6 +54,7 @@ class ClusterService;
 class ForwardingShardMapEditor;
 class MigrationDriver;
 class ReplicaInstaller;
+class RdmaReplicaLinks;
 class Replicator;
 class ShardSeqs;
 class SlotImporter;
@@ -277,6 +278,9 @@ class KvServer {
   // (and destroyed after) the store; null in single-node mode.
   std::unique_ptr<ShardSeqs> seqs_;
   std::unique_ptr<ForwardingShardMapEditor> editor_;
+  // The replicator's RDMA links to backups (cluster mode with a device);
+  // declared before it, so destroyed after it.
+  std::unique_ptr<RdmaReplicaLinks> replica_links_;
   std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<KvStore> store_;
   // Installs replicated writes into store_ and syncs shards; cluster mode.

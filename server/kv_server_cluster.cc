@@ -16,6 +16,7 @@
 #include "server/cluster/cluster_node.h"
 #include "server/cluster/cluster_service.h"
 #include "server/cluster/migration_driver.h"
+#include "server/cluster/rdma_replica_links.h"
 #include "server/cluster/replica_installer.h"
 #include "server/cluster/replicator.h"
 #include "server/cluster/shard_map_editor.h"
@@ -95,6 +96,16 @@ absl::Status KvServer::StartCluster() {
   SlotJanitorOptions jo;
   jo.registry = &registry_;
   janitor_ = std::make_unique<SlotJanitor>(store_.get(), cluster_state_.get(), jo);
+  // With a device, writes reach backups that have one too by RDMA WRITE +
+  // replica commit (architecture §19.3); before any role is taken.
+  if (rdma_ != nullptr) {
+    RdmaReplicaLinksOptions lo;
+    lo.device = device_->name();
+    lo.auth_token = options_.auth_token;
+    lo.self = node_id_;
+    replica_links_ = std::make_unique<RdmaReplicaLinks>(lo, &registry_);
+    replicator_->set_rdma_links(replica_links_.get());
+  }
   KV_ASSIGN_OR_RETURN(cluster_, ClusterNode::Start(options_.cluster, std::move(deps)));
   editor_->Set(cluster_->map_store());
   return absl::OkStatus();
@@ -109,6 +120,8 @@ void KvServer::BuildClusterService() {
     io.auth_token = options_.auth_token;
     installer_ = std::make_unique<ReplicaInstaller>(store_.get(), cluster_state_.get(), seqs_.get(),
                                                     &registry_, io);
+    // Replica commits from primaries' RDMA links land in the installer.
+    if (rdma_ != nullptr) rdma_->set_replica_sink(installer_.get());
     deps.state = cluster_state_.get();
     deps.store = store_.get();
     deps.replicator = replicator_.get();

@@ -3,6 +3,7 @@
 #include "common/protocol/commit_wire.h"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "absl/strings/str_cat.h"
 
@@ -19,19 +20,35 @@ absl::StatusOr<ParsedCommit> ParseCommit(absl::string_view bytes) {
   std::memcpy(&out.header, bytes.data(), sizeof(CommitRequest));
   if (out.header.magic != kCommitMagic) return absl::InvalidArgumentError("bad commit magic");
   const auto op = static_cast<CommitOp>(out.header.op);
-  if (op == CommitOp::kDelete) {
-    // `bytes` is what the SEND delivered (wc.byte_len), so a client cannot make
-    // the server read past its own message. key_len is 16 bits, so the sum
-    // cannot overflow.
-    if (out.header.key_len == 0 || sizeof(CommitRequest) + out.header.key_len > bytes.size()) {
-      return absl::InvalidArgumentError("delete commit key length out of bounds");
-    }
-    out.key = bytes.substr(sizeof(CommitRequest), out.header.key_len);
-    // A kPut's fields (lease, offset, size) are checked by the server against
-    // its lease table and pool; the wire layer only checks the framing.
-  } else if (op != CommitOp::kPut) {
+  if (op != CommitOp::kPut && op != CommitOp::kDelete && op != CommitOp::kReplicaPut &&
+      op != CommitOp::kReplicaDelete) {
     return absl::InvalidArgumentError(absl::StrCat("unknown commit op ", out.header.op));
   }
+  // `bytes` is what the SEND delivered (wc.byte_len), so a sender cannot make
+  // the server read past its own message. Every length below is 16 bits and
+  // `pos` stays within `bytes`, so no sum can overflow.
+  size_t pos = sizeof(CommitRequest);
+  if (op == CommitOp::kReplicaPut || op == CommitOp::kReplicaDelete) {
+    if (bytes.size() - pos < sizeof(ReplicaTag)) {
+      return absl::InvalidArgumentError("replica commit shorter than its tag");
+    }
+    std::memcpy(&out.tag, bytes.data() + pos, sizeof(ReplicaTag));
+    pos += sizeof(ReplicaTag);
+    if (out.tag.node_len == 0 || out.tag.node_len > kMaxReplicaNodeIdBytes ||
+        out.tag.node_len > bytes.size() - pos) {
+      return absl::InvalidArgumentError("replica commit node id length out of bounds");
+    }
+    out.primary_node_id = bytes.substr(pos, out.tag.node_len);
+    pos += out.tag.node_len;
+  }
+  if (op == CommitOp::kDelete || op == CommitOp::kReplicaDelete) {
+    if (out.header.key_len == 0 || out.header.key_len > bytes.size() - pos) {
+      return absl::InvalidArgumentError("delete commit key length out of bounds");
+    }
+    out.key = bytes.substr(pos, out.header.key_len);
+  }
+  // A put's fields (lease, offset, size) are checked by the server against
+  // its lease table and pool; the wire layer only checks the framing.
   return out;
 }
 
@@ -61,6 +78,42 @@ size_t EncodeDeleteCommit(uint64_t request_id, absl::string_view key, char* out)
   // The key travels right behind the fixed header (see ParseCommit).
   std::memcpy(out + sizeof(req), key.data(), key.size());
   return sizeof(req) + key.size();
+}
+
+namespace {
+
+// The tag and node id behind a replica commit's header, at `out`.
+size_t EncodeReplicaTag(const ReplicaCommit& replica, char* out) {
+  ReplicaTag tag{};
+  tag.shard_id = replica.shard_id;
+  tag.node_len = static_cast<uint16_t>(replica.primary_node_id.size());
+  tag.shard_epoch = replica.shard_epoch;
+  tag.seq = replica.seq;
+  tag.primary_incarnation = replica.primary_incarnation;
+  std::memcpy(out, &tag, sizeof(tag));
+  std::memcpy(out + sizeof(tag), replica.primary_node_id.data(), replica.primary_node_id.size());
+  return sizeof(tag) + replica.primary_node_id.size();
+}
+
+}  // namespace
+
+size_t EncodeReplicaPutCommit(const PutCommit& put, const ReplicaCommit& replica, char* out) {
+  size_t n = EncodePutCommit(put, out);
+  out[offsetof(CommitRequest, op)] = static_cast<char>(CommitOp::kReplicaPut);
+  return n + EncodeReplicaTag(replica, out + n);
+}
+
+size_t EncodeReplicaDeleteCommit(uint64_t request_id, absl::string_view key,
+                                 const ReplicaCommit& replica, char* out) {
+  CommitRequest req{};
+  req.magic = kCommitMagic;
+  req.op = static_cast<uint8_t>(CommitOp::kReplicaDelete);
+  req.key_len = static_cast<uint16_t>(key.size());
+  req.request_id = request_id;
+  std::memcpy(out, &req, sizeof(req));
+  size_t n = sizeof(req) + EncodeReplicaTag(replica, out + sizeof(req));
+  std::memcpy(out + n, key.data(), key.size());
+  return n + key.size();
 }
 
 size_t EncodeAck(uint64_t request_id, const absl::Status& status, char* out) {

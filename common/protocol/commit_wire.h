@@ -4,6 +4,8 @@
 // pair a client connected with ConnectQp:
 //
 //   client -> server  CommitRequest [+ key bytes for kDelete]
+//   primary -> backup CommitRequest + ReplicaTag + node id [+ key bytes for
+//                     kReplicaDelete]
 //   server -> client  CommitAck [+ message bytes]
 //
 // A PUT is an RDMA WRITE of a complete entry (common/protocol/layout.h) into the
@@ -12,6 +14,13 @@
 // data is in place when the SEND arrives. The server validates (lease owner
 // and expiry, bounds, entry checksum, key and limits), publishes the slot and
 // acks. Everything received is untrusted: Parse* check every length.
+//
+// kReplicaPut / kReplicaDelete are server-to-server replication (cluster
+// mode, architecture §19.3): a shard's primary, connected to a backup as an
+// RDMA client, WRITEs the entry it committed (byte for byte, version and
+// checksum included) into a lease on the backup and commits it with the
+// write's shard, shard epoch, seq and its own identity, which the backup
+// checks exactly as it checks a Replicate RPC.
 // Little-endian, fixed layout; kWireVersion changes with any edit here.
 //
 // Thread-safety: stateless functions over caller-owned buffers;
@@ -35,7 +44,7 @@ inline constexpr uint32_t kWireVersion = 1;
 inline constexpr uint32_t kCommitMagic = 0x4D43564B;  // "KVCM"
 inline constexpr uint32_t kAckMagic = 0x4B41564B;     // "KVAK"
 
-enum class CommitOp : uint8_t { kPut = 1, kDelete = 2 };
+enum class CommitOp : uint8_t { kPut = 1, kDelete = 2, kReplicaPut = 3, kReplicaDelete = 4 };
 
 struct CommitRequest {
   uint32_t magic;
@@ -58,24 +67,49 @@ struct CommitAck {
 };
 static_assert(sizeof(CommitAck) == 24);
 
+// Follows the CommitRequest of a kReplicaPut / kReplicaDelete; node_len
+// bytes of the primary's node id follow it, then (kReplicaDelete) the key.
+// kReplicaPut uses CommitRequest's lease_id, offset and size as kPut does.
+struct ReplicaTag {
+  uint32_t shard_id;
+  uint16_t node_len;
+  uint16_t reserved;
+  uint64_t shard_epoch;
+  uint64_t seq;                  // the write's place in its shard's order
+  uint64_t primary_incarnation;  // the sender's, as the map names it
+};
+static_assert(sizeof(ReplicaTag) == 32);
+
+// Longest primary node id a replica commit carries (node ids are short
+// names; the cluster options refuse longer ones).
+inline constexpr size_t kMaxReplicaNodeIdBytes = 128;
+
 // Fixed size of every ack buffer; longer messages are truncated.
 inline constexpr size_t kAckBytes = 256;
 
-// Size of a receive buffer that holds any commit for keys up to max_key.
+// Size of a receive buffer that holds any commit for keys up to max_key,
+// replica commits included.
 constexpr size_t CommitBytes(uint64_t max_key_bytes) {
-  return sizeof(CommitRequest) + static_cast<size_t>(max_key_bytes);
+  return sizeof(CommitRequest) + sizeof(ReplicaTag) + kMaxReplicaNodeIdBytes +
+         static_cast<size_t>(max_key_bytes);
 }
 
 struct ParsedCommit {
   CommitRequest header;
-  absl::string_view key;  // kDelete only; a view into the received buffer
+  // kDelete and kReplicaDelete; a view into the received buffer.
+  absl::string_view key;
+  // kReplicaPut and kReplicaDelete only.
+  ReplicaTag tag{};
+  absl::string_view primary_node_id;  // a view into the received buffer
 };
 
 // Validates a received commit of `bytes` (magic, op, key length in bounds).
-// The inverse of EncodePutCommit / EncodeDeleteCommit. kInvalidArgument for
-// a short message, a bad magic, an unknown op, or a kDelete key that is
-// empty or runs past `bytes`. The key view borrows `bytes`. Does not check
-// the key against Limits, nor a kPut's lease or range: the server does.
+// The inverse of the Encode* functions below. kInvalidArgument for a short
+// message, a bad magic, an unknown op, a delete key that is empty or runs
+// past `bytes`, or a replica tag whose node id is empty, over
+// kMaxReplicaNodeIdBytes or runs past `bytes`. Views borrow `bytes`. Does
+// not check the key against Limits, nor a put's lease or range, nor the
+// tag's shard and sender: the server does.
 absl::StatusOr<ParsedCommit> ParseCommit(absl::string_view bytes);
 
 // The fields a kPut commit carries (see CommitRequest).
@@ -97,6 +131,25 @@ size_t EncodePutCommit(const PutCommit& commit, char* out);
 // CommitBytes(key.size()) bytes; returns the bytes written. REQUIRES:
 // key.size() fits the 16-bit key_len field (the key limit guarantees it).
 size_t EncodeDeleteCommit(uint64_t request_id, absl::string_view key, char* out);
+
+// What a replica commit says about the write besides its entry or key.
+struct ReplicaCommit {
+  uint32_t shard_id = 0;
+  uint64_t shard_epoch = 0;
+  uint64_t seq = 0;
+  absl::string_view primary_node_id;  // 1..kMaxReplicaNodeIdBytes bytes
+  uint64_t primary_incarnation = 0;
+};
+
+// Encodes a kReplicaPut commit (`put` as for kPut, `replica` its tag) into
+// `out`, which must hold CommitBytes(0) bytes; returns the bytes written.
+// REQUIRES: replica.primary_node_id within kMaxReplicaNodeIdBytes.
+size_t EncodeReplicaPutCommit(const PutCommit& put, const ReplicaCommit& replica, char* out);
+
+// Encodes a kReplicaDelete commit naming `key` into `out`, which must hold
+// CommitBytes(key.size()) bytes; returns the bytes written.
+size_t EncodeReplicaDeleteCommit(uint64_t request_id, absl::string_view key,
+                                 const ReplicaCommit& replica, char* out);
 
 // Encodes an ack for `status` into `out` (kAckBytes); returns bytes used.
 size_t EncodeAck(uint64_t request_id, const absl::Status& status, char* out);

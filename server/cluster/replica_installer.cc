@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/protocol/layout.h"
+#include "common/status_macros.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -70,82 +71,109 @@ std::shared_ptr<ReplicaInstaller::SyncState> ReplicaInstaller::GetSyncState(uint
 }
 
 absl::StatusOr<v1::ReplicateResponse> ReplicaInstaller::Replicate(const v1::ReplicateRequest& req) {
-  auto map = state_->map();
-  const v1::Shard* shard = map != nullptr ? map->ShardById(req.shard_id()) : nullptr;
-  absl::Status refusal;
-  if (shard == nullptr || shard->shard_epoch() < req.shard_epoch()) {
-    refusal = absl::UnavailableError(
-        absl::StrCat("map behind: shard ", req.shard_id(), " epoch ", req.shard_epoch(),
-                     " not in this node's map (epoch ", map ? map->epoch() : 0, ")"));
-  } else if (shard->shard_epoch() > req.shard_epoch()) {
-    refusal = absl::FailedPreconditionError(absl::StrCat("stale shard epoch ", req.shard_epoch(),
-                                                         " < ", shard->shard_epoch(), " of shard ",
-                                                         req.shard_id(), "; refresh the map"));
-  } else if (shard->replicas().empty() || shard->replicas(0) != req.primary_node_id()) {
-    refusal = absl::FailedPreconditionError(absl::StrCat(
-        req.primary_node_id(), " is not the primary of shard ", req.shard_id(), " here"));
-  } else if (const v1::ClusterNode* p = map->Node(req.primary_node_id());
-             req.primary_incarnation() != 0 && p->incarnation() != req.primary_incarnation()) {
-    refusal = absl::FailedPreconditionError(absl::StrCat(
-        "primary incarnation ", req.primary_incarnation(), " is not the map's ", p->incarnation()));
-  }
-  if (refusal.ok() && state_->NamesEarlierSelf(*map)) {
-    // A restarted, empty process whose map still names its earlier life
-    // must not acknowledge writes as that life's copy of the shard.
-    refusal = absl::FailedPreconditionError(absl::StrCat(
-        "this map names an earlier incarnation of ", state_->self(), " (restarted, empty)"));
-  }
-  const bool in_sync = shard != nullptr && Contains(shard->replicas(), state_->self(), 1);
-  const bool syncing = shard != nullptr && Contains(shard->syncing(), state_->self());
-  if (refusal.ok() && !in_sync && !syncing) {
-    refusal = absl::FailedPreconditionError(
-        absl::StrCat(state_->self(), " is not a replica of shard ", req.shard_id(), " here"));
-  }
-  if (refusal.ok() && req.op() == v1::REPLICA_OP_PUT) {
-    auto view = layout::ParseEntryHeader(req.entry());
-    if (!view.ok()) {
-      refusal = view.status();
-    } else if (view->key != req.key()) {
-      refusal = absl::InvalidArgumentError("replicated entry holds another key");
-    }
-  }
-  if (refusal.ok() && syncing) {
-    std::shared_ptr<SyncState> sync = GetSyncState(req.shard_id());
-    absl::MutexLock lock(&sync->mu);
-    uint64_t& last = sync->key_seq[req.key()];
-    if (last >= req.seq()) {
-      stale_skipped_->Increment();
-    } else {
-      refusal = Apply(req);
-      if (refusal.ok()) {
-        last = req.seq();
-        sync->touched.insert(req.key());
-      }
-    }
-  } else if (refusal.ok()) {
-    refusal = Apply(req);
-  }
-  if (!refusal.ok()) {
+  if (req.op() != v1::REPLICA_OP_PUT && req.op() != v1::REPLICA_OP_DELETE) {
     refused_->Increment();
-    return refusal;
+    return absl::InvalidArgumentError("unknown replica op");
   }
-  seqs_->Applied(req.shard_id(), req.seq());
+  ReplicaCommit commit;
+  commit.shard_id = req.shard_id();
+  commit.shard_epoch = req.shard_epoch();
+  commit.seq = req.seq();
+  commit.primary_node_id = req.primary_node_id();
+  commit.primary_incarnation = req.primary_incarnation();
+  commit.is_delete = req.op() == v1::REPLICA_OP_DELETE;
+  commit.key = req.key();
+  commit.entry = req.entry();
+  // Over gRPC the entry arrives in the request: it is copied into the pool.
+  KV_RETURN_IF_ERROR(
+      ApplyReplicaCommit(commit, [&] { return store_->InstallReplica(req.entry()); }));
   v1::ReplicateResponse resp;
   resp.set_applied_seq(seqs_->Last(req.shard_id()));
   return resp;
 }
 
-absl::Status ReplicaInstaller::Apply(const v1::ReplicateRequest& req) {
-  switch (req.op()) {
-    case v1::REPLICA_OP_PUT:
-      installs_->Increment();
-      return store_->InstallReplica(req.entry());
-    case v1::REPLICA_OP_DELETE:
-      deletes_->Increment();
-      return store_->DeleteReplica(req.key());
-    default:
-      return absl::InvalidArgumentError("unknown replica op");
+absl::Status ReplicaInstaller::ApplyReplicaCommit(const ReplicaCommit& commit,
+                                                  absl::FunctionRef<absl::Status()> install) {
+  bool syncing = false;
+  absl::Status refusal = Check(commit, &syncing);
+  absl::string_view key = commit.key;
+  if (refusal.ok() && !commit.is_delete) {
+    // A put names its key in its entry; a gRPC request also carries it.
+    auto view = layout::ParseEntryHeader(commit.entry);
+    if (!view.ok()) {
+      refusal = view.status();
+    } else if (!key.empty() && view->key != key) {
+      refusal = absl::InvalidArgumentError("replicated entry holds another key");
+    } else {
+      key = view->key;
+    }
   }
+  auto apply = [&]() -> absl::Status {
+    if (commit.is_delete) {
+      deletes_->Increment();
+      return store_->DeleteReplica(key);
+    }
+    installs_->Increment();
+    return install();
+  };
+  if (refusal.ok() && syncing) {
+    std::shared_ptr<SyncState> sync = GetSyncState(commit.shard_id);
+    absl::MutexLock lock(&sync->mu);
+    uint64_t& last = sync->key_seq[std::string(key)];
+    if (last >= commit.seq) {
+      stale_skipped_->Increment();
+    } else {
+      refusal = apply();
+      if (refusal.ok()) {
+        last = commit.seq;
+        sync->touched.insert(std::string(key));
+      }
+    }
+  } else if (refusal.ok()) {
+    refusal = apply();
+  }
+  if (!refusal.ok()) {
+    refused_->Increment();
+    return refusal;
+  }
+  seqs_->Applied(commit.shard_id, commit.seq);
+  return absl::OkStatus();
+}
+
+absl::Status ReplicaInstaller::Check(const ReplicaCommit& c, bool* syncing) const {
+  auto map = state_->map();
+  const v1::Shard* shard = map != nullptr ? map->ShardById(c.shard_id) : nullptr;
+  if (shard == nullptr || shard->shard_epoch() < c.shard_epoch) {
+    return absl::UnavailableError(
+        absl::StrCat("map behind: shard ", c.shard_id, " epoch ", c.shard_epoch,
+                     " not in this node's map (epoch ", map ? map->epoch() : 0, ")"));
+  }
+  if (shard->shard_epoch() > c.shard_epoch) {
+    return absl::FailedPreconditionError(absl::StrCat("stale shard epoch ", c.shard_epoch, " < ",
+                                                      shard->shard_epoch(), " of shard ",
+                                                      c.shard_id, "; refresh the map"));
+  }
+  if (shard->replicas().empty() || shard->replicas(0) != c.primary_node_id) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(c.primary_node_id, " is not the primary of shard ", c.shard_id, " here"));
+  }
+  if (const v1::ClusterNode* p = map->Node(c.primary_node_id);
+      c.primary_incarnation != 0 && p->incarnation() != c.primary_incarnation) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "primary incarnation ", c.primary_incarnation, " is not the map's ", p->incarnation()));
+  }
+  if (state_->NamesEarlierSelf(*map)) {
+    // A restarted, empty process whose map still names its earlier life
+    // must not acknowledge writes as that life's copy of the shard.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this map names an earlier incarnation of ", state_->self(), " (restarted, empty)"));
+  }
+  *syncing = Contains(shard->syncing(), state_->self());
+  if (!Contains(shard->replicas(), state_->self(), 1) && !*syncing) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(state_->self(), " is not a replica of shard ", c.shard_id, " here"));
+  }
+  return absl::OkStatus();
 }
 
 v1::ReplicaStatusResponse ReplicaInstaller::Status(uint32_t shard_id) const {

@@ -3,7 +3,12 @@
 // ReplicaInstaller: the backup's side of replication (architecture §19.3,
 // §19.4).
 //
-// Replicate(): a write forwarded by a shard's primary. Refused unless this
+// A write forwarded by a shard's primary arrives as a Replicate RPC
+// (Replicate(): the entry is copied into the pool) or, when both nodes have
+// RDMA, as a replica commit on an RDMA connection of the primary's
+// (ApplyReplicaCommit(), the ReplicaCommitSink the RdmaService calls: the
+// entry was WRITTEN into a lease and is published in place). Either way it
+// is refused unless this
 // node's map has the shard at the request's shard_epoch (this map older:
 // kUnavailable "map behind ...", which the primary retries briefly; newer:
 // kFailedPrecondition), the sender is the shard's primary (and of the
@@ -42,6 +47,7 @@
 #include "server/cluster/cluster_state.h"
 #include "server/cluster/peer_channels.h"
 #include "server/cluster/shard_seqs.h"
+#include "server/rdma/replica_commit_sink.h"
 #include "server/storage/kv_store.h"
 
 namespace kvstore {
@@ -58,17 +64,22 @@ struct ReplicaInstallerOptions {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
-class ReplicaInstaller {
+class ReplicaInstaller : public ReplicaCommitSink {
  public:
   // None owned; all must outlive the installer. Starts the sync thread.
   ReplicaInstaller(KvStore* store, ClusterState* state, ShardSeqs* seqs,
                    metrics::Registry* registry, ReplicaInstallerOptions options);
-  ~ReplicaInstaller();
+  ~ReplicaInstaller() override;
   ReplicaInstaller(const ReplicaInstaller&) = delete;
   ReplicaInstaller& operator=(const ReplicaInstaller&) = delete;
 
   // The Replicate RPC (see the file comment for the errors).
   absl::StatusOr<v1::ReplicateResponse> Replicate(const v1::ReplicateRequest& req);
+  // The same checks and application for a write in wire form (the RDMA
+  // service's replica commits; Replicate() converts to it). `install`
+  // publishes a put's entry. The refusals listed above.
+  absl::Status ApplyReplicaCommit(const ReplicaCommit& commit,
+                                  absl::FunctionRef<absl::Status()> install) override;
   // The ReplicaStatus RPC: the shard's applied seq, its epoch in this
   // node's map (0 when absent), the map epoch and whether it is fenced.
   v1::ReplicaStatusResponse Status(uint32_t shard_id) const;
@@ -89,7 +100,9 @@ class ReplicaInstaller {
     absl::flat_hash_map<std::string, uint64_t> key_seq ABSL_GUARDED_BY(mu);
   };
   std::shared_ptr<SyncState> GetSyncState(uint32_t shard_id);
-  absl::Status Apply(const v1::ReplicateRequest& req);
+  // The map checks of a replicated write; `syncing`: this node is a
+  // syncing (not yet in-sync) replica of the shard in that map.
+  absl::Status Check(const ReplicaCommit& commit, bool* syncing) const;
   // Streams the shard from `primary` into the store. Returns entries,
   // bytes and the snapshot seq through the pointers.
   absl::Status Copy(const v1::Shard& shard, const v1::ClusterNode& primary, SyncState& sync,

@@ -213,6 +213,65 @@ TEST_F(ReplicationTest, BackupRefusesStaleEpochsWrongSendersAndBadEntries) {
   EXPECT_EQ(Value(node(2).registry(), "kvstore_replica_refused_total"), 1u);
 }
 
+// The wire form the RDMA service hands over (a replica commit whose entry
+// already lies in the backup's pool) is checked exactly as the RPC is, and
+// installed in place only when accepted.
+TEST_F(ReplicationTest, ReplicaCommitsAreCheckedAsTheRpcAndInstalledInPlace) {
+  Start(3);
+  maps_.Set(OneShardMap(nodes(), {0, 1}, {}, /*shard_epoch=*/5));
+  KvStore& store = node(1).store();
+  std::unique_ptr<KvStore::Writer> writer = store.NewWriter();
+  auto reserved = writer->Reserve(1, 2);
+  ASSERT_TRUE(reserved.ok()) << reserved.status();
+  layout::EncodeEntry(reserved->ptr, "k", "v1", 9);
+  ReplicaCommit good;
+  good.shard_id = 0;
+  good.shard_epoch = 5;
+  good.seq = 7;
+  good.primary_node_id = "n0";
+  good.primary_incarnation = 100;
+  good.entry = store.ArenaBytes(reserved->offset, reserved->size);
+  int installs = 0;
+  auto install = [&] {
+    ++installs;
+    return store.CommitReplica(reserved->offset, reserved->size);
+  };
+  ReplicaCommit c = good;
+  c.shard_epoch = 4;
+  EXPECT_TRUE(absl::IsFailedPrecondition(node(1).installer().ApplyReplicaCommit(c, install)));
+  c.shard_epoch = 6;
+  absl::Status behind = node(1).installer().ApplyReplicaCommit(c, install);
+  EXPECT_TRUE(absl::IsUnavailable(behind)) << behind;
+  EXPECT_THAT(std::string(behind.message()), StartsWith("map behind"));
+  c = good;
+  c.primary_node_id = "n2";
+  EXPECT_TRUE(absl::IsFailedPrecondition(node(1).installer().ApplyReplicaCommit(c, install)));
+  c = good;
+  c.key = "other";  // a key that is not the entry's
+  EXPECT_TRUE(absl::IsInvalidArgument(node(1).installer().ApplyReplicaCommit(c, install)));
+  EXPECT_TRUE(absl::IsFailedPrecondition(node(2).installer().ApplyReplicaCommit(good, install)));
+  EXPECT_EQ(installs, 0);
+  EXPECT_EQ(node(1).Value("k"), "<NOT_FOUND>");
+
+  ASSERT_TRUE(node(1).installer().ApplyReplicaCommit(good, install).ok());
+  writer->Done(*reserved);
+  EXPECT_EQ(installs, 1);
+  EXPECT_EQ(node(1).Value("k"), "v1");
+  EXPECT_EQ(node(1).installer().Status(0).applied_seq(), 7u);
+  // Versions handed out later on the backup are above the entry's.
+  EXPECT_GT(store.Version(), 9u);
+
+  ReplicaCommit del = good;
+  del.seq = 8;
+  del.is_delete = true;
+  del.key = "k";
+  del.entry = {};
+  ASSERT_TRUE(node(1).installer().ApplyReplicaCommit(del, install).ok());
+  EXPECT_EQ(installs, 1);  // a delete installs nothing
+  EXPECT_EQ(node(1).Value("k"), "<NOT_FOUND>");
+  EXPECT_EQ(Value(node(1).registry(), "kvstore_replica_refused_total"), 4u);
+}
+
 TEST_F(ReplicationTest, PrimaryRetriesABackupWhoseMapIsBehind) {
   Start(3);
   maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));

@@ -379,14 +379,33 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
       pending.push_back(i);
     }
   }
+  wire::ReplicaCommit tag;
+  tag.shard_id = req.shard_id();
+  tag.shard_epoch = req.shard_epoch();
+  tag.seq = req.seq();
+  tag.primary_node_id = req.primary_node_id();
+  tag.primary_incarnation = req.primary_incarnation();
   while (!pending.empty()) {
+    // Targets with an RDMA link up take the write that way; the rest (and
+    // all of them without links) by the Replicate RPC.
+    std::vector<size_t> by_grpc;
+    std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>> by_rdma;
+    for (size_t i : pending) {
+      std::shared_ptr<RdmaReplicaLink> link =
+          rdma_links_ != nullptr ? rdma_links_->Get(*targets[i].node) : nullptr;
+      if (link != nullptr) {
+        by_rdma.emplace_back(i, std::move(link));
+      } else {
+        by_grpc.push_back(i);
+      }
+    }
     auto round = std::make_shared<Round>();
     {
       absl::MutexLock lock(&round->mu);
-      round->left = pending.size();
+      round->left = by_grpc.size();
     }
     std::vector<std::unique_ptr<Call>> calls;
-    for (size_t i : pending) {
+    for (size_t i : by_grpc) {
       calls.push_back(std::make_unique<Call>());
       Call* call = calls.back().get();
       call->ctx.set_deadline(absl::ToChronoTime(deadline));
@@ -399,17 +418,37 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
             --round->left;
           });
     }
+    // The RDMA sends run here, one after another, while the gRPC calls are
+    // in flight. A link that failed is dropped (gRPC for a while), and the
+    // write is sent again by gRPC in the next round: a backup applying one
+    // seq twice installs the same entry twice, which changes nothing.
+    std::vector<size_t> retry;
+    for (auto& [i, link] : by_rdma) {
+      Target& t = targets[i];
+      t.status = link->Send(req.key(), req.entry(), tag, deadline);
+      if (t.status.ok()) {
+        rdma_links_->sent()->Increment();
+      } else if (link->failed(t.status)) {
+        rdma_links_->Drop(t.node->node_id(), link);
+        t.status = absl::UnavailableError(absl::StrCat("RDMA link to ", t.node->node_id(),
+                                                       " failed: ", t.status.message()));
+        if (absl::Now() + absl::Milliseconds(2) < deadline) retry.push_back(i);
+        continue;
+      }
+      if (MapBehind(t.status) && absl::Now() + absl::Milliseconds(2) < deadline) {
+        retry.push_back(i);
+      }
+    }
     {
       absl::MutexLock lock(&round->mu);
       round->mu.Await(absl::Condition(
           +[](size_t* left) { return *left == 0; }, &round->left));
     }
-    std::vector<size_t> retry;
-    for (size_t k = 0; k < pending.size(); ++k) {
-      Target& t = targets[pending[k]];
+    for (size_t k = 0; k < by_grpc.size(); ++k) {
+      Target& t = targets[by_grpc[k]];
       t.status = FromGrpcStatus(calls[k]->status);
       if (MapBehind(t.status) && absl::Now() + absl::Milliseconds(2) < deadline) {
-        retry.push_back(pending[k]);
+        retry.push_back(by_grpc[k]);
       }
     }
     if (!retry.empty()) absl::SleepFor(absl::Milliseconds(2));

@@ -9,7 +9,8 @@
 //   2. take the key's stripe lock (one of 4096) until the write is published,
 //      so writes of one key reach every replica in one order;
 //   3. take the shard's next seq and send Replicate to every in-sync backup
-//      and every syncing replica in parallel, within replication_timeout (a
+//      and every syncing replica in parallel (by RDMA where a link is up,
+//      see set_rdma_links), within replication_timeout (a
 //      backup whose map is behind is retried until then; a backup whose map
 //      is newer than the one the write was routed on makes the whole write
 //      route again, with a new seq, until then);
@@ -61,6 +62,7 @@
 #include "server/cluster/cluster_state.h"
 #include "server/cluster/former_primaries.h"
 #include "server/cluster/peer_channels.h"
+#include "server/cluster/rdma_replica_links.h"
 #include "server/cluster/shard_map_editor.h"
 #include "server/cluster/shard_seqs.h"
 #include "server/storage/write_hook.h"
@@ -138,6 +140,15 @@ class Replicator : public WriteHook {
   using LocalImport = std::function<absl::Status(const v1::ImportWriteRequest&)>;
   void set_local_import(LocalImport fn) { local_import_ = std::move(fn); }
 
+  // RDMA links to backups (null, the default: every Replicate goes by
+  // gRPC). Where a link is up, step 3 sends the write to that backup as an
+  // RDMA WRITE + replica commit instead, on the writing thread while the
+  // gRPC calls to the other targets are in flight; a link that fails is
+  // dropped and the write goes to that backup by gRPC within the same
+  // deadline. Not owned; outlives the replicator. Set once, before the
+  // node joins a cluster (not synchronised).
+  void set_rdma_links(RdmaReplicaLinks* links) { rdma_links_ = links; }
+
  private:
   struct Target;
   // Steps 3-4 for one write of `shard`: takes its next seq, forwards to its
@@ -183,6 +194,7 @@ class Replicator : public WriteHook {
   absl::Mutex broken_mu_;
   absl::flat_hash_set<std::pair<uint32_t, std::string>> broken_ ABSL_GUARDED_BY(broken_mu_);
   LocalImport local_import_;
+  RdmaReplicaLinks* rdma_links_ = nullptr;
   FormerPrimaries former_;
 
   metrics::Counter* writes_;

@@ -417,23 +417,60 @@ void RdmaService::HandleCommit(Connection& c, absl::string_view message) {
     return;
   }
   const wire::CommitRequest& h = parsed->header;
+  const auto op = static_cast<wire::CommitOp>(h.op);
   absl::Status status;
-  if (static_cast<wire::CommitOp>(h.op) == wire::CommitOp::kPut) {
-    // One look-up of the lease decides holder, liveness and range.
-    status = leases_->CommitFrom(c.id, h.lease_id, h.offset, h.size);
-  } else {
-    status = store_->Delete(parsed->key);
+  switch (op) {
+    case wire::CommitOp::kPut:
+      // One look-up of the lease decides holder, liveness and range.
+      status = leases_->CommitFrom(c.id, h.lease_id, h.offset, h.size);
+      break;
+    case wire::CommitOp::kDelete:
+      status = store_->Delete(parsed->key);
+      break;
+    case wire::CommitOp::kReplicaPut:
+    case wire::CommitOp::kReplicaDelete:
+      status = HandleReplicaCommit(c, *parsed);
+      break;
   }
   // A DELETE of an absent key is an answer, not an error.
   if (!status.ok() && status.code() != absl::StatusCode::kNotFound) commit_errors_->Increment();
   SendAck(c, h.request_id, status);
   // As rdma_commits did, only PUTs that committed count as puts (refusals
-  // are commit errors); every DELETE counts.
-  if (static_cast<wire::CommitOp>(h.op) != wire::CommitOp::kPut) {
+  // are commit errors); every DELETE counts. Replica commits count in the
+  // installer's series (kvstore_replica_*).
+  if (op == wire::CommitOp::kDelete) {
     deletes_.Record(absl::Now() - start);
-  } else if (status.ok()) {
+  } else if (op == wire::CommitOp::kPut && status.ok()) {
     puts_.Record(absl::Now() - start);
   }
+}
+
+absl::Status RdmaService::HandleReplicaCommit(Connection& c, const wire::ParsedCommit& parsed) {
+  ReplicaCommitSink* sink = replica_sink_.load(std::memory_order_acquire);
+  if (sink == nullptr) {
+    return absl::FailedPreconditionError("replica commit to a server that is not in a cluster");
+  }
+  ReplicaCommit commit;
+  commit.shard_id = parsed.tag.shard_id;
+  commit.shard_epoch = parsed.tag.shard_epoch;
+  commit.seq = parsed.tag.seq;
+  commit.primary_node_id = parsed.primary_node_id;
+  commit.primary_incarnation = parsed.tag.primary_incarnation;
+  if (static_cast<wire::CommitOp>(parsed.header.op) == wire::CommitOp::kReplicaDelete) {
+    commit.is_delete = true;
+    commit.key = parsed.key;
+    return sink->ApplyReplicaCommit(commit, [] { return absl::OkStatus(); });
+  }
+  // The lease table checks holder, liveness and that the range lies in the
+  // chunk before the sink sees the entry's bytes; the chunk cannot be
+  // revoked until this returns.
+  const wire::CommitRequest& h = parsed.header;
+  return leases_->CommitFromWith(
+      c.id, h.lease_id, h.offset, h.size, [&](uint64_t offset, uint64_t size) {
+        commit.entry = store_->ArenaBytes(offset, size);
+        return sink->ApplyReplicaCommit(commit,
+                                        [&] { return store_->CommitReplica(offset, size); });
+      });
 }
 
 void RdmaService::SendAck(Connection& c, uint64_t request_id, const absl::Status& status) {

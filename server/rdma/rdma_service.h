@@ -68,6 +68,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/metrics/registry.h"
+#include "common/protocol/commit_wire.h"
 #include "common/protocol/limits.h"
 #include "common/rdma/completion_queue.h"
 #include "common/rdma/device.h"
@@ -77,6 +78,7 @@
 #include "server/cluster/fence_page.h"
 #include "server/metrics/request_metrics.h"
 #include "server/rdma/rdma_sizing.h"
+#include "server/rdma/replica_commit_sink.h"
 #include "server/storage/kv_store.h"
 #include "server/storage/lease_table.h"
 #include "server/storage/memory_pool.h"
@@ -163,6 +165,13 @@ class RdmaService {
   // longer calls the LeaseTable, which may then be destroyed. Idempotent.
   void StopPoller();
 
+  // Where replica commits go (cluster mode: the ReplicaInstaller; null, the
+  // default: they are refused with kFailedPrecondition). Not owned; must
+  // outlive StopPoller(). Set before the node takes any role.
+  void set_replica_sink(ReplicaCommitSink* sink) {
+    replica_sink_.store(sink, std::memory_order_release);
+  }
+
   // Fences (architecture §19.5): marks every connection dead, moves its
   // queue pair to the error state (the client's work requests then fail,
   // it sees a broken path), ends the leases it holds, and drops it; then
@@ -206,6 +215,8 @@ class RdmaService {
   // when it has to be torn down, else null.
   std::shared_ptr<Connection> HandleReceive(const ibv_wc& wc);
   void HandleCommit(Connection& c, absl::string_view message);
+  // A kReplicaPut / kReplicaDelete, handed to the replica sink.
+  absl::Status HandleReplicaCommit(Connection& c, const wire::ParsedCommit& parsed);
   void SendAck(Connection& c, uint64_t request_id, const absl::Status& status);
   std::shared_ptr<Connection> Find(uint64_t id);
   // Marks `c` dead, ends the leases it holds (unless stopping) and drops it
@@ -227,6 +238,7 @@ class RdmaService {
   MemoryPool* const pool_;
   KvStore* const store_;
   LeaseTable* const leases_;
+  std::atomic<ReplicaCommitSink*> replica_sink_{nullptr};
   const RdmaServiceOptions options_;
   const uint32_t slot_bytes_;  // one commit receive buffer
   // options_.max_connections, or fewer when the receive CQ cannot hold them

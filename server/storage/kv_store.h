@@ -290,6 +290,15 @@ class KvStore {
   // increasing. Errors: kDataLoss for a corrupt entry, and those of
   // Writer::Reserve() and Commit(); nothing is published on error.
   absl::Status InstallReplica(absl::string_view entry);
+  // InstallReplica() of an entry the primary RDMA-WROTE into a write lease
+  // of this store (LeaseTable::CommitFromWith calls it): published in place,
+  // no copy, checksum verified, no write hook; versions as InstallReplica().
+  // The errors of Commit(). REQUIRES: the range lies in a live lease chunk.
+  absl::Status CommitReplica(uint64_t offset, uint64_t size);
+  // The bytes of [offset, offset+size) of the data arena, for a caller that
+  // has checked the range (a lease's chunk) and must look at an entry before
+  // it is committed. REQUIRES: the range lies inside the arena.
+  absl::string_view ArenaBytes(uint64_t offset, uint64_t size) const;
   // A backup applies a replicated DELETE, bypassing the hook. Idempotent:
   // an absent key is OK. kInvalidArgument for a key over the limits.
   absl::Status DeleteReplica(absl::string_view key);
@@ -396,6 +405,8 @@ class KvStore {
   // Marks every segment of the run at `head` sealed and queues the run for
   // reclamation if nothing in it is live.
   void Seal(uint32_t head);
+  // Raises the next version handed out above `version`.
+  void KeepVersionsAbove(uint64_t version);
   // Commit() with the hook to consult (null: none, as for InstallReplica).
   absl::Status CommitEntry(uint64_t offset, uint64_t size, bool verify_checksum, WriteHook* hook);
   // The publishing half of a commit: counts the entry live in the run at

@@ -29,14 +29,29 @@ absl::Status KvStore::InstallReplica(absl::string_view entry) {
   std::memcpy(r.ptr, entry.data(), entry.size());
   absl::Status s = CommitEntry(r.offset, r.size, /*verify_checksum=*/true, /*hook=*/nullptr);
   replica_writer_->Done(r);
-  if (s.ok()) {
-    // Keep this store's own versions above every version it holds.
-    uint64_t next = next_version_.load(std::memory_order_relaxed);
-    while (next <= version &&
-           !next_version_.compare_exchange_weak(next, version + 1, std::memory_order_relaxed)) {
-    }
-  }
+  if (s.ok()) KeepVersionsAbove(version);
   return s;
+}
+
+absl::Status KvStore::CommitReplica(uint64_t offset, uint64_t size) {
+  KV_RETURN_IF_ERROR(CommitEntry(offset, size, /*verify_checksum=*/true, /*hook=*/nullptr));
+  // Committed and verified: the header is the one the checksum covered.
+  auto view = layout::ParseEntryHeader(ArenaBytes(offset, size));
+  if (view.ok()) KeepVersionsAbove(view->header->version);
+  return absl::OkStatus();
+}
+
+absl::string_view KvStore::ArenaBytes(uint64_t offset, uint64_t size) const {
+  return absl::string_view(pool_->data() + offset, size);
+}
+
+// A backup promoted to primary must hand out versions above every version
+// it holds, so they keep increasing across a failover.
+void KvStore::KeepVersionsAbove(uint64_t version) {
+  uint64_t next = next_version_.load(std::memory_order_relaxed);
+  while (next <= version &&
+         !next_version_.compare_exchange_weak(next, version + 1, std::memory_order_relaxed)) {
+  }
 }
 
 absl::Status KvStore::DeleteReplica(absl::string_view key) {

@@ -239,11 +239,18 @@ absl::Status LeaseTable::Commit(uint64_t lease_id, uint64_t offset, uint64_t siz
   }
   // mu_ is released before the store is touched: a large commit (checksum
   // of a 64 MiB value) must not block every other lease.
-  return CommitLocked(*lease, offset, size);
+  return CommitLocked(*lease, offset, size,
+                      [this](uint64_t o, uint64_t n) { return store_->Commit(o, n); });
 }
 
 absl::Status LeaseTable::CommitFrom(uint64_t connection_id, uint64_t lease_id, uint64_t offset,
                                     uint64_t size) {
+  return CommitFromWith(connection_id, lease_id, offset, size,
+                        [this](uint64_t o, uint64_t n) { return store_->Commit(o, n); });
+}
+
+absl::Status LeaseTable::CommitFromWith(uint64_t connection_id, uint64_t lease_id,
+                                        uint64_t offset, uint64_t size, PublishFn publish) {
   const absl::Duration now = clock_.Steady();
   std::shared_ptr<Lease> lease;
   {
@@ -264,10 +271,11 @@ absl::Status LeaseTable::CommitFrom(uint64_t connection_id, uint64_t lease_id, u
       return LeaseGone(lease_id, Ago(now, lease->deadline));
     }
   }
-  return CommitLocked(*lease, offset, size);
+  return CommitLocked(*lease, offset, size, publish);
 }
 
-absl::Status LeaseTable::CommitLocked(Lease& lease, uint64_t offset, uint64_t size) {
+absl::Status LeaseTable::CommitLocked(Lease& lease, uint64_t offset, uint64_t size,
+                                      PublishFn publish) {
   // The chunk never changes after Grant(), so it is read without a lock.
   const Chunk& chunk = lease.chunk;
   // Written so that no sum can overflow: offset and size come off the wire.
@@ -284,7 +292,7 @@ absl::Status LeaseTable::CommitLocked(Lease& lease, uint64_t offset, uint64_t si
     aborted_commits_->Increment();
     return LeaseGone(lease.id, " during the commit");
   }
-  absl::Status status = store_->Commit(offset, size);
+  absl::Status status = publish(offset, size);
   if (status.ok()) commits_->Increment();
   return status;
 }

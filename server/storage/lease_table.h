@@ -79,6 +79,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -259,6 +260,17 @@ class LeaseTable {
   absl::Status CommitFrom(uint64_t connection_id, uint64_t lease_id, uint64_t offset,
                           uint64_t size);
 
+  // How a commit publishes a checked range: KvStore::Commit() for clients;
+  // a backup's replica commits publish without the write hook, after the
+  // replication checks (server/rdma/replica_commit_sink.h).
+  using PublishFn = absl::FunctionRef<absl::Status(uint64_t offset, uint64_t size)>;
+  // CommitFrom() that publishes with `publish` instead of KvStore::Commit(),
+  // under the same checks and the lease's commit lock (so the chunk cannot
+  // be revoked while `publish` runs). The errors of CommitFrom(), then
+  // those of `publish`.
+  absl::Status CommitFromWith(uint64_t connection_id, uint64_t lease_id, uint64_t offset,
+                              uint64_t size, PublishFn publish);
+
   // Revokes every lease whose deadline is at or before `steady_now` (a
   // reading of the table's Clock::Steady(), or a time tests choose).
   // Returns how many. The expiry thread passes the clock's reading.
@@ -332,7 +344,8 @@ class LeaseTable {
   LeaseInfo Snapshot(const Lease& lease) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The range check, the revocation check and KvStore::Commit(), under the
   // lease's commit lock. REQUIRES: mu_ not held.
-  absl::Status CommitLocked(Lease& lease, uint64_t offset, uint64_t size) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status CommitLocked(Lease& lease, uint64_t offset, uint64_t size, PublishFn publish)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Takes the lease out of leases_ and counts it in `counter`.
   // REQUIRES: mu_ held.
   std::shared_ptr<Lease> RemoveLocked(uint64_t lease_id, metrics::Counter* counter)

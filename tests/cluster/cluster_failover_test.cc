@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "client/internal/control_client.h"
 #include "tests/cluster/cluster_harness.h"
 #include "tests/cluster/etcd_process.h"
 #include "tests/cluster/history.h"
@@ -64,6 +65,19 @@ uint64_t SumSeries(const std::map<std::string, uint64_t>& metrics, const std::st
   uint64_t sum = 0;
   for (const auto& [series, value] : metrics) {
     if (series.rfind(prefix, 0) == 0) sum += value;
+  }
+  return sum;
+}
+
+// The counters of every node that answers Stats, summed by series.
+std::map<std::string, uint64_t> ServerCounters(ClusterHarness& cluster) {
+  std::map<std::string, uint64_t> sum;
+  for (const std::string& address : cluster.ControlAddresses()) {
+    auto control = client::ControlClient::Dial(address);
+    if (!control.ok()) continue;
+    auto stats = (*control)->Stats(absl::Now() + absl::Seconds(5));
+    if (!stats.ok()) continue;
+    for (const auto& [series, value] : stats->counters()) sum[series] += value;
   }
   return sum;
 }
@@ -229,6 +243,23 @@ void ClusterFailoverTest::Run(int replicas, Fault fault, const std::string& name
   if (kRdma) {
     EXPECT_GT(rdma_ops, 100u);
     EXPECT_EQ(tcp_ops, 0u);
+  }
+  // The servers' side: how the primaries sent their writes to the backups
+  // (RDMA WRITE + replica commit where both ends have a device).
+  const std::map<std::string, uint64_t> servers = ServerCounters(cluster);
+  const uint64_t by_rdma = SumSeries(servers, "kvstore_replication_rdma_writes_total");
+  const uint64_t replicated = SumSeries(servers, "kvstore_replica_installs_total") +
+                              SumSeries(servers, "kvstore_replica_deletes_total");
+  std::printf("[%s] replicated writes installed by the live nodes: %llu; sent over RDMA: %llu; "
+              "RDMA links dropped: %llu\n",
+              name.c_str(), static_cast<unsigned long long>(replicated),
+              static_cast<unsigned long long>(by_rdma),
+              static_cast<unsigned long long>(
+                  SumSeries(servers, "kvstore_replication_rdma_fallbacks_total")));
+  if (kRdma) {
+    EXPECT_GT(by_rdma, 100u);
+  } else {
+    EXPECT_EQ(by_rdma, 0u);  // no device: every write went by gRPC
   }
   absl::Status read = load.FinalReads(absl::Seconds(20));
   EXPECT_TRUE(read.ok()) << read << "\n" << cluster.Logs();

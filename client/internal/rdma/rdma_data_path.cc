@@ -78,6 +78,16 @@ absl::Status RdmaDataPath::Delete(absl::string_view key, absl::Time deadline) {
   return s;
 }
 
+absl::Status RdmaDataPath::ReplicatePut(absl::string_view entry, const wire::ReplicaCommit& tag,
+                                        absl::Time deadline) {
+  return writer_->ReplicatePut(entry, tag, deadline);
+}
+
+absl::Status RdmaDataPath::ReplicateDelete(absl::string_view key, const wire::ReplicaCommit& tag,
+                                           absl::Time deadline) {
+  return writer_->ReplicateDelete(key, tag, deadline);
+}
+
 absl::StatusOr<bool> RdmaDataPath::Exists(absl::string_view key, absl::Time deadline) {
   return reader_->Exists(key, deadline);
 }

@@ -36,6 +36,7 @@
 #include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/server_layout.h"
 #include "common/metrics/registry.h"
+#include "common/protocol/commit_wire.h"
 #include "proto/kv_control.pb.h"
 
 namespace kvstore {
@@ -92,6 +93,14 @@ class RdmaDataPath final : public DataPath {
   // Reads are checked against the server's fence words under this map
   // epoch (RdmaReader); the path keeps it until set again.
   void SetMapEpoch(uint64_t epoch) override;
+
+  // Server-to-server replication, for a primary that uses this path to a
+  // backup (RdmaWriter::ReplicatePut / ReplicateDelete). Not part of
+  // DataPath: clients never send replica commits.
+  absl::Status ReplicatePut(absl::string_view entry, const wire::ReplicaCommit& tag,
+                            absl::Time deadline);
+  absl::Status ReplicateDelete(absl::string_view key, const wire::ReplicaCommit& tag,
+                               absl::Time deadline);
 
   // True once a completion error, failed post or timeout broke the QP.
   bool broken() const override;

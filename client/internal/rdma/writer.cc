@@ -93,6 +93,100 @@ absl::Status RdmaWriter::MultiPut(absl::Span<const std::pair<std::string, std::s
   return absl::OkStatus();
 }
 
+// --- Replication -----------------------------------------------------------------
+
+absl::Status RdmaWriter::ReplicatePut(absl::string_view entry, const wire::ReplicaCommit& tag,
+                                      absl::Time deadline) {
+  if (tag.primary_node_id.empty() || tag.primary_node_id.size() > wire::kMaxReplicaNodeIdBytes) {
+    return absl::InvalidArgumentError("replica commit node id length out of range");
+  }
+  KV_ASSIGN_OR_RETURN(layout::EntryView view, layout::ParseEntryHeader(entry));
+  KV_RETURN_IF_ERROR(layout_->limits.CheckKey(view.key));
+  KV_RETURN_IF_ERROR(layout_->limits.CheckValueLength(view.value.size()));
+  if (layout::EntryBytes(view.key.size(), view.value.size()) != entry.size()) {
+    return absl::InvalidArgumentError("replicated entry lengths do not match its size");
+  }
+  for (int attempt = 0;; ++attempt) {
+    absl::Status s = ReplicatePutOnce(entry, tag, deadline);
+    if (s.code() != absl::StatusCode::kAborted || attempt > 0) return s;
+    lease_aborts_->Increment();
+  }
+}
+
+// PutOnce() for an entry that is already built: it is copied into the
+// slot's scratch (or a pooled buffer) and WRITTEN as one piece.
+absl::Status RdmaWriter::ReplicatePutOnce(absl::string_view entry, const wire::ReplicaCommit& tag,
+                                          absl::Time deadline) {
+  KV_ASSIGN_OR_RETURN(LeaseSpace space, leases_->Reserve(entry.size()));
+  absl::StatusOr<std::vector<OpSlot*>> taken = engine_->AcquireSlots(1, deadline);
+  if (!taken.ok()) {
+    leases_->Finish(space, taken.status());
+    return taken.status();
+  }
+  SlotGuard guard(engine_, *taken);
+  OpSlot* s = (*taken)[0];
+  StagedPut staged;
+  staged.slot = s;
+  char* staging = s->entry;
+  uint32_t lkey = s->lkey;
+  absl::Status st;
+  if (entry.size() > kSmallEntryArea) {
+    absl::StatusOr<std::unique_ptr<Block>> big = pool_->Acquire(entry.size());
+    if (big.ok()) {
+      staged.big = std::move(*big);
+      staging = staged.big->mem.get();
+      lkey = staged.big->mr->lkey();
+    } else {
+      st = big.status();
+    }
+  }
+  if (st.ok()) {
+    std::memcpy(staging, entry.data(), entry.size());
+    staged.write_sges[staged.nwrite++] = {reinterpret_cast<uint64_t>(staging),
+                                          static_cast<uint32_t>(entry.size()), lkey};
+    wire::PutCommit commit;
+    commit.request_id = engine_->NewRequest(s);
+    commit.lease_id = space.lease->id;
+    commit.offset = space.arena_offset;
+    commit.size = entry.size();
+    const size_t len = wire::EncodeReplicaPutCommit(commit, tag, s->commit);
+    staged.send_sge = {reinterpret_cast<uint64_t>(s->commit), static_cast<uint32_t>(len), s->lkey};
+    staged.remote_addr = space.remote_addr;
+    staged.rkey = space.lease->rkey;
+    st = PostStaged(absl::MakeSpan(&staged, 1), deadline);
+  }
+  if (st.ok()) {
+    st = engine_->Wait(s, deadline);
+    engine_->ReturnCredits(1);
+    if (st.ok()) st = s->ack;
+  }
+  if (staged.big) pool_->Release(std::move(staged.big));
+  leases_->Finish(space, st);
+  return st;
+}
+
+absl::Status RdmaWriter::ReplicateDelete(absl::string_view key, const wire::ReplicaCommit& tag,
+                                         absl::Time deadline) {
+  KV_RETURN_IF_ERROR(layout_->limits.CheckKey(key));
+  if (tag.primary_node_id.empty() || tag.primary_node_id.size() > wire::kMaxReplicaNodeIdBytes) {
+    return absl::InvalidArgumentError("replica commit node id length out of range");
+  }
+  if (engine_->broken()) {
+    return NotSent(absl::UnavailableError("RDMA data path broken; reconnecting"));
+  }
+  absl::StatusOr<std::vector<OpSlot*>> taken = engine_->AcquireSlots(1, deadline);
+  if (!taken.ok()) return NotSent(taken.status());
+  SlotGuard guard(engine_, *taken);
+  OpSlot* s = (*taken)[0];
+  const size_t len = wire::EncodeReplicaDeleteCommit(engine_->NewRequest(s), key, tag, s->commit);
+  if (absl::Status c = engine_->AcquireCredit(deadline); !c.ok()) return NotSent(c);
+  CreditGuard credit(engine_);
+  rdma::Sge sge{reinterpret_cast<uint64_t>(s->commit), static_cast<uint32_t>(len), s->lkey};
+  if (absl::Status p = engine_->PostSend(sge, s); !p.ok()) return NotSent(p);
+  KV_RETURN_IF_ERROR(engine_->Wait(s, deadline));
+  return s->ack;
+}
+
 // --- PUT -------------------------------------------------------------------------
 
 // Only kAborted is redone: the lease expired
@@ -195,7 +289,9 @@ absl::Status RdmaWriter::PostStaged(absl::Span<StagedPut> puts, absl::Time deadl
     ops[i].send = absl::MakeConstSpan(&p.send_sge, 1);
     ops[i].send_wr_id = kKindSend | p.slot->index;
     ops[i].send_signaled = i + 1 == puts.size();
-    ops[i].send_inline = true;  // 40 bytes: the buffer is free at once
+    // A PUT commit is 40 bytes; a replica commit (tag and node id) may be
+    // longer than the QP inlines, and then the NIC reads it from scratch.
+    ops[i].send_inline = p.send_sge.length <= 64;
   }
   absl::Status st = engine_->PostWriteSends(ops);
   // Nothing was posted: nothing will be acked, so the credits come back now.

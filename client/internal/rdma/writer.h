@@ -34,6 +34,7 @@
 #include "client/internal/rdma/server_layout.h"
 #include "client/registered_buffer.h"
 #include "common/metrics/registry.h"
+#include "common/protocol/commit_wire.h"
 
 namespace kvstore {
 namespace client {
@@ -61,6 +62,20 @@ class RdmaWriter {
   absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
                         absl::Time deadline);
 
+  // Server-to-server replication (a primary sending to a backup,
+  // architecture §19.3). ReplicatePut WRITEs `entry`, a whole entry the
+  // primary committed (header, version and checksum kept byte for byte),
+  // into a lease and commits it as kReplicaPut tagged `tag`; redone once
+  // after a lease abort, as Put(). ReplicateDelete commits a
+  // kReplicaDelete of `key`. kInvalidArgument for an entry that does not
+  // parse, a key over the limits or a node id outside
+  // 1..wire::kMaxReplicaNodeIdBytes; otherwise as Put() / Delete(), the ack
+  // carrying the backup's replication refusals.
+  absl::Status ReplicatePut(absl::string_view entry, const wire::ReplicaCommit& tag,
+                            absl::Time deadline);
+  absl::Status ReplicateDelete(absl::string_view key, const wire::ReplicaCommit& tag,
+                               absl::Time deadline);
+
  private:
   // One PUT ready to post: where the entry's bytes are, and its commit.
   struct StagedPut {
@@ -73,6 +88,8 @@ class RdmaWriter {
     std::unique_ptr<Block> big;  // staging when the slot's scratch is too small
   };
 
+  absl::Status ReplicatePutOnce(absl::string_view entry, const wire::ReplicaCommit& tag,
+                                absl::Time deadline);
   // Checked PUT with the one redo after a lease abort. `value_lkey` != 0:
   // the value is in registered caller memory.
   absl::Status PutImpl(absl::string_view key, absl::string_view value, uint32_t value_lkey,
