@@ -98,7 +98,7 @@ absl::Status KvServer::StartCluster() {
   janitor_ = std::make_unique<SlotJanitor>(store_.get(), cluster_state_.get(), jo);
   // With a device, writes reach backups that have one too by RDMA WRITE +
   // replica commit (architecture §19.3); before any role is taken.
-  if (rdma_ != nullptr) {
+  if (rdma_ != nullptr && options_.cluster.replication_rdma) {
     RdmaReplicaLinksOptions lo;
     lo.device = device_->name();
     lo.auth_token = options_.auth_token;

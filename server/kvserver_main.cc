@@ -125,6 +125,9 @@ ABSL_FLAG(absl::Duration, fence_margin, absl::Milliseconds(500),
 ABSL_FLAG(absl::Duration, replication_timeout, absl::Seconds(1),
           "a backup that does not acknowledge a write within this is dropped from the in-sync "
           "set");
+ABSL_FLAG(bool, replication_rdma, true,
+          "send replicated writes to backups that have an RDMA device by RDMA WRITE + replica "
+          "commit when this node has one too; false: always by gRPC");
 
 // --- RESP port limits (RespLimits, docs/security.md). Each is named in the
 // error a client gets and counted in kvstore_resp_limit_rejections_total.
@@ -199,16 +202,18 @@ static absl::Status ClusterFromFlags(kvstore::server::KvServerOptions* o) {
   c.member_ttl = absl::GetFlag(FLAGS_member_ttl);
   c.fence_margin = absl::GetFlag(FLAGS_fence_margin);
   c.replication_timeout = absl::GetFlag(FLAGS_replication_timeout);
+  c.replication_rdma = absl::GetFlag(FLAGS_replication_rdma);
   if (!c.enabled()) {
     const kvstore::server::ClusterOptions d;
     if (c.node_id != d.node_id || c.cluster_name != d.cluster_name ||
         c.advertise_host != d.advertise_host || c.replicas != d.replicas ||
         c.cluster_min_nodes != d.cluster_min_nodes || c.member_ttl != d.member_ttl ||
-        c.fence_margin != d.fence_margin || c.replication_timeout != d.replication_timeout) {
+        c.fence_margin != d.fence_margin || c.replication_timeout != d.replication_timeout ||
+        c.replication_rdma != d.replication_rdma) {
       return absl::InvalidArgumentError(
           "cluster flags (--node_id, --cluster_name, --advertise_host, --replicas, "
-          "--cluster_min_nodes, --member_ttl, --fence_margin, --replication_timeout) need "
-          "--etcd");
+          "--cluster_min_nodes, --member_ttl, --fence_margin, --replication_timeout, "
+          "--replication_rdma) need --etcd");
     }
     return absl::OkStatus();
   }

@@ -41,6 +41,10 @@ struct ClusterOptions {
   absl::Duration fence_margin = absl::Milliseconds(500);
   // A backup that does not acknowledge a write within this is dropped.
   absl::Duration replication_timeout = absl::Seconds(1);
+  // Send replicated writes to backups that have an RDMA device by RDMA
+  // WRITE + replica commit when this node has one (architecture §19.3.1);
+  // false: always the Replicate gRPC call (--replication_rdma).
+  bool replication_rdma = true;
 
   bool enabled() const { return !etcd_endpoints.empty(); }
   // cluster_min_nodes with its default applied.

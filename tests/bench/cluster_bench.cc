@@ -20,6 +20,11 @@
 //
 //   bazel run -c opt //tests/bench:cluster_bench -- --runs=20 [--json]
 //       [--only=failover,put,get,shards,resync] [--seconds=5] [--clients=4]
+//       [--transport=rdma --rdma_device=rxe0 [--replication_rdma=false]]
+//
+// With --transport=rdma (in the Soft-RoCE VM: tests/bench/cluster_rdma_bench.sh)
+// nodes and clients use RDMA, and --replication_rdma chooses how primaries
+// reach their backups; Soft-RoCE figures are for ratios only.
 
 #include <unistd.h>
 
@@ -47,14 +52,35 @@
 #include "tests/cluster/node_process.h"
 #include "tests/cluster/workload.h"
 
+namespace {
+// Flag defaults from the environment, so that tests/rxe/run-rdma-tests.sh
+// (which passes KV_* variables but no arguments) can run this in the VM.
+std::string EnvOr(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+}  // namespace
+
+ABSL_FLAG(std::string, gtest_output, "",
+          "ignored: tests/rxe/run-rdma-tests.sh passes it to every binary it runs in the VM");
 ABSL_FLAG(int, runs, 20, "failover runs (p50/p99 over them)");
 ABSL_FLAG(double, seconds, 5, "length of each measured load window");
 ABSL_FLAG(int, clients, 4, "client threads of each load");
 ABSL_FLAG(int, value_bytes, 64, "value size of the load");
 ABSL_FLAG(int, fill_mb, 256, "MiB written before the resync measurement");
-ABSL_FLAG(std::string, only, "failover,put,get,shards,resync", "experiments to run");
+ABSL_FLAG(std::string, only, EnvOr("KV_BENCH_ONLY", "failover,put,get,shards,resync"),
+          "experiments to run (default $KV_BENCH_ONLY, else all)");
 ABSL_FLAG(bool, json, false, "print one JSON document instead of the table");
 ABSL_FLAG(std::string, member_ttl, "2s", "--member_ttl of the nodes");
+
+ABSL_FLAG(std::string, transport, EnvOr("KV_BENCH_TRANSPORT", "tcp"),
+          "tcp, or rdma: nodes and clients on RDMA (--rdma_device names the device); default "
+          "$KV_BENCH_TRANSPORT");
+ABSL_FLAG(std::string, rdma_device, EnvOr("KV_RDMA_DEVICE", ""),
+          "RDMA device of nodes and clients with --transport=rdma; default $KV_RDMA_DEVICE");
+ABSL_FLAG(bool, replication_rdma, EnvOr("KV_BENCH_REPLICATION_RDMA", "1") != std::string("0"),
+          "with --transport=rdma: nodes replicate by RDMA WRITE + replica commit (false: gRPC); "
+          "default: $KV_BENCH_REPLICATION_RDMA != 0");
 
 namespace kvstore {
 namespace testing {
@@ -91,6 +117,8 @@ uint64_t ClusterCpuTicks(ClusterHarness& c) {
   return total;
 }
 
+bool Rdma() { return absl::GetFlag(FLAGS_transport) == "rdma"; }
+
 absl::StatusOr<std::unique_ptr<ClusterHarness>> StartCluster(const std::string& etcd, int nodes,
                                                              int replicas,
                                                              const std::string& pool = "256M") {
@@ -99,7 +127,15 @@ absl::StatusOr<std::unique_ptr<ClusterHarness>> StartCluster(const std::string& 
   o.nodes = nodes;
   o.replicas = replicas;
   o.member_ttl = absl::GetFlag(FLAGS_member_ttl);
-  o.extra_flags = {"--pool_size=" + pool, "--transport=tcp", "--grace_period=100ms"};
+  o.extra_flags = {"--pool_size=" + pool, "--grace_period=100ms"};
+  if (Rdma()) {
+    o.extra_flags.push_back("--transport=rdma");
+    o.extra_flags.push_back("--rdma_device=" + absl::GetFlag(FLAGS_rdma_device));
+    o.extra_flags.push_back(absl::StrCat("--replication_rdma=",
+                                         absl::GetFlag(FLAGS_replication_rdma) ? "true" : "false"));
+  } else {
+    o.extra_flags.push_back("--transport=tcp");
+  }
   auto c = ClusterHarness::Start(o);
   if (!c.ok()) return c.status();
   absl::Status s = (*c)->WaitHealthy(absl::Seconds(60));
@@ -117,6 +153,7 @@ WorkloadOptions LoadOptions(ClusterHarness& c, double put, double del) {
   w.value_bytes = absl::GetFlag(FLAGS_value_bytes);
   w.seed = 7;
   w.op_timeout = absl::Seconds(5);
+  w.transport = Rdma() ? client::TransportMode::kRdma : client::TransportMode::kTcp;
   return w;
 }
 
