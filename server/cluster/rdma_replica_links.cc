@@ -153,9 +153,9 @@ absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
       absl::StatusOr<std::shared_ptr<client::RdmaContext>> opened =
           client::OpenRdmaContext(options_.device, hs.limits().max_value_bytes());
       if (!opened.ok()) {
-        return absl::UnavailableError(absl::StrCat("opening RDMA device ", options_.device,
-                                                   " for replication: ",
-                                                   opened.status().message()));
+        return absl::UnavailableError(
+            absl::StrCat("opening RDMA device ", options_.device,
+                         " for replication: ", opened.status().message()));
       }
       context_ = std::move(*opened);
     }

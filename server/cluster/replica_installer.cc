@@ -144,9 +144,9 @@ absl::Status ReplicaInstaller::Check(const ReplicaCommit& c, bool* syncing) cons
   auto map = state_->map();
   const v1::Shard* shard = map != nullptr ? map->ShardById(c.shard_id) : nullptr;
   if (shard == nullptr || shard->shard_epoch() < c.shard_epoch) {
-    return absl::UnavailableError(
-        absl::StrCat("map behind: shard ", c.shard_id, " epoch ", c.shard_epoch,
-                     " not in this node's map (epoch ", map ? map->epoch() : 0, ")"));
+    return absl::UnavailableError(absl::StrCat("map behind: shard ", c.shard_id, " epoch ",
+                                               c.shard_epoch, " not in this node's map (epoch ",
+                                               map ? map->epoch() : 0, ")"));
   }
   if (shard->shard_epoch() > c.shard_epoch) {
     return absl::FailedPreconditionError(absl::StrCat("stale shard epoch ", c.shard_epoch, " < ",
@@ -159,14 +159,14 @@ absl::Status ReplicaInstaller::Check(const ReplicaCommit& c, bool* syncing) cons
   }
   if (const v1::ClusterNode* p = map->Node(c.primary_node_id);
       c.primary_incarnation != 0 && p->incarnation() != c.primary_incarnation) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "primary incarnation ", c.primary_incarnation, " is not the map's ", p->incarnation()));
+    return absl::FailedPreconditionError(absl::StrCat("primary incarnation ", c.primary_incarnation,
+                                                      " is not the map's ", p->incarnation()));
   }
   if (state_->NamesEarlierSelf(*map)) {
     // A restarted, empty process whose map still names its earlier life
     // must not acknowledge writes as that life's copy of the shard.
-    return absl::FailedPreconditionError(absl::StrCat(
-        "this map names an earlier incarnation of ", state_->self(), " (restarted, empty)"));
+    return absl::FailedPreconditionError(absl::StrCat("this map names an earlier incarnation of ",
+                                                      state_->self(), " (restarted, empty)"));
   }
   *syncing = Contains(shard->syncing(), state_->self());
   if (!Contains(shard->replicas(), state_->self(), 1) && !*syncing) {

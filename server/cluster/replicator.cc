@@ -430,8 +430,8 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
         rdma_links_->sent()->Increment();
       } else if (link->failed(t.status)) {
         rdma_links_->Drop(t.node->node_id(), link);
-        t.status = absl::UnavailableError(absl::StrCat("RDMA link to ", t.node->node_id(),
-                                                       " failed: ", t.status.message()));
+        t.status = absl::UnavailableError(
+            absl::StrCat("RDMA link to ", t.node->node_id(), " failed: ", t.status.message()));
         if (absl::Now() + absl::Milliseconds(2) < deadline) retry.push_back(i);
         continue;
       }

@@ -465,12 +465,12 @@ absl::Status RdmaService::HandleReplicaCommit(Connection& c, const wire::ParsedC
   // chunk before the sink sees the entry's bytes; the chunk cannot be
   // revoked until this returns.
   const wire::CommitRequest& h = parsed.header;
-  return leases_->CommitFromWith(
-      c.id, h.lease_id, h.offset, h.size, [&](uint64_t offset, uint64_t size) {
-        commit.entry = store_->ArenaBytes(offset, size);
-        return sink->ApplyReplicaCommit(commit,
-                                        [&] { return store_->CommitReplica(offset, size); });
-      });
+  return leases_->CommitFromWith(c.id, h.lease_id, h.offset, h.size,
+                                 [&](uint64_t offset, uint64_t size) {
+                                   commit.entry = store_->ArenaBytes(offset, size);
+                                   return sink->ApplyReplicaCommit(
+                                       commit, [&] { return store_->CommitReplica(offset, size); });
+                                 });
 }
 
 void RdmaService::SendAck(Connection& c, uint64_t request_id, const absl::Status& status) {

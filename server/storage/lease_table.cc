@@ -249,8 +249,8 @@ absl::Status LeaseTable::CommitFrom(uint64_t connection_id, uint64_t lease_id, u
                         [this](uint64_t o, uint64_t n) { return store_->Commit(o, n); });
 }
 
-absl::Status LeaseTable::CommitFromWith(uint64_t connection_id, uint64_t lease_id,
-                                        uint64_t offset, uint64_t size, PublishFn publish) {
+absl::Status LeaseTable::CommitFromWith(uint64_t connection_id, uint64_t lease_id, uint64_t offset,
+                                        uint64_t size, PublishFn publish) {
   const absl::Duration now = clock_.Steady();
   std::shared_ptr<Lease> lease;
   {

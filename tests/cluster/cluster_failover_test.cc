@@ -30,8 +30,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "gtest/gtest.h"
 #include "client/internal/control_client.h"
+#include "gtest/gtest.h"
 #include "tests/cluster/cluster_harness.h"
 #include "tests/cluster/etcd_process.h"
 #include "tests/cluster/history.h"
@@ -250,12 +250,13 @@ void ClusterFailoverTest::Run(int replicas, Fault fault, const std::string& name
   const uint64_t by_rdma = SumSeries(servers, "kvstore_replication_rdma_writes_total");
   const uint64_t replicated = SumSeries(servers, "kvstore_replica_installs_total") +
                               SumSeries(servers, "kvstore_replica_deletes_total");
-  std::printf("[%s] replicated writes installed by the live nodes: %llu; sent over RDMA: %llu; "
-              "RDMA links dropped: %llu\n",
-              name.c_str(), static_cast<unsigned long long>(replicated),
-              static_cast<unsigned long long>(by_rdma),
-              static_cast<unsigned long long>(
-                  SumSeries(servers, "kvstore_replication_rdma_fallbacks_total")));
+  std::printf(
+      "[%s] replicated writes installed by the live nodes: %llu; sent over RDMA: %llu; "
+      "RDMA links dropped: %llu\n",
+      name.c_str(), static_cast<unsigned long long>(replicated),
+      static_cast<unsigned long long>(by_rdma),
+      static_cast<unsigned long long>(
+          SumSeries(servers, "kvstore_replication_rdma_fallbacks_total")));
   if (kRdma) {
     EXPECT_GT(by_rdma, 100u);
   } else {
