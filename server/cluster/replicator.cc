@@ -379,12 +379,6 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
       pending.push_back(i);
     }
   }
-  wire::ReplicaCommit tag;
-  tag.shard_id = req.shard_id();
-  tag.shard_epoch = req.shard_epoch();
-  tag.seq = req.seq();
-  tag.primary_node_id = req.primary_node_id();
-  tag.primary_incarnation = req.primary_incarnation();
   while (!pending.empty()) {
     // Targets with an RDMA link up take the write that way; the rest (and
     // all of them without links) by the Replicate RPC.
@@ -418,27 +412,9 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
             --round->left;
           });
     }
-    // The RDMA sends run here, one after another, while the gRPC calls are
-    // in flight. A link that failed is dropped (gRPC for a while), and the
-    // write is sent again by gRPC in the next round: a backup applying one
-    // seq twice installs the same entry twice, which changes nothing.
+    // The RDMA sends run here while the gRPC calls are in flight.
     std::vector<size_t> retry;
-    for (auto& [i, link] : by_rdma) {
-      Target& t = targets[i];
-      t.status = link->Send(req.key(), req.entry(), tag, deadline);
-      if (t.status.ok()) {
-        rdma_links_->sent()->Increment();
-      } else if (link->failed(t.status)) {
-        rdma_links_->Drop(t.node->node_id(), link);
-        t.status = absl::UnavailableError(
-            absl::StrCat("RDMA link to ", t.node->node_id(), " failed: ", t.status.message()));
-        if (absl::Now() + absl::Milliseconds(2) < deadline) retry.push_back(i);
-        continue;
-      }
-      if (MapBehind(t.status) && absl::Now() + absl::Milliseconds(2) < deadline) {
-        retry.push_back(i);
-      }
-    }
+    SendOverRdma(req, by_rdma, targets, deadline, &retry);
     {
       absl::MutexLock lock(&round->mu);
       round->mu.Await(absl::Condition(
@@ -453,6 +429,37 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
     }
     if (!retry.empty()) absl::SleepFor(absl::Milliseconds(2));
     pending = std::move(retry);
+  }
+}
+
+// One after another on this thread. A link that failed is dropped (gRPC
+// for a while), and the write is sent again by gRPC in the next round: a
+// backup applying one seq twice installs the same entry twice, which
+// changes nothing.
+void Replicator::SendOverRdma(
+    const v1::ReplicateRequest& req,
+    const std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>>& links,
+    std::vector<Target>& targets, absl::Time deadline, std::vector<size_t>* retry) {
+  wire::ReplicaCommit tag;
+  tag.shard_id = req.shard_id();
+  tag.shard_epoch = req.shard_epoch();
+  tag.seq = req.seq();
+  tag.primary_node_id = req.primary_node_id();
+  tag.primary_incarnation = req.primary_incarnation();
+  for (const auto& [i, link] : links) {
+    Target& t = targets[i];
+    t.status = link->Send(req.key(), req.entry(), tag, deadline);
+    const bool time_left = absl::Now() + absl::Milliseconds(2) < deadline;
+    if (t.status.ok()) {
+      rdma_links_->sent()->Increment();
+    } else if (link->failed(t.status)) {
+      rdma_links_->Drop(t.node->node_id(), link);
+      t.status = absl::UnavailableError(
+          absl::StrCat("RDMA link to ", t.node->node_id(), " failed: ", t.status.message()));
+      if (time_left) retry->push_back(i);
+    } else if (MapBehind(t.status) && time_left) {
+      retry->push_back(i);
+    }
   }
 }
 

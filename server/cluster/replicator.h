@@ -174,6 +174,12 @@ class Replicator : public WriteHook {
   // Sends `req` to every target in parallel; retries a "map behind" refusal
   // until `deadline`. Fills each target's status.
   void Forward(const v1::ReplicateRequest& req, std::vector<Target>& targets, absl::Time deadline);
+  // Forward()'s sends to the targets whose RDMA link is up (`links`: target
+  // index and link); fills their status and appends to *retry the ones to
+  // send again ("map behind", or a failed link: by gRPC then).
+  void SendOverRdma(const v1::ReplicateRequest& req,
+                    const std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>>& links,
+                    std::vector<Target>& targets, absl::Time deadline, std::vector<size_t>* retry);
   // Step 4 for the failed targets; an error fails the write.
   absl::Status HandleFailures(const v1::Shard& shard, const std::vector<Target>& targets);
   // Sleeps until FormerPrimaries lets writes of `shard_id` be acknowledged.

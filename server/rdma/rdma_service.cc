@@ -222,6 +222,7 @@ RdmaService::~RdmaService() {
 void RdmaService::StopPoller() {
   if (stop_.exchange(true)) return;
   if (poller_.joinable()) poller_.join();
+  StopReplicaThread();
 }
 
 std::shared_ptr<RdmaService::Connection> RdmaService::Find(uint64_t id) {
@@ -394,14 +395,15 @@ std::shared_ptr<RdmaService::Connection> RdmaService::HandleReceive(const ibv_wc
     return c;
   }
   char* buf = c->recv_mem.data() + size_t{slot} * slot_bytes_;
-  HandleCommit(*c, absl::string_view(buf, std::min<uint32_t>(wc.byte_len, slot_bytes_)));
+  HandleCommit(c, absl::string_view(buf, std::min<uint32_t>(wc.byte_len, slot_bytes_)));
   // The buffer is free again once the commit is handled (the ack is a copy).
   rdma::Sge sge{reinterpret_cast<uint64_t>(buf), slot_bytes_, c->recv_mr->lkey()};
   if (!c->qp->PostRecv(sge, wc.wr_id).ok()) c->dead = true;
   return c->dead ? c : nullptr;
 }
 
-void RdmaService::HandleCommit(Connection& c, absl::string_view message) {
+void RdmaService::HandleCommit(const std::shared_ptr<Connection>& conn, absl::string_view message) {
+  Connection& c = *conn;
   // The commit's latency runs from here (its receive completion was just
   // polled) to the ack being posted: one clock pair per commit.
   const absl::Time start = absl::Now();
@@ -429,8 +431,9 @@ void RdmaService::HandleCommit(Connection& c, absl::string_view message) {
       break;
     case wire::CommitOp::kReplicaPut:
     case wire::CommitOp::kReplicaDelete:
-      status = HandleReplicaCommit(c, *parsed);
-      break;
+      // Acknowledged by the replica thread (rdma_service_replica.cc).
+      EnqueueReplicaCommit(conn, message);
+      return;
   }
   // A DELETE of an absent key is an answer, not an error.
   if (!status.ok() && status.code() != absl::StatusCode::kNotFound) commit_errors_->Increment();
@@ -443,34 +446,6 @@ void RdmaService::HandleCommit(Connection& c, absl::string_view message) {
   } else if (op == wire::CommitOp::kPut && status.ok()) {
     puts_.Record(absl::Now() - start);
   }
-}
-
-absl::Status RdmaService::HandleReplicaCommit(Connection& c, const wire::ParsedCommit& parsed) {
-  ReplicaCommitSink* sink = replica_sink_.load(std::memory_order_acquire);
-  if (sink == nullptr) {
-    return absl::FailedPreconditionError("replica commit to a server that is not in a cluster");
-  }
-  ReplicaCommit commit;
-  commit.shard_id = parsed.tag.shard_id;
-  commit.shard_epoch = parsed.tag.shard_epoch;
-  commit.seq = parsed.tag.seq;
-  commit.primary_node_id = parsed.primary_node_id;
-  commit.primary_incarnation = parsed.tag.primary_incarnation;
-  if (static_cast<wire::CommitOp>(parsed.header.op) == wire::CommitOp::kReplicaDelete) {
-    commit.is_delete = true;
-    commit.key = parsed.key;
-    return sink->ApplyReplicaCommit(commit, [] { return absl::OkStatus(); });
-  }
-  // The lease table checks holder, liveness and that the range lies in the
-  // chunk before the sink sees the entry's bytes; the chunk cannot be
-  // revoked until this returns.
-  const wire::CommitRequest& h = parsed.header;
-  return leases_->CommitFromWith(c.id, h.lease_id, h.offset, h.size,
-                                 [&](uint64_t offset, uint64_t size) {
-                                   commit.entry = store_->ArenaBytes(offset, size);
-                                   return sink->ApplyReplicaCommit(
-                                       commit, [&] { return store_->CommitReplica(offset, size); });
-                                 });
 }
 
 void RdmaService::SendAck(Connection& c, uint64_t request_id, const absl::Status& status) {

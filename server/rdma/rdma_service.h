@@ -57,6 +57,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -168,9 +169,11 @@ class RdmaService {
   // Where replica commits go (cluster mode: the ReplicaInstaller; null, the
   // default: they are refused with kFailedPrecondition). Not owned; must
   // outlive StopPoller(). Set before the node takes any role.
-  void set_replica_sink(ReplicaCommitSink* sink) {
-    replica_sink_.store(sink, std::memory_order_release);
-  }
+  // Replica commits are handled on a thread of their own, never on the
+  // poller: the poller may itself be waiting for a backup's ack (a client's
+  // commit in cluster mode runs the replicator), and two nodes replicating
+  // to each other must not wait on each other's poller.
+  void set_replica_sink(ReplicaCommitSink* sink);
 
   // Fences (architecture §19.5): marks every connection dead, moves its
   // queue pair to the error state (the client's work requests then fail,
@@ -214,9 +217,14 @@ class RdmaService {
   // Handles one completion of the shared receive CQ. Returns the connection
   // when it has to be torn down, else null.
   std::shared_ptr<Connection> HandleReceive(const ibv_wc& wc);
-  void HandleCommit(Connection& c, absl::string_view message);
-  // A kReplicaPut / kReplicaDelete, handed to the replica sink.
+  void HandleCommit(const std::shared_ptr<Connection>& conn, absl::string_view message);
+  // Replica commits (rdma_service_replica.cc): the poller copies the
+  // message into the queue; the replica thread hands each to the sink and
+  // acknowledges it.
+  void EnqueueReplicaCommit(const std::shared_ptr<Connection>& conn, absl::string_view message);
+  void ReplicaLoop();
   absl::Status HandleReplicaCommit(Connection& c, const wire::ParsedCommit& parsed);
+  void StopReplicaThread();
   void SendAck(Connection& c, uint64_t request_id, const absl::Status& status);
   std::shared_ptr<Connection> Find(uint64_t id);
   // Marks `c` dead, ends the leases it holds (unless stopping) and drops it
@@ -262,6 +270,15 @@ class RdmaService {
 
   std::atomic<bool> stop_{false};
   std::thread poller_;
+  // Replica commits waiting for the replica thread; a leaf lock.
+  struct ReplicaJob {
+    std::shared_ptr<Connection> conn;
+    std::string message;
+  };
+  absl::Mutex replica_mu_;
+  std::deque<ReplicaJob> replica_queue_ ABSL_GUARDED_BY(replica_mu_);
+  bool replica_stop_ ABSL_GUARDED_BY(replica_mu_) = false;
+  std::thread replica_thread_;  // started by set_replica_sink()
   // Owned by *registry_; bumped where the event happens.
   metrics::Counter* connections_total_;
   metrics::Counter* commit_errors_;
