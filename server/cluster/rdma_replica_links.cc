@@ -167,6 +167,17 @@ absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
       client::RdmaDataPath::Connect(context, control.get(), hs, name, options_.lease_bytes,
                                     options_.connect_timeout, &path_registry_,
                                     /*location_cache_entries=*/0));
+  // The writing thread is a server thread (the RESP loop, the RDMA poller,
+  // a gRPC handler): a short spin catches a fast NIC's ack, then it sleeps
+  // rather than yield, so waiting does not take cores from the server's
+  // other threads (on a 2-core host, or under emulation, yielding threads
+  // starved the very backups they waited for).
+  client::WaitPolicy wait;
+  wait.busy_poll = absl::Microseconds(50);
+  wait.yield_until = absl::ZeroDuration();
+  wait.first_sleep = absl::Microseconds(10);
+  wait.max_sleep = absl::Microseconds(200);
+  path->set_wait_policy(wait);
   return std::make_shared<RdmaReplicaLink>(std::move(control), std::move(path));
 }
 

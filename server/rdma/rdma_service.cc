@@ -222,7 +222,7 @@ RdmaService::~RdmaService() {
 void RdmaService::StopPoller() {
   if (stop_.exchange(true)) return;
   if (poller_.joinable()) poller_.join();
-  StopReplicaThread();
+  StopWorkers();
 }
 
 std::shared_ptr<RdmaService::Connection> RdmaService::Find(uint64_t id) {
@@ -395,7 +395,10 @@ std::shared_ptr<RdmaService::Connection> RdmaService::HandleReceive(const ibv_wc
     return c;
   }
   char* buf = c->recv_mem.data() + size_t{slot} * slot_bytes_;
-  HandleCommit(c, absl::string_view(buf, std::min<uint32_t>(wc.byte_len, slot_bytes_)));
+  const absl::string_view message(buf, std::min<uint32_t>(wc.byte_len, slot_bytes_));
+  // In cluster mode a commit may wait for backups: a worker thread takes it
+  // (rdma_service_workers.cc), so this thread keeps receiving.
+  if (!Dispatch(c, message)) HandleCommit(c, message);
   // The buffer is free again once the commit is handled (the ack is a copy).
   rdma::Sge sge{reinterpret_cast<uint64_t>(buf), slot_bytes_, c->recv_mr->lkey()};
   if (!c->qp->PostRecv(sge, wc.wr_id).ok()) c->dead = true;
@@ -431,9 +434,8 @@ void RdmaService::HandleCommit(const std::shared_ptr<Connection>& conn, absl::st
       break;
     case wire::CommitOp::kReplicaPut:
     case wire::CommitOp::kReplicaDelete:
-      // Acknowledged by the replica thread (rdma_service_replica.cc).
-      EnqueueReplicaCommit(conn, message);
-      return;
+      status = HandleReplicaCommit(c, *parsed);
+      break;
   }
   // A DELETE of an absent key is an answer, not an error.
   if (!status.ok() && status.code() != absl::StatusCode::kNotFound) commit_errors_->Increment();

@@ -169,11 +169,14 @@ class RdmaService {
   // Where replica commits go (cluster mode: the ReplicaInstaller; null, the
   // default: they are refused with kFailedPrecondition). Not owned; must
   // outlive StopPoller(). Set before the node takes any role.
-  // Replica commits are handled on a thread of their own, never on the
-  // poller: the poller may itself be waiting for a backup's ack (a client's
-  // commit in cluster mode runs the replicator), and two nodes replicating
-  // to each other must not wait on each other's poller.
+  // Also moves commit handling off the poller thread (cluster mode): client
+  // commits go to kCommitWorkers threads (by connection, so each
+  // connection's commits stay in order) because the replicator makes them
+  // wait for backups; replica commits go to one more thread that never
+  // waits for another node. The poller only receives, so two nodes that
+  // replicate to each other never wait on each other's poller.
   void set_replica_sink(ReplicaCommitSink* sink);
+  static constexpr int kCommitWorkers = 4;
 
   // Fences (architecture §19.5): marks every connection dead, moves its
   // queue pair to the error state (the client's work requests then fail,
@@ -218,13 +221,24 @@ class RdmaService {
   // when it has to be torn down, else null.
   std::shared_ptr<Connection> HandleReceive(const ibv_wc& wc);
   void HandleCommit(const std::shared_ptr<Connection>& conn, absl::string_view message);
-  // Replica commits (rdma_service_replica.cc): the poller copies the
-  // message into the queue; the replica thread hands each to the sink and
-  // acknowledges it.
-  void EnqueueReplicaCommit(const std::shared_ptr<Connection>& conn, absl::string_view message);
-  void ReplicaLoop();
+  // A kReplicaPut / kReplicaDelete, handed to the replica sink.
   absl::Status HandleReplicaCommit(Connection& c, const wire::ParsedCommit& parsed);
-  void StopReplicaThread();
+  // Worker threads (rdma_service_workers.cc). Dispatch() queues a copy of
+  // `message` for a worker and returns true; false without workers
+  // (single-node mode: the poller handles commits itself).
+  struct Worker {
+    struct Job {
+      std::shared_ptr<Connection> conn;
+      std::string message;
+    };
+    absl::Mutex mu;
+    std::deque<Job> queue ABSL_GUARDED_BY(mu);
+    bool stop ABSL_GUARDED_BY(mu) = false;
+    std::thread thread;
+  };
+  bool Dispatch(const std::shared_ptr<Connection>& conn, absl::string_view message);
+  void WorkerLoop(Worker* w);
+  void StopWorkers();
   void SendAck(Connection& c, uint64_t request_id, const absl::Status& status);
   std::shared_ptr<Connection> Find(uint64_t id);
   // Marks `c` dead, ends the leases it holds (unless stopping) and drops it
@@ -270,15 +284,11 @@ class RdmaService {
 
   std::atomic<bool> stop_{false};
   std::thread poller_;
-  // Replica commits waiting for the replica thread; a leaf lock.
-  struct ReplicaJob {
-    std::shared_ptr<Connection> conn;
-    std::string message;
-  };
-  absl::Mutex replica_mu_;
-  std::deque<ReplicaJob> replica_queue_ ABSL_GUARDED_BY(replica_mu_);
-  bool replica_stop_ ABSL_GUARDED_BY(replica_mu_) = false;
-  std::thread replica_thread_;  // started by set_replica_sink()
+  // Started by set_replica_sink(): kCommitWorkers for client commits, then
+  // one for replica commits. Guarded by workers_mu_ until StopWorkers().
+  absl::Mutex workers_mu_;
+  std::vector<std::unique_ptr<Worker>> workers_ ABSL_GUARDED_BY(workers_mu_);
+  std::atomic<bool> has_workers_{false};
   // Owned by *registry_; bumped where the event happens.
   metrics::Counter* connections_total_;
   metrics::Counter* commit_errors_;

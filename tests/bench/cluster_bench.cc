@@ -32,6 +32,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -44,6 +45,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "client/internal/control_client.h"
 #include "client/kv_client.h"
 #include "nlohmann/json.hpp"
 #include "tests/cluster/cluster_harness.h"
@@ -159,17 +161,52 @@ WorkloadOptions LoadOptions(ClusterHarness& c, double put, double del) {
 
 // Runs `w` for a warm-up second plus --seconds and measures the window
 // after the warm-up: acknowledged operations of `type` (any when nullopt).
+// The servers' counters (Stats RPC), summed over the nodes that answer.
+std::map<std::string, uint64_t> ServerCounters(ClusterHarness& c) {
+  std::map<std::string, uint64_t> sum;
+  for (const std::string& address : c.ControlAddresses()) {
+    auto control = client::ControlClient::Dial(address);
+    if (!control.ok()) continue;
+    auto stats = (*control)->Stats(absl::Now() + absl::Seconds(5));
+    if (!stats.ok()) continue;
+    for (const auto& [series, value] : stats->counters()) sum[series] += value;
+  }
+  return sum;
+}
+
+// What the primaries' replication rounds did between two ServerCounters
+// readings: mean round time and the share of replicated writes sent by
+// RDMA ("" when nothing was replicated).
+std::string ReplicationNote(const std::map<std::string, uint64_t>& before,
+                            const std::map<std::string, uint64_t>& after) {
+  auto delta = [&](const std::string& k) {
+    auto a = after.find(k);
+    auto b = before.find(k);
+    return (a == after.end() ? 0 : a->second) - (b == before.end() ? 0 : b->second);
+  };
+  const uint64_t rounds = delta("kvstore_replication_latency_seconds_count");
+  const uint64_t installed =
+      delta("kvstore_replica_installs_total") + delta("kvstore_replica_deletes_total");
+  if (rounds == 0 || installed == 0) return "";
+  return absl::StrFormat(
+      "round %.0f us, %.0f%% by rdma",
+      delta("kvstore_replication_latency_sum_micros") / static_cast<double>(rounds),
+      100.0 * delta("kvstore_replication_rdma_writes_total") / installed);
+}
+
 Row MeasureLoad(ClusterHarness& c, const std::string& name, const WorkloadOptions& w,
                 std::optional<OpType> type) {
   History history;
   Workload load(w, &history);
   load.Start();
   absl::SleepFor(absl::Seconds(1));
+  const std::map<std::string, uint64_t> counters0 = ServerCounters(c);
   const int64_t from = NowNs();
   const uint64_t cpu0 = ClusterCpuTicks(c);
   absl::SleepFor(absl::Seconds(absl::GetFlag(FLAGS_seconds)));
   const uint64_t cpu1 = ClusterCpuTicks(c);
   const int64_t to = NowNs();
+  const std::map<std::string, uint64_t> counters1 = ServerCounters(c);
   load.Stop();
   std::vector<double> lat;
   size_t failed = 0;
@@ -191,6 +228,8 @@ Row MeasureLoad(ClusterHarness& c, const std::string& name, const WorkloadOption
       lat.empty() ? 0
                   : (cpu1 - cpu0) * 1e6 / ClockTicksPerSecond() / static_cast<double>(lat.size());
   if (failed > 0) r.note = absl::StrCat(failed, " not acknowledged");
+  const std::string replication = ReplicationNote(counters0, counters1);
+  if (!replication.empty()) r.note += (r.note.empty() ? "" : "; ") + replication;
   return r;
 }
 
@@ -259,6 +298,10 @@ absl::Status Replication(const std::string& etcd, std::vector<Row>* rows) {
     if (Wanted("put") || Wanted("get")) {
       rows->push_back(MeasureLoad(**c, absl::StrCat("put R=", replicas), LoadOptions(**c, 1.0, 0),
                                   OpType::kPut));
+      if (std::getenv("KV_BENCH_LOGS") != nullptr) {
+        std::fprintf(stderr, "--- node logs after put R=%d ---\n%s\n", replicas,
+                     (*c)->Logs(1 << 20).c_str());
+      }
     }
     if (Wanted("get") && replicas != 2) {
       rows->push_back(

@@ -206,10 +206,11 @@ absl::Status OpEngine::Wait(OpSlot* s, absl::Time deadline) {
   //    of a core: with a few such waiters on a small or emulated machine
   //    (Soft-RoCE in a VM) they starved the servers and etcd they were
   //    waiting for.
-  constexpr auto kBusyPoll = std::chrono::microseconds(300);
-  constexpr auto kYieldFor = std::chrono::milliseconds(2);
-  constexpr absl::Duration kFirstSleep = absl::Microseconds(20);
-  constexpr absl::Duration kMaxSleep = absl::Milliseconds(1);
+  // The durations are the WaitPolicy's (defaults: 300 µs, 2 ms, 20 µs, 1 ms).
+  const auto kBusyPoll = absl::ToChronoNanoseconds(wait_.busy_poll);
+  const auto kYieldFor = absl::ToChronoNanoseconds(wait_.yield_until);
+  const absl::Duration kFirstSleep = wait_.first_sleep;
+  const absl::Duration kMaxSleep = wait_.max_sleep;
   const auto start = std::chrono::steady_clock::now();
   enum class Phase { kSpin, kYield, kSleep } phase = Phase::kSpin;
   absl::Duration sleep = kFirstSleep;

@@ -65,6 +65,18 @@ struct OpSlot {
   absl::Status ack;
 };
 
+// How Wait() spends the time until a completion (see OpEngine::Wait):
+// busy-poll, then yield between polls, then sleep between polls doubling
+// from first_sleep to max_sleep. The defaults suit a client; a server's
+// replication link (server/cluster/rdma_replica_links.h) spins briefly and
+// then sleeps, since its threads share the server's cores.
+struct WaitPolicy {
+  absl::Duration busy_poll = absl::Microseconds(300);
+  absl::Duration yield_until = absl::Milliseconds(2);
+  absl::Duration first_sleep = absl::Microseconds(20);
+  absl::Duration max_sleep = absl::Milliseconds(1);
+};
+
 class OpEngine {
  public:
   // Allocates and registers the slots' scratch for keys of up to
@@ -76,6 +88,8 @@ class OpEngine {
 
   // Runs work requests on `conn` (not owned; must outlive the engine's use).
   void Attach(RdmaConnection* conn) { conn_ = conn; }
+  // Replaces the wait policy. REQUIRES: no Wait() running (set it before use).
+  void set_wait_policy(const WaitPolicy& policy) { wait_ = policy; }
 
   // --- Slots and credits ---------------------------------------------------
   // `n` free slots (1 <= n <= kSlots), all at once, waiting until enough are
@@ -119,6 +133,8 @@ class OpEngine {
 
  private:
   explicit OpEngine(std::shared_ptr<RdmaContext> ctx) : ctx_(std::move(ctx)) {}
+
+  WaitPolicy wait_;
 
   absl::Status Post(absl::Status s);
   // Drains the CQ once.

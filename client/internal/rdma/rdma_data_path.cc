@@ -78,6 +78,8 @@ absl::Status RdmaDataPath::Delete(absl::string_view key, absl::Time deadline) {
   return s;
 }
 
+void RdmaDataPath::set_wait_policy(const WaitPolicy& policy) { engine_->set_wait_policy(policy); }
+
 absl::Status RdmaDataPath::ReplicatePut(absl::string_view entry, const wire::ReplicaCommit& tag,
                                         absl::Time deadline) {
   return writer_->ReplicatePut(entry, tag, deadline);

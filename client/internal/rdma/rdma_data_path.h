@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "client/internal/control_client.h"
 #include "client/internal/data_path.h"
+#include "client/internal/rdma/op_engine.h"
 #include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/server_layout.h"
 #include "common/metrics/registry.h"
@@ -101,6 +102,10 @@ class RdmaDataPath final : public DataPath {
                             absl::Time deadline);
   absl::Status ReplicateDelete(absl::string_view key, const wire::ReplicaCommit& tag,
                                absl::Time deadline);
+
+  // How operations wait for their completions (OpEngine's WaitPolicy).
+  // REQUIRES: called before the path is used.
+  void set_wait_policy(const WaitPolicy& policy);
 
   // True once a completion error, failed post or timeout broke the QP.
   bool broken() const override;
