@@ -121,7 +121,10 @@ void KvServer::BuildClusterService() {
     installer_ = std::make_unique<ReplicaInstaller>(store_.get(), cluster_state_.get(), seqs_.get(),
                                                     &registry_, io);
     // Replica commits from primaries' RDMA links land in the installer.
-    if (rdma_ != nullptr) rdma_->set_replica_sink(installer_.get());
+    // With R=1 no write waits for a backup: client commits stay on the poller.
+    if (rdma_ != nullptr) {
+      rdma_->set_replica_sink(installer_.get(), options_.cluster.replicas > 1);
+    }
     deps.state = cluster_state_.get();
     deps.store = store_.get();
     deps.replicator = replicator_.get();

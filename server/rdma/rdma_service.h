@@ -175,7 +175,10 @@ class RdmaService {
   // wait for backups; replica commits go to one more thread that never
   // waits for another node. The poller only receives, so two nodes that
   // replicate to each other never wait on each other's poller.
-  void set_replica_sink(ReplicaCommitSink* sink);
+  // `offload_commits` false (a cluster with R=1: no write waits for a
+  // backup) keeps client commits on the poller, saving a thread hand-off;
+  // replica commits still get their thread.
+  void set_replica_sink(ReplicaCommitSink* sink, bool offload_commits = true);
   static constexpr int kCommitWorkers = 4;
 
   // Fences (architecture §19.5): marks every connection dead, moves its
@@ -289,6 +292,7 @@ class RdmaService {
   absl::Mutex workers_mu_;
   std::vector<std::unique_ptr<Worker>> workers_ ABSL_GUARDED_BY(workers_mu_);
   std::atomic<bool> has_workers_{false};
+  bool offload_commits_ ABSL_GUARDED_BY(workers_mu_) = true;
   // Owned by *registry_; bumped where the event happens.
   metrics::Counter* connections_total_;
   metrics::Counter* commit_errors_;

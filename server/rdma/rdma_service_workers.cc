@@ -24,9 +24,10 @@
 namespace kvstore {
 namespace server {
 
-void RdmaService::set_replica_sink(ReplicaCommitSink* sink) {
+void RdmaService::set_replica_sink(ReplicaCommitSink* sink, bool offload_commits) {
   replica_sink_.store(sink, std::memory_order_release);
   absl::MutexLock lock(&workers_mu_);
+  offload_commits_ = offload_commits;
   if (sink == nullptr || !workers_.empty()) return;
   for (int i = 0; i <= kCommitWorkers; ++i) {
     workers_.push_back(std::make_unique<Worker>());
@@ -51,6 +52,7 @@ bool RdmaService::Dispatch(const std::shared_ptr<Connection>& conn, absl::string
   {
     absl::MutexLock lock(&workers_mu_);
     if (workers_.empty()) return false;  // stopping
+    if (!replica && !offload_commits_) return false;
     w = replica ? workers_[kCommitWorkers].get() : workers_[conn->id % kCommitWorkers].get();
   }
   absl::MutexLock lock(&w->mu);

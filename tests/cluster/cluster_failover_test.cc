@@ -258,7 +258,13 @@ void ClusterFailoverTest::Run(int replicas, Fault fault, const std::string& name
       static_cast<unsigned long long>(
           SumSeries(servers, "kvstore_replication_rdma_fallbacks_total")));
   if (kRdma) {
+    // Nearly every write reaches its backup by RDMA: only the first ones
+    // (while a link connects) and those around the fault go by gRPC. Before
+    // commits left the RDMA poller, nodes replicating to each other in a
+    // ring stalled on each other's pollers, links timed out, and 29-40 % of
+    // the writes went by RDMA.
     EXPECT_GT(by_rdma, 100u);
+    EXPECT_GE(by_rdma * 10, replicated * 7);
   } else {
     EXPECT_EQ(by_rdma, 0u);  // no device: every write went by gRPC
   }
