@@ -48,7 +48,13 @@ RdmaReplicaLinks::RdmaReplicaLinks(RdmaReplicaLinksOptions options, metrics::Reg
   fallbacks_ = r.AddCounter("kvstore_replication_rdma_fallbacks_total",
                             "RDMA links to backups dropped after a transport failure (the write "
                             "and those after it go by gRPC until the link reconnects).");
-  if (!options_.device.empty()) connector_ = std::thread([this] { ConnectLoop(); });
+  if (options_.device.empty()) return;
+  for (int i = 0; i < kSenders; ++i) {
+    senders_.push_back(std::make_unique<Sender>());
+    Sender* s = senders_.back().get();
+    s->thread = std::thread([this, s] { SenderLoop(s); });
+  }
+  connector_ = std::thread([this] { ConnectLoop(); });
 }
 
 RdmaReplicaLinks::~RdmaReplicaLinks() {
@@ -57,6 +63,62 @@ RdmaReplicaLinks::~RdmaReplicaLinks() {
     stopping_ = true;
   }
   if (connector_.joinable()) connector_.join();
+  for (auto& s : senders_) {
+    absl::MutexLock lock(&s->mu);
+    s->stop = true;
+  }
+  for (auto& s : senders_) s->thread.join();
+}
+
+void RdmaReplicaLinks::SenderLoop(Sender* s) {
+  for (;;) {
+    std::function<void()> task;
+    {
+      absl::MutexLock lock(&s->mu);
+      s->mu.Await(absl::Condition(
+          +[](Sender* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu) {
+            return self->stop || !self->tasks.empty();
+          },
+          s));
+      // Tasks still queued are run even when stopping: SendAll() waits
+      // for them.
+      if (s->tasks.empty()) return;
+      task = std::move(s->tasks.front());
+      s->tasks.pop_front();
+    }
+    task();
+  }
+}
+
+void RdmaReplicaLinks::SendAll(std::vector<Send>& sends, absl::string_view key,
+                               absl::string_view entry, const wire::ReplicaCommit& tag,
+                               absl::Time deadline) {
+  absl::Mutex mu;
+  size_t left = sends.size() > 0 ? sends.size() - 1 : 0;
+  // Only as many in parallel as there are senders; the rest (none with
+  // R <= 3) go after the first on this thread.
+  size_t queued = 0;
+  for (size_t i = 1; i < sends.size() && queued < senders_.size(); ++i, ++queued) {
+    Send* send = &sends[i];
+    Sender* s = senders_[queued].get();
+    absl::MutexLock lock(&s->mu);
+    s->tasks.push_back([send, key, entry, &tag, deadline, &mu, &left] {
+      send->status = send->link->Send(key, entry, tag, deadline);
+      absl::MutexLock done(&mu);
+      --left;
+    });
+  }
+  for (size_t i = 0; i < sends.size(); ++i) {
+    if (i >= 1 && i <= queued) continue;
+    sends[i].status = sends[i].link->Send(key, entry, tag, deadline);
+    if (i > 0) {
+      absl::MutexLock done(&mu);
+      --left;
+    }
+  }
+  absl::MutexLock lock(&mu);
+  mu.Await(absl::Condition(
+      +[](size_t* n) { return *n == 0; }, &left));
 }
 
 std::shared_ptr<RdmaReplicaLinks::Entry> RdmaReplicaLinks::EntryOf(const std::string& node_id) {

@@ -27,9 +27,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -105,6 +107,19 @@ class RdmaReplicaLinks {
   // Counters, for the replicator's accounting.
   metrics::Counter* sent() const { return sent_; }
 
+  // One backup's send within SendAll(): its link in, its status out.
+  struct Send {
+    std::shared_ptr<RdmaReplicaLink> link;
+    absl::Status status;
+  };
+  // Sends one write (`entry` empty: a delete of `key`) over every link of
+  // `sends` at once: the first on the calling thread, the others on the
+  // sender threads (kSenders), so R=3 waits for the slower of two acks, not
+  // their sum. Returns when every send has its status.
+  void SendAll(std::vector<Send>& sends, absl::string_view key, absl::string_view entry,
+               const wire::ReplicaCommit& tag, absl::Time deadline);
+  static constexpr int kSenders = 2;
+
  private:
   struct Entry {
     absl::Mutex mu;
@@ -117,6 +132,14 @@ class RdmaReplicaLinks {
   std::shared_ptr<Entry> EntryOf(const std::string& node_id);
   // The connector thread: connects the queued nodes one at a time.
   void ConnectLoop();
+  // A sender thread: runs the tasks SendAll() queues for it.
+  struct Sender {
+    absl::Mutex mu;
+    std::deque<std::function<void()>> tasks ABSL_GUARDED_BY(mu);
+    bool stop ABSL_GUARDED_BY(mu) = false;
+    std::thread thread;
+  };
+  void SenderLoop(Sender* s);
   // Handshake, open the device if needed, connect. kUnavailable with the
   // reason when RDMA cannot be used to `node`.
   absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> Connect(const v1::ClusterNode& node,
@@ -136,7 +159,8 @@ class RdmaReplicaLinks {
   metrics::Counter* connects_;
   metrics::Counter* connect_failures_;
   metrics::Counter* fallbacks_;
-  std::thread connector_;  // last: started once everything above exists
+  std::vector<std::unique_ptr<Sender>> senders_;  // with a device only
+  std::thread connector_;                         // last: started once everything above exists
 };
 
 }  // namespace server

@@ -432,7 +432,7 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
   }
 }
 
-// One after another on this thread. A link that failed is dropped (gRPC
+// All at once (RdmaReplicaLinks::SendAll). A link that failed is dropped (gRPC
 // for a while), and the write is sent again by gRPC in the next round: a
 // backup applying one seq twice installs the same entry twice, which
 // changes nothing.
@@ -446,9 +446,13 @@ void Replicator::SendOverRdma(
   tag.seq = req.seq();
   tag.primary_node_id = req.primary_node_id();
   tag.primary_incarnation = req.primary_incarnation();
-  for (const auto& [i, link] : links) {
+  std::vector<RdmaReplicaLinks::Send> sends;
+  for (const auto& [i, link] : links) sends.push_back({link, absl::OkStatus()});
+  rdma_links_->SendAll(sends, req.key(), req.entry(), tag, deadline);
+  for (size_t k = 0; k < links.size(); ++k) {
+    const auto& [i, link] = links[k];
     Target& t = targets[i];
-    t.status = link->Send(req.key(), req.entry(), tag, deadline);
+    t.status = sends[k].status;
     const bool time_left = absl::Now() + absl::Milliseconds(2) < deadline;
     if (t.status.ok()) {
       rdma_links_->sent()->Increment();
