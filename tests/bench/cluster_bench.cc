@@ -45,13 +45,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "client/internal/control_client.h"
 #include "client/kv_client.h"
 #include "nlohmann/json.hpp"
 #include "tests/cluster/cluster_harness.h"
 #include "tests/cluster/etcd_process.h"
 #include "tests/cluster/history.h"
 #include "tests/cluster/node_process.h"
+#include "tests/cluster/server_counters.h"
 #include "tests/cluster/workload.h"
 
 namespace {
@@ -161,19 +161,6 @@ WorkloadOptions LoadOptions(ClusterHarness& c, double put, double del) {
 
 // Runs `w` for a warm-up second plus --seconds and measures the window
 // after the warm-up: acknowledged operations of `type` (any when nullopt).
-// The servers' counters (Stats RPC), summed over the nodes that answer.
-std::map<std::string, uint64_t> ServerCounters(ClusterHarness& c) {
-  std::map<std::string, uint64_t> sum;
-  for (const std::string& address : c.ControlAddresses()) {
-    auto control = client::ControlClient::Dial(address);
-    if (!control.ok()) continue;
-    auto stats = (*control)->Stats(absl::Now() + absl::Seconds(5));
-    if (!stats.ok()) continue;
-    for (const auto& [series, value] : stats->counters()) sum[series] += value;
-  }
-  return sum;
-}
-
 // What the primaries' replication rounds did between two ServerCounters
 // readings: mean round time and the share of replicated writes sent by
 // RDMA ("" when nothing was replicated).
@@ -200,13 +187,13 @@ Row MeasureLoad(ClusterHarness& c, const std::string& name, const WorkloadOption
   Workload load(w, &history);
   load.Start();
   absl::SleepFor(absl::Seconds(1));
-  const std::map<std::string, uint64_t> counters0 = ServerCounters(c);
+  const std::map<std::string, uint64_t> counters0 = ServerCounters(c.ControlAddresses());
   const int64_t from = NowNs();
   const uint64_t cpu0 = ClusterCpuTicks(c);
   absl::SleepFor(absl::Seconds(absl::GetFlag(FLAGS_seconds)));
   const uint64_t cpu1 = ClusterCpuTicks(c);
   const int64_t to = NowNs();
-  const std::map<std::string, uint64_t> counters1 = ServerCounters(c);
+  const std::map<std::string, uint64_t> counters1 = ServerCounters(c.ControlAddresses());
   load.Stop();
   std::vector<double> lat;
   size_t failed = 0;

@@ -30,12 +30,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "client/internal/control_client.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/cluster_harness.h"
 #include "tests/cluster/etcd_process.h"
 #include "tests/cluster/history.h"
 #include "tests/cluster/history_checker.h"
+#include "tests/cluster/server_counters.h"
 #include "tests/cluster/workload.h"
 #include "tests/test_cluster.h"
 
@@ -58,28 +58,6 @@ std::vector<std::string> NodeFlags() {
   const char* dev = std::getenv("KV_RDMA_DEVICE");
   return {"--pool_size=64M", "--transport=rdma",
           absl::StrCat("--rdma_device=", dev != nullptr ? dev : ""), "--grace_period=100ms"};
-}
-
-// The sum of the client series whose name starts with `prefix`.
-uint64_t SumSeries(const std::map<std::string, uint64_t>& metrics, const std::string& prefix) {
-  uint64_t sum = 0;
-  for (const auto& [series, value] : metrics) {
-    if (series.rfind(prefix, 0) == 0) sum += value;
-  }
-  return sum;
-}
-
-// The counters of every node that answers Stats, summed by series.
-std::map<std::string, uint64_t> ServerCounters(ClusterHarness& cluster) {
-  std::map<std::string, uint64_t> sum;
-  for (const std::string& address : cluster.ControlAddresses()) {
-    auto control = client::ControlClient::Dial(address);
-    if (!control.ok()) continue;
-    auto stats = (*control)->Stats(absl::Now() + absl::Seconds(5));
-    if (!stats.ok()) continue;
-    for (const auto& [series, value] : stats->counters()) sum[series] += value;
-  }
-  return sum;
 }
 
 uint32_t Seed() {
@@ -246,7 +224,7 @@ void ClusterFailoverTest::Run(int replicas, Fault fault, const std::string& name
   }
   // The servers' side: how the primaries sent their writes to the backups
   // (RDMA WRITE + replica commit where both ends have a device).
-  const std::map<std::string, uint64_t> servers = ServerCounters(cluster);
+  const std::map<std::string, uint64_t> servers = ServerCounters(cluster.ControlAddresses());
   const uint64_t by_rdma = SumSeries(servers, "kvstore_replication_rdma_writes_total");
   const uint64_t replicated = SumSeries(servers, "kvstore_replica_installs_total") +
                               SumSeries(servers, "kvstore_replica_deletes_total");

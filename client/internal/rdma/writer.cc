@@ -60,6 +60,15 @@ absl::Status RdmaWriter::PutFrom(absl::string_view key, const RegisteredBuffer& 
 // unlinks the slot. It is not redone on kAborted (no lease is involved).
 absl::Status RdmaWriter::Delete(absl::string_view key, absl::Time deadline) {
   KV_RETURN_IF_ERROR(layout_->limits.CheckKey(key));
+  return SendOnly([&](uint64_t request_id,
+                      char* out) { return wire::EncodeDeleteCommit(request_id, key, out); },
+                  deadline);
+}
+
+// A commit with no WRITE before it (DELETE, replica DELETE) on one slot
+// and credit.
+absl::Status RdmaWriter::SendOnly(absl::FunctionRef<size_t(uint64_t, char*)> encode,
+                                  absl::Time deadline) {
   if (engine_->broken()) {
     return NotSent(absl::UnavailableError("RDMA data path broken; reconnecting"));
   }
@@ -67,7 +76,7 @@ absl::Status RdmaWriter::Delete(absl::string_view key, absl::Time deadline) {
   if (!taken.ok()) return NotSent(taken.status());
   SlotGuard guard(engine_, *taken);
   OpSlot* s = (*taken)[0];
-  const size_t len = wire::EncodeDeleteCommit(engine_->NewRequest(s), key, s->commit);
+  const size_t len = encode(engine_->NewRequest(s), s->commit);
   // Until the SEND is posted nothing has left this client: those failures
   // are marked retryable.
   if (absl::Status c = engine_->AcquireCredit(deadline); !c.ok()) return NotSent(c);
@@ -171,20 +180,11 @@ absl::Status RdmaWriter::ReplicateDelete(absl::string_view key, const wire::Repl
   if (tag.primary_node_id.empty() || tag.primary_node_id.size() > wire::kMaxReplicaNodeIdBytes) {
     return absl::InvalidArgumentError("replica commit node id length out of range");
   }
-  if (engine_->broken()) {
-    return NotSent(absl::UnavailableError("RDMA data path broken; reconnecting"));
-  }
-  absl::StatusOr<std::vector<OpSlot*>> taken = engine_->AcquireSlots(1, deadline);
-  if (!taken.ok()) return NotSent(taken.status());
-  SlotGuard guard(engine_, *taken);
-  OpSlot* s = (*taken)[0];
-  const size_t len = wire::EncodeReplicaDeleteCommit(engine_->NewRequest(s), key, tag, s->commit);
-  if (absl::Status c = engine_->AcquireCredit(deadline); !c.ok()) return NotSent(c);
-  CreditGuard credit(engine_);
-  rdma::Sge sge{reinterpret_cast<uint64_t>(s->commit), static_cast<uint32_t>(len), s->lkey};
-  if (absl::Status p = engine_->PostSend(sge, s); !p.ok()) return NotSent(p);
-  KV_RETURN_IF_ERROR(engine_->Wait(s, deadline));
-  return s->ack;
+  return SendOnly(
+      [&](uint64_t request_id, char* out) {
+        return wire::EncodeReplicaDeleteCommit(request_id, key, tag, out);
+      },
+      deadline);
 }
 
 // --- PUT -------------------------------------------------------------------------

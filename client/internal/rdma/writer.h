@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -90,6 +91,9 @@ class RdmaWriter {
 
   absl::Status ReplicatePutOnce(absl::string_view entry, const wire::ReplicaCommit& tag,
                                 absl::Time deadline);
+  // Encodes a commit with `encode` (request id, the slot's commit buffer;
+  // returns its length) and SENDs it: DELETE and replica DELETE.
+  absl::Status SendOnly(absl::FunctionRef<size_t(uint64_t, char*)> encode, absl::Time deadline);
   // Checked PUT with the one redo after a lease abort. `value_lkey` != 0:
   // the value is in registered caller memory.
   absl::Status PutImpl(absl::string_view key, absl::string_view value, uint32_t value_lkey,
