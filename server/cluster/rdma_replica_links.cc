@@ -93,32 +93,39 @@ void RdmaReplicaLinks::SenderLoop(Sender* s) {
 void RdmaReplicaLinks::SendAll(std::vector<Send>& sends, absl::string_view key,
                                absl::string_view entry, const wire::ReplicaCommit& tag,
                                absl::Time deadline) {
-  absl::Mutex mu;
-  size_t left = sends.size() > 0 ? sends.size() - 1 : 0;
+  // Shared with the queued tasks: a task may still be inside Unlock() when
+  // this thread wakes and returns, so the mutex must outlive both.
+  struct Pending {
+    absl::Mutex mu;
+    size_t left ABSL_GUARDED_BY(mu) = 0;
+  };
+  auto pending = std::make_shared<Pending>();
   // Only as many in parallel as there are senders; the rest (none with
-  // R <= 3) go after the first on this thread.
+  // R <= 3) go after the first on this thread. The views and `tag` stay
+  // valid: this call returns only after every task is done with them.
   size_t queued = 0;
   for (size_t i = 1; i < sends.size() && queued < senders_.size(); ++i, ++queued) {
+    {
+      absl::MutexLock lock(&pending->mu);
+      ++pending->left;
+    }
     Send* send = &sends[i];
     Sender* s = senders_[queued].get();
     absl::MutexLock lock(&s->mu);
-    s->tasks.push_back([send, key, entry, &tag, deadline, &mu, &left] {
+    s->tasks.push_back([send, key, entry, &tag, deadline, pending] {
       send->status = send->link->Send(key, entry, tag, deadline);
-      absl::MutexLock done(&mu);
-      --left;
+      absl::MutexLock done(&pending->mu);
+      --pending->left;
     });
   }
   for (size_t i = 0; i < sends.size(); ++i) {
     if (i >= 1 && i <= queued) continue;
     sends[i].status = sends[i].link->Send(key, entry, tag, deadline);
-    if (i > 0) {
-      absl::MutexLock done(&mu);
-      --left;
-    }
   }
-  absl::MutexLock lock(&mu);
-  mu.Await(absl::Condition(
-      +[](size_t* n) { return *n == 0; }, &left));
+  absl::MutexLock lock(&pending->mu);
+  pending->mu.Await(absl::Condition(
+      +[](Pending* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu) { return p->left == 0; },
+      pending.get()));
 }
 
 std::shared_ptr<RdmaReplicaLinks::Entry> RdmaReplicaLinks::EntryOf(const std::string& node_id) {
