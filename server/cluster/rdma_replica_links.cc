@@ -148,6 +148,7 @@ std::shared_ptr<RdmaReplicaLink> RdmaReplicaLinks::Get(const v1::ClusterNode& no
     e->address = node.control_address();
     e->incarnation = node.incarnation();
     e->retry_at = absl::InfinitePast();
+    e->said_no_device = false;
   }
   if (e->link != nullptr) return e->link;
   if (!e->connecting && absl::Now() >= e->retry_at) {
@@ -172,8 +173,9 @@ void RdmaReplicaLinks::ConnectLoop() {
       node = std::move(queue_.front());
       queue_.pop_front();
     }
+    bool no_device = false;
     absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> link =
-        Connect(node, absl::Now() + options_.connect_timeout);
+        Connect(node, absl::Now() + options_.connect_timeout, &no_device);
     std::shared_ptr<Entry> e = EntryOf(node.node_id());
     absl::MutexLock lock(&e->mu);
     e->connecting = false;
@@ -182,8 +184,16 @@ void RdmaReplicaLinks::ConnectLoop() {
     }
     if (!link.ok()) {
       connect_failures_->Increment();
-      e->retry_at = absl::Now() + options_.retry_after;
-      LOG(WARNING) << "replication to " << node.node_id() << " uses gRPC: " << link.status();
+      // A backup without a device stays without one for this incarnation:
+      // asked again only every 12 retry periods, and said once at INFO,
+      // not every 5 s as a warning.
+      e->retry_at = absl::Now() + (no_device ? 12 : 1) * options_.retry_after;
+      if (!no_device) {
+        LOG(WARNING) << "replication to " << node.node_id() << " uses gRPC: " << link.status();
+      } else if (!e->said_no_device) {
+        LOG(INFO) << "replication to " << node.node_id() << " uses gRPC: " << link.status();
+      }
+      e->said_no_device = no_device;
       continue;
     }
     connects_->Increment();
@@ -204,7 +214,7 @@ void RdmaReplicaLinks::Drop(const std::string& node_id,
 }
 
 absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
-    const v1::ClusterNode& node, absl::Time deadline) {
+    const v1::ClusterNode& node, absl::Time deadline, bool* no_device) {
   client::ControlSecurity security;
   security.auth_token = options_.auth_token;
   KV_ASSIGN_OR_RETURN(std::unique_ptr<client::ControlClient> control,
@@ -213,6 +223,7 @@ absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
   KV_ASSIGN_OR_RETURN(v1::HandshakeResponse hs,
                       control->Handshake(name, /*wait_for_ready=*/false, deadline));
   if (hs.endpoints().rdma_device().empty()) {
+    *no_device = true;
     return absl::UnavailableError(absl::StrCat(node.node_id(), " has no RDMA device"));
   }
   std::shared_ptr<client::RdmaContext> context;

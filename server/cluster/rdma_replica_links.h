@@ -13,11 +13,12 @@
 // Get() returns a node's link when one is up; otherwise it asks the
 // connector thread to make one and returns null, and the replicator sends
 // that write with the Replicate RPC. So a write never waits for a connect,
-// and the first writes to a new backup go by gRPC. A connect that fails (no
-// device here, no RDMA there, a refused handshake) is tried again after
-// `retry_after`; so is a link dropped by Drop() after its queue pair broke
-// or its session was lost. A node that comes back with another incarnation
-// or address gets a new link.
+// and the first writes to a new backup go by gRPC. A connect that fails (a
+// refused handshake, a device that cannot be opened) is tried again after
+// `retry_after`, and so is a link that Drop() dropped after its queue pair
+// broke or its session was lost; a backup without RDMA is asked again only
+// after 12 times that. A node that comes back with another incarnation or
+// address gets a new link.
 //
 // Thread safety: thread-safe. Lock order: a node's entry, then mu_; the
 // connector holds neither while it connects.
@@ -128,6 +129,7 @@ class RdmaReplicaLinks {
     std::shared_ptr<RdmaReplicaLink> link ABSL_GUARDED_BY(mu);
     absl::Time retry_at ABSL_GUARDED_BY(mu) = absl::InfinitePast();
     bool connecting ABSL_GUARDED_BY(mu) = false;
+    bool said_no_device ABSL_GUARDED_BY(mu) = false;  // logged once per incarnation
   };
   std::shared_ptr<Entry> EntryOf(const std::string& node_id);
   // The connector thread: connects the queued nodes one at a time.
@@ -141,9 +143,10 @@ class RdmaReplicaLinks {
   };
   void SenderLoop(Sender* s);
   // Handshake, open the device if needed, connect. kUnavailable with the
-  // reason when RDMA cannot be used to `node`.
+  // reason when RDMA cannot be used to `node`; *no_device set when the
+  // reason is that `node` has no RDMA device.
   absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> Connect(const v1::ClusterNode& node,
-                                                           absl::Time deadline);
+                                                           absl::Time deadline, bool* no_device);
 
   const RdmaReplicaLinksOptions options_;
   // The client-side series of the links' paths (kvstore_client_*), kept

@@ -414,7 +414,7 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
     }
     // The RDMA sends run here while the gRPC calls are in flight.
     std::vector<size_t> retry;
-    SendOverRdma(req, by_rdma, targets, deadline, &retry);
+    if (!by_rdma.empty()) SendOverRdma(req, by_rdma, targets, deadline, &retry);
     {
       absl::MutexLock lock(&round->mu);
       round->mu.Await(absl::Condition(

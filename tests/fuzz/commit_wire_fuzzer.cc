@@ -32,6 +32,45 @@ namespace {
 
 using wire::CommitOp;
 
+// A replica commit that parsed: its node id (and a delete's key) lie inside
+// `bytes` within their limits, and encoding it again parses to the same.
+void CheckParsedReplicaCommit(absl::string_view bytes, const wire::ParsedCommit& c) {
+  auto inside = [&](absl::string_view v) {
+    return v.data() >= bytes.data() && v.data() + v.size() <= bytes.data() + bytes.size();
+  };
+  KV_FUZZ_CHECK(!c.primary_node_id.empty() &&
+                c.primary_node_id.size() <= wire::kMaxReplicaNodeIdBytes &&
+                c.primary_node_id.size() == c.tag.node_len && inside(c.primary_node_id));
+  wire::ReplicaCommit tag;
+  tag.shard_id = c.tag.shard_id;
+  tag.shard_epoch = c.tag.shard_epoch;
+  tag.seq = c.tag.seq;
+  tag.primary_node_id = c.primary_node_id;
+  tag.primary_incarnation = c.tag.primary_incarnation;
+  std::vector<char> out(wire::CommitBytes(65535));
+  size_t n;
+  if (c.header.op == static_cast<uint8_t>(CommitOp::kReplicaDelete)) {
+    KV_FUZZ_CHECK(!c.key.empty() && c.key.size() == c.header.key_len && inside(c.key));
+    n = wire::EncodeReplicaDeleteCommit(c.header.request_id, c.key, tag, out.data());
+  } else {
+    KV_FUZZ_CHECK(c.key.empty());
+    wire::PutCommit put;
+    put.request_id = c.header.request_id;
+    put.key_len = c.header.key_len;
+    put.lease_id = c.header.lease_id;
+    put.offset = c.header.offset;
+    put.size = c.header.size;
+    n = wire::EncodeReplicaPutCommit(put, tag, out.data());
+  }
+  auto again = wire::ParseCommit(absl::string_view(out.data(), n));
+  KV_FUZZ_CHECK(again.ok() && again->header.op == c.header.op && again->key == c.key);
+  KV_FUZZ_CHECK(again->primary_node_id == c.primary_node_id && again->tag.seq == c.tag.seq &&
+                again->tag.shard_id == c.tag.shard_id &&
+                again->tag.shard_epoch == c.tag.shard_epoch &&
+                again->tag.primary_incarnation == c.tag.primary_incarnation &&
+                again->header.request_id == c.header.request_id);
+}
+
 void CheckParsedCommit(absl::string_view bytes) {
   auto c = wire::ParseCommit(bytes);
   if (!c.ok()) {
@@ -48,6 +87,11 @@ void CheckParsedCommit(absl::string_view bytes) {
     auto again = wire::ParseCommit(absl::string_view(out.data(), n));
     KV_FUZZ_CHECK(again.ok() && again->key == c->key);
     KV_FUZZ_CHECK(again->header.request_id == c->header.request_id);
+    return;
+  }
+  if (c->header.op == static_cast<uint8_t>(CommitOp::kReplicaPut) ||
+      c->header.op == static_cast<uint8_t>(CommitOp::kReplicaDelete)) {
+    CheckParsedReplicaCommit(bytes, *c);
     return;
   }
   KV_FUZZ_CHECK(c->header.op == static_cast<uint8_t>(CommitOp::kPut));
