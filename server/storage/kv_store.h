@@ -433,6 +433,9 @@ class KvStore {
   // Runs that are still pinned are re-queued; runs that became live again go
   // back to kSealed.
   size_t ReclaimReady();
+  // Segments in runs queued by MaybeScheduleReclaim(): free once their grace
+  // period ends (or, if pinned, soon after). Takes reclaim_mu_.
+  uint32_t SegmentsAwaitingGrace();
   // Copies the live entries out of a few sparse sealed single-segment runs.
   // Takes cleaner_mu_.
   void CompactOnce();

@@ -338,9 +338,12 @@ TEST(KvStore, LargeValueChurnNeverFillsAMostlyEmptyPool) {
   auto c = [&](const char* series) { return Value(t.store->registry(), series); };
   std::printf("pool-full answers %d, cleaner moved %lu entries, reclaimed %lu segments\n", full,
               c("kvstore_cleaner_moved_entries_total"), c("kvstore_pool_segments_reclaimed_total"));
-  // 24 x 300 KiB = 7 MiB live in 64 MiB: at most a brief stall, never a stuck pool.
+  // 24 x 300 KiB = 7 MiB live in 64 MiB: at most a brief stall, never a
+  // stuck pool. Whether the cleaner copies anything depends on the draw: the
+  // segments emptied by overwrites, free a grace period later, usually
+  // suffice (CleanerCountsSegmentsInGraceAsFree).
   EXPECT_LT(full, 40);
-  EXPECT_GT(c("kvstore_cleaner_moved_entries_total"), 0u);
+  EXPECT_GT(c("kvstore_pool_segments_reclaimed_total"), 0u);
 }
 
 // Sparse segments in a pool that is mostly free are left alone: copying
@@ -360,6 +363,36 @@ TEST(KvStore, CleanerDoesNotCompactAMostlyFreePool) {
   EXPECT_EQ(Value(t.store->registry(), "kvstore_cleaner_moved_entries_total"), 0u);
   for (int i = 0; i < 2000; i += 10)
     ASSERT_EQ(ValueOf(*t.store, "k" + std::to_string(i)), value) << i;
+}
+
+// Segments emptied by overwrites and waiting out their grace period are
+// about to be free: the cleaner must not copy live entries to make room that
+// is already coming (it used to, counting only segments free right now:
+// under a steady 1 MiB overwrite stream it moved more bytes than clients
+// wrote and took the free segments the writes needed).
+TEST(KvStore, CleanerCountsSegmentsInGraceAsFree) {
+  // 32 segments of 256 KiB; a grace period no pass of this test outlives.
+  TestStore t = MakeStore(8 << 20, 256 << 10, absl::Seconds(60));
+  auto w = t.store->NewWriter();
+  const std::string value(80 << 10, 'g');  // 3 entries per segment
+  for (int i = 0; i < 24; ++i)
+    ASSERT_TRUE(t.store->Put(w.get(), "k" + std::to_string(i), value).ok());
+  // Overwrite two keys in three, four times: the first 8 segments stay a
+  // third live (compaction candidates), the segments of the first three
+  // rounds become wholly dead and wait for their grace period.
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 24; ++i) {
+      if (i % 3 == 0) continue;
+      ASSERT_TRUE(t.store->Put(w.get(), "k" + std::to_string(i), value).ok()) << round << " " << i;
+    }
+  }
+  auto c = [&](const char* series) { return Value(t.store->registry(), series); };
+  // The situation the fix is about: few segments free now, many soon.
+  ASSERT_LT(c("kvstore_pool_segments_free"), 4u);
+  ASSERT_GE(c("kvstore_pool_segments_awaiting_grace"), 12u);
+  for (int i = 0; i < 3; ++i) t.store->RunCleanerOnce();
+  EXPECT_EQ(c("kvstore_cleaner_moved_entries_total"), 0u);
+  for (int i = 0; i < 24; ++i) ASSERT_EQ(ValueOf(*t.store, "k" + std::to_string(i)), value) << i;
 }
 
 TEST(KvStore, CleanerCompactsSparseSegments) {
