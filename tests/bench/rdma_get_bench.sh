@@ -12,7 +12,7 @@
 #   --quick      fewer operations (1000 GETs per latency run, 4 s of 1 MiB GETs)
 #   --out DIR    keep the raw results there (default: a temporary directory,
 #                removed after a successful run)
-#   --no-build   use bazel-bin as it is
+#   --no-build   use the -c opt binaries as they are
 #   --timeout S  kill the VM after S seconds (default 600)
 # Exit status: 0 when every measurement ran; 1 when a build, the VM or a
 # measurement failed; 2 bad usage; 77 skipped (no qemu-system-x86_64).
@@ -39,19 +39,25 @@ if ! command -v "${KV_VM_QEMU:-qemu-system-x86_64}" >/dev/null; then
     echo "rdma_get_bench: SKIPPED: qemu-system-x86_64 not found (deploy/setup.sh installs it)" >&2
     exit 77
 fi
+# -c opt, like perftest's own binaries: an unoptimised client measures the
+# compiler's -O0 code under emulation, not the protocol. The binaries are
+# taken from the opt output tree by name, whatever bazel-bin points at.
 if ((BUILD)); then
-    echo "==> bazel build //server:kvserver //client/kvctl"
-    bazel build //server:kvserver //client/kvctl >/tmp/rdma_get_bench.build.$$ 2>&1 ||
+    echo "==> bazel build -c opt //server:kvserver //client/kvctl"
+    bazel build -c opt //server:kvserver //client/kvctl >/tmp/rdma_get_bench.build.$$ 2>&1 ||
         { tail -n 30 /tmp/rdma_get_bench.build.$$ >&2; rm -f /tmp/rdma_get_bench.build.$$; exit 1; }
     rm -f /tmp/rdma_get_bench.build.$$
 fi
+OPT_BIN=$(bazel info -c opt bazel-bin 2>/dev/null)
 KEEP=1
 [[ -n $OUT ]] || { OUT=$(mktemp -d /tmp/kvbench-rdma-get.XXXXXX) && KEEP=0; }
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd -P)
 # The guest runs copies, so a concurrent rebuild cannot swap them mid-run.
 rm -f "$OUT"/kvserver "$OUT"/kvctl "$OUT"/*.json "$OUT"/*.txt "$OUT"/results.env
-cp "$ROOT/bazel-bin/server/kvserver" "$ROOT/bazel-bin/client/kvctl/kvctl" "$OUT/"
+[[ -x $OPT_BIN/server/kvserver && -x $OPT_BIN/client/kvctl/kvctl ]] ||
+    { echo "rdma_get_bench: no -c opt build in $OPT_BIN (run without --no-build)" >&2; exit 1; }
+cp "$OPT_BIN/server/kvserver" "$OPT_BIN/client/kvctl/kvctl" "$OUT/"
 ENVS=()
 ((QUICK)) && ENVS+=(--env KV_BENCH_LAT_OPS=1000 --env KV_BENCH_BW_SECS=4 --env KV_BENCH_PERF_N=100)
 while IFS= read -r name; do ENVS+=(--env "$name"); done < <(compgen -e | grep '^KV_BENCH_' || true)
