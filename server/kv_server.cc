@@ -183,7 +183,9 @@ absl::Status KvServer::Init() {
     rso.commit_credits = options_.rdma_commit_credits;
     rso.idle_probe_after = options_.rdma_idle_probe_after;
     rso.registry = &registry_;
-    rso.fence_page = fence_page_.get();
+    // Cluster nodes only, unless asked (KvServerOptions::fence_single_node).
+    const bool fenced = !options_.cluster.etcd_endpoints.empty() || options_.fence_single_node;
+    rso.fence_page = fenced ? fence_page_.get() : nullptr;
     KV_ASSIGN_OR_RETURN(
         rdma_, RdmaService::Start(&*device_, &*pd_, pool_.get(), store_.get(), leases_.get(), rso));
   }

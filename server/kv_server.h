@@ -129,6 +129,13 @@ struct KvServerOptions {
 
   // --- Cluster mode (architecture §19.6). Empty etcd_endpoints: single-node.
   ClusterOptions cluster;
+  // Whether a single-node server publishes its fence page (architecture
+  // §19.5) to one-sided readers, as a cluster node always does. Off by
+  // default: with no other node that could take its keys over, a frozen
+  // single node cannot serve data a newer write superseded elsewhere, and
+  // without the page a cached GET is one READ instead of two. The fence
+  // tests turn it on to drive the page of one process.
+  bool fence_single_node = false;
   // Called when etcd says this node's lease expired (it was replaced).
   // Empty: log and _exit(3), as kvserver must (tests inject their own).
   std::function<void()> on_lease_lost;

@@ -65,6 +65,8 @@ absl::Time Deadline() { return absl::Now() + absl::Seconds(10); }
 
 class RdmaFenceTest : public ::testing::Test {
  protected:
+  virtual bool PublishFence() const { return true; }
+
   void SetUp() override {
     KvServerOptions o;
     o.listen_address = "127.0.0.1";
@@ -75,6 +77,8 @@ class RdmaFenceTest : public ::testing::Test {
     o.transport = server::ServerTransport::kRdma;
     o.rdma_device = Env("KV_RDMA_DEVICE");
     o.rdma_ip = Env("KV_RDMA_IP");
+    // A cluster node's page, on one process (no etcd needed).
+    o.fence_single_node = PublishFence();
     auto s = KvServer::Start(o);
     if (!s.ok() && Env("KV_RDMA_DEVICE").empty()) {
       GTEST_SKIP() << "*** no RDMA device (KV_RDMA_DEVICE unset): " << s.status()
@@ -244,6 +248,32 @@ TEST_F(RdmaFenceTest, FenceAllBreaksQueuePairsUntilUnfence) {
   auto it = m.find("kvstore_client_reconnects_total");
   ASSERT_NE(it, m.end());
   EXPECT_GE(it->second, 1u);
+}
+
+// A single-node server as kvserver runs it: no fence page in the handshake,
+// so a cached GET READs the entry alone. The page itself still exists (a
+// cluster node's code path), but readers never look at it: fencing it
+// changes nothing they see.
+class RdmaNoFenceTest : public RdmaFenceTest {
+ protected:
+  bool PublishFence() const override { return false; }
+};
+
+TEST_F(RdmaNoFenceTest, SingleNodeServerPublishesNoFencePage) {
+  ASSERT_NO_FATAL_FAILURE(OpenPath());
+  ASSERT_EQ(path_->name(), "rdma");
+  for (const auto& r : handshake_.regions()) EXPECT_NE(r.kind(), v1::REGION_KIND_FENCE);
+  ASSERT_TRUE(path_->Put("k", "v1", Deadline()).ok());
+  for (int i = 0; i < 3; ++i) {
+    auto got = path_->Get("k", Deadline());
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, "v1");
+  }
+  page().Fence();
+  auto got = path_->Get("k", Deadline());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, "v1");
+  EXPECT_EQ(Refusals(registry_, "fenced"), 0u);
 }
 
 }  // namespace
