@@ -18,6 +18,11 @@
 //
 // Thread safety: a KvClient is thread-safe; share one per process. Many
 // operations may be in flight on one connection at a time (pipelined).
+// With an Abseil built without NDEBUG (Debian's), absl::Mutex tracks every
+// lock in a global deadlock graph; a program that wants the fastest GETs
+// calls absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore)
+// at start, as kvctl and kvserver do (a library should not decide that for
+// its whole process).
 //
 // Metrics: each KvClient counts into a registry of its own; metrics() returns
 // a copy of every series, keyed in Prometheus series syntax (labels sorted by

@@ -29,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "client/kvctl/kvctl_args.h"
 #include "client/kvctl/kvctl_bench_command.h"
 #include "client/kvctl/kvctl_cluster_command.h"
@@ -111,6 +112,10 @@ void InitLogging(const char* argv0) {
 // flags, and runs it. Returns the exit code; exits the process itself only
 // for a flag absl rejects (see ParseFlagsOrExit()).
 int Main(int argc, char** argv) {
+  // As in kvserver: Debian's Abseil keeps absl::Mutex's deadlock detection
+  // on (no NDEBUG), a global lock graph updated on every lock of every GET
+  // (the slot pool, the path lock). The TSan build checks lock order.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   PreprocessedArgs pre = PreprocessArgs(std::vector<std::string>(argv, argv + argc), &KindOfFlag);
   // Help wins over everything else on the line, including errors.
   if (pre.help) {
