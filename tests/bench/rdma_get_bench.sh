@@ -8,8 +8,12 @@
 # RATIOS: under qemu TCG with a software RDMA device the absolute figures are
 # far from hardware. tests/bench/perf_report.sh --rdma runs this script.
 #
-# Usage: tests/bench/rdma_get_bench.sh [--quick] [--out DIR] [--no-build] [--timeout S]
+# Usage: tests/bench/rdma_get_bench.sh [--quick] [--rounds N] [--out DIR] [--no-build] [--timeout S]
 #   --quick      fewer operations (1000 GETs per latency run, 4 s of 1 MiB GETs)
+#   --rounds N   run the whole measurement N times in the one VM boot (default
+#                3) and report each round and the MEDIAN ratios: the VM's
+#                timing changes between rounds (perftest's own latency moved
+#                between 54 and 96 us), and each ratio is taken within a round
 #   --out DIR    keep the raw results there (default: a temporary directory,
 #                removed after a successful run)
 #   --no-build   use the -c opt binaries as they are
@@ -24,6 +28,7 @@ QUICK=0
 OUT=
 BUILD=1
 TIMEOUT=600
+ROUNDS=3
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 while (($#)); do
     case "$1" in
@@ -31,10 +36,12 @@ while (($#)); do
     --no-build) BUILD=0 && shift ;;
     --out) OUT=${2:?--out needs a directory} && shift 2 ;;
     --timeout) TIMEOUT=${2:?--timeout needs seconds} && shift 2 ;;
+    --rounds) ROUNDS=${2:?--rounds needs a count} && shift 2 ;;
     -h | --help) usage && exit 0 ;;
     *) echo "rdma_get_bench: unknown argument $1 (see --help)" >&2 && exit 2 ;;
     esac
 done
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "rdma_get_bench: --rounds needs a positive count" >&2; exit 2; }
 if ! command -v "${KV_VM_QEMU:-qemu-system-x86_64}" >/dev/null; then
     echo "rdma_get_bench: SKIPPED: qemu-system-x86_64 not found (deploy/setup.sh installs it)" >&2
     exit 77
@@ -53,65 +60,80 @@ KEEP=1
 [[ -n $OUT ]] || { OUT=$(mktemp -d /tmp/kvbench-rdma-get.XXXXXX) && KEEP=0; }
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd -P)
-# The guest runs copies, so a concurrent rebuild cannot swap them mid-run.
-rm -f "$OUT"/kvserver "$OUT"/kvctl "$OUT"/*.json "$OUT"/*.txt "$OUT"/results.env
+# The guest runs copies, so a concurrent rebuild cannot swap them mid-run;
+# one directory per round (the guest half writes its results beside them).
+rm -rf "$OUT"/round*
 [[ -x $OPT_BIN/server/kvserver && -x $OPT_BIN/client/kvctl/kvctl ]] ||
     { echo "rdma_get_bench: no -c opt build in $OPT_BIN (run without --no-build)" >&2; exit 1; }
-cp "$OPT_BIN/server/kvserver" "$OPT_BIN/client/kvctl/kvctl" "$OUT/"
+for ((i = 1; i <= ROUNDS; i++)); do
+    mkdir -p "$OUT/round$i"
+    cp "$OPT_BIN/server/kvserver" "$OPT_BIN/client/kvctl/kvctl" "$OUT/round$i/"
+done
 ENVS=()
 ((QUICK)) && ENVS+=(--env KV_BENCH_LAT_OPS=1000 --env KV_BENCH_BW_SECS=4 --env KV_BENCH_PERF_N=100)
 while IFS= read -r name; do ENVS+=(--env "$name"); done < <(compgen -e | grep '^KV_BENCH_' || true)
 
-echo "==> booting the Soft-RoCE VM and running tests/bench/rdma_get_bench_guest.sh in it"
+echo "==> booting the Soft-RoCE VM and running tests/bench/rdma_get_bench_guest.sh in it $ROUNDS time(s)"
 rc=0
-tests/rxe/vm-run.sh --quiet --timeout "$TIMEOUT" --smp 2 --rw "$OUT" "${ENVS[@]}" \
-    -- "$ROOT/tests/bench/rdma_get_bench_guest.sh" "$OUT" || rc=$?
+# shellcheck disable=SC2016 # expanded by the guest's bash
+tests/rxe/vm-run.sh --quiet --timeout "$((TIMEOUT * ROUNDS))" --smp 2 --rw "$OUT" "${ENVS[@]}" \
+    -- bash -c 'for d in "$@"; do echo "== round ${d##*round}"; "$0" "$d" || exit; done' \
+    "$ROOT/tests/bench/rdma_get_bench_guest.sh" $(for ((i = 1; i <= ROUNDS; i++)); do echo "$OUT/round$i"; done) || rc=$?
 if ((rc != 0)); then
     echo "rdma_get_bench: the measurement failed (exit $rc); raw results kept in $OUT" >&2
     exit 1
 fi
 
-python3 - "$OUT" <<'PY' || { echo "rdma_get_bench: could not read the results in $OUT" >&2; exit 1; }
-import json, os, shlex, sys
-out = sys.argv[1]
-r = {}
-for line in open(os.path.join(out, "results.env")):
-    k, _, v = line.rstrip("\n").partition("=")
-    r[k] = shlex.split(v)[0] if v.startswith('"') else v
-def js(name):
-    with open(os.path.join(out, name + ".json")) as f:
-        return json.load(f)
-def ratio(a, b): return "n/a" if not a or not b else f"{a / b:.2f}x"
-lat = r.get("perf_lat_row", "").split()  # bytes iters t_min t_max t_typical t_avg t_stdev 99% 99.9%
-ib_lat = float(lat[4]) if len(lat) >= 9 else None
-bw = r.get("perf_bw_row", "").split()    # bytes iters BW_peak BW_average MsgRate
-ib_bw = float(bw[3]) * 1048576 / 1e9 if len(bw) >= 4 and float(bw[3]) > 0 else None
-hit, miss, big = js("lat_hit"), js("lat_miss"), js("bw_get")
+python3 - "$OUT" "$ROUNDS" <<'PY' || { echo "rdma_get_bench: could not read the results in $OUT" >&2; exit 1; }
+import json, os, shlex, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+
+def load(d):
+    r = {}
+    for line in open(os.path.join(d, "results.env")):
+        k, _, v = line.rstrip("\n").partition("=")
+        r[k] = shlex.split(v)[0] if v.startswith('"') else v
+    js = lambda name: json.load(open(os.path.join(d, name + ".json")))
+    lat = r.get("perf_lat_row", "").split()  # bytes iters t_min t_max t_typical t_avg t_stdev 99% 99.9%
+    bw = r.get("perf_bw_row", "").split()    # bytes iters BW_peak BW_average MsgRate
+    r["ib_lat"] = float(lat[4]) if len(lat) >= 9 else None
+    r["ib_lat99"] = lat[7] if len(lat) >= 9 else "n/a"
+    r["ib_bw"] = float(bw[3]) * 1048576 / 1e9 if len(bw) >= 4 and float(bw[3]) > 0 else None
+    r["ib_bw_n"] = bw[1] if len(bw) > 1 else "?"
+    r["hit"], r["miss"], r["big"] = js("lat_hit"), js("lat_miss"), js("bw_get")
+    return r
+
+def ratio(a, b): return a / b if a and b else None
+def fmt(x): return "n/a" if x is None else f"{x:.2f}x"
+
+runs = [load(os.path.join(out, f"round{i}")) for i in range(1, rounds + 1)]
+r0 = runs[0]
 print()
-print(f"kvstore one-sided GET vs perftest, one run in the Soft-RoCE VM (qemu TCG, {r['nproc']} vCPUs, "
-      f"kernel {r['kernel']})")
+print(f"kvstore one-sided GET vs perftest, {rounds} round(s) in one Soft-RoCE VM boot (qemu TCG, "
+      f"{r0['nproc']} vCPUs, kernel {r0['kernel']})")
 print("SOFTWARE EMULATION: compare the RATIOS; the absolute figures are not RDMA performance.")
 print()
-print(f"64 B GET, one request outstanding, {r['lat_ops']} GETs over {r['lat_keys']} keys (µs)")
-rows = [("", "p50", "p99", "p50 / ib_read_lat")]
-rows.append((f"ib_read_lat -s 64 (t_typical, 99%)", f"{ib_lat:.1f}" if ib_lat else "n/a",
-             lat[7] if len(lat) >= 9 else "n/a", "1.00x"))
-for name, j in (("GET, location cache on (hits)", hit), ("GET, cache off (2 READs: the miss path)", miss)):
-    g = j["latency_us"]["get"]
-    rows.append((name, f"{g['p50']:.1f}", f"{g['p99']:.1f}", ratio(g["p50"], ib_lat)))
-w = [max(len(x[i]) for x in rows) for i in range(4)]
+print(f"64 B GET p50 (p99), one request outstanding, {r0['lat_ops']} GETs over {r0['lat_keys']} keys (µs);"
+      " 1 MiB GET GB/s at concurrency 1")
+head = ("round", "ib_read_lat", "hit", "hit/ib", "miss", "miss/ib", "ib_read_bw", "1 MiB GET", "/ib_bw")
+rows, hits, misses, bigs = [head], [], [], []
+for i, r in enumerate(runs, 1):
+    h, m, b = r["hit"]["latency_us"]["get"], r["miss"]["latency_us"]["get"], r["big"]
+    hr, mr, br = ratio(h["p50"], r["ib_lat"]), ratio(m["p50"], r["ib_lat"]), ratio(b["gb_per_sec"], r["ib_bw"])
+    hits.append(hr); misses.append(mr); bigs.append(br)
+    rows.append((str(i), f"{r['ib_lat']:.1f} ({r['ib_lat99']})" if r["ib_lat"] else "n/a",
+                 f"{h['p50']:.1f} ({h['p99']:.0f})", fmt(hr), f"{m['p50']:.1f} ({m['p99']:.0f})", fmt(mr),
+                 f"{r['ib_bw']:.3f}" if r["ib_bw"] else "n/a", f"{b['gb_per_sec']:.3f}", fmt(br)))
+w = [max(len(x[i]) for x in rows) for i in range(len(head))]
 for x in rows:
-    print("  " + x[0].ljust(w[0]) + "".join("  " + x[i].rjust(w[i]) for i in range(1, 4)))
+    print("  " + "  ".join(x[i].rjust(w[i]) for i in range(len(head))))
+med = lambda xs: None if any(x is None for x in xs) else statistics.median(xs)
 print()
-print(f"1 MiB GET, concurrency 1, {big['seconds']:.1f} s (GB/s = 1e9 B/s)")
-print(f"  ib_read_bw -s 1048576 -n {bw[1] if len(bw) > 1 else '?'}: {ib_bw:.3f} GB/s" if ib_bw else
-      "  ib_read_bw: n/a")
-print(f"  kvctl bench GET 1 MiB: {big['gb_per_sec']:.3f} GB/s, {big['gets']} GETs, "
-      f"p50 {big['latency_us']['get']['p50'] / 1e3:.1f} ms  ->  {ratio(big['gb_per_sec'], ib_bw)} of ib_read_bw")
+print(f"median of {rounds}: hit {fmt(med(hits))}, miss {fmt(med(misses))}, 1 MiB {fmt(med(bigs))} "
+      f"(1 MiB: {r0['big']['seconds']:.1f} s per round, ib_read_bw -n {r0['ib_bw_n']})")
 print()
-print(f"RESULT hit_p50_ratio={ratio(hit['latency_us']['get']['p50'], ib_lat)} "
-      f"miss_p50_ratio={ratio(miss['latency_us']['get']['p50'], ib_lat)} "
-      f"get_1mib_vs_ib_read_bw={ratio(big['gb_per_sec'], ib_bw)}")
+print(f"RESULT hit_p50_ratio={fmt(med(hits))} miss_p50_ratio={fmt(med(misses))} "
+      f"get_1mib_vs_ib_read_bw={fmt(med(bigs))}")
 PY
 ((KEEP)) || rm -rf "$OUT"
 exit 0
