@@ -7,7 +7,9 @@
 #
 # Sections (docs/performance.md explains each):
 #   resp      tests/bench/resp_vs_redis.sh: redis-benchmark against kvserver
-#             and Debian's redis-server (ops/s, p50, server CPU per op).
+#             and Debian's redis-server (ops/s, p50, server CPU per op, split
+#             into user and kernel time), and for the 4 KiB rows the CPU per
+#             op of resp_floor, a responder that stores nothing.
 #   flat      cost against the number of keys: GET and PUT (redis-benchmark,
 #             8 connections, random keys over the whole key space, 16-byte
 #             keys, 32-byte values) with 10 thousand keys loaded and with
@@ -278,12 +280,20 @@ for wl_op in sorted({(r["workload"], r["op"]) for r in resp}):
     kv, rd = pick.get("kvserver"), pick.get("redis")
     if not kv or not rd:
         continue
-    for field, label in (("ops_per_s", "ops/s"), ("server_cpu_us_per_op", "CPU us/op")):
+    fl = pick.get("floor")
+    for who, row, field, label in (
+            ("kvserver", kv, "ops_per_s", "ops/s"),
+            ("kvserver", kv, "server_cpu_us_per_op", "CPU us/op"),
+            ("kvserver", kv, "server_user_us_per_op", "CPU us/op, user"),
+            ("kvserver", kv, "server_sys_us_per_op", "CPU us/op, kernel"),
+            # The responder that stores nothing: the kernel's floor.
+            ("floor", fl, "server_cpu_us_per_op", "CPU us/op of resp_floor (stores nothing)")):
         try:
-            a, b = float(kv[field]), float(rd[field])
-        except ValueError:
+            a, b = float(row[field]), float(rd[field])
+        except (KeyError, TypeError, ValueError):
             continue
-        table.append(("resp", f"{wl_op[0]} {wl_op[1]} {label}", num(a), num(b), "redis", ratio(a, b)))
+        d = 0 if field == "ops_per_s" else 2
+        table.append(("resp", f"{wl_op[0]} {wl_op[1]} {label}", num(a, d), num(b, d), "redis", ratio(a, b)))
 
 flat = [r for r in rows if r["section"] == "flat"]
 for target in ("kvserver", "redis"):

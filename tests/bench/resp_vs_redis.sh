@@ -4,6 +4,7 @@
 # against kvserver. Prints a table; a benchmark, not a test (nothing is gated).
 #
 #   tests/bench/resp_vs_redis.sh [--quick] [--json FILE] [--kvserver BIN --kvctl BIN]
+#                                [--floor BIN]
 #
 # Workloads (redis-benchmark, SET then GET as separate runs, random keys from
 # a 10k key space): 4 KiB values, 32 connections; the same with pipelining
@@ -14,7 +15,14 @@
 # Besides ops/s and latency, each row has the server's CPU time per operation
 # (utime+stime of the server process from /proc/<pid>/stat over the run,
 # divided by the operations): on a shared machine ops/s swing by +-20 %
-# between runs, CPU per operation much less.
+# between runs, CPU per operation much less. It is also split into user
+# and system (kernel) time.
+#
+# The 4 KiB rows run a third target, "floor": tests/bench/resp_floor, a
+# RESP responder that stores nothing (SET values dropped, GET answers a
+# fixed 4 KiB value). Its CPU per operation is what the kernel's TCP path
+# and the wake-ups cost any server for these requests before it does work
+# of its own: a lower bound for kvserver and Redis alike.
 #
 # --kvserver/--kvctl run given binaries instead of building this checkout's
 # (to compare two builds with the same script, one after the other).
@@ -29,7 +37,8 @@ while [[ $# -gt 0 ]]; do
     --json) JSON_OUT="$2"; shift ;;
     --kvserver) KVSERVER_BIN="$2"; shift ;;
     --kvctl) KVCTL_BIN="$2"; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --floor) FLOOR_BIN="$2"; shift ;;
+    -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -48,11 +57,17 @@ else
   KVSERVER_BIN=$BIN/server/kvserver
   KVCTL_BIN=$BIN/client/kvctl/kvctl
 fi
+if [[ -z ${FLOOR_BIN:-} ]]; then
+  bazel build -c opt //tests/bench:resp_floor 2>&1 | tail -1
+  FLOOR_BIN=$(bazel info -c opt bazel-bin 2>/dev/null)/tests/bench/resp_floor
+fi
+[[ -x $FLOOR_BIN ]] || { echo "--floor needs an executable" >&2; exit 2; }
 
 WORK=$(mktemp -d /tmp/kvbench.XXXXXX)
 cleanup() {
   [[ -n "${REDIS_PID:-}" ]] && kill "$REDIS_PID" 2>/dev/null || true
   [[ -n "${KV_PID:-}" ]] && kill "$KV_PID" 2>/dev/null || true
+  [[ -n "${FLOOR_PID:-}" ]] && kill "$FLOOR_PID" 2>/dev/null || true
   wait 2>/dev/null || true
   rm -rf "$WORK"
 }
@@ -67,12 +82,16 @@ REDIS_PID=$!
 "$KVSERVER_BIN" --control_port=0 --resp_port=0 --pool_size=8G --transport=tcp \
   --ready_file="$WORK/kv.ready" 2>"$WORK/kvserver.log" &
 KV_PID=$!
+"$FLOOR_BIN" --port=0 --get_bytes=4096 --ready_file="$WORK/floor.ready" 2>"$WORK/floor.log" &
+FLOOR_PID=$!
 # Prefaulting the 8 GiB pool took 25-70 s on this shared machine: wait up to 300 s.
 for _ in $(seq 3000); do [[ -f "$WORK/kv.ready" ]] && break; sleep 0.1; done
 [[ -f "$WORK/kv.ready" ]] || { cat "$WORK/kvserver.log"; exit 1; }
 KV_RESP=$(sed -n 's/^resp_port=//p' "$WORK/kv.ready")
 KV_CTL=$(sed -n 's/^control_port=//p' "$WORK/kv.ready")
 for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+FLOOR_PORT=$(sed -n 's/^port=//p' "$WORK/floor.ready" 2>/dev/null)
+[[ -n $FLOOR_PORT ]] || { echo "resp_floor did not start: $(cat "$WORK/floor.log")" >&2; exit 1; }
 
 echo "==> machine: $(nproc) cores, $(uname -r); redis $(redis-server --version | awk '{print $3}')"
 echo "    kvserver: $(head -c 300 "$WORK/kvserver.log" | grep -o 'kvserver up.*' | cut -c1-160)"
@@ -82,37 +101,43 @@ echo "    kvserver: $(head -c 300 "$WORK/kvserver.log" | grep -o 'kvserver up.*'
 if [[ $QUICK == 1 ]]; then N4K=50000; NPIPE=200000; N1M=1000; DUR=3s; else N4K=200000; NPIPE=1000000; N1M=4000; DUR=10s; fi
 
 RESULTS="$WORK/results.csv"
-echo "workload,target,op,ops_per_s,p50_ms,p99_ms,errors,server_cpu_us_per_op" >"$RESULTS"
+echo "workload,target,op,ops_per_s,p50_ms,p99_ms,errors,server_cpu_us_per_op,server_user_us_per_op,server_sys_us_per_op" >"$RESULTS"
 
 TCK=$(getconf CLK_TCK)
 # cpu_ticks PID: utime + stime of the process, in clock ticks. The command
 # name (field 2) may hold spaces, so count fields after its closing ")".
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+# user_sys PID: "utime stime" in clock ticks.
+user_sys() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12, $13}'; }
 # us_per_op TICKS OPS: CPU microseconds per operation, "-" without operations.
-us_per_op() { python3 -c 'import sys; t,n,h=map(float,sys.argv[1:]); print(f"{t*1e6/h/n:.1f}" if n else "-")' "$1" "$2" "$TCK"; }
+us_per_op() { python3 -c 'import sys; t,n,h=map(float,sys.argv[1:]); print(f"{t*1e6/h/n:.2f}" if n else "-")' "$1" "$2" "$TCK"; }
 
 # redis-benchmark --csv prints "SET","rps","avg","min","p50","p95","p99","max".
 # One run per operation, so the server's CPU time belongs to that operation.
 rb() {  # workload target port args... (args include -n N)
-  local workload=$1 target=$2 port=$3 pid=$REDIS_PID op n c0 c1 line; shift 3
+  local workload=$1 target=$2 port=$3 pid=$REDIS_PID op n u0 s0 u1 s1 line; shift 3
   [[ $target == kvserver ]] && pid=$KV_PID
+  [[ $target == floor ]] && pid=$FLOOR_PID
   n=$(sed -n 's/.*-n \([0-9]*\).*/\1/p' <<<"$*")
   for op in set get; do
-    c0=$(cpu_ticks "$pid")
+    read -r u0 s0 <<<"$(user_sys "$pid")"
     line=$(redis-benchmark -h 127.0.0.1 -p "$port" -t "$op" -r 10000 --csv "$@" 2>/dev/null |
       tr -d '"' | awk -F, '$1=="SET"||$1=="GET" {printf "%s,%s,%s,%s", $1, $2, $5, $7}')
-    c1=$(cpu_ticks "$pid")
+    read -r u1 s1 <<<"$(user_sys "$pid")"
     [[ -n $line ]] || line="${op^^},0,-,-"
-    echo "$workload,$target,$line,-,$(us_per_op $((c1 - c0)) "$n")" >>"$RESULTS"
+    echo "$workload,$target,$line,-,$(us_per_op $((u1 + s1 - u0 - s0)) "$n"),$(us_per_op $((u1 - u0)) "$n"),$(us_per_op $((s1 - s0)) "$n")" >>"$RESULTS"
   done
 }
 
-for target in redis kvserver; do
+for target in redis kvserver floor; do
   port=$REDIS_PORT; [[ $target == kvserver ]] && port=$KV_RESP
+  [[ $target == floor ]] && port=$FLOOR_PORT
   echo "==> redis-benchmark -> $target: 4 KiB values, 32 connections"
   rb "4KiB c32" "$target" "$port" -d 4096 -c 32 -n "$N4K"
   echo "==> redis-benchmark -> $target: 4 KiB values, 32 connections, pipeline 16"
   rb "4KiB c32 P16" "$target" "$port" -d 4096 -c 32 -P 16 -n "$NPIPE"
+  # The floor answers GET with 4 KiB whatever was SET: no 1 MiB rows for it.
+  [[ $target == floor ]] && continue
   echo "==> redis-benchmark -> $target: 1 MiB values, 4 connections"
   rb "1MiB c4" "$target" "$port" -d 1048576 -c 4 -n "$N1M"
 done
@@ -136,13 +161,13 @@ try:
     out = json.loads(text)
 except ValueError:
     why = (open(err).read().strip().splitlines() or ["no output"])[-1].replace(",", ";")
-    print(f"{w},kvctl->kvserver,{op},0,-,-,failed: {why},-")
+    print(f"{w},kvctl->kvserver,{op},0,-,-,failed: {why},-,-,-")
     sys.exit(0)
 lat = out["latency_us"]["get" if op == "GET" else "put"]
 # The CPU window includes kvctl's preload and connection set-up, so this
 # figure is an upper bound for the measured operations.
-cpu = f"{ticks * 1e6 / tck / out['ops']:.1f}" if out["ops"] else "-"
-print(f"{w},kvctl->kvserver,{op},{out['ops_per_sec']:.0f},{lat['p50']/1000:.3f},{lat['p99']/1000:.3f},{out['errors']},{cpu}")
+cpu = f"{ticks * 1e6 / tck / out['ops']:.2f}" if out["ops"] else "-"
+print(f"{w},kvctl->kvserver,{op},{out['ops_per_sec']:.0f},{lat['p50']/1000:.3f},{lat['p99']/1000:.3f},{out['errors']},{cpu},-,-")
 PY
 }
 echo "==> kvctl bench -> kvserver (TCP): 4 KiB and 1 MiB, 32 threads, $DUR each"
