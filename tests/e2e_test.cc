@@ -338,6 +338,27 @@ TEST_F(EndToEnd, RedisCliTalksToTheServer) {
   EXPECT_EQ(Kvctl({"get", "greeting"}).out, "hello world");
 }
 
+// kvctl bench --zero-copy GETs with KvClient::GetInto into registered
+// buffers: every GET answers with the full value, and a value larger than
+// the buffer (sized by --value-size) is an error naming OUT_OF_RANGE.
+TEST_F(EndToEnd, KvctlBenchZeroCopyGets) {
+  ProcessResult run = Kvctl({"--json", "bench", "--zero-copy", "--keys=8", "--value-size=64K",
+                             "--get-ratio=1", "--ops=200", "--concurrency=3",
+                             absl::StrCat("--seed=", seed_ | 1)});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("\"zero_copy\":true"));
+  EXPECT_THAT(run.out, HasSubstr("\"gets\":200,"));
+  EXPECT_THAT(run.out, HasSubstr("\"errors\":0,"));
+  EXPECT_THAT(run.out, HasSubstr(absl::StrCat("\"value_bytes\":", 200 * 65536, ",")));
+
+  ASSERT_EQ(Kvctl({"put", "bench:00000000"}, std::string(2048, 'x')).exit_code, 0);
+  ProcessResult small = Kvctl({"--json", "bench", "--zero-copy", "--no-preload", "--keys=1",
+                               "--value-size=1K", "--get-ratio=1", "--ops=5", "--concurrency=1"});
+  EXPECT_EQ(small.exit_code, 3) << small.err;
+  EXPECT_THAT(small.out, HasSubstr("\"errors\":5,"));
+  EXPECT_THAT(small.out, HasSubstr("OUT_OF_RANGE"));
+}
+
 TEST_F(EndToEnd, StatJsonAndCleanShutdown) {
   ProcessResult stat = Kvctl({"stat", "--json"});
   ASSERT_EQ(stat.exit_code, 0) << stat.err;

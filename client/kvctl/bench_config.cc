@@ -129,6 +129,7 @@ absl::StatusOr<BenchConfig> MakeBenchConfig(const BenchFlags& flags, uint64_t ra
     config.duration = flags.duration;
   }
   config.preload = flags.preload;
+  config.zero_copy = flags.zero_copy;
   // 0 means "choose one"; a (very unlikely) zero draw becomes 1 so that the
   // printed seed, passed back with --seed, reproduces the run.
   config.seed = flags.seed != 0 ? flags.seed : (random_seed != 0 ? random_seed : 1);

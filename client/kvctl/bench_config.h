@@ -46,6 +46,9 @@ struct BenchConfig {
   uint64_t ops = 0;
   bool preload = true;  // PUT every key once before the timed run
   uint64_t seed = 1;    // drives key choice, GET/PUT choice and values
+  // GETs read into registered memory (KvClient::GetInto), not a copy. The
+  // engine only reports it; the target (kvctl's) acts on it.
+  bool zero_copy = false;
   // How often RunBench() calls its progress callback.
   absl::Duration progress_interval = absl::Seconds(1);
 };
@@ -69,6 +72,7 @@ struct BenchFlags {
   bool ops_given = false;
   bool preload = true;
   uint64_t seed = 0;  // 0: choose one (see MakeBenchConfig)
+  bool zero_copy = false;
 };
 
 // Builds and validates a BenchConfig. --duration and --ops are mutually

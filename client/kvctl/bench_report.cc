@@ -72,8 +72,9 @@ std::string FormatBenchReport(const BenchResult& r) {
   // Labels are padded to 12 columns so the values line up.
   absl::StrAppendFormat(&out, "transport   %s\n", r.transport);
   absl::StrAppendFormat(&out, "seed        %d\n", c.seed);
-  absl::StrAppendFormat(&out, "workload    %d keys, %d-byte values, %g%% GET, %d threads\n", c.keys,
-                        c.value_size, c.get_ratio * 100, c.concurrency);
+  absl::StrAppendFormat(&out, "workload    %d keys, %d-byte values, %g%% GET, %d threads%s\n",
+                        c.keys, c.value_size, c.get_ratio * 100, c.concurrency,
+                        c.zero_copy ? ", zero-copy GETs" : "");
   if (r.preload_keys > 0) {
     absl::StrAppendFormat(&out, "preload     %d keys in %.2f s\n", r.preload_keys,
                           absl::ToDoubleSeconds(r.preload_elapsed));
@@ -111,6 +112,7 @@ std::string BenchResultToJson(const BenchResult& r) {
   j["value_size"] = c.value_size;
   j["get_ratio"] = c.get_ratio;
   j["concurrency"] = c.concurrency;
+  j["zero_copy"] = c.zero_copy;
   j["preload_keys"] = r.preload_keys;
   j["preload_seconds"] = Round3(absl::ToDoubleSeconds(r.preload_elapsed));
   j["seconds"] = Round3(absl::ToDoubleSeconds(r.elapsed));

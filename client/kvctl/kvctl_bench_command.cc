@@ -90,6 +90,7 @@ BenchFlags BenchFlagsFromCommandLine(const Context& context) {
   flags.ops_given = context.given.count("ops") > 0;
   flags.preload = absl::GetFlag(FLAGS_preload);
   flags.seed = absl::GetFlag(FLAGS_seed);
+  flags.zero_copy = absl::GetFlag(FLAGS_zero_copy);
   return flags;
 }
 
@@ -100,10 +101,11 @@ void PrintWorkload(const Context& context, const std::string& transport,
   absl::FPrintF(
       stderr,
       "bench: server %s, transport %s, seed %d, %d keys, %d-byte values, "
-      "%g%% GET, %d threads, %s\n",
+      "%g%% GET, %d threads, %s%s\n",
       context.options.servers[0], transport, config.seed, config.keys, config.value_size,
       config.get_ratio * 100, config.concurrency,
-      config.ops > 0 ? absl::StrCat(config.ops, " ops") : absl::FormatDuration(config.duration));
+      config.ops > 0 ? absl::StrCat(config.ops, " ops") : absl::FormatDuration(config.duration),
+      config.zero_copy ? ", zero-copy GETs" : "");
 }
 
 // Ctrl-C ends the run early; SA_RESETHAND makes a second one fatal, so a
@@ -129,7 +131,7 @@ int RunBenchCommand(const Context& context, const std::vector<std::string>& /*ar
 
   absl::StatusOr<std::unique_ptr<KvClient>> client = ConnectClient(context);
   if (!client.ok()) return Failure(client.status());
-  KvClientBenchTarget target(client->get());
+  KvClientBenchTarget target(client->get(), config->zero_copy ? config->value_size : 0);
   const std::string transport = (*client)->transport_name();
   PrintWorkload(context, transport, *config);
 

@@ -64,6 +64,9 @@ ABSL_FLAG(absl::Duration, duration, absl::Seconds(10),
 ABSL_FLAG(uint64_t, ops, 0, "Total operations to run instead of --duration.");
 ABSL_FLAG(bool, preload, true, "PUT every key once before the run (--no-preload to skip).");
 ABSL_FLAG(uint64_t, seed, 0, "Seed for keys, operations and values; 0 picks one (printed).");
+ABSL_FLAG(bool, zero_copy, false,
+          "GET with KvClient::GetInto into a registered buffer per thread (over RDMA the NIC "
+          "writes the value there; nothing copies it) instead of Get() returning a copy.");
 
 // cluster
 ABSL_FLAG(int, shard, -1, "cluster failover: the shard to fail over (required; -1: none given).");

@@ -48,6 +48,7 @@ ABSL_DECLARE_FLAG(int, concurrency);
 ABSL_DECLARE_FLAG(absl::Duration, duration);
 ABSL_DECLARE_FLAG(uint64_t, ops);
 ABSL_DECLARE_FLAG(bool, preload);
+ABSL_DECLARE_FLAG(bool, zero_copy);
 ABSL_DECLARE_FLAG(uint64_t, seed);
 
 // cluster

@@ -54,6 +54,7 @@ constexpr FlagHelp kFlagHelp[] = {
     {"ops",         "bench", "N"},
     {"preload",     "bench", nullptr},
     {"seed",        "bench", "S"},
+    {"zero_copy",   "bench", nullptr},
     {"shard",       "cluster", "N"},
     {"to",          "cluster", "NODE"},
     {"dry_run",     "cluster", nullptr},

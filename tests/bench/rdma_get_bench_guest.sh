@@ -17,7 +17,9 @@
 # Steps: kvserver --transport=rdma; 64 B keys preloaded over TCP; GET
 # latency at concurrency 1 with the location cache (hits) and with
 # --rdma_location_cache_entries=0 (every GET two READs: the miss path); 1 MiB
-# keys preloaded over TCP and GET for BW_SECS at concurrency 1; kvserver
+# keys preloaded over TCP and GET for BW_SECS at concurrency 1, once with
+# Get() (the value copied into a std::string) and once with --zero-copy
+# (GetInto a registered buffer: the NIC writes the value there); kvserver
 # stopped; ib_read_lat -s 64 and ib_read_bw -s 1048576 -n on the device.
 set -uo pipefail
 
@@ -92,6 +94,9 @@ kvbench preload_big tcp --keys="$BW_KEYS" --value-size=1M --get-ratio=0 --ops=1 
 say "1 MiB GET throughput: ${BW_SECS}s, 1 thread"
 kvbench bw_get rdma --keys="$BW_KEYS" --value-size=1M --get-ratio=1 --duration="${BW_SECS}s" \
     --concurrency=1 --no-preload --seed=5 || die "1 MiB run failed"
+say "1 MiB GET throughput, zero copy (GetInto a registered buffer): ${BW_SECS}s, 1 thread"
+kvbench bw_get_zc rdma --keys="$BW_KEYS" --value-size=1M --get-ratio=1 --duration="${BW_SECS}s" \
+    --concurrency=1 --no-preload --seed=5 --zero-copy || die "1 MiB zero-copy run failed"
 say "stopping kvserver"
 kill -TERM "$SERVER_PID"
 wait "$SERVER_PID"
