@@ -176,7 +176,8 @@ class RdmaReader {
   absl::StatusOr<size_t> ServerGet(const Request& req);
 
   // Up to kBatch keys: all bucket READs in one doorbell, then one READ per
-  // key with a single small candidate; the rest go through GetOne().
+  // key with a single plausible candidate (large entries too, into pooled
+  // buffers), all in a second doorbell; the rest go through GetOne().
   absl::Status MultiGetBatch(absl::Span<const std::string> keys, absl::Time deadline,
                              absl::StatusOr<std::string>* out);
   // Posts and waits for the bucket READs of `keys` into `slots` and the
@@ -185,8 +186,9 @@ class RdmaReader {
                                 const std::vector<OpSlot*>& slots,
                                 std::vector<layout::KeyHash>* hashes, absl::Time deadline,
                                 absl::Duration* t0, FenceRead* fence);
-  // READs and verifies the entries of keys with exactly one plausible small
-  // candidate, filling `out` for those that verified within the span.
+  // READs and verifies the entries of keys with exactly one plausible
+  // candidate, whatever its size, filling `out` for those that verified
+  // within the span.
   absl::Status ReadSingleCandidates(absl::Span<const std::string> keys,
                                     const std::vector<OpSlot*>& slots,
                                     const std::vector<layout::KeyHash>& hashes, absl::Time deadline,
