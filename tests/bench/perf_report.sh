@@ -13,7 +13,9 @@
 #   flat      cost against the number of keys: GET and PUT (redis-benchmark,
 #             8 connections, random keys over the whole key space, 16-byte
 #             keys, 32-byte values) with 10 thousand keys loaded and with
-#             10 million, on the same server configuration: p50, ops/s,
+#             10 million, on two servers of the same configuration, up side
+#             by side and measured alternately (3 pairs; 2 with --quick),
+#             each pair's ratio taken within it, the median shown: p50, ops/s,
 #             server CPU per op; kvserver's index load factor and index-full
 #             refusals. Redis is measured the same way for reference.
 #   memory    bytes per key after loading 10 million keys (16 B key, 32 B
@@ -30,8 +32,8 @@
 # --quick: 1 million keys instead of 10 million, 100 thousand 1 KiB values
 # instead of 1 million, shorter measurements, resp_vs_redis.sh --quick.
 # The full run takes about 10-15 minutes on 2 cores (loading 10 million keys
-# into each server takes 1.5-3 minutes of it) and peaks near 2 GiB for
-# kvserver and 1.5 GiB for Redis, one server at a time.
+# into each server takes 1.5-3 minutes of it) and peaks near 4 GiB for the
+# two kvservers of the flat section and 1.5 GiB for Redis.
 #
 # --targets limits the flat and memory sections to some servers (e.g. only
 # kvserver, to compare two builds); the table then lacks the Redis peers.
@@ -80,9 +82,9 @@ fi
 KV_EXTRA_FLAGS=${KV_EXTRA_FLAGS---transparent_hugepages}
 
 if [[ $QUICK == 1 ]]; then
-  N_SMALL=10000; N_LARGE=1000000; N_BIG=100000; OPS=100000
+  N_SMALL=10000; N_LARGE=1000000; N_BIG=100000; OPS=100000; REPS=2
 else
-  N_SMALL=10000; N_LARGE=10000000; N_BIG=1000000; OPS=300000
+  N_SMALL=10000; N_LARGE=10000000; N_BIG=1000000; OPS=300000; REPS=3
 fi
 SMALL_VALUE=32
 BIG_VALUE=1024
@@ -91,6 +93,7 @@ WORK=$(mktemp -d /tmp/kvperf.XXXXXX)
 ROWS="$WORK/rows.jsonl"
 : >"$ROWS"
 SERVER_PID=""
+ALL_PIDS=()  # every server started, for the exit trap
 stop_server() {
   if [[ -n $SERVER_PID ]]; then
     kill "$SERVER_PID" 2>/dev/null || true
@@ -98,7 +101,11 @@ stop_server() {
     SERVER_PID=""
   fi
 }
-cleanup() { stop_server; rm -rf "$WORK"; }
+cleanup() {
+  for pid in "${ALL_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -117,6 +124,7 @@ start_server() {
     redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
       --protected-mode no --daemonize no --logfile "$WORK/redis.log" &
     SERVER_PID=$!
+    ALL_PIDS+=("$SERVER_PID")
     for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
     return
   fi
@@ -133,12 +141,14 @@ start_server() {
   # Assembling the huge pages can make start-up take a minute on a busy host.
   "$KVSERVER_BIN" --control_port=0 --resp_port=0 --transport=tcp $KV_EXTRA_FLAGS \
     --pool_size="${pool_mib}M" --index_buckets="$buckets" \
-    --ready_file="$WORK/kv.ready" 2>"$WORK/kvserver.log" &
+    --ready_file="$WORK/kv.ready" 2>"$WORK/kvserver.${#ALL_PIDS[@]}.log" &
   SERVER_PID=$!
+  ALL_PIDS+=("$SERVER_PID")
   for _ in $(seq 3000); do [[ -f "$WORK/kv.ready" ]] && break; sleep 0.1; done
-  [[ -f "$WORK/kv.ready" ]] || { cat "$WORK/kvserver.log" >&2; exit 1; }
+  local log="$WORK/kvserver.$((${#ALL_PIDS[@]} - 1)).log"
+  [[ -f "$WORK/kv.ready" ]] || { cat "$log" >&2; exit 1; }
   PORT=$(sed -n 's/^resp_port=//p' "$WORK/kv.ready")
-  echo "    $(grep -o 'kvserver up.*' "$WORK/kvserver.log" | cut -c1-110)"
+  echo "    $(grep -o 'kvserver up.*' "$log" | cut -c1-110)"
 }
 
 info_json() { python3 tests/bench/perf_keys.py info "$PORT"; }
@@ -151,21 +161,22 @@ load() {
   echo "$out"
 }
 
-# measure TARGET KEYS VALUE_SIZE: GET and PUT rows for the loaded server.
+# measure TARGET KEYS VALUE_SIZE REP: GET and PUT rows for the loaded server.
 measure() {
-  local target=$1 keys=$2 vsize=$3 op c0 c1 line info
+  local target=$1 keys=$2 vsize=$3 rep=$4 op c0 c1 line info
   for op in get set; do
     c0=$(cpu_ticks "$SERVER_PID")
     line=$(redis-benchmark -h 127.0.0.1 -p "$PORT" -t "$op" -r "$keys" -d "$vsize" -c 8 \
       -n "$OPS" --csv 2>/dev/null | tr -d '"' | awk -F, '$1=="SET"||$1=="GET" {print $2, $5, $7}')
     c1=$(cpu_ticks "$SERVER_PID")
     info=$(info_json)
-    python3 - "$target" "$keys" "$op" "$OPS" "$((c1 - c0))" "$TCK" "$line" "$info" >>"$ROWS" <<'PY'
+    python3 - "$target" "$keys" "$op" "$OPS" "$((c1 - c0))" "$TCK" "$line" "$info" "$rep" >>"$ROWS" <<'PY'
 import json, sys
-target, keys, op, n, ticks, tck, line, info = sys.argv[1:9]
+target, keys, op, n, ticks, tck, line, info, rep = sys.argv[1:10]
 rps, p50, p99 = (line.split() + ["0", "0", "0"])[:3]
 info = json.loads(info)
-row = {"section": "flat", "target": target, "keys": int(keys), "op": "GET" if op == "get" else "PUT",
+row = {"section": "flat", "target": target, "keys": int(keys), "rep": int(rep),
+       "op": "GET" if op == "get" else "PUT",
        "ops_per_s": float(rps), "p50_ms": float(p50), "p99_ms": float(p99),
        "server_cpu_us_per_op": round(float(ticks) * 1e6 / float(tck) / int(n), 2)}
 if target == "kvserver":
@@ -227,20 +238,27 @@ if [[ $SKIP_RESP == 0 ]]; then
 fi
 
 for target in $TARGETS; do
-  echo "==> key-count flatness and memory, $target: $N_SMALL then $N_LARGE keys ($SMALL_VALUE B values)"
+  echo "==> key-count flatness and memory, $target: $N_LARGE and $N_SMALL keys, alternately ($SMALL_VALUE B values)"
   # Two fresh servers of the same configuration (sized for the large key
   # count), so the only difference between the runs is the number of keys,
   # and the memory figure holds no dead entries from a PUT run.
+  # Both stay up, and the measurements alternate large, small, large, ...
+  # REPS times: the machine's speed drifts over minutes, and a comparison
+  # made within each pair, seconds apart, cancels most of that drift.
   start_server "$target" "$N_LARGE" "$SMALL_VALUE"
   empty=$(info_json); rss=$(rss_bytes)
   loaded=$(load "$target" "$N_LARGE" "$SMALL_VALUE")
   memory "$target" "$N_LARGE" "$SMALL_VALUE" "$empty" "$loaded" "$rss"
-  measure "$target" "$N_LARGE" "$SMALL_VALUE"
-  stop_server
+  large_port=$PORT large_pid=$SERVER_PID
   start_server "$target" "$N_LARGE" "$SMALL_VALUE"
   load "$target" "$N_SMALL" "$SMALL_VALUE" >/dev/null
-  measure "$target" "$N_SMALL" "$SMALL_VALUE"
-  stop_server
+  small_port=$PORT small_pid=$SERVER_PID
+  for rep in $(seq "$REPS"); do
+    PORT=$large_port SERVER_PID=$large_pid measure "$target" "$N_LARGE" "$SMALL_VALUE" "$rep"
+    PORT=$small_port SERVER_PID=$small_pid measure "$target" "$N_SMALL" "$SMALL_VALUE" "$rep"
+  done
+  SERVER_PID=$large_pid; stop_server
+  SERVER_PID=$small_pid; stop_server
   echo "==> memory, $target: $N_BIG keys of $BIG_VALUE B values"
   start_server "$target" "$N_BIG" "$BIG_VALUE"
   empty=$(info_json); rss=$(rss_bytes)
@@ -263,7 +281,7 @@ else
 fi
 
 python3 - "$ROWS" "$WORK/resp.json" "$WORK/resp.out" "$WORK/rdma.out" "$JSON_OUT" "$QUICK" <<'PY'
-import json, os, sys
+import json, os, statistics, sys
 rows_path, resp_json, resp_out, rdma_out, json_out, quick = sys.argv[1:7]
 rows = [json.loads(l) for l in open(rows_path) if l.strip()]
 resp = json.load(open(resp_json)) if os.path.exists(resp_json) else []
@@ -281,13 +299,13 @@ for wl_op in sorted({(r["workload"], r["op"]) for r in resp}):
     if not kv or not rd:
         continue
     fl = pick.get("floor")
-    for who, row, field, label in (
-            ("kvserver", kv, "ops_per_s", "ops/s"),
-            ("kvserver", kv, "server_cpu_us_per_op", "CPU us/op"),
-            ("kvserver", kv, "server_user_us_per_op", "CPU us/op, user"),
-            ("kvserver", kv, "server_sys_us_per_op", "CPU us/op, kernel"),
+    for row, field, label in (
+            (kv, "ops_per_s", "ops/s"),
+            (kv, "server_cpu_us_per_op", "CPU us/op"),
+            (kv, "server_user_us_per_op", "CPU us/op, user"),
+            (kv, "server_sys_us_per_op", "CPU us/op, kernel"),
             # The responder that stores nothing: the kernel's floor.
-            ("floor", fl, "server_cpu_us_per_op", "CPU us/op of resp_floor (stores nothing)")):
+            (fl, "server_cpu_us_per_op", "CPU us/op of resp_floor (stores nothing)")):
         try:
             a, b = float(row[field]), float(rd[field])
         except (KeyError, TypeError, ValueError):
@@ -302,16 +320,27 @@ for target in ("kvserver", "redis"):
         continue
     small, large = min(r["keys"] for r in mine), max(r["keys"] for r in mine)
     for op in ("GET", "PUT"):
-        a = next((r for r in mine if r["keys"] == large and r["op"] == op), None)
-        b = next((r for r in mine if r["keys"] == small and r["op"] == op), None)
-        if not a or not b:
+        # The rows alternate large, small, large, ...: each pair is compared
+        # within itself, and the table shows the median of the pairs.
+        pairs = []
+        for rep in sorted({r.get("rep", 1) for r in mine}):
+            pick = lambda keys: next((r for r in mine if r["keys"] == keys and r["op"] == op
+                                      and r.get("rep", 1) == rep), None)
+            if pick(large) and pick(small):
+                pairs.append((pick(large), pick(small)))
+        if not pairs:
             continue
+        a, b = pairs[-1]  # the last pair's index figures
         for field, label in (("p50_ms", "p50 ms"), ("server_cpu_us_per_op", "CPU us/op"),
                              ("ops_per_s", "ops/s")):
-            table.append(("flat", f"{target} {op} {label}, {large:,} keys vs {small:,}",
-                          num(a[field], 3 if field == "p50_ms" else 1),
-                          num(b[field], 3 if field == "p50_ms" else 1),
-                          f"{target}@{small:,}", ratio(a[field], b[field])))
+            ratios = [x[field] / y[field] for x, y in pairs if x[field] and y[field]]
+            each = " / ".join(f"{q:.2f}" for q in ratios)
+            digits = 3 if field == "p50_ms" else 1
+            table.append(("flat", f"{target} {op} {label}, {large:,} keys vs {small:,} "
+                          f"(median of {len(pairs)} pairs: {each})",
+                          num(statistics.median(x[field] for x, _ in pairs), digits),
+                          num(statistics.median(y[field] for _, y in pairs), digits),
+                          f"{target}@{small:,}", f"{statistics.median(ratios):.2f}" if ratios else "-"))
         if target == "kvserver":
             table.append(("flat", f"kvserver index load factor / refusals after {op} run",
                           f"{a['index_load_factor']} / {a['index_full_refusals']}",
