@@ -234,6 +234,39 @@ TEST_F(RdmaFaults, OverwriteAfterCommitIsCaughtByServerReads) {
   EXPECT_EQ(Counter("kvstore_modified_after_commit_total"), caught + 1);
 }
 
+// The same for a one-sided reader of an entry large enough to be READ in
+// pieces and checksummed piece by piece (read_chunks.h): a byte changed in
+// the last piece must fail the checksum, on the location-cache hit path and
+// on the two-READ path, and the server (asked after the retries) refuses the
+// changed entry too. The changed bytes are never returned.
+TEST_F(RdmaFaults, OverwriteInALargeEntrysLastPieceIsCaughtByOneSidedReads) {
+  auto raw = Raw();
+  ASSERT_NE(raw, nullptr);
+  auto lease = raw->Grant(768 << 10);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  const std::string value(600 << 10, 'v');
+  const std::string entry = Entry("large?", value);
+  ASSERT_TRUE(raw->Write(lease->write_addr(), lease->write_rkey(), entry).ok());
+  ASSERT_TRUE(raw->Commit(lease->lease_id(), lease->arena_offset(), entry.size()).ok());
+  client::Options o;
+  o.servers = {server_->control_address()};
+  o.transport = client::TransportMode::kRdma;
+  auto c = client::KvClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto first = (*c)->Get("large?");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(*first == value);  // and its location is cached now
+  std::string changed = entry;
+  changed[layout::kEntryHeaderBytes + 6 + (580 << 10)] = 'X';
+  ASSERT_TRUE(raw->Write(lease->write_addr(), lease->write_rkey(), changed).ok());
+  auto second = (*c)->Get("large?");
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kDataLoss) << second.status();
+  const std::map<std::string, uint64_t> k = (*c)->metrics();
+  EXPECT_GE(testing::SeriesValue(k, R"(kvstore_client_location_cache_total{result="stale"})"), 1u);
+  EXPECT_GE(testing::SeriesValue(k, "kvstore_client_checksum_retries_total"), 1u);
+  EXPECT_GE(testing::SeriesValue(k, "kvstore_client_server_fallback_gets_total"), 1u);
+}
+
 TEST_F(RdmaFaults, IdleLiveClientsSurviveProbes) {
   client::Options o;
   o.servers = {server_->control_address()};

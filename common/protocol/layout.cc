@@ -77,6 +77,23 @@ uint64_t EntryChecksum(const EntryHeader& header, absl::string_view key, absl::s
   return XXH3_64bits_digest(&state);
 }
 
+// The same three updates as EntryChecksum(), the value's spread over calls:
+// XXH3's streaming digest does not depend on how the input was split.
+EntryHasher::EntryHasher(const EntryHeader& header, absl::string_view key)
+    : state_(new XXH3_state_t) {  // over-aligned: C++17's aligned new
+  XXH3_64bits_reset(state_.get());
+  XXH3_64bits_update(state_.get(), &header, kChecksummedHeaderBytes);
+  XXH3_64bits_update(state_.get(), key.data(), key.size());
+}
+
+void EntryHasher::Update(absl::string_view value_piece) {
+  XXH3_64bits_update(state_.get(), value_piece.data(), value_piece.size());
+}
+
+uint64_t EntryHasher::Digest() const { return XXH3_64bits_digest(state_.get()); }
+
+void EntryHasher::FreeState::operator()(XXH3_state_s* s) const { delete s; }
+
 EntryHeader MakeHeader(absl::string_view key, absl::string_view value, uint64_t version) {
   EntryHeader h;
   h.magic = kEntryMagic;

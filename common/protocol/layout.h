@@ -34,12 +34,16 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+
+// libxxhash's hash state, kept opaque here (see EntryHasher).
+struct XXH3_state_s;
 
 namespace kvstore {
 namespace layout {
@@ -128,6 +132,24 @@ constexpr uint64_t EntryBytes(uint64_t key_len, uint64_t value_len) {
 // Checksum of an entry whose value may live apart from its header and key
 // (zero-copy PUT gathers them from two buffers).
 uint64_t EntryChecksum(const EntryHeader& header, absl::string_view key, absl::string_view value);
+
+// EntryChecksum() over a value that arrives in pieces: a chunked RDMA READ
+// checksums each piece as it lands, while later pieces are still on the
+// wire. Construct with the header and key, Update() with the value's
+// pieces in order, then Digest() equals EntryChecksum(header, key, value).
+// Not thread-safe; movable. Allocates its hash state (~600 bytes).
+class EntryHasher {
+ public:
+  EntryHasher(const EntryHeader& header, absl::string_view key);
+  void Update(absl::string_view value_piece);
+  uint64_t Digest() const;
+
+ private:
+  struct FreeState {
+    void operator()(XXH3_state_s* s) const;
+  };
+  std::unique_ptr<XXH3_state_s, FreeState> state_;
+};
 
 // Fills `header` for key/value and computes its checksum.
 EntryHeader MakeHeader(absl::string_view key, absl::string_view value, uint64_t version);

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <utility>
 
+#include "client/internal/rdma/read_chunks.h"
 #include "common/protocol/commit_wire.h"
 #include "common/rdma/gid.h"
 #include "common/status_macros.h"
@@ -46,7 +47,9 @@ absl::Status RdmaConnection::CreateQueuePair(rdma::QpCaps* caps) {
   int gid_index = 0;
   auto found = rdma::FindRoceV2GidIndex(ctx_->device, ctx_->device.port(), "");
   if (found.ok()) gid_index = *found;
-  caps->max_send_wr = 4 * kSlots + 64;
+  // Up to kMaxReadChunks + 1 work requests per slot (a large GET's pieces
+  // and its fence READ: read_chunks.h), and room to spare.
+  caps->max_send_wr = (kMaxReadChunks + 2) * kSlots + 64;
   caps->max_recv_wr = 256;
   caps->max_send_sge = 3;  // zero-copy GET: header+key, the caller's buffer, padding
   caps->max_recv_sge = 1;

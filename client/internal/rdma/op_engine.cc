@@ -69,6 +69,7 @@ uint64_t OpEngine::NewRequest(OpSlot* s) {
   s->generation++;
   s->request_id = (s->generation << 16) | static_cast<uint64_t>(s->index);
   s->done.store(false, std::memory_order_relaxed);
+  s->reads.store(0, std::memory_order_relaxed);
   s->ack = absl::OkStatus();
   s->wc_status = IBV_WC_SUCCESS;
   return s->request_id;
@@ -78,6 +79,7 @@ uint64_t OpEngine::NewRequest(OpSlot* s) {
 // by an ack.
 void OpEngine::Arm(OpSlot* s) {
   s->done.store(false, std::memory_order_relaxed);
+  s->reads.store(0, std::memory_order_relaxed);
   s->wc_status = IBV_WC_SUCCESS;
 }
 
@@ -181,12 +183,16 @@ void OpEngine::PollOnce() {
       MarkBroken(rdma::WcStatusToStatus(wc[i], kind == kKindRead ? "RDMA READ" : "RDMA SEND"));
       s.wc_status = wc[i].status;
       s.ack = absl::UnavailableError("RDMA work request failed");
+      s.reads.fetch_add(kReadsFailed, std::memory_order_release);
       s.done.store(true, std::memory_order_release);
       continue;
     }
     // A successful signaled SEND (commit) is only bookkeeping: the ack
     // completes the operation.
-    if (kind == kKindRead) s.done.store(true, std::memory_order_release);
+    if (kind == kKindRead) {
+      s.reads.fetch_add(1, std::memory_order_release);
+      s.done.store(true, std::memory_order_release);
+    }
   }
 }
 
@@ -194,6 +200,15 @@ void OpEngine::PollOnce() {
 // later, into a slot that has been reused, so the queue pair cannot be
 // trusted either.
 absl::Status OpEngine::Wait(OpSlot* s, absl::Time deadline) {
+  return WaitUntil(s, deadline, [s] { return s->done.load(std::memory_order_acquire); });
+}
+
+absl::Status OpEngine::WaitReads(OpSlot* s, uint32_t n, absl::Time deadline) {
+  return WaitUntil(s, deadline, [s, n] { return s->reads.load(std::memory_order_acquire) >= n; });
+}
+
+template <typename Ready>
+absl::Status OpEngine::WaitUntil(OpSlot* s, absl::Time deadline, Ready ready) {
   // Three phases, so that a wait costs CPU in proportion to how fast the
   // answer usually comes:
   //  * busy-poll for kBusyPoll: a READ completes within tens of µs, and a
@@ -215,7 +230,7 @@ absl::Status OpEngine::Wait(OpSlot* s, absl::Time deadline) {
   enum class Phase { kSpin, kYield, kSleep } phase = Phase::kSpin;
   absl::Duration sleep = kFirstSleep;
   int idle = 0;
-  while (!s->done.load(std::memory_order_acquire)) {
+  while (!ready()) {
     if (broken_) return absl::UnavailableError("RDMA data path broken; reconnecting");
     // One poller at a time; the others spin on their own slot's flag, which
     // the poller sets for them.
@@ -223,7 +238,7 @@ absl::Status OpEngine::Wait(OpSlot* s, absl::Time deadline) {
       PollOnce();
       poll_mu_.Unlock();
     }
-    if (s->done.load(std::memory_order_acquire)) break;
+    if (ready()) break;
     if (++idle <= 64) continue;
     switch (phase) {
       case Phase::kSpin:

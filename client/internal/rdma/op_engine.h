@@ -61,9 +61,16 @@ struct OpSlot {
   uint64_t generation = 0;  // bumped per commit; also the entry's version
   uint64_t request_id = 0;  // (generation << 16) | index: matches acks to slots
   std::atomic<bool> done{false};
+  // Signaled READs of this slot completed since Arm(), plus kReadsFailed
+  // once one failed: a chunked READ waits for each of its pieces in turn.
+  std::atomic<uint32_t> reads{0};
   ibv_wc_status wc_status = IBV_WC_SUCCESS;
   absl::Status ack;
 };
+
+// Added to OpSlot::reads by a failed work request: above any count a
+// waiter asks for, so the waiter wakes, and sees the failure in wc_status.
+inline constexpr uint32_t kReadsFailed = 1u << 31;
 
 // How Wait() spends the time until a completion (see OpEngine::Wait):
 // busy-poll, then yield between polls, then sleep between polls doubling
@@ -125,6 +132,10 @@ class OpEngine {
   // or becomes broken, or when `s`'s work request failed;
   // kDeadlineExceeded (and the path breaks) past `deadline`.
   absl::Status Wait(OpSlot* s, absl::Time deadline);
+  // Waits until `n` signaled READs posted on `s` since Arm() have completed
+  // (for a READ in pieces, each signaled, checked as it lands). Errors as
+  // Wait(); a failed READ ends the wait with kUnavailable.
+  absl::Status WaitReads(OpSlot* s, uint32_t n, absl::Time deadline);
 
   // True once the path broke; every later operation fails with kUnavailable.
   bool broken() const { return broken_.load(); }
@@ -137,6 +148,10 @@ class OpEngine {
   WaitPolicy wait_;
 
   absl::Status Post(absl::Status s);
+  // Wait() and WaitReads(): polls (busy, then yielding, then sleeping) until
+  // `ready()`; then reports `s`'s work-request status.
+  template <typename Ready>
+  absl::Status WaitUntil(OpSlot* s, absl::Time deadline, Ready ready);
   // Drains the CQ once.
   void PollOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(poll_mu_);
   // Matches the ack in receive `i` to its slot and posts the receive again.

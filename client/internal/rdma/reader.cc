@@ -272,10 +272,8 @@ RdmaReader::Attempt RdmaReader::ReadCandidate(const Request& req, const Slot& sl
   EntryRead plan;
   if (absl::Status p = PlanEntryRead(req, slot, s, &plan); !p.ok()) return {Attempt::kDone, p};
   const absl::Duration entry_start = SteadyNow();
-  engine_->Arm(s);
-  absl::Status posted =
-      engine_->PostRead(absl::MakeConstSpan(plan.sges, plan.nsge), remote, region->rkey, s);
-  if (posted.ok()) posted = engine_->Wait(s, req.deadline);
+  std::optional<uint64_t> computed;
+  absl::Status posted = ReadEntry(req, slot, plan, remote, region->rkey, s, nullptr, &computed);
   if (!posted.ok()) {
     if (plan.big) pool_->Release(std::move(plan.big));
     return {Attempt::kDone, posted};
@@ -296,7 +294,7 @@ RdmaReader::Attempt RdmaReader::ReadCandidate(const Request& req, const Slot& sl
     return {Attempt::kDone, f};
   }
   absl::StatusOr<size_t> verified =
-      Verify(req.key, slot, plan.local, req.dest, req.out, req.header_only);
+      Verify(req.key, slot, plan.local, req.dest, req.out, req.header_only, computed);
   layout::EntryHeader header;
   std::memcpy(&header, plan.local, sizeof(header));
   if (plan.big) pool_->Release(std::move(plan.big));
@@ -367,7 +365,7 @@ absl::Status RdmaReader::PlanEntryRead(const Request& req, const Slot& slot, OpS
 // "another key" (kNotFound), not as a torn entry worth retrying.
 absl::StatusOr<size_t> RdmaReader::Verify(absl::string_view key, const Slot& slot,
                                           const char* local, const UserDest* dest, std::string* out,
-                                          bool header_only) {
+                                          bool header_only, std::optional<uint64_t> computed) {
   layout::EntryHeader h;
   std::memcpy(&h, local, sizeof(h));
   if (h.magic != layout::kEntryMagic) return absl::DataLossError("bad magic");
@@ -380,8 +378,11 @@ absl::StatusOr<size_t> RdmaReader::Verify(absl::string_view key, const Slot& slo
   }
   if (header_only) return size_t{h.value_len};
   if (dest == nullptr) {
-    auto v = layout::VerifyEntry(absl::string_view(local, slot.size), key);
+    const absl::string_view bytes(local, slot.size);
+    // The key was compared above; only the checksum is left to check.
+    auto v = computed ? layout::ParseEntryHeader(bytes) : layout::VerifyEntry(bytes, key);
     if (!v.ok()) return v.status();
+    if (computed && *computed != h.checksum) return absl::DataLossError("entry checksum mismatch");
     out->assign(v->value.data(), v->value.size());
     return v->value.size();
   }
@@ -392,7 +393,9 @@ absl::StatusOr<size_t> RdmaReader::Verify(absl::string_view key, const Slot& slo
         absl::StrCat("value is ", h.value_len, " bytes; the buffer holds ", dest->capacity));
   }
   // The value went straight to the caller's buffer: checksum it there.
-  if (layout::EntryChecksum(h, key, absl::string_view(dest->data, h.value_len)) != h.checksum) {
+  const uint64_t sum = computed ? *computed
+                                : layout::EntryChecksum(h, key, absl::string_view(dest->data, h.value_len));
+  if (sum != h.checksum) {
     return absl::DataLossError("entry checksum mismatch");
   }
   return size_t{h.value_len};

@@ -39,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -166,12 +167,24 @@ class RdmaReader {
   // Fills `plan` for reading the entry of `slot`.
   absl::Status PlanEntryRead(const Request& req, const layout::Slot& slot, OpSlot* s,
                              EntryRead* plan);
+  // Posts the READ `plan` describes (the entry at `remote`/`rkey`), with
+  // `fence` (the fence words' READ, or null) after it in the same doorbell,
+  // and waits for both. A READ of 2 * kChunkedReadMinBytes or more goes in
+  // pieces (read_chunks.h), and the value is checksummed piece by piece as
+  // the pieces land: *checksum then holds the entry's checksum for Verify()
+  // (it stays empty for a one-piece READ, or when the header READ is not
+  // that of an entry of req.key filling `slot`). Errors as OpEngine::Wait.
+  absl::Status ReadEntry(const Request& req, const layout::Slot& slot, const EntryRead& plan,
+                         uint64_t remote, uint32_t rkey, OpSlot* s, const rdma::ReadOp* fence,
+                         std::optional<uint64_t>* checksum);
   // Checks an entry read into `local` (and, for a zero-copy GET, the value
   // in dest); copies the value to `out` when set. Returns the value length;
   // kNotFound for another key, kOutOfRange for a value larger than dest,
-  // kDataLoss for anything torn.
+  // kDataLoss for anything torn. `computed`: the checksum ReadEntry() already
+  // took of what was read, compared instead of hashing the value again.
   absl::StatusOr<size_t> Verify(absl::string_view key, const layout::Slot& slot, const char* local,
-                                const UserDest* dest, std::string* out, bool header_only);
+                                const UserDest* dest, std::string* out, bool header_only,
+                                std::optional<uint64_t> computed = std::nullopt);
   // The server's CPU answers (gRPC Get).
   absl::StatusOr<size_t> ServerGet(const Request& req);
 

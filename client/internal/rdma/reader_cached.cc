@@ -55,22 +55,14 @@ RdmaReader::Attempt RdmaReader::ReadCached(const Request& req, const LocationCac
   };
   // The entry READ, then the fence words in the same doorbell: READ after
   // the entry, words that admit it were current when it was read, or later.
-  rdma::ReadOp ops[2];
-  ops[0].local = absl::MakeConstSpan(plan.sges, plan.nsge);
-  ops[0].remote_addr = region->addr + (slot.offset - region->arena_offset);
-  ops[0].rkey = region->rkey;
-  ops[0].wr_id = kKindRead | s->index;
-  ops[0].signaled = true;
+  rdma::ReadOp fence_op;
   rdma::Sge fence_sge;
-  size_t n = 1;
-  if (FenceReadOp(s, &fence_sge, &ops[1])) {
-    ops[0].signaled = false;
-    n = 2;
-  }
+  const bool has_fence = FenceReadOp(s, &fence_sge, &fence_op);
   const absl::Duration t0 = SteadyNow();
-  engine_->Arm(s);
-  absl::Status posted = engine_->PostReads(absl::MakeConstSpan(ops, n));
-  if (posted.ok()) posted = engine_->Wait(s, req.deadline);
+  std::optional<uint64_t> computed;
+  absl::Status posted =
+      ReadEntry(req, slot, plan, region->addr + (slot.offset - region->arena_offset),
+                region->rkey, s, has_fence ? &fence_op : nullptr, &computed);
   if (!posted.ok()) {
     release();
     return {Attempt::kDone, posted};
@@ -94,7 +86,7 @@ RdmaReader::Attempt RdmaReader::ReadCached(const Request& req, const LocationCac
     return {Attempt::kTorn};
   }
   absl::StatusOr<size_t> verified =
-      Verify(req.key, slot, plan.local, req.dest, req.out, req.header_only);
+      Verify(req.key, slot, plan.local, req.dest, req.out, req.header_only, computed);
   release();
   if (verified.ok() || verified.status().code() == absl::StatusCode::kOutOfRange) {
     return {Attempt::kDone, verified};
