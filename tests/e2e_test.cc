@@ -342,9 +342,9 @@ TEST_F(EndToEnd, RedisCliTalksToTheServer) {
 // buffers: every GET answers with the full value, and a value larger than
 // the buffer (sized by --value-size) is an error naming OUT_OF_RANGE.
 TEST_F(EndToEnd, KvctlBenchZeroCopyGets) {
-  ProcessResult run = Kvctl({"--json", "bench", "--zero-copy", "--keys=8", "--value-size=64K",
-                             "--get-ratio=1", "--ops=200", "--concurrency=3",
-                             absl::StrCat("--seed=", seed_ | 1)});
+  ProcessResult run =
+      Kvctl({"--json", "bench", "--zero-copy", "--keys=8", "--value-size=64K", "--get-ratio=1",
+             "--ops=200", "--concurrency=3", absl::StrCat("--seed=", seed_ | 1)});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("\"zero_copy\":true"));
   EXPECT_THAT(run.out, HasSubstr("\"gets\":200,"));

@@ -222,8 +222,8 @@ TEST_F(RdmaEndToEnd, LargeEntriesReadInPiecesAtEveryBoundary) {
   std::vector<char> dst(kMax + 64);
   auto rdst = c->Register(dst.data(), dst.size());
   ASSERT_TRUE(rdst.ok()) << rdst.status();
-  const size_t sizes[] = {(512 << 10) - 200, (512 << 10) - 40, 512 << 10, (1 << 20) + 17,
-                          (1 << 20) + 3 * 4096 + 5, (3 << 20) + 1};
+  const size_t sizes[] = {(512 << 10) - 200, (512 << 10) - 40,         512 << 10,
+                          (1 << 20) + 17,    (1 << 20) + 3 * 4096 + 5, (3 << 20) + 1};
   int i = 0;
   for (size_t n : sizes) {
     const std::string key = absl::StrCat("pieces:", i);

@@ -159,8 +159,7 @@ void Floor::Answer(Conn& c) {
       c.skip -= take;
       if (c.skip > 0) break;
     }
-    ParsedRequest req =
-        kvstore::resp::ParseRequest(absl::string_view(c.in).substr(pos), limits_);
+    ParsedRequest req = kvstore::resp::ParseRequest(absl::string_view(c.in).substr(pos), limits_);
     if (req.kind == ParsedRequest::Kind::kNeedMore) break;
     if (req.kind == ParsedRequest::Kind::kError) {
       kvstore::resp::AppendError(&c.out, req.error);

@@ -13,9 +13,10 @@ int SplitRead(absl::Span<const rdma::Sge> sges, ReadChunk out[kMaxReadChunks]) {
   constexpr uint64_t kAlign = 4096;
   uint64_t piece = (total + kMaxReadChunks - 1) / kMaxReadChunks;
   piece = std::max(kChunkedReadMinBytes, (piece + kAlign - 1) / kAlign * kAlign);
-  const int n = total < 2 * kChunkedReadMinBytes
-                    ? 1
-                    : static_cast<int>(std::min<uint64_t>(kMaxReadChunks, (total + piece - 1) / piece));
+  const int n =
+      total < 2 * kChunkedReadMinBytes
+          ? 1
+          : static_cast<int>(std::min<uint64_t>(kMaxReadChunks, (total + piece - 1) / piece));
   // Walk the scatter list once: `at` is the READ offset where sges[g] starts.
   size_t g = 0;
   uint64_t at = 0;

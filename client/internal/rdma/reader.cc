@@ -393,8 +393,9 @@ absl::StatusOr<size_t> RdmaReader::Verify(absl::string_view key, const Slot& slo
         absl::StrCat("value is ", h.value_len, " bytes; the buffer holds ", dest->capacity));
   }
   // The value went straight to the caller's buffer: checksum it there.
-  const uint64_t sum = computed ? *computed
-                                : layout::EntryChecksum(h, key, absl::string_view(dest->data, h.value_len));
+  const uint64_t sum =
+      computed ? *computed
+               : layout::EntryChecksum(h, key, absl::string_view(dest->data, h.value_len));
   if (sum != h.checksum) {
     return absl::DataLossError("entry checksum mismatch");
   }

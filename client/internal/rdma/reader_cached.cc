@@ -61,8 +61,8 @@ RdmaReader::Attempt RdmaReader::ReadCached(const Request& req, const LocationCac
   const absl::Duration t0 = SteadyNow();
   std::optional<uint64_t> computed;
   absl::Status posted =
-      ReadEntry(req, slot, plan, region->addr + (slot.offset - region->arena_offset),
-                region->rkey, s, has_fence ? &fence_op : nullptr, &computed);
+      ReadEntry(req, slot, plan, region->addr + (slot.offset - region->arena_offset), region->rkey,
+                s, has_fence ? &fence_op : nullptr, &computed);
   if (!posted.ok()) {
     release();
     return {Attempt::kDone, posted};

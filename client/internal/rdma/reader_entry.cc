@@ -22,9 +22,8 @@ namespace kvstore {
 namespace client {
 
 absl::Status RdmaReader::ReadEntry(const Request& req, const layout::Slot& slot,
-                                   const EntryRead& plan, uint64_t remote, uint32_t rkey,
-                                   OpSlot* s, const rdma::ReadOp* fence,
-                                   std::optional<uint64_t>* checksum) {
+                                   const EntryRead& plan, uint64_t remote, uint32_t rkey, OpSlot* s,
+                                   const rdma::ReadOp* fence, std::optional<uint64_t>* checksum) {
   ReadChunk chunks[kMaxReadChunks];
   const int n = SplitRead(absl::MakeConstSpan(plan.sges, plan.nsge), chunks);
   rdma::ReadOp ops[kMaxReadChunks + 1];
