@@ -55,6 +55,13 @@ absl::StatusOr<std::vector<OpSlot*>> OpEngine::AcquireSlots(size_t n, absl::Time
   return out;
 }
 
+absl::StatusOr<OpSlot*> OpEngine::AcquireSlot(absl::Time deadline) {
+  KV_ASSIGN_OR_RETURN(int i, free_slots_.AcquireOne(deadline));
+  return &slots_[i];
+}
+
+void OpEngine::ReleaseSlot(OpSlot* s) { free_slots_.ReleaseOne(s->index); }
+
 // The slots' state is left as is; the next user re-arms it.
 void OpEngine::ReleaseSlots(const std::vector<OpSlot*>& slots) {
   std::vector<int> indices;

@@ -105,6 +105,10 @@ class OpEngine {
   absl::StatusOr<std::vector<OpSlot*>> AcquireSlots(size_t n, absl::Time deadline);
   // Returns slots taken by AcquireSlots() (see SlotGuard).
   void ReleaseSlots(const std::vector<OpSlot*>& slots);
+  // AcquireSlots(1) / ReleaseSlots() for one slot, allocating nothing (see
+  // OneSlotGuard): the single-key operations' way.
+  absl::StatusOr<OpSlot*> AcquireSlot(absl::Time deadline);
+  void ReleaseSlot(OpSlot* s);
   // Starts a commit on `s`: a new request id, cleared completion state.
   uint64_t NewRequest(OpSlot* s);
   // Clears `s`'s completion state before posting a READ on it.
@@ -180,6 +184,19 @@ class SlotGuard {
  private:
   OpEngine* e_;
   std::vector<OpSlot*> s_;
+};
+
+// Returns one slot taken by AcquireSlot() when an operation ends.
+class OneSlotGuard {
+ public:
+  OneSlotGuard(OpEngine* e, OpSlot* s) : e_(e), s_(s) {}
+  ~OneSlotGuard() { e_->ReleaseSlot(s_); }
+  OneSlotGuard(const OneSlotGuard&) = delete;
+  OneSlotGuard& operator=(const OneSlotGuard&) = delete;
+
+ private:
+  OpEngine* e_;
+  OpSlot* s_;
 };
 
 // Returns commit credits to the engine when a commit's wait ends.

@@ -194,9 +194,9 @@ std::vector<Slot> RdmaReader::Candidates(const OpSlot* s, const layout::KeyHash&
 // anything torn -> retry; a span overrun -> retry, or straight to the server
 // when even the entry READ alone is too slow.
 absl::StatusOr<size_t> RdmaReader::GetOne(const Request& req) {
-  KV_ASSIGN_OR_RETURN(std::vector<OpSlot*> taken, engine_->AcquireSlots(1, req.deadline));
-  SlotGuard guard(engine_, taken);
-  return GetOneOn(req, taken[0]);
+  KV_ASSIGN_OR_RETURN(OpSlot * s, engine_->AcquireSlot(req.deadline));
+  OneSlotGuard guard(engine_, s);
+  return GetOneOn(req, s);
 }
 
 absl::StatusOr<size_t> RdmaReader::GetOneOn(const Request& req, OpSlot* s) {

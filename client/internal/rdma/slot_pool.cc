@@ -27,6 +27,25 @@ absl::StatusOr<std::vector<int>> SlotPool::Acquire(size_t n, absl::Time deadline
   return out;
 }
 
+absl::StatusOr<int> SlotPool::AcquireOne(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  if (free_.empty()) {
+    auto any = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !free_.empty(); };
+    if (!mu_.AwaitWithDeadline(absl::Condition(&any), deadline)) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "no free RDMA operation slot before the deadline (", size_, " per connection, all in use)"));
+    }
+  }
+  const int slot = free_.back();
+  free_.pop_back();
+  return slot;
+}
+
+void SlotPool::ReleaseOne(int slot) {
+  absl::MutexLock lock(&mu_);
+  free_.push_back(slot);
+}
+
 void SlotPool::Release(const std::vector<int>& slots) {
   absl::MutexLock lock(&mu_);
   free_.insert(free_.end(), slots.begin(), slots.end());

@@ -42,6 +42,11 @@ class SlotPool {
   absl::StatusOr<std::vector<int>> Acquire(size_t n, absl::Time deadline);
   // Gives back slots taken by Acquire().
   void Release(const std::vector<int>& slots);
+  // Acquire(1) and Release() of one slot without the vectors: the
+  // single-key GET and PUT take one slot per call, and on the hit path the
+  // allocations were a visible share of the client's own work.
+  absl::StatusOr<int> AcquireOne(absl::Time deadline);
+  void ReleaseOne(int slot);
   // Slots free right now (a snapshot, for tests).
   size_t free() const;
 

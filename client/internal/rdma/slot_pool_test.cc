@@ -30,6 +30,30 @@ TEST(SlotPool, TakesAllOrNothingAndGivesBack) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// One slot at a time (the single-key operations): distinct slots while any
+// is free, a deadline when none is, and a release wakes a waiter.
+TEST(SlotPool, OneAtATime) {
+  SlotPool pool(2);
+  auto a = pool.AcquireOne(absl::InfiniteFuture());
+  auto b = pool.AcquireOne(absl::InfiniteFuture());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(*a, *b);
+  EXPECT_EQ(pool.free(), 0u);
+  EXPECT_EQ(pool.AcquireOne(absl::Now() + absl::Milliseconds(20)).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  std::thread releaser([&] {
+    absl::SleepFor(absl::Milliseconds(30));
+    pool.ReleaseOne(*a);
+  });
+  auto c = pool.AcquireOne(absl::Now() + absl::Seconds(10));
+  releaser.join();
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*c, *a);
+  pool.ReleaseOne(*b);
+  pool.ReleaseOne(*c);
+  EXPECT_EQ(pool.free(), 2u);
+}
+
 // Finding 8's shape: 4 threads x 16 slots hold all 64 and each asks for one
 // more. The wait ends at its deadline instead of never.
 TEST(SlotPool, HoldersWaitingForMoreGiveUpAtTheirDeadline) {

@@ -72,10 +72,10 @@ absl::Status RdmaWriter::SendOnly(absl::FunctionRef<size_t(uint64_t, char*)> enc
   if (engine_->broken()) {
     return NotSent(absl::UnavailableError("RDMA data path broken; reconnecting"));
   }
-  absl::StatusOr<std::vector<OpSlot*>> taken = engine_->AcquireSlots(1, deadline);
+  absl::StatusOr<OpSlot*> taken = engine_->AcquireSlot(deadline);
   if (!taken.ok()) return NotSent(taken.status());
-  SlotGuard guard(engine_, *taken);
-  OpSlot* s = (*taken)[0];
+  OneSlotGuard guard(engine_, *taken);
+  OpSlot* s = *taken;
   const size_t len = encode(engine_->NewRequest(s), s->commit);
   // Until the SEND is posted nothing has left this client: those failures
   // are marked retryable.
@@ -127,13 +127,13 @@ absl::Status RdmaWriter::ReplicatePut(absl::string_view entry, const wire::Repli
 absl::Status RdmaWriter::ReplicatePutOnce(absl::string_view entry, const wire::ReplicaCommit& tag,
                                           absl::Time deadline) {
   KV_ASSIGN_OR_RETURN(LeaseSpace space, leases_->Reserve(entry.size()));
-  absl::StatusOr<std::vector<OpSlot*>> taken = engine_->AcquireSlots(1, deadline);
+  absl::StatusOr<OpSlot*> taken = engine_->AcquireSlot(deadline);
   if (!taken.ok()) {
     leases_->Finish(space, taken.status());
     return taken.status();
   }
-  SlotGuard guard(engine_, *taken);
-  OpSlot* s = (*taken)[0];
+  OneSlotGuard guard(engine_, *taken);
+  OpSlot* s = *taken;
   StagedPut staged;
   staged.slot = s;
   char* staging = s->entry;
@@ -207,14 +207,14 @@ absl::Status RdmaWriter::PutOnce(absl::string_view key, absl::string_view value,
                                  uint32_t value_lkey, absl::Time deadline) {
   const uint64_t size = layout::EntryBytes(key.size(), value.size());
   KV_ASSIGN_OR_RETURN(LeaseSpace space, leases_->Reserve(size));
-  absl::StatusOr<std::vector<OpSlot*>> taken = engine_->AcquireSlots(1, deadline);
+  absl::StatusOr<OpSlot*> taken = engine_->AcquireSlot(deadline);
   if (!taken.ok()) {
     // Nothing was written: the reserved space is given back unused.
     leases_->Finish(space, taken.status());
     return taken.status();
   }
-  SlotGuard guard(engine_, *taken);
-  OpSlot* s = (*taken)[0];
+  OneSlotGuard guard(engine_, *taken);
+  OpSlot* s = *taken;
   StagedPut staged;
   absl::Status st = Stage(s, key, value, value_lkey, space, &staged);
   if (st.ok()) st = PostStaged(absl::MakeSpan(&staged, 1), deadline);
