@@ -32,8 +32,9 @@ absl::StatusOr<int> SlotPool::AcquireOne(absl::Time deadline) {
   if (free_.empty()) {
     auto any = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !free_.empty(); };
     if (!mu_.AwaitWithDeadline(absl::Condition(&any), deadline)) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "no free RDMA operation slot before the deadline (", size_, " per connection, all in use)"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("no free RDMA operation slot before the deadline (", size_,
+                       " per connection, all in use)"));
     }
   }
   const int slot = free_.back();
