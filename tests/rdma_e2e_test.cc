@@ -60,10 +60,11 @@ class RdmaEndToEnd : public ::testing::Test {
   void TearDown() override {
     if (HasFailure()) std::printf("server log:\n%s\n", server_->Log().c_str());
   }
-  std::unique_ptr<client::KvClient> Client(client::TransportMode mode) {
+  std::unique_ptr<client::KvClient> Client(client::TransportMode mode, bool in_pieces = false) {
     client::Options o;
     o.servers = {server_->control_address()};
     o.transport = mode;
+    o.rdma_read_in_pieces = in_pieces;
     auto c = client::KvClient::Connect(o);
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? std::move(*c) : nullptr;
@@ -208,41 +209,46 @@ TEST_F(RdmaEndToEnd, ZeroCopyGetIntoAndPutFrom) {
   EXPECT_EQ(*v, pattern.substr(12345, 777));
 }
 
-// Entries of 512 KiB and more are READ in up to four pieces and checksummed
-// piece by piece (client/internal/rdma/read_chunks.h). Sizes on both sides of
+// With Options::rdma_read_in_pieces, entries of 512 KiB and more are READ in
+// up to four pieces and checksummed piece by piece
+// (client/internal/rdma/read_chunks.h). Sizes on both sides of
 // the first split and of the piece boundaries, through the two-READ path,
 // the location-cache hit path and the zero-copy path: every byte must come
 // back, and with no checksum retry and no server fallback (a piece hashed
 // wrongly or out of order would be a "torn" entry that the server's CPU
 // then answers correctly, hiding the fault from a value comparison alone).
 TEST_F(RdmaEndToEnd, LargeEntriesReadInPiecesAtEveryBoundary) {
-  auto c = Client(client::TransportMode::kRdma);
-  ASSERT_NE(c, nullptr);
-  const size_t kMax = (3 << 20) + 4096;
-  std::vector<char> dst(kMax + 64);
-  auto rdst = c->Register(dst.data(), dst.size());
-  ASSERT_TRUE(rdst.ok()) << rdst.status();
-  const size_t sizes[] = {(512 << 10) - 200, (512 << 10) - 40,         512 << 10,
-                          (1 << 20) + 17,    (1 << 20) + 3 * 4096 + 5, (3 << 20) + 1};
-  int i = 0;
-  for (size_t n : sizes) {
-    const std::string key = absl::StrCat("pieces:", i);
-    const std::string value = Random(n, 500 + i++);
-    ASSERT_TRUE(c->Put(key, value).ok()) << n;
-    for (int pass = 0; pass < 2; ++pass) {  // a miss (two READs), then a cache hit
-      auto got = c->Get(key);
-      ASSERT_TRUE(got.ok()) << n << " " << got.status();
-      EXPECT_TRUE(*got == value) << n << " pass " << pass;
+  // Both ways, so the default (one READ) is held to the same bar.
+  for (const bool in_pieces : {true, false}) {
+    SCOPED_TRACE(in_pieces ? "in pieces" : "one READ");
+    auto c = Client(client::TransportMode::kRdma, in_pieces);
+    ASSERT_NE(c, nullptr);
+    const size_t kMax = (3 << 20) + 4096;
+    std::vector<char> dst(kMax + 64);
+    auto rdst = c->Register(dst.data(), dst.size());
+    ASSERT_TRUE(rdst.ok()) << rdst.status();
+    const size_t sizes[] = {(512 << 10) - 200, (512 << 10) - 40,         512 << 10,
+                            (1 << 20) + 17,    (1 << 20) + 3 * 4096 + 5, (3 << 20) + 1};
+    int i = 0;
+    for (size_t n : sizes) {
+      const std::string key = absl::StrCat("pieces:", in_pieces, ":", i);
+      const std::string value = Random(n, 500 + i++);
+      ASSERT_TRUE(c->Put(key, value).ok()) << n;
+      for (int pass = 0; pass < 2; ++pass) {  // a miss (two READs), then a cache hit
+        auto got = c->Get(key);
+        ASSERT_TRUE(got.ok()) << n << " " << got.status();
+        EXPECT_TRUE(*got == value) << n << " pass " << pass;
+      }
+      auto len = c->GetInto(key, *rdst, 13, kMax);
+      ASSERT_TRUE(len.ok()) << n << " " << len.status();
+      ASSERT_EQ(*len, n);
+      EXPECT_EQ(0, std::memcmp(dst.data() + 13, value.data(), n)) << n;
     }
-    auto len = c->GetInto(key, *rdst, 13, kMax);
-    ASSERT_TRUE(len.ok()) << n << " " << len.status();
-    ASSERT_EQ(*len, n);
-    EXPECT_EQ(0, std::memcmp(dst.data() + 13, value.data(), n)) << n;
+    const std::map<std::string, uint64_t> k = c->metrics();
+    EXPECT_EQ(SeriesValue(k, "kvstore_client_checksum_retries_total"), 0u);
+    EXPECT_EQ(SeriesValue(k, kServerFallbackGets), 0u);
+    EXPECT_GE(SeriesValue(k, "kvstore_client_location_cache_total{result=\"hit\"}"), 6u);
   }
-  const std::map<std::string, uint64_t> k = c->metrics();
-  EXPECT_EQ(SeriesValue(k, "kvstore_client_checksum_retries_total"), 0u);
-  EXPECT_EQ(SeriesValue(k, kServerFallbackGets), 0u);
-  EXPECT_GE(SeriesValue(k, "kvstore_client_location_cache_total{result=\"hit\"}"), 6u);
 }
 
 TEST_F(RdmaEndToEnd, KvctlOverRdma) {

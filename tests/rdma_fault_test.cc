@@ -234,8 +234,9 @@ TEST_F(RdmaFaults, OverwriteAfterCommitIsCaughtByServerReads) {
   EXPECT_EQ(Counter("kvstore_modified_after_commit_total"), caught + 1);
 }
 
-// The same for a one-sided reader of an entry large enough to be READ in
-// pieces and checksummed piece by piece (read_chunks.h): a byte changed in
+// The same for a one-sided reader (Options::rdma_read_in_pieces) of an entry
+// large enough to be READ in pieces and checksummed piece by piece
+// (read_chunks.h): a byte changed in
 // the last piece must fail the checksum, on the location-cache hit path and
 // on the two-READ path, and the server (asked after the retries) refuses the
 // changed entry too. The changed bytes are never returned.
@@ -251,6 +252,7 @@ TEST_F(RdmaFaults, OverwriteInALargeEntrysLastPieceIsCaughtByOneSidedReads) {
   client::Options o;
   o.servers = {server_->control_address()};
   o.transport = client::TransportMode::kRdma;
+  o.rdma_read_in_pieces = true;
   auto c = client::KvClient::Connect(o);
   ASSERT_TRUE(c.ok()) << c.status();
   auto first = (*c)->Get("large?");

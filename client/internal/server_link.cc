@@ -122,9 +122,11 @@ absl::StatusOr<std::unique_ptr<DataPath>> ServerLink::BuildRdmaPath(const v1::Ha
         absl::StrCat("no usable local RDMA device: ", ctx.status().message()));
   }
   KV_ASSIGN_OR_RETURN(
-      auto rdma, RdmaDataPath::Connect(*ctx, control_.get(), hs, env_.client_name,
-                                       env_.options->lease_bytes, env_.options->connect_timeout,
-                                       env_.registry, env_.options->rdma_location_cache_entries));
+      auto rdma,
+      RdmaDataPath::Connect(*ctx, control_.get(), hs, env_.client_name, env_.options->lease_bytes,
+                            env_.options->connect_timeout, env_.registry,
+                            ReadOptions{env_.options->rdma_location_cache_entries,
+                                        env_.options->rdma_read_in_pieces}));
   return std::unique_ptr<DataPath>(std::move(rdma));
 }
 

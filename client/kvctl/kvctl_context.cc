@@ -78,6 +78,7 @@ absl::StatusOr<Context> ContextFromFlags() {
   context.options.rdma_device = absl::GetFlag(FLAGS_rdma_device);
   context.options.rdma_location_cache_entries =
       static_cast<size_t>(absl::GetFlag(FLAGS_rdma_location_cache_entries));
+  context.options.rdma_read_in_pieces = absl::GetFlag(FLAGS_rdma_read_in_pieces);
   // One --timeout bounds both connecting and each operation, so a user has
   // a single knob for "how long may this command hang".
   const absl::Duration timeout = absl::GetFlag(FLAGS_timeout);

@@ -24,6 +24,9 @@ ABSL_FLAG(std::string, transport, "auto",
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10), "Bound on connecting and on each operation.");
 ABSL_FLAG(std::string, rdma_device, "",
           "RDMA device for auto/rdma (default: the first with an active port).");
+ABSL_FLAG(bool, rdma_read_in_pieces, false,
+          "READ values of 512 KiB and more in up to four pieces, checksumming each as it "
+          "lands (for NICs; on Soft-RoCE it does not help).");
 ABSL_FLAG(uint64_t, rdma_location_cache_entries, 65536,
           "Keys whose entry location an RDMA path caches, so a repeated GET is one READ "
           "(0: off, every GET reads the index first).");

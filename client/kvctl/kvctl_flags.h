@@ -23,6 +23,7 @@ ABSL_DECLARE_FLAG(std::string, transport);
 ABSL_DECLARE_FLAG(absl::Duration, timeout);
 ABSL_DECLARE_FLAG(std::string, rdma_device);
 ABSL_DECLARE_FLAG(uint64_t, rdma_location_cache_entries);
+ABSL_DECLARE_FLAG(bool, rdma_read_in_pieces);
 ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(bool, verbose);
 

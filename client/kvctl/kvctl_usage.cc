@@ -36,6 +36,7 @@ constexpr FlagHelp kFlagHelp[] = {
     {"timeout",     "",      "DURATION"},
     {"rdma_device", "",      "NAME"},
     {"rdma_location_cache_entries", "", "N"},
+    {"rdma_read_in_pieces", "", nullptr},
     {"json",        "",      nullptr},
     {"verbose",     "",      nullptr},
     {"token_file",  "",      "PATH"},

@@ -246,7 +246,7 @@ absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
       std::unique_ptr<client::RdmaDataPath> path,
       client::RdmaDataPath::Connect(context, control.get(), hs, name, options_.lease_bytes,
                                     options_.connect_timeout, &path_registry_,
-                                    /*location_cache_entries=*/0));
+                                    client::ReadOptions{/*location_cache_entries=*/0}));
   // The writing thread is a server thread (the RESP loop, the RDMA poller,
   // a gRPC handler): a short spin catches a fast NIC's ack, then it sleeps
   // rather than yield, so waiting does not take cores from the server's

@@ -28,7 +28,7 @@ RdmaDataPath::RdmaDataPath(std::shared_ptr<RdmaContext> ctx, ServerLayout layout
 absl::StatusOr<std::unique_ptr<RdmaDataPath>> RdmaDataPath::Connect(
     std::shared_ptr<RdmaContext> context, ControlClient* control,
     const v1::HandshakeResponse& handshake, const std::string& client_name, uint64_t lease_bytes,
-    absl::Duration rpc_timeout, metrics::Registry* registry, size_t location_cache_entries) {
+    absl::Duration rpc_timeout, metrics::Registry* registry, const ReadOptions& read) {
   // Validate what the server publishes before allocating anything.
   KV_ASSIGN_OR_RETURN(ServerLayout layout, ServerLayout::FromHandshake(handshake));
   std::unique_ptr<RdmaDataPath> p(new RdmaDataPath(std::move(context), std::move(layout)));
@@ -41,7 +41,7 @@ absl::StatusOr<std::unique_ptr<RdmaDataPath>> RdmaDataPath::Connect(
       control, p->engine_.get(), registry, SessionScope{p->layout_.epoch, p->layout_.session_id},
       p->conn_->connection_id(), client_name, lease_bytes, p->layout_.lease_ttl, rpc_timeout);
   p->reader_ = std::make_unique<RdmaReader>(&p->layout_, p->engine_.get(), p->pool_.get(), control,
-                                            registry, location_cache_entries);
+                                            registry, read);
   p->writer_ = std::make_unique<RdmaWriter>(&p->layout_, p->engine_.get(), p->pool_.get(),
                                             p->leases_.get(), registry);
   p->leases_->Start();

@@ -35,6 +35,7 @@
 #include "client/internal/data_path.h"
 #include "client/internal/rdma/op_engine.h"
 #include "client/internal/rdma/rdma_context.h"
+#include "client/internal/rdma/reader.h"
 #include "client/internal/rdma/server_layout.h"
 #include "common/metrics/registry.h"
 #include "common/protocol/commit_wire.h"
@@ -55,15 +56,16 @@ class RdmaDataPath final : public DataPath {
   // directory from `handshake`, on the device and PD of `context`. `control`
   // and `registry` (the client's, where the parts register their counters)
   // must outlive the path; `rpc_timeout` bounds each control-plane call the
-  // path makes; `location_cache_entries` sizes the GET location cache (0:
-  // none; Options::rdma_location_cache_entries). Errors: kFailedPrecondition for a server whose
+  // path makes; `read` sets the GET location cache's size and whether large
+  // entries are READ in pieces (Options::rdma_location_cache_entries and
+  // rdma_read_in_pieces). Errors: kFailedPrecondition for a server whose
   // memory layout or commit buffers do not fit this client, kUnavailable when it publishes no RDMA
   // regions, ConnectQp's status, the verbs error of a resource.
   static absl::StatusOr<std::unique_ptr<RdmaDataPath>> Connect(
       std::shared_ptr<RdmaContext> context, ControlClient* control,
       const v1::HandshakeResponse& handshake, const std::string& client_name, uint64_t lease_bytes,
       absl::Duration rpc_timeout, metrics::Registry* registry,
-      size_t location_cache_entries = 65536);
+      const ReadOptions& read = ReadOptions());
 
   // Stops the lease thread; on a healthy path also releases the leases and
   // disconnects (skipped on a broken path: the server may be gone, each RPC

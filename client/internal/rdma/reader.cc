@@ -45,8 +45,10 @@ constexpr char kCacheHelp[] =
 }  // namespace
 
 RdmaReader::RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool* pool,
-                       ControlClient* control, metrics::Registry* registry, size_t cache_entries)
+                       ControlClient* control, metrics::Registry* registry,
+                       const ReadOptions& options)
     : layout_(layout),
+      read_in_pieces_(options.read_in_pieces),
       engine_(engine),
       pool_(pool),
       control_(control),
@@ -61,7 +63,7 @@ RdmaReader::RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool*
           "GETs answered by the server CPU (gRPC) after one-sided retries ran out, or for an "
           "entry no single READ can fetch.")),
       fence_(registry),
-      cache_(cache_entries),
+      cache_(options.location_cache_entries),
       cache_hits_(registry->AddCounter("kvstore_client_location_cache_total", kCacheHelp,
                                        {{"result", "hit"}})),
       cache_misses_(registry->AddCounter("kvstore_client_location_cache_total", kCacheHelp,

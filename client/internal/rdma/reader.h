@@ -61,13 +61,24 @@
 namespace kvstore {
 namespace client {
 
+// How an RDMA path reads (from Options: rdma_location_cache_entries,
+// rdma_read_in_pieces).
+struct ReadOptions {
+  // Cells of the location cache (0: no cache).
+  size_t location_cache_entries = kDefaultLocationCacheEntries;
+  // READ entries of 2 * kChunkedReadMinBytes or more in pieces, checksummed
+  // as they land (read_chunks.h). Off by default: it can only pay where a
+  // NIC moves the bytes while the CPU hashes. With Soft-RoCE the CPU is the
+  // NIC: no gain in one VM, 10-20 % slower across two (docs/performance.md).
+  bool read_in_pieces = false;
+};
+
 class RdmaReader {
  public:
   // Every pointer must outlive the reader. Registers the read retry
   // counters in `registry` (the client's: a rebuilt path reuses the series).
-  // `cache_entries`: cells of the location cache (0: no cache).
   RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool* pool, ControlClient* control,
-             metrics::Registry* registry, size_t cache_entries = kDefaultLocationCacheEntries);
+             metrics::Registry* registry, const ReadOptions& options = ReadOptions());
 
   // The value of `key`. kNotFound when absent, kInvalidArgument for a key
   // over the limit, kUnavailable once the path is broken, kDeadlineExceeded.
@@ -169,11 +180,12 @@ class RdmaReader {
                              EntryRead* plan);
   // Posts the READ `plan` describes (the entry at `remote`/`rkey`), with
   // `fence` (the fence words' READ, or null) after it in the same doorbell,
-  // and waits for both. A READ of 2 * kChunkedReadMinBytes or more goes in
-  // pieces (read_chunks.h), and the value is checksummed piece by piece as
-  // the pieces land: *checksum then holds the entry's checksum for Verify()
-  // (it stays empty for a one-piece READ, or when the header READ is not
-  // that of an entry of req.key filling `slot`). Errors as OpEngine::Wait.
+  // and waits for both. With ReadOptions::read_in_pieces, a READ of
+  // 2 * kChunkedReadMinBytes or more goes in pieces (read_chunks.h), and the
+  // value is checksummed piece by piece as the pieces land: *checksum then
+  // holds the entry's checksum for Verify() (it stays empty for a one-piece
+  // READ, or when the header READ is not that of an entry of req.key filling
+  // `slot`). Errors as OpEngine::Wait.
   absl::Status ReadEntry(const Request& req, const layout::Slot& slot, const EntryRead& plan,
                          uint64_t remote, uint32_t rkey, OpSlot* s, const rdma::ReadOp* fence,
                          std::optional<uint64_t>* checksum);
@@ -209,6 +221,7 @@ class RdmaReader {
                                     absl::StatusOr<std::string>* out);
 
   const ServerLayout* const layout_;
+  const bool read_in_pieces_;
   OpEngine* const engine_;
   BufferPool* const pool_;
   ControlClient* const control_;

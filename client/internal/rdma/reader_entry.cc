@@ -25,7 +25,13 @@ absl::Status RdmaReader::ReadEntry(const Request& req, const layout::Slot& slot,
                                    const EntryRead& plan, uint64_t remote, uint32_t rkey, OpSlot* s,
                                    const rdma::ReadOp* fence, std::optional<uint64_t>* checksum) {
   ReadChunk chunks[kMaxReadChunks];
-  const int n = SplitRead(absl::MakeConstSpan(plan.sges, plan.nsge), chunks);
+  int n = 1;
+  if (read_in_pieces_) {
+    n = SplitRead(absl::MakeConstSpan(plan.sges, plan.nsge), chunks);
+  } else {
+    chunks[0].nsge = plan.nsge;
+    std::copy(plan.sges, plan.sges + plan.nsge, chunks[0].sges);
+  }
   rdma::ReadOp ops[kMaxReadChunks + 1];
   for (int i = 0; i < n; ++i) {
     ops[i].local = absl::MakeConstSpan(chunks[i].sges, chunks[i].nsge);
