@@ -1,15 +1,17 @@
 // Copyright 2026 The kvstore Authors.
 //
 // The entry READ shared by the hit path (reader_cached.cc) and the two-READ
-// path (reader.cc): one work request, or for a large entry several, each
-// signaled, with the value checksummed as each one lands (read_chunks.h).
+// path (reader.cc): one work request, or, with ReadOptions::read_in_pieces,
+// for a large entry several, each signaled, with the value checksummed as
+// each one lands (read_chunks.h).
 //
 // Why in pieces: the checksum is the one step of a GET that needs every
 // byte, so done after the READ it adds its whole time to the GET. A piece
 // that has completed is in local memory for good (the NIC is done with it),
 // and XXH3's streaming digest does not depend on how its input is split, so
 // hashing piece i while pieces i+1.. are on the wire leaves only the last
-// piece's hash after the READ.
+// piece's hash after the READ. That needs a NIC moving the bytes while the
+// CPU hashes; with Soft-RoCE the CPU does both, hence opt-in.
 
 #include <algorithm>
 #include <cstring>
