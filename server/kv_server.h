@@ -85,7 +85,7 @@ struct KvServerOptions {
   uint64_t index_buckets = 0;  // 0: one bucket per KiB of pool
   bool hugepages = false;
   bool transparent_hugepages = false;  // MemoryPoolOptions::transparent_hugepages
-  uint64_t segment_bytes = 4ull << 20;
+  uint64_t segment_bytes = kDefaultSegmentBytes;  // kv_store.h says why not 4 MiB
   absl::Duration grace_period = absl::Milliseconds(500);
   Limits limits;
   absl::Duration lease_ttl = absl::Seconds(10);

@@ -7,6 +7,7 @@
 #include "server/control/control_service.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -533,11 +534,26 @@ grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::P
     absl::MutexLock lock(&w.mu);
     // Created on first use: an idle writer would hold a segment open.
     if (w.writer == nullptr) w.writer = deps_.store->NewWriter();
-    return RerouteRefusal(request->key(),
-                          deps_.store->Put(w.writer.get(), request->key(), request->value()));
+    return RerouteRefusal(request->key(), deps_.store->Put(w.writer.get(), request->key(),
+                                                           request->value(), SpaceWait(context)));
   }();
   put_requests_.Record(absl::Now() - start);
   return ToGrpcStatus(status);
+}
+
+// A PUT that finds the pool full only because overwritten segments are
+// still in their grace period is held back until one is free, for up to a
+// grace period (and a cleaner tick) or the RPC's deadline, whichever ends
+// first: under a steady stream of large overwrites the space is coming
+// back, and a caller would rather wait than retry. A handler thread waits,
+// as it would for any slow call; the RESP loops never do.
+absl::Duration KvControlServiceImpl::SpaceWait(const grpc::ServerContext* context) const {
+  absl::Duration wait = deps_.store->options().grace_period + absl::Milliseconds(100);
+  const auto deadline = context->deadline();
+  if (deadline != std::chrono::system_clock::time_point::max()) {
+    wait = std::min(wait, absl::FromChrono(deadline) - absl::Now());
+  }
+  return std::max(wait, absl::ZeroDuration());
 }
 
 grpc::Status KvControlServiceImpl::Delete(grpc::ServerContext* context,

@@ -12,6 +12,7 @@
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 
@@ -63,7 +64,8 @@ KvStore::Writer::~Writer() {
   }
 }
 
-absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t value_len) {
+absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t value_len,
+                                                      absl::Duration space_wait) {
   // Limits before allocation: an oversized request takes no space.
   KV_RETURN_IF_ERROR(store_->options_.limits.CheckKeyLength(key_len));
   KV_RETURN_IF_ERROR(store_->options_.limits.CheckValueLength(value_len));
@@ -74,7 +76,8 @@ absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t 
   if (size > seg) {
     // Larger than a segment: a run of its own, pinned until Done().
     KV_ASSIGN_OR_RETURN(
-        Chunk run, store_->AllocateRun(static_cast<uint32_t>((size + seg - 1) / seg), cleaner_));
+        Chunk run,
+        store_->AllocateRun(static_cast<uint32_t>((size + seg - 1) / seg), cleaner_, space_wait));
     store_->segments_[run.first_segment].pins.fetch_add(1, std::memory_order_acq_rel);
     r.offset = run.offset;
     r.dedicated = run;
@@ -84,7 +87,7 @@ absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t 
       // (never live, so it costs nothing once the segment is reclaimed).
       // The new segment is allocated first, so a failure leaves the old one
       // open for smaller entries.
-      KV_ASSIGN_OR_RETURN(Chunk next, store_->AllocateRun(1, cleaner_));
+      KV_ASSIGN_OR_RETURN(Chunk next, store_->AllocateRun(1, cleaner_, space_wait));
       if (open_) {
         // The writer's own pin on the segment keeps it from being reclaimed
         // while reservations in it may still be outstanding; those hold pins
@@ -203,40 +206,64 @@ KvStore::~KvStore() {
   replica_writer_.reset();
 }
 
-absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner) {
-  const uint32_t keep = for_cleaner ? 0 : cleaner_reserve_;
-  // Two attempts: runs whose grace period has passed may still be queued
-  // (the cleaner frees them every cleaner_interval), so before refusing, the
-  // allocator frees them itself and, if that freed any, looks again.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    {
-      absl::MutexLock lock(&alloc_mu_);
-      if (free_segments_ >= n + keep) {
-        // First fit, starting at a rotating hint so that freed segments are
-        // not immediately reused (friendlier to in-flight remote readers).
-        for (uint32_t probe = 0; probe < segment_count_; ++probe) {
-          uint32_t start = (alloc_hint_ + probe) % segment_count_;
-          // A run is one contiguous range of the arena: it never wraps.
-          if (start + n > segment_count_) continue;
-          // Segments enter and leave kFree only under alloc_mu_, so the ones
-          // found free here stay free until they are marked below.
-          uint32_t len = 0;
-          while (len < n && segments_[start + len].state.load() == SegState::kFree) ++len;
-          if (len < n) continue;
-          for (uint32_t i = start; i < start + n; ++i) {
-            segments_[i].run_head = start;
-            segments_[i].state.store(SegState::kOpen);
-          }
-          segments_[start].run_length = n;
-          segments_[start].live_bytes.store(0);
-          free_segments_ -= n;
-          alloc_hint_ = (start + n) % segment_count_;
-          return Chunk{uint64_t{start} * options_.segment_bytes,
-                       uint64_t{n} * options_.segment_bytes, start, n};
-        }
-      }
+std::optional<Chunk> KvStore::TryAllocateRun(uint32_t n, uint32_t keep) {
+  absl::MutexLock lock(&alloc_mu_);
+  if (free_segments_ < n + keep) return std::nullopt;
+  // First fit, starting at a rotating hint so that freed segments are not
+  // immediately reused (friendlier to in-flight remote readers).
+  for (uint32_t probe = 0; probe < segment_count_; ++probe) {
+    uint32_t start = (alloc_hint_ + probe) % segment_count_;
+    // A run is one contiguous range of the arena: it never wraps.
+    if (start + n > segment_count_) continue;
+    // Segments enter and leave kFree only under alloc_mu_, so the ones
+    // found free here stay free until they are marked below.
+    uint32_t len = 0;
+    while (len < n && segments_[start + len].state.load() == SegState::kFree) ++len;
+    if (len < n) continue;
+    for (uint32_t i = start; i < start + n; ++i) {
+      segments_[i].run_head = start;
+      segments_[i].state.store(SegState::kOpen);
     }
-    if (attempt == 0 && ReclaimReady() == 0) break;
+    segments_[start].run_length = n;
+    segments_[start].live_bytes.store(0);
+    free_segments_ -= n;
+    alloc_hint_ = (start + n) % segment_count_;
+    return Chunk{uint64_t{start} * options_.segment_bytes, uint64_t{n} * options_.segment_bytes,
+                 start, n};
+  }
+  return std::nullopt;
+}
+
+std::optional<absl::Duration> KvStore::NextReclaimDue() {
+  absl::MutexLock lock(&reclaim_mu_);
+  std::optional<absl::Duration> due;
+  // Nearly in order (pinned runs are re-queued at the back), so look at all.
+  for (const PendingFree& p : pending_) due = due ? std::min(*due, p.ready) : p.ready;
+  return due;
+}
+
+absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner, absl::Duration space_wait) {
+  const uint32_t keep = for_cleaner ? 0 : cleaner_reserve_;
+  // The wait is bounded on both clocks: the store's steady clock decides
+  // when queued runs are due, and absl::Now() keeps a clock that does not
+  // advance (a test's) from holding the caller for ever.
+  const absl::Duration wait_until = clock_.Steady() + space_wait;
+  const absl::Time wall_until = absl::Now() + space_wait;
+  for (;;) {
+    if (std::optional<Chunk> c = TryAllocateRun(n, keep)) return *c;
+    // Runs whose grace period has passed may still be queued (the cleaner
+    // frees them every cleaner_interval): free them here and look again.
+    if (ReclaimReady() > 0) {
+      if (std::optional<Chunk> c = TryAllocateRun(n, keep)) return *c;
+    }
+    if (for_cleaner || space_wait <= absl::ZeroDuration()) break;
+    const std::optional<absl::Duration> due = NextReclaimDue();
+    const absl::Duration now = clock_.Steady();
+    if (!due || *due > wait_until || absl::Now() >= wall_until) break;
+    // At least 100 us, so that a run due now but still pinned (re-queued
+    // 10 ms later) is not polled in a tight loop.
+    absl::SleepFor(std::max(*due - now, absl::Microseconds(100)));
+    space_waits_->Increment();
   }
   pool_full_->Increment();
   // The cleaner is the one who can make room by compacting; it is never
@@ -394,9 +421,10 @@ absl::Status KvStore::PublishEntry(absl::string_view key, uint32_t head, uint64_
   return absl::OkStatus();
 }
 
-absl::Status KvStore::Put(Writer* writer, absl::string_view key, absl::string_view value) {
+absl::Status KvStore::Put(Writer* writer, absl::string_view key, absl::string_view value,
+                          absl::Duration space_wait) {
   KV_RETURN_IF_ERROR(options_.limits.CheckKey(key));
-  KV_ASSIGN_OR_RETURN(Reservation r, writer->Reserve(key.size(), value.size()));
+  KV_ASSIGN_OR_RETURN(Reservation r, writer->Reserve(key.size(), value.size(), space_wait));
   layout::EncodeEntry(r.ptr, key, value, Version());
   // EncodeEntry() has just computed the checksum over these very bytes.
   absl::Status s = Commit(r.offset, r.size, /*verify_checksum=*/false);
@@ -530,6 +558,9 @@ void KvStore::RegisterMetrics() {
                             "Segments freed after their grace period.");
   pool_full_ = r.AddCounter("kvstore_pool_full_errors_total",
                             "Allocations refused because the pool had no free segment.");
+  space_waits_ = r.AddCounter("kvstore_pool_space_waits_total",
+                              "Sleeps of writers held back, instead of refused, until a segment "
+                              "left its grace period (only callers that allow a wait).");
   index_full_ = r.AddCounter("kvstore_index_full_errors_total",
                              "Commits refused because the key's index bucket was full.");
   modified_ = r.AddCounter("kvstore_modified_after_commit_total",

@@ -56,12 +56,21 @@
 namespace kvstore {
 namespace server {
 
+// The default segment: 4 MiB and 4 KiB. Values are often a power of two in
+// size, and an entry adds its 32-byte header and key to the value, so a
+// segment of exactly 4 MiB would hold three 1 MiB entries, not four (a
+// quarter of it idle), and likewise one entry too few of every size from
+// 8 KiB up. The 4 KiB more (0.1 %) lets a segment hold four 1 MiB values
+// with keys up to 992 bytes, eight 512 KiB values with keys up to 480, and
+// so on down to 64 KiB values with keys up to 32 bytes.
+inline constexpr uint64_t kDefaultSegmentBytes = (4ull << 20) + (4ull << 10);
+
 // How a KvStore divides and cleans its pool. Create() checks segment_bytes
 // and limits against the pool and fails with kInvalidArgument.
 struct KvStoreOptions {
   // The allocation and cleaning unit: a multiple of layout::kEntryAlign, at least 64 KiB,
   // and the pool's data arena must hold at least two of them.
-  uint64_t segment_bytes = 4ull << 20;
+  uint64_t segment_bytes = kDefaultSegmentBytes;
   // How long a retired entry stays readable. Must exceed the longest
   // one-sided GET a client allows itself (see docs/architecture.md): clients
   // are given half of it, in whole milliseconds, as their read span, so
@@ -196,7 +205,13 @@ class KvStore {
     // free segments long enough is left beyond the cleaner's reserve after
     // one synchronous attempt to reclaim; the failure also wakes the cleaner.
     // An entry larger than a segment gets a run of its own (r.dedicated).
-    absl::StatusOr<Reservation> Reserve(uint64_t key_len, uint64_t value_len);
+    // `space_wait`: how long the caller may be held back when the pool is
+    // full only because emptied segments are still in their grace period
+    // (AllocateRun() says when it waits); zero, the default, never waits.
+    // Event-loop threads pass zero: a wait there would stall every
+    // connection of the loop.
+    absl::StatusOr<Reservation> Reserve(uint64_t key_len, uint64_t value_len,
+                                        absl::Duration space_wait = absl::ZeroDuration());
     // Ends a reservation after Commit() or after giving up on it.
     // Drops its pin, seals a dedicated run and resets `r`; bytes never
     // committed become dead space. A no-op on an empty reservation.
@@ -255,8 +270,10 @@ class KvStore {
   // Convenience for callers that hold the value in memory.
   // Reserve, encode (one copy of the value), Commit, Done. The errors of
   // Limits::CheckKey, Writer::Reserve() and Commit().
+  // `space_wait` as for Writer::Reserve().
   // REQUIRES: `writer` belongs to this store and is not used concurrently.
-  absl::Status Put(Writer* writer, absl::string_view key, absl::string_view value);
+  absl::Status Put(Writer* writer, absl::string_view key, absl::string_view value,
+                   absl::Duration space_wait = absl::ZeroDuration());
   // The value of `key`, pinned in pool memory (or a verified copy when the
   // entry lies in a live lease chunk). kNotFound if absent; kDataLoss when
   // the lease holder overwrote the entry after its commit; kUnavailable when
@@ -397,9 +414,19 @@ class KvStore {
   // could never be compacted again.
   // Returns an open run of `segments` consecutive segments. When none is
   // free it runs ReclaimReady() and, if that freed anything, tries once
-  // more; kResourceExhausted otherwise (counted, and the cleaner is woken
-  // unless it is the caller).
-  absl::StatusOr<Chunk> AllocateRun(uint32_t segments, bool for_cleaner = false);
+  // more. Then, for up to `space_wait`, it sleeps until the next queued run
+  // is due and tries again, as long as one is due within the wait: under a
+  // steady stream of overwrites the space is coming back, and holding the
+  // writer back a little beats refusing it. kResourceExhausted otherwise
+  // (counted, and the cleaner is woken unless it is the caller).
+  absl::StatusOr<Chunk> AllocateRun(uint32_t segments, bool for_cleaner = false,
+                                    absl::Duration space_wait = absl::ZeroDuration());
+  // The first-fit search of AllocateRun(), under alloc_mu_; nullopt when no
+  // run of `n` free segments is left beyond `keep`.
+  std::optional<Chunk> TryAllocateRun(uint32_t n, uint32_t keep);
+  // When the earliest run queued for reclamation is due, on clock_.Steady();
+  // nullopt when none is queued.
+  std::optional<absl::Duration> NextReclaimDue();
   // Asks the cleaner thread for a pass now (pool running out).
   void WakeCleaner();
   // Marks every segment of the run at `head` sealed and queues the run for
@@ -501,6 +528,7 @@ class KvStore {
   metrics::Counter* moved_bytes_;
   metrics::Counter* reclaimed_;
   metrics::Counter* pool_full_;
+  metrics::Counter* space_waits_;
   metrics::Counter* index_full_;
   metrics::Counter* modified_;
   metrics::Counter* copy_refused_;

@@ -186,6 +186,24 @@ TEST(KvStore, LargeValuesGetTheirOwnRun) {
   EXPECT_EQ(ValueOf(*t.store, "big"), big);
 }
 
+// Four 1 MiB values fill one default segment. With segments of exactly
+// 4 MiB only three fit: a quarter of each segment of 1 MiB values was idle.
+TEST(KvStore, DefaultSegmentHoldsFourOneMebibyteValues) {
+  const uint64_t seg = KvStoreOptions().segment_bytes;
+  // Two segments: the cleaner's reserve keeps one, the writer gets the other.
+  TestStore t = MakeStore(2 * seg, seg, absl::Milliseconds(2));
+  auto w = t.store->NewWriter();
+  const std::string value(1 << 20, 'v');
+  int stored = 0;
+  absl::Status s;
+  for (; stored < 8; ++stored) {
+    s = t.store->Put(w.get(), absl::StrCat("key:", stored, ":0123456789"), value);
+    if (!s.ok()) break;
+  }
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(stored, 4);
+}
+
 // The index's load factor and its refusals are metrics (issue 10): a tiny
 // index (16 buckets, 128 slots) fills before the pool, every refusal is
 // counted, and the load gauge is keys per slot in thousandths.
@@ -294,6 +312,42 @@ TEST(KvStore, FullPoolNamesPinsAsTheCause) {
   absl::SleepFor(absl::Milliseconds(20));
   t.store->RunCleanerOnce();
   EXPECT_TRUE(t.store->Put(w.get(), "more", value).ok());
+}
+
+// Overwrites fill the pool with segments still in their grace period. A
+// writer allowed to wait is held back until one is free and then succeeds;
+// one allowed less than that is refused at once, as is one allowed none.
+TEST(KvStore, FullPoolOfSegmentsInGraceHoldsWritersBack) {
+  const absl::Duration grace = absl::Milliseconds(300);
+  TestStore t = MakeStore(4 << 20, 256 << 10, grace);
+  auto w = t.store->NewWriter();
+  // One entry per segment: each overwrite seals and retires a whole one.
+  const std::string value(200 << 10, 'v');
+  int stored = 0;
+  absl::Status s;
+  for (; stored < 64; ++stored) {
+    s = t.store->Put(w.get(), "hot", value);
+    if (!s.ok()) break;
+  }
+  ASSERT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  ASSERT_GT(stored, 4);
+  EXPECT_EQ(Value(t.store->registry(), "kvstore_pool_space_waits_total"), 0u);
+
+  // Less than the grace period left to wait: refused without sleeping it out.
+  absl::Time start = absl::Now();
+  s = t.store->Put(w.get(), "hot", value, absl::Milliseconds(5));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_LT(absl::Now() - start, grace / 2);
+
+  start = absl::Now();
+  s = t.store->Put(w.get(), "hot", value, 2 * grace);
+  const absl::Duration waited = absl::Now() - start;
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_GT(Value(t.store->registry(), "kvstore_pool_space_waits_total"), 0u);
+  EXPECT_LT(waited, 2 * grace);
+  EXPECT_EQ(ValueOf(*t.store, "hot"), value);
+  std::printf("stored %d before full; the waiting PUT took %s\n", stored,
+              absl::FormatDuration(waited).c_str());
 }
 
 TEST(KvStore, OverwritesAreReclaimedWithoutDeletes) {
