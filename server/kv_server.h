@@ -84,7 +84,7 @@ struct KvServerOptions {
   uint64_t pool_bytes = 512ull << 20;
   uint64_t index_buckets = 0;  // 0: one bucket per KiB of pool
   bool hugepages = false;
-  bool transparent_hugepages = false;  // MemoryPoolOptions::transparent_hugepages
+  bool transparent_hugepages = false;             // MemoryPoolOptions::transparent_hugepages
   uint64_t segment_bytes = kDefaultSegmentBytes;  // kv_store.h says why not 4 MiB
   absl::Duration grace_period = absl::Milliseconds(500);
   Limits limits;

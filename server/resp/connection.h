@@ -112,6 +112,11 @@ struct Connection {
   uint64_t value_done = 0;    // value bytes received so far
   uint64_t value_len = 0;
   uint64_t discard_left = 0;  // kDiscard: bytes still to skip, CRLF included
+  // A SET held back (kValue, nothing reserved yet) because the pool was
+  // full of segments in their grace period: until when it may wait before
+  // it is refused. InfinitePast when not held back. Reading stops meanwhile.
+  absl::Time space_wait_until = absl::InfinitePast();
+  bool held_back() const { return space_wait_until != absl::InfinitePast(); }
 
   // The epoll events the socket is registered for, so that the loop calls
   // epoll_ctl only when they change (not once per request).

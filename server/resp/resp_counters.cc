@@ -49,6 +49,10 @@ Counters::Counters(metrics::Registry* registry)
       limit_pin_time(LimitCounter(registry, "max_pin_time")),
       limit_inflight_set(LimitCounter(registry, "max_inflight_set_bytes")),
       limit_scan_buckets(LimitCounter(registry, "scan_max_buckets")),
+      sets_held_back(registry->AddCounter(
+          "kvstore_resp_sets_held_back_total",
+          "SETs that found the pool full of segments in their grace period and waited, their "
+          "connection paused, instead of being refused at once.")),
       pins_copied(registry->AddCounter(
           "kvstore_resp_pinned_replies_copied_total",
           "GET/MGET values copied out of the pool because the client read them too slowly "

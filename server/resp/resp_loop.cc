@@ -124,7 +124,9 @@ void RespLoop::Run() {
   while (!stop_.load(std::memory_order_relaxed)) {
     // 250 ms at most, so timeouts are checked even on a quiet loop; 50 ms
     // while the listener is paused, to resume it on time.
-    int n = epoll_wait(epoll_fd_, events, kMaxEvents, listener_paused_ ? 50 : 250);
+    // 2 ms while SETs are held back for space (RetryHeldBack).
+    const int timeout_ms = !held_back_.empty() ? 2 : listener_paused_ ? 50 : 250;
+    int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
     if (n < 0 && errno != EINTR) {
       LOG(ERROR) << "epoll_wait: " << std::strerror(errno);
       break;
@@ -142,6 +144,7 @@ void RespLoop::Run() {
       }
     }
     if (listener_paused_) MaybeResumeListener(absl::Now());
+    if (!held_back_.empty()) RetryHeldBack();
     if (absl::Now() >= next_timeout_check) {
       CheckTimeouts();
       next_timeout_check = absl::Now() + absl::Seconds(1);
@@ -342,6 +345,11 @@ void RespLoop::Process(Connection* c) {
       switch (sets_->ConsumeBuffered(c)) {
         case StreamedSet::Progress::kNeedMore:
           return;
+        case StreamedSet::Progress::kHeldBack:
+          // Not read again until RetryHeldBack() gets it going: the requests
+          // pipelined behind the SET wait with it, in order.
+          held_back_.insert(c->fd);
+          return;
         case StreamedSet::Progress::kBadTerminator:
           ProtocolError(c, "Protocol error: SET value not terminated by CRLF");
           return;
@@ -444,6 +452,22 @@ void RespLoop::Execute(Connection* c, const resp::ParsedRequest& req) {
   DispatchCommand(ctx, req.args);
 }
 
+// Each held-back SET tries again (StreamedSet asks the store only once
+// space is due); one that got its entry, or was refused at the end of its
+// wait, goes on with its input and is read again.
+void RespLoop::RetryHeldBack() {
+  std::vector<int> fds(held_back_.begin(), held_back_.end());
+  held_back_.clear();
+  for (int fd : fds) {
+    auto it = conns_.find(fd);
+    if (it == conns_.end()) continue;
+    Connection* c = it->second.get();
+    Process(c);  // back into held_back_ if still waiting
+    if (conns_.count(fd) == 0) continue;
+    Flush(c);  // replies, and read interest again once no longer held back
+  }
+}
+
 // Writes as much queued output as the socket takes. Once the queue is
 // empty it either closes (QUIT, protocol error, peer EOF) or resumes requests
 // that were held back by the output limit; then it updates epoll interest.
@@ -513,7 +537,8 @@ bool RespLoop::Flush(Connection* c) {
 // level-triggered EPOLLOUT would otherwise fire on every wait.
 void RespLoop::UpdateInterest(Connection* c) {
   const bool want_write = !c->out.empty();
-  const bool want_read = c->reading && c->out_bytes <= options_.max_pending_output;
+  const bool want_read =
+      c->reading && c->out_bytes <= options_.max_pending_output && !c->held_back();
   const uint32_t events = (want_read ? (EPOLLIN | EPOLLRDHUP) : 0) | (want_write ? EPOLLOUT : 0);
   // Usually unchanged (read interest, nothing left to write): then the
   // registration is already right and the system call would be wasted.
@@ -529,6 +554,7 @@ void RespLoop::UpdateInterest(Connection* c) {
 // callers must not touch it afterwards (they check conns_ instead).
 void RespLoop::Close(Connection* c) {
   sets_->Abandon(c);
+  held_back_.erase(c->fd);
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   close(c->fd);
   counters_->active->Add(-1);

@@ -36,6 +36,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "common/protocol/resp.h"
@@ -104,6 +105,8 @@ class RespLoop {
   // Writes queued replies. Returns false once the connection is closed.
   bool Flush(Connection* c);
   void UpdateInterest(Connection* c);
+  // Retries the SETs held back for space (streamed_set.h).
+  void RetryHeldBack();
   void Close(Connection* c);
   // The once-a-second sweep (resp_loop_limits.cc): timeouts and output
   // bounds; closes the connections that broke them.
@@ -132,6 +135,8 @@ class RespLoop {
   std::unique_ptr<KvStore::Writer> writer_;
   std::unique_ptr<StreamedSet> sets_;  // after writer_: uses it
   absl::flat_hash_map<int, std::unique_ptr<Connection>> conns_;
+  // Connections whose SET is held back for space (Connection::held_back()).
+  absl::flat_hash_set<int> held_back_;
   // The loop's read buffer, always empty: a connection with nothing
   // buffered swaps it in to read and gives it back once all it read is
   // parsed, so thousands of idle connections do not each keep 64 KiB.

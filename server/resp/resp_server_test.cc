@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -32,16 +33,17 @@ using ::testing::StartsWith;
 class RespServerTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(RespServerOptions()); }
-  void Start(RespServerOptions o, uint64_t index_bytes = 1 << 20) {
+  void Start(RespServerOptions o, uint64_t index_bytes = 1 << 20, uint64_t pool_bytes = 64 << 20,
+             absl::Duration grace = absl::Milliseconds(10)) {
     server_.reset();
     store_.reset();
     MemoryPoolOptions po;
-    po.data_bytes = 64 << 20;
+    po.data_bytes = pool_bytes;
     po.index_bytes = index_bytes;
     pool_ = *MemoryPool::Create(po);
     KvStoreOptions so;
     so.segment_bytes = 1 << 20;
-    so.grace_period = absl::Milliseconds(10);
+    so.grace_period = grace;
     so.limits.max_value_bytes = 8 << 20;
     store_ = *KvStore::Create(pool_.get(), so);
     o.port = 0;
@@ -389,6 +391,46 @@ TEST_F(RespServerTest, InflightSetBudgetAndLazyReservation) {
 
 // Finding 6: MGET pinned and queued every value at once. Past the hard
 // output limit it is refused, naming the limit, and pins nothing.
+// Overwrites of large values fill a small pool with segments still in their
+// grace period. The SETs are held back until space comes due, not refused,
+// and meanwhile the loop goes on serving its other connections.
+TEST_F(RespServerTest, SetsWaitForSegmentsLeavingTheirGracePeriod) {
+  const absl::Duration grace = absl::Milliseconds(300);
+  RespServerOptions o;
+  o.threads = 1;  // both connections on the one loop
+  Start(o, 1 << 20, /*pool_bytes=*/4 << 20, grace);
+  const int writer = Connect();
+  const int other = Connect();
+  // One 700 KiB value per 1 MiB segment: each overwrite retires a segment.
+  const std::string value(700 << 10, 'v');
+  constexpr int kSets = 9;
+  std::string batch;
+  for (int i = 0; i < kSets; ++i) batch += Cmd({"SET", "hot", value});
+  const absl::Time start = absl::Now();
+  std::thread sender([&] { Send(writer, batch); });
+  // While SETs wait, the loop answers the other connection at once.
+  absl::SleepFor(grace / 3);
+  const absl::Time ping = absl::Now();
+  Send(other, Cmd({"PING"}));
+  auto pong = Read(other, 1);
+  const absl::Duration ping_took = absl::Now() - ping;
+  auto replies = Read(writer, kSets);
+  sender.join();
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_EQ(pong.size(), 1u);
+  EXPECT_EQ(pong[0].str, "PONG");
+  EXPECT_LT(ping_took, grace / 3);
+  ASSERT_EQ(replies.size(), static_cast<size_t>(kSets));
+  for (const auto& r : replies) EXPECT_EQ(r.str, "OK") << r.str;
+  EXPECT_GT(Value(server_->registry(), "kvstore_resp_sets_held_back_total"), 0u);
+  // The pool holds three such segments: nine SETs must have waited.
+  EXPECT_GE(took, grace);
+  std::printf("%d SETs of 700 KiB in %s; PING answered in %s\n", kSets,
+              absl::FormatDuration(took).c_str(), absl::FormatDuration(ping_took).c_str());
+  close(writer);
+  close(other);
+}
+
 TEST_F(RespServerTest, MgetOverTheOutputLimitIsRefused) {
   RespServerOptions o;
   o.limits.output_hard_limit = 4 << 20;

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/protocol/layout.h"
 #include "server/resp/cluster_routing.h"
 
@@ -46,10 +48,18 @@ void StreamedSet::Begin(Connection* c, absl::string_view key, uint64_t value_len
   c->value_done = 0;
   c->state = InputState::kValue;
   // Nothing will arrive to trigger the reservation of an empty value.
-  if (value_len == 0 && Reserve(c)) c->state = InputState::kValueCrlf;
+  if (value_len == 0 && Reserve(c, /*may_wait=*/false) == ReserveResult::kYes) {
+    c->state = InputState::kValueCrlf;
+  }
 }
 
-bool StreamedSet::Reserve(Connection* c) {
+// Held back, the SET asks the store again only once something is due: each
+// refused allocation counts as a pool-full error and wakes the cleaner.
+StreamedSet::ReserveResult StreamedSet::Reserve(Connection* c, bool may_wait) {
+  if (c->held_back() && absl::Now() < c->space_wait_until) {
+    const std::optional<absl::Duration> in = store_->SpaceReturnsIn();
+    if (in && *in > absl::ZeroDuration()) return ReserveResult::kHeldBack;
+  }
   const uint64_t bytes = c->pending_key.size() + c->value_len;
   if (!budget_->TryTake(bytes)) {
     counters_->limit_inflight_set->Increment();
@@ -59,21 +69,43 @@ bool StreamedSet::Reserve(Connection* c) {
   } else if (auto r = writer_->Reserve(c->pending_key.size(), c->value_len); !r.ok()) {
     // Space for header + key + value; kResourceExhausted (OOM) when full.
     budget_->Give(bytes);
+    if (may_wait && HoldBack(c, r.status())) return ReserveResult::kHeldBack;
     c->ReplyStatus(r.status());
   } else {
+    c->space_wait_until = absl::InfinitePast();
     c->budget_taken = bytes;
     c->reservation = *r;
     // Header and key now; the value bytes land behind them as they arrive.
     layout::BeginEntry(r->ptr, c->pending_key, static_cast<uint32_t>(c->value_len),
                        store_->Version());
     c->pending_key.clear();
-    return true;
+    return ReserveResult::kYes;
   }
   // Still a well-formed request: skip its value, keep the connection.
+  c->space_wait_until = absl::InfinitePast();
   c->pending_key.clear();
   c->state = InputState::kDiscard;
   c->discard_left = c->value_len - c->value_done + 2;
-  return false;
+  return ReserveResult::kRefused;
+}
+
+// Only a full pool (kResourceExhausted from the writer; limits are
+// kInvalidArgument) whose space is due back before the SET's wait ends. A
+// first refusal while space counts as free already (free segments, but no
+// run long enough for a value larger than a segment) is not the grace
+// period's doing: waiting would not help, so it is refused at once.
+bool StreamedSet::HoldBack(Connection* c, const absl::Status& refusal) {
+  if (refusal.code() != absl::StatusCode::kResourceExhausted) return false;
+  const absl::Time now = absl::Now();
+  const bool first = !c->held_back();
+  if (first) {
+    c->space_wait_until = now + store_->options().grace_period + absl::Milliseconds(100);
+  }
+  const std::optional<absl::Duration> in = store_->SpaceReturnsIn();
+  if (!in || (first && *in == absl::ZeroDuration())) return false;
+  if (now >= c->space_wait_until || now + *in > c->space_wait_until) return false;
+  if (first) counters_->sets_held_back->Increment();
+  return true;
 }
 
 void StreamedSet::Release(Connection* c) {
@@ -102,7 +134,11 @@ StreamedSet::Progress StreamedSet::ConsumeBuffered(Connection* c) {
       case InputState::kValue: {
         if (buf.empty()) return Progress::kNeedMore;
         // The first value byte is here: now the entry is worth reserving.
-        if (!Reserved(*c) && !Reserve(c)) break;  // refused: now kDiscard
+        if (!Reserved(*c)) {
+          const ReserveResult r = Reserve(c, /*may_wait=*/true);
+          if (r == ReserveResult::kHeldBack) return Progress::kHeldBack;
+          if (r == ReserveResult::kRefused) break;  // now kDiscard
+        }
         // Value bytes that arrived together with the request: one copy.
         const uint64_t take = std::min<uint64_t>(buf.size(), c->value_len - c->value_done);
         if (take > 0) {

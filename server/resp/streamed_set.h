@@ -27,9 +27,13 @@
 //
 // Errors: a key or value over its limit, or a full store, is answered with
 // the error its Status maps to and the value is skipped (kDiscard), so the
-// connection stays usable; a value over max_value_bytes is not worth
-// reading: the error is sent and the connection closed. A value not followed
-// by CRLF is a protocol error (the caller replies and closes).
+// connection stays usable. A store full only of segments that are waiting
+// out their grace period (overwrites faster than the grace period lets
+// space come back) is not refused at once: the SET is held back, its
+// connection not read, and the loop tries again as segments come due, for
+// up to a grace period (and 100 ms); only then is it refused; a value over max_value_bytes is not
+// worth reading: the error is sent and the connection closed. A value not followed by CRLF is a
+// protocol error (the caller replies and closes).
 //
 // Thread safety: one instance per RespLoop, used only on that loop's thread.
 
@@ -71,6 +75,7 @@ class StreamedSet {
     kNeedMore,       // all buffered input used; the SET continues
     kDone,           // back in kCommands (SET committed and answered, or skipped)
     kBadTerminator,  // value not followed by CRLF; entry given up
+    kHeldBack,       // no room yet, but some is due soon: try again later
   };
   // Feeds buffered input c->in[c->start..] to the SET in progress.
   // Precondition: c->state != kCommands.
@@ -94,10 +99,15 @@ class StreamedSet {
   static char* ValueCursor(const Connection& c);
   // Seals and commits the complete entry and answers the SET.
   void Finish(Connection* c);
+  enum class ReserveResult { kYes, kRefused, kHeldBack };
   // Reserves the entry of c's SET (budget, then pool) and writes its header
-  // and key. On failure queues the error, switches to kDiscard and returns
-  // false.
-  bool Reserve(Connection* c);
+  // and key. A refusal queues the error and switches to kDiscard. With
+  // `may_wait`, a pool full only of segments whose grace period ends within
+  // a grace period (and 100 ms) from the first attempt holds the SET back
+  // instead (c->space_wait_until), to be tried again by the loop.
+  ReserveResult Reserve(Connection* c, bool may_wait);
+  // Whether a SET refused with `refusal` should wait (see Reserve()).
+  bool HoldBack(Connection* c, const absl::Status& refusal);
   // Gives up c's entry (uncommitted or committed) and its budget share.
   void Release(Connection* c);
 

@@ -65,7 +65,7 @@ KvStore::Writer::~Writer() {
 }
 
 absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t value_len,
-                                                      absl::Duration space_wait) {
+                                                     absl::Duration space_wait) {
   // Limits before allocation: an oversized request takes no space.
   KV_RETURN_IF_ERROR(store_->options_.limits.CheckKeyLength(key_len));
   KV_RETURN_IF_ERROR(store_->options_.limits.CheckValueLength(value_len));
@@ -204,86 +204,6 @@ KvStore::~KvStore() {
   cleaner_writer_.reset();
   absl::MutexLock replica_lock(&replica_mu_);
   replica_writer_.reset();
-}
-
-std::optional<Chunk> KvStore::TryAllocateRun(uint32_t n, uint32_t keep) {
-  absl::MutexLock lock(&alloc_mu_);
-  if (free_segments_ < n + keep) return std::nullopt;
-  // First fit, starting at a rotating hint so that freed segments are not
-  // immediately reused (friendlier to in-flight remote readers).
-  for (uint32_t probe = 0; probe < segment_count_; ++probe) {
-    uint32_t start = (alloc_hint_ + probe) % segment_count_;
-    // A run is one contiguous range of the arena: it never wraps.
-    if (start + n > segment_count_) continue;
-    // Segments enter and leave kFree only under alloc_mu_, so the ones
-    // found free here stay free until they are marked below.
-    uint32_t len = 0;
-    while (len < n && segments_[start + len].state.load() == SegState::kFree) ++len;
-    if (len < n) continue;
-    for (uint32_t i = start; i < start + n; ++i) {
-      segments_[i].run_head = start;
-      segments_[i].state.store(SegState::kOpen);
-    }
-    segments_[start].run_length = n;
-    segments_[start].live_bytes.store(0);
-    free_segments_ -= n;
-    alloc_hint_ = (start + n) % segment_count_;
-    return Chunk{uint64_t{start} * options_.segment_bytes, uint64_t{n} * options_.segment_bytes,
-                 start, n};
-  }
-  return std::nullopt;
-}
-
-std::optional<absl::Duration> KvStore::NextReclaimDue() {
-  absl::MutexLock lock(&reclaim_mu_);
-  std::optional<absl::Duration> due;
-  // Nearly in order (pinned runs are re-queued at the back), so look at all.
-  for (const PendingFree& p : pending_) due = due ? std::min(*due, p.ready) : p.ready;
-  return due;
-}
-
-absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner, absl::Duration space_wait) {
-  const uint32_t keep = for_cleaner ? 0 : cleaner_reserve_;
-  // The wait is bounded on both clocks: the store's steady clock decides
-  // when queued runs are due, and absl::Now() keeps a clock that does not
-  // advance (a test's) from holding the caller for ever.
-  const absl::Duration wait_until = clock_.Steady() + space_wait;
-  const absl::Time wall_until = absl::Now() + space_wait;
-  for (;;) {
-    if (std::optional<Chunk> c = TryAllocateRun(n, keep)) return *c;
-    // Runs whose grace period has passed may still be queued (the cleaner
-    // frees them every cleaner_interval): free them here and look again.
-    if (ReclaimReady() > 0) {
-      if (std::optional<Chunk> c = TryAllocateRun(n, keep)) return *c;
-    }
-    if (for_cleaner || space_wait <= absl::ZeroDuration()) break;
-    const std::optional<absl::Duration> due = NextReclaimDue();
-    const absl::Duration now = clock_.Steady();
-    if (!due || *due > wait_until || absl::Now() >= wall_until) break;
-    // At least 100 us, so that a run due now but still pinned (re-queued
-    // 10 ms later) is not polled in a tight loop.
-    absl::SleepFor(std::max(*due - now, absl::Microseconds(100)));
-    space_waits_->Increment();
-  }
-  pool_full_->Increment();
-  // The cleaner is the one who can make room by compacting; it is never
-  // woken by its own failure (it is already running).
-  if (!for_cleaner) WakeCleaner();
-  // Read after alloc_mu_ is released: the two locks are never nested.
-  // Say what holds the emptied runs: a pin (a reply still being sent to a
-  // slow reader, an unfinished write) is not the grace period's doing.
-  size_t waiting, pinned = 0;
-  {
-    absl::MutexLock lock(&reclaim_mu_);
-    waiting = pending_.size();
-    for (const auto& p : pending_) pinned += segments_[p.head].pins.load() != 0;
-  }
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "pool full: no run of ", n, " free segment(s) of ", options_.segment_bytes, " bytes in ",
-      segment_count_, " (", waiting, " emptied run(s) await reuse: ", pinned,
-      " still pinned by readers or unfinished writes, e.g. replies queued for slow clients; ",
-      waiting - pinned, " within the ", absl::FormatDuration(options_.grace_period),
-      " grace period); delete or overwrite keys to free space"));
 }
 
 // A sealed run takes no new reservations, so once its live count reaches 0

@@ -352,6 +352,14 @@ class KvStore {
   // are serialised.
   void RunCleanerOnce();
 
+  // For callers that cannot sleep (the RESP loops), which hold a refused
+  // write back themselves and try again later: how long until an emptied
+  // run queued for reclamation is due (zero if one is due already or a
+  // segment beyond the cleaner's reserve is free), or nullopt when nothing
+  // is queued, so that space will not come back without deletes or the
+  // cleaner. Thread-safe.
+  std::optional<absl::Duration> SpaceReturnsIn();
+
   // A version stamp for a new entry's header: unique and increasing within
   // this store (relaxed: it orders nothing).
   uint64_t Version() { return next_version_.fetch_add(1, std::memory_order_relaxed); }

@@ -1,0 +1,180 @@
+// Copyright 2026 The kvstore Authors.
+//
+// KvControlServiceImpl's slow-path data RPCs (Get, Put, Delete, Stats,
+// Scan) and their cluster routing: the server CPU serving clients without
+// RDMA or with entries no READ can fetch. Split from control_service.cc by
+// job; the shape of every RPC is the same (see there).
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/grpc_status.h"
+#include "common/metrics/exposition.h"
+#include "common/status_macros.h"
+#include "common/version.h"
+#include "server/control/control_service.h"
+
+namespace kvstore {
+namespace server {
+
+namespace pb = ::kvstore::v1;
+
+absl::Status KvControlServiceImpl::RouteKey(const std::string& key) const {
+  if (deps_.cluster == nullptr) return absl::OkStatus();
+  // Slow-path reads, like writes, are served by the primary only: the gRPC
+  // API has no READONLY.
+  const Route route = deps_.cluster->RouteKey(key);
+  switch (route.kind) {
+    case Route::Kind::kServe:
+      return absl::OkStatus();
+    case Route::Kind::kMoved:
+      return absl::FailedPreconditionError(
+          absl::StrCat("MOVED ", route.slot, " ", route.node->control_address()));
+    case Route::Kind::kDown:
+      return absl::UnavailableError(
+          absl::StrCat("CLUSTERDOWN hash slot ", route.slot, " has no primary"));
+    case Route::Kind::kAsk:
+      // As MOVED, for this one request: the map still names this node.
+      return absl::FailedPreconditionError(
+          absl::StrCat("ASK ", route.slot, " ", route.node->control_address()));
+    case Route::Kind::kTryAgain:
+      return absl::UnavailableError(
+          absl::StrCat("TRYAGAIN hash slot ", route.slot, " is being handed to another shard"));
+    case Route::Kind::kNotReady:
+      break;
+  }
+  return absl::UnavailableError("CLUSTERDOWN this node has no cluster map or is fenced");
+}
+
+absl::Status KvControlServiceImpl::RerouteRefusal(const std::string& key,
+                                                  absl::Status status) const {
+  // The hook names the slot's primary by whichever address it knows; the
+  // caller of this API needs the control address, from the newest map.
+  if (status.code() == absl::StatusCode::kFailedPrecondition &&
+      (absl::StartsWith(status.message(), "MOVED ") ||
+       absl::StartsWith(status.message(), "ASK "))) {
+    if (absl::Status routed = RouteKey(key); !routed.ok()) return routed;
+  }
+  return status;
+}
+
+grpc::Status KvControlServiceImpl::Get(grpc::ServerContext* context, const pb::GetRequest* request,
+                                       pb::GetResponse* response) {
+  gets_->Increment();
+  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
+  // The handler's latency, as kvstore_server_request_duration_seconds.
+  const absl::Time start = absl::Now();
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(deps_.store->limits().CheckKey(request->key()));
+    KV_RETURN_IF_ERROR(RouteKey(request->key()));
+    KV_ASSIGN_OR_RETURN(PinnedValue value, deps_.store->Get(request->key()));
+    // Copied while pinned; the pin ends when `value` goes out of scope.
+    response->set_value(value.value().data(), value.value().size());
+    return absl::OkStatus();
+  }();
+  get_requests_.Record(absl::Now() - start);
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::PutRequest* request,
+                                       pb::PutResponse* response) {
+  puts_->Increment();
+  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
+  const absl::Time start = absl::Now();
+  absl::Status status = [&]() -> absl::Status {
+    // Limits first, so an oversized request allocates nothing.
+    const Limits& limits = deps_.store->limits();
+    KV_RETURN_IF_ERROR(limits.CheckKey(request->key()));
+    KV_RETURN_IF_ERROR(limits.CheckValueLength(request->value().size()));
+    KV_RETURN_IF_ERROR(RouteKey(request->key()));
+    // Round robin: cheap, and a large value blocks at most 1/kPutWriters of
+    // the concurrent slow-path PUTs.
+    PutWriter& w = writers_[next_writer_.fetch_add(1, std::memory_order_relaxed) % kPutWriters];
+    absl::MutexLock lock(&w.mu);
+    // Created on first use: an idle writer would hold a segment open.
+    if (w.writer == nullptr) w.writer = deps_.store->NewWriter();
+    return RerouteRefusal(request->key(), deps_.store->Put(w.writer.get(), request->key(),
+                                                           request->value(), SpaceWait(context)));
+  }();
+  put_requests_.Record(absl::Now() - start);
+  return ToGrpcStatus(status);
+}
+
+// A PUT that finds the pool full only because overwritten segments are
+// still in their grace period is held back until one is free, for up to a
+// grace period (and a cleaner tick) or the RPC's deadline, whichever ends
+// first: under a steady stream of large overwrites the space is coming
+// back, and a caller would rather wait than retry. A handler thread waits,
+// as it would for any slow call; the RESP loops never do.
+absl::Duration KvControlServiceImpl::SpaceWait(const grpc::ServerContext* context) const {
+  absl::Duration wait = deps_.store->options().grace_period + absl::Milliseconds(100);
+  const auto deadline = context->deadline();
+  if (deadline != std::chrono::system_clock::time_point::max()) {
+    wait = std::min(wait, absl::FromChrono(deadline) - absl::Now());
+  }
+  return std::max(wait, absl::ZeroDuration());
+}
+
+grpc::Status KvControlServiceImpl::Delete(grpc::ServerContext* context,
+                                          const pb::DeleteRequest* request,
+                                          pb::DeleteResponse* response) {
+  deletes_->Increment();
+  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
+  const absl::Time start = absl::Now();
+  // KvStore::Delete() checks the key against the limits itself.
+  absl::Status status = RouteKey(request->key());
+  if (status.ok()) status = RerouteRefusal(request->key(), deps_.store->Delete(request->key()));
+  delete_requests_.Record(absl::Now() - start);
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
+                                         const pb::StatsRequest* request,
+                                         pb::StatsResponse* response) {
+  stats_->Increment();
+  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
+  // Facts first (static ones from the wiring, then the service's own, which
+  // win on a clash), then the counters.
+  auto& info = *response->mutable_info();
+  for (const auto& [key, value] : deps_.info) info[key] = value;
+  info["server_version"] = kProductVersion;
+  info["epoch"] = absl::StrCat(deps_.epoch);
+  info["resp_address"] = deps_.resp_address;
+  info["rdma_device"] = deps_.rdma_device;
+  info["rdma_registered"] = deps_.pool->registered() ? "true" : "false";
+  for (const auto& [key, value] : CollectCounters()) (*response->mutable_counters())[key] = value;
+  return grpc::Status::OK;
+}
+
+std::map<std::string, uint64_t> KvControlServiceImpl::CollectCounters() const {
+  // The registry is the one list of counter names: the store's, the lease
+  // table's, the RDMA service's, the RESP server's, this service's and the
+  // process's series, keyed exactly as in /metrics (docs/operations.md).
+  return metrics::FlattenSnapshot(registry_->TakeSnapshot());
+}
+
+grpc::Status KvControlServiceImpl::Scan(grpc::ServerContext* context,
+                                        const pb::ScanRequest* request,
+                                        pb::ScanResponse* response) {
+  scans_->Increment();
+  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
+  // 0 means "the default"; anything over the cap is quietly capped.
+  const uint32_t count =
+      request->count() == 0 ? kDefaultScanCount : std::min(request->count(), kMaxScanCount);
+  // The store pages by index bucket; the cursor is the next bucket.
+  std::vector<std::string> keys;
+  // A cursor past the end (from a client's bug or another epoch) ends the
+  // listing; KvIndex::Scan() treats it as such.
+  const uint64_t next = deps_.store->Scan(request->cursor(), count, request->prefix(), &keys);
+  for (std::string& key : keys) response->add_keys(std::move(key));
+  response->set_cursor(next);
+  return grpc::Status::OK;
+}
+
+}  // namespace server
+}  // namespace kvstore
