@@ -316,9 +316,13 @@ grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
       }
       return deps_.rdma->BindLease(connection_id, lease);
     };
+    // Like a PUT, a grant may wait for segments leaving their grace period
+    // (SpaceWait). The session's lock is held meanwhile: its other grants
+    // would wait for the same space.
     KV_ASSIGN_OR_RETURN(
         LeaseInfo info,
-        deps_.leases->Grant(request->bytes(), OwnerOf(context, request->client_name()), make_key));
+        deps_.leases->Grant(request->bytes(), OwnerOf(context, request->client_name()), make_key,
+                            SpaceWait(context)));
     FillLease(info, response->mutable_lease());
     return absl::OkStatus();
   }();

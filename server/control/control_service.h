@@ -199,8 +199,9 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   // `status`, except that the write hook's "MOVED ..." is re-routed on the
   // newest map so that it names the primary's control address.
   absl::Status RerouteRefusal(const std::string& key, absl::Status status) const;
-  // How long a PUT may be held back by a pool full of segments in their
-  // grace period (see the definition); never past the RPC's deadline.
+  // How long a PUT or a lease grant may be held back by a pool full of
+  // segments in their grace period (see the definition); never past the
+  // RPC's deadline.
   absl::Duration SpaceWait(const grpc::ServerContext* context) const;
   // OK, or UNAVAILABLE telling the client to handshake again.
   absl::Status CheckEpoch(uint64_t epoch) const;

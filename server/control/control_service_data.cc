@@ -105,9 +105,10 @@ grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::P
   return ToGrpcStatus(status);
 }
 
-// A PUT that finds the pool full only because overwritten segments are
-// still in their grace period is held back until one is free, for up to a
-// grace period (and a cleaner tick) or the RPC's deadline, whichever ends
+// A PUT (or a lease grant, control_service.cc) that finds the pool full
+// only because overwritten segments are still in their grace period is held
+// back until one is free, for up to a grace period (and 100 ms, about two
+// cleaner ticks) or the RPC's deadline, whichever ends
 // first: under a steady stream of large overwrites the space is coming
 // back, and a caller would rather wait than retry. A handler thread waits,
 // as it would for any slow call; the RESP loops never do.

@@ -341,7 +341,9 @@ class KvStore {
   // AllocateChunk: kInvalidArgument for 0 bytes, kResourceExhausted when no
   // run that long is free beyond the cleaner's reserve. The chunk is not
   // pinned: it stays open (never reclaimed, never compacted) until released.
-  absl::StatusOr<Chunk> AllocateChunk(uint64_t bytes);
+  // `space_wait` as for Writer::Reserve().
+  absl::StatusOr<Chunk> AllocateChunk(uint64_t bytes,
+                                      absl::Duration space_wait = absl::ZeroDuration());
   // REQUIRES: `chunk` came from AllocateChunk() and is released once, after
   // which nothing commits into it or writes to it (LeaseTable revokes the
   // lease's write key and marks the lease revoked first).

@@ -34,14 +34,15 @@ absl::Status KvStore::RecordLeaseEntryLocked(Segment& seg, uint64_t offset, uint
   return absl::OkStatus();
 }
 
-absl::StatusOr<Chunk> KvStore::AllocateChunk(uint64_t bytes) {
+absl::StatusOr<Chunk> KvStore::AllocateChunk(uint64_t bytes, absl::Duration space_wait) {
   const uint64_t seg = options_.segment_bytes;
   if (bytes == 0) return absl::InvalidArgumentError("lease size must be positive");
   // Not for the cleaner: a lease may not take the cleaner's reserve. The
   // flag is set before the chunk is handed out, so it is visible before any
   // entry in the chunk can be committed and looked up (Get() loads it with
   // acquire after finding such an entry).
-  absl::StatusOr<Chunk> c = AllocateRun(static_cast<uint32_t>((bytes + seg - 1) / seg));
+  absl::StatusOr<Chunk> c = AllocateRun(static_cast<uint32_t>((bytes + seg - 1) / seg),
+                                        /*for_cleaner=*/false, space_wait);
   if (c.ok()) segments_[c->first_segment].remote_writable.store(true, std::memory_order_release);
   return c;
 }

@@ -79,7 +79,7 @@ LeaseTable::~LeaseTable() {
 // max_leases, allocate the chunk (no lock), assign an id, make the key (no
 // lock), publish. Every early return undoes exactly what was done before it.
 absl::StatusOr<LeaseInfo> LeaseTable::Grant(uint64_t bytes, std::string owner,
-                                            const KeyMaker& make_key) {
+                                            const KeyMaker& make_key, absl::Duration space_wait) {
   // Size checks first: they cost nothing and need no lock.
   if (bytes == 0) return absl::InvalidArgumentError("lease size must be positive");
   if (bytes > options_.max_lease_bytes) {
@@ -98,7 +98,7 @@ absl::StatusOr<LeaseInfo> LeaseTable::Grant(uint64_t bytes, std::string owner,
   }
   // Allocate outside mu_: it may reclaim segments, and commits on other
   // leases should not wait for that.
-  absl::StatusOr<Chunk> chunk = store_->AllocateChunk(bytes);
+  absl::StatusOr<Chunk> chunk = store_->AllocateChunk(bytes, space_wait);
   LeaseInfo info;
   {
     absl::MutexLock lock(&mu_);

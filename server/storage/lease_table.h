@@ -221,8 +221,12 @@ class LeaseTable {
   // pool has no run of free segments that large; make_key's error if it
   // fails (the chunk goes back at once; the lease counts as granted and
   // released, as it did when keys were bound after the grant).
+  // `space_wait`: how long a pool full only of segments in their grace
+  // period may hold the grant back (KvStore::Writer::Reserve()); zero
+  // refuses at once. The grant counts against max_leases meanwhile.
   absl::StatusOr<LeaseInfo> Grant(uint64_t bytes, std::string owner,
-                                  const KeyMaker& make_key = nullptr);
+                                  const KeyMaker& make_key = nullptr,
+                                  absl::Duration space_wait = absl::ZeroDuration());
 
   // Moves the lease's expiry to options().ttl from now and returns it.
   // `connection_id` is the caller's connection (kNoConnection: none).

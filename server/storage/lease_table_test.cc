@@ -355,6 +355,26 @@ TEST(LeaseTable, FullPoolIsResourceExhausted) {
   EXPECT_EQ(Value(leases.registry(), "kvstore_leases_active"), 1u);
 }
 
+// A grant allowed to wait gets a chunk once a segment leaves its grace
+// period; one allowed none is refused at once.
+TEST(LeaseTable, GrantWaitsForSegmentsLeavingTheirGracePeriod) {
+  const absl::Duration grace = absl::Milliseconds(300);
+  TestStore t = MakeStore(/*segments=*/4, grace);
+  LeaseTable leases(t.store.get(), ManualOptions());
+  // Overwrites, one segment each, until every writable segment is retired
+  // and in its grace period.
+  auto w = t.store->NewWriter();
+  const std::string value(700 << 10, 'v');
+  while (t.store->Put(w.get(), "hot", value).ok()) {
+  }
+  EXPECT_EQ(leases.Grant(kSegment, "now").status().code(), absl::StatusCode::kResourceExhausted);
+  const absl::Time start = absl::Now();
+  auto waited = leases.Grant(kSegment, "waits", nullptr, 2 * grace);
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  EXPECT_LT(absl::Now() - start, 2 * grace);
+  EXPECT_GT(Value(t.store->registry(), "kvstore_pool_space_waits_total"), 0u);
+}
+
 // Size limits are checked before anything is allocated.
 // Finding 10: the server refuses a TTL the client would not honour (it
 // rounds anything under 100 ms up) or the handshake could not carry.
