@@ -2,7 +2,11 @@
 //
 // The one place where absl::Status and grpc::Status are converted. The code
 // values of the two enums are numerically identical, so the mapping is 1:1.
-// Error details and payloads are not carried across, only code and message.
+// The message travels as the gRPC message, and every payload of the
+// absl::Status (a typed refusal, common/cluster/refusal.h, is one) travels in
+// the binary error details, as proto/status_details.proto (the shape of
+// google.rpc.Status), so a status crosses a gRPC hop with its payloads, in
+// either direction.
 //
 // Thread-safety: pure functions; thread-safe.
 
@@ -14,10 +18,12 @@
 
 namespace kvstore {
 
-// Same code and message; OK maps to OK.
+// Same code and message, and the payloads in the error details (none: no
+// details); OK maps to OK.
 grpc::Status ToGrpcStatus(const absl::Status& status);
-// Same code and message; OK maps to OK (any message on an OK grpc::Status
-// is dropped).
+// Same code and message, and the payloads of the error details restored
+// (details that do not parse as status_details.proto are ignored); OK maps
+// to OK (any message on an OK grpc::Status is dropped).
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
 }  // namespace kvstore

@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
+#include <string>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "common/cluster/refusal.h"
 
 namespace kvstore {
 namespace wire {
@@ -121,15 +125,30 @@ size_t EncodeAck(uint64_t request_id, const absl::Status& status, char* out) {
   ack.magic = kAckMagic;
   ack.code = static_cast<int32_t>(status.code());
   ack.request_id = request_id;
+  const size_t room = kAckBytes - sizeof(CommitAck);
+  // The refusal first: the client classifies by it. Its detail is only for
+  // people (the message has it too), so it goes when space is short.
+  std::string refusal;
+  if (std::optional<cluster::Refusal> r = cluster::FromStatus(status)) {
+    refusal = cluster::EncodePayload(*r);
+    if (refusal.size() > room) {
+      r->detail.clear();
+      refusal = cluster::EncodePayload(*r);
+    }
+    if (refusal.size() > room) refusal.clear();  // node ids are far shorter
+  }
+  ack.refusal_len = static_cast<uint16_t>(refusal.size());
   // Truncate the message rather than fail: the ack must fit the client's
   // fixed-size receive buffer, and the code matters more than the text.
-  const size_t room = kAckBytes - sizeof(CommitAck);
-  ack.message_len = static_cast<uint16_t>(std::min(room, status.message().size()));
+  ack.message_len = static_cast<uint16_t>(std::min(room - refusal.size(), status.message().size()));
   std::memcpy(out, &ack, sizeof(ack));
   // An OK status's message is a null view: memcpy from null is undefined
   // even for 0 bytes.
   if (ack.message_len > 0) std::memcpy(out + sizeof(ack), status.message().data(), ack.message_len);
-  return sizeof(ack) + ack.message_len;
+  if (!refusal.empty()) {
+    std::memcpy(out + sizeof(ack) + ack.message_len, refusal.data(), refusal.size());
+  }
+  return sizeof(ack) + ack.message_len + ack.refusal_len;
 }
 
 absl::StatusOr<ParsedAck> ParseAck(absl::string_view bytes) {
@@ -140,12 +159,19 @@ absl::StatusOr<ParsedAck> ParseAck(absl::string_view bytes) {
   // 0..16 are absl's canonical codes (kOk .. kUnauthenticated). An ack
   // carrying kOk with a message still yields an OK status.
   if (ack.code < 0 || ack.code > 16) return absl::DataLossError("bad status code in commit ack");
-  if (sizeof(ack) + ack.message_len > bytes.size())
+  if (sizeof(ack) + ack.message_len + ack.refusal_len > bytes.size()) {
     return absl::DataLossError("ack message out of bounds");
+  }
   ParsedAck out;
   out.request_id = ack.request_id;
   out.status = absl::Status(static_cast<absl::StatusCode>(ack.code),
                             absl::string_view(bytes.data() + sizeof(ack), ack.message_len));
+  const absl::string_view refusal = bytes.substr(sizeof(ack) + ack.message_len, ack.refusal_len);
+  // Attached only when it decodes: a refusal this build does not know is
+  // just an error with its code.
+  if (!out.status.ok() && !refusal.empty() && cluster::DecodePayload(refusal).has_value()) {
+    out.status.SetPayload(cluster::kRefusalPayload, absl::Cord(refusal));
+  }
   return out;
 }
 

@@ -6,7 +6,7 @@
 //   client -> server  CommitRequest [+ key bytes for kDelete]
 //   primary -> backup CommitRequest + ReplicaTag + node id [+ key bytes for
 //                     kReplicaDelete]
-//   server -> client  CommitAck [+ message bytes]
+//   server -> client  CommitAck [+ message bytes] [+ refusal payload]
 //
 // A PUT is an RDMA WRITE of a complete entry (common/protocol/layout.h) into the
 // client's write lease followed, on the same queue pair, by a kPut commit
@@ -40,7 +40,7 @@
 namespace kvstore {
 namespace wire {
 
-inline constexpr uint32_t kWireVersion = 1;
+inline constexpr uint32_t kWireVersion = 2;
 inline constexpr uint32_t kCommitMagic = 0x4D43564B;  // "KVCM"
 inline constexpr uint32_t kAckMagic = 0x4B41564B;     // "KVAK"
 
@@ -63,7 +63,10 @@ struct CommitAck {
   int32_t code;  // absl::StatusCode
   uint64_t request_id;
   uint16_t message_len;  // bytes of message following the struct
-  uint16_t reserved[3];
+  // Bytes of a refusal's payload (common/cluster/refusal.h) following the
+  // message; 0: none. Was reserved (always 0) in kWireVersion 1.
+  uint16_t refusal_len;
+  uint16_t reserved[2];
 };
 static_assert(sizeof(CommitAck) == 24);
 
@@ -152,6 +155,8 @@ size_t EncodeReplicaDeleteCommit(uint64_t request_id, absl::string_view key,
                                  const ReplicaCommit& replica, char* out);
 
 // Encodes an ack for `status` into `out` (kAckBytes); returns bytes used.
+// A refusal `status` carries goes after the message (its detail dropped if
+// the whole would not fit), the message cut to the room left.
 size_t EncodeAck(uint64_t request_id, const absl::Status& status, char* out);
 
 struct ParsedAck {
@@ -159,9 +164,10 @@ struct ParsedAck {
   absl::Status status;
 };
 // The client's side of EncodeAck: the request id and the status the server
-// sent (its message copied out of `bytes`). kDataLoss for a short ack, a
-// bad magic, a code outside absl's canonical range, or a message length
-// past `bytes`; the returned status is then not the server's.
+// sent (its message copied out of `bytes`, its refusal payload attached
+// when one decodes). kDataLoss for a short ack, a bad magic, a code outside
+// absl's canonical range, or a message or refusal length past `bytes`; the
+// returned status is then not the server's.
 absl::StatusOr<ParsedAck> ParseAck(absl::string_view bytes);
 
 }  // namespace wire

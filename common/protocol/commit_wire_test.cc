@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "common/cluster/refusal.h"
 #include "gtest/gtest.h"
 
 namespace kvstore {
@@ -182,6 +183,42 @@ TEST(CommitWire, AckOfOkStatusHasNoMessage) {
   ASSERT_TRUE(a.ok());
   EXPECT_TRUE(a->status.ok());
   EXPECT_EQ(a->request_id, 3u);
+}
+
+// The backup's or primary's refusal of a commit reaches the RDMA client
+// typed, as it would over gRPC: the client classifies by it.
+TEST(CommitWire, AckCarriesARefusal) {
+  using cluster::Refusal;
+  char buf[kAckBytes];
+  for (const Refusal& r :
+       {Refusal::Moved(12, "n2", "10.0.0.2:6379"), Refusal::MapBehind("shard 1 epoch 3"),
+        Refusal::ClusterDown(4, "cannot drop failed backup n2").WithUnknownEffect()}) {
+    const absl::Status s = cluster::ToStatus(r);
+    const size_t n = EncodeAck(5, s, buf);
+    auto a = ParseAck(absl::string_view(buf, n));
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->status.code(), s.code());
+    EXPECT_EQ(a->status.message(), s.message());
+    EXPECT_EQ(cluster::FromStatus(a->status), r);
+  }
+  // A long message is cut, a long detail dropped: the refusal still fits.
+  const Refusal wordy = Refusal::StaleShardEpoch(std::string(1000, 'd'));
+  const size_t n = EncodeAck(6, cluster::ToStatus(wordy), buf);
+  EXPECT_LE(n, kAckBytes);
+  auto a = ParseAck(absl::string_view(buf, n));
+  ASSERT_TRUE(a.ok()) << a.status();
+  Refusal expected = wordy;
+  expected.detail.clear();
+  EXPECT_EQ(cluster::FromStatus(a->status), expected);
+  EXPECT_EQ(a->status.code(), absl::StatusCode::kFailedPrecondition);
+  // A refusal length past the bytes received is the ack's fault.
+  CommitAck bad{};
+  bad.magic = kAckMagic;
+  bad.code = 14;
+  bad.refusal_len = 10;
+  EXPECT_EQ(
+      ParseAck(absl::string_view(reinterpret_cast<const char*>(&bad), sizeof(bad))).status().code(),
+      absl::StatusCode::kDataLoss);
 }
 
 }  // namespace

@@ -2,10 +2,14 @@
 
 #include "common/protocol/resp.h"
 
+#include <optional>
+#include <utility>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/cluster/refusal.h"
 
 namespace kvstore {
 namespace resp {
@@ -246,6 +250,11 @@ constexpr absl::string_view kWrongPassWord = "WRONGPASS";
 }  // namespace
 
 std::string StatusToRespError(const absl::Status& s) {
+  // A cluster refusal in Redis Cluster's words, which cluster-aware clients
+  // act on (and an outcome-unknown one in its own).
+  if (std::optional<cluster::Refusal> r = cluster::FromStatus(s)) {
+    if (std::optional<std::string> text = cluster::RespText(*r)) return *std::move(text);
+  }
   absl::string_view word = "UNKNOWN";
   // Codes without a row (kOk cannot be an error) fall back to "UNKNOWN".
   for (const CodeWord& row : kCodeWords) {
@@ -258,6 +267,8 @@ std::string StatusToRespError(const absl::Status& s) {
 }
 
 absl::Status RespErrorToStatus(absl::string_view error) {
+  if (std::optional<cluster::Refusal> r = cluster::ParseRespText(error))
+    return cluster::ToStatus(*r);
   // substr(0, npos) is the whole text when it has no space.
   const absl::string_view word = error.substr(0, error.find(' '));
   // No space: the message is the whole text, as the TCP client always did.

@@ -10,6 +10,8 @@
 // Errors travel as "-<CODEWORD> message\r\n". StatusToRespError and
 // RespErrorToStatus are the only places that know which code word stands for
 // which absl::StatusCode, so the server and the TCP client cannot disagree.
+// A cluster refusal (common/cluster/refusal.h) is written and read in Redis
+// Cluster's words by the refusal codec, which both call first.
 //
 // Thread safety: every function here is stateless and may be called from any
 // thread.
@@ -104,10 +106,14 @@ void AppendCommand(std::string* out, const std::vector<absl::string_view>& args)
 // ERR, OOM, TRYAGAIN and DATALOSS are the words redis-cli users have always
 // seen from this server (the store only returns those four codes to RESP
 // commands), so their replies are unchanged. An OK status (not an error) or
-// a code absl may add later is reported as UNKNOWN.
+// a code absl may add later is reported as UNKNOWN. A status carrying a
+// refusal with a RESP form is written as cluster::RespText words it
+// ("MOVED 12 10.0.0.2:6379", no code word of ours in front).
 std::string StatusToRespError(const absl::Status& s);
 
-// The reverse: maps the first word of a RESP error text (as above, without
+// The reverse: a refusal's text (cluster::ParseRespText) becomes the
+// refusal's status (cluster::ToStatus, payload included); otherwise maps the
+// first word of a RESP error text (as above, without
 // '-' and CRLF) back to its code; the rest of the text is the message (the
 // whole text if there is no space). Only the word is looked at, never the
 // message: every "ERR ..." is InvalidArgument, including the server's

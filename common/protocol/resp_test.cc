@@ -5,6 +5,7 @@
 #include <random>
 #include <string>
 
+#include "common/cluster/refusal.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -236,6 +237,60 @@ TEST(StatusMapping, ClassifiesByFirstWordOnly) {
 
 TEST(StatusMapping, OkIsNotAnErrorAndReportsUnknown) {
   EXPECT_EQ(StatusToRespError(absl::OkStatus()), "UNKNOWN ");
+}
+
+// Refusals are written and read by the refusal codec: Redis Cluster's
+// words, no code word of ours in front, the typed value on the way back.
+TEST(StatusMapping, RefusalsInRedisClustersWords) {
+  using cluster::Refusal;
+  EXPECT_EQ(StatusToRespError(cluster::ToStatus(Refusal::Moved(12, "n2", "10.0.0.2:6379"))),
+            "MOVED 12 10.0.0.2:6379");
+  EXPECT_EQ(StatusToRespError(cluster::ToStatus(Refusal::Ask(3, "n2", "h:1"))), "ASK 3 h:1");
+  EXPECT_EQ(StatusToRespError(cluster::ToStatus(Refusal::TryAgain(7, "retry shortly"))),
+            "TRYAGAIN Hash slot 7 retry shortly");
+  EXPECT_EQ(StatusToRespError(cluster::ToStatus(Refusal::ClusterDown("The cluster is down"))),
+            "CLUSTERDOWN The cluster is down");
+  EXPECT_EQ(
+      StatusToRespError(cluster::ToStatus(Refusal::ClusterDown(2, "fenced").WithUnknownEffect())),
+      "UNKNOWN outcome unknown: CLUSTERDOWN Hash slot 2 fenced");
+  // A peer-to-peer kind has no RESP form: its code word, as any error.
+  EXPECT_EQ(StatusToRespError(cluster::ToStatus(Refusal::MapBehind("x"))),
+            "TRYAGAIN map behind: x");
+  // Without the payload the words are just a message.
+  EXPECT_EQ(StatusToRespError(absl::FailedPreconditionError("MOVED 1 h:1")),
+            "PRECONDITION MOVED 1 h:1");
+
+  const absl::Status moved = RespErrorToStatus("MOVED 3999 127.0.0.1:6381");
+  EXPECT_EQ(moved.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(cluster::FromStatus(moved), Refusal::Moved(3999, "", "127.0.0.1:6381"));
+  const absl::Status unknown =
+      RespErrorToStatus("UNKNOWN outcome unknown: CLUSTERDOWN Hash slot 2 fenced");
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kUnknown);
+  EXPECT_EQ(cluster::FromStatus(unknown), Refusal::ClusterDown(2, "fenced").WithUnknownEffect());
+  // The word alone, as the generic code of UNAVAILABLE: no refusal.
+  const absl::Status busy = RespErrorToStatus("TRYAGAIN busy");
+  EXPECT_EQ(busy, absl::UnavailableError("busy"));
+  EXPECT_FALSE(cluster::FromStatus(busy).has_value());
+}
+
+TEST(StatusMapping, RefusalsRoundTripThroughTheWire) {
+  using cluster::Refusal;
+  for (const Refusal& r :
+       {Refusal::Moved(12, "", "10.0.0.2:6379"), Refusal::Ask(16383, "", "[::1]:7001"),
+        Refusal::TryAgain(9, "is being handed to another shard; retry shortly"),
+        Refusal::ClusterDown(""), Refusal::ClusterDown(5, "not served"),
+        Refusal::TryAgain(1, "x").WithUnknownEffect(), Refusal::NotPublished("INTERNAL: y"),
+        Refusal::StaleShardEpoch("z").WithUnknownEffect()}) {
+    const absl::Status s = cluster::ToStatus(r);
+    std::string wire;
+    AppendStatusError(&wire, s);
+    auto parsed = ParseReply(wire, ReplyLimits());
+    ASSERT_TRUE(parsed.ok() && parsed->complete) << wire;
+    const absl::Status back = RespErrorToStatus(parsed->reply.str);
+    EXPECT_EQ(back.code(), s.code()) << wire;
+    EXPECT_EQ(back.message(), s.message()) << wire;
+    EXPECT_EQ(cluster::FromStatus(back), r) << wire;
+  }
 }
 
 }  // namespace
