@@ -196,7 +196,7 @@ absl::Status KvServer::Init() {
   // can handshake.
   KV_RETURN_IF_ERROR(StartMetricsEndpoint());
   // Once gRPC listens, clients can handshake and find everything up (in
-  // cluster mode they are told CLUSTERDOWN until the map arrives).
+  // cluster mode they are refused, kClusterDown, until the map arrives).
   KV_RETURN_IF_ERROR(StartControlPlane());
   // Last: the member key carries the bound addresses.
   return StartCluster();

@@ -2,6 +2,7 @@
 
 #include "server/cluster/cluster_state.h"
 
+#include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -131,6 +132,35 @@ Route ClusterState::RouteSlot(uint32_t slot, bool replica_ok) const {
   route.node = route.map->Primary(*route.shard);
   if (route.node == nullptr) route.kind = Route::Kind::kDown;
   return route;
+}
+
+cluster::Refusal RouteRefusal(const Route& route, RefusalAddress address) {
+  using cluster::Refusal;
+  switch (route.kind) {
+    case Route::Kind::kMoved:
+    case Route::Kind::kAsk: {
+      const v1::ClusterNode& n = *route.node;
+      std::string where = address == RefusalAddress::kResp ? n.resp_address() : n.control_address();
+      return route.kind == Route::Kind::kMoved
+                 ? Refusal::Moved(route.slot, n.node_id(), std::move(where))
+                 : Refusal::Ask(route.slot, n.node_id(), std::move(where));
+    }
+    case Route::Kind::kTryAgain:
+      return Refusal::TryAgain(route.slot, "is being handed to another shard; retry shortly");
+    case Route::Kind::kDown:
+      return Refusal::ClusterDown(route.slot, "not served: its shard has no primary");
+    case Route::Kind::kServe:
+    case Route::Kind::kNotReady:
+      break;
+  }
+  return Refusal::ClusterDown(
+      "The cluster is down: this node has no cluster map yet, or is fenced (its lease may have "
+      "lapsed)");
+}
+
+absl::Status RouteStatus(const Route& route, RefusalAddress address) {
+  if (route.kind == Route::Kind::kServe) return absl::OkStatus();
+  return cluster::ToStatus(RouteRefusal(route, address));
 }
 
 }  // namespace server

@@ -25,9 +25,11 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/cluster/cluster_map.h"
+#include "common/cluster/refusal.h"
 
 namespace kvstore {
 namespace server {
@@ -37,13 +39,13 @@ struct Route {
   enum class Kind {
     kServe,     // this node serves it
     kMoved,     // another node is the primary: redirect to `node`
-    kDown,      // the slot's shard has no primary (CLUSTERDOWN)
-    kNotReady,  // no map yet, or this node is fenced (CLUSTERDOWN)
+    kDown,      // the slot's shard has no primary (a kClusterDown refusal)
+    kNotReady,  // no map yet, or this node is fenced (kClusterDown)
     // The slot is in a HANDOFF migration (architecture §19.9) that this
     // node leads the source of:
-    kTryAgain,  // writes of the slot may still be in flight here (TRYAGAIN)
+    kTryAgain,  // writes of the slot may still be in flight here (kTryAgain)
     kAsk        // the target took the slot over: ask `node` for this one
-                // request (ASK), without changing the map
+                // request (kAsk), without changing the map
   };
   Kind kind = Kind::kNotReady;
   uint32_t slot = 0;
@@ -58,6 +60,19 @@ struct Route {
   // source: forward writes to its target while COPYING).
   const v1::Migration* migration = nullptr;
 };
+
+// Which of a node's addresses a kMoved / kAsk refusal names: the one of
+// the transport the answer goes out on.
+enum class RefusalAddress { kResp, kControl };
+
+// The refusal of a route this node does not serve (REQUIRES: route.kind !=
+// kServe), in the one wording every transport uses: kMoved / kAsk name
+// route.node (its id, and its `address`), kTryAgain and kDown the slot,
+// kNotReady nothing. Routing sends nothing anywhere, so the effect is
+// always cluster::Effect::kNone.
+cluster::Refusal RouteRefusal(const Route& route, RefusalAddress address);
+// OK for kServe, else ToStatus(RouteRefusal(route, address)).
+absl::Status RouteStatus(const Route& route, RefusalAddress address);
 
 class ClusterState {
  public:
@@ -93,7 +108,7 @@ class ClusterState {
   // another incarnation names an earlier life of this node (it crashed and
   // was restarted before its old lease expired): this empty process must
   // not serve that life's shards, so RouteSlot answers kNotReady
-  // (CLUSTERDOWN) where it would serve, until the controller has replaced
+  // (a kClusterDown refusal) where it would serve, until the controller has replaced
   // the old incarnation.
   void set_incarnation(uint64_t incarnation) {
     incarnation_.store(incarnation, std::memory_order_release);

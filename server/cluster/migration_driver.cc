@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/cluster/refusal.h"
 #include "common/grpc_status.h"
 #include "glog/logging.h"
 #include "server/cluster/slot_scan.h"
@@ -16,8 +16,10 @@ namespace kvstore {
 namespace server {
 namespace {
 
+// The target's map is older than the one the request names: it is about
+// to install the newer one, so the call is repeated shortly.
 bool MapBehind(const absl::Status& s) {
-  return absl::IsUnavailable(s) && absl::StartsWith(s.message(), "map behind");
+  return cluster::IsRefusal(s, cluster::RefusalKind::kMapBehind);
 }
 
 std::string Describe(const v1::Migration& m) {
@@ -219,7 +221,7 @@ absl::Status MigrationDriver::SendBatch(v1::KvCluster::Stub& stub, v1::ImportEnt
 absl::Status MigrationDriver::Handoff(const cluster::ClusterMapView& map, const v1::Migration& m,
                                       const v1::ClusterNode& target) {
   const absl::Time start = absl::Now();
-  // This map routes the slots TRYAGAIN here; once the writes routed on the
+  // This map refuses writes of the slots here (kTryAgain); once the writes routed on the
   // COPYING map are done, the target holds every acknowledged write.
   replicator_->DrainShard(m.source_shard());
   v1::AcceptHandoffRequest req;

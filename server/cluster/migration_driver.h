@@ -12,7 +12,7 @@
 //             entry of the slots, each read under its stripe lock
 //             (ScanSlots), in ImportEntries batches of at most
 //             `batch_bytes`, then ShardMapEditor::BeginHandoff;
-//   HANDOFF   DrainShard again (new writes of the slots route TRYAGAIN
+//   HANDOFF   DrainShard again (new writes of the slots route kTryAgain
 //             now), AcceptHandoff on the target primary,
 //             ClusterState::MarkHandedOff, ShardMapEditor::CompleteMigration
 //             (the flip).

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/cluster/refusal.h"
 #include "common/grpc_status.h"
 #include "common/protocol/layout.h"
 #include "common/status_macros.h"
@@ -144,14 +145,14 @@ absl::Status ReplicaInstaller::Check(const ReplicaCommit& c, bool* syncing) cons
   auto map = state_->map();
   const v1::Shard* shard = map != nullptr ? map->ShardById(c.shard_id) : nullptr;
   if (shard == nullptr || shard->shard_epoch() < c.shard_epoch) {
-    return absl::UnavailableError(absl::StrCat("map behind: shard ", c.shard_id, " epoch ",
-                                               c.shard_epoch, " not in this node's map (epoch ",
-                                               map ? map->epoch() : 0, ")"));
+    return cluster::ToStatus(cluster::Refusal::MapBehind(
+        absl::StrCat("shard ", c.shard_id, " epoch ", c.shard_epoch,
+                     " not in this node's map (epoch ", map ? map->epoch() : 0, ")")));
   }
   if (shard->shard_epoch() > c.shard_epoch) {
-    return absl::FailedPreconditionError(absl::StrCat("stale shard epoch ", c.shard_epoch, " < ",
-                                                      shard->shard_epoch(), " of shard ",
-                                                      c.shard_id, "; refresh the map"));
+    return cluster::ToStatus(cluster::Refusal::StaleShardEpoch(
+        absl::StrCat(c.shard_epoch, " < ", shard->shard_epoch(), " of shard ", c.shard_id,
+                     "; refresh the map")));
   }
   if (shard->replicas().empty() || shard->replicas(0) != c.primary_node_id) {
     return absl::FailedPreconditionError(
@@ -198,7 +199,10 @@ absl::Status ReplicaInstaller::SyncShardNow(uint32_t shard_id) {
         absl::StrCat(state_->self(), " is not syncing shard ", shard_id));
   }
   const v1::ClusterNode* primary = map->Primary(*shard);
-  if (primary == nullptr) return absl::UnavailableError("CLUSTERDOWN the shard has no primary");
+  if (primary == nullptr) {
+    return cluster::ToStatus(
+        cluster::Refusal::ClusterDown(absl::StrCat("shard ", shard_id, " has no primary")));
+  }
   std::shared_ptr<SyncState> sync = GetSyncState(shard_id);
   {
     // Writes applied before this copy begins are older than what the copy

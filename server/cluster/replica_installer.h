@@ -9,9 +9,9 @@
 // (ApplyReplicaCommit(), the ReplicaCommitSink the RdmaService calls: the
 // entry was WRITTEN into a lease and is published in place). Either way it
 // is refused unless this
-// node's map has the shard at the request's shard_epoch (this map older:
-// kUnavailable "map behind ...", which the primary retries briefly; newer:
-// kFailedPrecondition), the sender is the shard's primary (and of the
+// node's map has the shard at the request's shard_epoch (this map older: a
+// kMapBehind refusal, which the primary retries briefly; newer:
+// kStaleShardEpoch), the sender is the shard's primary (and of the
 // incarnation the map names), and this node is one of its in-sync backups
 // or syncing replicas. Installed with KvStore::InstallReplica (the entry's
 // checksum is verified: kDataLoss) or DeleteReplica; the shard's applied

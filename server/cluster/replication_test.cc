@@ -14,7 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/cluster/refusal.h"
 #include "common/cluster/slots.h"
+#include "common/grpc_status.h"
 #include "common/metrics/testing.h"
 #include "common/protocol/layout.h"
 #include "gmock/gmock.h"
@@ -151,15 +153,26 @@ TEST_F(ReplicationTest, DroppingTheDemotedFormerPrimaryHoldsWritesForOneLease) {
   EXPECT_EQ(Value(node(1).registry(), "kvstore_replication_former_primary_holds_total"), 1u);
 }
 
+// n1 installed the write before n0 found it could not drop n2: the write is
+// not published, but it is not certainly absent either (n1 holds it, and
+// would serve it after a failover). The answer says its outcome is
+// unknown, so that no client sends it again.
 TEST_F(ReplicationTest, AWriteFailsWhenTheDeadBackupCannotBeDropped) {
   Start(3);
   maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));
   node(2).Kill();
   maps_.set_fail_edits(absl::UnavailableError("etcd unreachable"));
   absl::Status s = node(0).Put("k", "v");
-  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
-  EXPECT_THAT(std::string(s.message()), StartsWith("CLUSTERDOWN"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnknown) << s;
+  EXPECT_THAT(std::string(s.message()),
+              StartsWith("outcome unknown: CLUSTERDOWN cannot drop failed backup n2"));
+  const std::optional<cluster::Refusal> r = cluster::FromStatus(s);
+  ASSERT_TRUE(r.has_value()) << s;
+  EXPECT_EQ(r->kind, cluster::RefusalKind::kClusterDown);
+  EXPECT_EQ(r->effect, cluster::Effect::kUnknown);
+  EXPECT_FALSE(cluster::CertainlyNoEffect(s));
   EXPECT_EQ(node(0).Value("k"), "<NOT_FOUND>");
+  EXPECT_EQ(node(1).Value("k"), "v");
   EXPECT_THAT(replicas(), ::testing::ElementsAre("n0", "n1", "n2"));
 }
 
@@ -186,11 +199,16 @@ TEST_F(ReplicationTest, BackupRefusesStaleEpochsWrongSendersAndBadEntries) {
 
   v1::ReplicateRequest r = good;
   r.set_shard_epoch(4);
-  EXPECT_EQ(call(r).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  grpc::Status stale = call(r);
+  EXPECT_EQ(stale.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  // Typed, across the gRPC hop: the primary reads the kind, not the words.
+  EXPECT_TRUE(cluster::IsRefusal(FromGrpcStatus(stale), cluster::RefusalKind::kStaleShardEpoch));
   r.set_shard_epoch(6);
   grpc::Status behind = call(r);
   EXPECT_EQ(behind.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_THAT(behind.error_message(), StartsWith("map behind"));
+  EXPECT_TRUE(cluster::IsRefusal(FromGrpcStatus(behind), cluster::RefusalKind::kMapBehind));
+  EXPECT_TRUE(cluster::CertainlyNoEffect(FromGrpcStatus(behind)));
   r = good;
   r.set_primary_node_id("n2");
   EXPECT_EQ(call(r).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
@@ -243,6 +261,7 @@ TEST_F(ReplicationTest, ReplicaCommitsAreCheckedAsTheRpcAndInstalledInPlace) {
   absl::Status behind = node(1).installer().ApplyReplicaCommit(c, install);
   EXPECT_TRUE(absl::IsUnavailable(behind)) << behind;
   EXPECT_THAT(std::string(behind.message()), StartsWith("map behind"));
+  EXPECT_TRUE(cluster::IsRefusal(behind, cluster::RefusalKind::kMapBehind));
   c = good;
   c.primary_node_id = "n2";
   EXPECT_TRUE(absl::IsFailedPrecondition(node(1).installer().ApplyReplicaCommit(c, install)));
@@ -335,6 +354,10 @@ TEST_F(ReplicationTest, MovedAndClusterDown) {
   absl::Status moved = node(1).Put("foo", "v");
   EXPECT_TRUE(absl::IsFailedPrecondition(moved));
   EXPECT_EQ(moved.message(), absl::StrCat("MOVED ", cluster::KeySlot("foo"), " 127.0.0.1:7000"));
+  // Refused by routing, before anything was sent: a client may resend it.
+  EXPECT_EQ(cluster::FromStatus(moved),
+            cluster::Refusal::Moved(cluster::KeySlot("foo"), "n0", "127.0.0.1:7000"));
+  EXPECT_TRUE(cluster::CertainlyNoEffect(moved));
   EXPECT_THAT(std::string(node(1).Delete("foo").message()), StartsWith("MOVED "));
   EXPECT_EQ(node(1).Value("foo"), "<NOT_FOUND>");
 
@@ -342,15 +365,21 @@ TEST_F(ReplicationTest, MovedAndClusterDown) {
   absl::Status fenced = node(0).Put("foo", "v");
   EXPECT_TRUE(absl::IsUnavailable(fenced));
   EXPECT_THAT(std::string(fenced.message()), StartsWith("CLUSTERDOWN"));
+  EXPECT_TRUE(cluster::CertainlyNoEffect(fenced));
   node(0).state().set_fenced(false);
 
   maps_.Set(OneShardMap(nodes(), {}, {}));  // the shard has no primary
   absl::Status down = node(0).Put("foo", "v");
   EXPECT_TRUE(absl::IsUnavailable(down));
   EXPECT_THAT(std::string(down.message()), StartsWith("CLUSTERDOWN"));
+  EXPECT_TRUE(cluster::CertainlyNoEffect(down));
   EXPECT_EQ(node(0).Value("foo"), "<NOT_FOUND>");
 }
 
+// The backup installed the write, then the primary found itself fenced: it
+// publishes nothing, and says the write's outcome is unknown (the backup
+// may serve it after a failover), never a plain refusal a client would
+// send again.
 TEST_F(ReplicationTest, APrimaryFencedWhileReplicatingPublishesNothing) {
   Start(2);
   maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
@@ -359,9 +388,33 @@ TEST_F(ReplicationTest, APrimaryFencedWhileReplicatingPublishesNothing) {
     return absl::OkStatus();
   });
   absl::Status s = node(0).Put("k", "v");
-  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
-  EXPECT_THAT(std::string(s.message()), StartsWith("CLUSTERDOWN"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnknown) << s;
+  EXPECT_THAT(std::string(s.message()), StartsWith("outcome unknown: CLUSTERDOWN"));
+  EXPECT_TRUE(cluster::IsRefusal(s, cluster::RefusalKind::kClusterDown));
+  EXPECT_FALSE(cluster::CertainlyNoEffect(s));
   EXPECT_EQ(node(0).Value("k"), "<NOT_FOUND>");
+  EXPECT_EQ(node(1).Value("k"), "v");
+  node(1).service().set_before(nullptr);
+}
+
+// A backup that refuses the write before installing it (its map is newer)
+// leaves nothing behind: when every target refused that way the write had
+// no effect, and a primary that is then fenced says so.
+TEST_F(ReplicationTest, AWriteEveryBackupRefusedHasNoEffect) {
+  NodeOptions o;
+  o.replication_timeout = absl::Milliseconds(200);
+  Start(2, o);
+  maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
+  node(1).service().set_before([&](const v1::ReplicateRequest&) {
+    node(0).state().set_fenced(true);
+    return cluster::ToStatus(cluster::Refusal::MapBehind("the test's backup"));
+  });
+  absl::Status s = node(0).Put("k", "v");
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_TRUE(cluster::IsRefusal(s, cluster::RefusalKind::kClusterDown)) << s;
+  EXPECT_TRUE(cluster::CertainlyNoEffect(s)) << s;
+  EXPECT_EQ(node(0).Value("k"), "<NOT_FOUND>");
+  EXPECT_EQ(node(1).Value("k"), "<NOT_FOUND>");
   node(1).service().set_before(nullptr);
 }
 

@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "absl/hash/hash.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/cluster/refusal.h"
 #include "common/grpc_status.h"
 #include "glog/logging.h"
 
@@ -21,47 +21,27 @@ bool Contains(const google::protobuf::RepeatedPtrField<std::string>& ids, absl::
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
-// A backup whose map is older than the primary's answers this; the primary
-// retries until its timeout (the backup is about to install the new map).
+// A backup whose map is older than the primary's answers kMapBehind; the
+// primary retries until its timeout (the backup is about to install the
+// new map). A backup whose map is newer answers kStaleShardEpoch.
 bool MapBehind(const absl::Status& s) {
-  return absl::IsUnavailable(s) && absl::StartsWith(s.message(), "map behind");
+  return cluster::IsRefusal(s, cluster::RefusalKind::kMapBehind);
 }
 
-// A backup whose map is newer than the one the write was routed on.
-bool StaleEpoch(const absl::Status& s) {
-  return absl::IsFailedPrecondition(s) && absl::StartsWith(s.message(), "stale shard epoch");
+absl::Status NoMapYet() {
+  return cluster::ToStatus(cluster::Refusal::MapBehind("this node has no map yet"));
 }
 
 }  // namespace
-
-absl::Status RouteError(const Route& route) {
-  switch (route.kind) {
-    case Route::Kind::kServe:
-      return absl::OkStatus();
-    case Route::Kind::kMoved:
-      return absl::FailedPreconditionError(
-          absl::StrCat("MOVED ", route.slot, " ", route.node->resp_address()));
-    case Route::Kind::kDown:
-      return absl::UnavailableError(absl::StrCat("CLUSTERDOWN Hash slot ", route.slot,
-                                                 " not served: its shard has no primary"));
-    case Route::Kind::kAsk:
-      return absl::FailedPreconditionError(
-          absl::StrCat("ASK ", route.slot, " ", route.node->resp_address()));
-    case Route::Kind::kTryAgain:
-      return absl::UnavailableError(absl::StrCat(
-          "TRYAGAIN Hash slot ", route.slot, " is being handed to another shard; retry shortly"));
-    case Route::Kind::kNotReady:
-      break;
-  }
-  return absl::UnavailableError(
-      "CLUSTERDOWN this node is not serving: no cluster map yet, or fenced (its lease may have "
-      "lapsed)");
-}
 
 struct Replicator::Target {
   const v1::ClusterNode* node = nullptr;
   bool in_sync = false;  // an in-sync backup (else a syncing replica)
   absl::Status status;
+  // Whether this target may hold the write: it was sent to it, and its
+  // answer is not a refusal that certainly had no effect (OK, a timeout or
+  // a broken connection all may).
+  bool MayHold() const { return node != nullptr && !cluster::CertainlyNoEffect(status); }
 };
 
 Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* seqs,
@@ -87,7 +67,8 @@ Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* s
   syncing_broken_ = r.AddCounter("kvstore_replication_syncing_broken_total",
                                  "Syncing replicas marked broken for missing a write.");
   refused_ = r.AddCounter("kvstore_replication_refused_total",
-                          "Writes refused with MOVED or CLUSTERDOWN, or failed because a "
+                          "Writes refused (routed elsewhere, cluster down, migration target "
+                          "failed), or failed because a "
                           "failed backup could not be dropped.");
   latency_ = r.AddHistogram("kvstore_replication_latency_seconds",
                             "Time from forwarding a write to its backups to the last answer.");
@@ -125,24 +106,38 @@ bool Replicator::Broken(uint32_t shard_id, absl::string_view node_id) {
 absl::Status Replicator::Write(absl::string_view key, absl::string_view entry,
                                absl::FunctionRef<absl::Status()> publish) {
   const absl::Time deadline = absl::Now() + options_.replication_timeout;
+  // Set once an attempt sent the write to a backup, syncing replica or
+  // migration target that did not certainly refuse it: from then on the
+  // write may surface there (after a failover, say) although this node did
+  // not publish it, so any error it ends with leaves its outcome unknown.
+  bool sent_on = false;
   for (int attempt = 0;; ++attempt) {
     bool again = false;
-    absl::Status s = TryWrite(key, entry, publish, deadline, attempt, &again);
-    if (!again) return s;
-    // A backup holds a newer map than the one this write was routed on
-    // (maps reach nodes at different moments): route it again on ours once
-    // ours has caught up, with a new seq; nothing was published.
-    absl::SleepFor(absl::Milliseconds(1));
+    bool published = false;
+    absl::Status s = TryWrite(key, entry, publish, deadline, attempt, &again, &sent_on, &published);
+    if (again) {
+      // A backup holds a newer map than the one this write was routed on
+      // (maps reach nodes at different moments): route it again on ours once
+      // ours has caught up, with a new seq; nothing was published.
+      absl::SleepFor(absl::Milliseconds(1));
+      continue;
+    }
+    // A delete's kNotFound from the store is its answer (the key was absent,
+    // everywhere alike). Any other error, once a target may hold the write,
+    // leaves its outcome unknown: the store failing to publish it (its
+    // index full) too.
+    if (!sent_on || s.ok() || (published && absl::IsNotFound(s))) return s;
+    return cluster::OutcomeUnknown(s);
   }
 }
 
 absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry,
                                   absl::FunctionRef<absl::Status()> publish, absl::Time deadline,
-                                  int attempt, bool* again) {
+                                  int attempt, bool* again, bool* sent_on, bool* published) {
   Route first = state_->RouteKey(key);
   if (first.kind != Route::Kind::kServe) {
     refused_->Increment();
-    return RouteError(first);
+    return RouteStatus(first, RefusalAddress::kResp);
   }
   const uint32_t shard_id = first.shard->shard_id();
   // Routed again inside the barrier: BeginSync/PromoteSyncing wait for
@@ -151,11 +146,12 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
   Route route = state_->RouteKey(key);
   if (route.kind != Route::Kind::kServe) {
     refused_->Increment();
-    return RouteError(route);
+    return RouteStatus(route, RefusalAddress::kResp);
   }
   if (route.shard->shard_id() != shard_id) {
     *again = attempt < 3;  // the slot changed shards meanwhile
-    return absl::UnavailableError("CLUSTERDOWN the key's slot keeps changing shards; retry");
+    return cluster::ToStatus(
+        cluster::Refusal::ClusterDown(route.slot, "the key's slot keeps changing shards; retry"));
   }
   const v1::Shard& shard = *route.shard;
   const cluster::ClusterMapView& map = *route.map;
@@ -172,8 +168,9 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
     target = t != nullptr ? map.Primary(*t) : nullptr;
     if (target == nullptr) {
       refused_->Increment();
-      return absl::UnavailableError(absl::StrCat("TRYAGAIN migration target shard ",
-                                                 migration->target_shard(), " has no primary"));
+      return cluster::ToStatus(cluster::Refusal::TryAgain(
+          route.slot,
+          absl::StrCat("migration target shard ", migration->target_shard(), " has no primary")));
     }
     // Leading both shards: the local import runs under our locks, so take
     // the target's barrier now, in the lock order (source, target, stripe).
@@ -182,45 +179,63 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
     }
   }
   absl::MutexLock stripe(&StripeOf(key));
-  bool stale = false;
-  absl::Status replicated;
-  auto round = [&] { replicated = ReplicateRound(map, shard, key, entry, deadline, &stale); };
-  absl::Status imported;
+  Round r;
+  auto round = [&] {
+    r.replicated = ReplicateRound(map, shard, key, entry, deadline, &r.stale, &r.held);
+  };
   if (migration == nullptr) {
     round();
   } else {
-    imported = ForwardToTarget(map, *migration, *target, key, entry, deadline, round);
+    r.imported = ForwardToTarget(map, *migration, *target, key, entry, deadline, round);
+    // The target may hold it unless it certainly refused it.
+    r.held = r.held || !cluster::CertainlyNoEffect(r.imported);
   }
-  if (stale && absl::Now() < deadline) {
+  if (r.held) *sent_on = true;
+  return Conclude(route, target, r, deadline, again, publish, published);
+}
+
+absl::Status Replicator::Conclude(const Route& route, const v1::ClusterNode* target, const Round& r,
+                                  absl::Time deadline, bool* again,
+                                  absl::FunctionRef<absl::Status()> publish, bool* published) {
+  if (r.stale && absl::Now() < deadline) {
     *again = true;
-    return replicated;
+    return r.replicated;
   }
-  if (!replicated.ok()) {
+  if (r.stale) {
+    // A peer's kind is not for clients: to them the shard is not serving.
     refused_->Increment();
-    return replicated;
+    return cluster::ToStatus(cluster::Refusal::ClusterDown(
+        route.slot, absl::StrCat("a replica of shard ", route.shard->shard_id(),
+                                 " holds a newer map (", r.replicated.message(), "); retry")));
   }
-  if (!imported.ok()) {
+  if (!r.replicated.ok()) {
+    refused_->Increment();
+    return r.replicated;
+  }
+  if (!r.imported.ok()) {
     forward_failures_->Increment();
     refused_->Increment();
-    if (MapBehind(imported) && absl::Now() < deadline) {
+    if (MapBehind(r.imported) && absl::Now() < deadline) {
       *again = true;  // the target's side is about to catch up
     }
-    return absl::UnavailableError(absl::StrCat("TRYAGAIN migration target ", target->node_id(),
-                                               " unavailable: ", imported.message()));
+    return cluster::ToStatus(cluster::Refusal::TryAgain(
+        route.slot, absl::StrCat("migration target ", target->node_id(),
+                                 " unavailable: ", r.imported.message())));
   }
   // The replication round may have outlasted the lease deadline: a node
   // that may have been replaced must not publish (§19.5).
   if (!state_->Serving()) {
     refused_->Increment();
-    return RouteError(Route());
+    return RouteStatus(Route(), RefusalAddress::kResp);
   }
   writes_->Increment();
+  *published = true;
   return publish();
 }
 
 absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, const v1::Shard& shard,
                                         absl::string_view key, absl::string_view entry,
-                                        absl::Time deadline, bool* stale) {
+                                        absl::Time deadline, bool* stale, bool* held) {
   const uint32_t shard_id = shard.shard_id();
   former_.Observe(map);
   std::vector<Target> targets;
@@ -248,8 +263,9 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
   const absl::Time start = absl::Now();
   Forward(req, targets, deadline);
   latency_->Observe(absl::Now() - start);
+  for (const Target& t : targets) *held = *held || t.MayHold();
   for (const Target& t : targets) {
-    if (StaleEpoch(t.status)) {
+    if (cluster::IsRefusal(t.status, cluster::RefusalKind::kStaleShardEpoch)) {
       *stale = true;
       return t.status;
     }
@@ -285,8 +301,10 @@ absl::Status Replicator::ForwardToTarget(const cluster::ClusterMapView& map,
   req.set_entry(entry.data(), entry.size());
   forwarded_->Increment();
   if (target.node_id() != state_->self()) return ForwardImport(req, target, deadline, meanwhile);
-  absl::Status s = local_import_ ? local_import_(req)
-                                 : absl::UnavailableError("this node cannot import (no importer)");
+  absl::Status s = local_import_
+                       ? local_import_(req)
+                       : cluster::ToStatus(cluster::Refusal::ClusterDown(
+                             "this node cannot import (no importer)"));  // nothing was sent
   meanwhile();
   return s;
 }
@@ -348,15 +366,19 @@ absl::Status Replicator::ImportWrite(uint32_t target_shard, absl::string_view ke
   if (!go.ok()) return go.status();
   if (!*go) return absl::OkStatus();
   bool stale = false;
-  absl::Status s = ReplicateRound(*map, *shard, key, entry, deadline, &stale);
+  bool held = false;
+  absl::Status s = ReplicateRound(*map, *shard, key, entry, deadline, &stale, &held);
   if (stale) {
-    return absl::UnavailableError(absl::StrCat("map behind: a replica of shard ", target_shard,
-                                               " has a newer map (", s.message(), ")"));
+    s = cluster::ToStatus(cluster::Refusal::MapBehind(
+        absl::StrCat("a replica of shard ", target_shard, " has a newer map (", s.message(), ")")));
+  } else if (s.ok() && !state_->Serving()) {
+    s = RouteStatus(Route(), RefusalAddress::kResp);
+  } else if (s.ok()) {
+    imported_->Increment();
+    s = install();
   }
-  if (!s.ok()) return s;
-  if (!state_->Serving()) return RouteError(Route());
-  imported_->Increment();
-  return install();
+  // The source passes this on to its client: honestly, as Write() does.
+  return held ? cluster::OutcomeUnknown(s) : s;
 }
 
 void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& targets,
@@ -500,9 +522,8 @@ absl::Status Replicator::HandleFailures(const v1::Shard& shard,
     const bool dropped = now != nullptr && !now->replicas().empty() &&
                          now->replicas(0) == state_->self() && !Contains(now->replicas(), id);
     if (!dropped) {
-      return absl::UnavailableError(absl::StrCat("CLUSTERDOWN cannot drop failed backup ", id,
-                                                 " of shard ", shard.shard_id(), ": ",
-                                                 s.message()));
+      return cluster::ToStatus(cluster::Refusal::ClusterDown(absl::StrCat(
+          "cannot drop failed backup ", id, " of shard ", shard.shard_id(), ": ", s.message())));
     }
     if (t.node != nullptr) former_.Dropped(shard.shard_id(), *t.node);
   }
@@ -512,19 +533,19 @@ absl::Status Replicator::HandleFailures(const v1::Shard& shard,
 absl::StatusOr<uint64_t> Replicator::BeginSync(uint32_t shard_id, absl::string_view node_id,
                                                uint64_t shard_epoch) {
   auto map = state_->map();
-  if (map == nullptr) return absl::UnavailableError("map behind: this node has no map yet");
+  if (map == nullptr) return NoMapYet();
   const v1::Shard* shard = map->ShardById(shard_id);
   if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
     return absl::FailedPreconditionError(
         absl::StrCat("not the primary of shard ", shard_id, " in map epoch ", map->epoch()));
   }
   if (shard_epoch < shard->shard_epoch()) {
-    return absl::FailedPreconditionError(absl::StrCat("stale shard epoch ", shard_epoch, " < ",
-                                                      shard->shard_epoch(), "; refresh the map"));
+    return cluster::ToStatus(cluster::Refusal::StaleShardEpoch(
+        absl::StrCat(shard_epoch, " < ", shard->shard_epoch(), "; refresh the map")));
   }
   if (shard_epoch > shard->shard_epoch()) {
-    return absl::UnavailableError(absl::StrCat("map behind: shard epoch ", shard->shard_epoch(),
-                                               " here, ", shard_epoch, " asked"));
+    return cluster::ToStatus(cluster::Refusal::MapBehind(
+        absl::StrCat("shard epoch ", shard->shard_epoch(), " here, ", shard_epoch, " asked")));
   }
   if (!Contains(shard->syncing(), node_id)) {
     return absl::FailedPreconditionError(
@@ -544,7 +565,7 @@ absl::StatusOr<uint64_t> Replicator::BeginSync(uint32_t shard_id, absl::string_v
 absl::Status Replicator::PromoteSyncing(uint32_t shard_id, absl::string_view node_id,
                                         uint64_t incarnation) {
   auto map = state_->map();
-  if (map == nullptr) return absl::UnavailableError("map behind: this node has no map yet");
+  if (map == nullptr) return NoMapYet();
   const v1::Shard* shard = map->ShardById(shard_id);
   if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
     return absl::FailedPreconditionError(

@@ -3,9 +3,9 @@
 // Replicator: the primary's side of synchronous replication (architecture
 // §19.3), as KvStore's WriteHook in cluster mode. For every client write:
 //
-//   1. route the key with ClusterState: not this node's slot ->
-//      kFailedPrecondition "MOVED <slot> <resp host:port>"; no primary, no
-//      map or fenced -> kUnavailable "CLUSTERDOWN ...";
+//   1. route the key with ClusterState: not this node's slot -> a kMoved
+//      refusal naming the primary (RouteRefusal, with its RESP address); no
+//      primary, no map or fenced -> kClusterDown;
 //   2. take the key's stripe lock (one of 4096) until the write is published,
 //      so writes of one key reach every replica in one order;
 //   3. take the shard's next seq and send Replicate to every in-sync backup
@@ -16,7 +16,7 @@
 //      route again, with a new seq, until then);
 //   4. drop every in-sync backup that failed from the in-sync set
 //      (ShardMapEditor::RemoveReplica) — if that fails the write fails with
-//      CLUSTERDOWN and nothing is published — and mark every syncing replica
+//      kClusterDown and nothing is published — and mark every syncing replica
 //      that failed as broken (its ReportInSync is refused until it copies
 //      again);
 //   5. publish locally and return the store's status.
@@ -24,12 +24,24 @@
 // Slot migration (architecture §19.9): a write of a slot whose migration is
 // COPYING is also forwarded, in parallel with step 3, to the primary of the
 // migration's target shard (ImportWrite, retried while its map is behind,
-// within replication_timeout). If it fails the write fails with kUnavailable
-// "TRYAGAIN migration target ... unavailable: ..." and nothing is published.
+// within replication_timeout). If it fails the write fails with a kTryAgain
+// refusal ("migration target ... unavailable: ...") and nothing is
+// published.
 // When this node leads the target shard too, the forward is a direct call
 // of the local import (set_local_import) with the locks already held. On
 // the target, ImportWrite() replicates an imported write to the target
 // shard's replicas and installs it (no write hook).
+//
+// Effect (common/cluster/refusal.h). A write refused before step 3 sent it
+// anywhere answers a refusal of Effect::kNone: the client may send it
+// again. Once a backup, syncing replica or migration target may hold it
+// (it answered OK, or failed without certainly refusing it: a timeout, a
+// broken link), every error the write ends with — kClusterDown (fenced
+// meanwhile, a failed backup that cannot be dropped), kTryAgain (the
+// migration target failed), the store's own error as kNotPublished — is
+// marked Effect::kUnknown: the write may surface there later although this
+// node never published it, so it must not be sent again. ImportWrite()
+// answers the source the same way.
 //
 // It also gives the cluster service the primary's half of a joiner's sync:
 // BeginSync() and PromoteSyncing() take the shard's barrier (a reader lock
@@ -104,8 +116,8 @@ class Replicator : public WriteHook {
 
   // The primary's checks before streaming shard `shard_id` to `node_id`:
   // this node is the shard's primary, its map lists `node_id` as syncing,
-  // and `shard_epoch` is the map's (older: kFailedPrecondition; newer:
-  // kUnavailable "map behind"). Waits out the writes in flight, forgets the
+  // and `shard_epoch` is the map's (older: a kStaleShardEpoch refusal;
+  // newer: kMapBehind). Waits out the writes in flight, forgets the
   // node's broken mark (the copy about to start is newer than the write it
   // missed) and returns the shard's seq as the snapshot seq.
   absl::StatusOr<uint64_t> BeginSync(uint32_t shard_id, absl::string_view node_id,
@@ -129,7 +141,8 @@ class Replicator : public WriteHook {
   // the call; false: skip the key, return OK), takes the target shard's
   // seq, replicates the write (`entry` empty: a delete) to the shard's
   // in-sync backups and syncing replicas as Write() does, then runs
-  // `install`. A replica whose map is newer: kUnavailable "map behind ...".
+  // `install`. A replica whose map is newer: a kMapBehind refusal. Errors
+  // after a replica may hold the write have Effect::kUnknown.
   absl::Status ImportWrite(uint32_t target_shard, absl::string_view key, absl::string_view entry,
                            absl::FunctionRef<absl::StatusOr<bool>()> admit,
                            absl::FunctionRef<absl::Status()> install, bool locks_held);
@@ -151,14 +164,23 @@ class Replicator : public WriteHook {
 
  private:
   struct Target;
+  // What one attempt's replication round and migration forward came to.
+  struct Round {
+    absl::Status replicated;
+    bool stale = false;  // a replica answered kStaleShardEpoch
+    // A backup, syncing replica or the migration target may hold the write.
+    bool held = false;
+    absl::Status imported;  // the migration forward's (OK without one)
+  };
   // Steps 3-4 for one write of `shard`: takes its next seq, forwards to its
   // backups and syncing replicas, drops the failed ones. *stale: a replica
-  // answered "stale shard epoch" (returned as the status, nothing handled).
+  // answered kStaleShardEpoch (returned as the status, nothing handled).
+  // *held: some target may hold the write (Target::MayHold); only set.
   absl::Status ReplicateRound(const cluster::ClusterMapView& map, const v1::Shard& shard,
                               absl::string_view key, absl::string_view entry, absl::Time deadline,
-                              bool* stale);
+                              bool* stale, bool* held);
   // ImportWrite `req` to `node`, started before `meanwhile` runs and
-  // awaited after it; a "map behind" answer is retried until `deadline`.
+  // awaited after it; a kMapBehind answer is retried until `deadline`.
   absl::Status ForwardImport(const v1::ImportWriteRequest& req, const v1::ClusterNode& node,
                              absl::Time deadline, absl::FunctionRef<void()> meanwhile);
   // The forward of a write of a COPYING slot; see the file comment.
@@ -167,16 +189,23 @@ class Replicator : public WriteHook {
                                absl::string_view entry, absl::Time deadline,
                                absl::FunctionRef<void()> meanwhile);
   // One routing and replication round of Write(); sets *again when a backup
-  // answered "stale shard epoch" (its map is newer) before `deadline`.
+  // answered kStaleShardEpoch (its map is newer) before `deadline`,
+  // *sent_on when a target may hold the write (only ever sets it), and
+  // *published when it called `publish` (the status is then the store's).
   absl::Status TryWrite(absl::string_view key, absl::string_view entry,
                         absl::FunctionRef<absl::Status()> publish, absl::Time deadline, int attempt,
-                        bool* again);
-  // Sends `req` to every target in parallel; retries a "map behind" refusal
+                        bool* again, bool* sent_on, bool* published);
+  // The end of a TryWrite() whose round `r` ran: again, refused, or
+  // published (*published set).
+  absl::Status Conclude(const Route& route, const v1::ClusterNode* target, const Round& r,
+                        absl::Time deadline, bool* again, absl::FunctionRef<absl::Status()> publish,
+                        bool* published);
+  // Sends `req` to every target in parallel; retries a kMapBehind refusal
   // until `deadline`. Fills each target's status.
   void Forward(const v1::ReplicateRequest& req, std::vector<Target>& targets, absl::Time deadline);
   // Forward()'s sends to the targets whose RDMA link is up (`links`: target
   // index and link); fills their status and appends to *retry the ones to
-  // send again ("map behind", or a failed link: by gRPC then).
+  // send again (kMapBehind, or a failed link: by gRPC then).
   void SendOverRdma(const v1::ReplicateRequest& req,
                     const std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>>& links,
                     std::vector<Target>& targets, absl::Time deadline, std::vector<size_t>* retry);
@@ -214,10 +243,6 @@ class Replicator : public WriteHook {
   metrics::Counter* imported_;
   metrics::Counter* former_primary_holds_;
 };
-
-// The error a write routed elsewhere answers with, as write_hook.h names
-// them (MOVED / CLUSTERDOWN); OK for Route::Kind::kServe.
-absl::Status RouteError(const Route& route);
 
 }  // namespace server
 }  // namespace kvstore

@@ -61,22 +61,22 @@ class ForwardingShardMapEditor : public ShardMapEditor {
   }
   absl::Status RemoveReplica(uint32_t shard_id, absl::string_view node_id) override {
     absl::MutexLock lock(&mu_);
-    if (target_ == nullptr) return absl::UnavailableError("CLUSTERDOWN cluster plane not running");
+    if (target_ == nullptr) return absl::UnavailableError("the cluster plane is not running");
     return target_->RemoveReplica(shard_id, node_id);
   }
   absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id) override {
     absl::MutexLock lock(&mu_);
-    if (target_ == nullptr) return absl::UnavailableError("CLUSTERDOWN cluster plane not running");
+    if (target_ == nullptr) return absl::UnavailableError("the cluster plane is not running");
     return target_->MarkInSync(shard_id, node_id);
   }
   absl::Status BeginHandoff(uint32_t migration_id) override {
     absl::MutexLock lock(&mu_);
-    if (target_ == nullptr) return absl::UnavailableError("CLUSTERDOWN cluster plane not running");
+    if (target_ == nullptr) return absl::UnavailableError("the cluster plane is not running");
     return target_->BeginHandoff(migration_id);
   }
   absl::Status CompleteMigration(uint32_t migration_id) override {
     absl::MutexLock lock(&mu_);
-    if (target_ == nullptr) return absl::UnavailableError("CLUSTERDOWN cluster plane not running");
+    if (target_ == nullptr) return absl::UnavailableError("the cluster plane is not running");
     return target_->CompleteMigration(migration_id);
   }
 

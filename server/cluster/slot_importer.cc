@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/cluster/refusal.h"
 #include "common/cluster/slots.h"
 #include "common/protocol/layout.h"
 #include "glog/logging.h"
@@ -50,10 +51,10 @@ absl::StatusOr<const v1::Migration*> SlotImporter::Check(
     uint64_t source_incarnation, std::shared_ptr<const cluster::ClusterMapView>* out) const {
   auto map = state_->map();
   if (map == nullptr || map->epoch() < map_epoch) {
-    return absl::UnavailableError(
-        absl::StrCat("map behind: epoch ", map ? map->epoch() : 0, " here, ", map_epoch, " sent"));
+    return cluster::ToStatus(cluster::Refusal::MapBehind(
+        absl::StrCat("epoch ", map ? map->epoch() : 0, " here, ", map_epoch, " sent")));
   }
-  if (!state_->Serving()) return absl::UnavailableError("CLUSTERDOWN this node is fenced");
+  if (!state_->Serving()) return RouteStatus(Route(), RefusalAddress::kControl);
   const v1::Migration* m = map->MigrationById(migration_id);
   if (m == nullptr ||
       (m->state() != v1::MIGRATION_COPYING && m->state() != v1::MIGRATION_HANDOFF)) {

@@ -8,8 +8,8 @@
 // hold the migration COPYING or HANDOFF (AcceptHandoff: HANDOFF), this node
 // must lead the migration's target shard and the sender must lead its
 // source shard with the incarnation it sent (kFailedPrecondition
-// otherwise); a map older than the request's map_epoch answers kUnavailable
-// "map behind ..." (the sender retries briefly).
+// otherwise); a map older than the request's map_epoch answers a kMapBehind
+// refusal (the sender retries briefly), a fenced node kClusterDown.
 //
 // Installing (ImportWrite, each copied entry): Replicator::ImportWrite —
 // the key's stripe lock, the target shard's seq, Replicate to the target

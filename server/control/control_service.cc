@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/cluster/refusal.h"
 #include "common/grpc_status.h"
 #include "common/metrics/exposition.h"
 #include "common/protocol/commit_wire.h"
@@ -153,8 +154,8 @@ absl::Status KvControlServiceImpl::CheckOwns(SessionTable::Session& session,
   // Looked up just before the sweeper expired it: its queue pairs are being
   // disconnected, so nothing more may be done in its name.
   if (session.closed) {
-    return Refuse("no_session",
-                  absl::FailedPreconditionError("the session expired meanwhile: handshake again"));
+    return Refuse("no_session", cluster::ToStatus(cluster::Refusal::SessionLost(
+                                    "the session expired meanwhile: handshake again")));
   }
   if (connection_id != 0 && session.connections.contains(connection_id)) {
     return absl::OkStatus();
@@ -190,8 +191,8 @@ absl::Status KvControlServiceImpl::CheckEpoch(uint64_t epoch) const {
   // Leases, rkeys and connection ids all belong to one server start; after
   // a restart the client must learn the new ones.
   if (epoch == deps_.epoch) return absl::OkStatus();
-  return absl::UnavailableError(
-      absl::StrCat("stale epoch ", epoch, ", server epoch ", deps_.epoch, ": handshake again"));
+  return cluster::ToStatus(cluster::Refusal::StaleServerEpoch(
+      absl::StrCat("client epoch ", epoch, ", server epoch ", deps_.epoch, ": handshake again")));
 }
 
 void KvControlServiceImpl::FillLease(const LeaseInfo& info, pb::Lease* lease) const {
@@ -382,8 +383,8 @@ absl::StatusOr<RdmaService::Accepted> KvControlServiceImpl::ConnectChecked(
   // session cannot both take the last slot.
   absl::MutexLock lock(&session.mu);
   if (session.closed) {
-    return Refuse("no_session",
-                  absl::FailedPreconditionError("the session expired meanwhile: handshake again"));
+    return Refuse("no_session", cluster::ToStatus(cluster::Refusal::SessionLost(
+                                    "the session expired meanwhile: handshake again")));
   }
   // Queue pairs the RDMA service reaped no longer count.
   absl::erase_if(session.connections, [this](uint64_t c) { return !deps_.rdma->IsLive(c); });

@@ -152,10 +152,11 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
                             kvstore::v1::ReleaseLeaseResponse* response) override;
   // Cluster mode (deps.cluster): Get, Put and Delete first route the key,
   // after the token check; a key whose shard another node leads fails with
-  // FAILED_PRECONDITION "MOVED <slot> <primary's control host:port>", and
-  // with UNAVAILABLE "CLUSTERDOWN ..." while the shard has no primary or
-  // this node has no map or is fenced. The write hook's own refusals (a
-  // newer map arrived meanwhile) come back the same way. Scan is local.
+  // a kMoved refusal (common/cluster/refusal.h) naming the primary's control
+  // address, and with kClusterDown while the shard has no primary or this
+  // node has no map or is fenced (RouteRefusal). The write hook's own
+  // refusals (a newer map arrived meanwhile; a write whose outcome is
+  // unknown) come back the same way, in the status details. Scan is local.
   //
   // INVALID_ARGUMENT for a key over the limits, NOT_FOUND if absent.
   grpc::Status Get(grpc::ServerContext* context, const kvstore::v1::GetRequest* request,
@@ -194,10 +195,11 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   };
 
   // OK when this node serves `key` (or there is no cluster); otherwise the
-  // MOVED / CLUSTERDOWN status described at Get().
+  // refusal described at Get().
   absl::Status RouteKey(const std::string& key) const;
-  // `status`, except that the write hook's "MOVED ..." is re-routed on the
-  // newest map so that it names the primary's control address.
+  // `status`, except that the write hook's kMoved / kAsk refusal is
+  // re-routed on the newest map so that it names the primary's control
+  // address.
   absl::Status RerouteRefusal(const std::string& key, absl::Status status) const;
   // How long a PUT or a lease grant may be held back by a pool full of
   // segments in their grace period (see the definition); never past the

@@ -8,11 +8,12 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 
-#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/cluster/refusal.h"
 #include "common/grpc_status.h"
 #include "common/metrics/exposition.h"
 #include "common/status_macros.h"
@@ -28,36 +29,17 @@ absl::Status KvControlServiceImpl::RouteKey(const std::string& key) const {
   if (deps_.cluster == nullptr) return absl::OkStatus();
   // Slow-path reads, like writes, are served by the primary only: the gRPC
   // API has no READONLY.
-  const Route route = deps_.cluster->RouteKey(key);
-  switch (route.kind) {
-    case Route::Kind::kServe:
-      return absl::OkStatus();
-    case Route::Kind::kMoved:
-      return absl::FailedPreconditionError(
-          absl::StrCat("MOVED ", route.slot, " ", route.node->control_address()));
-    case Route::Kind::kDown:
-      return absl::UnavailableError(
-          absl::StrCat("CLUSTERDOWN hash slot ", route.slot, " has no primary"));
-    case Route::Kind::kAsk:
-      // As MOVED, for this one request: the map still names this node.
-      return absl::FailedPreconditionError(
-          absl::StrCat("ASK ", route.slot, " ", route.node->control_address()));
-    case Route::Kind::kTryAgain:
-      return absl::UnavailableError(
-          absl::StrCat("TRYAGAIN hash slot ", route.slot, " is being handed to another shard"));
-    case Route::Kind::kNotReady:
-      break;
-  }
-  return absl::UnavailableError("CLUSTERDOWN this node has no cluster map or is fenced");
+  return RouteStatus(deps_.cluster->RouteKey(key), RefusalAddress::kControl);
 }
 
 absl::Status KvControlServiceImpl::RerouteRefusal(const std::string& key,
                                                   absl::Status status) const {
   // The hook names the slot's primary by whichever address it knows; the
-  // caller of this API needs the control address, from the newest map.
-  if (status.code() == absl::StatusCode::kFailedPrecondition &&
-      (absl::StartsWith(status.message(), "MOVED ") ||
-       absl::StartsWith(status.message(), "ASK "))) {
+  // caller of this API needs the control address, from the newest map. A
+  // redirect of unknown effect is not one to follow: it stays as it is.
+  std::optional<cluster::Refusal> r = cluster::FromStatus(status);
+  if (r.has_value() && r->effect == cluster::Effect::kNone &&
+      (r->kind == cluster::RefusalKind::kMoved || r->kind == cluster::RefusalKind::kAsk)) {
     if (absl::Status routed = RouteKey(key); !routed.ok()) return routed;
   }
   return status;

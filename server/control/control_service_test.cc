@@ -16,7 +16,9 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/cluster/cluster_map.h"
+#include "common/cluster/refusal.h"
 #include "common/cluster/slots.h"
+#include "common/grpc_status.h"
 #include "common/metrics/testing.h"
 #include "common/protocol/layout.h"
 #include "gmock/gmock.h"
@@ -343,7 +345,7 @@ TEST_F(ControlServiceTest, LeaseRpcsCheckEpochThenSessionThenConnection) {
   }
   ASSERT_NE(session, 0u);
   // Every lease RPC names the epoch; an old one means "handshake again".
-  const std::string stale = "stale epoch 41, server epoch 42: handshake again";
+  const std::string stale = "stale server epoch: client epoch 41, server epoch 42: handshake again";
   {
     grpc::ClientContext ctx;
     pb::GrantLeaseRequest req;
@@ -354,6 +356,7 @@ TEST_F(ControlServiceTest, LeaseRpcsCheckEpochThenSessionThenConnection) {
     grpc::Status s = stub_->GrantLease(&ctx, req, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
     EXPECT_EQ(s.error_message(), stale);
+    EXPECT_TRUE(cluster::IsRefusal(FromGrpcStatus(s), cluster::RefusalKind::kStaleServerEpoch));
   }
   {
     grpc::ClientContext ctx;
@@ -387,6 +390,8 @@ TEST_F(ControlServiceTest, LeaseRpcsCheckEpochThenSessionThenConnection) {
     grpc::Status s = stub_->GrantLease(&ctx, req, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
     EXPECT_THAT(s.error_message(), HasSubstr("no live session 0"));
+    // Typed, so the client knows to handshake again without reading words.
+    EXPECT_TRUE(cluster::IsRefusal(FromGrpcStatus(s), cluster::RefusalKind::kSessionLost));
   }
   // A session but no queue pair: no lease (finding 3: a keyless lease was
   // renewable by anyone, for ever).
@@ -517,6 +522,9 @@ TEST_F(ControlServiceClusterTest, RoutesGetPutDelete) {
   for (grpc::Status st : {Put(theirs, "v"), Get(theirs, &value), Delete(theirs)}) {
     EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
     EXPECT_EQ(st.error_message(), moved);
+    // The refusal itself, in the status details: node, control address, no effect.
+    EXPECT_EQ(cluster::FromStatus(FromGrpcStatus(st)),
+              cluster::Refusal::Moved(cluster::KeySlot(theirs), "node-b", "node-b.example:7000"));
   }
   EXPECT_FALSE(store_->Exists(theirs));
   for (grpc::Status st : {Put(down, "v"), Get(down, &value), Delete(down)}) {

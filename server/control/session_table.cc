@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/cluster/refusal.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -59,8 +60,8 @@ absl::StatusOr<std::shared_ptr<SessionTable::Session>> SessionTable::Use(uint64_
   auto it = sessions_.find(id);
   if (id == 0 || it == sessions_.end()) {
     // The id is not repeated back beyond this: it is the caller's own.
-    return absl::FailedPreconditionError(
-        absl::StrCat("no live session ", id, " (expired or never opened): handshake again"));
+    return cluster::ToStatus(cluster::Refusal::SessionLost(
+        absl::StrCat("no live session ", id, " (expired or never opened): handshake again")));
   }
   it->second.last_used = absl::Now();
   return it->second.session;

@@ -20,8 +20,9 @@
 // a dead client's queue pair fails its idle probe and is reaped by the RDMA
 // service, and its session then expires.
 //
-// Errors: kFailedPrecondition "no live session ... handshake again" for an
-// unknown or expired id; kResourceExhausted at max_sessions.
+// Errors: a kSessionLost refusal (common/cluster/refusal.h; "no live
+// session ... handshake again") for an unknown or expired id;
+// kResourceExhausted at max_sessions.
 //
 // Locking: mu_ (the table) is a leaf except that Sweep() runs the caller's
 // `live` callback with no lock held. A Session's own mutex (Session::mu) is
@@ -104,8 +105,8 @@ class SessionTable {
   // kResourceExhausted when max_sessions are open.
   absl::StatusOr<uint64_t> Open(std::string peer);
 
-  // The live session `id`, marked as used now. kFailedPrecondition "no live
-  // session N (expired or never opened): handshake again" otherwise.
+  // The live session `id`, marked as used now. A kSessionLost refusal ("no
+  // live session N (expired or never opened): handshake again") otherwise.
   absl::StatusOr<std::shared_ptr<Session>> Use(uint64_t id);
 
   // Takes out every session idle for ttl at `now` none of whose

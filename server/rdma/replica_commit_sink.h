@@ -42,8 +42,8 @@ class ReplicaCommitSink {
   // Checks `commit` and applies it: a put by calling `install` (which
   // publishes the entry in place), a delete by unpublishing its key. Returns
   // the status acknowledged to the primary: OK; the refusals of a Replicate
-  // RPC (kUnavailable "map behind ...", kFailedPrecondition for an epoch,
-  // sender or role mismatch); `install`'s error.
+  // RPC (a kMapBehind or kStaleShardEpoch refusal, common/cluster/refusal.h;
+  // kFailedPrecondition for a sender or role mismatch); `install`'s error.
   virtual absl::Status ApplyReplicaCommit(const ReplicaCommit& commit,
                                           absl::FunctionRef<absl::Status()> install) = 0;
 };

@@ -277,7 +277,7 @@ void ReadWriteCommand(const CommandContext& ctx, CommandArgs) {
   ctx.conn->ReplyOk();
 }
 
-// A client that follows -ASK sends ASKING first. The target of a migration
+// A client that follows a kAsk refusal sends ASKING first. The target of a migration
 // serves the slot once it accepted the handoff whether or not ASKING came
 // (ClusterState::RouteKey, §19.9), so there is nothing to allow; accepted
 // so that redis-cli -c and cluster clients work unchanged.

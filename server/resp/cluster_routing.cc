@@ -3,39 +3,20 @@
 #include "server/resp/cluster_routing.h"
 
 #include <cstdint>
+#include <optional>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
+#include "common/cluster/refusal.h"
 #include "common/cluster/slots.h"
 
 namespace kvstore {
 namespace server {
 namespace resp_internal {
 
-std::string RouteErrorText(const Route& route) {
-  switch (route.kind) {
-    case Route::Kind::kServe:
-      return "";
-    case Route::Kind::kMoved:
-      return absl::StrCat("MOVED ", route.slot, " ", route.node->resp_address());
-    case Route::Kind::kAsk:
-      return absl::StrCat("ASK ", route.slot, " ", route.node->resp_address());
-    case Route::Kind::kTryAgain:
-      return absl::StrCat("TRYAGAIN Hash slot ", route.slot,
-                          " is being handed to another shard; retry shortly");
-    case Route::Kind::kDown:
-    case Route::Kind::kNotReady:
-      break;
-  }
-  return std::string(kClusterDownError);
-}
-
 bool RouteKey(const ClusterState* cluster, Connection* conn, absl::string_view key, bool write) {
   if (cluster == nullptr) return true;
   const Route route = cluster->RouteKey(key, /*replica_ok=*/!write && conn->readonly);
   if (route.kind == Route::Kind::kServe) return true;
-  conn->ReplyError(RouteErrorText(route));
+  conn->ReplyStatus(RouteStatus(route, RefusalAddress::kResp));
   return false;
 }
 
@@ -64,32 +45,25 @@ bool RouteKeys(const ClusterState* cluster, Connection* conn,
   }
   const Route route = cluster->RouteSlot(slot, replica_ok);
   if (route.kind == Route::Kind::kServe) return true;
-  conn->ReplyError(RouteErrorText(route));
+  conn->ReplyStatus(RouteStatus(route, RefusalAddress::kResp));
   return false;
 }
 
-bool IsClusterRefusal(const absl::Status& s) {
-  return (s.code() == absl::StatusCode::kFailedPrecondition &&
-          (absl::StartsWith(s.message(), "MOVED ") || absl::StartsWith(s.message(), "ASK "))) ||
-         (s.code() == absl::StatusCode::kUnavailable &&
-          (absl::StartsWith(s.message(), "CLUSTERDOWN") ||
-           absl::StartsWith(s.message(), "TRYAGAIN")));
-}
+bool IsClusterRefusal(const absl::Status& s) { return cluster::FromStatus(s).has_value(); }
 
 void ReplyStoreStatus(const ClusterState* cluster, Connection* conn, const absl::Status& s) {
-  if (!IsClusterRefusal(s)) return conn->ReplyStatus(s);
-  if (s.code() == absl::StatusCode::kUnavailable) return conn->ReplyError(s.message());
-  // "MOVED <slot> <host:port>": the hook may name another port than the
-  // RESP one (it serves every transport), so the slot is routed again on
-  // the newest map and the primary's RESP address named.
-  const absl::string_view rest = s.message().substr(s.message().find(' ') + 1);
-  uint32_t slot = 0;
-  if (cluster != nullptr && absl::SimpleAtoi(rest.substr(0, rest.find(' ')), &slot) &&
-      slot < cluster::kSlotCount) {
-    const Route route = cluster->RouteSlot(slot);
-    if (route.kind != Route::Kind::kServe) return conn->ReplyError(RouteErrorText(route));
+  const std::optional<cluster::Refusal> r = cluster::FromStatus(s);
+  // The hook serves every transport and may name another port than the
+  // RESP one: the slot is routed again on the newest map.
+  if (cluster != nullptr && r.has_value() && r->effect == cluster::Effect::kNone &&
+      (r->kind == cluster::RefusalKind::kMoved || r->kind == cluster::RefusalKind::kAsk) &&
+      r->slot.has_value() && *r->slot < cluster::kSlotCount) {
+    const Route route = cluster->RouteSlot(*r->slot);
+    if (route.kind != Route::Kind::kServe) {
+      return conn->ReplyStatus(RouteStatus(route, RefusalAddress::kResp));
+    }
   }
-  conn->ReplyError(s.message());
+  conn->ReplyStatus(s);
 }
 
 }  // namespace resp_internal

@@ -6,18 +6,19 @@
 // before a byte of its value is received. With no ClusterState (single-node
 // mode) every key is served and nothing here changes a reply.
 //
-// Replies, in Redis's words and in Redis's order of checks:
-//   CROSSSLOT Keys in request don't hash to the same slot
-//   CLUSTERDOWN The cluster is down      (no map, fenced, or the slot's
-//                                         shard has no primary)
-//   MOVED <slot> <host>:<resp port>      (another node is the primary)
-// A read on a connection that sent READONLY is also served by an in-sync
-// backup of the slot's shard; writes always need the primary.
+// Replies, in Redis's order of checks: CROSSSLOT for keys of several slots
+// not all served here; otherwise the route's refusal (RouteRefusal in
+// server/cluster/cluster_state.h: kClusterDown with no map, fenced, or no
+// primary for the slot; kMoved naming the primary's RESP address; kTryAgain
+// / kAsk during a slot's handoff), which the RESP encoder writes in Redis
+// Cluster's words (common/cluster/refusal.h). A read on a connection that
+// sent READONLY is also served by an in-sync backup of the slot's shard;
+// writes always need the primary.
 //
 // The store's write hook (server/storage/write_hook.h) can still refuse a
-// write that passed routing (a new map arrived in between); ReplyStoreStatus
-// turns its kFailedPrecondition "MOVED|ASK <slot> ..." and kUnavailable
-// "CLUSTERDOWN|TRYAGAIN ..." into the same replies, naming the RESP address.
+// write that passed routing (a new map arrived in between), or end it with
+// an outcome-unknown refusal; ReplyStoreStatus answers those the same way,
+// naming the RESP address of a redirect's node.
 //
 // Thread safety: stateless; ClusterState is thread-safe.
 
@@ -39,11 +40,6 @@ namespace resp_internal {
 
 inline constexpr absl::string_view kCrossSlotError =
     "CROSSSLOT Keys in request don't hash to the same slot";
-inline constexpr absl::string_view kClusterDownError = "CLUSTERDOWN The cluster is down";
-
-// The error text for a route this node does not serve ("MOVED ..." naming
-// the primary's RESP address, or kClusterDownError); empty for kServe.
-std::string RouteErrorText(const Route& route);
 
 // Whether this node serves `key` for a read (`write` false; an in-sync
 // backup serves it too after READONLY on `conn`) or a write. Otherwise
@@ -56,14 +52,14 @@ bool RouteKey(const ClusterState* cluster, Connection* conn, absl::string_view k
 bool RouteKeys(const ClusterState* cluster, Connection* conn,
                absl::Span<const absl::string_view> args, size_t first, size_t step, bool write);
 
-// Whether `s` is the write hook's cluster refusal (MOVED / ASK / CLUSTERDOWN /
-// TRYAGAIN).
+// Whether `s` carries a cluster refusal (the write hook's; any kind or
+// effect).
 bool IsClusterRefusal(const absl::Status& s);
 
-// Queues `s` as ReplyStatus does, except that a cluster refusal is answered
-// as Redis Cluster words it: "-MOVED <slot> <primary's RESP address>" (the
-// address from the current map; the hook's own address when the map does
-// not know the slot's primary) or "-CLUSTERDOWN ...".
+// Queues `s` as ReplyStatus does (a refusal in Redis Cluster's words),
+// except that a kMoved / kAsk refusal of no effect is routed again on the
+// current map, so that it names the slot's primary by its RESP address (the
+// hook's own address when the map does not know the slot's primary).
 void ReplyStoreStatus(const ClusterState* cluster, Connection* conn, const absl::Status& s);
 
 }  // namespace resp_internal

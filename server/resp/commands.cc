@@ -32,8 +32,8 @@ void ReplyInvalid(const CommandContext& ctx, absl::string_view msg) {
 // --- Data commands -----------------------------------------------------------
 
 // GET key: the value (copied when small, else zero-copy), a null bulk if absent, or the store's
-// error (DATALOSS for an entry failing its checksum, TRYAGAIN if the key
-// kept changing under the reader).
+// error (kDataLoss for an entry failing its checksum, kUnavailable if the
+// key kept changing under the reader).
 void Get(const CommandContext& ctx, CommandArgs args) {
   if (absl::Status s = ctx.store->limits().CheckKey(args[1]); !s.ok()) {
     return ctx.conn->ReplyStatus(s);

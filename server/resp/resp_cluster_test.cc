@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/cluster/cluster_map.h"
+#include "common/cluster/refusal.h"
 #include "common/cluster/slots.h"
 #include "common/protocol/resp.h"
 #include "gmock/gmock.h"
@@ -63,7 +64,7 @@ class RefusingHook : public WriteHook {
                      absl::FunctionRef<absl::Status()> publish) override {
     return refusal.ok() ? publish() : refusal;
   }
-  absl::Status refusal = absl::FailedPreconditionError("MOVED 0 10.9.9.9:1");
+  absl::Status refusal = cluster::ToStatus(cluster::Refusal::Moved(0, "node-x", "10.9.9.9:1"));
 };
 
 class RespClusterTest : public ::testing::Test {
@@ -222,7 +223,9 @@ TEST_F(RespClusterTest, MultiKeyCommandsNeedOneSlotOrThisNode) {
 
 TEST_F(RespClusterTest, ClusterDownWithoutMapFencedOrPrimary) {
   const std::string key = KeyOn(0);
-  const std::string kDown = "CLUSTERDOWN The cluster is down";
+  const std::string kDown =
+      "CLUSTERDOWN The cluster is down: this node has no cluster map yet, or is fenced (its lease "
+      "may have lapsed)";
   nodes_[0].state->set_fenced(true);
   EXPECT_EQ(RunOne(0, {"GET", key}).str, kDown);
   EXPECT_EQ(RunOne(0, {"SET", key, "v"}).str, kDown);
@@ -237,8 +240,10 @@ TEST_F(RespClusterTest, ClusterDownWithoutMapFencedOrPrimary) {
   v1::ClusterMap map = MakeMap(2);
   map.mutable_shards(1)->clear_replicas();
   Install(map);
-  EXPECT_EQ(RunOne(0, {"GET", KeyOn(1)}).str, kDown);
-  EXPECT_EQ(RunOne(1, {"SET", KeyOn(1), "v"}).str, kDown);
+  const std::string no_primary = absl::StrCat("CLUSTERDOWN Hash slot ", cluster::KeySlot(KeyOn(1)),
+                                              " not served: its shard has no primary");
+  EXPECT_EQ(RunOne(0, {"GET", KeyOn(1)}).str, no_primary);
+  EXPECT_EQ(RunOne(1, {"SET", KeyOn(1), "v"}).str, no_primary);
   EXPECT_EQ(RunOne(0, {"SET", key, "v"}).str, "OK");
   const Reply info = RunOne(0, {"CLUSTER", "INFO"});
   EXPECT_THAT(info.str, HasSubstr("cluster_state:fail\r\n"));
@@ -329,20 +334,26 @@ TEST_F(RespClusterTest, StoreRefusalsAreAnsweredAsRedisCluster) {
     for (const auto& chunk : c.out) out += std::string(chunk.data());
     return out;
   };
+  auto moved = [](uint32_t slot) {
+    return cluster::ToStatus(cluster::Refusal::Moved(slot, "node-x", "10.9.9.9:1"));
+  };
   // The hook's address is replaced by the RESP address of the slot's primary.
-  EXPECT_EQ(reply(absl::FailedPreconditionError(
-                absl::StrCat("MOVED ", ranges_[1].start(), " 10.9.9.9:1"))),
+  EXPECT_EQ(reply(moved(ranges_[1].start())),
             absl::StrCat("-MOVED ", ranges_[1].start(), " ", nodes_[1].resp_address, "\r\n"));
   // A slot out of range, or one this node serves after all: as the hook said.
-  EXPECT_EQ(reply(absl::FailedPreconditionError("MOVED 99999 10.9.9.9:1")),
-            "-MOVED 99999 10.9.9.9:1\r\n");
-  EXPECT_EQ(reply(absl::FailedPreconditionError(
-                absl::StrCat("MOVED ", ranges_[2].start(), " 10.9.9.9:1"))),
+  EXPECT_EQ(reply(moved(99999)), "-MOVED 99999 10.9.9.9:1\r\n");
+  EXPECT_EQ(reply(moved(ranges_[2].start())),
             absl::StrCat("-MOVED ", ranges_[2].start(), " 10.9.9.9:1\r\n"));
-  EXPECT_EQ(reply(absl::UnavailableError("CLUSTERDOWN no primary")), "-CLUSTERDOWN no primary\r\n");
-  // Other errors keep their usual code words.
+  EXPECT_EQ(reply(cluster::ToStatus(cluster::Refusal::ClusterDown("no primary"))),
+            "-CLUSTERDOWN no primary\r\n");
+  // A write whose outcome is unknown is not redirected: its own words.
+  EXPECT_EQ(
+      reply(cluster::OutcomeUnknown(moved(ranges_[1].start()))),
+      absl::StrCat("-UNKNOWN outcome unknown: MOVED ", ranges_[1].start(), " 10.9.9.9:1\r\n"));
+  // Other errors keep their usual code words, whatever their message says.
   EXPECT_EQ(reply(absl::UnavailableError("busy")), "-TRYAGAIN busy\r\n");
   EXPECT_EQ(reply(absl::FailedPreconditionError("x")), "-PRECONDITION x\r\n");
+  EXPECT_EQ(reply(absl::FailedPreconditionError("MOVED 1 h:1")), "-PRECONDITION MOVED 1 h:1\r\n");
   EXPECT_EQ(reply(absl::OkStatus()), "+OK\r\n");
 }
 
@@ -357,12 +368,20 @@ TEST_F(RespClusterTest, WriteHookRefusalsBecomeRedisErrors) {
   const std::string moved_to_0 =
       absl::StrCat("MOVED ", ranges_[0].start(), " ", nodes_[0].resp_address);
   hook_.refusal =
-      absl::FailedPreconditionError(absl::StrCat("MOVED ", ranges_[0].start(), " 10.9.9.9:1"));
+      cluster::ToStatus(cluster::Refusal::Moved(ranges_[0].start(), "node-x", "10.9.9.9:1"));
   EXPECT_EQ(RunOne(2, {"SET", key, "v"}).str, moved_to_0);
   EXPECT_EQ(RunOne(2, {"MSET", key, "v"}).str, moved_to_0);
   EXPECT_EQ(RunOne(2, {"DEL", key}).str, moved_to_0);
-  hook_.refusal = absl::UnavailableError("CLUSTERDOWN backup dropped and etcd unreachable");
-  EXPECT_EQ(RunOne(2, {"SET", key, "v"}).str, "CLUSTERDOWN backup dropped and etcd unreachable");
+  hook_.refusal = cluster::ToStatus(cluster::Refusal::ClusterDown("backup dropped"));
+  EXPECT_EQ(RunOne(2, {"SET", key, "v"}).str, "CLUSTERDOWN backup dropped");
+  // A write whose backups may hold it: the client is told its outcome is
+  // unknown, in words no cluster client retries.
+  hook_.refusal = cluster::ToStatus(
+      cluster::Refusal::ClusterDown("cannot drop failed backup node-1").WithUnknownEffect());
+  EXPECT_EQ(RunOne(2, {"SET", key, "v"}).str,
+            "UNKNOWN outcome unknown: CLUSTERDOWN cannot drop failed backup node-1");
+  EXPECT_EQ(RunOne(2, {"DEL", key}).str,
+            "UNKNOWN outcome unknown: CLUSTERDOWN cannot drop failed backup node-1");
   hook_.refusal = absl::OkStatus();
   EXPECT_EQ(RunOne(2, {"SET", key, "v"}).str, "OK");
   EXPECT_EQ(Owner(key), 2);

@@ -26,7 +26,7 @@ void StreamedSet::Begin(Connection* c, absl::string_view key, uint64_t value_len
   counters_->put.requests->Increment();
   absl::Status s = store_->limits().CheckKey(key);
   if (s.ok()) s = store_->limits().CheckValueLength(value_len);
-  // Routed before the value arrives: a MOVED key reserves nothing and its
+  // Routed before the value arrives: a key routed elsewhere reserves nothing and its
   // value is skipped (RouteKey queues the reply).
   const bool routed = s.ok() && RouteKey(cluster_, c, key, /*write=*/true);
   if (!routed) {

@@ -21,7 +21,7 @@
 //
 // Cluster mode: the key is routed (cluster_routing.h) as soon as the header
 // is parsed, before any value byte is received or any pool reserved; a key
-// this node does not serve as primary is answered -MOVED / -CLUSTERDOWN at
+// this node does not serve as primary is answered its route's refusal at
 // once and its value skipped in bounded reads (never buffered whole). A
 // refusal of the write hook at commit is answered the same way.
 //

@@ -33,12 +33,13 @@ class WriteHook {
   // PUT, empty for a DELETE. The hook calls `publish` at most once (it
   // publishes locally and returns the store's status) and returns what the
   // write's caller should see. Returning an error without calling `publish`
-  // leaves the store unchanged. Errors the transports map for clients:
-  // kFailedPrecondition with a message starting "MOVED <slot> " (not this
-  // node's slot; RESP answers -MOVED), kFailedPrecondition starting "ASK
-  // <slot> " (the slot is being handed to another shard, ask its target),
-  // kUnavailable starting "CLUSTERDOWN" (no primary, or this node is
-  // fenced) or "TRYAGAIN" (the slot's handoff is under way).
+  // leaves the store unchanged. Errors the transports pass on to clients
+  // are typed refusals (common/cluster/refusal.h), each saying whether the
+  // write certainly had no effect or its outcome is unknown: kMoved (not
+  // this node's slot), kAsk (the slot was handed to another shard: ask its
+  // target), kTryAgain (the slot's handoff is under way), kClusterDown (no
+  // primary, or this node is fenced), kNotPublished (sent on, not
+  // published here). Every transport writes them its own way.
   virtual absl::Status Write(absl::string_view key, absl::string_view entry,
                              absl::FunctionRef<absl::Status()> publish) = 0;
 };
