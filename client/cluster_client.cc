@@ -16,7 +16,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/internal/client_metrics.h"
@@ -25,6 +24,7 @@
 #include "client/internal/cluster/retry_budget.h"
 #include "client/internal/cluster/slow_read_path.h"
 #include "client/internal/server_link.h"
+#include "common/cluster/refusal.h"
 #include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
 #include "common/status_macros.h"
@@ -32,6 +32,7 @@
 namespace kvstore {
 namespace client {
 namespace {
+
 class ClusterClientImpl final : public KvClient {
  public:
   explicit ClusterClientImpl(const Options& options)
@@ -118,15 +119,12 @@ class ClusterClientImpl final : public KvClient {
   }
 
   // The node for `key` under `map`: the primary, or with read_from_replicas
-  // and `replica_ok` an in-sync backup. kUnavailable "CLUSTERDOWN" when the
-  // shard has no primary.
+  // and `replica_ok` an in-sync backup. A kClusterDown refusal (nothing was
+  // sent) when the shard has no primary.
   absl::StatusOr<const v1::ClusterNode*> Route(const cluster::ClusterMapView& map,
                                                absl::string_view key, bool replica_ok) {
     const v1::Shard* shard = map.ShardForKey(key);
-    if (shard == nullptr || shard->replicas().empty()) {
-      return absl::UnavailableError(
-          absl::StrCat("CLUSTERDOWN the shard of slot ", cluster::KeySlot(key), " has no primary"));
-    }
+    if (shard == nullptr || shard->replicas().empty()) return NoPrimary(cluster::KeySlot(key));
     const v1::ClusterNode* node = nullptr;
     if (replica_ok && options_.read_from_replicas && shard->replicas_size() > 1) {
       const uint64_t n = next_replica_.fetch_add(1, std::memory_order_relaxed);
@@ -144,13 +142,13 @@ class ClusterClientImpl final : public KvClient {
   void Recover(Verdict verdict, const absl::Status& s, uint64_t epoch, const v1::ClusterNode* node,
                const std::shared_ptr<ServerLink>& link, RetryBudget* budget) {
     if (verdict == Verdict::kRedirect) metrics_.redirects()->Increment();
-    // Plain kUnavailable (not CLUSTERDOWN) from a node: it may be gone; the
-    // next attempt handshakes again.
+    // Plain kUnavailable (not a refusal: the node did not answer) from a
+    // node: it may be gone; the next attempt handshakes again.
     // The same for one that stopped answering (an attempt timed out): its
     // connection may hold requests that will never be answered.
     if (link != nullptr && verdict == Verdict::kDown &&
         (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) &&
-        !absl::StrContains(s.message(), "CLUSTERDOWN")) {
+        !cluster::FromStatus(s).has_value()) {
       router_.Drop(link);
     }
     // A node that redirects holds a newer map, most likely: ask it first.
@@ -170,14 +168,14 @@ class ClusterClientImpl final : public KvClient {
     absl::StatusOr<T> r = absl::UnknownError("not attempted");
     const TransportMetrics* tm = metrics_.ForTransport("tcp");
     const uint32_t slot = cluster::KeySlot(key);
-    // The node an ASK named, for the next attempt only. A copy: the map it
+    // The node a kAsk refusal named, for the next attempt only. A copy: the map it
     // was found in may be replaced meanwhile.
     std::optional<v1::ClusterNode> asked;
     for (;;) {
       if (budget.attempts() > 0) metrics_.retries()->Increment();
       budget.Begin();
       const std::shared_ptr<const cluster::ClusterMapView> map = router_.map();
-      // An ASK is followed for one attempt; the next routes by the map.
+      // An ask is followed for one attempt; the next routes by the map.
       const std::optional<v1::ClusterNode> ask_now = std::move(asked);
       asked.reset();
       const bool replica_read =
@@ -212,9 +210,13 @@ class ClusterClientImpl final : public KvClient {
       if (node.ok() && (v == Verdict::kFinal || !budget.More())) {
         router_.RecoverForNextOperation(r.status(), map->epoch(), *node, link);
       }
+      // A write not certainly refused may have happened: it is not sent
+      // again, and its error says so (see the header).
+      if (!idempotent && !r.ok() && !NoEffect(r.status(), sent)) {
+        r = WriteOutcome(r.status());
+        break;
+      }
       if (v == Verdict::kFinal) break;
-      // A write that reached a node which then failed may have happened.
-      if (!idempotent && !Refused(v, r.status(), sent)) break;
       if (!budget.More()) {
         r = GaveUp(r.status(), budget, router_.epoch());
         break;
@@ -234,7 +236,8 @@ class ClusterClientImpl final : public KvClient {
         metrics_.asks()->Increment();
         const std::optional<AskTarget> target = ParseAsk(r.status());
         const v1::ClusterNode* n =
-            target.has_value() ? AskedNode(*map, target->slot, target->address) : nullptr;
+            target.has_value() ? AskedNode(*map, target->slot, target->node_id, target->address)
+                               : nullptr;
         if (n != nullptr) {
           asked = *n;
           continue;
@@ -275,7 +278,7 @@ class ClusterClientImpl final : public KvClient {
   // The indices of a batch grouped by the node they route to; indices of a
   // shard without a primary are in `down`; with `divert_handoff`, indices
   // of slots in HANDOFF (ReadsNeedSlowPath) are in `single`, for the caller
-  // to run one by one (Keyed: slow path, ASK, TRYAGAIN).
+  // to run one by one (Keyed: slow path, ask, try again).
   struct Groups {
     std::shared_ptr<const cluster::ClusterMapView> map;
     std::map<std::string, std::pair<const v1::ClusterNode*, std::vector<size_t>>> by_node;
@@ -338,7 +341,7 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
   std::vector<absl::StatusOr<std::string>> out(keys.size(), absl::UnknownError("not attempted"));
   std::vector<size_t> pending(keys.size());
   for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
-  // Keys of a migrating slot (HANDOFF, or answered ASK/TRYAGAIN): read one
+  // Keys of a migrating slot (HANDOFF, or refused kAsk / kTryAgain): read one
   // by one after the batch.
   std::vector<size_t> single;
   const TransportMetrics* tm = metrics_.ForTransport("tcp");
@@ -351,7 +354,7 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
     std::vector<size_t> again;
     BatchFailure failure;
     for (size_t i : g.down) {
-      out[i] = absl::UnavailableError("CLUSTERDOWN the key's shard has no primary");
+      out[i] = NoPrimary(cluster::KeySlot(keys[i]));
       failure.Note(Verdict::kDown, out[i].status(), nullptr, nullptr);
       again.push_back(i);
     }
@@ -433,7 +436,7 @@ absl::Status ClusterClientImpl::MultiPut(
   for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
   const TransportMetrics* tm = metrics_.ForTransport("tcp");
   absl::Status result;
-  // Pairs of a part answered ASK/TRYAGAIN: stored one by one after the batch.
+  // Pairs of a part refused kAsk / kTryAgain: stored one by one after the batch.
   std::vector<size_t> single;
   while (!pending.empty()) {
     if (budget.attempts() > 0) metrics_.retries()->Increment();
@@ -443,8 +446,8 @@ absl::Status ClusterClientImpl::MultiPut(
     std::vector<size_t> again = g.down;
     BatchFailure failure;
     if (!g.down.empty()) {
-      failure.Note(Verdict::kDown, absl::UnavailableError("CLUSTERDOWN a shard has no primary"),
-                   nullptr, nullptr);
+      failure.Note(Verdict::kDown, NoPrimary(cluster::KeySlot(pairs[g.down[0]].first)), nullptr,
+                   nullptr);
     }
     std::vector<const std::pair<const v1::ClusterNode*, std::vector<size_t>>*> parts;
     for (const auto& [id, part] : g.by_node) parts.push_back(&part);
@@ -479,8 +482,9 @@ absl::Status ClusterClientImpl::MultiPut(
       const Verdict v = ClassifyAttempt(s, budget);
       // A part that reached a node which then failed may have been stored:
       // not sent again (see the header), its error is the batch's.
-      if (v == Verdict::kFinal || !Refused(v, s, results[pi].sent)) {
-        if (final_error.ok()) final_error = s;
+      const bool no_effect = NoEffect(s, results[pi].sent);
+      if (v == Verdict::kFinal || !no_effect) {
+        if (final_error.ok()) final_error = no_effect ? s : WriteOutcome(s);
         continue;
       }
       if (v == Verdict::kAsk || v == Verdict::kTryAgain) {

@@ -15,46 +15,57 @@
 // connected on first use with the same transport choice, connection count and
 // security options as a single-node client.
 //
-// Refresh and retry. An attempt answered with a redirect (MOVED, a map or
-// shard epoch mismatch), CLUSTERDOWN, or failing because the node is
-// unreachable (cluster_errors.h) makes the client refresh its map from any
-// node it knows (ClusterRouter::Refresh: the highest epoch wins, never an
-// older one) and try again, at most Options::cluster_max_attempts times in
-// all and within Options::op_timeout. Between attempts that found no newer
-// map it backs off, 20 ms doubling to 500 ms. When it gives up, the last
-// error is returned with its code, the message saying how many attempts were
-// made and by which map epoch.
+// Refresh and retry. An attempt refused with a redirect (kMoved, a map or
+// shard epoch mismatch) or kClusterDown, or failing because the node is
+// unreachable (cluster_errors.h reads the typed refusals of
+// common/cluster/refusal.h, never a message), makes the client refresh its
+// map from any node it knows (ClusterRouter::Refresh: the highest epoch
+// wins, never an older one) and try again, at most
+// Options::cluster_max_attempts times in all and within Options::op_timeout.
+// Between attempts that found no newer map it backs off, 20 ms doubling to
+// 500 ms. When it gives up, the last error is returned with its code (and
+// refusal), the message saying how many attempts were made and by which
+// map epoch.
 //
-// Slot migration (§19.9). An ASK answer (cluster_errors.h) sends that one
-// request to the node it names — found in the map by its control or RESP
-// address, else the target primary of the slot's migration; when the map
-// knows neither, the map is refreshed and the key routed again — without
-// changing or refreshing the map; it counts as an attempt. A TRYAGAIN answer
-// (the handoff is under way) is retried at the same node after a short
-// backoff (5 ms doubling to 100 ms), also counting as an attempt. Reads of a
-// slot in HANDOFF are never one-sided RDMA READs: they go through the
-// server's CPU (SlowReadPath, gRPC Get), because the target may already
-// accept writes the source's index does not have; COPYING slots are READ at
-// the source as ever. MultiGet reads the keys of HANDOFF slots, and the keys
-// answered ASK or TRYAGAIN, one by one after the rest of the batch; MultiPut
-// stores the pairs of a part answered ASK or TRYAGAIN one by one, in the
-// caller's order. Each such key has a retry loop (and op_timeout) of its
-// own.
+// Slot migration (§19.9). A kAsk refusal sends that one request to the node
+// it names — found in the map by its node id (gRPC, RDMA) or its control or
+// RESP address, else the target primary of the slot's migration; when the
+// map knows neither, the map is refreshed and the key routed again —
+// without changing or refreshing the map; it counts as an attempt. A
+// kTryAgain refusal (the handoff is under way) is retried at the same node
+// after a short backoff (5 ms doubling to 100 ms), also counting as an
+// attempt. Reads of a slot in HANDOFF are never one-sided RDMA READs: they
+// go through the server's CPU (SlowReadPath, gRPC Get), because the target
+// may already accept writes the source's index does not have; COPYING slots
+// are READ at the source as ever. MultiGet reads the keys of HANDOFF slots,
+// and the keys refused kAsk or kTryAgain, one by one after the rest of the
+// batch; MultiPut stores the pairs of a part refused kAsk or kTryAgain one
+// by one, in the caller's order. Each such key has a retry loop (and
+// op_timeout) of its own.
 //
 // What is retried. Get, Exists and MultiGet are retried after any of the
-// failures above. Writes (Put, PutFrom, MultiPut, Delete) are retried only
-// when the node refused them (a redirect, ASK, TRYAGAIN, CLUSTERDOWN) or
-// they never left this client; a write whose outcome is unknown (the
-// connection broke, or the node stopped answering, after the request was
-// sent) returns that error (kUnavailable or kDeadlineExceeded) and may or
-// may not have been applied. Sending it again is not safe: the first
-// attempt may have been applied, read by others and overwritten by a later
-// write, and the retry would bring the older value back (the compose VM
-// test's history check caught exactly that during a paused primary's
-// failover). A delete retried that way could also report kNotFound for a
-// delete that succeeded. Most failover errors are refusals (the old primary
-// is gone from the map, or fenced and answering CLUSTERDOWN), so only the
-// writes in flight at the fault see the error.
+// failures above. Writes (Put, PutFrom, MultiPut, Delete) are sent again
+// only when they certainly had no effect: they never left this client, or
+// the node refused them with a refusal of cluster::Effect::kNone (a
+// redirect, ask, try-again or cluster-down answered before anything was
+// sent to a backup). Any other failure after the write was sent leaves its
+// outcome unknown, and the write returns kUnknown with a message starting
+// "outcome unknown: ": the cluster answered so (a backup or migration
+// target may hold the write although its primary could not publish it: it
+// was fenced meanwhile, could not drop a failed backup, or its migration
+// target failed), or the connection broke or the node stopped answering
+// after the request was sent (the message then names UNAVAILABLE or
+// DEADLINE_EXCEEDED). Such a write may or may not have been applied, and
+// may still appear later (after a failover). Sending it again is not safe:
+// the first attempt may have been applied, read by others and overwritten
+// by a later write, and the retry would bring the older value back (the
+// compose VM test's history check caught exactly that during a paused
+// primary's failover). A delete retried that way could also report
+// kNotFound for a delete that succeeded. Most failover errors are refusals
+// of no effect (the old primary is gone from the map, or fenced and
+// refusing kClusterDown), so only the writes in flight at the fault see
+// the error. A node's answer (kNotFound, kInvalidArgument,
+// kResourceExhausted, ...) is returned as it is.
 //
 // Scan pages through the nodes that are primaries in the current map, in
 // node-id order. Its cursor packs both positions: the top 16 bits are the

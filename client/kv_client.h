@@ -15,6 +15,13 @@
 //   kUnavailable        server unreachable, or the requested transport is
 //                       not available (TransportMode::kRdma without a device)
 //   kDeadlineExceeded   Options::op_timeout passed
+//   kUnknown            cluster mode: a write whose outcome is unknown ("outcome
+//                       unknown: ..."): it was sent and not certainly refused,
+//                       so it may or may not have been applied, and may still
+//                       appear later; it is not sent again (cluster_client.h).
+//                       A single-node client reports the same situation (the
+//                       connection broke after the request was sent) as
+//                       kUnavailable or kDeadlineExceeded.
 //
 // Thread safety: a KvClient is thread-safe; share one per process. Many
 // operations may be in flight on one connection at a time (pipelined).

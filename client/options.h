@@ -72,7 +72,7 @@ struct Options {
   // failover).
   bool read_from_replicas = false;
   // Attempts per operation (the first included) before a redirect,
-  // CLUSTERDOWN or unreachable node is returned to the caller; all of them
+  // cluster-down refusal or unreachable node is returned to the caller; all of them
   // within op_timeout. At least 1.
   int cluster_max_attempts = 10;
   // Bound on one attempt in cluster mode (zero: op_timeout alone), and at

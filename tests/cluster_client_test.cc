@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -123,12 +124,14 @@ class FrozenListener {
   int fd_ = -1;
 };
 
-// A RESP listener answering every request with "-MOVED 0 <to>", or, with
-// `hang_up`, closing the connection after reading one request: a node that
-// died with the request in hand, whose outcome the client cannot know.
+// A RESP listener answering every request with "-MOVED 0 <to>" (or the
+// error line `reply`), or, with `hang_up`, closing the connection after
+// reading one request: a node that died with the request in hand, whose
+// outcome the client cannot know.
 class MovedRespServer {
  public:
-  explicit MovedRespServer(bool hang_up = false) : hang_up_(hang_up) {
+  explicit MovedRespServer(bool hang_up = false, std::string reply = "-MOVED 0 127.0.0.1:1\r\n")
+      : hang_up_(hang_up), reply_(std::move(reply)) {
     fd_ = ListenOnLoopback(&port_);
     accept_ = std::thread([this] { AcceptLoop(); });
   }
@@ -170,8 +173,7 @@ class MovedRespServer {
           shutdown(c, SHUT_RDWR);
           return;
         }
-        const std::string reply = "-MOVED 0 127.0.0.1:1\r\n";
-        if (write(c, reply.data(), reply.size()) < 0) return;
+        if (write(c, reply_.data(), reply_.size()) < 0) return;
       }
     }
   }
@@ -191,6 +193,7 @@ class MovedRespServer {
   }
 
   const bool hang_up_;
+  const std::string reply_;
   int fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};
@@ -472,6 +475,9 @@ TEST_F(ClusterClientTest, AWriteWhoseOutcomeIsUnknownIsNotSentAgain) {
 
   const absl::Status put = (*c)->Put("k", "v");
   EXPECT_FALSE(put.ok());
+  // It says so, with a code of its own.
+  EXPECT_EQ(put.code(), absl::StatusCode::kUnknown) << put;
+  EXPECT_THAT(std::string(put.message()), ::testing::StartsWith("outcome unknown: UNAVAILABLE"));
   EXPECT_EQ(dies.requests(), 1);
   EXPECT_TRUE(absl::IsNotFound(Direct(0)->Get("k").status()));
   // The same for a batch, from a client that routes by the old map again.
@@ -492,6 +498,53 @@ TEST_F(ClusterClientTest, AWriteWhoseOutcomeIsUnknownIsNotSentAgain) {
   auto got = (*c2)->Get("k");
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(*got, "on-n0");
+}
+
+// The node answers the write instead of dying: only a refusal that says the
+// write had no effect (here cluster-down, before any backup was contacted)
+// sends it again, to the primary a refreshed map names. A node that could
+// not publish a write its backups may hold says its outcome is unknown, and
+// the write is not sent again; nor is one refused with an untyped failed
+// precondition (an older server passed a backup's "stale shard epoch" on
+// after other backups had installed the write, and the client resent it).
+TEST_F(ClusterClientTest, OnlyAWriteRefusedWithNoEffectIsSentAgain) {
+  struct Case {
+    std::string reply;
+    bool resent;
+  };
+  const Case cases[] = {
+      {"-CLUSTERDOWN The cluster is down\r\n", true},
+      {"-UNKNOWN outcome unknown: CLUSTERDOWN Hash slot 0 cannot drop failed backup n9\r\n", false},
+      {"-UNKNOWN outcome unknown: TRYAGAIN Hash slot 0 migration target n9 unavailable\r\n", false},
+      {"-PRECONDITION stale shard epoch 3 < 4 of shard 0; refresh the map\r\n", false},
+  };
+  uint64_t epoch = 10;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.reply);
+    MovedRespServer node(/*hang_up=*/false, c.reply);
+    FakeControlService control(node.port());
+    GrpcServer fake_node = StartGrpc({&control});
+    std::vector<v1::ClusterNode> nodes = nodes_;
+    nodes.push_back(NodeOf("answering", fake_node.port, node.port()));
+    map_.SetMap(MakeMap(++epoch, nodes, {3}));
+    auto client = client::KvClient::Connect(ClientOptions({map_service_.address()}));
+    ASSERT_TRUE(client.ok()) << client.status();
+    map_.SetMap(MakeMap(++epoch, nodes, {0}));  // the map a refresh finds
+    const std::string key = absl::StrCat("k", epoch);
+    const absl::Status put = (*client)->Put(key, "v");
+    EXPECT_EQ(node.requests(), 1);
+    if (c.resent) {
+      EXPECT_TRUE(put.ok()) << put;
+      EXPECT_EQ(*Direct(0)->Get(key), "v");
+    } else {
+      EXPECT_FALSE(put.ok());
+      EXPECT_TRUE(absl::IsNotFound(Direct(0)->Get(key).status()));
+    }
+    if (absl::StartsWith(c.reply, "-UNKNOWN")) {
+      EXPECT_EQ(put.code(), absl::StatusCode::kUnknown) << put;
+      EXPECT_THAT(std::string(put.message()), ::testing::StartsWith("outcome unknown: "));
+    }
+  }
 }
 
 // A lagging node hands out an older map than the client holds: it is

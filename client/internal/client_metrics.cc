@@ -53,19 +53,21 @@ ClientMetrics::ClientMetrics(metrics::Registry* registry)
   // Cluster mode only; the series exist (at 0) for a single-node client too.
   map_refreshes_ = registry->AddCounter(
       "kvstore_client_cluster_map_refreshes_total",
-      "Cluster maps fetched after Connect (after a redirect, CLUSTERDOWN or a lost node).");
+      "Cluster maps fetched after Connect (after a redirect, a cluster-down refusal or a lost "
+      "node).");
   redirects_ = registry->AddCounter(
       "kvstore_client_cluster_redirects_total",
-      "Answers saying the client routed by a stale map (MOVED, map or shard epoch mismatch).");
+      "Answers saying the client routed by a stale map (a redirect, map or shard epoch "
+      "mismatch).");
   retries_ = registry->AddCounter(
       "kvstore_client_cluster_retries_total",
       "Operations (or parts of a batch) sent again by the cluster client after a refresh.");
   asks_ = registry->AddCounter(
       "kvstore_client_cluster_asks_total",
-      "ASK answers followed (a migrating slot's request sent once to the named node).");
+      "Ask refusals followed (a migrating slot's request sent once to the named node).");
   tryagains_ = registry->AddCounter(
       "kvstore_client_cluster_tryagains_total",
-      "TRYAGAIN answers (a slot's handoff under way) retried after a short backoff.");
+      "Try-again refusals (a slot's handoff under way) retried after a short backoff.");
   map_epoch_ = registry->AddGauge("kvstore_client_cluster_map_epoch",
                                   "Epoch of the cluster map the client routes by; 0 single-node.");
 }

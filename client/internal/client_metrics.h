@@ -13,10 +13,10 @@
 //                                                           multi_get multi_put
 //   kvstore_client_tcp_fallbacks_total, kvstore_client_reconnects_total
 //   kvstore_client_cluster_map_refreshes_total   cluster maps fetched after Connect
-//   kvstore_client_cluster_redirects_total       MOVED / stale-epoch answers
+//   kvstore_client_cluster_redirects_total       kMoved / stale-epoch answers
 //   kvstore_client_cluster_retries_total         attempts repeated by the cluster client
-//   kvstore_client_cluster_asks_total            ASK answers followed (slot migration)
-//   kvstore_client_cluster_tryagains_total       TRYAGAIN answers retried (slot handoff)
+//   kvstore_client_cluster_asks_total            kAsk refusals followed (slot migration)
+//   kvstore_client_cluster_tryagains_total       kTryAgain refusals retried (slot handoff)
 //   kvstore_client_cluster_map_epoch             (gauge) epoch routed by, 0 single-node
 // transport is "tcp" or "rdma". Every child is registered at construction,
 // so the series exist (at 0) before the first call.

@@ -12,10 +12,10 @@
 #include <sstream>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth/token.h"
+#include "common/cluster/refusal.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
@@ -88,19 +88,11 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeCredentials(
 }  // namespace
 
 // FAILED_PRECONDITION also covers refusals that another handshake would not
-// cure (e.g. "a lease needs an RDMA connection of this session"), so only the
-// server's wording for a session it no longer has counts: "no live session
-// ... handshake again" and "the session expired meanwhile: handshake again"
-// (docs/protocol.md).
+// cure (e.g. "a lease needs an RDMA connection of this session"), so only
+// the server's kSessionLost refusal counts, read from the status details.
 bool IsSessionLost(const absl::Status& status) {
-  if (absl::IsUnauthenticated(status)) return true;
-  if (!absl::IsFailedPrecondition(status)) return false;
-  const std::string msg = absl::AsciiStrToLower(status.message());
-  for (absl::string_view phrase :
-       {"handshake again", "no live session", "unknown session", "session expired"}) {
-    if (absl::StrContains(msg, phrase)) return true;
-  }
-  return false;
+  return absl::IsUnauthenticated(status) ||
+         cluster::IsRefusal(status, cluster::RefusalKind::kSessionLost);
 }
 
 absl::StatusOr<std::unique_ptr<ControlClient>> ControlClient::Dial(

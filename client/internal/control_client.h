@@ -61,9 +61,9 @@ struct SessionScope {
 
 // True when a scoped RPC failed because the server no longer knows the
 // session (it expired while the client was idle, or the server forgot it):
-// kUnauthenticated, or kFailedPrecondition saying so ("no live session",
-// "unknown session", "session expired", "handshake again"). The remedy is
-// the stale-epoch one: handshake again for a new session.
+// kUnauthenticated, or a kSessionLost refusal (common/cluster/refusal.h,
+// carried in the gRPC status details). The remedy is the stale-epoch one:
+// handshake again for a new session.
 bool IsSessionLost(const absl::Status& status);
 
 class ControlClient {

@@ -20,6 +20,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/cluster/refusal.h"
+#include "common/grpc_status.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 
@@ -227,13 +229,16 @@ TEST(ControlClient, UnauthenticatedKeepsTheServersMessage) {
 
 TEST(ControlClient, IsSessionLostClassifies) {
   EXPECT_TRUE(IsSessionLost(absl::UnauthenticatedError("anything")));
-  EXPECT_TRUE(IsSessionLost(absl::FailedPreconditionError("unknown session 12")));
-  EXPECT_TRUE(IsSessionLost(absl::FailedPreconditionError("Session expired")));
-  // The server's own wording (server/control).
-  EXPECT_TRUE(IsSessionLost(absl::FailedPreconditionError(
+  // The server's refusal (server/control), typed, and as it crosses gRPC.
+  const absl::Status lost = cluster::ToStatus(cluster::Refusal::SessionLost(
+      "no live session 77 (expired or never opened): handshake again"));
+  EXPECT_TRUE(IsSessionLost(lost));
+  EXPECT_TRUE(IsSessionLost(FromGrpcStatus(ToGrpcStatus(lost))));
+  // Words alone are not read any more.
+  EXPECT_FALSE(IsSessionLost(absl::FailedPreconditionError(
       "no live session 77 (expired or never opened): handshake again")));
-  EXPECT_TRUE(IsSessionLost(
-      absl::FailedPreconditionError("the session expired meanwhile: handshake again")));
+  // A restarted server is not a lost session: UNAVAILABLE breaks the path.
+  EXPECT_FALSE(IsSessionLost(cluster::ToStatus(cluster::Refusal::StaleServerEpoch("x"))));
   // Refusals another handshake would not cure.
   EXPECT_FALSE(IsSessionLost(absl::FailedPreconditionError(
       "a lease needs an RDMA connection of this session: ConnectQp first")));

@@ -130,7 +130,9 @@ constexpr char kHelpTrailer[] =
     "  1  the key does not exist (get, del, exists)\n"
     "  2  usage error: unknown command or flag, bad flag value, wrong arguments\n"
     "  3  any other error, reported on stderr as \"kvctl: CODE: message\"\n"
-    "     (e.g. UNAVAILABLE when the server cannot be reached); bench also\n"
+    "     (e.g. UNAVAILABLE when the server cannot be reached; UNKNOWN\n"
+    "     \"outcome unknown: ...\" for a put or del of a cluster that may or may\n"
+    "     not have been applied: kvctl never sends it again); bench also\n"
     "     exits 3 when any operation failed, after printing its report\n"
     "  4  the server refused kvctl's credentials (UNAUTHENTICATED): no token\n"
     "     or the wrong one; pass --token_file or set KVSTORE_TOKEN_FILE\n";

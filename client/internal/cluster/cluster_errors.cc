@@ -2,55 +2,43 @@
 
 #include "client/internal/cluster/cluster_errors.h"
 
-#include <vector>
-
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/string_view.h"
 #include "client/internal/control_client.h"
+#include "common/cluster/refusal.h"
 
 namespace kvstore {
 namespace client {
 namespace {
 
-// The message with a leading code word of KvStore's RESP mapping removed
-// ("PRECONDITION MOVED 12 h:p" -> "MOVED 12 h:p"). TRYAGAIN is such a word
-// (kUnavailable) only in front of another cluster word; on its own it is
-// the migration's answer.
-absl::string_view Body(const absl::Status& s) {
-  absl::string_view m = s.message();
-  for (absl::string_view word : {"PRECONDITION ", "UNKNOWN "}) {
-    if (absl::StartsWith(m, word)) m.remove_prefix(word.size());
-  }
-  if (absl::StartsWith(m, "TRYAGAIN ")) {
-    const absl::string_view rest = m.substr(9);
-    for (absl::string_view word : {"MOVED ", "ASK ", "CLUSTERDOWN"}) {
-      if (absl::StartsWith(rest, word)) return rest;
-    }
-  }
-  return m;
-}
+using cluster::RefusalKind;
 
-// TRYAGAIN in any of its shapes (see the header): the word itself (gRPC,
-// a hook refusal passed on as text), or what the TCP path leaves of
-// "-TRYAGAIN Hash slot ..." once it turned the word into kUnavailable.
-bool IsTryAgain(const absl::Status& s, absl::string_view body) {
-  if (absl::StartsWith(body, "TRYAGAIN")) return true;
-  return s.code() == absl::StatusCode::kUnavailable &&
-         absl::StartsWithIgnoreCase(body, "hash slot ");
+Verdict VerdictOf(const cluster::Refusal& r) {
+  // A write that may have taken effect is not retried, and nothing else
+  // is answered this way.
+  if (r.effect == cluster::Effect::kUnknown) return Verdict::kFinal;
+  switch (r.kind) {
+    case RefusalKind::kMoved:
+    case RefusalKind::kStaleShardEpoch:
+      return Verdict::kRedirect;
+    case RefusalKind::kAsk:
+      return Verdict::kAsk;
+    case RefusalKind::kTryAgain:
+      return Verdict::kTryAgain;
+    case RefusalKind::kClusterDown:
+    case RefusalKind::kMapBehind:
+    case RefusalKind::kStaleServerEpoch:
+      return Verdict::kDown;
+    case RefusalKind::kSessionLost:
+    case RefusalKind::kNotPublished:
+      break;
+  }
+  return Verdict::kFinal;
 }
 
 }  // namespace
 
 Verdict Classify(const absl::Status& status) {
   if (status.ok()) return Verdict::kFinal;
-  const absl::string_view body = Body(status);
-  if (absl::StartsWith(body, "ASK ")) return Verdict::kAsk;
-  if (absl::StartsWith(body, "MOVED ")) return Verdict::kRedirect;
-  if (absl::StartsWith(body, "CLUSTERDOWN")) return Verdict::kDown;
-  if (IsTryAgain(status, body)) return Verdict::kTryAgain;
+  if (std::optional<cluster::Refusal> r = cluster::FromStatus(status)) return VerdictOf(*r);
   switch (status.code()) {
     case absl::StatusCode::kFailedPrecondition:
       // A lost session is ServerLink's business (handshake again), not the
@@ -64,14 +52,12 @@ Verdict Classify(const absl::Status& status) {
 }
 
 std::optional<AskTarget> ParseAsk(const absl::Status& status) {
-  if (Classify(status) != Verdict::kAsk) return std::nullopt;
-  // "ASK <slot> <host:port>"; the address may be missing.
-  const std::vector<absl::string_view> words =
-      absl::StrSplit(Body(status), ' ', absl::SkipWhitespace());
-  AskTarget target;
-  if (words.size() < 2 || !absl::SimpleAtoi(words[1], &target.slot)) return std::nullopt;
-  if (words.size() >= 3) target.address = std::string(words[2]);
-  return target;
+  std::optional<cluster::Refusal> r = cluster::FromStatus(status);
+  if (!r.has_value() || r->kind != RefusalKind::kAsk || r->effect != cluster::Effect::kNone ||
+      !r->slot.has_value()) {
+    return std::nullopt;
+  }
+  return AskTarget{*r->slot, r->node_id, r->address};
 }
 
 }  // namespace client

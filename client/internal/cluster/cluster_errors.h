@@ -3,31 +3,26 @@
 // How the cluster client reads a failed attempt: which answers mean "your
 // map is stale" (refresh, then retry), which mean "the shard or node is not
 // serving right now" (refresh, back off, retry), which belong to a slot
-// migration (follow ASK once; retry TRYAGAIN shortly), and which are final.
+// migration (follow an ask once; retry a try-again shortly), and which are
+// final.
 //
-// The servers' words (server/storage/write_hook.h, architecture §19):
-//   MOVED <slot> <host:port>  not this node's slot. Over RESP the word comes
-//                             literally, as Redis sends it (the TCP path then
-//                             reports kUnknown with the whole text), or as
-//                             kFailedPrecondition "MOVED ..." over gRPC and
-//                             through KvStore's codes ("PRECONDITION MOVED").
-//   ASK <slot> <host:port>    the slot is being handed to another shard
-//                             (§19.9 HANDOFF): ask the named node for this
-//                             one request; the map stays. The address is
-//                             the RESP one over RESP, the control one over
-//                             gRPC, and whatever the write hook knows over
-//                             RDMA commits.
-//   TRYAGAIN ...              the slot's handoff is under way: ask the same
-//                             node again shortly. kUnavailable "TRYAGAIN ..."
-//                             over gRPC; over RESP the TCP path turns the
-//                             word TRYAGAIN into kUnavailable and keeps only
-//                             the rest ("Hash slot <n> is being handed ..."),
-//                             recognised by its "hash slot " start.
-//   CLUSTERDOWN ...           no primary for the slot, or the node is fenced
-//                             (kUnavailable, or kUnknown over RESP).
-//   kFailedPrecondition       from the RDMA path: the server's fence word
-//                             names another map epoch; from a server: a
-//                             stale shard epoch.
+// The servers' refusals are typed (common/cluster/refusal.h) and reach the
+// client typed on every transport: in the status details over gRPC, in the
+// commit ack over RDMA, and in Redis Cluster's words over RESP, which the
+// TCP path's RESP decoder turns back into the type. Classify reads the
+// type, never a message:
+//   kMoved, kStaleShardEpoch   kRedirect
+//   kAsk                       kAsk (the node, by id and address: ParseAsk)
+//   kTryAgain                  kTryAgain
+//   kClusterDown, kMapBehind,  kDown
+//   kStaleServerEpoch
+//   kSessionLost               kFinal here: ServerLink handshakes again
+//   any outcome-unknown one    kFinal: a write that may have taken effect
+//                              is not sent again (retry_budget.h)
+// Statuses without a refusal go by their code: kFailedPrecondition is
+// kRedirect (the RDMA path's fence check: the server's fence word names
+// another map epoch), kUnavailable kDown (the node is unreachable or its
+// fence words say fenced), anything else final.
 //
 // Thread safety: pure functions.
 
@@ -46,26 +41,26 @@ namespace client {
 enum class Verdict {
   kFinal,     // the answer stands (success, kNotFound, bad argument, ...)
   kRedirect,  // routed by a stale map: refresh, then retry at once
-  kDown,      // CLUSTERDOWN, or the node is unreachable or fenced: refresh,
-              // back off, retry
-  kAsk,       // ASK: retry this request once at the named node, no refresh
-  kTryAgain,  // TRYAGAIN: back off briefly, retry the same node
+  kDown,      // the shard has no primary, or the node is unreachable or
+              // fenced: refresh, back off, retry
+  kAsk,       // retry this request once at the named node, no refresh
+  kTryAgain,  // back off briefly, retry the same node
 };
 
-// The verdict on one attempt's status. kDeadlineExceeded is final: the
-// operation's time (Options::op_timeout) is spent. kUnauthenticated is
-// final. A failed precondition about a session (IsSessionLost) is left to
-// ServerLink and final here.
+// The verdict on one attempt's status (see the table above).
+// kDeadlineExceeded is final: the operation's time (Options::op_timeout)
+// is spent. kUnauthenticated is final.
 Verdict Classify(const absl::Status& status);
 
-// What an ASK names.
+// What a kAsk refusal names.
 struct AskTarget {
   uint32_t slot = 0;
+  std::string node_id;  // empty over RESP, which names the address only
   std::string address;  // "host:port"; empty if the answer named none
 };
 
-// The slot and address of an ASK answer (Classify() == kAsk), or nullopt
-// for any other status or an ASK without a readable slot.
+// The slot and node of a kAsk refusal of no effect, or nullopt for any
+// other status or an ask without a slot.
 std::optional<AskTarget> ParseAsk(const absl::Status& status);
 
 }  // namespace client

@@ -1,79 +1,92 @@
 // Copyright 2026 The kvstore Authors.
 //
-// Classify(): the servers' redirect and CLUSTERDOWN wordings over every
-// transport, and the answers that must stay final.
+// Classify(): the typed refusals as they arrive over every transport (a
+// status with the refusal payload over gRPC and RDMA, Redis Cluster's words
+// decoded over RESP), the statuses classified by their code, and the
+// answers that must stay final. Text is never read: a message that merely
+// looks like a refusal is classified by its code.
 
 #include "client/internal/cluster/cluster_errors.h"
 
 #include <optional>
 
 #include "absl/status/status.h"
+#include "common/cluster/refusal.h"
+#include "common/protocol/resp.h"
 #include "gtest/gtest.h"
 
 namespace kvstore {
 namespace client {
 namespace {
 
+using cluster::Refusal;
+using cluster::ToStatus;
+
 TEST(ClassifyTest, Redirects) {
-  // RESP, as Redis writes it: the TCP path reports the whole text, kUnknown.
-  EXPECT_EQ(Classify(absl::UnknownError("MOVED 3999 127.0.0.1:6381")), Verdict::kRedirect);
-  // Through KvStore's own code words, and over gRPC.
-  EXPECT_EQ(Classify(absl::FailedPreconditionError("MOVED 3999 127.0.0.1:6381")),
-            Verdict::kRedirect);
-  EXPECT_EQ(Classify(absl::UnknownError("PRECONDITION MOVED 1 h:1")), Verdict::kRedirect);
-  // The RDMA path's fence check, a stale shard epoch.
-  EXPECT_EQ(Classify(absl::FailedPreconditionError("fence word names map epoch 7, client has 6")),
+  EXPECT_EQ(Classify(ToStatus(Refusal::Moved(3999, "n2", "127.0.0.1:7001"))), Verdict::kRedirect);
+  // Over RESP, in Redis's words.
+  EXPECT_EQ(Classify(resp::RespErrorToStatus("MOVED 3999 127.0.0.1:6381")), Verdict::kRedirect);
+  EXPECT_EQ(Classify(ToStatus(Refusal::StaleShardEpoch("3 < 4"))), Verdict::kRedirect);
+  // The RDMA path's fence check: another map epoch, by its code.
+  EXPECT_EQ(Classify(absl::FailedPreconditionError("fence names map epoch 7, not 6")),
             Verdict::kRedirect);
 }
 
-TEST(ClassifyTest, Ask) {
-  // RESP (the TCP path: kUnknown, the whole text), gRPC, KvStore's words.
-  EXPECT_EQ(Classify(absl::UnknownError("ASK 3999 127.0.0.1:6381")), Verdict::kAsk);
-  EXPECT_EQ(Classify(absl::FailedPreconditionError("ASK 3999 127.0.0.1:7001")), Verdict::kAsk);
-  EXPECT_EQ(Classify(absl::UnknownError("PRECONDITION ASK 12 h:1")), Verdict::kAsk);
-  EXPECT_EQ(Classify(absl::UnknownError("TRYAGAIN ASK 12 h:1")), Verdict::kAsk);
-  std::optional<AskTarget> t = ParseAsk(absl::FailedPreconditionError("ASK 3999 10.0.0.2:7001"));
+TEST(ClassifyTest, AsksNameTheirNode) {
+  const absl::Status grpc = ToStatus(Refusal::Ask(3999, "n3", "10.0.0.2:7001"));
+  EXPECT_EQ(Classify(grpc), Verdict::kAsk);
+  std::optional<AskTarget> t = ParseAsk(grpc);
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(t->slot, 3999u);
+  EXPECT_EQ(t->node_id, "n3");
   EXPECT_EQ(t->address, "10.0.0.2:7001");
-  t = ParseAsk(absl::UnknownError("PRECONDITION ASK 7 h:1"));
+  // Over RESP: the address only.
+  const absl::Status resp = resp::RespErrorToStatus("ASK 7 h:1");
+  EXPECT_EQ(Classify(resp), Verdict::kAsk);
+  t = ParseAsk(resp);
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(t->slot, 7u);
+  EXPECT_TRUE(t->node_id.empty());
   EXPECT_EQ(t->address, "h:1");
-  // No address: the slot is still read (the client then asks the map).
-  t = ParseAsk(absl::FailedPreconditionError("ASK 5"));
-  ASSERT_TRUE(t.has_value());
-  EXPECT_EQ(t->address, "");
-  EXPECT_FALSE(ParseAsk(absl::FailedPreconditionError("ASK x h:1")).has_value());
-  EXPECT_FALSE(ParseAsk(absl::FailedPreconditionError("MOVED 5 h:1")).has_value());
-  EXPECT_FALSE(ParseAsk(absl::OkStatus()).has_value());
+  EXPECT_FALSE(ParseAsk(ToStatus(Refusal::Moved(5, "n", "h:1"))).has_value());
+  EXPECT_FALSE(ParseAsk(absl::FailedPreconditionError("ASK 5 h:1")).has_value());
 }
 
-TEST(ClassifyTest, TryAgain) {
-  // gRPC slow path (control_service.cc RouteKey) and the write hook's text.
-  EXPECT_EQ(
-      Classify(absl::UnavailableError("TRYAGAIN hash slot 12 is being handed to another shard")),
-      Verdict::kTryAgain);
-  EXPECT_EQ(Classify(absl::UnavailableError("TRYAGAIN")), Verdict::kTryAgain);
-  // RESP: "-TRYAGAIN Hash slot 12 ..." as the TCP path reports it (the word
-  // became the code), and as a kUnknown text.
-  EXPECT_EQ(Classify(absl::UnavailableError(
-                "Hash slot 12 is being handed to another shard; retry shortly")),
+TEST(ClassifyTest, TryAgainAndDown) {
+  EXPECT_EQ(Classify(ToStatus(Refusal::TryAgain(12, "is being handed to another shard"))),
             Verdict::kTryAgain);
-  EXPECT_EQ(Classify(absl::UnknownError("TRYAGAIN Hash slot 12 is being handed")),
+  EXPECT_EQ(Classify(resp::RespErrorToStatus("TRYAGAIN Hash slot 12 is being handed")),
             Verdict::kTryAgain);
-  // TRYAGAIN as KvStore's code word for kUnavailable in front of another
-  // cluster word is that word's verdict.
-  EXPECT_EQ(Classify(absl::UnknownError("TRYAGAIN CLUSTERDOWN no primary")), Verdict::kDown);
-  EXPECT_EQ(Classify(absl::UnknownError("TRYAGAIN MOVED 1 h:1")), Verdict::kRedirect);
-  // Not every kUnavailable is a TRYAGAIN: an unreachable node is kDown.
-  EXPECT_EQ(Classify(absl::UnavailableError("slot 12 unreachable")), Verdict::kDown);
-}
-
-TEST(ClassifyTest, DownAndUnreachable) {
-  EXPECT_EQ(Classify(absl::UnavailableError("CLUSTERDOWN shard 2 has no primary")), Verdict::kDown);
-  EXPECT_EQ(Classify(absl::UnknownError("CLUSTERDOWN The cluster is down")), Verdict::kDown);
+  EXPECT_EQ(Classify(ToStatus(Refusal::ClusterDown("The cluster is down"))), Verdict::kDown);
+  EXPECT_EQ(Classify(resp::RespErrorToStatus("CLUSTERDOWN The cluster is down")), Verdict::kDown);
+  EXPECT_EQ(Classify(ToStatus(Refusal::MapBehind("x"))), Verdict::kDown);
+  EXPECT_EQ(Classify(ToStatus(Refusal::StaleServerEpoch("x"))), Verdict::kDown);
+  // RESP's generic word for UNAVAILABLE is no handoff: the node is not serving.
+  EXPECT_EQ(Classify(resp::RespErrorToStatus("TRYAGAIN key kept changing")), Verdict::kDown);
   EXPECT_EQ(Classify(absl::UnavailableError("connection to 127.0.0.1:1 lost")), Verdict::kDown);
+}
+
+TEST(ClassifyTest, MessagesAreNotRead) {
+  // No payload: the code decides, whatever the words say.
+  EXPECT_EQ(Classify(absl::FailedPreconditionError("ASK 3 h:1")), Verdict::kRedirect);
+  EXPECT_EQ(Classify(absl::UnavailableError("TRYAGAIN Hash slot 1")), Verdict::kDown);
+  EXPECT_EQ(Classify(absl::UnknownError("MOVED 1 h:1")), Verdict::kFinal);
+  EXPECT_EQ(Classify(absl::UnknownError("CLUSTERDOWN x")), Verdict::kFinal);
+}
+
+// A write that may have taken effect must not be sent again: every
+// outcome-unknown refusal is final, whatever its kind.
+TEST(ClassifyTest, OutcomeUnknownIsFinal) {
+  for (const Refusal& r :
+       {Refusal::Moved(1, "n", "h:1"), Refusal::Ask(1, "n", "h:1"), Refusal::TryAgain(1, "x"),
+        Refusal::ClusterDown(1, "cannot drop failed backup n2"), Refusal::MapBehind("x")}) {
+    EXPECT_EQ(Classify(ToStatus(r.WithUnknownEffect())), Verdict::kFinal) << ToStatus(r);
+  }
+  EXPECT_EQ(Classify(ToStatus(Refusal::NotPublished("INTERNAL: x"))), Verdict::kFinal);
+  EXPECT_EQ(
+      Classify(resp::RespErrorToStatus("UNKNOWN outcome unknown: CLUSTERDOWN Hash slot 1 fenced")),
+      Verdict::kFinal);
+  EXPECT_FALSE(ParseAsk(ToStatus(Refusal::Ask(1, "n", "h:1").WithUnknownEffect())).has_value());
 }
 
 TEST(ClassifyTest, FinalAnswers) {
@@ -84,7 +97,7 @@ TEST(ClassifyTest, FinalAnswers) {
   EXPECT_EQ(Classify(absl::UnauthenticatedError("bad token")), Verdict::kFinal);
   EXPECT_EQ(Classify(absl::UnknownError("some other error")), Verdict::kFinal);
   // A lost session is ServerLink's to cure, not a stale map.
-  EXPECT_EQ(Classify(absl::FailedPreconditionError("no live session: handshake again")),
+  EXPECT_EQ(Classify(ToStatus(Refusal::SessionLost("no live session 7: handshake again"))),
             Verdict::kFinal);
 }
 

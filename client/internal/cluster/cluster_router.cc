@@ -30,7 +30,10 @@ bool ReadsNeedSlowPath(const cluster::ClusterMapView& map, uint32_t slot) {
 }
 
 const v1::ClusterNode* AskedNode(const cluster::ClusterMapView& map, uint32_t slot,
-                                 const std::string& address) {
+                                 const std::string& node_id, const std::string& address) {
+  if (!node_id.empty()) {
+    if (const v1::ClusterNode* node = map.Node(node_id)) return node;
+  }
   if (!address.empty()) {
     // The map has a handful of nodes; a scan is cheaper than an index.
     for (const v1::ClusterNode& node : map.proto().nodes()) {

@@ -50,13 +50,14 @@ namespace client {
 // `map`. COPYING slots are the source's alone and are READ as ever.
 bool ReadsNeedSlowPath(const cluster::ClusterMapView& map, uint32_t slot);
 
-// The node an ASK for `slot` naming `address` sends the request to: the node
-// of `map` whose control or RESP address is `address`; failing that (an
-// address the map does not list, or none), the primary of the target shard
-// of the slot's active migration. nullptr when neither is known: the caller
-// refreshes its map and routes again.
+// The node a kAsk refusal for `slot` naming `node_id` (gRPC and RDMA carry
+// it; empty over RESP) and `address` sends the request to: the node of
+// `map` with that id, else the one whose control or RESP address is
+// `address`; failing that (a node the map does not list, or none), the
+// primary of the target shard of the slot's active migration. nullptr when
+// neither is known: the caller refreshes its map and routes again.
 const v1::ClusterNode* AskedNode(const cluster::ClusterMapView& map, uint32_t slot,
-                                 const std::string& address);
+                                 const std::string& node_id, const std::string& address);
 
 class ClusterRouter {
  public:

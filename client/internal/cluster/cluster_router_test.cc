@@ -85,27 +85,34 @@ TEST(ClusterRouterTest, CopyingSlotsAreReadAsEver) {
   EXPECT_FALSE(ReadsNeedSlowPath(*map, 150));
 }
 
-TEST(ClusterRouterTest, AskedNodeByAddressThenByMigration) {
+TEST(ClusterRouterTest, AskedNodeByIdThenAddressThenByMigration) {
   std::shared_ptr<const cluster::ClusterMapView> map = MigratingMap(v1::MIGRATION_HANDOFF);
   ASSERT_NE(map, nullptr);
   // By control address (gRPC) and by RESP address (TCP).
-  const v1::ClusterNode* n = AskedNode(*map, 150, "127.0.0.1:7003");
+  const v1::ClusterNode* n = AskedNode(*map, 150, "", "127.0.0.1:7003");
   ASSERT_NE(n, nullptr);
   EXPECT_EQ(n->node_id(), "c");
-  n = AskedNode(*map, 150, "127.0.0.1:8002");
+  n = AskedNode(*map, 150, "", "127.0.0.1:8002");
   ASSERT_NE(n, nullptr);
   EXPECT_EQ(n->node_id(), "b");
   // An address the map does not list: the migration's target primary.
-  n = AskedNode(*map, 150, "10.9.9.9:1");
+  n = AskedNode(*map, 150, "", "10.9.9.9:1");
   ASSERT_NE(n, nullptr);
   EXPECT_EQ(n->node_id(), "c");
-  n = AskedNode(*map, 150, "");
+  n = AskedNode(*map, 150, "", "");
   ASSERT_NE(n, nullptr);
   EXPECT_EQ(n->node_id(), "c");
+  // By node id (gRPC and RDMA name it), before any address.
+  n = AskedNode(*map, 150, "b", "127.0.0.1:7003");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->node_id(), "b");
+  n = AskedNode(*map, 150, "gone", "127.0.0.1:8002");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->node_id(), "b");
   // Neither: the caller refreshes.
-  EXPECT_EQ(AskedNode(*map, 5000, "10.9.9.9:1"), nullptr);
-  EXPECT_EQ(AskedNode(*map, 350, ""), nullptr);  // PENDING
-  EXPECT_EQ(AskedNode(*map, 99999, ""), nullptr);
+  EXPECT_EQ(AskedNode(*map, 5000, "", "10.9.9.9:1"), nullptr);
+  EXPECT_EQ(AskedNode(*map, 350, "", ""), nullptr);  // PENDING
+  EXPECT_EQ(AskedNode(*map, 99999, "", ""), nullptr);
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 // RetryBudget: one cluster client operation's retry policy — how many
 // attempts, until when, and how long to back off between them (20 ms
 // doubling to 500 ms after a refresh that found no newer map; 5 ms doubling
-// to 100 ms after TRYAGAIN) — and the helpers that read an attempt's status
-// under it; BatchFailure, the failure a batch's next step is decided by.
+// to 100 ms after a kTryAgain refusal) — and the helpers that read an
+// attempt's status under it (which writes may be sent again, and what one
+// that may not returns); BatchFailure, the failure a batch's next step is
+// decided by.
 // Used only by cluster_client.cc (see cluster_client.h for the
 // behaviour).
 //
@@ -20,12 +22,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/match.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/internal/cluster/cluster_errors.h"
 #include "client/internal/server_link.h"
+#include "common/cluster/refusal.h"
 #include "proto/kv_cluster.pb.h"
 
 namespace kvstore {
@@ -33,7 +36,7 @@ namespace client {
 
 inline constexpr absl::Duration kFirstBackoff = absl::Milliseconds(20);
 inline constexpr absl::Duration kMaxBackoff = absl::Milliseconds(500);
-// TRYAGAIN: a slot's handoff takes one barrier and one RPC, milliseconds.
+// kTryAgain: a slot's handoff takes one barrier and one RPC, milliseconds.
 inline constexpr absl::Duration kFirstTryAgainBackoff = absl::Milliseconds(5);
 inline constexpr absl::Duration kMaxTryAgainBackoff = absl::Milliseconds(100);
 
@@ -63,7 +66,7 @@ class RetryBudget {
     absl::SleepFor(std::min(backoff_, deadline_ - absl::Now()));
     backoff_ = std::min(backoff_ * 2, kMaxBackoff);
   }
-  // The same for TRYAGAIN answers, with a shorter backoff of its own.
+  // The same for kTryAgain refusals, with a shorter backoff of its own.
   void SleepTryAgain() {
     absl::SleepFor(std::min(tryagain_backoff_, deadline_ - absl::Now()));
     tryagain_backoff_ = std::min(tryagain_backoff_ * 2, kMaxTryAgainBackoff);
@@ -86,13 +89,36 @@ inline Verdict ClassifyAttempt(const absl::Status& s, const RetryBudget& budget)
   return Classify(s);
 }
 
-// Whether an attempt that failed with `s` (verdict `v`) provably changed
-// nothing, so that a write may be sent again: the node refused it (a
-// redirect, ASK, TRYAGAIN, CLUSTERDOWN), or it never left this client.
-inline bool Refused(Verdict v, const absl::Status& s, bool sent) {
-  return v == Verdict::kRedirect || v == Verdict::kAsk || v == Verdict::kTryAgain ||
-         absl::StrContains(s.message(), "CLUSTERDOWN") || !sent ||
-         s.GetPayload(kNotSentPayload).has_value();
+// Whether a write whose attempt failed with `s` certainly had no effect, so
+// that it may be sent again: it never left this client (`sent` false, or
+// kNotSentPayload), or the node refused it with a refusal of
+// cluster::Effect::kNone (a redirect, an ask, a try-again or cluster-down
+// answered before anything was sent to a backup). Nothing else is: a write
+// that reached a node which then failed, stopped answering or answered
+// anything else may have been applied.
+inline bool NoEffect(const absl::Status& s, bool sent) {
+  return !sent || s.GetPayload(kNotSentPayload).has_value() || cluster::CertainlyNoEffect(s);
+}
+
+// What a write that stopped on `s` (not NoEffect) returns. A node's answer
+// stands (kNotFound, kInvalidArgument, kResourceExhausted, ... and an
+// outcome-unknown refusal, already kUnknown "outcome unknown: ..."); a
+// connection that broke or a node that stopped answering after the write
+// was sent (kUnavailable or kDeadlineExceeded without a refusal) leaves its
+// outcome unknown too, and says so the same way: kUnknown "outcome unknown:
+// <CODE>: <message>".
+inline absl::Status WriteOutcome(const absl::Status& s) {
+  if (!absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) return s;
+  if (cluster::FromStatus(s).has_value()) return s;
+  return absl::UnknownError(
+      absl::StrCat("outcome unknown: ", absl::StatusCodeToString(s.code()), ": ", s.message()));
+}
+
+// What the client answers for a key whose shard has no primary in its map:
+// refused, and nothing was sent.
+inline absl::Status NoPrimary(uint32_t slot) {
+  return cluster::ToStatus(
+      cluster::Refusal::ClusterDown(slot, "not served: its shard has no primary in this map"));
 }
 
 // What one node's part of a batch came back with.
@@ -103,11 +129,15 @@ struct PartResult {
   absl::StatusOr<T> value = absl::UnknownError("not attempted");
 };
 
-// The last error, saying that the client gave up and why it stopped.
+// The last error, saying that the client gave up and why it stopped; its
+// payloads (a refusal) kept.
 inline absl::Status GaveUp(const absl::Status& s, const RetryBudget& budget, uint64_t epoch) {
-  return absl::Status(
-      s.code(), absl::StrCat(s.message(), " (cluster client gave up after ", budget.attempts(),
-                             " attempt(s); map epoch ", epoch, ")"));
+  absl::Status out(s.code(),
+                   absl::StrCat(s.message(), " (cluster client gave up after ", budget.attempts(),
+                                " attempt(s); map epoch ", epoch, ")"));
+  s.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& value) { out.SetPayload(url, value); });
+  return out;
 }
 
 // The failure that decides what to do after an attempt of a batch: the

@@ -8,8 +8,8 @@
 // the source's index will never see, so the cluster client must not READ
 // such a slot at the source (nor at the target, whose map still names the
 // source as owner until the flip). The slow path asks the server, which
-// answers by the newest map it has: the source says TRYAGAIN (handoff under
-// way) or ASK (go to the target), the target serves once it accepted the
+// answers by the newest map it has: the source refuses kTryAgain (handoff
+// under way) or kAsk (go to the target), the target serves once it accepted the
 // handoff. COPYING slots are still the source's alone and are READ as ever.
 // A TCP path needs none of this (the server CPU routes every RESP command),
 // so the cluster client wraps only RDMA paths (cluster_client.cc).
@@ -40,7 +40,7 @@ class SlowReadPath final : public DataPath {
 
   absl::StatusOr<std::string> Get(absl::string_view key, absl::Time deadline) override;
   absl::StatusOr<bool> Exists(absl::string_view key, absl::Time deadline) override;
-  // One Get per key; a key's own error stays its own (ASK, TRYAGAIN, ...).
+  // One Get per key; a key's own error stays its own (kAsk, kTryAgain, ...).
   absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys, absl::Time deadline) override;
 

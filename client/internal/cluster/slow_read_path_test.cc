@@ -13,6 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/internal/cluster/cluster_errors.h"
+#include "common/cluster/refusal.h"
+#include "common/grpc_status.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/kv_control.grpc.pb.h"
@@ -21,7 +23,7 @@ namespace kvstore {
 namespace client {
 namespace {
 
-// "asked" -> ASK, "busy" -> TRYAGAIN, "here" -> a value, anything else
+// "asked" -> a kAsk refusal, "busy" -> kTryAgain, "here" -> a value, anything else
 // NOT_FOUND; counts the calls.
 class SourceControl final : public v1::KvControl::Service {
  public:
@@ -29,11 +31,11 @@ class SourceControl final : public v1::KvControl::Service {
                    v1::GetResponse* resp) override {
     ++gets;
     if (req->key() == "asked") {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "ASK 42 127.0.0.1:7003");
+      return ToGrpcStatus(cluster::ToStatus(cluster::Refusal::Ask(42, "c", "127.0.0.1:7003")));
     }
     if (req->key() == "busy") {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          "TRYAGAIN hash slot 42 is being handed to another shard");
+      return ToGrpcStatus(
+          cluster::ToStatus(cluster::Refusal::TryAgain(42, "is being handed to another shard")));
     }
     if (req->key() == "here") {
       resp->set_value("v");

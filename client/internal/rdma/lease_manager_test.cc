@@ -20,6 +20,8 @@
 #include "absl/time/clock.h"
 #include "client/internal/rdma/op_engine.h"
 #include "client/internal/rdma/rdma_context.h"
+#include "common/cluster/refusal.h"
+#include "common/grpc_status.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 
@@ -141,9 +143,8 @@ TEST_F(LeaseManagerTest, EveryLeaseRpcCarriesTheSession) {
 }
 
 TEST_F(LeaseManagerTest, GrantForAnUnknownSessionBreaksThePath) {
-  service_.set_grant_reply(
-      grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                   "no live session 25860964418 (expired or never opened): handshake again"));
+  service_.set_grant_reply(ToGrpcStatus(cluster::ToStatus(cluster::Refusal::SessionLost(
+      "no live session 25860964418 (expired or never opened): handshake again"))));
   MakeManager(absl::Seconds(60));
   auto space = leases_->Reserve(100);
   EXPECT_EQ(space.status().code(), absl::StatusCode::kUnavailable) << space.status();
@@ -166,9 +167,8 @@ TEST_F(LeaseManagerTest, RefusedGrantOfItsOwnDoesNotBreakThePath) {
 }
 
 TEST_F(LeaseManagerTest, RenewalForAnUnknownSessionBreaksThePath) {
-  service_.set_renew_reply(
-      grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                   "no live session 25860964418 (expired or never opened): handshake again"));
+  service_.set_renew_reply(ToGrpcStatus(cluster::ToStatus(cluster::Refusal::SessionLost(
+      "no live session 25860964418 (expired or never opened): handshake again"))));
   // The shortest TTL the client accepts: renewals start after 50 ms.
   MakeManager(absl::Milliseconds(100));
   auto space = leases_->Reserve(100);

@@ -163,7 +163,7 @@ absl::Status Authenticate(int fd, absl::string_view token, absl::Time deadline,
 
 // One READONLY round trip (cluster replica reads). An error reply is not
 // fatal: a server that does not know READONLY answers a backup's reads with
-// MOVED, and the cluster client then reads from the primary.
+// a kMoved refusal, and the cluster client then reads from the primary.
 absl::Status ReadOnly(int fd, absl::Time deadline, const std::string& address) {
   KV_RETURN_IF_ERROR(SendAll(fd, "*1\r\n$8\r\nREADONLY\r\n", address));
   KV_ASSIGN_OR_RETURN(resp::Reply reply, ReadOneReply(fd, deadline, address, "READONLY"));
