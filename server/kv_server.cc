@@ -23,7 +23,9 @@
 #include "grpcpp/security/server_credentials.h"
 #include "server/cluster/cluster_node.h"
 #include "server/cluster/cluster_service.h"
+#include "server/cluster/controller_proxy.h"
 #include "server/cluster/migration_driver.h"
+#include "server/cluster/peer_client.h"
 #include "server/cluster/replica_installer.h"
 #include "server/cluster/replicator.h"
 #include "server/cluster/shard_map_editor.h"
@@ -434,6 +436,7 @@ void KvServer::Shutdown() {
   // it reads every component through the registry's callbacks.
   if (http_) http_->Stop();
   if (grpc_) grpc_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  if (controller_proxy_) controller_proxy_->set_controller(nullptr);
   cluster_.reset();
   // The session sweeper disconnects queue pairs: it stops before rdma_ goes.
   if (service_) service_->StopSweeper();

@@ -51,8 +51,10 @@ namespace server {
 class KvControlServiceImpl;
 class ClusterNode;
 class ClusterService;
+class ControllerProxy;
 class ForwardingShardMapEditor;
 class MigrationDriver;
+class PeerClient;
 class ReplicaInstaller;
 class RdmaReplicaLinks;
 class Replicator;
@@ -253,13 +255,6 @@ class KvServer {
   // "single-node mode") and, in cluster mode, the replica installer it
   // serves Replicate and SyncShard with. Needs the store. (kv_server_cluster.cc)
   void BuildClusterService();
-  // Manual failover: on the controller, or forwarded to it over gRPC.
-  absl::StatusOr<v1::ClusterMap> Failover(const v1::FailoverRequest& request);
-  // Drains a node (remove-node): on the controller, or forwarded to it.
-  absl::StatusOr<v1::ClusterMap> RemoveNode(const v1::RemoveNodeRequest& request);
-  // add-node and rebalance (§19.9): on the controller, or forwarded to it.
-  absl::StatusOr<v1::AddNodeResponse> AddNode(const v1::AddNodeRequest& request);
-  absl::StatusOr<v1::RebalanceResponse> Rebalance(const v1::RebalanceRequest& request);
   std::string ClusterPart() const;
   // The RESP INFO text: the Redis-like sections and # Metrics, all from one
   // snapshot of registry_.
@@ -284,6 +279,9 @@ class KvServer {
   // Cluster mode: the store's write hook and what it needs, so declared
   // (and destroyed after) the store; null in single-node mode.
   std::unique_ptr<ShardSeqs> seqs_;
+  // Every call to another server (cluster mode); declared before all its
+  // users, so destroyed after them.
+  std::unique_ptr<PeerClient> peers_;
   std::unique_ptr<ForwardingShardMapEditor> editor_;
   // The replicator's RDMA links to backups (cluster mode with a device);
   // declared before it, so destroyed after it.
@@ -300,6 +298,9 @@ class KvServer {
   std::unique_ptr<SlotJanitor> janitor_;
   // Served on the control port; destroyed after grpc_ stops.
   std::unique_ptr<ClusterService> cluster_service_;
+  // The service's admin requests (cluster mode); its controller is unset
+  // before cluster_ goes.
+  std::unique_ptr<ControllerProxy> controller_proxy_;
   // Shutdown() destroys leases_ before rdma_, explicitly: the leases own
   // write keys that rdma_ made, and rdma_'s poller commits through leases_
   // (RdmaService's lifetime rules).

@@ -1,21 +1,24 @@
 // Copyright 2026 The kvstore Authors.
 //
-// KvServer's cluster mode (architecture §19): the cluster state, the
+// KvServer's cluster mode (architecture §19), wiring only: the cluster
+// state, the peer client every server-to-server call goes through, the
 // replicator as the store's write hook, the replica installer, the slot
-// importer and migration driver (§19.9), the KvCluster service and the
-// ClusterNode on etcd, and manual failover. Split from kv_server.cc, which wires the single-node
-// server, because cluster mode changes for its own reasons.
+// importer and migration driver (§19.9), the KvCluster service with its
+// controller proxy (the admin requests), and the ClusterNode on etcd.
+// Split from kv_server.cc, which wires the single-node server, because
+// cluster mode changes for its own reasons.
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
-#include "grpcpp/grpcpp.h"
 #include "proto/kv_cluster.grpc.pb.h"
 #include "server/cluster/cluster_node.h"
 #include "server/cluster/cluster_service.h"
+#include "server/cluster/controller_proxy.h"
 #include "server/cluster/migration_driver.h"
+#include "server/cluster/peer_client.h"
 #include "server/cluster/rdma_replica_links.h"
 #include "server/cluster/replica_installer.h"
 #include "server/cluster/replicator.h"
@@ -58,12 +61,17 @@ absl::Status KvServer::PrepareCluster() {
   // listeners are bound (StartCluster), hence the forwarding editor.
   seqs_ = std::make_unique<ShardSeqs>();
   editor_ = std::make_unique<ForwardingShardMapEditor>();
+  // Every call this server makes to another one goes through it. Cluster
+  // mode refuses --tls_cert (above): peers talk plaintext gRPC, with the
+  // cluster's token.
+  PeerClientOptions po;
+  po.auth_token = options_.auth_token;
+  peers_ = std::make_unique<PeerClient>(po);
   ReplicatorOptions ro;
   ro.replication_timeout = options_.cluster.replication_timeout;
-  ro.auth_token = options_.auth_token;
   ro.lease_ttl = options_.cluster.member_ttl;
   replicator_ = std::make_unique<Replicator>(cluster_state_.get(), editor_.get(), seqs_.get(),
-                                             &registry_, ro);
+                                             peers_.get(), &registry_, ro);
   // Readers refuse this server's data until its lease is proven.
   fence_page_->Fence();
   return absl::OkStatus();
@@ -89,7 +97,7 @@ absl::Status KvServer::StartCluster() {
     if (rdma_ != nullptr) rdma_->Unfence();
   };
   deps.on_lease_lost = options_.on_lease_lost;
-  deps.auth_token = options_.auth_token;
+  deps.peers = peers_.get();
   // The slot janitor (§19.9 clean-up) listens to every map from the first
   // one on, so it starts before the ClusterNode installs any; ~KvServer
   // stops it before the store goes.
@@ -108,6 +116,7 @@ absl::Status KvServer::StartCluster() {
   }
   KV_ASSIGN_OR_RETURN(cluster_, ClusterNode::Start(options_.cluster, std::move(deps)));
   editor_->Set(cluster_->map_store());
+  controller_proxy_->set_controller(cluster_->controller());
   return absl::OkStatus();
 }
 
@@ -116,10 +125,9 @@ void KvServer::BuildClusterService() {
   deps.auth_token = options_.auth_token;
   deps.registry = &registry_;
   if (cluster_state_ != nullptr) {
-    ReplicaInstallerOptions io;
-    io.auth_token = options_.auth_token;
-    installer_ = std::make_unique<ReplicaInstaller>(store_.get(), cluster_state_.get(), seqs_.get(),
-                                                    &registry_, io);
+    installer_ =
+        std::make_unique<ReplicaInstaller>(store_.get(), cluster_state_.get(), seqs_.get(),
+                                           peers_.get(), &registry_, ReplicaInstallerOptions());
     // Replica commits from primaries' RDMA links land in the installer.
     // With R=1 no write waits for a backup: client commits stay on the poller.
     if (rdma_ != nullptr) {
@@ -133,114 +141,19 @@ void KvServer::BuildClusterService() {
                                                replicator_.get(), &registry_);
     deps.importer = importer_.get();
     // Before the first map (StartCluster): the driver listens for maps.
-    MigrationDriverOptions mo;
-    mo.auth_token = options_.auth_token;
     migration_driver_ = std::make_unique<MigrationDriver>(
-        store_.get(), cluster_state_.get(), replicator_.get(), editor_.get(), &registry_, mo);
-    deps.failover = [this](const v1::FailoverRequest& request) { return Failover(request); };
-    deps.remove_node = [this](const v1::RemoveNodeRequest& request) { return RemoveNode(request); };
-    deps.add_node = [this](const v1::AddNodeRequest& request) { return AddNode(request); };
-    deps.rebalance = [this](const v1::RebalanceRequest& request) { return Rebalance(request); };
+        store_.get(), cluster_state_.get(), replicator_.get(), editor_.get(), peers_.get(),
+        &registry_, MigrationDriverOptions());
+    // The admin requests: answered here when this node is the controller,
+    // else forwarded to it (the controller is set once the node started).
+    controller_proxy_ = std::make_unique<ControllerProxy>(cluster_state_.get(), peers_.get());
+    ControllerProxy* proxy = controller_proxy_.get();
+    deps.failover = [proxy](const v1::FailoverRequest& r) { return proxy->Failover(r); };
+    deps.remove_node = [proxy](const v1::RemoveNodeRequest& r) { return proxy->RemoveNode(r); };
+    deps.add_node = [proxy](const v1::AddNodeRequest& r) { return proxy->AddNode(r); };
+    deps.rebalance = [proxy](const v1::RebalanceRequest& r) { return proxy->Rebalance(r); };
   }
   cluster_service_ = std::make_unique<ClusterService>(std::move(deps));
-}
-
-namespace {
-
-// Forwards a controller request to the elected controller, found by its
-// node id in the map this node holds. `call` makes the RPC on the stub and
-// fills an `Out` (the map, or a whole response).
-template <typename Out = v1::ClusterMap, typename Call>
-absl::StatusOr<Out> ForwardToController(Controller* controller, const ClusterState& state,
-                                        const std::string& auth_token, const char* what,
-                                        Call call) {
-  const std::string leader = controller->ControllerId();
-  std::shared_ptr<const cluster::ClusterMapView> map = state.map();
-  const v1::ClusterNode* node = map != nullptr ? map->Node(leader) : nullptr;
-  if (leader.empty() || node == nullptr) {
-    return absl::UnavailableError(absl::StrCat("no controller to forward the ", what,
-                                               " to (controller \"", leader,
-                                               "\" is not in the map this node holds); retry"));
-  }
-  auto stub = v1::KvCluster::NewStub(
-      grpc::CreateChannel(node->control_address(), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  if (!auth_token.empty()) {
-    ctx.AddMetadata("authorization", absl::StrCat("Bearer ", auth_token));
-  }
-  Out out;
-  grpc::Status status = call(stub.get(), &ctx, &out);
-  if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        absl::StrCat("controller ", leader, " at ", node->control_address(), ": ",
-                                     status.error_message()));
-  }
-  return out;
-}
-
-}  // namespace
-
-absl::StatusOr<v1::ClusterMap> KvServer::Failover(const v1::FailoverRequest& request) {
-  // cluster_ lives until gRPC has stopped (Shutdown()), so it is safe to
-  // read from a call.
-  if (cluster_ == nullptr || cluster_->controller() == nullptr) {
-    return absl::UnavailableError("the cluster plane is not running on this node");
-  }
-  Controller* controller = cluster_->controller();
-  if (controller->IsLeader()) {
-    return controller->Failover(request.shard_id(), request.target_node());
-  }
-  return ForwardToController(
-      controller, *cluster_state_, options_.auth_token, "failover",
-      [&](v1::KvCluster::Stub* stub, grpc::ClientContext* ctx, v1::ClusterMap* out) {
-        v1::FailoverResponse response;
-        grpc::Status status = stub->Failover(ctx, request, &response);
-        *out = response.map();
-        return status;
-      });
-}
-
-absl::StatusOr<v1::ClusterMap> KvServer::RemoveNode(const v1::RemoveNodeRequest& request) {
-  if (cluster_ == nullptr || cluster_->controller() == nullptr) {
-    return absl::UnavailableError("the cluster plane is not running on this node");
-  }
-  Controller* controller = cluster_->controller();
-  if (controller->IsLeader()) return controller->RemoveNode(request.node_id());
-  return ForwardToController(
-      controller, *cluster_state_, options_.auth_token, "remove-node",
-      [&](v1::KvCluster::Stub* stub, grpc::ClientContext* ctx, v1::ClusterMap* out) {
-        v1::RemoveNodeResponse response;
-        grpc::Status status = stub->RemoveNode(ctx, request, &response);
-        *out = response.map();
-        return status;
-      });
-}
-
-absl::StatusOr<v1::AddNodeResponse> KvServer::AddNode(const v1::AddNodeRequest& request) {
-  if (cluster_ == nullptr || cluster_->controller() == nullptr) {
-    return absl::UnavailableError("the cluster plane is not running on this node");
-  }
-  Controller* controller = cluster_->controller();
-  if (controller->IsLeader()) return controller->AddNode(request.node_id());
-  return ForwardToController<v1::AddNodeResponse>(
-      controller, *cluster_state_, options_.auth_token, "add-node",
-      [&](v1::KvCluster::Stub* stub, grpc::ClientContext* ctx, v1::AddNodeResponse* out) {
-        return stub->AddNode(ctx, request, out);
-      });
-}
-
-absl::StatusOr<v1::RebalanceResponse> KvServer::Rebalance(const v1::RebalanceRequest& request) {
-  if (cluster_ == nullptr || cluster_->controller() == nullptr) {
-    return absl::UnavailableError("the cluster plane is not running on this node");
-  }
-  Controller* controller = cluster_->controller();
-  if (controller->IsLeader()) return controller->Rebalance(request.dry_run());
-  return ForwardToController<v1::RebalanceResponse>(
-      controller, *cluster_state_, options_.auth_token, "rebalance",
-      [&](v1::KvCluster::Stub* stub, grpc::ClientContext* ctx, v1::RebalanceResponse* out) {
-        return stub->Rebalance(ctx, request, out);
-      });
 }
 
 }  // namespace server

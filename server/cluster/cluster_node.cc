@@ -79,7 +79,7 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOpt
   co.replicas = options.replicas;
   co.min_nodes = options.min_nodes();
   GrpcAppliedSeqOptions ao;
-  ao.bearer_token = deps.auth_token;
+  ao.peers = deps.peers;
   co.map_epoch = MakeGrpcMapEpochFn(ao);
   node->controller_ =
       std::make_unique<Controller>(node->etcd_.get(), std::move(co), MakeGrpcAppliedSeqFn(ao));

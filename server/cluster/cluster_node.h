@@ -25,6 +25,7 @@
 #include "server/cluster/fence_page.h"
 #include "server/cluster/map_store.h"
 #include "server/cluster/membership.h"
+#include "server/cluster/peer_client.h"
 
 namespace kvstore {
 namespace server {
@@ -39,9 +40,9 @@ struct ClusterNodeDeps {
   std::function<void()> on_fence;
   std::function<void()> on_unfence;
   std::function<void()> on_lease_lost;
-  // The bearer token the controller sends to other nodes' KvCluster
-  // service (--auth_token_file); empty: none.
-  std::string auth_token;
+  // The controller's calls to other nodes (ReplicaStatus); outlives the
+  // ClusterNode.
+  PeerClient* peers = nullptr;
 };
 
 class ClusterNode {

@@ -9,12 +9,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/auth/token.h"
 #include "common/cluster/cluster_map.h"
-#include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
-#include "grpcpp/grpcpp.h"
 #include "proto/kv_cluster.grpc.pb.h"
 #include "server/cluster/etcd_keys.h"
 
@@ -439,47 +436,20 @@ absl::StatusOr<v1::RebalanceResponse> Controller::Rebalance(bool dry_run) {
 
 namespace {
 
-// ReplicaStatus on a node's control address, with channels cached per
-// address. Thread-safe.
+// ReplicaStatus of a node through the peer client. Thread-safe.
 using ReplicaStatusFn = std::function<absl::StatusOr<v1::ReplicaStatusResponse>(
     const v1::ClusterNode& node, uint32_t shard_id)>;
 
 ReplicaStatusFn MakeGrpcReplicaStatusFn(GrpcAppliedSeqOptions options) {
-  struct Channels {
-    absl::Mutex mu;
-    std::map<std::string, std::shared_ptr<grpc::Channel>> by_address ABSL_GUARDED_BY(mu);
-  };
-  auto channels = std::make_shared<Channels>();
-  return [options = std::move(options), channels](
-             const v1::ClusterNode& node,
-             uint32_t shard_id) -> absl::StatusOr<v1::ReplicaStatusResponse> {
-    const std::string& address = node.control_address();
-    if (address.empty()) {
+  return [options](const v1::ClusterNode& node,
+                   uint32_t shard_id) -> absl::StatusOr<v1::ReplicaStatusResponse> {
+    if (node.control_address().empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("node ", node.node_id(), " has no control address"));
     }
-    std::shared_ptr<grpc::Channel> channel;
-    {
-      absl::MutexLock lock(&channels->mu);
-      std::shared_ptr<grpc::Channel>& slot = channels->by_address[address];
-      if (slot == nullptr) slot = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-      channel = slot;
-    }
-    std::unique_ptr<v1::KvCluster::Stub> stub = v1::KvCluster::NewStub(channel);
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + options.deadline));
-    if (!options.bearer_token.empty()) {
-      context.AddMetadata("authorization", auth::BearerHeader(options.bearer_token));
-    }
     v1::ReplicaStatusRequest request;
     request.set_shard_id(shard_id);
-    v1::ReplicaStatusResponse response;
-    absl::Status status = FromGrpcStatus(stub->ReplicaStatus(&context, request, &response));
-    if (!status.ok()) {
-      return absl::Status(status.code(), absl::StrCat("ReplicaStatus of ", node.node_id(), " at ",
-                                                      address, ": ", status.message()));
-    }
-    return response;
+    return options.peers->ReplicaStatus(node, request, absl::Now() + options.deadline);
   };
 }
 

@@ -58,6 +58,7 @@
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/controller_plan.h"
 #include "server/cluster/etcd/etcd_client.h"
+#include "server/cluster/peer_client.h"
 
 namespace kvstore {
 namespace server {
@@ -213,13 +214,12 @@ class Controller {
 };
 
 // The production AppliedSeqFn: kvstore.v1.KvCluster/ReplicaStatus on the
-// node's control_address with `deadline`, with "authorization: Bearer
-// <token>" when `bearer_token` is set. A node that reports itself fenced is
-// an error (kUnavailable): it may be about to lose its lease. Channels are
-// cached per address. Thread-safe.
+// node, through `peers` (its channels, credentials and token), with
+// `deadline`. A node that reports itself fenced is an error (kUnavailable):
+// it may be about to lose its lease. Thread-safe.
 struct GrpcAppliedSeqOptions {
   absl::Duration deadline = absl::Milliseconds(500);
-  std::string bearer_token;
+  PeerClient* peers = nullptr;  // required; not owned, outlives the function
 };
 AppliedSeqFn MakeGrpcAppliedSeqFn(GrpcAppliedSeqOptions options);
 

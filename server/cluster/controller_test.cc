@@ -568,13 +568,15 @@ TEST(GrpcAppliedSeqTest, AsksReplicaStatusWithTheBearerToken) {
   node.set_node_id("n1");
   node.set_control_address(server.address());
 
-  AppliedSeqFn fn = MakeGrpcAppliedSeqFn({absl::Milliseconds(500), "sekret"});
+  PeerClient peers({"sekret"});
+  AppliedSeqFn fn = MakeGrpcAppliedSeqFn({absl::Milliseconds(500), &peers});
   absl::StatusOr<uint64_t> seq = fn(node, 2);
   ASSERT_TRUE(seq.ok()) << seq.status();
   EXPECT_EQ(*seq, 42u);
   EXPECT_EQ(fn(node, 99).status().code(), absl::StatusCode::kUnavailable);  // fenced
 
-  AppliedSeqFn wrong = MakeGrpcAppliedSeqFn({absl::Milliseconds(500), "other"});
+  PeerClient other({"other"});
+  AppliedSeqFn wrong = MakeGrpcAppliedSeqFn({absl::Milliseconds(500), &other});
   EXPECT_EQ(wrong(node, 2).status().code(), absl::StatusCode::kUnauthenticated);
 
   // Nobody there: an error within the deadline, naming the node.
@@ -591,7 +593,8 @@ TEST_F(ControllerTest, FailoverAsksRealReplicaStatusServices) {
   ServiceServer n2("tok", 200);  // shard 0: applied 200
   ASSERT_NE(n1.server, nullptr);
   ASSERT_NE(n2.server, nullptr);
-  auto ctl = MakeController("ctl", 3, 3, MakeGrpcAppliedSeqFn({absl::Milliseconds(500), "tok"}));
+  PeerClient peers({"tok"});
+  auto ctl = MakeController("ctl", 3, 3, MakeGrpcAppliedSeqFn({absl::Milliseconds(500), &peers}));
   Register("n0");
   Register("n1", n1.address());
   Register("n2", n2.address());

@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
-#include "common/grpc_status.h"
 #include "glog/logging.h"
 #include "server/cluster/slot_scan.h"
 
@@ -30,14 +29,14 @@ std::string Describe(const v1::Migration& m) {
 }  // namespace
 
 MigrationDriver::MigrationDriver(KvStore* store, ClusterState* state, Replicator* replicator,
-                                 ShardMapEditor* editor, metrics::Registry* registry,
-                                 MigrationDriverOptions options)
+                                 ShardMapEditor* editor, PeerClient* peers,
+                                 metrics::Registry* registry, MigrationDriverOptions options)
     : store_(store),
       state_(state),
       replicator_(replicator),
       editor_(editor),
+      peers_(peers),
       options_(std::move(options)),
-      peers_(options_.auth_token, options_.credentials),
       wake_(std::make_shared<Wake>()) {
   metrics::Registry& r = *registry;
   entries_copied_ = r.AddCounter("kvstore_migration_entries_copied_total",
@@ -64,24 +63,12 @@ MigrationDriver::~MigrationDriver() {
   {
     absl::MutexLock lock(&wake_->mu);
     wake_->stopping = true;
-    if (wake_->active != nullptr) wake_->active->TryCancel();
   }
+  calls_.CancelAll();  // a call in flight ends now, not at its deadline
   if (thread_.joinable()) thread_.join();
 }
 
-bool MigrationDriver::Arm(grpc::ClientContext* ctx) {
-  ctx->set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
-  peers_.Authorize(ctx);
-  absl::MutexLock lock(&wake_->mu);
-  if (wake_->stopping) return false;
-  wake_->active = ctx;
-  return true;
-}
-
-void MigrationDriver::Disarm() {
-  absl::MutexLock lock(&wake_->mu);
-  wake_->active = nullptr;
-}
+absl::Time MigrationDriver::CallDeadline() const { return absl::Now() + options_.rpc_timeout; }
 
 bool MigrationDriver::Stopping() {
   absl::MutexLock lock(&wake_->mu);
@@ -145,7 +132,6 @@ absl::Status MigrationDriver::Copy(const cluster::ClusterMapView& map, const v1:
   // Writes routed on a map without the migration were not forwarded: the
   // copy must read after them.
   replicator_->DrainShard(m.source_shard());
-  std::shared_ptr<v1::KvCluster::Stub> stub = peers_.Stub(target);
   v1::BeginImportRequest begin;
   begin.set_migration_id(m.id());
   begin.set_map_epoch(map.epoch());
@@ -153,29 +139,25 @@ absl::Status MigrationDriver::Copy(const cluster::ClusterMapView& map, const v1:
   if (const v1::ClusterNode* self = map.Node(state_->self())) {
     begin.set_source_incarnation(self->incarnation());
   }
-  v1::BeginImportResponse session;
-  absl::Status s;
+  absl::StatusOr<v1::BeginImportResponse> session;
   const absl::Time give_up = absl::Now() + options_.rpc_timeout;
   do {
-    if (MapBehind(s)) absl::SleepFor(absl::Milliseconds(5));
-    grpc::ClientContext ctx;
-    if (!Arm(&ctx)) return absl::CancelledError("shutting down");
-    s = FromGrpcStatus(stub->BeginImport(&ctx, begin, &session));
-    Disarm();
-  } while (MapBehind(s) && absl::Now() < give_up);
-  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("BeginImport: ", s.message()));
+    if (MapBehind(session.status())) absl::SleepFor(absl::Milliseconds(5));
+    session = peers_->BeginImport(target, begin, CallDeadline(), &calls_);
+  } while (MapBehind(session.status()) && absl::Now() < give_up);
+  if (!session.ok()) return session.status();
   LOG(INFO) << Describe(m) << ": copying to " << target.node_id() << " in session "
-            << session.session();
+            << session->session();
 
   v1::ImportEntriesRequest batch;
   batch.set_migration_id(m.id());
-  batch.set_session(session.session());
+  batch.set_session(session->session());
   uint64_t batch_bytes = 0, entries = 0, bytes = 0, installed = 0, skipped = 0;
-  s = ScanSlots(
+  const absl::Status copied = ScanSlots(
       *store_, *replicator_, SlotsOf(m.slots()),
       [&](std::string entry) {
         if (batch_bytes > 0 && batch_bytes + entry.size() > options_.batch_bytes) {
-          if (absl::Status s = SendBatch(*stub, batch, &installed, &skipped); !s.ok()) return s;
+          if (absl::Status s = SendBatch(target, batch, &installed, &skipped); !s.ok()) return s;
           batch_bytes = 0;
         }
         ++entries;
@@ -185,7 +167,8 @@ absl::Status MigrationDriver::Copy(const cluster::ClusterMapView& map, const v1:
         return absl::OkStatus();
       },
       [&] { return Stopping(); });
-  if (s.ok() && batch.entries_size() > 0) s = SendBatch(*stub, batch, &installed, &skipped);
+  absl::Status s = copied;
+  if (s.ok() && batch.entries_size() > 0) s = SendBatch(target, batch, &installed, &skipped);
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (!s.ok()) {
     return absl::Status(s.code(), absl::StrCat(Describe(m), ": copy failed after ", entries,
@@ -200,20 +183,18 @@ absl::Status MigrationDriver::Copy(const cluster::ClusterMapView& map, const v1:
   return absl::OkStatus();
 }
 
-absl::Status MigrationDriver::SendBatch(v1::KvCluster::Stub& stub, v1::ImportEntriesRequest& batch,
-                                        uint64_t* installed, uint64_t* skipped) {
+absl::Status MigrationDriver::SendBatch(const v1::ClusterNode& target,
+                                        v1::ImportEntriesRequest& batch, uint64_t* installed,
+                                        uint64_t* skipped) {
   uint64_t bytes = 0;
   for (const std::string& e : batch.entries()) bytes += e.size();
-  grpc::ClientContext ctx;
-  if (!Arm(&ctx)) return absl::CancelledError("shutting down");
-  v1::ImportEntriesResponse resp;
-  absl::Status s = FromGrpcStatus(stub.ImportEntries(&ctx, batch, &resp));
-  Disarm();
-  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("ImportEntries: ", s.message()));
+  absl::StatusOr<v1::ImportEntriesResponse> resp =
+      peers_->ImportEntries(target, batch, CallDeadline(), &calls_);
+  if (!resp.ok()) return resp.status();
   entries_copied_->Increment(batch.entries_size());
   bytes_copied_->Increment(bytes);
-  *installed += resp.installed();
-  *skipped += resp.skipped();
+  *installed += resp->installed();
+  *skipped += resp->skipped();
   batch.clear_entries();
   return absl::OkStatus();
 }
@@ -231,20 +212,13 @@ absl::Status MigrationDriver::Handoff(const cluster::ClusterMapView& map, const 
   if (const v1::ClusterNode* self = map.Node(state_->self())) {
     req.set_source_incarnation(self->incarnation());
   }
-  std::shared_ptr<v1::KvCluster::Stub> stub = peers_.Stub(target);
   absl::Status s;
   const absl::Time give_up = absl::Now() + options_.rpc_timeout;
   do {
     if (MapBehind(s)) absl::SleepFor(absl::Milliseconds(5));
-    grpc::ClientContext ctx;
-    if (!Arm(&ctx)) return absl::CancelledError("shutting down");
-    v1::AcceptHandoffResponse resp;
-    s = FromGrpcStatus(stub->AcceptHandoff(&ctx, req, &resp));
-    Disarm();
+    s = peers_->AcceptHandoff(target, req, CallDeadline(), &calls_).status();
   } while (MapBehind(s) && absl::Now() < give_up);
-  if (!s.ok()) {
-    return absl::Status(s.code(), absl::StrCat(Describe(m), ": AcceptHandoff: ", s.message()));
-  }
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat(Describe(m), ": ", s.message()));
   state_->MarkHandedOff(m.id());
   s = editor_->CompleteMigration(m.id());
   if (!s.ok()) {

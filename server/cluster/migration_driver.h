@@ -40,7 +40,7 @@
 #include "common/metrics/registry.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/cluster_state.h"
-#include "server/cluster/peer_channels.h"
+#include "server/cluster/peer_client.h"
 #include "server/cluster/replicator.h"
 #include "server/cluster/shard_map_editor.h"
 #include "server/storage/kv_store.h"
@@ -59,17 +59,15 @@ struct MigrationDriverOptions {
   uint64_t batch_bytes = 1 << 20;
   // Deadline of each RPC to the target.
   absl::Duration rpc_timeout = absl::Seconds(10);
-  // The server's bearer token and channel credentials (see PeerChannels).
-  std::string auth_token;
-  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 class MigrationDriver {
  public:
-  // None owned; all must outlive the driver. Registers a listener with
-  // `state` (call before its first Update()) and starts the thread.
+  // None owned; all must outlive the driver. `peers` makes the calls to
+  // the target. Registers a listener with `state` (call before its first
+  // Update()) and starts the thread.
   MigrationDriver(KvStore* store, ClusterState* state, Replicator* replicator,
-                  ShardMapEditor* editor, metrics::Registry* registry,
+                  ShardMapEditor* editor, PeerClient* peers, metrics::Registry* registry,
                   MigrationDriverOptions options);
   ~MigrationDriver();
   MigrationDriver(const MigrationDriver&) = delete;
@@ -85,13 +83,11 @@ class MigrationDriver {
                     const v1::ClusterNode& target);
   absl::Status Handoff(const cluster::ClusterMapView& map, const v1::Migration& m,
                        const v1::ClusterNode& target);
-  // Sends one batch; counts what it carried.
-  absl::Status SendBatch(v1::KvCluster::Stub& stub, v1::ImportEntriesRequest& batch,
+  // Sends one batch to `target`; counts what it carried.
+  absl::Status SendBatch(const v1::ClusterNode& target, v1::ImportEntriesRequest& batch,
                          uint64_t* installed, uint64_t* skipped);
-  // Prepares `ctx` (deadline, token) and registers it for cancellation;
-  // false when stopping.
-  bool Arm(grpc::ClientContext* ctx);
-  void Disarm();
+  // The deadline of one call to the target (MigrationDriverOptions).
+  absl::Time CallDeadline() const;
   bool Stopping();
   void Loop();
 
@@ -99,8 +95,10 @@ class MigrationDriver {
   ClusterState* const state_;
   Replicator* const replicator_;
   ShardMapEditor* const editor_;
+  PeerClient* const peers_;
   const MigrationDriverOptions options_;
-  PeerChannels peers_;
+  // The calls to the target; the destructor cancels them.
+  PeerCallGroup calls_;
   // Serialises Step() (the thread and tests).
   absl::Mutex step_mu_;
 
@@ -109,7 +107,6 @@ class MigrationDriver {
     absl::Mutex mu;
     bool stopping ABSL_GUARDED_BY(mu) = false;
     bool kicked ABSL_GUARDED_BY(mu) = false;  // a new map came
-    grpc::ClientContext* active ABSL_GUARDED_BY(mu) = nullptr;
   };
   const std::shared_ptr<Wake> wake_;
 

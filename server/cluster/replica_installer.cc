@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
-#include "common/grpc_status.h"
 #include "common/protocol/layout.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
@@ -26,12 +25,9 @@ bool Contains(const google::protobuf::RepeatedPtrField<std::string>& ids, absl::
 }  // namespace
 
 ReplicaInstaller::ReplicaInstaller(KvStore* store, ClusterState* state, ShardSeqs* seqs,
-                                   metrics::Registry* registry, ReplicaInstallerOptions options)
-    : store_(store),
-      state_(state),
-      seqs_(seqs),
-      options_(std::move(options)),
-      peers_(options_.auth_token, options_.credentials) {
+                                   PeerClient* peers, metrics::Registry* registry,
+                                   ReplicaInstallerOptions options)
+    : store_(store), state_(state), seqs_(seqs), peers_(peers), options_(std::move(options)) {
   metrics::Registry& r = *registry;
   installs_ = r.AddCounter("kvstore_replica_installs_total",
                            "Replicated PUTs this node installed as a backup.");
@@ -59,8 +55,8 @@ ReplicaInstaller::~ReplicaInstaller() {
   {
     absl::MutexLock lock(&sync_mu_);
     stopping_ = true;
-    if (active_ != nullptr) active_->TryCancel();
   }
+  calls_.CancelAll();  // a copy in progress ends now
   if (sync_thread_.joinable()) sync_thread_.join();
 }
 
@@ -231,77 +227,53 @@ absl::Status ReplicaInstaller::SyncShardNow(uint32_t shard_id) {
     req.set_incarnation(self->incarnation());
   }
   req.set_shard_epoch(shard->shard_epoch());
-  grpc::ClientContext ctx;
-  peers_.Authorize(&ctx);
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  v1::ReportInSyncResponse resp;
-  s = FromGrpcStatus(peers_.Stub(*primary)->ReportInSync(&ctx, req, &resp));
-  if (s.ok()) {
-    syncs_done_->Increment();
-    LOG(INFO) << "shard " << shard_id << " in sync here as of map epoch " << resp.map_epoch();
-  }
-  return s;
+  absl::StatusOr<v1::ReportInSyncResponse> resp =
+      peers_->ReportInSync(*primary, req, peers_->DefaultDeadline());
+  if (!resp.ok()) return resp.status();
+  syncs_done_->Increment();
+  LOG(INFO) << "shard " << shard_id << " in sync here as of map epoch " << resp->map_epoch();
+  return absl::OkStatus();
 }
 
 absl::Status ReplicaInstaller::Copy(const v1::Shard& shard, const v1::ClusterNode& primary,
                                     SyncState& sync, uint64_t* entries, uint64_t* bytes,
                                     uint64_t* snapshot_seq) {
-  grpc::ClientContext ctx;
-  peers_.Authorize(&ctx);
-  {
-    absl::MutexLock lock(&sync_mu_);
-    if (stopping_) return absl::CancelledError("shutting down");
-    active_ = &ctx;
-  }
   v1::SyncShardRequest req;
   req.set_shard_id(shard.shard_id());
   req.set_shard_epoch(shard.shard_epoch());
   req.set_node_id(state_->self());
-  auto reader = peers_.Stub(primary)->SyncShard(&ctx, req);
-  v1::SyncShardChunk chunk;
   bool done = false;
-  absl::Status failed;
   absl::Time last_log = absl::Now();
-  while (failed.ok() && reader->Read(&chunk)) {
-    for (const std::string& entry : chunk.entries()) {
-      auto view = layout::ParseEntryHeader(entry);
-      if (!view.ok()) {
-        failed = view.status();
-        break;
-      }
-      absl::MutexLock lock(&sync.mu);
-      // A key written by Replicate since the copy began holds a value at
-      // least as new as the streamed one.
-      if (sync.touched.contains(view->key)) continue;
-      failed = store_->InstallReplica(entry);
-      if (!failed.ok()) break;
-      ++*entries;
-      *bytes += entry.size();
-      sync_entries_->Increment();
-      sync_bytes_->Increment(entry.size());
-    }
-    if (chunk.done()) {
-      done = true;
-      *snapshot_seq = chunk.snapshot_seq();
-    }
-    if (absl::Now() - last_log > absl::Seconds(5)) {
-      last_log = absl::Now();
-      LOG(INFO) << "copying shard " << shard.shard_id() << ": " << *entries << " entries, "
-                << *bytes << " bytes so far";
-    }
-  }
-  if (!failed.ok()) {
-    ctx.TryCancel();
-    while (reader->Read(&chunk)) {
-    }
-  }
-  absl::Status finished = FromGrpcStatus(reader->Finish());
-  {
-    absl::MutexLock lock(&sync_mu_);
-    active_ = nullptr;
-  }
-  if (!failed.ok()) return failed;
-  if (!finished.ok()) return finished;
+  // No deadline: a large shard takes as long as it takes; the destructor
+  // cancels it (calls_).
+  absl::Status s = peers_->SyncShard(primary, req, absl::InfiniteFuture(), &calls_,
+                                     [&](const v1::SyncShardChunk& chunk) -> absl::Status {
+                                       for (const std::string& entry : chunk.entries()) {
+                                         auto view = layout::ParseEntryHeader(entry);
+                                         if (!view.ok()) return view.status();
+                                         absl::MutexLock lock(&sync.mu);
+                                         // A key written by Replicate since the copy began holds a
+                                         // value at least as new as the streamed one.
+                                         if (sync.touched.contains(view->key)) continue;
+                                         KV_RETURN_IF_ERROR(store_->InstallReplica(entry));
+                                         ++*entries;
+                                         *bytes += entry.size();
+                                         sync_entries_->Increment();
+                                         sync_bytes_->Increment(entry.size());
+                                       }
+                                       if (chunk.done()) {
+                                         done = true;
+                                         *snapshot_seq = chunk.snapshot_seq();
+                                       }
+                                       if (absl::Now() - last_log > absl::Seconds(5)) {
+                                         last_log = absl::Now();
+                                         LOG(INFO) << "copying shard " << shard.shard_id() << ": "
+                                                   << *entries << " entries, " << *bytes
+                                                   << " bytes so far";
+                                       }
+                                       return absl::OkStatus();
+                                     });
+  if (!s.ok()) return s;
   if (!done) return absl::UnavailableError("SyncShard stream ended before its last chunk");
   return absl::OkStatus();
 }

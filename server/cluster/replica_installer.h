@@ -45,7 +45,7 @@
 #include "common/metrics/registry.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/cluster_state.h"
-#include "server/cluster/peer_channels.h"
+#include "server/cluster/peer_client.h"
 #include "server/cluster/shard_seqs.h"
 #include "server/rdma/replica_commit_sink.h"
 #include "server/storage/kv_store.h"
@@ -59,15 +59,14 @@ struct ReplicaInstallerOptions {
   absl::Duration sync_poll_interval = absl::Milliseconds(20);
   absl::Duration min_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(2);
-  // The server's bearer token and channel credentials (see PeerChannels).
-  std::string auth_token;
-  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 class ReplicaInstaller : public ReplicaCommitSink {
  public:
-  // None owned; all must outlive the installer. Starts the sync thread.
-  ReplicaInstaller(KvStore* store, ClusterState* state, ShardSeqs* seqs,
+  // None owned; all must outlive the installer. `peers` makes the calls to
+  // the primary (SyncShard, without a deadline; ReportInSync, by the peer
+  // client's default deadline). Starts the sync thread.
+  ReplicaInstaller(KvStore* store, ClusterState* state, ShardSeqs* seqs, PeerClient* peers,
                    metrics::Registry* registry, ReplicaInstallerOptions options);
   ~ReplicaInstaller() override;
   ReplicaInstaller(const ReplicaInstaller&) = delete;
@@ -112,13 +111,13 @@ class ReplicaInstaller : public ReplicaCommitSink {
   KvStore* const store_;
   ClusterState* const state_;
   ShardSeqs* const seqs_;
+  PeerClient* const peers_;
   const ReplicaInstallerOptions options_;
-  PeerChannels peers_;
+  // The copy in progress; the destructor cancels it.
+  PeerCallGroup calls_;
 
   absl::Mutex sync_mu_;
   absl::flat_hash_map<uint32_t, std::shared_ptr<SyncState>> syncing_ ABSL_GUARDED_BY(sync_mu_);
-  // The stream in progress, cancelled by the destructor.
-  grpc::ClientContext* active_ ABSL_GUARDED_BY(sync_mu_) = nullptr;
   bool stopping_ ABSL_GUARDED_BY(sync_mu_) = false;
 
   metrics::Counter* installs_;

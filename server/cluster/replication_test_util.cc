@@ -186,16 +186,18 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
   auto pool = MemoryPool::Create(po);
   CHECK(pool.ok()) << pool.status();
   pool_ = *std::move(pool);
+  PeerClientOptions pco;
+  pco.auth_token = options.auth_token;
+  peers_ = std::make_unique<PeerClient>(pco);
   ReplicatorOptions ro;
   ro.replication_timeout = options.replication_timeout;
   ro.lease_ttl = options.lease_ttl;
-  ro.auth_token = options.auth_token;
   ShardMapEditor* editor = &editor_;
   if (options.make_editor) {
     custom_editor_ = options.make_editor(&state_);
     editor = custom_editor_.get();
   }
-  replicator_ = std::make_unique<Replicator>(&state_, editor, &seqs_, &registry_, ro);
+  replicator_ = std::make_unique<Replicator>(&state_, editor, &seqs_, peers_.get(), &registry_, ro);
   KvStoreOptions so;
   so.segment_bytes = 1 << 20;
   so.registry = &registry_;
@@ -204,20 +206,19 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
   CHECK(store.ok()) << store.status();
   store_ = *std::move(store);
   ReplicaInstallerOptions io;
-  io.auth_token = options.auth_token;
   io.min_backoff = absl::Milliseconds(20);
   io.max_backoff = absl::Milliseconds(200);
   if (!options.sync_thread) io.sync_poll_interval = absl::ZeroDuration();
-  installer_ = std::make_unique<ReplicaInstaller>(store_.get(), &state_, &seqs_, &registry_, io);
+  installer_ = std::make_unique<ReplicaInstaller>(store_.get(), &state_, &seqs_, peers_.get(),
+                                                  &registry_, io);
   importer_ = std::make_unique<SlotImporter>(store_.get(), &state_, replicator_.get(), &registry_);
   MigrationDriverOptions mo;
-  mo.auth_token = options.auth_token;
   mo.poll_interval = options.migration_thread ? absl::Milliseconds(10) : absl::ZeroDuration();
   mo.min_backoff = absl::Milliseconds(20);
   mo.max_backoff = absl::Milliseconds(200);
   mo.batch_bytes = 64 << 10;  // several batches per copy
   driver_ = std::make_unique<MigrationDriver>(store_.get(), &state_, replicator_.get(), editor,
-                                              &registry_, mo);
+                                              peers_.get(), &registry_, mo);
   ClusterServiceDeps deps;
   deps.state = &state_;
   deps.importer = importer_.get();

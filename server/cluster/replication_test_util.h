@@ -20,6 +20,7 @@
 #include "grpcpp/server.h"
 #include "server/cluster/cluster_service.h"
 #include "server/cluster/migration_driver.h"
+#include "server/cluster/peer_client.h"
 #include "server/cluster/replica_installer.h"
 #include "server/cluster/replicator.h"
 #include "server/cluster/shard_map_editor.h"
@@ -142,6 +143,7 @@ class Node {
   ShardSeqs seqs_;
   FakeEditor editor_;
   std::unique_ptr<ShardMapEditor> custom_editor_;  // NodeOptions::make_editor
+  std::unique_ptr<PeerClient> peers_;              // before everything that calls peers
   std::unique_ptr<MemoryPool> pool_;
   std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<KvStore> store_;

@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
-#include "common/grpc_status.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -45,12 +44,12 @@ struct Replicator::Target {
 };
 
 Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* seqs,
-                       metrics::Registry* registry, ReplicatorOptions options)
+                       PeerClient* peers, metrics::Registry* registry, ReplicatorOptions options)
     : state_(state),
       editor_(editor),
       seqs_(seqs),
+      peers_(peers),
       options_(std::move(options)),
-      peers_(options_.auth_token, options_.credentials),
       stripes_(new absl::Mutex[kStripes]),
       former_(state->self(), options_.lease_ttl) {
   // Maps this node installs as a backup count too: a backup promoted by a
@@ -312,19 +311,15 @@ absl::Status Replicator::ForwardToTarget(const cluster::ClusterMapView& map,
 absl::Status Replicator::ForwardImport(const v1::ImportWriteRequest& req,
                                        const v1::ClusterNode& node, absl::Time deadline,
                                        absl::FunctionRef<void()> meanwhile) {
+  // Shared with the callback, which may run after a waiter has woken.
   struct Call {
     absl::Mutex mu;
     bool done ABSL_GUARDED_BY(mu) = false;
-    grpc::ClientContext ctx;
-    v1::ImportWriteResponse resp;
-    grpc::Status status;
+    absl::Status status ABSL_GUARDED_BY(mu);
   };
-  std::shared_ptr<v1::KvCluster::Stub> stub = peers_.Stub(node);
   for (bool first = true;; first = false) {
     auto call = std::make_shared<Call>();
-    call->ctx.set_deadline(absl::ToChronoTime(deadline));
-    peers_.Authorize(&call->ctx);
-    stub->async()->ImportWrite(&call->ctx, &req, &call->resp, [call](grpc::Status s) {
+    peers_->StartImportWrite(node, req, deadline, [call](absl::Status s) {
       absl::MutexLock lock(&call->mu);
       call->status = std::move(s);
       call->done = true;
@@ -334,7 +329,7 @@ absl::Status Replicator::ForwardImport(const v1::ImportWriteRequest& req,
     {
       absl::MutexLock lock(&call->mu);
       call->mu.Await(absl::Condition(&call->done));
-      s = FromGrpcStatus(call->status);
+      s = call->status;
     }
     if (!MapBehind(s) || absl::Now() + absl::Milliseconds(2) >= deadline) return s;
     absl::SleepFor(absl::Milliseconds(2));
@@ -384,14 +379,10 @@ absl::Status Replicator::ImportWrite(uint32_t target_shard, absl::string_view ke
 void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& targets,
                          absl::Time deadline) {
   // Shared with the callbacks, which may run after a waiter has woken.
-  struct Round {
+  struct Calls {
     absl::Mutex mu;
     size_t left ABSL_GUARDED_BY(mu) = 0;
-  };
-  struct Call {
-    grpc::ClientContext ctx;
-    v1::ReplicateResponse resp;
-    grpc::Status status;
+    std::vector<absl::Status> status ABSL_GUARDED_BY(mu);
   };
   std::vector<size_t> pending;
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -415,36 +406,30 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
         by_grpc.push_back(i);
       }
     }
-    auto round = std::make_shared<Round>();
+    auto calls = std::make_shared<Calls>();
     {
-      absl::MutexLock lock(&round->mu);
-      round->left = by_grpc.size();
+      absl::MutexLock lock(&calls->mu);
+      calls->left = by_grpc.size();
+      calls->status.resize(by_grpc.size());
     }
-    std::vector<std::unique_ptr<Call>> calls;
-    for (size_t i : by_grpc) {
-      calls.push_back(std::make_unique<Call>());
-      Call* call = calls.back().get();
-      call->ctx.set_deadline(absl::ToChronoTime(deadline));
-      peers_.Authorize(&call->ctx);
-      peers_.Stub(*targets[i].node)
-          ->async()
-          ->Replicate(&call->ctx, &req, &call->resp, [round, call](grpc::Status s) {
-            absl::MutexLock lock(&round->mu);
-            call->status = std::move(s);
-            --round->left;
-          });
+    for (size_t k = 0; k < by_grpc.size(); ++k) {
+      peers_->StartReplicate(*targets[by_grpc[k]].node, req, deadline, [calls, k](absl::Status s) {
+        absl::MutexLock lock(&calls->mu);
+        calls->status[k] = std::move(s);
+        --calls->left;
+      });
     }
     // The RDMA sends run here while the gRPC calls are in flight.
     std::vector<size_t> retry;
     if (!by_rdma.empty()) SendOverRdma(req, by_rdma, targets, deadline, &retry);
     {
-      absl::MutexLock lock(&round->mu);
-      round->mu.Await(absl::Condition(
-          +[](size_t* left) { return *left == 0; }, &round->left));
+      absl::MutexLock lock(&calls->mu);
+      calls->mu.Await(absl::Condition(
+          +[](size_t* left) { return *left == 0; }, &calls->left));
+      for (size_t k = 0; k < by_grpc.size(); ++k) targets[by_grpc[k]].status = calls->status[k];
     }
     for (size_t k = 0; k < by_grpc.size(); ++k) {
       Target& t = targets[by_grpc[k]];
-      t.status = FromGrpcStatus(calls[k]->status);
       if (MapBehind(t.status) && absl::Now() + absl::Milliseconds(2) < deadline) {
         retry.push_back(by_grpc[k]);
       }

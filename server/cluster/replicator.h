@@ -73,7 +73,7 @@
 #include "common/metrics/registry.h"
 #include "server/cluster/cluster_state.h"
 #include "server/cluster/former_primaries.h"
-#include "server/cluster/peer_channels.h"
+#include "server/cluster/peer_client.h"
 #include "server/cluster/rdma_replica_links.h"
 #include "server/cluster/shard_map_editor.h"
 #include "server/cluster/shard_seqs.h"
@@ -84,12 +84,9 @@ namespace server {
 
 struct ReplicatorOptions {
   // A backup that does not acknowledge a write within this is dropped from
-  // the in-sync set (--replication_timeout).
+  // the in-sync set (--replication_timeout); also the deadline of a
+  // write's forwards (Replicate, ImportWrite).
   absl::Duration replication_timeout = absl::Seconds(1);
-  // The server's bearer token, sent on every call to a peer; empty: none.
-  std::string auth_token;
-  // Channel credentials for peers; null: insecure.
-  std::shared_ptr<grpc::ChannelCredentials> credentials;
   // The member lease TTL (--member_ttl): how long writes of a shard are
   // held after its former primary is dropped (FormerPrimaries).
   absl::Duration lease_ttl = absl::Seconds(3);
@@ -99,9 +96,9 @@ class Replicator : public WriteHook {
  public:
   static constexpr size_t kStripes = 4096;
 
-  // None owned; all must outlive the replicator. `registry` gets the
-  // kvstore_replication_* series.
-  Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* seqs,
+  // None owned; all must outlive the replicator. `peers` makes every call
+  // to another node. `registry` gets the kvstore_replication_* series.
+  Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* seqs, PeerClient* peers,
              metrics::Registry* registry, ReplicatorOptions options);
   Replicator(const Replicator&) = delete;
   Replicator& operator=(const Replicator&) = delete;
@@ -219,8 +216,8 @@ class Replicator : public WriteHook {
   ClusterState* const state_;
   ShardMapEditor* const editor_;
   ShardSeqs* const seqs_;
+  PeerClient* const peers_;
   const ReplicatorOptions options_;
-  PeerChannels peers_;
   std::unique_ptr<absl::Mutex[]> stripes_;
 
   absl::Mutex barriers_mu_;

@@ -1,0 +1,68 @@
+// Copyright 2026 The kvstore Authors.
+//
+// ControllerProxy: the admin requests any node takes on its KvCluster
+// service (kvctl cluster failover / remove-node / add-node / rebalance,
+// architecture §19.4, §19.9). When this node is the elected controller it
+// answers them itself; otherwise it forwards them to the controller, found
+// by its node id in the map this node holds, through the PeerClient (its
+// channels, token and errors), with the peer client's default deadline.
+//
+// Errors: kUnavailable "the cluster plane is not running on this node"
+// before set_controller() (or after set_controller(nullptr)); kUnavailable
+// naming the controller when the map this node holds does not list it (an
+// election under way: retry); otherwise the controller's answer (its own
+// errors, as Controller documents them, or the peer client's), the message
+// naming the controller it went to.
+//
+// Thread safety: thread-safe; the gRPC service calls it from many threads.
+
+#ifndef KVSTORE_SERVER_CLUSTER_CONTROLLER_PROXY_H_
+#define KVSTORE_SERVER_CLUSTER_CONTROLLER_PROXY_H_
+
+#include <atomic>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "proto/kv_cluster.pb.h"
+#include "server/cluster/cluster_state.h"
+#include "server/cluster/controller.h"
+#include "server/cluster/peer_client.h"
+
+namespace kvstore {
+namespace server {
+
+class ControllerProxy {
+ public:
+  // Not owned; both outlive the proxy.
+  ControllerProxy(const ClusterState* state, PeerClient* peers) : state_(state), peers_(peers) {}
+  ControllerProxy(const ControllerProxy&) = delete;
+  ControllerProxy& operator=(const ControllerProxy&) = delete;
+
+  // This node's controller (the ClusterNode's, once it started); null
+  // stops answering. The controller must outlive every call in flight when
+  // it is unset (the server unsets it only after gRPC stopped).
+  void set_controller(Controller* controller) {
+    controller_.store(controller, std::memory_order_release);
+  }
+
+  absl::StatusOr<v1::ClusterMap> Failover(const v1::FailoverRequest& request);
+  absl::StatusOr<v1::ClusterMap> RemoveNode(const v1::RemoveNodeRequest& request);
+  absl::StatusOr<v1::AddNodeResponse> AddNode(const v1::AddNodeRequest& request);
+  absl::StatusOr<v1::RebalanceResponse> Rebalance(const v1::RebalanceRequest& request);
+
+ private:
+  // The local controller, or kUnavailable when the plane is not running.
+  absl::StatusOr<Controller*> Local() const;
+  // The elected controller's node in the map this node holds, or
+  // kUnavailable naming `what` could not be forwarded.
+  absl::StatusOr<v1::ClusterNode> Leader(const Controller& controller, const char* what) const;
+
+  const ClusterState* const state_;
+  PeerClient* const peers_;
+  std::atomic<Controller*> controller_{nullptr};
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_CONTROLLER_PROXY_H_
