@@ -2,17 +2,56 @@
 
 #include "server/cluster/cluster_service.h"
 
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/cluster/slots.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 #include "glog/logging.h"
 #include "server/cluster/slot_scan.h"
 
 namespace kvstore {
 namespace server {
+namespace {
+
+// The shape of every unary RPC here: admitted (token, cluster mode, the
+// component it needs), then answered, the answer's status (a refusal
+// included) converted once. `answer` returns the response or, for an
+// empty one, a bare status.
+template <typename Resp, typename Answer>
+grpc::Status Serve(const absl::Status& admitted, Resp* response, Answer answer) {
+  if (!admitted.ok()) return ToGrpcStatus(admitted);
+  auto r = answer();
+  if constexpr (std::is_same_v<decltype(r), absl::Status>) {
+    return ToGrpcStatus(r);
+  } else {
+    if (!r.ok()) return ToGrpcStatus(r.status());
+    *response = *std::move(r);
+    return grpc::Status::OK;
+  }
+}
+
+// OK when the admin function `fn` was given at construction, else
+// kUnimplemented naming `what`.
+template <typename Fn>
+absl::Status Wired(const Fn& fn, const char* what) {
+  if (fn) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(what, " is not wired on this node"));
+}
+
+// The response of an admin answer that is a map.
+template <typename Resp>
+absl::StatusOr<Resp> WithMap(absl::StatusOr<v1::ClusterMap> map) {
+  if (!map.ok()) return map.status();
+  Resp resp;
+  *resp.mutable_map() = *std::move(map);
+  return resp;
+}
+
+}  // namespace
 
 ClusterService::ClusterService(ClusterServiceDeps deps)
     : deps_(std::move(deps)), auth_(deps_.auth_token, deps_.registry) {
@@ -30,43 +69,54 @@ absl::Status ClusterService::Admit(const grpc::ServerContext* context) const {
   return absl::OkStatus();
 }
 
+absl::Status ClusterService::Admit(const grpc::ServerContext* context, const void* needed,
+                                   const char* missing) const {
+  KV_RETURN_IF_ERROR(Admit(context));
+  if (needed == nullptr) return absl::UnimplementedError(missing);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterService::AdmitAdmin(const grpc::ServerContext* context,
+                                        absl::Status wired) const {
+  KV_RETURN_IF_ERROR(Admit(context));
+  return wired;
+}
+
 grpc::Status ClusterService::GetClusterMap(grpc::ServerContext* context,
                                            const v1::GetClusterMapRequest* /*request*/,
                                            v1::GetClusterMapResponse* response) {
-  if (absl::Status s = Admit(context); !s.ok()) return ToGrpcStatus(s);
-  auto map = deps_.state->map();
-  if (map == nullptr) return ToGrpcStatus(absl::UnavailableError("no cluster map yet"));
-  *response->mutable_map() = map->proto();
-  response->set_node_id(deps_.state->self());
-  return grpc::Status::OK;
+  return Serve(Admit(context), response, [&]() -> absl::StatusOr<v1::GetClusterMapResponse> {
+    auto map = deps_.state->map();
+    if (map == nullptr) return absl::UnavailableError("no cluster map yet");
+    v1::GetClusterMapResponse resp;
+    *resp.mutable_map() = map->proto();
+    resp.set_node_id(deps_.state->self());
+    return resp;
+  });
 }
 
 grpc::Status ClusterService::Replicate(grpc::ServerContext* context,
                                        const v1::ReplicateRequest* request,
                                        v1::ReplicateResponse* response) {
-  if (absl::Status s = Admit(context); !s.ok()) return ToGrpcStatus(s);
-  if (deps_.installer == nullptr) return ToGrpcStatus(absl::UnimplementedError("no installer"));
-  auto resp = deps_.installer->Replicate(*request);
-  if (!resp.ok()) return ToGrpcStatus(resp.status());
-  *response = *std::move(resp);
-  return grpc::Status::OK;
+  return Serve(Admit(context, deps_.installer, "no installer"), response,
+               [&] { return deps_.installer->Replicate(*request); });
 }
 
 grpc::Status ClusterService::ReplicaStatus(grpc::ServerContext* context,
                                            const v1::ReplicaStatusRequest* request,
                                            v1::ReplicaStatusResponse* response) {
-  if (absl::Status s = Admit(context); !s.ok()) return ToGrpcStatus(s);
-  if (deps_.installer == nullptr) return ToGrpcStatus(absl::UnimplementedError("no installer"));
-  *response = deps_.installer->Status(request->shard_id());
-  return grpc::Status::OK;
+  return Serve(Admit(context, deps_.installer, "no installer"), response, [&] {
+    return absl::StatusOr<v1::ReplicaStatusResponse>(deps_.installer->Status(request->shard_id()));
+  });
 }
 
 grpc::Status ClusterService::SyncShard(grpc::ServerContext* context,
                                        const v1::SyncShardRequest* request,
                                        grpc::ServerWriter<v1::SyncShardChunk>* writer) {
-  if (absl::Status s = Admit(context); !s.ok()) return ToGrpcStatus(s);
-  if (deps_.replicator == nullptr || deps_.store == nullptr) {
-    return ToGrpcStatus(absl::UnimplementedError("no replicator"));
+  if (absl::Status s =
+          Admit(context, deps_.store != nullptr ? deps_.replicator : nullptr, "no replicator");
+      !s.ok()) {
+    return ToGrpcStatus(s);
   }
   auto seq =
       deps_.replicator->BeginSync(request->shard_id(), request->node_id(), request->shard_epoch());
@@ -113,105 +163,70 @@ absl::Status ClusterService::StreamShard(grpc::ServerContext* context, const v1:
 grpc::Status ClusterService::ReportInSync(grpc::ServerContext* context,
                                           const v1::ReportInSyncRequest* request,
                                           v1::ReportInSyncResponse* response) {
-  if (absl::Status s = Admit(context); !s.ok()) return ToGrpcStatus(s);
-  if (deps_.replicator == nullptr) return ToGrpcStatus(absl::UnimplementedError("no replicator"));
-  absl::Status s = deps_.replicator->PromoteSyncing(request->shard_id(), request->node_id(),
-                                                    request->incarnation());
-  if (!s.ok()) return ToGrpcStatus(s);
-  response->set_map_epoch(deps_.state->map_epoch());
-  return grpc::Status::OK;
-}
-
-grpc::Status ClusterService::Failover(grpc::ServerContext* context,
-                                      const v1::FailoverRequest* request,
-                                      v1::FailoverResponse* response) {
-  if (absl::Status s = Admit(context); !s.ok()) return ToGrpcStatus(s);
-  if (!deps_.failover) {
-    return ToGrpcStatus(absl::UnimplementedError("manual failover is not wired on this node"));
-  }
-  auto map = deps_.failover(*request);
-  if (!map.ok()) return ToGrpcStatus(map.status());
-  *response->mutable_map() = *std::move(map);
-  return grpc::Status::OK;
-}
-
-grpc::Status ClusterService::RemoveNode(grpc::ServerContext* context,
-                                        const v1::RemoveNodeRequest* request,
-                                        v1::RemoveNodeResponse* response) {
-  if (absl::Status s = Admit(context); !s.ok()) return ToGrpcStatus(s);
-  if (!deps_.remove_node) {
-    return ToGrpcStatus(absl::UnimplementedError("remove-node is not wired on this node"));
-  }
-  auto map = deps_.remove_node(*request);
-  if (!map.ok()) return ToGrpcStatus(map.status());
-  *response->mutable_map() = *std::move(map);
-  return grpc::Status::OK;
-}
-
-absl::Status ClusterService::AdmitImport(const grpc::ServerContext* context) const {
-  if (absl::Status s = Admit(context); !s.ok()) return s;
-  if (deps_.importer == nullptr) return absl::UnimplementedError("no slot importer");
-  return absl::OkStatus();
+  return Serve(Admit(context, deps_.replicator, "no replicator"), response,
+               [&]() -> absl::StatusOr<v1::ReportInSyncResponse> {
+                 KV_RETURN_IF_ERROR(deps_.replicator->PromoteSyncing(
+                     request->shard_id(), request->node_id(), request->incarnation()));
+                 v1::ReportInSyncResponse resp;
+                 resp.set_map_epoch(deps_.state->map_epoch());
+                 return resp;
+               });
 }
 
 grpc::Status ClusterService::ImportWrite(grpc::ServerContext* context,
                                          const v1::ImportWriteRequest* request,
-                                         v1::ImportWriteResponse* /*response*/) {
-  if (absl::Status s = AdmitImport(context); !s.ok()) return ToGrpcStatus(s);
-  return ToGrpcStatus(deps_.importer->ImportWrite(*request));
+                                         v1::ImportWriteResponse* response) {
+  return Serve(Admit(context, deps_.importer, "no slot importer"), response,
+               [&] { return deps_.importer->ImportWrite(*request); });
 }
 
 grpc::Status ClusterService::BeginImport(grpc::ServerContext* context,
                                          const v1::BeginImportRequest* request,
                                          v1::BeginImportResponse* response) {
-  if (absl::Status s = AdmitImport(context); !s.ok()) return ToGrpcStatus(s);
-  auto resp = deps_.importer->BeginImport(*request);
-  if (!resp.ok()) return ToGrpcStatus(resp.status());
-  *response = *std::move(resp);
-  return grpc::Status::OK;
+  return Serve(Admit(context, deps_.importer, "no slot importer"), response,
+               [&] { return deps_.importer->BeginImport(*request); });
 }
 
 grpc::Status ClusterService::ImportEntries(grpc::ServerContext* context,
                                            const v1::ImportEntriesRequest* request,
                                            v1::ImportEntriesResponse* response) {
-  if (absl::Status s = AdmitImport(context); !s.ok()) return ToGrpcStatus(s);
-  auto resp = deps_.importer->ImportEntries(*request);
-  if (!resp.ok()) return ToGrpcStatus(resp.status());
-  *response = *std::move(resp);
-  return grpc::Status::OK;
+  return Serve(Admit(context, deps_.importer, "no slot importer"), response,
+               [&] { return deps_.importer->ImportEntries(*request); });
 }
 
 grpc::Status ClusterService::AcceptHandoff(grpc::ServerContext* context,
                                            const v1::AcceptHandoffRequest* request,
-                                           v1::AcceptHandoffResponse* /*response*/) {
-  if (absl::Status s = AdmitImport(context); !s.ok()) return ToGrpcStatus(s);
-  return ToGrpcStatus(deps_.importer->AcceptHandoff(*request));
+                                           v1::AcceptHandoffResponse* response) {
+  return Serve(Admit(context, deps_.importer, "no slot importer"), response,
+               [&] { return deps_.importer->AcceptHandoff(*request); });
+}
+
+grpc::Status ClusterService::Failover(grpc::ServerContext* context,
+                                      const v1::FailoverRequest* request,
+                                      v1::FailoverResponse* response) {
+  return Serve(AdmitAdmin(context, Wired(deps_.failover, "manual failover")), response,
+               [&] { return WithMap<v1::FailoverResponse>(deps_.failover(*request)); });
+}
+
+grpc::Status ClusterService::RemoveNode(grpc::ServerContext* context,
+                                        const v1::RemoveNodeRequest* request,
+                                        v1::RemoveNodeResponse* response) {
+  return Serve(AdmitAdmin(context, Wired(deps_.remove_node, "remove-node")), response,
+               [&] { return WithMap<v1::RemoveNodeResponse>(deps_.remove_node(*request)); });
 }
 
 grpc::Status ClusterService::AddNode(grpc::ServerContext* context,
                                      const v1::AddNodeRequest* request,
                                      v1::AddNodeResponse* response) {
-  if (absl::Status s = Admit(context); !s.ok()) return ToGrpcStatus(s);
-  if (!deps_.add_node) {
-    return ToGrpcStatus(absl::UnimplementedError("add-node is not wired on this node"));
-  }
-  auto answer = deps_.add_node(*request);
-  if (!answer.ok()) return ToGrpcStatus(answer.status());
-  *response = *std::move(answer);
-  return grpc::Status::OK;
+  return Serve(AdmitAdmin(context, Wired(deps_.add_node, "add-node")), response,
+               [&] { return deps_.add_node(*request); });
 }
 
 grpc::Status ClusterService::Rebalance(grpc::ServerContext* context,
                                        const v1::RebalanceRequest* request,
                                        v1::RebalanceResponse* response) {
-  if (absl::Status s = Admit(context); !s.ok()) return ToGrpcStatus(s);
-  if (!deps_.rebalance) {
-    return ToGrpcStatus(absl::UnimplementedError("rebalance is not wired on this node"));
-  }
-  auto answer = deps_.rebalance(*request);
-  if (!answer.ok()) return ToGrpcStatus(answer.status());
-  *response = *std::move(answer);
-  return grpc::Status::OK;
+  return Serve(AdmitAdmin(context, Wired(deps_.rebalance, "rebalance")), response,
+               [&] { return deps_.rebalance(*request); });
 }
 
 }  // namespace server

@@ -116,11 +116,14 @@ class ClusterService : public v1::KvCluster::Service {
                          v1::RebalanceResponse* response) override;
 
  private:
-  // Authenticates, then checks that there is a cluster (and, for the
-  // replication RPCs, its replicator and installer).
+  // Authenticates, then checks that there is a cluster.
   absl::Status Admit(const grpc::ServerContext* context) const;
-  // Admit(), then that there is an importer.
-  absl::Status AdmitImport(const grpc::ServerContext* context) const;
+  // Admit(), then that the component the RPC needs is there
+  // (kUnimplemented `missing` when `needed` is null).
+  absl::Status Admit(const grpc::ServerContext* context, const void* needed,
+                     const char* missing) const;
+  // Admit(), then `wired` (whether the admin function was given).
+  absl::Status AdmitAdmin(const grpc::ServerContext* context, absl::Status wired) const;
   absl::Status StreamShard(grpc::ServerContext* context, const v1::Shard& shard,
                            uint64_t snapshot_seq, grpc::ServerWriter<v1::SyncShardChunk>* writer);
 
