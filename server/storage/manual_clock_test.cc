@@ -43,7 +43,8 @@ TEST(ManualClock, AWaiterWakesAtItsDeadlineAndIsBusyUntilItEnds) {
     waiting = true;
     // Registered before `mu` is released, so once the test holds `mu` with
     // `waiting` set, the timer is inside AwaitUntil.
-    EXPECT_FALSE(clock.AwaitUntil(&mu, absl::Condition(&never), clock.Steady() + absl::Milliseconds(100)));
+    EXPECT_FALSE(
+        clock.AwaitUntil(&mu, absl::Condition(&never), clock.Steady() + absl::Milliseconds(100)));
     woke = true;
     mu.Unlock();
     gate_mu.LockWhen(absl::Condition(&go));
