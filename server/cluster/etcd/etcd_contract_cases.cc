@@ -36,7 +36,7 @@ void EtcdContractTest::SetUp() {
   ASSERT_NE(env_, nullptr);
   absl::Status started = env_->Start();
   ASSERT_TRUE(started.ok()) << started;
-  client_ = env_->NewClient();
+  client_ = env_->NewClient(kContractRpcTimeout);
   ASSERT_NE(client_, nullptr);
 }
 
@@ -492,7 +492,7 @@ TEST_P(EtcdContractTest, WatchOutlivesItsClient) {
   auto watch = client_->Watch("/w/", 0, seen.Callback());
   ASSERT_TRUE(watch.ok()) << watch.status();
   client_.reset();
-  auto other = env_->NewClient();
+  auto other = env_->NewClient(kContractRpcTimeout);
   ASSERT_NE(other, nullptr);
   ASSERT_TRUE(other->Put("/w/late", "x").ok());
   EXPECT_THAT(seen.WaitEvents(1), SizeIs(1));

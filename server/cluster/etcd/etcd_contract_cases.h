@@ -37,14 +37,18 @@ namespace kvstore {
 namespace server {
 namespace etcd {
 
+// The client's default (EtcdOptions::rpc_timeout).
+inline constexpr absl::Duration kContractRpcTimeout = absl::Seconds(2);
+
 class EtcdContractEnv {
  public:
   virtual ~EtcdContractEnv() = default;
   // Brings the etcd up, empty. Called once, before anything else.
   virtual absl::Status Start() = 0;
-  // A client of it, with the given rpc_timeout; null (after a test failure)
-  // when it cannot connect.
-  virtual std::unique_ptr<EtcdClient> NewClient(absl::Duration rpc_timeout = absl::Seconds(2)) = 0;
+  // A client of it with the given rpc_timeout (kContractRpcTimeout unless
+  // a case needs a shorter one); null (after a test failure) when it
+  // cannot connect.
+  virtual std::unique_ptr<EtcdClient> NewClient(absl::Duration rpc_timeout) = 0;
   // What a client's errors name.
   virtual std::string endpoint() const = 0;
   // Lets `d` pass for leases (a real etcd: real time).
