@@ -18,14 +18,15 @@
 
 #include "absl/status/statusor.h"
 #include "proto/kv_cluster.pb.h"
-#include "server/cluster/cluster_options.h"
-#include "server/cluster/cluster_state.h"
-#include "server/cluster/controller.h"
-#include "server/cluster/etcd/etcd_client.h"
-#include "server/cluster/fence_page.h"
-#include "server/cluster/map_store.h"
-#include "server/cluster/membership.h"
-#include "server/cluster/peer_client.h"
+#include "server/cluster/controller/controller.h"
+#include "server/cluster/membership/cluster_options.h"
+#include "server/cluster/membership/etcd/etcd_client.h"
+#include "server/cluster/membership/map_store.h"
+#include "server/cluster/membership/membership.h"
+#include "server/cluster/peer/peer_client.h"
+#include "server/routing/cluster_state.h"
+#include "server/routing/fence_page.h"
+#include "server/storage/clock.h"
 
 namespace kvstore {
 namespace server {
@@ -43,11 +44,18 @@ struct ClusterNodeDeps {
   // The controller's calls to other nodes (ReplicaStatus); outlives the
   // ClusterNode.
   PeerClient* peers = nullptr;
+  // An etcd client to use instead of connecting to options.etcd_endpoints
+  // (in-process tests pass a FakeEtcd's); null in production.
+  std::unique_ptr<etcd::EtcdClient> etcd;
+  // The clock of membership and the controller; nullptr: the real one.
+  // Must be `state`'s clock.
+  const Clock* clock = nullptr;
 };
 
 class ClusterNode {
  public:
-  // Connects to etcd, registers this node and reads the map. kInvalidArgument
+  // Connects to etcd (or takes deps.etcd), registers this node and reads
+  // the map. kInvalidArgument
   // for bad options (ClusterOptions::Validate); kUnavailable when no etcd
   // endpoint answers (naming them).
   static absl::StatusOr<std::unique_ptr<ClusterNode>> Start(const ClusterOptions& options,

@@ -11,7 +11,7 @@
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
-#include "server/cluster/slot_scan.h"
+#include "server/cluster/migration/slot_scan.h"
 
 namespace kvstore {
 namespace server {

@@ -24,9 +24,9 @@
 
 #include "absl/status/statusor.h"
 #include "proto/kv_cluster.pb.h"
-#include "server/cluster/cluster_state.h"
-#include "server/cluster/controller.h"
-#include "server/cluster/peer_client.h"
+#include "server/cluster/controller/controller.h"
+#include "server/cluster/peer/peer_client.h"
+#include "server/routing/cluster_state.h"
 
 namespace kvstore {
 namespace server {

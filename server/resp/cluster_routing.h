@@ -8,7 +8,7 @@
 //
 // Replies, in Redis's order of checks: CROSSSLOT for keys of several slots
 // not all served here; otherwise the route's refusal (RouteRefusal in
-// server/cluster/cluster_state.h: kClusterDown with no map, fenced, or no
+// server/routing/cluster_state.h: kClusterDown with no map, fenced, or no
 // primary for the slot; kMoved naming the primary's RESP address; kTryAgain
 // / kAsk during a slot's handoff), which the RESP encoder writes in Redis
 // Cluster's words (common/cluster/refusal.h). A read on a connection that
@@ -31,8 +31,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "server/cluster/cluster_state.h"
 #include "server/resp/connection.h"
+#include "server/routing/cluster_state.h"
 
 namespace kvstore {
 namespace server {

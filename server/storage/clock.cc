@@ -20,6 +20,15 @@ class RealClock final : public Clock {
 
 }  // namespace
 
+bool Clock::AwaitUntil(absl::Mutex* mu, const absl::Condition& cond,
+                       absl::Duration deadline) const {
+  if (deadline == absl::InfiniteDuration()) {
+    mu->Await(cond);
+    return true;
+  }
+  return mu->AwaitWithTimeout(cond, deadline - Steady());
+}
+
 const Clock& Clock::Real() {
   // Never destroyed: usable from any thread until the process exits.
   static const RealClock* const clock = new RealClock;

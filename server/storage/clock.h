@@ -11,6 +11,9 @@
 //     early or keep it alive.
 //   * Wall(): absl::Now(), only for what is reported to people and clients
 //     (a lease's expires_unix_ms, log lines).
+//   * AwaitUntil(): a thread's timed wait on the steady clock (a keepalive
+//     period, a watchdog deadline, a poll interval). Timer threads wait
+//     through the clock, so that a test clock decides when they wake.
 //
 // Thread safety: implementations are thread-safe. Real() lives for the whole
 // process.
@@ -18,6 +21,7 @@
 #ifndef KVSTORE_SERVER_STORAGE_CLOCK_H_
 #define KVSTORE_SERVER_STORAGE_CLOCK_H_
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace kvstore {
@@ -30,6 +34,14 @@ class Clock {
   virtual absl::Duration Steady() const = 0;
   // The wall clock, for reporting only.
   virtual absl::Time Wall() const = 0;
+  // With `mu` held: waits until `cond` holds or Steady() reaches `deadline`
+  // (a moment on Steady(); absl::InfiniteDuration(): no deadline), and
+  // returns with `mu` held and whether `cond` holds. As with
+  // Mutex::AwaitWithTimeout, `cond` must only read state guarded by `mu`.
+  // This default waits in real time for `deadline - Steady()`: right for
+  // the real clock, and for any clock whose Steady() follows real time.
+  virtual bool AwaitUntil(absl::Mutex* mu, const absl::Condition& cond,
+                          absl::Duration deadline) const;
 
   // The process's real clocks (std::chrono::steady_clock and absl::Now()).
   static const Clock& Real();

@@ -1,0 +1,213 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/cluster/peer/peer_client.h"
+
+#include <utility>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "common/auth/token.h"
+#include "common/grpc_status.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/support/channel_arguments.h"
+
+namespace kvstore {
+namespace server {
+
+void PeerCallGroup::CancelAll() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  for (grpc::ClientContext* context : active_) context->TryCancel();
+}
+
+bool PeerCallGroup::Add(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  if (cancelled_) return false;
+  active_.insert(context);
+  return true;
+}
+
+void PeerCallGroup::Remove(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  active_.erase(context);
+}
+
+absl::Status PeerError(const char* method, const v1::ClusterNode& node,
+                       const absl::Status& status) {
+  if (status.ok()) return status;
+  absl::Status out(status.code(), absl::StrCat(method, " on ", node.node_id(), " (",
+                                               node.control_address(), "): ", status.message()));
+  // The peer's refusal stays what it was: callers classify by it.
+  status.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& value) { out.SetPayload(url, value); });
+  return out;
+}
+
+PeerClient::PeerClient(PeerClientOptions options)
+    : options_(std::move(options)),
+      bearer_(options_.auth_token.empty() ? std::string()
+                                          : auth::BearerHeader(options_.auth_token)),
+      credentials_(options_.credentials != nullptr ? options_.credentials
+                                                   : grpc::InsecureChannelCredentials()) {}
+
+std::shared_ptr<v1::KvCluster::Stub> PeerClient::Stub(const v1::ClusterNode& node) {
+  absl::MutexLock lock(&mu_);
+  Peer& peer = peers_[node.node_id()];
+  if (peer.stub == nullptr || peer.address != node.control_address() ||
+      peer.incarnation != node.incarnation()) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    peer.address = node.control_address();
+    peer.incarnation = node.incarnation();
+    peer.stub = v1::KvCluster::NewStub(grpc::CreateCustomChannel(peer.address, credentials_, args));
+  }
+  return peer.stub;
+}
+
+void PeerClient::Prepare(grpc::ClientContext* context, absl::Time deadline) const {
+  if (deadline != absl::InfiniteFuture()) context->set_deadline(absl::ToChronoTime(deadline));
+  if (!bearer_.empty()) context->AddMetadata("authorization", bearer_);
+}
+
+template <typename Resp, typename Req, typename Call>
+absl::StatusOr<Resp> PeerClient::Unary(const char* method, const v1::ClusterNode& node,
+                                       const Req& req, absl::Time deadline, PeerCallGroup* group,
+                                       Call call) {
+  std::shared_ptr<v1::KvCluster::Stub> stub = Stub(node);
+  grpc::ClientContext context;
+  Prepare(&context, deadline);
+  if (group != nullptr && !group->Add(&context)) {
+    return PeerError(method, node, absl::CancelledError("shutting down"));
+  }
+  Resp resp;
+  const absl::Status s = FromGrpcStatus(call(stub.get(), &context, req, &resp));
+  if (group != nullptr) group->Remove(&context);
+  if (!s.ok()) return PeerError(method, node, s);
+  return resp;
+}
+
+// One line per unary RPC: the generated stub's blocking method.
+#define KV_PEER_UNARY(Method, Group)                                                            \
+  Unary<v1::Method##Response>(                                                                  \
+      #Method, node, req, deadline, Group,                                                      \
+      [](v1::KvCluster::Stub* stub, grpc::ClientContext* context, const v1::Method##Request& r, \
+         v1::Method##Response* out) { return stub->Method(context, r, out); })
+
+absl::StatusOr<v1::ReplicaStatusResponse> PeerClient::ReplicaStatus(
+    const v1::ClusterNode& node, const v1::ReplicaStatusRequest& req, absl::Time deadline) {
+  return KV_PEER_UNARY(ReplicaStatus, nullptr);
+}
+
+absl::StatusOr<v1::ReportInSyncResponse> PeerClient::ReportInSync(
+    const v1::ClusterNode& node, const v1::ReportInSyncRequest& req, absl::Time deadline) {
+  return KV_PEER_UNARY(ReportInSync, nullptr);
+}
+
+absl::StatusOr<v1::BeginImportResponse> PeerClient::BeginImport(const v1::ClusterNode& node,
+                                                                const v1::BeginImportRequest& req,
+                                                                absl::Time deadline,
+                                                                PeerCallGroup* group) {
+  return KV_PEER_UNARY(BeginImport, group);
+}
+
+absl::StatusOr<v1::ImportEntriesResponse> PeerClient::ImportEntries(
+    const v1::ClusterNode& node, const v1::ImportEntriesRequest& req, absl::Time deadline,
+    PeerCallGroup* group) {
+  return KV_PEER_UNARY(ImportEntries, group);
+}
+
+absl::StatusOr<v1::AcceptHandoffResponse> PeerClient::AcceptHandoff(
+    const v1::ClusterNode& node, const v1::AcceptHandoffRequest& req, absl::Time deadline,
+    PeerCallGroup* group) {
+  return KV_PEER_UNARY(AcceptHandoff, group);
+}
+
+absl::StatusOr<v1::FailoverResponse> PeerClient::Failover(const v1::ClusterNode& node,
+                                                          const v1::FailoverRequest& req,
+                                                          absl::Time deadline) {
+  return KV_PEER_UNARY(Failover, nullptr);
+}
+
+absl::StatusOr<v1::RemoveNodeResponse> PeerClient::RemoveNode(const v1::ClusterNode& node,
+                                                              const v1::RemoveNodeRequest& req,
+                                                              absl::Time deadline) {
+  return KV_PEER_UNARY(RemoveNode, nullptr);
+}
+
+absl::StatusOr<v1::AddNodeResponse> PeerClient::AddNode(const v1::ClusterNode& node,
+                                                        const v1::AddNodeRequest& req,
+                                                        absl::Time deadline) {
+  return KV_PEER_UNARY(AddNode, nullptr);
+}
+
+absl::StatusOr<v1::RebalanceResponse> PeerClient::Rebalance(const v1::ClusterNode& node,
+                                                            const v1::RebalanceRequest& req,
+                                                            absl::Time deadline) {
+  return KV_PEER_UNARY(Rebalance, nullptr);
+}
+
+#undef KV_PEER_UNARY
+
+namespace {
+
+// What an asynchronous call keeps until its callback ran.
+template <typename Resp>
+struct AsyncCall {
+  grpc::ClientContext context;
+  Resp resp;
+};
+
+}  // namespace
+
+void PeerClient::StartReplicate(const v1::ClusterNode& node, const v1::ReplicateRequest& req,
+                                absl::Time deadline, Done done) {
+  auto call = std::make_shared<AsyncCall<v1::ReplicateResponse>>();
+  Prepare(&call->context, deadline);
+  std::shared_ptr<v1::KvCluster::Stub> stub = Stub(node);
+  // The callback keeps the call, the stub (a newer address may replace it
+  // in the cache meanwhile) and a copy of the node for the error.
+  stub->async()->Replicate(&call->context, &req, &call->resp,
+                           [call, stub, node, done = std::move(done)](grpc::Status s) {
+                             done(PeerError("Replicate", node, FromGrpcStatus(s)));
+                           });
+}
+
+void PeerClient::StartImportWrite(const v1::ClusterNode& node, const v1::ImportWriteRequest& req,
+                                  absl::Time deadline, Done done) {
+  auto call = std::make_shared<AsyncCall<v1::ImportWriteResponse>>();
+  Prepare(&call->context, deadline);
+  std::shared_ptr<v1::KvCluster::Stub> stub = Stub(node);
+  stub->async()->ImportWrite(&call->context, &req, &call->resp,
+                             [call, stub, node, done = std::move(done)](grpc::Status s) {
+                               done(PeerError("ImportWrite", node, FromGrpcStatus(s)));
+                             });
+}
+
+absl::Status PeerClient::SyncShard(
+    const v1::ClusterNode& node, const v1::SyncShardRequest& req, absl::Time deadline,
+    PeerCallGroup* group, absl::FunctionRef<absl::Status(const v1::SyncShardChunk&)> on_chunk) {
+  std::shared_ptr<v1::KvCluster::Stub> stub = Stub(node);
+  grpc::ClientContext context;
+  Prepare(&context, deadline);
+  if (group != nullptr && !group->Add(&context)) {
+    return PeerError("SyncShard", node, absl::CancelledError("shutting down"));
+  }
+  std::unique_ptr<grpc::ClientReader<v1::SyncShardChunk>> reader = stub->SyncShard(&context, req);
+  v1::SyncShardChunk chunk;
+  absl::Status failed;
+  while (failed.ok() && reader->Read(&chunk)) failed = on_chunk(chunk);
+  if (!failed.ok()) {
+    // The rest of the stream is drained, not read: Finish needs it done.
+    context.TryCancel();
+    while (reader->Read(&chunk)) {
+    }
+  }
+  const absl::Status finished = FromGrpcStatus(reader->Finish());
+  if (group != nullptr) group->Remove(&context);
+  if (!failed.ok()) return failed;
+  return PeerError("SyncShard", node, finished);
+}
+
+}  // namespace server
+}  // namespace kvstore

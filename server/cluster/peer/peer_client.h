@@ -1,0 +1,178 @@
+// Copyright 2026 The kvstore Authors.
+//
+// PeerClient: the one client a kvserver has of other kvservers' KvCluster
+// service (proto/kv_cluster.proto) — the server twin of the client
+// library's ControlClient. Every server-to-server call goes through it:
+// Replicate and ImportWrite (the replicator), SyncShard and ReportInSync
+// (the replica installer), BeginImport, ImportEntries and AcceptHandoff
+// (the migration driver), ReplicaStatus (the controller), and the admin
+// requests forwarded to the elected controller (ControllerProxy).
+//
+// It owns, in one place:
+//   * channels: one per peer node id, kept while the node's control
+//     address and incarnation stay the same and made anew when either
+//     changes (a restarted node may come back elsewhere); no message size
+//     limit (an entry, or a SyncShard chunk holding one large entry, may
+//     exceed gRPC's 4 MiB default: the limits are the store's);
+//   * credentials: PeerClientOptions::credentials, insecure when null.
+//     Cluster mode refuses --tls_cert for now (docs/security.md), so every
+//     server passes null; TLS between peers is a change here only;
+//   * the bearer token, on every call;
+//   * deadlines: every call takes one; DefaultDeadline() is the one of
+//     calls whose caller has no bound of its own (PeerClientOptions::
+//     rpc_timeout);
+//   * errors: the peer's status as an absl::Status with its payloads (a
+//     typed refusal, common/cluster/refusal.h, arrives as the peer made it:
+//     common/grpc_status.h), the message prefixed with the call and the
+//     peer ("Replicate on n2 (10.0.0.2:7000): ..."); kDeadlineExceeded
+//     past the deadline, kUnavailable when the peer cannot be reached (as
+//     gRPC reports them), kCancelled once the call's PeerCallGroup was
+//     cancelled.
+//
+// Thread safety: thread-safe; calls may run concurrently.
+
+#ifndef KVSTORE_SERVER_CLUSTER_PEER_PEER_CLIENT_H_
+#define KVSTORE_SERVER_CLUSTER_PEER_PEER_CLIENT_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/security/credentials.h"
+#include "proto/kv_cluster.grpc.pb.h"
+
+namespace kvstore {
+namespace server {
+
+struct PeerClientOptions {
+  // The cluster's bearer token (--auth_token_file), sent on every call;
+  // empty: none. Every node of a cluster shares one token.
+  std::string auth_token;
+  // Channel credentials for peers; null: insecure.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // The deadline of a call whose caller has no bound of its own
+  // (ReportInSync, the admin forwards): DefaultDeadline().
+  absl::Duration rpc_timeout = absl::Seconds(10);
+};
+
+// The calls of one caller that its shutdown cancels (the migration
+// driver's, the installer's copy), so that it need not wait out their
+// deadlines. Thread-safe.
+class PeerCallGroup {
+ public:
+  PeerCallGroup() = default;
+  PeerCallGroup(const PeerCallGroup&) = delete;
+  PeerCallGroup& operator=(const PeerCallGroup&) = delete;
+
+  // Cancels every call in flight in the group; every later one fails at
+  // once with kCancelled.
+  void CancelAll();
+
+ private:
+  friend class PeerClient;
+  // false (and nothing added) once cancelled.
+  bool Add(grpc::ClientContext* context);
+  void Remove(grpc::ClientContext* context);
+
+  absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_set<grpc::ClientContext*> active_ ABSL_GUARDED_BY(mu_);
+};
+
+class PeerClient {
+ public:
+  explicit PeerClient(PeerClientOptions options);
+  PeerClient(const PeerClient&) = delete;
+  PeerClient& operator=(const PeerClient&) = delete;
+
+  // Now plus PeerClientOptions::rpc_timeout.
+  absl::Time DefaultDeadline() const { return absl::Now() + options_.rpc_timeout; }
+
+  // Blocking unary calls on `node` (its control address), bounded by
+  // `deadline`; with a `group`, cancelled with it. Errors: see the file
+  // comment.
+  absl::StatusOr<v1::ReplicaStatusResponse> ReplicaStatus(const v1::ClusterNode& node,
+                                                          const v1::ReplicaStatusRequest& req,
+                                                          absl::Time deadline);
+  absl::StatusOr<v1::ReportInSyncResponse> ReportInSync(const v1::ClusterNode& node,
+                                                        const v1::ReportInSyncRequest& req,
+                                                        absl::Time deadline);
+  absl::StatusOr<v1::BeginImportResponse> BeginImport(const v1::ClusterNode& node,
+                                                      const v1::BeginImportRequest& req,
+                                                      absl::Time deadline, PeerCallGroup* group);
+  absl::StatusOr<v1::ImportEntriesResponse> ImportEntries(const v1::ClusterNode& node,
+                                                          const v1::ImportEntriesRequest& req,
+                                                          absl::Time deadline,
+                                                          PeerCallGroup* group);
+  absl::StatusOr<v1::AcceptHandoffResponse> AcceptHandoff(const v1::ClusterNode& node,
+                                                          const v1::AcceptHandoffRequest& req,
+                                                          absl::Time deadline,
+                                                          PeerCallGroup* group);
+  // The admin requests, forwarded to the elected controller.
+  absl::StatusOr<v1::FailoverResponse> Failover(const v1::ClusterNode& node,
+                                                const v1::FailoverRequest& req,
+                                                absl::Time deadline);
+  absl::StatusOr<v1::RemoveNodeResponse> RemoveNode(const v1::ClusterNode& node,
+                                                    const v1::RemoveNodeRequest& req,
+                                                    absl::Time deadline);
+  absl::StatusOr<v1::AddNodeResponse> AddNode(const v1::ClusterNode& node,
+                                              const v1::AddNodeRequest& req, absl::Time deadline);
+  absl::StatusOr<v1::RebalanceResponse> Rebalance(const v1::ClusterNode& node,
+                                                  const v1::RebalanceRequest& req,
+                                                  absl::Time deadline);
+
+  // The same, started without blocking, for calls a caller runs in
+  // parallel (the replicator's forwards): `done` runs exactly once, on a
+  // gRPC thread, with the status. `req` must stay valid until then.
+  using Done = std::function<void(absl::Status)>;
+  void StartReplicate(const v1::ClusterNode& node, const v1::ReplicateRequest& req,
+                      absl::Time deadline, Done done);
+  void StartImportWrite(const v1::ClusterNode& node, const v1::ImportWriteRequest& req,
+                        absl::Time deadline, Done done);
+
+  // The SyncShard stream of `node`: `on_chunk` runs for every chunk, in
+  // order, on the caller's thread, until the stream ends. An error from
+  // `on_chunk` cancels the stream and is returned; so is the group's
+  // cancellation (kCancelled). Otherwise the stream's status.
+  absl::Status SyncShard(const v1::ClusterNode& node, const v1::SyncShardRequest& req,
+                         absl::Time deadline, PeerCallGroup* group,
+                         absl::FunctionRef<absl::Status(const v1::SyncShardChunk&)> on_chunk);
+
+ private:
+  template <typename Resp, typename Req, typename Call>
+  absl::StatusOr<Resp> Unary(const char* method, const v1::ClusterNode& node, const Req& req,
+                             absl::Time deadline, PeerCallGroup* group, Call call);
+  // The stub for `node`, cached (see the file comment).
+  std::shared_ptr<v1::KvCluster::Stub> Stub(const v1::ClusterNode& node);
+  // Deadline and token.
+  void Prepare(grpc::ClientContext* context, absl::Time deadline) const;
+
+  struct Peer {
+    std::string address;
+    uint64_t incarnation = 0;
+    std::shared_ptr<v1::KvCluster::Stub> stub;
+  };
+  const PeerClientOptions options_;
+  const std::string bearer_;  // "Bearer <token>", or empty
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Peer> peers_ ABSL_GUARDED_BY(mu_);
+};
+
+// The status of a call `method` on `node` that failed with `status`: its
+// code and payloads, the message naming the call and the peer. OK stays OK.
+absl::Status PeerError(const char* method, const v1::ClusterNode& node, const absl::Status& status);
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_PEER_PEER_CLIENT_H_
