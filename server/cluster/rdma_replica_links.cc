@@ -6,16 +6,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "client/internal/control_client.h"
-#include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/rdma_data_path.h"
+#include "common/control/control_client.h"
+#include "common/rdma/initiator/rdma_context.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 
 namespace kvstore {
 namespace server {
 
-RdmaReplicaLink::RdmaReplicaLink(std::unique_ptr<client::ControlClient> control,
+RdmaReplicaLink::RdmaReplicaLink(std::unique_ptr<control::ControlClient> control,
                                  std::unique_ptr<client::RdmaDataPath> path)
     : control_(std::move(control)), path_(std::move(path)) {}
 
@@ -31,7 +31,7 @@ absl::Status RdmaReplicaLink::Send(absl::string_view key, absl::string_view entr
 // everything that breaks the path, loses the session or times out means the
 // link cannot be trusted with the next write either.
 bool RdmaReplicaLink::failed(const absl::Status& status) const {
-  return path_->broken() || client::IsSessionLost(status) ||
+  return path_->broken() || control::IsSessionLost(status) ||
          status.code() == absl::StatusCode::kDeadlineExceeded;
 }
 
@@ -215,10 +215,10 @@ void RdmaReplicaLinks::Drop(const std::string& node_id,
 
 absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
     const v1::ClusterNode& node, absl::Time deadline, bool* no_device) {
-  client::ControlSecurity security;
+  control::ControlSecurity security;
   security.auth_token = options_.auth_token;
-  KV_ASSIGN_OR_RETURN(std::unique_ptr<client::ControlClient> control,
-                      client::ControlClient::Dial(node.control_address(), security));
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<control::ControlClient> control,
+                      control::ControlClient::Dial(node.control_address(), security));
   const std::string name = absl::StrCat("replica-of-", options_.self);
   KV_ASSIGN_OR_RETURN(v1::HandshakeResponse hs,
                       control->Handshake(name, /*wait_for_ready=*/false, deadline));
@@ -226,12 +226,12 @@ absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
     *no_device = true;
     return absl::UnavailableError(absl::StrCat(node.node_id(), " has no RDMA device"));
   }
-  std::shared_ptr<client::RdmaContext> context;
+  std::shared_ptr<initiator::RdmaContext> context;
   {
     absl::MutexLock lock(&mu_);
     if (context_ == nullptr) {
-      absl::StatusOr<std::shared_ptr<client::RdmaContext>> opened =
-          client::OpenRdmaContext(options_.device, hs.limits().max_value_bytes());
+      absl::StatusOr<std::shared_ptr<initiator::RdmaContext>> opened =
+          initiator::OpenRdmaContext(options_.device, hs.limits().max_value_bytes());
       if (!opened.ok()) {
         return absl::UnavailableError(
             absl::StrCat("opening RDMA device ", options_.device,
@@ -252,7 +252,7 @@ absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
   // rather than yield, so waiting does not take cores from the server's
   // other threads (on a 2-core host, or under emulation, yielding threads
   // starved the very backups they waited for).
-  client::WaitPolicy wait;
+  initiator::WaitPolicy wait;
   wait.busy_poll = absl::Microseconds(50);
   wait.yield_until = absl::ZeroDuration();
   wait.first_sleep = absl::Microseconds(10);

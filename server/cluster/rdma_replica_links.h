@@ -44,10 +44,14 @@
 
 namespace kvstore {
 namespace client {
-class ControlClient;
-class RdmaContext;
 class RdmaDataPath;
 }  // namespace client
+namespace control {
+class ControlClient;
+}  // namespace control
+namespace initiator {
+class RdmaContext;
+}  // namespace initiator
 
 namespace server {
 
@@ -70,7 +74,7 @@ struct RdmaReplicaLinksOptions {
 // One backup's connection. Thread-safe (the path is).
 class RdmaReplicaLink {
  public:
-  RdmaReplicaLink(std::unique_ptr<client::ControlClient> control,
+  RdmaReplicaLink(std::unique_ptr<control::ControlClient> control,
                   std::unique_ptr<client::RdmaDataPath> path);
   ~RdmaReplicaLink();
   // A replicated write: `entry` empty is a delete of `key`. The backup's
@@ -85,7 +89,7 @@ class RdmaReplicaLink {
 
  private:
   // Destroyed in reverse: the path before the control client it uses.
-  std::unique_ptr<client::ControlClient> control_;
+  std::unique_ptr<control::ControlClient> control_;
   std::unique_ptr<client::RdmaDataPath> path_;
 };
 
@@ -154,7 +158,7 @@ class RdmaReplicaLinks {
   metrics::Registry path_registry_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<client::RdmaContext> context_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<initiator::RdmaContext> context_ ABSL_GUARDED_BY(mu_);
   std::deque<v1::ClusterNode> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
