@@ -6,32 +6,31 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "client/internal/rdma/rdma_data_path.h"
 #include "common/control/control_client.h"
-#include "common/rdma/initiator/rdma_context.h"
+#include "common/rdma/initiator/path_core.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
+#include "server/cluster/replica_writer.h"
 
 namespace kvstore {
 namespace server {
 
 RdmaReplicaLink::RdmaReplicaLink(std::unique_ptr<control::ControlClient> control,
-                                 std::unique_ptr<client::RdmaDataPath> path)
-    : control_(std::move(control)), path_(std::move(path)) {}
+                                 std::unique_ptr<ReplicaWriter> writer)
+    : control_(std::move(control)), writer_(std::move(writer)) {}
 
-RdmaReplicaLink::~RdmaReplicaLink() { path_.reset(); }
+RdmaReplicaLink::~RdmaReplicaLink() { writer_.reset(); }
 
 absl::Status RdmaReplicaLink::Send(absl::string_view key, absl::string_view entry,
                                    const wire::ReplicaCommit& tag, absl::Time deadline) {
-  return entry.empty() ? path_->ReplicateDelete(key, tag, deadline)
-                       : path_->ReplicatePut(entry, tag, deadline);
+  return entry.empty() ? writer_->Delete(key, tag, deadline) : writer_->Put(entry, tag, deadline);
 }
 
 // The backup's own refusals arrive in the ack and leave the path healthy;
 // everything that breaks the path, loses the session or times out means the
 // link cannot be trusted with the next write either.
 bool RdmaReplicaLink::failed(const absl::Status& status) const {
-  return path_->broken() || control::IsSessionLost(status) ||
+  return writer_->broken() || control::IsSessionLost(status) ||
          status.code() == absl::StatusCode::kDeadlineExceeded;
 }
 
@@ -48,6 +47,15 @@ RdmaReplicaLinks::RdmaReplicaLinks(RdmaReplicaLinksOptions options, metrics::Reg
   fallbacks_ = r.AddCounter("kvstore_replication_rdma_fallbacks_total",
                             "RDMA links to backups dropped after a transport failure (the write "
                             "and those after it go by gRPC until the link reconnects).");
+  metrics::Registry& p = path_registry_;
+  path_counters_.leases.granted =
+      p.AddCounter("kvstore_client_leases_granted_total", "RDMA write leases granted (gRPC).");
+  path_counters_.leases.released =
+      p.AddCounter("kvstore_client_leases_released_total", "Write leases given back.");
+  path_counters_.leases.renewed =
+      p.AddCounter("kvstore_client_leases_renewed_total", "Write lease renewals.");
+  path_counters_.lease_aborts =
+      p.AddCounter("kvstore_client_lease_aborts_total", "Commits redone after a lease abort.");
   if (options_.device.empty()) return;
   for (int i = 0; i < kSenders; ++i) {
     senders_.push_back(std::make_unique<Sender>());
@@ -226,39 +234,17 @@ absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
     *no_device = true;
     return absl::UnavailableError(absl::StrCat(node.node_id(), " has no RDMA device"));
   }
-  std::shared_ptr<initiator::RdmaContext> context;
-  {
-    absl::MutexLock lock(&mu_);
-    if (context_ == nullptr) {
-      absl::StatusOr<std::shared_ptr<initiator::RdmaContext>> opened =
-          initiator::OpenRdmaContext(options_.device, hs.limits().max_value_bytes());
-      if (!opened.ok()) {
-        return absl::UnavailableError(
-            absl::StrCat("opening RDMA device ", options_.device,
-                         " for replication: ", opened.status().message()));
-      }
-      context_ = std::move(*opened);
-    }
-    context = context_;
+  absl::StatusOr<std::shared_ptr<initiator::RdmaContext>> context =
+      context_.Get(options_.device, hs.limits().max_value_bytes());
+  if (!context.ok()) {
+    return absl::UnavailableError(absl::StrCat("opening RDMA device ", options_.device,
+                                               " for replication: ", context.status().message()));
   }
-  // No location cache: a link only writes.
   KV_ASSIGN_OR_RETURN(
-      std::unique_ptr<client::RdmaDataPath> path,
-      client::RdmaDataPath::Connect(context, control.get(), hs, name, options_.lease_bytes,
-                                    options_.connect_timeout, &path_registry_,
-                                    client::ReadOptions{/*location_cache_entries=*/0}));
-  // The writing thread is a server thread (the RESP loop, the RDMA poller,
-  // a gRPC handler): a short spin catches a fast NIC's ack, then it sleeps
-  // rather than yield, so waiting does not take cores from the server's
-  // other threads (on a 2-core host, or under emulation, yielding threads
-  // starved the very backups they waited for).
-  initiator::WaitPolicy wait;
-  wait.busy_poll = absl::Microseconds(50);
-  wait.yield_until = absl::ZeroDuration();
-  wait.first_sleep = absl::Microseconds(10);
-  wait.max_sleep = absl::Microseconds(200);
-  path->set_wait_policy(wait);
-  return std::make_shared<RdmaReplicaLink>(std::move(control), std::move(path));
+      std::unique_ptr<ReplicaWriter> writer,
+      ReplicaWriter::Connect(*std::move(context), control.get(), hs, name, options_.lease_bytes,
+                             options_.connect_timeout, path_counters_));
+  return std::make_shared<RdmaReplicaLink>(std::move(control), std::move(writer));
 }
 
 }  // namespace server

@@ -4,11 +4,9 @@
 // replicates to (architecture §19.3). When this node has an RDMA device and
 // a backup publishes RDMA regions, the primary is an RDMA client of that
 // backup: it handshakes with the backup's KvControl service (the cluster's
-// shared token), connects a queue pair, takes write leases, and sends each
-// replicated write as an RDMA WRITE of the committed entry plus a replica
-// commit (common/protocol/commit_wire.h). The backup's poller checks and
-// installs it in place (ReplicaInstaller::ApplyReplicaCommit): no gRPC
-// call, no protobuf, no copy on the backup.
+// shared token) and sends each replicated write through a ReplicaWriter
+// (replica_writer.h): an RDMA WRITE of the committed entry plus a replica
+// commit, installed in place by the backup's poller.
 //
 // Get() returns a node's link when one is up; otherwise it asks the
 // connector thread to make one and returns null, and the replicator sends
@@ -40,20 +38,18 @@
 #include "absl/time/time.h"
 #include "common/metrics/registry.h"
 #include "common/protocol/commit_wire.h"
+#include "common/rdma/initiator/path_core.h"
+#include "common/rdma/initiator/shared_context.h"
 #include "proto/kv_cluster.pb.h"
 
 namespace kvstore {
-namespace client {
-class RdmaDataPath;
-}  // namespace client
 namespace control {
 class ControlClient;
 }  // namespace control
-namespace initiator {
-class RdmaContext;
-}  // namespace initiator
 
 namespace server {
+
+class ReplicaWriter;
 
 struct RdmaReplicaLinksOptions {
   // This node's RDMA device name (as KvServer opened it); empty: no RDMA
@@ -71,11 +67,11 @@ struct RdmaReplicaLinksOptions {
   std::string self;
 };
 
-// One backup's connection. Thread-safe (the path is).
+// One backup's connection. Thread-safe (the writer is).
 class RdmaReplicaLink {
  public:
   RdmaReplicaLink(std::unique_ptr<control::ControlClient> control,
-                  std::unique_ptr<client::RdmaDataPath> path);
+                  std::unique_ptr<ReplicaWriter> writer);
   ~RdmaReplicaLink();
   // A replicated write: `entry` empty is a delete of `key`. The backup's
   // ack status (its replication refusals included) or the transport's
@@ -88,9 +84,9 @@ class RdmaReplicaLink {
   bool failed(const absl::Status& status) const;
 
  private:
-  // Destroyed in reverse: the path before the control client it uses.
+  // Destroyed in reverse: the writer before the control client it uses.
   std::unique_ptr<control::ControlClient> control_;
-  std::unique_ptr<client::RdmaDataPath> path_;
+  std::unique_ptr<ReplicaWriter> writer_;
 };
 
 class RdmaReplicaLinks {
@@ -153,12 +149,14 @@ class RdmaReplicaLinks {
                                                            absl::Time deadline, bool* no_device);
 
   const RdmaReplicaLinksOptions options_;
+  // The device, opened by the first connect and shared by every link.
+  initiator::SharedContext context_;
   // The client-side series of the links' paths (kvstore_client_*), kept
   // apart from the server's own.
   metrics::Registry path_registry_;
+  initiator::PathCounters path_counters_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<initiator::RdmaContext> context_ ABSL_GUARDED_BY(mu_);
   std::deque<v1::ClusterNode> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 

@@ -81,20 +81,6 @@ absl::Status RdmaDataPath::Delete(absl::string_view key, absl::Time deadline) {
   return s;
 }
 
-void RdmaDataPath::set_wait_policy(const initiator::WaitPolicy& policy) {
-  core_->engine()->set_wait_policy(policy);
-}
-
-absl::Status RdmaDataPath::ReplicatePut(absl::string_view entry, const wire::ReplicaCommit& tag,
-                                        absl::Time deadline) {
-  return writer_->ReplicatePut(entry, tag, deadline);
-}
-
-absl::Status RdmaDataPath::ReplicateDelete(absl::string_view key, const wire::ReplicaCommit& tag,
-                                           absl::Time deadline) {
-  return writer_->ReplicateDelete(key, tag, deadline);
-}
-
 absl::StatusOr<bool> RdmaDataPath::Exists(absl::string_view key, absl::Time deadline) {
   return reader_->Exists(key, deadline);
 }

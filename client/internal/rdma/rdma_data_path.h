@@ -34,7 +34,6 @@
 #include "client/internal/rdma/reader.h"
 #include "common/control/control_client.h"
 #include "common/metrics/registry.h"
-#include "common/protocol/commit_wire.h"
 #include "common/rdma/initiator/path_core.h"
 #include "common/rdma/initiator/rdma_context.h"
 #include "proto/kv_control.pb.h"
@@ -91,18 +90,6 @@ class RdmaDataPath final : public DataPath {
   // Reads are checked against the server's fence words under this map
   // epoch (RdmaReader); the path keeps it until set again.
   void SetMapEpoch(uint64_t epoch) override;
-
-  // Server-to-server replication, for a primary that uses this path to a
-  // backup (RdmaWriter::ReplicatePut / ReplicateDelete). Not part of
-  // DataPath: clients never send replica commits.
-  absl::Status ReplicatePut(absl::string_view entry, const wire::ReplicaCommit& tag,
-                            absl::Time deadline);
-  absl::Status ReplicateDelete(absl::string_view key, const wire::ReplicaCommit& tag,
-                               absl::Time deadline);
-
-  // How operations wait for their completions (OpEngine's WaitPolicy).
-  // REQUIRES: called before the path is used.
-  void set_wait_policy(const initiator::WaitPolicy& policy);
 
   // True once a completion error, failed post or timeout broke the QP.
   bool broken() const override;

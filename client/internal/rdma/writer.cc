@@ -9,6 +9,7 @@
 
 #include "client/internal/buffer_access.h"
 #include "client/internal/data_path.h"
+#include "common/protocol/commit_wire.h"
 #include "common/protocol/layout.h"
 #include "common/status_macros.h"
 
@@ -75,47 +76,6 @@ absl::Status RdmaWriter::MultiPut(absl::Span<const std::pair<std::string, std::s
     KV_RETURN_IF_ERROR(MultiPutBatch(pairs.subspan(begin, n), deadline));
   }
   return absl::OkStatus();
-}
-
-// --- Replication -----------------------------------------------------------------
-
-absl::Status RdmaWriter::ReplicatePut(absl::string_view entry, const wire::ReplicaCommit& tag,
-                                      absl::Time deadline) {
-  if (tag.primary_node_id.empty() || tag.primary_node_id.size() > wire::kMaxReplicaNodeIdBytes) {
-    return absl::InvalidArgumentError("replica commit node id length out of range");
-  }
-  KV_ASSIGN_OR_RETURN(layout::EntryView view, layout::ParseEntryHeader(entry));
-  KV_RETURN_IF_ERROR(layout_->limits.CheckKey(view.key));
-  KV_RETURN_IF_ERROR(layout_->limits.CheckValueLength(view.value.size()));
-  if (layout::EntryBytes(view.key.size(), view.value.size()) != entry.size()) {
-    return absl::InvalidArgumentError("replicated entry lengths do not match its size");
-  }
-  return entries_->Put(
-      entry.size(),
-      [&](OpSlot* s, const LeaseSpace& space, StagedPut* out) {
-        return entries_->StageBuilt(
-            s, entry, space,
-            [&](const wire::PutCommit& commit, char* buf) {
-              return wire::EncodeReplicaPutCommit(commit, tag, buf);
-            },
-            out);
-      },
-      deadline);
-}
-
-absl::Status RdmaWriter::ReplicateDelete(absl::string_view key, const wire::ReplicaCommit& tag,
-                                         absl::Time deadline) {
-  KV_RETURN_IF_ERROR(layout_->limits.CheckKey(key));
-  if (tag.primary_node_id.empty() || tag.primary_node_id.size() > wire::kMaxReplicaNodeIdBytes) {
-    return absl::InvalidArgumentError("replica commit node id length out of range");
-  }
-  bool posted = false;
-  absl::Status s = entries_->SendOnly(
-      [&](uint64_t request_id, char* out) {
-        return wire::EncodeReplicaDeleteCommit(request_id, key, tag, out);
-      },
-      deadline, &posted);
-  return posted ? s : NotSent(s);
 }
 
 // --- PUT -------------------------------------------------------------------------

@@ -22,7 +22,6 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "client/registered_buffer.h"
-#include "common/protocol/commit_wire.h"
 #include "common/rdma/initiator/entry_writer.h"
 #include "common/rdma/initiator/lease_manager.h"
 #include "common/rdma/initiator/op_engine.h"
@@ -53,20 +52,6 @@ class RdmaWriter {
   // All-or-error: on failure some pairs may have been stored.
   absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
                         absl::Time deadline);
-
-  // Server-to-server replication (a primary sending to a backup,
-  // architecture §19.3). ReplicatePut WRITEs `entry`, a whole entry the
-  // primary committed (header, version and checksum kept byte for byte),
-  // into a lease and commits it as kReplicaPut tagged `tag`; redone once
-  // after a lease abort, as Put(). ReplicateDelete commits a
-  // kReplicaDelete of `key`. kInvalidArgument for an entry that does not
-  // parse, a key over the limits or a node id outside
-  // 1..wire::kMaxReplicaNodeIdBytes; otherwise as Put() / Delete(), the ack
-  // carrying the backup's replication refusals.
-  absl::Status ReplicatePut(absl::string_view entry, const wire::ReplicaCommit& tag,
-                            absl::Time deadline);
-  absl::Status ReplicateDelete(absl::string_view key, const wire::ReplicaCommit& tag,
-                               absl::Time deadline);
 
  private:
   // Checked PUT. `value_lkey` != 0: the value is in registered caller memory.

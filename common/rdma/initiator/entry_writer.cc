@@ -57,6 +57,8 @@ absl::Status EntryWriter::PutOnce(uint64_t size, Stager stage, absl::Time deadli
 
 // A commit with no WRITE before it (a DELETE) on one slot and credit.
 absl::Status EntryWriter::SendOnly(SendEncoder encode, absl::Time deadline, bool* posted) {
+  bool ignored;
+  if (posted == nullptr) posted = &ignored;
   *posted = false;
   if (engine_->broken()) return absl::UnavailableError("RDMA data path broken; reconnecting");
   KV_ASSIGN_OR_RETURN(OpSlot * s, engine_->AcquireSlot(deadline));

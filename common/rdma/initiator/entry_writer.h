@@ -83,9 +83,9 @@ class EntryWriter {
   absl::Status PutOnce(uint64_t size, Stager stage, absl::Time deadline);
   // A commit that `encode` encodes, SENT with no WRITE before it: the
   // server's ack status, kUnavailable once the path is broken,
-  // kDeadlineExceeded. `*posted` says whether the SEND was posted: when it
-  // was not, the commit certainly never reached the server.
-  absl::Status SendOnly(SendEncoder encode, absl::Time deadline, bool* posted);
+  // kDeadlineExceeded. `*posted` (unless null) says whether the SEND was
+  // posted: when it was not, the commit certainly never reached the server.
+  absl::Status SendOnly(SendEncoder encode, absl::Time deadline, bool* posted = nullptr);
 
   // Stagers. StageNew: an entry built here, header (the slot's generation
   // as its version) and key in scratch, the value copied too, or gathered

@@ -142,6 +142,10 @@ TEST_F(LeaseManagerTest, EveryLeaseRpcCarriesTheSession) {
   ASSERT_GE(service_.sessions().size(), 2u);  // the grant and the release
   for (uint64_t s : service_.sessions()) EXPECT_EQ(s, kScope.session_id);
   for (uint64_t e : service_.epochs()) EXPECT_EQ(e, kScope.epoch);
+  // Counted in the counters the owner gave: every lease granted, and at
+  // shutdown every one released (the fake confirms each release).
+  EXPECT_GE(counters_.granted->Value(), 1u);
+  EXPECT_EQ(counters_.released->Value(), counters_.granted->Value());
 }
 
 TEST_F(LeaseManagerTest, GrantForAnUnknownSessionBreaksThePath) {
