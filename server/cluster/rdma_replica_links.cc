@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/control/control_client.h"
-#include "common/rdma/initiator/path_core.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "server/cluster/replica_writer.h"
@@ -35,27 +34,7 @@ bool RdmaReplicaLink::failed(const absl::Status& status) const {
 }
 
 RdmaReplicaLinks::RdmaReplicaLinks(RdmaReplicaLinksOptions options, metrics::Registry* registry)
-    : options_(std::move(options)) {
-  metrics::Registry& r = *registry;
-  sent_ = r.AddCounter("kvstore_replication_rdma_writes_total",
-                       "Replicated writes sent to a backup as RDMA WRITE + replica commit.");
-  connects_ = r.AddCounter("kvstore_replication_rdma_connects_total",
-                           "RDMA links to backups connected (handshake + queue pair).");
-  connect_failures_ =
-      r.AddCounter("kvstore_replication_rdma_connect_failures_total",
-                   "Attempts to connect an RDMA link to a backup that failed (gRPC used instead).");
-  fallbacks_ = r.AddCounter("kvstore_replication_rdma_fallbacks_total",
-                            "RDMA links to backups dropped after a transport failure (the write "
-                            "and those after it go by gRPC until the link reconnects).");
-  metrics::Registry& p = path_registry_;
-  path_counters_.leases.granted =
-      p.AddCounter("kvstore_client_leases_granted_total", "RDMA write leases granted (gRPC).");
-  path_counters_.leases.released =
-      p.AddCounter("kvstore_client_leases_released_total", "Write leases given back.");
-  path_counters_.leases.renewed =
-      p.AddCounter("kvstore_client_leases_renewed_total", "Write lease renewals.");
-  path_counters_.lease_aborts =
-      p.AddCounter("kvstore_client_lease_aborts_total", "Commits redone after a lease abort.");
+    : options_(std::move(options)), metrics_(registry) {
   if (options_.device.empty()) return;
   for (int i = 0; i < kSenders; ++i) {
     senders_.push_back(std::make_unique<Sender>());
@@ -191,7 +170,7 @@ void RdmaReplicaLinks::ConnectLoop() {
       continue;  // the node changed meanwhile: this link is for its past
     }
     if (!link.ok()) {
-      connect_failures_->Increment();
+      metrics_.connect_failures()->Increment();
       // A backup without a device stays without one for this incarnation:
       // asked again only every 12 retry periods, and said once at INFO,
       // not every 5 s as a warning.
@@ -204,7 +183,7 @@ void RdmaReplicaLinks::ConnectLoop() {
       e->said_no_device = no_device;
       continue;
     }
-    connects_->Increment();
+    metrics_.connects()->Increment();
     LOG(INFO) << "replication to " << node.node_id() << " (" << node.control_address()
               << ") uses RDMA";
     e->link = std::move(*link);
@@ -218,7 +197,7 @@ void RdmaReplicaLinks::Drop(const std::string& node_id,
   if (e->link != link) return;  // already dropped or replaced
   e->link = nullptr;
   e->retry_at = absl::Now() + options_.retry_after;
-  fallbacks_->Increment();
+  metrics_.fallbacks()->Increment();
 }
 
 absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
@@ -243,7 +222,7 @@ absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
   KV_ASSIGN_OR_RETURN(
       std::unique_ptr<ReplicaWriter> writer,
       ReplicaWriter::Connect(*std::move(context), control.get(), hs, name, options_.lease_bytes,
-                             options_.connect_timeout, path_counters_));
+                             options_.connect_timeout, metrics_.ForPeer(node.node_id())));
   return std::make_shared<RdmaReplicaLink>(std::move(control), std::move(writer));
 }
 

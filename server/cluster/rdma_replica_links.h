@@ -38,9 +38,9 @@
 #include "absl/time/time.h"
 #include "common/metrics/registry.h"
 #include "common/protocol/commit_wire.h"
-#include "common/rdma/initiator/path_core.h"
 #include "common/rdma/initiator/shared_context.h"
 #include "proto/kv_cluster.pb.h"
+#include "server/cluster/replica_link_metrics.h"
 
 namespace kvstore {
 namespace control {
@@ -91,7 +91,8 @@ class RdmaReplicaLink {
 
 class RdmaReplicaLinks {
  public:
-  // `registry` gets kvstore_replication_rdma_* series; not owned. Starts
+  // `registry` (the server's; not owned) gets the kvstore_replication_rdma_*
+  // series of ReplicaLinkMetrics, per backup for its links' leases. Starts
   // the connector thread (none without a device); the destructor stops it.
   RdmaReplicaLinks(RdmaReplicaLinksOptions options, metrics::Registry* registry);
   ~RdmaReplicaLinks();
@@ -106,7 +107,7 @@ class RdmaReplicaLinks {
   void Drop(const std::string& node_id, const std::shared_ptr<RdmaReplicaLink>& link);
 
   // Counters, for the replicator's accounting.
-  metrics::Counter* sent() const { return sent_; }
+  metrics::Counter* sent() const { return metrics_.writes(); }
 
   // One backup's send within SendAll(): its link in, its status out.
   struct Send {
@@ -151,19 +152,12 @@ class RdmaReplicaLinks {
   const RdmaReplicaLinksOptions options_;
   // The device, opened by the first connect and shared by every link.
   initiator::SharedContext context_;
-  // The client-side series of the links' paths (kvstore_client_*), kept
-  // apart from the server's own.
-  metrics::Registry path_registry_;
-  initiator::PathCounters path_counters_;
+  const ReplicaLinkMetrics metrics_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
   std::deque<v1::ClusterNode> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
-  metrics::Counter* sent_;
-  metrics::Counter* connects_;
-  metrics::Counter* connect_failures_;
-  metrics::Counter* fallbacks_;
   std::vector<std::unique_ptr<Sender>> senders_;  // with a device only
   std::thread connector_;                         // last: started once everything above exists
 };

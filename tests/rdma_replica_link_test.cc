@@ -1,20 +1,22 @@
 // Copyright 2026 The kvstore Authors.
 //
-// A primary's RDMA replication writer (server/cluster/replica_writer.h)
-// against a real RDMA server standing in for the backup. The backup's
+// A primary's RDMA replication link (server/cluster/replica_writer.h,
+// rdma_replica_links.h) against a real RDMA server standing in for the
+// backup. The backup's
 // replication checks are replaced by a recording sink (the ReplicaInstaller
 // is tested with the replication fixture): what is checked here is the
 // transport, i.e. that a replicated entry arrives byte for byte with its
 // tag, that a delete names its key, that the backup's refusal comes back in
 // the ack without breaking the link, that malformed writes never leave the
-// primary, and that the link's lease counters count into the registry its
-// owner gave.
+// primary, and that a link's lease counters reach the server's registry
+// (the one /metrics renders) under its backup's `peer` label.
 //
 // Needs an RDMA device: run through tests/rxe (the VM harness); skips
 // otherwise.
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,12 +27,15 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/control/control_client.h"
+#include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
 #include "common/protocol/commit_wire.h"
 #include "common/protocol/layout.h"
 #include "common/rdma/initiator/path_core.h"
 #include "common/rdma/initiator/rdma_context.h"
 #include "gtest/gtest.h"
+#include "proto/kv_cluster.pb.h"
+#include "server/cluster/rdma_replica_links.h"
 #include "server/cluster/replica_writer.h"
 #include "server/kv_server.h"
 #include "server/rdma/rdma_service.h"
@@ -97,7 +102,8 @@ std::string Entry(absl::string_view key, absl::string_view value, uint64_t versi
   return e;
 }
 
-class RdmaReplicaWriterTest : public ::testing::Test {
+// The backup: an RDMA server whose replica commits go to a recording sink.
+class RdmaBackupTest : public ::testing::Test {
  protected:
   void SetUp() override {
     KvServerOptions o;
@@ -117,9 +123,35 @@ class RdmaReplicaWriterTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status();
     backup_ = std::move(*s);
     backup_->rdma_service()->set_replica_sink(&sink_, /*offload_commits=*/false);
+  }
 
-    auto control =
-        control::ControlClient::Dial(absl::StrCat("127.0.0.1:", backup_->control_port()));
+  void TearDown() override {
+    if (backup_ != nullptr) backup_->rdma_service()->set_replica_sink(nullptr);
+  }
+
+  std::string BackupAddress() const { return absl::StrCat("127.0.0.1:", backup_->control_port()); }
+
+  static wire::ReplicaCommit Tag(uint64_t seq) {
+    wire::ReplicaCommit t;
+    t.shard_id = 3;
+    t.shard_epoch = 9;
+    t.seq = seq;
+    t.primary_node_id = "primary-a";
+    t.primary_incarnation = 5;
+    return t;
+  }
+
+  // Declared before the backup, so it outlives the backup's workers.
+  RecordingSink sink_;
+  std::unique_ptr<KvServer> backup_;
+};
+
+class RdmaReplicaWriterTest : public RdmaBackupTest {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(RdmaBackupTest::SetUp());
+    if (IsSkipped()) return;
+    auto control = control::ControlClient::Dial(BackupAddress());
     ASSERT_TRUE(control.ok()) << control.status();
     control_ = std::move(*control);
     auto hs = control_->Handshake("replica-of-test", /*wait_for_ready=*/true, Deadline());
@@ -139,22 +171,9 @@ class RdmaReplicaWriterTest : public ::testing::Test {
   void TearDown() override {
     writer_.reset();
     control_.reset();
-    if (backup_ != nullptr) backup_->rdma_service()->set_replica_sink(nullptr);
+    RdmaBackupTest::TearDown();
   }
 
-  wire::ReplicaCommit Tag(uint64_t seq) const {
-    wire::ReplicaCommit t;
-    t.shard_id = 3;
-    t.shard_epoch = 9;
-    t.seq = seq;
-    t.primary_node_id = "primary-a";
-    t.primary_incarnation = 5;
-    return t;
-  }
-
-  // Declared before the backup, so it outlives the backup's workers.
-  RecordingSink sink_;
-  std::unique_ptr<KvServer> backup_;
   metrics::Registry registry_;  // the writer's counters; outlives it
   initiator::PathCounters counters_;
   std::unique_ptr<control::ControlClient> control_;
@@ -243,6 +262,54 @@ TEST_F(RdmaReplicaWriterTest, MalformedWritesNeverLeaveThePrimary) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(sink_.seen().empty());
   EXPECT_FALSE(writer_->broken());
+}
+
+// RdmaReplicaLinks as a primary's KvServer runs it, with a registry
+// standing in for the server's: the link connects in the background, and
+// its initiator's lease counters appear there under the backup's node id.
+TEST_F(RdmaBackupTest, ALinksLeaseCountersReachTheServersMetricsPerPeer) {
+  metrics::Registry registry;
+  server::RdmaReplicaLinksOptions o;
+  o.device = Env("KV_RDMA_DEVICE");
+  o.self = "primary-a";
+  o.connect_timeout = absl::Seconds(10);
+  auto links = std::make_unique<server::RdmaReplicaLinks>(o, &registry);
+  v1::ClusterNode node;
+  node.set_node_id("backup:1");  // a host:port node id
+  node.set_control_address(BackupAddress());
+  node.set_incarnation(1);
+  // The first Get() starts the connect and returns null (the write would go
+  // by gRPC); the link is up once the connector thread made it.
+  std::shared_ptr<server::RdmaReplicaLink> link = links->Get(node);
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (link == nullptr && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(20));
+    link = links->Get(node);
+  }
+  ASSERT_NE(link, nullptr) << "no RDMA link to the backup within 60 s";
+  std::vector<server::RdmaReplicaLinks::Send> sends = {{link, absl::OkStatus()}};
+  const std::string entry = Entry("k", "v", 1);
+  links->SendAll(sends, "k", entry, Tag(51), Deadline());
+  ASSERT_TRUE(sends[0].status.ok()) << sends[0].status;
+  ASSERT_EQ(sink_.seen().size(), 1u);
+  EXPECT_EQ(sink_.seen()[0].entry, entry);
+
+  const std::map<std::string, uint64_t> flat = metrics::FlattenSnapshot(registry.TakeSnapshot());
+  auto value = [&flat](const std::string& series) {
+    auto it = flat.find(series);
+    return it == flat.end() ? uint64_t{0} : it->second;
+  };
+  EXPECT_EQ(value("kvstore_replication_rdma_connects_total"), 1u);
+  EXPECT_GE(value("kvstore_replication_rdma_leases_granted_total{peer=\"backup_1\"}"), 1u);
+  EXPECT_EQ(flat.count("kvstore_replication_rdma_lease_aborts_total{peer=\"backup_1\"}"), 1u);
+  const std::string text = metrics::FormatPrometheusText(registry.TakeSnapshot());
+  EXPECT_NE(text.find("kvstore_replication_rdma_leases_granted_total{peer=\"backup_1\"} "),
+            std::string::npos)
+      << text;
+  // Gone before the backup: its leases are released while the backup serves.
+  link.reset();
+  sends.clear();
+  links.reset();
 }
 
 }  // namespace
