@@ -1,6 +1,6 @@
 // Copyright 2026 The kvstore Authors.
 //
-// A primary's RDMA replication link (server/cluster/replica_writer.h,
+// A primary's RDMA replication link (server/cluster/replication/replica_writer.h,
 // rdma_replica_links.h) against a real RDMA server standing in for the
 // backup. The backup's
 // replication checks are replaced by a recording sink (the ReplicaInstaller
@@ -35,8 +35,8 @@
 #include "common/rdma/initiator/rdma_context.h"
 #include "gtest/gtest.h"
 #include "proto/kv_cluster.pb.h"
-#include "server/cluster/rdma_replica_links.h"
-#include "server/cluster/replica_writer.h"
+#include "server/cluster/replication/rdma_replica_links.h"
+#include "server/cluster/replication/replica_writer.h"
 #include "server/kv_server.h"
 #include "server/rdma/rdma_service.h"
 #include "server/rdma/replica_commit_sink.h"
