@@ -38,11 +38,12 @@ class ClusterClientImpl final : public KvClient {
   explicit ClusterClientImpl(const Options& options)
       : options_(options),
         metrics_(&registry_),
-        router_(LinkEnv{&options_, &registry_, &metrics_, &rdma_,
-                        absl::StrCat("kvclient pid ", getpid()), options.read_from_replicas},
-                ControlSecurity{options.auth_token, options.tls_ca_file, options.tls_cert_file,
-                                options.tls_key_file, options.tls_server_name},
-                options.servers) {}
+        router_(
+            LinkEnv{&options_, &registry_, &metrics_, &rdma_,
+                    absl::StrCat("kvclient pid ", getpid()), options.read_from_replicas},
+            control::ControlSecurity{options.auth_token, options.tls_ca_file, options.tls_cert_file,
+                                     options.tls_key_file, options.tls_server_name},
+            options.servers) {}
 
   ClusterRouter& router() { return router_; }
 
@@ -98,7 +99,7 @@ class ClusterClientImpl final : public KvClient {
   absl::StatusOr<ScanPage> Scan(uint64_t cursor, uint32_t count, absl::string_view prefix) override;
   absl::StatusOr<ServerStats> Stats() override;
 
-  // Every link shares one RDMA device and PD (SharedRdma), so a buffer
+  // Every link shares one RDMA device and PD (initiator::SharedContext), so a buffer
   // registered through any of them serves all nodes.
   absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) override {
     return First()->Current().path->Register(data, size);
@@ -319,7 +320,7 @@ class ClusterClientImpl final : public KvClient {
   // Declared before everything that counts into it.
   metrics::Registry registry_;
   const ClientMetrics metrics_;
-  SharedRdma rdma_;
+  initiator::SharedContext rdma_;
   ClusterRouter router_;
   std::atomic<uint64_t> next_replica_{0};
   mutable absl::Mutex mu_;

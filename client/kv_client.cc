@@ -17,9 +17,9 @@
 #include "client/cluster_client.h"
 #include "client/internal/client_metrics.h"
 #include "client/internal/cluster/cluster_rpc.h"
-#include "client/internal/control_client.h"
 #include "client/internal/data_path.h"
 #include "client/internal/server_link.h"
+#include "common/control/control_client.h"
 #include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
 #include "common/status_macros.h"
@@ -33,7 +33,7 @@ namespace {
 // (Scan, Stats) go through the link's ControlClient. Thread-safe.
 class ClientImpl final : public KvClient {
  public:
-  ClientImpl(const Options& options, std::unique_ptr<ControlClient> control)
+  ClientImpl(const Options& options, std::unique_ptr<control::ControlClient> control)
       : options_(options),
         metrics_(&registry_),
         link_(LinkEnv{&options_, &registry_, &metrics_, &rdma_,
@@ -132,12 +132,12 @@ class ClientImpl final : public KvClient {
   // to counters it owns).
   metrics::Registry registry_;
   const ClientMetrics metrics_;
-  SharedRdma rdma_;
+  initiator::SharedContext rdma_;
   ServerLink link_;
 };
 
-ControlSecurity SecurityOf(const Options& options) {
-  ControlSecurity security;
+control::ControlSecurity SecurityOf(const Options& options) {
+  control::ControlSecurity security;
   security.auth_token = options.auth_token;
   security.tls_ca_file = options.tls_ca_file;
   security.tls_cert_file = options.tls_cert_file;
@@ -153,8 +153,8 @@ absl::StatusOr<std::unique_ptr<KvClient>> ConnectSingle(const Options& options,
   single.servers = {server};
   // Dialling checks the security options (files, token) but connects
   // lazily: an unreachable server shows as a failed handshake in Init().
-  KV_ASSIGN_OR_RETURN(std::unique_ptr<ControlClient> control,
-                      ControlClient::Dial(server, SecurityOf(options)));
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<control::ControlClient> control,
+                      control::ControlClient::Dial(server, SecurityOf(options)));
   auto impl = std::make_unique<ClientImpl>(single, std::move(control));
   KV_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<KvClient>(std::move(impl));
@@ -169,7 +169,8 @@ absl::StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const Options& optio
   }
   // The security options are checked before anything is dialled, so that
   // their errors are the same in both modes.
-  KV_RETURN_IF_ERROR(ControlClient::DialChannel(options.servers[0], SecurityOf(options)).status());
+  KV_RETURN_IF_ERROR(
+      control::ControlClient::DialChannel(options.servers[0], SecurityOf(options)).status());
   std::string single_node_seed;
   absl::StatusOr<std::unique_ptr<KvClient>> cluster = ConnectCluster(options, &single_node_seed);
   if (cluster.ok()) return cluster;

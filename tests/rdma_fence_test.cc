@@ -19,13 +19,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "client/internal/control_client.h"
-#include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/rdma_data_path.h"
 #include "client/kv_client.h"
+#include "common/control/control_client.h"
 #include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
 #include "common/protocol/fence.h"
+#include "common/rdma/initiator/rdma_context.h"
 #include "gtest/gtest.h"
 #include "proto/kv_control.pb.h"
 #include "server/kv_server.h"
@@ -33,7 +33,6 @@
 namespace kvstore {
 namespace {
 
-using client::ControlClient;
 using client::RdmaDataPath;
 using server::KvServer;
 using server::KvServerOptions;
@@ -93,13 +92,13 @@ class RdmaFenceTest : public ::testing::Test {
   // An RDMA path built by hand, as KvClient builds one, so the test can
   // set its map epoch and read its counters.
   void OpenPath() {
-    auto control = ControlClient::Dial(address_);
+    auto control = control::ControlClient::Dial(address_);
     ASSERT_TRUE(control.ok()) << control.status();
     control_ = std::move(*control);
     auto hs = control_->Handshake("rdma_fence_test", true, Deadline());
     ASSERT_TRUE(hs.ok()) << hs.status();
     handshake_ = *hs;
-    auto ctx = client::OpenRdmaContext(Env("KV_RDMA_DEVICE"), hs->limits().max_value_bytes());
+    auto ctx = initiator::OpenRdmaContext(Env("KV_RDMA_DEVICE"), hs->limits().max_value_bytes());
     ASSERT_TRUE(ctx.ok()) << ctx.status();
     auto path = RdmaDataPath::Connect(*ctx, control_.get(), *hs, "rdma_fence_test", 1 << 20,
                                       absl::Seconds(5), &registry_);
@@ -117,7 +116,7 @@ class RdmaFenceTest : public ::testing::Test {
   std::unique_ptr<KvServer> server_;
   std::string address_;
   metrics::Registry registry_;  // the path's counters; outlives it
-  std::unique_ptr<ControlClient> control_;
+  std::unique_ptr<control::ControlClient> control_;
   v1::HandshakeResponse handshake_;
   std::unique_ptr<RdmaDataPath> path_;
 };

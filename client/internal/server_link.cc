@@ -11,7 +11,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/rdma_data_path.h"
 #include "client/internal/tcp/tcp_data_path.h"
 #include "glog/logging.h"
@@ -31,16 +30,8 @@ std::string ResolveDataAddress(const std::string& published, const std::string& 
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<RdmaContext>> SharedRdma::Get(const std::string& device,
-                                                             uint64_t max_value_bytes) {
-  absl::MutexLock lock(&mu_);
-  if (context_ == nullptr) {
-    KV_ASSIGN_OR_RETURN(context_, OpenRdmaContext(device, max_value_bytes));
-  }
-  return context_;
-}
-
-ServerLink::ServerLink(LinkEnv env, std::string address, std::unique_ptr<ControlClient> control)
+ServerLink::ServerLink(LinkEnv env, std::string address,
+                       std::unique_ptr<control::ControlClient> control)
     : env_(std::move(env)), address_(std::move(address)), control_(std::move(control)) {}
 
 ServerLink::~ServerLink() {
@@ -108,14 +99,14 @@ absl::Status ServerLink::BuildPath(bool wait_for_ready) {
   return absl::OkStatus();
 }
 
-// The device is opened once per client (SharedRdma) and kept for later
+// The device is opened once per client (initiator::SharedContext) and kept for later
 // paths, so registrations survive reconnects and serve every node.
 absl::StatusOr<std::unique_ptr<DataPath>> ServerLink::BuildRdmaPath(const v1::HandshakeResponse& hs,
                                                                     const Limits& limits) {
   if (hs.endpoints().rdma_device().empty()) {
     return absl::UnavailableError("the server has no RDMA device");
   }
-  absl::StatusOr<std::shared_ptr<RdmaContext>> ctx =
+  absl::StatusOr<std::shared_ptr<initiator::RdmaContext>> ctx =
       env_.rdma->Get(env_.options->rdma_device, limits.max_value_bytes);
   if (!ctx.ok()) {
     return absl::UnavailableError(

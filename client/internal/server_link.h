@@ -5,7 +5,7 @@
 // choice or as kAuto's fallback), and the rebuild of a broken path. The
 // single-node KvClient is one link; the cluster client keeps one per node.
 // Links of one client share its metrics registry, its ClientMetrics and its
-// RDMA device (SharedRdma), so a buffer registered once serves every node.
+// RDMA device (initiator::SharedContext), so a buffer registered once serves every node.
 //
 // Errors: Init() fails as the handshake or the path did, the message naming
 // the server ("handshake with ADDR failed: ..."); kUnavailable for
@@ -28,37 +28,23 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "client/internal/client_metrics.h"
-#include "client/internal/control_client.h"
 #include "client/internal/data_path.h"
 #include "client/options.h"
+#include "common/control/control_client.h"
 #include "common/metrics/registry.h"
 #include "common/protocol/limits.h"
+#include "common/rdma/initiator/shared_context.h"
 #include "common/status_macros.h"
 
 namespace kvstore {
 namespace client {
-
-class RdmaContext;
-
-// The RDMA device and PD every link of one client uses, opened by the first
-// link that needs it. Thread-safe.
-class SharedRdma {
- public:
-  // The context, opening `device` on first use. Errors of OpenRdmaContext.
-  absl::StatusOr<std::shared_ptr<RdmaContext>> Get(const std::string& device,
-                                                   uint64_t max_value_bytes);
-
- private:
-  absl::Mutex mu_;
-  std::shared_ptr<RdmaContext> context_ ABSL_GUARDED_BY(mu_);
-};
 
 // What the links of one client share; every pointer must outlive them.
 struct LinkEnv {
   const Options* options = nullptr;
   metrics::Registry* registry = nullptr;
   const ClientMetrics* metrics = nullptr;
-  SharedRdma* rdma = nullptr;
+  initiator::SharedContext* rdma = nullptr;
   std::string client_name;
   // TCP paths send READONLY on every socket (cluster replica reads).
   bool replica_reads = false;
@@ -91,7 +77,7 @@ class ServerLink {
   // A link to the server whose control plane `control` talks to, at
   // `address` (for messages, and the host of data endpoints published as
   // 0.0.0.0).
-  ServerLink(LinkEnv env, std::string address, std::unique_ptr<ControlClient> control);
+  ServerLink(LinkEnv env, std::string address, std::unique_ptr<control::ControlClient> control);
   // The path goes first, while control_ (which an RDMA path calls as it
   // shuts down) is still alive.
   ~ServerLink();
@@ -102,7 +88,7 @@ class ServerLink {
   absl::Status Init();
 
   const std::string& address() const { return address_; }
-  ControlClient* control() const { return control_.get(); }
+  control::ControlClient* control() const { return control_.get(); }
   // A reference that keeps the current path alive for one operation.
   CurrentPath Current() const;
   // The server's value limit from the latest handshake.
@@ -170,7 +156,7 @@ class ServerLink {
   const LinkEnv env_;
   const std::string address_;
   // Outlives every path (an RDMA path calls it).
-  const std::unique_ptr<ControlClient> control_;
+  const std::unique_ptr<control::ControlClient> control_;
   std::atomic<uint64_t> max_value_bytes_{0};
   std::atomic<uint64_t> map_epoch_{0};
   mutable absl::Mutex mu_;

@@ -18,10 +18,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/internal/cluster/cluster_rpc.h"
-#include "client/internal/control_client.h"
 #include "client/kvctl/kvctl_cluster_format.h"
 #include "client/kvctl/kvctl_flags.h"
 #include "client/kvctl/kvctl_io.h"
+#include "common/control/control_client.h"
 
 namespace kvstore {
 namespace client {
@@ -155,9 +155,9 @@ int RunCluster(const Context& context, const std::vector<std::string>& args) {
 
   const Options& o = context.options;
   const std::string& server = o.servers[0];
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = ControlClient::DialChannel(
-      server, ControlSecurity{o.auth_token, o.tls_ca_file, o.tls_cert_file, o.tls_key_file,
-                              o.tls_server_name});
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = control::ControlClient::DialChannel(
+      server, control::ControlSecurity{o.auth_token, o.tls_ca_file, o.tls_cert_file, o.tls_key_file,
+                                       o.tls_server_name});
   if (!channel.ok()) return Failure(channel.status());
   ClusterRpc rpc(*channel, o.auth_token);
   const absl::Time deadline = absl::Now() + o.op_timeout;

@@ -243,6 +243,8 @@ void ClusterFailoverTest::Run(int replicas, Fault fault, const std::string& name
     // the writes went by RDMA.
     EXPECT_GT(by_rdma, 100u);
     EXPECT_GE(by_rdma * 10, replicated * 7);
+    // The links' write leases, counted per backup in the servers' metrics.
+    EXPECT_GT(SumSeries(servers, "kvstore_replication_rdma_leases_granted_total{peer=\"n"), 0u);
   } else {
     EXPECT_EQ(by_rdma, 0u);  // no device: every write went by gRPC
   }

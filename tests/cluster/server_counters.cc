@@ -3,7 +3,7 @@
 #include "tests/cluster/server_counters.h"
 
 #include "absl/time/clock.h"
-#include "client/internal/control_client.h"
+#include "common/control/control_client.h"
 
 namespace kvstore {
 namespace testing {
@@ -11,7 +11,7 @@ namespace testing {
 std::map<std::string, uint64_t> ServerCounters(const std::vector<std::string>& control_addresses) {
   std::map<std::string, uint64_t> sum;
   for (const std::string& address : control_addresses) {
-    auto control = client::ControlClient::Dial(address);
+    auto control = control::ControlClient::Dial(address);
     if (!control.ok()) continue;
     auto stats = (*control)->Stats(absl::Now() + absl::Seconds(5));
     if (!stats.ok()) continue;

@@ -23,9 +23,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "client/internal/rdma/server_layout.h"
 #include "common/protocol/layout.h"
 #include "common/protocol/limits.h"
+#include "common/rdma/initiator/server_layout.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/stubs/logging.h"
 #include "proto/kv_control.pb.h"
@@ -60,7 +60,7 @@ bool Parse(absl::string_view bytes, M* m) {
 void CheckHandshake(absl::string_view bytes) {
   pb::HandshakeResponse hs;
   if (!Parse(bytes, &hs)) return;
-  auto l = client::ServerLayout::FromHandshake(hs);
+  auto l = initiator::ServerLayout::FromHandshake(hs);
   if (!l.ok()) return;
   // The reader READs bucket i at index_addr + i * 64 for i < bucket_count
   // (HashKey treats 0 as 1): the last index region must cover them all.
@@ -72,8 +72,8 @@ void CheckHandshake(absl::string_view bytes) {
   KV_FUZZ_CHECK(index_len / layout::kBucketBytes >= buckets);
   KV_FUZZ_CHECK(!l->data.empty());
   // Resolve() never hands out a range outside the region it names.
-  for (const client::DataRegion& r : l->data) {
-    const client::DataRegion* got = l->Resolve(r.arena_offset, layout::kEntryAlign);
+  for (const initiator::DataRegion& r : l->data) {
+    const initiator::DataRegion* got = l->Resolve(r.arena_offset, layout::kEntryAlign);
     if (got == nullptr) continue;
     KV_FUZZ_CHECK(got->arena_offset <= r.arena_offset);
     KV_FUZZ_CHECK(r.arena_offset - got->arena_offset + layout::kEntryAlign <= got->length);

@@ -23,8 +23,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "client/internal/rdma/server_layout.h"
 #include "common/protocol/layout.h"
+#include "common/rdma/initiator/server_layout.h"
 #include "tests/fuzz/fuzz_input.h"
 
 namespace kvstore {
@@ -34,8 +34,8 @@ using layout::Slot;
 
 // A layout of one index bucket (seed 7) over an arena of `arena_bytes`
 // published as two regions split at `split` (a multiple of 64).
-client::ServerLayout MakeLayout(uint64_t arena_bytes, uint64_t split, uint64_t max_value) {
-  client::ServerLayout l;
+initiator::ServerLayout MakeLayout(uint64_t arena_bytes, uint64_t split, uint64_t max_value) {
+  initiator::ServerLayout l;
   l.geometry.bucket_count = 1;
   l.geometry.seed = 7;
   l.limits.max_value_bytes = max_value;
@@ -48,13 +48,13 @@ client::ServerLayout MakeLayout(uint64_t arena_bytes, uint64_t split, uint64_t m
 
 // One GET attempt over the fuzzed bucket and arena, as RdmaReader::GetOne.
 void GetOne(absl::string_view key, const uint64_t* bucket, absl::string_view arena,
-            const client::ServerLayout& l) {
+            const initiator::ServerLayout& l) {
   const layout::KeyHash h = layout::HashKey(key, l.geometry.seed, l.geometry.bucket_count);
   KV_FUZZ_CHECK(h.fingerprint != 0 && h.bucket[0] == 0);
   layout::FindInBucket(bucket, h.fingerprint, [&](const Slot& slot) {
     KV_FUZZ_CHECK(slot.fingerprint == h.fingerprint);
     if (!l.Plausible(slot, key.size())) return false;
-    const client::DataRegion* r = l.Resolve(slot.offset, slot.size);
+    const initiator::DataRegion* r = l.Resolve(slot.offset, slot.size);
     if (r == nullptr) return false;
     KV_FUZZ_CHECK(slot.offset >= r->arena_offset &&
                   slot.offset + slot.size <= r->arena_offset + r->length);

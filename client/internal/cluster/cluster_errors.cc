@@ -2,8 +2,8 @@
 
 #include "client/internal/cluster/cluster_errors.h"
 
-#include "client/internal/control_client.h"
 #include "common/cluster/refusal.h"
+#include "common/control/control_client.h"
 
 namespace kvstore {
 namespace client {
@@ -43,7 +43,7 @@ Verdict Classify(const absl::Status& status) {
     case absl::StatusCode::kFailedPrecondition:
       // A lost session is ServerLink's business (handshake again), not the
       // map's; anything else is an epoch the server does not share.
-      return IsSessionLost(status) ? Verdict::kFinal : Verdict::kRedirect;
+      return control::IsSessionLost(status) ? Verdict::kFinal : Verdict::kRedirect;
     case absl::StatusCode::kUnavailable:
       return Verdict::kDown;
     default:

@@ -46,7 +46,8 @@ const v1::ClusterNode* AskedNode(const cluster::ClusterMapView& map, uint32_t sl
   return target == nullptr ? nullptr : map.Primary(*target);
 }
 
-ClusterRouter::ClusterRouter(LinkEnv env, ControlSecurity security, std::vector<std::string> seeds)
+ClusterRouter::ClusterRouter(LinkEnv env, control::ControlSecurity security,
+                             std::vector<std::string> seeds)
     : env_(std::move(env)), security_(std::move(security)), seeds_(std::move(seeds)) {}
 
 // Links first (an RDMA path calls its ControlClient while it shuts down),
@@ -62,7 +63,7 @@ absl::StatusOr<ClusterRouter::Endpoint*> ClusterRouter::GetEndpoint(const std::s
   if (it != endpoints_.end()) return it->second.get();
   // Dialling connects lazily: cheap enough to do under the lock.
   KV_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
-                      ControlClient::DialChannel(address, security_));
+                      control::ControlClient::DialChannel(address, security_));
   auto ep = std::make_unique<Endpoint>();
   ep->channel = channel;
   ep->rpc = std::make_unique<ClusterRpc>(channel, security_.auth_token);
@@ -197,8 +198,8 @@ absl::StatusOr<std::shared_ptr<ServerLink>> ClusterRouter::Link(const v1::Cluste
   // Connected outside the lock (a handshake takes a round trip or more); two
   // threads racing here both connect and the second link is dropped.
   KV_ASSIGN_OR_RETURN(Endpoint * ep, GetEndpoint(node.control_address()));
-  auto control =
-      std::make_unique<ControlClient>(v1::KvControl::NewStub(ep->channel), security_.auth_token);
+  auto control = std::make_unique<control::ControlClient>(v1::KvControl::NewStub(ep->channel),
+                                                          security_.auth_token);
   auto link = std::make_shared<ServerLink>(env_, node.control_address(), std::move(control));
   KV_RETURN_IF_ERROR(link->Init());
   absl::MutexLock lock(&mu_);

@@ -36,9 +36,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/internal/cluster/cluster_rpc.h"
-#include "client/internal/control_client.h"
 #include "client/internal/server_link.h"
 #include "common/cluster/cluster_map.h"
+#include "common/control/control_client.h"
 
 namespace kvstore {
 namespace client {
@@ -63,7 +63,7 @@ class ClusterRouter {
  public:
   // `env` and its pointees must outlive the router. `seeds` are the control
   // addresses of Options::servers; `security` secures every channel.
-  ClusterRouter(LinkEnv env, ControlSecurity security, std::vector<std::string> seeds);
+  ClusterRouter(LinkEnv env, control::ControlSecurity security, std::vector<std::string> seeds);
   ~ClusterRouter();
   ClusterRouter(const ClusterRouter&) = delete;
   ClusterRouter& operator=(const ClusterRouter&) = delete;
@@ -129,7 +129,7 @@ class ClusterRouter {
                                                                        absl::Time deadline);
 
   const LinkEnv env_;
-  const ControlSecurity security_;
+  const control::ControlSecurity security_;
   const std::vector<std::string> seeds_;
   std::atomic<uint64_t> epoch_{0};
   // Held for a whole Refresh(), so that concurrent refreshes coalesce.

@@ -28,15 +28,16 @@
 #include <utility>
 #include <vector>
 
-#include "client/internal/control_client.h"
 #include "client/internal/data_path.h"
+#include "common/control/control_client.h"
 
 namespace kvstore {
 namespace client {
 
 class SlowReadPath final : public DataPath {
  public:
-  SlowReadPath(ControlClient* control, DataPath* writes) : control_(control), writes_(writes) {}
+  SlowReadPath(control::ControlClient* control, DataPath* writes)
+      : control_(control), writes_(writes) {}
 
   absl::StatusOr<std::string> Get(absl::string_view key, absl::Time deadline) override;
   absl::StatusOr<bool> Exists(absl::string_view key, absl::Time deadline) override;
@@ -65,7 +66,7 @@ class SlowReadPath final : public DataPath {
   absl::string_view name() const override { return writes_->name(); }
 
  private:
-  ControlClient* const control_;
+  control::ControlClient* const control_;
   DataPath* const writes_;
 };
 

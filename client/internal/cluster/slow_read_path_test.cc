@@ -88,7 +88,7 @@ TEST(SlowReadPathTest, ReadsGoToTheServerWritesToThePath) {
   b.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = b.BuildAndStart();
   ASSERT_NE(server, nullptr);
-  auto control = ControlClient::Dial(absl::StrCat("127.0.0.1:", port));
+  auto control = control::ControlClient::Dial(absl::StrCat("127.0.0.1:", port));
   ASSERT_TRUE(control.ok()) << control.status();
   RecordingPath inner;
   SlowReadPath path(control->get(), &inner);

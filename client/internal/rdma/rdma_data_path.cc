@@ -9,9 +9,6 @@
 #include <infiniband/verbs.h>
 
 #include "client/internal/buffer_access.h"
-#include "client/internal/rdma/connection.h"
-#include "client/internal/rdma/lease_manager.h"
-#include "client/internal/rdma/op_engine.h"
 #include "client/internal/rdma/reader.h"
 #include "client/internal/rdma/writer.h"
 #include "common/status_macros.h"
@@ -19,42 +16,48 @@
 namespace kvstore {
 namespace client {
 
-RdmaDataPath::RdmaDataPath(std::shared_ptr<RdmaContext> ctx, ServerLayout layout)
-    : ctx_(std::move(ctx)), layout_(std::move(layout)) {}
+namespace {
 
-// Order: layout (pure validation) -> pool and slot scratch (local memory) ->
-// connection (the first thing the server sees) -> the parts that use them ->
-// the lease thread last, once everything it calls exists.
+// The client's names for the series the shared parts count into.
+initiator::PathCounters ClientCounters(metrics::Registry* r) {
+  initiator::PathCounters c;
+  c.leases.granted = r->AddCounter("kvstore_client_leases_granted_total",
+                                   "RDMA write leases granted to this client (gRPC).");
+  c.leases.released = r->AddCounter("kvstore_client_leases_released_total",
+                                    "Write leases this client gave back and the server confirmed.");
+  c.leases.renewed = r->AddCounter("kvstore_client_leases_renewed_total",
+                                   "Write lease renewals the server accepted.");
+  c.lease_aborts =
+      r->AddCounter("kvstore_client_lease_aborts_total",
+                    "RDMA commits refused because their write lease had expired (each is redone).");
+  return c;
+}
+
+}  // namespace
+
+RdmaDataPath::RdmaDataPath(std::unique_ptr<initiator::PathCore> core) : core_(std::move(core)) {}
+
+// Registering returns the client's existing counters when an earlier path
+// already did, so a reconnect keeps counting on the same series.
 absl::StatusOr<std::unique_ptr<RdmaDataPath>> RdmaDataPath::Connect(
-    std::shared_ptr<RdmaContext> context, ControlClient* control,
+    std::shared_ptr<initiator::RdmaContext> context, control::ControlClient* control,
     const v1::HandshakeResponse& handshake, const std::string& client_name, uint64_t lease_bytes,
     absl::Duration rpc_timeout, metrics::Registry* registry, const ReadOptions& read) {
-  // Validate what the server publishes before allocating anything.
-  KV_ASSIGN_OR_RETURN(ServerLayout layout, ServerLayout::FromHandshake(handshake));
-  std::unique_ptr<RdmaDataPath> p(new RdmaDataPath(std::move(context), std::move(layout)));
-  p->pool_ = std::make_unique<BufferPool>(p->ctx_);
-  KV_ASSIGN_OR_RETURN(p->engine_, OpEngine::Create(p->ctx_, p->layout_.limits.max_key_bytes));
-  KV_ASSIGN_OR_RETURN(p->conn_,
-                      RdmaConnection::Open(p->ctx_, control, p->layout_, client_name, rpc_timeout));
-  p->engine_->Attach(p->conn_.get());
-  p->leases_ = std::make_unique<LeaseManager>(
-      control, p->engine_.get(), registry, SessionScope{p->layout_.epoch, p->layout_.session_id},
-      p->conn_->connection_id(), client_name, lease_bytes, p->layout_.lease_ttl, rpc_timeout);
-  p->reader_ = std::make_unique<RdmaReader>(&p->layout_, p->engine_.get(), p->pool_.get(), control,
-                                            registry, read);
-  p->writer_ = std::make_unique<RdmaWriter>(&p->layout_, p->engine_.get(), p->pool_.get(),
-                                            p->leases_.get(), registry);
-  p->leases_->Start();
+  KV_ASSIGN_OR_RETURN(
+      std::unique_ptr<initiator::PathCore> core,
+      initiator::PathCore::Connect(std::move(context), control, handshake, client_name, lease_bytes,
+                                   rpc_timeout, ClientCounters(registry)));
+  std::unique_ptr<RdmaDataPath> p(new RdmaDataPath(std::move(core)));
+  initiator::PathCore& c = *p->core_;
+  p->reader_ =
+      std::make_unique<RdmaReader>(&c.layout(), c.engine(), c.pool(), control, registry, read);
+  p->writer_ = std::make_unique<RdmaWriter>(&c.layout(), c.engine(), c.leases(), c.entries());
   return p;
 }
 
-RdmaDataPath::~RdmaDataPath() {
-  // Only a fully built path gets here with all parts; Connect() fails
-  // before it has a lease manager, and the connection cleans up itself.
-  const bool healthy = engine_ != nullptr && !engine_->broken();
-  if (leases_ != nullptr) leases_->Shutdown(/*release=*/healthy);
-  if (conn_ != nullptr && healthy) conn_->Disconnect();
-}
+// The core releases the leases and disconnects (on a healthy path) when it
+// goes, after the reader and the writer.
+RdmaDataPath::~RdmaDataPath() = default;
 
 // --- Data operations: straight to the reader or the writer -------------------
 
@@ -78,18 +81,6 @@ absl::Status RdmaDataPath::Delete(absl::string_view key, absl::Time deadline) {
   return s;
 }
 
-void RdmaDataPath::set_wait_policy(const WaitPolicy& policy) { engine_->set_wait_policy(policy); }
-
-absl::Status RdmaDataPath::ReplicatePut(absl::string_view entry, const wire::ReplicaCommit& tag,
-                                        absl::Time deadline) {
-  return writer_->ReplicatePut(entry, tag, deadline);
-}
-
-absl::Status RdmaDataPath::ReplicateDelete(absl::string_view key, const wire::ReplicaCommit& tag,
-                                           absl::Time deadline) {
-  return writer_->ReplicateDelete(key, tag, deadline);
-}
-
 absl::StatusOr<bool> RdmaDataPath::Exists(absl::string_view key, absl::Time deadline) {
   return reader_->Exists(key, deadline);
 }
@@ -110,16 +101,16 @@ absl::Status RdmaDataPath::MultiPut(absl::Span<const std::pair<std::string, std:
 // reads PUT values from it; the server never accesses it remotely.
 absl::StatusOr<RegisteredBuffer> RdmaDataPath::Register(void* data, size_t size) {
   if (data == nullptr || size == 0) return absl::InvalidArgumentError("empty buffer");
-  KV_ASSIGN_OR_RETURN(auto mr,
-                      rdma::MemoryRegion::Register(ctx_->pd, data, size, IBV_ACCESS_LOCAL_WRITE));
+  KV_ASSIGN_OR_RETURN(auto mr, rdma::MemoryRegion::Register(core_->context()->pd, data, size,
+                                                            IBV_ACCESS_LOCAL_WRITE));
   // The registration holds the context: the PD must outlive the MR, and a
   // buffer may outlive this path (it survives reconnects).
   struct Registration {
-    std::shared_ptr<RdmaContext> ctx;
+    std::shared_ptr<initiator::RdmaContext> ctx;
     rdma::MemoryRegion mr;
   };
   const uint32_t lkey = mr.lkey();
-  auto reg = std::make_shared<Registration>(Registration{ctx_, std::move(mr)});
+  auto reg = std::make_shared<Registration>(Registration{core_->context(), std::move(mr)});
   return KvClientInternal::MakeBuffer(static_cast<char*>(data), size, reg, lkey);
 }
 
@@ -148,7 +139,7 @@ absl::Status RdmaDataPath::PutFrom(absl::string_view key, const RegisteredBuffer
 void RdmaDataPath::SetMapEpoch(uint64_t epoch) { reader_->SetMapEpoch(epoch); }
 
 // The engine sees every completion, so it is the one to know.
-bool RdmaDataPath::broken() const { return engine_->broken(); }
+bool RdmaDataPath::broken() const { return core_->broken(); }
 
 }  // namespace client
 }  // namespace kvstore

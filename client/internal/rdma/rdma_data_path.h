@@ -3,12 +3,11 @@
 // RdmaDataPath: the DataPath over RDMA verbs. A thin facade over the parts
 // that do the work, one job each:
 //
-//   ServerLayout    what the handshake says about the server's memory
-//   RdmaConnection  queue-pair setup (ConnectQp) and the ack receives
-//   OpEngine        operation slots, commit credits, completion polling
+//   PathCore        the shared initiator (common/rdma/initiator/path_core.h):
+//                   server layout, queue pair, operation slots and commit
+//                   credits, write leases (its own thread), WRITE + commit
 //   RdmaReader      one-sided GET / Exists / MultiGet, verify, retry, fallback
 //   RdmaWriter      PUT / MultiPut / DELETE by WRITE + commit
-//   LeaseManager    write leases: grant, renew, release (its own thread)
 //
 // The parts count into the client's metrics::Registry (reader: read
 // retries and fallbacks; writer: lease aborts; lease manager: leases), which
@@ -31,24 +30,19 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "client/internal/control_client.h"
 #include "client/internal/data_path.h"
-#include "client/internal/rdma/op_engine.h"
-#include "client/internal/rdma/rdma_context.h"
 #include "client/internal/rdma/reader.h"
-#include "client/internal/rdma/server_layout.h"
+#include "common/control/control_client.h"
 #include "common/metrics/registry.h"
-#include "common/protocol/commit_wire.h"
+#include "common/rdma/initiator/path_core.h"
+#include "common/rdma/initiator/rdma_context.h"
 #include "proto/kv_control.pb.h"
 
 namespace kvstore {
 namespace client {
 
-class RdmaConnection;
-class OpEngine;
 class RdmaReader;
 class RdmaWriter;
-class LeaseManager;
 
 class RdmaDataPath final : public DataPath {
  public:
@@ -62,7 +56,7 @@ class RdmaDataPath final : public DataPath {
   // memory layout or commit buffers do not fit this client, kUnavailable when it publishes no RDMA
   // regions, ConnectQp's status, the verbs error of a resource.
   static absl::StatusOr<std::unique_ptr<RdmaDataPath>> Connect(
-      std::shared_ptr<RdmaContext> context, ControlClient* control,
+      std::shared_ptr<initiator::RdmaContext> context, control::ControlClient* control,
       const v1::HandshakeResponse& handshake, const std::string& client_name, uint64_t lease_bytes,
       absl::Duration rpc_timeout, metrics::Registry* registry,
       const ReadOptions& read = ReadOptions());
@@ -97,33 +91,16 @@ class RdmaDataPath final : public DataPath {
   // epoch (RdmaReader); the path keeps it until set again.
   void SetMapEpoch(uint64_t epoch) override;
 
-  // Server-to-server replication, for a primary that uses this path to a
-  // backup (RdmaWriter::ReplicatePut / ReplicateDelete). Not part of
-  // DataPath: clients never send replica commits.
-  absl::Status ReplicatePut(absl::string_view entry, const wire::ReplicaCommit& tag,
-                            absl::Time deadline);
-  absl::Status ReplicateDelete(absl::string_view key, const wire::ReplicaCommit& tag,
-                               absl::Time deadline);
-
-  // How operations wait for their completions (OpEngine's WaitPolicy).
-  // REQUIRES: called before the path is used.
-  void set_wait_policy(const WaitPolicy& policy);
-
   // True once a completion error, failed post or timeout broke the QP.
   bool broken() const override;
   absl::string_view name() const override { return "rdma"; }
 
  private:
   // Defined in the .cc, where the parts are complete types.
-  RdmaDataPath(std::shared_ptr<RdmaContext> ctx, ServerLayout layout);
+  explicit RdmaDataPath(std::unique_ptr<initiator::PathCore> core);
 
-  const std::shared_ptr<RdmaContext> ctx_;
-  const ServerLayout layout_;
-  // Declared in dependency order, so they are destroyed users first.
-  std::unique_ptr<BufferPool> pool_;
-  std::unique_ptr<OpEngine> engine_;
-  std::unique_ptr<RdmaConnection> conn_;
-  std::unique_ptr<LeaseManager> leases_;
+  // Declared first, so the reader and the writer that use it go first.
+  const std::unique_ptr<initiator::PathCore> core_;
   std::unique_ptr<RdmaReader> reader_;
   std::unique_ptr<RdmaWriter> writer_;
 };

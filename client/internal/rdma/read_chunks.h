@@ -23,7 +23,8 @@ namespace client {
 inline constexpr uint64_t kChunkedReadMinBytes = 256 << 10;
 // At most this many pieces per READ, so a slot never has more than
 // kMaxReadChunks + 1 (its fence READ) work requests queued: the send queue
-// is sized for that (client/internal/rdma/connection.cc).
+// is sized for that (common/rdma/initiator/connection.h; reader_entry.cc
+// checks it).
 inline constexpr int kMaxReadChunks = 4;
 // Most scatter entries one piece can need: the whole READ's, at most.
 inline constexpr int kMaxChunkSges = 3;

@@ -23,6 +23,17 @@
 namespace kvstore {
 namespace client {
 
+using initiator::Block;
+using initiator::BufferPool;
+using initiator::DataRegion;
+using initiator::kKindRead;
+using initiator::kSmallEntryArea;
+using initiator::OneSlotGuard;
+using initiator::OpEngine;
+using initiator::OpSlot;
+using initiator::ServerLayout;
+using initiator::SlotGuard;
+
 namespace {
 // Read spans are timed on the steady clock: the server's grace period runs
 // on its monotonic clock, and a wall-clock step here must not make a READ
@@ -45,7 +56,7 @@ constexpr char kCacheHelp[] =
 }  // namespace
 
 RdmaReader::RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool* pool,
-                       ControlClient* control, metrics::Registry* registry,
+                       control::ControlClient* control, metrics::Registry* registry,
                        const ReadOptions& options)
     : layout_(layout),
       read_in_pieces_(options.read_in_pieces),

@@ -47,16 +47,16 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "client/internal/control_client.h"
 #include "client/internal/rdma/fence_gate.h"
 #include "client/internal/rdma/location_cache.h"
-#include "client/internal/rdma/op_engine.h"
-#include "client/internal/rdma/rdma_context.h"
-#include "client/internal/rdma/server_layout.h"
 #include "client/registered_buffer.h"
+#include "common/control/control_client.h"
 #include "common/metrics/registry.h"
 #include "common/protocol/fence.h"
 #include "common/protocol/layout.h"
+#include "common/rdma/initiator/op_engine.h"
+#include "common/rdma/initiator/rdma_context.h"
+#include "common/rdma/initiator/server_layout.h"
 
 namespace kvstore {
 namespace client {
@@ -77,7 +77,8 @@ class RdmaReader {
  public:
   // Every pointer must outlive the reader. Registers the read retry
   // counters in `registry` (the client's: a rebuilt path reuses the series).
-  RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool* pool, ControlClient* control,
+  RdmaReader(const initiator::ServerLayout* layout, initiator::OpEngine* engine,
+             initiator::BufferPool* pool, control::ControlClient* control,
              metrics::Registry* registry, const ReadOptions& options = ReadOptions());
 
   // The value of `key`. kNotFound when absent, kInvalidArgument for a key
@@ -143,8 +144,8 @@ class RdmaReader {
   struct EntryRead {
     rdma::Sge sges[3];
     int nsge = 0;
-    char* local = nullptr;       // where the header (and key) land
-    std::unique_ptr<Block> big;  // when the slot's scratch is too small
+    char* local = nullptr;                  // where the header (and key) land
+    std::unique_ptr<initiator::Block> big;  // when the slot's scratch is too small
   };
 
   // The single-key GET with its retries and fallback; returns the value length.
@@ -152,31 +153,31 @@ class RdmaReader {
   absl::StatusOr<size_t> GetOne(const Request& req);
   // GetOne() on a slot the caller already holds (MultiGetBatch: a caller
   // holding slots never waits for another, which could deadlock the path).
-  absl::StatusOr<size_t> GetOneOn(const Request& req, OpSlot* s);
+  absl::StatusOr<size_t> GetOneOn(const Request& req, initiator::OpSlot* s);
   // READs both candidate buckets of `h` and the fence words into `s`'s
   // scratch, waits, and admits the fence (its refusal is returned).
-  absl::Status ReadBuckets(OpSlot* s, const layout::KeyHash& h, absl::Time deadline,
+  absl::Status ReadBuckets(initiator::OpSlot* s, const layout::KeyHash& h, absl::Time deadline,
                            FenceRead* fence);
   // Fills `op` (and `sge`) with a signaled READ of the fence words into
   // `s`'s fence scratch. False when the server publishes none.
-  bool FenceReadOp(OpSlot* s, rdma::Sge* sge, rdma::ReadOp* op) const;
+  bool FenceReadOp(initiator::OpSlot* s, rdma::Sge* sge, rdma::ReadOp* op) const;
   // Decodes `s`'s fence scratch after the batch completed and admits it.
-  absl::Status AdmitFence(const OpSlot* s, FenceRead* fence);
+  absl::Status AdmitFence(const initiator::OpSlot* s, FenceRead* fence);
   // Admits `fence` again now: after an entry READ that followed the check,
   // the lease may have lapsed meanwhile.
   absl::Status Readmit(const FenceRead& fence);
   // The slots in `s`'s buckets whose fingerprint is `h`'s.
-  std::vector<layout::Slot> Candidates(const OpSlot* s, const layout::KeyHash& h) const;
+  std::vector<layout::Slot> Candidates(const initiator::OpSlot* s, const layout::KeyHash& h) const;
   // READs and verifies the entry `slot` points at. `t0`: when the bucket
   // READ started (the span is measured from there).
-  Attempt ReadCandidate(const Request& req, const layout::Slot& slot, OpSlot* s, absl::Duration t0,
-                        const FenceRead& fence);
+  Attempt ReadCandidate(const Request& req, const layout::Slot& slot, initiator::OpSlot* s,
+                        absl::Duration t0, const FenceRead& fence);
   // The hit path: READs the entry at the cached `loc` (and the fence words,
   // one doorbell) and checks it. kDone: the GET's answer; anything else: the
   // location is stale, take the two-READ path.
-  Attempt ReadCached(const Request& req, const LocationCache::Location& loc, OpSlot* s);
+  Attempt ReadCached(const Request& req, const LocationCache::Location& loc, initiator::OpSlot* s);
   // Fills `plan` for reading the entry of `slot`.
-  absl::Status PlanEntryRead(const Request& req, const layout::Slot& slot, OpSlot* s,
+  absl::Status PlanEntryRead(const Request& req, const layout::Slot& slot, initiator::OpSlot* s,
                              EntryRead* plan);
   // Posts the READ `plan` describes (the entry at `remote`/`rkey`), with
   // `fence` (the fence words' READ, or null) after it in the same doorbell,
@@ -187,8 +188,8 @@ class RdmaReader {
   // READ, or when the header READ is not that of an entry of req.key filling
   // `slot`). Errors as OpEngine::Wait.
   absl::Status ReadEntry(const Request& req, const layout::Slot& slot, const EntryRead& plan,
-                         uint64_t remote, uint32_t rkey, OpSlot* s, const rdma::ReadOp* fence,
-                         std::optional<uint64_t>* checksum);
+                         uint64_t remote, uint32_t rkey, initiator::OpSlot* s,
+                         const rdma::ReadOp* fence, std::optional<uint64_t>* checksum);
   // Checks an entry read into `local` (and, for a zero-copy GET, the value
   // in dest); copies the value to `out` when set. Returns the value length;
   // kNotFound for another key, kOutOfRange for a value larger than dest,
@@ -208,23 +209,23 @@ class RdmaReader {
   // Posts and waits for the bucket READs of `keys` into `slots` and the
   // fence READ, and admits the fence; sets `t0` to when they were posted.
   absl::Status ReadBucketsBatch(absl::Span<const std::string> keys,
-                                const std::vector<OpSlot*>& slots,
+                                const std::vector<initiator::OpSlot*>& slots,
                                 std::vector<layout::KeyHash>* hashes, absl::Time deadline,
                                 absl::Duration* t0, FenceRead* fence);
   // READs and verifies the entries of keys with exactly one plausible
   // candidate, whatever its size, filling `out` for those that verified
   // within the span.
   absl::Status ReadSingleCandidates(absl::Span<const std::string> keys,
-                                    const std::vector<OpSlot*>& slots,
+                                    const std::vector<initiator::OpSlot*>& slots,
                                     const std::vector<layout::KeyHash>& hashes, absl::Time deadline,
                                     absl::Duration t0, const FenceRead& fence,
                                     absl::StatusOr<std::string>* out);
 
-  const ServerLayout* const layout_;
+  const initiator::ServerLayout* const layout_;
   const bool read_in_pieces_;
-  OpEngine* const engine_;
-  BufferPool* const pool_;
-  ControlClient* const control_;
+  initiator::OpEngine* const engine_;
+  initiator::BufferPool* const pool_;
+  control::ControlClient* const control_;
   // Owned by the client's registry.
   metrics::Counter* const checksum_retries_;      // a read that did not verify, retried
   metrics::Counter* const span_retries_;          // a read that outlasted max_read_span

@@ -24,6 +24,9 @@
 namespace kvstore {
 namespace client {
 
+using initiator::DataRegion;
+using initiator::OpSlot;
+
 namespace {
 absl::Duration SteadyNow() {
   return absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());

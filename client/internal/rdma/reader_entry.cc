@@ -18,10 +18,19 @@
 
 #include "client/internal/rdma/read_chunks.h"
 #include "client/internal/rdma/reader.h"
+#include "common/rdma/initiator/connection.h"
 #include "common/status_macros.h"
 
 namespace kvstore {
 namespace client {
+
+using initiator::kKindRead;
+using initiator::OpSlot;
+
+// A slot's READ pieces and its fence READ, with one to spare, must fit the
+// send queue the connection sizes for each slot.
+static_assert(kMaxReadChunks + 2 <= initiator::kSendWorkRequestsPerSlot,
+              "a large GET's work requests overflow its slot's share of the send queue");
 
 absl::Status RdmaReader::ReadEntry(const Request& req, const layout::Slot& slot,
                                    const EntryRead& plan, uint64_t remote, uint32_t rkey, OpSlot* s,

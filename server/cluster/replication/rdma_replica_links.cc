@@ -6,48 +6,35 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "client/internal/control_client.h"
-#include "client/internal/rdma/rdma_context.h"
-#include "client/internal/rdma/rdma_data_path.h"
+#include "common/control/control_client.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
+#include "server/cluster/replication/replica_writer.h"
 
 namespace kvstore {
 namespace server {
 
-RdmaReplicaLink::RdmaReplicaLink(std::unique_ptr<client::ControlClient> control,
-                                 std::unique_ptr<client::RdmaDataPath> path)
-    : control_(std::move(control)), path_(std::move(path)) {}
+RdmaReplicaLink::RdmaReplicaLink(std::unique_ptr<control::ControlClient> control,
+                                 std::unique_ptr<ReplicaWriter> writer)
+    : control_(std::move(control)), writer_(std::move(writer)) {}
 
-RdmaReplicaLink::~RdmaReplicaLink() { path_.reset(); }
+RdmaReplicaLink::~RdmaReplicaLink() { writer_.reset(); }
 
 absl::Status RdmaReplicaLink::Send(absl::string_view key, absl::string_view entry,
                                    const wire::ReplicaCommit& tag, absl::Time deadline) {
-  return entry.empty() ? path_->ReplicateDelete(key, tag, deadline)
-                       : path_->ReplicatePut(entry, tag, deadline);
+  return entry.empty() ? writer_->Delete(key, tag, deadline) : writer_->Put(entry, tag, deadline);
 }
 
 // The backup's own refusals arrive in the ack and leave the path healthy;
 // everything that breaks the path, loses the session or times out means the
 // link cannot be trusted with the next write either.
 bool RdmaReplicaLink::failed(const absl::Status& status) const {
-  return path_->broken() || client::IsSessionLost(status) ||
+  return writer_->broken() || control::IsSessionLost(status) ||
          status.code() == absl::StatusCode::kDeadlineExceeded;
 }
 
 RdmaReplicaLinks::RdmaReplicaLinks(RdmaReplicaLinksOptions options, metrics::Registry* registry)
-    : options_(std::move(options)) {
-  metrics::Registry& r = *registry;
-  sent_ = r.AddCounter("kvstore_replication_rdma_writes_total",
-                       "Replicated writes sent to a backup as RDMA WRITE + replica commit.");
-  connects_ = r.AddCounter("kvstore_replication_rdma_connects_total",
-                           "RDMA links to backups connected (handshake + queue pair).");
-  connect_failures_ =
-      r.AddCounter("kvstore_replication_rdma_connect_failures_total",
-                   "Attempts to connect an RDMA link to a backup that failed (gRPC used instead).");
-  fallbacks_ = r.AddCounter("kvstore_replication_rdma_fallbacks_total",
-                            "RDMA links to backups dropped after a transport failure (the write "
-                            "and those after it go by gRPC until the link reconnects).");
+    : options_(std::move(options)), metrics_(registry) {
   if (options_.device.empty()) return;
   for (int i = 0; i < kSenders; ++i) {
     senders_.push_back(std::make_unique<Sender>());
@@ -183,7 +170,7 @@ void RdmaReplicaLinks::ConnectLoop() {
       continue;  // the node changed meanwhile: this link is for its past
     }
     if (!link.ok()) {
-      connect_failures_->Increment();
+      metrics_.connect_failures()->Increment();
       // A backup without a device stays without one for this incarnation:
       // asked again only every 12 retry periods, and said once at INFO,
       // not every 5 s as a warning.
@@ -196,7 +183,7 @@ void RdmaReplicaLinks::ConnectLoop() {
       e->said_no_device = no_device;
       continue;
     }
-    connects_->Increment();
+    metrics_.connects()->Increment();
     LOG(INFO) << "replication to " << node.node_id() << " (" << node.control_address()
               << ") uses RDMA";
     e->link = std::move(*link);
@@ -210,15 +197,15 @@ void RdmaReplicaLinks::Drop(const std::string& node_id,
   if (e->link != link) return;  // already dropped or replaced
   e->link = nullptr;
   e->retry_at = absl::Now() + options_.retry_after;
-  fallbacks_->Increment();
+  metrics_.fallbacks()->Increment();
 }
 
 absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
     const v1::ClusterNode& node, absl::Time deadline, bool* no_device) {
-  client::ControlSecurity security;
+  control::ControlSecurity security;
   security.auth_token = options_.auth_token;
-  KV_ASSIGN_OR_RETURN(std::unique_ptr<client::ControlClient> control,
-                      client::ControlClient::Dial(node.control_address(), security));
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<control::ControlClient> control,
+                      control::ControlClient::Dial(node.control_address(), security));
   const std::string name = absl::StrCat("replica-of-", options_.self);
   KV_ASSIGN_OR_RETURN(v1::HandshakeResponse hs,
                       control->Handshake(name, /*wait_for_ready=*/false, deadline));
@@ -226,39 +213,17 @@ absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
     *no_device = true;
     return absl::UnavailableError(absl::StrCat(node.node_id(), " has no RDMA device"));
   }
-  std::shared_ptr<client::RdmaContext> context;
-  {
-    absl::MutexLock lock(&mu_);
-    if (context_ == nullptr) {
-      absl::StatusOr<std::shared_ptr<client::RdmaContext>> opened =
-          client::OpenRdmaContext(options_.device, hs.limits().max_value_bytes());
-      if (!opened.ok()) {
-        return absl::UnavailableError(
-            absl::StrCat("opening RDMA device ", options_.device,
-                         " for replication: ", opened.status().message()));
-      }
-      context_ = std::move(*opened);
-    }
-    context = context_;
+  absl::StatusOr<std::shared_ptr<initiator::RdmaContext>> context =
+      context_.Get(options_.device, hs.limits().max_value_bytes());
+  if (!context.ok()) {
+    return absl::UnavailableError(absl::StrCat("opening RDMA device ", options_.device,
+                                               " for replication: ", context.status().message()));
   }
-  // No location cache: a link only writes.
   KV_ASSIGN_OR_RETURN(
-      std::unique_ptr<client::RdmaDataPath> path,
-      client::RdmaDataPath::Connect(context, control.get(), hs, name, options_.lease_bytes,
-                                    options_.connect_timeout, &path_registry_,
-                                    client::ReadOptions{/*location_cache_entries=*/0}));
-  // The writing thread is a server thread (the RESP loop, the RDMA poller,
-  // a gRPC handler): a short spin catches a fast NIC's ack, then it sleeps
-  // rather than yield, so waiting does not take cores from the server's
-  // other threads (on a 2-core host, or under emulation, yielding threads
-  // starved the very backups they waited for).
-  client::WaitPolicy wait;
-  wait.busy_poll = absl::Microseconds(50);
-  wait.yield_until = absl::ZeroDuration();
-  wait.first_sleep = absl::Microseconds(10);
-  wait.max_sleep = absl::Microseconds(200);
-  path->set_wait_policy(wait);
-  return std::make_shared<RdmaReplicaLink>(std::move(control), std::move(path));
+      std::unique_ptr<ReplicaWriter> writer,
+      ReplicaWriter::Connect(*std::move(context), control.get(), hs, name, options_.lease_bytes,
+                             options_.connect_timeout, metrics_.ForPeer(node.node_id())));
+  return std::make_shared<RdmaReplicaLink>(std::move(control), std::move(writer));
 }
 
 }  // namespace server

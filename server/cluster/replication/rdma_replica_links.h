@@ -4,11 +4,9 @@
 // replicates to (architecture §19.3). When this node has an RDMA device and
 // a backup publishes RDMA regions, the primary is an RDMA client of that
 // backup: it handshakes with the backup's KvControl service (the cluster's
-// shared token), connects a queue pair, takes write leases, and sends each
-// replicated write as an RDMA WRITE of the committed entry plus a replica
-// commit (common/protocol/commit_wire.h). The backup's poller checks and
-// installs it in place (ReplicaInstaller::ApplyReplicaCommit): no gRPC
-// call, no protobuf, no copy on the backup.
+// shared token) and sends each replicated write through a ReplicaWriter
+// (replica_writer.h): an RDMA WRITE of the committed entry plus a replica
+// commit, installed in place by the backup's poller.
 //
 // Get() returns a node's link when one is up; otherwise it asks the
 // connector thread to make one and returns null, and the replicator sends
@@ -40,16 +38,18 @@
 #include "absl/time/time.h"
 #include "common/metrics/registry.h"
 #include "common/protocol/commit_wire.h"
+#include "common/rdma/initiator/shared_context.h"
 #include "proto/kv_cluster.pb.h"
+#include "server/cluster/replication/replica_link_metrics.h"
 
 namespace kvstore {
-namespace client {
+namespace control {
 class ControlClient;
-class RdmaContext;
-class RdmaDataPath;
-}  // namespace client
+}  // namespace control
 
 namespace server {
+
+class ReplicaWriter;
 
 struct RdmaReplicaLinksOptions {
   // This node's RDMA device name (as KvServer opened it); empty: no RDMA
@@ -67,11 +67,11 @@ struct RdmaReplicaLinksOptions {
   std::string self;
 };
 
-// One backup's connection. Thread-safe (the path is).
+// One backup's connection. Thread-safe (the writer is).
 class RdmaReplicaLink {
  public:
-  RdmaReplicaLink(std::unique_ptr<client::ControlClient> control,
-                  std::unique_ptr<client::RdmaDataPath> path);
+  RdmaReplicaLink(std::unique_ptr<control::ControlClient> control,
+                  std::unique_ptr<ReplicaWriter> writer);
   ~RdmaReplicaLink();
   // A replicated write: `entry` empty is a delete of `key`. The backup's
   // ack status (its replication refusals included) or the transport's
@@ -84,14 +84,15 @@ class RdmaReplicaLink {
   bool failed(const absl::Status& status) const;
 
  private:
-  // Destroyed in reverse: the path before the control client it uses.
-  std::unique_ptr<client::ControlClient> control_;
-  std::unique_ptr<client::RdmaDataPath> path_;
+  // Destroyed in reverse: the writer before the control client it uses.
+  std::unique_ptr<control::ControlClient> control_;
+  std::unique_ptr<ReplicaWriter> writer_;
 };
 
 class RdmaReplicaLinks {
  public:
-  // `registry` gets kvstore_replication_rdma_* series; not owned. Starts
+  // `registry` (the server's; not owned) gets the kvstore_replication_rdma_*
+  // series of ReplicaLinkMetrics, per backup for its links' leases. Starts
   // the connector thread (none without a device); the destructor stops it.
   RdmaReplicaLinks(RdmaReplicaLinksOptions options, metrics::Registry* registry);
   ~RdmaReplicaLinks();
@@ -106,7 +107,7 @@ class RdmaReplicaLinks {
   void Drop(const std::string& node_id, const std::shared_ptr<RdmaReplicaLink>& link);
 
   // Counters, for the replicator's accounting.
-  metrics::Counter* sent() const { return sent_; }
+  metrics::Counter* sent() const { return metrics_.writes(); }
 
   // One backup's send within SendAll(): its link in, its status out.
   struct Send {
@@ -149,19 +150,14 @@ class RdmaReplicaLinks {
                                                            absl::Time deadline, bool* no_device);
 
   const RdmaReplicaLinksOptions options_;
-  // The client-side series of the links' paths (kvstore_client_*), kept
-  // apart from the server's own.
-  metrics::Registry path_registry_;
+  // The device, opened by the first connect and shared by every link.
+  initiator::SharedContext context_;
+  const ReplicaLinkMetrics metrics_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<client::RdmaContext> context_ ABSL_GUARDED_BY(mu_);
   std::deque<v1::ClusterNode> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
-  metrics::Counter* sent_;
-  metrics::Counter* connects_;
-  metrics::Counter* connect_failures_;
-  metrics::Counter* fallbacks_;
   std::vector<std::unique_ptr<Sender>> senders_;  // with a device only
   std::thread connector_;                         // last: started once everything above exists
 };

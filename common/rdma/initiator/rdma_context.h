@@ -1,12 +1,12 @@
 // Copyright 2026 The kvstore Authors.
 //
-// The verbs resources an RDMA client shares across its paths: the device and
+// The verbs resources an RDMA initiator shares across its paths: the device and
 // protection domain (RdmaContext), and registered memory carved from it
 // (Block, BufferPool). A path that breaks is replaced by a new one on the
 // same context, so memory the caller registered stays valid.
 
-#ifndef KVSTORE_CLIENT_INTERNAL_RDMA_RDMA_CONTEXT_H_
-#define KVSTORE_CLIENT_INTERNAL_RDMA_RDMA_CONTEXT_H_
+#ifndef KVSTORE_COMMON_RDMA_INITIATOR_RDMA_CONTEXT_H_
+#define KVSTORE_COMMON_RDMA_INITIATOR_RDMA_CONTEXT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -23,10 +23,10 @@
 #include "common/rdma/device.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 
 // The device and protection domain, shared (by shared_ptr) by every path of
-// a client and by everything registered with them. Immutable once built;
+// an initiator and by everything registered with them. Immutable once built;
 // thread-safe.
 class RdmaContext {
  public:
@@ -35,9 +35,9 @@ class RdmaContext {
   rdma::ProtectionDomain pd;  // declared after the device: destroyed first
 };
 
-// Opens `device` ("" = the first with an active port) for a client whose
+// Opens `device` ("" = the first with an active port) for an initiator whose
 // values are at most `max_value_bytes`. kUnavailable when there is none, or
-// when RLIMIT_MEMLOCK is too small for the buffers such a client pins (the
+// when RLIMIT_MEMLOCK is too small for the buffers such an initiator pins (the
 // message names the fix).
 absl::StatusOr<std::shared_ptr<RdmaContext>> OpenRdmaContext(const std::string& device,
                                                              uint64_t max_value_bytes);
@@ -81,7 +81,7 @@ class BufferPool {
   size_t cached_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore
 
-#endif  // KVSTORE_CLIENT_INTERNAL_RDMA_RDMA_CONTEXT_H_
+#endif  // KVSTORE_COMMON_RDMA_INITIATOR_RDMA_CONTEXT_H_

@@ -6,13 +6,13 @@
 // lease, and a background thread keeps the supply going: it grants the next
 // lease once the current one is half used, renews leases before they expire,
 // and releases retired leases once their last commit is done. All of it over
-// the control plane (ControlClient).
+// the control plane (control::ControlClient).
 //
 // Thread safety: thread-safe. Reserve/Finish from any thread; one background
 // thread from Start() until Shutdown().
 
-#ifndef KVSTORE_CLIENT_INTERNAL_RDMA_LEASE_MANAGER_H_
-#define KVSTORE_CLIENT_INTERNAL_RDMA_LEASE_MANAGER_H_
+#ifndef KVSTORE_COMMON_RDMA_INITIATOR_LEASE_MANAGER_H_
+#define KVSTORE_COMMON_RDMA_INITIATOR_LEASE_MANAGER_H_
 
 #include <cstdint>
 #include <memory>
@@ -24,12 +24,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "client/internal/control_client.h"
-#include "client/internal/rdma/op_engine.h"
+#include "common/control/control_client.h"
 #include "common/metrics/registry.h"
+#include "common/rdma/initiator/op_engine.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 
 // A write lease granted by the server. Guarded by the manager's lock.
 struct Lease {
@@ -51,15 +51,22 @@ struct LeaseSpace {
   uint64_t remote_addr = 0;
 };
 
+// The lease counters, owned by the path owner's registry; incremented when
+// the server confirmed.
+struct LeaseCounters {
+  metrics::Counter* granted = nullptr;
+  metrics::Counter* released = nullptr;
+  metrics::Counter* renewed = nullptr;
+};
+
 class LeaseManager {
  public:
   // Leases of `lease_bytes` (or an entry's size, if larger) for connection
   // `connection_id` of the server epoch and session of `scope`. `control`,
-  // `engine` (told when the server is gone or forgot the session) and
-  // `registry` (the client's, where the lease counters are registered; a
-  // rebuilt path reuses them) must outlive the manager.
-  LeaseManager(ControlClient* control, OpEngine* engine, metrics::Registry* registry,
-               SessionScope scope, uint64_t connection_id, std::string client_name,
+  // `engine` (told when the server is gone or forgot the session) and the
+  // counters must outlive the manager.
+  LeaseManager(control::ControlClient* control, OpEngine* engine, const LeaseCounters& counters,
+               control::SessionScope scope, uint64_t connection_id, std::string client_name,
                uint64_t lease_bytes, absl::Duration lease_ttl, absl::Duration rpc_timeout);
   // Stops the thread if Shutdown() was not called (without releasing).
   ~LeaseManager();
@@ -74,8 +81,8 @@ class LeaseManager {
 
   // Room for an entry of `size` bytes, granting a lease now if none is
   // usable. Errors: GrantLease's (a kUnavailable one also breaks the path;
-  // so does a lost session, IsSessionLost(), reported as kUnavailable so
-  // that the client handshakes again and retries),
+  // so does a lost session, control::IsSessionLost(), reported as kUnavailable so
+  // that the owner handshakes again and retries),
   // kInternal for a lease without a write key, kUnavailable when no lease
   // could be had in four rounds. Pair every success with Finish(). A grant
   // is bounded by the RPC timeout, not by the operation's deadline.
@@ -89,7 +96,7 @@ class LeaseManager {
   // Breaks the path when `s` says the server restarted, is gone or lost
   // the session: no lease of this path can be used again. Returns `s`,
   // with a lost session turned into kUnavailable (the code that makes the
-  // client handshake again).
+  // owner handshake again).
   absl::Status BreakIfPathLost(absl::Status s);
   void Release(const Lease& l);
   // The background thread's body, and its three chores.
@@ -98,13 +105,10 @@ class LeaseManager {
   void RenewLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseDrainedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  ControlClient* const control_;
+  control::ControlClient* const control_;
   OpEngine* const engine_;
-  // Owned by the client's registry; incremented when the server confirmed.
-  metrics::Counter* const leases_granted_;
-  metrics::Counter* const leases_released_;
-  metrics::Counter* const leases_renewed_;
-  const SessionScope scope_;
+  const LeaseCounters counters_;
+  const control::SessionScope scope_;
   const uint64_t connection_id_;
   const std::string client_name_;
   const uint64_t lease_bytes_;
@@ -121,7 +125,7 @@ class LeaseManager {
   std::thread thread_;
 };
 
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore
 
-#endif  // KVSTORE_CLIENT_INTERNAL_RDMA_LEASE_MANAGER_H_
+#endif  // KVSTORE_COMMON_RDMA_INITIATOR_LEASE_MANAGER_H_

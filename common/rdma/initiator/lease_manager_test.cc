@@ -9,7 +9,7 @@
 // The OpEngine it reports to needs a real device (its slots are registered
 // memory), hence requires-rdma; without a device the tests skip.
 
-#include "client/internal/rdma/lease_manager.h"
+#include "common/rdma/initiator/lease_manager.h"
 
 #include <memory>
 #include <string>
@@ -18,15 +18,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "client/internal/rdma/op_engine.h"
-#include "client/internal/rdma/rdma_context.h"
 #include "common/cluster/refusal.h"
 #include "common/grpc_status.h"
+#include "common/rdma/initiator/op_engine.h"
+#include "common/rdma/initiator/rdma_context.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 namespace {
 
 // Grants succeed (a lease with a write key) or fail with `grant_reply`;
@@ -93,7 +93,7 @@ class LeaseControl final : public v1::KvControl::Service {
   int renewals_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-constexpr SessionScope kScope{7, 0x5e5510042};
+constexpr control::SessionScope kScope{7, 0x5e5510042};
 
 class LeaseManagerTest : public ::testing::Test {
  protected:
@@ -108,7 +108,7 @@ class LeaseManagerTest : public ::testing::Test {
     b.RegisterService(&service_);
     server_ = b.BuildAndStart();
     ASSERT_NE(server_, nullptr);
-    auto control = ControlClient::Dial(absl::StrCat("127.0.0.1:", port_));
+    auto control = control::ControlClient::Dial(absl::StrCat("127.0.0.1:", port_));
     ASSERT_TRUE(control.ok()) << control.status();
     control_ = std::move(*control);
   }
@@ -118,15 +118,19 @@ class LeaseManagerTest : public ::testing::Test {
   }
   void MakeManager(absl::Duration ttl) {
     leases_ =
-        std::make_unique<LeaseManager>(control_.get(), engine_.get(), &registry_, kScope,
+        std::make_unique<LeaseManager>(control_.get(), engine_.get(), counters_, kScope,
                                        /*connection_id=*/3, "test", 4096, ttl, absl::Seconds(5));
   }
 
   LeaseControl service_;
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<ControlClient> control_;
+  std::unique_ptr<control::ControlClient> control_;
   metrics::Registry registry_;
+  const LeaseCounters counters_{
+      registry_.AddCounter("kvstore_test_granted_total", "Leases granted."),
+      registry_.AddCounter("kvstore_test_released_total", "Leases released."),
+      registry_.AddCounter("kvstore_test_renewed_total", "Leases renewed.")};
   std::unique_ptr<OpEngine> engine_;
   std::unique_ptr<LeaseManager> leases_;
 };
@@ -140,6 +144,10 @@ TEST_F(LeaseManagerTest, EveryLeaseRpcCarriesTheSession) {
   ASSERT_GE(service_.sessions().size(), 2u);  // the grant and the release
   for (uint64_t s : service_.sessions()) EXPECT_EQ(s, kScope.session_id);
   for (uint64_t e : service_.epochs()) EXPECT_EQ(e, kScope.epoch);
+  // Counted in the counters the owner gave: every lease granted, and at
+  // shutdown every one released (the fake confirms each release).
+  EXPECT_GE(counters_.granted->Value(), 1u);
+  EXPECT_EQ(counters_.released->Value(), counters_.granted->Value());
 }
 
 TEST_F(LeaseManagerTest, GrantForAnUnknownSessionBreaksThePath) {
@@ -183,5 +191,5 @@ TEST_F(LeaseManagerTest, RenewalForAnUnknownSessionBreaksThePath) {
 }
 
 }  // namespace
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore

@@ -15,8 +15,8 @@
 //
 // Thread safety: thread-safe.
 
-#ifndef KVSTORE_CLIENT_INTERNAL_RDMA_SLOT_POOL_H_
-#define KVSTORE_CLIENT_INTERNAL_RDMA_SLOT_POOL_H_
+#ifndef KVSTORE_COMMON_RDMA_INITIATOR_SLOT_POOL_H_
+#define KVSTORE_COMMON_RDMA_INITIATOR_SLOT_POOL_H_
 
 #include <cstddef>
 #include <vector>
@@ -27,7 +27,7 @@
 #include "absl/time/time.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 
 class SlotPool {
  public:
@@ -56,7 +56,7 @@ class SlotPool {
   std::vector<int> free_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore
 
-#endif  // KVSTORE_CLIENT_INTERNAL_RDMA_SLOT_POOL_H_
+#endif  // KVSTORE_COMMON_RDMA_INITIATOR_SLOT_POOL_H_

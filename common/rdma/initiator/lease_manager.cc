@@ -5,7 +5,7 @@
 // the state is re-checked after they return, since other threads may have
 // moved leases between the lists meanwhile.
 
-#include "client/internal/rdma/lease_manager.h"
+#include "common/rdma/initiator/lease_manager.h"
 
 #include <algorithm>
 #include <utility>
@@ -13,21 +13,15 @@
 #include "absl/strings/str_cat.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 
-LeaseManager::LeaseManager(ControlClient* control, OpEngine* engine, metrics::Registry* registry,
-                           SessionScope scope, uint64_t connection_id, std::string client_name,
-                           uint64_t lease_bytes, absl::Duration lease_ttl,
-                           absl::Duration rpc_timeout)
+LeaseManager::LeaseManager(control::ControlClient* control, OpEngine* engine,
+                           const LeaseCounters& counters, control::SessionScope scope,
+                           uint64_t connection_id, std::string client_name, uint64_t lease_bytes,
+                           absl::Duration lease_ttl, absl::Duration rpc_timeout)
     : control_(control),
       engine_(engine),
-      leases_granted_(registry->AddCounter("kvstore_client_leases_granted_total",
-                                           "RDMA write leases granted to this client (gRPC).")),
-      leases_released_(
-          registry->AddCounter("kvstore_client_leases_released_total",
-                               "Write leases this client gave back and the server confirmed.")),
-      leases_renewed_(registry->AddCounter("kvstore_client_leases_renewed_total",
-                                           "Write lease renewals the server accepted.")),
+      counters_(counters),
       scope_(scope),
       connection_id_(connection_id),
       client_name_(std::move(client_name)),
@@ -81,7 +75,7 @@ absl::StatusOr<std::shared_ptr<Lease>> LeaseManager::Grant(uint64_t bytes) {
   l->rkey = granted->write_rkey();
   // Measured from before the request: never later than the server's view.
   l->expires = asked + lease_ttl_;
-  leases_granted_->Increment();
+  counters_.granted->Increment();
   return l;
 }
 
@@ -92,7 +86,7 @@ absl::StatusOr<std::shared_ptr<Lease>> LeaseManager::Grant(uint64_t bytes) {
 absl::Status LeaseManager::BreakIfPathLost(absl::Status s) {
   if (absl::IsUnavailable(s)) {
     engine_->MarkBroken(s);
-  } else if (IsSessionLost(s)) {
+  } else if (control::IsSessionLost(s)) {
     s = absl::UnavailableError(absl::StrCat("server session lost (", s.message(), ")"));
     engine_->MarkBroken(s);
   }
@@ -103,7 +97,7 @@ absl::Status LeaseManager::BreakIfPathLost(absl::Status s) {
 // server. Counted only when the server confirmed it.
 void LeaseManager::Release(const Lease& l) {
   if (control_->ReleaseLease(scope_, l.id, connection_id_, absl::Now() + rpc_timeout_).ok()) {
-    leases_released_->Increment();
+    counters_.released->Increment();
   }
 }
 
@@ -202,11 +196,11 @@ void LeaseManager::RenewLocked() {
     // A renewal refused for a lost session breaks the whole path (then
     // Loop() stops), not just this lease: every later RPC would be refused
     // too. Other failures only cost this lease, as before sessions existed.
-    if (IsSessionLost(s)) (void)BreakIfPathLost(s);
+    if (control::IsSessionLost(s)) (void)BreakIfPathLost(s);
     mu_.Lock();
     if (s.ok()) {
       l->expires = asked + lease_ttl_;
-      leases_renewed_->Increment();
+      counters_.renewed->Increment();
     } else {
       l->dead = true;
     }
@@ -231,5 +225,5 @@ void LeaseManager::ReleaseDrainedLocked() {
   }
 }
 
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore

@@ -1,6 +1,6 @@
 // Copyright 2026 The kvstore Authors.
 
-#include "client/internal/rdma/slot_pool.h"
+#include "common/rdma/initiator/slot_pool.h"
 
 #include <atomic>
 #include <thread>
@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 namespace {
 
 TEST(SlotPool, TakesAllOrNothingAndGivesBack) {
@@ -97,5 +97,5 @@ TEST(SlotPool, WaiterGetsSlotsWhenReleased) {
 }
 
 }  // namespace
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore

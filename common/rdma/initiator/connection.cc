@@ -4,7 +4,7 @@
 // the endpoint exchange, then INIT -> RTR -> RTS in Connect(). Receives may be
 // posted from INIT on, and must be before the server can SEND an ack.
 
-#include "client/internal/rdma/connection.h"
+#include "common/rdma/initiator/connection.h"
 
 #include <infiniband/verbs.h>
 
@@ -12,21 +12,20 @@
 #include <cstring>
 #include <utility>
 
-#include "client/internal/rdma/read_chunks.h"
 #include "common/protocol/commit_wire.h"
 #include "common/rdma/gid.h"
 #include "common/status_macros.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 
 // The object is built first so that its destructor frees whatever a failed
 // step left behind.
 absl::StatusOr<std::unique_ptr<RdmaConnection>> RdmaConnection::Open(
-    std::shared_ptr<RdmaContext> ctx, ControlClient* control, const ServerLayout& layout,
+    std::shared_ptr<RdmaContext> ctx, control::ControlClient* control, const ServerLayout& layout,
     const std::string& client_name, absl::Duration rpc_timeout) {
-  std::unique_ptr<RdmaConnection> c(
-      new RdmaConnection(std::move(ctx), control, SessionScope{layout.epoch, layout.session_id}));
+  std::unique_ptr<RdmaConnection> c(new RdmaConnection(
+      std::move(ctx), control, control::SessionScope{layout.epoch, layout.session_id}));
   if (absl::Status s = c->Exchange(layout, client_name, rpc_timeout); !s.ok()) {
     // The server may already hold the connection (a failure after
     // ConnectQp): let it go now rather than at its idle timeout.
@@ -47,9 +46,8 @@ absl::Status RdmaConnection::CreateQueuePair(rdma::QpCaps* caps) {
   int gid_index = 0;
   auto found = rdma::FindRoceV2GidIndex(ctx_->device, ctx_->device.port(), "");
   if (found.ok()) gid_index = *found;
-  // Up to kMaxReadChunks + 1 work requests per slot (a large GET's pieces
-  // and its fence READ: read_chunks.h), and room to spare.
-  caps->max_send_wr = (kMaxReadChunks + 2) * kSlots + 64;
+  // kSendWorkRequestsPerSlot per slot, and room to spare.
+  caps->max_send_wr = kSendWorkRequestsPerSlot * kSlots + 64;
   caps->max_recv_wr = 256;
   caps->max_send_sge = 3;  // zero-copy GET: header+key, the caller's buffer, padding
   caps->max_recv_sge = 1;
@@ -136,5 +134,5 @@ void RdmaConnection::Disconnect() {
   (void)control_->DisconnectQp(scope_, connection_id_, absl::Now() + absl::Seconds(2));
 }
 
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore

@@ -6,7 +6,7 @@
 // keeps a lone operation's latency at one poll, and many in flight share the
 // polling.
 
-#include "client/internal/rdma/op_engine.h"
+#include "common/rdma/initiator/op_engine.h"
 
 #include <algorithm>
 #include <chrono>
@@ -21,7 +21,7 @@
 #include "glog/logging.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 
 // One registration for all slots: registering per operation would cost far
 // more than the operation itself.
@@ -279,5 +279,5 @@ absl::Status OpEngine::WaitUntil(OpSlot* s, absl::Time deadline, Ready ready) {
   return absl::OkStatus();
 }
 
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore

@@ -1,11 +1,11 @@
 // Copyright 2026 The kvstore Authors.
 
-#include "client/internal/rdma/slot_pool.h"
+#include "common/rdma/initiator/slot_pool.h"
 
 #include "absl/strings/str_cat.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 
 SlotPool::SlotPool(int size) : size_(size > 0 ? size : 0) {
   for (int i = 0; i < size; ++i) free_.push_back(i);
@@ -57,5 +57,5 @@ size_t SlotPool::free() const {
   return free_.size();
 }
 
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore

@@ -15,8 +15,8 @@
 // Thread safety: thread-safe; any number of operations in flight, each on
 // the slots it acquired.
 
-#ifndef KVSTORE_CLIENT_INTERNAL_RDMA_OP_ENGINE_H_
-#define KVSTORE_CLIENT_INTERNAL_RDMA_OP_ENGINE_H_
+#ifndef KVSTORE_COMMON_RDMA_INITIATOR_OP_ENGINE_H_
+#define KVSTORE_COMMON_RDMA_INITIATOR_OP_ENGINE_H_
 
 #include <infiniband/verbs.h>
 
@@ -31,14 +31,14 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "client/internal/rdma/connection.h"
-#include "client/internal/rdma/rdma_context.h"
-#include "client/internal/rdma/slot_pool.h"
 #include "common/protocol/layout.h"
+#include "common/rdma/initiator/connection.h"
+#include "common/rdma/initiator/rdma_context.h"
+#include "common/rdma/initiator/slot_pool.h"
 #include "common/rdma/queue_pair.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 
 // Scratch sizes per slot: both candidate buckets of a GET, and an entry small
 // enough not to need a pooled buffer.
@@ -75,8 +75,8 @@ inline constexpr uint32_t kReadsFailed = 1u << 31;
 // How Wait() spends the time until a completion (see OpEngine::Wait):
 // busy-poll, then yield between polls, then sleep between polls doubling
 // from first_sleep to max_sleep. The defaults suit a client; a server's
-// replication link (server/cluster/rdma_replica_links.h) spins briefly and
-// then sleeps, since its threads share the server's cores.
+// replication link spins briefly and then sleeps, since its threads share
+// the server's cores.
 struct WaitPolicy {
   absl::Duration busy_poll = absl::Microseconds(300);
   absl::Duration yield_until = absl::Milliseconds(2);
@@ -212,7 +212,7 @@ class CreditGuard {
   int n_;
 };
 
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore
 
-#endif  // KVSTORE_CLIENT_INTERNAL_RDMA_OP_ENGINE_H_
+#endif  // KVSTORE_COMMON_RDMA_INITIATOR_OP_ENGINE_H_

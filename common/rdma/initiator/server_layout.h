@@ -1,6 +1,6 @@
 // Copyright 2026 The kvstore Authors.
 //
-// ServerLayout: what an RDMA client needs to know about one server epoch to
+// ServerLayout: what an RDMA initiator needs to know about one server epoch to
 // read and write its memory directly, taken from the handshake: limits,
 // index geometry and address, the data regions of the arena, the fence
 // words (common/protocol/fence.h) when the server publishes them, and the
@@ -8,8 +8,8 @@
 //
 // Thread safety: immutable once built; share freely.
 
-#ifndef KVSTORE_CLIENT_INTERNAL_RDMA_SERVER_LAYOUT_H_
-#define KVSTORE_CLIENT_INTERNAL_RDMA_SERVER_LAYOUT_H_
+#ifndef KVSTORE_COMMON_RDMA_INITIATOR_SERVER_LAYOUT_H_
+#define KVSTORE_COMMON_RDMA_INITIATOR_SERVER_LAYOUT_H_
 
 #include <cstdint>
 #include <vector>
@@ -21,7 +21,7 @@
 #include "proto/kv_control.pb.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 
 // One registered region of the server's data arena.
 struct DataRegion {
@@ -33,7 +33,7 @@ struct DataRegion {
 
 struct ServerLayout {
   // Parses `hs`. kFailedPrecondition when the server's memory layout is not
-  // the one this client was built for; kUnavailable when it publishes no
+  // the one this build knows; kUnavailable when it publishes no
   // usable RDMA regions (no index covering the geometry, no data region, or
   // no 16-byte GID).
   static absl::StatusOr<ServerLayout> FromHandshake(const v1::HandshakeResponse& hs);
@@ -66,7 +66,7 @@ struct ServerLayout {
   bool has_fence() const { return fence_rkey != 0; }
 };
 
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore
 
-#endif  // KVSTORE_CLIENT_INTERNAL_RDMA_SERVER_LAYOUT_H_
+#endif  // KVSTORE_COMMON_RDMA_INITIATOR_SERVER_LAYOUT_H_

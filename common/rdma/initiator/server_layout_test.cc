@@ -1,13 +1,13 @@
 // Copyright 2026 The kvstore Authors.
 
-#include "client/internal/rdma/server_layout.h"
+#include "common/rdma/initiator/server_layout.h"
 
 #include <string>
 
 #include "gtest/gtest.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 namespace {
 
 // A handshake with an index of 16 buckets and two data regions of 1 MiB.
@@ -118,5 +118,5 @@ TEST(ServerLayout, ResolveAndPlausibleRejectUntrustedRanges) {
 }
 
 }  // namespace
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore

@@ -1,7 +1,10 @@
 // Copyright 2026 The kvstore Authors.
 //
-// ControlClient: the client's side of the gRPC control plane (KvControl),
-// and the ONLY code in the client that calls the generated stub. Every call
+// ControlClient: the calling side of the gRPC control plane (KvControl),
+// and the ONLY code that calls its generated stub: the client library and
+// kvctl use it, and so does a primary that connects an RDMA replication
+// link to a backup (the backup serves it KvControl as it serves clients).
+// Every call
 // gets a fresh grpc::ClientContext with the caller's deadline; calls scoped
 // to a server session (queue pairs and leases) take its SessionScope (epoch
 // and session id from the handshake) as their first argument and
@@ -23,11 +26,11 @@
 // kUnauthenticated, which reaches the caller with the server's message.
 //
 // Thread safety: thread-safe; any number of calls may run at once (the gRPC
-// channel multiplexes them). One ControlClient serves a KvClient and every
-// RDMA path it builds; it must outlive them.
+// channel multiplexes them). One ControlClient serves a KvClient (or a
+// replication link) and every RDMA path it builds; it must outlive them.
 
-#ifndef KVSTORE_CLIENT_INTERNAL_CONTROL_CLIENT_H_
-#define KVSTORE_CLIENT_INTERNAL_CONTROL_CLIENT_H_
+#ifndef KVSTORE_COMMON_CONTROL_CONTROL_CLIENT_H_
+#define KVSTORE_COMMON_CONTROL_CONTROL_CLIENT_H_
 
 #include <cstdint>
 #include <memory>
@@ -40,7 +43,7 @@
 #include "proto/kv_control.grpc.pb.h"
 
 namespace kvstore {
-namespace client {
+namespace control {
 
 // How the control channel is secured; the fields of client::Options of the
 // same names (options.h documents them). All empty: plaintext, no token.
@@ -141,7 +144,7 @@ class ControlClient {
   const std::string bearer_;
 };
 
-}  // namespace client
+}  // namespace control
 }  // namespace kvstore
 
-#endif  // KVSTORE_CLIENT_INTERNAL_CONTROL_CLIENT_H_
+#endif  // KVSTORE_COMMON_CONTROL_CONTROL_CLIENT_H_

@@ -1,6 +1,6 @@
 // Copyright 2026 The kvstore Authors.
 
-#include "client/internal/rdma/rdma_context.h"
+#include "common/rdma/initiator/rdma_context.h"
 
 #include <infiniband/verbs.h>
 #include <sys/resource.h>
@@ -13,7 +13,7 @@
 #include "common/status_macros.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 
 absl::StatusOr<std::shared_ptr<RdmaContext>> OpenRdmaContext(const std::string& device,
                                                              uint64_t max_value_bytes) {
@@ -81,5 +81,5 @@ void BufferPool::Release(std::unique_ptr<Block> b) {
   free_[b->size].push_back(std::move(b));
 }
 
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore

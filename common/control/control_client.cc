@@ -6,7 +6,7 @@
 // the stub, and convert the grpc::Status with FromGrpcStatus so callers only
 // ever see absl::Status.
 
-#include "client/internal/control_client.h"
+#include "common/control/control_client.h"
 
 #include <fstream>
 #include <sstream>
@@ -21,7 +21,7 @@
 #include "grpcpp/grpcpp.h"
 
 namespace kvstore {
-namespace client {
+namespace control {
 
 namespace {
 
@@ -254,5 +254,5 @@ absl::Status ControlClient::ReleaseLease(const SessionScope& scope, uint64_t lea
   return FromGrpcStatus(stub_->ReleaseLease(ctx.get(), req, &resp));
 }
 
-}  // namespace client
+}  // namespace control
 }  // namespace kvstore

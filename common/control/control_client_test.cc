@@ -7,7 +7,7 @@
 // its option checks fail early, and that TLS and mutual TLS really run with
 // the test certificates of tests/testdata/tls.
 
-#include "client/internal/control_client.h"
+#include "common/control/control_client.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -26,7 +26,7 @@
 #include "gtest/gtest.h"
 
 namespace kvstore {
-namespace client {
+namespace control {
 namespace {
 
 constexpr char kToken[] = "0123456789abcdef-test-token";
@@ -370,5 +370,5 @@ TEST(ControlClientTls, MutualTlsNeedsTheClientCertificate) {
 }
 
 }  // namespace
-}  // namespace client
+}  // namespace control
 }  // namespace kvstore

@@ -3,14 +3,14 @@
 // Everything here comes from the server and is checked before use: a client
 // must never READ outside what the server registered, whatever it is told.
 
-#include "client/internal/rdma/server_layout.h"
+#include "common/rdma/initiator/server_layout.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 
 // The layout version check comes first: a server with another layout would
 // make every bucket and entry read meaningless.
@@ -81,5 +81,5 @@ bool ServerLayout::Plausible(const layout::Slot& slot, size_t key_len) const {
          slot.offset <= data_arena_bytes && slot.size <= data_arena_bytes - slot.offset;
 }
 
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore

@@ -9,8 +9,8 @@
 // posting is thread-safe); RepostAck() is called by the one thread that holds
 // the owner's poll lock. Disconnect() once, at the end.
 
-#ifndef KVSTORE_CLIENT_INTERNAL_RDMA_CONNECTION_H_
-#define KVSTORE_CLIENT_INTERNAL_RDMA_CONNECTION_H_
+#ifndef KVSTORE_COMMON_RDMA_INITIATOR_CONNECTION_H_
+#define KVSTORE_COMMON_RDMA_INITIATOR_CONNECTION_H_
 
 #include <cstdint>
 #include <memory>
@@ -19,17 +19,22 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "client/internal/control_client.h"
-#include "client/internal/rdma/rdma_context.h"
-#include "client/internal/rdma/server_layout.h"
+#include "common/control/control_client.h"
 #include "common/rdma/completion_queue.h"
+#include "common/rdma/initiator/rdma_context.h"
+#include "common/rdma/initiator/server_layout.h"
 #include "common/rdma/queue_pair.h"
 
 namespace kvstore {
-namespace client {
+namespace initiator {
 
 // Operations in flight per queue pair (and so operation slots per path).
 inline constexpr int kSlots = 64;
+// Work requests one slot may have on the send queue at once, which sizes
+// it: a WRITE + commit SEND, or a GET's entry READ in up to 4 pieces and
+// its fence READ (a reader that splits READs checks that its pieces fit),
+// and one to spare.
+inline constexpr int kSendWorkRequestsPerSlot = 6;
 
 // Work request ids: bit 63 marks a receive (bits 0..15: the ack buffer);
 // otherwise bits 0..15 are the operation slot and bits 16..17 the kind.
@@ -46,7 +51,7 @@ class RdmaConnection {
   // resource cannot be created, ConnectQp's status, kFailedPrecondition
   // when the server's commit buffers are smaller than the key limit.
   static absl::StatusOr<std::unique_ptr<RdmaConnection>> Open(std::shared_ptr<RdmaContext> ctx,
-                                                              ControlClient* control,
+                                                              control::ControlClient* control,
                                                               const ServerLayout& layout,
                                                               const std::string& client_name,
                                                               absl::Duration rpc_timeout);
@@ -73,7 +78,8 @@ class RdmaConnection {
   absl::Status RepostAck(size_t i);
 
  private:
-  RdmaConnection(std::shared_ptr<RdmaContext> ctx, ControlClient* control, SessionScope scope)
+  RdmaConnection(std::shared_ptr<RdmaContext> ctx, control::ControlClient* control,
+                 control::SessionScope scope)
       : ctx_(std::move(ctx)), control_(control), scope_(scope) {}
 
   // Creates the CQ and the QP; then ConnectQp and moving the QP to RTS.
@@ -84,9 +90,9 @@ class RdmaConnection {
   absl::Status PostAckReceives(uint32_t max_recv_wr);
 
   const std::shared_ptr<RdmaContext> ctx_;
-  ControlClient* const control_;
+  control::ControlClient* const control_;
   // The epoch and session of the handshake this connection belongs to.
-  const SessionScope scope_;
+  const control::SessionScope scope_;
   uint64_t connection_id_ = 0;
   uint32_t credits_ = 0;
 
@@ -100,7 +106,7 @@ class RdmaConnection {
   std::optional<rdma::QueuePair> qp_;
 };
 
-}  // namespace client
+}  // namespace initiator
 }  // namespace kvstore
 
-#endif  // KVSTORE_CLIENT_INTERNAL_RDMA_CONNECTION_H_
+#endif  // KVSTORE_COMMON_RDMA_INITIATOR_CONNECTION_H_

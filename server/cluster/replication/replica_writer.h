@@ -1,0 +1,77 @@
+// Copyright 2026 The kvstore Authors.
+//
+// ReplicaWriter: a primary's RDMA writes to one backup (architecture
+// §19.3), on the initiator the client's data path uses too
+// (common/rdma/initiator). The backup treats the primary as an RDMA client
+// of its own: the same handshake, session, queue pair and write leases.
+//
+//   Put     WRITE of `entry`, a whole entry the primary committed (header,
+//           version and checksum kept byte for byte), into a write lease
+//           on the backup, then a kReplicaPut commit tagged with the
+//           write's shard, epoch, seq and primary
+//           (common/protocol/commit_wire.h); redone once with a fresh
+//           lease after a lease abort.
+//   Delete  a kReplicaDelete commit naming the key.
+//
+// The backup's poller checks the tag and installs the entry in place
+// (ReplicaInstaller::ApplyReplicaCommit), then acks: no gRPC call, no
+// protobuf, no copy on the backup.
+//
+// Thread safety: thread-safe; many writes in flight on one queue pair.
+
+#ifndef KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICA_WRITER_H_
+#define KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICA_WRITER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "common/control/control_client.h"
+#include "common/protocol/commit_wire.h"
+#include "common/rdma/initiator/path_core.h"
+#include "common/rdma/initiator/rdma_context.h"
+#include "proto/kv_control.pb.h"
+
+namespace kvstore {
+namespace server {
+
+class ReplicaWriter {
+ public:
+  // Connects to the backup that answered `handshake`, through `control`
+  // (which must outlive the writer), on the device and PD of `context`;
+  // `name` names this primary in the backup's logs and leases; leases are
+  // of `lease_bytes`; `rpc_timeout` bounds each control-plane call. The
+  // counters (owned by the server's registry) must outlive the writer.
+  // Errors as initiator::PathCore::Connect.
+  static absl::StatusOr<std::unique_ptr<ReplicaWriter>> Connect(
+      std::shared_ptr<initiator::RdmaContext> context, control::ControlClient* control,
+      const v1::HandshakeResponse& handshake, const std::string& name, uint64_t lease_bytes,
+      absl::Duration rpc_timeout, const initiator::PathCounters& counters);
+
+  // Refused before anything is sent: kInvalidArgument for a tag whose node
+  // id is outside 1..wire::kMaxReplicaNodeIdBytes, an entry whose lengths
+  // do not add up to its size, or a key or value over the backup's limits;
+  // ParseEntryHeader's kDataLoss for an entry that does not parse.
+  // Otherwise the backup's ack (its replication refusals included),
+  // kUnavailable once the path is broken, kDeadlineExceeded.
+  absl::Status Put(absl::string_view entry, const wire::ReplicaCommit& tag, absl::Time deadline);
+  // As Put(), for a delete of `key`.
+  absl::Status Delete(absl::string_view key, const wire::ReplicaCommit& tag, absl::Time deadline);
+
+  // True once a completion error, failed post or timeout broke the QP.
+  bool broken() const { return core_->broken(); }
+
+ private:
+  explicit ReplicaWriter(std::unique_ptr<initiator::PathCore> core) : core_(std::move(core)) {}
+
+  const std::unique_ptr<initiator::PathCore> core_;
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICA_WRITER_H_
