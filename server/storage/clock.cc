@@ -16,6 +16,9 @@ class RealClock final : public Clock {
     return absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
   }
   absl::Time Wall() const override { return absl::Now(); }
+  void Sleep(absl::Duration d) const override {
+    if (d > absl::ZeroDuration()) absl::SleepFor(d);
+  }
 };
 
 }  // namespace

@@ -11,6 +11,10 @@
 //     early or keep it alive.
 //   * Wall(): absl::Now(), only for what is reported to people and clients
 //     (a lease's expires_unix_ms, log lines).
+//   * Sleep(): waits on the steady clock. Code that waits for a time on
+//     Steady() to come (a writer held back until a segment's grace period
+//     ends) sleeps through the clock, so that a fake clock, which moves
+//     when slept on, never holds it back in real time.
 //
 // Thread safety: implementations are thread-safe. Real() lives for the whole
 // process.
@@ -30,8 +34,11 @@ class Clock {
   virtual absl::Duration Steady() const = 0;
   // The wall clock, for reporting only.
   virtual absl::Time Wall() const = 0;
+  // Returns once Steady() has advanced by at least `d` (at once for d <= 0).
+  virtual void Sleep(absl::Duration d) const = 0;
 
-  // The process's real clocks (std::chrono::steady_clock and absl::Now()).
+  // The process's real clocks (std::chrono::steady_clock and absl::Now();
+  // Sleep() is absl::SleepFor()).
   static const Clock& Real();
 };
 
