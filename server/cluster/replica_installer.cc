@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/failpoint/failpoint.h"
 #include "common/grpc_status.h"
 #include "common/protocol/layout.h"
 #include "common/status_macros.h"
@@ -94,6 +95,7 @@ absl::StatusOr<v1::ReplicateResponse> ReplicaInstaller::Replicate(const v1::Repl
 
 absl::Status ReplicaInstaller::ApplyReplicaCommit(const ReplicaCommit& commit,
                                                   absl::FunctionRef<absl::Status()> install) {
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("replica/before-install"));
   bool syncing = false;
   absl::Status refusal = Check(commit, &syncing);
   absl::string_view key = commit.key;
