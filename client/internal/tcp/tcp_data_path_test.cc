@@ -21,11 +21,14 @@
 #include "absl/time/clock.h"
 #include "client/internal/tcp/tcp_failpoints.h"
 #include "common/protocol/limits.h"
+#include "common/testing/eventually.h"
 #include "gtest/gtest.h"
 
 namespace kvstore {
 namespace client {
 namespace {
+
+using ::kvstore::testing::Eventually;
 
 // A RESP server on 127.0.0.1 that answers "+OK" to every chunk of bytes
 // containing a command (the test sends one small request at a time) and can
@@ -116,12 +119,12 @@ TEST(TcpDataPathTest, RequestRacingTheReadersFailureIsSentOnANewConnection) {
     // Between the sender's check and its queueing: the server drops the
     // connection and the reader fails and drains its queue.
     server.DropConnections();
-    const absl::Time give_up = absl::Now() + absl::Seconds(5);
-    while (drains.load() == 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(5));
+    EXPECT_TRUE(Eventually([&] { return drains.load() > 0; }));
   });
 
   const absl::Time start = absl::Now();
-  absl::Status s = (*path)->Put("k", "v2", absl::Now() + absl::Seconds(3));
+  // A request queued behind the dead reader would wait out this deadline.
+  absl::Status s = (*path)->Put("k", "v2", absl::Now() + absl::Seconds(60));
   tcp_failpoints::SetBeforeQueueForTest(nullptr);
   tcp_failpoints::SetAfterDrainForTest(nullptr);
 
