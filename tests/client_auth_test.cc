@@ -46,8 +46,8 @@
 namespace kvstore {
 namespace {
 
-using ::kvstore::testing::FakeRespServer;
 using ::kvstore::testing::BinaryPath;
+using ::kvstore::testing::FakeRespServer;
 using ::kvstore::testing::KvServerProcess;
 using ::kvstore::testing::ProcessResult;
 using ::kvstore::testing::RunProcess;

@@ -24,8 +24,8 @@
 namespace kvstore {
 namespace {
 
-using ::kvstore::testing::Eventually;
 using ::kvstore::testing::BinaryPath;
+using ::kvstore::testing::Eventually;
 using ::kvstore::testing::KvServerProcess;
 using ::kvstore::testing::ProcessResult;
 using ::kvstore::testing::RequestsOn;

@@ -148,7 +148,8 @@ TEST_F(RespLimitsTest, OutOfDescriptorsNeitherSpinsNorFloodsTheLog) {
     if (fd >= 0) fds.push_back(fd);
   }
   // The server has run out of descriptors (the state under test) ...
-  ASSERT_TRUE(Eventually([&] { return absl::StrContains(server_->Log(), "accept4 on the RESP port"); }));
+  ASSERT_TRUE(
+      Eventually([&] { return absl::StrContains(server_->Log(), "accept4 on the RESP port"); }));
   // ... and over a window of 3 s it must stay quiet. The window paces a
   // measurement whose bounds a loaded machine cannot break: load only takes
   // CPU time away from a server that would spin.

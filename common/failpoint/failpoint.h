@@ -84,10 +84,10 @@ int64_t Hits(const std::string& name);
 }  // namespace failpoint
 }  // namespace kvstore
 
-#define KV_FAILPOINT(name)                                                                      \
-  (ABSL_PREDICT_FALSE(                                                                          \
-       ::kvstore::failpoint::internal::armed_points.load(std::memory_order_relaxed) != 0)       \
-       ? ::kvstore::failpoint::internal::Hit(name)                                              \
+#define KV_FAILPOINT(name)                                                                \
+  (ABSL_PREDICT_FALSE(                                                                    \
+       ::kvstore::failpoint::internal::armed_points.load(std::memory_order_relaxed) != 0) \
+       ? ::kvstore::failpoint::internal::Hit(name)                                        \
        : ::absl::OkStatus())
 
 #endif  // KVSTORE_COMMON_FAILPOINT_FAILPOINT_H_

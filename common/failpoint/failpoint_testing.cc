@@ -30,9 +30,7 @@ Pause::~Pause() { Release(); }
 
 bool Pause::WaitUntilReached(absl::Duration bound) {
   absl::MutexLock lock(&state_->mu);
-  auto reached = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_->mu) {
-    return state_->reached > 0;
-  };
+  auto reached = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_->mu) { return state_->reached > 0; };
   return state_->mu.AwaitWithTimeout(absl::Condition(&reached), bound);
 }
 

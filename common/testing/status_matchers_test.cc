@@ -49,8 +49,8 @@ TEST(StatusMatchers, StatusIsComparesCodeAndOptionallyMessage) {
   EXPECT_THAT(s, StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("pool full")));
   EXPECT_THAT(s, StatusIs(absl::StatusCode::kResourceExhausted, "pool full: no run"));
   EXPECT_THAT(s, Not(StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("index"))));
-  EXPECT_THAT(s, StatusIs(AnyOf(absl::StatusCode::kUnavailable,
-                                absl::StatusCode::kResourceExhausted)));
+  EXPECT_THAT(
+      s, StatusIs(AnyOf(absl::StatusCode::kUnavailable, absl::StatusCode::kResourceExhausted)));
   EXPECT_THAT(absl::OkStatus(), StatusIs(absl::StatusCode::kOk));
 
   const absl::StatusOr<std::string> so = absl::DeadlineExceededError("timed out");

@@ -31,12 +31,12 @@ namespace {
 
 using ::kvstore::metrics::testing::Value;
 using ::kvstore::server::testing::FakeMapStore;
-using ::kvstore::testing::Eventually;
-using ::kvstore::testing::IsOk;
-using ::kvstore::testing::StatusIs;
 using ::kvstore::server::testing::Node;
 using ::kvstore::server::testing::NodeOptions;
 using ::kvstore::server::testing::OneShardMap;
+using ::kvstore::testing::Eventually;
+using ::kvstore::testing::IsOk;
+using ::kvstore::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 

@@ -120,8 +120,8 @@ void RespLoop::Wake() {
 // stale connections. stop_ is set here, when Wake()'s eventfd fires.
 void RespLoop::Run() {
   epoll_event events[kMaxEvents];
-  const int quiet_timeout_ms = static_cast<int>(std::clamp<int64_t>(
-      absl::ToInt64Milliseconds(options_.timeout_check_interval), 1, 250));
+  const int quiet_timeout_ms = static_cast<int>(
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(options_.timeout_check_interval), 1, 250));
   // The checks are paced in real time; what expires is decided on loop time.
   absl::Time next_timeout_check = absl::Now() + options_.timeout_check_interval;
   while (!stop_.load(std::memory_order_relaxed)) {
@@ -386,7 +386,8 @@ void RespLoop::Process(Connection* c) {
           return;
         }
         // The request timeout runs from the first incomplete attempt.
-        if (c->request_started == absl::InfiniteFuture()) c->request_started = LoopTime(store_->clock());
+        if (c->request_started == absl::InfiniteFuture())
+          c->request_started = LoopTime(store_->clock());
         return;
       case resp::ParsedRequest::Kind::kError:
         // The parser's text already starts with "Protocol error"; its size

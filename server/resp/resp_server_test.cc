@@ -119,7 +119,6 @@ class RespServerTest : public ::testing::Test {
     return out;
   }
 
-
   FakeClock clock_;  // outlives the store, which reads it
   std::unique_ptr<MemoryPool> pool_;
   std::unique_ptr<KvStore> store_;
@@ -345,7 +344,8 @@ TEST_F(RespServerTest, MaxClientsRefusesTheNextConnection) {
   EXPECT_TRUE(ClosedByPeer(extra));
   close(extra);
   close(fds[0]);
-  ASSERT_TRUE(Eventually([&] { return Value(server_->registry(), "kvstore_resp_connections") == 2; }));
+  ASSERT_TRUE(
+      Eventually([&] { return Value(server_->registry(), "kvstore_resp_connections") == 2; }));
   int again = Connect();
   Send(again, Cmd({"PING"}));
   EXPECT_EQ(Read(again, 1)[0].str, "PONG");

@@ -79,7 +79,8 @@ TEST(FakeRespServer, HandlersScriptRepliesPerCommandAndConnection) {
     return r.connection == 0 ? FakeRespServer::Reply::Bulk("first")
                              : FakeRespServer::Reply::Error("MOVED 0 127.0.0.1:1");
   });
-  server.OnAnyOther([](const FakeRespServer::Request&) { return FakeRespServer::Reply::Nothing(); });
+  server.OnAnyOther(
+      [](const FakeRespServer::Request&) { return FakeRespServer::Reply::Nothing(); });
   const int a = Connect(server.port());
   Send(a, {"GET", "k"});
   EXPECT_EQ(ReadBytes(a, 11), "$5\r\nfirst\r\n");
