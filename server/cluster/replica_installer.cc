@@ -222,6 +222,7 @@ absl::Status ReplicaInstaller::SyncShardNow(uint32_t shard_id) {
   LOG(INFO) << "copied shard " << shard_id << " from " << primary->node_id() << ": " << entries
             << " entries, " << bytes << " bytes in " << seconds << " s (snapshot seq "
             << snapshot_seq << ")";
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("replica/before-report-in-sync"));
   v1::ReportInSyncRequest req;
   req.set_shard_id(shard_id);
   req.set_node_id(state_->self());
