@@ -7,7 +7,10 @@
 # Checks (one test case each):
 #   clang_format        every C++ file matches .clang-format (clang-format 14)
 #   no_downcasts        no dynamic_cast under client/: DataPath is wide enough
-#   no_upward_includes  nothing under client/internal/ includes client/kv_client.h
+#   layering            every #include between packages of common/, server/ and
+#                       client/ (non-test files) is an arrow deploy/layering.txt
+#                       allows, and that table only points to rows above
+#                       (package arrows form no cycle)
 #   file_length         no non-test .cc under server/, client/ or common/ is over
 #                       600 lines (split it by job)
 #   function_length     no function in those files is over 80 lines without a
@@ -76,7 +79,57 @@ record clang_format "$out"
 
 record no_downcasts "$(grep -rn 'dynamic_cast' client/ || true)"
 
-record no_upward_includes "$(grep -rn '#include "client/kv_client.h"' client/internal/ || true)"
+# layering: deploy/layering.txt is the table of allowed package arrows.
+out=$(python3 - deploy/layering.txt "${CXX[@]}" <<'PY'
+import os, re, sys
+table_path, files = sys.argv[1], sys.argv[2:]
+rows, order, problems = {}, [], []
+for n, line in enumerate(open(table_path, encoding="utf-8"), 1):
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        continue
+    pkg, _, targets = line.partition(":")
+    rows[pkg.strip()] = targets.split()
+    order.append(pkg.strip())
+
+def covers(target, path):  # does a target cover an included file's path?
+    if target.endswith("/**"):
+        base = target[:-3]
+        return path.startswith(base + "/")
+    if target.endswith(".h"):
+        return path == target
+    return os.path.dirname(path) == target
+
+# The table itself: a package target points only to rows above its own, so
+# the allowed arrows are acyclic; a one-header target is a narrow exception.
+for i, pkg in enumerate(order):
+    for t in rows[pkg]:
+        if t.endswith(".h"):
+            continue
+        below = [p for p in order[i:] if p == t or (t.endswith("/**") and p.startswith(t[:-3] + "/"))]
+        if below:
+            problems.append(f"{table_path}: {pkg} -> {t}: arrow to a row at or below its own ({below[0]})")
+
+for path in files:
+    if not re.match(r"(common|server|client)/", path):
+        continue
+    base = os.path.basename(path)
+    if base.endswith("_test.cc") or "_test_util." in base or "/testing/" in path:
+        continue
+    pkg = os.path.dirname(path)
+    if pkg not in rows:
+        problems.append(f"{path}: package {pkg} has no row in {table_path}")
+        continue
+    for n, line in enumerate(open(path, encoding="utf-8"), 1):
+        m = re.match(r'#include "((common|server|client|proto|third_party)/[^"]+)"', line)
+        if not m or os.path.dirname(m.group(1)) == pkg:
+            continue
+        if not any(covers(t, m.group(1)) for t in rows[pkg]):
+            problems.append(f"{path}:{n}: {pkg} -> {m.group(1)} is not an arrow {table_path} allows")
+print("\n".join(problems))
+PY
+)
+record layering "$out"
 
 out=""
 for f in "${CXX[@]}"; do

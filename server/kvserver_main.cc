@@ -23,7 +23,7 @@
 #include "common/byte_size.h"
 #include "common/failpoint/failpoint.h"
 #include "glog/logging.h"
-#include "server/cluster/cluster_options.h"
+#include "server/cluster/membership/cluster_options.h"
 #include "server/kv_server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1",

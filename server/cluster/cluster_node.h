@@ -18,13 +18,13 @@
 
 #include "absl/status/statusor.h"
 #include "proto/kv_cluster.pb.h"
-#include "server/cluster/cluster_options.h"
-#include "server/cluster/cluster_state.h"
-#include "server/cluster/controller.h"
-#include "server/cluster/etcd/etcd_client.h"
-#include "server/cluster/fence_page.h"
-#include "server/cluster/map_store.h"
-#include "server/cluster/membership.h"
+#include "server/cluster/controller/controller.h"
+#include "server/cluster/membership/cluster_options.h"
+#include "server/cluster/membership/etcd/etcd_client.h"
+#include "server/cluster/membership/map_store.h"
+#include "server/cluster/membership/membership.h"
+#include "server/routing/cluster_state.h"
+#include "server/routing/fence_page.h"
 
 namespace kvstore {
 namespace server {

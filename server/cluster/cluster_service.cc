@@ -9,7 +9,7 @@
 #include "common/cluster/slots.h"
 #include "common/grpc_status.h"
 #include "glog/logging.h"
-#include "server/cluster/slot_scan.h"
+#include "server/cluster/migration/slot_scan.h"
 
 namespace kvstore {
 namespace server {

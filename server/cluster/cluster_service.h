@@ -44,13 +44,13 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/auth/authenticator.h"
 #include "common/metrics/registry.h"
 #include "proto/kv_cluster.grpc.pb.h"
-#include "server/cluster/cluster_state.h"
-#include "server/cluster/replica_installer.h"
-#include "server/cluster/replicator.h"
-#include "server/cluster/slot_importer.h"
-#include "server/control/authenticator.h"
+#include "server/cluster/migration/slot_importer.h"
+#include "server/cluster/replication/replica_installer.h"
+#include "server/cluster/replication/replicator.h"
+#include "server/routing/cluster_state.h"
 #include "server/storage/kv_store.h"
 
 namespace kvstore {
@@ -125,7 +125,7 @@ class ClusterService : public v1::KvCluster::Service {
                            uint64_t snapshot_seq, grpc::ServerWriter<v1::SyncShardChunk>* writer);
 
   const ClusterServiceDeps deps_;
-  const Authenticator auth_;
+  const auth::Authenticator auth_;
   metrics::Counter* sync_entries_;
   metrics::Counter* sync_bytes_;
 };

@@ -46,16 +46,16 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/auth/authenticator.h"
 #include "common/metrics/registry.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/status.h"
 #include "proto/kv_control.grpc.pb.h"
 #include "proto/kv_control.pb.h"
-#include "server/cluster/cluster_state.h"
-#include "server/control/authenticator.h"
 #include "server/control/session_table.h"
 #include "server/metrics/request_metrics.h"
 #include "server/rdma/rdma_service.h"
+#include "server/routing/cluster_state.h"
 #include "server/storage/kv_store.h"
 #include "server/storage/lease_table.h"
 #include "server/storage/memory_pool.h"
@@ -242,7 +242,7 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   metrics::Registry* const registry_;
   std::array<PutWriter, kPutWriters> writers_;
   std::atomic<uint64_t> next_writer_{0};
-  const Authenticator auth_;
+  const auth::Authenticator auth_;
   SessionTable sessions_;
   absl::Notification stop_sweeper_;
   std::thread sweeper_;

@@ -14,7 +14,7 @@
 #include "common/cluster/cluster_map.h"
 #include "common/cluster/slots.h"
 #include "common/protocol/resp.h"
-#include "server/cluster/cluster_state.h"
+#include "server/routing/cluster_state.h"
 
 namespace kvstore {
 namespace server {

@@ -30,8 +30,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "server/cluster/cluster_state.h"
 #include "server/resp/connection.h"
+#include "server/routing/cluster_state.h"
 
 namespace kvstore {
 namespace server {

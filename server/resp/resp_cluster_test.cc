@@ -28,12 +28,12 @@
 #include "common/protocol/resp.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/cluster/cluster_state.h"
 #include "server/resp/cluster_commands.h"
 #include "server/resp/cluster_routing.h"
 #include "server/resp/connection.h"
 #include "server/resp/resp_server.h"
 #include "server/resp/resp_test_util.h"
+#include "server/routing/cluster_state.h"
 #include "server/storage/write_hook.h"
 
 namespace kvstore {

@@ -45,10 +45,10 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
-#include "server/cluster/cluster_state.h"
 #include "server/resp/connection.h"
 #include "server/resp/limits.h"
 #include "server/resp/resp_counters.h"
+#include "server/routing/cluster_state.h"
 #include "server/storage/kv_store.h"
 
 namespace kvstore {

@@ -1,6 +1,6 @@
 // Copyright 2026 The kvstore Authors.
 //
-// cluster_bench: the figures of issue 8's "Measure" section, on this
+// cluster_bench: the cluster's figures (failover time, replication cost, ...) on this
 // machine, against a real etcd and real kvserver processes in cluster mode
 // (tests/cluster/cluster_harness.h), driven by the real client library:
 //

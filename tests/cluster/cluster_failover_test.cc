@@ -1,6 +1,6 @@
 // Copyright 2026 The kvstore Authors.
 //
-// Failover under load (issue 8, Tests): a real etcd, three kvserver
+// Failover under load: a real etcd, three kvserver
 // processes in cluster mode, four clients writing unique values, reading
 // and deleting a small key set. The primary of the busiest shard is killed
 // with SIGKILL (or frozen with SIGSTOP, then resumed: it must exit by itself

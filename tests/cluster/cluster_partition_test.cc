@@ -1,6 +1,6 @@
 // Copyright 2026 The kvstore Authors.
 //
-// Network partitions with network namespaces (issue 8, Tests): every node
+// Network partitions with network namespaces: every node
 // runs in a namespace of its own behind a veth link to a bridge; etcd is
 // reached through a TcpProxy on the bridge. The primary of a busy shard is
 // cut off (its link down) under a 4-client load: the others must fail over

@@ -11,8 +11,8 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/cluster/etcd/etcd_client.h"
-#include "server/cluster/etcd_keys.h"
+#include "server/cluster/membership/etcd/etcd_client.h"
+#include "server/cluster/membership/etcd_keys.h"
 #include "tests/cluster/etcd_process.h"
 #include "tests/test_cluster.h"
 

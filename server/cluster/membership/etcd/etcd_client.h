@@ -1,0 +1,146 @@
+// Copyright 2026 The kvstore Authors.
+//
+// EtcdClient: the parts of etcd v3 that kvstore's cluster plane uses (KV,
+// transactions, leases, watches), over gRPC stubs generated from the .proto
+// files Debian's golang-etcd-server-dev ships. Only servers use it: clients
+// learn the cluster map from servers, never from etcd.
+//
+// Endpoints are tried in order; a call that fails with UNAVAILABLE moves to
+// the next endpoint for the next call, and that endpoint's gRPC channel is
+// replaced by a fresh one (so the client reaches a restarted etcd at once,
+// also when calls kept failing during the outage). Every call is bounded by
+// EtcdOptions::rpc_timeout.
+//
+// Errors: kUnavailable when no endpoint answers (naming them) or a call
+// times out (kDeadlineExceeded is mapped to kUnavailable: etcd is "not
+// reachable now"); kNotFound from KeepAliveOnce() for an expired or revoked
+// lease; kInvalidArgument for an empty key; other etcd errors with their
+// gRPC code mapped one-to-one and etcd's message.
+//
+// Thread safety: thread-safe; one client per process is enough. A Watch
+// runs on a thread of its own and calls its callback from that thread.
+
+#ifndef KVSTORE_SERVER_CLUSTER_MEMBERSHIP_ETCD_ETCD_CLIENT_H_
+#define KVSTORE_SERVER_CLUSTER_MEMBERSHIP_ETCD_ETCD_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace kvstore {
+namespace server {
+namespace etcd {
+
+struct EtcdOptions {
+  // "host:port" (an "http://" prefix is accepted and dropped). TLS to etcd
+  // is not supported yet (docs/security.md).
+  std::vector<std::string> endpoints;
+  absl::Duration rpc_timeout = absl::Seconds(2);
+};
+
+struct KeyValue {
+  std::string key;
+  std::string value;
+  int64_t create_revision = 0;
+  int64_t mod_revision = 0;
+  int64_t version = 0;
+  int64_t lease = 0;
+};
+
+// One comparison of a transaction (etcd Compare). For a key that does not
+// exist, create_revision, mod_revision and version compare as 0.
+struct Compare {
+  enum class Target { kCreateRevision, kModRevision, kVersion, kValue, kLease };
+  enum class Op { kEqual, kNotEqual, kGreater, kLess };
+  std::string key;
+  Target target = Target::kModRevision;
+  Op op = Op::kEqual;
+  int64_t number = 0;  // for every target but kValue
+  std::string value;   // for kValue
+};
+
+// One operation of a transaction branch.
+struct TxnOp {
+  enum class Kind { kPut, kDelete, kGet };
+  Kind kind = Kind::kPut;
+  std::string key;
+  std::string value;  // kPut
+  int64_t lease = 0;  // kPut: 0 for none
+};
+
+struct TxnResult {
+  bool succeeded = false;  // the compares held and the success branch ran
+  int64_t revision = 0;    // the store revision after the transaction
+  // The key-values of kGet operations of the branch that ran, in order
+  // (absent keys are left out).
+  std::vector<KeyValue> gets;
+};
+
+struct WatchEvent {
+  enum class Type { kPut, kDelete };
+  Type type = Type::kPut;
+  KeyValue kv;  // for kDelete only key and mod_revision are set
+};
+
+// A running watch. Destroying it cancels the stream and joins its thread;
+// it must not be destroyed from inside its own callback.
+class WatchHandle {
+ public:
+  virtual ~WatchHandle() = default;
+};
+
+class EtcdClient {
+ public:
+  // Checks that an endpoint answers (a Status/Range call within
+  // rpc_timeout). kInvalidArgument for no endpoints; kUnavailable naming
+  // every endpoint tried.
+  static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(const EtcdOptions& options);
+  virtual ~EtcdClient() = default;
+
+  // Leases. GrantLease returns the lease id; ttl is rounded up to seconds
+  // (etcd's unit) and etcd may raise it to its minimum.
+  virtual absl::StatusOr<int64_t> GrantLease(absl::Duration ttl) = 0;
+  virtual absl::Status RevokeLease(int64_t lease) = 0;
+  // One keepalive round trip; returns the TTL etcd granted from now.
+  // kNotFound when the lease has expired or was revoked.
+  virtual absl::StatusOr<absl::Duration> KeepAliveOnce(int64_t lease) = 0;
+
+  // KV. Get: nullopt when absent. GetPrefix: every key starting with
+  // `prefix`, sorted, and the store revision the read saw (for a Watch that
+  // follows it without a gap). Put and Delete return the new revision.
+  virtual absl::StatusOr<std::optional<KeyValue>> Get(absl::string_view key) = 0;
+  virtual absl::StatusOr<std::vector<KeyValue>> GetPrefix(absl::string_view prefix,
+                                                          int64_t* revision) = 0;
+  virtual absl::StatusOr<int64_t> Put(absl::string_view key, absl::string_view value,
+                                      int64_t lease = 0) = 0;
+  virtual absl::StatusOr<int64_t> Delete(absl::string_view key) = 0;
+  virtual absl::StatusOr<TxnResult> Txn(const std::vector<Compare>& compares,
+                                        const std::vector<TxnOp>& success,
+                                        const std::vector<TxnOp>& failure) = 0;
+
+  // Streams the events on keys starting with `prefix` from `start_revision`
+  // (inclusive; 0: from now) to `on_events`, a batch at a time. When the
+  // stream breaks (etcd restarted, compaction, network) `on_events` gets the
+  // error once and the watch ends: the caller re-reads with GetPrefix and
+  // watches again from the revision that read returned.
+  virtual absl::StatusOr<std::unique_ptr<WatchHandle>> Watch(
+      absl::string_view prefix, int64_t start_revision,
+      std::function<void(absl::StatusOr<std::vector<WatchEvent>>)> on_events) = 0;
+
+ protected:
+  EtcdClient() = default;
+};
+
+}  // namespace etcd
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_MEMBERSHIP_ETCD_ETCD_CLIENT_H_

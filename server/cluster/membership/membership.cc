@@ -1,0 +1,366 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/cluster/membership/membership.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/cluster/cluster_map.h"
+#include "common/failpoint/failpoint.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+#include "server/cluster/membership/etcd_keys.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Unix milliseconds of a steady-clock moment (the fence page speaks wall
+// time: readers on other hosts compare it with their own clocks).
+uint64_t UnixMillisOf(Clock::time_point t) {
+  const absl::Duration ahead = absl::FromChrono(t - Clock::now());
+  const int64_t ms = absl::ToUnixMillis(absl::Now() + ahead);
+  return ms > 0 ? static_cast<uint64_t>(ms) : 0;
+}
+
+// Backoff after a failed map read or watch: short, etcd usually comes back
+// quickly, and a fenced node is waiting for it.
+constexpr absl::Duration kRetryDelay = absl::Milliseconds(200);
+
+}  // namespace
+
+Membership::Membership(etcd::EtcdClient* etcd, ClusterState* state, FencePage* fence,
+                       MembershipOptions options)
+    : etcd_(etcd),
+      state_(state),
+      fence_(fence),
+      options_(std::move(options)),
+      member_key_(etcd_keys::MemberKey(options_.cluster_name, options_.self.node_id())),
+      map_key_(etcd_keys::MapKey(options_.cluster_name)),
+      listener_(std::make_shared<ListenerLink>()) {}
+
+absl::StatusOr<std::unique_ptr<Membership>> Membership::Start(etcd::EtcdClient* etcd,
+                                                              ClusterState* state, FencePage* fence,
+                                                              MembershipOptions options) {
+  if (options.ttl < absl::Seconds(1) || options.fence_margin < absl::ZeroDuration() ||
+      options.fence_margin >= options.ttl) {
+    return absl::InvalidArgumentError(
+        "membership: ttl must be at least 1s and fence_margin in [0, ttl)");
+  }
+  if (options.self.node_id().empty()) {
+    return absl::InvalidArgumentError("membership: empty node id");
+  }
+  std::unique_ptr<Membership> m(new Membership(etcd, state, fence, std::move(options)));
+  // Every installed map, whoever installs it, reaches the fence page and
+  // the member key. The link is cut in Shutdown(): ClusterState outlives us.
+  m->listener_->target = m.get();
+  state->AddListener([link = m->listener_](const cluster::ClusterMapView& view) {
+    absl::MutexLock lock(&link->mu);
+    if (link->target != nullptr) link->target->MapInstalled(view);
+  });
+  KV_RETURN_IF_ERROR(m->Register());
+  int64_t revision = 0;
+  absl::Status read = m->ReadMap(&revision);
+  if (!read.ok()) {
+    m->Shutdown();
+    return read;
+  }
+  m->keepalive_ = std::thread([p = m.get()] { p->KeepAliveLoop(); });
+  m->watchdog_ = std::thread([p = m.get()] { p->WatchdogLoop(); });
+  m->map_thread_ = std::thread([p = m.get(), revision] { p->MapLoop(revision); });
+  return m;
+}
+
+Membership::~Membership() { Shutdown(); }
+
+absl::Status Membership::Register() {
+  const Clock::time_point sent = Clock::now();
+  KV_ASSIGN_OR_RETURN(lease_, etcd_->GrantLease(options_.ttl));
+  options_.self.set_incarnation(static_cast<uint64_t>(lease_));
+  state_->set_incarnation(static_cast<uint64_t>(lease_));
+  options_.self.set_applied_map_epoch(state_->map_epoch());
+  absl::StatusOr<int64_t> put =
+      etcd_->Put(member_key_, etcd_keys::EncodeNode(options_.self), lease_);
+  if (!put.ok()) {
+    (void)etcd_->RevokeLease(lease_);
+    lease_ = 0;
+    return put.status();
+  }
+  Renewed(sent, options_.ttl);
+  LOG(INFO) << "membership: registered " << member_key_ << " under lease "
+            << absl::StrCat(absl::Hex(lease_)) << " (ttl " << absl::FormatDuration(options_.ttl)
+            << ")";
+  return absl::OkStatus();
+}
+
+void Membership::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  // Fenced before the lease goes: once etcd deletes the member key the
+  // controller may promote another primary at once.
+  FenceNow("shutting down");
+  if (keepalive_.joinable()) keepalive_.join();
+  if (watchdog_.joinable()) watchdog_.join();
+  if (map_thread_.joinable()) map_thread_.join();
+  {
+    absl::MutexLock lock(&listener_->mu);
+    listener_->target = nullptr;
+  }
+  bool lost;
+  {
+    absl::MutexLock lock(&mu_);
+    lost = lease_lost_;
+  }
+  if (lease_ != 0 && !lost) {
+    absl::Status s = etcd_->RevokeLease(lease_);
+    if (!s.ok()) {
+      LOG(WARNING) << "membership: could not revoke lease " << absl::StrCat(absl::Hex(lease_))
+                   << " (" << s << "); " << member_key_ << " goes when the lease expires";
+    } else {
+      LOG(INFO) << "membership: revoked lease " << absl::StrCat(absl::Hex(lease_)) << ", "
+                << member_key_ << " removed";
+    }
+  }
+}
+
+uint64_t Membership::renewals() const {
+  absl::MutexLock lock(&mu_);
+  return renewals_;
+}
+
+bool Membership::Sleep(absl::Duration d) {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&stopping_), d);
+  return !stopping_;
+}
+
+void Membership::KeepAliveLoop() {
+  const absl::Duration period = options_.ttl / 3;
+  Clock::time_point next = Clock::now() + absl::ToChronoNanoseconds(period);
+  while (Sleep(absl::FromChrono(next - Clock::now()))) {
+    // The period runs from one send to the next, however long a call took.
+    next = Clock::now() + absl::ToChronoNanoseconds(period);
+    if (!RenewOnce()) return;
+  }
+}
+
+bool Membership::RenewOnce() {
+  const Clock::time_point sent = Clock::now();
+  // An error armed here reads as etcd's answer (UNAVAILABLE: cut off from
+  // etcd; NOT_FOUND: the lease expired).
+  absl::Status cut = KV_FAILPOINT("membership/before-keepalive");
+  absl::StatusOr<absl::Duration> granted = cut.ok() ? etcd_->KeepAliveOnce(lease_) : cut;
+  if (granted.ok()) {
+    // Never trust more than asked for: a shorter answer is taken as is.
+    absl::Duration ttl = options_.ttl;
+    if (*granted > absl::ZeroDuration()) ttl = std::min(ttl, *granted);
+    Renewed(sent, ttl);
+    bool republish;
+    {
+      absl::MutexLock lock(&mu_);
+      republish = republish_;
+      republish_ = false;
+    }
+    if (republish) Republish();
+    return true;
+  }
+  if (granted.status().code() == absl::StatusCode::kNotFound) {
+    {
+      absl::MutexLock lock(&mu_);
+      lease_lost_ = true;
+    }
+    FenceNow("lease expired");
+    LOG(ERROR) << "membership: etcd lease " << absl::StrCat(absl::Hex(lease_)) << " of node "
+               << options_.self.node_id()
+               << " has expired: this node has been or will be replaced and its data may be "
+                  "stale; it must restart empty with a new incarnation (exit status 3)";
+    if (options_.on_lease_lost) {
+      options_.on_lease_lost();
+    } else {
+      _exit(3);
+    }
+    return false;
+  }
+  // etcd not reachable: keep trying; the watchdog fences at the deadline.
+  LOG_EVERY_N(WARNING, 10) << "membership: keepalive of lease " << absl::StrCat(absl::Hex(lease_))
+                           << " failed: " << granted.status();
+  return true;
+}
+
+void Membership::Renewed(Clock::time_point sent, absl::Duration ttl) {
+  const Clock::time_point deadline = sent + absl::ToChronoNanoseconds(ttl - options_.fence_margin);
+  // An answer that came back after the deadline it would set proves
+  // nothing for now (etcd was slow or frozen); the next one will.
+  if (deadline <= Clock::now()) return;
+  bool unfenced = false;
+  {
+    absl::MutexLock lock(&mu_);
+    // A renewal that raced with Shutdown() or a lost lease must not undo
+    // their fence.
+    if (stopping_ || lease_lost_) return;
+    deadline_ = deadline;
+    ++renewals_;
+    // Deadline first, then the page, then the flag: a request that sees
+    // "not fenced" also sees the new deadline.
+    state_->set_lease_deadline(deadline);
+    fence_->set_valid_until_ms(UnixMillisOf(deadline));
+    if (fenced_) {
+      fenced_ = false;
+      unfenced = true;
+      state_->set_fenced(false);
+    }
+  }
+  if (unfenced) {
+    LOG(WARNING) << "membership: lease " << absl::StrCat(absl::Hex(lease_))
+                 << " renewed again: unfenced, serving";
+    if (options_.on_unfence) options_.on_unfence();
+  }
+}
+
+void Membership::FenceNow(const char* why) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (fenced_) return;
+    fenced_ = true;
+    state_->set_fenced(true);
+    fence_->Fence();
+  }
+  LOG(WARNING) << "membership: fenced (" << why << "): serving nothing until the lease of "
+               << options_.self.node_id() << " is renewed";
+  if (options_.on_fence) options_.on_fence();
+}
+
+void Membership::WatchdogLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    const Clock::time_point now = Clock::now();
+    if (!fenced_ && now >= deadline_) {
+      mu_.Unlock();
+      FenceNow("lease deadline passed without a renewal");
+      mu_.Lock();
+      continue;
+    }
+    // Fenced: nothing to do until a renewal moves the deadline; look again
+    // every ttl/3 (or sooner on stop).
+    const absl::Duration wait =
+        fenced_ ? options_.ttl / 3 : absl::FromChrono(deadline_ - now) + absl::Milliseconds(1);
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait);
+  }
+}
+
+void Membership::MapInstalled(const cluster::ClusterMapView& view) {
+  const uint64_t epoch = view.epoch();
+  // A map that names an earlier life of this node: one-sided readers on it
+  // would read this empty process as that life's shards. Epoch 0 matches
+  // no reader's map, so they refuse until a map names this incarnation.
+  fence_->set_map_epoch(state_->NamesEarlierSelf(view) ? 0 : epoch);
+  absl::MutexLock lock(&mu_);
+  applied_epoch_ = std::max(applied_epoch_, epoch);
+  republish_ = true;
+}
+
+void Membership::Republish() {
+  v1::ClusterNode self = options_.self;
+  {
+    absl::MutexLock lock(&mu_);
+    self.set_applied_map_epoch(applied_epoch_);
+  }
+  absl::StatusOr<int64_t> put = etcd_->Put(member_key_, etcd_keys::EncodeNode(self), lease_);
+  if (!put.ok()) {
+    LOG(WARNING) << "membership: could not republish " << member_key_ << ": " << put.status();
+    absl::MutexLock lock(&mu_);
+    republish_ = true;  // next renewal tries again
+  }
+}
+
+absl::Status Membership::ReadMap(int64_t* revision) {
+  KV_ASSIGN_OR_RETURN(std::vector<etcd::KeyValue> kvs, etcd_->GetPrefix(map_key_, revision));
+  for (const etcd::KeyValue& kv : kvs) {
+    if (kv.key == map_key_) InstallMapJson(kv.value);
+  }
+  return absl::OkStatus();
+}
+
+void Membership::InstallMapJson(const std::string& json) {
+  absl::StatusOr<v1::ClusterMap> map = etcd_keys::DecodeMap(json);
+  if (!map.ok()) {
+    LOG(ERROR) << "membership: ignoring " << map_key_ << ": " << map.status();
+    return;
+  }
+  if (!map->cluster_name().empty() && map->cluster_name() != options_.cluster_name) {
+    LOG(ERROR) << "membership: ignoring a map of cluster '" << map->cluster_name() << "' under "
+               << map_key_;
+    return;
+  }
+  const uint64_t epoch = map->epoch();
+  absl::StatusOr<std::shared_ptr<const cluster::ClusterMapView>> view =
+      cluster::ClusterMapView::Build(*std::move(map));
+  if (!view.ok()) {
+    LOG(ERROR) << "membership: ignoring map epoch " << epoch << ": " << view.status();
+    return;
+  }
+  if (state_->Update(*std::move(view))) {
+    LOG(INFO) << "membership: installed cluster map epoch " << epoch;
+  }
+}
+
+void Membership::MapLoop(int64_t revision) {
+  bool need_read = false;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    if (need_read) {
+      absl::Status s = ReadMap(&revision);
+      if (!s.ok()) {
+        LOG_EVERY_N(WARNING, 10) << "membership: cannot read " << map_key_ << ": " << s;
+        if (!Sleep(kRetryDelay)) return;
+        continue;
+      }
+    }
+    need_read = true;
+    auto watch = etcd_->Watch(
+        map_key_, revision + 1, [this](absl::StatusOr<std::vector<etcd::WatchEvent>> events) {
+          if (!events.ok()) {
+            absl::MutexLock lock(&mu_);
+            watch_broken_ = true;
+            return;
+          }
+          for (const etcd::WatchEvent& e : *events) {
+            if (e.kv.key != map_key_) continue;
+            if (e.type == etcd::WatchEvent::Type::kPut) {
+              InstallMapJson(e.kv.value);
+            } else {
+              LOG(ERROR) << "membership: " << map_key_ << " was deleted; keeping epoch "
+                         << state_->map_epoch();
+            }
+          }
+        });
+    if (!watch.ok()) {
+      LOG_EVERY_N(WARNING, 10) << "membership: cannot watch " << map_key_ << ": " << watch.status();
+      if (!Sleep(kRetryDelay)) return;
+      continue;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &Membership::StoppingOrWatchBroken));
+      watch_broken_ = false;
+    }
+    // Outside mu_: destroying the watch joins its thread, whose callback
+    // takes mu_.
+    watch->reset();
+  }
+}
+
+}  // namespace server
+}  // namespace kvstore

@@ -1,0 +1,151 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Membership: this kvserver's presence in the cluster (architecture §19.2,
+// §19.5) and its view of the cluster map.
+//
+//  * Registers /kvstore/<cluster>/members/<node_id> (a ClusterNode in JSON)
+//    under a fresh etcd lease of `ttl`; the lease id is the incarnation.
+//  * A keepalive thread renews the lease every ttl/3. It notes the steady
+//    clock just before each KeepAliveOnce; a renewal moves the lease
+//    deadline to that moment + ttl - fence_margin (ClusterState) and the
+//    fence page's valid_until to the same moment in unix ms, and unfences a
+//    fenced node (etcd answered and the lease is alive: nobody replaced it).
+//  * A watchdog fences the node when the deadline passes without renewal:
+//    ClusterState::set_fenced(true), FencePage::Fence(), then on_fence.
+//  * A renewal answered "not found" means the lease expired: the node has
+//    been or will be replaced. It fences, logs one line and calls
+//    on_lease_lost (default: _exit(3), the crash-only restart of §19.6).
+//  * A map thread reads the map key and watches it; each newer valid map is
+//    installed with ClusterState::Update. After any installed map (from here
+//    or from MapStore) the fence page gets its epoch and the member key is
+//    rewritten with applied_map_epoch by the keepalive thread.
+//  * Shutdown() fences, stops the threads and revokes the lease, so etcd
+//    deletes the member key at once and the controller need not wait out
+//    the TTL.
+//
+// Thread safety: Start/Shutdown from one thread; the accessors from any.
+// Callbacks run on Membership's threads and must not call Shutdown().
+
+#ifndef KVSTORE_SERVER_CLUSTER_MEMBERSHIP_MEMBERSHIP_H_
+#define KVSTORE_SERVER_CLUSTER_MEMBERSHIP_MEMBERSHIP_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "proto/kv_cluster.pb.h"
+#include "server/cluster/membership/etcd/etcd_client.h"
+#include "server/routing/cluster_state.h"
+#include "server/routing/fence_page.h"
+
+namespace kvstore {
+namespace server {
+
+struct MembershipOptions {
+  std::string cluster_name = "kvstore";
+  // node_id and addresses; incarnation and applied_map_epoch are filled in.
+  v1::ClusterNode self;
+  absl::Duration ttl = absl::Seconds(3);
+  absl::Duration fence_margin = absl::Milliseconds(500);
+  // After the node fenced itself (the RDMA service moves client queue pairs
+  // to the error state). May be empty.
+  std::function<void()> on_fence;
+  // After a renewal ended a fence (the RDMA service accepts queue pairs
+  // again). May be empty.
+  std::function<void()> on_unfence;
+  // After a keepalive answered "lease not found". Empty: log and _exit(3).
+  std::function<void()> on_lease_lost;
+};
+
+class Membership {
+ public:
+  // Grants the lease, writes the member key, reads the map (installing it
+  // when there is one) and starts the threads. kUnavailable when etcd does
+  // not answer; kInvalidArgument for a ttl under 1s or a margin >= ttl.
+  // `etcd`, `state` and `fence` must outlive the Membership.
+  static absl::StatusOr<std::unique_ptr<Membership>> Start(etcd::EtcdClient* etcd,
+                                                           ClusterState* state, FencePage* fence,
+                                                           MembershipOptions options);
+  ~Membership();
+  Membership(const Membership&) = delete;
+  Membership& operator=(const Membership&) = delete;
+
+  // Fences, stops the threads and revokes the lease (an error revoking is
+  // logged: the lease then expires after its TTL). Idempotent.
+  void Shutdown();
+
+  // The lease id = incarnation.
+  int64_t lease() const { return lease_; }
+  const std::string& node_id() const { return options_.self.node_id(); }
+  const std::string& member_key() const { return member_key_; }
+  // Keepalives that succeeded so far (for tests and metrics).
+  uint64_t renewals() const;
+
+ private:
+  Membership(etcd::EtcdClient* etcd, ClusterState* state, FencePage* fence,
+             MembershipOptions options);
+  absl::Status Register();
+  // The keepalive loop, the fence watchdog and the map watch loop.
+  void KeepAliveLoop();
+  void WatchdogLoop();
+  void MapLoop(int64_t revision);
+  // ClusterState listener: the fence page's epoch, and a republish.
+  void MapInstalled(const cluster::ClusterMapView& view);
+  bool StoppingOrWatchBroken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || watch_broken_;
+  }
+  // One renewal; false when the loop must end (lease lost).
+  bool RenewOnce();
+  // Renewed up to `sent`: deadline, fence page, unfence.
+  void Renewed(std::chrono::steady_clock::time_point sent, absl::Duration granted);
+  void FenceNow(const char* why);
+  // Rewrites the member key with the current applied_map_epoch.
+  void Republish();
+  // Reads the map key; installs a newer map; sets *revision for the watch.
+  absl::Status ReadMap(int64_t* revision);
+  void InstallMapJson(const std::string& json);
+  // Sleeps up to `d` unless stopping; returns false when stopping.
+  bool Sleep(absl::Duration d);
+
+  etcd::EtcdClient* const etcd_;
+  ClusterState* const state_;
+  FencePage* const fence_;
+  MembershipOptions options_;
+  const std::string member_key_;
+  const std::string map_key_;
+  int64_t lease_ = 0;
+
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool fenced_ ABSL_GUARDED_BY(mu_) = false;
+  bool lease_lost_ ABSL_GUARDED_BY(mu_) = false;
+  bool republish_ ABSL_GUARDED_BY(mu_) = false;
+  bool watch_broken_ ABSL_GUARDED_BY(mu_) = false;
+  std::chrono::steady_clock::time_point deadline_ ABSL_GUARDED_BY(mu_);
+  uint64_t renewals_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t applied_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // The ClusterState listener reaches us through this link, cut in
+  // Shutdown(): the state outlives the Membership.
+  struct ListenerLink {
+    absl::Mutex mu;
+    Membership* target ABSL_GUARDED_BY(mu) = nullptr;
+  };
+  const std::shared_ptr<ListenerLink> listener_;
+
+  std::thread keepalive_;
+  std::thread watchdog_;
+  std::thread map_thread_;
+  bool shut_down_ = false;
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_MEMBERSHIP_MEMBERSHIP_H_

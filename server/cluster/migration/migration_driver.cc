@@ -1,0 +1,264 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/cluster/migration/migration_driver.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/failpoint/failpoint.h"
+#include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+#include "server/cluster/migration/slot_scan.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+bool MapBehind(const absl::Status& s) {
+  return absl::IsUnavailable(s) && absl::StartsWith(s.message(), "map behind");
+}
+
+std::string Describe(const v1::Migration& m) {
+  return absl::StrCat("migration ", m.id(), " (slots ", m.slots().start(), "-", m.slots().end(),
+                      ", shard ", m.source_shard(), " -> ", m.target_shard(), ")");
+}
+
+}  // namespace
+
+MigrationDriver::MigrationDriver(KvStore* store, ClusterState* state, Replicator* replicator,
+                                 ShardMapEditor* editor, metrics::Registry* registry,
+                                 MigrationDriverOptions options)
+    : store_(store),
+      state_(state),
+      replicator_(replicator),
+      editor_(editor),
+      options_(std::move(options)),
+      peers_(options_.auth_token, options_.credentials),
+      wake_(std::make_shared<Wake>()) {
+  metrics::Registry& r = *registry;
+  entries_copied_ = r.AddCounter("kvstore_migration_entries_copied_total",
+                                 "Entries this source primary copied to a migration's target.");
+  bytes_copied_ = r.AddCounter("kvstore_migration_bytes_copied_total",
+                               "Bytes of entries copied to a migration's target.");
+  handoffs_ = r.AddCounter("kvstore_migration_handoffs_total",
+                           "Migrations this source primary handed off and flipped.");
+  failures_ = r.AddCounter("kvstore_migration_failures_total",
+                           "Migration steps that failed (retried with backoff).");
+  running_id_ = r.AddGauge("kvstore_migration_running_id",
+                           "Id of the migration this node drives as source primary; 0: none.");
+  running_state_ = r.AddGauge("kvstore_migration_running_state",
+                              "State of that migration (2 COPYING, 3 HANDOFF); 0: none.");
+  std::shared_ptr<Wake> wake = wake_;
+  state_->AddListener([wake](const cluster::ClusterMapView&) {
+    absl::MutexLock lock(&wake->mu);
+    wake->kicked = true;
+  });
+  if (options_.poll_interval > absl::ZeroDuration()) thread_ = std::thread([this] { Loop(); });
+}
+
+MigrationDriver::~MigrationDriver() {
+  {
+    absl::MutexLock lock(&wake_->mu);
+    wake_->stopping = true;
+    if (wake_->active != nullptr) wake_->active->TryCancel();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+bool MigrationDriver::Arm(grpc::ClientContext* ctx) {
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+  peers_.Authorize(ctx);
+  absl::MutexLock lock(&wake_->mu);
+  if (wake_->stopping) return false;
+  wake_->active = ctx;
+  return true;
+}
+
+void MigrationDriver::Disarm() {
+  absl::MutexLock lock(&wake_->mu);
+  wake_->active = nullptr;
+}
+
+bool MigrationDriver::Stopping() {
+  absl::MutexLock lock(&wake_->mu);
+  return wake_->stopping;
+}
+
+void MigrationDriver::Loop() {
+  absl::Duration backoff = absl::ZeroDuration();
+  absl::Time next_try = absl::InfinitePast();
+  while (true) {
+    {
+      absl::MutexLock lock(&wake_->mu);
+      auto woken = [](Wake* w)
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->mu) { return w->stopping || w->kicked; };
+      wake_->mu.AwaitWithTimeout(absl::Condition(+woken, wake_.get()), options_.poll_interval);
+      if (wake_->stopping) return;
+      wake_->kicked = false;
+    }
+    if (absl::Now() < next_try) continue;
+    absl::Status s = Step();
+    if (s.ok()) {
+      backoff = absl::ZeroDuration();
+      continue;
+    }
+    failures_->Increment();
+    backoff = std::clamp(backoff * 2, options_.min_backoff, options_.max_backoff);
+    next_try = absl::Now() + backoff;
+    LOG(WARNING) << "migration step failed (" << s << "); retrying from the map in " << backoff;
+  }
+}
+
+absl::Status MigrationDriver::Step() {
+  absl::MutexLock step(&step_mu_);
+  auto map = state_->map();
+  const v1::Migration* m = nullptr;
+  if (map != nullptr && state_->Serving()) {
+    for (const v1::Migration& mig : map->proto().migrations()) {
+      if (mig.state() == v1::MIGRATION_COPYING || mig.state() == v1::MIGRATION_HANDOFF) m = &mig;
+    }
+  }
+  const v1::Shard* source = m != nullptr ? map->ShardById(m->source_shard()) : nullptr;
+  if (source == nullptr || source->replicas().empty() || source->replicas(0) != state_->self()) {
+    running_id_->Set(0);
+    running_state_->Set(0);
+    return absl::OkStatus();  // nothing for this node to drive
+  }
+  running_id_->Set(m->id());
+  running_state_->Set(m->state());
+  const v1::Shard* target_shard = map->ShardById(m->target_shard());
+  const v1::ClusterNode* target = target_shard != nullptr ? map->Primary(*target_shard) : nullptr;
+  if (target == nullptr) {
+    return absl::UnavailableError(absl::StrCat(Describe(*m), ": the target shard has no primary"));
+  }
+  if (m->state() == v1::MIGRATION_COPYING) return Copy(*map, *m, *target);
+  return Handoff(*map, *m, *target);
+}
+
+absl::Status MigrationDriver::Copy(const cluster::ClusterMapView& map, const v1::Migration& m,
+                                   const v1::ClusterNode& target) {
+  const absl::Time start = absl::Now();
+  // Writes routed on a map without the migration were not forwarded: the
+  // copy must read after them.
+  replicator_->DrainShard(m.source_shard());
+  std::shared_ptr<v1::KvCluster::Stub> stub = peers_.Stub(target);
+  v1::BeginImportRequest begin;
+  begin.set_migration_id(m.id());
+  begin.set_map_epoch(map.epoch());
+  begin.set_source_node_id(state_->self());
+  if (const v1::ClusterNode* self = map.Node(state_->self())) {
+    begin.set_source_incarnation(self->incarnation());
+  }
+  v1::BeginImportResponse session;
+  absl::Status s;
+  const absl::Time give_up = absl::Now() + options_.rpc_timeout;
+  do {
+    if (MapBehind(s)) absl::SleepFor(absl::Milliseconds(5));
+    grpc::ClientContext ctx;
+    if (!Arm(&ctx)) return absl::CancelledError("shutting down");
+    s = FromGrpcStatus(stub->BeginImport(&ctx, begin, &session));
+    Disarm();
+  } while (MapBehind(s) && absl::Now() < give_up);
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("BeginImport: ", s.message()));
+  LOG(INFO) << Describe(m) << ": copying to " << target.node_id() << " in session "
+            << session.session();
+
+  v1::ImportEntriesRequest batch;
+  batch.set_migration_id(m.id());
+  batch.set_session(session.session());
+  uint64_t batch_bytes = 0, entries = 0, bytes = 0, installed = 0, skipped = 0;
+  s = ScanSlots(
+      *store_, *replicator_, SlotsOf(m.slots()),
+      [&](std::string entry) {
+        if (batch_bytes > 0 && batch_bytes + entry.size() > options_.batch_bytes) {
+          if (absl::Status s = SendBatch(*stub, batch, &installed, &skipped); !s.ok()) return s;
+          batch_bytes = 0;
+        }
+        ++entries;
+        bytes += entry.size();
+        batch_bytes += entry.size();
+        batch.add_entries(std::move(entry));
+        return absl::OkStatus();
+      },
+      [&] { return Stopping(); });
+  if (s.ok() && batch.entries_size() > 0) s = SendBatch(*stub, batch, &installed, &skipped);
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(Describe(m), ": copy failed after ", entries,
+                                               " entries, ", seconds, " s: ", s.message()));
+  }
+  LOG(INFO) << Describe(m) << ": copied " << entries << " entries, " << bytes << " bytes to "
+            << target.node_id() << " in " << seconds << " s (" << installed << " installed, "
+            << skipped << " skipped as newer there)";
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("migration/after-copy"));
+  s = editor_->BeginHandoff(m.id());
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("BeginHandoff: ", s.message()));
+  LOG(INFO) << Describe(m) << ": HANDOFF";
+  return absl::OkStatus();
+}
+
+absl::Status MigrationDriver::SendBatch(v1::KvCluster::Stub& stub, v1::ImportEntriesRequest& batch,
+                                        uint64_t* installed, uint64_t* skipped) {
+  uint64_t bytes = 0;
+  for (const std::string& e : batch.entries()) bytes += e.size();
+  grpc::ClientContext ctx;
+  if (!Arm(&ctx)) return absl::CancelledError("shutting down");
+  v1::ImportEntriesResponse resp;
+  absl::Status s = FromGrpcStatus(stub.ImportEntries(&ctx, batch, &resp));
+  Disarm();
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("ImportEntries: ", s.message()));
+  entries_copied_->Increment(batch.entries_size());
+  bytes_copied_->Increment(bytes);
+  *installed += resp.installed();
+  *skipped += resp.skipped();
+  batch.clear_entries();
+  return absl::OkStatus();
+}
+
+absl::Status MigrationDriver::Handoff(const cluster::ClusterMapView& map, const v1::Migration& m,
+                                      const v1::ClusterNode& target) {
+  const absl::Time start = absl::Now();
+  // This map routes the slots TRYAGAIN here; once the writes routed on the
+  // COPYING map are done, the target holds every acknowledged write.
+  replicator_->DrainShard(m.source_shard());
+  v1::AcceptHandoffRequest req;
+  req.set_migration_id(m.id());
+  req.set_map_epoch(map.epoch());
+  req.set_source_node_id(state_->self());
+  if (const v1::ClusterNode* self = map.Node(state_->self())) {
+    req.set_source_incarnation(self->incarnation());
+  }
+  std::shared_ptr<v1::KvCluster::Stub> stub = peers_.Stub(target);
+  absl::Status s;
+  const absl::Time give_up = absl::Now() + options_.rpc_timeout;
+  do {
+    if (MapBehind(s)) absl::SleepFor(absl::Milliseconds(5));
+    grpc::ClientContext ctx;
+    if (!Arm(&ctx)) return absl::CancelledError("shutting down");
+    v1::AcceptHandoffResponse resp;
+    s = FromGrpcStatus(stub->AcceptHandoff(&ctx, req, &resp));
+    Disarm();
+  } while (MapBehind(s) && absl::Now() < give_up);
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(Describe(m), ": AcceptHandoff: ", s.message()));
+  }
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("migration/after-accept-handoff"));
+  state_->MarkHandedOff(m.id());
+  s = editor_->CompleteMigration(m.id());
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(Describe(m), ": CompleteMigration: ", s.message()));
+  }
+  handoffs_->Increment();
+  running_id_->Set(0);
+  running_state_->Set(0);
+  LOG(INFO) << Describe(m) << ": handed off to " << target.node_id() << " and flipped in "
+            << absl::ToDoubleSeconds(absl::Now() - start) << " s";
+  return absl::OkStatus();
+}
+
+}  // namespace server
+}  // namespace kvstore

@@ -1,0 +1,80 @@
+// Copyright 2026 The kvstore Authors.
+//
+// FormerPrimaries: the primary's memory of who led each of its shards
+// before it (architecture §19.7, "a demoted primary that freezes").
+//
+// A manual failover or remove-node keeps the old primary P as an in-sync
+// backup. Until P applies the new map its fence page names the old epoch,
+// so one-sided readers that still hold the old map accept P's data; that
+// is safe while P receives every acknowledged write. If P freezes before
+// applying the map, the new primary drops it after a replication timeout,
+// and from then on acknowledges writes P does not have, while P's fence
+// page still says "valid" until the end of its lease (at most one lease
+// TTL after P's last renewal, which came before the drop). So once P is
+// dropped, writes of that shard are held for one lease TTL: after that,
+// P's fence page has expired (or P applied the new map) and no reader can
+// accept P's data any more. A primary that failed over because its lease
+// expired never reaches this: it is not in the new map at all.
+//
+// Thread safety: thread-safe. Observe() and HoldUntil() are one atomic
+// load when nothing changed / nothing is held.
+
+#ifndef KVSTORE_SERVER_CLUSTER_REPLICATION_FORMER_PRIMARIES_H_
+#define KVSTORE_SERVER_CLUSTER_REPLICATION_FORMER_PRIMARIES_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/cluster/cluster_map.h"
+#include "proto/kv_cluster.pb.h"
+
+namespace kvstore {
+namespace server {
+
+class FormerPrimaries {
+ public:
+  // `self`: this node's id. `lease_ttl`: the member lease TTL (--member_ttl),
+  // the longest a fence page can stay valid after its node's last renewal.
+  FormerPrimaries(std::string self, absl::Duration lease_ttl);
+
+  // Every write calls it with the map it routes on; maps older than or
+  // equal to the newest seen are ignored. For each shard this node leads
+  // whose primary in the previously seen map was another node, remembers
+  // that node (id and incarnation); forgets shards it no longer leads.
+  void Observe(const cluster::ClusterMapView& map);
+
+  // `node` was just dropped from shard `shard_id`'s in-sync set. When it is
+  // the shard's remembered former primary (same incarnation), writes of the
+  // shard are held until now + lease TTL (the first drop sets it).
+  void Dropped(uint32_t shard_id, const v1::ClusterNode& node);
+
+  // Writes of `shard_id` must not be acknowledged before this time
+  // (InfinitePast when nothing is held).
+  absl::Time HoldUntil(uint32_t shard_id) const;
+
+ private:
+  struct Former {
+    std::string node_id;
+    uint64_t incarnation = 0;
+    absl::Time hold_until = absl::InfinitePast();
+  };
+
+  const std::string self_;
+  const absl::Duration lease_ttl_;
+  std::atomic<uint64_t> seen_epoch_{0};
+  std::atomic<bool> any_hold_{false};
+  mutable absl::Mutex mu_;
+  // Primary id and incarnation of every shard in the newest map seen.
+  std::map<uint32_t, v1::ClusterNode> primaries_ ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, Former> former_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_REPLICATION_FORMER_PRIMARIES_H_

@@ -1,0 +1,172 @@
+// Copyright 2026 The kvstore Authors.
+//
+// RdmaReplicaLinks: a primary's RDMA connections to the backups it
+// replicates to (architecture §19.3). When this node has an RDMA device and
+// a backup publishes RDMA regions, the primary is an RDMA client of that
+// backup: it handshakes with the backup's KvControl service (the cluster's
+// shared token), connects a queue pair, takes write leases, and sends each
+// replicated write as an RDMA WRITE of the committed entry plus a replica
+// commit (common/protocol/commit_wire.h). The backup's poller checks and
+// installs it in place (ReplicaInstaller::ApplyReplicaCommit): no gRPC
+// call, no protobuf, no copy on the backup.
+//
+// Get() returns a node's link when one is up; otherwise it asks the
+// connector thread to make one and returns null, and the replicator sends
+// that write with the Replicate RPC. So a write never waits for a connect,
+// and the first writes to a new backup go by gRPC. A connect that fails (a
+// refused handshake, a device that cannot be opened) is tried again after
+// `retry_after`, and so is a link that Drop() dropped after its queue pair
+// broke or its session was lost; a backup without RDMA is asked again only
+// after 12 times that. A node that comes back with another incarnation or
+// address gets a new link.
+//
+// Thread safety: thread-safe. Lock order: a node's entry, then mu_; the
+// connector holds neither while it connects.
+
+#ifndef KVSTORE_SERVER_CLUSTER_REPLICATION_RDMA_REPLICA_LINKS_H_
+#define KVSTORE_SERVER_CLUSTER_REPLICATION_RDMA_REPLICA_LINKS_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/metrics/registry.h"
+#include "common/protocol/commit_wire.h"
+#include "proto/kv_cluster.pb.h"
+
+namespace kvstore {
+namespace client {
+class ControlClient;
+class RdmaContext;
+class RdmaDataPath;
+}  // namespace client
+
+namespace server {
+
+struct RdmaReplicaLinksOptions {
+  // This node's RDMA device name (as KvServer opened it); empty: no RDMA
+  // here, Get() always returns null.
+  std::string device;
+  // The cluster's bearer token (every node shares it); empty: none.
+  std::string auth_token;
+  // Bounds the handshake and ConnectQp of a new link.
+  absl::Duration connect_timeout = absl::Seconds(2);
+  // Lease size on the backup (as client::Options::lease_bytes).
+  uint64_t lease_bytes = 4 << 20;
+  // After a failed connect or a dropped link, gRPC is used for this long.
+  absl::Duration retry_after = absl::Seconds(5);
+  // Names this node to the backups (its owner string in their logs).
+  std::string self;
+};
+
+// One backup's connection. Thread-safe (the path is).
+class RdmaReplicaLink {
+ public:
+  RdmaReplicaLink(std::unique_ptr<client::ControlClient> control,
+                  std::unique_ptr<client::RdmaDataPath> path);
+  ~RdmaReplicaLink();
+  // A replicated write: `entry` empty is a delete of `key`. The backup's
+  // ack status (its replication refusals included) or the transport's
+  // error (see failed()).
+  absl::Status Send(absl::string_view key, absl::string_view entry, const wire::ReplicaCommit& tag,
+                    absl::Time deadline);
+  // True when `status` (from Send) means the link itself failed (queue pair
+  // broken, session lost, no answer in time) rather than the backup
+  // refusing the write: the caller drops it and may send the write by gRPC.
+  bool failed(const absl::Status& status) const;
+
+ private:
+  // Destroyed in reverse: the path before the control client it uses.
+  std::unique_ptr<client::ControlClient> control_;
+  std::unique_ptr<client::RdmaDataPath> path_;
+};
+
+class RdmaReplicaLinks {
+ public:
+  // `registry` gets kvstore_replication_rdma_* series; not owned. Starts
+  // the connector thread (none without a device); the destructor stops it.
+  RdmaReplicaLinks(RdmaReplicaLinksOptions options, metrics::Registry* registry);
+  ~RdmaReplicaLinks();
+  RdmaReplicaLinks(const RdmaReplicaLinks&) = delete;
+  RdmaReplicaLinks& operator=(const RdmaReplicaLinks&) = delete;
+
+  // The link to `node` when it is up; null otherwise (a connect is started
+  // in the background unless one is running or failed within retry_after).
+  std::shared_ptr<RdmaReplicaLink> Get(const v1::ClusterNode& node);
+  // Forgets `link` (if it is still `node_id`'s): counted as a fallback;
+  // gRPC is used to that node for retry_after.
+  void Drop(const std::string& node_id, const std::shared_ptr<RdmaReplicaLink>& link);
+
+  // Counters, for the replicator's accounting.
+  metrics::Counter* sent() const { return sent_; }
+
+  // One backup's send within SendAll(): its link in, its status out.
+  struct Send {
+    std::shared_ptr<RdmaReplicaLink> link;
+    absl::Status status;
+  };
+  // Sends one write (`entry` empty: a delete of `key`) over every link of
+  // `sends` at once: the first on the calling thread, the others on the
+  // sender threads (kSenders), so R=3 waits for the slower of two acks, not
+  // their sum. Returns when every send has its status.
+  void SendAll(std::vector<Send>& sends, absl::string_view key, absl::string_view entry,
+               const wire::ReplicaCommit& tag, absl::Time deadline);
+  static constexpr int kSenders = 2;
+
+ private:
+  struct Entry {
+    absl::Mutex mu;
+    std::string address ABSL_GUARDED_BY(mu);
+    uint64_t incarnation ABSL_GUARDED_BY(mu) = 0;
+    std::shared_ptr<RdmaReplicaLink> link ABSL_GUARDED_BY(mu);
+    absl::Time retry_at ABSL_GUARDED_BY(mu) = absl::InfinitePast();
+    bool connecting ABSL_GUARDED_BY(mu) = false;
+    bool said_no_device ABSL_GUARDED_BY(mu) = false;  // logged once per incarnation
+  };
+  std::shared_ptr<Entry> EntryOf(const std::string& node_id);
+  // The connector thread: connects the queued nodes one at a time.
+  void ConnectLoop();
+  // A sender thread: runs the tasks SendAll() queues for it.
+  struct Sender {
+    absl::Mutex mu;
+    std::deque<std::function<void()>> tasks ABSL_GUARDED_BY(mu);
+    bool stop ABSL_GUARDED_BY(mu) = false;
+    std::thread thread;
+  };
+  void SenderLoop(Sender* s);
+  // Handshake, open the device if needed, connect. kUnavailable with the
+  // reason when RDMA cannot be used to `node`; *no_device set when the
+  // reason is that `node` has no RDMA device.
+  absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> Connect(const v1::ClusterNode& node,
+                                                           absl::Time deadline, bool* no_device);
+
+  const RdmaReplicaLinksOptions options_;
+  // The client-side series of the links' paths (kvstore_client_*), kept
+  // apart from the server's own.
+  metrics::Registry path_registry_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<client::RdmaContext> context_ ABSL_GUARDED_BY(mu_);
+  std::deque<v1::ClusterNode> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+
+  metrics::Counter* sent_;
+  metrics::Counter* connects_;
+  metrics::Counter* connect_failures_;
+  metrics::Counter* fallbacks_;
+  std::vector<std::unique_ptr<Sender>> senders_;  // with a device only
+  std::thread connector_;                         // last: started once everything above exists
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_REPLICATION_RDMA_REPLICA_LINKS_H_

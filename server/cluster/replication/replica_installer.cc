@@ -1,0 +1,354 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/cluster/replication/replica_installer.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/failpoint/failpoint.h"
+#include "common/grpc_status.h"
+#include "common/protocol/layout.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+bool Contains(const google::protobuf::RepeatedPtrField<std::string>& ids, absl::string_view id,
+              int from = 0) {
+  return std::find(ids.begin() + std::min(from, ids.size()), ids.end(), id) != ids.end();
+}
+
+}  // namespace
+
+ReplicaInstaller::ReplicaInstaller(KvStore* store, ClusterState* state, ShardSeqs* seqs,
+                                   metrics::Registry* registry, ReplicaInstallerOptions options)
+    : store_(store),
+      state_(state),
+      seqs_(seqs),
+      options_(std::move(options)),
+      peers_(options_.auth_token, options_.credentials) {
+  metrics::Registry& r = *registry;
+  installs_ = r.AddCounter("kvstore_replica_installs_total",
+                           "Replicated PUTs this node installed as a backup.");
+  deletes_ = r.AddCounter("kvstore_replica_deletes_total",
+                          "Replicated DELETEs this node applied as a backup.");
+  refused_ = r.AddCounter("kvstore_replica_refused_total",
+                          "Replicate calls refused (epoch, sender or role mismatch, bad entry).");
+  stale_skipped_ = r.AddCounter("kvstore_replica_stale_skipped_total",
+                                "Replicated writes ignored while syncing: older than one already "
+                                "applied to the key.");
+  sync_entries_ = r.AddCounter("kvstore_sync_entries_total",
+                               "Entries installed from a primary's SyncShard stream.");
+  sync_bytes_ = r.AddCounter("kvstore_sync_bytes_total",
+                             "Bytes of entries installed from SyncShard streams.");
+  syncs_done_ = r.AddCounter("kvstore_syncs_completed_total",
+                             "Shard copies that ended with the primary accepting ReportInSync.");
+  sync_failures_ = r.AddCounter("kvstore_sync_failures_total",
+                                "Shard copy attempts that failed (retried with backoff).");
+  if (options_.sync_poll_interval > absl::ZeroDuration()) {
+    sync_thread_ = std::thread([this] { SyncLoop(); });
+  }
+}
+
+ReplicaInstaller::~ReplicaInstaller() {
+  {
+    absl::MutexLock lock(&sync_mu_);
+    stopping_ = true;
+    if (active_ != nullptr) active_->TryCancel();
+  }
+  if (sync_thread_.joinable()) sync_thread_.join();
+}
+
+std::shared_ptr<ReplicaInstaller::SyncState> ReplicaInstaller::GetSyncState(uint32_t shard_id) {
+  absl::MutexLock lock(&sync_mu_);
+  std::shared_ptr<SyncState>& s = syncing_[shard_id];
+  if (s == nullptr) s = std::make_shared<SyncState>();
+  return s;
+}
+
+absl::StatusOr<v1::ReplicateResponse> ReplicaInstaller::Replicate(const v1::ReplicateRequest& req) {
+  if (req.op() != v1::REPLICA_OP_PUT && req.op() != v1::REPLICA_OP_DELETE) {
+    refused_->Increment();
+    return absl::InvalidArgumentError("unknown replica op");
+  }
+  ReplicaCommit commit;
+  commit.shard_id = req.shard_id();
+  commit.shard_epoch = req.shard_epoch();
+  commit.seq = req.seq();
+  commit.primary_node_id = req.primary_node_id();
+  commit.primary_incarnation = req.primary_incarnation();
+  commit.is_delete = req.op() == v1::REPLICA_OP_DELETE;
+  commit.key = req.key();
+  commit.entry = req.entry();
+  // Over gRPC the entry arrives in the request: it is copied into the pool.
+  KV_RETURN_IF_ERROR(
+      ApplyReplicaCommit(commit, [&] { return store_->InstallReplica(req.entry()); }));
+  v1::ReplicateResponse resp;
+  resp.set_applied_seq(seqs_->Last(req.shard_id()));
+  return resp;
+}
+
+absl::Status ReplicaInstaller::ApplyReplicaCommit(const ReplicaCommit& commit,
+                                                  absl::FunctionRef<absl::Status()> install) {
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("replica/before-install"));
+  bool syncing = false;
+  absl::Status refusal = Check(commit, &syncing);
+  absl::string_view key = commit.key;
+  if (refusal.ok() && !commit.is_delete) {
+    // A put names its key in its entry; a gRPC request also carries it.
+    auto view = layout::ParseEntryHeader(commit.entry);
+    if (!view.ok()) {
+      refusal = view.status();
+    } else if (!key.empty() && view->key != key) {
+      refusal = absl::InvalidArgumentError("replicated entry holds another key");
+    } else {
+      key = view->key;
+    }
+  }
+  auto apply = [&]() -> absl::Status {
+    if (commit.is_delete) {
+      deletes_->Increment();
+      return store_->DeleteReplica(key);
+    }
+    installs_->Increment();
+    return install();
+  };
+  if (refusal.ok() && syncing) {
+    std::shared_ptr<SyncState> sync = GetSyncState(commit.shard_id);
+    absl::MutexLock lock(&sync->mu);
+    uint64_t& last = sync->key_seq[std::string(key)];
+    if (last >= commit.seq) {
+      stale_skipped_->Increment();
+    } else {
+      refusal = apply();
+      if (refusal.ok()) {
+        last = commit.seq;
+        sync->touched.insert(std::string(key));
+      }
+    }
+  } else if (refusal.ok()) {
+    refusal = apply();
+  }
+  if (!refusal.ok()) {
+    refused_->Increment();
+    return refusal;
+  }
+  seqs_->Applied(commit.shard_id, commit.seq);
+  return absl::OkStatus();
+}
+
+absl::Status ReplicaInstaller::Check(const ReplicaCommit& c, bool* syncing) const {
+  auto map = state_->map();
+  const v1::Shard* shard = map != nullptr ? map->ShardById(c.shard_id) : nullptr;
+  if (shard == nullptr || shard->shard_epoch() < c.shard_epoch) {
+    return absl::UnavailableError(absl::StrCat("map behind: shard ", c.shard_id, " epoch ",
+                                               c.shard_epoch, " not in this node's map (epoch ",
+                                               map ? map->epoch() : 0, ")"));
+  }
+  if (shard->shard_epoch() > c.shard_epoch) {
+    return absl::FailedPreconditionError(absl::StrCat("stale shard epoch ", c.shard_epoch, " < ",
+                                                      shard->shard_epoch(), " of shard ",
+                                                      c.shard_id, "; refresh the map"));
+  }
+  if (shard->replicas().empty() || shard->replicas(0) != c.primary_node_id) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(c.primary_node_id, " is not the primary of shard ", c.shard_id, " here"));
+  }
+  if (const v1::ClusterNode* p = map->Node(c.primary_node_id);
+      c.primary_incarnation != 0 && p->incarnation() != c.primary_incarnation) {
+    return absl::FailedPreconditionError(absl::StrCat("primary incarnation ", c.primary_incarnation,
+                                                      " is not the map's ", p->incarnation()));
+  }
+  if (state_->NamesEarlierSelf(*map)) {
+    // A restarted, empty process whose map still names its earlier life
+    // must not acknowledge writes as that life's copy of the shard.
+    return absl::FailedPreconditionError(absl::StrCat("this map names an earlier incarnation of ",
+                                                      state_->self(), " (restarted, empty)"));
+  }
+  *syncing = Contains(shard->syncing(), state_->self());
+  if (!Contains(shard->replicas(), state_->self(), 1) && !*syncing) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(state_->self(), " is not a replica of shard ", c.shard_id, " here"));
+  }
+  return absl::OkStatus();
+}
+
+v1::ReplicaStatusResponse ReplicaInstaller::Status(uint32_t shard_id) const {
+  v1::ReplicaStatusResponse resp;
+  resp.set_applied_seq(seqs_->Last(shard_id));
+  if (auto map = state_->map()) {
+    resp.set_map_epoch(map->epoch());
+    if (const v1::Shard* shard = map->ShardById(shard_id)) {
+      resp.set_shard_epoch(shard->shard_epoch());
+    }
+  }
+  resp.set_fenced(!state_->Serving());
+  return resp;
+}
+
+absl::Status ReplicaInstaller::SyncShardNow(uint32_t shard_id) {
+  auto map = state_->map();
+  if (map == nullptr) return absl::UnavailableError("no cluster map yet");
+  const v1::Shard* shard = map->ShardById(shard_id);
+  if (shard == nullptr || !Contains(shard->syncing(), state_->self())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(state_->self(), " is not syncing shard ", shard_id));
+  }
+  const v1::ClusterNode* primary = map->Primary(*shard);
+  if (primary == nullptr) return absl::UnavailableError("CLUSTERDOWN the shard has no primary");
+  std::shared_ptr<SyncState> sync = GetSyncState(shard_id);
+  {
+    // Writes applied before this copy begins are older than what the copy
+    // will read (the primary copies each key under its stripe lock).
+    absl::MutexLock lock(&sync->mu);
+    sync->touched.clear();
+  }
+  const absl::Time start = absl::Now();
+  uint64_t entries = 0, bytes = 0, snapshot_seq = 0;
+  absl::Status s = Copy(*shard, *primary, *sync, &entries, &bytes, &snapshot_seq);
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (!s.ok()) {
+    LOG(WARNING) << "copy of shard " << shard_id << " from " << primary->node_id()
+                 << " failed after " << entries << " entries, " << bytes << " bytes, " << seconds
+                 << " s: " << s;
+    return s;
+  }
+  seqs_->Applied(shard_id, snapshot_seq);
+  LOG(INFO) << "copied shard " << shard_id << " from " << primary->node_id() << ": " << entries
+            << " entries, " << bytes << " bytes in " << seconds << " s (snapshot seq "
+            << snapshot_seq << ")";
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("replica/before-report-in-sync"));
+  v1::ReportInSyncRequest req;
+  req.set_shard_id(shard_id);
+  req.set_node_id(state_->self());
+  if (const v1::ClusterNode* self = map->Node(state_->self())) {
+    req.set_incarnation(self->incarnation());
+  }
+  req.set_shard_epoch(shard->shard_epoch());
+  grpc::ClientContext ctx;
+  peers_.Authorize(&ctx);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::ReportInSyncResponse resp;
+  s = FromGrpcStatus(peers_.Stub(*primary)->ReportInSync(&ctx, req, &resp));
+  if (s.ok()) {
+    syncs_done_->Increment();
+    LOG(INFO) << "shard " << shard_id << " in sync here as of map epoch " << resp.map_epoch();
+  }
+  return s;
+}
+
+absl::Status ReplicaInstaller::Copy(const v1::Shard& shard, const v1::ClusterNode& primary,
+                                    SyncState& sync, uint64_t* entries, uint64_t* bytes,
+                                    uint64_t* snapshot_seq) {
+  grpc::ClientContext ctx;
+  peers_.Authorize(&ctx);
+  {
+    absl::MutexLock lock(&sync_mu_);
+    if (stopping_) return absl::CancelledError("shutting down");
+    active_ = &ctx;
+  }
+  v1::SyncShardRequest req;
+  req.set_shard_id(shard.shard_id());
+  req.set_shard_epoch(shard.shard_epoch());
+  req.set_node_id(state_->self());
+  auto reader = peers_.Stub(primary)->SyncShard(&ctx, req);
+  v1::SyncShardChunk chunk;
+  bool done = false;
+  absl::Status failed;
+  absl::Time last_log = absl::Now();
+  while (failed.ok() && reader->Read(&chunk)) {
+    for (const std::string& entry : chunk.entries()) {
+      auto view = layout::ParseEntryHeader(entry);
+      if (!view.ok()) {
+        failed = view.status();
+        break;
+      }
+      absl::MutexLock lock(&sync.mu);
+      // A key written by Replicate since the copy began holds a value at
+      // least as new as the streamed one.
+      if (sync.touched.contains(view->key)) continue;
+      failed = store_->InstallReplica(entry);
+      if (!failed.ok()) break;
+      ++*entries;
+      *bytes += entry.size();
+      sync_entries_->Increment();
+      sync_bytes_->Increment(entry.size());
+    }
+    if (chunk.done()) {
+      done = true;
+      *snapshot_seq = chunk.snapshot_seq();
+    }
+    if (absl::Now() - last_log > absl::Seconds(5)) {
+      last_log = absl::Now();
+      LOG(INFO) << "copying shard " << shard.shard_id() << ": " << *entries << " entries, "
+                << *bytes << " bytes so far";
+    }
+  }
+  if (!failed.ok()) {
+    ctx.TryCancel();
+    while (reader->Read(&chunk)) {
+    }
+  }
+  absl::Status finished = FromGrpcStatus(reader->Finish());
+  {
+    absl::MutexLock lock(&sync_mu_);
+    active_ = nullptr;
+  }
+  if (!failed.ok()) return failed;
+  if (!finished.ok()) return finished;
+  if (!done) return absl::UnavailableError("SyncShard stream ended before its last chunk");
+  return absl::OkStatus();
+}
+
+void ReplicaInstaller::SyncLoop() {
+  absl::flat_hash_map<uint32_t, absl::Time> next_try;
+  absl::flat_hash_map<uint32_t, absl::Duration> backoff;
+  while (true) {
+    {
+      absl::MutexLock lock(&sync_mu_);
+      if (sync_mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.sync_poll_interval)) {
+        return;
+      }
+    }
+    auto map = state_->map();
+    if (map == nullptr) continue;
+    std::vector<const v1::Shard*> shards = map->ShardsSyncingOn(state_->self());
+    {
+      // Forget the sync state of shards no longer syncing here, judged on a
+      // map read under the lock: a Replicate reads its map before it takes
+      // the lock, so no map it acted on is newer than this one.
+      absl::MutexLock lock(&sync_mu_);
+      auto now_map = state_->map();
+      absl::erase_if(syncing_, [&](const auto& kv) {
+        const v1::Shard* s = now_map->ShardById(kv.first);
+        return s == nullptr || !Contains(s->syncing(), state_->self());
+      });
+    }
+    for (const v1::Shard* shard : shards) {
+      const uint32_t id = shard->shard_id();
+      const absl::Time now = absl::Now();
+      if (now < next_try[id]) continue;
+      absl::Status s = SyncShardNow(id);
+      absl::Duration& b = backoff[id];
+      if (s.ok()) {
+        b = absl::ZeroDuration();
+        // The map moving this node into the in-sync set is on its way; look
+        // again only if it has not come by then.
+        next_try[id] = absl::Now() + options_.max_backoff;
+        continue;
+      }
+      sync_failures_->Increment();
+      b = std::clamp(b * 2, options_.min_backoff, options_.max_backoff);
+      next_try[id] = absl::Now() + b;
+      LOG(WARNING) << "sync of shard " << id << " failed (" << s << "); retrying in " << b;
+    }
+  }
+}
+
+}  // namespace server
+}  // namespace kvstore

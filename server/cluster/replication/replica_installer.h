@@ -1,0 +1,138 @@
+// Copyright 2026 The kvstore Authors.
+//
+// ReplicaInstaller: the backup's side of replication (architecture §19.3,
+// §19.4).
+//
+// A write forwarded by a shard's primary arrives as a Replicate RPC
+// (Replicate(): the entry is copied into the pool) or, when both nodes have
+// RDMA, as a replica commit on an RDMA connection of the primary's
+// (ApplyReplicaCommit(), the ReplicaCommitSink the RdmaService calls: the
+// entry was WRITTEN into a lease and is published in place). Either way it
+// is refused unless this
+// node's map has the shard at the request's shard_epoch (this map older:
+// kUnavailable "map behind ...", which the primary retries briefly; newer:
+// kFailedPrecondition), the sender is the shard's primary (and of the
+// incarnation the map names), and this node is one of its in-sync backups
+// or syncing replicas. Installed with KvStore::InstallReplica (the entry's
+// checksum is verified: kDataLoss) or DeleteReplica; the shard's applied
+// seq is then recorded (ReplicaStatus).
+//
+// Sync: when this node's map lists it in a shard's `syncing`, a background
+// thread calls SyncShard on the primary, installs the streamed entries —
+// except for keys a Replicate wrote since this copy began, which are at
+// least as new — then calls ReportInSync on the primary. A failed attempt
+// is retried with backoff (100 ms doubling to 2 s). While a shard syncs,
+// a Replicate of a key older (lower seq) than one already applied to that
+// key is ignored, so a delayed forward cannot undo a newer one.
+//
+// Thread safety: thread-safe. The destructor stops the sync thread (it
+// cancels a stream in progress).
+
+#ifndef KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICA_INSTALLER_H_
+#define KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICA_INSTALLER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/metrics/registry.h"
+#include "proto/kv_cluster.pb.h"
+#include "server/cluster/replication/peer_channels.h"
+#include "server/cluster/replication/shard_seqs.h"
+#include "server/rdma/replica_commit_sink.h"
+#include "server/routing/cluster_state.h"
+#include "server/storage/kv_store.h"
+
+namespace kvstore {
+namespace server {
+
+struct ReplicaInstallerOptions {
+  // How often the sync thread looks at the map for shards to copy; zero:
+  // no sync thread (tests drive SyncShardNow()).
+  absl::Duration sync_poll_interval = absl::Milliseconds(20);
+  absl::Duration min_backoff = absl::Milliseconds(100);
+  absl::Duration max_backoff = absl::Seconds(2);
+  // The server's bearer token and channel credentials (see PeerChannels).
+  std::string auth_token;
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+};
+
+class ReplicaInstaller : public ReplicaCommitSink {
+ public:
+  // None owned; all must outlive the installer. Starts the sync thread.
+  ReplicaInstaller(KvStore* store, ClusterState* state, ShardSeqs* seqs,
+                   metrics::Registry* registry, ReplicaInstallerOptions options);
+  ~ReplicaInstaller() override;
+  ReplicaInstaller(const ReplicaInstaller&) = delete;
+  ReplicaInstaller& operator=(const ReplicaInstaller&) = delete;
+
+  // The Replicate RPC (see the file comment for the errors).
+  absl::StatusOr<v1::ReplicateResponse> Replicate(const v1::ReplicateRequest& req);
+  // The same checks and application for a write in wire form (the RDMA
+  // service's replica commits; Replicate() converts to it). `install`
+  // publishes a put's entry. The refusals listed above.
+  absl::Status ApplyReplicaCommit(const ReplicaCommit& commit,
+                                  absl::FunctionRef<absl::Status()> install) override;
+  // The ReplicaStatus RPC: the shard's applied seq, its epoch in this
+  // node's map (0 when absent), the map epoch and whether it is fenced.
+  v1::ReplicaStatusResponse Status(uint32_t shard_id) const;
+
+  // One sync of shard `shard_id`, on the caller's thread: copy from the
+  // primary, then ReportInSync. kFailedPrecondition when this node is not
+  // syncing it; the errors of the two RPCs otherwise.
+  absl::Status SyncShardNow(uint32_t shard_id);
+
+ private:
+  // A shard this node is syncing. touched: keys Replicate wrote since the
+  // current copy began (cleared at each attempt); key_seq: the highest seq
+  // applied per key while syncing. `mu` is held across each install, so a
+  // streamed entry and a Replicate of one key never interleave.
+  struct SyncState {
+    absl::Mutex mu;
+    absl::flat_hash_set<std::string> touched ABSL_GUARDED_BY(mu);
+    absl::flat_hash_map<std::string, uint64_t> key_seq ABSL_GUARDED_BY(mu);
+  };
+  std::shared_ptr<SyncState> GetSyncState(uint32_t shard_id);
+  // The map checks of a replicated write; `syncing`: this node is a
+  // syncing (not yet in-sync) replica of the shard in that map.
+  absl::Status Check(const ReplicaCommit& commit, bool* syncing) const;
+  // Streams the shard from `primary` into the store. Returns entries,
+  // bytes and the snapshot seq through the pointers.
+  absl::Status Copy(const v1::Shard& shard, const v1::ClusterNode& primary, SyncState& sync,
+                    uint64_t* entries, uint64_t* bytes, uint64_t* snapshot_seq);
+  void SyncLoop();
+
+  KvStore* const store_;
+  ClusterState* const state_;
+  ShardSeqs* const seqs_;
+  const ReplicaInstallerOptions options_;
+  PeerChannels peers_;
+
+  absl::Mutex sync_mu_;
+  absl::flat_hash_map<uint32_t, std::shared_ptr<SyncState>> syncing_ ABSL_GUARDED_BY(sync_mu_);
+  // The stream in progress, cancelled by the destructor.
+  grpc::ClientContext* active_ ABSL_GUARDED_BY(sync_mu_) = nullptr;
+  bool stopping_ ABSL_GUARDED_BY(sync_mu_) = false;
+
+  metrics::Counter* installs_;
+  metrics::Counter* deletes_;
+  metrics::Counter* refused_;
+  metrics::Counter* stale_skipped_;
+  metrics::Counter* sync_entries_;
+  metrics::Counter* sync_bytes_;
+  metrics::Counter* syncs_done_;
+  metrics::Counter* sync_failures_;
+  std::thread sync_thread_;
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICA_INSTALLER_H_

@@ -1,0 +1,173 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Test fixture for replication: in-process kvserver nodes, each with a real
+// KvStore whose write hook is a real Replicator, a real ReplicaInstaller and
+// the real KvCluster service on a real gRPC server on 127.0.0.1. Only the
+// etcd side is faked: FakeMapStore holds the one cluster map and installs
+// every edit in every node's ClusterState (the etcd-backed ShardMapEditor is
+// membership's, tested there).
+
+#ifndef KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATION_TEST_UTIL_H_
+#define KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATION_TEST_UTIL_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/server.h"
+#include "server/cluster/cluster_service.h"
+#include "server/cluster/membership/shard_map_editor.h"
+#include "server/cluster/migration/migration_driver.h"
+#include "server/cluster/migration/slot_importer.h"
+#include "server/cluster/replication/replica_installer.h"
+#include "server/cluster/replication/replicator.h"
+#include "server/cluster/replication/shard_seqs.h"
+#include "server/storage/kv_store.h"
+#include "server/storage/memory_pool.h"
+
+namespace kvstore {
+namespace server {
+namespace testing {
+
+// The cluster map "in etcd". Thread-safe.
+class FakeMapStore {
+ public:
+  // Installs `map` with the next epoch in every registered state except
+  // those in `skip` (their nodes lag behind until Catch-up()).
+  void Set(v1::ClusterMap map, std::vector<ClusterState*> skip = {});
+  // Edits the current map; `edit` returns an error to abort. Fails with
+  // `fail_edits` when that is set.
+  absl::Status Edit(const std::function<absl::Status(v1::ClusterMap&)>& edit);
+  // Installs the current map in every state (the laggards catch up).
+  void CatchUp();
+  v1::ClusterMap Current();
+  void Register(ClusterState* state);
+  void set_fail_edits(absl::Status s);
+  // Runs before each edit (e.g. to check what was published by then).
+  void set_on_edit(std::function<void()> fn);
+
+ private:
+  void InstallLocked(const std::vector<ClusterState*>& skip) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Mutex mu_;
+  v1::ClusterMap map_ ABSL_GUARDED_BY(mu_);
+  std::vector<ClusterState*> states_ ABSL_GUARDED_BY(mu_);
+  absl::Status fail_edits_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> on_edit_ ABSL_GUARDED_BY(mu_);
+};
+
+// ShardMapEditor over a FakeMapStore, with the checks the etcd one makes.
+class FakeEditor : public ShardMapEditor {
+ public:
+  FakeEditor(FakeMapStore* maps, std::string self) : maps_(maps), self_(std::move(self)) {}
+  absl::Status RemoveReplica(uint32_t shard_id, absl::string_view node_id) override;
+  absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id) override;
+  // As MapStore's: this node must lead the migration's source shard, whose
+  // epoch is bumped (the flip bumps the target's too).
+  absl::Status BeginHandoff(uint32_t migration_id) override;
+  absl::Status CompleteMigration(uint32_t migration_id) override;
+
+ private:
+  // Edits migration `id` with `change`; OK without a change when `gone_ok`
+  // and the migration is gone.
+  absl::Status EditMigration(
+      uint32_t id, bool gone_ok,
+      const std::function<absl::Status(v1::ClusterMap&, int index, v1::Shard* source)>& change);
+  FakeMapStore* maps_;
+  std::string self_;
+};
+
+// The real service with a test seam in front of Replicate (to block or
+// fail a backup).
+class TestClusterService : public ClusterService {
+ public:
+  using ClusterService::ClusterService;
+  using Before = std::function<absl::Status(const v1::ReplicateRequest&)>;
+  void set_before(Before fn) {
+    absl::MutexLock lock(&mu_);
+    before_ = std::move(fn);
+  }
+  grpc::Status Replicate(grpc::ServerContext* context, const v1::ReplicateRequest* request,
+                         v1::ReplicateResponse* response) override;
+
+ private:
+  absl::Mutex mu_;
+  Before before_ ABSL_GUARDED_BY(mu_);
+};
+
+struct NodeOptions {
+  absl::Duration replication_timeout = absl::Seconds(2);
+  // ReplicatorOptions::lease_ttl: how long writes are held after a demoted
+  // former primary is dropped.
+  absl::Duration lease_ttl = absl::Seconds(3);
+  bool sync_thread = true;
+  // The migration driver's thread (else tests call driver().Step()).
+  bool migration_thread = false;
+  std::string auth_token;
+  // Makes the node's ShardMapEditor (e.g. an etcd MapStore); empty: a
+  // FakeEditor over the FakeMapStore.
+  std::function<std::unique_ptr<ShardMapEditor>(ClusterState*)> make_editor;
+};
+
+// One kvserver's replication stack.
+class Node {
+ public:
+  Node(std::string id, FakeMapStore* maps, const NodeOptions& options);
+  ~Node();
+
+  const std::string& id() const { return id_; }
+  int port() const { return port_; }
+  absl::Status Put(absl::string_view key, absl::string_view value);
+  absl::Status Delete(absl::string_view key) { return store_->Delete(key); }
+  // The value, or "<NOT_FOUND>" etc.
+  std::string Value(absl::string_view key);
+  // Stops serving gRPC (a dead node, as its peers see it).
+  void Kill();
+
+  KvStore& store() { return *store_; }
+  ClusterState& state() { return state_; }
+  ReplicaInstaller& installer() { return *installer_; }
+  SlotImporter& importer() { return *importer_; }
+  MigrationDriver& driver() { return *driver_; }
+  TestClusterService& service() { return *service_; }
+  metrics::Registry& registry() { return registry_; }
+  std::unique_ptr<v1::KvCluster::Stub> NewStub() const;
+
+ private:
+  const std::string id_;
+  metrics::Registry registry_;
+  ClusterState state_;
+  ShardSeqs seqs_;
+  FakeEditor editor_;
+  std::unique_ptr<ShardMapEditor> custom_editor_;  // NodeOptions::make_editor
+  std::unique_ptr<MemoryPool> pool_;
+  std::unique_ptr<Replicator> replicator_;
+  std::unique_ptr<KvStore> store_;
+  std::unique_ptr<ReplicaInstaller> installer_;
+  std::unique_ptr<SlotImporter> importer_;
+  std::unique_ptr<MigrationDriver> driver_;
+  std::unique_ptr<TestClusterService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  absl::Mutex writer_mu_;
+  std::unique_ptr<KvStore::Writer> writer_ ABSL_GUARDED_BY(writer_mu_);
+};
+
+// A map of one shard holding every slot: `replicas` (primary first) and
+// `syncing` are indexes into `nodes`; every node is listed in the map.
+v1::ClusterMap OneShardMap(const std::vector<Node*>& nodes, std::vector<int> replicas,
+                           std::vector<int> syncing, uint64_t shard_epoch = 1);
+
+// Two shards: shard 0 owns slots 0-8191 (replicas `s0`, primary first),
+// shard 1 owns 8192-16383 (`s1`); with `state` other than UNSPECIFIED,
+// migration 1 moves slots 0-`last_moved_slot` from shard 0 to shard 1.
+v1::ClusterMap TwoShardMap(const std::vector<Node*>& nodes, std::vector<int> s0,
+                           std::vector<int> s1, v1::MigrationState state, uint32_t last_moved_slot);
+
+}  // namespace testing
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATION_TEST_UTIL_H_

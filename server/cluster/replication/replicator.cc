@@ -1,0 +1,579 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/cluster/replication/replicator.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/failpoint/failpoint.h"
+#include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+bool Contains(const google::protobuf::RepeatedPtrField<std::string>& ids, absl::string_view id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+// A backup whose map is older than the primary's answers this; the primary
+// retries until its timeout (the backup is about to install the new map).
+bool MapBehind(const absl::Status& s) {
+  return absl::IsUnavailable(s) && absl::StartsWith(s.message(), "map behind");
+}
+
+// A backup whose map is newer than the one the write was routed on.
+bool StaleEpoch(const absl::Status& s) {
+  return absl::IsFailedPrecondition(s) && absl::StartsWith(s.message(), "stale shard epoch");
+}
+
+}  // namespace
+
+absl::Status RouteError(const Route& route) {
+  switch (route.kind) {
+    case Route::Kind::kServe:
+      return absl::OkStatus();
+    case Route::Kind::kMoved:
+      return absl::FailedPreconditionError(
+          absl::StrCat("MOVED ", route.slot, " ", route.node->resp_address()));
+    case Route::Kind::kDown:
+      return absl::UnavailableError(absl::StrCat("CLUSTERDOWN Hash slot ", route.slot,
+                                                 " not served: its shard has no primary"));
+    case Route::Kind::kAsk:
+      return absl::FailedPreconditionError(
+          absl::StrCat("ASK ", route.slot, " ", route.node->resp_address()));
+    case Route::Kind::kTryAgain:
+      return absl::UnavailableError(absl::StrCat(
+          "TRYAGAIN Hash slot ", route.slot, " is being handed to another shard; retry shortly"));
+    case Route::Kind::kNotReady:
+      break;
+  }
+  return absl::UnavailableError(
+      "CLUSTERDOWN this node is not serving: no cluster map yet, or fenced (its lease may have "
+      "lapsed)");
+}
+
+struct Replicator::Target {
+  const v1::ClusterNode* node = nullptr;
+  bool in_sync = false;  // an in-sync backup (else a syncing replica)
+  absl::Status status;
+};
+
+Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* seqs,
+                       metrics::Registry* registry, ReplicatorOptions options)
+    : state_(state),
+      editor_(editor),
+      seqs_(seqs),
+      options_(std::move(options)),
+      peers_(options_.auth_token, options_.credentials),
+      stripes_(new absl::Mutex[kStripes]),
+      former_(state->self(), options_.lease_ttl) {
+  // Maps this node installs as a backup count too: a backup promoted by a
+  // manual failover must know whom it replaced before its first write.
+  state_->AddListener([this](const cluster::ClusterMapView& view) { former_.Observe(view); });
+  metrics::Registry& r = *registry;
+  writes_ = r.AddCounter("kvstore_replication_writes_total",
+                         "Writes this node published as primary after replicating them.");
+  backup_failures_ = r.AddCounter("kvstore_replication_backup_failures_total",
+                                  "Replicate calls to a backup or syncing replica that failed or "
+                                  "timed out.");
+  isr_shrinks_ = r.AddCounter("kvstore_replication_isr_shrinks_total",
+                              "Failed in-sync backups this primary dropped from the in-sync set.");
+  syncing_broken_ = r.AddCounter("kvstore_replication_syncing_broken_total",
+                                 "Syncing replicas marked broken for missing a write.");
+  refused_ = r.AddCounter("kvstore_replication_refused_total",
+                          "Writes refused with MOVED or CLUSTERDOWN, or failed because a "
+                          "failed backup could not be dropped.");
+  latency_ = r.AddHistogram("kvstore_replication_latency_seconds",
+                            "Time from forwarding a write to its backups to the last answer.");
+  forwarded_ = r.AddCounter("kvstore_migration_forwarded_writes_total",
+                            "Writes of migrating slots this source primary forwarded to the "
+                            "migration's target primary (ImportWrite).");
+  forward_failures_ = r.AddCounter("kvstore_migration_forward_failures_total",
+                                   "Writes that failed because the migration's target primary "
+                                   "did not take them.");
+  former_primary_holds_ =
+      r.AddCounter("kvstore_replication_former_primary_holds_total",
+                   "Writes held after dropping a demoted former primary, until its lease "
+                   "(and so its fence page) must have expired.");
+  imported_ = r.AddCounter("kvstore_migration_imported_writes_total",
+                           "Imported writes and copied entries this target primary replicated "
+                           "and installed.");
+}
+
+absl::Mutex& Replicator::StripeOf(absl::string_view key) {
+  return stripes_[absl::Hash<absl::string_view>{}(key) % kStripes];
+}
+
+absl::Mutex& Replicator::ShardBarrier(uint32_t shard_id) {
+  absl::MutexLock lock(&barriers_mu_);
+  std::unique_ptr<absl::Mutex>& mu = barriers_[shard_id];
+  if (mu == nullptr) mu = std::make_unique<absl::Mutex>();
+  return *mu;  // never erased: the reference stays valid
+}
+
+bool Replicator::Broken(uint32_t shard_id, absl::string_view node_id) {
+  absl::MutexLock lock(&broken_mu_);
+  return broken_.contains(std::make_pair(shard_id, std::string(node_id)));
+}
+
+absl::Status Replicator::Write(absl::string_view key, absl::string_view entry,
+                               absl::FunctionRef<absl::Status()> publish) {
+  const absl::Time deadline = absl::Now() + options_.replication_timeout;
+  for (int attempt = 0;; ++attempt) {
+    bool again = false;
+    absl::Status s = TryWrite(key, entry, publish, deadline, attempt, &again);
+    if (!again) return s;
+    // A backup holds a newer map than the one this write was routed on
+    // (maps reach nodes at different moments): route it again on ours once
+    // ours has caught up, with a new seq; nothing was published.
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+}
+
+absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry,
+                                  absl::FunctionRef<absl::Status()> publish, absl::Time deadline,
+                                  int attempt, bool* again) {
+  Route first = state_->RouteKey(key);
+  if (first.kind != Route::Kind::kServe) {
+    refused_->Increment();
+    return RouteError(first);
+  }
+  const uint32_t shard_id = first.shard->shard_id();
+  // Routed again inside the barrier: BeginSync/PromoteSyncing wait for
+  // every write routed on a map older than the one they checked.
+  absl::ReaderMutexLock barrier(&ShardBarrier(shard_id));
+  Route route = state_->RouteKey(key);
+  if (route.kind != Route::Kind::kServe) {
+    refused_->Increment();
+    return RouteError(route);
+  }
+  if (route.shard->shard_id() != shard_id) {
+    *again = attempt < 3;  // the slot changed shards meanwhile
+    return absl::UnavailableError("CLUSTERDOWN the key's slot keeps changing shards; retry");
+  }
+  const v1::Shard& shard = *route.shard;
+  const cluster::ClusterMapView& map = *route.map;
+  // A write of a COPYING slot goes to the migration's target primary too.
+  const v1::Migration* migration = route.migration;
+  if (migration != nullptr &&
+      (migration->state() != v1::MIGRATION_COPYING || migration->source_shard() != shard_id)) {
+    migration = nullptr;
+  }
+  const v1::ClusterNode* target = nullptr;
+  std::optional<absl::ReaderMutexLock> target_barrier;
+  if (migration != nullptr) {
+    const v1::Shard* t = map.ShardById(migration->target_shard());
+    target = t != nullptr ? map.Primary(*t) : nullptr;
+    if (target == nullptr) {
+      refused_->Increment();
+      return absl::UnavailableError(absl::StrCat("TRYAGAIN migration target shard ",
+                                                 migration->target_shard(), " has no primary"));
+    }
+    // Leading both shards: the local import runs under our locks, so take
+    // the target's barrier now, in the lock order (source, target, stripe).
+    if (target->node_id() == state_->self()) {
+      target_barrier.emplace(&ShardBarrier(migration->target_shard()));
+    }
+  }
+  absl::MutexLock stripe(&StripeOf(key));
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("replicator/before-round"));
+  bool stale = false;
+  absl::Status replicated;
+  auto round = [&] { replicated = ReplicateRound(map, shard, key, entry, deadline, &stale); };
+  absl::Status imported;
+  if (migration == nullptr) {
+    round();
+  } else {
+    imported = ForwardToTarget(map, *migration, *target, key, entry, deadline, round);
+  }
+  if (stale && absl::Now() < deadline) {
+    *again = true;
+    return replicated;
+  }
+  if (!replicated.ok()) {
+    refused_->Increment();
+    return replicated;
+  }
+  if (!imported.ok()) {
+    forward_failures_->Increment();
+    refused_->Increment();
+    if (MapBehind(imported) && absl::Now() < deadline) {
+      *again = true;  // the target's side is about to catch up
+    }
+    return absl::UnavailableError(absl::StrCat("TRYAGAIN migration target ", target->node_id(),
+                                               " unavailable: ", imported.message()));
+  }
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("replicator/after-backups-installed"));
+  // The replication round may have outlasted the lease deadline: a node
+  // that may have been replaced must not publish (§19.5).
+  if (!state_->Serving()) {
+    refused_->Increment();
+    return RouteError(Route());
+  }
+  writes_->Increment();
+  return publish();
+}
+
+absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, const v1::Shard& shard,
+                                        absl::string_view key, absl::string_view entry,
+                                        absl::Time deadline, bool* stale) {
+  const uint32_t shard_id = shard.shard_id();
+  former_.Observe(map);
+  std::vector<Target> targets;
+  for (int i = 1; i < shard.replicas_size(); ++i) {
+    targets.push_back(Target{map.Node(shard.replicas(i)), true, absl::OkStatus()});
+  }
+  for (const std::string& id : shard.syncing()) {
+    targets.push_back(Target{map.Node(id), false, absl::OkStatus()});
+  }
+  v1::ReplicateRequest req;
+  req.set_seq(seqs_->Next(shard_id));  // also keeps this node's applied_seq moving
+  if (targets.empty()) {
+    HoldForFormerPrimary(shard_id);
+    return absl::OkStatus();
+  }
+  req.set_shard_id(shard_id);
+  req.set_shard_epoch(shard.shard_epoch());
+  req.set_op(entry.empty() ? v1::REPLICA_OP_DELETE : v1::REPLICA_OP_PUT);
+  req.set_key(key.data(), key.size());
+  req.set_entry(entry.data(), entry.size());
+  req.set_primary_node_id(state_->self());
+  if (const v1::ClusterNode* self = map.Node(state_->self())) {
+    req.set_primary_incarnation(self->incarnation());
+  }
+  const absl::Time start = absl::Now();
+  Forward(req, targets, deadline);
+  latency_->Observe(absl::Now() - start);
+  for (const Target& t : targets) {
+    if (StaleEpoch(t.status)) {
+      *stale = true;
+      return t.status;
+    }
+  }
+  absl::Status failures = HandleFailures(shard, targets);
+  if (!failures.ok()) return failures;
+  HoldForFormerPrimary(shard_id);
+  return absl::OkStatus();
+}
+
+void Replicator::HoldForFormerPrimary(uint32_t shard_id) {
+  const absl::Time until = former_.HoldUntil(shard_id);
+  const absl::Time now = absl::Now();
+  if (until <= now) return;
+  former_primary_holds_->Increment();
+  absl::SleepFor(until - now);
+}
+
+absl::Status Replicator::ForwardToTarget(const cluster::ClusterMapView& map,
+                                         const v1::Migration& migration,
+                                         const v1::ClusterNode& target, absl::string_view key,
+                                         absl::string_view entry, absl::Time deadline,
+                                         absl::FunctionRef<void()> meanwhile) {
+  v1::ImportWriteRequest req;
+  req.set_migration_id(migration.id());
+  req.set_map_epoch(map.epoch());
+  req.set_source_node_id(state_->self());
+  if (const v1::ClusterNode* self = map.Node(state_->self())) {
+    req.set_source_incarnation(self->incarnation());
+  }
+  req.set_op(entry.empty() ? v1::REPLICA_OP_DELETE : v1::REPLICA_OP_PUT);
+  req.set_key(key.data(), key.size());
+  req.set_entry(entry.data(), entry.size());
+  forwarded_->Increment();
+  if (target.node_id() != state_->self()) return ForwardImport(req, target, deadline, meanwhile);
+  absl::Status s = local_import_ ? local_import_(req)
+                                 : absl::UnavailableError("this node cannot import (no importer)");
+  meanwhile();
+  return s;
+}
+
+absl::Status Replicator::ForwardImport(const v1::ImportWriteRequest& req,
+                                       const v1::ClusterNode& node, absl::Time deadline,
+                                       absl::FunctionRef<void()> meanwhile) {
+  struct Call {
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    grpc::ClientContext ctx;
+    v1::ImportWriteResponse resp;
+    grpc::Status status;
+  };
+  std::shared_ptr<v1::KvCluster::Stub> stub = peers_.Stub(node);
+  for (bool first = true;; first = false) {
+    auto call = std::make_shared<Call>();
+    call->ctx.set_deadline(absl::ToChronoTime(deadline));
+    peers_.Authorize(&call->ctx);
+    stub->async()->ImportWrite(&call->ctx, &req, &call->resp, [call](grpc::Status s) {
+      absl::MutexLock lock(&call->mu);
+      call->status = std::move(s);
+      call->done = true;
+    });
+    if (first) meanwhile();  // the Replicate round runs while this is in flight
+    absl::Status s;
+    {
+      absl::MutexLock lock(&call->mu);
+      call->mu.Await(absl::Condition(&call->done));
+      s = FromGrpcStatus(call->status);
+    }
+    if (!MapBehind(s) || absl::Now() + absl::Milliseconds(2) >= deadline) return s;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+}
+
+void Replicator::DrainShard(uint32_t shard_id) {
+  absl::WriterMutexLock barrier(&ShardBarrier(shard_id));
+}
+
+absl::Status Replicator::ImportWrite(uint32_t target_shard, absl::string_view key,
+                                     absl::string_view entry,
+                                     absl::FunctionRef<absl::StatusOr<bool>()> admit,
+                                     absl::FunctionRef<absl::Status()> install, bool locks_held) {
+  const absl::Time deadline = absl::Now() + options_.replication_timeout;
+  std::optional<absl::ReaderMutexLock> barrier;
+  std::optional<absl::MutexLock> stripe;
+  if (!locks_held) {
+    barrier.emplace(&ShardBarrier(target_shard));
+    stripe.emplace(&StripeOf(key));
+  }
+  auto map = state_->map();
+  const v1::Shard* shard = map != nullptr ? map->ShardById(target_shard) : nullptr;
+  if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
+    return absl::FailedPreconditionError(absl::StrCat("not the primary of shard ", target_shard,
+                                                      " in map epoch ", state_->map_epoch()));
+  }
+  absl::StatusOr<bool> go = admit();
+  if (!go.ok()) return go.status();
+  if (!*go) return absl::OkStatus();
+  bool stale = false;
+  absl::Status s = ReplicateRound(*map, *shard, key, entry, deadline, &stale);
+  if (stale) {
+    return absl::UnavailableError(absl::StrCat("map behind: a replica of shard ", target_shard,
+                                               " has a newer map (", s.message(), ")"));
+  }
+  if (!s.ok()) return s;
+  if (!state_->Serving()) return RouteError(Route());
+  imported_->Increment();
+  return install();
+}
+
+void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& targets,
+                         absl::Time deadline) {
+  // Shared with the callbacks, which may run after a waiter has woken.
+  struct Round {
+    absl::Mutex mu;
+    size_t left ABSL_GUARDED_BY(mu) = 0;
+  };
+  struct Call {
+    grpc::ClientContext ctx;
+    v1::ReplicateResponse resp;
+    grpc::Status status;
+  };
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i].node == nullptr) {
+      targets[i].status = absl::InternalError("replica not named in the map's nodes");
+    } else {
+      pending.push_back(i);
+    }
+  }
+  while (!pending.empty()) {
+    // Targets with an RDMA link up take the write that way; the rest (and
+    // all of them without links) by the Replicate RPC.
+    std::vector<size_t> by_grpc;
+    std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>> by_rdma;
+    for (size_t i : pending) {
+      std::shared_ptr<RdmaReplicaLink> link =
+          rdma_links_ != nullptr ? rdma_links_->Get(*targets[i].node) : nullptr;
+      if (link != nullptr) {
+        by_rdma.emplace_back(i, std::move(link));
+      } else {
+        by_grpc.push_back(i);
+      }
+    }
+    auto round = std::make_shared<Round>();
+    {
+      absl::MutexLock lock(&round->mu);
+      round->left = by_grpc.size();
+    }
+    std::vector<std::unique_ptr<Call>> calls;
+    for (size_t i : by_grpc) {
+      calls.push_back(std::make_unique<Call>());
+      Call* call = calls.back().get();
+      call->ctx.set_deadline(absl::ToChronoTime(deadline));
+      peers_.Authorize(&call->ctx);
+      peers_.Stub(*targets[i].node)
+          ->async()
+          ->Replicate(&call->ctx, &req, &call->resp, [round, call](grpc::Status s) {
+            absl::MutexLock lock(&round->mu);
+            call->status = std::move(s);
+            --round->left;
+          });
+    }
+    // The RDMA sends run here while the gRPC calls are in flight.
+    std::vector<size_t> retry;
+    if (!by_rdma.empty()) SendOverRdma(req, by_rdma, targets, deadline, &retry);
+    {
+      absl::MutexLock lock(&round->mu);
+      round->mu.Await(absl::Condition(
+          +[](size_t* left) { return *left == 0; }, &round->left));
+    }
+    for (size_t k = 0; k < by_grpc.size(); ++k) {
+      Target& t = targets[by_grpc[k]];
+      t.status = FromGrpcStatus(calls[k]->status);
+      if (MapBehind(t.status) && absl::Now() + absl::Milliseconds(2) < deadline) {
+        retry.push_back(by_grpc[k]);
+      }
+    }
+    if (!retry.empty()) absl::SleepFor(absl::Milliseconds(2));
+    pending = std::move(retry);
+  }
+}
+
+// All at once (RdmaReplicaLinks::SendAll). A link that failed is dropped (gRPC
+// for a while), and the write is sent again by gRPC in the next round: a
+// backup applying one seq twice installs the same entry twice, which
+// changes nothing.
+void Replicator::SendOverRdma(
+    const v1::ReplicateRequest& req,
+    const std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>>& links,
+    std::vector<Target>& targets, absl::Time deadline, std::vector<size_t>* retry) {
+  wire::ReplicaCommit tag;
+  tag.shard_id = req.shard_id();
+  tag.shard_epoch = req.shard_epoch();
+  tag.seq = req.seq();
+  tag.primary_node_id = req.primary_node_id();
+  tag.primary_incarnation = req.primary_incarnation();
+  std::vector<RdmaReplicaLinks::Send> sends;
+  for (const auto& [i, link] : links) sends.push_back({link, absl::OkStatus()});
+  rdma_links_->SendAll(sends, req.key(), req.entry(), tag, deadline);
+  for (size_t k = 0; k < links.size(); ++k) {
+    const auto& [i, link] = links[k];
+    Target& t = targets[i];
+    t.status = sends[k].status;
+    const bool time_left = absl::Now() + absl::Milliseconds(2) < deadline;
+    if (t.status.ok()) {
+      rdma_links_->sent()->Increment();
+    } else if (link->failed(t.status)) {
+      rdma_links_->Drop(t.node->node_id(), link);
+      t.status = absl::UnavailableError(
+          absl::StrCat("RDMA link to ", t.node->node_id(), " failed: ", t.status.message()));
+      if (time_left) retry->push_back(i);
+    } else if (MapBehind(t.status) && time_left) {
+      retry->push_back(i);
+    }
+  }
+}
+
+absl::Status Replicator::HandleFailures(const v1::Shard& shard,
+                                        const std::vector<Target>& targets) {
+  for (const Target& t : targets) {
+    if (t.status.ok()) continue;
+    backup_failures_->Increment();
+    const std::string id = t.node != nullptr ? t.node->node_id() : std::string("?");
+    if (!t.in_sync) {
+      // It does not gate acknowledgements, but it no longer holds the
+      // shard: its ReportInSync is refused until it copies again.
+      {
+        absl::MutexLock lock(&broken_mu_);
+        broken_.insert(std::make_pair(shard.shard_id(), id));
+      }
+      syncing_broken_->Increment();
+      LOG(WARNING) << "syncing replica " << id << " of shard " << shard.shard_id()
+                   << " missed a write (" << t.status << "); it must copy again";
+      continue;
+    }
+    LOG(WARNING) << "backup " << id << " of shard " << shard.shard_id() << " failed a write ("
+                 << t.status << "); dropping it from the in-sync set";
+    absl::Status s = editor_->RemoveReplica(shard.shard_id(), id);
+    if (s.ok()) {
+      isr_shrinks_->Increment();
+      if (t.node != nullptr) former_.Dropped(shard.shard_id(), *t.node);
+      continue;
+    }
+    // A concurrent write may have dropped it already: fine as long as this
+    // node still leads the shard and the backup is out of the in-sync set.
+    auto map = state_->map();
+    const v1::Shard* now = map != nullptr ? map->ShardById(shard.shard_id()) : nullptr;
+    const bool dropped = now != nullptr && !now->replicas().empty() &&
+                         now->replicas(0) == state_->self() && !Contains(now->replicas(), id);
+    if (!dropped) {
+      return absl::UnavailableError(absl::StrCat("CLUSTERDOWN cannot drop failed backup ", id,
+                                                 " of shard ", shard.shard_id(), ": ",
+                                                 s.message()));
+    }
+    if (t.node != nullptr) former_.Dropped(shard.shard_id(), *t.node);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Replicator::BeginSync(uint32_t shard_id, absl::string_view node_id,
+                                               uint64_t shard_epoch) {
+  auto map = state_->map();
+  if (map == nullptr) return absl::UnavailableError("map behind: this node has no map yet");
+  const v1::Shard* shard = map->ShardById(shard_id);
+  if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("not the primary of shard ", shard_id, " in map epoch ", map->epoch()));
+  }
+  if (shard_epoch < shard->shard_epoch()) {
+    return absl::FailedPreconditionError(absl::StrCat("stale shard epoch ", shard_epoch, " < ",
+                                                      shard->shard_epoch(), "; refresh the map"));
+  }
+  if (shard_epoch > shard->shard_epoch()) {
+    return absl::UnavailableError(absl::StrCat("map behind: shard epoch ", shard->shard_epoch(),
+                                               " here, ", shard_epoch, " asked"));
+  }
+  if (!Contains(shard->syncing(), node_id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(node_id, " is not syncing shard ", shard_id, " in map epoch ", map->epoch()));
+  }
+  // Every write routed before this point (on a map that may not list the
+  // joiner) is published once the barrier is ours; every later one is
+  // forwarded to the joiner.
+  absl::WriterMutexLock barrier(&ShardBarrier(shard_id));
+  {
+    absl::MutexLock lock(&broken_mu_);
+    broken_.erase(std::make_pair(shard_id, std::string(node_id)));
+  }
+  return seqs_->Last(shard_id);
+}
+
+absl::Status Replicator::PromoteSyncing(uint32_t shard_id, absl::string_view node_id,
+                                        uint64_t incarnation) {
+  auto map = state_->map();
+  if (map == nullptr) return absl::UnavailableError("map behind: this node has no map yet");
+  const v1::Shard* shard = map->ShardById(shard_id);
+  if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("not the primary of shard ", shard_id, " in map epoch ", map->epoch()));
+  }
+  if (!Contains(shard->syncing(), node_id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(node_id, " is not syncing shard ", shard_id, " in map epoch ", map->epoch()));
+  }
+  const v1::ClusterNode* node = map->Node(node_id);
+  if (incarnation != 0 && node != nullptr && node->incarnation() != incarnation) {
+    return absl::FailedPreconditionError(absl::StrCat(node_id, " incarnation ", incarnation,
+                                                      " is not the map's ", node->incarnation()));
+  }
+  // Writes of the shard pause while the map changes, so none can miss the
+  // joiner between this check and the new map.
+  absl::WriterMutexLock barrier(&ShardBarrier(shard_id));
+  if (Broken(shard_id, node_id)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        node_id, " missed a write of shard ", shard_id, " since its copy began; copy again"));
+  }
+  absl::Status s = editor_->MarkInSync(shard_id, node_id);
+  if (s.ok()) LOG(INFO) << node_id << " is in sync for shard " << shard_id;
+  return s;
+}
+
+}  // namespace server
+}  // namespace kvstore

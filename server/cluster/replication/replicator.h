@@ -1,0 +1,225 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Replicator: the primary's side of synchronous replication (architecture
+// §19.3), as KvStore's WriteHook in cluster mode. For every client write:
+//
+//   1. route the key with ClusterState: not this node's slot ->
+//      kFailedPrecondition "MOVED <slot> <resp host:port>"; no primary, no
+//      map or fenced -> kUnavailable "CLUSTERDOWN ...";
+//   2. take the key's stripe lock (one of 4096) until the write is published,
+//      so writes of one key reach every replica in one order;
+//   3. take the shard's next seq and send Replicate to every in-sync backup
+//      and every syncing replica in parallel (by RDMA where a link is up,
+//      see set_rdma_links), within replication_timeout (a
+//      backup whose map is behind is retried until then; a backup whose map
+//      is newer than the one the write was routed on makes the whole write
+//      route again, with a new seq, until then);
+//   4. drop every in-sync backup that failed from the in-sync set
+//      (ShardMapEditor::RemoveReplica) — if that fails the write fails with
+//      CLUSTERDOWN and nothing is published — and mark every syncing replica
+//      that failed as broken (its ReportInSync is refused until it copies
+//      again);
+//   5. publish locally and return the store's status.
+//
+// Slot migration (architecture §19.9): a write of a slot whose migration is
+// COPYING is also forwarded, in parallel with step 3, to the primary of the
+// migration's target shard (ImportWrite, retried while its map is behind,
+// within replication_timeout). If it fails the write fails with kUnavailable
+// "TRYAGAIN migration target ... unavailable: ..." and nothing is published.
+// When this node leads the target shard too, the forward is a direct call
+// of the local import (set_local_import) with the locks already held. On
+// the target, ImportWrite() replicates an imported write to the target
+// shard's replicas and installs it (no write hook).
+//
+// It also gives the cluster service the primary's half of a joiner's sync:
+// BeginSync() and PromoteSyncing() take the shard's barrier (a reader lock
+// every write of the shard holds from routing to publishing), so that a
+// sync starts only once no write routed on a map without the joiner is in
+// flight, and a promotion cannot interleave with a write the joiner misses.
+//
+// Thread safety: thread-safe. Lock order: shard barrier (a migration's
+// source shard before its target shard), then stripe lock;
+// ShardMapEditor calls are made holding them (the editor must not call back
+// into the replicator).
+
+#ifndef KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATOR_H_
+#define KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/metrics/registry.h"
+#include "server/cluster/membership/shard_map_editor.h"
+#include "server/cluster/replication/former_primaries.h"
+#include "server/cluster/replication/peer_channels.h"
+#include "server/cluster/replication/rdma_replica_links.h"
+#include "server/cluster/replication/shard_seqs.h"
+#include "server/routing/cluster_state.h"
+#include "server/storage/write_hook.h"
+
+namespace kvstore {
+namespace server {
+
+struct ReplicatorOptions {
+  // A backup that does not acknowledge a write within this is dropped from
+  // the in-sync set (--replication_timeout).
+  absl::Duration replication_timeout = absl::Seconds(1);
+  // The server's bearer token, sent on every call to a peer; empty: none.
+  std::string auth_token;
+  // Channel credentials for peers; null: insecure.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // The member lease TTL (--member_ttl): how long writes of a shard are
+  // held after its former primary is dropped (FormerPrimaries).
+  absl::Duration lease_ttl = absl::Seconds(3);
+};
+
+class Replicator : public WriteHook {
+ public:
+  static constexpr size_t kStripes = 4096;
+
+  // None owned; all must outlive the replicator. `registry` gets the
+  // kvstore_replication_* series.
+  Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* seqs,
+             metrics::Registry* registry, ReplicatorOptions options);
+  Replicator(const Replicator&) = delete;
+  Replicator& operator=(const Replicator&) = delete;
+
+  absl::Status Write(absl::string_view key, absl::string_view entry,
+                     absl::FunctionRef<absl::Status()> publish) override;
+
+  // The stripe lock of `key`: SyncShard holds it while it copies the key's
+  // entry, so the copy is never taken between a write's forward and its
+  // publish.
+  absl::Mutex& StripeOf(absl::string_view key);
+
+  // The primary's checks before streaming shard `shard_id` to `node_id`:
+  // this node is the shard's primary, its map lists `node_id` as syncing,
+  // and `shard_epoch` is the map's (older: kFailedPrecondition; newer:
+  // kUnavailable "map behind"). Waits out the writes in flight, forgets the
+  // node's broken mark (the copy about to start is newer than the write it
+  // missed) and returns the shard's seq as the snapshot seq.
+  absl::StatusOr<uint64_t> BeginSync(uint32_t shard_id, absl::string_view node_id,
+                                     uint64_t shard_epoch);
+  // ReportInSync on the primary: kFailedPrecondition unless `node_id` (of
+  // `incarnation`, 0: any) is syncing in this node's map of the shard it
+  // leads and missed no write since its copy began; then
+  // ShardMapEditor::MarkInSync, with the shard's writes paused.
+  absl::Status PromoteSyncing(uint32_t shard_id, absl::string_view node_id, uint64_t incarnation);
+
+  // Waits until no write of shard `shard_id` routed before this call is in
+  // flight (takes the shard's barrier exclusively, once). The migration
+  // driver calls it before copying (writes routed on a map without the
+  // migration were not forwarded) and before the handoff.
+  void DrainShard(uint32_t shard_id);
+
+  // The target primary's half of an imported write (SlotImporter): under
+  // the shard barrier (reader) and the key's stripe lock — both already
+  // held when `locks_held` (the same-node forward) — checks this node leads
+  // `target_shard` (else kFailedPrecondition), runs `admit` (an error fails
+  // the call; false: skip the key, return OK), takes the target shard's
+  // seq, replicates the write (`entry` empty: a delete) to the shard's
+  // in-sync backups and syncing replicas as Write() does, then runs
+  // `install`. A replica whose map is newer: kUnavailable "map behind ...".
+  absl::Status ImportWrite(uint32_t target_shard, absl::string_view key, absl::string_view entry,
+                           absl::FunctionRef<absl::StatusOr<bool>()> admit,
+                           absl::FunctionRef<absl::Status()> install, bool locks_held);
+
+  // The same-node forward: called with the write's ImportWriteRequest while
+  // the source holds the target shard's barrier and the key's stripe lock.
+  // Set once, before the node joins a cluster (not synchronised).
+  using LocalImport = std::function<absl::Status(const v1::ImportWriteRequest&)>;
+  void set_local_import(LocalImport fn) { local_import_ = std::move(fn); }
+
+  // RDMA links to backups (null, the default: every Replicate goes by
+  // gRPC). Where a link is up, step 3 sends the write to that backup as an
+  // RDMA WRITE + replica commit instead, on the writing thread while the
+  // gRPC calls to the other targets are in flight; a link that fails is
+  // dropped and the write goes to that backup by gRPC within the same
+  // deadline. Not owned; outlives the replicator. Set once, before the
+  // node joins a cluster (not synchronised).
+  void set_rdma_links(RdmaReplicaLinks* links) { rdma_links_ = links; }
+
+ private:
+  struct Target;
+  // Steps 3-4 for one write of `shard`: takes its next seq, forwards to its
+  // backups and syncing replicas, drops the failed ones. *stale: a replica
+  // answered "stale shard epoch" (returned as the status, nothing handled).
+  absl::Status ReplicateRound(const cluster::ClusterMapView& map, const v1::Shard& shard,
+                              absl::string_view key, absl::string_view entry, absl::Time deadline,
+                              bool* stale);
+  // ImportWrite `req` to `node`, started before `meanwhile` runs and
+  // awaited after it; a "map behind" answer is retried until `deadline`.
+  absl::Status ForwardImport(const v1::ImportWriteRequest& req, const v1::ClusterNode& node,
+                             absl::Time deadline, absl::FunctionRef<void()> meanwhile);
+  // The forward of a write of a COPYING slot; see the file comment.
+  absl::Status ForwardToTarget(const cluster::ClusterMapView& map, const v1::Migration& migration,
+                               const v1::ClusterNode& target, absl::string_view key,
+                               absl::string_view entry, absl::Time deadline,
+                               absl::FunctionRef<void()> meanwhile);
+  // One routing and replication round of Write(); sets *again when a backup
+  // answered "stale shard epoch" (its map is newer) before `deadline`.
+  absl::Status TryWrite(absl::string_view key, absl::string_view entry,
+                        absl::FunctionRef<absl::Status()> publish, absl::Time deadline, int attempt,
+                        bool* again);
+  // Sends `req` to every target in parallel; retries a "map behind" refusal
+  // until `deadline`. Fills each target's status.
+  void Forward(const v1::ReplicateRequest& req, std::vector<Target>& targets, absl::Time deadline);
+  // Forward()'s sends to the targets whose RDMA link is up (`links`: target
+  // index and link); fills their status and appends to *retry the ones to
+  // send again ("map behind", or a failed link: by gRPC then).
+  void SendOverRdma(const v1::ReplicateRequest& req,
+                    const std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>>& links,
+                    std::vector<Target>& targets, absl::Time deadline, std::vector<size_t>* retry);
+  // Step 4 for the failed targets; an error fails the write.
+  absl::Status HandleFailures(const v1::Shard& shard, const std::vector<Target>& targets);
+  // Sleeps until FormerPrimaries lets writes of `shard_id` be acknowledged.
+  void HoldForFormerPrimary(uint32_t shard_id);
+  absl::Mutex& ShardBarrier(uint32_t shard_id);
+  bool Broken(uint32_t shard_id, absl::string_view node_id);
+
+  ClusterState* const state_;
+  ShardMapEditor* const editor_;
+  ShardSeqs* const seqs_;
+  const ReplicatorOptions options_;
+  PeerChannels peers_;
+  std::unique_ptr<absl::Mutex[]> stripes_;
+
+  absl::Mutex barriers_mu_;
+  absl::flat_hash_map<uint32_t, std::unique_ptr<absl::Mutex>> barriers_
+      ABSL_GUARDED_BY(barriers_mu_);
+  absl::Mutex broken_mu_;
+  absl::flat_hash_set<std::pair<uint32_t, std::string>> broken_ ABSL_GUARDED_BY(broken_mu_);
+  LocalImport local_import_;
+  RdmaReplicaLinks* rdma_links_ = nullptr;
+  FormerPrimaries former_;
+
+  metrics::Counter* writes_;
+  metrics::Counter* backup_failures_;
+  metrics::Counter* isr_shrinks_;
+  metrics::Counter* syncing_broken_;
+  metrics::Counter* refused_;
+  metrics::Histogram* latency_;
+  metrics::Counter* forwarded_;
+  metrics::Counter* forward_failures_;
+  metrics::Counter* imported_;
+  metrics::Counter* former_primary_holds_;
+};
+
+// The error a write routed elsewhere answers with, as write_hook.h names
+// them (MOVED / CLUSTERDOWN); OK for Route::Kind::kServe.
+absl::Status RouteError(const Route& route);
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATOR_H_

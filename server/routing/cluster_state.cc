@@ -1,0 +1,137 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/routing/cluster_state.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+
+namespace kvstore {
+namespace server {
+
+bool ClusterState::Update(std::shared_ptr<const cluster::ClusterMapView> map) {
+  std::vector<std::function<void(const cluster::ClusterMapView&)>> listeners;
+  {
+    absl::MutexLock lock(&mu_);
+    if (map_ != nullptr && map->epoch() <= map_->epoch()) return false;
+    map_ = map;
+    epoch_.store(map->epoch(), std::memory_order_release);
+    // A mark outlives its migration only as garbage: ids are never reused.
+    absl::erase_if(handed_off_, [&](uint32_t id) { return map->MigrationById(id) == nullptr; });
+    absl::erase_if(accepted_, [&](uint32_t id) { return map->MigrationById(id) == nullptr; });
+    listeners = listeners_;
+  }
+  // Outside the lock: a listener may call map() or RouteKey().
+  for (const auto& listener : listeners) listener(*map);
+  return true;
+}
+
+std::shared_ptr<const cluster::ClusterMapView> ClusterState::map() const {
+  absl::MutexLock lock(&mu_);
+  return map_;
+}
+
+void ClusterState::AddListener(std::function<void(const cluster::ClusterMapView&)> listener) {
+  absl::MutexLock lock(&mu_);
+  listeners_.push_back(std::move(listener));
+}
+
+bool ClusterState::NamesEarlierSelf(const cluster::ClusterMapView& map) const {
+  const uint64_t mine = incarnation();
+  const v1::ClusterNode* record = map.Node(self_);
+  // Incarnation 0 in the map: not recorded (maps written by hand or by
+  // tests), nothing to compare.
+  return mine != 0 && record != nullptr && record->incarnation() != 0 &&
+         record->incarnation() != mine;
+}
+
+bool ClusterState::Serving() const {
+  if (fenced()) return false;
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  return now < deadline_ns_.load(std::memory_order_acquire);
+}
+
+void ClusterState::MarkHandedOff(uint32_t migration_id) {
+  absl::MutexLock lock(&mu_);
+  handed_off_.insert(migration_id);
+}
+
+void ClusterState::AcceptHandoff(uint32_t migration_id) {
+  absl::MutexLock lock(&mu_);
+  accepted_.insert(migration_id);
+}
+
+bool ClusterState::HandedOff(uint32_t migration_id) const {
+  absl::MutexLock lock(&mu_);
+  return handed_off_.contains(migration_id);
+}
+
+bool ClusterState::HandoffAccepted(uint32_t migration_id) const {
+  absl::MutexLock lock(&mu_);
+  return accepted_.contains(migration_id);
+}
+
+bool ClusterState::RouteHandoff(Route* route) const {
+  const v1::Migration& m = *route->migration;
+  const v1::Shard* target = route->map->ShardById(m.target_shard());
+  const bool source_primary = route->shard->replicas(0) == self_;
+  const bool target_primary =
+      target != nullptr && !target->replicas().empty() && target->replicas(0) == self_;
+  // A node leading both shards serves the slot as the target once handed
+  // off (its own forwarding made the target complete).
+  if (target_primary && HandoffAccepted(m.id())) {
+    route->kind = Route::Kind::kServe;
+    route->shard = target;
+    return true;
+  }
+  if (!source_primary) return false;  // kMoved to the source, as any slot
+  if (!HandedOff(m.id())) {
+    route->kind = Route::Kind::kTryAgain;
+    return true;
+  }
+  route->node = target == nullptr ? nullptr : route->map->Primary(*target);
+  route->kind = route->node == nullptr ? Route::Kind::kTryAgain : Route::Kind::kAsk;
+  return true;
+}
+
+Route ClusterState::RouteKey(absl::string_view key, bool replica_ok) const {
+  return RouteSlot(cluster::KeySlot(key), replica_ok);
+}
+
+Route ClusterState::RouteSlot(uint32_t slot, bool replica_ok) const {
+  Route route;
+  route.slot = slot;
+  route.map = map();
+  if (route.map == nullptr || !Serving()) return route;  // kNotReady
+  route.shard = route.map->ShardForSlot(slot);
+  if (route.shard == nullptr || route.shard->replicas().empty()) {
+    route.kind = Route::Kind::kDown;
+    return route;
+  }
+  const auto& replicas = route.shard->replicas();
+  route.migration = route.map->ActiveMigrationForSlot(slot);
+  if (route.migration != nullptr && route.migration->state() == v1::MIGRATION_HANDOFF) {
+    if (RouteHandoff(&route)) return route;
+  }
+  if (replicas[0] == self_) {
+    if (NamesEarlierSelf(*route.map)) return route;  // kNotReady
+    route.kind = Route::Kind::kServe;
+    return route;
+  }
+  if (replica_ok) {
+    for (const std::string& id : replicas) {
+      if (id == self_) {
+        if (NamesEarlierSelf(*route.map)) return route;  // kNotReady
+        route.kind = Route::Kind::kServe;
+        return route;
+      }
+    }
+  }
+  route.kind = Route::Kind::kMoved;
+  route.node = route.map->Primary(*route.shard);
+  if (route.node == nullptr) route.kind = Route::Kind::kDown;
+  return route;
+}
+
+}  // namespace server
+}  // namespace kvstore

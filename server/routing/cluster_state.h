@@ -1,0 +1,149 @@
+// Copyright 2026 The kvstore Authors.
+//
+// ClusterState: what one kvserver knows of the cluster right now — its own
+// node id, the newest cluster map it has applied, and whether it is fenced
+// (its etcd lease may have lapsed, so it must not serve). The membership
+// layer (server/cluster/membership.h) writes it; the RESP layer, the gRPC
+// services and the replicator read it to route every keyed request.
+//
+// In single-node mode there is no ClusterState (callers hold a null
+// pointer) and every key is served locally.
+//
+// Thread safety: thread-safe. map() hands out an immutable snapshot, so a
+// request routes against one map even while a newer one is installed.
+
+#ifndef KVSTORE_SERVER_ROUTING_CLUSTER_STATE_H_
+#define KVSTORE_SERVER_ROUTING_CLUSTER_STATE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "common/cluster/cluster_map.h"
+
+namespace kvstore {
+namespace server {
+
+// Where a keyed request should go.
+struct Route {
+  enum class Kind {
+    kServe,     // this node serves it
+    kMoved,     // another node is the primary: redirect to `node`
+    kDown,      // the slot's shard has no primary (CLUSTERDOWN)
+    kNotReady,  // no map yet, or this node is fenced (CLUSTERDOWN)
+    // The slot is in a HANDOFF migration (architecture §19.9) that this
+    // node leads the source of:
+    kTryAgain,  // writes of the slot may still be in flight here (TRYAGAIN)
+    kAsk        // the target took the slot over: ask `node` for this one
+                // request (ASK), without changing the map
+  };
+  Kind kind = Kind::kNotReady;
+  uint32_t slot = 0;
+  // The map the decision was made on (keeps `shard` and `node` alive).
+  std::shared_ptr<const cluster::ClusterMapView> map;
+  // kServe: the shard the request is served as (the migration's target
+  // shard on a target that accepted the handoff); kMoved, kDown, kAsk,
+  // kTryAgain: the slot's owner in the map.
+  const v1::Shard* shard = nullptr;
+  const v1::ClusterNode* node = nullptr;  // kMoved, kAsk: where to go
+  // The COPYING or HANDOFF migration of the slot, if any (kServe on the
+  // source: forward writes to its target while COPYING).
+  const v1::Migration* migration = nullptr;
+};
+
+class ClusterState {
+ public:
+  explicit ClusterState(std::string self_node_id) : self_(std::move(self_node_id)) {}
+  ClusterState(const ClusterState&) = delete;
+  ClusterState& operator=(const ClusterState&) = delete;
+
+  const std::string& self() const { return self_; }
+
+  // Installs `map` if its epoch is newer than the current one (an older or
+  // equal one is ignored and false returned), then runs the listeners on
+  // the caller's thread with the new map.
+  bool Update(std::shared_ptr<const cluster::ClusterMapView> map);
+  // The current map; null before the first Update().
+  std::shared_ptr<const cluster::ClusterMapView> map() const;
+  uint64_t map_epoch() const { return epoch_.load(std::memory_order_acquire); }
+
+  // Fenced: the lease may have lapsed; serve nothing until unfenced.
+  void set_fenced(bool fenced) { fenced_.store(fenced, std::memory_order_release); }
+  bool fenced() const { return fenced_.load(std::memory_order_acquire); }
+  // The steady-clock moment after which this node must not serve (its etcd
+  // lease could have expired by then). Checked on every routed request, so
+  // a process resumed after a freeze refuses work before its keepalive
+  // thread runs. Default: never (until membership sets it).
+  void set_lease_deadline(std::chrono::steady_clock::time_point deadline) {
+    deadline_ns_.store(deadline.time_since_epoch().count(), std::memory_order_release);
+  }
+  // Not fenced and the lease deadline is ahead.
+  bool Serving() const;
+
+  // This process's incarnation (its member lease id), set once it has
+  // registered; 0 until then. A map whose record of this node id carries
+  // another incarnation names an earlier life of this node (it crashed and
+  // was restarted before its old lease expired): this empty process must
+  // not serve that life's shards, so RouteSlot answers kNotReady
+  // (CLUSTERDOWN) where it would serve, until the controller has replaced
+  // the old incarnation.
+  void set_incarnation(uint64_t incarnation) {
+    incarnation_.store(incarnation, std::memory_order_release);
+  }
+  uint64_t incarnation() const { return incarnation_.load(std::memory_order_acquire); }
+  // Whether `map` names an earlier incarnation of this node (see above).
+  bool NamesEarlierSelf(const cluster::ClusterMapView& map) const;
+
+  // Routes a request for `key` (kNotReady unless Serving()). Writes (and reads without
+  // `replica_ok`) are served only by the shard's primary; with `replica_ok` (RESP READONLY,
+  // stale-tolerant client reads) an in-sync backup serves reads too.
+  // Migrations (§19.9): a slot in a HANDOFF migration is kTryAgain on the
+  // source primary until MarkHandedOff(id), then kAsk to the target
+  // primary; on the target primary it is kServe (as the target shard)
+  // once AcceptHandoff(id), kMoved to the source before. A COPYING slot
+  // routes as any other (the owner serves it), with `migration` set.
+  Route RouteKey(absl::string_view key, bool replica_ok = false) const;
+  Route RouteSlot(uint32_t slot, bool replica_ok = false) const;
+
+  // Handoff marks (§19.9), local to this process and keyed by migration id;
+  // a mark whose migration is no longer in the installed map is dropped by
+  // Update(). MarkHandedOff: this node (the source primary) has no write of
+  // the migration's slots in flight and the target accepted the handoff.
+  // AcceptHandoff: this node (the target primary) was told so.
+  void MarkHandedOff(uint32_t migration_id);
+  void AcceptHandoff(uint32_t migration_id);
+  bool HandedOff(uint32_t migration_id) const;
+  bool HandoffAccepted(uint32_t migration_id) const;
+
+  // Called after every installed map (membership fences, replicator and
+  // fence page follow it). Register before the first Update().
+  void AddListener(std::function<void(const cluster::ClusterMapView&)> listener);
+
+ private:
+  // RouteSlot for a slot in a HANDOFF migration; false: route as usual.
+  bool RouteHandoff(Route* route) const;
+
+  const std::string self_;
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<bool> fenced_{false};
+  std::atomic<uint64_t> incarnation_{0};
+  std::atomic<int64_t> deadline_ns_{std::numeric_limits<int64_t>::max()};
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const cluster::ClusterMapView> map_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<uint32_t> handed_off_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<uint32_t> accepted_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<void(const cluster::ClusterMapView&)>> listeners_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_ROUTING_CLUSTER_STATE_H_

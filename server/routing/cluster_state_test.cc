@@ -1,0 +1,98 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "server/routing/cluster_state.h"
+
+#include "gtest/gtest.h"
+#include "server/routing/fence_page.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+std::shared_ptr<const cluster::ClusterMapView> TwoShards(uint64_t epoch, uint64_t incarnation = 1) {
+  v1::ClusterMap map;
+  map.set_epoch(epoch);
+  for (const char* id : {"a", "b"}) {
+    v1::ClusterNode* n = map.add_nodes();
+    n->set_node_id(id);
+    n->set_incarnation(incarnation);
+    n->set_resp_address(std::string("host-") + id + ":6380");
+  }
+  auto ranges = cluster::EvenSlotRanges(2);
+  for (uint32_t i = 0; i < 2; ++i) {
+    v1::Shard* s = map.add_shards();
+    s->set_shard_id(i);
+    *s->add_slots() = ranges[i];
+    s->add_replicas(i == 0 ? "a" : "b");
+    s->add_replicas(i == 0 ? "b" : "a");
+  }
+  return *cluster::ClusterMapView::Build(map);
+}
+
+TEST(ClusterState, RoutesToThePrimaryAndRedirectsTheRest) {
+  ClusterState state("a");
+  EXPECT_EQ(state.RouteKey("foo").kind, Route::Kind::kNotReady);
+  ASSERT_TRUE(state.Update(TwoShards(3)));
+  EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kServe);  // slot 5061: shard 0
+  Route moved = state.RouteKey("foo");                         // slot 12182: shard 1
+  EXPECT_EQ(moved.kind, Route::Kind::kMoved);
+  EXPECT_EQ(moved.slot, 12182u);
+  EXPECT_EQ(moved.node->resp_address(), "host-b:6380");
+  EXPECT_EQ(state.RouteKey("foo", /*replica_ok=*/true).kind, Route::Kind::kServe);
+}
+
+TEST(ClusterState, KeepsTheNewestMapAndTellsListeners) {
+  ClusterState state("a");
+  uint64_t seen = 0;
+  state.AddListener([&](const cluster::ClusterMapView& m) { seen = m.epoch(); });
+  EXPECT_TRUE(state.Update(TwoShards(5)));
+  EXPECT_FALSE(state.Update(TwoShards(4)));
+  EXPECT_FALSE(state.Update(TwoShards(5)));
+  EXPECT_EQ(seen, 5u);
+  EXPECT_EQ(state.map_epoch(), 5u);
+}
+
+TEST(ClusterState, AFencedNodeServesNothing) {
+  ClusterState state("a");
+  state.Update(TwoShards(1));
+  state.set_fenced(true);
+  EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kNotReady);
+  state.set_fenced(false);
+  EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kServe);
+  state.set_lease_deadline(std::chrono::steady_clock::now() - std::chrono::milliseconds(1));
+  EXPECT_FALSE(state.Serving());
+  EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kNotReady);
+}
+
+// Restarted before its old lease expired: the map still names the earlier,
+// now lost, life of "a"; this empty process must serve none of its shards
+// (it did: reads of acknowledged keys answered "not found").
+TEST(ClusterState, ARestartedNodeDoesNotServeItsEarlierLife) {
+  ClusterState state("a");
+  state.set_incarnation(7);
+  ASSERT_TRUE(state.Update(TwoShards(1, /*incarnation=*/6)));
+  EXPECT_TRUE(state.NamesEarlierSelf(*state.map()));
+  EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kNotReady);  // led by a
+  EXPECT_EQ(state.RouteKey("foo", /*replica_ok=*/true).kind, Route::Kind::kNotReady);
+  EXPECT_EQ(state.RouteKey("foo").kind, Route::Kind::kMoved);  // b's: still redirected
+  // Once the map names this incarnation, it serves.
+  ASSERT_TRUE(state.Update(TwoShards(2, /*incarnation=*/7)));
+  EXPECT_FALSE(state.NamesEarlierSelf(*state.map()));
+  EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kServe);
+}
+
+TEST(FencePage, StartsUnexpiringAndFences) {
+  FencePage page;
+  EXPECT_EQ(page.words().valid_until_ms, fence::kNoExpiry);
+  page.set_map_epoch(9);
+  page.set_valid_until_ms(1234);
+  fence::FenceWords w = fence::Decode(page.data());
+  EXPECT_EQ(w.map_epoch, 9u);
+  EXPECT_EQ(w.valid_until_ms, 1234u);
+  page.Fence();
+  EXPECT_EQ(fence::Decode(page.data()).valid_until_ms, 0u);
+}
+
+}  // namespace
+}  // namespace server
+}  // namespace kvstore
