@@ -18,18 +18,8 @@ namespace {
 // Connect attempts at start-up, 500ms apart.
 constexpr int kConnectAttempts = 4;
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOptions& options,
-                                                                ClusterNodeDeps deps) {
-  KV_RETURN_IF_ERROR(options.Validate());
-  if (!options.enabled()) return absl::InvalidArgumentError("cluster mode needs --etcd");
-  if (deps.state == nullptr || deps.fence == nullptr || deps.self.node_id().empty()) {
-    return absl::InvalidArgumentError(
-        "ClusterNode needs a ClusterState, a FencePage and a node id");
-  }
-  std::unique_ptr<ClusterNode> node(new ClusterNode(options));
-
+// Connects to options.etcd_endpoints, retrying for a few seconds.
+absl::StatusOr<std::unique_ptr<etcd::EtcdClient>> ConnectEtcd(const ClusterOptions& options) {
   etcd::EtcdOptions eo;
   eo.endpoints = options.etcd_endpoints;
   // The client's default rpc_timeout (2s) even with a short TTL: the
@@ -51,7 +41,26 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOpt
                         absl::StrCat("--etcd=", absl::StrJoin(options.etcd_endpoints, ","), ": ",
                                      client.status().message()));
   }
-  node->etcd_ = *std::move(client);
+  return client;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOptions& options,
+                                                                ClusterNodeDeps deps) {
+  KV_RETURN_IF_ERROR(options.Validate());
+  if (!options.enabled()) return absl::InvalidArgumentError("cluster mode needs --etcd");
+  if (deps.state == nullptr || deps.fence == nullptr || deps.self.node_id().empty()) {
+    return absl::InvalidArgumentError(
+        "ClusterNode needs a ClusterState, a FencePage and a node id");
+  }
+  std::unique_ptr<ClusterNode> node(new ClusterNode(options));
+
+  if (deps.etcd != nullptr) {
+    node->etcd_ = std::move(deps.etcd);
+  } else {
+    KV_ASSIGN_OR_RETURN(node->etcd_, ConnectEtcd(options));
+  }
 
   MembershipOptions mo;
   mo.cluster_name = options.cluster_name;
@@ -61,6 +70,7 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOpt
   mo.on_fence = std::move(deps.on_fence);
   mo.on_unfence = std::move(deps.on_unfence);
   mo.on_lease_lost = std::move(deps.on_lease_lost);
+  mo.clock = deps.clock;
   KV_ASSIGN_OR_RETURN(node->membership_,
                       Membership::Start(node->etcd_.get(), deps.state, deps.fence, std::move(mo)));
 
@@ -81,6 +91,7 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOpt
   GrpcAppliedSeqOptions ao;
   ao.bearer_token = deps.auth_token;
   co.map_epoch = MakeGrpcMapEpochFn(ao);
+  co.clock = deps.clock;
   node->controller_ =
       std::make_unique<Controller>(node->etcd_.get(), std::move(co), MakeGrpcAppliedSeqFn(ao));
   node->controller_->Start();

@@ -25,6 +25,7 @@
 #include "server/cluster/membership/membership.h"
 #include "server/routing/cluster_state.h"
 #include "server/routing/fence_page.h"
+#include "server/storage/clock.h"
 
 namespace kvstore {
 namespace server {
@@ -42,11 +43,18 @@ struct ClusterNodeDeps {
   // The bearer token the controller sends to other nodes' KvCluster
   // service (--auth_token_file); empty: none.
   std::string auth_token;
+  // An etcd client to use instead of connecting to options.etcd_endpoints
+  // (in-process tests pass a FakeEtcd's); null in production.
+  std::unique_ptr<etcd::EtcdClient> etcd;
+  // The clock of membership and the controller; nullptr: the real one.
+  // Must be `state`'s clock.
+  const Clock* clock = nullptr;
 };
 
 class ClusterNode {
  public:
-  // Connects to etcd, registers this node and reads the map. kInvalidArgument
+  // Connects to etcd (or takes deps.etcd), registers this node and reads
+  // the map. kInvalidArgument
   // for bad options (ClusterOptions::Validate); kUnavailable when no etcd
   // endpoint answers (naming them).
   static absl::StatusOr<std::unique_ptr<ClusterNode>> Start(const ClusterOptions& options,

@@ -47,7 +47,7 @@ bool ClusterState::NamesEarlierSelf(const cluster::ClusterMapView& map) const {
 
 bool ClusterState::Serving() const {
   if (fenced()) return false;
-  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  const int64_t now = absl::ToInt64Nanoseconds(clock_.Steady());
   return now < deadline_ns_.load(std::memory_order_acquire);
 }
 

@@ -3,8 +3,8 @@
 // ClusterState: what one kvserver knows of the cluster right now — its own
 // node id, the newest cluster map it has applied, and whether it is fenced
 // (its etcd lease may have lapsed, so it must not serve). The membership
-// layer (server/cluster/membership.h) writes it; the RESP layer, the gRPC
-// services and the replicator read it to route every keyed request.
+// layer (server/cluster/membership/membership.h) writes it; the RESP layer,
+// the gRPC services and the replicator read it to route every keyed request.
 //
 // In single-node mode there is no ClusterState (callers hold a null
 // pointer) and every key is served locally.
@@ -27,7 +27,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/cluster/cluster_map.h"
+#include "server/storage/clock.h"
 
 namespace kvstore {
 namespace server {
@@ -61,7 +63,10 @@ struct Route {
 
 class ClusterState {
  public:
-  explicit ClusterState(std::string self_node_id) : self_(std::move(self_node_id)) {}
+  // `clock` (default: the real one) is what Serving() reads the lease
+  // deadline against; tests pass a ManualClock. It must outlive the state.
+  explicit ClusterState(std::string self_node_id, const Clock* clock = nullptr)
+      : self_(std::move(self_node_id)), clock_(clock != nullptr ? *clock : Clock::Real()) {}
   ClusterState(const ClusterState&) = delete;
   ClusterState& operator=(const ClusterState&) = delete;
 
@@ -78,12 +83,18 @@ class ClusterState {
   // Fenced: the lease may have lapsed; serve nothing until unfenced.
   void set_fenced(bool fenced) { fenced_.store(fenced, std::memory_order_release); }
   bool fenced() const { return fenced_.load(std::memory_order_acquire); }
-  // The steady-clock moment after which this node must not serve (its etcd
-  // lease could have expired by then). Checked on every routed request, so
-  // a process resumed after a freeze refuses work before its keepalive
-  // thread runs. Default: never (until membership sets it).
+  // The moment on the state's clock (Clock::Steady()) after which this
+  // node must not serve (its etcd lease could have expired by then).
+  // Checked on every routed request, so a process resumed after a freeze
+  // refuses work before its keepalive thread runs. Default: never (until
+  // membership sets it).
+  void set_lease_deadline(absl::Duration steady_deadline) {
+    deadline_ns_.store(absl::ToInt64Nanoseconds(steady_deadline), std::memory_order_release);
+  }
+  // The same as a std::chrono::steady_clock moment (the real clock's
+  // Steady() is steady_clock's time since its epoch).
   void set_lease_deadline(std::chrono::steady_clock::time_point deadline) {
-    deadline_ns_.store(deadline.time_since_epoch().count(), std::memory_order_release);
+    set_lease_deadline(absl::FromChrono(deadline.time_since_epoch()));
   }
   // Not fenced and the lease deadline is ahead.
   bool Serving() const;
@@ -132,6 +143,7 @@ class ClusterState {
   bool RouteHandoff(Route* route) const;
 
   const std::string self_;
+  const Clock& clock_;
   std::atomic<uint64_t> epoch_{0};
   std::atomic<bool> fenced_{false};
   std::atomic<uint64_t> incarnation_{0};

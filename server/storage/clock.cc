@@ -23,6 +23,25 @@ class RealClock final : public Clock {
 
 }  // namespace
 
+bool Clock::AwaitUntil(absl::Mutex* mu, const absl::Condition& cond,
+                       absl::Duration deadline) const {
+  if (deadline == absl::InfiniteDuration()) {
+    mu->Await(cond);
+    return true;
+  }
+  return mu->AwaitWithTimeout(cond, deadline - Steady());
+}
+
+void Clock::Sleep(absl::Duration d) const {
+  if (d <= absl::ZeroDuration()) return;
+  // A wait for nothing but the deadline, so that a test clock (ManualClock)
+  // wakes the sleeper when its time has come.
+  absl::Mutex mu;
+  const bool never = false;
+  absl::MutexLock lock(&mu);
+  AwaitUntil(&mu, absl::Condition(&never), Steady() + d);
+}
+
 const Clock& Clock::Real() {
   // Never destroyed: usable from any thread until the process exits.
   static const RealClock* const clock = new RealClock;

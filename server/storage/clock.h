@@ -11,10 +11,13 @@
 //     early or keep it alive.
 //   * Wall(): absl::Now(), only for what is reported to people and clients
 //     (a lease's expires_unix_ms, log lines).
-//   * Sleep(): waits on the steady clock. Code that waits for a time on
-//     Steady() to come (a writer held back until a segment's grace period
-//     ends) sleeps through the clock, so that a fake clock, which moves
-//     when slept on, never holds it back in real time.
+//   * AwaitUntil(): a thread's timed wait on the steady clock (a keepalive
+//     period, a watchdog deadline, a poll interval). Timer threads wait
+//     through the clock, so that a test clock decides when they wake.
+//   * Sleep(): waits on the steady clock (through AwaitUntil() unless a
+//     clock says otherwise). Code that waits for a moment on Steady() to
+//     come (a writer held back until a segment's grace period ends) sleeps
+//     through the clock, so that a test clock decides when it returns.
 //
 // Thread safety: implementations are thread-safe. Real() lives for the whole
 // process.
@@ -22,6 +25,7 @@
 #ifndef KVSTORE_SERVER_STORAGE_CLOCK_H_
 #define KVSTORE_SERVER_STORAGE_CLOCK_H_
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace kvstore {
@@ -34,8 +38,17 @@ class Clock {
   virtual absl::Duration Steady() const = 0;
   // The wall clock, for reporting only.
   virtual absl::Time Wall() const = 0;
-  // Returns once Steady() has advanced by at least `d` (at once for d <= 0).
-  virtual void Sleep(absl::Duration d) const = 0;
+  // Returns once Steady() has advanced by at least `d` (at once for
+  // d <= 0). This default waits in AwaitUntil() for Steady() + d.
+  virtual void Sleep(absl::Duration d) const;
+  // With `mu` held: waits until `cond` holds or Steady() reaches `deadline`
+  // (a moment on Steady(); absl::InfiniteDuration(): no deadline), and
+  // returns with `mu` held and whether `cond` holds. As with
+  // Mutex::AwaitWithTimeout, `cond` must only read state guarded by `mu`.
+  // This default waits in real time for `deadline - Steady()`: right for
+  // the real clock, and for any clock whose Steady() follows real time.
+  virtual bool AwaitUntil(absl::Mutex* mu, const absl::Condition& cond,
+                          absl::Duration deadline) const;
 
   // The process's real clocks (std::chrono::steady_clock and absl::Now();
   // Sleep() is absl::SleepFor()).

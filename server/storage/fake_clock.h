@@ -8,6 +8,11 @@
 // Timers of the storage layer (grace periods, lease expiry) then end exactly
 // when the test says, whatever the load on the machine.
 //
+// For code that waits by Sleep() or reads Steady() (KvStore, LeaseTable, the
+// RESP loops). Timer threads that wait in AwaitUntil() (membership, the
+// controller) want ManualClock, which wakes them as the test advances it;
+// here AwaitUntil() keeps the default (a real-time wait).
+//
 // Steady() starts at 1 s (not zero, so "zero" never looks like a deadline
 // already reached), Wall() at 2023-11-14 22:13:20 UTC.
 //

@@ -48,11 +48,20 @@ TxnOp GetOp(const std::string& key) {
   return op;
 }
 
+// Waits `d` on `clock` (a test's ManualClock: until the test advances it).
+void PauseFor(const Clock& clock, absl::Duration d) {
+  absl::Mutex mu;
+  bool never = false;
+  absl::MutexLock lock(&mu);
+  clock.AwaitUntil(&mu, absl::Condition(&never), clock.Steady() + d);
+}
+
 }  // namespace
 
 Controller::Controller(etcd::EtcdClient* etcd, ControllerOptions options, AppliedSeqFn applied_seq)
     : etcd_(etcd),
       options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
       applied_seq_(std::move(applied_seq)),
       controller_key_(etcd_keys::ControllerKey(options_.cluster_name)),
       map_key_(etcd_keys::MapKey(options_.cluster_name)) {}
@@ -70,7 +79,6 @@ void Controller::Stop() {
     absl::MutexLock lock(&mu_);
     if (stop_) return;
     stop_ = true;
-    cv_.Signal();
   }
   if (thread_.joinable()) thread_.join();
   watch_.reset();
@@ -85,7 +93,6 @@ std::string Controller::ControllerId() const {
 void Controller::Wake() {
   absl::MutexLock lock(&mu_);
   woken_ = true;
-  cv_.Signal();
 }
 
 void Controller::Loop() {
@@ -106,9 +113,8 @@ void Controller::Loop() {
       continue;
     }
     absl::MutexLock lock(&mu_);
-    const absl::Time until = absl::Now() + wait;
-    while (!woken_ && !stop_ && !cv_.WaitWithDeadline(&mu_, until)) {
-    }
+    auto woken_or_stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return woken_ || stop_; };
+    clock_.AwaitUntil(&mu_, absl::Condition(&woken_or_stopped), clock_.Steady() + wait);
     woken_ = false;
   }
 }
@@ -300,7 +306,6 @@ absl::Status Controller::EnsureWatch(int64_t revision) {
       watch_broken_ = true;
     }
     woken_ = true;
-    cv_.Signal();
   };
   KV_ASSIGN_OR_RETURN(
       watch_, etcd_->Watch(etcd_keys::Prefix(options_.cluster_name), revision + 1, on_events));
@@ -388,9 +393,9 @@ absl::Status Controller::AwaitMapApplied(const v1::ClusterMap& map, const std::s
     return absl::FailedPreconditionError(
         absl::StrCat(node_id, " cannot be asked which map it applied; it stays a draining backup"));
   }
-  const absl::Time deadline = absl::Now() + options_.demote_confirm_timeout;
+  const absl::Duration deadline = clock_.Steady() + options_.demote_confirm_timeout;
   absl::Status last = absl::OkStatus();
-  while (absl::Now() < deadline) {
+  while (clock_.Steady() < deadline) {
     absl::StatusOr<uint64_t> applied = options_.map_epoch(*record);
     if (applied.ok() && *applied >= map.epoch()) return absl::OkStatus();
     last = applied.ok() ? absl::FailedPreconditionError(absl::StrCat("at map epoch ", *applied))
@@ -399,7 +404,7 @@ absl::Status Controller::AwaitMapApplied(const v1::ClusterMap& map, const std::s
     // no confirmation.
     absl::StatusOr<Snapshot> snap = Read();
     if (snap.ok() && !IsAliveIn(map, snap->members, node_id)) return absl::OkStatus();
-    absl::SleepFor(absl::Milliseconds(50));
+    PauseFor(clock_, absl::Milliseconds(50));
   }
   return absl::DeadlineExceededError(absl::StrCat(
       node_id, " did not confirm map epoch ", map.epoch(), " within ",

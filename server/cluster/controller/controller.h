@@ -58,6 +58,7 @@
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/controller/controller_plan.h"
 #include "server/cluster/membership/etcd/etcd_client.h"
+#include "server/storage/clock.h"
 
 namespace kvstore {
 namespace server {
@@ -83,6 +84,9 @@ struct ControllerOptions {
   // How long RemoveNode() waits for that answer before giving up (the node
   // then stays a backup, marked draining; remove-node again finishes it).
   absl::Duration demote_confirm_timeout = absl::Seconds(5);
+  // The clock of the poll, the retry and the demote wait; nullptr: the real
+  // one. Tests pass a ManualClock. Must outlive the controller.
+  const Clock* clock = nullptr;
 };
 
 class Controller {
@@ -189,6 +193,7 @@ class Controller {
 
   etcd::EtcdClient* const etcd_;
   const ControllerOptions options_;
+  const Clock& clock_;
   const AppliedSeqFn applied_seq_;
   const std::string controller_key_;
   const std::string map_key_;
@@ -200,7 +205,6 @@ class Controller {
   absl::Mutex write_mu_;
 
   mutable absl::Mutex mu_;
-  absl::CondVar cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool woken_ ABSL_GUARDED_BY(mu_) = false;
   bool watch_broken_ ABSL_GUARDED_BY(mu_) = false;

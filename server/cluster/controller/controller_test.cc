@@ -1,16 +1,22 @@
 // Copyright 2026 The kvstore Authors.
 //
-// The controller against a real etcd (tests/cluster/etcd_process.h). Nodes
+// The controller on an in-memory etcd (FakeEtcd) and a ManualClock. Nodes
 // are simulated by member keys the test writes under leases of its own
-// (membership is member.h's job); revoking a lease is a node dying. The
-// applied-seq question is answered by a table, except in the last tests,
-// where MakeGrpcAppliedSeqFn talks to small in-test KvCluster services.
+// (membership is membership.h's job); revoking a lease is a node dying, and
+// a lease runs out only when the test advances the clock past its TTL.
+// Controllers started with Start() are driven by their watches alone (the
+// poll interval is on the clock, which stands still unless a test moves
+// it). The applied-seq question is answered by a table, except in the last
+// tests, where MakeGrpcAppliedSeqFn talks to small in-test KvCluster
+// services.
 
 #include "server/cluster/controller/controller.h"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -26,13 +32,16 @@
 #include "gtest/gtest.h"
 #include "proto/kv_cluster.grpc.pb.h"
 #include "server/cluster/membership/etcd/etcd_client.h"
+#include "server/cluster/membership/etcd/fake_etcd_client.h"
+#include "server/cluster/membership/etcd/test_eventually.h"
 #include "server/cluster/membership/etcd_keys.h"
-#include "tests/cluster/etcd_process.h"
+#include "server/storage/manual_clock.h"
 
 namespace kvstore {
 namespace server {
 namespace {
 
+using ::kvstore::testing::Eventually;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -69,15 +78,8 @@ class FakeSeqs {
 
 class ControllerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    absl::Status started = etcd_process_.Start();
-    ASSERT_TRUE(started.ok()) << started;
-    etcd::EtcdOptions options;
-    options.endpoints = {etcd_process_.endpoint()};
-    auto client = etcd::EtcdClient::Connect(options);
-    ASSERT_TRUE(client.ok()) << client.status();
-    etcd_ = std::move(*client);
-  }
+  ControllerTest()
+      : fake_(etcd::FakeEtcdOptions{"fake-etcd", &clock_}), etcd_(fake_.NewClient("test")) {}
 
   // A node comes up: a lease and its member key. Returns the incarnation.
   int64_t Register(const std::string& id, const std::string& control_address = "") {
@@ -117,7 +119,10 @@ class ControllerTest : public ::testing::Test {
       return it->second;
     };
     options.demote_confirm_timeout = absl::Milliseconds(600);
-    return std::make_unique<Controller>(etcd_.get(), options, std::move(fn));
+    options.clock = &clock_;
+    // Each controller is a node of its own, with its own client.
+    clients_.push_back(fake_.NewClient(id));
+    return std::make_unique<Controller>(clients_.back().get(), options, std::move(fn));
   }
   // What the map_epoch fn of MakeController's controllers answers for `id`.
   void SetAppliedEpoch(const std::string& id, uint64_t epoch) {
@@ -143,19 +148,32 @@ class ControllerTest : public ::testing::Test {
     return kv.ok() && kv->has_value() ? (*kv)->value : "";
   }
 
-  // Polls `done` every 20 ms until it holds or `limit` passes.
+  // Runs `fn` on this thread while another lets time pass, a step at a
+  // time, whenever every thread waiting on the clock is settled in its wait
+  // (a call blocked in a timed wait, such as RemoveNode() waiting for a
+  // confirmation, then sees its deadline come). Only for tests without a
+  // Start()ed controller, whose poll would also be moved.
   template <typename F>
-  bool WaitFor(F done, absl::Duration limit) {
-    const absl::Time until = absl::Now() + limit;
-    while (absl::Now() < until) {
-      if (done()) return true;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return done();
+  auto WhileTimePasses(F fn) {
+    std::atomic<bool> done{false};
+    std::thread advancer([&] {
+      while (
+          Eventually([&] { return done.load() || (clock_.Waiters() > 0 && clock_.Settled()); })) {
+        if (done.load()) return;
+        clock_.Advance(absl::Milliseconds(50));
+      }
+    });
+    auto result = fn();
+    done = true;
+    advancer.join();
+    return result;
   }
 
-  testing::EtcdProcess etcd_process_;
-  std::unique_ptr<etcd::EtcdClient> etcd_;
+  ManualClock clock_;
+  etcd::FakeEtcd fake_;
+  std::unique_ptr<etcd::EtcdClient> etcd_;                  // the test's own
+  std::vector<std::unique_ptr<etcd::EtcdClient>> clients_;  // the controllers'
+
   std::map<std::string, int64_t> leases_;
   std::map<std::string, int64_t> controller_leases_;
   FakeSeqs seqs_;
@@ -168,23 +186,24 @@ TEST_F(ControllerTest, OneWinsElectionLoserTakesOverWhenWinnerLeaseGoes) {
   auto b = MakeController("ctl-b", 2, 99, seqs_.Fn());
   a->Start();
   b->Start();
-  ASSERT_TRUE(WaitFor([&] { return a->IsLeader() || b->IsLeader(); }, absl::Seconds(3)));
-  absl::SleepFor(absl::Milliseconds(300));  // a second winner would show by now
+  ASSERT_TRUE(Eventually([&] { return a->IsLeader() || b->IsLeader(); }));
+  // Both have looked at the key (the loser lost its campaign): exactly one
+  // believes it leads.
+  const std::string winner_id = ControllerKeyValue();
+  ASSERT_TRUE(winner_id == "ctl-a" || winner_id == "ctl-b") << winner_id;
+  ASSERT_TRUE(
+      Eventually([&] { return a->ControllerId() == winner_id && b->ControllerId() == winner_id; }));
   ASSERT_NE(a->IsLeader(), b->IsLeader());
   Controller* winner = a->IsLeader() ? a.get() : b.get();
   Controller* loser = a->IsLeader() ? b.get() : a.get();
-  const std::string winner_id = a->IsLeader() ? "ctl-a" : "ctl-b";
+  EXPECT_EQ(winner_id, a->IsLeader() ? "ctl-a" : "ctl-b");
   const std::string loser_id = a->IsLeader() ? "ctl-b" : "ctl-a";
-  EXPECT_EQ(ControllerKeyValue(), winner_id);
-  EXPECT_TRUE(WaitFor([&] { return loser->ControllerId() == winner_id; }, absl::Seconds(2)));
 
   // The winner's node dies: etcd drops its key, the loser campaigns.
-  const absl::Time revoked = absl::Now();
   ASSERT_TRUE(etcd_->RevokeLease(controller_leases_[winner_id]).ok());
-  ASSERT_TRUE(WaitFor([&] { return loser->IsLeader(); }, absl::Seconds(3)));
-  std::cout << "takeover after " << absl::Now() - revoked << "\n";
+  ASSERT_TRUE(Eventually([&] { return loser->IsLeader(); }));
   EXPECT_EQ(ControllerKeyValue(), loser_id);
-  EXPECT_TRUE(WaitFor([&] { return !winner->IsLeader(); }, absl::Seconds(2)));
+  EXPECT_TRUE(Eventually([&] { return !winner->IsLeader(); }));
 
   // Resigning deletes the key at once (not after a TTL).
   loser->Stop();
@@ -200,10 +219,16 @@ TEST_F(ControllerTest, LoserTakesOverWithinTheTtlWhenWinnerLeaseExpires) {
   ASSERT_TRUE(first->IsLeader());
   auto second = MakeController("ctl-b", 2, 99, seqs_.Fn());
   second->Start();
-  const absl::Time start = absl::Now();
-  ASSERT_TRUE(WaitFor([&] { return second->IsLeader(); }, absl::Seconds(5)));
-  std::cout << "takeover after " << absl::Now() - start << " (lease TTL 2s)\n";
-  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  ASSERT_TRUE(Eventually([&] { return second->ControllerId() == "ctl-a"; }));
+  // Just short of the TTL the key is still ctl-a's...
+  clock_.Advance(absl::Seconds(2) - absl::Milliseconds(1));
+  EXPECT_EQ(fake_.ExpireDueLeases(), 0);
+  EXPECT_FALSE(second->IsLeader());
+  EXPECT_EQ(ControllerKeyValue(), "ctl-a");
+  // ...and at the TTL etcd expires the lease: the watch wakes ctl-b.
+  clock_.Advance(absl::Milliseconds(1));
+  EXPECT_EQ(fake_.ExpireDueLeases(), 1);
+  ASSERT_TRUE(Eventually([&] { return second->IsLeader(); }));
   EXPECT_EQ(ControllerKeyValue(), "ctl-b");
 }
 
@@ -261,10 +286,10 @@ TEST_F(ControllerTest, WatchDrivesFailoverWithoutPolling) {
   auto ctl = MakeController("ctl", 2, 3, seqs_.Fn(), absl::Seconds(60));
   for (const char* id : {"n0", "n1", "n2"}) Register(id);
   ctl->Start();
-  ASSERT_TRUE(WaitFor([&] { return MapKv().has_value(); }, absl::Seconds(5)));
+  ASSERT_TRUE(Eventually([&] { return MapKv().has_value(); }));
   Kill("n1");
   // Epoch 2 removes n1; epoch 3 (right after) refills shards 0 and 1.
-  ASSERT_TRUE(WaitFor([&] { return ReadMap().epoch() >= 2; }, absl::Seconds(5)));
+  ASSERT_TRUE(Eventually([&] { return ReadMap().epoch() >= 2; }));
   v1::ClusterMap map = ReadMap();
   EXPECT_THAT(Replicas(map, 0), ElementsAre("n0"));
   EXPECT_THAT(Replicas(map, 1), ElementsAre("n2"));
@@ -380,8 +405,11 @@ TEST_F(ControllerTest, RemoveNodeKeepsAnUnconfirmedDemotedPrimaryAsBackup) {
   seqs_.Set("n1", 0, 1);
   SetAppliedEpoch("n0", 1);  // answers, but stays on map 1
 
-  auto stuck = ctl->RemoveNode("n0");
+  // It keeps asking for demote_confirm_timeout (600 ms on the clock).
+  const absl::Duration asked = clock_.Steady();
+  auto stuck = WhileTimePasses([&] { return ctl->RemoveNode("n0"); });
   EXPECT_EQ(stuck.status().code(), absl::StatusCode::kDeadlineExceeded) << stuck.status();
+  EXPECT_GE(clock_.Steady() - asked, absl::Milliseconds(600));
   EXPECT_THAT(stuck.status().message(), HasSubstr("run remove-node again"));
   v1::ClusterMap map = ReadMap();
   EXPECT_EQ(map.epoch(), 2u);

@@ -1,8 +1,8 @@
 // Copyright 2026 The kvstore Authors.
 //
-// MapStore against a real etcd (tests/cluster/etcd_process.h): the
-// primary's in-sync-set edits as transactions, their refusals, the retry on
-// a lost race and the lease compare.
+// MapStore on an in-memory etcd (FakeEtcd): the primary's in-sync-set
+// edits as transactions, their refusals, the retry on a lost race and the
+// lease compare.
 
 #include "server/cluster/membership/map_store.h"
 
@@ -11,8 +11,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/cluster/membership/etcd/fake_etcd_client.h"
 #include "server/cluster/membership/etcd_keys.h"
-#include "tests/cluster/etcd_process.h"
 
 namespace kvstore {
 namespace server {
@@ -56,15 +56,7 @@ v1::ClusterMap FirstMap() {
 class MapStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::Status started = etcd_.Start();
-    ASSERT_TRUE(started.ok()) << started;
-    etcd::EtcdOptions eo;
-    eo.endpoints = {etcd_.endpoint()};
-    auto client = etcd::EtcdClient::Connect(eo);
-    // A loaded machine sometimes misses the first handshake.
-    for (int i = 0; i < 5 && !client.ok(); ++i) client = etcd::EtcdClient::Connect(eo);
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = *std::move(client);
+    client_ = etcd_.NewClient("n1");
     // n1's member key under its lease, as Membership would write it.
     auto lease = client_->GrantLease(absl::Seconds(30));
     ASSERT_TRUE(lease.ok()) << lease.status();
@@ -88,7 +80,7 @@ class MapStoreTest : public ::testing::Test {
     return m.ok() && m->has_value() ? (*m)->map : v1::ClusterMap();
   }
 
-  testing::EtcdProcess etcd_;
+  etcd::FakeEtcd etcd_;
   std::unique_ptr<etcd::EtcdClient> client_;
   int64_t lease_ = 0;
   ClusterState state_{"n1"};
@@ -200,7 +192,7 @@ TEST_F(MapStoreTest, GivesUpAfterLosingEveryRace) {
 TEST_F(MapStoreTest, ANodeWhoseLeaseIsGoneCannotChangeTheMap) {
   // etcd deletes the member key with the lease; this node still thinks it
   // serves (its ClusterState is not fenced), so only the txn stops it.
-  ASSERT_TRUE(client_->RevokeLease(lease_).ok());
+  ASSERT_TRUE(etcd_.ExpireLease(lease_).ok());
   absl::Status s = store_->RemoveReplica(0, "n2");
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("no longer holds lease"));

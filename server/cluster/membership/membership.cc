@@ -18,13 +18,11 @@ namespace kvstore {
 namespace server {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// Unix milliseconds of a steady-clock moment (the fence page speaks wall
-// time: readers on other hosts compare it with their own clocks).
-uint64_t UnixMillisOf(Clock::time_point t) {
-  const absl::Duration ahead = absl::FromChrono(t - Clock::now());
-  const int64_t ms = absl::ToUnixMillis(absl::Now() + ahead);
+// Unix milliseconds of a moment on `clock`'s steady time (the fence page
+// speaks wall time: readers on other hosts compare it with their own clocks).
+uint64_t UnixMillisOf(const Clock& clock, absl::Duration t) {
+  const absl::Duration ahead = t - clock.Steady();
+  const int64_t ms = absl::ToUnixMillis(clock.Wall() + ahead);
   return ms > 0 ? static_cast<uint64_t>(ms) : 0;
 }
 
@@ -40,6 +38,7 @@ Membership::Membership(etcd::EtcdClient* etcd, ClusterState* state, FencePage* f
       state_(state),
       fence_(fence),
       options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
       member_key_(etcd_keys::MemberKey(options_.cluster_name, options_.self.node_id())),
       map_key_(etcd_keys::MapKey(options_.cluster_name)),
       listener_(std::make_shared<ListenerLink>()) {}
@@ -79,7 +78,7 @@ absl::StatusOr<std::unique_ptr<Membership>> Membership::Start(etcd::EtcdClient* 
 Membership::~Membership() { Shutdown(); }
 
 absl::Status Membership::Register() {
-  const Clock::time_point sent = Clock::now();
+  const absl::Duration sent = clock_.Steady();
   KV_ASSIGN_OR_RETURN(lease_, etcd_->GrantLease(options_.ttl));
   options_.self.set_incarnation(static_cast<uint64_t>(lease_));
   state_->set_incarnation(static_cast<uint64_t>(lease_));
@@ -139,22 +138,21 @@ uint64_t Membership::renewals() const {
 
 bool Membership::Sleep(absl::Duration d) {
   absl::MutexLock lock(&mu_);
-  mu_.AwaitWithTimeout(absl::Condition(&stopping_), d);
-  return !stopping_;
+  return !clock_.AwaitUntil(&mu_, absl::Condition(&stopping_), clock_.Steady() + d);
 }
 
 void Membership::KeepAliveLoop() {
   const absl::Duration period = options_.ttl / 3;
-  Clock::time_point next = Clock::now() + absl::ToChronoNanoseconds(period);
-  while (Sleep(absl::FromChrono(next - Clock::now()))) {
+  absl::Duration next = clock_.Steady() + period;
+  while (Sleep(next - clock_.Steady())) {
     // The period runs from one send to the next, however long a call took.
-    next = Clock::now() + absl::ToChronoNanoseconds(period);
+    next = clock_.Steady() + period;
     if (!RenewOnce()) return;
   }
 }
 
 bool Membership::RenewOnce() {
-  const Clock::time_point sent = Clock::now();
+  const absl::Duration sent = clock_.Steady();
   // An error armed here reads as etcd's answer (UNAVAILABLE: cut off from
   // etcd; NOT_FOUND: the lease expired).
   absl::Status cut = KV_FAILPOINT("membership/before-keepalive");
@@ -196,11 +194,11 @@ bool Membership::RenewOnce() {
   return true;
 }
 
-void Membership::Renewed(Clock::time_point sent, absl::Duration ttl) {
-  const Clock::time_point deadline = sent + absl::ToChronoNanoseconds(ttl - options_.fence_margin);
+void Membership::Renewed(absl::Duration sent, absl::Duration ttl) {
+  const absl::Duration deadline = sent + ttl - options_.fence_margin;
   // An answer that came back after the deadline it would set proves
   // nothing for now (etcd was slow or frozen); the next one will.
-  if (deadline <= Clock::now()) return;
+  if (deadline <= clock_.Steady()) return;
   bool unfenced = false;
   {
     absl::MutexLock lock(&mu_);
@@ -212,7 +210,7 @@ void Membership::Renewed(Clock::time_point sent, absl::Duration ttl) {
     // Deadline first, then the page, then the flag: a request that sees
     // "not fenced" also sees the new deadline.
     state_->set_lease_deadline(deadline);
-    fence_->set_valid_until_ms(UnixMillisOf(deadline));
+    fence_->set_valid_until_ms(UnixMillisOf(clock_, deadline));
     if (fenced_) {
       fenced_ = false;
       unfenced = true;
@@ -242,7 +240,7 @@ void Membership::FenceNow(const char* why) {
 void Membership::WatchdogLoop() {
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
-    const Clock::time_point now = Clock::now();
+    const absl::Duration now = clock_.Steady();
     if (!fenced_ && now >= deadline_) {
       mu_.Unlock();
       FenceNow("lease deadline passed without a renewal");
@@ -252,8 +250,8 @@ void Membership::WatchdogLoop() {
     // Fenced: nothing to do until a renewal moves the deadline; look again
     // every ttl/3 (or sooner on stop).
     const absl::Duration wait =
-        fenced_ ? options_.ttl / 3 : absl::FromChrono(deadline_ - now) + absl::Milliseconds(1);
-    mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait);
+        fenced_ ? options_.ttl / 3 : deadline_ - now + absl::Milliseconds(1);
+    clock_.AwaitUntil(&mu_, absl::Condition(&stopping_), now + wait);
   }
 }
 
@@ -353,7 +351,10 @@ void Membership::MapLoop(int64_t revision) {
     }
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(this, &Membership::StoppingOrWatchBroken));
+      // Through the clock too (no deadline): a test clock then knows this
+      // thread is waiting, not working.
+      clock_.AwaitUntil(&mu_, absl::Condition(this, &Membership::StoppingOrWatchBroken),
+                        absl::InfiniteDuration());
       watch_broken_ = false;
     }
     // Outside mu_: destroying the watch joins its thread, whose callback

@@ -6,7 +6,7 @@
 //  * Registers /kvstore/<cluster>/members/<node_id> (a ClusterNode in JSON)
 //    under a fresh etcd lease of `ttl`; the lease id is the incarnation.
 //  * A keepalive thread renews the lease every ttl/3. It notes the steady
-//    clock just before each KeepAliveOnce; a renewal moves the lease
+//    clock (MembershipOptions::clock) just before each KeepAliveOnce; a renewal moves the lease
 //    deadline to that moment + ttl - fence_margin (ClusterState) and the
 //    fence page's valid_until to the same moment in unix ms, and unfences a
 //    fenced node (etcd answered and the lease is alive: nobody replaced it).
@@ -23,13 +23,15 @@
 //    deletes the member key at once and the controller need not wait out
 //    the TTL.
 //
+// Every timed wait (keepalive period, watchdog deadline, retry delay) is on
+// MembershipOptions::clock, so a test's ManualClock decides when each fires.
+//
 // Thread safety: Start/Shutdown from one thread; the accessors from any.
 // Callbacks run on Membership's threads and must not call Shutdown().
 
 #ifndef KVSTORE_SERVER_CLUSTER_MEMBERSHIP_MEMBERSHIP_H_
 #define KVSTORE_SERVER_CLUSTER_MEMBERSHIP_MEMBERSHIP_H_
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -43,6 +45,7 @@
 #include "server/cluster/membership/etcd/etcd_client.h"
 #include "server/routing/cluster_state.h"
 #include "server/routing/fence_page.h"
+#include "server/storage/clock.h"
 
 namespace kvstore {
 namespace server {
@@ -61,6 +64,10 @@ struct MembershipOptions {
   std::function<void()> on_unfence;
   // After a keepalive answered "lease not found". Empty: log and _exit(3).
   std::function<void()> on_lease_lost;
+  // The clock of every deadline and wait; nullptr: the real one. Must be
+  // the ClusterState's (its Serving() reads the deadline set here) and
+  // outlive the Membership.
+  const Clock* clock = nullptr;
 };
 
 class Membership {
@@ -102,8 +109,8 @@ class Membership {
   }
   // One renewal; false when the loop must end (lease lost).
   bool RenewOnce();
-  // Renewed up to `sent`: deadline, fence page, unfence.
-  void Renewed(std::chrono::steady_clock::time_point sent, absl::Duration granted);
+  // Renewed up to `sent` (on clock_.Steady()): deadline, fence page, unfence.
+  void Renewed(absl::Duration sent, absl::Duration granted);
   void FenceNow(const char* why);
   // Rewrites the member key with the current applied_map_epoch.
   void Republish();
@@ -117,6 +124,7 @@ class Membership {
   ClusterState* const state_;
   FencePage* const fence_;
   MembershipOptions options_;
+  const Clock& clock_;
   const std::string member_key_;
   const std::string map_key_;
   int64_t lease_ = 0;
@@ -127,7 +135,7 @@ class Membership {
   bool lease_lost_ ABSL_GUARDED_BY(mu_) = false;
   bool republish_ ABSL_GUARDED_BY(mu_) = false;
   bool watch_broken_ ABSL_GUARDED_BY(mu_) = false;
-  std::chrono::steady_clock::time_point deadline_ ABSL_GUARDED_BY(mu_);
+  absl::Duration deadline_ ABSL_GUARDED_BY(mu_);  // on clock_.Steady()
   uint64_t renewals_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t applied_epoch_ ABSL_GUARDED_BY(mu_) = 0;
 

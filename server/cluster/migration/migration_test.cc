@@ -6,8 +6,9 @@
 // etcd map is a fake (replication_test_util.h; the etcd-backed editor's
 // BeginHandoff/CompleteMigration are map_store_test's).
 //
-// MigrationEtcdTest runs the driver against the real etcd-backed map
-// (MapStore), each node installing the stored map as it polls it.
+// MigrationEtcdTest runs the driver against the etcd-backed map (MapStore)
+// on an in-memory etcd (FakeEtcd), each node installing every stored map
+// from a watch, as Membership would.
 //
 // Layout: shard 0 owns slots 0-8191, shard 1 owns 8192-16383; migration 1
 // moves slots 0-2047 from shard 0 to shard 1.
@@ -30,10 +31,11 @@
 #include "grpcpp/client_context.h"
 #include "gtest/gtest.h"
 #include "server/cluster/membership/etcd/etcd_client.h"
+#include "server/cluster/membership/etcd/fake_etcd_client.h"
+#include "server/cluster/membership/etcd/test_eventually.h"
 #include "server/cluster/membership/etcd_keys.h"
 #include "server/cluster/membership/map_store.h"
 #include "server/cluster/replication/replication_test_util.h"
-#include "tests/cluster/etcd_process.h"
 
 namespace kvstore {
 namespace server {
@@ -44,21 +46,12 @@ using ::kvstore::server::testing::FakeMapStore;
 using ::kvstore::server::testing::Node;
 using ::kvstore::server::testing::NodeOptions;
 using ::kvstore::server::testing::OneShardMap;
+using ::kvstore::testing::Eventually;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 constexpr uint32_t kMigrationId = 1;
 constexpr uint32_t kLastMovedSlot = 2047;
-
-template <typename F>
-bool Eventually(F cond, absl::Duration limit = absl::Seconds(10)) {
-  const absl::Time end = absl::Now() + limit;
-  while (absl::Now() < end) {
-    if (cond()) return true;
-    absl::SleepFor(absl::Milliseconds(2));
-  }
-  return cond();
-}
 
 // `n` distinct keys whose slots are in [lo, hi], from `prefix`.
 std::vector<std::string> KeysIn(uint32_t lo, uint32_t hi, int n, absl::string_view prefix) {
@@ -87,22 +80,26 @@ class MigrationTest : public ::testing::Test {
   }
 
   // A write as a cluster-aware client makes it: start at node `first`,
-  // follow MOVED/ASK, retry TRYAGAIN and CLUSTERDOWN; OK once acknowledged.
+  // follow MOVED/ASK, retry TRYAGAIN and CLUSTERDOWN (1 ms apart, for as
+  // long as Eventually's generous bound: a loaded machine makes a handoff
+  // longer, not wrong); OK once acknowledged.
   absl::Status ClientPut(int first, const std::string& key, const std::string& value) {
     int at = first;
     absl::Status s;
-    for (int attempt = 0; attempt < 200; ++attempt) {
+    auto done = [&] {
       s = node(at).Put(key, value);
-      if (s.ok()) return s;
+      if (s.ok()) return true;
       const std::vector<std::string> words = absl::StrSplit(s.message(), ' ');
       if ((words[0] == "MOVED" || words[0] == "ASK") && words.size() == 3) {
         int port = 0;
         CHECK(absl::SimpleAtoi(words[2].substr(words[2].rfind(':') + 1), &port));
         at = port - 7000;  // OneShardMap's resp addresses
-        continue;
+        return false;
       }
-      if (words[0] != "TRYAGAIN" && words[0] != "CLUSTERDOWN") return s;
-      absl::SleepFor(absl::Milliseconds(1));
+      return words[0] != "TRYAGAIN" && words[0] != "CLUSTERDOWN";  // else: again
+    };
+    if (!Eventually(done, ::kvstore::testing::kEventuallyBound, absl::Milliseconds(1))) {
+      return absl::DeadlineExceededError(absl::StrCat("still refused: ", s.ToString()));
     }
     return s;
   }
@@ -289,7 +286,7 @@ void RunMigrationUnderWrites(MigrationTest& t, const std::function<void(v1::Clus
   });
   const absl::Time start = absl::Now();
   set_map(t.TwoShards({0, 1}, {2, 3}, v1::MIGRATION_COPYING));
-  EXPECT_TRUE(Eventually([&] { return current().migrations_size() == 0; }, absl::Seconds(20)));
+  EXPECT_TRUE(Eventually([&] { return current().migrations_size() == 0; }));
   const int at_flip = writes.load();
   EXPECT_TRUE(Eventually([&] { return writes.load() > at_flip + 50; }));
   stop = true;
@@ -327,23 +324,14 @@ constexpr char kCluster[] = "migtest";
 class MigrationEtcdTest : public MigrationTest {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(etcd_.Start().ok());
-    etcd::EtcdOptions eo;
-    eo.endpoints = {etcd_.endpoint()};
-    auto client = etcd::EtcdClient::Connect(eo);
-    for (int i = 0; i < 5 && !client.ok(); ++i) client = etcd::EtcdClient::Connect(eo);
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = *std::move(client);
+    client_ = etcd_.NewClient();
     auto lease = client_->GrantLease(absl::Seconds(30));
     ASSERT_TRUE(lease.ok()) << lease.status();
     lease_ = *lease;
   }
-  void TearDown() override {
-    stop_ = true;
-    if (mirror_.joinable()) mirror_.join();
-  }
-  // Nodes whose editor is a MapStore on etcd, and the thread installing
-  // the stored map in every node (as Membership's watch would).
+  void TearDown() override { mirror_.reset(); }
+  // Nodes whose editor is a MapStore on etcd, and a watch installing every
+  // stored map in every node (as Membership's would).
   void StartOnEtcd(int n) {
     for (int i = 0; i < n; ++i) {
       ASSERT_TRUE(
@@ -359,17 +347,22 @@ class MigrationEtcdTest : public MigrationTest {
       return std::make_unique<MapStore>(client_.get(), state, mo);
     };
     Start(n, o);
-    mirror_ = std::thread([this] {
-      while (!stop_.load()) {
-        v1::ClusterMap m = Stored();
-        if (m.epoch() > 0) {
-          auto view = cluster::ClusterMapView::Build(m);
-          CHECK(view.ok()) << view.status();
-          for (auto& node : nodes_) node->state().Update(*view);
-        }
-        absl::SleepFor(absl::Milliseconds(3));
-      }
-    });
+    int64_t revision = 0;
+    ASSERT_TRUE(client_->GetPrefix(etcd_keys::MapKey(kCluster), &revision).ok());
+    auto watch = client_->Watch(etcd_keys::MapKey(kCluster), revision + 1,
+                                [this](absl::StatusOr<std::vector<etcd::WatchEvent>> events) {
+                                  ASSERT_TRUE(events.ok()) << events.status();
+                                  for (const etcd::WatchEvent& e : *events) {
+                                    if (e.type != etcd::WatchEvent::Type::kPut) continue;
+                                    auto m = etcd_keys::DecodeMap(e.kv.value);
+                                    ASSERT_TRUE(m.ok()) << m.status();
+                                    auto view = cluster::ClusterMapView::Build(*m);
+                                    ASSERT_TRUE(view.ok()) << view.status();
+                                    for (auto& node : nodes_) node->state().Update(*view);
+                                  }
+                                });
+    ASSERT_TRUE(watch.ok()) << watch.status();
+    mirror_ = *std::move(watch);
   }
   v1::ClusterMap Stored() {
     auto kv = client_->Get(etcd_keys::MapKey(kCluster));
@@ -383,11 +376,10 @@ class MigrationEtcdTest : public MigrationTest {
     ASSERT_TRUE(client_->Put(etcd_keys::MapKey(kCluster), etcd_keys::EncodeMap(m)).ok());
   }
 
-  ::kvstore::testing::EtcdProcess etcd_;
+  etcd::FakeEtcd etcd_;
   std::unique_ptr<etcd::EtcdClient> client_;
   int64_t lease_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread mirror_;
+  std::unique_ptr<etcd::WatchHandle> mirror_;
 };
 
 TEST_F(MigrationEtcdTest, TheDriverRunsAWholeMigrationOnTheEtcdMap) {

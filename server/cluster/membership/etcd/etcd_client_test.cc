@@ -1,6 +1,8 @@
 // Copyright 2026 The kvstore Authors.
 //
-// EtcdClient against a real etcd (tests/cluster/etcd_process.h).
+// EtcdClient against a real etcd (tests/cluster/etcd_process.h): the
+// contract cases (etcd_contract_cases.h, which the fake passes too), then
+// what is the gRPC client's own: reconnecting after restarts, endpoints.
 
 #include "server/cluster/membership/etcd/etcd_client.h"
 
@@ -23,6 +25,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/cluster/membership/etcd/etcd_contract_cases.h"
 #include "tests/cluster/etcd_process.h"
 #include "tests/test_cluster.h"
 
@@ -67,43 +70,39 @@ std::unique_ptr<EtcdClient> MustConnect(std::vector<std::string> endpoints,
   return client.ok() ? std::move(*client) : nullptr;
 }
 
-// Collects what a Watch delivers.
-class Collector {
+// A real etcd process for the contract cases.
+class RealEtcdEnv final : public EtcdContractEnv {
  public:
-  std::function<void(absl::StatusOr<std::vector<WatchEvent>>)> Callback() {
-    return [this](absl::StatusOr<std::vector<WatchEvent>> batch) {
-      absl::MutexLock lock(&mu_);
-      if (!batch.ok()) {
-        errors_.push_back(batch.status());
-        return;
-      }
-      for (WatchEvent& e : *batch) events_.push_back(std::move(e));
-    };
+  absl::Status Start() override { return etcd_.Start(); }
+  std::unique_ptr<EtcdClient> NewClient(absl::Duration rpc_timeout) override {
+    return MustConnect({etcd_.endpoint()}, rpc_timeout);
   }
-  // Waits (at most 10 s) until `n` events arrived; returns them all.
-  std::vector<WatchEvent> WaitEvents(size_t n) {
-    absl::MutexLock lock(&mu_);
-    auto enough = [this, n] { return events_.size() >= n; };
-    mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10));
-    return events_;
+  std::string endpoint() const override { return etcd_.endpoint(); }
+  void PassTime(absl::Duration d) override { absl::SleepFor(d); }
+  absl::Status Compact(int64_t revision) override {
+    kvstore::testing::ProcessResult compact = kvstore::testing::RunProcess(
+        {"etcdctl", "--endpoints=" + etcd_.endpoint(), "compact", absl::StrCat(revision)}, "", 20);
+    if (compact.exit_code == 0) return absl::OkStatus();
+    return absl::InternalError(absl::StrCat("etcdctl compact: ", compact.out, compact.err));
   }
-  std::vector<absl::Status> WaitError() {
-    absl::MutexLock lock(&mu_);
-    auto failed = [this] { return !errors_.empty(); };
-    mu_.AwaitWithTimeout(absl::Condition(&failed), absl::Seconds(10));
-    return errors_;
-  }
-  std::vector<absl::Status> errors() {
-    absl::MutexLock lock(&mu_);
-    return errors_;
-  }
+  void Kill() override { etcd_.Kill(); }
+  // etcd re-raises SIGTERM after a clean shutdown.
+  void Stop() override { EXPECT_EQ(etcd_.Stop(), -SIGTERM); }
+  absl::Status Restart() override { return etcd_.Start(); }
+  void Pause() override { etcd_.Pause(); }
+  void Resume() override { etcd_.Resume(); }
 
  private:
-  absl::Mutex mu_;
-  std::vector<WatchEvent> events_;
-  std::vector<absl::Status> errors_;
+  testing_etcd etcd_;
 };
 
+INSTANTIATE_TEST_SUITE_P(RealEtcd, EtcdContractTest,
+                         ::testing::Values(EtcdContractParam{
+                             "RealEtcd", [] { return std::make_unique<RealEtcdEnv>(); }}),
+                         EtcdContractParamName);
+
+// The gRPC client's own behaviour (reconnecting, endpoints), which only a
+// real etcd shows.
 class EtcdClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -116,346 +115,6 @@ class EtcdClientTest : public ::testing::Test {
   testing_etcd etcd_;
   std::unique_ptr<EtcdClient> client_;
 };
-
-TEST_F(EtcdClientTest, PutGetAndGetPrefixWithRevisions) {
-  auto r1 = client_->Put("/kv/a/1", "one");
-  ASSERT_TRUE(r1.ok()) << r1.status();
-  auto r2 = client_->Put("/kv/a/2", "two");
-  ASSERT_TRUE(r2.ok()) << r2.status();
-  EXPECT_GT(*r2, *r1);
-  ASSERT_TRUE(client_->Put("/kv/b", "outside").ok());
-  auto r3 = client_->Put("/kv/a/1", "uno");
-  ASSERT_TRUE(r3.ok());
-
-  auto got = client_->Get("/kv/a/1");
-  ASSERT_TRUE(got.ok()) << got.status();
-  ASSERT_TRUE(got->has_value());
-  EXPECT_EQ((*got)->value, "uno");
-  EXPECT_EQ((*got)->create_revision, *r1);
-  EXPECT_EQ((*got)->mod_revision, *r3);
-  EXPECT_EQ((*got)->version, 2);
-  EXPECT_EQ((*got)->lease, 0);
-
-  auto absent = client_->Get("/kv/none");
-  ASSERT_TRUE(absent.ok());
-  EXPECT_FALSE(absent->has_value());
-
-  int64_t revision = 0;
-  auto all = client_->GetPrefix("/kv/a/", &revision);
-  ASSERT_TRUE(all.ok()) << all.status();
-  ASSERT_THAT(*all, SizeIs(2));
-  EXPECT_EQ((*all)[0].key, "/kv/a/1");
-  EXPECT_EQ((*all)[1].key, "/kv/a/2");
-  EXPECT_EQ((*all)[1].value, "two");
-  EXPECT_EQ(revision, *r3);
-
-  auto none = client_->GetPrefix("/nothing/", nullptr);
-  ASSERT_TRUE(none.ok());
-  EXPECT_TRUE(none->empty());
-}
-
-TEST_F(EtcdClientTest, DeleteAndEmptyKey) {
-  auto put = client_->Put("/kv/d", "x");
-  ASSERT_TRUE(put.ok());
-  auto del = client_->Delete("/kv/d");
-  ASSERT_TRUE(del.ok()) << del.status();
-  EXPECT_GT(*del, *put);
-  auto got = client_->Get("/kv/d");
-  ASSERT_TRUE(got.ok());
-  EXPECT_FALSE(got->has_value());
-
-  EXPECT_EQ(client_->Put("", "x").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(client_->Get("").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(client_->Delete("").status().code(), absl::StatusCode::kInvalidArgument);
-}
-
-TEST_F(EtcdClientTest, TxnCreateIfAbsent) {
-  const Compare absent{"/kv/t", Compare::Target::kCreateRevision, Compare::Op::kEqual, 0, ""};
-  const std::vector<TxnOp> create = {{TxnOp::Kind::kPut, "/kv/t", "first", 0}};
-  const std::vector<TxnOp> read = {{TxnOp::Kind::kGet, "/kv/t", "", 0},
-                                   {TxnOp::Kind::kGet, "/kv/missing", "", 0}};
-
-  auto first = client_->Txn({absent}, create, read);
-  ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_TRUE(first->succeeded);
-  EXPECT_TRUE(first->gets.empty());
-
-  auto second = client_->Txn({absent}, {{TxnOp::Kind::kPut, "/kv/t", "second", 0}}, read);
-  ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_FALSE(second->succeeded);
-  EXPECT_EQ(second->revision, first->revision);  // nothing written
-  ASSERT_THAT(second->gets, SizeIs(1));          // the absent key is left out
-  EXPECT_EQ(second->gets[0].value, "first");
-  EXPECT_EQ(second->gets[0].mod_revision, first->revision);
-}
-
-TEST_F(EtcdClientTest, TxnModRevisionGuardsAgainstLostUpdates) {
-  auto put = client_->Put("/kv/m", "v1");
-  ASSERT_TRUE(put.ok());
-  const Compare unchanged{"/kv/m", Compare::Target::kModRevision, Compare::Op::kEqual, *put, ""};
-  auto ok = client_->Txn({unchanged}, {{TxnOp::Kind::kPut, "/kv/m", "v2", 0}}, {});
-  ASSERT_TRUE(ok.ok()) << ok.status();
-  EXPECT_TRUE(ok->succeeded);
-  EXPECT_GT(ok->revision, *put);
-
-  // The same compare is now stale: the failure branch (a delete) runs.
-  auto stale = client_->Txn({unchanged}, {{TxnOp::Kind::kPut, "/kv/m", "v3", 0}},
-                            {{TxnOp::Kind::kDelete, "/kv/other", "", 0}});
-  ASSERT_TRUE(stale.ok()) << stale.status();
-  EXPECT_FALSE(stale->succeeded);
-  auto got = client_->Get("/kv/m");
-  ASSERT_TRUE(got.ok() && got->has_value());
-  EXPECT_EQ((*got)->value, "v2");
-
-  // Greater / Less / NotEqual on the mod revision.
-  const int64_t mod = (*got)->mod_revision;
-  for (auto [op, number, want] :
-       std::vector<std::tuple<Compare::Op, int64_t, bool>>{{Compare::Op::kGreater, mod - 1, true},
-                                                           {Compare::Op::kGreater, mod, false},
-                                                           {Compare::Op::kLess, mod + 1, true},
-                                                           {Compare::Op::kNotEqual, mod, false}}) {
-    auto r = client_->Txn({{"/kv/m", Compare::Target::kModRevision, op, number, ""}}, {}, {});
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->succeeded, want) << static_cast<int>(op) << " " << number;
-  }
-}
-
-// Threads share one client and increment a counter by compare-and-swap on
-// its mod revision: no increment may be lost.
-TEST_F(EtcdClientTest, ConcurrentCompareAndSwapLosesNoUpdate) {
-  ASSERT_TRUE(client_->Put("/kv/counter", "0").ok());
-  constexpr int kThreads = 4, kIncrements = 10;
-  std::vector<std::thread> threads;
-  std::atomic<int> conflicts{0};
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < kIncrements;) {
-        auto cur = client_->Get("/kv/counter");
-        ASSERT_TRUE(cur.ok() && cur->has_value()) << cur.status();
-        int n = std::stoi((*cur)->value);
-        auto r = client_->Txn({{"/kv/counter", Compare::Target::kModRevision, Compare::Op::kEqual,
-                                (*cur)->mod_revision, ""}},
-                              {{TxnOp::Kind::kPut, "/kv/counter", std::to_string(n + 1), 0}}, {});
-        ASSERT_TRUE(r.ok()) << r.status();
-        if (r->succeeded) {
-          ++i;
-        } else {
-          ++conflicts;
-        }
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  auto final = client_->Get("/kv/counter");
-  ASSERT_TRUE(final.ok() && final->has_value());
-  EXPECT_EQ((*final)->value, std::to_string(kThreads * kIncrements));
-  std::printf("conflicts retried: %d\n", conflicts.load());
-}
-
-TEST_F(EtcdClientTest, TxnValueVersionAndLeaseCompares) {
-  auto lease = client_->GrantLease(absl::Seconds(30));
-  ASSERT_TRUE(lease.ok()) << lease.status();
-  ASSERT_TRUE(client_->Put("/kv/owner", "node-1", *lease).ok());
-
-  auto is = [&](Compare c) {
-    auto r = client_->Txn({c}, {}, {});
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() && r->succeeded;
-  };
-  using T = Compare::Target;
-  using O = Compare::Op;
-  EXPECT_TRUE(is({"/kv/owner", T::kValue, O::kEqual, 0, "node-1"}));
-  EXPECT_FALSE(is({"/kv/owner", T::kValue, O::kEqual, 0, "node-2"}));
-  EXPECT_TRUE(is({"/kv/owner", T::kValue, O::kNotEqual, 0, "node-2"}));
-  EXPECT_TRUE(is({"/kv/owner", T::kLease, O::kEqual, *lease, ""}));
-  EXPECT_FALSE(is({"/kv/owner", T::kLease, O::kEqual, *lease + 1, ""}));
-  EXPECT_TRUE(is({"/kv/owner", T::kVersion, O::kEqual, 1, ""}));
-  EXPECT_TRUE(is({"/kv/absent", T::kVersion, O::kEqual, 0, ""}));
-  EXPECT_TRUE(is({"/kv/absent", T::kModRevision, O::kEqual, 0, ""}));
-
-  auto got = client_->Get("/kv/owner");
-  ASSERT_TRUE(got.ok() && got->has_value());
-  EXPECT_EQ((*got)->lease, *lease);
-}
-
-TEST_F(EtcdClientTest, KeepAliveKeepsKeyAndExpiredLeaseIsNotFound) {
-  // etcd raises TTLs below its minimum (1.5 x election timeout) to 2 s.
-  auto kept = client_->GrantLease(absl::Seconds(2));
-  auto left = client_->GrantLease(absl::Seconds(2));
-  ASSERT_TRUE(kept.ok() && left.ok());
-  ASSERT_TRUE(client_->Put("/kv/kept", "x", *kept).ok());
-  ASSERT_TRUE(client_->Put("/kv/left", "x", *left).ok());
-
-  // Renew `kept` for longer than a TTL; `left` expires meanwhile.
-  const absl::Time end = absl::Now() + absl::Seconds(4);
-  while (absl::Now() < end) {
-    auto ttl = client_->KeepAliveOnce(*kept);
-    ASSERT_TRUE(ttl.ok()) << ttl.status();
-    EXPECT_GE(*ttl, absl::Seconds(1));
-    absl::SleepFor(absl::Milliseconds(500));
-  }
-  auto kept_kv = client_->Get("/kv/kept");
-  ASSERT_TRUE(kept_kv.ok());
-  EXPECT_TRUE(kept_kv->has_value());
-
-  auto left_kv = client_->Get("/kv/left");
-  ASSERT_TRUE(left_kv.ok());
-  EXPECT_FALSE(left_kv->has_value());
-  EXPECT_EQ(client_->KeepAliveOnce(*left).status().code(), absl::StatusCode::kNotFound);
-}
-
-TEST_F(EtcdClientTest, GrantLeaseRoundsUpToSeconds) {
-  auto lease = client_->GrantLease(absl::Milliseconds(2500));
-  ASSERT_TRUE(lease.ok()) << lease.status();
-  auto ttl = client_->KeepAliveOnce(*lease);
-  ASSERT_TRUE(ttl.ok()) << ttl.status();
-  EXPECT_EQ(*ttl, absl::Seconds(3));
-}
-
-TEST_F(EtcdClientTest, RevokeDeletesKeysAtOnce) {
-  auto lease = client_->GrantLease(absl::Seconds(60));
-  ASSERT_TRUE(lease.ok());
-  ASSERT_TRUE(client_->Put("/kv/r1", "x", *lease).ok());
-  ASSERT_TRUE(client_->Put("/kv/r2", "x", *lease).ok());
-  ASSERT_TRUE(client_->RevokeLease(*lease).ok());
-  auto keys = client_->GetPrefix("/kv/r", nullptr);
-  ASSERT_TRUE(keys.ok());
-  EXPECT_TRUE(keys->empty());
-  EXPECT_EQ(client_->KeepAliveOnce(*lease).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(client_->RevokeLease(*lease).code(), absl::StatusCode::kNotFound);
-}
-
-TEST_F(EtcdClientTest, WatchDeliversPutsAndDeletesFromARevision) {
-  auto r1 = client_->Put("/w/a", "1");
-  ASSERT_TRUE(r1.ok());
-  ASSERT_TRUE(client_->Put("/x/outside", "1").ok());
-  auto r2 = client_->Delete("/w/a");
-  ASSERT_TRUE(r2.ok());
-
-  Collector seen;
-  auto watch = client_->Watch("/w/", *r1, seen.Callback());
-  ASSERT_TRUE(watch.ok()) << watch.status();
-  auto r3 = client_->Put("/w/b", "2");  // after the watch started
-  ASSERT_TRUE(r3.ok());
-
-  std::vector<WatchEvent> events = seen.WaitEvents(3);
-  ASSERT_THAT(events, SizeIs(3));
-  EXPECT_EQ(events[0].type, WatchEvent::Type::kPut);
-  EXPECT_EQ(events[0].kv.key, "/w/a");
-  EXPECT_EQ(events[0].kv.value, "1");
-  EXPECT_EQ(events[0].kv.mod_revision, *r1);
-  EXPECT_EQ(events[1].type, WatchEvent::Type::kDelete);
-  EXPECT_EQ(events[1].kv.key, "/w/a");
-  EXPECT_EQ(events[1].kv.mod_revision, *r2);
-  EXPECT_EQ(events[2].type, WatchEvent::Type::kPut);
-  EXPECT_EQ(events[2].kv.key, "/w/b");
-  EXPECT_EQ(events[2].kv.mod_revision, *r3);
-  EXPECT_TRUE(seen.errors().empty());
-  watch->reset();  // cancels and joins; no error is reported for it
-  EXPECT_TRUE(seen.errors().empty());
-}
-
-TEST_F(EtcdClientTest, WatchReportsErrorOnceWhenEtcdDies) {
-  Collector seen;
-  auto watch = client_->Watch("/w/", 0, seen.Callback());
-  ASSERT_TRUE(watch.ok()) << watch.status();
-  etcd_.Kill();
-  std::vector<absl::Status> errors = seen.WaitError();
-  ASSERT_THAT(errors, SizeIs(1));
-  EXPECT_EQ(errors[0].code(), absl::StatusCode::kUnavailable) << errors[0];
-  absl::SleepFor(absl::Milliseconds(200));
-  EXPECT_THAT(seen.errors(), SizeIs(1));
-}
-
-TEST_F(EtcdClientTest, HungEtcdTimesOutAsUnavailable) {
-  auto client = MustConnect({etcd_.endpoint()}, absl::Milliseconds(300));
-  ASSERT_NE(client, nullptr);
-  etcd_.Pause();
-  const absl::Time start = absl::Now();
-  auto got = client->Get("/kv/x");
-  EXPECT_EQ(got.status().code(), absl::StatusCode::kUnavailable) << got.status();
-  EXPECT_THAT(got.status().message(), HasSubstr(etcd_.endpoint()));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
-  Collector seen;
-  EXPECT_EQ(client->Watch("/w/", 0, seen.Callback()).status().code(),
-            absl::StatusCode::kUnavailable);
-  etcd_.Resume();
-  EXPECT_TRUE(client->Get("/kv/x").ok());
-}
-
-TEST_F(EtcdClientTest, GetPrefixEndingIn0xff) {
-  ASSERT_TRUE(client_
-                  ->Put("p\xff"
-                        "1",
-                        "x")
-                  .ok());
-  ASSERT_TRUE(client_->Put("p\xff\xff", "x").ok());
-  ASSERT_TRUE(client_->Put("p", "x").ok());
-  ASSERT_TRUE(client_->Put("q", "x").ok());
-  auto keys = client_->GetPrefix("p\xff", nullptr);
-  ASSERT_TRUE(keys.ok()) << keys.status();
-  ASSERT_THAT(*keys, SizeIs(2));
-  EXPECT_EQ((*keys)[0].key,
-            "p\xff"
-            "1");
-  EXPECT_EQ((*keys)[1].key, "p\xff\xff");
-  auto all = client_->GetPrefix("", nullptr);
-  ASSERT_TRUE(all.ok()) << all.status();
-  EXPECT_THAT(*all, SizeIs(4));
-}
-
-TEST_F(EtcdClientTest, WatchFromCompactedRevisionIsOutOfRange) {
-  auto r1 = client_->Put("/w/c", "1");
-  auto r2 = client_->Put("/w/c", "2");
-  ASSERT_TRUE(r1.ok() && r2.ok());
-  kvstore::testing::ProcessResult compact = kvstore::testing::RunProcess(
-      {"etcdctl", "--endpoints=" + etcd_.endpoint(), "compact", absl::StrCat(*r2)}, "", 20);
-  ASSERT_EQ(compact.exit_code, 0) << compact.out << compact.err;
-
-  Collector seen;
-  auto watch = client_->Watch("/w/", *r1, seen.Callback());
-  ASSERT_TRUE(watch.ok()) << watch.status();
-  std::vector<absl::Status> errors = seen.WaitError();
-  ASSERT_THAT(errors, SizeIs(1));
-  EXPECT_EQ(errors[0].code(), absl::StatusCode::kOutOfRange) << errors[0];
-  EXPECT_THAT(errors[0].message(), HasSubstr(absl::StrCat(*r2)));
-}
-
-TEST_F(EtcdClientTest, WatchOutlivesItsClient) {
-  Collector seen;
-  auto watch = client_->Watch("/w/", 0, seen.Callback());
-  ASSERT_TRUE(watch.ok()) << watch.status();
-  client_.reset();
-  auto other = MustConnect({etcd_.endpoint()});
-  ASSERT_NE(other, nullptr);
-  ASSERT_TRUE(other->Put("/w/late", "x").ok());
-  EXPECT_THAT(seen.WaitEvents(1), SizeIs(1));
-  watch->reset();
-  EXPECT_TRUE(seen.errors().empty());
-}
-
-// etcd restarted on the same port with its data: the watch reports the
-// break, and the same client reaches the new process within a second or so
-// (the channel's reconnect backoff is capped at 1 s).
-TEST_F(EtcdClientTest, RestartBreaksWatchAndClientReconnects) {
-  ASSERT_TRUE(client_->Put("/kv/durable", "x").ok());
-  Collector seen;
-  auto watch = client_->Watch("/kv/", 0, seen.Callback());
-  ASSERT_TRUE(watch.ok()) << watch.status();
-  EXPECT_EQ(etcd_.Stop(), -SIGTERM);  // etcd re-raises SIGTERM after a clean shutdown
-  EXPECT_THAT(seen.WaitError(), SizeIs(1));
-  absl::Status started = etcd_.Start();
-  ASSERT_TRUE(started.ok()) << started;
-
-  absl::StatusOr<std::optional<KeyValue>> got;
-  const absl::Time deadline = absl::Now() + absl::Seconds(5);
-  do {
-    got = client_->Get("/kv/durable");
-    if (!got.ok()) absl::SleepFor(absl::Milliseconds(100));
-  } while (!got.ok() && absl::Now() < deadline);
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_TRUE(got->has_value());
-}
 
 // Calls Get and KeepAliveOnce back to back on one client, from its own
 // thread, and remembers when both last succeeded together.
