@@ -10,7 +10,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/failpoint/failpoint.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -182,6 +184,7 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
     }
   }
   absl::MutexLock stripe(&StripeOf(key));
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("replicator/before-round"));
   bool stale = false;
   absl::Status replicated;
   auto round = [&] { replicated = ReplicateRound(map, shard, key, entry, deadline, &stale); };
@@ -208,6 +211,7 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
     return absl::UnavailableError(absl::StrCat("TRYAGAIN migration target ", target->node_id(),
                                                " unavailable: ", imported.message()));
   }
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("replicator/after-backups-installed"));
   // The replication round may have outlasted the lease deadline: a node
   // that may have been replaced must not publish (§19.5).
   if (!state_->Serving()) {
