@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/auth/token.h"
 #include "common/byte_size.h"
+#include "common/failpoint/failpoint.h"
 #include "glog/logging.h"
 #include "server/cluster/membership/cluster_options.h"
 #include "server/kv_server.h"
@@ -30,6 +31,11 @@ ABSL_FLAG(std::string, listen, "127.0.0.1",
 ABSL_FLAG(int, control_port, 7300, "gRPC control-plane port (0: pick a free port)");
 ABSL_FLAG(int, resp_port, 6380, "RESP2/TCP data port (0: pick a free port)");
 ABSL_FLAG(int, resp_threads, 2, "epoll event loops serving the RESP port");
+// Fault tests only (common/failpoint/failpoint.h): stops, fails or delays
+// this node at named steps. Only a value given explicitly here arms a point.
+ABSL_FLAG(std::string, failpoints, "",
+          "FOR FAULT TESTS ONLY: NAME=ACTION,... arms failpoints (error(CODE), sleep(DURATION), "
+          "pause, exit); see common/failpoint/failpoint.h");
 // Sizes are strings ("512M") read by SizeFlag() below, so that every size
 // flag takes the same K/M/G suffixes.
 ABSL_FLAG(std::string, pool_size, "512M", "memory pool for entries (K/M/G suffixes)");
@@ -402,6 +408,12 @@ int main(int argc, char** argv) {
           absl::StrCat("--auth_token_file: ", token.status().message())));
     }
     options->auth_token = std::move(*token);
+  }
+  if (const std::string spec = absl::GetFlag(FLAGS_failpoints); !spec.empty()) {
+    if (absl::Status s = kvstore::failpoint::ArmFromSpec(spec); !s.ok()) {
+      Fail(absl::InvalidArgumentError(absl::StrCat("--failpoints: ", s.message())));
+      return 2;
+    }
   }
 
   // Block the stop signals in every thread (all are created after this);

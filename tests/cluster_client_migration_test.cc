@@ -36,105 +36,37 @@
 #include "proto/kv_cluster.grpc.pb.h"
 #include "proto/kv_control.grpc.pb.h"
 #include "server/kv_server.h"
+#include "tests/testing/fake_resp_server.h"
 
 namespace kvstore {
 namespace {
 
+using ::kvstore::testing::FakeRespServer;
 using ::testing::HasSubstr;
 
-// A RESP listener answering the first `tryagains` requests -TRYAGAIN (as
-// the RESP port words it) and every later one "-ASK <slot of the request's
-// first key> <ask_to>".
+// A RESP node answering the first `tryagains` requests -TRYAGAIN (as the
+// RESP port words it) and every later one "-ASK <slot of the request's
+// first key> <ask_to>"; commands without a key (READONLY, ASKING) get +OK
+// and are not counted.
 class HandoffRespServer {
  public:
-  HandoffRespServer(int tryagains, std::string ask_to)
-      : tryagains_(tryagains), ask_to_(std::move(ask_to)) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    listen(fd_, 16);
-    socklen_t len = sizeof(a);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    accept_ = std::thread([this] { AcceptLoop(); });
+  HandoffRespServer(int tryagains, std::string ask_to) {
+    server_.OnAnyOther([this, tryagains, ask_to](const FakeRespServer::Request& r) {
+      if (r.args.size() == 1) return FakeRespServer::Reply::Ok();
+      const uint32_t slot = cluster::KeySlot(r.args[1]);
+      if (requests_.fetch_add(1) < tryagains) {
+        return FakeRespServer::Reply::Error(absl::StrCat(
+            "TRYAGAIN Hash slot ", slot, " is being handed to another shard; retry shortly"));
+      }
+      return FakeRespServer::Reply::Error(absl::StrCat("ASK ", slot, " ", ask_to));
+    });
   }
-  ~HandoffRespServer() {
-    stop_ = true;
-    shutdown(fd_, SHUT_RDWR);
-    close(fd_);
-    accept_.join();
-    absl::MutexLock lock(&mu_);
-    for (int c : conns_) shutdown(c, SHUT_RDWR);
-    for (auto& t : workers_) t.join();
-    for (int c : conns_) close(c);
-  }
-  int port() const { return port_; }
+  int port() const { return server_.port(); }
   int requests() const { return requests_.load(); }
 
  private:
-  void AcceptLoop() {
-    while (!stop_) {
-      int c = accept(fd_, nullptr, nullptr);
-      if (c < 0) return;
-      absl::MutexLock lock(&mu_);
-      conns_.push_back(c);
-      workers_.emplace_back([this, c] { Serve(c); });
-    }
-  }
-  void Serve(int c) {
-    std::string buf;
-    char tmp[4096];
-    for (;;) {
-      ssize_t n = read(c, tmp, sizeof(tmp));
-      if (n <= 0) return;
-      buf.append(tmp, static_cast<size_t>(n));
-      for (;;) {
-        size_t pos = 0;
-        std::vector<std::string> args;
-        if (!ParseRequest(buf, &pos, &args)) break;
-        buf.erase(0, pos);
-        const uint32_t slot = args.size() > 1 ? cluster::KeySlot(args[1]) : 0;
-        std::string reply;
-        if (args.size() == 1) {
-          reply = "+OK\r\n";  // READONLY, ASKING, ...
-        } else if (requests_.fetch_add(1) < tryagains_) {
-          reply = absl::StrCat("-TRYAGAIN Hash slot ", slot,
-                               " is being handed to another shard; retry shortly\r\n");
-        } else {
-          reply = absl::StrCat("-ASK ", slot, " ", ask_to_, "\r\n");
-        }
-        if (write(c, reply.data(), reply.size()) < 0) return;
-      }
-    }
-  }
-  static bool ParseRequest(const std::string& b, size_t* pos, std::vector<std::string>* args) {
-    size_t eol = b.find("\r\n", *pos);
-    if (eol == std::string::npos || b[*pos] != '*') return false;
-    const int n = std::stoi(b.substr(*pos + 1, eol - *pos - 1));
-    *pos = eol + 2;
-    for (int i = 0; i < n; ++i) {
-      eol = b.find("\r\n", *pos);
-      if (eol == std::string::npos) return false;
-      const size_t len = std::stoul(b.substr(*pos + 1, eol - *pos - 1));
-      if (b.size() < eol + 2 + len + 2) return false;
-      args->push_back(b.substr(eol + 2, len));
-      *pos = eol + 2 + len + 2;
-    }
-    return true;
-  }
-
-  const int tryagains_;
-  const std::string ask_to_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
   std::atomic<int> requests_{0};
-  std::thread accept_;
-  absl::Mutex mu_;
-  std::vector<int> conns_;
-  std::vector<std::thread> workers_;
+  FakeRespServer server_;  // last: its threads stop before requests_ goes
 };
 
 // KvControl whose handshake sends the client to a HandoffRespServer.

@@ -38,10 +38,12 @@
 #include "proto/kv_control.grpc.pb.h"
 #include "server/kv_server.h"
 #include "tests/test_cluster.h"
+#include "tests/testing/fake_resp_server.h"
 
 namespace kvstore {
 namespace {
 
+using ::kvstore::testing::FakeRespServer;
 using server::KvServer;
 using server::KvServerOptions;
 using server::ServerTransport;
@@ -124,83 +126,22 @@ class FrozenListener {
   int fd_ = -1;
 };
 
-// A RESP listener answering every request with "-MOVED 0 <to>" (or the
-// error line `reply`), or, with `hang_up`, closing the connection after
-// reading one request: a node that died with the request in hand, whose
-// outcome the client cannot know.
+// A RESP node answering every request with "-MOVED 0 <to>" (or the error
+// `reply`, without its '-' and CRLF), or, with `hang_up`, closing the
+// connection after reading one request: a node that died with the request
+// in hand, whose outcome the client cannot know.
 class MovedRespServer {
  public:
-  explicit MovedRespServer(bool hang_up = false, std::string reply = "-MOVED 0 127.0.0.1:1\r\n")
-      : hang_up_(hang_up), reply_(std::move(reply)) {
-    fd_ = ListenOnLoopback(&port_);
-    accept_ = std::thread([this] { AcceptLoop(); });
+  explicit MovedRespServer(bool hang_up = false, std::string reply = "MOVED 0 127.0.0.1:1") {
+    server_.OnAnyOther([hang_up, reply](const FakeRespServer::Request&) {
+      return hang_up ? FakeRespServer::Reply::HangUp() : FakeRespServer::Reply::Error(reply);
+    });
   }
-  ~MovedRespServer() {
-    stop_ = true;
-    shutdown(fd_, SHUT_RDWR);
-    close(fd_);
-    accept_.join();
-    for (int c : conns_) shutdown(c, SHUT_RDWR);
-    for (auto& t : workers_) t.join();
-    for (int c : conns_) close(c);
-  }
-  int port() const { return port_; }
-  int requests() const { return requests_.load(); }
+  int port() const { return server_.port(); }
+  int requests() const { return static_cast<int>(server_.received().size()); }
 
  private:
-  void AcceptLoop() {
-    while (!stop_) {
-      int c = accept(fd_, nullptr, nullptr);
-      if (c < 0) return;
-      conns_.push_back(c);
-      workers_.emplace_back([this, c] { Serve(c); });
-    }
-  }
-  // Counts complete RESP arrays of bulk strings and answers each.
-  void Serve(int c) {
-    std::string buf;
-    char tmp[4096];
-    for (;;) {
-      ssize_t n = read(c, tmp, sizeof(tmp));
-      if (n <= 0) return;
-      buf.append(tmp, static_cast<size_t>(n));
-      for (;;) {
-        size_t pos = 0;
-        if (!ParseRequest(buf, &pos)) break;
-        buf.erase(0, pos);
-        requests_.fetch_add(1);
-        if (hang_up_) {
-          shutdown(c, SHUT_RDWR);
-          return;
-        }
-        if (write(c, reply_.data(), reply_.size()) < 0) return;
-      }
-    }
-  }
-  static bool ParseRequest(const std::string& b, size_t* pos) {
-    size_t eol = b.find("\r\n", *pos);
-    if (eol == std::string::npos || b[*pos] != '*') return false;
-    const int n = std::stoi(b.substr(*pos + 1, eol - *pos - 1));
-    *pos = eol + 2;
-    for (int i = 0; i < n; ++i) {
-      eol = b.find("\r\n", *pos);
-      if (eol == std::string::npos) return false;
-      const size_t len = std::stoul(b.substr(*pos + 1, eol - *pos - 1));
-      if (b.size() < eol + 2 + len + 2) return false;
-      *pos = eol + 2 + len + 2;
-    }
-    return true;
-  }
-
-  const bool hang_up_;
-  const std::string reply_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> requests_{0};
-  std::thread accept_;
-  std::vector<int> conns_;
-  std::vector<std::thread> workers_;
+  FakeRespServer server_;
 };
 
 // KvControl whose handshake sends the client to a MovedRespServer.
@@ -513,10 +454,10 @@ TEST_F(ClusterClientTest, OnlyAWriteRefusedWithNoEffectIsSentAgain) {
     bool resent;
   };
   const Case cases[] = {
-      {"-CLUSTERDOWN The cluster is down\r\n", true},
-      {"-UNKNOWN outcome unknown: CLUSTERDOWN Hash slot 0 cannot drop failed backup n9\r\n", false},
-      {"-UNKNOWN outcome unknown: TRYAGAIN Hash slot 0 migration target n9 unavailable\r\n", false},
-      {"-PRECONDITION stale shard epoch 3 < 4 of shard 0; refresh the map\r\n", false},
+      {"CLUSTERDOWN The cluster is down", true},
+      {"UNKNOWN outcome unknown: CLUSTERDOWN Hash slot 0 cannot drop failed backup n9", false},
+      {"UNKNOWN outcome unknown: TRYAGAIN Hash slot 0 migration target n9 unavailable", false},
+      {"PRECONDITION stale shard epoch 3 < 4 of shard 0; refresh the map", false},
   };
   uint64_t epoch = 10;
   for (const Case& c : cases) {
@@ -540,7 +481,7 @@ TEST_F(ClusterClientTest, OnlyAWriteRefusedWithNoEffectIsSentAgain) {
       EXPECT_FALSE(put.ok());
       EXPECT_TRUE(absl::IsNotFound(Direct(0)->Get(key).status()));
     }
-    if (absl::StartsWith(c.reply, "-UNKNOWN")) {
+    if (absl::StartsWith(c.reply, "UNKNOWN")) {
       EXPECT_EQ(put.code(), absl::StatusCode::kUnknown) << put;
       EXPECT_THAT(std::string(put.message()), ::testing::StartsWith("outcome unknown: "));
     }

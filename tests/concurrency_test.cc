@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/kv_client.h"
+#include "common/testing/eventually.h"
 #include "gtest/gtest.h"
 #include "tests/test_cluster.h"
 
@@ -25,6 +26,8 @@
 
 namespace kvstore {
 namespace {
+
+using ::kvstore::testing::Eventually;
 
 // value = "<key>|<writer>|<seq>|<16 hex checksum>|<filler>"; the checksum
 // covers everything else.
@@ -102,7 +105,11 @@ TEST(Concurrency, OverwritersAndReadersNeverSeeTornOrForeignValues) {
       }
     });
   }
-  absl::SleepFor(absl::Seconds(4));
+  // Bounded by work, not time: 8,000 writes of 10 KB on average pass the
+  // 32 MiB pool twice over, so segments are reclaimed and reused under the
+  // readers' feet however slow the machine is.
+  EXPECT_TRUE(Eventually([&] { return writes.load() >= 8000 && reads.load() >= 8000; }))
+      << "writes " << writes.load() << ", reads " << reads.load() << ", errors " << errors.load();
   stop = true;
   for (auto& t : threads) t.join();
   auto stats = client->Stats();
@@ -116,8 +123,6 @@ TEST(Concurrency, OverwritersAndReadersNeverSeeTornOrForeignValues) {
       stats->counters["kvstore_pool_segments_reclaimed_total"]);
   EXPECT_EQ(bad.load(), 0u) << first_bad;
   EXPECT_EQ(errors.load(), 0u);
-  EXPECT_GT(reads.load(), 1000u);
-  EXPECT_GT(writes.load(), 1000u);
   EXPECT_GT(stats->counters["kvstore_pool_segments_reclaimed_total"], 0u);
 }
 

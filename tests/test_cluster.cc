@@ -209,6 +209,18 @@ int KvServerProcess::Stop() {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
+std::optional<int> KvServerProcess::WaitExit(absl::Duration timeout) {
+  if (pid_ <= 0) return std::nullopt;
+  const absl::Time deadline = absl::Now() + timeout;
+  int status = 0;
+  while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (absl::Now() > deadline) return std::nullopt;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
 void KvServerProcess::Kill() {
   if (pid_ <= 0) return;
   kill(pid_, SIGKILL);

@@ -11,10 +11,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace kvstore {
 namespace testing {
@@ -57,6 +59,10 @@ class KvServerProcess {
   int Stop();
   // SIGKILL without cleanup (fault tests).
   void Kill();
+  // Waits up to `timeout` for the process to exit on its own (no signal is
+  // sent) and reaps it: its exit status (-signal when a signal ended it),
+  // or nullopt if it still runs.
+  std::optional<int> WaitExit(absl::Duration timeout);
   bool Running() const;
 
   int control_port() const { return control_port_; }

@@ -24,10 +24,17 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "server/resp/input_buffer.h"
+#include "server/storage/clock.h"
 #include "server/storage/kv_store.h"
 
 namespace kvstore {
 namespace server {
+
+// The RESP loops keep time on their store's steady clock (KvStore::clock():
+// the real one, or a test's fake, so that timeouts and waits end when the
+// test says), as an absl::Time since the epoch so that the times kept per
+// connection can be compared and subtracted directly.
+inline absl::Time LoopTime(const Clock& clock) { return absl::UnixEpoch() + clock.Steady(); }
 namespace resp_internal {
 
 // One piece of queued reply output: either bytes owned here, or a view into
@@ -129,6 +136,7 @@ struct Connection {
   size_t out_bytes = 0;  // roughly the bytes in `out` (for backpressure)
   bool close_after_flush = false;
   bool reading = true;  // false once no further requests will be read
+  // These times, pinned_seen and space_wait_until are loop time (LoopTime()).
   absl::Time last_activity;
   absl::Time request_started = absl::InfiniteFuture();
   // Since when out_bytes has been above RespLimits::output_soft_limit.

@@ -120,12 +120,15 @@ void RespLoop::Wake() {
 // stale connections. stop_ is set here, when Wake()'s eventfd fires.
 void RespLoop::Run() {
   epoll_event events[kMaxEvents];
-  absl::Time next_timeout_check = absl::Now() + absl::Seconds(1);
+  const int quiet_timeout_ms = static_cast<int>(
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(options_.timeout_check_interval), 1, 250));
+  // The checks are paced in real time; what expires is decided on loop time.
+  absl::Time next_timeout_check = absl::Now() + options_.timeout_check_interval;
   while (!stop_.load(std::memory_order_relaxed)) {
     // 250 ms at most, so timeouts are checked even on a quiet loop; 50 ms
     // while the listener is paused, to resume it on time.
     // 2 ms while SETs are held back for space (RetryHeldBack).
-    const int timeout_ms = !held_back_.empty() ? 2 : listener_paused_ ? 50 : 250;
+    const int timeout_ms = !held_back_.empty() ? 2 : listener_paused_ ? 50 : quiet_timeout_ms;
     int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
     if (n < 0 && errno != EINTR) {
       LOG(ERROR) << "epoll_wait: " << std::strerror(errno);
@@ -147,7 +150,7 @@ void RespLoop::Run() {
     if (!held_back_.empty()) RetryHeldBack();
     if (absl::Now() >= next_timeout_check) {
       CheckTimeouts();
-      next_timeout_check = absl::Now() + absl::Seconds(1);
+      next_timeout_check = absl::Now() + options_.timeout_check_interval;
     }
   }
 }
@@ -183,7 +186,7 @@ void RespLoop::AddConnection(int fd) {
   // Replies are small and pipelined; Nagle would only add latency.
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   auto c = std::make_unique<Connection>(fd);
-  c->last_activity = absl::Now();
+  c->last_activity = LoopTime(store_->clock());
   c->authenticated = options_.password.empty();
   epoll_event ev{};
   // Level-triggered; EPOLLRDHUP reports a peer that shut down its side
@@ -297,14 +300,14 @@ bool RespLoop::ReadSome(Connection* c) {
       n = sets_->ReceiveDirect(c);
       if (n > 0) {
         counters_->bytes_in->Increment(n);
-        c->last_activity = absl::Now();
+        c->last_activity = LoopTime(store_->clock());
         continue;
       }
     } else {
       n = ReceiveBuffered(c);
       if (n > 0) {
         counters_->bytes_in->Increment(n);
-        c->last_activity = absl::Now();
+        c->last_activity = LoopTime(store_->clock());
         // Process what arrived before reading (and buffering) more.
         return true;
       }
@@ -383,7 +386,8 @@ void RespLoop::Process(Connection* c) {
           return;
         }
         // The request timeout runs from the first incomplete attempt.
-        if (c->request_started == absl::InfiniteFuture()) c->request_started = absl::Now();
+        if (c->request_started == absl::InfiniteFuture())
+          c->request_started = LoopTime(store_->clock());
         return;
       case resp::ParsedRequest::Kind::kError:
         // The parser's text already starts with "Protocol error"; its size
@@ -399,7 +403,7 @@ void RespLoop::Process(Connection* c) {
           PrefetchAhead(buf.substr(req.consumed + req.value_len + 2));
         }
         c->start += req.consumed;
-        c->request_started = absl::Now();
+        c->request_started = LoopTime(store_->clock());
         counters_->commands->Increment();
         BeginSet(c, req);
         continue;
@@ -497,7 +501,7 @@ bool RespLoop::Flush(Connection* c) {
       return false;
     }
     counters_->bytes_out->Increment(w);
-    c->last_activity = absl::Now();
+    c->last_activity = LoopTime(store_->clock());
     size_t left = static_cast<size_t>(w);
     // out_bytes is approximate (see Connection), so never let it wrap.
     c->out_bytes -= std::min(c->out_bytes, left);

@@ -65,7 +65,7 @@ const char* RespLoop::CheckOutputLimits(Connection* c, absl::Time now) {
 // an output bound (CheckOutputLimits). Collected first, closed after:
 // Close() erases from the map being iterated.
 void RespLoop::CheckTimeouts() {
-  const absl::Time now = absl::Now();
+  const absl::Time now = LoopTime(store_->clock());
   std::vector<std::pair<Connection*, std::string>> expired;
   size_t released = 0;
   for (auto& [fd, c] : conns_) {

@@ -62,6 +62,11 @@ struct RespServerOptions {
   absl::Duration idle_timeout = absl::Minutes(5);
   // Close a connection whose request has been incomplete for this long.
   absl::Duration request_timeout = absl::Seconds(30);
+  // How often each loop looks for expired connections and replies pinned
+  // or queued too long (idle_timeout, request_timeout, RespLimits). The
+  // timeouts themselves run on the store's clock (KvStore::clock()); tests
+  // on a fake clock shorten this so that a check follows each step soon.
+  absl::Duration timeout_check_interval = absl::Seconds(1);
   // Stop reading from a connection while this many reply bytes are queued.
   size_t max_pending_output = 8 << 20;
   // The whole INFO reply, # Keyspace included; called per INFO request, on

@@ -1,6 +1,10 @@
 // Copyright 2026 The kvstore Authors.
 //
-// RespServer over real sockets on 127.0.0.1 with an ephemeral port.
+// RespServer over real sockets on 127.0.0.1 with an ephemeral port. The
+// store, and with it the loops' timeouts and space waits, runs on a fake
+// clock: a timeout ends when a test advances it, and the loops look for
+// expired connections every few milliseconds, so a test waits for the
+// outcome with Eventually() rather than sleeping past a deadline.
 
 #include "server/resp/resp_server.h"
 
@@ -10,23 +14,26 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <random>
 #include <set>
 #include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "common/metrics/testing.h"
 #include "common/protocol/resp.h"
+#include "common/testing/eventually.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/storage/fake_clock.h"
 
 namespace kvstore {
 namespace server {
 namespace {
 
 using ::kvstore::metrics::testing::Value;
+using ::kvstore::testing::Eventually;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -45,8 +52,14 @@ class RespServerTest : public ::testing::Test {
     so.segment_bytes = 1 << 20;
     so.grace_period = grace;
     so.limits.max_value_bytes = 8 << 20;
+    so.clock = &clock_;
+    // No cleaner thread: its passes (every 50 ms of real time) would move
+    // entries, and change which segments come free when, at moments the
+    // test does not choose. Allocation reclaims what is due by itself.
+    so.cleaner_interval = absl::ZeroDuration();
     store_ = *KvStore::Create(pool_.get(), so);
     o.port = 0;
+    o.timeout_check_interval = absl::Milliseconds(5);
     o.threads = 2;
     auto s = RespServer::Start(store_.get(), o);
     ASSERT_TRUE(s.ok()) << s.status();
@@ -62,7 +75,9 @@ class RespServerTest : public ::testing::Test {
     a.sin_port = htons(server_->port());
     inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
     EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    timeval tv{5, 0};
+    // Generous: a read returns as soon as its reply is there; this bounds
+    // only how long a broken test hangs.
+    timeval tv{60, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     return fd;
   }
@@ -104,6 +119,7 @@ class RespServerTest : public ::testing::Test {
     return out;
   }
 
+  FakeClock clock_;  // outlives the store, which reads it
   std::unique_ptr<MemoryPool> pool_;
   std::unique_ptr<KvStore> store_;
   std::unique_ptr<RespServer> server_;
@@ -209,6 +225,12 @@ TEST_F(RespServerTest, HalfSentRequestTimesOut) {
   Start(o);
   int fd = Connect();
   Send(fd, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\nonly part");
+  // The clock moves on until the loop, having stamped the partial request,
+  // finds it older than request_timeout.
+  ASSERT_TRUE(Eventually([&] {
+    clock_.Advance(absl::Milliseconds(50));
+    return Value(server_->registry(), "kvstore_resp_timeouts_total") == 1;
+  }));
   bool eof = false;
   auto r = Read(fd, 1, &eof);
   ASSERT_EQ(r.size(), 1u);
@@ -228,8 +250,15 @@ TEST_F(RespServerTest, IdleConnectionTimesOut) {
   int fd = Connect();
   Send(fd, Cmd({"PING"}));
   EXPECT_EQ(Read(fd, 1)[0].str, "PONG");
+  // The clock moves on until the loop finds the connection idle for longer
+  // than idle_timeout (a step taken before the loop stamped the PING's
+  // activity would not count: hence steps, not one jump).
+  ASSERT_TRUE(Eventually([&] {
+    clock_.Advance(absl::Milliseconds(50));
+    return Value(server_->registry(), "kvstore_resp_connections") == 0;
+  }));
   bool eof = false;
-  Read(fd, 1, &eof);
+  Read(fd, 1, &eof);  // the closing notice, if any, then EOF
   EXPECT_TRUE(eof || ClosedByPeer(fd));
   close(fd);
 }
@@ -315,7 +344,8 @@ TEST_F(RespServerTest, MaxClientsRefusesTheNextConnection) {
   EXPECT_TRUE(ClosedByPeer(extra));
   close(extra);
   close(fds[0]);
-  absl::SleepFor(absl::Milliseconds(200));  // the loop sees the close
+  ASSERT_TRUE(
+      Eventually([&] { return Value(server_->registry(), "kvstore_resp_connections") == 2; }));
   int again = Connect();
   Send(again, Cmd({"PING"}));
   EXPECT_EQ(Read(again, 1)[0].str, "PONG");
@@ -358,14 +388,18 @@ TEST_F(RespServerTest, InflightSetBudgetAndLazyReservation) {
   int idle[3];
   for (int& fd : idle) {
     fd = Connect();
-    Send(fd, header);
+    // In one send, so the loop reads the header with the PING: once the
+    // PONG is back, the header has been parsed.
+    Send(fd, Cmd({"PING"}) + header);
+    ASSERT_EQ(Read(fd, 1)[0].str, "PONG");
   }
-  absl::SleepFor(absl::Milliseconds(200));
+  // No header reserved anything.
   EXPECT_EQ(Value(store_->registry(), "kvstore_pool_segments_free"), free_before);
   // Now each sends one value byte: the first reserves 6 MiB, the others
   // would pass 10 MiB and are refused (and their values skipped).
   Send(idle[0], "x");
-  absl::SleepFor(absl::Milliseconds(100));
+  ASSERT_TRUE(Eventually(
+      [&] { return Value(store_->registry(), "kvstore_pool_segments_free") < free_before; }));
   for (int i = 1; i < 3; ++i) {
     Send(idle[i], "x");
     auto r = Read(idle[i], 1);
@@ -393,7 +427,9 @@ TEST_F(RespServerTest, InflightSetBudgetAndLazyReservation) {
 // output limit it is refused, naming the limit, and pins nothing.
 // Overwrites of large values fill a small pool with segments still in their
 // grace period. The SETs are held back until space comes due, not refused,
-// and meanwhile the loop goes on serving its other connections.
+// and meanwhile the loop goes on serving its other connections. On the fake
+// clock no space comes due until the test advances it, so "the PING is
+// answered while the SETs wait" is a fact, not a race.
 TEST_F(RespServerTest, SetsWaitForSegmentsLeavingTheirGracePeriod) {
   const absl::Duration grace = absl::Milliseconds(300);
   RespServerOptions o;
@@ -406,27 +442,47 @@ TEST_F(RespServerTest, SetsWaitForSegmentsLeavingTheirGracePeriod) {
   constexpr int kSets = 9;
   std::string batch;
   for (int i = 0; i < kSets; ++i) batch += Cmd({"SET", "hot", value});
-  const absl::Time start = absl::Now();
+  const absl::Duration start = clock_.Steady();
+  std::atomic<int> replies{0}, ok{0};
   std::thread sender([&] { Send(writer, batch); });
-  // While SETs wait, the loop answers the other connection at once.
-  absl::SleepFor(grace / 3);
-  const absl::Time ping = absl::Now();
+  // Counts replies as they arrive (one recv may carry several).
+  std::thread reader([&] {
+    std::string buf;
+    char tmp[4096];
+    while (replies.load() < kSets) {
+      auto r = resp::ParseReply(buf, resp::ReplyLimits());
+      if (r.ok() && r->complete) {
+        if (r->reply.str == "OK") ++ok;
+        ++replies;
+        buf.erase(0, r->consumed);
+        continue;
+      }
+      ssize_t got = recv(writer, tmp, sizeof(tmp), 0);
+      if (got <= 0) return;
+      buf.append(tmp, got);
+    }
+  });
+  ASSERT_TRUE(Eventually(
+      [&] { return Value(server_->registry(), "kvstore_resp_sets_held_back_total") > 0; }));
+  // While SETs wait, the loop answers the other connection.
   Send(other, Cmd({"PING"}));
   auto pong = Read(other, 1);
-  const absl::Duration ping_took = absl::Now() - ping;
-  auto replies = Read(writer, kSets);
-  sender.join();
-  const absl::Duration took = absl::Now() - start;
   ASSERT_EQ(pong.size(), 1u);
   EXPECT_EQ(pong[0].str, "PONG");
-  EXPECT_LT(ping_took, grace / 3);
-  ASSERT_EQ(replies.size(), static_cast<size_t>(kSets));
-  for (const auto& r : replies) EXPECT_EQ(r.str, "OK") << r.str;
-  EXPECT_GT(Value(server_->registry(), "kvstore_resp_sets_held_back_total"), 0u);
+  EXPECT_LT(replies.load(), kSets);
+  // Time passes a grace period at a time; each step lets at least one held
+  // SET through (the one after it retires a segment due a grace later).
+  while (replies.load() < kSets) {
+    const int before = replies.load();
+    clock_.Advance(grace);
+    ASSERT_TRUE(Eventually([&] { return replies.load() > before; }))
+        << replies.load() << " of " << kSets << " replies";
+  }
+  sender.join();
+  reader.join();
+  EXPECT_EQ(ok.load(), kSets);
   // The pool holds three such segments: nine SETs must have waited.
-  EXPECT_GE(took, grace);
-  std::printf("%d SETs of 700 KiB in %s; PING answered in %s\n", kSets,
-              absl::FormatDuration(took).c_str(), absl::FormatDuration(ping_took).c_str());
+  EXPECT_GE(clock_.Steady() - start, grace);
   close(writer);
   close(other);
 }
@@ -456,16 +512,21 @@ TEST_F(RespServerTest, SlowReaderLosesItsPins) {
   RespServerOptions o;
   o.limits.max_pin_time = absl::Milliseconds(500);
   o.limits.pin_copy_bytes = 6 << 20;
-  o.request_timeout = absl::Seconds(30);
+  // Far beyond what the polls below advance the clock by in their bound, so
+  // the only limit this test can hit is max_pin_time.
+  o.request_timeout = absl::Hours(24);
   Start(o);
   int fd = Connect(/*rcvbuf=*/64 << 10);
   const std::string value(5 << 20, 'p');
   Send(fd, Cmd({"SET", "p", value}));
   ASSERT_EQ(Read(fd, 1)[0].str, "OK");
   Send(fd, Cmd({"GET", "p"}));
-  // Not reading: the value stays queued (pinned) until the sweep copies it.
-  absl::SleepFor(absl::Seconds(3));
-  EXPECT_EQ(Value(server_->registry(), "kvstore_resp_pinned_replies_copied_total"), 1u);
+  // Not reading: the value stays queued (pinned) until a check after
+  // max_pin_time copies it. The check first notes the pin, then judges it.
+  ASSERT_TRUE(Eventually([&] {
+    clock_.Advance(absl::Milliseconds(100));
+    return Value(server_->registry(), "kvstore_resp_pinned_replies_copied_total") == 1;
+  }));
   auto r = Read(fd, 1);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_TRUE(r[0].str == value);
@@ -477,10 +538,11 @@ TEST_F(RespServerTest, SlowReaderLosesItsPins) {
   Send(fd, Cmd({"SET", "p", value}));
   ASSERT_EQ(Read(fd, 1)[0].str, "OK");
   Send(fd, Cmd({"GET", "p"}));
-  absl::SleepFor(absl::Seconds(3));
-  EXPECT_EQ(
-      Value(server_->registry(), R"(kvstore_resp_limit_rejections_total{limit="max_pin_time"})"),
-      1u);
+  ASSERT_TRUE(Eventually([&] {
+    clock_.Advance(absl::Milliseconds(100));
+    return Value(server_->registry(),
+                 R"(kvstore_resp_limit_rejections_total{limit="max_pin_time"})") == 1;
+  }));
   bool eof = false;
   r = Read(fd, 1, &eof);
   EXPECT_TRUE(eof);
@@ -492,7 +554,8 @@ TEST_F(RespServerTest, SlowReaderLosesItsPins) {
 // kept out of the way: max_pin_time is long here).
 TEST_F(RespServerTest, OutputLimitsDisconnectNonReaders) {
   RespServerOptions o;
-  o.limits.max_pin_time = absl::Hours(1);
+  o.limits.max_pin_time = absl::Hours(24);
+  o.request_timeout = absl::Hours(24);
   o.limits.output_soft_limit = 1 << 20;
   o.limits.output_soft_seconds = absl::Seconds(1);
   Start(o);
@@ -503,10 +566,13 @@ TEST_F(RespServerTest, OutputLimitsDisconnectNonReaders) {
   Send(fd, Cmd({"SET", "o", value}));
   ASSERT_EQ(Read(fd, 1)[0].str, "OK");
   Send(fd, Cmd({"GET", "o"}));
-  absl::SleepFor(absl::Seconds(4));
-  EXPECT_EQ(Value(server_->registry(),
-                  R"(kvstore_resp_limit_rejections_total{limit="output_soft_limit"})"),
-            1u);
+  // Over the soft limit from the first check on; disconnected once that
+  // has lasted output_soft_seconds of the fake clock.
+  ASSERT_TRUE(Eventually([&] {
+    clock_.Advance(absl::Milliseconds(100));
+    return Value(server_->registry(),
+                 R"(kvstore_resp_limit_rejections_total{limit="output_soft_limit"})") == 1;
+  }));
   close(fd);
   o.limits.output_soft_limit = 0;
   // Below what stays queued once the socket buffers are full.
@@ -516,10 +582,10 @@ TEST_F(RespServerTest, OutputLimitsDisconnectNonReaders) {
   Send(fd, Cmd({"SET", "o", value}));
   ASSERT_EQ(Read(fd, 1)[0].str, "OK");
   Send(fd, Cmd({"GET", "o"}));
-  absl::SleepFor(absl::Seconds(2));
-  EXPECT_EQ(Value(server_->registry(),
-                  R"(kvstore_resp_limit_rejections_total{limit="output_hard_limit"})"),
-            1u);
+  ASSERT_TRUE(Eventually([&] {
+    return Value(server_->registry(),
+                 R"(kvstore_resp_limit_rejections_total{limit="output_hard_limit"})") == 1;
+  }));
   bool eof = false;
   auto r = Read(fd, 1, &eof);
   EXPECT_TRUE(eof);

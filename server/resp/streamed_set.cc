@@ -56,7 +56,7 @@ void StreamedSet::Begin(Connection* c, absl::string_view key, uint64_t value_len
 // Held back, the SET asks the store again only once something is due: each
 // refused allocation counts as a pool-full error and wakes the cleaner.
 StreamedSet::ReserveResult StreamedSet::Reserve(Connection* c, bool may_wait) {
-  if (c->held_back() && absl::Now() < c->space_wait_until) {
+  if (c->held_back() && LoopTime(store_->clock()) < c->space_wait_until) {
     const std::optional<absl::Duration> in = store_->SpaceReturnsIn();
     if (in && *in > absl::ZeroDuration()) return ReserveResult::kHeldBack;
   }
@@ -96,7 +96,7 @@ StreamedSet::ReserveResult StreamedSet::Reserve(Connection* c, bool may_wait) {
 // period's doing: waiting would not help, so it is refused at once.
 bool StreamedSet::HoldBack(Connection* c, const absl::Status& refusal) {
   if (refusal.code() != absl::StatusCode::kResourceExhausted) return false;
-  const absl::Time now = absl::Now();
+  const absl::Time now = LoopTime(store_->clock());
   const bool first = !c->held_back();
   if (first) {
     c->space_wait_until = now + store_->options().grace_period + absl::Milliseconds(100);
@@ -204,7 +204,7 @@ void StreamedSet::Finish(Connection* c) {
   ReplyStoreStatus(cluster_, c, s);
   // From the header (the loop stamped request_started when it parsed it) to
   // the commit's reply: one extra clock read for the whole streamed SET.
-  counters_->put.duration->Observe(absl::Now() - c->request_started);
+  counters_->put.duration->Observe(LoopTime(store_->clock()) - c->request_started);
   c->request_started = absl::InfiniteFuture();
 }
 

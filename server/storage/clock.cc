@@ -16,6 +16,9 @@ class RealClock final : public Clock {
     return absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
   }
   absl::Time Wall() const override { return absl::Now(); }
+  void Sleep(absl::Duration d) const override {
+    if (d > absl::ZeroDuration()) absl::SleepFor(d);
+  }
 };
 
 }  // namespace
@@ -27,6 +30,16 @@ bool Clock::AwaitUntil(absl::Mutex* mu, const absl::Condition& cond,
     return true;
   }
   return mu->AwaitWithTimeout(cond, deadline - Steady());
+}
+
+void Clock::Sleep(absl::Duration d) const {
+  if (d <= absl::ZeroDuration()) return;
+  // A wait for nothing but the deadline, so that a test clock (ManualClock)
+  // wakes the sleeper when its time has come.
+  absl::Mutex mu;
+  const bool never = false;
+  absl::MutexLock lock(&mu);
+  AwaitUntil(&mu, absl::Condition(&never), Steady() + d);
 }
 
 const Clock& Clock::Real() {

@@ -14,6 +14,10 @@
 //   * AwaitUntil(): a thread's timed wait on the steady clock (a keepalive
 //     period, a watchdog deadline, a poll interval). Timer threads wait
 //     through the clock, so that a test clock decides when they wake.
+//   * Sleep(): waits on the steady clock (through AwaitUntil() unless a
+//     clock says otherwise). Code that waits for a moment on Steady() to
+//     come (a writer held back until a segment's grace period ends) sleeps
+//     through the clock, so that a test clock decides when it returns.
 //
 // Thread safety: implementations are thread-safe. Real() lives for the whole
 // process.
@@ -34,6 +38,9 @@ class Clock {
   virtual absl::Duration Steady() const = 0;
   // The wall clock, for reporting only.
   virtual absl::Time Wall() const = 0;
+  // Returns once Steady() has advanced by at least `d` (at once for
+  // d <= 0). This default waits in AwaitUntil() for Steady() + d.
+  virtual void Sleep(absl::Duration d) const;
   // With `mu` held: waits until `cond` holds or Steady() reaches `deadline`
   // (a moment on Steady(); absl::InfiniteDuration(): no deadline), and
   // returns with `mu` held and whether `cond` holds. As with
@@ -43,7 +50,8 @@ class Clock {
   virtual bool AwaitUntil(absl::Mutex* mu, const absl::Condition& cond,
                           absl::Duration deadline) const;
 
-  // The process's real clocks (std::chrono::steady_clock and absl::Now()).
+  // The process's real clocks (std::chrono::steady_clock and absl::Now();
+  // Sleep() is absl::SleepFor()).
   static const Clock& Real();
 };
 

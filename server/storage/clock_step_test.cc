@@ -4,7 +4,6 @@
 // run on the monotonic clock. A fake Clock steps the wall clock the way NTP
 // or an operator would, with KvStore and LeaseTable otherwise real.
 
-#include <atomic>
 #include <memory>
 
 #include "absl/time/time.h"
@@ -13,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/storage/clock.h"
+#include "server/storage/fake_clock.h"
 #include "server/storage/kv_store.h"
 #include "server/storage/lease_table.h"
 
@@ -23,25 +23,6 @@ namespace {
 using ::kvstore::metrics::testing::Value;
 
 constexpr uint64_t kSegment = 1 << 20;
-
-// A clock that moves only when told: Pass() moves both clocks (time goes
-// by), StepWall() moves the wall clock alone (a clock step).
-class FakeClock final : public Clock {
- public:
-  absl::Duration Steady() const override { return absl::Nanoseconds(steady_ns_.load()); }
-  absl::Time Wall() const override {
-    return absl::FromUnixNanos(1700000000ll * 1000000000 + wall_ns_.load());
-  }
-  void Pass(absl::Duration d) {
-    steady_ns_ += absl::ToInt64Nanoseconds(d);
-    wall_ns_ += absl::ToInt64Nanoseconds(d);
-  }
-  void StepWall(absl::Duration d) { wall_ns_ += absl::ToInt64Nanoseconds(d); }
-
- private:
-  std::atomic<int64_t> steady_ns_{1000000000};
-  std::atomic<int64_t> wall_ns_{0};
-};
 
 struct TestStore {
   std::unique_ptr<MemoryPool> pool;
@@ -86,10 +67,10 @@ TEST(ClockStep, WallClockStepDoesNotEndTheGracePeriod) {
   clock.StepWall(absl::Hours(1));
   t.store->RunCleanerOnce();
   EXPECT_EQ(AwaitingGrace(t), 1u);
-  clock.Pass(absl::Milliseconds(499));
+  clock.Advance(absl::Milliseconds(499));
   t.store->RunCleanerOnce();
   EXPECT_EQ(AwaitingGrace(t), 1u);
-  clock.Pass(absl::Milliseconds(1));
+  clock.Advance(absl::Milliseconds(1));
   t.store->RunCleanerOnce();
   EXPECT_EQ(AwaitingGrace(t), 0u);
 }
@@ -104,7 +85,7 @@ TEST(ClockStep, WallClockStepBackDoesNotStretchTheGracePeriod) {
     ASSERT_TRUE(t.store->Delete("k").ok());
   }
   clock.StepWall(-absl::Hours(1));
-  clock.Pass(absl::Milliseconds(500));
+  clock.Advance(absl::Milliseconds(500));
   t.store->RunCleanerOnce();
   EXPECT_EQ(AwaitingGrace(t), 0u);
 }
@@ -136,7 +117,7 @@ TEST(ClockStep, LeaseExpiryFollowsTheSteadyClock) {
   EXPECT_TRUE(leases.Commit(lease->lease_id, off, layout::EntryBytes(1, 1)).ok());
 
   clock.StepWall(-absl::Hours(2));
-  clock.Pass(absl::Seconds(10));
+  clock.Advance(absl::Seconds(10));
   EXPECT_EQ(leases.Renew(lease->lease_id).status().code(), absl::StatusCode::kAborted);
 }
 

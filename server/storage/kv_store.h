@@ -371,6 +371,9 @@ class KvStore {
   const KvIndex& index() const { return *index_; }
   // Keys in the index (KvIndex::size(): approximate while writers run).
   uint64_t size() const { return index_->size(); }
+  // The store's time sources (options.clock, or the real clocks), for code
+  // that must keep time the way the store does (the RESP loops).
+  const Clock& clock() const { return clock_; }
   // The registry holding this store's series (options.registry or its own).
   const metrics::Registry& registry() const { return *registry_; }
 

@@ -9,7 +9,6 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "server/storage/kv_store.h"
 
 namespace kvstore {
@@ -64,11 +63,10 @@ std::optional<absl::Duration> KvStore::SpaceReturnsIn() {
 absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner,
                                            absl::Duration space_wait) {
   const uint32_t keep = for_cleaner ? 0 : cleaner_reserve_;
-  // The wait is bounded on both clocks: the store's steady clock decides
-  // when queued runs are due, and absl::Now() keeps a clock that does not
-  // advance (a test's) from holding the caller for ever.
+  // The wait is measured and slept on the store's clock, which decides when
+  // queued runs are due: a test's fake clock moves when slept on, so the
+  // caller is never held back in real time behind a clock that stands still.
   const absl::Duration wait_until = clock_.Steady() + space_wait;
-  const absl::Time wall_until = absl::Now() + space_wait;
   for (;;) {
     if (std::optional<Chunk> c = TryAllocateRun(n, keep)) return *c;
     // Runs whose grace period has passed may still be queued (the cleaner
@@ -79,10 +77,10 @@ absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner,
     if (for_cleaner || space_wait <= absl::ZeroDuration()) break;
     const std::optional<absl::Duration> due = NextReclaimDue();
     const absl::Duration now = clock_.Steady();
-    if (!due || *due > wait_until || absl::Now() >= wall_until) break;
+    if (!due || *due > wait_until || now >= wait_until) break;
     // At least 100 us, so that a run due now but still pinned (re-queued
     // 10 ms later) is not polled in a tight loop.
-    absl::SleepFor(std::max(*due - now, absl::Microseconds(100)));
+    clock_.Sleep(std::max(*due - now, absl::Microseconds(100)));
     space_waits_->Increment();
   }
   pool_full_->Increment();

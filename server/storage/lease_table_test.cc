@@ -2,8 +2,10 @@
 //
 // LeaseTable against a real KvStore over an unregistered MemoryPool: the
 // client's RDMA WRITE is played by encoding an entry straight into the
-// arena, and the RDMA layer's write key by FakeKey. Expiry is driven by the
-// tests (ExpireNow) except in BackgroundThreadExpiresLeases.
+// arena, and the RDMA layer's write key by FakeKey. Time is a FakeClock
+// shared by the store and the table: TTLs and grace periods end when a test
+// advances it. Expiry is driven by the tests (ExpireNow) except in
+// BackgroundThreadExpiresLeases.
 
 #include "server/storage/lease_table.h"
 
@@ -16,23 +18,29 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "common/metrics/testing.h"
 #include "common/protocol/layout.h"
+#include "common/testing/eventually.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/storage/fake_clock.h"
 
 namespace kvstore {
 namespace server {
 namespace {
 
 using ::kvstore::metrics::testing::Value;
+using ::kvstore::testing::Eventually;
+using ::kvstore::testing::IsOk;
+using ::kvstore::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr uint64_t kSegment = 1 << 20;
 
-// The store and the pool it lives in, destroyed store first.
+// The store, the pool it lives in and its clock, destroyed store first.
 struct TestStore {
+  std::unique_ptr<FakeClock> clock = std::make_unique<FakeClock>();
   std::unique_ptr<MemoryPool> pool;
   std::unique_ptr<KvStore> store;
 };
@@ -50,16 +58,19 @@ TestStore MakeStore(uint32_t segments = 8, absl::Duration grace = absl::Millisec
   so.segment_bytes = kSegment;
   so.grace_period = grace;
   so.cleaner_interval = absl::ZeroDuration();
+  so.clock = t.clock.get();
   auto store = KvStore::Create(t.pool.get(), so);
   EXPECT_TRUE(store.ok()) << store.status();
   t.store = std::move(*store);
   return t;
 }
 
-// Options without the background thread, so tests drive expiry themselves.
-LeaseOptions ManualOptions() {
+// Options without the background thread, so tests drive expiry
+// themselves, on the store's fake clock.
+LeaseOptions ManualOptions(const TestStore& t) {
   LeaseOptions o;
   o.expire_interval = absl::ZeroDuration();
+  o.clock = t.clock.get();
   return o;
 }
 
@@ -110,26 +121,24 @@ LeaseTable::KeyMaker KeysOn(uint64_t connection_id,
   };
 }
 
-// Runs the cleaner until the segments awaiting their grace period are free.
+// Lets the grace period of every emptied segment pass and runs the
+// cleaner, which frees them (nothing in these tests pins a segment).
 void WaitForReclaim(TestStore& t) {
-  for (int i = 0; i < 200 && Value(t.store->registry(), "kvstore_pool_segments_awaiting_grace") > 0;
-       ++i) {
-    absl::SleepFor(absl::Milliseconds(5));
-    t.store->RunCleanerOnce();
-  }
+  t.clock->Advance(t.store->options().grace_period);
+  t.store->RunCleanerOnce();
 }
 
 // The happy path of an RDMA PUT, without RDMA: grant, write, commit, read.
 TEST(LeaseTable, GrantWriteCommitGet) {
   TestStore t = MakeStore();
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   auto lease = leases.Grant(4096, "test");
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_NE(lease->lease_id, 0u);
   EXPECT_EQ(lease->owner, "test");
   EXPECT_EQ(lease->chunk.length, kSegment);  // rounded up to a segment
   EXPECT_EQ(lease->write_rkey, 0u);
-  EXPECT_GT(lease->expires_at, absl::Now());
+  EXPECT_EQ(lease->expires_at, t.clock->Wall() + leases.options().ttl);
 
   // Two entries bump-allocated in the chunk, as a client would. The value
   // has NULs in it: entries are length-prefixed, not C strings.
@@ -159,7 +168,7 @@ TEST(LeaseTable, GrantWriteCommitGet) {
 // chunk, whatever offset and size the (untrusted) client sends.
 TEST(LeaseTable, CommitOutsideTheChunkIsInvalidAndPublishesNothing) {
   TestStore t = MakeStore();
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   auto a = leases.Grant(4096, "a");
   auto b = leases.Grant(4096, "b");
   ASSERT_TRUE(a.ok() && b.ok());
@@ -200,14 +209,13 @@ TEST(LeaseTable, CommitOutsideTheChunkIsInvalidAndPublishesNothing) {
 // expiry is decided by the clock, not by the sweeper's schedule.
 TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
   TestStore t = MakeStore();
-  LeaseOptions o = ManualOptions();
+  LeaseOptions o = ManualOptions(t);
   o.ttl = absl::Milliseconds(1);
   LeaseTable leases(t.store.get(), o);
   auto lease = leases.Grant(4096, "slow");
   ASSERT_TRUE(lease.ok());
   const uint64_t size = WriteEntry(t, lease->chunk.offset, "late", "value");
-  // Five TTLs: past the expiry on any machine.
-  absl::SleepFor(absl::Milliseconds(5));
+  t.clock->Advance(absl::Milliseconds(1));  // the TTL: expiry is inclusive
 
   // Past its expiry, not yet swept.
   absl::Status s = leases.Commit(lease->lease_id, lease->chunk.offset, size);
@@ -217,7 +225,7 @@ TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
   EXPECT_FALSE(t.store->Exists("late"));
 
   // Swept: the lease is gone from the table, the answer is the same.
-  EXPECT_EQ(leases.ExpireNow(Clock::Real().Steady()), 1u);
+  EXPECT_EQ(leases.ExpireNow(t.clock->Steady()), 1u);
   s = leases.Commit(lease->lease_id, lease->chunk.offset, size);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
   EXPECT_THAT(std::string(s.message()),
@@ -236,7 +244,7 @@ TEST(LeaseTable, CommitAfterExpiryIsAbortedAndPublishesNothing) {
 TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
   TestStore t = MakeStore();
   std::vector<uint64_t> revoked;
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   const uint64_t free_before = Value(t.store->registry(), "kvstore_pool_segments_free");
 
   // A run of three segments, with a write key as an RDMA client gets.
@@ -266,7 +274,7 @@ TEST(LeaseTable, ClientKilledBetweenWriteAndCommitLeavesNoTrace) {
 // stays until its last live entry is deleted.
 TEST(LeaseTable, ReleasedChunkWithCommittedEntriesStaysUntilTheyDie) {
   TestStore t = MakeStore();
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   const uint64_t free_before = Value(t.store->registry(), "kvstore_pool_segments_free");
   auto lease = leases.Grant(100, "c");
   ASSERT_TRUE(lease.ok());
@@ -285,15 +293,16 @@ TEST(LeaseTable, ReleasedChunkWithCommittedEntriesStaysUntilTheyDie) {
 // Renew moves the expiry forward from now; the old expiry no longer counts.
 TEST(LeaseTable, RenewKeepsALeaseAlive) {
   TestStore t = MakeStore();
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   auto lease = leases.Grant(4096, "r");
   ASSERT_TRUE(lease.ok());
-  absl::SleepFor(absl::Milliseconds(20));
+  t.clock->Advance(absl::Milliseconds(20));
   auto renewed = leases.Renew(lease->lease_id);
   ASSERT_TRUE(renewed.ok()) << renewed.status();
   EXPECT_EQ(renewed->lease_id, lease->lease_id);
   EXPECT_EQ(renewed->chunk.offset, lease->chunk.offset);
-  EXPECT_GT(renewed->expires_at, lease->expires_at);
+  EXPECT_EQ(renewed->expires_at, lease->expires_at + absl::Milliseconds(20));
+  EXPECT_EQ(renewed->deadline, lease->deadline + absl::Milliseconds(20));
 
   // The original expiry has passed; the renewed one has not.
   EXPECT_EQ(leases.ExpireNow(lease->deadline), 0u);
@@ -313,12 +322,12 @@ TEST(LeaseTable, RenewKeepsALeaseAlive) {
 // revoked on the spot and counted as expired, not left for the next sweep.
 TEST(LeaseTable, RenewOfAnExpiredLeaseRevokesIt) {
   TestStore t = MakeStore();
-  LeaseOptions o = ManualOptions();
+  LeaseOptions o = ManualOptions(t);
   o.ttl = absl::Milliseconds(1);
   LeaseTable leases(t.store.get(), o);
   auto lease = leases.Grant(4096, "r");
   ASSERT_TRUE(lease.ok());
-  absl::SleepFor(absl::Milliseconds(5));
+  t.clock->Advance(absl::Milliseconds(1));
   EXPECT_EQ(leases.Renew(lease->lease_id).status().code(), absl::StatusCode::kAborted);
   EXPECT_EQ(leases.Lookup(lease->lease_id).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(Value(leases.registry(), "kvstore_leases_expired_total"), 1u);
@@ -328,7 +337,7 @@ TEST(LeaseTable, RenewOfAnExpiredLeaseRevokesIt) {
 // max_leases bounds the table; a release makes room again.
 TEST(LeaseTable, TooManyLeasesIsResourceExhausted) {
   TestStore t = MakeStore();
-  LeaseOptions o = ManualOptions();
+  LeaseOptions o = ManualOptions(t);
   o.max_leases = 2;
   LeaseTable leases(t.store.get(), o);
   auto a = leases.Grant(1, "a");
@@ -345,7 +354,7 @@ TEST(LeaseTable, TooManyLeasesIsResourceExhausted) {
 // handed out.
 TEST(LeaseTable, FullPoolIsResourceExhausted) {
   TestStore t = MakeStore(/*segments=*/4);
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   EXPECT_EQ(leases.Grant(5 * kSegment, "big").status().code(),
             absl::StatusCode::kResourceExhausted);
   // All but the segment the store keeps in reserve for its cleaner.
@@ -360,18 +369,20 @@ TEST(LeaseTable, FullPoolIsResourceExhausted) {
 TEST(LeaseTable, GrantWaitsForSegmentsLeavingTheirGracePeriod) {
   const absl::Duration grace = absl::Milliseconds(300);
   TestStore t = MakeStore(/*segments=*/4, grace);
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   // Overwrites, one segment each, until every writable segment is retired
   // and in its grace period.
   auto w = t.store->NewWriter();
   const std::string value(700 << 10, 'v');
   while (t.store->Put(w.get(), "hot", value).ok()) {
   }
-  EXPECT_EQ(leases.Grant(kSegment, "now").status().code(), absl::StatusCode::kResourceExhausted);
-  const absl::Time start = absl::Now();
-  auto waited = leases.Grant(kSegment, "waits", nullptr, 2 * grace);
-  ASSERT_TRUE(waited.ok()) << waited.status();
-  EXPECT_LT(absl::Now() - start, 2 * grace);
+  EXPECT_THAT(leases.Grant(kSegment, "now"), StatusIs(absl::StatusCode::kResourceExhausted));
+  // Every overwrite happened at `start` (the fake clock stood still), so
+  // the grant sleeps on the clock exactly until the first retired segment
+  // leaves its grace period.
+  const absl::Duration start = t.clock->Steady();
+  EXPECT_THAT(leases.Grant(kSegment, "waits", nullptr, 2 * grace), IsOk());
+  EXPECT_EQ(t.clock->Steady() - start, grace);
   EXPECT_GT(Value(t.store->registry(), "kvstore_pool_space_waits_total"), 0u);
 }
 
@@ -392,7 +403,7 @@ TEST(LeaseOptions, TtlIsValidated) {
 
 TEST(LeaseTable, OversizeAndEmptyLeasesAreInvalid) {
   TestStore t = MakeStore();
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   const uint64_t max = leases.options().max_lease_bytes;
   EXPECT_EQ(max, (64ull << 20) + 4096);
   // The default must hold the largest entry the default limits allow.
@@ -408,7 +419,7 @@ TEST(LeaseTable, OversizeAndEmptyLeasesAreInvalid) {
 // unusable for commits after the first.
 TEST(LeaseTable, ReleaseOfUnknownLeaseIsNotFound) {
   TestStore t = MakeStore();
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   EXPECT_EQ(leases.Release(0).code(), absl::StatusCode::kNotFound);
   auto lease = leases.Grant(1, "x");
   ASSERT_TRUE(lease.ok());
@@ -421,7 +432,7 @@ TEST(LeaseTable, ReleaseOfUnknownLeaseIsNotFound) {
 // 0 means "no lease" on the wire, so it is never handed out.
 TEST(LeaseTable, IdsAreUniqueAndNeverZero) {
   TestStore t = MakeStore();
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   absl::flat_hash_set<uint64_t> ids;
   for (int i = 0; i < 50; ++i) {
     auto lease = leases.Grant(1, "x");
@@ -441,7 +452,7 @@ TEST(LeaseTable, DestructorRevokesEveryLease) {
   const uint64_t free_before = Value(t.store->registry(), "kvstore_pool_segments_free");
   std::atomic<int> revoked{0};
   {
-    LeaseTable leases(t.store.get(), ManualOptions());
+    LeaseTable leases(t.store.get(), ManualOptions(t));
     for (int i = 0; i < 3; ++i) {
       ASSERT_TRUE(
           leases.Grant(1, "x", KeysOn(1, [&revoked](uint64_t) { revoked.fetch_add(1); })).ok());
@@ -456,15 +467,15 @@ TEST(LeaseTable, DestructorRevokesEveryLease) {
 TEST(LeaseTable, BackgroundThreadExpiresLeases) {
   TestStore t = MakeStore();
   LeaseOptions o;
-  o.ttl = absl::Milliseconds(10);
-  o.expire_interval = absl::Milliseconds(5);
+  o.ttl = absl::Milliseconds(100);
+  o.expire_interval = absl::Milliseconds(1);
+  o.clock = t.clock.get();
   LeaseTable leases(t.store.get(), o);
-  ASSERT_TRUE(leases.Grant(1, "x").ok());
-  // Up to 2 s for a 10 ms lease: generous for a loaded test machine.
-  for (int i = 0; i < 400 && Value(leases.registry(), "kvstore_leases_active") > 0; ++i) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  EXPECT_EQ(Value(leases.registry(), "kvstore_leases_active"), 0u);
+  ASSERT_THAT(leases.Grant(1, "x"), IsOk());
+  // The thread sweeps every millisecond of real time; the lease ends on the
+  // fake clock, and the next sweep after that expires it.
+  t.clock->Advance(absl::Milliseconds(100));
+  ASSERT_TRUE(Eventually([&] { return Value(leases.registry(), "kvstore_leases_active") == 0; }));
   EXPECT_EQ(Value(leases.registry(), "kvstore_leases_expired_total"), 1u);
 }
 
@@ -474,7 +485,7 @@ TEST(LeaseTable, BackgroundThreadExpiresLeases) {
 // poller does; the others through Commit().
 TEST(LeaseTable, CommitsRacingRevocationNeverPublishIntoReleasedChunks) {
   TestStore t = MakeStore(/*segments=*/16);
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   // Lease i is held by connection i + 1 when it has a key.
   auto keyed = [](size_t i) { return i % 4 >= 2; };
   for (int round = 0; round < 20; ++round) {
@@ -546,7 +557,7 @@ TEST(LeaseTable, WriteKeyIsRevokedBeforeTheChunkIsReleased) {
   TestStore t = MakeStore();
   int revokes = 0;
   uint64_t awaiting_at_revoke = ~uint64_t{0};
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   auto lease = leases.Grant(4096, "keyed", KeysOn(7, [&](uint64_t) {
                               ++revokes;
                               awaiting_at_revoke = Value(t.store->registry(),
@@ -575,7 +586,7 @@ TEST(LeaseTable, WriteKeyIsRevokedBeforeTheChunkIsReleased) {
 // with the messages docs/protocol.md lists, and change nothing.
 TEST(LeaseTable, OnlyTheKeyHolderMayCommitRenewOrRelease) {
   TestStore t = MakeStore();
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   auto lease = leases.Grant(4096, "held", KeysOn(7));
   ASSERT_TRUE(lease.ok()) << lease.status();
   const uint64_t id = lease->lease_id;
@@ -622,13 +633,13 @@ TEST(LeaseTable, OnlyTheKeyHolderMayCommitRenewOrRelease) {
 // check.
 TEST(LeaseTable, CommitFromTheHolderAfterExpiryIsAborted) {
   TestStore t = MakeStore();
-  LeaseOptions o = ManualOptions();
+  LeaseOptions o = ManualOptions(t);
   o.ttl = absl::Milliseconds(1);
   LeaseTable leases(t.store.get(), o);
   auto lease = leases.Grant(4096, "slow", KeysOn(7));
   ASSERT_TRUE(lease.ok());
   const uint64_t size = WriteEntry(t, lease->chunk.offset, "late", "value");
-  absl::SleepFor(absl::Milliseconds(5));
+  t.clock->Advance(absl::Milliseconds(1));
   // The holder check comes before the expiry check.
   EXPECT_EQ(leases.CommitFrom(8, lease->lease_id, lease->chunk.offset, size).code(),
             absl::StatusCode::kPermissionDenied);
@@ -645,7 +656,7 @@ TEST(LeaseTable, ReleaseHeldByEndsOnlyThatConnectionsLeases) {
   TestStore t = MakeStore();
   // Before the table: its destructor revokes the leases still alive.
   std::vector<uint64_t> revoked;
-  LeaseTable leases(t.store.get(), ManualOptions());
+  LeaseTable leases(t.store.get(), ManualOptions(t));
   auto log = [&revoked](uint64_t id) { revoked.push_back(id); };
   auto a1 = leases.Grant(1, "a", KeysOn(1, log));
   auto a2 = leases.Grant(1, "a", KeysOn(1, log));
@@ -672,7 +683,7 @@ TEST(LeaseTable, ReleaseHeldByEndsOnlyThatConnectionsLeases) {
 // chunk is returned and max_leases has room again.
 TEST(LeaseTable, FailedKeyMakerGivesTheChunkBack) {
   TestStore t = MakeStore();
-  LeaseOptions o = ManualOptions();
+  LeaseOptions o = ManualOptions(t);
   o.max_leases = 1;
   LeaseTable leases(t.store.get(), o);
   const uint64_t free_before = Value(t.store->registry(), "kvstore_pool_segments_free");

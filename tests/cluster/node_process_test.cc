@@ -12,12 +12,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/kv_client.h"
+#include "common/testing/eventually.h"
 #include "gtest/gtest.h"
 
 namespace kvstore {
 namespace testing {
 namespace {
 
+using ::kvstore::testing::Eventually;
 char ProcState(pid_t pid) {
   std::ifstream f(absl::StrCat("/proc/", pid, "/stat"));
   std::string stat;
@@ -55,8 +57,7 @@ TEST(NodeProcessTest, StartsPausesResumesKillsAndRestartsOnTheSamePorts) {
   EXPECT_GT(node.CpuTicks() + 1, 0u);  // readable; may still be 0 ticks
 
   node.Pause();
-  absl::SleepFor(absl::Milliseconds(100));
-  EXPECT_EQ(ProcState(node.pid()), 'T');
+  EXPECT_TRUE(Eventually([&] { return ProcState(node.pid()) == 'T'; }));
   EXPECT_TRUE(node.Running());
   // A frozen server answers nothing: the operation times out.
   client::Options o;
@@ -67,8 +68,7 @@ TEST(NodeProcessTest, StartsPausesResumesKillsAndRestartsOnTheSamePorts) {
   auto frozen = client::KvClient::Connect(o);
   EXPECT_FALSE(frozen.ok() && (*frozen)->Put("b", "v").ok());
   node.Resume();
-  absl::SleepFor(absl::Milliseconds(100));
-  EXPECT_NE(ProcState(node.pid()), 'T');
+  EXPECT_TRUE(Eventually([&] { return ProcState(node.pid()) != 'T'; }));
   ASSERT_TRUE(PutGet(node.control_address(), "c").ok());
 
   const int control = node.control_port(), resp = node.resp_port();

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "absl/time/clock.h"
+#include "common/testing/eventually.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/history.h"
 #include "tests/cluster/history_checker.h"
@@ -20,6 +21,7 @@ namespace kvstore {
 namespace testing {
 namespace {
 
+using ::kvstore::testing::Eventually;
 class WorkloadTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -49,7 +51,8 @@ TEST_F(WorkloadTest, CleanRunHasNoViolations) {
   History history;
   Workload load(Options(), &history);
   load.Start();
-  absl::SleepFor(absl::Milliseconds(1500));
+  // Runs until it has done some work, however slow the machine.
+  EXPECT_TRUE(Eventually([&] { return history.size() >= 400; }));
   load.Stop();
   ASSERT_TRUE(load.FinalReads(absl::Seconds(10)).ok());
   CheckOptions check;
@@ -67,7 +70,7 @@ TEST_F(WorkloadTest, RestartOfASingleNodeLosesAcknowledgedWrites) {
   w.delete_fraction = 0;  // every key ends with an acknowledged PUT
   Workload load(w, &history);
   load.Start();
-  absl::SleepFor(absl::Milliseconds(1000));
+  EXPECT_TRUE(Eventually([&] { return history.size() >= 300; }));
   load.Stop();
   node_->Kill();
   launch_.control_port = node_->control_port();

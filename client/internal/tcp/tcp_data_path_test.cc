@@ -5,95 +5,21 @@
 
 #include "client/internal/tcp/tcp_data_path.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <string>
-#include <thread>
-#include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/internal/tcp/tcp_failpoints.h"
 #include "common/protocol/limits.h"
+#include "common/testing/eventually.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fake_resp_server.h"
 
 namespace kvstore {
 namespace client {
 namespace {
 
-// A RESP server on 127.0.0.1 that answers "+OK" to every chunk of bytes
-// containing a command (the test sends one small request at a time) and can
-// drop the connections it holds, as a restarting server would.
-class FakeRespServer {
- public:
-  FakeRespServer() {
-    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        listen(listen_fd_, 16) != 0 ||
-        getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      ADD_FAILURE() << "fake server cannot listen";
-    }
-    port_ = ntohs(addr.sin_port);
-    acceptor_ = std::thread([this] { AcceptLoop(); });
-  }
-  ~FakeRespServer() {
-    shutdown(listen_fd_, SHUT_RDWR);
-    acceptor_.join();
-    DropConnections();
-    for (std::thread& t : handlers_) t.join();
-    close(listen_fd_);
-  }
-
-  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
-  int accepted() const { return accepted_.load(); }
-
-  // Shuts down every connection accepted so far; the client sees its end of
-  // the stream.
-  void DropConnections() {
-    absl::MutexLock lock(&mu_);
-    for (int fd : fds_) shutdown(fd, SHUT_RDWR);
-  }
-
- private:
-  void AcceptLoop() {
-    for (;;) {
-      int fd = accept(listen_fd_, nullptr, nullptr);
-      if (fd < 0) return;  // shut down
-      accepted_++;
-      absl::MutexLock lock(&mu_);
-      fds_.push_back(fd);
-      handlers_.emplace_back([fd] {
-        char buf[4096];
-        for (;;) {
-          ssize_t n = recv(fd, buf, sizeof(buf), 0);
-          if (n <= 0) break;
-          if (absl::StrContains(absl::string_view(buf, n), "SET")) {
-            (void)!send(fd, "+OK\r\n", 5, MSG_NOSIGNAL);
-          }
-        }
-        close(fd);
-      });
-    }
-  }
-
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<int> accepted_{0};
-  std::thread acceptor_;
-  absl::Mutex mu_;
-  std::vector<int> fds_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::thread> handlers_ ABSL_GUARDED_BY(mu_);
-};
+using ::kvstore::testing::Eventually;
+using ::kvstore::testing::FakeRespServer;
 
 // The race: a sender finds its connection up, then, before it queues its
 // reply waiter, the connection's reader fails and answers everything queued.
@@ -116,12 +42,12 @@ TEST(TcpDataPathTest, RequestRacingTheReadersFailureIsSentOnANewConnection) {
     // Between the sender's check and its queueing: the server drops the
     // connection and the reader fails and drains its queue.
     server.DropConnections();
-    const absl::Time give_up = absl::Now() + absl::Seconds(5);
-    while (drains.load() == 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(5));
+    EXPECT_TRUE(Eventually([&] { return drains.load() > 0; }));
   });
 
   const absl::Time start = absl::Now();
-  absl::Status s = (*path)->Put("k", "v2", absl::Now() + absl::Seconds(3));
+  // A request queued behind the dead reader would wait out this deadline.
+  absl::Status s = (*path)->Put("k", "v2", absl::Now() + absl::Seconds(60));
   tcp_failpoints::SetBeforeQueueForTest(nullptr);
   tcp_failpoints::SetAfterDrainForTest(nullptr);
 

@@ -22,12 +22,15 @@
 #include "common/grpc_status.h"
 #include "common/rdma/initiator/op_engine.h"
 #include "common/rdma/initiator/rdma_context.h"
+#include "common/testing/eventually.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 
 namespace kvstore {
 namespace initiator {
 namespace {
+
+using ::kvstore::testing::Eventually;
 
 // Grants succeed (a lease with a write key) or fail with `grant_reply`;
 // renewals answer `renew_reply`. Records the session of every request.
@@ -183,9 +186,7 @@ TEST_F(LeaseManagerTest, RenewalForAnUnknownSessionBreaksThePath) {
   ASSERT_TRUE(space.ok()) << space.status();
   leases_->Finish(*space, absl::OkStatus());
   leases_->Start();
-  const absl::Time give_up = absl::Now() + absl::Seconds(5);
-  while (!engine_->broken() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
-  EXPECT_TRUE(engine_->broken());
+  EXPECT_TRUE(Eventually([&] { return engine_->broken(); }));
   EXPECT_GE(service_.renewals(), 1);
   leases_->Shutdown(/*release=*/false);
 }

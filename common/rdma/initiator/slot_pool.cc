@@ -17,7 +17,10 @@ absl::StatusOr<std::vector<int>> SlotPool::Acquire(size_t n, absl::Time deadline
   }
   absl::MutexLock lock(&mu_);
   auto enough = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return free_.size() >= n; };
-  if (!mu_.AwaitWithDeadline(absl::Condition(&enough), deadline)) {
+  ++waiting_;
+  const bool got = mu_.AwaitWithDeadline(absl::Condition(&enough), deadline);
+  --waiting_;
+  if (!got) {
     return absl::DeadlineExceededError(
         absl::StrCat("no ", n, " free RDMA operation slot(s) before the deadline (", size_,
                      " per connection, all in use)"));
@@ -31,7 +34,10 @@ absl::StatusOr<int> SlotPool::AcquireOne(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   if (free_.empty()) {
     auto any = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !free_.empty(); };
-    if (!mu_.AwaitWithDeadline(absl::Condition(&any), deadline)) {
+    ++waiting_;
+    const bool got = mu_.AwaitWithDeadline(absl::Condition(&any), deadline);
+    --waiting_;
+    if (!got) {
       return absl::DeadlineExceededError(
           absl::StrCat("no free RDMA operation slot before the deadline (", size_,
                        " per connection, all in use)"));
@@ -55,6 +61,11 @@ void SlotPool::Release(const std::vector<int>& slots) {
 size_t SlotPool::free() const {
   absl::MutexLock lock(&mu_);
   return free_.size();
+}
+
+size_t SlotPool::waiting() const {
+  absl::MutexLock lock(&mu_);
+  return waiting_;
 }
 
 }  // namespace initiator

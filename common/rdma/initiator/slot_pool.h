@@ -49,11 +49,15 @@ class SlotPool {
   void ReleaseOne(int slot);
   // Slots free right now (a snapshot, for tests).
   size_t free() const;
+  // Callers blocked in Acquire() or AcquireOne() right now (a snapshot, so
+  // that a test can release slots once a waiter is known to wait).
+  size_t waiting() const;
 
  private:
   const size_t size_;
   mutable absl::Mutex mu_;
   std::vector<int> free_ ABSL_GUARDED_BY(mu_);
+  size_t waiting_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace initiator

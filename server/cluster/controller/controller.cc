@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/cluster/cluster_map.h"
+#include "common/failpoint/failpoint.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "proto/kv_cluster.grpc.pb.h"
@@ -240,6 +241,7 @@ absl::Status Controller::Reconcile(const Snapshot& snap, bool* wrote) {
   std::optional<PlanStep> step = PlanNext(current, snap.members, applied_seq_);
   if (!step.has_value()) return absl::OkStatus();
   step->map.set_controller(options_.node_id);
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("controller/before-write-map"));
   KV_RETURN_IF_ERROR(WriteMap(step->map, snap.map->mod_revision));
   LOG(INFO) << "controller: map epoch " << step->map.epoch() << ": " << step->what;
   *wrote = true;

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/cluster/cluster_map.h"
+#include "common/failpoint/failpoint.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "server/cluster/membership/etcd_keys.h"
@@ -152,7 +153,10 @@ void Membership::KeepAliveLoop() {
 
 bool Membership::RenewOnce() {
   const absl::Duration sent = clock_.Steady();
-  absl::StatusOr<absl::Duration> granted = etcd_->KeepAliveOnce(lease_);
+  // An error armed here reads as etcd's answer (UNAVAILABLE: cut off from
+  // etcd; NOT_FOUND: the lease expired).
+  absl::Status cut = KV_FAILPOINT("membership/before-keepalive");
+  absl::StatusOr<absl::Duration> granted = cut.ok() ? etcd_->KeepAliveOnce(lease_) : cut;
   if (granted.ok()) {
     // Never trust more than asked for: a shorter answer is taken as is.
     absl::Duration ttl = options_.ttl;

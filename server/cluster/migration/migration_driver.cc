@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
+#include "common/failpoint/failpoint.h"
+#include "common/status_macros.h"
 #include "glog/logging.h"
 #include "server/cluster/migration/slot_scan.h"
 
@@ -177,6 +179,7 @@ absl::Status MigrationDriver::Copy(const cluster::ClusterMapView& map, const v1:
   LOG(INFO) << Describe(m) << ": copied " << entries << " entries, " << bytes << " bytes to "
             << target.node_id() << " in " << seconds << " s (" << installed << " installed, "
             << skipped << " skipped as newer there)";
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("migration/after-copy"));
   s = editor_->BeginHandoff(m.id());
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat("BeginHandoff: ", s.message()));
   LOG(INFO) << Describe(m) << ": HANDOFF";
@@ -219,6 +222,7 @@ absl::Status MigrationDriver::Handoff(const cluster::ClusterMapView& map, const 
     s = peers_->AcceptHandoff(target, req, CallDeadline(), &calls_).status();
   } while (MapBehind(s) && absl::Now() < give_up);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat(Describe(m), ": ", s.message()));
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("migration/after-accept-handoff"));
   state_->MarkHandedOff(m.id());
   s = editor_->CompleteMigration(m.id());
   if (!s.ok()) {

@@ -8,7 +8,9 @@
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
 #include "common/cluster/slots.h"
+#include "common/failpoint/failpoint.h"
 #include "common/protocol/layout.h"
+#include "common/status_macros.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -214,6 +216,7 @@ absl::StatusOr<v1::ImportEntriesResponse> SlotImporter::ImportEntries(
 }
 
 absl::Status SlotImporter::AcceptHandoff(const v1::AcceptHandoffRequest& req) {
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("slot-importer/before-accept-handoff"));
   std::shared_ptr<const cluster::ClusterMapView> map;
   auto m = Check(req.migration_id(), req.map_epoch(), req.source_node_id(),
                  req.source_incarnation(), &map);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/cluster/slots.h"
+#include "common/failpoint/failpoint.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -135,6 +136,7 @@ bool SlotJanitor::Pass() {
         for (size_t s = 0; s < roles.size(); ++s) used[s] = used[s] || roles[s];
         if (roles[slot]) continue;
       }
+      if (!KV_FAILPOINT("slot-janitor/before-delete").ok()) continue;
       const absl::Status s = store_->DeleteReplica(key);
       if (!s.ok()) {
         LOG(WARNING) << "slot janitor: deleting a key of slot " << slot << " failed: " << s;

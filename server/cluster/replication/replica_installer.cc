@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
+#include "common/failpoint/failpoint.h"
 #include "common/protocol/layout.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
@@ -91,6 +92,7 @@ absl::StatusOr<v1::ReplicateResponse> ReplicaInstaller::Replicate(const v1::Repl
 
 absl::Status ReplicaInstaller::ApplyReplicaCommit(const ReplicaCommit& commit,
                                                   absl::FunctionRef<absl::Status()> install) {
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("replica/before-install"));
   bool syncing = false;
   absl::Status refusal = Check(commit, &syncing);
   absl::string_view key = commit.key;
@@ -220,6 +222,7 @@ absl::Status ReplicaInstaller::SyncShardNow(uint32_t shard_id) {
   LOG(INFO) << "copied shard " << shard_id << " from " << primary->node_id() << ": " << entries
             << " entries, " << bytes << " bytes in " << seconds << " s (snapshot seq "
             << snapshot_seq << ")";
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("replica/before-report-in-sync"));
   v1::ReportInSyncRequest req;
   req.set_shard_id(shard_id);
   req.set_node_id(state_->self());

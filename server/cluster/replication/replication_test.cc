@@ -16,9 +16,12 @@
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
 #include "common/cluster/slots.h"
+#include "common/failpoint/failpoint_testing.h"
 #include "common/grpc_status.h"
 #include "common/metrics/testing.h"
 #include "common/protocol/layout.h"
+#include "common/testing/eventually.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "grpcpp/client_context.h"
 #include "gtest/gtest.h"
@@ -33,19 +36,11 @@ using ::kvstore::server::testing::FakeMapStore;
 using ::kvstore::server::testing::Node;
 using ::kvstore::server::testing::NodeOptions;
 using ::kvstore::server::testing::OneShardMap;
+using ::kvstore::testing::Eventually;
+using ::kvstore::testing::IsOk;
+using ::kvstore::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-// Polls `cond` for up to `limit`.
-template <typename F>
-bool Eventually(F cond, absl::Duration limit = absl::Seconds(10)) {
-  const absl::Time end = absl::Now() + limit;
-  while (absl::Now() < end) {
-    if (cond()) return true;
-    absl::SleepFor(absl::Milliseconds(2));
-  }
-  return cond();
-}
 
 class ReplicationTest : public ::testing::Test {
  protected:
@@ -85,7 +80,6 @@ TEST_F(ReplicationTest, BackupsHoldAWriteBeforeThePrimaryPublishesIt) {
   // n2 installs it while n1 still holds its copy: the forwards are parallel.
   EXPECT_TRUE(Eventually([&] { return node(2).Value("k") == "v"; }));
   // The primary has not published it: no backup acknowledged yet (n1).
-  absl::SleepFor(absl::Milliseconds(50));
   EXPECT_EQ(node(0).Value("k"), "<NOT_FOUND>");
   release.Notify();
   writer.join();
@@ -100,6 +94,63 @@ TEST_F(ReplicationTest, BackupsHoldAWriteBeforeThePrimaryPublishesIt) {
   ASSERT_TRUE(node(1).NewStub()->ReplicaStatus(&ctx, req, &resp).ok());
   EXPECT_EQ(resp.applied_seq(), 1u);
   EXPECT_EQ(resp.shard_epoch(), 1u);
+}
+
+// The failpoint between the replication round and publish stops a write at
+// exactly that step: every backup has installed it, the primary has not
+// published it, and the client has no answer yet.
+TEST_F(ReplicationTest, AFailpointStopsAWriteAfterItsBackupsInstalledIt) {
+  Start(3);
+  maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));
+  failpoint::Pause pause("replicator/after-backups-installed");
+  std::atomic<bool> answered{false};
+  absl::Status put;
+  std::thread writer([&] {
+    put = node(0).Put("k", "v");
+    answered = true;
+  });
+  ASSERT_TRUE(pause.WaitUntilReached());
+  EXPECT_EQ(node(1).Value("k"), "v");
+  EXPECT_EQ(node(2).Value("k"), "v");
+  EXPECT_EQ(node(0).Value("k"), "<NOT_FOUND>");
+  EXPECT_FALSE(answered.load());
+  EXPECT_EQ(Value(node(0).registry(), "kvstore_replication_writes_total"), 0u);
+  pause.Release();
+  writer.join();
+  EXPECT_THAT(put, IsOk());
+  EXPECT_EQ(node(0).Value("k"), "v");
+  EXPECT_EQ(Value(node(0).registry(), "kvstore_replication_writes_total"), 1u);
+}
+
+// An error injected at the same step is what the client gets, marked as
+// of unknown outcome, and the write is left as a primary that fails there
+// leaves it: on the backups, not on the primary. Before the round, the same
+// error leaves no trace anywhere and comes back as it was.
+TEST_F(ReplicationTest, AnErrorInjectedAroundTheRoundLeavesTheWriteWhereItStopped) {
+  Start(2);
+  maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
+  {
+    failpoint::ScopedFailpoint fail("replicator/before-round",
+                                    failpoint::ReturnError(absl::UnavailableError("injected")));
+    EXPECT_THAT(node(0).Put("early", "v"),
+                StatusIs(absl::StatusCode::kUnavailable, HasSubstr("injected")));
+    EXPECT_EQ(fail.hits(), 1);
+  }
+  EXPECT_EQ(node(0).Value("early"), "<NOT_FOUND>");
+  EXPECT_EQ(node(1).Value("early"), "<NOT_FOUND>");
+  {
+    failpoint::ScopedFailpoint fail("replicator/after-backups-installed",
+                                    failpoint::ReturnError(absl::UnavailableError("injected")));
+    const absl::Status late = node(0).Put("late", "v");
+    EXPECT_THAT(late, StatusIs(absl::StatusCode::kUnknown, HasSubstr("UNAVAILABLE: injected")));
+    EXPECT_TRUE(cluster::IsRefusal(late, cluster::RefusalKind::kNotPublished));
+    EXPECT_FALSE(cluster::CertainlyNoEffect(late));
+  }
+  EXPECT_EQ(node(1).Value("late"), "v");
+  EXPECT_EQ(node(0).Value("late"), "<NOT_FOUND>");
+  // Disarmed: writes go through again.
+  EXPECT_THAT(node(0).Put("after", "v"), IsOk());
+  EXPECT_EQ(node(0).Value("after"), "v");
 }
 
 TEST_F(ReplicationTest, DeadBackupLeavesTheInSyncSetBeforeTheWriteIsAcknowledged) {
@@ -296,8 +347,11 @@ TEST_F(ReplicationTest, PrimaryRetriesABackupWhoseMapIsBehind) {
   maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));
   // The new shard epoch reaches n0 and n2 now, n1 only later.
   maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}, /*shard_epoch=*/2), {&node(1).state()});
+  // n1 catches up only once it has refused the primary at least once (its
+  // map is behind), so the write must have been retried to succeed.
   std::thread late([&] {
-    absl::SleepFor(absl::Milliseconds(100));
+    EXPECT_TRUE(Eventually(
+        [&] { return Value(node(1).registry(), "kvstore_replica_refused_total") >= 1; }));
     maps_.CatchUp();
   });
   ASSERT_TRUE(node(0).Put("k", "v").ok());
@@ -498,7 +552,7 @@ TEST_F(ReplicationTest, AJoinerCopiesTheShardWhileWritesGoOnThenJoinsTheInSyncSe
       ++writes;
     }
   });
-  absl::SleepFor(absl::Milliseconds(20));
+  ASSERT_TRUE(Eventually([&] { return writes.load() >= 20; }));  // writes under way
   ASSERT_TRUE(maps_
                   .Edit([&](v1::ClusterMap& m) {
                     m.mutable_shards(0)->add_syncing("n2");
@@ -507,7 +561,9 @@ TEST_F(ReplicationTest, AJoinerCopiesTheShardWhileWritesGoOnThenJoinsTheInSyncSe
                   })
                   .ok());
   EXPECT_TRUE(Eventually([&] { return replicas().size() == 3; }));
-  absl::SleepFor(absl::Milliseconds(20));  // writes go on after the join too
+  // Writes go on after the join too.
+  const int at_join = writes.load();
+  EXPECT_TRUE(Eventually([&] { return writes.load() >= at_join + 20; }));
   stop = true;
   writer.join();
   EXPECT_THAT(replicas(), ::testing::ElementsAre("n0", "n1", "n2"));

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
+#include "common/failpoint/failpoint.h"
+#include "common/status_macros.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -178,6 +180,7 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
     }
   }
   absl::MutexLock stripe(&StripeOf(key));
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("replicator/before-round"));
   Round r;
   auto round = [&] {
     r.replicated = ReplicateRound(map, shard, key, entry, deadline, &r.stale, &r.held);
@@ -221,6 +224,7 @@ absl::Status Replicator::Conclude(const Route& route, const v1::ClusterNode* tar
         route.slot, absl::StrCat("migration target ", target->node_id(),
                                  " unavailable: ", r.imported.message())));
   }
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("replicator/after-backups-installed"));
   // The replication round may have outlasted the lease deadline: a node
   // that may have been replaced must not publish (§19.5).
   if (!state_->Serving()) {
