@@ -15,10 +15,10 @@
 #include <memory>
 #include <string>
 
+#include "common/testing/eventually.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/cluster/membership/etcd/fake_etcd_client.h"
-#include "server/cluster/membership/etcd/test_eventually.h"
 #include "server/cluster/membership/etcd_keys.h"
 #include "server/storage/manual_clock.h"
 

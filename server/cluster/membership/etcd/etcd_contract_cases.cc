@@ -16,8 +16,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/eventually.h"
 #include "gmock/gmock.h"
-#include "server/cluster/membership/etcd/test_eventually.h"
 
 namespace kvstore {
 namespace server {
