@@ -132,7 +132,7 @@ grpc::Status ClusterService::SyncShard(grpc::ServerContext* context,
   // syncing in every map from BeginSync's on).
   const SlotSet slots = ReplicaSlots(*map, *shard);
   LOG(INFO) << "streaming shard " << shard->shard_id() << " (" << cluster::FormatSlotRanges(*shard)
-            << ", " << slots.count() << " slots with imports) to " << request->node_id();
+            << ", " << slots.count() << " slots with those it imports) to " << request->node_id();
   return ToGrpcStatus(StreamShard(context, slots, *seq, writer));
 }
 
