@@ -83,7 +83,8 @@ class Search {
     std::vector<std::tuple<int64_t, int, int>> events;  // (time, 0 call / 1 return, op)
     for (int i = 0; i < n; ++i) {
       events.emplace_back(ops_[i].invoke, 0, i);
-      events.emplace_back(ops_[i].complete, 1, i);
+      // A return never precedes its call, even for a malformed interval.
+      events.emplace_back(std::max(ops_[i].complete, ops_[i].invoke), 1, i);
       if (ops_[i].complete != kNever) ++definite_left_;
       zobrist_.push_back(SplitMix64(static_cast<uint64_t>(i) + 1));
     }
@@ -133,8 +134,83 @@ class Search {
     hash_ ^= zobrist_[op];
   }
 
+  // One choice made: `entry` linearized (with `partner`, a read of its
+  // value, right after it when `entry` is an unknown write).
+  struct Frame {
+    int entry;
+    int partner;
+    int state;  // before the choice
+  };
+
+  // The first call entry from `from` on, before the first return, of a read
+  // of `value`; -1 if none.
+  int NextPartner(int value, int from) const {
+    for (int i = from; i != -1 && entries_[i].call; i = entries_[i].next) {
+      const RegisterOp& op = ops_[entries_[i].op];
+      if (!op.write && op.value == value) return i;
+    }
+    return -1;
+  }
+
+  // Whether the unknown write at `entry` is the first candidate unknown
+  // write of its value: candidates of one value, all invoked and none ever
+  // returning, are interchangeable, so only the first is tried.
+  bool FirstUnknownOfItsValue(int entry) const {
+    const int value = ops_[entries_[entry].op].value;
+    for (int i = entries_[head_].next; i != entry; i = entries_[i].next) {
+      const RegisterOp& op = ops_[entries_[i].op];
+      if (op.write && op.complete == kNever && op.value == value) return false;
+    }
+    return true;
+  }
+
+  // Linearizes the ordinary op at `entry` if the register allows it and the
+  // configuration is new.
+  bool TryOne(int entry, int* state, std::vector<Frame>* stack) {
+    const RegisterOp& op = ops_[entries_[entry].op];
+    if (!op.write && op.value != *state) return false;
+    const int next_state = op.write ? op.value : *state;
+    Flip(entries_[entry].op);
+    if (!memo_.Insert(bits_, hash_, next_state)) {
+      Flip(entries_[entry].op);
+      return false;
+    }
+    stack->push_back(Frame{entry, -1, *state});
+    *state = next_state;
+    Lift(entry);
+    --definite_left_;
+    return true;
+  }
+
+  // Linearizes the unknown write at `entry` followed at once by a candidate
+  // read of its value, the first from `from` on whose configuration is new.
+  // Any linearization can be put in that form: an unknown write no read
+  // sees, or one that leaves the state as it was, may as well never happen,
+  // and nothing but reads of its value can sit between it and the first of
+  // them.
+  bool TryFused(int entry, int from, int* state, std::vector<Frame>* stack) {
+    const int u = entries_[entry].op;
+    const int value = ops_[u].value;
+    for (int p = NextPartner(value, from); p != -1; p = NextPartner(value, entries_[p].next)) {
+      Flip(u);
+      Flip(entries_[p].op);
+      if (memo_.Insert(bits_, hash_, value)) {
+        stack->push_back(Frame{entry, p, *state});
+        *state = value;
+        Lift(entry);
+        Lift(p);
+        --definite_left_;
+        return true;
+      }
+      Flip(u);
+      Flip(entries_[p].op);
+    }
+    return false;
+  }
+
+  // Walks the list; see the file comment of register_search.h.
   SearchResult Loop() {
-    std::vector<std::pair<int, int>> stack;  // (call entry, state before it)
+    std::vector<Frame> stack;
     int state = 0;
     int entry = entries_[head_].next;
     while (definite_left_ > 0) {
@@ -142,35 +218,36 @@ class Search {
         return SearchResult::kBudgetExceeded;
       }
       if (entry != -1 && entries_[entry].call) {
-        const Entry& e = entries_[entry];
-        const RegisterOp& op = ops_[e.op];
-        if (op.write || op.value == state) {
-          const int next_state = op.write ? op.value : state;
-          Flip(e.op);
-          if (memo_.Insert(bits_, hash_, next_state)) {
-            stack.emplace_back(entry, state);
-            state = next_state;
-            Lift(entry);
-            if (op.complete != kNever) --definite_left_;
-            entry = entries_[head_].next;
-            continue;
-          }
-          Flip(e.op);
+        const RegisterOp& op = ops_[entries_[entry].op];
+        bool lifted;
+        if (op.complete == kNever) {
+          lifted = op.value != state && FirstUnknownOfItsValue(entry) &&
+                   TryFused(entry, entries_[head_].next, &state, &stack);
+        } else {
+          lifted = TryOne(entry, &state, &stack);
         }
-        entry = e.next;
+        entry = lifted ? entries_[head_].next : entries_[entry].next;
         continue;
       }
-      // A return whose op is not linearized (or the end): undo the last
-      // choice and try the next candidate after it.
+      // A return whose op is not linearized: undo the last choice and try
+      // the next one after it.
       if (stack.empty()) return SearchResult::kNotLinearizable;
-      const auto [top, before] = stack.back();
+      const Frame f = stack.back();
       stack.pop_back();
-      const int op = entries_[top].op;
-      Flip(op);
-      state = before;
-      Unlift(top);
-      if (ops_[op].complete != kNever) ++definite_left_;
-      entry = entries_[top].next;
+      state = f.state;
+      ++definite_left_;
+      if (f.partner == -1) {
+        Flip(entries_[f.entry].op);
+        Unlift(f.entry);
+        entry = entries_[f.entry].next;
+        continue;
+      }
+      Flip(entries_[f.partner].op);
+      Flip(entries_[f.entry].op);
+      Unlift(f.partner);
+      Unlift(f.entry);
+      entry = TryFused(f.entry, entries_[f.partner].next, &state, &stack) ? entries_[head_].next
+                                                                          : entries_[f.entry].next;
     }
     return SearchResult::kLinearizable;
   }

@@ -15,6 +15,11 @@
 // An op with complete == kNever (outcome unknown) may be linearized at any
 // point after its invocation or never: the search succeeds as soon as every
 // op that completed is linearized. Only writes may be of unknown outcome.
+// Such a write is only tried right before a read of its value, when the
+// state differs from it, and only the first pending one of each value: any
+// linearization can be rewritten into that form (one no read sees might as
+// well never happen; pending ones of one value are interchangeable), so
+// this prunes without losing answers.
 //
 // Cost: each step is O(1) plus, when an op is linearized, a copy of the
 // linearized set (n/64 words) into the memo. The budget bounds the steps
