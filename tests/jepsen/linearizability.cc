@@ -174,6 +174,9 @@ std::vector<int> Shrink(const std::vector<RegisterOp>& ops, const Linearizabilit
       const SearchResult r = SearchRegister(Select(ops, trial), budget, &stats);
       spent += stats.steps;
       if (r == SearchResult::kNotLinearizable) {
+        // The chunk's ops that stayed now sit at `start`: go on after them.
+        const size_t len = std::min(chunk, cur.size() - start);
+        start += len - (cur.size() - trial.size());
         cur = std::move(trial);
         removed = true;
       } else {

@@ -150,7 +150,9 @@ TEST(LinearizabilityRandomTest, HundredThousandOpsOverTwoThousandKeys) {
   uint64_t read_id = 0;
   ASSERT_TRUE(Mutate(MutationKind::kStale, ops, rng, &read_id));
   const LinearizabilityReport bad = CheckLinearizable(ops, LinearizabilityOptions());
-  ASSERT_EQ(bad.violations.size(), 1u);
+  ASSERT_EQ(bad.violations.size(), 1u)
+      << "the stale read #" << read_id << " was not found; " << bad.unknown.size()
+      << " keys undecided" << (bad.unknown.empty() ? "" : ": " + bad.unknown[0].reason);
   EXPECT_TRUE(bad.unknown.empty());
   EXPECT_LE(bad.violations[0].explanation.size(), 4u);
 }

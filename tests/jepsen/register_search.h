@@ -15,16 +15,16 @@
 // An op with complete == kNever (outcome unknown) may be linearized at any
 // point after its invocation or never: the search succeeds as soon as every
 // op that completed is linearized. Only writes may be of unknown outcome.
-// Such a write is only tried right before a read of its value, when the
-// state differs from it, and only the first pending one of each value: any
-// linearization can be rewritten into that form (one no read sees might as
-// well never happen; pending ones of one value are interchangeable), so
+// Such a write is only tried right before a read of its value that the
+// state cannot explain, and only the earliest usable one of that value: any
+// linearization can be rewritten into that form (register_search.cc), so
 // this prunes without losing answers.
 //
 // Cost: each step is O(1) plus, when an op is linearized, a copy of the
-// linearized set (n/64 words) into the memo. The budget bounds the steps
-// and the memo's words; past it the answer is kBudgetExceeded, never a
-// verdict.
+// linearized set into the memo (only the words between its leading full
+// ones and its trailing empty ones: a few, as ops are mostly linearized in
+// call order). The budget bounds the steps and the memo's words; past it
+// the answer is kBudgetExceeded, never a verdict.
 //
 // Thread safety: a pure function.
 
