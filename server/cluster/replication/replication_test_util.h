@@ -66,8 +66,9 @@ class FakeEditor : public ShardMapEditor {
   absl::Status RemoveReplica(uint32_t shard_id, absl::string_view node_id) override;
   absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id) override;
   // As MapStore's: this node must lead the migration's source shard, whose
-  // epoch is bumped (the flip bumps the target's too).
-  absl::Status BeginHandoff(uint32_t migration_id) override;
+  // epoch is bumped (the flip bumps the target's too); BeginHandoff needs the
+  // target's shard epoch unchanged since the copy began.
+  absl::Status BeginHandoff(uint32_t migration_id, uint64_t target_shard_epoch) override;
   absl::Status CompleteMigration(uint32_t migration_id) override;
 
  private:
