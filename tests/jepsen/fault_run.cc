@@ -1,0 +1,219 @@
+// Copyright 2026 The kvstore Authors.
+
+#include "tests/jepsen/fault_run.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/cluster/cluster_map.h"
+#include "tests/jepsen/history_check.h"
+#include "tests/jepsen/history_io.h"
+#include "tests/jepsen/replica_reader.h"
+
+namespace kvstore {
+namespace jepsen {
+namespace {
+
+using testing::ClusterHarness;
+
+// What the run prints goes to stdout and into the result's report.
+class Log {
+ public:
+  explicit Log(std::string* sink) : sink_(sink), start_(absl::Now()) {}
+  template <typename... Args>
+  void operator()(const absl::FormatSpec<Args...>& format, const Args&... args) {
+    std::string line = absl::StrFormat("[%6.1fs] ", absl::ToDoubleSeconds(absl::Now() - start_));
+    absl::StrAppendFormat(&line, format, args...);
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+    absl::StrAppend(sink_, line, "\n");
+  }
+
+ private:
+  std::string* sink_;
+  absl::Time start_;
+};
+
+// A fault that hit a node: when, and the register keys that node led then
+// (the keys whose next acknowledged write measures the failover time).
+struct Hit {
+  std::string kind;
+  int64_t at_ns = 0;
+  std::set<std::string> keys;
+};
+
+std::set<std::string> KeysLedBy(ClusterHarness& c, int node, int keys) {
+  std::set<std::string> led;
+  absl::StatusOr<v1::ClusterMap> map = c.GetMap();
+  if (!map.ok()) return led;
+  auto view = cluster::ClusterMapView::Build(*map);
+  if (!view.ok()) return led;
+  const std::string id = ClusterHarness::NodeId(node);
+  for (int i = 0; i < keys; ++i) {
+    const std::string key = absl::StrCat("r", i);
+    const v1::Shard* s = (*view)->ShardForKey(key);
+    if (s != nullptr && s->replicas_size() > 0 && s->replicas(0) == id) led.insert(key);
+  }
+  return led;
+}
+
+// Fault to the first acknowledged write (invoked after it) on its keys.
+std::string FailoverTimes(const std::vector<Hit>& hits, const std::vector<Op>& ops) {
+  std::map<std::string, std::vector<double>> by_kind;
+  for (const Hit& h : hits) {
+    if (h.keys.empty()) continue;
+    int64_t first = kNever;
+    for (const Op& op : ops) {
+      if (op.is_write() && op.outcome == Outcome::kOk && op.invoke_ns >= h.at_ns &&
+          h.keys.count(op.key) > 0) {
+        first = std::min(first, op.complete_ns);
+      }
+    }
+    if (first != kNever) by_kind[h.kind].push_back((first - h.at_ns) / 1e6);
+  }
+  std::string out;
+  for (auto& [kind, ms] : by_kind) {
+    std::sort(ms.begin(), ms.end());
+    const auto pct = [&](double p) {
+      return ms[std::min(ms.size() - 1, static_cast<size_t>(p * ms.size()))];
+    };
+    absl::StrAppendFormat(&out, "  %-12s n=%zu p50=%.0f ms p99=%.0f ms max=%.0f ms\n", kind,
+                          ms.size(), pct(0.5), pct(0.99), ms.back());
+  }
+  return out.empty() ? "  (no fault hit a primary's keys)\n" : out;
+}
+
+// The supervisor: start every node that exited on its own again.
+void RestartExited(ClusterHarness& c, Log& log) {
+  for (int i = 0; i < c.size(); ++i) {
+    if (c.Running(i)) continue;
+    std::optional<int> code = c.WaitNodeExit(i, absl::ZeroDuration());
+    absl::Status s = c.RestartNode(i, /*wait_out_of_map=*/false);
+    log("supervisor: n%d had exited (%s); restarted: %s", i + 1,
+        code.has_value() ? absl::StrCat("status ", *code) : "killed", s.ok() ? "ok" : s.ToString());
+  }
+}
+
+std::map<std::string, std::string> RespAddresses(ClusterHarness& c) {
+  std::map<std::string, std::string> out;
+  for (int i = 0; i < c.size(); ++i) {
+    if (c.Running(i)) out[ClusterHarness::NodeId(i)] = c.node(i)->resp_address();
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<FaultRunResult> RunFaults(FaultRunOptions options) {
+  FaultRunResult result;
+  Log log(&result.report);
+  log("seed %d (--seed=%d replays the fault draw), %d nodes, R=%d, %d etcd members, faults %d "
+      "kinds, %s",
+      options.seed, options.seed, options.bed.nodes, options.bed.replicas, options.bed.etcd_members,
+      static_cast<int>(options.faults.size()), absl::FormatDuration(options.duration));
+  absl::StatusOr<std::unique_ptr<TestBed>> started = TestBed::Start(options.bed);
+  if (!started.ok()) return started.status();
+  TestBed& bed = **started;
+  ClusterHarness& c = bed.cluster();
+  if (absl::Status s = c.WaitHealthy(absl::Seconds(60)); !s.ok()) return s;
+  log("cluster up: etcd %s", bed.EtcdEndpoints());
+
+  Recorder recorder;
+  options.workload.seeds = c.ControlAddresses();
+  options.workload.seed = options.seed;
+  Workload load(options.workload, &recorder);
+  load.Start();
+
+  absl::Duration ttl;
+  if (!absl::ParseDuration(options.bed.member_ttl, &ttl)) ttl = absl::Seconds(3);
+  Nemesis nemesis(&bed, options.faults, options.seed, ttl);
+  std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ull);
+  std::vector<Hit> hits;
+  const absl::Time end = absl::Now() + options.duration;
+  while (absl::Now() < end) {
+    absl::SleepFor(options.gap * (1 + std::uniform_real_distribution<double>(0, 1)(rng)));
+    Fault f = nemesis.Next();
+    const std::set<std::string> led =
+        f.node >= 0 ? KeysLedBy(c, f.node, options.workload.keys) : std::set<std::string>();
+    const int64_t at = NowNs();
+    absl::Status injected = nemesis.Inject(f);
+    if (!injected.ok()) {
+      ++result.faults_failed;
+      log("fault %s: not injected: %s", f.Describe(), injected.ToString());
+      continue;
+    }
+    ++result.faults;
+    log("fault %s", f.Describe());
+    if (f.node >= 0) hits.push_back({FaultName(f.kind), at, led});
+    absl::SleepFor(f.hold);
+    absl::Status healed = nemesis.Heal(f);
+    RestartExited(c, log);
+    const absl::Time t0 = absl::Now();
+    absl::Status in_sync = c.WaitHealthy(options.recover_timeout);
+    if (!in_sync.ok()) ++result.not_recovered;
+    log("healed%s; %s after %.1f s", healed.ok() ? "" : absl::StrCat(" (", healed.ToString(), ")"),
+        in_sync.ok() ? "every shard in sync" : absl::StrCat("NOT in sync: ", in_sync.message()),
+        absl::ToDoubleSeconds(absl::Now() - t0));
+  }
+  load.Stop();
+  (void)bed.HealAll();
+  RestartExited(c, log);
+  absl::Status quiet = c.WaitHealthy(options.recover_timeout * 2);
+  log("load stopped; %s", quiet.ok() ? "every shard in sync" : quiet.ToString());
+  absl::Status final_reads = load.FinalReads(absl::Minutes(2));
+  if (!final_reads.ok()) log("final reads: %s", final_reads.ToString());
+
+  std::vector<Op> ops = recorder.Snapshot();
+  result.ok = recorder.Count(Outcome::kOk);
+  result.failed = recorder.Count(Outcome::kFail);
+  result.unknown = recorder.Count(Outcome::kUnknown);
+  log("%d faults injected (%d could not be), %d heals not in sync in time; operations: %d ok, %d "
+      "failed, %d unknown",
+      result.faults, result.faults_failed, result.not_recovered, result.ok, result.failed,
+      result.unknown);
+  log("failover time (fault -> first acknowledged write on the keys the node led):\n%s",
+      FailoverTimes(hits, ops));
+  if (!options.history_file.empty()) {
+    absl::Status w = WriteHistoryFile(options.history_file, ops);
+    log("history: %s %s", options.history_file, w.ok() ? "written" : w.ToString());
+  }
+
+  HistoryCheckOptions check;
+  check.require_final_reads = final_reads.ok();
+  const HistoryCheckResult verdict = CheckHistory(ops, check);
+  log("history check:\n%s", verdict.text);
+  result.violation = verdict.violation;
+  result.undecided = verdict.undecided;
+
+  if (quiet.ok()) {
+    std::vector<std::string> keys;
+    for (const Op& op : ops) {
+      if (op.is_write()) keys.push_back(op.key);
+    }
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    absl::StatusOr<v1::ClusterMap> map = c.GetMap();
+    absl::StatusOr<std::vector<ShardDumps>> dumps =
+        map.ok() ? ReadReplicas(*map, RespAddresses(c), keys)
+                 : absl::StatusOr<std::vector<ShardDumps>>(map.status());
+    if (dumps.ok()) {
+      bool diverged = false;
+      log("replica convergence: %s", ConvergenceText(CheckConvergence(*dumps), 10, &diverged));
+      result.violation = result.violation || diverged;
+    } else {
+      log("replica convergence: not checked: %s", dumps.status().ToString());
+    }
+  }
+  log("verdict: %s", result.violation ? "VIOLATION" : result.undecided ? "undecided" : "PASS");
+  return result;
+}
+
+}  // namespace jepsen
+}  // namespace kvstore

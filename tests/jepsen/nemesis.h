@@ -1,0 +1,97 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Nemesis: the faults of the fault suite, drawn at random from a seed (the
+// same seed and options draw the same sequence of kinds and targets; what
+// the cluster does in between is not replayable, the draw is). Each fault is
+// injected, held, and healed by the runner:
+//
+//   kill          kill -9 of a node (a shard's primary when there is one),
+//                 restarted after the hold: inside or outside the member TTL
+//   pause         SIGSTOP of a node for 0.3, 0.9, 1.5 or 5 TTL, then SIGCONT
+//   cut-etcd      a node and every etcd member cannot reach each other
+//   cut-peer      a node and one other node cannot reach each other
+//   cut-clients   a node and the clients cannot reach each other
+//   one-way       a node's packets to every other node vanish; theirs arrive
+//   etcd-kill     kill -9 of the etcd leader, restarted after the hold
+//   etcd-pause    SIGSTOP of the etcd leader, SIGCONT after the hold
+//   etcd-isolate  one etcd member cut from the other members (kvservers still
+//                 reach it: its watches and keepalives get no leader)
+//   failover      kvctl cluster failover of a random shard (an admin act,
+//                 not a fault; nothing to heal)
+//
+// Partitions drop packets silently at the receiver (Firewall, kIn), so
+// connections hang as over a real broken link instead of failing fast.
+//
+// Thread safety: not thread-safe; the runner's fault thread drives it.
+
+#ifndef KVSTORE_TESTS_JEPSEN_NEMESIS_H_
+#define KVSTORE_TESTS_JEPSEN_NEMESIS_H_
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "tests/jepsen/test_bed.h"
+
+namespace kvstore {
+namespace jepsen {
+
+enum class FaultKind {
+  kKill,
+  kPause,
+  kCutEtcd,
+  kCutPeer,
+  kCutClients,
+  kOneWay,
+  kEtcdKill,
+  kEtcdPause,
+  kEtcdIsolate,
+  kFailover,
+};
+
+// The name used in --faults and in the log ("kill", "cut-etcd", ...).
+std::string FaultName(FaultKind kind);
+// Parses a comma-separated list of names ("all": every kind).
+absl::Status ParseFaults(const std::string& list, std::vector<FaultKind>* out);
+
+struct Fault {
+  FaultKind kind = FaultKind::kKill;
+  int node = -1;   // the node it hits (kill, pause, cuts)
+  int other = -1;  // cut-peer: the other node; etcd-*: the member
+  int shard = -1;  // failover
+  absl::Duration hold;
+  std::string Describe() const;
+};
+
+class Nemesis {
+ public:
+  // `bed` is not owned and outlives the nemesis. `ttl`: the member TTL.
+  Nemesis(TestBed* bed, std::vector<FaultKind> kinds, uint64_t seed, absl::Duration ttl);
+
+  // Draws the next fault (targets from the current map where it matters).
+  Fault Next();
+  // Injects it. An error says what could not be done (the runner logs it
+  // and goes on: a fault that cannot be injected is not a violation).
+  absl::Status Inject(Fault& fault);
+  // Undoes it: restarts, resumes, clears rules.
+  absl::Status Heal(const Fault& fault);
+
+ private:
+  int RandomNode();
+  int PrimaryOrRandom();
+  absl::Status CutPair(Firewall& a, const std::string& a_ip, Firewall& b, const std::string& b_ip);
+  absl::Status Failover(int shard);
+
+  TestBed* const bed_;
+  const std::vector<FaultKind> kinds_;
+  const absl::Duration ttl_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace jepsen
+}  // namespace kvstore
+
+#endif  // KVSTORE_TESTS_JEPSEN_NEMESIS_H_
