@@ -6,10 +6,9 @@
 // learn the cluster map from servers, never from etcd.
 //
 // Endpoints are tried in order; a call that fails with UNAVAILABLE moves to
-// the next endpoint for the next call (and counts in endpoint_changes()), and that endpoint's gRPC channel is
-// replaced by a fresh one (so the client reaches a restarted etcd at once,
-// also when calls kept failing during the outage). Every call is bounded by
-// EtcdOptions::rpc_timeout.
+// the next endpoint for the next call (and counts in endpoint_changes()), and that endpoint's gRPC
+// channel is replaced by a fresh one (so the client reaches a restarted etcd at once, also when
+// calls kept failing during the outage). Every call is bounded by EtcdOptions::rpc_timeout.
 //
 // Keepalives and watches carry etcd's require-leader metadata
 // (`hasleader: true`): a member cut off from its quorum answers them with
@@ -99,12 +98,13 @@ struct WatchEvent {
 class WatchHandle {
  public:
   virtual ~WatchHandle() = default;
-  // Asks etcd to confirm that the watch is alive and caught up: when it
-  // does, the callback gets an empty batch, after every event up to the
-  // store's revision at that moment. A watch that stays silent after this
-  // is broken although its stream looks open (a half-open connection, a
-  // member that lost its leader): its owner should drop it and watch again.
-  // Never blocks; safe from any thread but the callback's.
+  // Asks etcd to confirm that the watch is alive: when it does, the
+  // callback gets an empty batch (a progress notice; etcd 3.4 does not
+  // order it with events still in flight). A watch that stays silent after
+  // this is broken although its stream looks open (a half-open connection,
+  // a member that lost its leader): its owner should drop it and watch
+  // again. Safe from any thread but the callback's; does not wait for the
+  // answer.
   virtual void RequestProgress() = 0;
 };
 

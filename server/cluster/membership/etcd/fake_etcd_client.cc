@@ -105,9 +105,7 @@ void FakeEtcd::RenewAllLeases() { store_->RenewAllLeases(); }
 
 void FakeEtcd::StallWatches(absl::string_view name) { store_->StallWatches(std::string(name)); }
 
-void FakeEtcd::ChangeEndpoint(absl::string_view name) {
-  store_->ChangeEndpoint(std::string(name));
-}
+void FakeEtcd::ChangeEndpoint(absl::string_view name) { store_->ChangeEndpoint(std::string(name)); }
 
 absl::Status FakeEtcd::ExpireLease(int64_t lease) { return store_->ExpireLease(lease); }
 
