@@ -115,9 +115,7 @@ void ManualClock::Advance(absl::Duration d) {
   }
 }
 
-void ManualClock::StepWall(absl::Duration d) {
-  state_->wall_ns += absl::ToInt64Nanoseconds(d);
-}
+void ManualClock::StepWall(absl::Duration d) { state_->wall_ns += absl::ToInt64Nanoseconds(d); }
 
 bool ManualClock::Settled() const {
   State& s = *state_;
