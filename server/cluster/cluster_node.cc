@@ -88,6 +88,7 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOpt
   co.lease = node->membership_->lease();
   co.replicas = options.replicas;
   co.min_nodes = options.min_nodes();
+  co.member_ttl = options.member_ttl;
   GrpcAppliedSeqOptions ao;
   ao.peers = deps.peers;
   co.map_epoch = MakeGrpcMapEpochFn(ao);

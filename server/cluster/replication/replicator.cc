@@ -286,11 +286,7 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
 }
 
 void Replicator::HoldForFormerPrimary(uint32_t shard_id) {
-  const absl::Time until = former_.HoldUntil(shard_id);
-  const absl::Time now = absl::Now();
-  if (until <= now) return;
-  former_primary_holds_->Increment();
-  absl::SleepFor(until - now);
+  if (former_.AwaitHold(shard_id)) former_primary_holds_->Increment();
 }
 
 absl::Status Replicator::ForwardToTarget(const cluster::ClusterMapView& map,
