@@ -92,6 +92,13 @@ uint32_t SlotCountOf(const v1::Shard& shard);
 // "0-5460,10923-16383": the ranges of a shard, for logs and kvctl.
 std::string FormatSlotRanges(const v1::Shard& shard);
 
+// Brings shard.syncing_since in line with shard.syncing before the shard is
+// written: a syncing node without an entry gets the shard's (already
+// bumped) shard_epoch — the map that adds it — and entries of nodes no
+// longer syncing go, so a node removed and added again later starts anew.
+// Every writer of the map calls it on every shard it writes.
+void StampSyncingSince(v1::Shard* shard);
+
 }  // namespace cluster
 }  // namespace kvstore
 

@@ -192,6 +192,7 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
   ReplicatorOptions ro;
   ro.replication_timeout = options.replication_timeout;
   ro.lease_ttl = options.lease_ttl;
+  ro.min_insync_replicas = options.min_insync_replicas;
   ShardMapEditor* editor = &editor_;
   if (options.make_editor) {
     custom_editor_ = options.make_editor(&state_);

@@ -103,6 +103,8 @@ struct NodeOptions {
   // ReplicatorOptions::lease_ttl: how long writes are held after a demoted
   // former primary is dropped.
   absl::Duration lease_ttl = absl::Seconds(3);
+  // ReplicatorOptions::min_insync_replicas.
+  uint32_t min_insync_replicas = 1;
   bool sync_thread = true;
   // The migration driver's thread (else tests call driver().Step()).
   bool migration_thread = false;

@@ -90,6 +90,12 @@ struct ReplicatorOptions {
   // The member lease TTL (--member_ttl): how long writes of a shard are
   // held after its former primary is dropped (FormerPrimaries).
   absl::Duration lease_ttl = absl::Seconds(3);
+  // The in-sync floor (--min_insync_replicas), capped by the map's
+  // replication factor: a write of a shard with fewer in-sync replicas
+  // (the primary counted) is refused before it goes anywhere, and a failed
+  // backup is never dropped when that would leave fewer (see the file
+  // comment). 1: no floor beyond the primary itself.
+  uint32_t min_insync_replicas = 1;
 };
 
 class Replicator : public WriteHook {
