@@ -180,7 +180,9 @@ TEST_F(ReplicationTest, AWriteBelowTheInSyncFloorIsRefusedBeforeAnySideEffect) {
   NodeOptions options;
   options.min_insync_replicas = 2;
   Start(2, options);
-  maps_.Set(OneShardMap(nodes(), {0}, {1}));  // n1 copies: not in sync yet
+  v1::ClusterMap map = OneShardMap(nodes(), {0}, {1});  // n1 copies: not in sync yet
+  map.set_replication_factor(2);
+  maps_.Set(map);
   absl::Status put = node(0).Put("k", "v");
   EXPECT_TRUE(cluster::IsRefusal(put, cluster::RefusalKind::kClusterDown)) << put;
   EXPECT_TRUE(cluster::CertainlyNoEffect(put)) << put;
