@@ -97,6 +97,7 @@ absl::Status KvServer::StartCluster() {
     if (rdma_ != nullptr) rdma_->Unfence();
   };
   deps.on_lease_lost = options_.on_lease_lost;
+  deps.etcd = options_.etcd_client_for_test ? options_.etcd_client_for_test() : nullptr;
   deps.peers = peers_.get();
   // The slot janitor (§19.9 clean-up) listens to every map from the first
   // one on, so it starts before the ClusterNode installs any; ~KvServer

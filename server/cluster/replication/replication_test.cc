@@ -221,6 +221,28 @@ TEST_F(ReplicationTest, AFailedBackupTheFloorNeedsStaysInSyncAndTheWriteIsUnknow
   EXPECT_EQ(node(1).Value("e"), "5");
 }
 
+// A node placed again in a shard it held before (it registered again after
+// a lease lapse, memory intact) holds keys the primary deleted since; the
+// copy only adds entries, so it drops its old ones first, or it would join
+// the in-sync set holding a key the shard no longer has.
+TEST_F(ReplicationTest, AJoinerDropsWhatItHeldOfTheShardBeforeItCopies) {
+  NodeOptions options;
+  options.sync_thread = false;  // the test drives the copy
+  Start(2, options);
+  maps_.Set(OneShardMap(nodes(), {1, 0}, {}));
+  ASSERT_THAT(node(1).Put("gone", "old"), IsOk());
+  ASSERT_THAT(node(1).Put("kept", "old"), IsOk());
+  // n1 leaves; n0 leads and deletes one key, rewrites the other.
+  maps_.Set(OneShardMap(nodes(), {0}, {}));
+  ASSERT_THAT(node(0).Delete("gone"), IsOk());
+  ASSERT_THAT(node(0).Put("kept", "new"), IsOk());
+  EXPECT_EQ(node(1).Value("gone"), "old");  // still in n1's memory
+  maps_.Set(OneShardMap(nodes(), {0}, {1}));
+  ASSERT_THAT(node(1).installer().SyncShardNow(0), IsOk());
+  EXPECT_EQ(node(1).Value("gone"), "<NOT_FOUND>");
+  EXPECT_EQ(node(1).Value("kept"), "new");
+}
+
 // After a manual failover n0 -> n1, n0 is a backup whose fence page may
 // still name the older map. If it stops answering before it applied the
 // new map, n1 drops it and holds that write (and the shard's next ones)
