@@ -64,7 +64,10 @@ class FakeEditor : public ShardMapEditor {
  public:
   FakeEditor(FakeMapStore* maps, std::string self) : maps_(maps), self_(std::move(self)) {}
   absl::Status RemoveReplica(uint32_t shard_id, absl::string_view node_id) override;
-  absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id) override;
+  // Checks only that the node is syncing (the incarnation and epoch
+  // checks are MapStore's, tested on etcd).
+  absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id, uint64_t incarnation,
+                          uint64_t copy_shard_epoch) override;
   // As MapStore's: this node must lead the migration's source shard, whose
   // epoch is bumped (the flip bumps the target's too).
   absl::Status BeginHandoff(uint32_t migration_id) override;
