@@ -285,6 +285,28 @@ TEST(ControllerPlanTest, ACopyOutsideTheLastInSyncSetDoesNotRecoverTheShard) {
   EXPECT_EQ(m.shards(0).last_in_sync(0).node_id(), "a");
 }
 
+TEST(ControllerPlanTest, AcceptLossGivesTheDownShardAnEmptyPrimary) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 1, "test");
+  FakeSeqs seqs;
+  auto down = PlanNext(map, Members({"b", "c"}), seqs.Fn());
+  ASSERT_TRUE(down.has_value());
+  MemberSet members = Members({"b", "c", "d"});
+  EXPECT_EQ(PlanAcceptLoss(down->map, members, 9).status().code(), absl::StatusCode::kNotFound);
+  absl::Status not_down = PlanAcceptLoss(down->map, members, 1).status();
+  EXPECT_EQ(not_down.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(not_down.message(), HasSubstr("not down"));
+  auto accepted = PlanAcceptLoss(down->map, members, 0);
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  ExpectValid(*accepted);
+  EXPECT_EQ(accepted->epoch(), down->map.epoch() + 1);
+  EXPECT_THAT(Replicas(*accepted, 0), ElementsAre("d"));  // the fewest roles
+  EXPECT_EQ(accepted->shards(0).last_in_sync_size(), 0);
+  EXPECT_EQ(accepted->shards(0).shard_epoch(), down->map.shards(0).shard_epoch() + 1);
+  EXPECT_TRUE(IsAliveIn(*accepted, members, "d"));
+  EXPECT_EQ(PlanAcceptLoss(down->map, {}, 0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(ControllerPlanTest, AddressChangeRefreshesRecord) {
   v1::ClusterMap map = MakeFirstMap(Members({"a", "b"}), 2, "test");
   MemberSet members = Members({"a", "b"});
