@@ -139,8 +139,9 @@ struct KvServerOptions {
   // without the page a cached GET is one READ instead of two. The fence
   // tests turn it on to drive the page of one process.
   bool fence_single_node = false;
-  // Called when etcd says this node's lease expired (it was replaced).
-  // Empty: log and _exit(3), as kvserver must (tests inject their own).
+  // Called (on a membership thread) when etcd says this node's lease
+  // expired. The node does not exit: it stays fenced, keeps its memory and
+  // registers again as a new incarnation (ClusterNode). May be empty.
   std::function<void()> on_lease_lost;
   // Tests only: the etcd client to use instead of connecting to
   // cluster.etcd_endpoints (an in-memory FakeEtcd's; the endpoints must
