@@ -35,6 +35,9 @@ TEST_PKGS=(
                                     # images also take busybox-static, redis-tools, etcd-server,
                                     # prometheus from above
   curl                              # the compose test reads /metrics and Prometheus's API
+  nftables                          # partial, one-way and silent partitions (tests/jepsen)
+  stress-ng                         # tests/jepsen --load and the loaded-machine check of the suite
+  libfaketime                       # wall-clock steps of one process (tests/jepsen nemesis)
 )
 
 want=("${BUILD_PKGS[@]}" "${RUN_PKGS[@]}")

@@ -224,8 +224,11 @@ bep_results_without_xml() {
 if ((RUN_BAZEL_TESTS)); then
     step "bazel test //..."
     rc=0
-    # --keep_going: run every test that builds, even if another one does not
-    "$BAZEL" test //... --keep_going --build_event_json_file="$WORK/bep.json" || rc=$?
+    # --keep_going: run every test that builds, even if another one does not.
+    # --cache_test_results=no: a test command that reports a result it did
+    # not run this time would hide a flaky or load-sensitive test.
+    "$BAZEL" test //... --keep_going --cache_test_results=no \
+        --build_event_json_file="$WORK/bep.json" || rc=$?
     case $rc in
     0) ;;
     4) NOTES+=("bazel test //... found no test targets to run (exit 4)") ;;
@@ -272,7 +275,7 @@ run_sanitized_suite() {
     [[ $config == tsan ]] &&
         flags+=("--test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$REPO/tests/fuzz/tsan.supp")
     step "bazel test --config=$config //... (the host suite under $config)"
-    "$BAZEL" test --config="$config" //... --keep_going --symlink_prefix=/ \
+    "$BAZEL" test --config="$config" //... --keep_going --cache_test_results=no --symlink_prefix=/ \
         --build_event_json_file="$bep" "${flags[@]}" || rc=$?
     case $rc in
     0 | 4) ;;

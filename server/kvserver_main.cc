@@ -124,7 +124,9 @@ ABSL_FLAG(std::string, cluster_name, "kvstore",
 ABSL_FLAG(std::string, advertise_host, "",
           "host other nodes and clients dial (default: --listen, or the host name when it is "
           "0.0.0.0)");
-ABSL_FLAG(uint32_t, replicas, 2, "replicas per shard (1..3), used when the first map is made");
+ABSL_FLAG(uint32_t, replicas, 2,
+          "replicas per shard (1..3), used when the first map is made. With 1 a shard has one "
+          "copy: when its node dies, its keys are gone (docs/consistency.md)");
 ABSL_FLAG(uint32_t, cluster_min_nodes, 0,
           "members the controller waits for before making the first map (0: --replicas)");
 ABSL_FLAG(

@@ -40,6 +40,7 @@ constexpr KindRow kKinds[] = {
     {RefusalKind::kSessionLost, "session lost", absl::StatusCode::kFailedPrecondition},
     {RefusalKind::kStaleServerEpoch, "stale server epoch", absl::StatusCode::kUnavailable},
     {RefusalKind::kNotPublished, "not published", absl::StatusCode::kUnknown},
+    {RefusalKind::kNotClustered, "single-node mode", absl::StatusCode::kFailedPrecondition},
 };
 
 const KindRow& RowOf(RefusalKind kind) {
@@ -184,6 +185,9 @@ Refusal Refusal::SessionLost(std::string detail) {
 Refusal Refusal::StaleServerEpoch(std::string detail) {
   return Make(RefusalKind::kStaleServerEpoch, std::nullopt, "", "", std::move(detail));
 }
+Refusal Refusal::NotClustered(std::string detail) {
+  return Make(RefusalKind::kNotClustered, std::nullopt, "", "", std::move(detail));
+}
 Refusal Refusal::NotPublished(std::string detail) {
   return Make(RefusalKind::kNotPublished, std::nullopt, "", "", std::move(detail))
       .WithUnknownEffect();
@@ -211,7 +215,7 @@ std::optional<Refusal> DecodePayload(absl::string_view bytes) {
   if (!p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return std::nullopt;
   // A kind this build does not know (a newer peer's) is no refusal here.
   if (p.kind() < static_cast<int>(RefusalKind::kMoved) ||
-      p.kind() > static_cast<int>(RefusalKind::kNotPublished)) {
+      p.kind() > static_cast<int>(RefusalKind::kNotClustered)) {
     return std::nullopt;
   }
   Refusal r;

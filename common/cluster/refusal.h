@@ -23,15 +23,18 @@
 //   kSessionLost       FAILED_PRECONDITION      session lost[: <detail>]
 //   kStaleServerEpoch  UNAVAILABLE              stale server epoch[: <detail>]
 //   kNotPublished      (always effect unknown)  not published[: <detail>]
+//   kNotClustered      FAILED_PRECONDITION      single-node mode[: <detail>]
 //
 // A kTryAgain status's message leaves the word out ("Hash slot 7 ..."): the
 // RESP word of any UNAVAILABLE status is TRYAGAIN already.
 // kMoved / kAsk name the node to go to (node_id, and its address for the
 // transport the answer goes out on); kTryAgain always names its slot. The
-// last five never reach a RESP client as such: peers answer each other
+// others never reach a RESP client as such: peers answer each other
 // kMapBehind (my map is older than yours: wait) and kStaleShardEpoch (mine
 // is newer: route again); the control plane answers kSessionLost and
-// kStaleServerEpoch (handshake again).
+// kStaleServerEpoch (handshake again); a single-node server answers the
+// cluster calls kNotClustered (a client then connects to it as to one
+// server; the text keeps the words older clients looked for).
 //
 // Effect. Every refusal says what became of a write it answers:
 //   Effect::kNone     the write certainly had no effect: it was refused
@@ -70,6 +73,7 @@ enum class RefusalKind {
   kSessionLost,       // the control-plane session is gone: handshake again
   kStaleServerEpoch,  // the server restarted since the handshake: handshake again
   kNotPublished,      // sent on to other nodes but not published here
+  kNotClustered,      // this server runs single-node: it has no cluster map
 };
 
 enum class Effect {
@@ -94,6 +98,7 @@ struct Refusal {
   static Refusal StaleShardEpoch(std::string detail);
   static Refusal SessionLost(std::string detail);
   static Refusal StaleServerEpoch(std::string detail);
+  static Refusal NotClustered(std::string detail);
   // Always Effect::kUnknown.
   static Refusal NotPublished(std::string detail);
 

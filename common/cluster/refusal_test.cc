@@ -36,6 +36,7 @@ std::vector<Refusal> EveryKind() {
       Refusal::SessionLost("no live session 77 (expired or never opened): handshake again"),
       Refusal::StaleServerEpoch("stale epoch 41, server epoch 42: handshake again"),
       Refusal::NotPublished("RESOURCE_EXHAUSTED: index full"),
+      Refusal::NotClustered("this server is not in a cluster"),
   };
 }
 

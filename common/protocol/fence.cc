@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/cluster/refusal.h"
 
 namespace kvstore {
 namespace fence {
@@ -22,17 +23,18 @@ void Encode(const FenceWords& words, void* bytes) {
 }
 
 absl::Status Check(const FenceWords& words, uint64_t reader_map_epoch, int64_t now_unix_ms) {
-  if (words.valid_until_ms == 0) return absl::UnavailableError("server is fenced");
+  using cluster::Refusal;
+  if (words.valid_until_ms == 0) return cluster::ToStatus(Refusal::ClusterDown("server is fenced"));
   if (words.valid_until_ms != kNoExpiry) {
     const int64_t until = static_cast<int64_t>(words.valid_until_ms);
     if (now_unix_ms + kClockSkewMarginMs >= until) {
-      return absl::UnavailableError(absl::StrCat("server's lease lapsed ", now_unix_ms - until,
-                                                 " ms ago (frozen or cut off from etcd)"));
+      return cluster::ToStatus(Refusal::ClusterDown(absl::StrCat(
+          "server's lease lapsed ", now_unix_ms - until, " ms ago (frozen or cut off from etcd)")));
     }
   }
   if (reader_map_epoch != words.map_epoch) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cluster map epoch mismatch: server ", words.map_epoch, ", reader ", reader_map_epoch));
+    return cluster::ToStatus(Refusal::StaleShardEpoch(absl::StrCat(
+        "cluster map epoch mismatch: server ", words.map_epoch, ", reader ", reader_map_epoch)));
   }
   return absl::OkStatus();
 }

@@ -52,11 +52,13 @@ void Encode(const FenceWords& words, void* bytes);
 // Whether data read in the same batch as `words` may be used by a reader
 // that holds cluster map `reader_map_epoch` (0: single-node, no map) at
 // `now_unix_ms`:
-//   kUnavailable         fenced, or valid_until is not at least
+//   kUnavailable         (refusal kClusterDown, common/cluster/refusal.h)
+//                        fenced, or valid_until is not at least
 //                        kClockSkewMarginMs after now (lease lapsed or the
 //                        server is frozen): drop the data, refresh the map;
-//   kFailedPrecondition  the server's map epoch differs from the reader's:
-//                        drop the data, refresh the map and retry;
+//   kFailedPrecondition  (refusal kStaleShardEpoch) the server's map epoch
+//                        differs from the reader's: drop the data, refresh
+//                        the map and retry;
 //   OK                   use it.
 absl::Status Check(const FenceWords& words, uint64_t reader_map_epoch, int64_t now_unix_ms);
 

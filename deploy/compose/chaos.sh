@@ -35,8 +35,8 @@
 #
 # Environment: as deploy/cluster.sh (KV_COMPOSE_PROJECT, KV_COMPOSE_STATE);
 # KV_STATUS_TIMEOUT (kvctl cluster status, default 5s), KV_OP_TIMEOUT
-# (chaos_load --op_timeout), KV_CHAOS_SETTLE (seconds the load goes on after
-# each round is back in sync, default 0).
+# (chaos_load --op_timeout), KV_CHAOS_SETTLE (extra seconds the load goes on
+# after each round has recovered, default 0).
 #
 # Exit status: 0 no violation and every fault recovered from; 1 otherwise;
 # 2 bad usage.
@@ -190,9 +190,14 @@ fault() {
     [[ -z $restarter ]] || wait "$restarter" || die "restart: docker restart $svc failed"
     wait_in_sync 300 || die "$kind: the cluster was not back in sync within 300 s"
     say "$kind: $svc back, every shard in sync after $((SECONDS - t0)) s"
-    # The load goes on for KV_CHAOS_SETTLE seconds more, so that its clients
-    # (slow to notice a new map on an emulated CPU) write the fault's keys
-    # again before `stop`: chaos_load fails a fault after which they never did.
+    # The clients (slow to notice a new map on an emulated CPU) must write
+    # the fault's keys again before `stop`: chaos_load fails a fault after
+    # which they never did. Wait for that, not for a fixed time.
+    echo "await $kind-$victim 300" >&7
+    wait_line "recovered $kind-$victim" 330 || die "$kind: chaos_load did not answer await"
+    grep -qF "not recovered $kind-$victim" "$OUT" &&
+        die "$kind: no write on $victim's keys acknowledged within 300 s of the fault"
+    say "$kind: writes on $victim's keys acknowledged again"
     if [[ ${KV_CHAOS_SETTLE:-0} -gt 0 ]]; then
         say "$kind: the load runs ${KV_CHAOS_SETTLE} s more (KV_CHAOS_SETTLE)"
         sleep "$KV_CHAOS_SETTLE"

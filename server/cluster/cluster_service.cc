@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/cluster/refusal.h"
 #include "common/cluster/slots.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
@@ -64,7 +65,7 @@ ClusterService::ClusterService(ClusterServiceDeps deps)
 absl::Status ClusterService::Admit(const grpc::ServerContext* context) const {
   if (absl::Status s = auth_.Check(context); !s.ok()) return s;
   if (deps_.state == nullptr) {
-    return absl::FailedPreconditionError("single-node mode: this server is not in a cluster");
+    return cluster::ToStatus(cluster::Refusal::NotClustered("this server is not in a cluster"));
   }
   return absl::OkStatus();
 }

@@ -69,16 +69,22 @@ void RespLoop::CheckTimeouts() {
   std::vector<std::pair<Connection*, std::string>> expired;
   size_t released = 0;
   for (auto& [fd, c] : conns_) {
-    // A connection quiet for a second with nothing buffered gives its input
-    // buffer back (64 KiB or more once it has read anything): thousands of
-    // idle clients would otherwise keep that resident. Here, not after each
-    // request, so busy connections keep reusing theirs.
-    if (c->start == c->in.size() && c->in.capacity() > 0 &&
-        now - c->last_activity > absl::Seconds(1)) {
-      released += c->in.capacity();
-      c->in.Release();
-      std::string().swap(c->out_spare);
-      c->start = 0;
+    // A connection quiet for a second gives back its empty input buffer
+    // (64 KiB or more once it has read anything) and its spare reply string
+    // (up to 64 KiB after a large reply): thousands of idle clients would
+    // otherwise keep that resident. Each on its own: a connection whose
+    // input buffer is already empty may still hold a spare reply string.
+    // Here, not after each request, so busy connections keep reusing theirs.
+    if (now - c->last_activity > absl::Seconds(1)) {
+      if (c->start == c->in.size() && c->in.capacity() > 0) {
+        released += c->in.capacity();
+        c->in.Release();
+        c->start = 0;
+      }
+      if (c->out_spare.capacity() > 0) {
+        released += c->out_spare.capacity();
+        std::string().swap(c->out_spare);
+      }
     }
     const bool mid_request = c->state != InputState::kCommands || c->start < c->in.size();
     if (mid_request && c->request_started != absl::InfiniteFuture() &&

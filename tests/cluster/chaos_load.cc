@@ -17,6 +17,11 @@
 //   fault LABEL [NS]   a fault was injected at NS (CLOCK_REALTIME ns; now
 //                      when absent) on the node of the last `prepare`;
 //                      reported: the first acknowledged write on its keys
+//   await LABEL SECS   wait (at most SECS) until a write on fault LABEL's
+//                      keys was acknowledged after it; prints
+//                      "chaos_load: recovered LABEL" or "... not recovered
+//                      LABEL" (the chaos script waits for that line instead
+//                      of sleeping a fixed time)
 //   stop, or EOF       end the load
 // Then it reads every key once (FinalReads) and checks the whole history
 // (HistoryChecker, final reads required) and prints the verdict.
@@ -30,6 +35,7 @@
 // --expect_transport every operation on that transport; 1 otherwise;
 // 2 bad usage or unreadable token.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -131,9 +137,20 @@ uint64_t RequestsOn(const std::map<std::string, uint64_t>& m, const std::string&
   return sum;
 }
 
+// `await`: polls the live history until a write on `f`'s keys was
+// acknowledged after it, or `limit` passes. True when one was.
+bool AwaitRecovery(const Fault& f, const History& history, absl::Duration limit) {
+  const absl::Time end = absl::Now() + limit;
+  while (true) {
+    if (f.keys.empty() || FirstAcknowledgedWrite(history.Snapshot(), f.keys, f.at_ns)) return true;
+    if (absl::Now() >= end) return false;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
 // Reads stdin commands until stop/EOF; returns the faults announced.
 std::vector<Fault> ReadCommands(const std::vector<std::string>& seeds, const std::string& token,
-                                const Workload& load) {
+                                const Workload& load, const History& history) {
   std::vector<Fault> faults;
   std::vector<std::string> prepared;
   std::string line;
@@ -162,6 +179,16 @@ std::vector<Fault> ReadCommands(const std::vector<std::string>& seeds, const std
       std::printf("chaos_load: fault %s noted (%zu keys)\n", f.label.c_str(), f.keys.size());
       faults.push_back(std::move(f));
       prepared.clear();
+    } else if (w[0] == "await" && w.size() == 3) {
+      int secs = 0;
+      auto it = std::find_if(faults.begin(), faults.end(),
+                             [&](const Fault& f) { return f.label == w[1]; });
+      if (it == faults.end() || !absl::SimpleAtoi(w[2], &secs)) {
+        std::printf("chaos_load: await: no fault %s, or SECS is not a number\n", w[1].c_str());
+      } else {
+        const bool ok = AwaitRecovery(*it, history, absl::Seconds(secs));
+        std::printf("chaos_load: %s %s\n", ok ? "recovered" : "not recovered", w[1].c_str());
+      }
     } else {
       std::printf("chaos_load: ignored command '%s'\n", line.c_str());
     }
@@ -249,7 +276,7 @@ int Run(const std::vector<std::string>& seeds) {
   if (absl::GetFlag(FLAGS_duration) > absl::ZeroDuration()) {
     absl::SleepFor(absl::GetFlag(FLAGS_duration));
   } else {
-    faults = ReadCommands(seeds, token, load);
+    faults = ReadCommands(seeds, token, load, history);
   }
   load.Stop();
 

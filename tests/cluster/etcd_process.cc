@@ -60,7 +60,7 @@ absl::Status PickPorts(int* a, int* b) {
 }
 
 // One HTTP/1.0 GET of etcd's /health; true when it reports a healthy member.
-bool Healthy(int port) {
+bool Healthy(const std::string& ip, int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   timeval tv{1, 0};
@@ -69,7 +69,7 @@ bool Healthy(int port) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  inet_pton(AF_INET, ip.c_str(), &addr.sin_addr);
   std::string reply;
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
     const std::string req = "GET /health HTTP/1.0\r\n\r\n";
@@ -83,13 +83,17 @@ bool Healthy(int port) {
   return absl::StrContains(reply, "\"health\":\"true\"");
 }
 
-// Whether process `pid` holds the socket listening on 127.0.0.1:`port`.
+// Whether process `pid` holds the socket listening on `ip`:`port`.
 // Another test's etcd may have taken a port we picked (see PickPorts); its
 // /health answer must not pass for ours. Linux only: the socket's inode from
 // /proc/PID/net/tcp, looked up among /proc/PID/fd.
-bool ListensOn(pid_t pid, int port) {
+bool ListensOn(pid_t pid, const std::string& ip, int port) {
   std::ifstream tcp(absl::StrCat("/proc/", pid, "/net/tcp"));
-  const std::string local = absl::StrFormat("0100007F:%04X", port);
+  in_addr a{};
+  inet_pton(AF_INET, ip.c_str(), &a);
+  // /proc/net/tcp prints the address as the host-order hex of the
+  // network-order word.
+  const std::string local = absl::StrFormat("%08X:%04X", a.s_addr, port);
   std::string line, inode;
   std::getline(tcp, line);  // header
   while (std::getline(tcp, line)) {
@@ -128,14 +132,14 @@ absl::Status EtcdProcess::Start() {
     if (absl::Status s = Launch(); !s.ok()) return s;
     return WaitHealthy();
   }
-  std::string tmpl = absl::StrCat(TempDir(), "/etcd.XXXXXX");
-  if (mkdtemp(tmpl.data()) == nullptr) {
-    return absl::InternalError(absl::StrCat("mkdtemp ", tmpl, ": ", std::strerror(errno)));
+  if (options_.client_port != 0) {
+    if (absl::Status s = StartAsync(); !s.ok()) return s;
+    return WaitHealthy();
   }
-  dir_ = tmpl;
+  if (absl::Status s = MakeDir(); !s.ok()) return s;
   for (int attempt = 1;; ++attempt) {
     if (absl::Status s = PickPorts(&client_port_, &peer_port_); !s.ok()) return s;
-    endpoint_ = absl::StrCat("127.0.0.1:", client_port_);
+    endpoint_ = absl::StrCat(options_.ip, ":", client_port_);
     if (absl::Status s = Launch(); !s.ok()) return s;
     absl::Status s = WaitHealthy();
     // Another process may have taken a port between PickPorts() and etcd's
@@ -147,23 +151,56 @@ absl::Status EtcdProcess::Start() {
   }
 }
 
+absl::Status EtcdProcess::MakeDir() {
+  std::string tmpl = absl::StrCat(TempDir(), "/etcd.XXXXXX");
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("mkdtemp ", tmpl, ": ", std::strerror(errno)));
+  }
+  dir_ = tmpl;
+  return absl::OkStatus();
+}
+
+absl::Status EtcdProcess::StartAsync() {
+  if (pid_ > 0) return absl::FailedPreconditionError("etcd is already running");
+  if (options_.client_port == 0 || options_.peer_port == 0) {
+    return absl::InvalidArgumentError("StartAsync needs explicit client and peer ports");
+  }
+  if (access(kEtcdBinary, X_OK) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        kEtcdBinary, " not found: install Debian's etcd-server package (deploy/setup.sh)"));
+  }
+  if (dir_.empty()) {
+    if (absl::Status s = MakeDir(); !s.ok()) return s;
+  }
+  client_port_ = options_.client_port;
+  peer_port_ = options_.peer_port;
+  endpoint_ = absl::StrCat(options_.ip, ":", client_port_);
+  return Launch();
+}
+
 absl::Status EtcdProcess::Launch() {
-  const std::string client_url = absl::StrCat("http://127.0.0.1:", client_port_);
-  const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port_);
-  const std::vector<std::string> argv = {
-      kEtcdBinary,
-      "--name=default",
-      absl::StrCat("--data-dir=", dir_, "/data"),
-      "--listen-client-urls=" + client_url,
-      "--advertise-client-urls=" + client_url,
-      "--listen-peer-urls=" + peer_url,
-      "--initial-advertise-peer-urls=" + peer_url,
-      "--initial-cluster=default=" + peer_url,
-      // Without these etcd logs every step of its start at info level.
-      "--logger=zap",
-      "--log-outputs=stderr",
-      "--log-level=warn",
-  };
+  const std::string client_url = absl::StrCat("http://", options_.ip, ":", client_port_);
+  const std::string peer_url = absl::StrCat("http://", options_.ip, ":", peer_port_);
+  std::vector<std::string> argv;
+  if (!options_.netns.empty()) argv = {"/usr/sbin/ip", "netns", "exec", options_.netns};
+  const std::string cluster = options_.initial_cluster.empty()
+                                  ? absl::StrCat(options_.name, "=", peer_url)
+                                  : options_.initial_cluster;
+  argv.insert(argv.end(), {
+                              kEtcdBinary,
+                              "--name=" + options_.name,
+                              absl::StrCat("--data-dir=", dir_, "/data"),
+                              "--listen-client-urls=" + client_url,
+                              "--advertise-client-urls=" + client_url,
+                              "--listen-peer-urls=" + peer_url,
+                              "--initial-advertise-peer-urls=" + peer_url,
+                              "--initial-cluster=" + cluster,
+                              // Without these etcd logs every step of its start at info level.
+                              "--logger=zap",
+                              "--log-outputs=stderr",
+                              "--log-level=warn",
+                          });
+  argv.insert(argv.end(), options_.extra_flags.begin(), options_.extra_flags.end());
   const std::string log = absl::StrCat(dir_, "/etcd.log");
   const pid_t parent = getpid();
   pid_ = fork();
@@ -187,7 +224,9 @@ absl::Status EtcdProcess::Launch() {
 absl::Status EtcdProcess::WaitHealthy() {
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
   while (absl::Now() < deadline) {
-    if (Healthy(client_port_) && ListensOn(pid_, client_port_)) return absl::OkStatus();
+    if (Healthy(options_.ip, client_port_) && ListensOn(pid_, options_.ip, client_port_)) {
+      return absl::OkStatus();
+    }
     int status;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;

@@ -13,6 +13,11 @@
 // removes the directory. etcd dies with the thread that started it
 // (PR_SET_PDEATHSIG), so a crashed test leaves no etcd behind.
 //
+// A member of a multi-member etcd (tests/jepsen) is made with Options: its
+// name, the network namespace and address it runs on, and the cluster's
+// `--initial-cluster`; StartAsync() launches it without waiting (a member
+// alone has no quorum), WaitHealthy() waits once every member was launched.
+//
 // Not thread-safe: drive one EtcdProcess from one thread.
 
 #ifndef KVSTORE_TESTS_CLUSTER_ETCD_PROCESS_H_
@@ -21,15 +26,28 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 
 namespace kvstore {
 namespace testing {
 
+struct EtcdMemberOptions {
+  std::string name = "default";
+  std::string netns;                     // empty: the test's own namespace
+  std::string ip = "127.0.0.1";          // listen and advertise address
+  int client_port = 0;                   // 0: a free port (loopback only)
+  int peer_port = 0;                     // 0: a free port (loopback only)
+  std::string initial_cluster;           // empty: this member alone
+  std::vector<std::string> extra_flags;  // e.g. --heartbeat-interval
+};
+
 class EtcdProcess {
  public:
   EtcdProcess() = default;
+  explicit EtcdProcess(EtcdMemberOptions options) : options_(std::move(options)) {}
   EtcdProcess(const EtcdProcess&) = delete;
   EtcdProcess& operator=(const EtcdProcess&) = delete;
   ~EtcdProcess();
@@ -40,6 +58,13 @@ class EtcdProcess {
   // kFailedPrecondition naming the package when etcd is not installed;
   // kInternal with etcd's log when it exits or does not become healthy.
   absl::Status Start();
+  // The first start of a member of a multi-member cluster: launches it and
+  // returns at once; call WaitHealthy() once every member was launched.
+  // REQUIRES: explicit client and peer ports in Options.
+  absl::Status StartAsync();
+  // Waits (at most 20 s) until /health says true; kInternal with the log
+  // when etcd exits or stays unhealthy (it is killed then).
+  absl::Status WaitHealthy();
 
   // SIGTERM, then waits (SIGKILL after 10 s); returns the exit status
   // (-signal when killed), -1 when not running. etcd shuts down cleanly and
@@ -53,7 +78,9 @@ class EtcdProcess {
   void Resume();
   bool Running() const { return pid_ > 0; }
 
-  // "127.0.0.1:P" (EtcdOptions::endpoints); valid after the first Start().
+  pid_t pid() const { return pid_; }
+  const std::string& name() const { return options_.name; }
+  // "IP:P" (EtcdOptions::endpoints); valid after the first Start().
   const std::string& endpoint() const { return endpoint_; }
   int client_port() const { return client_port_; }
   // etcd's stderr so far (warnings and errors only).
@@ -61,8 +88,9 @@ class EtcdProcess {
 
  private:
   absl::Status Launch();
-  absl::Status WaitHealthy();
+  absl::Status MakeDir();
 
+  EtcdMemberOptions options_;
   pid_t pid_ = -1;
   bool paused_ = false;
   int client_port_ = 0;

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "common/cluster/refusal.h"
+#include "common/protocol/fence.h"
 #include "common/protocol/resp.h"
 #include "gtest/gtest.h"
 
@@ -27,9 +28,9 @@ TEST(ClassifyTest, Redirects) {
   // Over RESP, in Redis's words.
   EXPECT_EQ(Classify(resp::RespErrorToStatus("MOVED 3999 127.0.0.1:6381")), Verdict::kRedirect);
   EXPECT_EQ(Classify(ToStatus(Refusal::StaleShardEpoch("3 < 4"))), Verdict::kRedirect);
-  // The RDMA path's fence check: another map epoch, by its code.
-  EXPECT_EQ(Classify(absl::FailedPreconditionError("fence names map epoch 7, not 6")),
-            Verdict::kRedirect);
+  // The RDMA path's fence check: another map epoch, a typed refusal.
+  EXPECT_EQ(Classify(fence::Check({7, fence::kNoExpiry}, 6, 0)), Verdict::kRedirect);
+  EXPECT_EQ(Classify(fence::Check({6, 0}, 6, 0)), Verdict::kDown);
 }
 
 TEST(ClassifyTest, AsksNameTheirNode) {

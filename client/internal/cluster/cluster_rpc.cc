@@ -4,9 +4,8 @@
 
 #include <utility>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "common/auth/token.h"
+#include "common/cluster/refusal.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
@@ -89,9 +88,9 @@ absl::StatusOr<v1::AcceptLossResponse> ClusterRpc::AcceptLoss(uint32_t shard_id,
 // The wording is the server's (proto/kv_cluster.proto): FAILED_PRECONDITION
 // also means "stale shard epoch", which is not single-node mode.
 bool IsSingleNodeAnswer(const absl::Status& status) {
+  // UNIMPLEMENTED: a server built before cluster mode has no KvCluster service.
   if (absl::IsUnimplemented(status)) return true;
-  return absl::IsFailedPrecondition(status) &&
-         absl::StrContains(absl::AsciiStrToLower(status.message()), "single-node");
+  return cluster::IsRefusal(status, cluster::RefusalKind::kNotClustered);
 }
 
 }  // namespace client

@@ -74,9 +74,9 @@ class ClusterRpc {
   const std::string bearer_;  // "Bearer <token>" or empty
 };
 
-// True for the answers of a server that is not part of a cluster:
-// kFailedPrecondition saying "single-node", or kUnimplemented (a server
-// without the KvCluster service). Such a server is used as before the
+// True for the answers of a server that is not part of a cluster: the typed
+// refusal kNotClustered (common/cluster/refusal.h), or kUnimplemented (a
+// server without the KvCluster service). Such a server is used as before the
 // cluster existed.
 bool IsSingleNodeAnswer(const absl::Status& status);
 

@@ -561,6 +561,9 @@ TEST_F(ReplicationTest, GetClusterMapAndTheSingleNodeAnswer) {
   grpc::Status s = single.GetClusterMap(nullptr, &req, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(s.error_message(), HasSubstr("single-node mode"));
+  // Typed, so that a client tells "connect to it as one server" from any
+  // other failed precondition without reading the text.
+  EXPECT_TRUE(cluster::IsRefusal(FromGrpcStatus(s), cluster::RefusalKind::kNotClustered));
   v1::FailoverRequest f;
   v1::FailoverResponse fr;
   EXPECT_EQ(single.Failover(nullptr, &f, &fr).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
