@@ -135,7 +135,8 @@ TEST_F(LeaseLapseTest, EveryLeaseLapsesAndEveryShardComesBackWithItsData) {
     EXPECT_EQ(Member(i).process_id(), members[i].process_id()) << i;
   }
   ASSERT_TRUE(Eventually([&] { return Settled(); }));
-  for (const v1::Shard& s : Map().shards()) EXPECT_EQ(s.last_in_sync_size(), 0) << s.shard_id();
+  const v1::ClusterMap settled = Map();
+  for (const v1::Shard& s : settled.shards()) EXPECT_EQ(s.last_in_sync_size(), 0) << s.shard_id();
   auto after = Client();
   ASSERT_NE(after, nullptr);
   for (int i = 0; i < kKeys; ++i) {

@@ -46,6 +46,8 @@
 namespace kvstore {
 namespace server {
 
+class ClusterNode;
+
 struct ClusterNodeDeps {
   // Owned by KvServer; outlive the ClusterNode.
   ClusterState* state = nullptr;

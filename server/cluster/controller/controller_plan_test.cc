@@ -200,14 +200,16 @@ TEST(ControllerPlanTest, AShardWhosePrimaryDiesWhileItsReplacementCopiesStaysDow
   map.mutable_shards(0)->add_syncing("c");
   FakeSeqs seqs;
   seqs.seqs[{"c", 0}] = 3;
-  auto down = PlanNext(map, Members({"b", "c"}), seqs.Fn());
+  // d: a spare member, in no shard.
+  const MemberSet members = Members({"b", "c", "d"});
+  auto down = PlanNext(map, members, seqs.Fn());
   ASSERT_TRUE(down.has_value());
   EXPECT_THAT(Replicas(down->map, 0), IsEmpty());
   EXPECT_THAT(Syncing(down->map, 0), IsEmpty());
-  std::optional<PlanStep> next = PlanNext(down->map, Members({"b", "c"}), seqs.Fn());
+  std::optional<PlanStep> next = PlanNext(down->map, members, seqs.Fn());
   for (int i = 0; i < 5 && next.has_value(); ++i) {
     EXPECT_THAT(Replicas(next->map, 0), IsEmpty()) << next->what;
-    next = PlanNext(next->map, Members({"b", "c"}), seqs.Fn());
+    next = PlanNext(next->map, members, seqs.Fn());
   }
 }
 
