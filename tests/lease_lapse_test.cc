@@ -28,9 +28,9 @@
 namespace kvstore {
 namespace {
 
+using ::kvstore::testing::Eventually;
 using server::KvServer;
 using server::KvServerOptions;
-using ::kvstore::testing::Eventually;
 
 constexpr char kCluster[] = "lapse";
 constexpr int kNodes = 3;
