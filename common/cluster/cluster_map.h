@@ -96,8 +96,12 @@ std::string FormatSlotRanges(const v1::Shard& shard);
 // written: a syncing node without an entry gets the shard's (already
 // bumped) shard_epoch — the map that adds it — and entries of nodes no
 // longer syncing go, so a node removed and added again later starts anew.
-// Every writer of the map calls it on every shard it writes.
+// The controller (which adds syncing nodes) calls it on every map it writes.
 void StampSyncingSince(v1::Shard* shard);
+// Only the second half: entries of nodes no longer syncing go. The
+// primary's edits (which never add a syncing node) call it, so that a node
+// removed and added again later starts anew.
+void DropStaleSyncingSince(v1::Shard* shard);
 
 }  // namespace cluster
 }  // namespace kvstore

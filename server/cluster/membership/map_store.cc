@@ -207,7 +207,7 @@ absl::Status MapStore::EditMap(uint32_t shard_id, const char* what, const MapCha
     KV_RETURN_IF_ERROR(change(&map, shard, &changed));
     if (!changed) return absl::OkStatus();
     shard->set_shard_epoch(shard->shard_epoch() + 1);
-    for (v1::Shard& s : *map.mutable_shards()) cluster::StampSyncingSince(&s);
+    for (v1::Shard& s : *map.mutable_shards()) cluster::DropStaleSyncingSince(&s);
     map.set_epoch(map.epoch() + 1);
     // The edited map must still be a valid one before anyone sees it.
     KV_ASSIGN_OR_RETURN(auto view, cluster::ClusterMapView::Build(map));
