@@ -33,7 +33,8 @@
 #   chaos [ARGS]
 #         Kills, pauses and restarts kvserver containers under a recorded
 #         load and checks the history (no acknowledged write lost, no stale
-#         read): deploy/compose/chaos.sh ARGS (--rounds=kill,pause,restart
+#         read; per-key linearizability when //tests/jepsen:check_history is
+#         built): deploy/compose/chaos.sh ARGS (--rounds=kill,pause,restart
 #         --transport=auto|rdma|tcp --seed=N --history=FILE; see its --help).
 #         Needs chaos_load in the client image (bazel build
 #         //tests/cluster:chaos_load before up).  Without chaos.sh, a simple
@@ -174,8 +175,9 @@ build_binaries() {
     local nobuild=$1
     local bins=("$REPO/bazel-bin/server/kvserver" "$REPO/bazel-bin/client/kvctl/kvctl")
     if ((!nobuild)) && command -v "$BAZEL" >/dev/null; then
-        say "bazel build //server:kvserver //client/kvctl:kvctl //tests/cluster:chaos_load"
-        (cd "$REPO" && "$BAZEL" build //server:kvserver //client/kvctl:kvctl //tests/cluster:chaos_load 2>&1 | tail -n 3) ||
+        say "bazel build //server:kvserver //client/kvctl:kvctl //tests/cluster:chaos_load //tests/jepsen:check_history"
+        (cd "$REPO" && "$BAZEL" build //server:kvserver //client/kvctl:kvctl //tests/cluster:chaos_load \
+            //tests/jepsen:check_history 2>&1 | tail -n 3) ||
             die "bazel build failed"
     fi
     local b

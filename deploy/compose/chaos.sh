@@ -32,6 +32,10 @@
 # time until the map named a new primary; then the checker's verdict.
 # Needs chaos_load in the client image (bazel build
 # //tests/cluster:chaos_load, then deploy/cluster.sh up rebuilds the image).
+# When check_history has been built (bazel build
+# //tests/jepsen:check_history; KV_CHECK_HISTORY names another binary), the
+# same history is also checked for per-key linearizability on this host;
+# without it that check is skipped, and the script says so.
 #
 # Environment: as deploy/cluster.sh (KV_COMPOSE_PROJECT, KV_COMPOSE_STATE);
 # KV_STATUS_TIMEOUT (kvctl cluster status, default 5s), KV_OP_TIMEOUT
@@ -222,8 +226,22 @@ sed -n '/fault .*first acknowledged\|FAIL\|operations,\|history:\|violation\|PAS
 if [[ -n $HISTORY ]]; then
     docker cp "$CLIENT:/tmp/chaos-history.jsonl" "$HISTORY" && say "history in $HISTORY"
 fi
+# The linearizability checker of tests/jepsen, on this host, over the same
+# history (it is in the format chaos_load writes).
+CHECKER=${KV_CHECK_HISTORY:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/bazel-bin/tests/jepsen/check_history}
+lin_rc=0 lin_done=""
+if [[ ! -x $CHECKER ]]; then
+    say "linearizability check skipped: no $CHECKER (bazel build //tests/jepsen:check_history)"
+elif ! docker cp "$CLIENT:/tmp/chaos-history.jsonl" "$WORK/history.jsonl" 2>/dev/null; then
+    say "linearizability check skipped: chaos_load wrote no history"
+else
+    "$CHECKER" --require_final_reads "$WORK/history.jsonl" >"$WORK/check.out" 2>&1 || lin_rc=$?
+    sed 's/^/chaos: check_history: /' "$WORK/check.out"
+    lin_done=", per-key linearizable"
+fi
 ((rc == 0)) || {
     tail -n 30 "$OUT" >&2
     die "the history check failed (chaos_load exit $rc)"
 }
-say "PASS: no acknowledged write lost, no stale or phantom read"
+((lin_rc == 0)) || die "the linearizability check failed (check_history exit $lin_rc)"
+say "PASS: no acknowledged write lost, no stale or phantom read$lin_done"

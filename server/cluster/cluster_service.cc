@@ -126,12 +126,17 @@ grpc::Status ClusterService::SyncShard(grpc::ServerContext* context,
   auto map = deps_.state->map();
   const v1::Shard* shard = map->ShardById(request->shard_id());
   if (shard == nullptr) return ToGrpcStatus(absl::FailedPreconditionError("shard vanished"));
+  // The slots of migrations into the shard too: the joiner may be in sync
+  // before the flip, and then nothing copies them to it again. A migration
+  // that starts after this map sends all it imports to the joiner (it is
+  // syncing in every map from BeginSync's on).
+  const SlotSet slots = ReplicaSlots(*map, *shard);
   LOG(INFO) << "streaming shard " << shard->shard_id() << " (" << cluster::FormatSlotRanges(*shard)
-            << ") to " << request->node_id();
-  return ToGrpcStatus(StreamShard(context, *shard, *seq, writer));
+            << ", " << slots.count() << " slots with those it imports) to " << request->node_id();
+  return ToGrpcStatus(StreamShard(context, slots, *seq, writer));
 }
 
-absl::Status ClusterService::StreamShard(grpc::ServerContext* context, const v1::Shard& shard,
+absl::Status ClusterService::StreamShard(grpc::ServerContext* context, const SlotSet& slots,
                                          uint64_t snapshot_seq,
                                          grpc::ServerWriter<v1::SyncShardChunk>* writer) {
   v1::SyncShardChunk chunk;
@@ -143,7 +148,7 @@ absl::Status ClusterService::StreamShard(grpc::ServerContext* context, const v1:
     return ok ? absl::OkStatus() : absl::CancelledError("the joiner went away");
   };
   absl::Status s = ScanSlots(
-      *deps_.store, *deps_.replicator, SlotsOf(shard.slots()),
+      *deps_.store, *deps_.replicator, slots,
       [&](std::string entry) {
         if (chunk_bytes > 0 && chunk_bytes + entry.size() > deps_.sync_chunk_bytes) {
           if (absl::Status s = flush(); !s.ok()) return s;

@@ -11,10 +11,12 @@
 //   SyncShard       the primary's side of a joiner's copy: refused unless
 //                   this node leads the shard and its map lists the
 //                   requester as syncing (Replicator::BeginSync); then every
-//                   key of the shard's slots, each copied under its stripe
-//                   lock, in chunks of at most sync_chunk_bytes (a larger
-//                   entry goes alone), the last chunk with done and the
-//                   snapshot seq.
+//                   key of the shard's slots and of the slots of migrations
+//                   into it that are COPYING or HANDOFF (ReplicaSlots: a
+//                   replica in sync before the flip must hold them), each
+//                   copied under its stripe lock, in chunks of at most
+//                   sync_chunk_bytes (a larger entry goes alone), the last
+//                   chunk with done and the snapshot seq.
 //   ReportInSync    Replicator::PromoteSyncing.
 //   Failover        the `failover` function given at construction (the
 //                   controller's; kUnimplemented when none is given).
@@ -49,6 +51,7 @@
 #include "common/metrics/registry.h"
 #include "proto/kv_cluster.grpc.pb.h"
 #include "server/cluster/migration/slot_importer.h"
+#include "server/cluster/migration/slot_scan.h"
 #include "server/cluster/replication/replica_installer.h"
 #include "server/cluster/replication/replicator.h"
 #include "server/routing/cluster_state.h"
@@ -129,7 +132,7 @@ class ClusterService : public v1::KvCluster::Service {
                      const char* missing) const;
   // Admit(), then `wired` (whether the admin function was given).
   absl::Status AdmitAdmin(const grpc::ServerContext* context, absl::Status wired) const;
-  absl::Status StreamShard(grpc::ServerContext* context, const v1::Shard& shard,
+  absl::Status StreamShard(grpc::ServerContext* context, const SlotSet& slots,
                            uint64_t snapshot_seq, grpc::ServerWriter<v1::SyncShardChunk>* writer);
 
   const ClusterServiceDeps deps_;

@@ -75,9 +75,15 @@ bool ClusterState::HandoffAccepted(uint32_t migration_id) const {
 bool ClusterState::RouteHandoff(Route* route) const {
   const v1::Migration& m = *route->migration;
   const v1::Shard* target = route->map->ShardById(m.target_shard());
+  if (target == nullptr || target->replicas().empty()) {
+    // The target may have accepted the handoff and acknowledged writes of
+    // the slot that the source never saw: nobody serves it (not even a
+    // replica read) until the target shard has a primary again.
+    route->kind = Route::Kind::kDown;
+    return true;
+  }
   const bool source_primary = route->shard->replicas(0) == self_;
-  const bool target_primary =
-      target != nullptr && !target->replicas().empty() && target->replicas(0) == self_;
+  const bool target_primary = target->replicas(0) == self_;
   // A node leading both shards serves the slot as the target once handed
   // off (its own forwarding made the target complete).
   if (target_primary && HandoffAccepted(m.id())) {
@@ -90,7 +96,7 @@ bool ClusterState::RouteHandoff(Route* route) const {
     route->kind = Route::Kind::kTryAgain;
     return true;
   }
-  route->node = target == nullptr ? nullptr : route->map->Primary(*target);
+  route->node = route->map->Primary(*target);
   route->kind = route->node == nullptr ? Route::Kind::kTryAgain : Route::Kind::kAsk;
   return true;
 }

@@ -41,7 +41,8 @@ struct Route {
   enum class Kind {
     kServe,     // this node serves it
     kMoved,     // another node is the primary: redirect to `node`
-    kDown,      // the slot's shard has no primary (a kClusterDown refusal)
+    kDown,      // the slot's shard (or its HANDOFF target) has no primary
+                // (a kClusterDown refusal)
     kNotReady,  // no map yet, or this node is fenced (kClusterDown)
     // The slot is in a HANDOFF migration (architecture §19.9) that this
     // node leads the source of:
@@ -136,8 +137,11 @@ class ClusterState {
   // Migrations (§19.9): a slot in a HANDOFF migration is kTryAgain on the
   // source primary until MarkHandedOff(id), then kAsk to the target
   // primary; on the target primary it is kServe (as the target shard)
-  // once AcceptHandoff(id), kMoved to the source before. A COPYING slot
-  // routes as any other (the owner serves it), with `migration` set.
+  // once AcceptHandoff(id), kMoved to the source before. While the target
+  // shard has no primary a HANDOFF slot is kDown on every node, replica
+  // reads included: the target may have acknowledged writes of it that the
+  // source never saw. A COPYING slot routes as any other (the owner serves
+  // it), with `migration` set.
   Route RouteKey(absl::string_view key, bool replica_ok = false) const;
   Route RouteSlot(uint32_t slot, bool replica_ok = false) const;
 

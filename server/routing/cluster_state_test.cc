@@ -81,6 +81,31 @@ TEST(ClusterState, ARestartedNodeDoesNotServeItsEarlierLife) {
   EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kServe);
 }
 
+// A migration in HANDOFF whose target shard lost every replica: the target
+// may have acknowledged writes of the slots after it accepted the handoff,
+// so the source (which holds the slots' data as of the handoff) must not
+// serve them again, nor send clients after a target that is not there.
+TEST(ClusterState, AHandoffWhoseTargetIsDownRoutesClusterDown) {
+  v1::ClusterMap map = TwoShards(1)->proto();
+  map.mutable_shards(1)->clear_replicas();  // the target is down
+  v1::Migration* m = map.add_migrations();
+  m->set_id(1);
+  m->mutable_slots()->set_start(0);
+  m->mutable_slots()->set_end(100);
+  m->set_source_shard(0);
+  m->set_target_shard(1);
+  m->set_state(v1::MIGRATION_HANDOFF);
+  map.set_next_migration_id(2);
+  auto view = cluster::ClusterMapView::Build(map);
+  ASSERT_TRUE(view.ok()) << view.status();
+  ClusterState state("a");  // the source primary
+  ASSERT_TRUE(state.Update(*view));
+  EXPECT_EQ(state.RouteSlot(5).kind, Route::Kind::kDown);
+  state.MarkHandedOff(1);
+  EXPECT_EQ(state.RouteSlot(5).kind, Route::Kind::kDown);
+  EXPECT_EQ(state.RouteSlot(101).kind, Route::Kind::kServe);  // not migrating
+}
+
 TEST(FencePage, StartsUnexpiringAndFences) {
   FencePage page;
   EXPECT_EQ(page.words().valid_until_ms, fence::kNoExpiry);

@@ -319,6 +319,15 @@ class KvStore {
   // A backup applies a replicated DELETE, bypassing the hook. Idempotent:
   // an absent key is OK. kInvalidArgument for a key over the limits.
   absl::Status DeleteReplica(absl::string_view key);
+  // Where `key` is published now (its entry's offset and size), for a later
+  // DeleteReplicaIf(); nullopt when absent. A lock-free snapshot.
+  std::optional<layout::Slot> Locate(absl::string_view key) const { return index_->Lookup(key); }
+  // DeleteReplica() of exactly the entry `seen` (from Locate()): unpublishes
+  // `key` only while it is still published at that offset and size, so a
+  // write (or install) of the key since then is never undone. Returns
+  // whether it unpublished it (false also when the key is gone, or the
+  // cleaner moved the entry).
+  bool DeleteReplicaIf(absl::string_view key, const layout::Slot& seen);
   // A verified copy of the whole entry (header, key, value) that `key`'s
   // slot names, for a primary streaming its shard to a joining replica.
   // kNotFound if absent; kUnavailable when overwrites kept racing the copy.

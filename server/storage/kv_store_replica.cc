@@ -60,6 +60,13 @@ absl::Status KvStore::DeleteReplica(absl::string_view key) {
   return absl::IsNotFound(s) ? absl::OkStatus() : s;
 }
 
+bool KvStore::DeleteReplicaIf(absl::string_view key, const layout::Slot& seen) {
+  if (!index_->RemoveIf(key, seen)) return false;
+  Retire(seen);
+  deletes_->Increment();
+  return true;
+}
+
 absl::StatusOr<std::string> KvStore::CopyEntry(absl::string_view key) const {
   // As Get(): the slot may be replaced under us, so the copy is verified
   // against the key and retried a few times.

@@ -232,16 +232,40 @@ std::string DescribeMigration(const v1::Migration& m) {
                       v1::MigrationState_Name(m.state()), ")");
 }
 
-// Step 3 of PlanNext: migrations with a down source or target shard are
-// dropped. A down source lost the slots' data; a down target lost what it
-// imported (and in HANDOFF the writes it accepted). Either way the copy
-// cannot complete.
-std::optional<PlanStep> DropBrokenMigrations(const v1::ClusterMap& current) {
-  PlanStep step{current, "migration(s) dropped (a shard is down):"};
+// Step 3 of PlanNext: migrations with a down source or target shard. One
+// PENDING or COPYING is dropped: a down source lost the slots' data (until a
+// copy of it returns), a down target what it imported, and a down shard
+// must not take part in a copy; the source, if alive, still holds every
+// acknowledged write. One in HANDOFF is never handed back to its source: the
+// target holds every acknowledged write of the slots (the copy was complete
+// and the source refuses their writes) and may have accepted the handoff and
+// acknowledged more, which the source never saw. So with the target alive
+// (the source down) the slots flip to it here; with the target down the
+// migration stays, and routing answers CLUSTERDOWN for its slots until the
+// target shard has a primary again (then the source's primary flips it).
+std::optional<PlanStep> SettleBrokenMigrations(const v1::ClusterMap& current) {
+  PlanStep step{current, "migration(s) dropped or flipped (a shard is down):"};
   step.map.clear_migrations();
   for (const v1::Migration& m : current.migrations()) {
-    if (HasPrimary(current, m.source_shard()) && HasPrimary(current, m.target_shard())) {
+    const bool source_up = HasPrimary(current, m.source_shard());
+    const bool target_up = HasPrimary(current, m.target_shard());
+    if ((source_up && target_up) || (m.state() == v1::MIGRATION_HANDOFF && !target_up)) {
       *step.map.add_migrations() = m;
+      continue;
+    }
+    v1::Shard* from = nullptr;
+    v1::Shard* to = nullptr;
+    for (v1::Shard& s : *step.map.mutable_shards()) {
+      if (s.shard_id() == m.source_shard()) from = &s;
+      if (s.shard_id() == m.target_shard()) to = &s;
+    }
+    if (m.state() == v1::MIGRATION_HANDOFF && from != nullptr && to != nullptr) {
+      cluster::MoveSlots(m.slots(), from, to);
+      from->set_shard_epoch(from->shard_epoch() + 1);
+      to->set_shard_epoch(to->shard_epoch() + 1);
+      LOG(WARNING) << "controller: flipping " << DescribeMigration(m)
+                   << ": its source shard is DOWN and the target holds the slots";
+      absl::StrAppend(&step.what, " ", m.id(), " (flipped)");
       continue;
     }
     LOG(ERROR) << "controller: dropping " << DescribeMigration(m)
@@ -343,7 +367,7 @@ std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet&
                                  const AppliedSeqFn& applied_seq) {
   std::optional<PlanStep> step = RemoveDead(current, members, applied_seq);
   if (!step) step = RecoverDown(current, members);
-  if (!step) step = DropBrokenMigrations(current);
+  if (!step) step = SettleBrokenMigrations(current);
   if (!step) step = FillShards(current, members);
   if (!step) step = PruneDraining(current, members);
   if (!step) step = TrimReplicas(current, members);

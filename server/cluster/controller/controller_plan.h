@@ -80,8 +80,13 @@ struct PlanStep {
 //      last_in_sync order) as its primary and the other copies back as
 //      syncing (up to R; they copy the shard again, in full);
 //      last_in_sync is cleared.
-//   3. Migrations whose source or target shard is down are dropped
-//      (logged as an error): a down shard must not take part in a copy.
+//   3. Migrations whose source or target shard is down: PENDING and
+//      COPYING ones are dropped (logged as an error): a down shard must not
+//      take part in a copy. A HANDOFF one is never handed back to its
+//      source (the target may have acknowledged writes of the slots since):
+//      it flips to the target when only the source is down (both shard
+//      epochs bumped), and stays while the target is down (its slots answer
+//      CLUSTERDOWN).
 //   4. Shards below R (replicas+syncing) are filled from the live members
 //      not marked draining -- members in no shard and members already
 //      serving other shards alike (the refill after a failover), the one
@@ -107,9 +112,10 @@ struct PlanStep {
 //      source and target shards both have a primary becomes COPYING (shard
 //      epochs unchanged). COPYING and HANDOFF are never advanced here: the
 //      source primary does that (MapStore::BeginHandoff, CompleteMigration).
-// None of these moves slots, so migrations stay valid across them (a
-// failover of a source or target primary keeps its migration: the new
-// primary carries it on, §19.9).
+// None of these moves slots but step 2's flip (which removes its
+// migration), so migrations stay valid across them (a failover of a source
+// or target primary keeps its migration: the new primary carries it on,
+// §19.9).
 std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet& members,
                                  const AppliedSeqFn& applied_seq);
 

@@ -340,6 +340,53 @@ TEST(ControllerMigrationPlanTest, PendingWithoutPrimariesIsNotStarted) {
   EXPECT_EQ(step->map.migrations(0).state(), v1::MIGRATION_PENDING);
 }
 
+// The target accepted the handoff (or may have) and acknowledged writes of
+// the slots; then it lost every replica. Handing the slots back to the
+// source would serve its data as of the handoff: the migration stays, so
+// the slots answer CLUSTERDOWN (routing) until the target is back.
+TEST(ControllerMigrationPlanTest, AHandoffWhoseTargetIsDownIsKept) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 1, "test");
+  *map.add_migrations() = Migration(0, 0, 9, 0, 1, v1::MIGRATION_HANDOFF);
+  map.set_next_migration_id(1);
+  MemberSet members = Members({"a", "c"});  // b (shard 1, the target) died
+  std::optional<PlanStep> down = PlanNext(map, members, NoSeqs());
+  ASSERT_TRUE(down.has_value());
+  ASSERT_TRUE(down->map.shards(1).replicas().empty());
+  v1::ClusterMap current = down->map;
+  for (int i = 0; i < 5; ++i) {
+    std::optional<PlanStep> next = PlanNext(current, members, NoSeqs());
+    if (!next.has_value()) break;
+    ExpectValid(next->map);
+    ASSERT_EQ(next->map.migrations_size(), 1) << next->what;
+    EXPECT_EQ(next->map.migrations(0).state(), v1::MIGRATION_HANDOFF);
+    EXPECT_EQ(next->map.shards(0).slots(0).start(), 0u) << "the slots stay the source's";
+    current = next->map;
+  }
+}
+
+// The source lost every replica during HANDOFF. The target holds every
+// acknowledged write of the slots (the copy was complete and the source
+// refuses the slots' writes in HANDOFF), so the controller flips.
+TEST(ControllerMigrationPlanTest, AHandoffWhoseSourceIsDownIsFlipped) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 1, "test");
+  *map.add_migrations() = Migration(0, 0, 9, 0, 1, v1::MIGRATION_HANDOFF);
+  map.set_next_migration_id(1);
+  MemberSet members = Members({"b", "c"});  // a (shard 0, the source) died
+  std::optional<PlanStep> down = PlanNext(map, members, NoSeqs());
+  ASSERT_TRUE(down.has_value());
+  ASSERT_TRUE(down->map.shards(0).replicas().empty());
+  std::optional<PlanStep> flip = PlanNext(down->map, members, NoSeqs());
+  ASSERT_TRUE(flip.has_value());
+  ExpectValid(flip->map);
+  EXPECT_EQ(flip->map.migrations_size(), 0);
+  EXPECT_EQ(flip->map.epoch(), down->map.epoch() + 1);
+  EXPECT_EQ(cluster::ClusterMapView::Build(flip->map).value()->ShardForSlot(5)->shard_id(), 1u);
+  EXPECT_EQ(cluster::ClusterMapView::Build(flip->map).value()->ShardForSlot(10)->shard_id(), 0u);
+  EXPECT_GT(flip->map.shards(1).shard_epoch(), down->map.shards(1).shard_epoch());
+  EXPECT_GT(flip->map.shards(0).shard_epoch(), down->map.shards(0).shard_epoch());
+  EXPECT_THAT(flip->what, HasSubstr("flipped"));
+}
+
 }  // namespace
 }  // namespace server
 }  // namespace kvstore

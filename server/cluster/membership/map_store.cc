@@ -27,6 +27,32 @@ bool Contains(const google::protobuf::RepeatedPtrField<std::string>& list, absl:
   return std::find(list.begin(), list.end(), id) != list.end();
 }
 
+// The last check before a migration leaves COPYING. The copy reached the
+// target's replicas by replication, so a node that was in the target shard
+// (in sync or syncing) for the whole copy holds it or, having missed a
+// write, must copy the shard again before it is in sync; a node that joined
+// during the copy may not hold it. Every change of the target's replica
+// set bumps its shard_epoch, so an unchanged epoch proves there was no such
+// node; a changed one costs a second copy (the source's driver copies
+// again), which is rare and safe. This is the last point where a copy can
+// be repeated: once the target accepted the handoff it holds writes the
+// source never saw. A node that joins the target later (during HANDOFF,
+// or syncing when HANDOFF began) receives the migrating slots with its own
+// copy of the shard (SyncShard streams them), so the flip needs no check.
+absl::Status CheckTargetUnchanged(const v1::ClusterMap& map, const v1::Migration& m,
+                                  uint64_t target_shard_epoch) {
+  for (const v1::Shard& s : map.shards()) {
+    if (s.shard_id() != m.target_shard()) continue;
+    if (s.shard_epoch() == target_shard_epoch) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("migration ", m.id(), ": the replicas of target shard ", s.shard_id(),
+                     " changed during the copy (shard epoch ", target_shard_epoch, " then, ",
+                     s.shard_epoch(), " now); copy again"));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("migration ", m.id(), ": target shard ", m.target_shard(), " is gone"));
+}
+
 }  // namespace
 
 MapStore::MapStore(etcd::EtcdClient* etcd, ClusterState* state, MapStoreOptions options)
@@ -122,12 +148,13 @@ absl::StatusOr<uint32_t> MapStore::MigrationSource(uint32_t migration_id, bool* 
       absl::StrCat("migration ", migration_id, " is not in map epoch ", stored->map.epoch()));
 }
 
-absl::Status MapStore::BeginHandoff(uint32_t migration_id) {
+absl::Status MapStore::BeginHandoff(uint32_t migration_id, uint64_t target_shard_epoch) {
   bool gone = false;
   absl::StatusOr<uint32_t> source = MigrationSource(migration_id, &gone);
   if (!source.ok()) return source.status();
   return EditMap(
-      *source, "begin handoff", [migration_id](v1::ClusterMap* map, v1::Shard*, bool* changed) {
+      *source, "begin handoff",
+      [migration_id, target_shard_epoch](v1::ClusterMap* map, v1::Shard*, bool* changed) {
         for (v1::Migration& m : *map->mutable_migrations()) {
           if (m.id() != migration_id) continue;
           if (m.state() == v1::MIGRATION_HANDOFF) return absl::OkStatus();
@@ -136,6 +163,7 @@ absl::Status MapStore::BeginHandoff(uint32_t migration_id) {
                 absl::StrCat("migration ", migration_id, " is not copying (",
                              v1::MigrationState_Name(m.state()), ")"));
           }
+          KV_RETURN_IF_ERROR(CheckTargetUnchanged(*map, m, target_shard_epoch));
           m.set_state(v1::MIGRATION_HANDOFF);
           *changed = true;
           return absl::OkStatus();

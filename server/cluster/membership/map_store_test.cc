@@ -115,6 +115,42 @@ TEST_F(MapStoreTest, RemoveReplicaAndMarkInSyncCommitAndInstall) {
   EXPECT_EQ(txns_, 2);
 }
 
+// Shard 0 (n1) moves slots 0-9 to shard 1. The handoff needs shard 1's
+// epoch as the copy saw it: a change of its replicas since may have let in
+// a node without the copy.
+TEST_F(MapStoreTest, HandoffNeedsTheTargetUnchangedSinceTheCopyThenTheFlipMovesTheSlots) {
+  v1::ClusterMap map = FirstMap();
+  v1::Migration* m = map.add_migrations();
+  m->set_id(1);
+  m->mutable_slots()->set_start(0);
+  m->mutable_slots()->set_end(9);
+  m->set_source_shard(0);
+  m->set_target_shard(1);
+  m->set_state(v1::MIGRATION_COPYING);
+  map.set_next_migration_id(2);
+  map.set_epoch(2);
+  ASSERT_TRUE(client_->Put(etcd_keys::MapKey(kCluster), etcd_keys::EncodeMap(map)).ok());
+
+  const absl::Status changed = store_->BeginHandoff(1, /*target_shard_epoch=*/0);
+  EXPECT_TRUE(absl::IsFailedPrecondition(changed)) << changed;
+  EXPECT_THAT(std::string(changed.message()), HasSubstr("copy again"));
+  EXPECT_EQ(Stored().migrations(0).state(), v1::MIGRATION_COPYING);
+  EXPECT_EQ(Stored().epoch(), 2u);
+
+  ASSERT_TRUE(store_->BeginHandoff(1, /*target_shard_epoch=*/1).ok());
+  EXPECT_EQ(Stored().migrations(0).state(), v1::MIGRATION_HANDOFF);
+  EXPECT_EQ(Stored().shards(0).shard_epoch(), 2u);
+  // Already in HANDOFF: a repeat is OK whatever the target's epoch.
+  EXPECT_TRUE(store_->BeginHandoff(1, /*target_shard_epoch=*/0).ok());
+
+  ASSERT_TRUE(store_->CompleteMigration(1).ok());
+  v1::ClusterMap flipped = Stored();
+  EXPECT_THAT(flipped.migrations(), IsEmpty());
+  EXPECT_EQ(flipped.shards(0).slots(0).start(), 10u);
+  EXPECT_EQ(flipped.shards(1).shard_epoch(), 2u);
+  EXPECT_TRUE(store_->CompleteMigration(1).ok()) << "gone: an earlier attempt flipped it";
+}
+
 TEST_F(MapStoreTest, DropsASyncingReplica) {
   ASSERT_TRUE(store_->RemoveReplica(0, "n3").ok());
   v1::ClusterMap m = Stored();

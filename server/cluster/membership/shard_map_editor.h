@@ -44,12 +44,15 @@ class ShardMapEditor {
 
   // Slot migration (architecture §19.9), by the primary of the migration's
   // source shard. BeginHandoff: COPYING -> HANDOFF once the copy is
-  // complete (already HANDOFF: OK). CompleteMigration: the flip — the
+  // complete (already HANDOFF: OK), only while the target shard's
+  // shard_epoch is still `target_shard_epoch`, the one in the map the copy
+  // began on (kFailedPrecondition "copy again" otherwise: the target's
+  // replica set changed under the copy). CompleteMigration: the flip — the
   // migration's slots leave the source shard and join the target shard,
   // both shard epochs are bumped and the migration is removed, in one txn
   // (already gone with its slots in the target: OK). kFailedPrecondition as
   // above, and when the migration is unknown or in another state.
-  virtual absl::Status BeginHandoff(uint32_t migration_id) = 0;
+  virtual absl::Status BeginHandoff(uint32_t migration_id, uint64_t target_shard_epoch) = 0;
   virtual absl::Status CompleteMigration(uint32_t migration_id) = 0;
 };
 
@@ -75,10 +78,10 @@ class ForwardingShardMapEditor : public ShardMapEditor {
     if (target_ == nullptr) return absl::UnavailableError("the cluster plane is not running");
     return target_->MarkInSync(shard_id, node_id, incarnation, copy_shard_epoch);
   }
-  absl::Status BeginHandoff(uint32_t migration_id) override {
+  absl::Status BeginHandoff(uint32_t migration_id, uint64_t target_shard_epoch) override {
     absl::MutexLock lock(&mu_);
     if (target_ == nullptr) return absl::UnavailableError("the cluster plane is not running");
-    return target_->BeginHandoff(migration_id);
+    return target_->BeginHandoff(migration_id, target_shard_epoch);
   }
   absl::Status CompleteMigration(uint32_t migration_id) override {
     absl::MutexLock lock(&mu_);

@@ -131,6 +131,8 @@ absl::Status MigrationDriver::Step() {
 absl::Status MigrationDriver::Copy(const cluster::ClusterMapView& map, const v1::Migration& m,
                                    const v1::ClusterNode& target) {
   const absl::Time start = absl::Now();
+  const v1::Shard* target_shard = map.ShardById(m.target_shard());
+  const uint64_t target_epoch = target_shard != nullptr ? target_shard->shard_epoch() : 0;
   // Writes routed on a map without the migration were not forwarded: the
   // copy must read after them.
   replicator_->DrainShard(m.source_shard());
@@ -180,7 +182,9 @@ absl::Status MigrationDriver::Copy(const cluster::ClusterMapView& map, const v1:
             << target.node_id() << " in " << seconds << " s (" << installed << " installed, "
             << skipped << " skipped as newer there)";
   KV_RETURN_IF_ERROR(KV_FAILPOINT("migration/after-copy"));
-  s = editor_->BeginHandoff(m.id());
+  // Refused when the target's replica set changed since `map` (a node that
+  // joined may lack the copy): this step fails and the next copies again.
+  s = editor_->BeginHandoff(m.id(), target_epoch);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat("BeginHandoff: ", s.message()));
   LOG(INFO) << Describe(m) << ": HANDOFF";
   return absl::OkStatus();

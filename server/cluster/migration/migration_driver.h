@@ -11,7 +11,9 @@
 //             copy session on the target primary (BeginImport), send every
 //             entry of the slots, each read under its stripe lock
 //             (ScanSlots), in ImportEntries batches of at most
-//             `batch_bytes`, then ShardMapEditor::BeginHandoff;
+//             `batch_bytes`, then ShardMapEditor::BeginHandoff with the
+//             target shard's epoch of the map the copy began on (refused
+//             when the target's replicas changed meanwhile: copy again);
 //   HANDOFF   DrainShard again (new writes of the slots route kTryAgain
 //             now), AcceptHandoff on the target primary,
 //             ClusterState::MarkHandedOff, ShardMapEditor::CompleteMigration

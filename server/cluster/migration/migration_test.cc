@@ -27,6 +27,7 @@
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
 #include "common/cluster/slots.h"
+#include "common/failpoint/failpoint_testing.h"
 #include "common/metrics/testing.h"
 #include "common/testing/eventually.h"
 #include "glog/logging.h"
@@ -49,6 +50,7 @@ using ::kvstore::server::testing::Node;
 using ::kvstore::server::testing::NodeOptions;
 using ::kvstore::server::testing::OneShardMap;
 using ::kvstore::testing::Eventually;
+using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -465,6 +467,133 @@ TEST_F(MigrationTest, SourceAndTargetOnOneNodeDoNotDeadlock) {
   EXPECT_EQ(maps_.Current().migrations_size(), 0);
   ASSERT_TRUE(node(0).Put(keys[0], "after").ok());
   EXPECT_EQ(node(1).Value(keys[0]), "after");
+}
+
+// A target shard whose backup is replaced by a joiner while a migration
+// into it runs: n0 leads the source (n1 backs it), n2 leads the target, n3
+// backs it until the joiner n4 takes its place. After the flip n2 is lost
+// and n4 promoted: every acknowledged write of the moved slots must be on
+// n4.
+class MigrationJoinerTest : public MigrationTest {
+ protected:
+  void SetUp() override {
+    Start(5);
+    maps_.Set(TwoShards({0, 1}, {2, 3}, v1::MIGRATION_STATE_UNSPECIFIED));
+    keys_ = KeysIn(0, kLastMovedSlot, 200, "m");
+    for (const std::string& k : keys_) ASSERT_TRUE(node(0).Put(k, "v-" + k).ok()) << k;
+    maps_.Set(TwoShards({0, 1}, {2, 3}, v1::MIGRATION_COPYING));
+  }
+
+  // The controller's refill after n3 died: n4 syncs the target shard; then
+  // n2 (its primary) marks it in sync once it copied.
+  void ReplaceTargetBackupWithJoiner() {
+    node(3).Kill();
+    ASSERT_TRUE(maps_
+                    .Edit([](v1::ClusterMap& m) {
+                      v1::Shard* t = m.mutable_shards(1);
+                      t->mutable_replicas()->RemoveLast();  // n3
+                      t->add_syncing("n4");
+                      t->set_shard_epoch(t->shard_epoch() + 1);
+                      return absl::OkStatus();
+                    })
+                    .ok());
+    ASSERT_TRUE(Eventually([&] {
+      const v1::ClusterMap m = maps_.Current();
+      return m.shards(1).replicas_size() == 2 && m.shards(1).replicas(1) == "n4";
+    })) << maps_.Current().DebugString();
+  }
+
+  // Steps the source's driver until the migration is flipped.
+  void FinishMigration() {
+    ASSERT_TRUE(Eventually([&] {
+      (void)node(0).driver().Step();
+      return maps_.Current().migrations_size() == 0;
+    })) << maps_.Current().DebugString();
+  }
+
+  // The target's primary n2 is lost; the controller promotes n4.
+  void FailOverTargetToJoiner() {
+    node(2).Kill();
+    ASSERT_TRUE(maps_
+                    .Edit([](v1::ClusterMap& m) {
+                      v1::Shard* t = m.mutable_shards(1);
+                      t->clear_replicas();
+                      t->add_replicas("n4");
+                      t->set_shard_epoch(t->shard_epoch() + 1);
+                      return absl::OkStatus();
+                    })
+                    .ok());
+  }
+
+  void ExpectEveryMovedKeyOnTheJoiner(const std::map<std::string, std::string>& rewritten) {
+    int missing = 0;
+    for (const std::string& k : keys_) {
+      auto it = rewritten.find(k);
+      const std::string want = it != rewritten.end() ? it->second : "v-" + k;
+      if (node(4).Value(k) != want) ++missing;
+      EXPECT_EQ(node(4).Value(k), want) << k << " on the promoted joiner n4";
+      if (missing > 5) break;
+    }
+    EXPECT_EQ(missing, 0);
+  }
+
+  std::vector<std::string> keys_;
+};
+
+// The joiner copies the target while the bulk copy is done but the
+// migration is still COPYING (the scenario of a backup lost mid-rebalance).
+TEST_F(MigrationJoinerTest, AJoinerDuringTheCopyHoldsTheMovedSlotsAfterTheFlip) {
+  std::map<std::string, std::string> rewritten;
+  {
+    failpoint::Pause copied("migration/after-copy");
+    absl::Status first;
+    std::thread step([&] { first = node(0).driver().Step(); });
+    ASSERT_TRUE(copied.WaitUntilReached());
+    EXPECT_EQ(node(3).Value(keys_[0]), "v-" + keys_[0]) << "the copy reached the old backup";
+    ReplaceTargetBackupWithJoiner();
+    // A write of a moved slot after the joiner is in: forwarded and
+    // replicated to it.
+    ASSERT_TRUE(ClientPut(0, keys_[1], "after-join").ok());
+    rewritten[keys_[1]] = "after-join";
+    copied.Release();
+    step.join();
+    LOG(INFO) << "the step that copied: " << first;
+  }
+  FinishMigration();
+  EXPECT_THAT(maps_.Current().shards(1).replicas(), Contains("n4"));
+  FailOverTargetToJoiner();
+  ExpectEveryMovedKeyOnTheJoiner(rewritten);
+}
+
+// The joiner comes during HANDOFF: nothing is copied from the source any
+// more, so its own copy of the target shard must carry the moved slots.
+TEST_F(MigrationJoinerTest, AJoinerDuringTheHandoffHoldsTheMovedSlotsAfterTheFlip) {
+  ASSERT_TRUE(node(0).driver().Step().ok());
+  ASSERT_EQ(maps_.Current().migrations(0).state(), v1::MIGRATION_HANDOFF);
+  ReplaceTargetBackupWithJoiner();
+  FinishMigration();
+  FailOverTargetToJoiner();
+  ExpectEveryMovedKeyOnTheJoiner({});
+}
+
+// The target shard's membership changed while the source copied: the copy
+// may have missed a member that joined meanwhile, so the source does not
+// hand off on it and copies again.
+TEST_F(MigrationJoinerTest, ACopyUnderWhichTheTargetChangedIsRepeated) {
+  failpoint::Pause copied("migration/after-copy");
+  absl::Status first;
+  std::thread step([&] { first = node(0).driver().Step(); });
+  ASSERT_TRUE(copied.WaitUntilReached());
+  ReplaceTargetBackupWithJoiner();
+  copied.Release();
+  step.join();
+  EXPECT_TRUE(absl::IsFailedPrecondition(first)) << first;
+  EXPECT_THAT(std::string(first.message()), HasSubstr("copy again"));
+  EXPECT_EQ(maps_.Current().migrations(0).state(), v1::MIGRATION_COPYING);
+  const uint64_t copied_once = Value(node(0).registry(), "kvstore_migration_entries_copied_total");
+  ASSERT_TRUE(node(0).driver().Step().ok());
+  EXPECT_EQ(maps_.Current().migrations(0).state(), v1::MIGRATION_HANDOFF);
+  EXPECT_EQ(Value(node(0).registry(), "kvstore_migration_entries_copied_total"), 2 * copied_once);
 }
 
 }  // namespace

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "common/cluster/slots.h"
 #include "common/failpoint/failpoint.h"
+#include "common/protocol/layout.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -133,6 +135,11 @@ bool SlotJanitor::Pass() {
       ++scanned;
       const uint32_t slot = cluster::KeySlot(key);
       if (roles[slot]) continue;
+      // The entry the decision is about, taken before the map is looked at
+      // again: whatever writes the key under a role given by a newer map
+      // publishes another entry, which the conditional delete leaves alone.
+      const std::optional<layout::Slot> seen = store_->Locate(key);
+      if (!seen.has_value()) continue;
       // Decide again on the newest map right before the delete.
       if (state_->map_epoch() != epoch) {
         map = state_->map();
@@ -142,11 +149,7 @@ bool SlotJanitor::Pass() {
         if (roles[slot]) continue;
       }
       if (!KV_FAILPOINT("slot-janitor/before-delete").ok()) continue;
-      const absl::Status s = store_->DeleteReplica(key);
-      if (!s.ok()) {
-        LOG(WARNING) << "slot janitor: deleting a key of slot " << slot << " failed: " << s;
-        continue;
-      }
+      if (!store_->DeleteReplicaIf(key, *seen)) continue;  // written (or moved) since
       ++deleted;
       slots_cleaned[slot] = true;
       deleted_->Increment();

@@ -22,15 +22,19 @@
 // slot was lost, so no key can have become orphaned); the first map always
 // gets one.
 //
-// Races. Before each delete the janitor compares the map epoch it decided
-// by with ClusterState::map_epoch() and, if a newer map is installed,
-// decides again on it, so a key of a slot the node serves (or imports) in
-// the newest map is never deleted. What remains is the instant between that
-// check and the delete: a map giving this node a new role for the slot,
-// and a write of that very key under it, would have to land in it. Imports
-// cannot: BeginImport reaches the target only after the source installed
-// the COPYING map and took its shard barrier. The map that
-// made the janitor run is logged with the counts of each pass.
+// Races. Before each delete the janitor notes where the key's entry is
+// published (KvStore::Locate), compares the map epoch it decided by with
+// ClusterState::map_epoch() and, if a newer map is installed, decides again
+// on it, so a key of a slot the node serves (or imports) in the newest map
+// is never deleted. A map giving this node a role for the slot can still
+// come between that check and the delete, and a write of the key under it
+// (a Replicate, a copied entry, an import, a client write on a primary)
+// with it; so the delete is conditional (KvStore::DeleteReplicaIf): only
+// the entry noted is unpublished, and a key written since keeps its new
+// entry. (A key the new role has not written yet may go: the copy that
+// gives a node a role installs every key after the map, and a primary's
+// role never comes back without one.) The map that made the janitor run
+// is logged with the counts of each pass.
 //
 // Metric: kvstore_slot_janitor_deleted_total (entries deleted).
 //

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/cluster/slots.h"
+#include "common/failpoint/failpoint_testing.h"
 #include "common/metrics/exposition.h"
 #include "gtest/gtest.h"
 #include "server/storage/memory_pool.h"
@@ -189,6 +190,42 @@ TEST_F(SlotJanitorTest, PendingMigrationGivesNoRole) {
   EXPECT_EQ(Present("three"), 0);
   EXPECT_EQ(Present("low"), 4);
   EXPECT_EQ(Present("mid"), 4);
+}
+
+// The janitor decided on a map without a role for a key and is stopped
+// right before the delete; meanwhile a newer map gives the role back and the
+// key is written under it (as a refilled node's copy or a Replicate would).
+// The delete must not take the new entry.
+TEST_F(SlotJanitorTest, AKeyWrittenUnderARoleReturnedBeforeTheDeleteIsKept) {
+  janitor_ = std::make_unique<SlotJanitor>(store_.get(), &state_);
+  const std::vector<std::vector<v1::SlotRange>> ranges = {
+      {Range(0, 5999)}, {Range(6000, 11999)}, {Range(12000, 16383)}};
+  Install(Map(1, ranges, /*n1_syncing_2=*/true));
+  ASSERT_EQ(Present("two"), 4);
+  {
+    failpoint::Pause before_delete("slot-janitor/before-delete");
+    // n1 stops syncing shard 2: its keys lose their role.
+    ASSERT_TRUE(state_.Update(View(Map(2, ranges))));
+    ASSERT_TRUE(before_delete.WaitUntilReached());
+    // n1 syncs shard 2 again and every key of it is written anew.
+    ASSERT_TRUE(state_.Update(View(Map(3, ranges, /*n1_syncing_2=*/true))));
+    for (const char* group : {"import", "two"}) {  // shard 2's keys
+      for (const std::string& key : keys_[group]) {
+        ASSERT_TRUE(store_->Put(writer_.get(), key, "again:" + key).ok());
+      }
+    }
+    before_delete.Release();
+    ASSERT_TRUE(janitor_->WaitIdle(absl::Seconds(60)));
+  }
+  for (const char* group : {"import", "two"}) {
+    EXPECT_EQ(Present(group), 4) << group;
+    for (const std::string& key : keys_[group]) {
+      auto v = store_->Get(key);
+      ASSERT_TRUE(v.ok()) << key;
+      EXPECT_EQ(v->value(), "again:" + key);
+    }
+  }
+  EXPECT_EQ(janitor_->deleted(), 4u) << "only shard 3's keys, on the first map";
 }
 
 TEST(SlotRolesTest, ReplicaSyncingAndImportTarget) {

@@ -22,6 +22,17 @@ SlotSet SlotsOf(const google::protobuf::RepeatedPtrField<v1::SlotRange>& ranges)
   return slots;
 }
 
+SlotSet ReplicaSlots(const cluster::ClusterMapView& map, const v1::Shard& shard) {
+  SlotSet slots = SlotsOf(shard.slots());
+  for (const v1::Migration& m : map.proto().migrations()) {
+    if (m.target_shard() != shard.shard_id()) continue;
+    if (m.state() == v1::MIGRATION_COPYING || m.state() == v1::MIGRATION_HANDOFF) {
+      slots |= SlotsOf(m.slots());
+    }
+  }
+  return slots;
+}
+
 absl::Status ScanSlots(KvStore& store, Replicator& replicator, const SlotSet& slots,
                        absl::FunctionRef<absl::Status(std::string entry)> emit,
                        absl::FunctionRef<bool()> cancelled) {

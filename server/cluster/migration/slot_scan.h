@@ -18,6 +18,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "common/cluster/cluster_map.h"
 #include "common/cluster/slots.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/replication/replicator.h"
@@ -31,6 +32,12 @@ using SlotSet = std::bitset<cluster::kSlotCount>;
 // The slots of `ranges` (ends beyond the last slot are clipped).
 SlotSet SlotsOf(const google::protobuf::RepeatedPtrField<v1::SlotRange>& ranges);
 SlotSet SlotsOf(const v1::SlotRange& range);
+
+// The slots every replica of `shard` must hold in `map`: those it owns and
+// those of every migration into it that is COPYING or HANDOFF (its primary
+// imported them, and they become the shard's at the flip without another
+// copy). What a joiner's copy (SyncShard) streams.
+SlotSet ReplicaSlots(const cluster::ClusterMapView& map, const v1::Shard& shard);
 
 // Calls `emit` with every entry of `slots` in `store`, in scan order; a key
 // deleted meanwhile is skipped, as is an entry that fails its check (logged).

@@ -137,11 +137,16 @@ absl::Status FakeEditor::EditMigration(
   });
 }
 
-absl::Status FakeEditor::BeginHandoff(uint32_t migration_id) {
-  return EditMigration(migration_id, false, [](v1::ClusterMap& m, int i, v1::Shard*) {
+absl::Status FakeEditor::BeginHandoff(uint32_t migration_id, uint64_t target_shard_epoch) {
+  return EditMigration(migration_id, false, [&](v1::ClusterMap& m, int i, v1::Shard*) {
     v1::Migration* mig = m.mutable_migrations(i);
     if (mig->state() != v1::MIGRATION_COPYING && mig->state() != v1::MIGRATION_HANDOFF) {
       return absl::FailedPreconditionError("not copying");
+    }
+    const v1::Shard* target = FindShard(m, mig->target_shard());
+    if (mig->state() == v1::MIGRATION_COPYING &&
+        (target == nullptr || target->shard_epoch() != target_shard_epoch)) {
+      return absl::FailedPreconditionError("the target shard changed during the copy; copy again");
     }
     mig->set_state(v1::MIGRATION_HANDOFF);
     return absl::OkStatus();

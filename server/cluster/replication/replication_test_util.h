@@ -69,8 +69,9 @@ class FakeEditor : public ShardMapEditor {
   absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id, uint64_t incarnation,
                           uint64_t copy_shard_epoch) override;
   // As MapStore's: this node must lead the migration's source shard, whose
-  // epoch is bumped (the flip bumps the target's too).
-  absl::Status BeginHandoff(uint32_t migration_id) override;
+  // epoch is bumped (the flip bumps the target's too); BeginHandoff needs the
+  // target's shard epoch unchanged since the copy began.
+  absl::Status BeginHandoff(uint32_t migration_id, uint64_t target_shard_epoch) override;
   absl::Status CompleteMigration(uint32_t migration_id) override;
 
  private:
