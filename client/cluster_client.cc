@@ -21,6 +21,7 @@
 #include "client/internal/client_metrics.h"
 #include "client/internal/cluster/cluster_errors.h"
 #include "client/internal/cluster/cluster_router.h"
+#include "client/internal/cluster/pair_outcomes.h"
 #include "client/internal/cluster/retry_budget.h"
 #include "client/internal/cluster/slow_read_path.h"
 #include "client/internal/server_link.h"
@@ -95,7 +96,8 @@ class ClusterClientImpl final : public KvClient {
 
   absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys) override;
-  absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs) override;
+  absl::StatusOr<std::vector<absl::Status>> MultiPutEach(
+      absl::Span<const std::pair<std::string, std::string>> pairs) override;
   absl::StatusOr<ScanPage> Scan(uint64_t cursor, uint32_t count, absl::string_view prefix) override;
   absl::StatusOr<ServerStats> Stats() override;
 
@@ -425,34 +427,42 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
 }
 
 // Each node's part keeps the caller's order, so a key given twice (always in
-// one part: one key, one shard) keeps its last value. A part that a node
-// refused (or that never left) is sent again whole; a part whose outcome is
-// unknown ends the batch with its error, since sending it again could
-// re-apply pairs after other clients' later writes of the same keys.
-absl::Status ClusterClientImpl::MultiPut(
+// one part: one key, one shard) keeps its last value. Every pair has its own
+// outcome; PairOutcomes decides which are sent again (only pairs certainly
+// not stored).
+absl::StatusOr<std::vector<absl::Status>> ClusterClientImpl::MultiPutEach(
     absl::Span<const std::pair<std::string, std::string>> pairs) {
   const auto start = std::chrono::steady_clock::now();
   RetryBudget budget(options_.cluster_max_attempts, absl::Now() + options_.op_timeout);
+  PairOutcomes outcomes(pairs);
   std::vector<size_t> pending(pairs.size());
   for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
   const TransportMetrics* tm = metrics_.ForTransport("tcp");
-  absl::Status result;
-  // Pairs of a part refused kAsk / kTryAgain: stored one by one after the batch.
+  // Pairs refused kAsk / kTryAgain (and later pairs of their keys): stored
+  // one by one after the batch.
   std::vector<size_t> single;
+  auto record = [&](size_t i, absl::Status s, bool sent, Verdict v, std::vector<size_t>* again) {
+    const PairOutcomes::Next next = outcomes.Record(i, std::move(s), sent, v);
+    if (next == PairOutcomes::Next::kAgain) again->push_back(i);
+    if (next != PairOutcomes::Next::kSingle) return;
+    if (v == Verdict::kTryAgain) metrics_.tryagains()->Increment();
+    single.push_back(i);
+  };
   while (!pending.empty()) {
     if (budget.attempts() > 0) metrics_.retries()->Increment();
     budget.Begin();
     Groups g = Split(pending, false, /*divert_handoff=*/false,
                      [&](size_t i) -> absl::string_view { return pairs[i].first; });
-    std::vector<size_t> again = g.down;
+    std::vector<size_t> again;
     BatchFailure failure;
-    if (!g.down.empty()) {
-      failure.Note(Verdict::kDown, NoPrimary(cluster::KeySlot(pairs[g.down[0]].first)), nullptr,
-                   nullptr);
+    for (size_t i : g.down) {
+      const absl::Status s = NoPrimary(cluster::KeySlot(pairs[i].first));
+      failure.Note(Verdict::kDown, s, nullptr, nullptr);
+      record(i, s, /*sent=*/false, Verdict::kDown, &again);
     }
     std::vector<const std::pair<const v1::ClusterNode*, std::vector<size_t>>*> parts;
     for (const auto& [id, part] : g.by_node) parts.push_back(&part);
-    std::vector<PartResult<bool>> results(parts.size());
+    std::vector<PartResult<std::vector<absl::Status>>> results(parts.size());
     Parallel(parts.size(), [&](size_t pi) {
       std::vector<std::pair<std::string, std::string>> part_pairs;
       for (size_t i : parts[pi]->second) part_pairs.push_back(pairs[i]);
@@ -463,48 +473,38 @@ absl::Status ClusterClientImpl::MultiPut(
       }
       results[pi].link = *link;
       results[pi].sent = true;
-      absl::Status s = (*link)->RunStatus(
+      results[pi].value = (*link)->Run<std::vector<absl::Status>>(
           Untimed(kMultiPutOp),
           [&](DataPath& p) {
             return p.MultiPut(part_pairs, budget.AttemptDeadline(options_.cluster_attempt_timeout));
           },
           /*retry=*/false, part_pairs.size());
-      if (s.ok()) {
-        results[pi].value = true;
-      } else {
-        results[pi].value = s;
-      }
     });
-    absl::Status final_error;
     for (size_t pi = 0; pi < parts.size(); ++pi) {
+      const std::vector<size_t>& idx = parts[pi]->second;
       if (results[pi].link != nullptr) tm = results[pi].link->Current().metrics;
-      const absl::Status& s = results[pi].value.status();
-      if (s.ok()) continue;
-      const Verdict v = ClassifyAttempt(s, budget);
-      // A part that reached a node which then failed may have been stored:
-      // not sent again (see the header), its error is the batch's.
-      const bool no_effect = NoEffect(s, results[pi].sent);
-      if (v == Verdict::kFinal || !no_effect) {
-        if (final_error.ok()) final_error = no_effect ? s : WriteOutcome(s);
-        continue;
+      auto& value = results[pi].value;
+      if (value.ok() && value->size() != idx.size()) {
+        value = absl::InternalError("a node answered MultiPut with the wrong number of statuses");
       }
-      if (v == Verdict::kAsk || v == Verdict::kTryAgain) {
-        if (v == Verdict::kTryAgain) metrics_.tryagains()->Increment();
-        single.insert(single.end(), parts[pi]->second.begin(), parts[pi]->second.end());
-        continue;
+      for (size_t k = 0; k < idx.size(); ++k) {
+        // An outer error (nothing of the part was sent) stands for every pair.
+        const absl::Status s = value.ok() ? (*value)[k] : value.status();
+        const Verdict v = s.ok() ? Verdict::kFinal : ClassifyAttempt(s, budget);
+        if (!s.ok() && v != Verdict::kFinal && NoEffect(s, results[pi].sent)) {
+          failure.Note(v, s, parts[pi]->first, results[pi].link);
+        }
+        record(idx[k], s, results[pi].sent, v, &again);
       }
-      failure.Note(v, s, parts[pi]->first, results[pi].link);
-      again.insert(again.end(), parts[pi]->second.begin(), parts[pi]->second.end());
-    }
-    if (!final_error.ok()) {
-      result = final_error;
-      break;
     }
     std::sort(again.begin(), again.end());  // the caller's order, for repeated keys
-    pending = std::move(again);
+    pending.clear();
+    for (size_t i : again) {
+      if (outcomes.MaySend(i)) pending.push_back(i);
+    }
     if (pending.empty()) break;
     if (!budget.More()) {
-      result = GaveUp(failure.status, budget, router_.epoch());
+      for (size_t i : pending) outcomes.Set(i, GaveUp(outcomes.status(i), budget, router_.epoch()));
       break;
     }
     Recover(failure.verdict, failure.status, g.map->epoch(), failure.node, failure.link, &budget);
@@ -512,11 +512,10 @@ absl::Status ClusterClientImpl::MultiPut(
   // In the caller's order, so a key given twice keeps its last value.
   std::sort(single.begin(), single.end());
   for (size_t i : single) {
-    if (!result.ok()) break;
-    result = PutOne(pairs[i].first, pairs[i].second);
+    if (outcomes.MaySend(i)) outcomes.Set(i, PutOne(pairs[i].first, pairs[i].second));
   }
   ObserveCall(tm, CallKind::kMultiPut, start);
-  return result;
+  return std::move(outcomes).Take();
 }
 
 absl::StatusOr<ScanPage> ClusterClientImpl::Scan(uint64_t cursor, uint32_t count,

@@ -39,9 +39,9 @@
 // may already accept writes the source's index does not have; COPYING slots
 // are READ at the source as ever. MultiGet reads the keys of HANDOFF slots,
 // and the keys refused kAsk or kTryAgain, one by one after the rest of the
-// batch; MultiPut stores the pairs of a part refused kAsk or kTryAgain one
-// by one, in the caller's order. Each such key has a retry loop (and
-// op_timeout) of its own.
+// batch; MultiPut stores the pairs refused kAsk or kTryAgain (and any later
+// pair of the same key) one by one, in the caller's order. Each such key
+// has a retry loop (and op_timeout) of its own.
 //
 // What is retried. Get, Exists and MultiGet are retried after any of the
 // failures above. Writes (Put, PutFrom, MultiPut, Delete) are sent again
@@ -66,6 +66,15 @@
 // refusing kClusterDown), so only the writes in flight at the fault see
 // the error. A node's answer (kNotFound, kInvalidArgument,
 // kResourceExhausted, ...) is returned as it is.
+//
+// MultiPut has one outcome per pair (KvClient::MultiPutEach): every node
+// answers each pair of its part on its own, and the rule above applies per
+// pair. Only pairs certainly not stored are sent again; a pair stored is
+// never sent twice (a part refused in its middle, e.g. TRYAGAIN for one
+// key as its slot's handoff begins, resends only the refused pairs: the
+// whole part again would rewrite stored pairs, perhaps after other
+// clients' later writes of those keys); a pair of unknown outcome ends
+// kUnknown, and so does a later pair of the same key not yet stored.
 //
 // Scan pages through the nodes that are primaries in the current map, in
 // node-id order. Its cursor packs both positions: the top 16 bits are the

@@ -11,8 +11,10 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "client/cluster_client.h"
 #include "client/internal/client_metrics.h"
@@ -64,10 +66,23 @@ class ClientImpl final : public KvClient {
     return link_.Run<std::vector<absl::StatusOr<std::string>>>(
         kMultiGetOp, [&](DataPath& p) { return p.MultiGet(keys, Deadline()); }, true, keys.size());
   }
-  absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs) override {
-    return link_.RunStatus(
-        kMultiPutOp, [&](DataPath& p) { return p.MultiPut(pairs, Deadline()); }, true,
-        pairs.size());
+  // As Put, the batch is sent again after the path broke and was rebuilt:
+  // a single node is last writer wins for its own client. A pair lost with
+  // the path fails the whole attempt, so the link rebuilds and retries it.
+  absl::StatusOr<std::vector<absl::Status>> MultiPutEach(
+      absl::Span<const std::pair<std::string, std::string>> pairs) override {
+    return link_.Run<std::vector<absl::Status>>(
+        kMultiPutOp,
+        [&](DataPath& p) -> absl::StatusOr<std::vector<absl::Status>> {
+          absl::StatusOr<std::vector<absl::Status>> r = p.MultiPut(pairs, Deadline());
+          if (r.ok() && p.broken()) {
+            for (const absl::Status& s : *r) {
+              if (absl::IsUnavailable(s)) return s;
+            }
+          }
+          return r;
+        },
+        true, pairs.size());
   }
 
   absl::StatusOr<RegisteredBuffer> Register(void* data, size_t size) override {
@@ -161,6 +176,30 @@ absl::StatusOr<std::unique_ptr<KvClient>> ConnectSingle(const Options& options,
 }
 
 }  // namespace
+
+// The pair whose status stands for the batch: the first of unknown outcome,
+// else the first that failed.
+absl::Status KvClient::MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs) {
+  KV_ASSIGN_OR_RETURN(std::vector<absl::Status> each, MultiPutEach(pairs));
+  size_t failed = 0, unknown = 0;
+  std::optional<size_t> first;
+  for (size_t i = 0; i < each.size(); ++i) {
+    if (each[i].ok()) continue;
+    ++failed;
+    const bool is_unknown = absl::IsUnknown(each[i]);
+    if (is_unknown) ++unknown;
+    if (!first.has_value() || (is_unknown && !absl::IsUnknown(each[*first]))) first = i;
+  }
+  if (!first.has_value()) return absl::OkStatus();
+  const absl::Status& s = each[*first];
+  absl::Status out(s.code(),
+                   absl::StrCat(s.message(), " (MultiPut pair ", *first, " of ", each.size(),
+                                ", key \"", absl::CHexEscape(pairs[*first].first), "\"; ", failed,
+                                " pair(s) failed, ", unknown, " of them of unknown outcome)"));
+  s.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& value) { out.SetPayload(url, value); });
+  return out;
+}
 
 absl::StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const Options& options) {
   if (options.servers.empty()) return absl::InvalidArgumentError("Options::servers is empty");

@@ -104,8 +104,35 @@ class KvClient {
   // outer status fails only when the whole batch could not be attempted.
   virtual absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys) = 0;
-  // All-or-error: on failure some pairs may have been stored.
-  virtual absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs) = 0;
+  // Stores every pair, not atomically: one outcome per pair, in the
+  // caller's order (a key given twice keeps its last value). The outer
+  // status fails only when no pair was sent (kInvalidArgument: a key or
+  // value over a limit, every pair being checked first). Each pair's status
+  // is what a Put of that pair alone would have returned:
+  //   OK        stored;
+  //   kUnknown  cluster mode: its outcome is unknown (see Put): it may or
+  //             may not have been stored and may still appear later; it
+  //             was not sent again. A later pair of the same key that was
+  //             not stored yet is then not sent either (it could land
+  //             before the earlier one) and is kUnknown too;
+  //   other     not stored: a node's answer (kResourceExhausted, ...) or
+  //             the refusal the client gave up on (kUnavailable naming the
+  //             attempts). A single-node client, like its Put, reports a
+  //             connection lost after the pair was sent as kUnavailable or
+  //             kDeadlineExceeded: that pair may have been stored.
+  // In cluster mode a pair is sent again only when it was certainly not
+  // stored (never sent, or refused with no effect): pairs already stored
+  // are never written twice, so a retry cannot undo another client's later
+  // write of the same key.
+  virtual absl::StatusOr<std::vector<absl::Status>> MultiPutEach(
+      absl::Span<const std::pair<std::string, std::string>> pairs) = 0;
+  // MultiPutEach summed up: OK when every pair was stored. Otherwise the
+  // status of the first pair (in the caller's order) whose outcome is
+  // unknown, or if none, of the first pair that failed (code and payloads
+  // kept), its message naming that pair and how many pairs were not stored
+  // or are unknown. Every pair without an error was stored; MultiPutEach
+  // says which pairs those are.
+  absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs);
 
   // Lists keys starting after `cursor` (0 to begin); at most `count` keys
   // per page, only keys starting with `prefix`.

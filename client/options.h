@@ -66,10 +66,14 @@ struct Options {
 
   // --- Cluster mode (ignored by a single-node client).
   // Reads (Get, Exists, MultiGet, GetInto) go to an in-sync backup of the
-  // key's shard rather than its primary. Only for callers that tolerate
-  // stale values: a backup installs a write before the primary acknowledges
-  // it, but may answer a read from an older map (e.g. just after a
-  // failover).
+  // key's shard rather than its primary. Not linearizable, and not only
+  // stale: a backup publishes a write when it installs it, before the
+  // primary acknowledges it, so a replica read may return the value of a
+  // write that never took effect (the primary then refused it or failed,
+  // and its client was told so or got "outcome unknown"), or that a later
+  // failover removes; it may also answer from an older map (e.g. just
+  // after a failover), and two reads may see values in either order. Only
+  // for callers that tolerate all of that.
   bool read_from_replicas = false;
   // Attempts per operation (the first included) before a redirect,
   // cluster-down refusal or unreachable node is returned to the caller; all of them

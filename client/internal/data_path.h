@@ -64,9 +64,15 @@ class DataPath {
   // batch could not be attempted.
   virtual absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys, absl::Time deadline) = 0;
-  // All-or-error: on failure some pairs may have been stored.
-  virtual absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
-                                absl::Time deadline) = 0;
+  // Stores each pair, in order (a key given twice keeps its last value).
+  // The outer status fails only when no pair was sent (a pair over a limit:
+  // every pair is checked first). Otherwise one status per pair, in order:
+  // OK (stored), the error a Put of that pair alone would have met (a
+  // server's refusal or answer, or a transport error after it was sent:
+  // then it may have been stored), or an error carrying kNotSentPayload for
+  // a pair that never left this client (certainly not stored).
+  virtual absl::StatusOr<std::vector<absl::Status>> MultiPut(
+      absl::Span<const std::pair<std::string, std::string>> pairs, absl::Time deadline) = 0;
 
   // --- Zero copy (see KvClient) ----------------------------------------------
   // Registers [data, data+size). Default: kInvalidArgument for an empty

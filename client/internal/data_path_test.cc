@@ -34,9 +34,9 @@ class MapPath final : public DataPath {
                                                                     absl::Time) override {
     return std::vector<absl::StatusOr<std::string>>();
   }
-  absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>>,
-                        absl::Time) override {
-    return absl::OkStatus();
+  absl::StatusOr<std::vector<absl::Status>> MultiPut(
+      absl::Span<const std::pair<std::string, std::string>> pairs, absl::Time) override {
+    return std::vector<absl::Status>(pairs.size());
   }
   // Not a transport KvClient knows; the defaults do not look at it.
   absl::string_view name() const override { return "map"; }

@@ -9,8 +9,13 @@
 //
 //   bytes [0, 8)   map_epoch     the cluster map epoch the server applied
 //   bytes [8, 16)  valid_until   unix milliseconds; the server renews it on
-//                                every etcd lease keepalive to a moment
-//                                before the lease can expire.
+//                                every counted lease renewal (a keepalive,
+//                                then a txn proving its member key and map
+//                                current) to a moment before the lease can
+//                                expire, reckoned from its previous value
+//                                by the steady clock (a step of the
+//                                server's wall clock forward never moves
+//                                it later).
 //                                0: fenced (the server stopped serving).
 //                                kNoExpiry: single-node mode, never expires.
 //   bytes [16, 64) zero, reserved

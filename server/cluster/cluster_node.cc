@@ -105,6 +105,7 @@ absl::StatusOr<ClusterNode::Plane> ClusterNode::StartPlane() {
   co.lease = plane.membership->lease();
   co.replicas = options_.replicas;
   co.min_nodes = options_.min_nodes();
+  co.member_ttl = options_.member_ttl;
   GrpcAppliedSeqOptions ao;
   ao.peers = deps_.peers;
   co.map_epoch = MakeGrpcMapEpochFn(ao);

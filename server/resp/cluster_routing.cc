@@ -51,6 +51,12 @@ bool RouteKeys(const ClusterState* cluster, Connection* conn,
 
 bool IsClusterRefusal(const absl::Status& s) { return cluster::FromStatus(s).has_value(); }
 
+absl::Status AfterEarlierKeys(const absl::Status& s) {
+  const std::optional<cluster::Refusal> r = cluster::FromStatus(s);
+  if (!r.has_value() || r->effect != cluster::Effect::kNone) return s;
+  return cluster::ToStatus(r->WithUnknownEffect());
+}
+
 void ReplyStoreStatus(const ClusterState* cluster, Connection* conn, const absl::Status& s) {
   const std::optional<cluster::Refusal> r = cluster::FromStatus(s);
   // The hook serves every transport and may name another port than the

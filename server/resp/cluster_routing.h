@@ -56,6 +56,15 @@ bool RouteKeys(const ClusterState* cluster, Connection* conn,
 // effect).
 bool IsClusterRefusal(const absl::Status& s);
 
+// What a command writing several keys (MSET, DEL) answers when the write
+// of one key ended with `s` after earlier keys of the command were written:
+// a refusal of no effect becomes one of unknown effect. The command as a
+// whole did take effect, and a client resending it on a MOVED, TRYAGAIN or
+// CLUSTERDOWN (as Redis Cluster clients do) would write the earlier keys a
+// second time, perhaps after another client's later write of one of them.
+// Anything else is returned as it is.
+absl::Status AfterEarlierKeys(const absl::Status& s);
+
 // Queues `s` as ReplyStatus does (a refusal in Redis Cluster's words),
 // except that a kMoved / kAsk refusal of no effect is routed again on the
 // current map, so that it names the slot's primary by its RESP address (the

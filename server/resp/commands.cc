@@ -62,7 +62,8 @@ void SetWithOptions(const CommandContext& ctx, CommandArgs) {
 // DEL/UNLINK (`del`) or EXISTS: the number of keys deleted / present. Every
 // key is checked before any is touched, so a bad key changes nothing. In
 // cluster mode the keys must share a slot this node serves; a refusal of
-// the write hook (the map changed meanwhile) ends a DEL with its error.
+// the write hook (the map changed meanwhile) ends a DEL with its error, as
+// of unknown effect once an earlier key was deleted (AfterEarlierKeys).
 void CountKeys(const CommandContext& ctx, CommandArgs args, bool del) {
   for (size_t i = 1; i < args.size(); ++i) {
     if (absl::Status s = ctx.store->limits().CheckKey(args[i]); !s.ok()) {
@@ -79,8 +80,8 @@ void CountKeys(const CommandContext& ctx, CommandArgs args, bool del) {
       continue;
     }
     const absl::Status s = ctx.store->Delete(args[i]);
+    if (IsClusterRefusal(s)) refused = n > 0 ? AfterEarlierKeys(s) : s;
     n += s.ok();
-    if (IsClusterRefusal(s)) refused = s;
   }
   if (refused.ok()) {
     ctx.conn->ReplyInteger(n);
@@ -141,7 +142,8 @@ void MGet(const CommandContext& ctx, CommandArgs args) {
 }
 
 // Checks every pair before writing any; a write error stops the batch (the
-// pairs before it stay written).
+// pairs before it stay written, so a refusal met after them is answered as
+// of unknown effect: AfterEarlierKeys).
 void MSet(const CommandContext& ctx, CommandArgs args) {
   for (size_t i = 1; i < args.size(); i += 2) {
     absl::Status s = ctx.store->limits().CheckKey(args[i]);
@@ -155,6 +157,7 @@ void MSet(const CommandContext& ctx, CommandArgs args) {
   absl::Status s;
   for (size_t i = 1; i < args.size() && s.ok(); i += 2) {
     s = ctx.store->Put(ctx.writer, args[i], args[i + 1]);
+    if (!s.ok() && i > 1) s = AfterEarlierKeys(s);
     ctx.counters->put.requests->Increment();
   }
   if (s.ok()) {

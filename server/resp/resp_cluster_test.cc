@@ -56,15 +56,18 @@ constexpr int kNodes = 3;
 std::string NodeName(int i) { return absl::StrCat("node-", i); }
 std::string ControlAddress(int i) { return absl::StrCat("127.0.0.1:", 7100 + i); }
 
-// A write hook that refuses every write as the replicator does when the map
-// changed between routing and commit.
+// A write hook that refuses every write (or, with `only_key`, the writes of
+// that key) as the replicator does when the map changed between routing and
+// commit.
 class RefusingHook : public WriteHook {
  public:
-  absl::Status Write(absl::string_view, absl::string_view,
+  absl::Status Write(absl::string_view key, absl::string_view,
                      absl::FunctionRef<absl::Status()> publish) override {
-    return refusal.ok() ? publish() : refusal;
+    if (refusal.ok() || (!only_key.empty() && key != only_key)) return publish();
+    return refusal;
   }
   absl::Status refusal = cluster::ToStatus(cluster::Refusal::Moved(0, "node-x", "10.9.9.9:1"));
+  std::string only_key;
 };
 
 class RespClusterTest : public ::testing::Test {
@@ -386,6 +389,35 @@ TEST_F(RespClusterTest, WriteHookRefusalsBecomeRedisErrors) {
   EXPECT_EQ(RunOne(2, {"SET", key, "v"}).str, "OK");
   EXPECT_EQ(Owner(key), 2);
   EXPECT_LT(slot, cluster::kSlotCount);
+}
+
+// MSET and DEL write key by key: a refusal of no effect met after an earlier
+// key was written is answered as of unknown effect, so that no cluster
+// client resends the command and writes the earlier key twice.
+TEST_F(RespClusterTest, ARefusalAfterEarlierKeysOfTheCommandIsOfUnknownEffect) {
+  std::string tag;
+  for (int i = 0; tag.empty(); ++i) {
+    const std::string t = absl::StrCat("{t", i, "}");
+    if (Owner(t) == 2) tag = t;
+  }
+  const std::string k1 = tag + "1", k2 = tag + "2";
+  hook_.only_key = k2;
+  hook_.refusal = cluster::ToStatus(cluster::Refusal::TryAgain(cluster::KeySlot(k2), "handoff"));
+  // Refused first: nothing was written, the refusal stands.
+  EXPECT_EQ(RunOne(2, {"MSET", k2, "a", k1, "a"}).str,
+            absl::StrCat("TRYAGAIN Hash slot ", cluster::KeySlot(k2), " handoff"));
+  const Reply mset = RunOne(2, {"MSET", k1, "b", k2, "b"});
+  EXPECT_THAT(mset.str, StartsWith("UNKNOWN outcome unknown: TRYAGAIN Hash slot"));
+  {
+    auto v = nodes_[2].store->Get(k1);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(v->value(), "b");
+  }
+  const Reply del = RunOne(2, {"DEL", k1, k2});
+  EXPECT_THAT(del.str, StartsWith("UNKNOWN outcome unknown: TRYAGAIN Hash slot"));
+  EXPECT_TRUE(absl::IsNotFound(nodes_[2].store->Get(k1).status()));
+  hook_.only_key.clear();
+  hook_.refusal = absl::OkStatus();
 }
 
 TEST_F(RespClusterTest, ClusterCommandsDescribeTheMap) {

@@ -107,10 +107,11 @@ class ClusterState {
   void set_lease_deadline(absl::Duration steady_deadline) {
     deadline_ns_.store(absl::ToInt64Nanoseconds(steady_deadline), std::memory_order_release);
   }
-  // The same as a std::chrono::steady_clock moment (the real clock's
-  // Steady() is steady_clock's time since its epoch).
+  // The same as a std::chrono::steady_clock moment, taken as "this long
+  // from now" on the state's clock (whose origin may differ).
   void set_lease_deadline(std::chrono::steady_clock::time_point deadline) {
-    set_lease_deadline(absl::FromChrono(deadline.time_since_epoch()));
+    set_lease_deadline(clock_.Steady() +
+                       absl::FromChrono(deadline - std::chrono::steady_clock::now()));
   }
   // Not fenced and the lease deadline is ahead.
   bool Serving() const;

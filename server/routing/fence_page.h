@@ -5,8 +5,9 @@
 // REGION_KIND_FENCE region so one-sided readers can check them.
 //
 // Single-node mode publishes {0, kNoExpiry} once. In cluster mode the
-// membership layer renews valid_until after every etcd keepalive to a moment
-// before the lease can expire, writes the applied map epoch, and Fence()s
+// membership layer renews valid_until after every counted lease renewal
+// (membership.h) to a moment before the lease can expire, writes the
+// applied map epoch, and Fence()s
 // when it can no longer prove its lease (readers then refuse its data even
 // if this process is frozen right after: valid_until stops moving).
 //

@@ -2,6 +2,8 @@
 
 #include "server/storage/clock.h"
 
+#include <time.h>
+
 #include <chrono>
 
 #include "absl/time/clock.h"
@@ -12,8 +14,14 @@ namespace {
 
 class RealClock final : public Clock {
  public:
+  // CLOCK_BOOTTIME, not CLOCK_MONOTONIC (std::chrono::steady_clock): it
+  // also counts the time the host was suspended, so a lease deadline taken
+  // before a suspend has passed after it. (A hypervisor that stops a guest
+  // without telling it can still stop both clocks; see docs.)
   absl::Duration Steady() const override {
-    return absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return absl::DurationFromTimespec(ts);
   }
   absl::Time Wall() const override { return absl::Now(); }
   void Sleep(absl::Duration d) const override {

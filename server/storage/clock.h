@@ -3,12 +3,12 @@
 // Clock: the server's two time sources, behind one interface so that tests
 // can move either of them.
 //
-//   * Steady(): monotonic time (std::chrono::steady_clock) since an arbitrary
-//     origin. Every timer and deadline of the storage layer is measured on
-//     it: the grace period before a segment is reused, lease expiry. A step
-//     of the wall clock (NTP, an operator, a resumed VM) must neither free a
-//     segment a slow one-sided READ may still be reading nor end a lease
-//     early or keep it alive.
+//   * Steady(): monotonic time since an arbitrary origin (the real clock:
+//     CLOCK_BOOTTIME, which keeps counting while the host is suspended, so
+//     a deadline on it has passed when the host resumes). Every timer and deadline of the storage
+//     layer is measured on it: the grace period before a segment is reused, lease expiry. A step of
+//     the wall clock (NTP, an operator, a resumed VM) must neither free a segment a slow one-sided
+//     READ may still be reading nor end a lease early or keep it alive.
 //   * Wall(): absl::Now(), only for what is reported to people and clients
 //     (a lease's expires_unix_ms, log lines).
 //   * AwaitUntil(): a thread's timed wait on the steady clock (a keepalive
@@ -50,7 +50,7 @@ class Clock {
   virtual bool AwaitUntil(absl::Mutex* mu, const absl::Condition& cond,
                           absl::Duration deadline) const;
 
-  // The process's real clocks (std::chrono::steady_clock and absl::Now();
+  // The process's real clocks (CLOCK_BOOTTIME and absl::Now();
   // Sleep() is absl::SleepFor()).
   static const Clock& Real();
 };

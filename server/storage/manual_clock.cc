@@ -115,6 +115,8 @@ void ManualClock::Advance(absl::Duration d) {
   }
 }
 
+void ManualClock::StepWall(absl::Duration d) { state_->wall_ns += absl::ToInt64Nanoseconds(d); }
+
 bool ManualClock::Settled() const {
   State& s = *state_;
   absl::MutexLock lock(&s.mu);

@@ -15,7 +15,8 @@
 // not the clock's doing); nor is the thread calling Settled().
 //
 // Steady() starts at 1 s (so that zero never looks like a deadline already
-// reached), Wall() at 2023-11-14 22:13:20 UTC; both move together.
+// reached), Wall() at 2023-11-14 22:13:20 UTC; both move together, except
+// that StepWall() moves the wall clock alone.
 //
 // Thread safety: thread-safe. The clock must outlive the threads waiting on
 // it; threads that merely used it may outlive it.
@@ -49,6 +50,9 @@ class ManualClock final : public Clock {
   // Time goes by: both clocks move forward by `d` (>= 0), and every waiter
   // whose deadline is now reached is woken.
   void Advance(absl::Duration d);
+  // The wall clock alone is set forward (or back, for negative `d`): an
+  // NTP or operator step. Wakes nobody (waits are on Steady()).
+  void StepWall(absl::Duration d);
   // See above. Poll it with a bounded wait (Eventually).
   bool Settled() const;
   // Threads inside AwaitUntil() right now, whatever their deadline.

@@ -51,8 +51,8 @@ class SlowReadPath final : public DataPath {
   absl::Status Delete(absl::string_view key, absl::Time deadline) override {
     return writes_->Delete(key, deadline);
   }
-  absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
-                        absl::Time deadline) override {
+  absl::StatusOr<std::vector<absl::Status>> MultiPut(
+      absl::Span<const std::pair<std::string, std::string>> pairs, absl::Time deadline) override {
     return writes_->MultiPut(pairs, deadline);
   }
   absl::Status PutFrom(absl::string_view key, const RegisteredBuffer& buffer, size_t offset,

@@ -70,10 +70,10 @@ class RecordingPath final : public DataPath {
     ++reads;
     return std::vector<absl::StatusOr<std::string>>(keys.size(), std::string("one-sided"));
   }
-  absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>>,
-                        absl::Time) override {
+  absl::StatusOr<std::vector<absl::Status>> MultiPut(
+      absl::Span<const std::pair<std::string, std::string>> pairs, absl::Time) override {
     ++writes;
-    return absl::OkStatus();
+    return std::vector<absl::Status>(pairs.size());
   }
   absl::string_view name() const override { return "rdma"; }
   int reads = 0;

@@ -90,9 +90,9 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> RdmaDataPath::MultiGet(
   return reader_->MultiGet(keys, deadline);
 }
 
-absl::Status RdmaDataPath::MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
-                                    absl::Time deadline) {
-  absl::Status s = writer_->MultiPut(pairs, deadline);
+absl::StatusOr<std::vector<absl::Status>> RdmaDataPath::MultiPut(
+    absl::Span<const std::pair<std::string, std::string>> pairs, absl::Time deadline) {
+  absl::StatusOr<std::vector<absl::Status>> s = writer_->MultiPut(pairs, deadline);
   for (const auto& kv : pairs) reader_->Forget(kv.first);
   return s;
 }

@@ -74,8 +74,8 @@ class RdmaDataPath final : public DataPath {
   absl::StatusOr<bool> Exists(absl::string_view key, absl::Time deadline) override;
   absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys, absl::Time deadline) override;
-  absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
-                        absl::Time deadline) override;
+  absl::StatusOr<std::vector<absl::Status>> MultiPut(
+      absl::Span<const std::pair<std::string, std::string>> pairs, absl::Time deadline) override;
 
   // Registers the memory with the context's PD, so the NIC reads and writes
   // it directly; the registration lives as long as any handle to it.

@@ -65,17 +65,22 @@ absl::Status RdmaWriter::Delete(absl::string_view key, absl::Time deadline) {
 
 // All pairs are checked before any is written, so a bad pair fails the call
 // without partial work; then batches of kBatch pairs.
-absl::Status RdmaWriter::MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
-                                  absl::Time deadline) {
+absl::StatusOr<std::vector<absl::Status>> RdmaWriter::MultiPut(
+    absl::Span<const std::pair<std::string, std::string>> pairs, absl::Time deadline) {
   for (const auto& [k, v] : pairs) {
     KV_RETURN_IF_ERROR(layout_->limits.CheckKey(k));
     KV_RETURN_IF_ERROR(layout_->limits.CheckValueLength(v.size()));
   }
+  std::vector<absl::Status> out;
+  out.reserve(pairs.size());
   for (size_t begin = 0; begin < pairs.size(); begin += kBatch) {
     const size_t n = std::min(kBatch, pairs.size() - begin);
-    KV_RETURN_IF_ERROR(MultiPutBatch(pairs.subspan(begin, n), deadline));
+    if (!MultiPutBatch(pairs.subspan(begin, n), deadline, &out)) break;
   }
-  return absl::OkStatus();
+  while (out.size() < pairs.size()) {
+    out.push_back(NotSent(absl::UnavailableError("not sent: an earlier pair of the batch failed")));
+  }
+  return out;
 }
 
 // --- PUT -------------------------------------------------------------------------
@@ -106,7 +111,8 @@ absl::Status RdmaWriter::PutOnce(absl::string_view key, absl::string_view value,
 
 // Stages and posts every pair of a batch on its slot, then waits for each
 // ack in turn; each pair's result goes to (*results)[i] and its lease space
-// is finished.
+// is finished. A failure before the batch was posted leaves every pair
+// unsent (kNotSentPayload).
 void RdmaWriter::CommitBatch(absl::Span<const std::pair<std::string, std::string>> pairs,
                              const std::vector<OpSlot*>& slots,
                              const std::vector<LeaseSpace>& spaces, absl::Time deadline,
@@ -117,6 +123,7 @@ void RdmaWriter::CommitBatch(absl::Span<const std::pair<std::string, std::string
   for (size_t i = 0; i < n && st.ok(); ++i) {
     st = entries_->StageNew(slots[i], pairs[i].first, pairs[i].second, 0, spaces[i], &staged[i]);
   }
+  if (!st.ok()) st = NotSent(st);
   if (st.ok()) st = entries_->PostStaged(absl::MakeSpan(staged), deadline);
   for (size_t i = 0; i < n; ++i) {
     if (st.ok()) {
@@ -132,20 +139,25 @@ void RdmaWriter::CommitBatch(absl::Span<const std::pair<std::string, std::string
 }
 
 // Reserves every pair's space first, then stages and posts all, then waits
-// for each ack in turn. Pairs whose lease expired are redone one by one; the
-// first error (in pair order) is the result.
-absl::Status RdmaWriter::MultiPutBatch(absl::Span<const std::pair<std::string, std::string>> pairs,
-                                       absl::Time deadline) {
+// for each ack in turn. Pairs whose lease expired (refused: no effect) are
+// redone one by one.
+bool RdmaWriter::MultiPutBatch(absl::Span<const std::pair<std::string, std::string>> pairs,
+                               absl::Time deadline, std::vector<absl::Status>* out) {
   // More commits than credits could never all be posted at once.
   const size_t n = std::min<size_t>(pairs.size(), engine_->credits());
   if (n < pairs.size()) {
-    KV_RETURN_IF_ERROR(MultiPutBatch(pairs.subspan(0, n), deadline));
-    return MultiPutBatch(pairs.subspan(n), deadline);
+    return MultiPutBatch(pairs.subspan(0, n), deadline, out) &&
+           MultiPutBatch(pairs.subspan(n), deadline, out);
   }
   std::vector<LeaseSpace> spaces;
   for (const auto& [k, v] : pairs) {
-    KV_ASSIGN_OR_RETURN(LeaseSpace sp, leases_->Reserve(layout::EntryBytes(k.size(), v.size())));
-    spaces.push_back(sp);
+    absl::StatusOr<LeaseSpace> sp = leases_->Reserve(layout::EntryBytes(k.size(), v.size()));
+    if (!sp.ok()) {
+      for (const LeaseSpace& s : spaces) leases_->Finish(s, sp.status());
+      out->insert(out->end(), pairs.size(), NotSent(sp.status()));
+      return false;
+    }
+    spaces.push_back(*sp);
   }
   std::vector<absl::Status> results(n);
   {
@@ -154,20 +166,22 @@ absl::Status RdmaWriter::MultiPutBatch(absl::Span<const std::pair<std::string, s
     absl::StatusOr<std::vector<OpSlot*>> slots = engine_->AcquireSlots(n, deadline);
     if (!slots.ok()) {
       for (const LeaseSpace& sp : spaces) leases_->Finish(sp, slots.status());
-      return slots.status();
+      out->insert(out->end(), pairs.size(), NotSent(slots.status()));
+      return false;
     }
     SlotGuard guard(engine_, *slots);
     CommitBatch(pairs, *slots, spaces, deadline, &results);
   }
-  absl::Status first;
+  bool all = true;
   for (size_t i = 0; i < n; ++i) {
     if (results[i].code() == absl::StatusCode::kAborted) {
       entries_->CountLeaseAbort();  // that lease expired: redo this one alone
       results[i] = PutOnce(pairs[i].first, pairs[i].second, deadline);
     }
-    if (!results[i].ok() && first.ok()) first = results[i];
+    all = all && results[i].ok();
+    out->push_back(std::move(results[i]));
   }
-  return first;
+  return all;
 }
 
 }  // namespace client

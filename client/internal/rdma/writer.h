@@ -49,9 +49,13 @@ class RdmaWriter {
   // kNotFound when the key was absent. A failure before the commit left this
   // client carries kNotSentPayload (the caller may retry it).
   absl::Status Delete(absl::string_view key, absl::Time deadline);
-  // All-or-error: on failure some pairs may have been stored.
-  absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
-                        absl::Time deadline);
+  // One status per pair, as DataPath::MultiPut: every pair is checked
+  // first (the outer error, nothing sent); then rounds of up to 16 pairs,
+  // each pair's status its own ack (or the error that stopped its round).
+  // After a round with any failure, later pairs are not sent
+  // (kNotSentPayload).
+  absl::StatusOr<std::vector<absl::Status>> MultiPut(
+      absl::Span<const std::pair<std::string, std::string>> pairs, absl::Time deadline);
 
  private:
   // Checked PUT. `value_lkey` != 0: the value is in registered caller memory.
@@ -59,9 +63,10 @@ class RdmaWriter {
                        absl::Time deadline);
   // One attempt of a copy PUT (a MultiPut pair redone alone).
   absl::Status PutOnce(absl::string_view key, absl::string_view value, absl::Time deadline);
-  // Up to kBatch pairs, split further to fit the commit credits.
-  absl::Status MultiPutBatch(absl::Span<const std::pair<std::string, std::string>> pairs,
-                             absl::Time deadline);
+  // Up to kBatch pairs, split further to fit the commit credits; appends
+  // one status per pair to `out` and returns whether all were stored.
+  bool MultiPutBatch(absl::Span<const std::pair<std::string, std::string>> pairs,
+                     absl::Time deadline, std::vector<absl::Status>* out);
   // The staging, posting and waiting of one MultiPutBatch on slots it holds.
   void CommitBatch(absl::Span<const std::pair<std::string, std::string>> pairs,
                    const std::vector<initiator::OpSlot*>& slots,

@@ -511,14 +511,15 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> TcpDataPath::MultiGet(
   return out;
 }
 
-absl::Status TcpDataPath::MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
-                                   absl::Time deadline) {
+absl::StatusOr<std::vector<absl::Status>> TcpDataPath::MultiPut(
+    absl::Span<const std::pair<std::string, std::string>> pairs, absl::Time deadline) {
   for (const auto& [k, v] : pairs) {
     KV_RETURN_IF_ERROR(limits_.CheckKey(k));
     KV_RETURN_IF_ERROR(limits_.CheckValueLength(v.size()));
   }
   // Pipelined SETs rather than MSET: the server streams each value straight
-  // into pool memory instead of buffering the whole batch.
+  // into pool memory instead of buffering the whole batch, and every pair
+  // gets a reply of its own.
   // One connection for the whole call, so the server applies the SETs in
   // pair order (a key given twice keeps its last value). Each batch is one
   // burst of writes followed by one wait for all of its replies; batches
@@ -526,6 +527,8 @@ absl::Status TcpDataPath::MultiPut(absl::Span<const std::pair<std::string, std::
   RespConnection* conn =
       conns_[next_.fetch_add(1, std::memory_order_relaxed) % conns_.size()].get();
   const size_t batch = std::max<uint64_t>(1, limits_.max_batch_keys);
+  std::vector<absl::Status> out;
+  out.reserve(pairs.size());
   for (size_t begin = 0; begin < pairs.size(); begin += batch) {
     const size_t end = std::min(pairs.size(), begin + batch);
     std::vector<Request> reqs;
@@ -538,11 +541,18 @@ absl::Status TcpDataPath::MultiPut(absl::Span<const std::pair<std::string, std::
     // Request's strings (a short string's bytes live inside the string
     // object), so a Request must not move after its parts are taken.
     for (auto& r : reqs) parts.push_back(r.Parts());
-    // The first failure in pair order. Later pairs of this batch may have
-    // been stored; later batches are not sent.
-    for (auto& reply : conn->Call(parts, deadline)) KV_RETURN_IF_ERROR(OkFromReply(reply));
+    bool failed = false;
+    for (auto& reply : conn->Call(parts, deadline)) {
+      out.push_back(OkFromReply(std::move(reply)));
+      failed = failed || !out.back().ok();
+    }
+    if (failed) break;
   }
-  return absl::OkStatus();
+  // The pairs of the batches not sent.
+  while (out.size() < pairs.size()) {
+    out.push_back(NotSent(absl::UnavailableError("not sent: an earlier pair of the batch failed")));
+  }
+  return out;
 }
 
 }  // namespace client

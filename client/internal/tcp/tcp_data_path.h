@@ -82,11 +82,11 @@ class TcpDataPath final : public DataPath {
   absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys, absl::Time deadline) override;
   // Pipelined SETs on one connection, in batches of at most
-  // limits.max_batch_keys pairs. Returns the first failing pair's status;
-  // the other pairs of its batch may have been stored, and later batches are
-  // not sent.
-  absl::Status MultiPut(absl::Span<const std::pair<std::string, std::string>> pairs,
-                        absl::Time deadline) override;
+  // limits.max_batch_keys pairs; each pair's status is its own reply. After
+  // a batch in which any pair failed, later batches are not sent (their
+  // pairs carry kNotSentPayload): the connection may be gone.
+  absl::StatusOr<std::vector<absl::Status>> MultiPut(
+      absl::Span<const std::pair<std::string, std::string>> pairs, absl::Time deadline) override;
   absl::string_view name() const override { return "tcp"; }
 
  private:

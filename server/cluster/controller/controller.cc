@@ -61,7 +61,8 @@ Controller::Controller(etcd::EtcdClient* etcd, ControllerOptions options, Applie
       clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
       applied_seq_(std::move(applied_seq)),
       controller_key_(etcd_keys::ControllerKey(options_.cluster_name)),
-      map_key_(etcd_keys::MapKey(options_.cluster_name)) {}
+      map_key_(etcd_keys::MapKey(options_.cluster_name)),
+      departures_(options_.member_ttl) {}
 
 Controller::~Controller() { Stop(); }
 
@@ -109,9 +110,12 @@ void Controller::Loop() {
     } else if (wrote) {
       continue;
     }
+    // A departure becoming due is news too.
+    const absl::Duration until =
+        std::min(clock_.Steady() + wait, departures_.NextDue(clock_.Steady()));
     absl::MutexLock lock(&mu_);
     auto woken_or_stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return woken_ || stop_; };
-    clock_.AwaitUntil(&mu_, absl::Condition(&woken_or_stopped), clock_.Steady() + wait);
+    clock_.AwaitUntil(&mu_, absl::Condition(&woken_or_stopped), until);
     woken_ = false;
   }
 }
@@ -238,7 +242,10 @@ absl::Status Controller::Reconcile(const Snapshot& snap, bool* wrote) {
                                                       current.cluster_name(), "', not '",
                                                       options_.cluster_name, "'; not touching it"));
   }
-  std::optional<PlanStep> step = PlanNext(current, snap.members, applied_seq_);
+  // A departed node stays alive for planning until its own lease deadline
+  // has surely passed: no promotion before then.
+  const MemberSet members = departures_.Settle(current, snap.members, clock_.Steady());
+  std::optional<PlanStep> step = PlanNext(current, members, applied_seq_);
   if (!step.has_value()) return absl::OkStatus();
   step->map.set_controller(options_.node_id);
   KV_RETURN_IF_ERROR(KV_FAILPOINT("controller/before-write-map"));

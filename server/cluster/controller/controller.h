@@ -57,6 +57,7 @@
 #include "absl/time/time.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/controller/controller_plan.h"
+#include "server/cluster/controller/departures.h"
 #include "server/cluster/membership/etcd/etcd_client.h"
 #include "server/cluster/peer/peer_client.h"
 #include "server/storage/clock.h"
@@ -85,6 +86,9 @@ struct ControllerOptions {
   // How long RemoveNode() waits for that answer before giving up (the node
   // then stays a backup, marked draining; remove-node again finishes it).
   absl::Duration demote_confirm_timeout = absl::Seconds(5);
+  // The member lease TTL (--member_ttl). A node counts as dead only this
+  // long after the controller saw its member key go (Departures).
+  absl::Duration member_ttl = absl::Seconds(3);
   // The clock of the poll, the retry and the demote wait; nullptr: the real
   // one. Tests pass a ManualClock. Must outlive the controller.
   const Clock* clock = nullptr;
@@ -204,6 +208,9 @@ class Controller {
   const AppliedSeqFn applied_seq_;
   const std::string controller_key_;
   const std::string map_key_;
+
+  // When each departed node may be planned as dead.
+  Departures departures_;
 
   std::atomic<bool> is_leader_{false};
   std::atomic<int64_t> token_{0};  // create_revision of our controller key

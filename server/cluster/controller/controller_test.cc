@@ -124,6 +124,7 @@ class ControllerTest : public ::testing::Test {
       return it->second;
     };
     options.demote_confirm_timeout = absl::Milliseconds(600);
+    options.member_ttl = member_ttl_;
     options.clock = &clock_;
     // Each controller is a node of its own, with its own client.
     clients_.push_back(fake_.NewClient(id));
@@ -175,6 +176,9 @@ class ControllerTest : public ::testing::Test {
   }
 
   ManualClock clock_;
+  // Zero: a departed node counts as dead at once, so that the tests of
+  // planning need not wait; the wait itself has tests of its own.
+  absl::Duration member_ttl_ = absl::ZeroDuration();
   etcd::FakeEtcd fake_;
   std::unique_ptr<etcd::EtcdClient> etcd_;                  // the test's own
   std::vector<std::unique_ptr<etcd::EtcdClient>> clients_;  // the controllers'
@@ -501,6 +505,73 @@ TEST_F(ControllerTest, NewIncarnationWithoutAGapIsFailedOverThenPlaced) {
   auto view = cluster::ClusterMapView::Build(map);
   ASSERT_TRUE(view.ok());
   EXPECT_EQ((*view)->Node("n1")->incarnation(), static_cast<uint64_t>(incarnation));
+}
+
+// etcd may delete a member key before the node's own deadline has passed
+// (a lease revoked early by a stale etcd leader, or revoked by an operator):
+// the primary may still serve. Its backup is promoted only one full TTL
+// after the controller saw the key go, when that deadline has surely passed.
+TEST_F(ControllerTest, APrimaryIsReplacedOnlyOneTtlAfterItsKeyWent) {
+  member_ttl_ = absl::Seconds(3);
+  auto ctl = MakeController("ctl", /*replicas=*/2, /*min_nodes=*/3, seqs_.Fn());
+  for (const char* id : {"n0", "n1", "n2"}) Register(id);
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  ASSERT_THAT(Replicas(ReadMap(), 0), ElementsAre("n0", "n1"));
+  seqs_.Set("n1", 0, 5);
+  Kill("n0");
+  ASSERT_TRUE(ctl->RunOnce().ok());  // the controller sees the key gone now
+  EXPECT_EQ(ReadMap().epoch(), 1u);
+  clock_.Advance(absl::Milliseconds(2950));
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  EXPECT_EQ(ReadMap().epoch(), 1u);
+  EXPECT_THAT(Replicas(ReadMap(), 0), ElementsAre("n0", "n1"));
+  clock_.Advance(absl::Milliseconds(50));
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  EXPECT_GE(ReadMap().epoch(), 2u);
+  EXPECT_EQ(Replicas(ReadMap(), 0).front(), "n1");
+}
+
+// A second process with the same node id registered while the first may
+// still be alive and serving: the first is replaced one TTL later, not at
+// once.
+TEST_F(ControllerTest, ANewIncarnationReplacesTheOldOneOnlyOneTtlLater) {
+  member_ttl_ = absl::Seconds(3);
+  auto ctl = MakeController("ctl", 2, 3, seqs_.Fn());
+  for (const char* id : {"n0", "n1", "n2"}) Register(id);
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  const uint64_t first = ReadMap().nodes(1).incarnation();
+  seqs_.Set("n2", 1, 4);
+  Register("n1");
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  EXPECT_EQ(ReadMap().epoch(), 1u);
+  EXPECT_THAT(Replicas(ReadMap(), 1), ElementsAre("n1", "n2"));
+  EXPECT_EQ(ReadMap().nodes(1).incarnation(), first);
+  clock_.Advance(absl::Seconds(3));
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  EXPECT_THAT(Replicas(ReadMap(), 1), ElementsAre("n2"));
+}
+
+// A Start()ed controller looks again when a departure becomes due, even
+// with a poll interval far beyond it.
+TEST_F(ControllerTest, TheLoopActsWhenADepartureBecomesDue) {
+  member_ttl_ = absl::Seconds(3);
+  auto ctl = MakeController("ctl", 2, 3, seqs_.Fn(), absl::Seconds(60));
+  for (const char* id : {"n0", "n1", "n2"}) Register(id);
+  // The first map and the departure are seen here, at a known moment; only
+  // then does the loop run.
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  Kill("n1");
+  ASSERT_TRUE(ctl->RunOnce().ok());
+  ASSERT_EQ(ReadMap().epoch(), 1u);
+  ctl->Start();
+  // Up to 5 s of clock in steps, each once the loop is settled in its wait
+  // (a step it was woken by is written by then).
+  for (int advanced = 0;; ++advanced) {
+    ASSERT_TRUE(Eventually([&] { return clock_.Waiters() > 0 && clock_.Settled(); }));
+    if (ReadMap().epoch() >= 2 || advanced == 50) break;
+    clock_.Advance(absl::Milliseconds(100));
+  }
+  EXPECT_GE(ReadMap().epoch(), 2u);
 }
 
 TEST_F(ControllerTest, ManualFailover) {

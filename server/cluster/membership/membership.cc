@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/cluster/cluster_map.h"
@@ -18,17 +21,19 @@ namespace kvstore {
 namespace server {
 namespace {
 
-// Unix milliseconds of a moment on `clock`'s steady time (the fence page
-// speaks wall time: readers on other hosts compare it with their own clocks).
-uint64_t UnixMillisOf(const Clock& clock, absl::Duration t) {
-  const absl::Duration ahead = t - clock.Steady();
-  const int64_t ms = absl::ToUnixMillis(clock.Wall() + ahead);
-  return ms > 0 ? static_cast<uint64_t>(ms) : 0;
-}
-
 // Backoff after a failed map read or watch: short, etcd usually comes back
 // quickly, and a fenced node is waiting for it.
 constexpr absl::Duration kRetryDelay = absl::Milliseconds(200);
+
+// How long Register() waits for an earlier incarnation's member key to go
+// (its lease to expire), in TTLs of this node: etcd may have raised that
+// lease to its minimum TTL, and the earlier process may have renewed it
+// just before it died.
+constexpr int kRegisterWaitTtls = 3;
+
+// The map thread asks its watch for a progress notice this often, in parts
+// of the TTL, and drops a watch that stayed silent for a third of the TTL.
+constexpr int kProgressPerTtl = 6;
 
 }  // namespace
 
@@ -82,6 +87,26 @@ absl::StatusOr<std::unique_ptr<Membership>> Membership::Start(etcd::EtcdClient* 
 Membership::~Membership() { Shutdown(); }
 
 absl::Status Membership::Register() {
+  // Never over another incarnation's key: that process may still be alive
+  // and renewing its own lease, and overwriting its key would detach it
+  // from the key the controller watches. Wait for that lease to end.
+  const absl::Duration wait_until = clock_.Steady() + options_.ttl * kRegisterWaitTtls;
+  for (bool logged = false;; logged = true) {
+    KV_ASSIGN_OR_RETURN(std::optional<etcd::KeyValue> held, etcd_->Get(member_key_));
+    if (!held.has_value()) break;
+    if (!logged) {
+      LOG(WARNING) << "membership: " << member_key_ << " is held by lease "
+                   << absl::StrCat(absl::Hex(held->lease))
+                   << " (an earlier incarnation of this node); waiting for it to expire";
+    }
+    if (clock_.Steady() >= wait_until) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("membership: ", member_key_, " is still held by lease ",
+                       absl::StrCat(absl::Hex(held->lease)), ": another process with node id ",
+                       options_.self.node_id(), " is alive; not registering over it"));
+    }
+    if (!Sleep(kRetryDelay)) return absl::CancelledError("membership: stopped while registering");
+  }
   const absl::Duration sent = clock_.Steady();
   KV_ASSIGN_OR_RETURN(lease_, etcd_->GrantLease(options_.ttl));
   options_.self.set_incarnation(static_cast<uint64_t>(lease_));
@@ -96,12 +121,26 @@ absl::Status Membership::Register() {
     for (v1::ShardCopy& copy : options_.copies()) *options_.self.add_copies() = std::move(copy);
   }
   options_.self.set_applied_map_epoch(state_->map_epoch());
-  absl::StatusOr<int64_t> put =
-      etcd_->Put(member_key_, etcd_keys::EncodeNode(options_.self), lease_);
-  if (!put.ok()) {
+  absl::StatusOr<etcd::TxnResult> put =
+      etcd_->Txn({etcd::Compare{member_key_, etcd::Compare::Target::kCreateRevision,
+                                etcd::Compare::Op::kEqual, 0, ""}},
+                 {etcd::TxnOp{etcd::TxnOp::Kind::kPut, member_key_,
+                              etcd_keys::EncodeNode(options_.self), lease_}},
+                 {});
+  absl::Status failed = put.status();
+  if (put.ok() && !put->succeeded) {
+    failed = absl::AbortedError(
+        absl::StrCat("membership: another incarnation registered ", member_key_, " meanwhile"));
+  }
+  if (!failed.ok()) {
     (void)etcd_->RevokeLease(lease_);
     lease_ = 0;
-    return put.status();
+    return failed;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    wall_anchor_ = clock_.Wall();
+    steady_anchor_ = clock_.Steady();
   }
   Renewed(sent, options_.ttl);
   LOG(INFO) << "membership: registered " << member_key_ << " under lease "
@@ -174,7 +213,18 @@ bool Membership::RenewOnce() {
     // Never trust more than asked for: a shorter answer is taken as is.
     absl::Duration ttl = options_.ttl;
     if (*granted > absl::ZeroDuration()) ttl = std::min(ttl, *granted);
-    Renewed(sent, ttl);
+    // The lease alone proves that nobody replaced this node through expiry,
+    // not that no map deposed it: serve on only with the newest map.
+    absl::Status current = ProveMapCurrent();
+    if (current.ok()) {
+      Renewed(sent, ttl);
+    } else {
+      LOG_EVERY_N(WARNING, 10) << "membership: lease " << absl::StrCat(absl::Hex(lease_))
+                               << " renewed but not the serving deadline: " << current;
+      // Known to be behind or replaced (not merely etcd unreachable): stop now.
+      if (!absl::IsUnavailable(current)) FenceNow("map or member key not current");
+      if (absl::IsNotFound(current)) Republish();
+    }
     bool republish;
     {
       absl::MutexLock lock(&mu_);
@@ -224,7 +274,7 @@ void Membership::Renewed(absl::Duration sent, absl::Duration ttl) {
     // Deadline first, then the page, then the flag: a request that sees
     // "not fenced" also sees the new deadline.
     state_->set_lease_deadline(deadline);
-    fence_->set_valid_until_ms(UnixMillisOf(clock_, deadline));
+    fence_->set_valid_until_ms(ValidUntilMs(deadline));
     if (fenced_) {
       fenced_ = false;
       unfenced = true;
@@ -236,6 +286,28 @@ void Membership::Renewed(absl::Duration sent, absl::Duration ttl) {
                  << " renewed again: unfenced, serving";
     if (options_.on_unfence) options_.on_unfence();
   }
+}
+
+uint64_t Membership::ValidUntilMs(absl::Duration deadline) {
+  // Readers on other hosts compare the page with their own wall clocks, so
+  // it speaks wall time; but this host's wall clock may be stepped. Carry
+  // the wall time forward from the previous renewal by the steady time
+  // elapsed since, and follow the wall clock only when it is behind that:
+  // a step forward never lengthens the window readers trust, a step back
+  // shortens it.
+  const absl::Duration now = clock_.Steady();
+  const absl::Time carried = wall_anchor_ + (now - steady_anchor_);
+  const absl::Time wall = clock_.Wall();
+  if (wall > carried + absl::Seconds(1)) {
+    LOG_EVERY_N(WARNING, 100) << "membership: the wall clock is "
+                              << absl::FormatDuration(wall - carried)
+                              << " ahead of the steady clock since the last renewal; the fence "
+                                 "page keeps the steady reckoning";
+  }
+  wall_anchor_ = std::min(wall, carried);
+  steady_anchor_ = now;
+  const int64_t ms = absl::ToUnixMillis(wall_anchor_ + (deadline - now));
+  return ms > 0 ? static_cast<uint64_t>(ms) : 0;
 }
 
 void Membership::FenceNow(const char* why) {
@@ -280,18 +352,63 @@ void Membership::MapInstalled(const cluster::ClusterMapView& view) {
   republish_ = true;
 }
 
+absl::Status Membership::ProveMapCurrent() {
+  // One linearizable act: our member key is still ours, and the map read
+  // at that same revision is the one we serve with.
+  KV_ASSIGN_OR_RETURN(etcd::TxnResult r,
+                      etcd_->Txn({etcd::Compare{member_key_, etcd::Compare::Target::kLease,
+                                                etcd::Compare::Op::kEqual, lease_, ""}},
+                                 {etcd::TxnOp{etcd::TxnOp::Kind::kGet, map_key_, "", 0}},
+                                 {etcd::TxnOp{etcd::TxnOp::Kind::kGet, member_key_, "", 0}}));
+  if (!r.succeeded) {
+    if (r.gets.empty()) {
+      return absl::NotFoundError(absl::StrCat(member_key_, " is gone"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(member_key_, " belongs to lease ",
+                                                      absl::StrCat(absl::Hex(r.gets[0].lease)),
+                                                      ", another incarnation"));
+  }
+  if (r.gets.empty()) return absl::OkStatus();  // no map yet: nothing to be behind
+  absl::StatusOr<v1::ClusterMap> map = etcd_keys::DecodeMap(r.gets[0].value);
+  if (!map.ok()) return absl::FailedPreconditionError(map.status().message());
+  // The watch may have stalled: apply the map from this read.
+  if (state_->map_epoch() < map->epoch()) InstallMapJson(r.gets[0].value);
+  if (state_->map_epoch() < map->epoch()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot apply cluster map epoch ", map->epoch(), " (applied ", state_->map_epoch(), ")"));
+  }
+  return absl::OkStatus();
+}
+
 void Membership::Republish() {
   v1::ClusterNode self = options_.self;
   {
     absl::MutexLock lock(&mu_);
     self.set_applied_map_epoch(applied_epoch_);
   }
-  absl::StatusOr<int64_t> put = etcd_->Put(member_key_, etcd_keys::EncodeNode(self), lease_);
-  if (!put.ok()) {
-    LOG(WARNING) << "membership: could not republish " << member_key_ << ": " << put.status();
-    absl::MutexLock lock(&mu_);
-    republish_ = true;  // next renewal tries again
+  const std::string value = etcd_keys::EncodeNode(self);
+  const etcd::TxnOp put{etcd::TxnOp::Kind::kPut, member_key_, value, lease_};
+  // Our own key, or no key: never another incarnation's.
+  absl::StatusOr<etcd::TxnResult> r =
+      etcd_->Txn({etcd::Compare{member_key_, etcd::Compare::Target::kLease,
+                                etcd::Compare::Op::kEqual, lease_, ""}},
+                 {put}, {etcd::TxnOp{etcd::TxnOp::Kind::kGet, member_key_, "", 0}});
+  if (r.ok() && !r->succeeded && r->gets.empty()) {
+    r = etcd_->Txn({etcd::Compare{member_key_, etcd::Compare::Target::kCreateRevision,
+                                  etcd::Compare::Op::kEqual, 0, ""}},
+                   {put}, {etcd::TxnOp{etcd::TxnOp::Kind::kGet, member_key_, "", 0}});
   }
+  if (r.ok() && r->succeeded) return;
+  if (r.ok()) {
+    LOG_EVERY_N(ERROR, 10) << "membership: " << member_key_ << " belongs to lease "
+                           << absl::StrCat(absl::Hex(r->gets.empty() ? 0 : r->gets[0].lease))
+                           << ", not ours: another incarnation of " << options_.self.node_id()
+                           << " registered; not overwriting it";
+  } else {
+    LOG(WARNING) << "membership: could not republish " << member_key_ << ": " << r.status();
+  }
+  absl::MutexLock lock(&mu_);
+  republish_ = true;  // next renewal tries again
 }
 
 absl::Status Membership::ReadMap(int64_t* revision) {
@@ -341,12 +458,16 @@ void Membership::MapLoop(int64_t revision) {
       }
     }
     need_read = true;
+    const uint64_t endpoint = etcd_->endpoint_changes();
     auto watch = etcd_->Watch(
         map_key_, revision + 1, [this](absl::StatusOr<std::vector<etcd::WatchEvent>> events) {
-          if (!events.ok()) {
+          {
             absl::MutexLock lock(&mu_);
-            watch_broken_ = true;
-            return;
+            if (!events.ok()) {
+              watch_broken_ = true;
+              return;
+            }
+            heard_ = true;  // events, or a progress notice (no events)
           }
           for (const etcd::WatchEvent& e : *events) {
             if (e.kv.key != map_key_) continue;
@@ -363,18 +484,49 @@ void Membership::MapLoop(int64_t revision) {
       if (!Sleep(kRetryDelay)) return;
       continue;
     }
-    {
-      absl::MutexLock lock(&mu_);
-      // Through the clock too (no deadline): a test clock then knows this
-      // thread is waiting, not working.
-      clock_.AwaitUntil(&mu_, absl::Condition(this, &Membership::StoppingOrWatchBroken),
-                        absl::InfiniteDuration());
-      watch_broken_ = false;
-    }
+    AwaitWatchEnd(watch->get(), endpoint);
     // Outside mu_: destroying the watch joins its thread, whose callback
     // takes mu_.
     watch->reset();
   }
+}
+
+void Membership::AwaitWatchEnd(etcd::WatchHandle* watch, uint64_t endpoint) {
+  const absl::Duration period = options_.ttl / kProgressPerTtl;
+  const absl::Duration silence = options_.ttl / 3;
+  absl::MutexLock lock(&mu_);
+  heard_ = false;
+  absl::Duration last_heard = clock_.Steady();
+  auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || watch_broken_ || heard_;
+  };
+  while (true) {
+    clock_.AwaitUntil(&mu_, absl::Condition(&woken), clock_.Steady() + period);
+    if (stopping_ || watch_broken_) break;
+    const absl::Duration now = clock_.Steady();
+    if (heard_) {
+      heard_ = false;
+      last_heard = now;
+      continue;
+    }
+    // Calls moved to another endpoint: the one this watch is on failed.
+    if (etcd_->endpoint_changes() != endpoint) {
+      LOG(WARNING) << "membership: etcd calls moved to another endpoint; watching " << map_key_
+                   << " again there";
+      break;
+    }
+    // An open stream that delivers nothing, not even the progress notices
+    // asked for, is as broken as a closed one.
+    if (now - last_heard >= silence) {
+      LOG(WARNING) << "membership: the watch of " << map_key_ << " was silent for "
+                   << absl::FormatDuration(now - last_heard) << "; watching again";
+      break;
+    }
+    mu_.Unlock();
+    watch->RequestProgress();  // may block on a stuck stream: not under mu_
+    mu_.Lock();
+  }
+  watch_broken_ = false;
 }
 
 }  // namespace server

@@ -5,11 +5,22 @@
 //
 //  * Registers /kvstore/<cluster>/members/<node_id> (a ClusterNode in JSON)
 //    under a fresh etcd lease of `ttl`; the lease id is the incarnation.
+//    Only where no key is: while an earlier incarnation's key is there
+//    (its process may still be alive), Start() waits for it to go, up to
+//    3 x ttl, then fails with kFailedPrecondition.
 //  * A keepalive thread renews the lease every ttl/3. It notes the steady
-//    clock (MembershipOptions::clock) just before each KeepAliveOnce; a renewal moves the lease
-//    deadline to that moment + ttl - fence_margin (ClusterState) and the
-//    fence page's valid_until to the same moment in unix ms, and unfences a
-//    fenced node (etcd answered and the lease is alive: nobody replaced it).
+//    clock (MembershipOptions::clock) just before each KeepAliveOnce. After
+//    the keepalive it proves, in one etcd txn, that the member key is still
+//    under its lease and reads the map; a map newer than the applied one is
+//    installed from that read. Only then does the renewal move the lease
+//    deadline to the noted moment + ttl - fence_margin (ClusterState) and
+//    the fence page's valid_until with it, and unfence a fenced node. A
+//    node whose key is gone or held by another lease, or that cannot apply
+//    the newest map, fences at once: a lease alone proves that nobody
+//    replaced the node by expiry, not that no map deposed it.
+//  * valid_until is wall time (readers compare it with their clocks), but
+//    reckoned from the previous renewal's wall time plus the steady time
+//    elapsed: a step of this host's wall clock forward never lengthens it.
 //  * A watchdog fences the node when the deadline passes without renewal:
 //    ClusterState::set_fenced(true), FencePage::Fence(), then on_fence.
 //  * A renewal answered "not found" means the lease expired: the node has
@@ -25,12 +36,16 @@
 //    page gets epoch 0 first, so one-sided readers refuse this process's
 //    data until a map gives it a role again.
 //  * A map thread reads the map key and watches it; each newer valid map is
-//    installed with ClusterState::Update. After any installed map (from here
-//    or from MapStore) the fence page gets its epoch and the member key is
-//    rewritten with applied_map_epoch by the keepalive thread.
+//    installed with ClusterState::Update. The watch carries etcd's
+//    require-leader flag; the thread asks it for a progress notice every
+//    ttl/6 and watches again (after a fresh read) when it stays silent for
+//    ttl/3 or when the etcd client moved to another endpoint. After any
+//    installed map (from here or from MapStore) the fence page gets its
+//    epoch and the member key is rewritten with applied_map_epoch by the
+//    keepalive thread (never over another incarnation's key).
 //  * Shutdown() fences, stops the threads and revokes the lease, so etcd
-//    deletes the member key at once and the controller need not wait out
-//    the TTL.
+//    deletes the member key at once (the controller still waits one TTL
+//    before it replaces the node: departures.h).
 //
 // Every timed wait (keepalive period, watchdog deadline, retry delay) is on
 // MembershipOptions::clock, so a test's ManualClock decides when each fires.
@@ -117,18 +132,32 @@ class Membership {
   void KeepAliveLoop();
   void WatchdogLoop();
   void MapLoop(int64_t revision);
+  // Waits while `watch` works: until it breaks, stays silent for ttl/3
+  // (asking it for progress every ttl/6), or etcd calls moved to another
+  // endpoint than the `endpoint`th (EtcdClient::endpoint_changes()), or
+  // Shutdown().
+  void AwaitWatchEnd(etcd::WatchHandle* watch, uint64_t endpoint);
   // ClusterState listener: the fence page's epoch, and a republish.
   void MapInstalled(const cluster::ClusterMapView& view);
-  bool StoppingOrWatchBroken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || watch_broken_;
-  }
   // One renewal; false when the loop must end (lease lost).
   bool RenewOnce();
   // Renewed up to `sent` (on clock_.Steady()): deadline, fence page, unfence.
   void Renewed(absl::Duration sent, absl::Duration granted);
   void FenceNow(const char* why);
-  // Rewrites the member key with the current applied_map_epoch.
+  // Rewrites the member key with the current applied_map_epoch, by a txn
+  // that never overwrites another incarnation's key (it may create the key
+  // again under our lease when it is gone).
   void Republish();
+  // After a keepalive: a txn that checks our member key is still under our
+  // lease and reads the map; a newer map than ours is installed from it.
+  // OK: we hold the newest map. kNotFound: our key is gone;
+  // kFailedPrecondition: another lease holds it, or the newest map cannot
+  // be applied; kUnavailable: etcd did not answer.
+  absl::Status ProveMapCurrent();
+  // The fence page's valid_until for a lease deadline on the steady clock:
+  // the wall time of the previous renewal carried forward by the steady
+  // time since, or the wall clock when it is behind that.
+  uint64_t ValidUntilMs(absl::Duration deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads the map key; installs a newer map; sets *revision for the watch.
   absl::Status ReadMap(int64_t* revision);
   void InstallMapJson(const std::string& json);
@@ -151,6 +180,12 @@ class Membership {
   bool republish_ ABSL_GUARDED_BY(mu_) = false;
   bool watch_broken_ ABSL_GUARDED_BY(mu_) = false;
   absl::Duration deadline_ ABSL_GUARDED_BY(mu_);  // on clock_.Steady()
+  // The fence page's wall reckoning: a wall time and the steady time it
+  // was taken at (ValidUntilMs()).
+  absl::Time wall_anchor_ ABSL_GUARDED_BY(mu_);
+  absl::Duration steady_anchor_ ABSL_GUARDED_BY(mu_);
+  // The map watch delivered something (events or a progress notice).
+  bool heard_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t renewals_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t applied_epoch_ ABSL_GUARDED_BY(mu_) = 0;
 

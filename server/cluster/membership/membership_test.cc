@@ -14,7 +14,9 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "common/failpoint/failpoint_testing.h"
 #include "common/testing/eventually.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -47,6 +49,24 @@ v1::ClusterMap OneShardMap(uint64_t epoch, const std::string& cluster) {
   return map;
 }
 
+// Shard 0 led by `primary`, with `backup` as its in-sync backup; incarnations
+// unrecorded (0).
+v1::ClusterMap TwoNodeMap(uint64_t epoch, const std::string& primary, const std::string& backup) {
+  v1::ClusterMap map;
+  map.set_epoch(epoch);
+  map.set_cluster_name(kCluster);
+  map.set_replication_factor(2);
+  map.add_nodes()->set_node_id("n1");
+  map.add_nodes()->set_node_id("n2");
+  v1::Shard* s = map.add_shards();
+  s->set_shard_id(0);
+  s->set_shard_epoch(epoch);
+  *s->add_slots() = cluster::EvenSlotRanges(1)[0];
+  s->add_replicas(primary);
+  s->add_replicas(backup);
+  return map;
+}
+
 class MembershipTest : public ::testing::Test {
  protected:
   MembershipTest()
@@ -55,6 +75,14 @@ class MembershipTest : public ::testing::Test {
         admin_(etcd_.NewClient("test")) {}
 
   void StartMember() {
+    auto m = Membership::Start(client_.get(), &state_, &fence_, Options());
+    ASSERT_TRUE(m.ok()) << m.status();
+    member_ = *std::move(m);
+    // Keepalive, watchdog and map thread all wait on the clock.
+    ASSERT_TRUE(Eventually([this] { return clock_.Waiters() == 3 && clock_.Settled(); }));
+  }
+
+  MembershipOptions Options() {
     MembershipOptions o;
     o.cluster_name = kCluster;
     o.self.set_node_id("n1");
@@ -65,11 +93,14 @@ class MembershipTest : public ::testing::Test {
     o.on_fence = [this] { ++fences_; };
     o.on_lease_lost = [this] { ++lost_; };
     o.clock = &clock_;
-    auto m = Membership::Start(client_.get(), &state_, &fence_, o);
-    ASSERT_TRUE(m.ok()) << m.status();
-    member_ = *std::move(m);
-    // Keepalive, watchdog and map thread all wait on the clock.
-    ASSERT_TRUE(Eventually([this] { return clock_.Waiters() == 3 && clock_.Settled(); }));
+    return o;
+  }
+
+  // The lease the member key is under (0: no key).
+  int64_t MemberKeyLease() {
+    auto kv = admin_->Get(etcd_keys::MemberKey(kCluster, "n1"));
+    EXPECT_TRUE(kv.ok()) << kv.status();
+    return kv.ok() && kv->has_value() ? (*kv)->lease : 0;
   }
 
   // Lets `d` pass in steps of kStep; etcd's lessor runs after each.
@@ -247,6 +278,146 @@ TEST_F(MembershipTest, InstallsMapsFromEtcdAndPublishesTheAppliedEpoch) {
   PutMap(OneShardMap(6, kCluster));
   ASSERT_TRUE(Eventually([this] { return state_.map_epoch() == 6; }));
   EXPECT_EQ(fence_.words().map_epoch, 6u);
+}
+
+// The map watch stalls without an error (a half-open connection, an etcd
+// member without a leader) while keepalives still succeed elsewhere, and a
+// manual failover deposes this node. Its renewal must not vouch for the
+// old map: within one renewal period it serves the new map (where it is a
+// backup), and at no moment is its fence page extended at the old epoch.
+TEST_F(MembershipTest, AStalledWatchCannotKeepADeposedPrimaryOnTheOldMap) {
+  PutMap(TwoNodeMap(3, "n1", "n2"));
+  StartMember();
+  ASSERT_EQ(state_.map_epoch(), 3u);
+  etcd_.StallWatches("n1");
+  Pass(kStep);
+  const uint64_t trusted_until = fence_.words().valid_until_ms;
+  PutMap(TwoNodeMap(4, "n2", "n1"));  // kvctl cluster failover --shard=0
+  for (absl::Duration passed; passed < absl::Milliseconds(400); passed += kStep) {
+    Step();
+    const fence::FenceWords w = fence_.words();
+    if (w.map_epoch == 3) {
+      EXPECT_LE(w.valid_until_ms, trusted_until)
+          << "extended at the old map after " << absl::FormatDuration(passed + kStep);
+    }
+  }
+  EXPECT_EQ(state_.map_epoch(), 4u);
+  EXPECT_EQ(fence_.words().map_epoch, 4u);
+}
+
+// Another incarnation's lease holds the member key (a duplicate process
+// with this node id): this node's lease still renews, but it is no longer
+// the node the map names. It fences at its next renewal, and does not
+// write its own record over the other's key.
+TEST_F(MembershipTest, AMemberKeyUnderAnotherLeaseFencesAtTheNextRenewal) {
+  StartMember();
+  auto other = admin_->GrantLease(absl::Seconds(5));
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE(admin_->Put(etcd_keys::MemberKey(kCluster, "n1"), "{}", *other).ok());
+  Pass(absl::Milliseconds(400));  // one renewal period and a step
+  EXPECT_EQ(fences_.load(), 1);
+  EXPECT_FALSE(state_.Serving());
+  EXPECT_EQ(fence_.words().valid_until_ms, 0u);
+  EXPECT_EQ(MemberKeyLease(), *other);
+  EXPECT_EQ(lost_.load(), 0);
+}
+
+// A restart within the TTL finds the earlier incarnation's key. That
+// process may still be alive, so the new one waits for the key to go (the
+// lease to expire) instead of overwriting it.
+TEST_F(MembershipTest, RegisterWaitsForAnEarlierIncarnationsKeyToGo) {
+  auto earlier = admin_->GrantLease(absl::Seconds(1));  // the fake's minimum: 2s
+  ASSERT_TRUE(earlier.ok()) << earlier.status();
+  ASSERT_TRUE(admin_->Put(etcd_keys::MemberKey(kCluster, "n1"), "{}", *earlier).ok());
+  std::atomic<bool> started{false};
+  absl::StatusOr<std::unique_ptr<Membership>> m;
+  std::thread starter([&] {
+    m = Membership::Start(client_.get(), &state_, &fence_, Options());
+    started = true;
+  });
+  // Registered (over the key) or waiting on the clock for the key to go.
+  ASSERT_TRUE(Eventually([&] { return started.load() || clock_.Waiters() > 0; }));
+  Pass(absl::Seconds(1));
+  EXPECT_EQ(MemberKeyLease(), *earlier);
+  EXPECT_FALSE(started.load());
+  EXPECT_TRUE(PassUntil([&] { return started.load(); }, absl::Seconds(3)));
+  starter.join();
+  ASSERT_TRUE(m.ok()) << m.status();
+  member_ = *std::move(m);
+  EXPECT_EQ(MemberKeyLease(), member_->lease());
+  EXPECT_TRUE(state_.Serving());
+}
+
+TEST_F(MembershipTest, RegisterFailsWhileAnotherLiveIncarnationHoldsTheKey) {
+  auto other = admin_->GrantLease(absl::Seconds(1));
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE(admin_->Put(etcd_keys::MemberKey(kCluster, "n1"), "{}", *other).ok());
+  std::atomic<bool> started{false};
+  absl::StatusOr<std::unique_ptr<Membership>> m;
+  std::thread starter([&] {
+    m = Membership::Start(client_.get(), &state_, &fence_, Options());
+    started = true;
+  });
+  ASSERT_TRUE(Eventually([&] { return started.load() || clock_.Waiters() > 0; }));
+  // The other process keeps renewing.
+  for (absl::Duration passed; passed < absl::Seconds(4) && !started.load(); passed += kStep) {
+    ASSERT_TRUE(admin_->KeepAliveOnce(*other).ok());
+    Step();
+  }
+  ASSERT_TRUE(Eventually([&] { return started.load(); }));
+  starter.join();
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kFailedPrecondition) << m.status();
+  EXPECT_EQ(MemberKeyLease(), *other);
+}
+
+// A watch that goes silent is replaced within a third of the TTL (it asks
+// for progress notices, and none come), and the map written meanwhile is
+// read. Renewals are cut here, so only the map thread can bring the map.
+TEST_F(MembershipTest, ASilentWatchIsReplacedWithinAThirdOfTheTtl) {
+  StartMember();
+  failpoint::ScopedFailpoint cut("membership/before-keepalive",
+                                 failpoint::ReturnError(absl::UnavailableError("cut")));
+  etcd_.StallWatches("n1");
+  PutMap(OneShardMap(2, kCluster));
+  EXPECT_TRUE(PassUntil([this] { return state_.map_epoch() == 2; }, absl::Milliseconds(400)));
+}
+
+// The etcd client moved to another endpoint: the watch, still on the old
+// one, is replaced at the next progress check (a sixth of the TTL), before
+// it could be found silent.
+TEST_F(MembershipTest, AWatchFollowsTheClientToAnotherEndpoint) {
+  StartMember();
+  failpoint::ScopedFailpoint cut("membership/before-keepalive",
+                                 failpoint::ReturnError(absl::UnavailableError("cut")));
+  etcd_.ChangeEndpoint("n1");
+  PutMap(OneShardMap(2, kCluster));
+  EXPECT_TRUE(PassUntil([this] { return state_.map_epoch() == 2; }, absl::Milliseconds(250)));
+}
+
+// The fence page speaks wall time, but a step of this host's wall clock
+// forward must not lengthen the window readers trust: valid_until moves
+// with the steady clock only.
+TEST_F(MembershipTest, AWallClockStepForwardDoesNotExtendValidUntil) {
+  StartMember();
+  const uint64_t before = fence_.words().valid_until_ms;
+  const absl::Duration start = clock_.Steady();
+  clock_.StepWall(absl::Hours(1));
+  const uint64_t renewals = member_->renewals();
+  ASSERT_TRUE(PassUntil([&] { return member_->renewals() > renewals; }, absl::Seconds(1)));
+  const uint64_t after = fence_.words().valid_until_ms;
+  EXPECT_GT(after, before);
+  EXPECT_LE(after, before + absl::ToInt64Milliseconds(clock_.Steady() - start));
+  EXPECT_TRUE(state_.Serving());
+}
+
+// A step back is followed at once: readers trust less, never more.
+TEST_F(MembershipTest, AWallClockStepBackShortensValidUntil) {
+  StartMember();
+  const uint64_t before = fence_.words().valid_until_ms;
+  clock_.StepWall(-absl::Seconds(10));
+  const uint64_t renewals = member_->renewals();
+  ASSERT_TRUE(PassUntil([&] { return member_->renewals() > renewals; }, absl::Seconds(1)));
+  EXPECT_LT(fence_.words().valid_until_ms, before);
 }
 
 TEST_F(MembershipTest, CleanShutdownRemovesTheKeyAtOnce) {

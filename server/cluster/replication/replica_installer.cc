@@ -38,8 +38,9 @@ ReplicaInstaller::ReplicaInstaller(KvStore* store, ClusterState* state, ShardSeq
   refused_ = r.AddCounter("kvstore_replica_refused_total",
                           "Replicate calls refused (epoch, sender or role mismatch, bad entry).");
   stale_skipped_ = r.AddCounter("kvstore_replica_stale_skipped_total",
-                                "Replicated writes ignored while syncing: older than one already "
-                                "applied to the key.");
+                                "Replicated writes ignored: older than one already applied to the "
+                                "key (while syncing), or a replica commit whose seq was resent by "
+                                "gRPC after its RDMA link failed.");
   sync_entries_ = r.AddCounter("kvstore_sync_entries_total",
                                "Entries installed from a primary's SyncShard stream.");
   sync_bytes_ = r.AddCounter("kvstore_sync_bytes_total",
@@ -84,15 +85,16 @@ absl::StatusOr<v1::ReplicateResponse> ReplicaInstaller::Replicate(const v1::Repl
   commit.key = req.key();
   commit.entry = req.entry();
   // Over gRPC the entry arrives in the request: it is copied into the pool.
-  KV_RETURN_IF_ERROR(
-      ApplyReplicaCommit(commit, [&] { return store_->InstallReplica(req.entry()); }));
+  KV_RETURN_IF_ERROR(Apply(
+      commit, [&] { return store_->InstallReplica(req.entry()); },
+      req.resent_after_rdma() ? Via::kRpcResent : Via::kRpc));
   v1::ReplicateResponse resp;
   resp.set_applied_seq(seqs_->Last(req.shard_id()));
   return resp;
 }
 
-absl::Status ReplicaInstaller::ApplyReplicaCommit(const ReplicaCommit& commit,
-                                                  absl::FunctionRef<absl::Status()> install) {
+absl::Status ReplicaInstaller::Apply(const ReplicaCommit& commit,
+                                     absl::FunctionRef<absl::Status()> install, Via via) {
   KV_RETURN_IF_ERROR(KV_FAILPOINT("replica/before-install"));
   bool syncing = false;
   absl::Status refusal = Check(commit, &syncing);
@@ -129,6 +131,12 @@ absl::Status ReplicaInstaller::ApplyReplicaCommit(const ReplicaCommit& commit,
         sync->touched.insert(std::string(key));
       }
     }
+  } else if (refusal.ok() && via == Via::kRdma) {
+    bool dropped = false;
+    refusal = resent_.InstallFromRdma(commit.shard_id, key, commit.seq, apply, &dropped);
+    if (dropped) stale_skipped_->Increment();
+  } else if (refusal.ok() && via == Via::kRpcResent) {
+    refusal = resent_.InstallResent(commit.shard_id, key, commit.seq, apply);
   } else if (refusal.ok()) {
     refusal = apply();
   }
@@ -349,6 +357,12 @@ void ReplicaInstaller::SyncLoop() {
         return s == nullptr || !Contains(s->syncing(), state_->self());
       });
     }
+    // Resent seqs matter while this node holds the shard's copy.
+    resent_.Retain([&](uint32_t id) {
+      const v1::Shard* s = map->ShardById(id);
+      return s != nullptr &&
+             (Contains(s->replicas(), state_->self()) || Contains(s->syncing(), state_->self()));
+    });
     for (const v1::Shard* shard : shards) {
       const uint32_t id = shard->shard_id();
       const absl::Time now = absl::Now();

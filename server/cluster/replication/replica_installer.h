@@ -25,7 +25,11 @@
 // least as new — then calls ReportInSync on the primary. A failed attempt
 // is retried with backoff (100 ms doubling to 2 s). While a shard syncs,
 // a Replicate of a key older (lower seq) than one already applied to that
-// key is ignored, so a delayed forward cannot undo a newer one.
+// key is ignored, so a delayed forward cannot undo a newer one. On an
+// in-sync shard, a replica commit arriving by RDMA whose seq the primary
+// already sent again by gRPC after that link failed is dropped
+// (ResentSeqs), so a commit left queued by a failed link cannot undo a
+// later write.
 //
 // Thread safety: thread-safe. The destructor stops the sync thread (it
 // cancels a stream in progress).
@@ -48,6 +52,7 @@
 #include "common/metrics/registry.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/peer/peer_client.h"
+#include "server/cluster/replication/resent_seqs.h"
 #include "server/cluster/replication/shard_seqs.h"
 #include "server/rdma/replica_commit_sink.h"
 #include "server/routing/cluster_state.h"
@@ -81,7 +86,9 @@ class ReplicaInstaller : public ReplicaCommitSink {
   // service's replica commits; Replicate() converts to it). `install`
   // publishes a put's entry. The refusals listed above.
   absl::Status ApplyReplicaCommit(const ReplicaCommit& commit,
-                                  absl::FunctionRef<absl::Status()> install) override;
+                                  absl::FunctionRef<absl::Status()> install) override {
+    return Apply(commit, install, Via::kRdma);
+  }
   // The ReplicaStatus RPC: the shard's applied seq, its epoch in this
   // node's map (0 when absent), the map epoch and whether it is fenced.
   v1::ReplicaStatusResponse Status(uint32_t shard_id) const;
@@ -102,6 +109,12 @@ class ReplicaInstaller : public ReplicaCommitSink {
     absl::flat_hash_map<std::string, uint64_t> key_seq ABSL_GUARDED_BY(mu);
   };
   std::shared_ptr<SyncState> GetSyncState(uint32_t shard_id);
+  // How a replicated write arrived: a replica commit on an RDMA connection,
+  // a Replicate RPC, or one marked resent_after_rdma.
+  enum class Via { kRdma, kRpc, kRpcResent };
+  // ApplyReplicaCommit, for a write that arrived `via`.
+  absl::Status Apply(const ReplicaCommit& commit, absl::FunctionRef<absl::Status()> install,
+                     Via via);
   // The map checks of a replicated write; `syncing`: this node is a
   // syncing (not yet in-sync) replica of the shard in that map.
   absl::Status Check(const ReplicaCommit& commit, bool* syncing) const;
@@ -127,6 +140,7 @@ class ReplicaInstaller : public ReplicaCommitSink {
   // The copy in progress; the destructor cancels it.
   PeerCallGroup calls_;
 
+  ResentSeqs resent_;
   absl::Mutex sync_mu_;
   absl::flat_hash_map<uint32_t, std::shared_ptr<SyncState>> syncing_ ABSL_GUARDED_BY(sync_mu_);
   bool stopping_ ABSL_GUARDED_BY(sync_mu_) = false;

@@ -413,6 +413,72 @@ TEST_F(ReplicationTest, ReplicaCommitsAreCheckedAsTheRpcAndInstalledInPlace) {
   EXPECT_EQ(Value(node(1).registry(), "kvstore_replica_refused_total"), 4u);
 }
 
+// The RDMA -> gRPC fallback: the primary's link failed while the backup
+// still had the write's replica commit queued; the same seq went again by
+// the Replicate RPC, then a later write of the key. The queued commit,
+// processed last, must not put the older value back on the in-sync backup.
+TEST_F(ReplicationTest, AReplicaCommitNotAboveAResentSeqOfItsKeyIsDropped) {
+  Start(3);
+  maps_.Set(OneShardMap(nodes(), {0, 1}, {}, /*shard_epoch=*/5));
+  KvStore& store = node(1).store();
+  auto entry = [](absl::string_view value, uint64_t version) {
+    std::string e(layout::EntryBytes(1, value.size()), '\0');
+    layout::EncodeEntry(e.data(), "k", value, version);
+    return e;
+  };
+  auto replicate = [&](uint64_t seq, const std::string& e, bool resent) {
+    v1::ReplicateRequest req;
+    req.set_shard_id(0);
+    req.set_shard_epoch(5);
+    req.set_seq(seq);
+    req.set_op(v1::REPLICA_OP_PUT);
+    req.set_key("k");
+    req.set_entry(e);
+    req.set_primary_node_id("n0");
+    req.set_primary_incarnation(100);
+    req.set_resent_after_rdma(resent);
+    return node(1).installer().Replicate(req).status();
+  };
+  // The stale commit of seq 7 (v1), WRITTEN into the backup's pool by RDMA.
+  std::unique_ptr<KvStore::Writer> writer = store.NewWriter();
+  auto reserved = writer->Reserve(1, 2);
+  ASSERT_TRUE(reserved.ok()) << reserved.status();
+  layout::EncodeEntry(reserved->ptr, "k", "v1", 9);
+  ReplicaCommit stale;
+  stale.shard_id = 0;
+  stale.shard_epoch = 5;
+  stale.seq = 7;
+  stale.primary_node_id = "n0";
+  stale.primary_incarnation = 100;
+  stale.entry = store.ArenaBytes(reserved->offset, reserved->size);
+  int installs = 0;
+  auto install = [&] {
+    ++installs;
+    return store.CommitReplica(reserved->offset, reserved->size);
+  };
+
+  ASSERT_THAT(replicate(7, entry("v1", 9), /*resent=*/true), IsOk());
+  ASSERT_THAT(replicate(8, entry("v2", 10), /*resent=*/false), IsOk());
+  EXPECT_EQ(node(1).Value("k"), "v2");
+  // Acknowledged (that write is applied already) but not installed again.
+  EXPECT_THAT(node(1).installer().ApplyReplicaCommit(stale, install), IsOk());
+  writer->Done(*reserved);
+  EXPECT_EQ(installs, 0);
+  EXPECT_EQ(node(1).Value("k"), "v2");
+  // A stale delete of that seq is dropped too.
+  ReplicaCommit del = stale;
+  del.is_delete = true;
+  del.key = "k";
+  del.entry = {};
+  EXPECT_THAT(node(1).installer().ApplyReplicaCommit(del, install), IsOk());
+  EXPECT_EQ(node(1).Value("k"), "v2");
+  EXPECT_EQ(node(1).installer().Status(0).applied_seq(), 8u);
+  // A later commit by RDMA (a new link) is installed as ever.
+  del.seq = 9;
+  EXPECT_THAT(node(1).installer().ApplyReplicaCommit(del, install), IsOk());
+  EXPECT_EQ(node(1).Value("k"), "<NOT_FOUND>");
+}
+
 TEST_F(ReplicationTest, PrimaryRetriesABackupWhoseMapIsBehind) {
   Start(3);
   maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));

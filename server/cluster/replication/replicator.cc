@@ -51,10 +51,16 @@ struct Replicator::Target {
   const v1::ClusterNode* node = nullptr;
   bool in_sync = false;  // an in-sync backup (else a syncing replica)
   absl::Status status;
+  // Its RDMA link failed with this write: sent again marked resent_after_rdma.
+  bool rdma_failed = false;
   // Whether this target may hold the write: it was sent to it, and its
   // answer is not a refusal that certainly had no effect (OK, a timeout or
-  // a broken connection all may).
-  bool MayHold() const { return node != nullptr && !cluster::CertainlyNoEffect(status); }
+  // a broken connection all may). After a failed RDMA link the answer is
+  // the gRPC resend's, but the link's commit may have been installed
+  // anyway (only its ack was lost).
+  bool MayHold() const {
+    return node != nullptr && (rdma_failed || !cluster::CertainlyNoEffect(status));
+  }
 };
 
 Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* seqs,
@@ -297,11 +303,7 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
 }
 
 void Replicator::HoldForFormerPrimary(uint32_t shard_id) {
-  const absl::Time until = former_.HoldUntil(shard_id);
-  const absl::Time now = absl::Now();
-  if (until <= now) return;
-  former_primary_holds_->Increment();
-  absl::SleepFor(until - now);
+  if (former_.AwaitHold(shard_id)) former_primary_holds_->Increment();
 }
 
 absl::Status Replicator::ForwardToTarget(const cluster::ClusterMapView& map,
@@ -418,6 +420,10 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
       pending.push_back(i);
     }
   }
+  // For a backup whose link failed with this write: it may still process
+  // that commit (ResentSeqs).
+  v1::ReplicateRequest resent = req;
+  resent.set_resent_after_rdma(true);
   while (!pending.empty()) {
     // Targets with an RDMA link up take the write that way; the rest (and
     // all of them without links) by the Replicate RPC.
@@ -439,11 +445,13 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
       calls->status.resize(by_grpc.size());
     }
     for (size_t k = 0; k < by_grpc.size(); ++k) {
-      peers_->StartReplicate(*targets[by_grpc[k]].node, req, deadline, [calls, k](absl::Status s) {
-        absl::MutexLock lock(&calls->mu);
-        calls->status[k] = std::move(s);
-        --calls->left;
-      });
+      const Target& t = targets[by_grpc[k]];
+      peers_->StartReplicate(*t.node, t.rdma_failed ? resent : req, deadline,
+                             [calls, k](absl::Status s) {
+                               absl::MutexLock lock(&calls->mu);
+                               calls->status[k] = std::move(s);
+                               --calls->left;
+                             });
     }
     // The RDMA sends run here while the gRPC calls are in flight.
     std::vector<size_t> retry;
@@ -466,9 +474,10 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
 }
 
 // All at once (RdmaReplicaLinks::SendAll). A link that failed is dropped (gRPC
-// for a while), and the write is sent again by gRPC in the next round: a
-// backup applying one seq twice installs the same entry twice, which
-// changes nothing.
+// for a while), and the write is sent again by gRPC in the next round,
+// marked resent_after_rdma: a backup applying one seq twice installs the
+// same entry twice, which changes nothing, and the mark makes it drop the
+// failed link's commit if that arrives after a later write of the key.
 void Replicator::SendOverRdma(
     const v1::ReplicateRequest& req,
     const std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>>& links,
@@ -491,6 +500,7 @@ void Replicator::SendOverRdma(
       rdma_links_->sent()->Increment();
     } else if (link->failed(t.status)) {
       rdma_links_->Drop(t.node->node_id(), link);
+      t.rdma_failed = true;
       t.status = absl::UnavailableError(
           absl::StrCat("RDMA link to ", t.node->node_id(), " failed: ", t.status.message()));
       if (time_left) retry->push_back(i);

@@ -138,6 +138,9 @@ class GrpcEtcdClient final : public EtcdClient {
     etcdserverpb::LeaseKeepAliveResponse resp;
     bool got = false;
     absl::Status s = Call("LeaseKeepAlive", [&](const EtcdStubs& e, grpc::ClientContext* ctx) {
+      // A member without a leader would hold the stream open and silent.
+      ctx->AddMetadata(std::string(internal::kRequireLeaderKey),
+                       std::string(internal::kRequireLeaderValue));
       auto stream = e.lease->LeaseKeepAlive(ctx);
       // Read the reply before half-closing: etcd ends the stream when it
       // sees the client's end of writes.
@@ -256,6 +259,8 @@ class GrpcEtcdClient final : public EtcdClient {
     return w;
   }
 
+  uint64_t endpoint_changes() const override { return endpoint_changes_.load(); }
+
  private:
   // Runs `rpc` on the current endpoint with a deadline of rpc_timeout. On
   // UNAVAILABLE (or a timeout) the next call goes to the next endpoint, on a
@@ -282,13 +287,15 @@ class GrpcEtcdClient final : public EtcdClient {
   // Moves to the endpoint after `failed` unless another thread already moved.
   void Advance(const EtcdEndpoint* failed) {
     size_t cur = current_.load();
-    if (endpoints_[cur % endpoints_.size()].get() == failed) {
-      current_.compare_exchange_strong(cur, (cur + 1) % endpoints_.size());
+    if (endpoints_[cur % endpoints_.size()].get() == failed &&
+        current_.compare_exchange_strong(cur, (cur + 1) % endpoints_.size())) {
+      endpoint_changes_.fetch_add(1);
     }
   }
 
   const std::vector<std::unique_ptr<EtcdEndpoint>> endpoints_;
   std::atomic<size_t> current_;
+  std::atomic<uint64_t> endpoint_changes_{0};
   const absl::Duration rpc_timeout_;
 };
 

@@ -6,10 +6,13 @@
 // learn the cluster map from servers, never from etcd.
 //
 // Endpoints are tried in order; a call that fails with UNAVAILABLE moves to
-// the next endpoint for the next call, and that endpoint's gRPC channel is
-// replaced by a fresh one (so the client reaches a restarted etcd at once,
-// also when calls kept failing during the outage). Every call is bounded by
-// EtcdOptions::rpc_timeout.
+// the next endpoint for the next call (and counts in endpoint_changes()), and that endpoint's gRPC
+// channel is replaced by a fresh one (so the client reaches a restarted etcd at once, also when
+// calls kept failing during the outage). Every call is bounded by EtcdOptions::rpc_timeout.
+//
+// Keepalives and watches carry etcd's require-leader metadata
+// (`hasleader: true`): a member cut off from its quorum answers them with
+// an error instead of holding them open and silent, so the client moves on.
 //
 // Errors: kUnavailable when no endpoint answers (naming them) or a call
 // times out (kDeadlineExceeded is mapped to kUnavailable: etcd is "not
@@ -95,6 +98,14 @@ struct WatchEvent {
 class WatchHandle {
  public:
   virtual ~WatchHandle() = default;
+  // Asks etcd to confirm that the watch is alive: when it does, the
+  // callback gets an empty batch (a progress notice; etcd 3.4 does not
+  // order it with events still in flight). A watch that stays silent after
+  // this is broken although its stream looks open (a half-open connection,
+  // a member that lost its leader): its owner should drop it and watch
+  // again. Safe from any thread but the callback's; does not wait for the
+  // answer.
+  virtual void RequestProgress() = 0;
 };
 
 class EtcdClient {
@@ -127,13 +138,20 @@ class EtcdClient {
                                         const std::vector<TxnOp>& failure) = 0;
 
   // Streams the events on keys starting with `prefix` from `start_revision`
-  // (inclusive; 0: from now) to `on_events`, a batch at a time. When the
-  // stream breaks (etcd restarted, compaction, network) `on_events` gets the
-  // error once and the watch ends: the caller re-reads with GetPrefix and
-  // watches again from the revision that read returned.
+  // (inclusive; 0: from now) to `on_events`, a batch at a time, on the
+  // current endpoint (see endpoint_changes()). When the stream breaks (etcd
+  // restarted, compaction, network, a member without a leader)
+  // `on_events` gets the error once and the watch ends: the caller re-reads
+  // with GetPrefix and watches again from the revision that read returned.
+  // An empty batch answers WatchHandle::RequestProgress().
   virtual absl::StatusOr<std::unique_ptr<WatchHandle>> Watch(
       absl::string_view prefix, int64_t start_revision,
       std::function<void(absl::StatusOr<std::vector<WatchEvent>>)> on_events) = 0;
+
+  // How many times calls moved to another endpoint so far. A watch stays
+  // on the endpoint it was opened on; its owner compares this before and
+  // after to know when to watch again where the calls now go.
+  virtual uint64_t endpoint_changes() const = 0;
 
  protected:
   EtcdClient() = default;

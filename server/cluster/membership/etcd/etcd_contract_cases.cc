@@ -413,6 +413,22 @@ TEST_P(EtcdContractTest, WatchFromNowDeliversATxnInOneBatch) {
   EXPECT_EQ(seen.batches(), 1);
 }
 
+// A watch owner proves its watch is alive by asking: etcd answers with an
+// empty batch behind the events it already sent, and nothing else arrives.
+TEST_P(EtcdContractTest, WatchAnswersAProgressRequestWithAnEmptyBatch) {
+  Collector seen;
+  auto watch = client_->Watch("/w/", 0, seen.Callback());
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_TRUE(client_->Put("/w/a", "1").ok());
+  ASSERT_THAT(seen.WaitEvents(1), SizeIs(1));
+  ASSERT_EQ(seen.batches(), 1);
+  (*watch)->RequestProgress();
+  EXPECT_TRUE(Eventually([&] { return seen.batches() == 2; }));
+  watch->reset();
+  EXPECT_THAT(seen.events(), SizeIs(1));
+  EXPECT_THAT(seen.errors(), SizeIs(0));
+}
+
 TEST_P(EtcdContractTest, WatchReportsErrorOnceWhenEtcdDies) {
   Collector seen;
   auto watch = client_->Watch("/w/", 0, seen.Callback());

@@ -24,6 +24,12 @@ namespace server {
 namespace etcd {
 namespace internal {
 
+// etcd's require-leader metadata (clientv3's WithRequireLeader): a member
+// that has no leader fails the stream with "no leader" instead of leaving it
+// open and silent.
+inline constexpr absl::string_view kRequireLeaderKey = "hasleader";
+inline constexpr absl::string_view kRequireLeaderValue = "true";
+
 // One gRPC channel to an endpoint and the stubs of the services kvstore
 // uses on it. Immutable once made; thread-safe, as gRPC stubs are.
 struct EtcdStubs {

@@ -38,7 +38,9 @@ class GrpcWatch final : public WatchHandle {
   GrpcWatch(const std::string& address, const EtcdStubs& stubs, EventsCallback on_events)
       : address_(address),
         stub_(etcdserverpb::Watch::NewStub(stubs.channel)),
-        on_events_(std::move(on_events)) {}
+        on_events_(std::move(on_events)) {
+    ctx_.AddMetadata(std::string(kRequireLeaderKey), std::string(kRequireLeaderValue));
+  }
 
   ~GrpcWatch() override {
     stopping_ = true;
@@ -60,13 +62,39 @@ class GrpcWatch final : public WatchHandle {
     return state_ == State::kCreated ? absl::OkStatus() : start_error_;
   }
 
+  // etcd answers with a response that has no events (a progress notice),
+  // which ReadLoop delivers as an empty batch. A write that fails means the
+  // stream is broken: the read side reports that.
+  void RequestProgress() override {
+    // One write at a time on a stream (reads run alongside on the thread).
+    // Busy: the create request is still being written; the owner asks
+    // again later.
+    if (!write_mu_.TryLock()) return;
+    if (stream_ != nullptr) {
+      etcdserverpb::WatchRequest req;
+      req.mutable_progress_request();
+      (void)stream_->Write(req);
+    }
+    write_mu_.Unlock();
+  }
+
  private:
   enum class State { kStarting, kCreated, kFailed };
 
   void Run(const etcdserverpb::WatchRequest& create) {
     auto stream = stub_->Watch(&ctx_);
     absl::Status error;
-    if (stream->Write(create)) error = ReadLoop(stream.get());
+    bool written;
+    {
+      absl::MutexLock lock(&write_mu_);
+      written = stream->Write(create);
+      if (written) stream_ = stream.get();
+    }
+    if (written) error = ReadLoop(stream.get());
+    {
+      absl::MutexLock lock(&write_mu_);
+      stream_ = nullptr;
+    }
     if (error.ok()) {
       // The stream broke: its status says why.
       error = FromGrpc(stream->Finish(), address_, "Watch");
@@ -101,7 +129,10 @@ class GrpcWatch final : public WatchHandle {
         return absl::UnavailableError(
             absl::StrCat("etcd ", address_, " Watch: cancelled by etcd: ", resp.cancel_reason()));
       }
-      if (resp.events_size() > 0 && !stopping_) on_events_(ToEvents(resp));
+      if (resp.created()) continue;
+      // No events: a progress notice (requested or periodic); the empty
+      // batch tells the owner the watch is alive and caught up.
+      if (!stopping_) on_events_(ToEvents(resp));
     }
     return absl::OkStatus();
   }
@@ -130,6 +161,11 @@ class GrpcWatch final : public WatchHandle {
   absl::Mutex mu_;
   State state_ = State::kStarting;  // guarded by mu_
   absl::Status start_error_;        // guarded by mu_
+  // Not mu_: a write may block, and Start() must time out meanwhile.
+  absl::Mutex write_mu_;
+  // The open stream while ReadLoop runs (for RequestProgress's writes).
+  grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>* stream_ =
+      nullptr;  // guarded by write_mu_
 };
 
 }  // namespace
@@ -142,6 +178,9 @@ absl::StatusOr<std::unique_ptr<WatchHandle>> StartWatch(
   create->set_key(prefix.empty() ? std::string(1, '\0') : std::string(prefix));
   create->set_range_end(PrefixEnd(prefix));
   create->set_start_revision(start_revision);
+  // etcd then also sends progress notices on its own (every 10 minutes by
+  // default); owners that need a tighter bound call RequestProgress().
+  create->set_progress_notify(true);
   auto watch = std::make_unique<GrpcWatch>(address, *stubs, std::move(on_events));
   absl::Status s = watch->Start(std::move(req), rpc_timeout);
   if (!s.ok()) return s;  // ~GrpcWatch cancels the stream and joins

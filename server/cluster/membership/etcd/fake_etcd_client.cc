@@ -29,6 +29,7 @@ class FakeWatch final : public WatchHandle {
     store_->RemoveWatch(stream_.get());
     stream_.reset();
   }
+  void RequestProgress() override { store_->RequestProgress(stream_.get()); }
 
  private:
   const std::shared_ptr<FakeEtcdStore> store_;
@@ -75,6 +76,7 @@ class FakeEtcdClient final : public EtcdClient {
     if (!s.ok()) return s;  // the stream's thread stops with it, never having called back
     return std::unique_ptr<WatchHandle>(new FakeWatch(store_, std::move(stream)));
   }
+  uint64_t endpoint_changes() const override { return store_->endpoint_changes(name_); }
 
  private:
   const std::shared_ptr<FakeEtcdStore> store_;
@@ -100,6 +102,10 @@ void FakeEtcd::SetClientReachable(absl::string_view name, bool reachable) {
 }
 
 void FakeEtcd::RenewAllLeases() { store_->RenewAllLeases(); }
+
+void FakeEtcd::StallWatches(absl::string_view name) { store_->StallWatches(std::string(name)); }
+
+void FakeEtcd::ChangeEndpoint(absl::string_view name) { store_->ChangeEndpoint(std::string(name)); }
 
 absl::Status FakeEtcd::ExpireLease(int64_t lease) { return store_->ExpireLease(lease); }
 

@@ -36,7 +36,16 @@
 // kUnavailable and ends. SetClientReachable() does the same for one client
 // (one node cut off). Leases keep running on the clock meanwhile;
 // RenewAllLeases() restarts every TTL, as a restarted etcd does when its
-// member becomes leader. Data survive all of these.
+// member becomes leader. Data survive all of these. StallWatches() makes
+// the running watches of one client (all when the name is empty) stop
+// delivering without any error, while its calls go on working: a watch on
+// a half-open connection or on a member that lost its leader. Only a new
+// watch delivers again. ChangeEndpoint() is one client moving to another
+// endpoint (EtcdClient::endpoint_changes() counts it): its running watches
+// stay on the old one, which goes silent (stalled).
+//
+// Progress: WatchHandle::RequestProgress() queues an empty batch behind
+// the events already queued; a stalled or ended watch answers nothing.
 //
 // Threads: as EtcdClient promises, a watch runs on a thread of its own and
 // calls its callback from that thread, never under the store's lock (the
@@ -96,6 +105,8 @@ class FakeEtcd {
   void SetReachable(bool reachable);
   void SetClientReachable(absl::string_view name, bool reachable);
   void RenewAllLeases();
+  void StallWatches(absl::string_view name);
+  void ChangeEndpoint(absl::string_view name);
 
   // Expires `lease` now (keys deleted, with events). kNotFound for an
   // unknown or already ended lease.

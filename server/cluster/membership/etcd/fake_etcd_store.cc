@@ -65,13 +65,19 @@ void FakeWatchStream::Push(absl::StatusOr<std::vector<WatchEvent>> item) {
   queue_.push_back(std::move(item));
 }
 
+void FakeWatchStream::Stall() {
+  absl::MutexLock lock(&mu_);
+  stalled_ = true;
+}
+
 void FakeWatchStream::Run() {
   for (;;) {
     absl::StatusOr<std::vector<WatchEvent>> item;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]()
-                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || (!stalled_ && !queue_.empty());
+      };
       mu_.Await(absl::Condition(&ready));
       if (stopping_) return;
       item = std::move(queue_.front());
@@ -364,6 +370,35 @@ absl::Status FakeEtcdStore::AddWatch(FakeWatchStream* stream, int64_t start_revi
 void FakeEtcdStore::RemoveWatch(FakeWatchStream* stream) {
   absl::MutexLock lock(&mu_);
   watches_.erase(stream);
+}
+
+void FakeEtcdStore::RequestProgress(FakeWatchStream* stream) {
+  absl::MutexLock lock(&mu_);
+  // A watch that ended (broken, removed) answers nothing, as a dead stream.
+  if (watches_.count(stream) == 0) return;
+  stream->Push(std::vector<WatchEvent>());
+}
+
+uint64_t FakeEtcdStore::endpoint_changes(const std::string& client) const {
+  absl::MutexLock lock(&mu_);
+  auto it = endpoint_changes_.find(client);
+  return it == endpoint_changes_.end() ? 0 : it->second;
+}
+
+void FakeEtcdStore::StallWatches(const std::string& client) {
+  absl::MutexLock lock(&mu_);
+  for (FakeWatchStream* w : watches_) {
+    if (client.empty() || w->client() == client) w->Stall();
+  }
+}
+
+void FakeEtcdStore::ChangeEndpoint(const std::string& client) {
+  absl::MutexLock lock(&mu_);
+  ++endpoint_changes_[client];
+  // The endpoint left behind goes silent for the watches still on it.
+  for (FakeWatchStream* w : watches_) {
+    if (w->client() == client) w->Stall();
+  }
 }
 
 void FakeEtcdStore::BreakWatches(const std::string& client) {

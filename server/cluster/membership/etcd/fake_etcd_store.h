@@ -48,6 +48,9 @@ class FakeWatchStream {
   const std::string& prefix() const { return prefix_; }
   // Queues a batch; an error is the last item (the watch ends after it).
   void Push(absl::StatusOr<std::vector<WatchEvent>> item);
+  // Stops delivering without an error (what is queued stays queued): a
+  // stream on a half-open connection, or on a member without a leader.
+  void Stall();
 
  private:
   void Run();
@@ -58,6 +61,7 @@ class FakeWatchStream {
   absl::Mutex mu_;
   std::deque<absl::StatusOr<std::vector<WatchEvent>>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stalled_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
@@ -84,11 +88,16 @@ class FakeEtcdStore {
   // stream and calls RemoveWatch() before destroying it.
   absl::Status AddWatch(FakeWatchStream* stream, int64_t start_revision);
   void RemoveWatch(FakeWatchStream* stream);
+  // WatchHandle::RequestProgress: an empty batch after what is queued.
+  void RequestProgress(FakeWatchStream* stream);
+  uint64_t endpoint_changes(const std::string& client) const;
 
   // FakeEtcd's test methods.
   void SetReachable(bool reachable);
   void SetClientReachable(const std::string& client, bool reachable);
   void RenewAllLeases();
+  void StallWatches(const std::string& client);
+  void ChangeEndpoint(const std::string& client);
   absl::Status ExpireLease(int64_t lease);
   int ExpireDueLeases();
   absl::Status Compact(int64_t revision);
@@ -141,6 +150,7 @@ class FakeEtcdStore {
   std::set<FakeWatchStream*> watches_ ABSL_GUARDED_BY(mu_);
   bool reachable_ ABSL_GUARDED_BY(mu_) = true;
   std::set<std::string> cut_off_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> endpoint_changes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace internal
