@@ -134,7 +134,20 @@ TEST_F(LeaseLapseTest, EveryLeaseLapsesAndEveryShardComesBackWithItsData) {
     EXPECT_FALSE(members[i].process_id().empty()) << i;
     EXPECT_EQ(Member(i).process_id(), members[i].process_id()) << i;
   }
-  ASSERT_TRUE(Eventually([&] { return Settled(); }));
+  // Settled on a map that gives the new incarnations their roles (the old
+  // map looks settled too, but names the lapsed ones).
+  ASSERT_TRUE(Eventually([&] {
+    if (!Settled()) return false;
+    const v1::ClusterMap m = Map();
+    for (int i = 0; i < kNodes; ++i) {
+      for (const v1::ClusterNode& n : m.nodes()) {
+        if (n.node_id() == absl::StrCat("n", i) && n.incarnation() != Member(i).incarnation()) {
+          return false;
+        }
+      }
+    }
+    return m.nodes_size() == kNodes;
+  }));
   const v1::ClusterMap settled = Map();
   for (const v1::Shard& s : settled.shards()) EXPECT_EQ(s.last_in_sync_size(), 0) << s.shard_id();
   auto after = Client();
