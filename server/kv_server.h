@@ -30,6 +30,7 @@
 #include "common/protocol/limits.h"
 #include "common/rdma/device.h"
 #include "server/cluster/membership/cluster_options.h"
+#include "server/cluster/membership/etcd/etcd_client.h"
 #include "server/control/session_table.h"
 #include "server/metrics/http_server.h"
 #include "server/rdma/rdma_service.h"
@@ -138,9 +139,14 @@ struct KvServerOptions {
   // without the page a cached GET is one READ instead of two. The fence
   // tests turn it on to drive the page of one process.
   bool fence_single_node = false;
-  // Called when etcd says this node's lease expired (it was replaced).
-  // Empty: log and _exit(3), as kvserver must (tests inject their own).
+  // Called (on a membership thread) when etcd says this node's lease
+  // expired. The node does not exit: it stays fenced, keeps its memory and
+  // registers again as a new incarnation (ClusterNode). May be empty.
   std::function<void()> on_lease_lost;
+  // Tests only: the etcd client to use instead of connecting to
+  // cluster.etcd_endpoints (an in-memory FakeEtcd's; the endpoints must
+  // still be set, they switch cluster mode on). Empty in production.
+  std::function<std::unique_ptr<etcd::EtcdClient>()> etcd_client_for_test;
 };
 
 // The largest gRPC message of the control port for `limits`: a Put of the

@@ -22,6 +22,7 @@
 #include "server/cluster/migration/slot_importer.h"
 #include "server/cluster/migration/slot_janitor.h"
 #include "server/cluster/peer/peer_client.h"
+#include "server/cluster/replication/held_copies.h"
 #include "server/cluster/replication/rdma_replica_links.h"
 #include "server/cluster/replication/replica_installer.h"
 #include "server/cluster/replication/replicator.h"
@@ -70,6 +71,7 @@ absl::Status KvServer::PrepareCluster() {
   ReplicatorOptions ro;
   ro.replication_timeout = options_.cluster.replication_timeout;
   ro.lease_ttl = options_.cluster.member_ttl;
+  ro.min_insync_replicas = options_.cluster.min_insync();
   replicator_ = std::make_unique<Replicator>(cluster_state_.get(), editor_.get(), seqs_.get(),
                                              peers_.get(), &registry_, ro);
   // Readers refuse this server's data until its lease is proven.
@@ -97,6 +99,14 @@ absl::Status KvServer::StartCluster() {
     if (rdma_ != nullptr) rdma_->Unfence();
   };
   deps.on_lease_lost = options_.on_lease_lost;
+  // A lease lapse costs no data: the node registers again, publishing the
+  // copies it holds, and the new map store and controller replace the old.
+  deps.copies = [this] { return HeldCopies(*cluster_state_, *seqs_); };
+  deps.on_registered = [this](ClusterNode* node) {
+    editor_->Set(node->map_store());
+    controller_proxy_->set_controller(node->controller());
+  };
+  deps.etcd = options_.etcd_client_for_test ? options_.etcd_client_for_test() : nullptr;
   deps.peers = peers_.get();
   // The slot janitor (§19.9 clean-up) listens to every map from the first
   // one on, so it starts before the ClusterNode installs any; ~KvServer
@@ -152,6 +162,7 @@ void KvServer::BuildClusterService() {
     deps.remove_node = [proxy](const v1::RemoveNodeRequest& r) { return proxy->RemoveNode(r); };
     deps.add_node = [proxy](const v1::AddNodeRequest& r) { return proxy->AddNode(r); };
     deps.rebalance = [proxy](const v1::RebalanceRequest& r) { return proxy->Rebalance(r); };
+    deps.accept_loss = [proxy](const v1::AcceptLossRequest& r) { return proxy->AcceptLoss(r); };
   }
   cluster_service_ = std::make_unique<ClusterService>(std::move(deps));
 }

@@ -129,6 +129,12 @@ ABSL_FLAG(uint32_t, replicas, 2,
           "copy: when its node dies, its keys are gone (docs/consistency.md)");
 ABSL_FLAG(uint32_t, cluster_min_nodes, 0,
           "members the controller waits for before making the first map (0: --replicas)");
+ABSL_FLAG(
+    uint32_t, min_insync_replicas, 0,
+    "a shard acknowledges writes only while this many replicas (its primary counted) are "
+    "in sync; below it writes are refused (CLUSTERDOWN) and a failed backup is not "
+    "dropped, so no acknowledged write is lost while this many copies survive. 1..--replicas; "
+    "0: --replicas (1 when --replicas=1)");
 ABSL_FLAG(absl::Duration, member_ttl, absl::Seconds(3),
           "etcd lease TTL of this node's member key (keepalive every TTL/3)");
 ABSL_FLAG(absl::Duration, fence_margin, absl::Milliseconds(500),
@@ -210,6 +216,7 @@ static absl::Status ClusterFromFlags(kvstore::server::KvServerOptions* o) {
   c.advertise_host = absl::GetFlag(FLAGS_advertise_host);
   c.replicas = absl::GetFlag(FLAGS_replicas);
   c.cluster_min_nodes = absl::GetFlag(FLAGS_cluster_min_nodes);
+  c.min_insync_replicas = absl::GetFlag(FLAGS_min_insync_replicas);
   c.member_ttl = absl::GetFlag(FLAGS_member_ttl);
   c.fence_margin = absl::GetFlag(FLAGS_fence_margin);
   c.replication_timeout = absl::GetFlag(FLAGS_replication_timeout);
@@ -218,12 +225,14 @@ static absl::Status ClusterFromFlags(kvstore::server::KvServerOptions* o) {
     const kvstore::server::ClusterOptions d;
     if (c.node_id != d.node_id || c.cluster_name != d.cluster_name ||
         c.advertise_host != d.advertise_host || c.replicas != d.replicas ||
-        c.cluster_min_nodes != d.cluster_min_nodes || c.member_ttl != d.member_ttl ||
+        c.cluster_min_nodes != d.cluster_min_nodes ||
+        c.min_insync_replicas != d.min_insync_replicas || c.member_ttl != d.member_ttl ||
         c.fence_margin != d.fence_margin || c.replication_timeout != d.replication_timeout ||
         c.replication_rdma != d.replication_rdma) {
       return absl::InvalidArgumentError(
           "cluster flags (--node_id, --cluster_name, --advertise_host, --replicas, "
-          "--cluster_min_nodes, --member_ttl, --fence_margin, --replication_timeout, "
+          "--cluster_min_nodes, --min_insync_replicas, --member_ttl, --fence_margin, "
+          "--replication_timeout, "
           "--replication_rdma) need --etcd");
     }
     return absl::OkStatus();

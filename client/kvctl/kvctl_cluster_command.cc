@@ -31,7 +31,7 @@ absl::StatusOr<ClusterRequest> ParseClusterRequest(const std::string& subcommand
                                                    const std::string& target,
                                                    const std::set<std::string>& given,
                                                    const std::vector<std::string>& operands,
-                                                   bool dry_run, bool wait) {
+                                                   bool dry_run, bool wait, bool yes) {
   ClusterRequest req;
   if (subcommand == "status") {
     req.kind = ClusterRequest::Kind::kStatus;
@@ -47,10 +47,13 @@ absl::StatusOr<ClusterRequest> ParseClusterRequest(const std::string& subcommand
     req.kind = ClusterRequest::Kind::kAddNode;
   } else if (subcommand == "rebalance") {
     req.kind = ClusterRequest::Kind::kRebalance;
+  } else if (subcommand == "accept-loss") {
+    req.kind = ClusterRequest::Kind::kAcceptLoss;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown cluster subcommand \"", subcommand,
-        "\" (expected status, nodes, slots, failover, remove-node, add-node or rebalance)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown cluster subcommand \"", subcommand,
+                     "\" (expected status, nodes, slots, failover, remove-node, add-node, "
+                     "rebalance or accept-loss)"));
   }
   if (req.kind == ClusterRequest::Kind::kRemoveNode || req.kind == ClusterRequest::Kind::kAddNode) {
     if (operands.size() != 1 || operands[0].empty()) {
@@ -74,12 +77,20 @@ absl::StatusOr<ClusterRequest> ParseClusterRequest(const std::string& subcommand
   req.dry_run = dry_run;
   req.wait = wait;
   const bool failover = req.kind == ClusterRequest::Kind::kFailover;
-  if (!failover && (given.count("shard") > 0 || given.count("to") > 0)) {
-    return absl::InvalidArgumentError("--shard and --to apply only to cluster failover");
+  const bool accept_loss = req.kind == ClusterRequest::Kind::kAcceptLoss;
+  if (!failover && given.count("to") > 0) {
+    return absl::InvalidArgumentError("--to applies only to cluster failover");
   }
-  if (failover) {
+  if (!failover && !accept_loss && given.count("shard") > 0) {
+    return absl::InvalidArgumentError("--shard applies only to cluster failover and accept-loss");
+  }
+  if (!accept_loss && given.count("yes") > 0) {
+    return absl::InvalidArgumentError("--yes applies only to cluster accept-loss");
+  }
+  req.yes = yes;
+  if (failover || accept_loss) {
     if (given.count("shard") == 0) {
-      return absl::InvalidArgumentError("cluster failover needs --shard=N");
+      return absl::InvalidArgumentError(absl::StrCat("cluster ", subcommand, " needs --shard=N"));
     }
     if (shard < 0) return absl::InvalidArgumentError("--shard must be 0 or more");
     if (given.count("to") > 0 && target.empty()) {
@@ -144,13 +155,47 @@ int RunRebalance(ClusterRpc& rpc, const ClusterRequest& req, const std::string& 
   }
 }
 
+// accept-loss --shard=N [--yes]: says what it costs; gives the shard up only
+// with --yes.
+int RunAcceptLoss(ClusterRpc& rpc, const ClusterRequest& req, const std::string& server,
+                  absl::Time deadline) {
+  absl::StatusOr<v1::GetClusterMapResponse> map = rpc.GetClusterMap(0, deadline);
+  if (!map.ok()) {
+    return Failure(absl::Status(map.status().code(), absl::StrCat("cluster map from ", server, ": ",
+                                                                  map.status().message())));
+  }
+  const std::string cost = DescribeLoss(map->map(), static_cast<uint32_t>(req.shard));
+  if (cost.empty()) {
+    return Failure(absl::FailedPreconditionError(
+        absl::StrCat("shard ", req.shard, " is not DOWN in map epoch ", map->map().epoch(), " of ",
+                     server, " (see 'kvctl cluster status'); nothing to accept")));
+  }
+  absl::Status status = WriteAll(STDOUT_FILENO, cost);
+  if (!status.ok()) return Failure(status);
+  if (!req.yes) {
+    return Failure(
+        absl::FailedPreconditionError("not done: run again with --yes to give these keys up"));
+  }
+  absl::StatusOr<v1::AcceptLossResponse> done =
+      rpc.AcceptLoss(static_cast<uint32_t>(req.shard), deadline);
+  if (!done.ok()) {
+    return Failure(
+        absl::Status(done.status().code(), absl::StrCat("accept-loss of shard ", req.shard, " via ",
+                                                        server, ": ", done.status().message())));
+  }
+  status = WriteAll(STDOUT_FILENO,
+                    absl::StrCat("shard ", req.shard, " serves again, empty, led by ",
+                                 done->primary(), "\n", FormatClusterStatus(done->map(), false)));
+  return status.ok() ? kExitOk : Failure(status);
+}
+
 }  // namespace
 
 int RunCluster(const Context& context, const std::vector<std::string>& args) {
-  absl::StatusOr<ClusterRequest> req =
-      ParseClusterRequest(args[0], absl::GetFlag(FLAGS_shard), absl::GetFlag(FLAGS_to),
-                          context.given, std::vector<std::string>(args.begin() + 1, args.end()),
-                          absl::GetFlag(FLAGS_dry_run), absl::GetFlag(FLAGS_wait));
+  absl::StatusOr<ClusterRequest> req = ParseClusterRequest(
+      args[0], absl::GetFlag(FLAGS_shard), absl::GetFlag(FLAGS_to), context.given,
+      std::vector<std::string>(args.begin() + 1, args.end()), absl::GetFlag(FLAGS_dry_run),
+      absl::GetFlag(FLAGS_wait), absl::GetFlag(FLAGS_yes));
   if (!req.ok()) return UsageError(req.status().message());
 
   const Options& o = context.options;
@@ -165,6 +210,8 @@ int RunCluster(const Context& context, const std::vector<std::string>& args) {
   if (req->kind == ClusterRequest::Kind::kRebalance) {
     return RunRebalance(rpc, *req, server, context.json, o.op_timeout);
   }
+  if (req->kind == ClusterRequest::Kind::kAcceptLoss)
+    return RunAcceptLoss(rpc, *req, server, deadline);
   v1::ClusterMap map;
   std::string out;
   if (req->kind == ClusterRequest::Kind::kAddNode) {
@@ -225,7 +272,8 @@ std::string ClusterHelpText() {
          "\n"
          "Shows the cluster map as the server named by --server holds it (any node of the\n"
          "cluster; clients never talk to etcd), or asks it for a manual failover, to\n"
-         "drain or add a node, or to rebalance the slots. Requests that change the map\n"
+         "drain or add a node, to rebalance the slots, or to give up a DOWN shard's keys.\n"
+         "Requests that change the map\n"
          "are forwarded to the controller.\n"
          "\n"
          "Subcommands:\n"
@@ -273,6 +321,13 @@ std::string ClusterHelpText() {
          "                           fails, or --wait_timeout (default 30m) passes.\n"
          "                           FAILED_PRECONDITION (exit 3): migrations are still\n"
          "                           queued or running, or a shard is down.\n"
+         "  accept-loss --shard=N [--yes]\n"
+         "                           Give up the keys of DOWN shard N: a shard whose every\n"
+         "                           in-sync replica failed stays DOWN (CLUSTERDOWN) until\n"
+         "                           one of them registers again with its copy. Prints what\n"
+         "                           it costs (every key of the shard's slots) and, only\n"
+         "                           with --yes, makes a live node its primary, EMPTY.\n"
+         "                           Without --yes nothing changes (exit 3).\n"
          "\n"
          "Flags: --json prints JSON instead of text (rebalance: one object for the plan,\n"
          "then one per progress line); the connection flags (--server, --timeout,\n"

@@ -14,6 +14,9 @@
 //             it; forwarded to the controller); prints the new map as status
 //   add-node NODE: KvCluster.AddNode (a new, empty shard led by NODE);
 //             prints the new shard's id and the new map as status
+//   accept-loss --shard=N [--yes]: prints what giving up DOWN shard N's
+//             keys costs (every key of its slots); with --yes,
+//             KvCluster.AcceptLoss (an empty primary), else exit 3
 //   rebalance [--dry-run] [--wait]: KvCluster.Rebalance; prints the planned
 //             migrations; --wait then polls GetClusterMap every 0.5 s,
 //             printing progress on every change, until every planned
@@ -48,9 +51,19 @@ namespace kvctl {
 
 // What `cluster` was asked to do, checked before anything is dialled.
 struct ClusterRequest {
-  enum class Kind { kStatus, kNodes, kSlots, kFailover, kRemoveNode, kAddNode, kRebalance };
+  enum class Kind {
+    kStatus,
+    kNodes,
+    kSlots,
+    kFailover,
+    kRemoveNode,
+    kAddNode,
+    kRebalance,
+    kAcceptLoss
+  };
   Kind kind = Kind::kStatus;
-  int shard = -1;        // failover only
+  int shard = -1;        // failover and accept-loss only
+  bool yes = false;      // accept-loss only
   std::string target;    // failover only; empty: the controller picks
   std::string node;      // remove-node and add-node only
   bool dry_run = false;  // rebalance only
@@ -60,8 +73,9 @@ struct ClusterRequest {
 // Parses the subcommand and its flags. `shard` is --shard (-1: not given),
 // `target` --to, `given` the flags on the command line, `operands` the
 // words after the subcommand. kInvalidArgument, worded for UsageError(),
-// for an unknown subcommand, failover without --shard (or a negative one),
-// --shard/--to with another subcommand, --dry-run/--wait (`dry_run`,
+// for an unknown subcommand, failover or accept-loss without --shard (or a
+// negative one), --shard with another subcommand, --to with another than
+// failover, --yes with another than accept-loss, --dry-run/--wait (`dry_run`,
 // `wait`: their values) with another subcommand or both set,
 // remove-node/add-node without exactly one NODE, or an operand given to
 // another subcommand.
@@ -69,7 +83,8 @@ absl::StatusOr<ClusterRequest> ParseClusterRequest(const std::string& subcommand
                                                    const std::string& target,
                                                    const std::set<std::string>& given,
                                                    const std::vector<std::string>& operands = {},
-                                                   bool dry_run = false, bool wait = false);
+                                                   bool dry_run = false, bool wait = false,
+                                                   bool yes = false);
 
 // The handler (CommandFn): args[0] is the subcommand.
 int RunCluster(const Context& context, const std::vector<std::string>& args);

@@ -235,6 +235,26 @@ std::string FormatClusterSlots(const v1::ClusterMap& map, bool json) {
   return json ? Dump(j) : out + MigrationLines(map);
 }
 
+std::string DescribeLoss(const v1::ClusterMap& map, uint32_t shard_id) {
+  for (const v1::Shard& shard : map.shards()) {
+    if (shard.shard_id() != shard_id || !shard.replicas().empty()) continue;
+    uint64_t slots = 0;
+    for (const v1::SlotRange& r : shard.slots()) slots += r.end() - r.start() + 1;
+    std::vector<std::string> waits;
+    for (const v1::ClusterNode& n : shard.last_in_sync()) waits.push_back(n.node_id());
+    return absl::StrCat(
+        "accept-loss of shard ", shard_id, ": every key of shard ", shard_id, " is lost, slots ",
+        slots == 0 ? "-" : Ranges(shard), " (", slots,
+        " slots), every acknowledged write included; the shard then serves again, empty.\n",
+        waits.empty()
+            ? std::string("no in-sync replica is known to hold a copy.\n")
+            : absl::StrCat("it waits for its last in-sync replicas (", absl::StrJoin(waits, ", "),
+                           ") to register again with their copy; if one can still "
+                           "come back, start it instead.\n"));
+  }
+  return "";
+}
+
 std::string FormatRebalancePlan(const std::vector<v1::Migration>& planned, uint64_t epoch,
                                 bool dry_run, bool json) {
   if (json) {

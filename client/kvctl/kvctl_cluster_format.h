@@ -59,6 +59,12 @@ std::string FormatClusterStatus(const v1::ClusterMap& map, bool json);
 std::string FormatClusterNodes(const v1::ClusterMap& map, bool json);
 std::string FormatClusterSlots(const v1::ClusterMap& map, bool json);
 
+// What `cluster accept-loss --shard=N` costs, in words, from the map: every
+// key of shard N's slots, and which in-sync replicas it waits for; empty
+// when the map has no such shard or the shard is not down (the server then
+// refuses the request anyway).
+std::string DescribeLoss(const v1::ClusterMap& map, uint32_t shard_id);
+
 // The answer of rebalance: `planned` (written into map epoch `epoch`
 // unless `dry_run`).
 std::string FormatRebalancePlan(const std::vector<v1::Migration>& planned, uint64_t epoch,

@@ -187,6 +187,34 @@ TEST(ParseClusterRequestTest, AddNodeAndRebalance) {
               HasSubstr("only to cluster failover"));
 }
 
+TEST(ParseClusterRequestTest, AcceptLoss) {
+  auto a = ParseClusterRequest("accept-loss", 1, "", {"shard", "yes"}, {}, false, false, true);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->kind, ClusterRequest::Kind::kAcceptLoss);
+  EXPECT_EQ(a->shard, 1);
+  EXPECT_TRUE(a->yes);
+  EXPECT_FALSE(ParseClusterRequest("accept-loss", 1, "", {"shard"})->yes);
+  EXPECT_THAT(ParseClusterRequest("accept-loss", -1, "", {}).status().message(),
+              HasSubstr("accept-loss needs --shard"));
+  EXPECT_THAT(
+      ParseClusterRequest("status", -1, "", {"yes"}, {}, false, false, true).status().message(),
+      HasSubstr("--yes applies only to cluster accept-loss"));
+  EXPECT_FALSE(ParseClusterRequest("accept-loss", 1, "n1", {"shard", "to"}).ok());
+}
+
+// accept-loss says what it costs before anything changes.
+TEST(ClusterFormatTest, DescribeLossNamesTheShardsSlotsAndWhatItWaitsFor) {
+  v1::ClusterMap map = SampleMap();
+  map.mutable_shards(1)->add_last_in_sync()->set_node_id("n3");
+  EXPECT_EQ(DescribeLoss(map, 1),
+            "accept-loss of shard 1: every key of shard 1 is lost, slots 8192-16383 (8192 "
+            "slots), every acknowledged write included; the shard then serves again, empty.\n"
+            "it waits for its last in-sync replicas (n3) to register again with their copy; if "
+            "one can still come back, start it instead.\n");
+  EXPECT_EQ(DescribeLoss(map, 0), "");  // up
+  EXPECT_EQ(DescribeLoss(map, 7), "");  // no such shard
+}
+
 v1::Migration Move(uint32_t id, uint32_t start, uint32_t end, uint32_t from, uint32_t to,
                    v1::MigrationState state) {
   v1::Migration m;

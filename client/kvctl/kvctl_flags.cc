@@ -81,5 +81,8 @@ ABSL_FLAG(bool, dry_run, false,
 ABSL_FLAG(bool, wait, false,
           "cluster rebalance: poll the map every 0.5 s, printing progress, until every planned "
           "migration is done (or --wait_timeout passes).");
+ABSL_FLAG(bool, yes, false,
+          "cluster accept-loss: confirm that the shard's keys are given up (without it the "
+          "command only says what it would cost).");
 ABSL_FLAG(absl::Duration, wait_timeout, absl::Minutes(30),
           "cluster rebalance --wait: give up (exit 3) after this long.");

@@ -79,7 +79,8 @@ constexpr Command kCommands[] = {
      "through the controller; prints the new map), remove-node NODE (drain NODE before "
      "stopping it; prints the new map), add-node NODE (a new, empty shard led by NODE), or "
      "rebalance [--dry-run] [--wait] (queue slot migrations that even out the shards; "
-     "--wait follows them). Run 'kvctl cluster --help' for details. A "
+     "--wait follows them), or accept-loss --shard=N --yes (a DOWN shard serves again, "
+     "empty). Run 'kvctl cluster --help' for details. A "
      "server in single-node mode answers FAILED_PRECONDITION, one without the cluster service "
      "UNIMPLEMENTED (exit 3).",
      1, 2, RunCluster},

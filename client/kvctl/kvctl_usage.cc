@@ -59,6 +59,7 @@ constexpr FlagHelp kFlagHelp[] = {
     {"shard",       "cluster", "N"},
     {"to",          "cluster", "NODE"},
     {"dry_run",     "cluster", nullptr},
+    {"yes",         "cluster", nullptr},
     {"wait",        "cluster", nullptr},
     {"wait_timeout", "cluster", "D"},
 };

@@ -203,6 +203,26 @@ std::string FormatSlotRanges(const v1::Shard& shard) {
   });
 }
 
+void StampSyncingSince(v1::Shard* shard) {
+  DropStaleSyncingSince(shard);
+  auto* since = shard->mutable_syncing_since();
+  for (const std::string& id : shard->syncing()) {
+    if (since->count(id) == 0) (*since)[id] = shard->shard_epoch();
+  }
+}
+
+void DropStaleSyncingSince(v1::Shard* shard) {
+  auto* since = shard->mutable_syncing_since();
+  for (auto it = since->begin(); it != since->end();) {
+    if (std::find(shard->syncing().begin(), shard->syncing().end(), it->first) ==
+        shard->syncing().end()) {
+      it = since->erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 namespace {
 
 // `ranges` as one sorted, merged list.

@@ -92,6 +92,17 @@ uint32_t SlotCountOf(const v1::Shard& shard);
 // "0-5460,10923-16383": the ranges of a shard, for logs and kvctl.
 std::string FormatSlotRanges(const v1::Shard& shard);
 
+// Brings shard.syncing_since in line with shard.syncing before the shard is
+// written: a syncing node without an entry gets the shard's (already
+// bumped) shard_epoch — the map that adds it — and entries of nodes no
+// longer syncing go, so a node removed and added again later starts anew.
+// The controller (which adds syncing nodes) calls it on every map it writes.
+void StampSyncingSince(v1::Shard* shard);
+// Only the second half: entries of nodes no longer syncing go. The
+// primary's edits (which never add a syncing node) call it, so that a node
+// removed and added again later starts anew.
+void DropStaleSyncingSince(v1::Shard* shard);
+
 }  // namespace cluster
 }  // namespace kvstore
 

@@ -16,8 +16,8 @@
 #                       pause    docker pause (SIGSTOP-like freezer) of the
 #                                primary of shard 1 until the cluster has
 #                                replaced it, then docker unpause: the node
-#                                finds its lease gone, exits 3 and is
-#                                restarted by docker
+#                                finds its lease gone and registers again,
+#                                keeping its memory (it rejoins as syncing)
 #                       restart  docker restart of the primary of shard 2
 #                                (SIGTERM, a clean stop, then a start)
 #                     Each round waits for a new primary, then for every

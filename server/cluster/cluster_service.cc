@@ -172,7 +172,8 @@ grpc::Status ClusterService::ReportInSync(grpc::ServerContext* context,
   return Serve(Admit(context, deps_.replicator, "no replicator"), response,
                [&]() -> absl::StatusOr<v1::ReportInSyncResponse> {
                  KV_RETURN_IF_ERROR(deps_.replicator->PromoteSyncing(
-                     request->shard_id(), request->node_id(), request->incarnation()));
+                     request->shard_id(), request->node_id(), request->incarnation(),
+                     request->shard_epoch()));
                  v1::ReportInSyncResponse resp;
                  resp.set_map_epoch(deps_.state->map_epoch());
                  return resp;
@@ -233,6 +234,13 @@ grpc::Status ClusterService::Rebalance(grpc::ServerContext* context,
                                        v1::RebalanceResponse* response) {
   return Serve(AdmitAdmin(context, Wired(deps_.rebalance, "rebalance")), response,
                [&] { return deps_.rebalance(*request); });
+}
+
+grpc::Status ClusterService::AcceptLoss(grpc::ServerContext* context,
+                                        const v1::AcceptLossRequest* request,
+                                        v1::AcceptLossResponse* response) {
+  return Serve(AdmitAdmin(context, Wired(deps_.accept_loss, "accept-loss")), response,
+               [&] { return deps_.accept_loss(*request); });
 }
 
 }  // namespace server

@@ -28,6 +28,7 @@
 //   AcceptHandoff
 //   AddNode,        the `add_node` / `rebalance` functions, the same way
 //   Rebalance       (§19.9).
+//   AcceptLoss      a DOWN shard serves again, empty (operations §13.7).
 //
 // Every RPC first passes the Authenticator, as KvControl's do: with a server
 // token, a call without it fails with UNAUTHENTICATED before its request is
@@ -78,6 +79,8 @@ struct ClusterServiceDeps {
   // `failover`. Empty: kUnimplemented.
   std::function<absl::StatusOr<v1::AddNodeResponse>(const v1::AddNodeRequest&)> add_node;
   std::function<absl::StatusOr<v1::RebalanceResponse>(const v1::RebalanceRequest&)> rebalance;
+  // accept-loss (kvctl cluster accept-loss), like `failover`.
+  std::function<absl::StatusOr<v1::AcceptLossResponse>(const v1::AcceptLossRequest&)> accept_loss;
   // The bearer token every RPC must carry; empty: none (Authenticator).
   std::string auth_token;
   // Gets kvstore_grpc_auth_failures_total (shared with KvControl's) and
@@ -117,6 +120,8 @@ class ClusterService : public v1::KvCluster::Service {
                        v1::AddNodeResponse* response) override;
   grpc::Status Rebalance(grpc::ServerContext* context, const v1::RebalanceRequest* request,
                          v1::RebalanceResponse* response) override;
+  grpc::Status AcceptLoss(grpc::ServerContext* context, const v1::AcceptLossRequest* request,
+                          v1::AcceptLossResponse* response) override;
 
  private:
   // Authenticates, then checks that there is a cluster.

@@ -65,5 +65,13 @@ absl::StatusOr<v1::RebalanceResponse> ControllerProxy::Rebalance(
   return peers_->Rebalance(leader, request, peers_->DefaultDeadline());
 }
 
+absl::StatusOr<v1::AcceptLossResponse> ControllerProxy::AcceptLoss(
+    const v1::AcceptLossRequest& request) {
+  KV_ASSIGN_OR_RETURN(Controller * controller, Local());
+  if (controller->IsLeader()) return controller->AcceptLoss(request.shard_id());
+  KV_ASSIGN_OR_RETURN(v1::ClusterNode leader, Leader(*controller, "accept-loss"));
+  return peers_->AcceptLoss(leader, request, peers_->DefaultDeadline());
+}
+
 }  // namespace server
 }  // namespace kvstore

@@ -1,7 +1,8 @@
 // Copyright 2026 The kvstore Authors.
 //
 // ControllerProxy: the admin requests any node takes on its KvCluster
-// service (kvctl cluster failover / remove-node / add-node / rebalance,
+// service (kvctl cluster failover / remove-node / add-node / rebalance /
+// accept-loss,
 // architecture §19.4, §19.9). When this node is the elected controller it
 // answers them itself; otherwise it forwards them to the controller, found
 // by its node id in the map this node holds, through the PeerClient (its
@@ -49,6 +50,7 @@ class ControllerProxy {
   absl::StatusOr<v1::ClusterMap> RemoveNode(const v1::RemoveNodeRequest& request);
   absl::StatusOr<v1::AddNodeResponse> AddNode(const v1::AddNodeRequest& request);
   absl::StatusOr<v1::RebalanceResponse> Rebalance(const v1::RebalanceRequest& request);
+  absl::StatusOr<v1::AcceptLossResponse> AcceptLoss(const v1::AcceptLossRequest& request);
 
  private:
   // The local controller, or kUnavailable when the plane is not running.

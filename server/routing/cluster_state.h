@@ -119,8 +119,10 @@ class ClusterState {
   // This process's incarnation (its member lease id), set once it has
   // registered; 0 until then. A map whose record of this node id carries
   // another incarnation names an earlier life of this node (it crashed and
-  // was restarted before its old lease expired): this empty process must
-  // not serve that life's shards, so RouteSlot answers kNotReady
+  // was restarted before its old lease expired, or it registered again
+  // after its lease lapsed): this incarnation must not serve that life's
+  // shards (only the controller may give a copy back), so RouteSlot
+  // answers kNotReady
   // (a kClusterDown refusal) where it would serve, until the controller has replaced
   // the old incarnation.
   void set_incarnation(uint64_t incarnation) {

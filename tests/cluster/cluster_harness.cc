@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -328,6 +329,21 @@ std::optional<int> ClusterHarness::WaitNodeExit(int index, absl::Duration timeou
     nodes_[index].reset();
   }
   return code;
+}
+
+absl::Status ClusterHarness::WaitReregistered(int index, absl::Duration timeout) {
+  for (const absl::Time end = absl::Now() + timeout;; absl::SleepFor(absl::Milliseconds(50))) {
+    if (!Running(index)) {
+      return absl::FailedPreconditionError(absl::StrCat(NodeId(index), " is not running"));
+    }
+    if (absl::StrContains(nodes_[index]->Log(), "registered again as incarnation")) {
+      return absl::OkStatus();
+    }
+    if (absl::Now() > end) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          NodeId(index), " did not register again within ", absl::FormatDuration(timeout)));
+    }
+  }
 }
 
 absl::Status ClusterHarness::RestartNode(int index, bool wait_out_of_map) {

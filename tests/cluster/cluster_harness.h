@@ -122,10 +122,13 @@ class ClusterHarness {
   absl::Status Heal(int index);
   // SIGTERM and wait; node(index) becomes nullptr. Returns its exit status.
   int StopNode(int index);
-  // Waits for node `index` to exit on its own (e.g. status 3 after its
-  // lease expired); its status, or nullopt on timeout. Reaped: node(index)
-  // becomes nullptr.
+  // Waits for node `index` to exit on its own; its status, or nullopt on
+  // timeout. Reaped: node(index) becomes nullptr.
   std::optional<int> WaitNodeExit(int index, absl::Duration timeout);
+  // Waits until the running node `index` has registered again after its
+  // lease expired (its log says so; it keeps running and its memory);
+  // kDeadlineExceeded after `timeout`, kFailedPrecondition if it exited.
+  absl::Status WaitReregistered(int index, absl::Duration timeout);
   // Starts node `index` again (same node_id, the same ports if free).
   // By default it first waits (30 s at most) until the map no longer names
   // the node: a map still listing the old incarnation as in sync would make

@@ -2,7 +2,8 @@
 //
 // kvserver's cluster mode as an operator sees it: the §19.6 flags and their
 // errors, registration in a real etcd, the start-up line, a clean stop that
-// removes the member key at once, and exit status 3 when the lease is gone.
+// removes the member key at once, and a node whose lease is gone registering
+// again (a new incarnation of the same running process) instead of exiting.
 
 #include <string>
 #include <vector>
@@ -158,15 +159,29 @@ TEST_F(KvserverClusterMode, TwoNodesGetAFirstMapAndApplyIt) {
   EXPECT_EQ(n2->Stop(), 0);
 }
 
-TEST_F(KvserverClusterMode, ExitsWithStatus3WhenItsLeaseIsGone) {
+TEST_F(KvserverClusterMode, RegistersAgainWhenItsLeaseIsGone) {
   auto node = StartNode("n2");
   ASSERT_TRUE(node.ok()) << node.status();
   auto kv = Member("n2");
   ASSERT_TRUE(kv.has_value());
   ASSERT_TRUE(client_->RevokeLease(kv->lease).ok());
-  // It exits on its own, with status 3 (WaitExit reaps it; no signal sent).
-  EXPECT_EQ(node->WaitExit(absl::Seconds(60)), std::optional<int>(3)) << node->Log();
-  EXPECT_THAT(node->Log(), HasSubstr("exit status 3"));
+  // A new member key under another lease, written by the same process
+  // (it never exits).
+  std::optional<server::etcd::KeyValue> again;
+  for (absl::Time end = absl::Now() + absl::Seconds(60); absl::Now() < end;) {
+    again = Member("n2");
+    if (again.has_value() && again->lease != kv->lease) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_TRUE(again.has_value() && again->lease != kv->lease) << node->Log();
+  EXPECT_EQ(node->WaitExit(absl::ZeroDuration()), std::nullopt) << node->Log();
+  EXPECT_THAT(node->Log(), HasSubstr("registered again as incarnation"));
+  auto before = server::etcd_keys::DecodeNode(kv->value);
+  auto after = server::etcd_keys::DecodeNode(again->value);
+  ASSERT_TRUE(before.ok() && after.ok());
+  EXPECT_FALSE(after->process_id().empty());
+  EXPECT_EQ(after->process_id(), before->process_id());
+  EXPECT_EQ(node->Stop(), 0);
 }
 
 }  // namespace

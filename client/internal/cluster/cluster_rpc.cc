@@ -75,6 +75,16 @@ absl::StatusOr<v1::RebalanceResponse> ClusterRpc::Rebalance(bool dry_run, absl::
   return resp;
 }
 
+absl::StatusOr<v1::AcceptLossResponse> ClusterRpc::AcceptLoss(uint32_t shard_id,
+                                                              absl::Time deadline) {
+  v1::AcceptLossRequest req;
+  req.set_shard_id(shard_id);
+  auto ctx = NewContext(deadline);
+  v1::AcceptLossResponse resp;
+  KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->AcceptLoss(ctx.get(), req, &resp)));
+  return resp;
+}
+
 // The wording is the server's (proto/kv_cluster.proto): FAILED_PRECONDITION
 // also means "stale shard epoch", which is not single-node mode.
 bool IsSingleNodeAnswer(const absl::Status& status) {

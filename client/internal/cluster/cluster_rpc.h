@@ -2,7 +2,8 @@
 //
 // ClusterRpc: the client's side of the KvCluster service (proto/
 // kv_cluster.proto), limited to what clients and kvctl call: GetClusterMap,
-// and the controller requests Failover, RemoveNode, AddNode, Rebalance. The only client code that
+// and the controller requests Failover, RemoveNode, AddNode, Rebalance,
+// AcceptLoss. The only client code that
 // calls the KvCluster stub. Like ControlClient, every call gets a fresh context with the caller's
 // absolute deadline and, with a token, the bearer metadata, and every grpc::Status is converted
 // with FromGrpcStatus, so callers see the server's codes:
@@ -61,6 +62,10 @@ class ClusterRpc {
   // Asks the controller to plan (and, unless `dry_run`, queue) the slot
   // migrations that even out the shards (kvctl cluster rebalance).
   absl::StatusOr<v1::RebalanceResponse> Rebalance(bool dry_run, absl::Time deadline);
+
+  // Asks the controller to give DOWN shard `shard_id` an empty primary
+  // (kvctl cluster accept-loss): its keys are given up.
+  absl::StatusOr<v1::AcceptLossResponse> AcceptLoss(uint32_t shard_id, absl::Time deadline);
 
  private:
   std::unique_ptr<grpc::ClientContext> NewContext(absl::Time deadline) const;

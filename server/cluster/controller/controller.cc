@@ -256,6 +256,9 @@ absl::Status Controller::Reconcile(const Snapshot& snap, bool* wrote) {
 }
 
 absl::Status Controller::WriteMap(v1::ClusterMap map, int64_t read_revision) {
+  // Every node placed as syncing is stamped with the shard epoch that
+  // placed it (MarkInSync refuses a copy begun before that).
+  for (v1::Shard& shard : *map.mutable_shards()) cluster::StampSyncingSince(&shard);
   absl::StatusOr<std::shared_ptr<const cluster::ClusterMapView>> view =
       cluster::ClusterMapView::Build(map);
   if (!view.ok()) {
@@ -426,6 +429,23 @@ absl::StatusOr<v1::AddNodeResponse> Controller::AddNode(const std::string& node_
   // PlanAddNode appends the new shard; WritePlanned never returns the
   // unchanged map for it (PlanAddNode always changes the map).
   if (map.shards_size() > 0) response.set_shard_id(map.shards(map.shards_size() - 1).shard_id());
+  *response.mutable_map() = std::move(map);
+  return response;
+}
+
+absl::StatusOr<v1::AcceptLossResponse> Controller::AcceptLoss(uint32_t shard_id) {
+  KV_ASSIGN_OR_RETURN(v1::ClusterMap map,
+                      WritePlanned(absl::StrCat("accept-loss of shard ", shard_id,
+                                                " (an empty primary: its keys are lost)"),
+                                   [&](const v1::ClusterMap& current, const MemberSet& members) {
+                                     return PlanAcceptLoss(current, members, shard_id);
+                                   }));
+  v1::AcceptLossResponse response;
+  for (const v1::Shard& shard : map.shards()) {
+    if (shard.shard_id() == shard_id && !shard.replicas().empty()) {
+      response.set_primary(shard.replicas(0));
+    }
+  }
   *response.mutable_map() = std::move(map);
   return response;
 }

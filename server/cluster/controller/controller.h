@@ -158,6 +158,12 @@ class Controller {
   // shard is down).
   absl::StatusOr<v1::RebalanceResponse> Rebalance(bool dry_run);
 
+  // accept-loss (PlanAcceptLoss): down shard `shard_id` gets an empty
+  // primary; returns the map written and that primary. Errors: as
+  // Failover(), and those of PlanAcceptLoss() (kNotFound,
+  // kFailedPrecondition when the shard is not down).
+  absl::StatusOr<v1::AcceptLossResponse> AcceptLoss(uint32_t shard_id);
+
  private:
   struct Snapshot {
     int64_t revision = 0;

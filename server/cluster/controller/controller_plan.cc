@@ -90,8 +90,22 @@ std::optional<PlanStep> RemoveDead(const v1::ClusterMap& current, const MemberSe
       }
       if (candidates.empty()) {
         LOG(ERROR) << "controller: shard " << shard.shard_id() << " (slots "
-                   << cluster::FormatSlotRanges(shard)
-                   << ") lost every in-sync replica and is DOWN; its data is lost";
+                   << cluster::FormatSlotRanges(shard) << ") lost every in-sync replica ("
+                   << absl::StrJoin(shard.replicas(), ",")
+                   << ") and is DOWN until one of them registers again with its copy, or an "
+                      "operator accepts the loss (kvctl cluster accept-loss --shard="
+                   << shard.shard_id() << ")";
+        // Who held every acknowledged write, and which process: only that
+        // memory can bring the shard back.
+        shard.clear_last_in_sync();
+        for (const std::string& id : shard.replicas()) {
+          v1::ClusterNode* last = shard.add_last_in_sync();
+          last->set_node_id(id);
+          if (const v1::ClusterNode* record = RecordOf(current, id)) {
+            last->set_incarnation(record->incarnation());
+            last->set_process_id(record->process_id());
+          }
+        }
         shard.clear_replicas();
         shard.clear_syncing();
         absl::StrAppend(&step.what, " shard ", shard.shard_id(), " down;");
@@ -123,13 +137,14 @@ std::optional<PlanStep> RemoveDead(const v1::ClusterMap& current, const MemberSe
   return step;
 }
 
-// Step 3 of PlanNext: shards below R (replicas + syncing) are filled from
+// Step 4 of PlanNext: shards below R (replicas + syncing) are filled from
 // the live members that are not draining, whether they serve other shards
 // or none (a refill after a failover must not wait for the dead node to
 // come back). The member with the fewest roles goes first (ties: node id);
-// a node is never twice in one shard. A down shard (no replicas) is only
-// given a member that was in no shard, as its primary. Runs after RemoveDead, so every
-// member named by the map is alive here.
+// a node is never twice in one shard. A down shard (no replicas) is left
+// alone: an empty primary would answer NOT_FOUND for acknowledged writes
+// (RecoverDown or PlanAcceptLoss bring it back). Runs after RemoveDead, so
+// every member named by the map is alive here.
 std::optional<PlanStep> FillShards(const v1::ClusterMap& current, const MemberSet& members) {
   std::map<std::string, int> roles;  // candidate -> shards naming it
   for (const auto& [id, node] : members) {
@@ -157,30 +172,20 @@ std::optional<PlanStep> FillShards(const v1::ClusterMap& current, const MemberSe
   bool any = false;
   for (int i : order) {
     v1::Shard& shard = *step.map.mutable_shards(i);
+    if (shard.replicas().empty()) continue;
     bool changed = false;
     while (shard.replicas_size() + shard.syncing_size() < r) {
       std::string pick;
       for (const auto& [id, n] : roles) {
         if (InShard(shard, id)) continue;
-        // A down shard restarts empty; only a node serving nothing takes
-        // that over (as before), not one already serving other shards.
-        if (shard.replicas().empty() && named.count(id) > 0) continue;
         if (pick.empty() || n < roles[pick]) pick = id;
       }
       if (pick.empty()) break;
       ++roles[pick];
       if (named.count(pick) == 0) placed.insert(pick);
       changed = true;
-      if (shard.replicas().empty()) {
-        LOG(ERROR) << "controller: shard " << shard.shard_id() << " (slots "
-                   << cluster::FormatSlotRanges(shard) << ") was down; " << pick
-                   << " becomes its primary EMPTY: the data it held before is lost";
-        shard.add_replicas(pick);
-        absl::StrAppend(&step.what, " ", pick, " primary of down shard ", shard.shard_id(), ";");
-      } else {
-        shard.add_syncing(pick);
-        absl::StrAppend(&step.what, " ", pick, " syncing shard ", shard.shard_id(), ";");
-      }
+      shard.add_syncing(pick);
+      absl::StrAppend(&step.what, " ", pick, " syncing shard ", shard.shard_id(), ";");
     }
     if (changed) {
       shard.set_shard_epoch(shard.shard_epoch() + 1);
@@ -192,7 +197,7 @@ std::optional<PlanStep> FillShards(const v1::ClusterMap& current, const MemberSe
   return step;
 }
 
-// Step 4 of PlanNext: draining marks whose incarnation is gone (the node
+// Step 5 of PlanNext: draining marks whose incarnation is gone (the node
 // stopped, or restarted as a new incarnation) are dropped.
 std::optional<PlanStep> PruneDraining(const v1::ClusterMap& current, const MemberSet& members) {
   PlanStep step{current, "draining mark(s) dropped:"};
@@ -227,17 +232,17 @@ std::string DescribeMigration(const v1::Migration& m) {
                       v1::MigrationState_Name(m.state()), ")");
 }
 
-// Step 2 of PlanNext: migrations with a down source or target shard. One
-// PENDING or COPYING is dropped: a down source lost the slots' data, a down
-// target what it imported, and a shard refilled empty must not resume the
-// copy; the source, if alive, still holds every acknowledged write. One in
-// HANDOFF is never handed back to its source: the target holds every
-// acknowledged write of the slots (the copy was complete and the source
-// refuses their writes) and may have accepted the handoff and acknowledged
-// more, which the source never saw. So with the target alive (the source
-// down) the slots flip to it here; with the target down the migration
-// stays, and routing answers CLUSTERDOWN for its slots until the target
-// shard has a primary again (then the source's primary flips it).
+// Step 3 of PlanNext: migrations with a down source or target shard. One
+// PENDING or COPYING is dropped: a down source lost the slots' data (until a
+// copy of it returns), a down target what it imported, and a down shard
+// must not take part in a copy; the source, if alive, still holds every
+// acknowledged write. One in HANDOFF is never handed back to its source: the
+// target holds every acknowledged write of the slots (the copy was complete
+// and the source refuses their writes) and may have accepted the handoff and
+// acknowledged more, which the source never saw. So with the target alive
+// (the source down) the slots flip to it here; with the target down the
+// migration stays, and routing answers CLUSTERDOWN for its slots until the
+// target shard has a primary again (then the source's primary flips it).
 std::optional<PlanStep> SettleBrokenMigrations(const v1::ClusterMap& current) {
   PlanStep step{current, "migration(s) dropped or flipped (a shard is down):"};
   step.map.clear_migrations();
@@ -271,7 +276,7 @@ std::optional<PlanStep> SettleBrokenMigrations(const v1::ClusterMap& current) {
   return step;
 }
 
-// Step 8 of PlanNext: one migration at a time. COPYING and HANDOFF belong
+// Step 9 of PlanNext: one migration at a time. COPYING and HANDOFF belong
 // to the source primary; only PENDING -> COPYING is the controller's.
 std::optional<PlanStep> StartMigration(const v1::ClusterMap& current) {
   for (const v1::Migration& m : current.migrations()) {
@@ -353,6 +358,7 @@ v1::ClusterMap MakeFirstMap(const MemberSet& members, uint32_t replicas,
     *shard->add_slots() = ranges[i];
     for (uint32_t k = 0; k < per_shard; ++k) shard->add_replicas(nodes[(i + k) % n]->node_id());
     *map.add_nodes() = *nodes[i];
+    map.mutable_nodes(i)->clear_copies();
   }
   return map;
 }
@@ -360,6 +366,7 @@ v1::ClusterMap MakeFirstMap(const MemberSet& members, uint32_t replicas,
 std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet& members,
                                  const AppliedSeqFn& applied_seq) {
   std::optional<PlanStep> step = RemoveDead(current, members, applied_seq);
+  if (!step) step = RecoverDown(current, members);
   if (!step) step = SettleBrokenMigrations(current);
   if (!step) step = FillShards(current, members);
   if (!step) step = PruneDraining(current, members);
@@ -533,6 +540,34 @@ absl::StatusOr<v1::ClusterMap> PlanAddNode(const v1::ClusterMap& current, const 
   }
   next.set_epoch(current.epoch() + 1);
   *next.mutable_nodes() = RebuildNodes(next, members, {node_id});
+  return next;
+}
+
+absl::StatusOr<v1::ClusterMap> PlanAcceptLoss(const v1::ClusterMap& current,
+                                              const MemberSet& members, uint32_t shard_id) {
+  v1::ClusterMap next = current;
+  v1::Shard* shard = nullptr;
+  for (v1::Shard& s : *next.mutable_shards()) {
+    if (s.shard_id() == shard_id) shard = &s;
+  }
+  if (shard == nullptr) return absl::NotFoundError(absl::StrCat("no shard ", shard_id));
+  if (!shard->replicas().empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("shard ", shard_id, " is not down (primary ",
+                                                      shard->replicas(0), "); nothing to accept"));
+  }
+  const std::vector<std::string> ranked = RankedBackups(current, members, "");
+  if (ranked.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no live member can lead shard ", shard_id, "; nothing changed"));
+  }
+  LOG(ERROR) << "controller: accept-loss of shard " << shard_id << " (slots "
+             << cluster::FormatSlotRanges(*shard) << "): " << ranked.front()
+             << " becomes its primary EMPTY; every key it held is lost";
+  shard->add_replicas(ranked.front());
+  shard->clear_last_in_sync();
+  shard->set_shard_epoch(shard->shard_epoch() + 1);
+  next.set_epoch(current.epoch() + 1);
+  *next.mutable_nodes() = RebuildNodes(next, members, {ranked.front()});
   return next;
 }
 

@@ -48,8 +48,9 @@ bool ServesAnyShard(const v1::ClusterMap& map, const std::string& node_id);
 using MemberSet = std::map<std::string, v1::ClusterNode>;
 
 // A member is alive for a map when its key exists with the incarnation the
-// map records for it: a new incarnation means the node restarted and lost
-// its data.
+// map records for it: a new incarnation means the node restarted (and lost
+// its data) or registered again after its lease lapsed (its process_id
+// tells which; either way the map's roles of the old incarnation end).
 bool IsAliveIn(const v1::ClusterMap& map, const MemberSet& members, const std::string& node_id);
 
 // The first map (§19.1): one shard per member in node-id order, slots split
@@ -69,37 +70,45 @@ struct PlanStep {
 //      replicas/syncing list. A shard whose primary died gets the surviving
 //      in-sync backup with the highest applied seq (ties and unknowns: list
 //      order) as primary; a shard left with no in-sync replica is down
-//      (empty replicas, syncing cleared: there is no primary to copy from).
-//   2. Migrations whose source or target shard is down: PENDING and
-//      COPYING ones are dropped (logged as an error): that shard's data is
-//      gone, and a down shard refilled empty (step 3) must not take part in
-//      a copy. A HANDOFF one is never handed back to its source (the target
-//      may have acknowledged writes of the slots since): it flips to the
-//      target when only the source is down (both shard epochs bumped), and
-//      stays while the target is down (its slots answer CLUSTERDOWN). Before
-//      the refill on purpose.
-//   3. Shards below R (replicas+syncing) are filled from the live members
+//      (empty replicas, syncing cleared: there is no primary to copy from)
+//      and keeps its in-sync set in last_in_sync, each with the
+//      incarnation and process_id the map knew.
+//   2. RecoverDown: a down shard one of whose last_in_sync processes is a
+//      member again (same node id and process_id, a new incarnation: it
+//      registered again after a lease lapse, memory intact) publishing a
+//      copy of the shard gets the copy with the highest applied seq (ties:
+//      last_in_sync order) as its primary and the other copies back as
+//      syncing (up to R; they copy the shard again, in full);
+//      last_in_sync is cleared.
+//   3. Migrations whose source or target shard is down: PENDING and
+//      COPYING ones are dropped (logged as an error): a down shard must not
+//      take part in a copy. A HANDOFF one is never handed back to its
+//      source (the target may have acknowledged writes of the slots since):
+//      it flips to the target when only the source is down (both shard
+//      epochs bumped), and stays while the target is down (its slots answer
+//      CLUSTERDOWN).
+//   4. Shards below R (replicas+syncing) are filled from the live members
 //      not marked draining -- members in no shard and members already
 //      serving other shards alike (the refill after a failover), the one
 //      with the fewest roles first (ties: node id), never twice in one
-//      shard. A down shard gets a member that was in no shard as its
-//      primary directly (its data is lost, logged as an error); other
-//      shards get them as syncing.
-//   4. Draining marks whose member key is gone or of another incarnation
+//      shard, as syncing. A down shard is never filled: an empty primary
+//      would answer NOT_FOUND for acknowledged writes. It stays down
+//      (CLUSTERDOWN) until step 2 or PlanAcceptLoss.
+//   5. Draining marks whose member key is gone or of another incarnation
 //      are dropped.
-//   5. A shard with more than R in-sync replicas and none syncing (step 6
+//   6. A shard with more than R in-sync replicas and none syncing (step 7
 //      added one, and it is now in sync) loses the backup with the most
 //      roles (TrimReplicas). Not a shard naming a draining node.
-//   6. When a member holds more roles than its share (ceil(roles / members
+//   7. When a member holds more roles than its share (ceil(roles / members
 //      not draining)) and another holds fewer, and no migration exists,
 //      the idlest is added as syncing to a settled shard where the busiest
 //      is a backup (BalanceReplicas). This gives a node restarted after a
-//      failover (whose place the refill of step 3 gave to the others) its
+//      failover (whose place the refill of step 4 gave to the others) its
 //      share back; a spare member registered for add-node stays spare as
 //      long as the roles fit the share without it.
-//   7. Node records whose addresses changed are refreshed from member keys
+//   8. Node records whose addresses changed are refreshed from member keys
 //      (applied_map_epoch alone does not make a new map).
-//   8. When no migration is COPYING or HANDOFF, the first PENDING one whose
+//   9. When no migration is COPYING or HANDOFF, the first PENDING one whose
 //      source and target shards both have a primary becomes COPYING (shard
 //      epochs unchanged). COPYING and HANDOFF are never advanced here: the
 //      source primary does that (MapStore::BeginHandoff, CompleteMigration).
@@ -110,10 +119,12 @@ struct PlanStep {
 std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet& members,
                                  const AppliedSeqFn& applied_seq);
 
-// Steps 5 and 6 of PlanNext on their own (controller_plan_replicas.cc);
+// Steps 6 and 7 of PlanNext on their own (controller_plan_replicas.cc);
 // the map's epoch is left to the caller.
 std::optional<PlanStep> TrimReplicas(const v1::ClusterMap& current, const MemberSet& members);
 std::optional<PlanStep> BalanceReplicas(const v1::ClusterMap& current, const MemberSet& members);
+// Step 2 of PlanNext on its own (controller_plan_down.cc).
+std::optional<PlanStep> RecoverDown(const v1::ClusterMap& current, const MemberSet& members);
 
 // Manual failover of `shard_id` to `target`, an in-sync backup alive in
 // `members` (empty: the alive backup with the highest applied seq; one
@@ -159,6 +170,15 @@ absl::StatusOr<v1::ClusterMap> PlanRemoveNode(const v1::ClusterMap& current,
 // syncing) or is marked draining.
 absl::StatusOr<v1::ClusterMap> PlanAddNode(const v1::ClusterMap& current, const MemberSet& members,
                                            const std::string& node_id);
+
+// accept-loss (kvctl cluster accept-loss): the operator gives up the data of
+// down shard `shard_id`. The live, not draining member with the fewest
+// roles (ties: node id) becomes its primary, EMPTY; last_in_sync is
+// cleared; shard_epoch and epoch + 1. Later PlanNext steps add syncing
+// replicas. Errors: kNotFound for an unknown shard; kFailedPrecondition
+// when the shard is not down or no member can lead it.
+absl::StatusOr<v1::ClusterMap> PlanAcceptLoss(const v1::ClusterMap& current,
+                                              const MemberSet& members, uint32_t shard_id);
 
 struct RebalancePlan {
   // current + the planned migrations appended (PENDING), next_migration_id

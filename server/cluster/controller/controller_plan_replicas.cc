@@ -1,6 +1,6 @@
 // Copyright 2026 The kvstore Authors.
 //
-// Steps 5 and 6 of PlanNext (controller_plan.h): spreading backup roles back
+// Steps 6 and 7 of PlanNext (controller_plan.h): spreading backup roles back
 // over the members after a failover refilled a dead node's place elsewhere.
 
 #include <algorithm>

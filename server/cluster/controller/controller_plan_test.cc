@@ -7,6 +7,7 @@
 #include "server/cluster/controller/controller_plan.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -164,22 +165,148 @@ TEST(ControllerPlanTest, ExtraNodeInAFullClusterStaysOut) {
   EXPECT_FALSE(PlanNext(map, Members({"a", "b", "z"}), seqs.Fn()).has_value());
 }
 
-TEST(ControllerPlanTest, DownShardThenNewNodeBecomesItsPrimary) {
-  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 1, "test");
+TEST(ControllerPlanTest, ADownShardStaysDownAndKeepsItsLastInSyncSet) {
+  MemberSet members = Members({"a", "b", "c"});
+  members["a"].set_process_id("pa");
+  v1::ClusterMap map = MakeFirstMap(members, 1, "test");
   FakeSeqs seqs;
   auto down = PlanNext(map, Members({"b", "c"}), seqs.Fn());
   ASSERT_TRUE(down.has_value());
   ExpectValid(down->map);
   EXPECT_THAT(Replicas(down->map, 0), IsEmpty());
   EXPECT_THAT(down->what, HasSubstr("shard 0 down"));
-  // b and c serve shards already: they do not take over the down shard.
+  ASSERT_EQ(down->map.shards(0).last_in_sync_size(), 1);
+  EXPECT_EQ(down->map.shards(0).last_in_sync(0).node_id(), "a");
+  EXPECT_EQ(down->map.shards(0).last_in_sync(0).incarnation(), 1u);
+  EXPECT_EQ(down->map.shards(0).last_in_sync(0).process_id(), "pa");
   EXPECT_FALSE(PlanNext(down->map, Members({"b", "c"}), seqs.Fn()).has_value());
-  auto revived = PlanNext(down->map, Members({"b", "c", "d"}), seqs.Fn());
-  ASSERT_TRUE(revived.has_value());
-  ExpectValid(revived->map);
-  EXPECT_THAT(Replicas(revived->map, 0), ElementsAre("d"));
-  EXPECT_THAT(Syncing(revived->map, 0), IsEmpty());
-  EXPECT_EQ(revived->map.shards(0).shard_epoch(), 3u);
+  // A new, empty member does not take the shard over: its data would be
+  // gone without anyone having said so.
+  EXPECT_FALSE(PlanNext(down->map, Members({"b", "c", "d"}), seqs.Fn()).has_value());
+  // Nor does a restarted a (a new process: it lost its memory).
+  MemberSet restarted = Members({"b", "c"});
+  restarted["a"] = Node("a", 2);
+  restarted["a"].set_process_id("pa2");
+  EXPECT_FALSE(PlanNext(down->map, restarted, seqs.Fn()).has_value());
+}
+
+// Two ordinary faults: the backup leaves the in-sync set, then the primary
+// dies while a replacement is still copying. The copying node has nothing
+// to give; the shard waits, DOWN.
+TEST(ControllerPlanTest, AShardWhosePrimaryDiesWhileItsReplacementCopiesStaysDown) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 2, "test");
+  map.mutable_shards(0)->clear_replicas();
+  map.mutable_shards(0)->add_replicas("a");
+  map.mutable_shards(0)->add_syncing("c");
+  FakeSeqs seqs;
+  seqs.seqs[{"c", 0}] = 3;
+  // d: a spare member, in no shard.
+  const MemberSet members = Members({"b", "c", "d"});
+  auto down = PlanNext(map, members, seqs.Fn());
+  ASSERT_TRUE(down.has_value());
+  EXPECT_THAT(Replicas(down->map, 0), IsEmpty());
+  EXPECT_THAT(Syncing(down->map, 0), IsEmpty());
+  std::optional<PlanStep> next = PlanNext(down->map, members, seqs.Fn());
+  for (int i = 0; i < 5 && next.has_value(); ++i) {
+    EXPECT_THAT(Replicas(next->map, 0), IsEmpty()) << next->what;
+    next = PlanNext(next->map, members, seqs.Fn());
+  }
+}
+
+// Every lease lapsed at once (etcd paused longer than the TTL): every node
+// registered again, same processes, holding their copies. Each shard goes
+// to the copy with the highest applied seq; the other copy rejoins.
+TEST(ControllerPlanTest, NodesBackFromALeaseLapseGetTheirShardsBack) {
+  MemberSet before = Members({"a", "b", "c"});
+  for (auto& [id, n] : before) n.set_process_id("p-" + id);
+  v1::ClusterMap map = MakeFirstMap(before, 2, "test");
+  MemberSet after = before;
+  for (auto& [id, n] : after) {
+    n.set_incarnation(2);
+    for (const v1::Shard& shard : map.shards()) {
+      for (int i = 0; i < shard.replicas_size(); ++i) {
+        if (shard.replicas(i) != id) continue;
+        v1::ShardCopy* copy = n.add_copies();
+        copy->set_shard_id(shard.shard_id());
+        copy->set_shard_epoch(shard.shard_epoch());
+        copy->set_applied_seq(i == 0 ? 10 : 7);  // the primary is ahead
+      }
+    }
+  }
+  // b's copy of shard 0 is the newer one (a's seq was lower).
+  for (v1::ShardCopy& c : *after["a"].mutable_copies()) {
+    if (c.shard_id() == 0) c.set_applied_seq(5);
+  }
+  FakeSeqs seqs;
+  v1::ClusterMap m = map;
+  for (int i = 0; i < 10; ++i) {
+    auto step = PlanNext(m, after, seqs.Fn());
+    if (!step.has_value()) break;
+    ExpectValid(step->map);
+    m = step->map;
+  }
+  EXPECT_THAT(Replicas(m, 0), ElementsAre("b"));
+  EXPECT_THAT(Syncing(m, 0), ElementsAre("a"));
+  EXPECT_THAT(Replicas(m, 1), ElementsAre("b"));
+  EXPECT_THAT(Syncing(m, 1), ElementsAre("c"));
+  EXPECT_THAT(Replicas(m, 2), ElementsAre("c"));
+  EXPECT_THAT(Syncing(m, 2), ElementsAre("a"));
+  for (const v1::Shard& shard : m.shards()) EXPECT_EQ(shard.last_in_sync_size(), 0);
+  for (const std::string& id : {"a", "b", "c"}) EXPECT_TRUE(IsAliveIn(m, after, id)) << id;
+}
+
+// Only a process of the last in-sync set counts: a backup dropped from the
+// in-sync set before the shard went down holds an older copy.
+TEST(ControllerPlanTest, ACopyOutsideTheLastInSyncSetDoesNotRecoverTheShard) {
+  MemberSet before = Members({"a", "b", "c"});
+  for (auto& [id, n] : before) n.set_process_id("p-" + id);
+  v1::ClusterMap map = MakeFirstMap(before, 2, "test");
+  map.mutable_shards(0)->clear_replicas();
+  map.mutable_shards(0)->add_replicas("a");  // b was dropped
+  MemberSet without_a = before;
+  without_a.erase("a");
+  FakeSeqs seqs;
+  seqs.seqs[{"c", 1}] = 1;
+  seqs.seqs[{"c", 2}] = 1;
+  auto down = PlanNext(map, without_a, seqs.Fn());
+  ASSERT_TRUE(down.has_value());
+  EXPECT_THAT(Replicas(down->map, 0), IsEmpty());
+  MemberSet back = without_a;
+  back["b"].set_incarnation(2);
+  v1::ShardCopy* copy = back["b"].add_copies();
+  copy->set_shard_id(0);
+  copy->set_applied_seq(99);
+  v1::ClusterMap m = down->map;
+  for (int i = 0; i < 10; ++i) {
+    auto step = PlanNext(m, back, seqs.Fn());
+    if (!step.has_value()) break;
+    m = step->map;
+  }
+  EXPECT_THAT(Replicas(m, 0), IsEmpty());
+  ASSERT_EQ(m.shards(0).last_in_sync_size(), 1);
+  EXPECT_EQ(m.shards(0).last_in_sync(0).node_id(), "a");
+}
+
+TEST(ControllerPlanTest, AcceptLossGivesTheDownShardAnEmptyPrimary) {
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c"}), 1, "test");
+  FakeSeqs seqs;
+  auto down = PlanNext(map, Members({"b", "c"}), seqs.Fn());
+  ASSERT_TRUE(down.has_value());
+  MemberSet members = Members({"b", "c", "d"});
+  EXPECT_EQ(PlanAcceptLoss(down->map, members, 9).status().code(), absl::StatusCode::kNotFound);
+  absl::Status not_down = PlanAcceptLoss(down->map, members, 1).status();
+  EXPECT_EQ(not_down.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(not_down.message(), HasSubstr("not down"));
+  auto accepted = PlanAcceptLoss(down->map, members, 0);
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  ExpectValid(*accepted);
+  EXPECT_EQ(accepted->epoch(), down->map.epoch() + 1);
+  EXPECT_THAT(Replicas(*accepted, 0), ElementsAre("d"));  // the fewest roles
+  EXPECT_EQ(accepted->shards(0).last_in_sync_size(), 0);
+  EXPECT_EQ(accepted->shards(0).shard_epoch(), down->map.shards(0).shard_epoch() + 1);
+  EXPECT_TRUE(IsAliveIn(*accepted, members, "d"));
+  EXPECT_EQ(PlanAcceptLoss(down->map, {}, 0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(ControllerPlanTest, AddressChangeRefreshesRecord) {

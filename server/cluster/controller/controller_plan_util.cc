@@ -34,7 +34,9 @@ google::protobuf::RepeatedPtrField<v1::ClusterNode> RebuildNodes(
         member != members.end() && (old == nullptr || placed.count(id) > 0 ||
                                     old->incarnation() == member->second.incarnation());
     if (use_member) {
-      *out.Add() = member->second;
+      v1::ClusterNode* node = out.Add();
+      *node = member->second;
+      node->clear_copies();  // the member key's, not the map's
     } else if (old != nullptr) {
       *out.Add() = *old;
     }

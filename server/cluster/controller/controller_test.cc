@@ -608,7 +608,7 @@ TEST_F(ControllerTest, ManualFailover) {
   EXPECT_EQ(ReadMap().epoch(), 3u);
 }
 
-TEST_F(ControllerTest, ShardThatLosesEveryReplicaIsDownUntilANodeComes) {
+TEST_F(ControllerTest, ShardThatLosesEveryReplicaIsDownUntilTheLossIsAccepted) {
   auto ctl = MakeController("ctl", /*replicas=*/1, 3, seqs_.Fn());
   for (const char* id : {"n0", "n1", "n2"}) Register(id);
   ASSERT_TRUE(ctl->RunOnce().ok());
@@ -619,11 +619,20 @@ TEST_F(ControllerTest, ShardThatLosesEveryReplicaIsDownUntilANodeComes) {
   EXPECT_THAT(Replicas(map, 0), IsEmpty());
   EXPECT_THAT(Replicas(map, 1), ElementsAre("n1"));
 
+  // A new member does not make it serve again, empty.
   Register("n3");
   ASSERT_TRUE(ctl->RunOnce().ok());
   map = ReadMap();
+  EXPECT_EQ(map.epoch(), 2u);
+  EXPECT_THAT(Replicas(map, 0), IsEmpty());
+  ASSERT_EQ(map.shards(0).last_in_sync_size(), 1);
+  EXPECT_EQ(map.shards(0).last_in_sync(0).node_id(), "n0");
+  // The operator accepts the loss.
+  auto accepted = ctl->AcceptLoss(0);
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  map = ReadMap();
   EXPECT_EQ(map.epoch(), 3u);
-  EXPECT_THAT(Replicas(map, 0), ElementsAre("n3"));  // primary at once, empty
+  EXPECT_THAT(Replicas(map, 0), ElementsAre("n3"));  // primary, empty
   EXPECT_EQ(map.shards(0).shard_epoch(), 3u);
 }
 

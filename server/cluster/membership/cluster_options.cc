@@ -69,6 +69,11 @@ absl::Status ClusterOptions::Validate() const {
         absl::StrCat("--cluster_min_nodes=", cluster_min_nodes, " is below --replicas=", replicas,
                      ": the first map could not place every replica"));
   }
+  if (min_insync_replicas > replicas) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--min_insync_replicas=", min_insync_replicas, " must be between 1 and --replicas=",
+        replicas, " (a shard never has more in-sync replicas than that)"));
+  }
   if (member_ttl < absl::Seconds(1)) {
     return absl::InvalidArgumentError("--member_ttl must be at least 1s (etcd counts seconds)");
   }

@@ -35,6 +35,11 @@ struct ClusterOptions {
   uint32_t replicas = 2;
   // Members the controller waits for before the first map; 0: `replicas`.
   uint32_t cluster_min_nodes = 0;
+  // The fewest in-sync replicas (the primary counted) a shard acknowledges
+  // writes with (--min_insync_replicas); 0: the default, `replicas` when
+  // replicas >= 2, else 1. Below it a primary refuses writes (CLUSTERDOWN,
+  // certainly not applied) and never drops a failed backup.
+  uint32_t min_insync_replicas = 0;
   // etcd lease TTL of the member key; keepalive every member_ttl / 3.
   absl::Duration member_ttl = absl::Seconds(3);
   // Stop serving this long before the lease could expire.
@@ -49,11 +54,17 @@ struct ClusterOptions {
   bool enabled() const { return !etcd_endpoints.empty(); }
   // cluster_min_nodes with its default applied.
   uint32_t min_nodes() const { return cluster_min_nodes != 0 ? cluster_min_nodes : replicas; }
+  // min_insync_replicas with its default applied.
+  uint32_t min_insync() const {
+    if (min_insync_replicas != 0) return min_insync_replicas;
+    return replicas >= 2 ? replicas : 1;
+  }
 
   // Checks every field of an enabled configuration; kInvalidArgument naming
   // the flag: a bad endpoint, replicas outside 1..3, cluster_min_nodes below
-  // replicas, a TTL under 1s, a fence margin that leaves no room for a
-  // keepalive (>= 2/3 of the TTL), a non-positive replication timeout, a
+  // replicas, min_insync_replicas outside 1..replicas (0: the default), a TTL under 1s, a fence
+  // margin that leaves no room for a keepalive (>= 2/3 of the TTL), a non-positive replication
+  // timeout, a
   // '/' or an empty name in cluster_name or node_id.
   absl::Status Validate() const;
 };

@@ -79,6 +79,26 @@ TEST(ClusterOptions, RefusesValuesThatCannotWork) {
   expect_bad(o, "--advertise_host");
 }
 
+// The in-sync floor: R by default (1 for R=1), or 1..R as given.
+TEST(ClusterOptions, MinInsyncReplicasDefaultsToRAndStaysWithin1ToR) {
+  ClusterOptions o = Valid();
+  EXPECT_EQ(o.min_insync(), 2u);
+  o.replicas = 3;
+  EXPECT_EQ(o.min_insync(), 3u);
+  o.replicas = 1;
+  EXPECT_EQ(o.min_insync(), 1u);
+  o.replicas = 3;
+  o.min_insync_replicas = 2;
+  EXPECT_EQ(o.min_insync(), 2u);
+  EXPECT_TRUE(o.Validate().ok());
+  o.min_insync_replicas = 4;
+  absl::Status s = o.Validate();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--min_insync_replicas=4 must be between 1 and --replicas=3"),
+            std::string::npos)
+      << s;
+}
+
 TEST(ClusterOptions, AdvertisesTheListenAddressOrTheHostName) {
   ClusterOptions o = Valid();
   EXPECT_EQ(AdvertiseHost(o, "10.0.0.5"), "10.0.0.5");

@@ -89,21 +89,45 @@ absl::Status MapStore::RemoveReplica(uint32_t shard_id, absl::string_view node_i
   });
 }
 
-absl::Status MapStore::MarkInSync(uint32_t shard_id, absl::string_view node_id) {
+absl::Status MapStore::MarkInSync(uint32_t shard_id, absl::string_view node_id,
+                                  uint64_t incarnation, uint64_t copy_shard_epoch) {
   const std::string id(node_id);
-  return Edit(shard_id, "mark in sync", [id](v1::Shard* shard, bool* changed) {
-    if (Contains(shard->replicas(), id)) {
-      *changed = false;  // a repeated report after a lost reply
-      return absl::OkStatus();
-    }
-    if (!Erase(shard->mutable_syncing(), id)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          id, " is not syncing in shard ", shard->shard_id(), " (it must copy the shard again)"));
-    }
-    shard->add_replicas(id);
-    *changed = true;
-    return absl::OkStatus();
-  });
+  return EditMap(
+      shard_id, "mark in sync",
+      [&](v1::ClusterMap* map, v1::Shard* shard, bool* changed) -> absl::Status {
+        // Judged on this, the newest map: the reporter may have
+        // restarted, or left and been added again, since the map
+        // the primary checked it on.
+        const v1::ClusterNode* record = nullptr;
+        for (const v1::ClusterNode& n : map->nodes()) {
+          if (n.node_id() == id) record = &n;
+        }
+        if (incarnation != 0 && (record == nullptr || record->incarnation() != incarnation)) {
+          return absl::FailedPreconditionError(
+              absl::StrCat(id, " incarnation ", incarnation, " is not the one map epoch ",
+                           map->epoch(), " names; it must copy the shard again"));
+        }
+        if (Contains(shard->replicas(), id)) {
+          *changed = false;  // a repeated report after a lost reply
+          return absl::OkStatus();
+        }
+        auto since = shard->syncing_since().find(id);
+        if (copy_shard_epoch != 0 && since != shard->syncing_since().end() &&
+            since->second > copy_shard_epoch) {
+          return absl::FailedPreconditionError(
+              absl::StrCat(id, " was added to shard ", shard->shard_id(), " again at shard epoch ",
+                           since->second, ", after its copy began (", copy_shard_epoch,
+                           "); it must copy the shard again"));
+        }
+        if (!Erase(shard->mutable_syncing(), id)) {
+          return absl::FailedPreconditionError(absl::StrCat(id, " is not syncing in shard ",
+                                                            shard->shard_id(),
+                                                            " (it must copy the shard again)"));
+        }
+        shard->add_replicas(id);
+        *changed = true;
+        return absl::OkStatus();
+      });
 }
 
 absl::Status MapStore::Edit(uint32_t shard_id, const char* what, const ShardChange& change) {
@@ -211,6 +235,7 @@ absl::Status MapStore::EditMap(uint32_t shard_id, const char* what, const MapCha
     KV_RETURN_IF_ERROR(change(&map, shard, &changed));
     if (!changed) return absl::OkStatus();
     shard->set_shard_epoch(shard->shard_epoch() + 1);
+    for (v1::Shard& s : *map.mutable_shards()) cluster::DropStaleSyncingSince(&s);
     map.set_epoch(map.epoch() + 1);
     // The edited map must still be a valid one before anyone sees it.
     KV_ASSIGN_OR_RETURN(auto view, cluster::ClusterMapView::Build(map));

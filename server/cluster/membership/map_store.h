@@ -15,10 +15,10 @@
 //
 // Errors (as ShardMapEditor): kFailedPrecondition when there is no map, the
 // shard is unknown, this node is not its primary in the newest map, or the
-// node is not where the change expects it (MarkInSync: not syncing;
-// RemoveReplica: the primary itself; BeginHandoff: the migration is not
-// COPYING, or its target shard's epoch moved since the copy began);
-// kUnavailable when this node is not
+// node is not where the change expects it (MarkInSync: not syncing, another
+// incarnation, or added again since its copy began; RemoveReplica: the
+// primary itself; BeginHandoff: the migration is not COPYING, or its target
+// shard's epoch moved since the copy began); kUnavailable when this node is not
 // serving, its lease is gone, etcd is unreachable or every attempt lost its
 // race. RemoveReplica of a node already absent from the shard is OK: the
 // in-sync set is what the caller needs it to be.
@@ -75,7 +75,8 @@ class MapStore : public ShardMapEditor {
 
   // ShardMapEditor.
   absl::Status RemoveReplica(uint32_t shard_id, absl::string_view node_id) override;
-  absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id) override;
+  absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id, uint64_t incarnation,
+                          uint64_t copy_shard_epoch) override;
   absl::Status BeginHandoff(uint32_t migration_id, uint64_t target_shard_epoch) override;
   absl::Status CompleteMigration(uint32_t migration_id) override;
 

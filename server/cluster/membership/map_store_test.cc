@@ -100,7 +100,7 @@ TEST_F(MapStoreTest, RemoveReplicaAndMarkInSyncCommitAndInstall) {
   // Installed before the call returned: no need to wait for a watch.
   EXPECT_EQ(state_.map_epoch(), 2u);
 
-  ASSERT_TRUE(store_->MarkInSync(0, "n3").ok());
+  ASSERT_TRUE(store_->MarkInSync(0, "n3", 0, 0).ok());
   m = Stored();
   EXPECT_EQ(m.epoch(), 3u);
   EXPECT_EQ(m.shards(0).shard_epoch(), 3u);
@@ -110,7 +110,7 @@ TEST_F(MapStoreTest, RemoveReplicaAndMarkInSyncCommitAndInstall) {
 
   // Repeats change nothing (a retry after a lost reply).
   EXPECT_TRUE(store_->RemoveReplica(0, "n2").ok());
-  EXPECT_TRUE(store_->MarkInSync(0, "n3").ok());
+  EXPECT_TRUE(store_->MarkInSync(0, "n3", 0, 0).ok());
   EXPECT_EQ(Stored().epoch(), 3u);
   EXPECT_EQ(txns_, 2);
 }
@@ -164,12 +164,12 @@ TEST_F(MapStoreTest, RefusesWhatThePrimaryMayNotDo) {
   absl::Status s = store_->RemoveReplica(1, "n2");
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("not the primary of shard 1"));
-  s = store_->MarkInSync(1, "n1");
+  s = store_->MarkInSync(1, "n1", 0, 0);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_EQ(store_->RemoveReplica(0, "n1").code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(store_->RemoveReplica(7, "n2").code(), absl::StatusCode::kFailedPrecondition);
   // A node that is not syncing cannot be marked in sync.
-  EXPECT_EQ(store_->MarkInSync(0, "n9").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->MarkInSync(0, "n9", 0, 0).code(), absl::StatusCode::kFailedPrecondition);
   state_.set_fenced(true);
   EXPECT_EQ(store_->RemoveReplica(0, "n2").code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(Stored().epoch(), 1u);
@@ -207,7 +207,7 @@ TEST_F(MapStoreTest, ALostRaceIsRetriedOnTheNewMap) {
     ASSERT_TRUE(client_->Put(etcd_keys::MapKey(kCluster), etcd_keys::EncodeMap(m)).ok());
   };
   txns_ = 0;
-  absl::Status s = store_->MarkInSync(0, "n3");
+  absl::Status s = store_->MarkInSync(0, "n3", 0, 0);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_EQ(txns_, 1);
   EXPECT_EQ(state_.map_epoch(), 4u);  // the newer map was installed meanwhile

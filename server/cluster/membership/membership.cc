@@ -46,7 +46,11 @@ Membership::Membership(etcd::EtcdClient* etcd, ClusterState* state, FencePage* f
       clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
       member_key_(etcd_keys::MemberKey(options_.cluster_name, options_.self.node_id())),
       map_key_(etcd_keys::MapKey(options_.cluster_name)),
-      listener_(std::make_shared<ListenerLink>()) {}
+      listener_(std::make_shared<ListenerLink>()) {
+  // After a lease lapse the state is fenced, and stays so until this
+  // Membership's lease is granted (Register: Renewed unfences).
+  fenced_ = state_->fenced();
+}
 
 absl::StatusOr<std::unique_ptr<Membership>> Membership::Start(etcd::EtcdClient* etcd,
                                                               ClusterState* state, FencePage* fence,
@@ -107,6 +111,15 @@ absl::Status Membership::Register() {
   KV_ASSIGN_OR_RETURN(lease_, etcd_->GrantLease(options_.ttl));
   options_.self.set_incarnation(static_cast<uint64_t>(lease_));
   state_->set_incarnation(static_cast<uint64_t>(lease_));
+  // Registering again (a lease lapse): the installed map names the earlier
+  // incarnation, whose roles are not this one's until the controller gives
+  // them back. One-sided readers must refuse before the renewal below makes
+  // the page valid again.
+  if (auto map = state_->map()) MapInstalled(*map);
+  options_.self.clear_copies();
+  if (options_.copies) {
+    for (v1::ShardCopy& copy : options_.copies()) *options_.self.add_copies() = std::move(copy);
+  }
   options_.self.set_applied_map_epoch(state_->map_epoch());
   absl::StatusOr<etcd::TxnResult> put =
       etcd_->Txn({etcd::Compare{member_key_, etcd::Compare::Target::kCreateRevision,
@@ -229,8 +242,9 @@ bool Membership::RenewOnce() {
     FenceNow("lease expired");
     LOG(ERROR) << "membership: etcd lease " << absl::StrCat(absl::Hex(lease_)) << " of node "
                << options_.self.node_id()
-               << " has expired: this node has been or will be replaced and its data may be "
-                  "stale; it must restart empty with a new incarnation (exit status 3)";
+               << " has expired: this node has been or will be replaced; it serves nothing "
+                  "until it has registered again with a new incarnation"
+               << (options_.on_lease_lost ? "" : " (no handler: exit status 3)");
     if (options_.on_lease_lost) {
       options_.on_lease_lost();
     } else {

@@ -25,7 +25,16 @@
 //    ClusterState::set_fenced(true), FencePage::Fence(), then on_fence.
 //  * A renewal answered "not found" means the lease expired: the node has
 //    been or will be replaced. It fences, logs one line and calls
-//    on_lease_lost (default: _exit(3), the crash-only restart of §19.6).
+//    on_lease_lost (default: _exit(3)); the keepalive then stops. A
+//    kvserver (ClusterNode) does not exit: it keeps its memory, shuts this
+//    Membership down and starts a new one for the same process, which
+//    registers under a new lease (a new incarnation) with the shard copies
+//    it still holds (§19.6).
+//  * Registering: a new Membership starts fenced if the ClusterState is
+//    (a lease lapse fenced it) and unfences once its lease is granted; if
+//    the installed map names an earlier incarnation of this node, the fence
+//    page gets epoch 0 first, so one-sided readers refuse this process's
+//    data until a map gives it a role again.
 //  * A map thread reads the map key and watches it; each newer valid map is
 //    installed with ClusterState::Update. The watch carries etcd's
 //    require-leader flag; the thread asks it for a progress notice every
@@ -52,6 +61,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -67,8 +77,13 @@ namespace server {
 
 struct MembershipOptions {
   std::string cluster_name = "kvstore";
-  // node_id and addresses; incarnation and applied_map_epoch are filled in.
+  // node_id, addresses and process_id; incarnation, applied_map_epoch and
+  // copies are filled in.
   v1::ClusterNode self;
+  // The shard copies this process holds, published in the member key when
+  // it registers (ClusterNode::Start: none; after a lease lapse: the
+  // shards it was in sync for). Empty: none.
+  std::function<std::vector<v1::ShardCopy>()> copies;
   absl::Duration ttl = absl::Seconds(3);
   absl::Duration fence_margin = absl::Milliseconds(500);
   // After the node fenced itself (the RDMA service moves client queue pairs

@@ -34,8 +34,13 @@ class ShardMapEditor {
   // Drops `node_id` from the shard's in-sync backups (or its syncing list).
   virtual absl::Status RemoveReplica(uint32_t shard_id, absl::string_view node_id) = 0;
   // Moves `node_id` from the shard's syncing list to the end of its
-  // in-sync replicas.
-  virtual absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id) = 0;
+  // in-sync replicas — only if, in the map being edited, its record has
+  // `incarnation` (0: not checked) and it has been syncing since shard
+  // epoch `copy_shard_epoch` or earlier (the epoch its copy began at; 0:
+  // not checked): else kFailedPrecondition, it must copy again. The
+  // caller's own map may be older than that one.
+  virtual absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id,
+                                  uint64_t incarnation, uint64_t copy_shard_epoch) = 0;
 
   // Slot migration (architecture §19.9), by the primary of the migration's
   // source shard. BeginHandoff: COPYING -> HANDOFF once the copy is
@@ -67,10 +72,11 @@ class ForwardingShardMapEditor : public ShardMapEditor {
     if (target_ == nullptr) return absl::UnavailableError("the cluster plane is not running");
     return target_->RemoveReplica(shard_id, node_id);
   }
-  absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id) override {
+  absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id, uint64_t incarnation,
+                          uint64_t copy_shard_epoch) override {
     absl::MutexLock lock(&mu_);
     if (target_ == nullptr) return absl::UnavailableError("the cluster plane is not running");
-    return target_->MarkInSync(shard_id, node_id);
+    return target_->MarkInSync(shard_id, node_id, incarnation, copy_shard_epoch);
   }
   absl::Status BeginHandoff(uint32_t migration_id, uint64_t target_shard_epoch) override {
     absl::MutexLock lock(&mu_);

@@ -21,7 +21,12 @@ bool Names(const google::protobuf::RepeatedPtrField<std::string>& ids, const std
 }
 
 bool InShard(const v1::Shard& shard, const std::string& node_id) {
-  return Names(shard.replicas(), node_id) || Names(shard.syncing(), node_id);
+  if (Names(shard.replicas(), node_id) || Names(shard.syncing(), node_id)) return true;
+  // A DOWN shard waits for its last in-sync copies: this one may be it.
+  for (const v1::ClusterNode& last : shard.last_in_sync()) {
+    if (last.node_id() == node_id) return true;
+  }
+  return false;
 }
 
 void Mark(uint32_t start, uint32_t end, std::vector<bool>* roles) {

@@ -8,7 +8,9 @@
 // locally, without replication (KvStore::DeleteReplica).
 //
 // A node has a role for a slot (SlotRoles) when, in the map, it is a
-// replica or syncing node of the shard owning it, or of the target shard of
+// replica or syncing node of the shard owning it (or, that shard being
+// DOWN, in its last in-sync set: its copy may bring the shard back), or of
+// the target shard of
 // the slot's active (COPYING or HANDOFF) migration: an importing node keeps
 // what the source copied to it. PENDING migrations give no role.
 //

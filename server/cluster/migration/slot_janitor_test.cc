@@ -243,6 +243,22 @@ TEST(SlotRolesTest, ReplicaSyncingAndImportTarget) {
   EXPECT_EQ(std::count(roles.begin(), roles.end(), true), 0);
 }
 
+// A DOWN shard's last in-sync replicas keep its slots: their copy is what
+// can bring the shard back.
+TEST(SlotRolesTest, TheLastInSyncReplicasOfADownShardKeepItsSlots) {
+  v1::ClusterMap m = Map(1, {{Range(0, 5999)}, {Range(6000, 11999)}, {Range(12000, 16383)}});
+  m.mutable_shards(1)->clear_replicas();
+  m.mutable_shards(1)->add_last_in_sync()->set_node_id("n2");
+  m.mutable_nodes()->erase(m.mutable_nodes()->begin() + 1);  // n2 is in no shard now
+  auto view = View(m);
+  ASSERT_NE(view, nullptr);
+  std::vector<bool> roles = SlotRoles(*view, "n2");
+  EXPECT_TRUE(roles[6000]);
+  EXPECT_TRUE(roles[11999]);
+  EXPECT_FALSE(roles[0]);
+  EXPECT_FALSE(SlotRoles(*view, "n1")[6000]);
+}
+
 }  // namespace
 }  // namespace server
 }  // namespace kvstore

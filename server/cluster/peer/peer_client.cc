@@ -147,6 +147,12 @@ absl::StatusOr<v1::RebalanceResponse> PeerClient::Rebalance(const v1::ClusterNod
   return KV_PEER_UNARY(Rebalance, nullptr);
 }
 
+absl::StatusOr<v1::AcceptLossResponse> PeerClient::AcceptLoss(const v1::ClusterNode& node,
+                                                              const v1::AcceptLossRequest& req,
+                                                              absl::Time deadline) {
+  return KV_PEER_UNARY(AcceptLoss, nullptr);
+}
+
 #undef KV_PEER_UNARY
 
 namespace {

@@ -129,6 +129,9 @@ class PeerClient {
   absl::StatusOr<v1::RebalanceResponse> Rebalance(const v1::ClusterNode& node,
                                                   const v1::RebalanceRequest& req,
                                                   absl::Time deadline);
+  absl::StatusOr<v1::AcceptLossResponse> AcceptLoss(const v1::ClusterNode& node,
+                                                    const v1::AcceptLossRequest& req,
+                                                    absl::Time deadline);
 
   // The same, started without blocking, for calls a caller runs in
   // parallel (the replicator's forwards): `done` runs exactly once, on a

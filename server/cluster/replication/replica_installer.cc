@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
+#include "common/cluster/slots.h"
 #include "common/failpoint/failpoint.h"
 #include "common/protocol/layout.h"
 #include "common/status_macros.h"
@@ -216,6 +217,7 @@ absl::Status ReplicaInstaller::SyncShardNow(uint32_t shard_id) {
     absl::MutexLock lock(&sync->mu);
     sync->touched.clear();
   }
+  KV_RETURN_IF_ERROR(DropStale(*map, *shard, *sync));
   const absl::Time start = absl::Now();
   uint64_t entries = 0, bytes = 0, snapshot_seq = 0;
   absl::Status s = Copy(*shard, *primary, *sync, &entries, &bytes, &snapshot_seq);
@@ -243,6 +245,48 @@ absl::Status ReplicaInstaller::SyncShardNow(uint32_t shard_id) {
   if (!resp.ok()) return resp.status();
   syncs_done_->Increment();
   LOG(INFO) << "shard " << shard_id << " in sync here as of map epoch " << resp->map_epoch();
+  return absl::OkStatus();
+}
+
+absl::Status ReplicaInstaller::DropStale(const cluster::ClusterMapView& map, const v1::Shard& shard,
+                                         SyncState& sync) {
+  std::vector<bool> mine(cluster::kSlotCount, false);
+  for (const v1::SlotRange& r : shard.slots()) {
+    for (uint32_t s = r.start(); s <= r.end() && s < cluster::kSlotCount; ++s) mine[s] = true;
+  }
+  // Slots this node imports for a migration's target shard are that
+  // shard's copy, not an old one of this shard: kept.
+  for (const v1::Migration& m : map.proto().migrations()) {
+    const v1::Shard* target = map.ShardById(m.target_shard());
+    if (m.source_shard() != shard.shard_id() || m.state() == v1::MIGRATION_PENDING ||
+        target == nullptr) {
+      continue;
+    }
+    const bool named =
+        std::count(target->replicas().begin(), target->replicas().end(), state_->self()) +
+            std::count(target->syncing().begin(), target->syncing().end(), state_->self()) >
+        0;
+    for (uint32_t s = m.slots().start(); named && s <= m.slots().end() && s < cluster::kSlotCount;
+         ++s) {
+      mine[s] = false;
+    }
+  }
+  uint64_t cursor = 0, dropped = 0;
+  do {
+    std::vector<std::string> keys;
+    cursor = store_->Scan(cursor, 512, "", &keys);
+    for (const std::string& key : keys) {
+      if (!mine[cluster::KeySlot(key)]) continue;
+      absl::MutexLock lock(&sync.mu);
+      if (sync.touched.contains(key)) continue;  // written since this copy began: newer
+      KV_RETURN_IF_ERROR(store_->DeleteReplica(key));
+      ++dropped;
+    }
+  } while (cursor != 0);
+  if (dropped > 0) {
+    LOG(INFO) << "dropped " << dropped << " entries of shard " << shard.shard_id()
+              << " held from before, ahead of copying it";
+  }
   return absl::OkStatus();
 }
 

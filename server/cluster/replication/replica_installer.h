@@ -18,7 +18,9 @@
 // seq is then recorded (ReplicaStatus).
 //
 // Sync: when this node's map lists it in a shard's `syncing`, a background
-// thread calls SyncShard on the primary, installs the streamed entries —
+// thread first drops what it holds of the shard's slots (an earlier copy
+// may hold keys deleted since), then calls SyncShard on the primary,
+// installs the streamed entries —
 // except for keys a Replicate wrote since this copy began, which are at
 // least as new — then calls ReportInSync on the primary. A failed attempt
 // is retried with backoff (100 ms doubling to 2 s). While a shard syncs,
@@ -46,6 +48,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/cluster/cluster_map.h"
 #include "common/metrics/registry.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/peer/peer_client.h"
@@ -115,6 +118,14 @@ class ReplicaInstaller : public ReplicaCommitSink {
   // The map checks of a replicated write; `syncing`: this node is a
   // syncing (not yet in-sync) replica of the shard in that map.
   absl::Status Check(const ReplicaCommit& commit, bool* syncing) const;
+  // Deletes this node's entries of the shard's slots, except keys a
+  // Replicate wrote since the copy began: a node that held the shard before
+  // (registered again after a lease lapse, or placed in it again) may hold
+  // keys the primary deleted since, and a copy only adds.
+  // Slots of an active migration out of the shard into one this node is
+  // in are kept (they are that shard's import).
+  absl::Status DropStale(const cluster::ClusterMapView& map, const v1::Shard& shard,
+                         SyncState& sync);
   // Streams the shard from `primary` into the store. Returns entries,
   // bytes and the snapshot seq through the pointers.
   absl::Status Copy(const v1::Shard& shard, const v1::ClusterNode& primary, SyncState& sync,

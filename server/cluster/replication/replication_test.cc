@@ -172,6 +172,77 @@ TEST_F(ReplicationTest, DeadBackupLeavesTheInSyncSetBeforeTheWriteIsAcknowledged
   EXPECT_EQ(node(1).Value("c"), "3");
 }
 
+// --min_insync_replicas: below the floor a write is refused before it goes
+// anywhere (the client may send it again), and a failed backup that the
+// floor needs stays in the in-sync set: the write's outcome is then
+// unknown and the shard acknowledges nothing until the controller acts.
+TEST_F(ReplicationTest, AWriteBelowTheInSyncFloorIsRefusedBeforeAnySideEffect) {
+  NodeOptions options;
+  options.min_insync_replicas = 2;
+  Start(2, options);
+  v1::ClusterMap map = OneShardMap(nodes(), {0}, {1});  // n1 copies: not in sync yet
+  map.set_replication_factor(2);
+  maps_.Set(map);
+  absl::Status put = node(0).Put("k", "v");
+  EXPECT_TRUE(cluster::IsRefusal(put, cluster::RefusalKind::kClusterDown)) << put;
+  EXPECT_TRUE(cluster::CertainlyNoEffect(put)) << put;
+  EXPECT_THAT(put.message(), HasSubstr("in-sync"));
+  EXPECT_EQ(node(0).Value("k"), "<NOT_FOUND>");
+  EXPECT_EQ(node(1).Value("k"), "<NOT_FOUND>");  // not even the syncing node got it
+  EXPECT_EQ(node(1).installer().Status(0).applied_seq(), 0u);
+  EXPECT_EQ(Value(node(0).registry(), "kvstore_replication_writes_total"), 0u);
+}
+
+TEST_F(ReplicationTest, AFailedBackupTheFloorNeedsStaysInSyncAndTheWriteIsUnknown) {
+  NodeOptions options;
+  options.min_insync_replicas = 2;
+  options.replication_timeout = absl::Milliseconds(300);
+  Start(3, options);
+  maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));
+  ASSERT_THAT(node(0).Put("a", "1"), IsOk());
+  // One failed backup may go: two in-sync copies remain.
+  node(2).Kill();
+  ASSERT_THAT(node(0).Put("b", "2"), IsOk());
+  EXPECT_THAT(replicas(), ::testing::ElementsAre("n0", "n1"));
+  // The next may not: the write is not acknowledged, and n1 stays.
+  node(1).service().set_before(
+      [](const v1::ReplicateRequest&) { return absl::UnavailableError("cut off"); });
+  absl::Status put = node(0).Put("c", "3");
+  EXPECT_TRUE(cluster::IsRefusal(put, cluster::RefusalKind::kClusterDown)) << put;
+  EXPECT_FALSE(cluster::CertainlyNoEffect(put)) << put;
+  EXPECT_THAT(replicas(), ::testing::ElementsAre("n0", "n1"));
+  EXPECT_EQ(node(0).Value("c"), "<NOT_FOUND>");
+  // Nor is any later one.
+  EXPECT_FALSE(node(0).Put("d", "4").ok());
+  EXPECT_EQ(node(0).Value("d"), "<NOT_FOUND>");
+  EXPECT_EQ(Value(node(0).registry(), "kvstore_replication_isr_shrinks_total"), 1u);
+  node(1).service().set_before(nullptr);
+  EXPECT_THAT(node(0).Put("e", "5"), IsOk());
+  EXPECT_EQ(node(1).Value("e"), "5");
+}
+
+// A node placed again in a shard it held before (it registered again after
+// a lease lapse, memory intact) holds keys the primary deleted since; the
+// copy only adds entries, so it drops its old ones first, or it would join
+// the in-sync set holding a key the shard no longer has.
+TEST_F(ReplicationTest, AJoinerDropsWhatItHeldOfTheShardBeforeItCopies) {
+  NodeOptions options;
+  options.sync_thread = false;  // the test drives the copy
+  Start(2, options);
+  maps_.Set(OneShardMap(nodes(), {1, 0}, {}));
+  ASSERT_THAT(node(1).Put("gone", "old"), IsOk());
+  ASSERT_THAT(node(1).Put("kept", "old"), IsOk());
+  // n1 leaves; n0 leads and deletes one key, rewrites the other.
+  maps_.Set(OneShardMap(nodes(), {0}, {}));
+  ASSERT_THAT(node(0).Delete("gone"), IsOk());
+  ASSERT_THAT(node(0).Put("kept", "new"), IsOk());
+  EXPECT_EQ(node(1).Value("gone"), "old");  // still in n1's memory
+  maps_.Set(OneShardMap(nodes(), {0}, {1}));
+  ASSERT_THAT(node(1).installer().SyncShardNow(0), IsOk());
+  EXPECT_EQ(node(1).Value("gone"), "<NOT_FOUND>");
+  EXPECT_EQ(node(1).Value("kept"), "new");
+}
+
 // After a manual failover n0 -> n1, n0 is a backup whose fence page may
 // still name the older map. If it stops answering before it applied the
 // new map, n1 drops it and holds that write (and the shard's next ones)

@@ -103,7 +103,8 @@ absl::Status FakeEditor::RemoveReplica(uint32_t shard_id, absl::string_view node
   });
 }
 
-absl::Status FakeEditor::MarkInSync(uint32_t shard_id, absl::string_view node_id) {
+absl::Status FakeEditor::MarkInSync(uint32_t shard_id, absl::string_view node_id, uint64_t,
+                                    uint64_t) {
   return maps_->Edit([&](v1::ClusterMap& m) {
     v1::Shard* s = FindShard(m, shard_id);
     if (s == nullptr || s->replicas().empty() || s->replicas(0) != self_) {
@@ -197,6 +198,7 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
   ReplicatorOptions ro;
   ro.replication_timeout = options.replication_timeout;
   ro.lease_ttl = options.lease_ttl;
+  ro.min_insync_replicas = options.min_insync_replicas;
   ShardMapEditor* editor = &editor_;
   if (options.make_editor) {
     custom_editor_ = options.make_editor(&state_);

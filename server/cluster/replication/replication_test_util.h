@@ -64,7 +64,10 @@ class FakeEditor : public ShardMapEditor {
  public:
   FakeEditor(FakeMapStore* maps, std::string self) : maps_(maps), self_(std::move(self)) {}
   absl::Status RemoveReplica(uint32_t shard_id, absl::string_view node_id) override;
-  absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id) override;
+  // Checks only that the node is syncing (the incarnation and epoch
+  // checks are MapStore's, tested on etcd).
+  absl::Status MarkInSync(uint32_t shard_id, absl::string_view node_id, uint64_t incarnation,
+                          uint64_t copy_shard_epoch) override;
   // As MapStore's: this node must lead the migration's source shard, whose
   // epoch is bumped (the flip bumps the target's too); BeginHandoff needs the
   // target's shard epoch unchanged since the copy began.
@@ -104,6 +107,8 @@ struct NodeOptions {
   // ReplicatorOptions::lease_ttl: how long writes are held after a demoted
   // former primary is dropped.
   absl::Duration lease_ttl = absl::Seconds(3);
+  // ReplicatorOptions::min_insync_replicas.
+  uint32_t min_insync_replicas = 1;
   bool sync_thread = true;
   // The migration driver's thread (else tests call driver().Step()).
   bool migration_thread = false;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
+#include "common/cluster/slots.h"
 #include "common/failpoint/failpoint.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
@@ -29,8 +30,19 @@ bool MapBehind(const absl::Status& s) {
   return cluster::IsRefusal(s, cluster::RefusalKind::kMapBehind);
 }
 
-absl::Status NoMapYet() {
-  return cluster::ToStatus(cluster::Refusal::MapBehind("this node has no map yet"));
+// The in-sync floor on `map`: the configured one, capped by R.
+int Floor(const cluster::ClusterMapView& map, uint32_t configured) {
+  return static_cast<int>(std::min(configured, std::max(1u, map.proto().replication_factor())));
+}
+
+// Below the floor nothing may be acknowledged, and nothing was sent yet.
+absl::Status BelowFloor(const cluster::ClusterMapView& map, const v1::Shard& shard, uint32_t slot,
+                        uint32_t configured) {
+  if (shard.replicas_size() >= Floor(map, configured)) return absl::OkStatus();
+  return cluster::ToStatus(cluster::Refusal::ClusterDown(
+      slot, absl::StrCat(
+                "shard ", shard.shard_id(), " has ", shard.replicas_size(),
+                " in-sync replicas, fewer than --min_insync_replicas=", Floor(map, configured))));
 }
 
 }  // namespace
@@ -162,6 +174,11 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
   }
   const v1::Shard& shard = *route.shard;
   const cluster::ClusterMapView& map = *route.map;
+  if (absl::Status floor = BelowFloor(map, shard, route.slot, options_.min_insync_replicas);
+      !floor.ok()) {
+    refused_->Increment();
+    return floor;
+  }
   // A write of a COPYING slot goes to the migration's target primary too.
   const v1::Migration* migration = route.migration;
   if (migration != nullptr &&
@@ -279,7 +296,7 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
       return t.status;
     }
   }
-  absl::Status failures = HandleFailures(shard, targets);
+  absl::Status failures = HandleFailures(shard, targets, Floor(map, options_.min_insync_replicas));
   if (!failures.ok()) return failures;
   HoldForFormerPrimary(shard_id);
   return absl::OkStatus();
@@ -362,6 +379,11 @@ absl::Status Replicator::ImportWrite(uint32_t target_shard, absl::string_view ke
   if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
     return absl::FailedPreconditionError(absl::StrCat("not the primary of shard ", target_shard,
                                                       " in map epoch ", state_->map_epoch()));
+  }
+  if (absl::Status floor =
+          BelowFloor(*map, *shard, cluster::KeySlot(key), options_.min_insync_replicas);
+      !floor.ok()) {
+    return floor;
   }
   absl::StatusOr<bool> go = admit();
   if (!go.ok()) return go.status();
@@ -488,8 +510,14 @@ void Replicator::SendOverRdma(
   }
 }
 
-absl::Status Replicator::HandleFailures(const v1::Shard& shard,
-                                        const std::vector<Target>& targets) {
+absl::Status Replicator::HandleFailures(const v1::Shard& shard, const std::vector<Target>& targets,
+                                        int floor) {
+  int failed = 0;
+  for (const Target& t : targets) failed += t.in_sync && !t.status.ok() ? 1 : 0;
+  // Dropping them all would leave fewer in-sync copies than the floor: keep
+  // every one (the write is not acknowledged; the controller replaces a
+  // backup that is dead, a live one answers again once the fault heals).
+  const bool keep = shard.replicas_size() - failed < floor;
   for (const Target& t : targets) {
     if (t.status.ok()) continue;
     backup_failures_->Increment();
@@ -506,6 +534,7 @@ absl::Status Replicator::HandleFailures(const v1::Shard& shard,
                    << " missed a write (" << t.status << "); it must copy again";
       continue;
     }
+    if (keep) continue;
     LOG(WARNING) << "backup " << id << " of shard " << shard.shard_id() << " failed a write ("
                  << t.status << "); dropping it from the in-sync set";
     absl::Status s = editor_->RemoveReplica(shard.shard_id(), id);
@@ -526,69 +555,14 @@ absl::Status Replicator::HandleFailures(const v1::Shard& shard,
     }
     if (t.node != nullptr) former_.Dropped(shard.shard_id(), *t.node);
   }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<uint64_t> Replicator::BeginSync(uint32_t shard_id, absl::string_view node_id,
-                                               uint64_t shard_epoch) {
-  auto map = state_->map();
-  if (map == nullptr) return NoMapYet();
-  const v1::Shard* shard = map->ShardById(shard_id);
-  if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("not the primary of shard ", shard_id, " in map epoch ", map->epoch()));
-  }
-  if (shard_epoch < shard->shard_epoch()) {
-    return cluster::ToStatus(cluster::Refusal::StaleShardEpoch(
-        absl::StrCat(shard_epoch, " < ", shard->shard_epoch(), "; refresh the map")));
-  }
-  if (shard_epoch > shard->shard_epoch()) {
-    return cluster::ToStatus(cluster::Refusal::MapBehind(
-        absl::StrCat("shard epoch ", shard->shard_epoch(), " here, ", shard_epoch, " asked")));
-  }
-  if (!Contains(shard->syncing(), node_id)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(node_id, " is not syncing shard ", shard_id, " in map epoch ", map->epoch()));
-  }
-  // Every write routed before this point (on a map that may not list the
-  // joiner) is published once the barrier is ours; every later one is
-  // forwarded to the joiner.
-  absl::WriterMutexLock barrier(&ShardBarrier(shard_id));
-  {
-    absl::MutexLock lock(&broken_mu_);
-    broken_.erase(std::make_pair(shard_id, std::string(node_id)));
-  }
-  return seqs_->Last(shard_id);
-}
-
-absl::Status Replicator::PromoteSyncing(uint32_t shard_id, absl::string_view node_id,
-                                        uint64_t incarnation) {
-  auto map = state_->map();
-  if (map == nullptr) return NoMapYet();
-  const v1::Shard* shard = map->ShardById(shard_id);
-  if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("not the primary of shard ", shard_id, " in map epoch ", map->epoch()));
-  }
-  if (!Contains(shard->syncing(), node_id)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(node_id, " is not syncing shard ", shard_id, " in map epoch ", map->epoch()));
-  }
-  const v1::ClusterNode* node = map->Node(node_id);
-  if (incarnation != 0 && node != nullptr && node->incarnation() != incarnation) {
-    return absl::FailedPreconditionError(absl::StrCat(node_id, " incarnation ", incarnation,
-                                                      " is not the map's ", node->incarnation()));
-  }
-  // Writes of the shard pause while the map changes, so none can miss the
-  // joiner between this check and the new map.
-  absl::WriterMutexLock barrier(&ShardBarrier(shard_id));
-  if (Broken(shard_id, node_id)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        node_id, " missed a write of shard ", shard_id, " since its copy began; copy again"));
-  }
-  absl::Status s = editor_->MarkInSync(shard_id, node_id);
-  if (s.ok()) LOG(INFO) << node_id << " is in sync for shard " << shard_id;
-  return s;
+  if (!keep) return absl::OkStatus();
+  LOG_EVERY_N(WARNING, 100) << failed << " in-sync backup(s) of shard " << shard.shard_id()
+                            << " failed a write; dropping them would go below "
+                               "--min_insync_replicas="
+                            << floor << ": the shard acknowledges no write until they answer";
+  return cluster::OutcomeUnknown(cluster::ToStatus(cluster::Refusal::ClusterDown(
+      absl::StrCat("shard ", shard.shard_id(),
+                   ": a backup failed and the in-sync set may not shrink below ", floor))));
 }
 
 }  // namespace server

@@ -90,6 +90,12 @@ struct ReplicatorOptions {
   // The member lease TTL (--member_ttl): how long writes of a shard are
   // held after its former primary is dropped (FormerPrimaries).
   absl::Duration lease_ttl = absl::Seconds(3);
+  // The in-sync floor (--min_insync_replicas), capped by the map's
+  // replication factor: a write of a shard with fewer in-sync replicas
+  // (the primary counted) is refused before it goes anywhere, and a failed
+  // backup is never dropped when that would leave fewer (see the file
+  // comment). 1: no floor beyond the primary itself.
+  uint32_t min_insync_replicas = 1;
 };
 
 class Replicator : public WriteHook {
@@ -121,9 +127,11 @@ class Replicator : public WriteHook {
                                      uint64_t shard_epoch);
   // ReportInSync on the primary: kFailedPrecondition unless `node_id` (of
   // `incarnation`, 0: any) is syncing in this node's map of the shard it
-  // leads and missed no write since its copy began; then
-  // ShardMapEditor::MarkInSync, with the shard's writes paused.
-  absl::Status PromoteSyncing(uint32_t shard_id, absl::string_view node_id, uint64_t incarnation);
+  // leads and missed no write since its copy began (at `shard_epoch`);
+  // then ShardMapEditor::MarkInSync, with the shard's writes paused, which
+  // checks incarnation and epoch again on the newest map.
+  absl::Status PromoteSyncing(uint32_t shard_id, absl::string_view node_id, uint64_t incarnation,
+                              uint64_t shard_epoch);
 
   // Waits until no write of shard `shard_id` routed before this call is in
   // flight (takes the shard's barrier exclusively, once). The migration
@@ -206,8 +214,10 @@ class Replicator : public WriteHook {
   void SendOverRdma(const v1::ReplicateRequest& req,
                     const std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>>& links,
                     std::vector<Target>& targets, absl::Time deadline, std::vector<size_t>* retry);
-  // Step 4 for the failed targets; an error fails the write.
-  absl::Status HandleFailures(const v1::Shard& shard, const std::vector<Target>& targets);
+  // Step 4 for the failed targets; an error fails the write. No in-sync
+  // backup is dropped when the in-sync set would go below `floor`.
+  absl::Status HandleFailures(const v1::Shard& shard, const std::vector<Target>& targets,
+                              int floor);
   // Sleeps until FormerPrimaries lets writes of `shard_id` be acknowledged.
   void HoldForFormerPrimary(uint32_t shard_id);
   absl::Mutex& ShardBarrier(uint32_t shard_id);
