@@ -134,7 +134,7 @@ ABSL_FLAG(
     "a shard acknowledges writes only while this many replicas (its primary counted) are "
     "in sync; below it writes are refused (CLUSTERDOWN) and a failed backup is not "
     "dropped, so no acknowledged write is lost while this many copies survive. 1..--replicas; "
-    "0: --replicas (1 when --replicas=1)");
+    "0: min(--replicas, 2)");
 ABSL_FLAG(absl::Duration, member_ttl, absl::Seconds(3),
           "etcd lease TTL of this node's member key (keepalive every TTL/3)");
 ABSL_FLAG(absl::Duration, fence_margin, absl::Milliseconds(500),

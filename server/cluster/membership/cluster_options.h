@@ -36,9 +36,11 @@ struct ClusterOptions {
   // Members the controller waits for before the first map; 0: `replicas`.
   uint32_t cluster_min_nodes = 0;
   // The fewest in-sync replicas (the primary counted) a shard acknowledges
-  // writes with (--min_insync_replicas); 0: the default, `replicas` when
-  // replicas >= 2, else 1. Below it a primary refuses writes (CLUSTERDOWN,
-  // certainly not applied) and never drops a failed backup.
+  // writes with (--min_insync_replicas); 0: the default, min(replicas, 2):
+  // every acknowledged write is on two copies whenever R >= 2, and R=3
+  // keeps writing through the loss of one replica. Below it a primary
+  // refuses writes (CLUSTERDOWN, certainly not applied) and never drops a
+  // failed backup.
   uint32_t min_insync_replicas = 0;
   // etcd lease TTL of the member key; keepalive every member_ttl / 3.
   absl::Duration member_ttl = absl::Seconds(3);
@@ -57,7 +59,7 @@ struct ClusterOptions {
   // min_insync_replicas with its default applied.
   uint32_t min_insync() const {
     if (min_insync_replicas != 0) return min_insync_replicas;
-    return replicas >= 2 ? replicas : 1;
+    return replicas >= 2 ? 2 : 1;
   }
 
   // Checks every field of an enabled configuration; kInvalidArgument naming

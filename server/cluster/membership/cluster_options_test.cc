@@ -80,11 +80,11 @@ TEST(ClusterOptions, RefusesValuesThatCannotWork) {
 }
 
 // The in-sync floor: R by default (1 for R=1), or 1..R as given.
-TEST(ClusterOptions, MinInsyncReplicasDefaultsToRAndStaysWithin1ToR) {
+TEST(ClusterOptions, MinInsyncReplicasDefaultsToTwoCopiesAndStaysWithin1ToR) {
   ClusterOptions o = Valid();
   EXPECT_EQ(o.min_insync(), 2u);
   o.replicas = 3;
-  EXPECT_EQ(o.min_insync(), 3u);
+  EXPECT_EQ(o.min_insync(), 2u);  // R=3 keeps writing through one lost replica
   o.replicas = 1;
   EXPECT_EQ(o.min_insync(), 1u);
   o.replicas = 3;
