@@ -109,6 +109,74 @@ std::map<std::string, std::string> RespAddresses(ClusterHarness& c) {
   return out;
 }
 
+// Compares every in-sync replica of every shard over the keys written; a
+// difference is a violation, a replica that never answers leaves the run
+// undecided.
+void CheckReplicas(ClusterHarness& c, const std::vector<Op>& ops, absl::Duration timeout, Log& log,
+                   FaultRunResult* result) {
+  std::vector<std::string> keys;
+  for (const Op& op : ops) {
+    if (op.is_write()) keys.push_back(op.key);
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  // A node that registered again after its lease lapsed is still named by
+  // the map's old entry for up to a TTL while it serves nothing: ask again,
+  // with a fresh map, until every in-sync replica answers.
+  absl::StatusOr<std::vector<ShardDumps>> dumps = absl::UnavailableError("not read");
+  for (const absl::Time until = absl::Now() + timeout; absl::Now() < until;) {
+    absl::StatusOr<v1::ClusterMap> map = c.GetMap();
+    dumps = map.ok() ? ReadReplicas(*map, RespAddresses(c), keys)
+                     : absl::StatusOr<std::vector<ShardDumps>>(map.status());
+    if (dumps.ok()) break;
+    absl::SleepFor(absl::Milliseconds(500));
+  }
+  if (!dumps.ok()) {
+    log("replica convergence: not checked: %s", dumps.status().ToString());
+    result->undecided = true;
+    return;
+  }
+  bool diverged = false;
+  log("replica convergence: %s", ConvergenceText(CheckConvergence(*dumps), 10, &diverged));
+  result->violation = result->violation || diverged;
+}
+
+// The nemesis loop: draw, inject, hold, heal, restart exited nodes, wait
+// for every shard to be in sync; until options.duration has passed.
+std::vector<Hit> InjectFaults(const FaultRunOptions& options, TestBed& bed, Nemesis& nemesis,
+                              Log& log, FaultRunResult* result) {
+  ClusterHarness& c = bed.cluster();
+  std::vector<Hit> hits;
+  std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ull);
+  const absl::Time end = absl::Now() + options.duration;
+  while (absl::Now() < end) {
+    absl::SleepFor(options.gap * (1 + std::uniform_real_distribution<double>(0, 1)(rng)));
+    Fault f = nemesis.Next();
+    const std::set<std::string> led =
+        f.node >= 0 ? KeysLedBy(c, f.node, options.workload.keys) : std::set<std::string>();
+    const int64_t at = NowNs();
+    absl::Status injected = nemesis.Inject(f);
+    if (!injected.ok()) {
+      ++result->faults_failed;
+      log("fault %s: not injected: %s", f.Describe(), injected.ToString());
+      continue;
+    }
+    ++result->faults;
+    log("fault %s", f.Describe());
+    if (f.node >= 0) hits.push_back({FaultName(f.kind), at, led});
+    absl::SleepFor(f.hold);
+    absl::Status healed = nemesis.Heal(f);
+    RestartExited(c, log);
+    const absl::Time t0 = absl::Now();
+    absl::Status in_sync = c.WaitHealthy(options.recover_timeout);
+    if (!in_sync.ok()) ++result->not_recovered;
+    log("healed%s; %s after %.1f s", healed.ok() ? "" : absl::StrCat(" (", healed.ToString(), ")"),
+        in_sync.ok() ? "every shard in sync" : absl::StrCat("NOT in sync: ", in_sync.message()),
+        absl::ToDoubleSeconds(absl::Now() - t0));
+  }
+  return hits;
+}
+
 }  // namespace
 
 absl::StatusOr<FaultRunResult> RunFaults(FaultRunOptions options) {
@@ -134,34 +202,7 @@ absl::StatusOr<FaultRunResult> RunFaults(FaultRunOptions options) {
   absl::Duration ttl;
   if (!absl::ParseDuration(options.bed.member_ttl, &ttl)) ttl = absl::Seconds(3);
   Nemesis nemesis(&bed, options.faults, options.seed, ttl);
-  std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ull);
-  std::vector<Hit> hits;
-  const absl::Time end = absl::Now() + options.duration;
-  while (absl::Now() < end) {
-    absl::SleepFor(options.gap * (1 + std::uniform_real_distribution<double>(0, 1)(rng)));
-    Fault f = nemesis.Next();
-    const std::set<std::string> led =
-        f.node >= 0 ? KeysLedBy(c, f.node, options.workload.keys) : std::set<std::string>();
-    const int64_t at = NowNs();
-    absl::Status injected = nemesis.Inject(f);
-    if (!injected.ok()) {
-      ++result.faults_failed;
-      log("fault %s: not injected: %s", f.Describe(), injected.ToString());
-      continue;
-    }
-    ++result.faults;
-    log("fault %s", f.Describe());
-    if (f.node >= 0) hits.push_back({FaultName(f.kind), at, led});
-    absl::SleepFor(f.hold);
-    absl::Status healed = nemesis.Heal(f);
-    RestartExited(c, log);
-    const absl::Time t0 = absl::Now();
-    absl::Status in_sync = c.WaitHealthy(options.recover_timeout);
-    if (!in_sync.ok()) ++result.not_recovered;
-    log("healed%s; %s after %.1f s", healed.ok() ? "" : absl::StrCat(" (", healed.ToString(), ")"),
-        in_sync.ok() ? "every shard in sync" : absl::StrCat("NOT in sync: ", in_sync.message()),
-        absl::ToDoubleSeconds(absl::Now() - t0));
-  }
+  std::vector<Hit> hits = InjectFaults(options, bed, nemesis, log, &result);
   load.Stop();
   (void)bed.HealAll();
   RestartExited(c, log);
@@ -193,23 +234,10 @@ absl::StatusOr<FaultRunResult> RunFaults(FaultRunOptions options) {
   result.undecided = verdict.undecided;
 
   if (quiet.ok()) {
-    std::vector<std::string> keys;
-    for (const Op& op : ops) {
-      if (op.is_write()) keys.push_back(op.key);
-    }
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-    absl::StatusOr<v1::ClusterMap> map = c.GetMap();
-    absl::StatusOr<std::vector<ShardDumps>> dumps =
-        map.ok() ? ReadReplicas(*map, RespAddresses(c), keys)
-                 : absl::StatusOr<std::vector<ShardDumps>>(map.status());
-    if (dumps.ok()) {
-      bool diverged = false;
-      log("replica convergence: %s", ConvergenceText(CheckConvergence(*dumps), 10, &diverged));
-      result.violation = result.violation || diverged;
-    } else {
-      log("replica convergence: not checked: %s", dumps.status().ToString());
-    }
+    CheckReplicas(c, ops, options.recover_timeout, log, &result);
+  } else {
+    log("replica convergence: not checked: the cluster never came back in sync");
+    result.undecided = true;
   }
   log("verdict: %s", result.violation ? "VIOLATION" : result.undecided ? "undecided" : "PASS");
   return result;

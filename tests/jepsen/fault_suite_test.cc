@@ -21,7 +21,8 @@ namespace {
 
 // The kinds the bounded run draws from. A kind joins when the cluster keeps
 // the contract of docs/consistency.md under it.
-constexpr char kBoundedFaults[] = "kill,pause,cut-clients,etcd-kill,failover";
+constexpr char kBoundedFaults[] =
+    "kill,pause,cut-etcd,cut-peer,cut-clients,one-way,etcd-kill,etcd-pause,etcd-isolate,failover";
 
 TEST(FaultSuite, BoundedRunKeepsTheContract) {
   FaultRunOptions o;
