@@ -23,9 +23,10 @@ ABSL_FLAG(absl::Duration, duration, absl::Minutes(2), "how long faults are injec
 ABSL_FLAG(int, nodes, 4, "kvservers");
 ABSL_FLAG(int, replicas, 2, "R");
 ABSL_FLAG(int, etcd_members, 3, "etcd members");
-ABSL_FLAG(std::string, faults, "all",
-          "comma-separated fault kinds (kill, pause, cut-etcd, cut-peer, cut-clients, one-way, "
-          "etcd-kill, etcd-pause, etcd-isolate, failover) or all");
+ABSL_FLAG(
+    std::string, faults, "all",
+    "comma-separated fault kinds (kill, pause, cut-etcd, cut-peer, cut-clients, one-way, cut-all, "
+    "etcd-kill, etcd-pause, etcd-isolate, failover) or all");
 ABSL_FLAG(std::string, member_ttl, "3s", "kvserver --member_ttl");
 ABSL_FLAG(int, keys, 2000, "register keys");
 ABSL_FLAG(std::string, history, "", "write the history (JSON lines) here");

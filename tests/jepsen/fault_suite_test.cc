@@ -22,7 +22,8 @@ namespace {
 // The kinds the bounded run draws from. A kind joins when the cluster keeps
 // the contract of docs/consistency.md under it.
 constexpr char kBoundedFaults[] =
-    "kill,pause,cut-etcd,cut-peer,cut-clients,one-way,etcd-kill,etcd-pause,etcd-isolate,failover";
+    "kill,pause,cut-etcd,cut-peer,cut-clients,one-way,cut-all,etcd-kill,etcd-pause,etcd-isolate,"
+    "failover";
 
 TEST(FaultSuite, BoundedRunKeepsTheContract) {
   FaultRunOptions o;

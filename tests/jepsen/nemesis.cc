@@ -27,6 +27,7 @@ constexpr KindName kNames[] = {
     {FaultKind::kCutPeer, "cut-peer"},
     {FaultKind::kCutClients, "cut-clients"},
     {FaultKind::kOneWay, "one-way"},
+    {FaultKind::kCutAll, "cut-all"},
     {FaultKind::kEtcdKill, "etcd-kill"},
     {FaultKind::kEtcdPause, "etcd-pause"},
     {FaultKind::kEtcdIsolate, "etcd-isolate"},
@@ -104,6 +105,7 @@ Fault Nemesis::Next() {
     case FaultKind::kCutEtcd:
     case FaultKind::kCutClients:
     case FaultKind::kOneWay:
+    case FaultKind::kCutAll:
       f.node = PrimaryOrRandom();
       break;
     case FaultKind::kCutPeer:
@@ -145,6 +147,20 @@ absl::Status Nemesis::Inject(Fault& f) {
       if (!c.Running(f.node)) return absl::FailedPreconditionError("not running");
       c.PauseNode(f.node);
       return absl::OkStatus();
+    case FaultKind::kCutAll:
+      for (int i = 0; i < c.size(); ++i) {
+        if (i == f.node) continue;
+        if (absl::Status s = CutPair(bed_->node_firewall(f.node), bed_->node_ip(f.node),
+                                     bed_->node_firewall(i), bed_->node_ip(i));
+            !s.ok()) {
+          return s;
+        }
+      }
+      if (absl::Status s = bed_->node_firewall(f.node).Drop(bed_->client_ip(), Direction::kBoth);
+          !s.ok()) {
+        return s;
+      }
+      [[fallthrough]];
     case FaultKind::kCutEtcd:
       for (int m = 0; m < bed_->etcd_members(); ++m) {
         if (absl::Status s = CutPair(bed_->node_firewall(f.node), bed_->node_ip(f.node),

@@ -12,6 +12,8 @@
 //   cut-peer      a node and one other node cannot reach each other
 //   cut-clients   a node and the clients cannot reach each other
 //   one-way       a node's packets to every other node vanish; theirs arrive
+//   cut-all       a node cut from etcd, every other node and the clients (a
+//                 total partition: the failover time of a partition)
 //   etcd-kill     kill -9 of the etcd leader, restarted after the hold
 //   etcd-pause    SIGSTOP of the etcd leader, SIGCONT after the hold
 //   etcd-isolate  one etcd member cut from the other members (kvservers still
@@ -46,6 +48,7 @@ enum class FaultKind {
   kCutPeer,
   kCutClients,
   kOneWay,
+  kCutAll,
   kEtcdKill,
   kEtcdPause,
   kEtcdIsolate,
