@@ -154,8 +154,10 @@ std::vector<Hit> InjectFaults(const FaultRunOptions& options, TestBed& bed, Neme
     Fault f = nemesis.Next();
     const std::set<std::string> led =
         f.node >= 0 ? KeysLedBy(c, f.node, options.workload.keys) : std::set<std::string>();
-    const int64_t at = NowNs();
     absl::Status injected = nemesis.Inject(f);
+    // Once the fault is wholly in place: a partition is several rules, and a
+    // write acknowledged while the first are going in is no failover.
+    const int64_t at = NowNs();
     if (!injected.ok()) {
       ++result->faults_failed;
       log("fault %s: not injected: %s", f.Describe(), injected.ToString());
