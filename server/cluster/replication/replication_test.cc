@@ -593,10 +593,11 @@ TEST_F(ReplicationTest, APrimaryFencedWhileReplicatingPublishesNothing) {
 // no effect, and a primary that is then fenced says so.
 TEST_F(ReplicationTest, AWriteEveryBackupRefusedHasNoEffect) {
   NodeOptions o;
-  // Generous: the backup refuses at once and the write never waits this
-  // out; a short one made the Replicate call itself time out on a loaded
-  // machine (1 run in 20 beside the fault suite), which is an unknown
-  // outcome, not the refusal under test.
+  // Generous: the backup refuses at once and a fenced primary asks it no
+  // more, so nothing waits this out. With 200 ms and the primary retrying
+  // "map behind" until its deadline, the last Replicate call could itself
+  // time out on a loaded machine (1 run in 20 beside the fault suite): an
+  // unknown outcome, not the refusal under test.
   o.replication_timeout = absl::Seconds(30);
   Start(2, o);
   maps_.Set(OneShardMap(nodes(), {0, 1}, {}));

@@ -464,7 +464,10 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
     }
     for (size_t k = 0; k < by_grpc.size(); ++k) {
       Target& t = targets[by_grpc[k]];
-      if (MapBehind(t.status) && absl::Now() + absl::Milliseconds(2) < deadline) {
+      // A fenced primary publishes nothing: asking a lagging backup again
+      // would only leave the write on more nodes.
+      if (MapBehind(t.status) && absl::Now() + absl::Milliseconds(2) < deadline &&
+          state_->Serving()) {
         retry.push_back(by_grpc[k]);
       }
     }
@@ -495,7 +498,7 @@ void Replicator::SendOverRdma(
     const auto& [i, link] = links[k];
     Target& t = targets[i];
     t.status = sends[k].status;
-    const bool time_left = absl::Now() + absl::Milliseconds(2) < deadline;
+    const bool time_left = absl::Now() + absl::Milliseconds(2) < deadline && state_->Serving();
     if (t.status.ok()) {
       rdma_links_->sent()->Increment();
     } else if (link->failed(t.status)) {
