@@ -47,7 +47,11 @@ struct FaultRunOptions {
 };
 
 struct FaultRunResult {
-  bool violation = false;  // a checker found one
+  bool violation = false;  // the history check found one (linearizability, the set)
+  // In-sync replicas differed at quiescence. Reported apart: replicas can
+  // still differ on writes that were never acknowledged (docs/consistency.md
+  // §5), which no read on the primary path has seen.
+  bool diverged = false;
   bool undecided = false;  // a key's linearizability search ran out of budget
   int faults = 0;          // injected
   int faults_failed = 0;   // could not be injected

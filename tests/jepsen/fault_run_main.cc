@@ -61,5 +61,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fault_run: %s\n", r.status().ToString().c_str());
     return absl::IsFailedPrecondition(r.status()) ? 77 : 4;
   }
-  return r->violation ? 1 : r->undecided ? 3 : 0;
+  return r->violation || r->diverged ? 1 : r->undecided ? 3 : 0;
 }

@@ -50,6 +50,10 @@ TEST(FaultSuite, BoundedRunKeepsTheContract) {
   EXPECT_GT(r->faults, 0) << r->report;
   EXPECT_GT(r->ok, 0u) << r->report;
   EXPECT_FALSE(r->violation) << r->report;
+  // In-sync replicas may still differ on writes that were never
+  // acknowledged (docs/consistency.md §5): said, not failed, until that gap
+  // is closed; fault_run exits 1 on it.
+  if (r->diverged) std::printf("NOTE: in-sync replicas differed (known gap)\n");
   EXPECT_FALSE(r->undecided) << r->report;
 }
 
