@@ -29,6 +29,7 @@ Verdict VerdictOf(const cluster::Refusal& r) {
       return Verdict::kDown;
     case RefusalKind::kSessionLost:
     case RefusalKind::kNotPublished:
+    case RefusalKind::kNotClustered:  // a single node: no map to follow
       break;
   }
   return Verdict::kFinal;

@@ -2,6 +2,7 @@
 
 #include "server/cluster/peer/peer_client.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/cord.h"
@@ -50,6 +51,26 @@ PeerClient::PeerClient(PeerClientOptions options)
       credentials_(options_.credentials != nullptr ? options_.credentials
                                                    : grpc::InsecureChannelCredentials()) {}
 
+PeerClient::~PeerClient() {
+  // Every channel is released here, on the owner's thread, once no
+  // callback holds one: gRPC frees a channel's callback queue twice when
+  // the channel's last reference goes on that queue's own thread.
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+  mu_.Await(absl::Condition(&idle));
+}
+
+PeerClient::InFlight PeerClient::StartCall() {
+  {
+    absl::MutexLock lock(&mu_);
+    ++in_flight_;
+  }
+  return InFlight(this, [](PeerClient* client) {
+    absl::MutexLock lock(&client->mu_);
+    --client->in_flight_;
+  });
+}
+
 std::shared_ptr<v1::KvCluster::Stub> PeerClient::Stub(const v1::ClusterNode& node) {
   absl::MutexLock lock(&mu_);
   Peer& peer = peers_[node.node_id()];
@@ -58,6 +79,14 @@ std::shared_ptr<v1::KvCluster::Stub> PeerClient::Stub(const v1::ClusterNode& nod
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     args.SetMaxSendMessageSize(-1);
+    // The replaced channel is kept until no call uses it, and released
+    // here, not by the call's callback (see ~PeerClient).
+    if (peer.stub != nullptr) retired_.push_back(std::move(peer.stub));
+    retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
+                                  [](const std::shared_ptr<v1::KvCluster::Stub>& stub) {
+                                    return stub.use_count() == 1;
+                                  }),
+                   retired_.end());
     peer.address = node.control_address();
     peer.incarnation = node.incarnation();
     peer.stub = v1::KvCluster::NewStub(grpc::CreateCustomChannel(peer.address, credentials_, args));
@@ -157,9 +186,14 @@ absl::StatusOr<v1::AcceptLossResponse> PeerClient::AcceptLoss(const v1::ClusterN
 
 namespace {
 
-// What an asynchronous call keeps until its callback ran.
+// What an asynchronous call keeps until its callback ran. `in_flight` is
+// declared first so that it is destroyed last: the client's destructor
+// waits for it, and by then the call holds no channel.
 template <typename Resp>
 struct AsyncCall {
+  explicit AsyncCall(PeerClient::InFlight in_flight) : in_flight(std::move(in_flight)) {}
+  PeerClient::InFlight in_flight;
+  std::shared_ptr<v1::KvCluster::Stub> stub;
   grpc::ClientContext context;
   Resp resp;
 };
@@ -168,26 +202,26 @@ struct AsyncCall {
 
 void PeerClient::StartReplicate(const v1::ClusterNode& node, const v1::ReplicateRequest& req,
                                 absl::Time deadline, Done done) {
-  auto call = std::make_shared<AsyncCall<v1::ReplicateResponse>>();
+  auto call = std::make_shared<AsyncCall<v1::ReplicateResponse>>(StartCall());
   Prepare(&call->context, deadline);
-  std::shared_ptr<v1::KvCluster::Stub> stub = Stub(node);
-  // The callback keeps the call, the stub (a newer address may replace it
-  // in the cache meanwhile) and a copy of the node for the error.
-  stub->async()->Replicate(&call->context, &req, &call->resp,
-                           [call, stub, node, done = std::move(done)](grpc::Status s) {
-                             done(PeerError("Replicate", node, FromGrpcStatus(s)));
-                           });
+  call->stub = Stub(node);
+  // The callback keeps the call (with its stub: a newer address may
+  // replace it in the cache meanwhile) and a copy of the node for the error.
+  call->stub->async()->Replicate(&call->context, &req, &call->resp,
+                                 [call, node, done = std::move(done)](grpc::Status s) {
+                                   done(PeerError("Replicate", node, FromGrpcStatus(s)));
+                                 });
 }
 
 void PeerClient::StartImportWrite(const v1::ClusterNode& node, const v1::ImportWriteRequest& req,
                                   absl::Time deadline, Done done) {
-  auto call = std::make_shared<AsyncCall<v1::ImportWriteResponse>>();
+  auto call = std::make_shared<AsyncCall<v1::ImportWriteResponse>>(StartCall());
   Prepare(&call->context, deadline);
-  std::shared_ptr<v1::KvCluster::Stub> stub = Stub(node);
-  stub->async()->ImportWrite(&call->context, &req, &call->resp,
-                             [call, stub, node, done = std::move(done)](grpc::Status s) {
-                               done(PeerError("ImportWrite", node, FromGrpcStatus(s)));
-                             });
+  call->stub = Stub(node);
+  call->stub->async()->ImportWrite(&call->context, &req, &call->resp,
+                                   [call, node, done = std::move(done)](grpc::Status s) {
+                                     done(PeerError("ImportWrite", node, FromGrpcStatus(s)));
+                                   });
 }
 
 absl::Status PeerClient::SyncShard(

@@ -37,6 +37,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -91,8 +92,14 @@ class PeerCallGroup {
 class PeerClient {
  public:
   explicit PeerClient(PeerClientOptions options);
+  // Waits for the callbacks of asynchronous calls still in flight.
+  ~PeerClient();
   PeerClient(const PeerClient&) = delete;
   PeerClient& operator=(const PeerClient&) = delete;
+
+  // An asynchronous call in flight, counted until its last part is
+  // destroyed (an implementation detail of the Start* calls).
+  using InFlight = std::unique_ptr<PeerClient, void (*)(PeerClient*)>;
 
   // Now plus PeerClientOptions::rpc_timeout.
   absl::Time DefaultDeadline() const { return absl::Now() + options_.rpc_timeout; }
@@ -135,7 +142,8 @@ class PeerClient {
 
   // The same, started without blocking, for calls a caller runs in
   // parallel (the replicator's forwards): `done` runs exactly once, on a
-  // gRPC thread, with the status. `req` must stay valid until then.
+  // gRPC thread, with the status. `req` must stay valid until then. The
+  // destructor waits for every such callback to have returned.
   using Done = std::function<void(absl::Status)>;
   void StartReplicate(const v1::ClusterNode& node, const v1::ReplicateRequest& req,
                       absl::Time deadline, Done done);
@@ -159,6 +167,8 @@ class PeerClient {
   // Deadline and token.
   void Prepare(grpc::ClientContext* context, absl::Time deadline) const;
 
+  InFlight StartCall();
+
   struct Peer {
     std::string address;
     uint64_t incarnation = 0;
@@ -169,6 +179,9 @@ class PeerClient {
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Peer> peers_ ABSL_GUARDED_BY(mu_);
+  // Channels replaced in peers_ that a call in flight may still use.
+  std::vector<std::shared_ptr<v1::KvCluster::Stub>> retired_ ABSL_GUARDED_BY(mu_);
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // The status of a call `method` on `node` that failed with `status`: its

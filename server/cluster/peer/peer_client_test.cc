@@ -221,6 +221,30 @@ TEST(PeerClient, ANodeThatMovedIsReachedAtItsNewAddress) {
   EXPECT_EQ(b->applied_seq(), 2u);
 }
 
+// A gRPC channel must not be destroyed on its own callback thread (gRPC
+// shuts the channel's callback queue down there and frees it twice). An
+// asynchronous call whose channel was replaced while it ran (the node came
+// back as a new incarnation), or whose client went away as soon as the
+// callback ran, used to drop the channel's last reference in the callback.
+// Under ASan (the CI pass) that was a double free; here the client
+// outlives its callbacks and keeps every channel until it is destroyed.
+TEST(PeerClient, ChannelsOutliveTheCallbacksOfTheirCalls) {
+  PeerServer peer(0);
+  ASSERT_NE(peer.server, nullptr);
+  v1::ReplicateRequest req;
+  for (int round = 0; round < 50; ++round) {
+    auto client = std::make_unique<PeerClient>(PeerClientOptions{});
+    absl::Notification done;
+    client->StartReplicate(NodeAt(peer.address(), 1), req, Soon(),
+                           [&](absl::Status) { done.Notify(); });
+    // The same node as a new incarnation: a new channel replaces the one
+    // the call above is using.
+    ASSERT_TRUE(client->ReplicaStatus(NodeAt(peer.address(), 2), {}, Soon()).ok());
+    done.WaitForNotification();
+    client.reset();  // waits for the callback to have returned
+  }
+}
+
 TEST(PeerClient, PeerErrorKeepsCodeAndPayloads) {
   const absl::Status refusal = cluster::ToStatus(cluster::Refusal::StaleShardEpoch("3 < 4"));
   const absl::Status s = PeerError("ReportInSync", NodeAt("h:1"), refusal);
