@@ -173,15 +173,20 @@ absl::Status FakeEditor::CompleteMigration(uint32_t migration_id) {
 grpc::Status TestClusterService::Replicate(grpc::ServerContext* context,
                                            const v1::ReplicateRequest* request,
                                            v1::ReplicateResponse* response) {
-  Before before;
+  Before before, after;
   {
     absl::MutexLock lock(&mu_);
     before = before_;
+    after = after_;
   }
   if (before) {
     if (absl::Status s = before(*request); !s.ok()) return ToGrpcStatus(s);
   }
-  return ClusterService::Replicate(context, request, response);
+  grpc::Status installed = ClusterService::Replicate(context, request, response);
+  if (installed.ok() && after) {
+    if (absl::Status s = after(*request); !s.ok()) return ToGrpcStatus(s);
+  }
+  return installed;
 }
 
 Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)

@@ -84,8 +84,11 @@ class FakeEditor : public ShardMapEditor {
   std::string self_;
 };
 
-// The real service with a test seam in front of Replicate (to block or
-// fail a backup).
+// The real service with test seams around Replicate: `before` runs first
+// (an error: the write is refused, never installed; it may block), `after`
+// runs once the real Replicate installed it and replaces an OK answer with
+// its error (the backup holds the write, the primary hears a failure: a
+// lost answer).
 class TestClusterService : public ClusterService {
  public:
   using ClusterService::ClusterService;
@@ -94,12 +97,17 @@ class TestClusterService : public ClusterService {
     absl::MutexLock lock(&mu_);
     before_ = std::move(fn);
   }
+  void set_after(Before fn) {
+    absl::MutexLock lock(&mu_);
+    after_ = std::move(fn);
+  }
   grpc::Status Replicate(grpc::ServerContext* context, const v1::ReplicateRequest* request,
                          v1::ReplicateResponse* response) override;
 
  private:
   absl::Mutex mu_;
   Before before_ ABSL_GUARDED_BY(mu_);
+  Before after_ ABSL_GUARDED_BY(mu_);
 };
 
 struct NodeOptions {

@@ -1,0 +1,195 @@
+// Copyright 2026 The kvstore Authors.
+//
+// In-sync replicas that differ on writes nobody acknowledged: a new primary
+// makes every other in-sync replica equal to itself before it acknowledges
+// a write, and a primary repairs a key whose write ended unknown on a
+// backup it keeps before it acknowledges the shard's next write. Scripted
+// with the Replicate seams of the in-process cluster (replication_test_util.h).
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "common/cluster/refusal.h"
+#include "common/testing/eventually.h"
+#include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/cluster/replication/replication_test_util.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+using ::kvstore::server::testing::FakeMapStore;
+using ::kvstore::server::testing::Node;
+using ::kvstore::server::testing::NodeOptions;
+using ::kvstore::server::testing::OneShardMap;
+using ::kvstore::testing::Eventually;
+using ::kvstore::testing::IsOk;
+using ::testing::ElementsAre;
+
+constexpr char kAbsent[] = "<NOT_FOUND>";
+
+class ReconcileTest : public ::testing::Test {
+ protected:
+  void Start(int n, NodeOptions options = {}) {
+    for (int i = 0; i < n; ++i) {
+      nodes_.push_back(std::make_unique<Node>(absl::StrCat("n", i), &maps_, options));
+    }
+  }
+  std::vector<Node*> nodes() {
+    std::vector<Node*> v;
+    for (auto& n : nodes_) v.push_back(n.get());
+    return v;
+  }
+  Node& node(int i) { return *nodes_[i]; }
+  std::vector<std::string> replicas() {
+    auto r = maps_.Current().shards(0).replicas();
+    return {r.begin(), r.end()};
+  }
+  // A write on `n` from a writer of its own, so that several are in flight
+  // at once (Node::Put serialises one node's writes).
+  static absl::Status PutVia(Node& n, const std::string& key, const std::string& value) {
+    auto writer = n.store().NewWriter();
+    return n.store().Put(writer.get(), key, value);
+  }
+
+  FakeMapStore maps_;  // outlives the nodes, which it points to
+  std::vector<std::unique_ptr<Node>> nodes_;
+};
+
+// The primary dies with two writes of different keys in flight; each reached
+// one backup only. The backup promoted serves its own, and its first
+// acknowledged write comes after the other backup matches it: a reader of
+// the new primary sees nothing that a second failover takes back.
+TEST_F(ReconcileTest, APromotedBackupMakesTheOtherEqualBeforeItAcknowledges) {
+  Start(3);
+  maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));
+  ASSERT_THAT(node(0).Put("a", "a0"), IsOk());
+  ASSERT_THAT(node(0).Put("b", "b0"), IsOk());
+  absl::Notification release;
+  // n1 never gets b, n2 never gets a: both answers come after the crash.
+  node(1).service().set_before([&](const v1::ReplicateRequest& r) {
+    if (r.key() != "b") return absl::OkStatus();
+    release.WaitForNotification();
+    return absl::UnavailableError("cut off");
+  });
+  node(2).service().set_before([&](const v1::ReplicateRequest& r) {
+    if (r.key() != "a") return absl::OkStatus();
+    release.WaitForNotification();
+    return absl::UnavailableError("cut off");
+  });
+  absl::Status put_a, put_b;
+  std::thread wa([&] { put_a = PutVia(node(0), "a", "a1"); });
+  std::thread wb([&] { put_b = PutVia(node(0), "b", "b1"); });
+  ASSERT_TRUE(Eventually([&] { return node(1).Value("a") == "a1" && node(2).Value("b") == "b1"; }));
+  node(0).Kill();
+  maps_.Set(OneShardMap(nodes(), {2, 1}, {}, /*shard_epoch=*/2));  // n0 crashed: n2 leads
+  release.Notify();
+  wa.join();
+  wb.join();
+  EXPECT_FALSE(cluster::CertainlyNoEffect(put_a)) << put_a;
+  EXPECT_FALSE(cluster::CertainlyNoEffect(put_b)) << put_b;
+  node(1).service().set_before(nullptr);
+  node(2).service().set_before(nullptr);
+
+  ASSERT_THAT(node(2).Put("c", "c1"), IsOk());
+  // Acknowledged: n1 holds exactly what n2 holds.
+  for (const char* key : {"a", "b", "c"}) EXPECT_EQ(node(1).Value(key), node(2).Value(key)) << key;
+  const std::string seen = node(2).Value("b");  // a reader of the new primary
+  EXPECT_EQ(seen, "b1");
+  EXPECT_EQ(node(2).Value("a"), "a0");
+  node(2).Kill();
+  maps_.Set(OneShardMap(nodes(), {1}, {}, /*shard_epoch=*/3));  // and n2 crashed: n1 leads
+  EXPECT_EQ(node(1).Value("b"), seen);
+  EXPECT_EQ(node(1).Value("a"), "a0");
+  EXPECT_EQ(node(1).Value("c"), "c1");
+}
+
+// A manual failover while a write is in flight: the backup still on the
+// old map installed it, the other (already on the new map) refused it, and
+// the old primary published nothing. The first backup leads now; before
+// its first acknowledgement both others hold the write too.
+TEST_F(ReconcileTest, AManualFailoverSpreadsAWriteOnlyTheNewPrimaryInstalled) {
+  Start(3);
+  maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));
+  absl::Notification asked, release;
+  node(2).service().set_before([&](const v1::ReplicateRequest& r) {
+    if (r.key() == "k") {
+      asked.Notify();
+      release.WaitForNotification();
+    }
+    return absl::OkStatus();
+  });
+  absl::Status put;
+  std::thread writer([&] { put = node(0).Put("k", "v"); });
+  asked.WaitForNotification();
+  ASSERT_TRUE(Eventually([&] { return node(1).Value("k") == "v"; }));
+  maps_.Set(OneShardMap(nodes(), {1, 0, 2}, {}, /*shard_epoch=*/2));  // failover to n1
+  release.Notify();
+  writer.join();
+  node(2).service().set_before(nullptr);
+  EXPECT_FALSE(put.ok());
+  EXPECT_FALSE(cluster::CertainlyNoEffect(put)) << put;
+  ASSERT_THAT(node(1).Put("x", "1"), IsOk());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(node(i).Value("k"), "v") << i;
+  EXPECT_THAT(replicas(), ElementsAre("n1", "n0", "n2"));
+}
+
+// R=2 with an in-sync floor of 2: the backup installed a write whose answer
+// was lost. The primary keeps it (the floor), publishes nothing and answers
+// "unknown". Before it acknowledges the shard's next write it gives the
+// backup its own state of that key again (a value, or a delete), so the
+// copies agree without waiting for the key to be written again. While that
+// repair fails, later writes are refused before they go anywhere.
+TEST_F(ReconcileTest, AKeyWhoseWriteEndedUnknownIsRepairedBeforeTheNextAck) {
+  NodeOptions options;
+  options.min_insync_replicas = 2;
+  options.replication_timeout = absl::Milliseconds(500);
+  Start(2, options);
+  maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
+  ASSERT_THAT(node(0).Put("k", "old"), IsOk());
+  ASSERT_THAT(node(0).Put("gone", "old"), IsOk());
+  struct Case {
+    const char* key;
+    const char* value;  // nullptr: a delete
+    const char* before;
+  };
+  const Case cases[] = {{"k", "new", "old"}, {"gone", nullptr, "old"}, {"fresh", "1", kAbsent}};
+  int acks = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.key);
+    node(1).service().set_after([](const v1::ReplicateRequest&) {
+      return absl::UnavailableError("answer lost");
+    });
+    absl::Status s = c.value != nullptr ? node(0).Put(c.key, c.value) : node(0).Delete(c.key);
+    EXPECT_FALSE(cluster::CertainlyNoEffect(s)) << s;
+    EXPECT_EQ(node(0).Value(c.key), c.before);
+    EXPECT_EQ(node(1).Value(c.key), c.value != nullptr ? c.value : kAbsent);
+    node(1).service().set_after(nullptr);
+    ASSERT_THAT(node(0).Put(absl::StrCat("ack", acks), "1"), IsOk());
+    ++acks;
+    EXPECT_EQ(node(1).Value(c.key), c.before);
+  }
+  // A repair that fails refuses the next write with no effect.
+  node(1).service().set_after([](const v1::ReplicateRequest&) {
+    return absl::UnavailableError("answer lost");
+  });
+  EXPECT_FALSE(cluster::CertainlyNoEffect(node(0).Put("k", "newer")));
+  absl::Status refused = node(0).Put("other", "1");
+  EXPECT_TRUE(cluster::IsRefusal(refused, cluster::RefusalKind::kClusterDown)) << refused;
+  EXPECT_TRUE(cluster::CertainlyNoEffect(refused)) << refused;
+  EXPECT_EQ(node(1).Value("other"), kAbsent);
+  node(1).service().set_after(nullptr);
+  ASSERT_THAT(node(0).Put("other", "1"), IsOk());
+  EXPECT_EQ(node(1).Value("k"), "old");
+  EXPECT_THAT(replicas(), ElementsAre("n0", "n1"));
+}
+
+}  // namespace
+}  // namespace server
+}  // namespace kvstore
