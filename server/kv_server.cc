@@ -31,6 +31,7 @@
 #include "server/cluster/peer/peer_client.h"
 #include "server/cluster/replication/replica_installer.h"
 #include "server/cluster/replication/replicator.h"
+#include "server/cluster/replication/shard_reconciler.h"
 #include "server/cluster/replication/shard_seqs.h"
 #include "server/control/control_service.h"
 
@@ -428,8 +429,9 @@ void KvServer::Shutdown() {
   // The ClusterNode object stays until gRPC stopped: a Failover call in
   // flight may still read it.
   if (cluster_) cluster_->Shutdown();
-  // It edits the map and calls peers: gone before the editor is unset.
+  // They edit the map and call peers: gone before the editor is unset.
   migration_driver_.reset();
+  reconciler_.reset();
   if (editor_) editor_->Set(nullptr);
   // Listeners first, so no new request arrives while the rest goes; gRPC
   // gets 2 s to finish the calls in flight. The scrape endpoint goes first:

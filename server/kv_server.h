@@ -57,6 +57,7 @@ class ForwardingShardMapEditor;
 class MigrationDriver;
 class PeerClient;
 class ReplicaInstaller;
+class ShardReconciler;
 class RdmaReplicaLinks;
 class Replicator;
 class ShardSeqs;
@@ -296,6 +297,9 @@ class KvServer {
   std::unique_ptr<KvStore> store_;
   // Installs replicated writes into store_ and syncs shards; cluster mode.
   std::unique_ptr<ReplicaInstaller> installer_;
+  // A new primary makes its in-sync backups equal to itself before its
+  // first acknowledged write; cluster mode. Stops in Shutdown().
+  std::unique_ptr<ShardReconciler> reconciler_;
   // Slot migration (§19.9): the target's imports and the source's driver;
   // cluster mode. The driver stops first in Shutdown().
   std::unique_ptr<SlotImporter> importer_;

@@ -21,11 +21,13 @@
 #include "server/cluster/migration/migration_driver.h"
 #include "server/cluster/migration/slot_importer.h"
 #include "server/cluster/migration/slot_janitor.h"
+#include "server/cluster/migration/slot_scan.h"
 #include "server/cluster/peer/peer_client.h"
 #include "server/cluster/replication/held_copies.h"
 #include "server/cluster/replication/rdma_replica_links.h"
 #include "server/cluster/replication/replica_installer.h"
 #include "server/cluster/replication/replicator.h"
+#include "server/cluster/replication/shard_reconciler.h"
 #include "server/cluster/replication/shard_seqs.h"
 #include "server/control/control_service.h"
 #include "server/kv_server.h"
@@ -143,6 +145,15 @@ void KvServer::BuildClusterService() {
     if (rdma_ != nullptr) {
       rdma_->set_replica_sink(installer_.get(), options_.cluster.replicas > 1);
     }
+    replicator_->set_store(store_.get());
+    ShardReconcilerOptions ro;
+    ro.replica_slots = ReplicaSlots;
+    ro.attempt_timeout = options_.cluster.replication_timeout;
+    // Before the first map (StartCluster): shards led from the first map
+    // on wait for it.
+    reconciler_ = std::make_unique<ShardReconciler>(store_.get(), cluster_state_.get(),
+                                                    replicator_.get(), seqs_.get(), peers_.get(),
+                                                    &registry_, ro);
     deps.state = cluster_state_.get();
     deps.store = store_.get();
     deps.replicator = replicator_.get();

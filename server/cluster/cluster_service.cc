@@ -103,6 +103,20 @@ grpc::Status ClusterService::Replicate(grpc::ServerContext* context,
                [&] { return deps_.installer->Replicate(*request); });
 }
 
+grpc::Status ClusterService::ShardDigest(grpc::ServerContext* context,
+                                         const v1::ShardDigestRequest* request,
+                                         v1::ShardDigestResponse* response) {
+  return Serve(Admit(context, deps_.installer, "no installer"), response,
+               [&] { return deps_.installer->ShardDigest(*request); });
+}
+
+grpc::Status ClusterService::ReconcileSlots(grpc::ServerContext* context,
+                                            const v1::ReconcileSlotsRequest* request,
+                                            v1::ReconcileSlotsResponse* response) {
+  return Serve(Admit(context, deps_.installer, "no installer"), response,
+               [&] { return deps_.installer->ReconcileSlots(*request); });
+}
+
 grpc::Status ClusterService::ReplicaStatus(grpc::ServerContext* context,
                                            const v1::ReplicaStatusRequest* request,
                                            v1::ReplicaStatusResponse* response) {

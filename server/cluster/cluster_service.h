@@ -7,7 +7,9 @@
 //                   "single-node mode" without one; kUnavailable before the
 //                   first map).
 //   Replicate,      the backup's side (ReplicaInstaller).
-//   ReplicaStatus
+//   ReplicaStatus,
+//   ShardDigest,
+//   ReconcileSlots
 //   SyncShard       the primary's side of a joiner's copy: refused unless
 //                   this node leads the shard and its map lists the
 //                   requester as syncing (Replicator::BeginSync); then every
@@ -100,6 +102,11 @@ class ClusterService : public v1::KvCluster::Service {
                          v1::ReplicateResponse* response) override;
   grpc::Status ReplicaStatus(grpc::ServerContext* context, const v1::ReplicaStatusRequest* request,
                              v1::ReplicaStatusResponse* response) override;
+  grpc::Status ShardDigest(grpc::ServerContext* context, const v1::ShardDigestRequest* request,
+                           v1::ShardDigestResponse* response) override;
+  grpc::Status ReconcileSlots(grpc::ServerContext* context,
+                              const v1::ReconcileSlotsRequest* request,
+                              v1::ReconcileSlotsResponse* response) override;
   grpc::Status SyncShard(grpc::ServerContext* context, const v1::SyncShardRequest* request,
                          grpc::ServerWriter<v1::SyncShardChunk>* writer) override;
   grpc::Status ReportInSync(grpc::ServerContext* context, const v1::ReportInSyncRequest* request,

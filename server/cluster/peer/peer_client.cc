@@ -128,6 +128,17 @@ absl::StatusOr<v1::ReplicaStatusResponse> PeerClient::ReplicaStatus(
   return KV_PEER_UNARY(ReplicaStatus, nullptr);
 }
 
+absl::StatusOr<v1::ShardDigestResponse> PeerClient::ShardDigest(const v1::ClusterNode& node,
+                                                                const v1::ShardDigestRequest& req,
+                                                                absl::Time deadline) {
+  return KV_PEER_UNARY(ShardDigest, nullptr);
+}
+
+absl::StatusOr<v1::ReconcileSlotsResponse> PeerClient::ReconcileSlots(
+    const v1::ClusterNode& node, const v1::ReconcileSlotsRequest& req, absl::Time deadline) {
+  return KV_PEER_UNARY(ReconcileSlots, nullptr);
+}
+
 absl::StatusOr<v1::ReportInSyncResponse> PeerClient::ReportInSync(
     const v1::ClusterNode& node, const v1::ReportInSyncRequest& req, absl::Time deadline) {
   return KV_PEER_UNARY(ReportInSync, nullptr);

@@ -124,6 +124,14 @@ class PeerClient {
                                                           const v1::AcceptHandoffRequest& req,
                                                           absl::Time deadline,
                                                           PeerCallGroup* group);
+  // A new primary's reconciliation of an in-sync backup (the calls are
+  // made by ShardReconciler).
+  absl::StatusOr<v1::ShardDigestResponse> ShardDigest(const v1::ClusterNode& node,
+                                                      const v1::ShardDigestRequest& req,
+                                                      absl::Time deadline);
+  absl::StatusOr<v1::ReconcileSlotsResponse> ReconcileSlots(const v1::ClusterNode& node,
+                                                            const v1::ReconcileSlotsRequest& req,
+                                                            absl::Time deadline);
   // The admin requests, forwarded to the elected controller.
   absl::StatusOr<v1::FailoverResponse> Failover(const v1::ClusterNode& node,
                                                 const v1::FailoverRequest& req,

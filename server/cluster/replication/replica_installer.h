@@ -31,6 +31,14 @@
 // (ResentSeqs), so a commit left queued by a failed link cannot undo a
 // later write.
 //
+// Reconciliation (replica_installer_reconcile.cc): a new primary asks an
+// in-sync backup for its per-slot digests (ShardDigest) and sends its own
+// entries of the slots that differ (ReconcileSlots: installed, then the
+// backup's other keys of those slots deleted, key by key), before it
+// acknowledges any write. Both are refused as a Replicate from that
+// primary at that shard epoch would be, and by a syncing replica (it
+// copies instead).
+//
 // Thread safety: thread-safe. The destructor stops the sync thread (it
 // cancels a stream in progress).
 
@@ -89,6 +97,10 @@ class ReplicaInstaller : public ReplicaCommitSink {
                                   absl::FunctionRef<absl::Status()> install) override {
     return Apply(commit, install, Via::kRdma);
   }
+  // The ShardDigest and ReconcileSlots RPCs (see the file comment and
+  // proto/kv_cluster.proto).
+  absl::StatusOr<v1::ShardDigestResponse> ShardDigest(const v1::ShardDigestRequest& req);
+  absl::StatusOr<v1::ReconcileSlotsResponse> ReconcileSlots(const v1::ReconcileSlotsRequest& req);
   // The ReplicaStatus RPC: the shard's applied seq, its epoch in this
   // node's map (0 when absent), the map epoch and whether it is fenced.
   v1::ReplicaStatusResponse Status(uint32_t shard_id) const;
@@ -115,6 +127,10 @@ class ReplicaInstaller : public ReplicaCommitSink {
   // ApplyReplicaCommit, for a write that arrived `via`.
   absl::Status Apply(const ReplicaCommit& commit, absl::FunctionRef<absl::Status()> install,
                      Via via);
+  // Check() of a reconciliation call from `primary` (of `incarnation`) at
+  // `shard_epoch`, which a syncing replica refuses too.
+  absl::Status CheckReconcile(uint32_t shard_id, uint64_t shard_epoch, absl::string_view primary,
+                              uint64_t incarnation);
   // The map checks of a replicated write; `syncing`: this node is a
   // syncing (not yet in-sync) replica of the shard in that map.
   absl::Status Check(const ReplicaCommit& commit, bool* syncing) const;

@@ -2,6 +2,8 @@
 
 #include "server/cluster/replication/replication_test_util.h"
 
+#include "server/cluster/migration/slot_scan.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -11,6 +13,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "server/cluster/migration/slot_scan.h"
 
 namespace kvstore {
 namespace server {
@@ -223,6 +226,15 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
   if (!options.sync_thread) io.sync_poll_interval = absl::ZeroDuration();
   installer_ = std::make_unique<ReplicaInstaller>(store_.get(), &state_, &seqs_, peers_.get(),
                                                   &registry_, io);
+  replicator_->set_store(store_.get());
+  ShardReconcilerOptions ro2;
+  ro2.replica_slots = ReplicaSlots;
+  ro2.attempt_timeout = options.replication_timeout;
+  ro2.poll_interval = absl::Milliseconds(5);
+  ro2.min_backoff = absl::Milliseconds(20);
+  ro2.max_backoff = absl::Milliseconds(200);
+  reconciler_ = std::make_unique<ShardReconciler>(store_.get(), &state_, replicator_.get(), &seqs_,
+                                                  peers_.get(), &registry_, ro2);
   importer_ = std::make_unique<SlotImporter>(store_.get(), &state_, replicator_.get(), &registry_);
   MigrationDriverOptions mo;
   mo.poll_interval = options.migration_thread ? absl::Milliseconds(10) : absl::ZeroDuration();
@@ -252,6 +264,7 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
 
 Node::~Node() {
   driver_.reset();
+  reconciler_.reset();
   Kill();
   installer_.reset();
   {

@@ -25,6 +25,7 @@
 #include "server/cluster/peer/peer_client.h"
 #include "server/cluster/replication/replica_installer.h"
 #include "server/cluster/replication/replicator.h"
+#include "server/cluster/replication/shard_reconciler.h"
 #include "server/cluster/replication/shard_seqs.h"
 #include "server/storage/kv_store.h"
 #include "server/storage/memory_pool.h"
@@ -162,6 +163,7 @@ class Node {
   std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<KvStore> store_;
   std::unique_ptr<ReplicaInstaller> installer_;
+  std::unique_ptr<ShardReconciler> reconciler_;
   std::unique_ptr<SlotImporter> importer_;
   std::unique_ptr<MigrationDriver> driver_;
   std::unique_ptr<TestClusterService> service_;

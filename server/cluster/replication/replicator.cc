@@ -71,10 +71,14 @@ Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* s
       peers_(peers),
       options_(std::move(options)),
       stripes_(new absl::Mutex[kStripes]),
-      former_(state->self(), options_.lease_ttl) {
+      former_(state->self(), options_.lease_ttl),
+      gate_(state->self()) {
   // Maps this node installs as a backup count too: a backup promoted by a
   // manual failover must know whom it replaced before its first write.
-  state_->AddListener([this](const cluster::ClusterMapView& view) { former_.Observe(view); });
+  state_->AddListener([this](const cluster::ClusterMapView& view) {
+    former_.Observe(view);
+    gate_.Observe(view);
+  });
   metrics::Registry& r = *registry;
   writes_ = r.AddCounter("kvstore_replication_writes_total",
                          "Writes this node published as primary after replicating them.");
@@ -101,6 +105,9 @@ Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* s
       r.AddCounter("kvstore_replication_former_primary_holds_total",
                    "Writes held after dropping a demoted former primary, until its lease "
                    "(and so its fence page) must have expired.");
+  repairs_ = r.AddCounter("kvstore_replication_unsettled_repairs_total",
+                          "Keys whose write ended unknown that this primary sent its own state "
+                          "of again before the shard's next write.");
   imported_ = r.AddCounter("kvstore_migration_imported_writes_total",
                            "Imported writes and copied entries this target primary replicated "
                            "and installed.");
@@ -179,6 +186,7 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
     refused_->Increment();
     return floor;
   }
+  KV_RETURN_IF_ERROR(Admit(map, shard, route.slot, deadline));
   // A write of a COPYING slot goes to the migration's target primary too.
   const v1::Migration* migration = route.migration;
   if (migration != nullptr &&
@@ -216,7 +224,9 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
     r.held = r.held || !cluster::CertainlyNoEffect(r.imported);
   }
   if (r.held) *sent_on = true;
-  return Conclude(route, target, r, deadline, again, publish, published);
+  absl::Status s = Conclude(route, target, r, deadline, again, publish, published);
+  NoteOutcome(shard_id, key, r.held, *published, s);
+  return s;
 }
 
 absl::Status Replicator::Conclude(const Route& route, const v1::ClusterNode* target, const Round& r,
@@ -384,6 +394,11 @@ absl::Status Replicator::ImportWrite(uint32_t target_shard, absl::string_view ke
           BelowFloor(*map, *shard, cluster::KeySlot(key), options_.min_insync_replicas);
       !floor.ok()) {
     return floor;
+  }
+  if (!gate_.Ready(*map, target_shard)) {
+    return cluster::ToStatus(cluster::Refusal::TryAgain(
+        cluster::KeySlot(key),
+        absl::StrCat("shard ", target_shard, " is reconciling its replicas after a new primary")));
   }
   absl::StatusOr<bool> go = admit();
   if (!go.ok()) return go.status();

@@ -43,6 +43,16 @@
 // node never published it, so it must not be sent again. ImportWrite()
 // answers the source the same way.
 //
+// Replicas that differ on writes nobody acknowledged are made equal again
+// (replicator_settle.cc): a write of a shard this node has just come to
+// lead waits (until its deadline, then a kTryAgain refusal of
+// Effect::kNone) while ShardReconciler makes the other in-sync replicas
+// equal to this node (PromotionGate); and a key whose write ended with an
+// unknown outcome after a target may hold it is "unsettled": before the
+// shard's next write is sent anywhere, this node sends its own state of
+// that key (its entry, or a delete) in a round of its own, with a new seq;
+// if that round fails the write is refused with kClusterDown, Effect::kNone.
+//
 // It also gives the cluster service the primary's half of a joiner's sync:
 // BeginSync() and PromoteSyncing() take the shard's barrier (a reader lock
 // every write of the shard holds from routing to publishing), so that a
@@ -50,13 +60,15 @@
 // flight, and a promotion cannot interleave with a write the joiner misses.
 //
 // Thread safety: thread-safe. Lock order: shard barrier (a migration's
-// source shard before its target shard), then stripe lock;
+// source shard before its target shard), then the settling lock, then
+// stripe lock;
 // ShardMapEditor calls are made holding them (the editor must not call back
 // into the replicator).
 
 #ifndef KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATOR_H_
 #define KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -74,9 +86,11 @@
 #include "server/cluster/membership/shard_map_editor.h"
 #include "server/cluster/peer/peer_client.h"
 #include "server/cluster/replication/former_primaries.h"
+#include "server/cluster/replication/promotion_gate.h"
 #include "server/cluster/replication/rdma_replica_links.h"
 #include "server/cluster/replication/shard_seqs.h"
 #include "server/routing/cluster_state.h"
+#include "server/storage/kv_store.h"
 #include "server/storage/write_hook.h"
 
 namespace kvstore {
@@ -167,6 +181,22 @@ class Replicator : public WriteHook {
   // node joins a cluster (not synchronised).
   void set_rdma_links(RdmaReplicaLinks* links) { rdma_links_ = links; }
 
+  // The store this replicator is the write hook of, which unsettled keys
+  // are read from (null, the default: no key is ever repaired). Set once,
+  // before the node joins a cluster (not synchronised).
+  void set_store(const KvStore* store) { store_ = store; }
+
+  // Which shards wait for their backups to be reconciled (see the file
+  // comment); ShardReconciler enables and releases it.
+  PromotionGate& promotion_gate() { return gate_; }
+
+  // ShardReconciler could not reconcile in-sync backup `node` of shard
+  // `shard_id`: drops it from the in-sync set as a backup that failed a
+  // write would be. kFailedPrecondition unless this node leads the shard;
+  // kClusterDown when the in-sync set may not shrink below the floor; the
+  // editor's errors.
+  absl::Status DropUnreconciled(uint32_t shard_id, const v1::ClusterNode& node);
+
  private:
   struct Target;
   // What one attempt's replication round and migration forward came to.
@@ -218,6 +248,19 @@ class Replicator : public WriteHook {
   // backup is dropped when the in-sync set would go below `floor`.
   absl::Status HandleFailures(const v1::Shard& shard, const std::vector<Target>& targets,
                               int floor);
+  // What a write of `shard` (slot `slot`, routed on `map`) waits for before
+  // it is sent anywhere: the promotion gate (until `deadline`), then the
+  // repair of the shard's unsettled keys. A refusal of Effect::kNone.
+  absl::Status Admit(const cluster::ClusterMapView& map, const v1::Shard& shard, uint32_t slot,
+                     absl::Time deadline);
+  // Sends this node's state of every unsettled key of `shard`; puts back
+  // the ones not repaired and returns the round's error.
+  absl::Status SettleKeys(const cluster::ClusterMapView& map, const v1::Shard& shard,
+                          absl::Time deadline);
+  // Records how a write of `key` ended: unsettled when a target may hold it
+  // (`held`) and this node did not publish it, settled when it did.
+  void NoteOutcome(uint32_t shard_id, absl::string_view key, bool held, bool published,
+                   const absl::Status& status);
   // Sleeps until FormerPrimaries lets writes of `shard_id` be acknowledged.
   void HoldForFormerPrimary(uint32_t shard_id);
   absl::Mutex& ShardBarrier(uint32_t shard_id);
@@ -238,6 +281,15 @@ class Replicator : public WriteHook {
   LocalImport local_import_;
   RdmaReplicaLinks* rdma_links_ = nullptr;
   FormerPrimaries former_;
+  PromotionGate gate_;
+  const KvStore* store_ = nullptr;
+  // Held across the repair of unsettled keys, so that no write of the shard
+  // is acknowledged before an earlier write's repair ends.
+  absl::Mutex settle_mu_ ABSL_ACQUIRED_BEFORE(unsettled_mu_);
+  absl::Mutex unsettled_mu_;
+  absl::flat_hash_map<uint32_t, absl::flat_hash_set<std::string>> unsettled_
+      ABSL_GUARDED_BY(unsettled_mu_);
+  std::atomic<size_t> unsettled_count_{0};  // keys in unsettled_: the fast path
 
   metrics::Counter* writes_;
   metrics::Counter* backup_failures_;
@@ -249,6 +301,7 @@ class Replicator : public WriteHook {
   metrics::Counter* forward_failures_;
   metrics::Counter* imported_;
   metrics::Counter* former_primary_holds_;
+  metrics::Counter* repairs_;
 };
 
 }  // namespace server
