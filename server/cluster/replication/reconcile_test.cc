@@ -6,6 +6,8 @@
 // backup it keeps before it acknowledges the shard's next write. Scripted
 // with the Replicate seams of the in-process cluster (replication_test_util.h).
 
+#include <iostream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,6 +16,8 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
+#include "common/cluster/slots.h"
+#include "common/metrics/testing.h"
 #include "common/testing/eventually.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
@@ -24,6 +28,7 @@ namespace kvstore {
 namespace server {
 namespace {
 
+using ::kvstore::metrics::testing::Value;
 using ::kvstore::server::testing::FakeMapStore;
 using ::kvstore::server::testing::Node;
 using ::kvstore::server::testing::NodeOptions;
@@ -188,6 +193,72 @@ TEST_F(ReconcileTest, AKeyWhoseWriteEndedUnknownIsRepairedBeforeTheNextAck) {
   ASSERT_THAT(node(0).Put("other", "1"), IsOk());
   EXPECT_EQ(node(1).Value("k"), "old");
   EXPECT_THAT(replicas(), ElementsAre("n0", "n1"));
+}
+
+// A backup the new primary cannot reach is dropped from the in-sync set,
+// as one that failed a write would be, when the floor allows; otherwise the
+// shard acknowledges nothing (a refusal of no effect) until it answers.
+TEST_F(ReconcileTest, ABackupThatCannotBeReconciledIsDroppedOrTheShardWaits) {
+  NodeOptions options;
+  options.replication_timeout = absl::Milliseconds(300);
+  options.lease_ttl = absl::Milliseconds(10);  // the dropped n2 never led: no hold anyway
+  options.min_insync_replicas = 3;
+  Start(3, options);
+  v1::ClusterMap map = OneShardMap(nodes(), {0, 1, 2}, {});
+  maps_.Set(map);
+  ASSERT_THAT(node(0).Put("a", "1"), IsOk());
+  node(2).Kill();
+  maps_.Set(OneShardMap(nodes(), {1, 0, 2}, {}, /*shard_epoch=*/2));  // failover to n1
+  absl::Status refused = node(1).Put("b", "2");
+  EXPECT_TRUE(cluster::IsRefusal(refused, cluster::RefusalKind::kTryAgain)) << refused;
+  EXPECT_TRUE(cluster::CertainlyNoEffect(refused)) << refused;
+  EXPECT_EQ(node(1).Value("b"), kAbsent);
+  EXPECT_EQ(node(0).Value("b"), kAbsent);
+  EXPECT_THAT(replicas(), ElementsAre("n1", "n0", "n2"));
+  // An operator lowers the floor (R=2 now): the reconciler drops n2.
+  v1::ClusterMap r2 = OneShardMap(nodes(), {1, 0, 2}, {}, /*shard_epoch=*/3);
+  r2.set_replication_factor(2);
+  maps_.Set(r2);
+  ASSERT_TRUE(Eventually([&] { return node(1).Put("b", "2").ok(); }));
+  EXPECT_THAT(replicas(), ElementsAre("n1", "n0"));
+  EXPECT_EQ(node(0).Value("b"), "2");
+}
+
+// What a promotion costs: one digest scan of the shard on the new primary
+// and on each backup, and entries only for the slots that differ. Prints
+// the time from the map change to the first acknowledged write.
+TEST_F(ReconcileTest, APromotionSendsOnlyTheSlotsThatDiffer) {
+  Start(3);
+  maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));
+  constexpr int kKeys = 3000;
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_THAT(node(0).Put(absl::StrCat("key", i), absl::StrCat("value", i)), IsOk());
+  }
+  // n2 lost three keys and kept one the others deleted: as if unacknowledged
+  // writes had reached it alone.
+  ASSERT_THAT(node(0).Put("extra", "x"), IsOk());
+  ASSERT_THAT(node(0).store().DeleteReplica("extra"), IsOk());
+  ASSERT_THAT(node(1).store().DeleteReplica("extra"), IsOk());
+  std::set<uint32_t> slots = {cluster::KeySlot("extra")};
+  for (int i : {7, 1200, 2999}) {
+    ASSERT_THAT(node(2).store().DeleteReplica(absl::StrCat("key", i)), IsOk());
+    slots.insert(cluster::KeySlot(absl::StrCat("key", i)));
+  }
+  uint64_t entries = 0;  // n1's entries of those slots
+  for (int i = 0; i < kKeys; ++i) entries += slots.count(cluster::KeySlot(absl::StrCat("key", i)));
+  const absl::Time start = absl::Now();
+  maps_.Set(OneShardMap(nodes(), {1, 0, 2}, {}, /*shard_epoch=*/2));  // failover to n1
+  ASSERT_THAT(node(1).Put("first", "1"), IsOk());
+  const absl::Duration took = absl::Now() - start;
+  std::cout << "reconcile of " << kKeys << " keys on 2 backups: first ack " << took
+            << " after the map change\n";
+  for (int i : {7, 1200, 2999}) {
+    EXPECT_EQ(node(2).Value(absl::StrCat("key", i)), absl::StrCat("value", i));
+  }
+  EXPECT_EQ(Value(node(1).registry(), "kvstore_reconcile_shards_total"), 1u);
+  EXPECT_EQ(node(2).Value("extra"), kAbsent);
+  EXPECT_EQ(Value(node(1).registry(), "kvstore_reconcile_slots_total"), slots.size());
+  EXPECT_EQ(Value(node(1).registry(), "kvstore_reconcile_entries_total"), entries);
 }
 
 }  // namespace
