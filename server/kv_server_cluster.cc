@@ -151,9 +151,9 @@ void KvServer::BuildClusterService() {
     ro.attempt_timeout = options_.cluster.replication_timeout;
     // Before the first map (StartCluster): shards led from the first map
     // on wait for it.
-    reconciler_ = std::make_unique<ShardReconciler>(store_.get(), cluster_state_.get(),
-                                                    replicator_.get(), seqs_.get(), peers_.get(),
-                                                    &registry_, ro);
+    reconciler_ =
+        std::make_unique<ShardReconciler>(store_.get(), cluster_state_.get(), replicator_.get(),
+                                          seqs_.get(), peers_.get(), &registry_, ro);
     deps.state = cluster_state_.get();
     deps.store = store_.get();
     deps.replicator = replicator_.get();

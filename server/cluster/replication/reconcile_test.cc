@@ -168,9 +168,8 @@ TEST_F(ReconcileTest, AKeyWhoseWriteEndedUnknownIsRepairedBeforeTheNextAck) {
   int acks = 0;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.key);
-    node(1).service().set_after([](const v1::ReplicateRequest&) {
-      return absl::UnavailableError("answer lost");
-    });
+    node(1).service().set_after(
+        [](const v1::ReplicateRequest&) { return absl::UnavailableError("answer lost"); });
     absl::Status s = c.value != nullptr ? node(0).Put(c.key, c.value) : node(0).Delete(c.key);
     EXPECT_FALSE(cluster::CertainlyNoEffect(s)) << s;
     EXPECT_EQ(node(0).Value(c.key), c.before);
@@ -181,9 +180,8 @@ TEST_F(ReconcileTest, AKeyWhoseWriteEndedUnknownIsRepairedBeforeTheNextAck) {
     EXPECT_EQ(node(1).Value(c.key), c.before);
   }
   // A repair that fails refuses the next write with no effect.
-  node(1).service().set_after([](const v1::ReplicateRequest&) {
-    return absl::UnavailableError("answer lost");
-  });
+  node(1).service().set_after(
+      [](const v1::ReplicateRequest&) { return absl::UnavailableError("answer lost"); });
   EXPECT_FALSE(cluster::CertainlyNoEffect(node(0).Put("k", "newer")));
   absl::Status refused = node(0).Put("other", "1");
   EXPECT_TRUE(cluster::IsRefusal(refused, cluster::RefusalKind::kClusterDown)) << refused;

@@ -30,8 +30,8 @@ absl::Status ReplicaInstaller::CheckReconcile(uint32_t shard_id, uint64_t shard_
   bool syncing = false;
   absl::Status s = Check(c, &syncing);
   if (s.ok() && syncing) {
-    s = absl::FailedPreconditionError(absl::StrCat(
-        state_->self(), " is syncing shard ", shard_id, ": it copies the shard instead"));
+    s = absl::FailedPreconditionError(absl::StrCat(state_->self(), " is syncing shard ", shard_id,
+                                                   ": it copies the shard instead"));
   }
   if (!s.ok()) refused_->Increment();
   return s;

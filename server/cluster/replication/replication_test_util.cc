@@ -2,8 +2,6 @@
 
 #include "server/cluster/replication/replication_test_util.h"
 
-#include "server/cluster/migration/slot_scan.h"
-
 #include <algorithm>
 #include <utility>
 

@@ -106,8 +106,8 @@ absl::Status Replicator::DropUnreconciled(uint32_t shard_id, const v1::ClusterNo
   if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
     return absl::FailedPreconditionError(absl::StrCat("not the primary of shard ", shard_id));
   }
-  const int floor = static_cast<int>(std::min(
-      options_.min_insync_replicas, std::max(1u, map->proto().replication_factor())));
+  const int floor = static_cast<int>(
+      std::min(options_.min_insync_replicas, std::max(1u, map->proto().replication_factor())));
   if (shard->replicas_size() - 1 < floor) {
     return cluster::ToStatus(cluster::Refusal::ClusterDown(
         absl::StrCat("shard ", shard_id, ": ", node.node_id(),

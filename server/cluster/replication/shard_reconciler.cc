@@ -62,8 +62,8 @@ ShardReconciler::ShardReconciler(KvStore* store, ClusterState* state, Replicator
                            "dropped); tried again with backoff.");
   slots_ = r.AddCounter("kvstore_reconcile_slots_total",
                         "Slots whose digests differed on a backup and were sent to it.");
-  entries_ = r.AddCounter("kvstore_reconcile_entries_total",
-                          "Entries sent to backups by reconciliation.");
+  entries_ =
+      r.AddCounter("kvstore_reconcile_entries_total", "Entries sent to backups by reconciliation.");
   seconds_ = r.AddHistogram("kvstore_reconcile_seconds",
                             "Time from the start of a shard's reconcile to its end.");
   replicator_->promotion_gate().Enable();
@@ -126,7 +126,8 @@ absl::Status ShardReconciler::ReconcileNow(const PromotionGate::Lead& lead) {
     if (!BackupFailed(s)) return s;
     absl::Status dropped = replicator_->DropUnreconciled(lead.shard_id, *backup);
     if (!dropped.ok()) {
-      return absl::Status(s.code(), absl::StrCat(s.message(), "; not dropped: ", dropped.message()));
+      return absl::Status(s.code(),
+                          absl::StrCat(s.message(), "; not dropped: ", dropped.message()));
     }
   }
   // A backup added meanwhile copied this node's state (SyncShard): equal.
@@ -142,8 +143,8 @@ absl::Status ShardReconciler::ReconcileNow(const PromotionGate::Lead& lead) {
 }
 
 absl::Status ShardReconciler::ReconcileBackup(const cluster::ClusterMapView& map,
-                                              const v1::Shard& shard,
-                                              const v1::ClusterNode& backup, const SlotBits& slots,
+                                              const v1::Shard& shard, const v1::ClusterNode& backup,
+                                              const SlotBits& slots,
                                               const absl::flat_hash_map<uint32_t, uint64_t>& mine,
                                               Stats* stats) {
   v1::ShardDigestRequest req;
