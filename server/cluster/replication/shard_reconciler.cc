@@ -97,7 +97,10 @@ void ShardReconciler::Loop() {
         continue;
       }
       failures_->Increment();
-      b = std::clamp(b * 2, options_.min_backoff, options_.max_backoff);
+      // This node's map behind a backup's is caught up within moments: ask
+      // again soon. A backup that failed and could not be dropped: back off.
+      b = BackupFailed(s) ? std::clamp(b * 2, options_.min_backoff, options_.max_backoff)
+                          : options_.min_backoff;
       next_try[lead.shard_id] = absl::Now() + b;
       LOG(WARNING) << "reconcile of shard " << lead.shard_id << " failed (" << s
                    << "); its writes wait; retrying in " << b;
