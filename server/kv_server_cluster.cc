@@ -21,7 +21,6 @@
 #include "server/cluster/migration/migration_driver.h"
 #include "server/cluster/migration/slot_importer.h"
 #include "server/cluster/migration/slot_janitor.h"
-#include "server/cluster/migration/slot_scan.h"
 #include "server/cluster/peer/peer_client.h"
 #include "server/cluster/replication/held_copies.h"
 #include "server/cluster/replication/rdma_replica_links.h"
@@ -147,7 +146,6 @@ void KvServer::BuildClusterService() {
     }
     replicator_->set_store(store_.get());
     ShardReconcilerOptions ro;
-    ro.replica_slots = ReplicaSlots;
     ro.attempt_timeout = options_.cluster.replication_timeout;
     // Before the first map (StartCluster): shards led from the first map
     // on wait for it.

@@ -33,6 +33,7 @@ using ::kvstore::server::testing::FakeMapStore;
 using ::kvstore::server::testing::Node;
 using ::kvstore::server::testing::NodeOptions;
 using ::kvstore::server::testing::OneShardMap;
+using ::kvstore::server::testing::TwoShardMap;
 using ::kvstore::testing::Eventually;
 using ::kvstore::testing::IsOk;
 using ::testing::ElementsAre;
@@ -257,6 +258,33 @@ TEST_F(ReconcileTest, APromotionSendsOnlyTheSlotsThatDiffer) {
   EXPECT_EQ(node(2).Value("extra"), kAbsent);
   EXPECT_EQ(Value(node(1).registry(), "kvstore_reconcile_slots_total"), slots.size());
   EXPECT_EQ(Value(node(1).registry(), "kvstore_reconcile_entries_total"), entries);
+}
+
+// A node may be a replica of both shards of a migration: one store then
+// holds the source's keys of the moving slots and the target's import of
+// them. A new primary of the target, whose import is not complete, must not
+// delete the source's keys there: it reconciles only the slots its shard
+// owns outside running migrations.
+TEST_F(ReconcileTest, ANewTargetPrimaryLeavesTheSlotsOfARunningMigrationAlone) {
+  Start(4);
+  // shard 0 = [n0, n2] owns 0-8191, shard 1 = [n1, n2, n3] owns the rest.
+  maps_.Set(TwoShardMap(nodes(), {0, 2}, {1, 2, 3}, v1::MIGRATION_STATE_UNSPECIFIED, 0));
+  std::string moving, staying;
+  for (int i = 0; moving.empty() || staying.empty(); ++i) {
+    const std::string key = absl::StrCat("key", i);
+    (cluster::KeySlot(key) < 8192 ? moving : staying) = key;
+  }
+  ASSERT_THAT(node(0).Put(moving, "source"), IsOk());
+  // Shard 0's slots start moving to shard 1; nothing is copied yet.
+  maps_.Set(TwoShardMap(nodes(), {0, 2}, {1, 2, 3}, v1::MIGRATION_COPYING, 8191));
+  // Shard 1 fails over to n3, which has imported nothing.
+  v1::ClusterMap failover = TwoShardMap(nodes(), {0, 2}, {3, 1, 2}, v1::MIGRATION_COPYING, 8191);
+  failover.mutable_shards(1)->set_shard_epoch(2);
+  maps_.Set(failover);
+  ASSERT_THAT(node(3).Put(staying, "1"), IsOk());
+  EXPECT_EQ(node(2).Value(staying), "1");
+  EXPECT_EQ(node(2).Value(moving), "source");  // shard 0's acknowledged write
+  EXPECT_EQ(node(3).Value(moving), kAbsent);
 }
 
 }  // namespace

@@ -11,7 +11,6 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
-#include "server/cluster/migration/slot_scan.h"
 
 namespace kvstore {
 namespace server {
@@ -226,7 +225,6 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
                                                   &registry_, io);
   replicator_->set_store(store_.get());
   ShardReconcilerOptions ro2;
-  ro2.replica_slots = ReplicaSlots;
   ro2.attempt_timeout = options.replication_timeout;
   ro2.poll_interval = absl::Milliseconds(5);
   ro2.min_backoff = absl::Milliseconds(20);

@@ -116,7 +116,7 @@ absl::Status ShardReconciler::ReconcileNow(const PromotionGate::Lead& lead) {
   }
   if (!state_->Serving()) return absl::UnavailableError("this node is not serving");
   const absl::Time start = absl::Now();
-  const SlotBits slots = options_.replica_slots(*map, *shard);
+  const SlotBits slots = ReconcilableSlots(*map, *shard);
   const absl::flat_hash_map<uint32_t, uint64_t> mine = DigestSlots(*store_, slots);
   Stats stats;
   for (int i = 1; i < shard->replicas_size(); ++i) {

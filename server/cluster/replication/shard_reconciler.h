@@ -9,7 +9,8 @@
 // acknowledges any write of the shard (Replicator's PromotionGate holds
 // them) it makes every other in-sync replica equal to itself:
 //
-//   1. digest each slot of the shard (ReplicaSlots) here and on the backup
+//   1. digest each slot of the shard (ReconcilableSlots: those it owns
+//      outside running migrations) here and on the backup
 //      (ShardDigest; also raises this node's seq of the shard above the
 //      backup's applied seq, so its new writes order after the old ones);
 //   2. for each slot whose digests differ, send this node's entries of it
@@ -27,6 +28,9 @@
 // kTryAgain of no effect. Reads are not held: what this node serves is its
 // own copy, which the reconcile copies to the others.
 //
+// Slots of a running migration are left alone: the migration's copy and
+// handoff decide what both sides hold (see ReconcilableSlots).
+//
 // Costs: one scan of the shard's keys (reading each entry) on this node and
 // on each backup, and entries only for the slots that differ.
 //
@@ -37,7 +41,6 @@
 #define KVSTORE_SERVER_CLUSTER_REPLICATION_SHARD_RECONCILER_H_
 
 #include <cstdint>
-#include <functional>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -57,9 +60,6 @@ namespace kvstore {
 namespace server {
 
 struct ShardReconcilerOptions {
-  // The slots every replica of a shard holds (the migration room's
-  // ReplicaSlots: owned ones and those of migrations into it). Required.
-  std::function<SlotBits(const cluster::ClusterMapView&, const v1::Shard&)> replica_slots;
   // How long one backup may take to answer (a backup whose map is behind is
   // asked again until then) before it counts as failed
   // (--replication_timeout).

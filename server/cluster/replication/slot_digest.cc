@@ -29,6 +29,18 @@ SlotBits BitsOf(const google::protobuf::RepeatedPtrField<v1::SlotRange>& ranges)
   return bits;
 }
 
+SlotBits ReconcilableSlots(const cluster::ClusterMapView& map, const v1::Shard& shard) {
+  SlotBits slots = BitsOf(shard.slots());
+  for (const v1::Migration& m : map.proto().migrations()) {
+    if (m.state() == v1::MIGRATION_PENDING) continue;
+    if (m.source_shard() != shard.shard_id() && m.target_shard() != shard.shard_id()) continue;
+    for (uint32_t s = m.slots().start(); s <= m.slots().end() && s < cluster::kSlotCount; ++s) {
+      slots.reset(s);
+    }
+  }
+  return slots;
+}
+
 uint64_t EntryDigest(absl::string_view entry) {
   auto view = layout::ParseEntryHeader(entry);
   if (!view.ok()) return 0;

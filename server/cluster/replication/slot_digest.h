@@ -23,6 +23,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
+#include "common/cluster/cluster_map.h"
 #include "common/cluster/slots.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/storage/kv_store.h"
@@ -36,6 +37,15 @@ using SlotBits = std::bitset<cluster::kSlotCount>;
 // beyond the last slot are clipped.
 void AddRanges(const SlotBits& slots, google::protobuf::RepeatedPtrField<v1::SlotRange>* out);
 SlotBits BitsOf(const google::protobuf::RepeatedPtrField<v1::SlotRange>& ranges);
+
+// The slots of `shard` whose keys a new primary makes equal on its backups:
+// the ones it owns in `map`, except those of every migration out of it or
+// into it that started (not PENDING). A node may be a replica of both
+// shards of a migration, and then one store holds both sides of those
+// slots: the target may have acknowledged writes of them (after the
+// handoff) that the source lacks, and the source writes the target has not
+// copied yet, so neither side's primary may delete the other's keys.
+SlotBits ReconcilableSlots(const cluster::ClusterMapView& map, const v1::Shard& shard);
 
 // The digest one entry contributes to its slot's.
 uint64_t EntryDigest(absl::string_view entry);
