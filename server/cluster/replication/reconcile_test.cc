@@ -154,6 +154,7 @@ TEST_F(ReconcileTest, AManualFailoverSpreadsAWriteOnlyTheNewPrimaryInstalled) {
 // repair fails, later writes are refused before they go anywhere.
 TEST_F(ReconcileTest, AKeyWhoseWriteEndedUnknownIsRepairedBeforeTheNextAck) {
   NodeOptions options;
+  options.settle_idle = false;  // only the next write repairs here
   options.min_insync_replicas = 2;
   options.replication_timeout = absl::Milliseconds(500);
   Start(2, options);
@@ -258,6 +259,28 @@ TEST_F(ReconcileTest, APromotionSendsOnlyTheSlotsThatDiffer) {
   EXPECT_EQ(node(2).Value("extra"), kAbsent);
   EXPECT_EQ(Value(node(1).registry(), "kvstore_reconcile_slots_total"), slots.size());
   EXPECT_EQ(Value(node(1).registry(), "kvstore_reconcile_entries_total"), entries);
+}
+
+// Between writes too: a key whose write ended unknown is repaired on the
+// backup once it answers again, although the shard sees no further write.
+TEST_F(ReconcileTest, AKeyWhoseWriteEndedUnknownIsRepairedWithoutAnotherWrite) {
+  NodeOptions options;
+  options.min_insync_replicas = 2;
+  Start(2, options);
+  maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
+  ASSERT_THAT(node(0).Put("k", "old"), IsOk());
+  absl::Notification lost;
+  node(1).service().set_after([&](const v1::ReplicateRequest&) {
+    if (lost.HasBeenNotified()) return absl::OkStatus();  // the repair's answer arrives
+    lost.Notify();
+    return absl::UnavailableError("answer lost");
+  });
+  absl::Status put = node(0).Put("k", "new");
+  EXPECT_FALSE(cluster::CertainlyNoEffect(put)) << put;
+  EXPECT_EQ(node(0).Value("k"), "old");
+  EXPECT_TRUE(Eventually([&] { return node(1).Value("k") == "old"; }));
+  EXPECT_GE(Value(node(0).registry(), "kvstore_replication_unsettled_repairs_total"), 1u);
+  EXPECT_THAT(replicas(), ElementsAre("n0", "n1"));
 }
 
 // A node may be a replica of both shards of a migration: one store then

@@ -227,6 +227,7 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
   ShardReconcilerOptions ro2;
   ro2.attempt_timeout = options.replication_timeout;
   ro2.poll_interval = absl::Milliseconds(5);
+  ro2.settle_idle = options.settle_idle;
   ro2.min_backoff = absl::Milliseconds(20);
   ro2.max_backoff = absl::Milliseconds(200);
   reconciler_ = std::make_unique<ShardReconciler>(store_.get(), &state_, replicator_.get(), &seqs_,

@@ -119,6 +119,9 @@ struct NodeOptions {
   // ReplicatorOptions::min_insync_replicas.
   uint32_t min_insync_replicas = 1;
   bool sync_thread = true;
+  // ShardReconcilerOptions::settle_idle (else only a write repairs keys
+  // whose write ended unknown).
+  bool settle_idle = true;
   // The migration driver's thread (else tests call driver().Step()).
   bool migration_thread = false;
   std::string auth_token;

@@ -51,7 +51,10 @@
 // unknown outcome after a target may hold it is "unsettled": before the
 // shard's next write is sent anywhere, this node sends its own state of
 // that key (its entry, or a delete) in a round of its own, with a new seq;
-// if that round fails the write is refused with kClusterDown, Effect::kNone.
+// if that round fails the write is refused with kClusterDown, Effect::kNone
+// (SettleIdle() does the same between writes). A key of a slot in a running
+// migration is left alone: a replica of both shards holds the target's
+// copy of it in the same store.
 //
 // It also gives the cluster service the primary's half of a joiner's sync:
 // BeginSync() and PromoteSyncing() take the shard's barrier (a reader lock
@@ -191,6 +194,13 @@ class Replicator : public WriteHook {
   // Which shards wait for their backups to be reconciled (see the file
   // comment); ShardReconciler enables and releases it.
   PromotionGate& promotion_gate() { return gate_; }
+
+  // Repairs the unsettled keys of every shard this node leads and serves,
+  // as the shard's next write would (see the file comment), so that the
+  // replicas converge without one; forgets those of shards it no longer
+  // leads (their new primary reconciles). ShardReconciler calls it between
+  // writes. A repair that fails is tried again on the next call.
+  void SettleIdle();
 
   // ShardReconciler could not reconcile in-sync backup `node` of shard
   // `shard_id`: drops it from the in-sync set as a backup that failed a

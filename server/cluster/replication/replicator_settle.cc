@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
 #include "common/cluster/slots.h"
 #include "glog/logging.h"
@@ -50,7 +51,8 @@ absl::Status Replicator::SettleKeys(const cluster::ClusterMapView& map, const v1
   for (const std::string& key : keys) {
     absl::Status s;
     const v1::Shard* owner = map.ShardForKey(key);
-    if (store_ != nullptr && owner != nullptr && owner->shard_id() == shard.shard_id()) {
+    if (store_ != nullptr && owner != nullptr && owner->shard_id() == shard.shard_id() &&
+        map.ActiveMigrationForSlot(cluster::KeySlot(key)) == nullptr) {
       // Under the key's stripe lock no write of it runs: the entry read is
       // the one every replica must end with.
       absl::MutexLock stripe(&StripeOf(key));
@@ -63,7 +65,8 @@ absl::Status Replicator::SettleKeys(const cluster::ClusterMapView& map, const v1
         s = entry.status();
       }
     }
-    // (A key the shard no longer owns went with its slot; nothing to do.)
+    // (A key the shard no longer owns went with its slot, and one of a
+    // running migration is the migration's: nothing to do.)
     if (!s.ok()) {
       LOG(WARNING) << "could not repair key of shard " << shard.shard_id()
                    << " whose write ended unknown: " << s;
@@ -78,6 +81,35 @@ absl::Status Replicator::SettleKeys(const cluster::ClusterMapView& map, const v1
     }
   }
   return absl::OkStatus();
+}
+
+void Replicator::SettleIdle() {
+  if (unsettled_count_.load(std::memory_order_acquire) == 0) return;
+  std::vector<uint32_t> shards;
+  {
+    absl::MutexLock lock(&unsettled_mu_);
+    for (const auto& [id, keys] : unsettled_) shards.push_back(id);
+  }
+  for (uint32_t id : shards) {
+    // Under the shard's barrier, routed as a write is: no write of the shard
+    // is then between its routing and its publish.
+    absl::ReaderMutexLock barrier(&ShardBarrier(id));
+    auto map = state_->map();
+    const v1::Shard* shard = map != nullptr ? map->ShardById(id) : nullptr;
+    if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
+      absl::MutexLock lock(&unsettled_mu_);
+      auto it = unsettled_.find(id);
+      if (it != unsettled_.end()) {
+        unsettled_count_.fetch_sub(it->second.size(), std::memory_order_release);
+        unsettled_.erase(it);
+      }
+      continue;
+    }
+    const int floor = static_cast<int>(
+        std::min(options_.min_insync_replicas, std::max(1u, map->proto().replication_factor())));
+    if (!state_->Serving() || !gate_.Ready(*map, id) || shard->replicas_size() < floor) continue;
+    (void)SettleKeys(*map, *shard, absl::Now() + options_.replication_timeout);
+  }
 }
 
 void Replicator::NoteOutcome(uint32_t shard_id, absl::string_view key, bool held, bool published,

@@ -86,8 +86,10 @@ void ShardReconciler::Loop() {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
-    for (const PromotionGate::Lead& lead :
-         replicator_->promotion_gate().AwaitWaiting(options_.poll_interval)) {
+    const std::vector<PromotionGate::Lead> waiting =
+        replicator_->promotion_gate().AwaitWaiting(options_.poll_interval);
+    if (options_.settle_idle) replicator_->SettleIdle();
+    for (const PromotionGate::Lead& lead : waiting) {
       if (absl::Now() < next_try[lead.shard_id]) continue;
       absl::Status s = ReconcileNow(lead);
       absl::Duration& b = backoff[lead.shard_id];
@@ -133,11 +135,12 @@ absl::Status ShardReconciler::ReconcileNow(const PromotionGate::Lead& lead) {
                           absl::StrCat(s.message(), "; not dropped: ", dropped.message()));
     }
   }
-  // A backup added meanwhile copied this node's state (SyncShard): equal.
-  replicator_->promotion_gate().Reconciled(lead);
   reconciles_->Increment();
   const absl::Duration took = absl::Now() - start;
   seconds_->Observe(took);
+  // A backup added meanwhile copied this node's state (SyncShard): equal.
+  // (Counted first: whoever sees a write acknowledged sees the count.)
+  replicator_->promotion_gate().Reconciled(lead);
   LOG(INFO) << "shard " << lead.shard_id << ": reconciled " << shard->replicas_size() - 1
             << " backup(s) over " << mine.size() << " slot(s) with entries in " << took << ": "
             << stats.differing_slots << " slot(s) differed, " << stats.entries_sent

@@ -31,6 +31,10 @@
 // Slots of a running migration are left alone: the migration's copy and
 // handoff decide what both sides hold (see ReconcilableSlots).
 //
+// The same thread calls Replicator::SettleIdle() every poll_interval, so
+// that a key whose write ended unknown is repaired on the replicas even if
+// the shard sees no further write.
+//
 // Costs: one scan of the shard's keys (reading each entry) on this node and
 // on each backup, and entries only for the slots that differ.
 //
@@ -68,6 +72,9 @@ struct ShardReconcilerOptions {
   absl::Duration poll_interval = absl::Milliseconds(20);
   absl::Duration min_backoff = absl::Milliseconds(50);
   absl::Duration max_backoff = absl::Seconds(1);
+  // Whether the thread also repairs, between writes, keys whose write
+  // ended unknown (Replicator::SettleIdle), every poll_interval.
+  bool settle_idle = true;
   // Upper bound of the entries of one ReconcileSlots call (a slot's
   // entries are never split; a larger slot goes alone).
   uint64_t chunk_bytes = 1 << 20;
