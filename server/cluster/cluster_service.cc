@@ -99,8 +99,10 @@ grpc::Status ClusterService::GetClusterMap(grpc::ServerContext* context,
 grpc::Status ClusterService::Replicate(grpc::ServerContext* context,
                                        const v1::ReplicateRequest* request,
                                        v1::ReplicateResponse* response) {
-  return Serve(Admit(context, deps_.installer, "no installer"), response,
-               [&] { return deps_.installer->Replicate(*request); });
+  // gRPC's deadline of the call: the primary's replication timeout.
+  return Serve(Admit(context, deps_.installer, "no installer"), response, [&] {
+    return deps_.installer->Replicate(*request, absl::FromChrono(context->deadline()));
+  });
 }
 
 grpc::Status ClusterService::ShardDigest(grpc::ServerContext* context,

@@ -283,6 +283,42 @@ TEST_F(ReconcileTest, AKeyWhoseWriteEndedUnknownIsRepairedWithoutAnotherWrite) {
   EXPECT_THAT(replicas(), ElementsAre("n0", "n1"));
 }
 
+// A Replicate that reaches the backup after its deadline (held up in the
+// network while a cut lasted, say) must not be installed: the primary has
+// already counted it failed and may have sent the key's state again since,
+// which the late one would undo.
+TEST_F(ReconcileTest, AReplicateArrivingAfterItsDeadlineIsNotInstalled) {
+  NodeOptions options;
+  options.min_insync_replicas = 2;
+  options.replication_timeout = absl::Milliseconds(300);
+  Start(2, options);
+  maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
+  ASSERT_THAT(node(0).Put("k", "old"), IsOk());
+  absl::Notification answered;
+  node(1).service().set_before([&](const v1::ReplicateRequest& r) {
+    if (r.entry().find("late") != std::string::npos) answered.WaitForNotification();
+    return absl::OkStatus();
+  });
+  absl::Status put = node(0).Put("k", "late");
+  EXPECT_FALSE(cluster::CertainlyNoEffect(put)) << put;
+  // The primary gave up on it; the repair of k follows (between writes).
+  ASSERT_TRUE(Eventually([&] {
+    return Value(node(0).registry(), "kvstore_replication_unsettled_repairs_total") >= 1;
+  }));
+  auto handled = [&] {
+    return Value(node(1).registry(), "kvstore_replica_installs_total") +
+           Value(node(1).registry(), "kvstore_replica_refused_total");
+  };
+  const uint64_t before = handled();
+  answered.Notify();  // the late request now reaches the backup's store
+  ASSERT_TRUE(Eventually([&] { return handled() > before; }));
+  EXPECT_EQ(node(1).Value("k"), "old");
+  node(1).service().set_before(nullptr);
+  ASSERT_THAT(node(0).Put("x", "1"), IsOk());
+  EXPECT_EQ(node(0).Value("k"), "old");
+  EXPECT_EQ(node(1).Value("k"), "old");
+}
+
 // A node may be a replica of both shards of a migration: one store then
 // holds the source's keys of the moving slots and the target's import of
 // them. A new primary of the target, whose import is not complete, must not

@@ -70,10 +70,16 @@ std::shared_ptr<ReplicaInstaller::SyncState> ReplicaInstaller::GetSyncState(uint
   return s;
 }
 
-absl::StatusOr<v1::ReplicateResponse> ReplicaInstaller::Replicate(const v1::ReplicateRequest& req) {
+absl::StatusOr<v1::ReplicateResponse> ReplicaInstaller::Replicate(const v1::ReplicateRequest& req,
+                                                                  absl::Time deadline) {
   if (req.op() != v1::REPLICA_OP_PUT && req.op() != v1::REPLICA_OP_DELETE) {
     refused_->Increment();
     return absl::InvalidArgumentError("unknown replica op");
+  }
+  if (absl::Now() > deadline) {
+    refused_->Increment();
+    return absl::DeadlineExceededError(
+        "replicated write arrived after its deadline: not installed");
   }
   ReplicaCommit commit;
   commit.shard_id = req.shard_id();

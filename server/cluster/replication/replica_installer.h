@@ -88,8 +88,13 @@ class ReplicaInstaller : public ReplicaCommitSink {
   ReplicaInstaller(const ReplicaInstaller&) = delete;
   ReplicaInstaller& operator=(const ReplicaInstaller&) = delete;
 
-  // The Replicate RPC (see the file comment for the errors).
-  absl::StatusOr<v1::ReplicateResponse> Replicate(const v1::ReplicateRequest& req);
+  // The Replicate RPC (see the file comment for the errors). A request
+  // whose `deadline` (the caller's) has passed is refused with
+  // kDeadlineExceeded and not installed: its primary has counted it failed
+  // and may have sent the key's state again since (a repair, or the next
+  // write), which installing it late would undo.
+  absl::StatusOr<v1::ReplicateResponse> Replicate(const v1::ReplicateRequest& req,
+                                                  absl::Time deadline = absl::InfiniteFuture());
   // The same checks and application for a write in wire form (the RDMA
   // service's replica commits; Replicate() converts to it). `install`
   // publishes a put's entry. The refusals listed above.
