@@ -319,6 +319,38 @@ TEST_F(ReconcileTest, AReplicateArrivingAfterItsDeadlineIsNotInstalled) {
   EXPECT_EQ(node(1).Value("k"), "old");
 }
 
+// The same write held up on the wire instead (a cut that healed): it
+// reaches the backup after the repair with a fresh gRPC deadline. Its seq is
+// below the repair's, which the backup recorded: dropped.
+TEST_F(ReconcileTest, AWriteDeliveredAfterItsRepairIsDropped) {
+  NodeOptions options;
+  options.min_insync_replicas = 2;
+  options.replication_timeout = absl::Milliseconds(300);
+  Start(2, options);
+  maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
+  ASSERT_THAT(node(0).Put("k", "old"), IsOk());
+  absl::Mutex mu;
+  v1::ReplicateRequest held;  // the request the cut held up
+  node(1).service().set_before([&](const v1::ReplicateRequest& r) {
+    absl::MutexLock lock(&mu);
+    if (held.key().empty()) {
+      held = r;
+      return absl::UnavailableError("cut off");
+    }
+    return absl::OkStatus();
+  });
+  absl::Status put = node(0).Put("k", "late");
+  EXPECT_FALSE(cluster::CertainlyNoEffect(put)) << put;
+  ASSERT_TRUE(Eventually([&] {
+    return Value(node(0).registry(), "kvstore_replication_unsettled_repairs_total") >= 1;
+  }));
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(held.key(), "k");
+  EXPECT_THAT(node(1).installer().Replicate(held).status(), IsOk());  // delivered now
+  EXPECT_EQ(node(1).Value("k"), "old");
+  EXPECT_EQ(node(0).Value("k"), "old");
+}
+
 // A node may be a replica of both shards of a migration: one store then
 // holds the source's keys of the moving slots and the target's import of
 // them. A new primary of the target, whose import is not complete, must not

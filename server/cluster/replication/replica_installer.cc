@@ -137,6 +137,11 @@ absl::Status ReplicaInstaller::Apply(const ReplicaCommit& commit,
         sync->touched.insert(std::string(key));
       }
     }
+  } else if (refusal.ok() && via == Via::kRpc &&
+             resent_.Superseded(commit.shard_id, key, commit.seq)) {
+    // Older than a resend or repair of its key already applied: held up on
+    // the wire (a cut that healed). Dropped, as a stale RDMA commit is.
+    stale_skipped_->Increment();
   } else if (refusal.ok() && via == Via::kRdma) {
     bool dropped = false;
     refusal = resent_.InstallFromRdma(commit.shard_id, key, commit.seq, apply, &dropped);

@@ -271,7 +271,7 @@ absl::Status Replicator::Conclude(const Route& route, const v1::ClusterNode* tar
 
 absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, const v1::Shard& shard,
                                         absl::string_view key, absl::string_view entry,
-                                        absl::Time deadline, bool* stale, bool* held) {
+                                        absl::Time deadline, bool* stale, bool* held, bool repair) {
   const uint32_t shard_id = shard.shard_id();
   former_.Observe(map);
   std::vector<Target> targets;
@@ -296,6 +296,7 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
   if (const v1::ClusterNode* self = map.Node(state_->self())) {
     req.set_primary_incarnation(self->incarnation());
   }
+  req.set_resent_after_rdma(repair);
   const absl::Time start = absl::Now();
   Forward(req, targets, deadline);
   latency_->Observe(absl::Now() - start);

@@ -223,9 +223,12 @@ class Replicator : public WriteHook {
   // backups and syncing replicas, drops the failed ones. *stale: a replica
   // answered kStaleShardEpoch (returned as the status, nothing handled).
   // *held: some target may hold the write (Target::MayHold); only set.
+  // `repair`: the round re-sends this node's state of an unsettled key,
+  // marked so that backups drop any older delivery of the key arriving
+  // after it (ReplicateRequest.resent_after_rdma).
   absl::Status ReplicateRound(const cluster::ClusterMapView& map, const v1::Shard& shard,
                               absl::string_view key, absl::string_view entry, absl::Time deadline,
-                              bool* stale, bool* held);
+                              bool* stale, bool* held, bool repair = false);
   // ImportWrite `req` to `node`, started before `meanwhile` runs and
   // awaited after it; a kMapBehind answer is retried until `deadline`.
   absl::Status ForwardImport(const v1::ImportWriteRequest& req, const v1::ClusterNode& node,

@@ -60,7 +60,7 @@ absl::Status Replicator::SettleKeys(const cluster::ClusterMapView& map, const v1
       if (entry.ok() || absl::IsNotFound(entry.status())) {
         bool stale = false, held = false;
         s = ReplicateRound(map, shard, key, entry.ok() ? *entry : std::string(), deadline, &stale,
-                           &held);
+                           &held, /*repair=*/true);
       } else {
         s = entry.status();
       }

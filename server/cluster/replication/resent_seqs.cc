@@ -21,6 +21,13 @@ absl::Status ResentSeqs::InstallFromRdma(uint32_t shard_id, absl::string_view ke
   return install();
 }
 
+bool ResentSeqs::Superseded(uint32_t shard_id, absl::string_view key, uint64_t seq) const {
+  absl::MutexLock lock(&mu_);
+  if (seqs_.empty()) return false;
+  auto it = seqs_.find(std::make_pair(shard_id, std::string(key)));
+  return it != seqs_.end() && it->second >= seq;
+}
+
 absl::Status ResentSeqs::InstallResent(uint32_t shard_id, absl::string_view key, uint64_t seq,
                                        absl::FunctionRef<absl::Status()> install) {
   absl::MutexLock lock(&mu_);

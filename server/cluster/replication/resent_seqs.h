@@ -12,7 +12,10 @@
 // in-sync copy. The rule: each resent seq is recorded per shard and key,
 // and a replica commit arriving by RDMA whose seq is not above the key's
 // recorded seq is dropped (it is that very write, or an older one, both
-// applied already). Seqs of one key grow with real time (the primary takes
+// applied already), and so is a Replicate RPC (Superseded()). A primary
+// marks its repair of a key whose write ended unknown the same way, so the
+// write's own Replicate, held up on the wire by a cut and delivered when it
+// healed, cannot undo the repair. Seqs of one key grow with real time (the primary takes
 // them under the key's stripe lock and finishes each write's round before
 // the next), so a newer commit is never dropped. The check and the install
 // of an RDMA commit, and the install and the record of a resend, run under
@@ -49,6 +52,13 @@ class ResentSeqs {
   // `*dropped`.
   absl::Status InstallFromRdma(uint32_t shard_id, absl::string_view key, uint64_t seq,
                                absl::FunctionRef<absl::Status()> install, bool* dropped);
+  // Whether a resend of `key` with a seq at least `seq` was recorded: a
+  // Replicate RPC of that seq arriving now was held up on the wire (a cut
+  // that healed) and is older than what the key holds. Checked without
+  // holding the lock across the install, so gRPC installs stay parallel;
+  // a resend is sent only after the older delivery's deadline passed, so
+  // the two do not race in practice.
+  bool Superseded(uint32_t shard_id, absl::string_view key, uint64_t seq) const;
   // A Replicate RPC marked resent_after_rdma: runs `install`, and once it
   // succeeded records `seq` for the key (the highest recorded stays).
   absl::Status InstallResent(uint32_t shard_id, absl::string_view key, uint64_t seq,
