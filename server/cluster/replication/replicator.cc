@@ -396,7 +396,7 @@ absl::Status Replicator::ImportWrite(uint32_t target_shard, absl::string_view ke
       !floor.ok()) {
     return floor;
   }
-  if (!gate_.Ready(*map, target_shard)) {
+  if (!gate_.AwaitReady(*map, target_shard, deadline)) {
     return cluster::ToStatus(cluster::Refusal::TryAgain(
         cluster::KeySlot(key),
         absl::StrCat("shard ", target_shard, " is reconciling its replicas after a new primary")));

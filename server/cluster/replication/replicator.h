@@ -161,7 +161,8 @@ class Replicator : public WriteHook {
   // The target primary's half of an imported write (SlotImporter): under
   // the shard barrier (reader) and the key's stripe lock — both already
   // held when `locks_held` (the same-node forward) — checks this node leads
-  // `target_shard` (else kFailedPrecondition), runs `admit` (an error fails
+  // `target_shard` (else kFailedPrecondition), waits for the promotion gate
+  // (until its deadline, then kTryAgain), runs `admit` (an error fails
   // the call; false: skip the key, return OK), takes the target shard's
   // seq, replicates the write (`entry` empty: a delete) to the shard's
   // in-sync backups and syncing replicas as Write() does, then runs
