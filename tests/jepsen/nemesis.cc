@@ -6,6 +6,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -347,13 +348,22 @@ absl::Status Nemesis::InjectAddRemove(const Fault& f) {
   for (absl::Time end = absl::Now() + absl::Seconds(10); absl::Now() < end;) {
     shard = admin_.AddNode(id);
     if (!absl::IsNotFound(shard.status())) break;
-    absl::SleepFor(absl::Milliseconds(200));
+    absl::SleepFor(absl::Milliseconds(50));
   }
-  if (!shard.ok()) return shard.status();
+  // The controller may place the returning node first (a refill, or a
+  // balance move): add-node then refuses, and the node is back as a
+  // replica — remove-node and add-back, still an admin round trip.
+  const bool placed = absl::IsFailedPrecondition(shard.status()) &&
+                      absl::StrContains(shard.status().message(), "already serves");
+  if (!shard.ok() && !placed) {
+    (void)HealAddRemove(f);  // not injected: out again
+    return shard.status();
+  }
   absl::StatusOr<int> planned = admin_.Rebalance();
-  note_ = absl::StrCat(id, " leads new shard ", *shard, "; rebalance: ",
-                       planned.ok() ? absl::StrCat(*planned, " migrations planned")
-                                    : planned.status().ToString());
+  note_ = absl::StrCat(
+      id, shard.ok() ? absl::StrCat(" leads new shard ", *shard) : " was placed by the controller",
+      "; rebalance: ",
+      planned.ok() ? absl::StrCat(*planned, " migrations planned") : planned.status().ToString());
   return absl::OkStatus();
 }
 
