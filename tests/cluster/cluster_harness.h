@@ -164,8 +164,8 @@ class ClusterHarness {
 
   ClusterOptions options_;
   std::vector<std::unique_ptr<NodeProcess>> nodes_;
-  std::vector<int> control_ports_, resp_ports_;  // last known, for restarts
-  std::vector<std::string> old_logs_;            // logs of earlier lives
+  std::vector<int> control_ports_, resp_ports_;       // last known, for restarts
+  std::vector<std::string> old_logs_;                 // logs of earlier lives
   std::vector<std::vector<std::string>> node_flags_;  // SetNodeFlags
 };
 

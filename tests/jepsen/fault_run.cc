@@ -10,8 +10,8 @@
 #include <set>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "common/cluster/cluster_map.h"
@@ -225,8 +225,8 @@ absl::StatusOr<FaultRunResult> RunFaults(FaultRunOptions options) {
       "kinds, %s",
       options.seed, options.seed, options.bed.nodes, options.bed.replicas, options.bed.etcd_members,
       static_cast<int>(options.faults.size()), absl::FormatDuration(options.duration));
-  options.bed.fake_clocks |= std::count(options.faults.begin(), options.faults.end(),
-                                        FaultKind::kClockStep) > 0;
+  options.bed.fake_clocks |=
+      std::count(options.faults.begin(), options.faults.end(), FaultKind::kClockStep) > 0;
   absl::StatusOr<std::unique_ptr<TestBed>> started = TestBed::Start(options.bed);
   if (!started.ok()) return started.status();
   TestBed& bed = **started;

@@ -75,9 +75,8 @@ absl::StatusOr<std::vector<MapRevision>> ReadMapHistory(const std::string& endpo
       continue;
     }
     if (!failed.ok()) {
-      return absl::Status(failed.code(),
-                          absl::StrCat(ep, " failed after ", out.size(), " versions: ",
-                                       failed.message()));
+      return absl::Status(failed.code(), absl::StrCat(ep, " failed after ", out.size(),
+                                                      " versions: ", failed.message()));
     }
     std::reverse(out.begin(), out.end());
     return out;

@@ -81,7 +81,8 @@ std::string Fault::Describe() const {
   }
   if (shard >= 0) absl::StrAppend(&s, " shard ", shard);
   if (step != absl::ZeroDuration()) {
-    absl::StrAppend(&s, " step ", step > absl::ZeroDuration() ? "+" : "", absl::FormatDuration(step));
+    absl::StrAppend(&s, " step ", step > absl::ZeroDuration() ? "+" : "",
+                    absl::FormatDuration(step));
   }
   if (hold > absl::ZeroDuration()) absl::StrAppend(&s, " for ", absl::FormatDuration(hold));
   return s;
@@ -163,8 +164,8 @@ Fault Nemesis::Next() {
     case FaultKind::kClockStep: {
       f.node = PrimaryOrRandom();
       const double ttls[] = {2, -2, 5, -5};
-      f.step = absl::Seconds(std::ceil(absl::ToDoubleSeconds(
-          ttl_ * ttls[std::uniform_int_distribution<int>(0, 3)(rng_)])));
+      f.step = absl::Seconds(std::ceil(
+          absl::ToDoubleSeconds(ttl_ * ttls[std::uniform_int_distribution<int>(0, 3)(rng_)])));
       break;
     }
     case FaultKind::kFullPool:
@@ -310,8 +311,8 @@ absl::Status Nemesis::InjectFullPool(const Fault& f) {
   absl::StatusOr<v1::ClusterMap> map = c.GetMap();
   if (s.ok()) s = map.status();
   if (s.ok()) {
-    filler_ = std::make_unique<PoolFiller>(c.ControlAddresses(), *map, ClusterHarness::NodeId(f.node),
-                                           kFillBytes);
+    filler_ = std::make_unique<PoolFiller>(c.ControlAddresses(), *map,
+                                           ClusterHarness::NodeId(f.node), kFillBytes);
     s = filler_->Start();
   }
   if (!s.ok()) {
