@@ -16,7 +16,7 @@ namespace kvstore {
 namespace jepsen {
 namespace {
 
-constexpr size_t kValueBytes = 64 * 1024;
+constexpr size_t kValueBytes = 512 * 1024;
 
 bool Backs(const v1::Shard& shard, const std::string& node_id) {
   for (int i = 1; i < shard.replicas_size(); ++i) {

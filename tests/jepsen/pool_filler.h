@@ -2,7 +2,7 @@
 //
 // PoolFiller: the load half of the full-pool fault. A kvserver restarted
 // with a small --pool_size copies its shards back and is in sync again;
-// then this client writes large values (64 KiB) under keys "fill-<n>" of
+// then this client writes large values (512 KiB) under keys "fill-<n>" of
 // the shards where that node is an in-sync backup (not the primary), so
 // its pool runs full while its primaries' (the usual size) do not: the
 // backup answers pool-full to replicated writes, and the primary must then
