@@ -46,6 +46,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/cluster/cluster_map.h"
 #include "grpcpp/grpcpp.h"
@@ -95,6 +96,10 @@ uint64_t Seed() {
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
   return seed;
 }
+
+// Seconds since the test began, for the lines it prints.
+absl::Time g_start = absl::Now();
+double Elapsed() { return absl::ToDoubleSeconds(absl::Now() - g_start); }
 
 std::string Device() {
   const char* dev = std::getenv("KV_RDMA_DEVICE");
@@ -151,9 +156,9 @@ absl::Status Failover(ClusterHarness& cluster, uint32_t shard) {
     v1::FailoverResponse resp;
     grpc::Status s = stub->Failover(&ctx, req, &resp);
     if (s.ok()) return absl::OkStatus();
-    last = absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                        absl::StrCat("failover via ", ClusterHarness::NodeId(i), ": ",
-                                     s.error_message()));
+    last = absl::Status(
+        static_cast<absl::StatusCode>(s.error_code()),
+        absl::StrCat("failover via ", ClusterHarness::NodeId(i), ": ", s.error_message()));
   }
   return last;
 }
@@ -176,9 +181,32 @@ std::optional<int64_t> WaitForWrite(const Recorder& recorder, const std::set<std
   return std::nullopt;
 }
 
+// Waits until every register path has an acknowledged read and write.
+absl::Status WaitEveryPathWorks(const Recorder& recorder, const Workload& load,
+                                absl::Duration timeout) {
+  std::set<std::string> missing;
+  for (const absl::Time end = absl::Now() + timeout; absl::Now() < end;) {
+    missing = {absl::StrCat(kCache, " read"),   absl::StrCat(kCache, " write"),
+               absl::StrCat(kNoCache, " read"), absl::StrCat(kNoCache, " write"),
+               absl::StrCat(kResp, " read"),    absl::StrCat(kResp, " write")};
+    for (const Op& op : recorder.Snapshot()) {
+      if (op.outcome != Outcome::kOk) continue;
+      missing.erase(op.is_write() ? absl::StrCat(load.PathOf(op.client).name, " write")
+                                  : absl::StrCat(op.path, " read"));
+    }
+    if (missing.empty()) return absl::OkStatus();
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("no acknowledged ", absl::StrJoin(missing, ", "),
+                                                  " after ", absl::FormatDuration(timeout)));
+}
+
 class RdmaRegisterTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // Line-buffered: the lines interleave with the client library's log.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    g_start = absl::Now();
     absl::Status s = etcd_.Start();
     ASSERT_TRUE(s.ok()) << s;
     testing::ClusterOptions o;
@@ -196,6 +224,8 @@ class RdmaRegisterTest : public ::testing::Test {
     cluster_ = *std::move(started);
     s = cluster_->WaitHealthy(absl::Seconds(60));
     ASSERT_TRUE(s.ok()) << s << "\n" << cluster_->Logs();
+    std::printf("[%5.1fs] cluster healthy: 3 nodes, R=2, etcd %s\n", Elapsed(),
+                etcd_.endpoint().c_str());
   }
 
   // Injects `kind` on the primary of `key`'s shard and waits until the
@@ -214,8 +244,8 @@ void RdmaRegisterTest::Inject(FaultKind kind, const std::string& key) {
   absl::StatusOr<ShardOfKey> shard = ShardOf(c, key);
   ASSERT_TRUE(shard.ok()) << shard.status();
   const std::string id = ClusterHarness::NodeId(*victim);
-  std::printf("fault %s: %s, primary of shard %u (%s and %zu of %d keys)\n", FaultName(kind),
-              id.c_str(), shard->id, key.c_str(), shard->keys.size(), kKeys);
+  std::printf("[%5.1fs] fault %s: %s, primary of shard %u (%s and %zu of %d keys)\n", Elapsed(),
+              FaultName(kind), id.c_str(), shard->id, key.c_str(), shard->keys.size(), kKeys);
   const int64_t fault_ns = NowNs();
   if (kind == FaultKind::kKill) c.KillNode(*victim);
   if (kind == FaultKind::kPause) c.PauseNode(*victim);
@@ -241,8 +271,10 @@ void RdmaRegisterTest::Inject(FaultKind kind, const std::string& key) {
                                  << c.Logs();
   absl::Status healthy = c.WaitHealthy(absl::Seconds(60));
   ASSERT_TRUE(healthy.ok()) << healthy << "\n" << c.Logs();
-  std::printf("  new primary %s; first acknowledged write on the shard %.0f ms after the fault\n",
-              successor->c_str(), (*first - fault_ns) / 1e6);
+  std::printf(
+      "[%5.1fs]   new primary %s; first acknowledged write on the shard %.0f ms after the fault; "
+      "healthy again\n",
+      Elapsed(), successor->c_str(), (*first - fault_ns) / 1e6);
 }
 
 // ok / failed / unknown per read path, reads and writes apart.
@@ -253,7 +285,7 @@ std::string PathTable(const std::vector<Op>& ops, const Workload& load) {
   std::map<std::string, Row> rows;
   for (const Op& op : ops) {
     if (!op.workload.empty()) continue;
-    const std::string path = op.final_read ? "final (resp)"
+    const std::string path = op.final_read   ? "final (resp)"
                              : op.is_write() ? load.PathOf(op.client).name
                                              : op.path;
     rows[path].n[op.is_write() ? 1 : 0][static_cast<int>(op.outcome)]++;
@@ -264,6 +296,15 @@ std::string PathTable(const std::vector<Op>& ops, const Workload& load) {
                           r.n[0][2], r.n[1][0], r.n[1][1], r.n[1][2]);
   }
   return out;
+}
+
+// The sum of the series of `m` whose name starts with `prefix` (any labels).
+uint64_t SumSeries(const std::map<std::string, uint64_t>& m, const std::string& prefix) {
+  uint64_t sum = 0;
+  for (auto it = m.lower_bound(prefix); it != m.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    sum += it->second;
+  }
+  return sum;
 }
 
 // The RDMA read counters of one path's clients; checks they went one-sided.
@@ -280,12 +321,10 @@ void CheckOneSided(const Workload& load, const std::string& path, bool cache) {
   std::printf(
       "  %s: GETs over rdma %llu (answered by the server CPU %llu), over tcp %llu; location "
       "cache hit %llu miss %llu stale %llu; fence refusals %llu\n",
-      path.c_str(), static_cast<unsigned long long>(rdma),
-      static_cast<unsigned long long>(by_cpu), static_cast<unsigned long long>(tcp),
-      static_cast<unsigned long long>(hits), static_cast<unsigned long long>(misses),
-      static_cast<unsigned long long>(stale),
-      static_cast<unsigned long long>(
-          testing::SeriesValue(m, "kvstore_client_fence_refusals_total")));
+      path.c_str(), static_cast<unsigned long long>(rdma), static_cast<unsigned long long>(by_cpu),
+      static_cast<unsigned long long>(tcp), static_cast<unsigned long long>(hits),
+      static_cast<unsigned long long>(misses), static_cast<unsigned long long>(stale),
+      static_cast<unsigned long long>(SumSeries(m, "kvstore_client_fence_refusals_total")));
   EXPECT_GT(rdma, 100u) << path;
   EXPECT_EQ(tcp, 0u) << path << ": no silent fall back to TCP";
   EXPECT_LE(by_cpu * 10, rdma) << path << ": at most 10 % answered by the server's CPU";
@@ -309,12 +348,12 @@ TEST_F(RdmaRegisterTest, LinearizableUnderFaults) {
   w.register_paths = ReadPaths();
   Workload load(w, &recorder_);
   load.Start();
-  // Warm up until every client has written.
-  for (const absl::Time end = absl::Now() + absl::Seconds(20);
-       recorder_.Count(Outcome::kOk) < 60 && absl::Now() < end;) {
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  ASSERT_GE(recorder_.Count(Outcome::kOk), 60u) << cluster_->Logs();
+  // Warm up until every path has read and written (a generous bound: the
+  // VM shares a busy host).
+  const absl::Status warm = WaitEveryPathWorks(recorder_, load, absl::Seconds(90));
+  ASSERT_TRUE(warm.ok()) << warm << "\n" << cluster_->Logs();
+  std::printf("[%5.1fs] load running: %d register clients (%s, %s, %s), %d Zipf keys\n", Elapsed(),
+              w.register_clients, kCache, kNoCache, kResp, kKeys);
 
   std::vector<FaultKind> faults = {FaultKind::kKill, FaultKind::kPause, FaultKind::kFailover};
   std::shuffle(faults.begin(), faults.end(), rng);
@@ -328,11 +367,13 @@ TEST_F(RdmaRegisterTest, LinearizableUnderFaults) {
     }
   }
   load.Stop();
+  std::printf("[%5.1fs] load stopped\n", Elapsed());
   const absl::Status final_reads = load.FinalReads(absl::Seconds(30));
   EXPECT_TRUE(final_reads.ok()) << final_reads << "\n" << cluster_->Logs();
 
   const std::vector<Op> ops = recorder_.Snapshot();
-  std::printf("operations per read path:\n%s", PathTable(ops, load).c_str());
+  std::printf("[%5.1fs] final reads %s\noperations per read path:\n%s", Elapsed(),
+              final_reads.ok() ? "done" : "NOT done", PathTable(ops, load).c_str());
   std::printf("RDMA reads:\n");
   CheckOneSided(load, kCache, true);
   CheckOneSided(load, kNoCache, false);
@@ -343,7 +384,7 @@ TEST_F(RdmaRegisterTest, LinearizableUnderFaults) {
   HistoryCheckOptions check;
   check.require_final_reads = final_reads.ok();
   const HistoryCheckResult verdict = CheckHistory(ops, check);
-  std::printf("history check:\n%s\n", verdict.text.c_str());
+  std::printf("[%5.1fs] history check:\n%s\n", Elapsed(), verdict.text.c_str());
   EXPECT_FALSE(verdict.violation) << verdict.text;
   EXPECT_FALSE(verdict.undecided) << verdict.text;
   // Every path read something during the faults.
