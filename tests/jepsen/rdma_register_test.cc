@@ -382,13 +382,16 @@ TEST_F(RdmaRegisterTest, LinearizableUnderFaults) {
   load.Start();
   // Warm up until every path has read and written (a generous bound: the
   // VM shares a busy host).
+  // Without it no fault is injected, but the history is still checked.
   const absl::Status warm = WaitEveryPathWorks(recorder_, load, 0, 5, absl::Seconds(90));
-  ASSERT_TRUE(warm.ok()) << warm << "\n" << cluster_->Logs();
-  std::printf("[%5.1fs] load running: %d register clients (%s, %s, %s), %d Zipf keys\n", Elapsed(),
-              w.register_clients, kCache, kNoCache, kResp, kKeys);
+  EXPECT_TRUE(warm.ok()) << warm << "\n" << MapText(*cluster_);
+  std::printf("[%5.1fs] load %s: %d register clients (%s, %s, %s), %d Zipf keys\n", Elapsed(),
+              warm.ok() ? "running" : "NOT running on every path", w.register_clients, kCache,
+              kNoCache, kResp, kKeys);
 
   std::vector<FaultKind> faults = {FaultKind::kKill, FaultKind::kPause, FaultKind::kFailover};
   std::shuffle(faults.begin(), faults.end(), rng);
+  if (!warm.ok()) faults.clear();
   for (FaultKind f : faults) {
     // A hot key: its shard carries most of the load.
     const std::string key = absl::StrCat("r", std::uniform_int_distribution<int>(0, 4)(rng));
