@@ -20,6 +20,9 @@ namespace {
 // after the UNKNOWN code word (the word resp.cc writes for kUnknown).
 constexpr absl::string_view kUnknownPrefix = "outcome unknown: ";
 constexpr absl::string_view kRespUnknownWord = "UNKNOWN ";
+// kNotStored's RESP word: RESP's word for its status code (common/protocol/
+// resp.cc), so that its text is the one any RESOURCE_EXHAUSTED gets.
+constexpr absl::string_view kRespNotStoredWord = "OOM ";
 // What the Redis kinds put before a slot number in their detail.
 constexpr absl::string_view kHashSlot = "Hash slot ";
 
@@ -41,6 +44,7 @@ constexpr KindRow kKinds[] = {
     {RefusalKind::kStaleServerEpoch, "stale server epoch", absl::StatusCode::kUnavailable},
     {RefusalKind::kNotPublished, "not published", absl::StatusCode::kUnknown},
     {RefusalKind::kNotClustered, "single-node mode", absl::StatusCode::kFailedPrecondition},
+    {RefusalKind::kNotStored, "not stored", absl::StatusCode::kResourceExhausted},
 };
 
 const KindRow& RowOf(RefusalKind kind) {
@@ -188,6 +192,9 @@ Refusal Refusal::StaleServerEpoch(std::string detail) {
 Refusal Refusal::NotClustered(std::string detail) {
   return Make(RefusalKind::kNotClustered, std::nullopt, "", "", std::move(detail));
 }
+Refusal Refusal::NotStored(std::string detail) {
+  return Make(RefusalKind::kNotStored, std::nullopt, "", "", std::move(detail));
+}
 Refusal Refusal::NotPublished(std::string detail) {
   return Make(RefusalKind::kNotPublished, std::nullopt, "", "", std::move(detail))
       .WithUnknownEffect();
@@ -215,7 +222,7 @@ std::optional<Refusal> DecodePayload(absl::string_view bytes) {
   if (!p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return std::nullopt;
   // A kind this build does not know (a newer peer's) is no refusal here.
   if (p.kind() < static_cast<int>(RefusalKind::kMoved) ||
-      p.kind() > static_cast<int>(RefusalKind::kNotClustered)) {
+      p.kind() > static_cast<int>(RefusalKind::kNotStored)) {
     return std::nullopt;
   }
   Refusal r;
@@ -274,6 +281,7 @@ absl::Status OutcomeUnknown(const absl::Status& s) {
 
 std::optional<std::string> RespText(const Refusal& r) {
   if (r.effect == Effect::kUnknown) return absl::StrCat(kRespUnknownWord, kUnknownPrefix, Text(r));
+  if (r.kind == RefusalKind::kNotStored) return absl::StrCat(kRespNotStoredWord, Text(r));
   if (!IsRedisKind(r.kind)) return std::nullopt;
   return Text(r);
 }
@@ -283,6 +291,11 @@ std::optional<Refusal> ParseRespText(absl::string_view text) {
     if (!absl::ConsumePrefix(&text, kUnknownPrefix)) return std::nullopt;
     std::optional<Refusal> r = ParseText(text);
     if (r.has_value()) r->effect = Effect::kUnknown;
+    return r;
+  }
+  if (absl::ConsumePrefix(&text, kRespNotStoredWord)) {
+    std::optional<Refusal> r = ParseText(text);
+    if (!r.has_value() || r->kind != RefusalKind::kNotStored) return std::nullopt;
     return r;
   }
   return ParseRedisText(text);

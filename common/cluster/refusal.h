@@ -24,6 +24,7 @@
 //   kStaleServerEpoch  UNAVAILABLE              stale server epoch[: <detail>]
 //   kNotPublished      (always effect unknown)  not published[: <detail>]
 //   kNotClustered      FAILED_PRECONDITION      single-node mode[: <detail>]
+//   kNotStored         RESOURCE_EXHAUSTED       not stored: <detail> (RESP: OOM not stored: ...)
 //
 // A kTryAgain status's message leaves the word out ("Hash slot 7 ..."): the
 // RESP word of any UNAVAILABLE status is TRYAGAIN already.
@@ -35,6 +36,13 @@
 // kStaleServerEpoch (handshake again); a single-node server answers the
 // cluster calls kNotClustered (a client then connects to it as to one
 // server; the text keeps the words older clients looked for).
+// kNotStored: a replica could not store a write (its memory pool or index
+// is full; the store publishes nothing on such an error). A backup answers
+// it to its primary; the primary answers its client the same kind, with
+// Effect::kNone, when no replica may hold the write. It is final for
+// clients: sending the write again at once would meet the same full pool.
+// Its RESP text is RESP's word for RESOURCE_EXHAUSTED, "OOM" (Redis's
+// word for a write refused for memory), then the status message.
 //
 // Effect. Every refusal says what became of a write it answers:
 //   Effect::kNone     the write certainly had no effect: it was refused
@@ -74,6 +82,7 @@ enum class RefusalKind {
   kStaleServerEpoch,  // the server restarted since the handshake: handshake again
   kNotPublished,      // sent on to other nodes but not published here
   kNotClustered,      // this server runs single-node: it has no cluster map
+  kNotStored,         // a replica could not store the write (pool or index full)
 };
 
 enum class Effect {
@@ -99,6 +108,7 @@ struct Refusal {
   static Refusal SessionLost(std::string detail);
   static Refusal StaleServerEpoch(std::string detail);
   static Refusal NotClustered(std::string detail);
+  static Refusal NotStored(std::string detail);
   // Always Effect::kUnknown.
   static Refusal NotPublished(std::string detail);
 
@@ -140,7 +150,8 @@ std::string EncodePayload(const Refusal& r);
 std::optional<Refusal> DecodePayload(absl::string_view bytes);
 
 // The RESP error text of `r` (without '-' and CRLF): Redis Cluster's words
-// for the four Redis kinds ("MOVED 12 10.0.0.2:6379"), "UNKNOWN outcome
+// for the four Redis kinds ("MOVED 12 10.0.0.2:6379"), "OOM not stored:
+// <detail>" for kNotStored, "UNKNOWN outcome
 // unknown: <text>" for any refusal of Effect::kUnknown; nullopt for the
 // other kinds, which RESP answers by their status code like any error. The
 // one function that writes refusal text for RESP.

@@ -24,6 +24,17 @@ bool Contains(const google::protobuf::RepeatedPtrField<std::string>& ids, absl::
   return std::find(ids.begin() + std::min(from, ids.size()), ids.end(), id) != ids.end();
 }
 
+// The store publishes nothing when it fails to install or delete (its pool
+// or index full, a corrupt entry): this replica certainly does not hold the
+// write, and says so with a typed refusal of no effect, so that its primary
+// need not answer the client "outcome unknown" nor repair the key.
+absl::Status NotStored(const absl::Status& s, absl::string_view self) {
+  if (s.ok() || cluster::FromStatus(s).has_value()) return s;
+  return cluster::ToStatus(cluster::Refusal::NotStored(
+      absl::StrCat("on replica ", self, ": ", absl::StatusCodeToString(s.code()), ": ",
+                   s.message())));
+}
+
 }  // namespace
 
 ReplicaInstaller::ReplicaInstaller(KvStore* store, ClusterState* state, ShardSeqs* seqs,
@@ -117,12 +128,15 @@ absl::Status ReplicaInstaller::Apply(const ReplicaCommit& commit,
     }
   }
   auto apply = [&]() -> absl::Status {
-    if (commit.is_delete) {
+    absl::Status s = KV_FAILPOINT("replica/install");
+    if (s.ok() && commit.is_delete) {
       deletes_->Increment();
-      return store_->DeleteReplica(key);
+      s = store_->DeleteReplica(key);
+    } else if (s.ok()) {
+      installs_->Increment();
+      s = install();
     }
-    installs_->Increment();
-    return install();
+    return NotStored(s, state_->self());
   };
   if (refusal.ok() && syncing) {
     std::shared_ptr<SyncState> sync = GetSyncState(commit.shard_id);

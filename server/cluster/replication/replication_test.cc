@@ -19,6 +19,7 @@
 #include "common/failpoint/failpoint_testing.h"
 #include "common/grpc_status.h"
 #include "common/metrics/testing.h"
+#include "common/protocol/commit_wire.h"
 #include "common/protocol/layout.h"
 #include "common/testing/eventually.h"
 #include "common/testing/status_matchers.h"
@@ -772,6 +773,79 @@ TEST_F(ReplicationTest, AJoinerThatMissedAWriteIsRefusedUntilItCopiesAgain) {
   ASSERT_TRUE(again.ok()) << again;
   EXPECT_THAT(replicas(), ::testing::ElementsAre("n0", "n1", "n2"));
   EXPECT_EQ(node(2).Value("missed"), "2");
+}
+
+// A backup whose pool is full stores nothing and says so (a typed refusal
+// of no effect). When no replica may hold the write, the primary answers a
+// definite error, publishes nothing and marks nothing for repair; the
+// backup stays in sync when the floor needs it (it refused cleanly), and
+// the shard acknowledges writes again once the backup has room.
+TEST_F(ReplicationTest, AFullBackupPoolRefusesTheWriteWithNoEffect) {
+  NodeOptions options;
+  options.min_insync_replicas = 2;
+  Start(2, options);
+  maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
+  ASSERT_THAT(node(0).Put("a", "1"), IsOk());
+  absl::Status put;
+  {
+    failpoint::ScopedFailpoint full(
+        "replica/install", failpoint::ReturnError(absl::ResourceExhaustedError("pool full")));
+    put = node(0).Put("k", "v");
+    EXPECT_GE(full.hits(), 1);
+  }
+  EXPECT_TRUE(cluster::IsRefusal(put, cluster::RefusalKind::kNotStored)) << put;
+  EXPECT_TRUE(cluster::CertainlyNoEffect(put)) << put;
+  EXPECT_THAT(std::string(put.message()), HasSubstr("n1"));
+  EXPECT_THAT(std::string(put.message()), HasSubstr("nothing was stored"));
+  EXPECT_EQ(node(0).Value("k"), "<NOT_FOUND>");
+  EXPECT_EQ(node(1).Value("k"), "<NOT_FOUND>");
+  EXPECT_THAT(replicas(), ::testing::ElementsAre("n0", "n1"));
+  // Room again: the next writes are acknowledged, with no repair owed.
+  ASSERT_THAT(node(0).Put("k", "v2"), IsOk());
+  ASSERT_THAT(node(0).Put("b", "2"), IsOk());
+  EXPECT_EQ(node(1).Value("k"), "v2");
+  EXPECT_EQ(Value(node(0).registry(), "kvstore_replication_unsettled_repairs_total"), 0u);
+  EXPECT_EQ(Value(node(0).registry(), "kvstore_replication_writes_total"), 3u);
+}
+
+// Below what the floor needs, a backup that cannot store is a failed backup
+// as any other: dropped from the in-sync set, and the write acknowledged.
+TEST_F(ReplicationTest, AFullBackupPoolTheFloorCanSpareIsDropped) {
+  Start(2);
+  maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
+  {
+    failpoint::ScopedFailpoint full(
+        "replica/install", failpoint::ReturnError(absl::ResourceExhaustedError("pool full")));
+    ASSERT_THAT(node(0).Put("k", "v"), IsOk());
+  }
+  EXPECT_THAT(replicas(), ::testing::ElementsAre("n0"));
+  EXPECT_EQ(node(1).Value("k"), "<NOT_FOUND>");
+}
+
+// The RDMA sink answers the same: its refusal travels in the commit ack.
+TEST_F(ReplicationTest, AReplicaCommitThatCannotBeStoredIsRefusedWithNoEffect) {
+  Start(2);
+  maps_.Set(OneShardMap(nodes(), {0, 1}, {}, /*shard_epoch=*/5));
+  std::string entry(layout::EntryBytes(1, 2), '\0');
+  layout::EncodeEntry(entry.data(), "k", "v1", 9);
+  ReplicaCommit c;
+  c.shard_id = 0;
+  c.shard_epoch = 5;
+  c.seq = 7;
+  c.primary_node_id = "n0";
+  c.primary_incarnation = 100;
+  c.entry = entry;
+  absl::Status s = node(1).installer().ApplyReplicaCommit(
+      c, [] { return absl::ResourceExhaustedError("pool full"); });
+  EXPECT_TRUE(cluster::IsRefusal(s, cluster::RefusalKind::kNotStored)) << s;
+  EXPECT_TRUE(cluster::CertainlyNoEffect(s)) << s;
+  char ack[wire::kAckBytes];
+  const size_t n = wire::EncodeAck(1, s, ack);
+  auto parsed = wire::ParseAck(absl::string_view(ack, n));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(cluster::IsRefusal(parsed->status, cluster::RefusalKind::kNotStored));
+  EXPECT_TRUE(cluster::CertainlyNoEffect(parsed->status));
+  EXPECT_EQ(node(1).Value("k"), "<NOT_FOUND>");
 }
 
 }  // namespace
