@@ -24,12 +24,14 @@ bool Contains(const google::protobuf::RepeatedPtrField<std::string>& ids, absl::
   return std::find(ids.begin() + std::min(from, ids.size()), ids.end(), id) != ids.end();
 }
 
-// The store publishes nothing when it fails to install or delete (its pool
-// or index full, a corrupt entry): this replica certainly does not hold the
-// write, and says so with a typed refusal of no effect, so that its primary
-// need not answer the client "outcome unknown" nor repair the key.
+// The store publishes nothing when it fails to install (KvStore::
+// InstallReplica, CommitReplica): with its pool or index full this replica
+// certainly does not hold the write, and says so with a typed refusal of no
+// effect, so that its primary need not answer "outcome unknown" nor repair
+// the key. Other errors keep their code (a corrupt entry is kDataLoss);
+// the primary reads them as "may hold", the safe reading.
 absl::Status NotStored(const absl::Status& s, absl::string_view self) {
-  if (s.ok() || cluster::FromStatus(s).has_value()) return s;
+  if (!absl::IsResourceExhausted(s) || cluster::FromStatus(s).has_value()) return s;
   return cluster::ToStatus(cluster::Refusal::NotStored(
       absl::StrCat("on replica ", self, ": ", absl::StatusCodeToString(s.code()), ": ",
                    s.message())));

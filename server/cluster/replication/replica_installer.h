@@ -15,7 +15,9 @@
 // incarnation the map names), and this node is one of its in-sync backups
 // or syncing replicas. Installed with KvStore::InstallReplica (the entry's
 // checksum is verified: kDataLoss) or DeleteReplica; the shard's applied
-// seq is then recorded (ReplicaStatus).
+// seq is then recorded (ReplicaStatus). A write the store cannot take (its
+// pool or index full: nothing is stored) is refused with a kNotStored
+// refusal of Effect::kNone, by RPC and in the RDMA commit ack alike.
 //
 // Sync: when this node's map lists it in a shard's `syncing`, a background
 // thread first drops what it holds of the shard's slots (an earlier copy

@@ -575,6 +575,9 @@ absl::Status Replicator::HandleFailures(const v1::Shard& shard, const std::vecto
     if (t.node != nullptr) former_.Dropped(shard.shard_id(), *t.node);
   }
   if (!keep) return absl::OkStatus();
+  if (std::none_of(targets.begin(), targets.end(), [](const Target& t) { return t.MayHold(); })) {
+    return NothingStored(shard, targets, floor);
+  }
   LOG_EVERY_N(WARNING, 100) << failed << " in-sync backup(s) of shard " << shard.shard_id()
                             << " failed a write; dropping them would go below "
                                "--min_insync_replicas="
@@ -582,6 +585,24 @@ absl::Status Replicator::HandleFailures(const v1::Shard& shard, const std::vecto
   return cluster::OutcomeUnknown(cluster::ToStatus(cluster::Refusal::ClusterDown(
       absl::StrCat("shard ", shard.shard_id(),
                    ": a backup failed and the in-sync set may not shrink below ", floor))));
+}
+
+absl::Status Replicator::NothingStored(const v1::Shard& shard, const std::vector<Target>& targets,
+                                       int floor) {
+  // Every target refused with no effect: no replica holds the write and this
+  // node did not publish it, so the client gets a definite answer (and
+  // NoteOutcome marks nothing for repair). A replica that could not store
+  // it names its reason; any other clean refusal reads as the shard down.
+  for (const Target& t : targets) {
+    std::optional<cluster::Refusal> r = cluster::FromStatus(t.status);
+    if (!r.has_value() || r->kind != cluster::RefusalKind::kNotStored) continue;
+    return cluster::ToStatus(cluster::Refusal::NotStored(
+        absl::StrCat(r->detail, " (shard ", shard.shard_id(),
+                     "); nothing was stored: the in-sync set may not shrink below ", floor)));
+  }
+  return cluster::ToStatus(cluster::Refusal::ClusterDown(absl::StrCat(
+      "shard ", shard.shard_id(), ": a backup refused the write and the in-sync set may not "
+      "shrink below ", floor, "; nothing was stored")));
 }
 
 }  // namespace server

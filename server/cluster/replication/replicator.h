@@ -41,7 +41,13 @@
 // migration target failed), the store's own error as kNotPublished — is
 // marked Effect::kUnknown: the write may surface there later although this
 // node never published it, so it must not be sent again. ImportWrite()
-// answers the source the same way.
+// answers the source the same way. A target that refused with no effect
+// does not hold it: a backup that could not store it (its pool full)
+// answers kNotStored. A failed backup the floor needs is kept; if then no
+// target may hold the write, it fails with a refusal of Effect::kNone
+// (kNotStored naming that backup, else kClusterDown), nothing published
+// and no key left unsettled. A backup the floor can spare is dropped as
+// any failed backup, and the write goes on.
 //
 // Replicas that differ on writes nobody acknowledged are made equal again
 // (replicator_settle.cc): a write of a shard this node has just come to
@@ -264,6 +270,11 @@ class Replicator : public WriteHook {
   // backup is dropped when the in-sync set would go below `floor`.
   absl::Status HandleFailures(const v1::Shard& shard, const std::vector<Target>& targets,
                               int floor);
+  // HandleFailures' answer when the floor keeps a failed backup but no
+  // target may hold the write: a refusal of no effect (kNotStored naming
+  // the replica that could not store it, else kClusterDown).
+  absl::Status NothingStored(const v1::Shard& shard, const std::vector<Target>& targets,
+                             int floor);
   // What a write of `shard` (slot `slot`, routed on `map`) waits for before
   // it is sent anywhere: the promotion gate (until `deadline`), then the
   // repair of the shard's unsettled keys. A refusal of Effect::kNone.
