@@ -37,6 +37,7 @@ std::vector<Refusal> EveryKind() {
       Refusal::StaleServerEpoch("stale epoch 41, server epoch 42: handshake again"),
       Refusal::NotPublished("RESOURCE_EXHAUSTED: index full"),
       Refusal::NotClustered("this server is not in a cluster"),
+      Refusal::NotStored("on replica n1: RESOURCE_EXHAUSTED: pool full"),
   };
 }
 
@@ -136,6 +137,12 @@ TEST(Refusal, RespTextIsRedisClustersWording) {
             "UNKNOWN outcome unknown: CLUSTERDOWN Hash slot 4 cannot drop failed backup n2");
   EXPECT_EQ(RespText(Refusal::NotPublished("INTERNAL: x")),
             "UNKNOWN outcome unknown: not published: INTERNAL: x");
+  // A replica that could not store a write: RESP's word for a memory
+  // refusal, the one any RESOURCE_EXHAUSTED gets.
+  EXPECT_EQ(RespText(Refusal::NotStored("on replica n1: RESOURCE_EXHAUSTED: pool full")),
+            "OOM not stored: on replica n1: RESOURCE_EXHAUSTED: pool full");
+  EXPECT_EQ(RespText(Refusal::NotStored("x").WithUnknownEffect()),
+            "UNKNOWN outcome unknown: not stored: x");
   // Peer and control-plane kinds have no RESP form of their own.
   EXPECT_FALSE(RespText(Refusal::MapBehind("x")).has_value());
   EXPECT_FALSE(RespText(Refusal::StaleShardEpoch("x")).has_value());
@@ -183,7 +190,10 @@ TEST(Refusal, ParseRejectsEverythingElse) {
                                  "MOVED 07 h:1",
                                  "TRYAGAIN Hash slot 5 ",
                                  "CLUSTERDOWN ",
-                                 "UNKNOWN outcome unknown: map behind: "}) {
+                                 "UNKNOWN outcome unknown: map behind: ",
+                                 "OOM command not allowed when used memory > 'maxmemory'",
+                                 "OOM map behind: x",
+                                 "OOM not stored: "}) {
     EXPECT_FALSE(ParseRespText(text).has_value()) << text;
   }
 }

@@ -253,6 +253,16 @@ TEST(StatusMapping, RefusalsInRedisClustersWords) {
   EXPECT_EQ(
       StatusToRespError(cluster::ToStatus(Refusal::ClusterDown(2, "fenced").WithUnknownEffect())),
       "UNKNOWN outcome unknown: CLUSTERDOWN Hash slot 2 fenced");
+  // Not stored on a replica (its pool full): certainly no effect, in the
+  // words any RESOURCE_EXHAUSTED gets, and typed again when read back.
+  EXPECT_EQ(StatusToRespError(cluster::ToStatus(Refusal::NotStored("on replica n1: pool full"))),
+            "OOM not stored: on replica n1: pool full");
+  const absl::Status full = RespErrorToStatus("OOM not stored: on replica n1: pool full");
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(cluster::FromStatus(full), Refusal::NotStored("on replica n1: pool full"));
+  EXPECT_TRUE(cluster::CertainlyNoEffect(full));
+  // Redis's own OOM is no refusal of ours.
+  EXPECT_FALSE(cluster::FromStatus(RespErrorToStatus("OOM command not allowed")).has_value());
   // A peer-to-peer kind has no RESP form: its code word, as any error.
   EXPECT_EQ(StatusToRespError(cluster::ToStatus(Refusal::MapBehind("x"))),
             "TRYAGAIN map behind: x");
@@ -280,7 +290,8 @@ TEST(StatusMapping, RefusalsRoundTripThroughTheWire) {
         Refusal::TryAgain(9, "is being handed to another shard; retry shortly"),
         Refusal::ClusterDown(""), Refusal::ClusterDown(5, "not served"),
         Refusal::TryAgain(1, "x").WithUnknownEffect(), Refusal::NotPublished("INTERNAL: y"),
-        Refusal::StaleShardEpoch("z").WithUnknownEffect()}) {
+        Refusal::StaleShardEpoch("z").WithUnknownEffect(), Refusal::NotStored("on replica n1"),
+        Refusal::NotStored("w").WithUnknownEffect()}) {
     const absl::Status s = cluster::ToStatus(r);
     std::string wire;
     AppendStatusError(&wire, s);

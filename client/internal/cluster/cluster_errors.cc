@@ -30,6 +30,9 @@ Verdict VerdictOf(const cluster::Refusal& r) {
     case RefusalKind::kSessionLost:
     case RefusalKind::kNotPublished:
     case RefusalKind::kNotClustered:  // a single node: no map to follow
+    // Certainly not stored, but a replica's pool is full: sending it again
+    // at once would meet the same refusal. The caller decides.
+    case RefusalKind::kNotStored:
       break;
   }
   return Verdict::kFinal;

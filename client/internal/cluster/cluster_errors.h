@@ -17,6 +17,9 @@
 //   kClusterDown, kMapBehind,  kDown
 //   kStaleServerEpoch
 //   kSessionLost               kFinal here: ServerLink handshakes again
+//   kNotStored                 kFinal: no effect, but a replica's pool is
+//                              full; resending at once meets the same
+//                              refusal (not resent automatically)
 //   any outcome-unknown one    kFinal: a write that may have taken effect
 //                              is not sent again (retry_budget.h)
 // Statuses without a refusal go by their code: kFailedPrecondition is

@@ -90,6 +90,14 @@ TEST(ClassifyTest, OutcomeUnknownIsFinal) {
   EXPECT_FALSE(ParseAsk(ToStatus(Refusal::Ask(1, "n", "h:1").WithUnknownEffect())).has_value());
 }
 
+// Certainly not stored (a replica's pool is full), yet final: sending it
+// again at once would only meet the same full pool.
+TEST(ClassifyTest, NotStoredIsFinal) {
+  EXPECT_EQ(Classify(ToStatus(Refusal::NotStored("on replica n1: pool full"))), Verdict::kFinal);
+  EXPECT_EQ(Classify(resp::RespErrorToStatus("OOM not stored: on replica n1: pool full")),
+            Verdict::kFinal);
+}
+
 TEST(ClassifyTest, FinalAnswers) {
   EXPECT_EQ(Classify(absl::OkStatus()), Verdict::kFinal);
   EXPECT_EQ(Classify(absl::NotFoundError("key not found")), Verdict::kFinal);
