@@ -11,8 +11,8 @@
 //      one after the other, each back and healthy before the next goes
 //      (kRolling), or all down together, then all started (kAllAtOnce: no
 //      quorum until two are back).
-//   4. The load goes on until every shard is in sync again and a while
-//      after; then the final reads and the checks.
+//   4. The load goes on for `load_after`, then until every shard is in
+//      sync again; then the final reads and the checks.
 //
 // What it checks: per-key linearizability and the write-once set
 // (history_check.h); every in-sync replica identical at quiescence
@@ -49,27 +49,34 @@ struct EtcdOutageOptions {
   uint64_t seed = 1;         // the workload's (the faults are scripted)
   double pause_ttls = 2;     // how long etcd is frozen, in member TTLs
   EtcdRestartOrder restart = EtcdRestartOrder::kRolling;
-  absl::Duration warmup = absl::Seconds(4);      // load before the outage
-  absl::Duration load_after = absl::Seconds(4);  // load once back in sync
+  absl::Duration warmup = absl::Seconds(4);  // load before the outage
+  // Load after the last member is back, before the cluster is required to
+  // be in sync (the load goes on until it is).
+  absl::Duration load_after = absl::Seconds(8);
   absl::Duration recover_timeout = absl::Seconds(60);
   std::string history_file;  // written when set
 };
 
 struct EtcdOutageResult {
-  bool violation = false;  // the history check found one
-  bool diverged = false;   // in-sync replicas differed at quiescence
-  bool undecided = false;  // a search ran out of budget, or replicas unread
+  bool violation = false;     // the history check found one
+  bool diverged = false;      // in-sync replicas differed at quiescence
+  bool undecided = false;     // a search ran out of budget, or replicas unread
   bool node_exited = false;   // some kvserver exited (its pid changed)
   bool node_emptied = false;  // some kvserver's key count collapsed
   bool recovered = false;     // every shard in sync within recover_timeout
   int reregistrations = 0;    // "registered again" over every node's log
+  // Copies the nodes received from the freeze on (kvstore_syncs_completed_total),
+  // and the smallest key count any node fell to, as a fraction of what it
+  // held before the freeze (1 = kept everything; a full copy that first
+  // drops a shard's keys shows here).
+  int copies_received = 0;
+  double min_keys_fraction = 1;
   uint64_t ok = 0, failed = 0, unknown = 0;
   double outage_s = 0;  // from the freeze to the last member back
   // Measured from the last member back (since) and the freeze (from).
   WriteAvailability writes;
   double first_write_after_resume_ms = -1;  // from the SIGCONT
-  double in_sync_after_s = -1;  // from the last member back to every shard in sync
-  std::string report;  // everything printed
+  std::string report;                       // everything printed
   // A broken promise: a violation, or a node that exited or lost its memory.
   bool Red() const { return violation || node_exited || node_emptied; }
 };

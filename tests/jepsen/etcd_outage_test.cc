@@ -8,13 +8,14 @@
 // namespaces or nftables are unavailable (not root, a sandbox): tags
 // "local".
 
+#include "tests/jepsen/etcd_outage.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 
 #include "absl/strings/numbers.h"
 #include "gtest/gtest.h"
-#include "tests/jepsen/etcd_outage.h"
 
 namespace kvstore {
 namespace jepsen {
@@ -28,7 +29,7 @@ EtcdOutageOptions Options(int replicas, EtcdRestartOrder order) {
   }
   std::printf("workload seed %llu (KV_FAULT_SEED=%llu replays it)\n",
               static_cast<unsigned long long>(o.seed), static_cast<unsigned long long>(o.seed));
-  o.bed.nodes = replicas == 3 ? 3 : 4;
+  o.bed.nodes = 4;
   o.bed.max_nodes = o.bed.nodes;
   o.bed.replicas = replicas;
   o.restart = order;

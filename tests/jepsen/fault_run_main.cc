@@ -72,15 +72,15 @@ int RunEtcdOutage(const kvstore::jepsen::FaultRunOptions& run) {
   // One line for scripts that gather many seeds.
   std::printf(
       "FIGURES seed=%llu R=%d restart=%s outage_s=%.1f first_write_ms=%.0f all_shards_ms=%.0f "
-      "first_write_after_sigcont_ms=%.0f in_sync_s=%.1f longest_gap_ms=%.0f worst_shard_gap_ms=%.0f "
+      "first_write_after_sigcont_ms=%.0f longest_gap_ms=%.0f worst_shard_gap_ms=%.0f "
       "ok=%llu failed=%llu unknown=%llu violation=%d node_exited=%d node_emptied=%d diverged=%d "
-      "undecided=%d reregistrations=%d\n",
+      "undecided=%d reregistrations=%d copies=%d min_keys_fraction=%.2f\n",
       static_cast<unsigned long long>(o.seed), o.bed.replicas, order.c_str(), r->outage_s,
       r->writes.first_write_ms, r->writes.all_shards_ms, r->first_write_after_resume_ms,
-      r->in_sync_after_s, r->writes.longest_gap_ms, r->writes.longest_shard_gap_ms,
+      r->writes.longest_gap_ms, r->writes.longest_shard_gap_ms,
       static_cast<unsigned long long>(r->ok), static_cast<unsigned long long>(r->failed),
       static_cast<unsigned long long>(r->unknown), r->violation, r->node_exited, r->node_emptied,
-      r->diverged, r->undecided, r->reregistrations);
+      r->diverged, r->undecided, r->reregistrations, r->copies_received, r->min_keys_fraction);
   return r->Red() || r->diverged ? 1 : r->undecided ? 3 : 0;
 }
 

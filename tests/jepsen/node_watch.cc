@@ -36,7 +36,9 @@ NodeWatch::NodeWatch(std::vector<WatchedNode> nodes, absl::Duration period)
 
 NodeWatch::~NodeWatch() { Stop(); }
 
-void NodeWatch::Start() { thread_ = std::thread([this] { Run(); }); }
+void NodeWatch::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void NodeWatch::Stop() {
   stop_ = true;

@@ -83,14 +83,15 @@ WriteAvailability MeasureWrites(const std::vector<Op>& ops,
 }
 
 std::string DescribeAvailability(const WriteAvailability& a) {
-  std::string out =
-      a.first_write_ms < 0 ? "no write accepted" : absl::StrFormat("first write %.0f ms", a.first_write_ms);
+  std::string out = a.first_write_ms < 0 ? "no write accepted"
+                                         : absl::StrFormat("first write %.0f ms", a.first_write_ms);
   if (a.all_shards_ms >= 0) {
     absl::StrAppendFormat(&out, ", every shard %.0f ms", a.all_shards_ms);
   } else {
     absl::StrAppendFormat(&out, ", %d shards never", a.shards_without_write);
   }
-  absl::StrAppendFormat(&out, "; longest gap without an acknowledged write %.0f ms (shard %d: %.0f ms)",
+  absl::StrAppendFormat(&out,
+                        "; longest gap without an acknowledged write %.0f ms (shard %d: %.0f ms)",
                         a.longest_gap_ms, a.longest_gap_shard, a.longest_shard_gap_ms);
   return out;
 }
