@@ -193,7 +193,8 @@ std::set<std::string> ClusterHarness::RunningIds() {
 }
 
 std::string ClusterHarness::MapProblem(const v1::ClusterMap& map,
-                                       const std::set<std::string>& running, int replicas) {
+                                       const std::set<std::string>& running, int replicas,
+                                       const std::map<std::string, uint64_t>& earlier_lives) {
   const size_t want = std::min<size_t>(replicas, running.size());
   if (map.shards().empty()) return "no shards yet";
   for (const v1::Shard& shard : map.shards()) {
@@ -206,6 +207,13 @@ std::string ClusterHarness::MapProblem(const v1::ClusterMap& map,
     if (!shard.syncing().empty()) return absl::StrCat(name, ": still syncing");
     for (const std::string& r : shard.replicas()) {
       if (running.count(r) == 0) return absl::StrCat(name, ": ", r, " is not running");
+      auto earlier = earlier_lives.find(r);
+      if (earlier == earlier_lives.end()) continue;
+      for (const v1::ClusterNode& n : map.nodes()) {
+        if (n.node_id() == r && n.incarnation() == earlier->second) {
+          return absl::StrCat(name, ": ", r, " is an earlier incarnation (restarted since)");
+        }
+      }
     }
   }
   return "";
@@ -229,7 +237,7 @@ absl::Status ClusterHarness::WaitHealthy(absl::Duration timeout) {
         agreed = false;
       } else {
         epoch = m->epoch();
-        why = MapProblem(*m, RunningIds(), options_.replicas);
+        why = MapProblem(*m, RunningIds(), options_.replicas, earlier_lives_);
         if (!why.empty()) {
           why = absl::StrCat(NodeId(i), " epoch ", m->epoch(), ": ", why);
           agreed = false;
@@ -353,6 +361,16 @@ absl::Status ClusterHarness::RestartNode(int index, bool wait_out_of_map) {
   if (wait_out_of_map && !RunningIds().empty()) {
     absl::Status s = WaitNodeOutOfMap(index, absl::Seconds(30));
     if (!s.ok()) return s;
+  }
+  // Restarted at once, the node may still be in sync in the map as its
+  // earlier life, whose copies died with it: not healthy until replaced.
+  earlier_lives_.erase(NodeId(index));
+  if (absl::StatusOr<v1::ClusterMap> map = GetMap(); map.ok()) {
+    for (const v1::ClusterNode& n : map->nodes()) {
+      if (n.node_id() == NodeId(index) && n.incarnation() != 0) {
+        earlier_lives_[n.node_id()] = n.incarnation();
+      }
+    }
   }
   if (nodes_[index] != nullptr) {
     old_logs_[index] += nodes_[index]->Log();

@@ -25,6 +25,7 @@
 #ifndef KVSTORE_TESTS_CLUSTER_CLUSTER_HARNESS_H_
 #define KVSTORE_TESTS_CLUSTER_CLUSTER_HARNESS_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -86,8 +87,9 @@ class ClusterHarness {
   absl::StatusOr<v1::ClusterMap> GetMap();
 
   // Waits until every running node serves the same map epoch, every shard
-  // has min(R, running nodes) in-sync replicas that are all running nodes,
-  // and nothing is syncing. kDeadlineExceeded describes the last map seen.
+  // has min(R, running nodes) in-sync replicas that are all running nodes
+  // (not the earlier life of one restarted since: see RestartNode), and
+  // nothing is syncing. kDeadlineExceeded describes the last map seen.
   absl::Status WaitHealthy(absl::Duration timeout);
   // Waits until some running node serves a map in which the shard of `key`
   // has a primary other than `old_primary` (a node id). Returns it.
@@ -133,15 +135,20 @@ class ClusterHarness {
   // By default it first waits (30 s at most) until the map no longer names
   // the node: a map still listing the old incarnation as in sync would make
   // WaitHealthy() pass for a node that came back empty. Pass false to
-  // restart at once (a new incarnation racing the old one's lease).
+  // restart at once (a new incarnation racing the old one's lease); the
+  // incarnation the map names then is remembered as an earlier life, which
+  // WaitHealthy does not count as a running replica.
   // REQUIRES: it is not running.
   absl::Status RestartNode(int index, bool wait_out_of_map = true);
 
   // Why `map` is not healthy for the nodes `running` with R = `replicas`,
   // or "" when it is: every shard has min(R, running) in-sync replicas, all
-  // of them running, and nothing syncing. Pure; WaitHealthy's test.
+  // of them running, and nothing syncing. A replica whose record in the map
+  // has the incarnation `earlier_lives` gives for its node id is a process
+  // that was restarted since (empty): not running. Pure; WaitHealthy's test.
   static std::string MapProblem(const v1::ClusterMap& map, const std::set<std::string>& running,
-                                int replicas);
+                                int replicas,
+                                const std::map<std::string, uint64_t>& earlier_lives = {});
 
   // The logs of every node, for a failed test's output.
   std::string Logs(size_t tail_bytes = 4000);
@@ -157,6 +164,8 @@ class ClusterHarness {
   std::vector<std::unique_ptr<NodeProcess>> nodes_;
   std::vector<int> control_ports_, resp_ports_;  // last known, for restarts
   std::vector<std::string> old_logs_;            // logs of earlier lives
+  // Node id -> the incarnation the map named when it was restarted at once.
+  std::map<std::string, uint64_t> earlier_lives_;
 };
 
 }  // namespace testing

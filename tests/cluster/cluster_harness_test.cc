@@ -54,6 +54,23 @@ TEST(ClusterHarnessTest, MapProblemWantsFullInSyncShardsOfRunningNodes) {
   EXPECT_EQ(ClusterHarness::MapProblem(Map({{"n1", "n2"}, {"n2", "n1"}}), two, 3), "");
 }
 
+// n3 was killed and restarted at once: the map still names its earlier
+// life (incarnation 5) as an in-sync replica, whose copy died with it.
+TEST(ClusterHarnessTest, MapProblemDoesNotCountTheEarlierLifeOfARestartedNode) {
+  const std::set<std::string> all = {"n1", "n2", "n3"};
+  v1::ClusterMap map = Map({{"n1", "n2"}, {"n2", "n3"}, {"n3", "n1"}});
+  for (const char* id : {"n1", "n2", "n3"}) {
+    v1::ClusterNode* n = map.add_nodes();
+    n->set_node_id(id);
+    n->set_incarnation(5);
+  }
+  EXPECT_THAT(ClusterHarness::MapProblem(map, all, 2, {{"n3", 5}}),
+              HasSubstr("shard 1 [n2,n3] syncing []: n3 is an earlier incarnation"));
+  // Once the map records the new process, it counts.
+  map.mutable_nodes(2)->set_incarnation(6);
+  EXPECT_EQ(ClusterHarness::MapProblem(map, all, 2, {{"n3", 5}}), "");
+}
+
 TEST(ClusterHarnessTest, NeedsAnEtcdEndpoint) {
   ClusterOptions o;
   auto h = ClusterHarness::Start(o);

@@ -20,12 +20,9 @@ namespace jepsen {
 namespace {
 
 // The kinds the bounded run draws from. A kind joins when the cluster keeps
-// the contract of docs/consistency.md under it. `kill` is out: an 8-minute
-// run (seed 101, R=2) lost acknowledged writes silently after kills of
-// different nodes a few seconds apart (docs/consistency.md §5), which the
-// contract allows only as a DOWN shard, never as keys gone.
+// the contract of docs/consistency.md under it.
 constexpr char kBoundedFaults[] =
-    "pause,cut-etcd,cut-peer,cut-clients,one-way,cut-all,etcd-kill,etcd-pause,etcd-isolate,"
+    "kill,pause,cut-etcd,cut-peer,cut-clients,one-way,cut-all,etcd-kill,etcd-pause,etcd-isolate,"
     "failover";
 
 TEST(FaultSuite, BoundedRunKeepsTheContract) {

@@ -85,7 +85,8 @@ class Workload {
   void Start();
   void Stop();
   // Reads every key any client wrote (register keys and set keys) once
-  // successfully, retrying until `timeout`; records them final_read = true.
+  // successfully, retrying until `timeout` (returns by then, give or take
+  // one read); records them final_read = true.
   // kDeadlineExceeded names how many keys were never read.
   absl::Status FinalReads(absl::Duration timeout);
 

@@ -206,6 +206,22 @@ absl::Status MapStore::CompleteMigration(uint32_t migration_id) {
       });
 }
 
+absl::Status MapStore::CheckSameLife(const v1::ClusterMap& map) const {
+  for (const v1::ClusterNode& n : map.nodes()) {
+    if (n.node_id() != options_.node_id) continue;
+    // 0: not recorded (maps written by hand or by tests).
+    if (n.incarnation() == 0 || n.incarnation() == static_cast<uint64_t>(options_.lease)) break;
+    // A process restarted within its earlier life's lease registers once
+    // that lease expires, while the map still gives that life its roles:
+    // it holds none of their data, and only the controller may replace it.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "map epoch ", map.epoch(), " names an earlier incarnation of ", options_.node_id, " (",
+        absl::Hex(n.incarnation()), "; this process holds lease ", absl::Hex(options_.lease),
+        " and none of that life's copies)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MapStore::EditMap(uint32_t shard_id, const char* what, const MapChange& change) {
   absl::MutexLock lock(&edit_mu_);
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
@@ -231,6 +247,7 @@ absl::Status MapStore::EditMap(uint32_t shard_id, const char* what, const MapCha
                                                         " is not the primary of shard ", shard_id,
                                                         " in map epoch ", map.epoch()));
     }
+    KV_RETURN_IF_ERROR(CheckSameLife(map));
     bool changed = false;
     KV_RETURN_IF_ERROR(change(&map, shard, &changed));
     if (!changed) return absl::OkStatus();

@@ -14,7 +14,9 @@
 // ClusterState before the call returns.
 //
 // Errors (as ShardMapEditor): kFailedPrecondition when there is no map, the
-// shard is unknown, this node is not its primary in the newest map, or the
+// shard is unknown, this node is not its primary in the newest map (or that
+// map names an earlier incarnation of this node: a restarted process holds
+// nothing of the shard), or the
 // node is not where the change expects it (MarkInSync: not syncing, another
 // incarnation, or added again since its copy began; RemoveReplica: the
 // primary itself; BeginHandoff: the migration is not COPYING, or its target
@@ -93,6 +95,10 @@ class MapStore : public ShardMapEditor {
   // The shard of `migration_id`'s source in the newest stored map (to pick
   // the shard EditMap checks); kFailedPrecondition when unknown.
   absl::StatusOr<uint32_t> MigrationSource(uint32_t migration_id, bool* gone);
+  // kFailedPrecondition when `map` records another incarnation of this
+  // node than options_.lease: this process is not the one the map gave its
+  // roles to (it restarted), so it may not act as their primary.
+  absl::Status CheckSameLife(const v1::ClusterMap& map) const;
   // Installs `map` into the ClusterState (an older epoch is ignored).
   absl::Status Install(const v1::ClusterMap& map);
 

@@ -243,6 +243,34 @@ TEST_F(MapStoreTest, ANodeWhoseLeaseIsGoneCannotChangeTheMap) {
   EXPECT_THAT(m.shards(0).replicas(), ElementsAre("n1", "n2"));
 }
 
+// The map names n1's earlier life (killed, restarted before its lease
+// expired): this process holds the member key under its own lease, but none
+// of the shards that life led. Its edits would act as that life's primary
+// (marking an empty copy in sync, dropping a backup, moving slots): refused
+// until the controller records the new incarnation.
+TEST_F(MapStoreTest, AProcessTheMapNamesInAnEarlierLifeCannotEditAsItsPrimary) {
+  v1::ClusterMap map = FirstMap();
+  for (v1::ClusterNode& n : *map.mutable_nodes()) {
+    if (n.node_id() == "n1") n.set_incarnation(static_cast<uint64_t>(lease_) + 1);
+  }
+  ASSERT_TRUE(client_->Put(etcd_keys::MapKey(kCluster), etcd_keys::EncodeMap(map)).ok());
+  absl::Status s = store_->MarkInSync(0, "n3", 0, 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("earlier incarnation"));
+  EXPECT_EQ(store_->RemoveReplica(0, "n2").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(txns_, 0);
+  EXPECT_THAT(Stored().shards(0).syncing(), ElementsAre("n3"));
+
+  // Once the map names this incarnation, it is the primary.
+  for (v1::ClusterNode& n : *map.mutable_nodes()) {
+    if (n.node_id() == "n1") n.set_incarnation(static_cast<uint64_t>(lease_));
+  }
+  map.set_epoch(2);
+  ASSERT_TRUE(client_->Put(etcd_keys::MapKey(kCluster), etcd_keys::EncodeMap(map)).ok());
+  ASSERT_TRUE(store_->MarkInSync(0, "n3", 0, 0).ok());
+  EXPECT_THAT(Stored().shards(0).replicas(), ElementsAre("n1", "n2", "n3"));
+}
+
 }  // namespace
 }  // namespace server
 }  // namespace kvstore

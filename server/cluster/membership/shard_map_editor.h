@@ -8,7 +8,8 @@
 // installed in this node's ClusterState.
 //
 // Errors: kFailedPrecondition when this node is not the shard's primary in
-// the newest map, or the node is not where the change expects it;
+// the newest map (a map naming an earlier incarnation of this node does
+// not make this process its primary), or the node is not where the change expects it;
 // kUnavailable when etcd is unreachable or this node is not serving.
 // Both are idempotent: RemoveReplica of a node no longer in the shard and
 // MarkInSync of a node already in sync return OK (a retry after a lost reply,

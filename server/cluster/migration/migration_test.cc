@@ -400,6 +400,9 @@ class MigrationEtcdTest : public MigrationTest {
   }
   void Publish(v1::ClusterMap m) {
     m.set_cluster_name(kCluster);
+    // Every node's member key is held under lease_: the map names those
+    // incarnations (a MapStore refuses edits by another incarnation).
+    for (v1::ClusterNode& n : *m.mutable_nodes()) n.set_incarnation(static_cast<uint64_t>(lease_));
     m.set_epoch(Stored().epoch() + 1);
     ASSERT_TRUE(client_->Put(etcd_keys::MapKey(kCluster), etcd_keys::EncodeMap(m)).ok());
   }

@@ -5,7 +5,9 @@
 // may be another incarnation, or a later stint of the same process, that
 // has not copied the shard. MarkInSync checks the reporter's incarnation
 // and the shard epoch its copy began at against the map it edits, so such
-// a report is refused whatever the primary's map says.
+// a report is refused whatever the primary's map says. Nor may a primary
+// that is itself a later process than the one the map names mark anyone in
+// sync: it holds none of the shard.
 
 #include <memory>
 #include <string>
@@ -56,12 +58,13 @@ class PromoteSyncingTest : public ::testing::Test {
     }
   }
 
-  // n0 primary, n1 syncing with `incarnation`, at shard epoch `shard_epoch`.
+  // n0 primary (the incarnation holding its member key), n1 syncing with
+  // `incarnation`, at shard epoch `shard_epoch`.
   v1::ClusterMap Map(uint64_t incarnation, uint64_t shard_epoch) {
     v1::ClusterMap m = OneShardMap({nodes_[0].get(), nodes_[1].get()}, {0}, {1}, shard_epoch);
     m.set_cluster_name(kCluster);
     for (v1::ClusterNode& n : *m.mutable_nodes()) {
-      n.set_incarnation(n.node_id() == "n1" ? incarnation : 100);
+      n.set_incarnation(n.node_id() == "n1" ? incarnation : static_cast<uint64_t>(lease_));
     }
     cluster::StampSyncingSince(m.mutable_shards(0));
     return m;
@@ -119,6 +122,36 @@ TEST_F(PromoteSyncingTest, ACopyBegunBeforeTheNodeWasAddedAgainIsRefused) {
   s = Report(/*incarnation=*/2, /*shard_epoch=*/3);
   EXPECT_TRUE(s.ok()) << s.error_message();
   EXPECT_THAT(Stored().shards(0).replicas(), ElementsAre("n0", "n1"));
+}
+
+// n0 was killed and restarted within its lease: the new, empty process
+// registered once the old lease expired and installed a map that still names
+// its earlier life as the shard's primary (the controller has not dropped
+// that life yet). n1, placed on the shard before the kill, copies it from
+// the new process and gets nothing. Were it marked in sync, the controller
+// would promote that empty copy when it drops n0's earlier life, and every
+// acknowledged write of the shard would read as not found; its only in-sync
+// copy died, so the shard must go down instead. Neither the copy nor a
+// report reaching the new process may mark n1 in sync.
+TEST_F(PromoteSyncingTest, ARestartedProcessTheMapNamesInItsEarlierLifeMarksNoOneInSync) {
+  constexpr uint64_t kEarlierLife = 100;
+  v1::ClusterMap m = Map(/*incarnation=*/7, /*shard_epoch=*/2);
+  for (v1::ClusterNode& n : *m.mutable_nodes()) {
+    if (n.node_id() == "n0") n.set_incarnation(kEarlierLife);
+  }
+  maps_.Set(m);
+  StoreInEtcdOnly(m, maps_.Current().epoch());
+  nodes_[0]->state().set_incarnation(static_cast<uint64_t>(lease_));  // the new process
+
+  const absl::Status copy = nodes_[1]->installer().SyncShardNow(0);
+  EXPECT_FALSE(copy.ok());
+  EXPECT_THAT(Stored().shards(0).replicas(), ElementsAre("n0"));
+  EXPECT_THAT(Stored().shards(0).syncing(), ElementsAre("n1"));
+
+  const grpc::Status report = Report(/*incarnation=*/7, /*shard_epoch=*/2);
+  EXPECT_FALSE(report.ok());
+  EXPECT_THAT(Stored().shards(0).replicas(), ElementsAre("n0"));
+  EXPECT_THAT(Stored().shards(0).syncing(), ElementsAre("n1"));
 }
 
 }  // namespace

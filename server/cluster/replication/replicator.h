@@ -118,7 +118,9 @@ class Replicator : public WriteHook {
   absl::Mutex& StripeOf(absl::string_view key);
 
   // The primary's checks before streaming shard `shard_id` to `node_id`:
-  // this node is the shard's primary, its map lists `node_id` as syncing,
+  // this node is the shard's primary (and this process the incarnation the
+  // map names: a restarted one holds none of the shard, kClusterDown; so
+  // for PromoteSyncing), its map lists `node_id` as syncing,
   // and `shard_epoch` is the map's (older: a kStaleShardEpoch refusal;
   // newer: kMapBehind). Waits out the writes in flight, forgets the
   // node's broken mark (the copy about to start is newer than the write it

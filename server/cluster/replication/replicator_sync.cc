@@ -24,6 +24,17 @@ absl::Status NoMapYet() {
   return cluster::ToStatus(cluster::Refusal::MapBehind("this node has no map yet"));
 }
 
+// A process restarted within its earlier life's lease installs a map that
+// still makes that life the primary; it holds none of the shard, so a
+// joiner copying from it would be marked in sync holding nothing (and be
+// promoted empty once the controller drops that life). The shard has lost
+// that copy: it has no primary until the controller says so.
+absl::Status EarlierLife(const ClusterState& state, uint32_t shard_id) {
+  return cluster::ToStatus(cluster::Refusal::ClusterDown(absl::StrCat(
+      "the map names an earlier incarnation of ", state.self(), " as primary of shard ", shard_id,
+      "; this process restarted and holds none of it")));
+}
+
 }  // namespace
 
 absl::StatusOr<uint64_t> Replicator::BeginSync(uint32_t shard_id, absl::string_view node_id,
@@ -35,6 +46,7 @@ absl::StatusOr<uint64_t> Replicator::BeginSync(uint32_t shard_id, absl::string_v
     return absl::FailedPreconditionError(
         absl::StrCat("not the primary of shard ", shard_id, " in map epoch ", map->epoch()));
   }
+  if (state_->NamesEarlierSelf(*map)) return EarlierLife(*state_, shard_id);
   if (shard_epoch < shard->shard_epoch()) {
     return cluster::ToStatus(cluster::Refusal::StaleShardEpoch(
         absl::StrCat(shard_epoch, " < ", shard->shard_epoch(), "; refresh the map")));
@@ -67,6 +79,7 @@ absl::Status Replicator::PromoteSyncing(uint32_t shard_id, absl::string_view nod
     return absl::FailedPreconditionError(
         absl::StrCat("not the primary of shard ", shard_id, " in map epoch ", map->epoch()));
   }
+  if (state_->NamesEarlierSelf(*map)) return EarlierLife(*state_, shard_id);
   if (!Contains(shard->syncing(), node_id)) {
     return absl::FailedPreconditionError(
         absl::StrCat(node_id, " is not syncing shard ", shard_id, " in map epoch ", map->epoch()));
