@@ -31,6 +31,7 @@ absl::StatusOr<std::unique_ptr<ClusterHarness>> ClusterHarness::Start(ClusterOpt
   h->control_ports_.assign(n, 0);
   h->resp_ports_.assign(n, 0);
   h->old_logs_.resize(n);
+  h->node_flags_.resize(n);
   for (int i = 0; i < n; ++i) {
     absl::Status s = h->StartNode(i, 0, 0);
     if (!s.ok()) return s;
@@ -84,7 +85,12 @@ std::vector<std::string> ClusterHarness::FlagsFor(int index) const {
   // to start unless told that the (private, test-only) network is fine.
   if (options_.network != nullptr) flags.push_back("--insecure");
   flags.insert(flags.end(), options_.extra_flags.begin(), options_.extra_flags.end());
+  flags.insert(flags.end(), node_flags_[index].begin(), node_flags_[index].end());
   return flags;
+}
+
+void ClusterHarness::SetNodeFlags(int index, std::vector<std::string> flags) {
+  node_flags_[index] = std::move(flags);
 }
 
 absl::Status ClusterHarness::StartNode(int index, int control_port, int resp_port) {
@@ -93,6 +99,7 @@ absl::Status ClusterHarness::StartNode(int index, int control_port, int resp_por
   launch.control_port = control_port;
   launch.resp_port = resp_port;
   launch.log_tag = NodeId(index);
+  if (options_.node_env) launch.env = options_.node_env(index);
   launch.host = Host(index);
   if (options_.network != nullptr) launch.netns = options_.network->netns(index);
   absl::StatusOr<std::unique_ptr<NodeProcess>> p = NodeProcess::Start(launch);
@@ -118,6 +125,7 @@ absl::StatusOr<int> ClusterHarness::AddNode() {
   control_ports_.push_back(0);
   resp_ports_.push_back(0);
   old_logs_.emplace_back();
+  node_flags_.emplace_back();
   if (absl::Status s = StartNode(index, 0, 0); !s.ok()) return s;
   return index;
 }

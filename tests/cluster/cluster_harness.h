@@ -25,6 +25,7 @@
 #ifndef KVSTORE_TESTS_CLUSTER_CLUSTER_HARNESS_H_
 #define KVSTORE_TESTS_CLUSTER_CLUSTER_HARNESS_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -60,6 +61,9 @@ struct ClusterOptions {
   // the namespaces, e.g. a TcpProxy on host_ip()). Not owned; outlives the
   // harness.
   NetnsNetwork* network = nullptr;
+  // Set: the environment ("NAME=value") of node `index`'s process, at every
+  // start (e.g. a libfaketime clock of its own).
+  std::function<std::vector<std::string>(int index)> node_env;
 };
 
 class ClusterHarness {
@@ -141,6 +145,11 @@ class ClusterHarness {
   // REQUIRES: it is not running.
   absl::Status RestartNode(int index, bool wait_out_of_map = true);
 
+  // Flags appended to node `index`'s from its next start on (after
+  // extra_flags: a later flag wins, e.g. a smaller --pool_size). Replaces
+  // what an earlier call set; {} for none.
+  void SetNodeFlags(int index, std::vector<std::string> flags);
+
   // Why `map` is not healthy for the nodes `running` with R = `replicas`,
   // or "" when it is: every shard has min(R, running) in-sync replicas, all
   // of them running, and nothing syncing. A replica whose record in the map
@@ -162,8 +171,9 @@ class ClusterHarness {
 
   ClusterOptions options_;
   std::vector<std::unique_ptr<NodeProcess>> nodes_;
-  std::vector<int> control_ports_, resp_ports_;  // last known, for restarts
-  std::vector<std::string> old_logs_;            // logs of earlier lives
+  std::vector<int> control_ports_, resp_ports_;       // last known, for restarts
+  std::vector<std::string> old_logs_;                 // logs of earlier lives
+  std::vector<std::vector<std::string>> node_flags_;  // SetNodeFlags
   // Node id -> the incarnation the map named when it was restarted at once.
   std::map<std::string, uint64_t> earlier_lives_;
 };

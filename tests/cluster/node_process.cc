@@ -52,6 +52,10 @@ absl::StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeLaunch
   unlink(ready.c_str());
   std::vector<std::string> argv;
   if (!launch.netns.empty()) argv = {"ip", "netns", "exec", launch.netns};
+  if (!launch.env.empty()) {
+    argv.push_back("/usr/bin/env");
+    argv.insert(argv.end(), launch.env.begin(), launch.env.end());
+  }
   argv.push_back(BinaryPath("server/kvserver"));
   argv.push_back(absl::StrCat("--control_port=", launch.control_port));
   argv.push_back(absl::StrCat("--resp_port=", launch.resp_port));

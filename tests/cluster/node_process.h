@@ -42,6 +42,9 @@ struct NodeLaunch {
   std::string netns;               // empty: the test's own network namespace
   std::string host = "127.0.0.1";  // host of control_address()
   std::string log_tag;             // part of the log file name, e.g. "n1"
+  // "NAME=value" set for the server (run through /usr/bin/env, which execs
+  // it: the pid stays the server's). E.g. LD_PRELOAD of libfaketime.
+  std::vector<std::string> env;
 };
 
 class NodeProcess {

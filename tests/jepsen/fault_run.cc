@@ -10,12 +10,17 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "common/cluster/cluster_map.h"
 #include "tests/jepsen/history_check.h"
 #include "tests/jepsen/history_io.h"
+#include "tests/jepsen/map_history.h"
+#include "tests/jepsen/map_history_reader.h"
 #include "tests/jepsen/replica_check.h"
+#include "tests/jepsen/replica_reader.h"
 #include "tests/jepsen/run_log.h"
 
 namespace kvstore {
@@ -75,10 +80,12 @@ std::string FailoverTimes(const std::vector<Hit>& hits, const std::vector<Op>& o
   return out.empty() ? "  (no fault hit a primary's keys)\n" : out;
 }
 
-// The supervisor: start every node that exited on its own again.
-void RestartExited(ClusterHarness& c, Log& log) {
+// The supervisor: start every node that exited on its own again (not a
+// parked one: it was taken out of the cluster on purpose).
+void RestartExited(TestBed& bed, Log& log) {
+  ClusterHarness& c = bed.cluster();
   for (int i = 0; i < c.size(); ++i) {
-    if (c.Running(i)) continue;
+    if (c.Running(i) || bed.parked(i)) continue;
     std::optional<int> code = c.WaitNodeExit(i, absl::ZeroDuration());
     absl::Status s = c.RestartNode(i, /*wait_out_of_map=*/false);
     log("supervisor: n%d had exited (%s); restarted: %s", i + 1,
@@ -95,6 +102,35 @@ void CheckReplicas(ClusterHarness& c, const std::vector<Op>& ops, absl::Duration
   log("replica convergence: %s", r.text);
   result->diverged = r.diverged;
   if (!r.checked) result->undecided = true;
+}
+
+// The in-sync floor the kvservers were given (--min_insync_replicas, the
+// last one wins), with the server's default min(R, 2).
+uint32_t MinInsync(const TestBedOptions& bed) {
+  uint32_t floor = 0;
+  for (absl::string_view f : bed.extra_flags) {
+    if (absl::ConsumePrefix(&f, "--min_insync_replicas=")) (void)absl::SimpleAtoi(f, &floor);
+  }
+  return floor != 0 ? floor : static_cast<uint32_t>(std::min(bed.replicas, 2));
+}
+
+// Every version of the map etcd kept, checked against the map invariants.
+void CheckMaps(const FaultRunOptions& options, TestBed& bed, Log& log, FaultRunResult* result) {
+  bool truncated = false;
+  absl::StatusOr<std::vector<MapRevision>> maps =
+      ReadMapHistory(bed.EtcdEndpoints(), bed.cluster().options().cluster_name, &truncated);
+  if (!maps.ok()) {
+    log("map history: not checked: %s", maps.status().ToString());
+    result->undecided = true;
+    return;
+  }
+  MapHistoryOptions check;
+  check.min_insync = MinInsync(options.bed);
+  const MapHistoryResult verdict = CheckMapHistory(*maps, check);
+  result->map_revisions = verdict.maps;
+  result->map_violation = !verdict.ok();
+  result->violation |= result->map_violation;
+  log("map history%s: %s", truncated ? " (from a compaction on)" : "", verdict.Text(20));
 }
 
 // The nemesis loop: draw, inject, hold, heal, restart exited nodes, wait
@@ -121,10 +157,12 @@ std::vector<Hit> InjectFaults(const FaultRunOptions& options, TestBed& bed, Neme
     }
     ++result->faults;
     log("fault %s", f.Describe());
+    if (std::string note = nemesis.TakeNote(); !note.empty()) log("  %s", note);
     if (f.node >= 0) hits.push_back({FaultName(f.kind), at, led});
     absl::SleepFor(f.hold);
     absl::Status healed = nemesis.Heal(f);
-    RestartExited(c, log);
+    if (std::string note = nemesis.TakeNote(); !note.empty()) log("  %s", note);
+    RestartExited(bed, log);
     const absl::Time t0 = absl::Now();
     absl::Status in_sync = c.WaitHealthy(options.recover_timeout);
     if (!in_sync.ok()) ++result->not_recovered;
@@ -144,6 +182,8 @@ absl::StatusOr<FaultRunResult> RunFaults(FaultRunOptions options) {
       "kinds, %s",
       options.seed, options.seed, options.bed.nodes, options.bed.replicas, options.bed.etcd_members,
       static_cast<int>(options.faults.size()), absl::FormatDuration(options.duration));
+  options.bed.fake_clocks |=
+      std::count(options.faults.begin(), options.faults.end(), FaultKind::kClockStep) > 0;
   absl::StatusOr<std::unique_ptr<TestBed>> started = TestBed::Start(options.bed);
   if (!started.ok()) return started.status();
   TestBed& bed = **started;
@@ -163,7 +203,7 @@ absl::StatusOr<FaultRunResult> RunFaults(FaultRunOptions options) {
   std::vector<Hit> hits = InjectFaults(options, bed, nemesis, log, &result);
   load.Stop();
   (void)bed.HealAll();
-  RestartExited(c, log);
+  RestartExited(bed, log);
   absl::Status quiet = c.WaitHealthy(options.recover_timeout * 2);
   log("load stopped; %s", quiet.ok() ? "every shard in sync" : quiet.ToString());
   absl::Status final_reads = load.FinalReads(absl::Minutes(2));
@@ -197,6 +237,7 @@ absl::StatusOr<FaultRunResult> RunFaults(FaultRunOptions options) {
     log("replica convergence: not checked: the cluster never came back in sync");
     result.undecided = true;
   }
+  CheckMaps(options, bed, log, &result);
   log("verdict: %s", result.violation   ? "VIOLATION"
                      : result.diverged  ? "replicas differ (docs/consistency.md §5)"
                      : result.undecided ? "undecided"

@@ -13,6 +13,10 @@
 //   ok/failed/unknown, failover times (fault to the first acknowledged
 //   write on the keys of the node it hit), and the checkers' verdicts.
 //
+// Last it reads every version of the cluster map etcd kept during the run
+// and checks the map-history invariants (map_history.h); a broken one is a
+// violation like a history's.
+//
 // Thread safety: one run per process at a time (namespaces are named from
 // the pid).
 
@@ -47,7 +51,11 @@ struct FaultRunOptions {
 };
 
 struct FaultRunResult {
-  bool violation = false;  // the history check found one (linearizability, the set)
+  // The history check found one (linearizability, the set), or the map
+  // history broke an invariant (map_violation).
+  bool violation = false;
+  bool map_violation = false;
+  size_t map_revisions = 0;  // versions of the map the map check read
   // In-sync replicas differed at quiescence. Reported apart: replicas can
   // still differ on writes that were never acknowledged (docs/consistency.md
   // §5), which no read on the primary path has seen.

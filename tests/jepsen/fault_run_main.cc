@@ -35,7 +35,7 @@ ABSL_FLAG(int, etcd_members, 3, "etcd members");
 ABSL_FLAG(
     std::string, faults, "all",
     "comma-separated fault kinds (kill, pause, cut-etcd, cut-peer, cut-clients, one-way, cut-all, "
-    "etcd-kill, etcd-pause, etcd-isolate, failover) or all");
+    "etcd-kill, etcd-pause, etcd-isolate, failover, clock-step, full-pool, add-remove) or all");
 ABSL_FLAG(std::string, member_ttl, "3s", "kvserver --member_ttl");
 ABSL_FLAG(int, keys, 2000, "register keys");
 ABSL_FLAG(std::string, history, "", "write the history (JSON lines) here");

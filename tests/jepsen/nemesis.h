@@ -20,6 +20,18 @@
 //                 reach it: its watches and keepalives get no leader)
 //   failover      kvctl cluster failover of a random shard (an admin act,
 //                 not a fault; nothing to heal)
+//   clock-step    a node's wall clock (CLOCK_REALTIME only) steps by ±2 or
+//                 ±5 TTL while it runs, and back to the true time at the
+//                 heal (fake_clock.h; needs TestBedOptions::fake_clocks)
+//   full-pool     an in-sync backup restarted with a small pool (16M),
+//                 back in sync, then filled by large writes to the shards
+//                 it backs (pool_filler.h) until it answers pool-full;
+//                 healed by a restart with the usual pool
+//   add-remove    the spare node (the bed's last namespace) started,
+//                 `add-node` (a new shard it leads) and `rebalance` (slots
+//                 migrate to it under load); at the heal `remove-node`
+//                 (drained while migrations may still run) and stopped, so
+//                 the node count returns to where it was
 //
 // Partitions drop packets silently at the receiver (Firewall, kIn), so
 // connections hang as over a real broken link instead of failing fast.
@@ -30,12 +42,15 @@
 #define KVSTORE_TESTS_JEPSEN_NEMESIS_H_
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "tests/jepsen/cluster_admin.h"
+#include "tests/jepsen/pool_filler.h"
 #include "tests/jepsen/test_bed.h"
 
 namespace kvstore {
@@ -53,6 +68,9 @@ enum class FaultKind {
   kEtcdPause,
   kEtcdIsolate,
   kFailover,
+  kClockStep,
+  kFullPool,
+  kAddRemove,
 };
 
 // The name used in --faults and in the log ("kill", "cut-etcd", ...).
@@ -66,6 +84,7 @@ struct Fault {
   int other = -1;  // cut-peer: the other node; etcd-*: the member
   int shard = -1;  // failover
   absl::Duration hold;
+  absl::Duration step;  // clock-step: the offset from the true time
   std::string Describe() const;
 };
 
@@ -81,17 +100,30 @@ class Nemesis {
   absl::Status Inject(Fault& fault);
   // Undoes it: restarts, resumes, clears rules.
   absl::Status Heal(const Fault& fault);
+  // What the last Inject/Heal did beyond the fault's description (the
+  // filler's writes, the admin answers), then cleared; "" when nothing.
+  std::string TakeNote();
 
  private:
   int RandomNode();
   int PrimaryOrRandom();
+  int BackupOrRandom();
   absl::Status CutPair(Firewall& a, const std::string& a_ip, Firewall& b, const std::string& b_ip);
-  absl::Status Failover(int shard);
+  absl::Status InjectFullPool(const Fault& f);
+  absl::Status HealFullPool(const Fault& f);
+  absl::Status InjectAddRemove(const Fault& f);
+  absl::Status HealAddRemove(const Fault& f);
+  // Kills `node` and starts it again with `flags` appended, once the map
+  // no longer names it (a new, empty process).
+  absl::Status RestartWith(int node, std::vector<std::string> flags);
 
   TestBed* const bed_;
   const std::vector<FaultKind> kinds_;
   const absl::Duration ttl_;
   std::mt19937_64 rng_;
+  ClusterAdmin admin_;
+  std::unique_ptr<PoolFiller> filler_;  // full-pool, between inject and heal
+  std::string note_;
 };
 
 }  // namespace jepsen

@@ -2,6 +2,8 @@
 
 #include "tests/jepsen/test_bed.h"
 
+#include <unistd.h>
+
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +22,7 @@ using testing::EtcdProcess;
 using testing::NetnsNetwork;
 using testing::ProcessResult;
 using testing::RunProcess;
+using testing::TempDir;
 namespace {
 
 constexpr int kClientPort = 2379;
@@ -52,6 +55,12 @@ absl::StatusOr<std::unique_ptr<TestBed>> TestBed::Start(TestBedOptions options) 
   c.replication_timeout = bed->options_.replication_timeout;
   c.extra_flags = bed->options_.extra_flags;
   c.network = bed->network_.get();
+  if (bed->options_.fake_clocks) {
+    if (absl::Status s = FakeClocks::Available(); !s.ok()) return s;
+    bed->clocks_ = std::make_unique<FakeClocks>(absl::StrCat(TempDir(), "/faketime.", getpid()));
+    FakeClocks* clocks = bed->clocks_.get();
+    c.node_env = [clocks](int i) { return clocks->Env(i); };
+  }
   absl::StatusOr<std::unique_ptr<ClusterHarness>> cluster = ClusterHarness::Start(std::move(c));
   if (!cluster.ok()) return cluster.status();
   bed->cluster_ = *std::move(cluster);
@@ -111,6 +120,14 @@ absl::StatusOr<int> TestBed::EtcdLeader() {
     if (f.size() > 4 && f[4] == "true") return m;
   }
   return absl::UnavailableError("no etcd member says it is the leader");
+}
+
+void TestBed::Park(int i, bool parked) {
+  if (parked) {
+    parked_.insert(i);
+  } else {
+    parked_.erase(i);
+  }
 }
 
 absl::Status TestBed::RestartEtcd(int m) { return etcd_[m]->Start(); }

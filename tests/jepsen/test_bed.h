@@ -25,6 +25,7 @@
 #define KVSTORE_TESTS_JEPSEN_TEST_BED_H_
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "tests/cluster/cluster_harness.h"
 #include "tests/cluster/etcd_process.h"
 #include "tests/cluster/netns.h"
+#include "tests/jepsen/fake_clock.h"
 #include "tests/jepsen/firewall.h"
 
 namespace kvstore {
@@ -49,6 +51,9 @@ struct TestBedOptions {
   // Appended to every kvserver's flags.
   std::vector<std::string> extra_flags = {"--pool_size=64M", "--transport=tcp",
                                           "--grace_period=100ms"};
+  // Every kvserver runs on a wall clock of its own (fake_clock.h) that
+  // clocks() steps. kFailedPrecondition at Start without libfaketime.
+  bool fake_clocks = false;
 };
 
 class TestBed {
@@ -78,6 +83,14 @@ class TestBed {
   // Removes every partition rule.
   absl::Status HealAll();
 
+  // The nodes' wall clocks; nullptr unless options().fake_clocks.
+  FakeClocks* clocks() { return clocks_.get(); }
+
+  // A parked node was taken out on purpose (remove-node, then stopped): the
+  // supervisor does not restart it.
+  void Park(int i, bool parked);
+  bool parked(int i) const { return parked_.count(i) > 0; }
+
  private:
   explicit TestBed(TestBedOptions options) : options_(std::move(options)) {}
   absl::Status StartEtcd();
@@ -86,6 +99,8 @@ class TestBed {
   std::unique_ptr<testing::NetnsNetwork> network_;
   std::vector<std::unique_ptr<Firewall>> firewalls_;
   std::vector<std::unique_ptr<testing::EtcdProcess>> etcd_;
+  std::unique_ptr<FakeClocks> clocks_;
+  std::set<int> parked_;
   std::unique_ptr<testing::ClusterHarness> cluster_;
 };
 

@@ -81,10 +81,25 @@ int Workload::ZipfKey(std::mt19937_64& rng) const {
                           zipf_cdf_.begin());
 }
 
-absl::StatusOr<std::unique_ptr<client::KvClient>> Workload::Connect() const {
+const ClientPath& Workload::PathOf(int client) const {
+  static const ClientPath kResp;
+  const std::vector<ClientPath>& paths = options_.register_paths;
+  if (paths.empty() || client >= options_.register_clients) return kResp;
+  return paths[client % paths.size()];
+}
+
+std::map<std::string, uint64_t> Workload::PathMetrics(const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = path_metrics_.find(name);
+  return it == path_metrics_.end() ? std::map<std::string, uint64_t>{} : it->second;
+}
+
+absl::StatusOr<std::unique_ptr<client::KvClient>> Workload::Connect(const ClientPath& path) const {
   client::Options o;
   o.servers = options_.seeds;
-  o.transport = client::TransportMode::kTcp;
+  o.transport = path.transport;
+  o.rdma_device = path.rdma_device;
+  o.rdma_location_cache_entries = path.location_cache_entries;
   o.connect_timeout = options_.op_timeout;
   o.op_timeout = options_.op_timeout;
   return client::KvClient::Connect(o);
@@ -109,11 +124,12 @@ void Workload::Stop() {
 
 void Workload::RunClient(int client, int kind) {
   std::mt19937_64 rng(options_.seed * 1000003ull + client);
+  const ClientPath& path = PathOf(client);
   uint64_t n = 0;
   std::unique_ptr<client::KvClient> kv;
   while (!stop_) {
     if (kv == nullptr) {
-      auto c = Connect();
+      auto c = Connect(path);
       if (!c.ok()) {
         absl::SleepFor(absl::Milliseconds(100));
         continue;
@@ -125,17 +141,22 @@ void Workload::RunClient(int client, int kind) {
     if (kind == 2) MultiPutStep(client, *kv, &n, rng);
     absl::SleepFor(options_.think_time);
   }
+  if (kv == nullptr) return;
+  const std::map<std::string, uint64_t> m = kv->metrics();
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, uint64_t>& sum = path_metrics_[path.name];
+  for (const auto& [series, value] : m) sum[series] += value;
 }
 
 Outcome Workload::Get(int client, client::KvClient& kv, const std::string& key,
-                      const char* workload, bool final_read) {
+                      const char* workload, bool final_read, const std::string& path) {
   Op op;
   op.client = client;
   op.kind = OpKind::kGet;
   op.key = key;
   op.workload = workload;
   op.final_read = final_read;
-  op.path = "resp";
+  op.path = path;
   const size_t id = recorder_->Invoke(std::move(op));
   absl::StatusOr<std::string> v = kv.Get(key);
   if (v.ok()) {
@@ -153,7 +174,7 @@ void Workload::RegisterStep(int client, client::KvClient& kv, uint64_t* n, std::
   const std::string key = Key(ZipfKey(rng));
   const double pick = std::uniform_real_distribution<double>(0, 1)(rng);
   if (pick >= options_.write_fraction) {
-    Get(client, kv, key, "", false);
+    Get(client, kv, key, "", false, PathOf(client).name);
     return;
   }
   Op op;
@@ -184,7 +205,7 @@ void Workload::SetStep(int client, client::KvClient& kv, uint64_t* n, std::mt199
     }
   }
   if (!sample.empty()) {
-    Get(client, kv, sample, "set", false);
+    Get(client, kv, sample, "set", false, "resp");
     return;
   }
   Op op;
@@ -241,7 +262,7 @@ absl::Status Workload::FinalReads(absl::Duration timeout) {
   std::unique_ptr<client::KvClient> kv;
   while (!left.empty() && absl::Now() < deadline) {
     if (kv == nullptr) {
-      auto c = Connect();
+      auto c = Connect(ClientPath{});
       if (!c.ok()) {
         absl::SleepFor(absl::Milliseconds(200));
         continue;
@@ -254,7 +275,7 @@ absl::Status Workload::FinalReads(absl::Duration timeout) {
       // only after the client's attempts, and a pass over thousands of them
       // would outlast any timeout.
       if (absl::Now() >= deadline ||
-          Get(client, *kv, key, key[0] == 's' ? "set" : "", true) != Outcome::kOk) {
+          Get(client, *kv, key, key[0] == 's' ? "set" : "", true, "resp") != Outcome::kOk) {
         again.push_back(key);
       }
     }
