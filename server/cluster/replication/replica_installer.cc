@@ -32,9 +32,8 @@ bool Contains(const google::protobuf::RepeatedPtrField<std::string>& ids, absl::
 // the primary reads them as "may hold", the safe reading.
 absl::Status NotStored(const absl::Status& s, absl::string_view self) {
   if (!absl::IsResourceExhausted(s) || cluster::FromStatus(s).has_value()) return s;
-  return cluster::ToStatus(cluster::Refusal::NotStored(
-      absl::StrCat("on replica ", self, ": ", absl::StatusCodeToString(s.code()), ": ",
-                   s.message())));
+  return cluster::ToStatus(cluster::Refusal::NotStored(absl::StrCat(
+      "on replica ", self, ": ", absl::StatusCodeToString(s.code()), ": ", s.message())));
 }
 
 }  // namespace

@@ -47,22 +47,6 @@ absl::Status BelowFloor(const cluster::ClusterMapView& map, const v1::Shard& sha
 
 }  // namespace
 
-struct Replicator::Target {
-  const v1::ClusterNode* node = nullptr;
-  bool in_sync = false;  // an in-sync backup (else a syncing replica)
-  absl::Status status;
-  // Its RDMA link failed with this write: sent again marked resent_after_rdma.
-  bool rdma_failed = false;
-  // Whether this target may hold the write: it was sent to it, and its
-  // answer is not a refusal that certainly had no effect (OK, a timeout or
-  // a broken connection all may). After a failed RDMA link the answer is
-  // the gRPC resend's, but the link's commit may have been installed
-  // anyway (only its ack was lost).
-  bool MayHold() const {
-    return node != nullptr && (rdma_failed || !cluster::CertainlyNoEffect(status));
-  }
-};
-
 Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* seqs,
                        PeerClient* peers, metrics::Registry* registry, ReplicatorOptions options)
     : state_(state),
@@ -585,24 +569,6 @@ absl::Status Replicator::HandleFailures(const v1::Shard& shard, const std::vecto
   return cluster::OutcomeUnknown(cluster::ToStatus(cluster::Refusal::ClusterDown(
       absl::StrCat("shard ", shard.shard_id(),
                    ": a backup failed and the in-sync set may not shrink below ", floor))));
-}
-
-absl::Status Replicator::NothingStored(const v1::Shard& shard, const std::vector<Target>& targets,
-                                       int floor) {
-  // Every target refused with no effect: no replica holds the write and this
-  // node did not publish it, so the client gets a definite answer (and
-  // NoteOutcome marks nothing for repair). A replica that could not store
-  // it names its reason; any other clean refusal reads as the shard down.
-  for (const Target& t : targets) {
-    std::optional<cluster::Refusal> r = cluster::FromStatus(t.status);
-    if (!r.has_value() || r->kind != cluster::RefusalKind::kNotStored) continue;
-    return cluster::ToStatus(cluster::Refusal::NotStored(
-        absl::StrCat(r->detail, " (shard ", shard.shard_id(),
-                     "); nothing was stored: the in-sync set may not shrink below ", floor)));
-  }
-  return cluster::ToStatus(cluster::Refusal::ClusterDown(absl::StrCat(
-      "shard ", shard.shard_id(), ": a backup refused the write and the in-sync set may not "
-      "shrink below ", floor, "; nothing was stored")));
 }
 
 }  // namespace server

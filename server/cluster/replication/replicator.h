@@ -91,6 +91,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/cluster/refusal.h"
 #include "common/metrics/registry.h"
 #include "server/cluster/membership/shard_map_editor.h"
 #include "server/cluster/peer/peer_client.h"
@@ -217,7 +218,22 @@ class Replicator : public WriteHook {
   absl::Status DropUnreconciled(uint32_t shard_id, const v1::ClusterNode& node);
 
  private:
-  struct Target;
+  // One backup or syncing replica a round sends the write to.
+  struct Target {
+    const v1::ClusterNode* node = nullptr;
+    bool in_sync = false;  // an in-sync backup (else a syncing replica)
+    absl::Status status;
+    // Its RDMA link failed with this write: sent again marked resent_after_rdma.
+    bool rdma_failed = false;
+    // Whether this target may hold the write: it was sent to it, and its
+    // answer is not a refusal that certainly had no effect (OK, a timeout or
+    // a broken connection all may). After a failed RDMA link the answer is
+    // the gRPC resend's, but the link's commit may have been installed
+    // anyway (only its ack was lost).
+    bool MayHold() const {
+      return node != nullptr && (rdma_failed || !cluster::CertainlyNoEffect(status));
+    }
+  };
   // What one attempt's replication round and migration forward came to.
   struct Round {
     absl::Status replicated;
@@ -273,8 +289,7 @@ class Replicator : public WriteHook {
   // HandleFailures' answer when the floor keeps a failed backup but no
   // target may hold the write: a refusal of no effect (kNotStored naming
   // the replica that could not store it, else kClusterDown).
-  absl::Status NothingStored(const v1::Shard& shard, const std::vector<Target>& targets,
-                             int floor);
+  absl::Status NothingStored(const v1::Shard& shard, const std::vector<Target>& targets, int floor);
   // What a write of `shard` (slot `slot`, routed on `map`) waits for before
   // it is sent anywhere: the promotion gate (until `deadline`), then the
   // repair of the shard's unsettled keys. A refusal of Effect::kNone.
