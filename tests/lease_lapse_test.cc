@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/kv_client.h"
+#include "common/metrics/exposition.h"
 #include "common/testing/eventually.h"
 #include "gtest/gtest.h"
 #include "proto/kv_cluster.pb.h"
@@ -160,6 +161,60 @@ TEST_F(LeaseLapseTest, EveryLeaseLapsesAndEveryShardComesBackWithItsData) {
   // Writes are accepted again.
   for (int i = 0; i < 20; ++i) {
     EXPECT_TRUE(after->Put(absl::StrCat("new", i), "x").ok()) << i;
+  }
+}
+
+// One node's lease lapses while its process runs and the others' leases
+// hold (its keepalives were lost). It registers again as a new incarnation
+// of the same process and keeps what its memory holds: the controller
+// gives its roles to the new incarnation (no departure, no failover), its
+// primaries keep it in their in-sync sets through the writes that arrive
+// meanwhile, and it receives no copy. Before, its backups refused it as
+// "restarted, empty", the departure timer of its old incarnation took its
+// roles, and its memory was dropped and copied again in full.
+TEST_F(LeaseLapseTest, ANodeWhoseLeaseLapsedKeepsItsRolesAndItsCopy) {
+  ASSERT_TRUE(Eventually([&] { return Settled(); }));
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_TRUE(c->Put(absl::StrCat("k", i), absl::StrCat("v", i)).ok()) << i;
+  }
+  const v1::ClusterMap before = Map();
+  const v1::ClusterNode lapsed = Member(1);
+  const uint64_t keys_before = servers_[1]->store()->size();
+  ASSERT_GT(keys_before, 0u);
+  ASSERT_TRUE(etcd_.ExpireLease(servers_[1]->cluster_node()->incarnation()).ok());
+  ASSERT_TRUE(Eventually([&] {
+    const uint64_t now = Member(1).incarnation();
+    return now != 0 && now != lapsed.incarnation();
+  }));
+  // Writes while the map still names the earlier incarnation.
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_TRUE(c->Put(absl::StrCat("k", i), absl::StrCat("w", i)).ok()) << i;
+  }
+  ASSERT_TRUE(Eventually([&] {
+    const v1::ClusterMap m = Map();
+    for (const v1::ClusterNode& n : m.nodes()) {
+      if (n.node_id() == "n1") return n.incarnation() == Member(1).incarnation();
+    }
+    return false;
+  }));
+  const v1::ClusterMap after = Map();
+  for (int s = 0; s < before.shards_size(); ++s) {
+    EXPECT_EQ(std::vector<std::string>(after.shards(s).replicas().begin(),
+                                       after.shards(s).replicas().end()),
+              std::vector<std::string>(before.shards(s).replicas().begin(),
+                                       before.shards(s).replicas().end()))
+        << "shard " << before.shards(s).shard_id();
+  }
+  auto counters = metrics::FlattenSnapshot(servers_[1]->registry().TakeSnapshot());
+  EXPECT_EQ(counters["kvstore_syncs_completed_total"], 0u);
+  EXPECT_EQ(counters["kvstore_slot_janitor_deleted_total"], 0u);
+  EXPECT_GE(servers_[1]->store()->size(), keys_before);
+  for (int i = 0; i < kKeys; ++i) {
+    absl::StatusOr<std::string> v = c->Get(absl::StrCat("k", i));
+    ASSERT_TRUE(v.ok()) << "k" << i << ": " << v.status();
+    EXPECT_EQ(*v, absl::StrCat("w", i));
   }
 }
 

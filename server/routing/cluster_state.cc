@@ -104,6 +104,22 @@ bool ClusterState::NamesEarlierSelf(const cluster::ClusterMapView& map) const {
          record->incarnation() != mine;
 }
 
+void ClusterState::set_process_id(std::string process_id) {
+  absl::MutexLock lock(&mu_);
+  process_id_ = std::move(process_id);
+}
+
+std::string ClusterState::process_id() const {
+  absl::MutexLock lock(&mu_);
+  return process_id_;
+}
+
+bool ClusterState::NamesOtherProcess(const cluster::ClusterMapView& map) const {
+  if (!NamesEarlierSelf(map)) return false;
+  const std::string mine = process_id();
+  return mine.empty() || map.Node(self_)->process_id() != mine;
+}
+
 bool ClusterState::Serving() const {
   if (fenced()) return false;
   const int64_t now = absl::ToInt64Nanoseconds(clock_.Steady());

@@ -136,6 +136,17 @@ class ClusterState {
   uint64_t incarnation() const { return incarnation_.load(std::memory_order_acquire); }
   // Whether `map` names an earlier incarnation of this node (see above).
   bool NamesEarlierSelf(const cluster::ClusterMapView& map) const;
+  // This process's id (ClusterNode.process_id: random at start, kept when
+  // it registers again after a lease lapse); empty until set.
+  void set_process_id(std::string process_id);
+  std::string process_id() const;
+  // Whether `map` names an earlier incarnation of this node that was
+  // another process (a restart: that life's memory is gone), or one whose
+  // process is unknown. False for an earlier incarnation of this same
+  // process: its copies are this memory, so this process may keep
+  // receiving their writes as a backup while the controller moves its
+  // roles to the new incarnation (it still serves none of them, above).
+  bool NamesOtherProcess(const cluster::ClusterMapView& map) const;
 
   // Routes a request for `key` (kNotReady unless Serving()). Writes (and reads without
   // `replica_ok`) are served only by the shard's primary; with `replica_ok` (RESP READONLY,
@@ -213,6 +224,7 @@ class ClusterState {
   std::atomic<int64_t> deadline_ns_{std::numeric_limits<int64_t>::max()};
   mutable absl::Mutex mu_;
   std::shared_ptr<const cluster::ClusterMapView> map_ ABSL_GUARDED_BY(mu_);
+  std::string process_id_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint32_t> handed_off_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint32_t> accepted_ ABSL_GUARDED_BY(mu_);
   std::vector<std::function<void(const cluster::ClusterMapView&)>> listeners_ ABSL_GUARDED_BY(mu_);

@@ -151,6 +151,29 @@ TEST(ClusterState, ARestartedNodeDoesNotServeItsEarlierLife) {
   EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kServe);
 }
 
+// Registered again after a lease lapse, the same process: the earlier
+// incarnation's copies are its memory (NamesOtherProcess false) though it
+// serves none of them until the map names this incarnation. Another
+// process, or one whose id is unknown, is a restart.
+TEST(ClusterState, AnEarlierIncarnationOfTheSameProcessIsNotAnotherProcess) {
+  ClusterState state("a");
+  state.set_incarnation(7);
+  state.set_process_id("p");
+  auto with_process = [](uint64_t epoch, const std::string& process) {
+    v1::ClusterMap map = TwoShards(epoch, /*incarnation=*/6)->proto();
+    map.mutable_nodes(0)->set_process_id(process);
+    return *cluster::ClusterMapView::Build(map);
+  };
+  ASSERT_TRUE(state.Update(with_process(1, "p")));
+  EXPECT_TRUE(state.NamesEarlierSelf(*state.map()));
+  EXPECT_FALSE(state.NamesOtherProcess(*state.map()));
+  EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kNotReady);
+  ASSERT_TRUE(state.Update(with_process(2, "q")));
+  EXPECT_TRUE(state.NamesOtherProcess(*state.map()));
+  ASSERT_TRUE(state.Update(with_process(3, "")));
+  EXPECT_TRUE(state.NamesOtherProcess(*state.map()));
+}
+
 // A migration in HANDOFF whose target shard lost every replica: the target
 // may have acknowledged writes of the slots after it accepted the handoff,
 // so the source (which holds the slots' data as of the handoff) must not

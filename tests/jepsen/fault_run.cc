@@ -19,7 +19,9 @@
 #include "tests/jepsen/history_io.h"
 #include "tests/jepsen/map_history.h"
 #include "tests/jepsen/map_history_reader.h"
+#include "tests/jepsen/replica_check.h"
 #include "tests/jepsen/replica_reader.h"
+#include "tests/jepsen/run_log.h"
 
 namespace kvstore {
 namespace jepsen {
@@ -27,23 +29,7 @@ namespace {
 
 using testing::ClusterHarness;
 
-// What the run prints goes to stdout and into the result's report.
-class Log {
- public:
-  explicit Log(std::string* sink) : sink_(sink), start_(absl::Now()) {}
-  template <typename... Args>
-  void operator()(const absl::FormatSpec<Args...>& format, const Args&... args) {
-    std::string line = absl::StrFormat("[%6.1fs] ", absl::ToDoubleSeconds(absl::Now() - start_));
-    absl::StrAppendFormat(&line, format, args...);
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-    absl::StrAppend(sink_, line, "\n");
-  }
-
- private:
-  std::string* sink_;
-  absl::Time start_;
-};
+using Log = RunLog;
 
 // A fault that hit a node: when, and the register keys that node led then
 // (the keys whose next acknowledged write measures the failover time).
@@ -107,44 +93,15 @@ void RestartExited(TestBed& bed, Log& log) {
   }
 }
 
-std::map<std::string, std::string> RespAddresses(ClusterHarness& c) {
-  std::map<std::string, std::string> out;
-  for (int i = 0; i < c.size(); ++i) {
-    if (c.Running(i)) out[ClusterHarness::NodeId(i)] = c.node(i)->resp_address();
-  }
-  return out;
-}
-
 // Compares every in-sync replica of every shard over the keys written; a
 // difference marks the run diverged, a replica that never answers leaves it
 // undecided.
 void CheckReplicas(ClusterHarness& c, const std::vector<Op>& ops, absl::Duration timeout, Log& log,
                    FaultRunResult* result) {
-  std::vector<std::string> keys;
-  for (const Op& op : ops) {
-    if (op.is_write()) keys.push_back(op.key);
-  }
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  // A node that registered again after its lease lapsed is still named by
-  // the map's old entry for up to a TTL while it serves nothing: ask again,
-  // with a fresh map, until every in-sync replica answers.
-  absl::StatusOr<std::vector<ShardDumps>> dumps = absl::UnavailableError("not read");
-  for (const absl::Time until = absl::Now() + timeout; absl::Now() < until;) {
-    absl::StatusOr<v1::ClusterMap> map = c.GetMap();
-    dumps = map.ok() ? ReadReplicas(*map, RespAddresses(c), keys)
-                     : absl::StatusOr<std::vector<ShardDumps>>(map.status());
-    if (dumps.ok()) break;
-    absl::SleepFor(absl::Milliseconds(500));
-  }
-  if (!dumps.ok()) {
-    log("replica convergence: not checked: %s", dumps.status().ToString());
-    result->undecided = true;
-    return;
-  }
-  bool diverged = false;
-  log("replica convergence: %s", ConvergenceText(CheckConvergence(*dumps), 10, &diverged));
-  result->diverged = diverged;
+  const ReplicaCheck r = CompareReplicas(c, ops, timeout);
+  log("replica convergence: %s", r.text);
+  result->diverged = r.diverged;
+  if (!r.checked) result->undecided = true;
 }
 
 // The in-sync floor the kvservers were given (--min_insync_replicas, the

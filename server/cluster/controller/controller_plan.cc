@@ -365,7 +365,8 @@ v1::ClusterMap MakeFirstMap(const MemberSet& members, uint32_t replicas,
 
 std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet& members,
                                  const AppliedSeqFn& applied_seq) {
-  std::optional<PlanStep> step = RemoveDead(current, members, applied_seq);
+  std::optional<PlanStep> step = Rejoin(current, members);
+  if (!step) step = RemoveDead(current, members, applied_seq);
   if (!step) step = RecoverDown(current, members);
   if (!step) step = SettleBrokenMigrations(current);
   if (!step) step = FillShards(current, members);

@@ -64,8 +64,22 @@ struct PlanStep {
   std::string what;  // for the log: "node n1 failed: shard 0 primary n2 ..."
 };
 
+// Whether the member key of `node_id` is a new incarnation of the process
+// `map` records (same non-empty process_id): the node registered again
+// after its lease lapsed, its memory intact.
+bool IsRejoin(const v1::ClusterMap& map, const MemberSet& members, const std::string& node_id);
+
 // The next single change the map needs, in this order of priority, or
 // nullopt when it needs none:
+//   0. Rejoin: a node the map names that registered again with its memory
+//      (IsRejoin) gets its new incarnation in its record (and draining
+//      mark), every role kept; shards it leads get a new shard epoch. Its
+//      roles are still true of its memory: as a backup it stayed in an
+//      in-sync set only while its primary acknowledged no write it lacks
+//      (a primary drops a backup from the map before acknowledging
+//      without it); as a primary it served nothing after its lease
+//      deadline and nobody replaced it (that is a map change which drops
+//      it, and this step is written on the same map or not at all).
 //   1. Dead nodes (member key gone or another incarnation) leave every
 //      replicas/syncing list. A shard whose primary died gets the surviving
 //      in-sync backup with the highest applied seq (ties and unknowns: list
@@ -123,6 +137,8 @@ std::optional<PlanStep> PlanNext(const v1::ClusterMap& current, const MemberSet&
 // the map's epoch is left to the caller.
 std::optional<PlanStep> TrimReplicas(const v1::ClusterMap& current, const MemberSet& members);
 std::optional<PlanStep> BalanceReplicas(const v1::ClusterMap& current, const MemberSet& members);
+// Step 0 of PlanNext on its own (controller_plan_rejoin.cc).
+std::optional<PlanStep> Rejoin(const v1::ClusterMap& current, const MemberSet& members);
 // Step 2 of PlanNext on its own (controller_plan_down.cc).
 std::optional<PlanStep> RecoverDown(const v1::ClusterMap& current, const MemberSet& members);
 

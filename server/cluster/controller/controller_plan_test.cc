@@ -238,7 +238,12 @@ TEST(ControllerPlanTest, NodesBackFromALeaseLapseGetTheirShardsBack) {
     if (c.shard_id() == 0) c.set_applied_seq(5);
   }
   FakeSeqs seqs;
-  v1::ClusterMap m = map;
+  // Every lease lapsed and the controller took every node out (every shard
+  // DOWN) before the nodes registered again.
+  auto down = PlanNext(map, MemberSet{}, seqs.Fn());
+  ASSERT_TRUE(down.has_value());
+  for (const v1::Shard& shard : down->map.shards()) EXPECT_THAT(shard.replicas(), IsEmpty());
+  v1::ClusterMap m = down->map;
   for (int i = 0; i < 10; ++i) {
     auto step = PlanNext(m, after, seqs.Fn());
     if (!step.has_value()) break;
@@ -253,6 +258,35 @@ TEST(ControllerPlanTest, NodesBackFromALeaseLapseGetTheirShardsBack) {
   EXPECT_THAT(Syncing(m, 2), ElementsAre("a"));
   for (const v1::Shard& shard : m.shards()) EXPECT_EQ(shard.last_in_sync_size(), 0);
   for (const std::string& id : {"a", "b", "c"}) EXPECT_TRUE(IsAliveIn(m, after, id)) << id;
+}
+
+// A node that registered again after its lease lapsed, memory intact (same
+// process_id, new incarnation), keeps every role: its record takes the new
+// incarnation and the shard it leads a new shard epoch. No failover, no
+// copy.
+TEST(ControllerPlanTest, ANodeBackWithItsMemoryKeepsItsRoles) {
+  MemberSet before = Members({"a", "b", "c"});
+  for (auto& [id, n] : before) n.set_process_id("p-" + id);
+  const v1::ClusterMap map = MakeFirstMap(before, 2, "test");
+  MemberSet after = before;
+  after["b"].set_incarnation(2);
+  FakeSeqs seqs;
+  auto step = PlanNext(map, after, seqs.Fn());
+  ASSERT_TRUE(step.has_value());
+  EXPECT_THAT(step->what, HasSubstr("registered again"));
+  ExpectValid(step->map);
+  for (int s = 0; s < map.shards_size(); ++s) {
+    EXPECT_EQ(Replicas(step->map, s), Replicas(map, s)) << s;
+    const bool b_leads = map.shards(s).replicas(0) == "b";
+    EXPECT_EQ(step->map.shards(s).shard_epoch(), map.shards(s).shard_epoch() + (b_leads ? 1 : 0));
+  }
+  for (const std::string& id : {"a", "b", "c"}) EXPECT_TRUE(IsAliveIn(step->map, after, id)) << id;
+  EXPECT_FALSE(PlanNext(step->map, after, seqs.Fn()).has_value());
+  // Another process under b's name restarted empty: its roles end.
+  after["b"].set_process_id("p-b2");
+  step = PlanNext(map, after, seqs.Fn());
+  ASSERT_TRUE(step.has_value());
+  EXPECT_THAT(step->what, HasSubstr("failed"));
 }
 
 // Only a process of the last in-sync set counts: a backup dropped from the

@@ -19,7 +19,9 @@ MemberSet Departures::Settle(const v1::ClusterMap& map, const MemberSet& members
   absl::MutexLock lock(&mu_);
   std::map<std::string, Seen> seen;
   for (const std::string& id : plan_util::NamedNodes(map)) {
-    if (IsAliveIn(map, members, id)) continue;
+    // Back from a lease lapse with its memory: PlanNext gives its roles to
+    // the new incarnation; holding the old record here would hide it.
+    if (IsAliveIn(map, members, id) || IsRejoin(map, members, id)) continue;
     const v1::ClusterNode* record = plan_util::RecordOf(map, id);
     if (record == nullptr) continue;
     auto it = seen_.find(id);

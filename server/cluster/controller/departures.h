@@ -16,6 +16,12 @@
 // failure detector, and the wait the safety timer. It costs one TTL of
 // failover time.
 //
+// A member key of a new incarnation of the same process (IsRejoin: it
+// registered again after its lease lapsed, memory intact) is no departure:
+// the node is not dead, PlanNext moves its roles to the new incarnation.
+// A timer is bound to the incarnation it was started for and ends when the
+// map's record of the node changes.
+//
 // Thread safety: thread-safe.
 
 #ifndef KVSTORE_SERVER_CLUSTER_CONTROLLER_DEPARTURES_H_

@@ -62,6 +62,29 @@ TEST(DeparturesTest, ANewIncarnationCountsAsADepartureOfTheOldOne) {
   EXPECT_EQ(settled.at("b").incarnation(), 7u);
 }
 
+// The same process registered again after its lease lapsed (its member key
+// has a new incarnation, its process_id the map's): no departure, no timer.
+// The controller rewrites its record (PlanNext step 0); a timer started for
+// the old incarnation would otherwise fire against the new one and take
+// every role from a node that never lost its memory.
+TEST(DeparturesTest, TheSameProcessBackFromALeaseLapseIsNoDeparture) {
+  Departures d(kTtl);
+  v1::ClusterMap map = Map();
+  map.mutable_nodes(1)->set_process_id("pb");
+  v1::ClusterNode back = Node("b", 7);
+  back.set_process_id("pb");
+  MemberSet members{{"a", Node("a", 1)}, {"b", back}};
+  MemberSet settled = d.Settle(map, members, kT0);
+  EXPECT_EQ(settled.at("b").incarnation(), 7u);
+  EXPECT_TRUE(IsRejoin(map, settled, "b"));
+  EXPECT_EQ(d.NextDue(kT0), absl::InfiniteDuration());
+  // Another process (restarted, empty) is a departure as before.
+  members["b"].set_process_id("other");
+  settled = d.Settle(map, members, kT0 + absl::Seconds(1));
+  EXPECT_EQ(settled.at("b").incarnation(), 1u);
+  EXPECT_EQ(d.NextDue(kT0 + absl::Seconds(1)), kT0 + absl::Seconds(4));
+}
+
 TEST(DeparturesTest, ANodeNoLongerNamedIsForgotten) {
   Departures d(kTtl);
   MemberSet members{{"b", Node("b", 1)}};

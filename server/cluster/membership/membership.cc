@@ -118,6 +118,7 @@ absl::Status Membership::Register() {
   const absl::Duration sent = clock_.Steady();
   KV_ASSIGN_OR_RETURN(lease_, etcd_->GrantLease(options_.ttl));
   options_.self.set_incarnation(static_cast<uint64_t>(lease_));
+  state_->set_process_id(options_.self.process_id());
   state_->set_incarnation(static_cast<uint64_t>(lease_));
   // Registering again (a lease lapse): the installed map names the earlier
   // incarnation, whose roles are not this one's until the controller gives

@@ -41,12 +41,27 @@ bool Covers(const std::vector<bool>& roles, const std::vector<bool>& old_roles) 
   return true;
 }
 
+// A shard that has a primary but fewer in-sync replicas than the
+// replication factor: a copy this node still holds of it (it was dropped
+// from the in-sync set) is the one the controller may place back and a
+// delta resync start from. Not a draining node's: it is leaving.
+bool WantsCopies(const v1::ClusterMap& map, const v1::Shard& shard, const std::string& node_id) {
+  if (shard.replicas().empty() ||
+      shard.replicas_size() >= static_cast<int>(map.replication_factor())) {
+    return false;
+  }
+  for (const v1::ClusterNode& d : map.draining()) {
+    if (d.node_id() == node_id) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<bool> SlotRoles(const cluster::ClusterMapView& map, const std::string& node_id) {
   std::vector<bool> roles(cluster::kSlotCount, false);
   for (const v1::Shard& shard : map.proto().shards()) {
-    if (!InShard(shard, node_id)) continue;
+    if (!InShard(shard, node_id) && !WantsCopies(map.proto(), shard, node_id)) continue;
     for (const v1::SlotRange& r : shard.slots()) Mark(r.start(), r.end(), &roles);
   }
   for (const v1::Migration& m : map.proto().migrations()) {

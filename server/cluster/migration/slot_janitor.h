@@ -12,7 +12,13 @@
 // DOWN, in its last in-sync set: its copy may bring the shard back), or of
 // the target shard of
 // the slot's active (COPYING or HANDOFF) migration: an importing node keeps
-// what the source copied to it. PENDING migrations give no role.
+// what the source copied to it. PENDING migrations give no role. A node
+// also keeps the slots of a shard that has a primary but fewer in-sync
+// replicas than the map's replication factor, unless it is draining: a
+// node dropped from that shard's in-sync set (a lease lapse, a failed
+// write) holds a candidate copy, the one a resync of it starts from, and
+// drops it only once the shard is whole again without it. (Such a copy
+// is never served: no role routes to it, and it is not an in-sync copy.)
 //
 // When. A ClusterState listener notes every installed map and wakes the
 // janitor's own thread (the listener itself does no work: it runs on the

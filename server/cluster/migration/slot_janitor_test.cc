@@ -228,6 +228,53 @@ TEST_F(SlotJanitorTest, AKeyWrittenUnderARoleReturnedBeforeTheDeleteIsKept) {
   EXPECT_EQ(janitor_->deleted(), 4u) << "only shard 3's keys, on the first map";
 }
 
+// A backup dropped from a shard's in-sync set (its lease lapsed, a write
+// to it failed) keeps its entries while the shard has fewer in-sync
+// replicas than the replication factor: its copy is the one a delta resync
+// would start from. They go once the shard is whole again without it, and
+// at once when the node is being drained.
+TEST_F(SlotJanitorTest, ACopyOfAShardBelowItsReplicationFactorIsKeptUntilTheShardIsWhole) {
+  janitor_ = std::make_unique<SlotJanitor>(store_.get(), &state_);
+  const std::vector<std::vector<v1::SlotRange>> ranges = {
+      {Range(0, 5999)}, {Range(6000, 11999)}, {Range(12000, 16383)}};
+  v1::ClusterMap m = Map(1, ranges);
+  m.set_replication_factor(2);
+  m.mutable_shards(0)->add_replicas("n2");
+  m.mutable_shards(1)->add_replicas("n1");  // n1 backs shard 2
+  m.mutable_shards(2)->add_replicas("n2");
+  Install(m);
+  ASSERT_EQ(Present("two"), 4);
+  ASSERT_EQ(Present("three"), 0);  // shard 3 is whole without n1
+
+  m.set_epoch(2);
+  m.mutable_shards(1)->mutable_replicas()->RemoveLast();  // n1 dropped
+  Install(m);
+  EXPECT_EQ(Present("two"), 4);
+  EXPECT_EQ(Present("import"), 4);
+
+  m.set_epoch(3);
+  m.mutable_shards(1)->add_syncing("n3");  // a replacement copies
+  Install(m);
+  EXPECT_EQ(Present("two"), 4);
+
+  m.set_epoch(4);
+  m.mutable_shards(1)->clear_syncing();
+  m.mutable_shards(1)->add_replicas("n3");  // in sync: the shard is whole
+  Install(m);
+  EXPECT_EQ(Present("two"), 0);
+  EXPECT_EQ(Present("import"), 0);
+  EXPECT_EQ(Present("mid"), 4);
+}
+
+TEST(SlotRolesTest, ADrainingNodeKeepsNoCopyOfAShardBelowItsReplicationFactor) {
+  v1::ClusterMap m = Map(1, {{Range(0, 5999)}, {Range(6000, 11999)}, {Range(12000, 16383)}});
+  m.set_replication_factor(2);
+  EXPECT_TRUE(SlotRoles(*View(m), "n1")[6000]);
+  m.add_draining()->set_node_id("n1");
+  EXPECT_FALSE(SlotRoles(*View(m), "n1")[6000]);
+  EXPECT_TRUE(SlotRoles(*View(m), "n1")[0]);  // its own role stays a role
+}
+
 TEST(SlotRolesTest, ReplicaSyncingAndImportTarget) {
   v1::ClusterMap m = Map(1, {{Range(0, 5999)}, {Range(6000, 11999)}, {Range(12000, 16383)}});
   m.mutable_shards(2)->add_replicas("n1");  // n1 backs shard 3

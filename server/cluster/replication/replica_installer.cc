@@ -181,9 +181,10 @@ absl::Status ReplicaInstaller::Check(const ReplicaCommit& c, bool* syncing) cons
     return absl::FailedPreconditionError(absl::StrCat("primary incarnation ", c.primary_incarnation,
                                                       " is not the map's ", p->incarnation()));
   }
-  if (state_->NamesEarlierSelf(*map)) {
+  if (state_->NamesOtherProcess(*map)) {
     // A restarted, empty process whose map still names its earlier life
-    // must not acknowledge writes as that life's copy of the shard.
+    // must not acknowledge writes as that life's copy of the shard. The
+    // same process back from a lease lapse holds that copy: it goes on.
     return absl::FailedPreconditionError(absl::StrCat("this map names an earlier incarnation of ",
                                                       state_->self(), " (restarted, empty)"));
   }

@@ -12,8 +12,11 @@
 // node's map has the shard at the request's shard_epoch (this map older: a
 // kMapBehind refusal, which the primary retries briefly; newer:
 // kStaleShardEpoch), the sender is the shard's primary (and of the
-// incarnation the map names), and this node is one of its in-sync backups
-// or syncing replicas. Installed with KvStore::InstallReplica (the entry's
+// incarnation the map names), this node is one of its in-sync backups
+// or syncing replicas, and the map does not name an earlier incarnation of
+// this node that was another process (ClusterState::NamesOtherProcess: a
+// restart lost that copy; the same process back from a lease lapse holds
+// it and goes on acknowledging). Installed with KvStore::InstallReplica (the entry's
 // checksum is verified: kDataLoss) or DeleteReplica; the shard's applied
 // seq is then recorded (ReplicaStatus).
 //

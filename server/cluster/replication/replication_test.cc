@@ -225,6 +225,32 @@ TEST_F(ReplicationTest, AFailedBackupTheFloorNeedsStaysInSyncAndTheWriteIsUnknow
 // a lease lapse, memory intact) holds keys the primary deleted since; the
 // copy only adds entries, so it drops its old ones first, or it would join
 // the in-sync set holding a key the shard no longer has.
+// A backup whose lease lapsed while its process kept running registered
+// again (a new incarnation, the same process_id); its primary's map still
+// names the earlier incarnation until the controller moves the roles. Its
+// memory is that copy, so it keeps acknowledging the shard's writes and
+// stays in the in-sync set (dropping it would make its copy worthless and
+// cost a full copy). A process that restarted under the same node id has
+// lost that copy and is refused, as before: its primary drops it.
+TEST_F(ReplicationTest, ABackupBackFromALeaseLapseWithItsMemoryStaysInSync) {
+  Start(2);
+  v1::ClusterMap map = OneShardMap(nodes(), {0, 1}, {});
+  for (v1::ClusterNode& n : *map.mutable_nodes()) n.set_process_id("process-" + n.node_id());
+  maps_.Set(map);
+  node(1).state().set_process_id("process-n1");
+  ASSERT_THAT(node(0).Put("a", "1"), IsOk());
+  node(1).state().set_incarnation(900);  // registered again, same process
+  ASSERT_THAT(node(0).Put("b", "2"), IsOk());
+  EXPECT_EQ(replicas(), (std::vector<std::string>{"n0", "n1"}));
+  EXPECT_EQ(node(1).Value("a"), "1");
+  EXPECT_EQ(node(1).Value("b"), "2");
+
+  node(1).state().set_process_id("process-n1-restarted");
+  ASSERT_THAT(node(0).Put("c", "3"), IsOk());
+  EXPECT_EQ(replicas(), (std::vector<std::string>{"n0"}));
+  EXPECT_EQ(node(1).Value("c"), "<NOT_FOUND>");
+}
+
 TEST_F(ReplicationTest, AJoinerDropsWhatItHeldOfTheShardBeforeItCopies) {
   NodeOptions options;
   options.sync_thread = false;  // the test drives the copy
