@@ -158,7 +158,8 @@ class ClusterState {
   // shard has no primary a HANDOFF slot is kDown on every node, replica
   // reads included: the target may have acknowledged writes of it that the
   // source never saw. A COPYING slot routes as any other (the owner serves
-  // it), with `migration` set.
+  // it), with `migration` set. Where this node would serve a slot as its
+  // shard's primary but holds the shard (HoldNewLeads below): kReconciling.
   Route RouteKey(absl::string_view key, bool replica_ok = false) const;
   Route RouteSlot(uint32_t slot, bool replica_ok = false) const;
 
