@@ -213,7 +213,7 @@ std::vector<grpc::Status> CallEveryRpc(pb::KvControl::Stub& stub, const std::str
 
 TEST_F(ControlSecurityTest, EveryRpcNeedsTheBearerToken) {
   ASSERT_NO_FATAL_FAILURE(Start(kToken));
-  for (const std::string token : {std::string(), std::string("0123456789abcdef-wrong-token")}) {
+  for (const std::string& token : {std::string(), std::string("0123456789abcdef-wrong-token")}) {
     pb::HandshakeResponse handshake;
     std::vector<grpc::Status> statuses = CallEveryRpc(*stub_, token, &handshake);
     ASSERT_EQ(statuses.size(), 11u);

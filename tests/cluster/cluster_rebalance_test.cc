@@ -147,7 +147,9 @@ void ExpectEvenSlots(const v1::ClusterMap& map, const std::string& new_node) {
     EXPECT_EQ(cluster::SlotCountOf(shard), 4096u)
         << "shard " << shard.shard_id() << ": " << cluster::FormatSlotRanges(shard);
     ASSERT_FALSE(shard.replicas().empty());
-    if (shard.replicas(0) == new_node) EXPECT_EQ(cluster::SlotCountOf(shard), 4096u);
+    if (shard.replicas(0) == new_node) {
+      EXPECT_EQ(cluster::SlotCountOf(shard), 4096u);
+    }
   }
 }
 
