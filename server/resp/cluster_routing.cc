@@ -34,12 +34,18 @@ bool RouteKeys(const ClusterState* cluster, Connection* conn,
     // all. kvstore serves them when this node serves every one (a superset:
     // cluster-aware Redis clients never send such a command), because its
     // own client batches MGET/MSET per node, not per slot. Keys of several
-    // slots not all served here: CROSSSLOT, as in Redis.
+    // slots not all served here: CROSSSLOT, as in Redis; but a slot of a
+    // shard this node leads and holds (a new lead not yet reconciled) is
+    // its TRYAGAIN, which passes soon, not a client error.
     for (size_t i = first; i < args.size(); i += step) {
-      if (cluster->RouteKey(args[i], replica_ok).kind != Route::Kind::kServe) {
+      const Route route = cluster->RouteKey(args[i], replica_ok);
+      if (route.kind == Route::Kind::kServe) continue;
+      if (route.kind == Route::Kind::kReconciling) {
+        conn->ReplyStatus(RouteStatus(route, RefusalAddress::kResp));
+      } else {
         conn->ReplyError(kCrossSlotError);
-        return false;
       }
+      return false;
     }
     return true;
   }

@@ -270,6 +270,36 @@ TEST_F(RespClusterTest, ClusterDownWithoutMapFencedOrPrimary) {
   EXPECT_THAT(r[2].str, HasSubstr("cluster_state:fail\r\ncluster_slots_assigned:0\r\n"));
 }
 
+// A node that becomes a shard's primary holds it until its backups match
+// it (ClusterState::HoldNewLeads; the reconciler releases the hold): reads
+// and writes of it get a TRYAGAIN of no effect, also inside a command of
+// several slots; its other shards and a backup's READONLY reads are served.
+TEST_F(RespClusterTest, ANewPrimaryAnswersTryAgainUntilReconciled) {
+  for (Node& n : nodes_) n.state->HoldNewLeads();
+  v1::ClusterMap map = MakeMap(2);
+  map.mutable_shards(0)->set_replicas(0, NodeName(1));  // failover: node 1 leads shard 0
+  map.mutable_shards(0)->set_replicas(1, NodeName(0));
+  Install(map);
+  const std::string key = KeyOn(0), mine = KeyOn(1);
+  const std::string held = absl::StrCat("TRYAGAIN Hash slot ", cluster::KeySlot(key),
+                                        " has a new primary still making its replicas equal; "
+                                        "retry shortly");
+  EXPECT_EQ(RunOne(1, {"GET", key}).str, held);
+  EXPECT_EQ(RunOne(1, {"SET", key, "v"}).str, held);
+  EXPECT_EQ(RunOne(1, {"MGET", mine, key}).str, held);
+  EXPECT_EQ(RunOne(1, {"SET", mine, "m"}).str, "OK");  // shard 1: led all along
+  int fd = Connect(nodes_[0].server->port());
+  Send(fd, Cmd({"READONLY"}) + Cmd({"GET", key}));
+  const std::vector<Reply> r = Read(fd, 2);
+  close(fd);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1].type, Reply::Type::kNull);  // node 0, now a backup: a dirty read, not held
+
+  nodes_[1].state->ReleaseHold(0, 2);
+  EXPECT_EQ(RunOne(1, {"SET", key, "v"}).str, "OK");
+  EXPECT_EQ(RunOne(1, {"GET", key}).str, "v");
+}
+
 TEST_F(RespClusterTest, ReadOnlyLetsABackupServeReads) {
   // Node 1 backs shard 0. No replicator runs here, so put the value into
   // node 1's store directly, as a replicated write would.

@@ -15,6 +15,7 @@ bool ClusterState::Update(std::shared_ptr<const cluster::ClusterMapView> map) {
   {
     absl::MutexLock lock(&mu_);
     if (map_ != nullptr && map->epoch() <= map_->epoch()) return false;
+    HoldLeadsLocked(*map);  // before map_: no request routes on it unheld
     map_ = map;
     epoch_.store(map->epoch(), std::memory_order_release);
     // A mark outlives its migration only as garbage: ids are never reused.
@@ -35,6 +36,63 @@ std::shared_ptr<const cluster::ClusterMapView> ClusterState::map() const {
 void ClusterState::AddListener(std::function<void(const cluster::ClusterMapView&)> listener) {
   absl::MutexLock lock(&mu_);
   listeners_.push_back(std::move(listener));
+}
+
+void ClusterState::HoldLeadsLocked(const cluster::ClusterMapView& map) {
+  const bool first = map_ == nullptr;
+  absl::flat_hash_set<uint32_t> led;
+  absl::flat_hash_map<uint32_t, uint64_t> held;
+  for (const v1::Shard* shard : map.ShardsLedBy(self_)) {
+    const uint32_t id = shard->shard_id();
+    led.insert(id);
+    if (led_.contains(id)) {
+      if (auto it = held_.find(id); it != held_.end()) held.insert(*it);  // the lead goes on
+    } else if (hold_new_leads_ && !first) {
+      held.emplace(id, map.epoch());
+    }
+  }
+  led_ = std::move(led);
+  held_ = std::move(held);
+}
+
+void ClusterState::HoldNewLeads() {
+  absl::MutexLock lock(&mu_);
+  hold_new_leads_ = true;
+}
+
+bool ClusterState::Held(uint32_t shard_id) const {
+  absl::MutexLock lock(&mu_);
+  return held_.contains(shard_id);
+}
+
+std::vector<ClusterState::HeldLead> ClusterState::HeldLeads() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<HeldLead> leads;
+  for (const auto& [id, since] : held_) leads.push_back(HeldLead{id, since});
+  return leads;
+}
+
+void ClusterState::ReleaseHold(uint32_t shard_id, uint64_t reconciled_at) {
+  std::vector<std::function<void()>> listeners;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = held_.find(shard_id);
+    if (it == held_.end() || it->second > reconciled_at) return;
+    held_.erase(it);
+    listeners = hold_listeners_;
+  }
+  for (const auto& listener : listeners) listener();
+}
+
+void ClusterState::AddHoldListener(std::function<void()> listener) {
+  absl::MutexLock lock(&mu_);
+  hold_listeners_.push_back(std::move(listener));
+}
+
+uint64_t ClusterState::FenceEpoch() const {
+  absl::MutexLock lock(&mu_);
+  if (map_ == nullptr || !held_.empty() || NamesEarlierSelf(*map_)) return 0;
+  return map_->epoch();
 }
 
 bool ClusterState::NamesEarlierSelf(const cluster::ClusterMapView& map) const {
@@ -122,6 +180,17 @@ Route ClusterState::RouteKey(absl::string_view key, bool replica_ok) const {
 }
 
 Route ClusterState::RouteSlot(uint32_t slot, bool replica_ok) const {
+  Route route = RouteUnheld(slot, replica_ok);
+  // Held() reads the holds of a map at least as new as route.map, and a
+  // hold is set in the same step that installs its map.
+  if (route.kind == Route::Kind::kServe && route.shard->replicas(0) == self_ &&
+      Held(route.shard->shard_id())) {
+    route.kind = Route::Kind::kReconciling;
+  }
+  return route;
+}
+
+Route ClusterState::RouteUnheld(uint32_t slot, bool replica_ok) const {
   Route route;
   route.slot = slot;
   route.map = map();
@@ -169,6 +238,9 @@ cluster::Refusal RouteRefusal(const Route& route, RefusalAddress address) {
     }
     case Route::Kind::kTryAgain:
       return Refusal::TryAgain(route.slot, "is being handed to another shard; retry shortly");
+    case Route::Kind::kReconciling:
+      return Refusal::TryAgain(route.slot,
+                               "has a new primary still making its replicas equal; retry shortly");
     case Route::Kind::kDown:
       return Refusal::ClusterDown(route.slot, "not served: its shard has no primary");
     case Route::Kind::kServe:

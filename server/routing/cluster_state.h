@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -47,14 +48,18 @@ struct Route {
     // The slot is in a HANDOFF migration (architecture §19.9) that this
     // node leads the source of:
     kTryAgain,  // writes of the slot may still be in flight here (kTryAgain)
-    kAsk        // the target took the slot over: ask `node` for this one
+    kAsk,       // the target took the slot over: ask `node` for this one
                 // request (kAsk), without changing the map
+    // This node leads the slot's shard since a map in which it did not, and
+    // has not yet made its in-sync backups equal to itself (HoldNewLeads):
+    // serve nothing of it (kTryAgain). Every other field is as for kServe.
+    kReconciling
   };
   Kind kind = Kind::kNotReady;
   uint32_t slot = 0;
   // The map the decision was made on (keeps `shard` and `node` alive).
   std::shared_ptr<const cluster::ClusterMapView> map;
-  // kServe: the shard the request is served as (the migration's target
+  // kServe, kReconciling: the shard the request is served as (the migration's target
   // shard on a target that accepted the handoff); kMoved, kDown, kAsk,
   // kTryAgain: the slot's owner in the map.
   const v1::Shard* shard = nullptr;
@@ -153,7 +158,8 @@ class ClusterState {
   // shard has no primary a HANDOFF slot is kDown on every node, replica
   // reads included: the target may have acknowledged writes of it that the
   // source never saw. A COPYING slot routes as any other (the owner serves
-  // it), with `migration` set.
+  // it), with `migration` set. Where this node would serve a slot as its
+  // shard's primary but holds the shard (HoldNewLeads below): kReconciling.
   Route RouteKey(absl::string_view key, bool replica_ok = false) const;
   Route RouteSlot(uint32_t slot, bool replica_ok = false) const;
 
@@ -171,9 +177,45 @@ class ClusterState {
   // fence page follow it). Register before the first Update().
   void AddListener(std::function<void(const cluster::ClusterMapView&)> listener);
 
+  // Holds of new leads. Why: in-sync replicas hold every acknowledged
+  // write but may differ on writes never acknowledged (in flight when their
+  // primary died). A new primary that served its own copy of such a write
+  // and then died before its backups matched it would let a second
+  // failover take back a value a reader saw. So, once HoldNewLeads() was
+  // called, every shard this node leads in an installed map but did not
+  // lead in the map installed before it is held from that very install
+  // (computed inside Update(), before any request can route on the map):
+  // RouteSlot answers kReconciling where it would serve it as its primary
+  // (replica reads are dirty by contract and not held), and FenceEpoch()
+  // is 0, until ReleaseHold(). The first installed map holds nothing (the
+  // process started empty: it leads only a new shard, or one no in-sync
+  // copy survived). Losing the lead drops its hold; leading again holds
+  // again. The replication layer's reconciler releases the holds.
+  void HoldNewLeads();
+  bool Held(uint32_t shard_id) const;
+  struct HeldLead {
+    uint32_t shard_id = 0;
+    uint64_t since = 0;  // the map epoch since which this node leads it
+  };
+  std::vector<HeldLead> HeldLeads() const;
+  // Ends the hold of `shard_id` if its lead began at or before map epoch
+  // `reconciled_at` (the map on which its backups were made equal to this
+  // node), then runs the hold listeners. A lead begun later stays held.
+  void ReleaseHold(uint32_t shard_id, uint64_t reconciled_at);
+  // Called after a hold is released (the fence page follows it).
+  void AddHoldListener(std::function<void()> listener);
+  // The map epoch one-sided readers may trust this node's data at: the
+  // installed map's, or 0 (matches no reader's map, so they refuse and
+  // refresh) while a lead is held or the map names an earlier incarnation.
+  uint64_t FenceEpoch() const;
+
  private:
   // RouteSlot for a slot in a HANDOFF migration; false: route as usual.
   bool RouteHandoff(Route* route) const;
+  // RouteSlot before holds are applied.
+  Route RouteUnheld(uint32_t slot, bool replica_ok) const;
+  // The new leads of `map` (installed next) into held_/led_.
+  void HoldLeadsLocked(const cluster::ClusterMapView& map) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string self_;
   const Clock& clock_;
@@ -187,6 +229,11 @@ class ClusterState {
   absl::flat_hash_set<uint32_t> handed_off_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint32_t> accepted_ ABSL_GUARDED_BY(mu_);
   std::vector<std::function<void(const cluster::ClusterMapView&)>> listeners_ ABSL_GUARDED_BY(mu_);
+  bool hold_new_leads_ ABSL_GUARDED_BY(mu_) = false;
+  // The shards this node leads in map_, and those of them held (by since).
+  absl::flat_hash_set<uint32_t> led_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint32_t, uint64_t> held_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<void()>> hold_listeners_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace server

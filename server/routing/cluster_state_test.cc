@@ -2,6 +2,10 @@
 
 #include "server/routing/cluster_state.h"
 
+#include <string>
+#include <vector>
+
+#include "common/cluster/refusal.h"
 #include "gtest/gtest.h"
 #include "server/routing/fence_page.h"
 
@@ -27,6 +31,72 @@ std::shared_ptr<const cluster::ClusterMapView> TwoShards(uint64_t epoch, uint64_
     s->add_replicas(i == 0 ? "b" : "a");
   }
   return *cluster::ClusterMapView::Build(map);
+}
+
+// Shard 1 led by `shard1_primary` ("a" or "b"), the other its backup.
+std::shared_ptr<const cluster::ClusterMapView> Shard1LedBy(uint64_t epoch,
+                                                           const std::string& shard1_primary) {
+  v1::ClusterMap map = TwoShards(epoch)->proto();
+  map.mutable_shards(1)->set_replicas(0, shard1_primary);
+  map.mutable_shards(1)->set_replicas(1, shard1_primary == "a" ? "b" : "a");
+  return *cluster::ClusterMapView::Build(map);
+}
+
+// A shard this node starts to lead is held from the install itself: the
+// map's listeners (and any request routed on the map) already see the hold,
+// and the fence epoch is 0 until the hold is released.
+TEST(ClusterState, AHoldOfANewLeadBeginsWithItsInstall) {
+  ClusterState state("a");
+  state.HoldNewLeads();
+  int released = 0;
+  state.AddHoldListener([&] { ++released; });
+  std::vector<Route::Kind> seen;  // "foo" (shard 1), as each listener routes it
+  std::vector<uint64_t> fence;
+  state.AddListener([&](const cluster::ClusterMapView&) {
+    seen.push_back(state.RouteKey("foo").kind);
+    fence.push_back(state.FenceEpoch());
+  });
+  ASSERT_TRUE(state.Update(Shard1LedBy(1, "a")));  // the first map holds nothing
+  EXPECT_EQ(state.RouteKey("foo").kind, Route::Kind::kServe);
+  ASSERT_TRUE(state.Update(Shard1LedBy(2, "b")));
+  ASSERT_TRUE(state.Update(Shard1LedBy(3, "a")));  // a leads shard 1 again
+  EXPECT_EQ(seen, (std::vector<Route::Kind>{Route::Kind::kServe, Route::Kind::kMoved,
+                                            Route::Kind::kReconciling}));
+  EXPECT_EQ(fence, (std::vector<uint64_t>{1, 2, 0}));
+  const Route held = state.RouteKey("foo");
+  EXPECT_EQ(held.shard->shard_id(), 1u);
+  const cluster::Refusal refusal = RouteRefusal(held, RefusalAddress::kResp);
+  EXPECT_EQ(refusal.kind, cluster::RefusalKind::kTryAgain);
+  EXPECT_EQ(refusal.effect, cluster::Effect::kNone);
+  EXPECT_EQ(state.RouteKey("bar").kind, Route::Kind::kServe);  // shard 0: led all along
+  // A backup's reads (dirty by contract) are not held.
+  ClusterState backup("b");
+  backup.HoldNewLeads();
+  ASSERT_TRUE(backup.Update(Shard1LedBy(1, "a")));
+  ASSERT_TRUE(backup.Update(Shard1LedBy(2, "b")));  // b newly leads shard 1, backs up shard 0
+  EXPECT_EQ(backup.RouteKey("bar", /*replica_ok=*/true).kind, Route::Kind::kServe);
+  EXPECT_EQ(backup.RouteKey("foo", /*replica_ok=*/true).kind, Route::Kind::kReconciling);
+
+  ASSERT_TRUE(state.Update(Shard1LedBy(4, "a")));  // the same lead goes on: still held
+  EXPECT_EQ(state.RouteKey("foo").kind, Route::Kind::kReconciling);
+  state.ReleaseHold(1, 2);  // reconciled on a map before this lead began: not this lead
+  EXPECT_EQ(state.RouteKey("foo").kind, Route::Kind::kReconciling);
+  EXPECT_EQ(released, 0);
+  state.ReleaseHold(1, 3);
+  EXPECT_EQ(state.RouteKey("foo").kind, Route::Kind::kServe);
+  EXPECT_EQ(state.FenceEpoch(), 4u);
+  EXPECT_EQ(released, 1);
+  ASSERT_TRUE(state.Update(Shard1LedBy(5, "a")));
+  EXPECT_EQ(state.RouteKey("foo").kind, Route::Kind::kServe);
+}
+
+// Without HoldNewLeads (no reconciler runs) nothing is held.
+TEST(ClusterState, NoHoldsUnlessAsked) {
+  ClusterState state("a");
+  ASSERT_TRUE(state.Update(Shard1LedBy(1, "b")));
+  ASSERT_TRUE(state.Update(Shard1LedBy(2, "a")));
+  EXPECT_EQ(state.RouteKey("foo").kind, Route::Kind::kServe);
+  EXPECT_EQ(state.FenceEpoch(), 2u);
 }
 
 TEST(ClusterState, RoutesToThePrimaryAndRedirectsTheRest) {

@@ -233,7 +233,7 @@ absl::StatusOr<EtcdOutageResult> RunEtcdOutage(EtcdOutageOptions options) {
   log("verdict: %s", result.violation      ? "VIOLATION"
                      : result.node_exited  ? "A NODE EXITED"
                      : result.node_emptied ? "A NODE LOST ITS MEMORY"
-                     : result.diverged     ? "replicas differ (docs/consistency.md §5)"
+                     : result.diverged     ? "replicas differ (docs/consistency.md §1.3)"
                      : result.undecided    ? "undecided"
                                            : "PASS");
   return result;

@@ -239,7 +239,7 @@ absl::StatusOr<FaultRunResult> RunFaults(FaultRunOptions options) {
   }
   CheckMaps(options, bed, log, &result);
   log("verdict: %s", result.violation   ? "VIOLATION"
-                     : result.diverged  ? "replicas differ (docs/consistency.md §5)"
+                     : result.diverged  ? "replicas differ (docs/consistency.md §1.3)"
                      : result.undecided ? "undecided"
                                         : "PASS");
   return result;

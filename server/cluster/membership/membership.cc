@@ -71,6 +71,14 @@ absl::StatusOr<std::unique_ptr<Membership>> Membership::Start(etcd::EtcdClient* 
     absl::MutexLock lock(&link->mu);
     if (link->target != nullptr) link->target->MapInstalled(view);
   });
+  // A released hold of a new lead (ClusterState::ReleaseHold) may let the
+  // fence page show the map epoch again. Under the same link mutex as
+  // MapInstalled, so the page always ends on the newest answer.
+  state->AddHoldListener([link = m->listener_] {
+    absl::MutexLock lock(&link->mu);
+    if (link->target != nullptr)
+      link->target->fence_->set_map_epoch(link->target->state_->FenceEpoch());
+  });
   KV_RETURN_IF_ERROR(m->Register());
   int64_t revision = 0;
   absl::Status read = m->ReadMap(&revision);
@@ -344,10 +352,12 @@ void Membership::WatchdogLoop() {
 
 void Membership::MapInstalled(const cluster::ClusterMapView& view) {
   const uint64_t epoch = view.epoch();
-  // A map that names an earlier life of this node: one-sided readers on it
-  // would read this empty process as that life's shards. Epoch 0 matches
-  // no reader's map, so they refuse until a map names this incarnation.
-  fence_->set_map_epoch(state_->NamesEarlierSelf(view) ? 0 : epoch);
+  // Epoch 0 matches no reader's map, so one-sided readers refuse this
+  // node's data (and refresh their map) while the map names an earlier life
+  // of this node (they would read this empty process as that life's shards)
+  // or while a new lead is held (its unreconciled copy could be taken back;
+  // the hold began with the install, before this ran): FenceEpoch().
+  fence_->set_map_epoch(state_->FenceEpoch());
   absl::MutexLock lock(&mu_);
   applied_epoch_ = std::max(applied_epoch_, epoch);
   republish_ = true;

@@ -280,6 +280,24 @@ TEST_F(MembershipTest, InstallsMapsFromEtcdAndPublishesTheAppliedEpoch) {
   EXPECT_EQ(fence_.words().map_epoch, 6u);
 }
 
+// A shard this node starts to lead is held until its backups match it
+// (ClusterState::HoldNewLeads; the reconciler releases it): meanwhile the
+// fence page shows epoch 0, so one-sided readers refuse this node's data,
+// and the map's epoch once the hold is released.
+TEST_F(MembershipTest, TheFencePageShowsEpochZeroWhileANewLeadIsHeld) {
+  state_.HoldNewLeads();
+  PutMap(TwoNodeMap(3, "n2", "n1"));
+  StartMember();
+  ASSERT_EQ(state_.map_epoch(), 3u);
+  EXPECT_EQ(fence_.words().map_epoch, 3u);  // a backup: nothing held
+  PutMap(TwoNodeMap(4, "n1", "n2"));        // n1 leads shard 0 now
+  ASSERT_TRUE(Eventually([this] { return state_.map_epoch() == 4; }));
+  ASSERT_TRUE(Eventually([this] { return fence_.words().map_epoch != 3; }));
+  EXPECT_EQ(fence_.words().map_epoch, 0u);
+  state_.ReleaseHold(0, 4);  // reconciled on map 4
+  EXPECT_EQ(fence_.words().map_epoch, 4u);
+}
+
 // The map watch stalls without an error (a half-open connection, an etcd
 // member without a leader) while keepalives still succeed elsewhere, and a
 // manual failover deposes this node. Its renewal must not vouch for the

@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
 #include "common/cluster/slots.h"
+#include "common/failpoint/failpoint_testing.h"
 #include "common/metrics/testing.h"
 #include "common/testing/eventually.h"
 #include "common/testing/status_matchers.h"
@@ -379,6 +380,54 @@ TEST_F(ReconcileTest, ANewTargetPrimaryLeavesTheSlotsOfARunningMigrationAlone) {
   EXPECT_EQ(node(2).Value(staying), "1");
   EXPECT_EQ(node(2).Value(moving), "source");  // shard 0's acknowledged write
   EXPECT_EQ(node(3).Value(moving), kAbsent);
+}
+
+// The primary dies with a write in flight that reached one backup only; that
+// backup is promoted. Until it has made the other backup equal to itself it
+// serves no read of the shard (a read of the write only it holds would be
+// taken back by a second failover to the other backup): a refusal of no
+// effect. Once reconciled it serves the write, which the other holds too.
+TEST_F(ReconcileTest, ANewPrimaryServesNoReadUntilReconciled) {
+  Start(3);
+  maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));
+  ASSERT_THAT(node(0).Put("a", "a0"), IsOk());
+  absl::Notification release;
+  node(1).service().set_before([&](const v1::ReplicateRequest& r) {
+    if (r.key() != "b") return absl::OkStatus();
+    release.WaitForNotification();
+    return absl::UnavailableError("cut off");
+  });
+  absl::Status put_b;
+  std::thread wb([&] { put_b = PutVia(node(0), "b", "b1"); });
+  ASSERT_TRUE(Eventually([&] { return node(2).Value("b") == "b1"; }));
+  failpoint::Pause before_reconcile("reconciler/before-reconcile");
+  node(0).Kill();
+  maps_.Set(OneShardMap(nodes(), {2, 1}, {}, /*shard_epoch=*/2));  // n0 crashed: n2 leads
+  release.Notify();
+  wb.join();
+  node(1).service().set_before(nullptr);
+  EXPECT_EQ(node(1).Value("b"), kAbsent);
+
+  // Held from the install on, reads and writes alike, whatever the key.
+  for (const char* key : {"b", "a"}) {
+    const Route route = node(2).state().RouteKey(key);
+    ASSERT_NE(route.kind, Route::Kind::kServe) << key;
+    const absl::Status refused = RouteStatus(route, RefusalAddress::kResp);
+    EXPECT_TRUE(cluster::IsRefusal(refused, cluster::RefusalKind::kTryAgain)) << refused;
+    EXPECT_TRUE(cluster::CertainlyNoEffect(refused)) << refused;
+  }
+  // One-sided readers refuse this node's data meanwhile (epoch 0 matches
+  // no reader's map).
+  EXPECT_EQ(node(2).state().FenceEpoch(), 0u);
+  ASSERT_TRUE(before_reconcile.WaitUntilReached());
+  EXPECT_NE(node(2).state().RouteKey("b").kind, Route::Kind::kServe);
+  before_reconcile.Release();
+
+  ASSERT_TRUE(
+      Eventually([&] { return node(2).state().RouteKey("b").kind == Route::Kind::kServe; }));
+  EXPECT_EQ(node(1).Value("b"), "b1");  // served only once the backup holds it too
+  EXPECT_EQ(node(2).state().FenceEpoch(), node(2).state().map_epoch());
+  EXPECT_EQ(node(1).state().RouteKey("b", /*replica_ok=*/true).kind, Route::Kind::kServe);
 }
 
 }  // namespace

@@ -144,8 +144,10 @@ absl::Status Replicator::Write(absl::string_view key, absl::string_view entry,
 absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry,
                                   absl::FunctionRef<absl::Status()> publish, absl::Time deadline,
                                   int attempt, bool* again, bool* sent_on, bool* published) {
+  // A held lead (kReconciling) is served here: Admit() waits for the
+  // reconcile, as the gate of a write of the shard.
   Route first = state_->RouteKey(key);
-  if (first.kind != Route::Kind::kServe) {
+  if (first.kind != Route::Kind::kServe && first.kind != Route::Kind::kReconciling) {
     refused_->Increment();
     return RouteStatus(first, RefusalAddress::kResp);
   }
@@ -154,7 +156,7 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
   // every write routed on a map older than the one they checked.
   absl::ReaderMutexLock barrier(&ShardBarrier(shard_id));
   Route route = state_->RouteKey(key);
-  if (route.kind != Route::Kind::kServe) {
+  if (route.kind != Route::Kind::kServe && route.kind != Route::Kind::kReconciling) {
     refused_->Increment();
     return RouteStatus(route, RefusalAddress::kResp);
   }

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
+#include "common/failpoint/failpoint.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 
@@ -67,6 +68,7 @@ ShardReconciler::ShardReconciler(KvStore* store, ClusterState* state, Replicator
   seconds_ = r.AddHistogram("kvstore_reconcile_seconds",
                             "Time from the start of a shard's reconcile to its end.");
   replicator_->promotion_gate().Enable();
+  state_->HoldNewLeads();
   if (options_.poll_interval > absl::ZeroDuration()) thread_ = std::thread([this] { Loop(); });
 }
 
@@ -86,8 +88,16 @@ void ShardReconciler::Loop() {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
-    const std::vector<PromotionGate::Lead> waiting =
+    std::vector<PromotionGate::Lead> waiting =
         replicator_->promotion_gate().AwaitWaiting(options_.poll_interval);
+    // A lead the state holds is reconciled even when the gate saw it begin
+    // earlier (it may have missed a map): a reconcile more is harmless.
+    for (const ClusterState::HeldLead& held : state_->HeldLeads()) {
+      if (std::none_of(waiting.begin(), waiting.end(),
+                       [&](const PromotionGate::Lead& l) { return l.shard_id == held.shard_id; })) {
+        waiting.push_back(PromotionGate::Lead{held.shard_id, held.since});
+      }
+    }
     if (options_.settle_idle) replicator_->SettleIdle();
     for (const PromotionGate::Lead& lead : waiting) {
       if (absl::Now() < next_try[lead.shard_id]) continue;
@@ -117,6 +127,7 @@ absl::Status ShardReconciler::ReconcileNow(const PromotionGate::Lead& lead) {
     return absl::OkStatus();  // no longer ours: the gate forgot the lead
   }
   if (!state_->Serving()) return absl::UnavailableError("this node is not serving");
+  KV_RETURN_IF_ERROR(KV_FAILPOINT("reconciler/before-reconcile"));
   const absl::Time start = absl::Now();
   const SlotBits slots = ReconcilableSlots(*map, *shard);
   const absl::flat_hash_map<uint32_t, uint64_t> mine = DigestSlots(*store_, slots);
@@ -141,6 +152,7 @@ absl::Status ShardReconciler::ReconcileNow(const PromotionGate::Lead& lead) {
   // A backup added meanwhile copied this node's state (SyncShard): equal.
   // (Counted first: whoever sees a write acknowledged sees the count.)
   replicator_->promotion_gate().Reconciled(lead);
+  state_->ReleaseHold(lead.shard_id, map->epoch());
   LOG(INFO) << "shard " << lead.shard_id << ": reconciled " << shard->replicas_size() - 1
             << " backup(s) over " << mine.size() << " slot(s) with entries in " << took << ": "
             << stats.differing_slots << " slot(s) differed, " << stats.entries_sent

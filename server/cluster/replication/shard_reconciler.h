@@ -24,9 +24,12 @@
 // map is the one behind: then it is tried again) is dropped from the in-sync set as one
 // that failed a write (Replicator::DropUnreconciled); when the in-sync floor
 // forbids that, the shard keeps waiting and the reconcile is tried again
-// with backoff. Until it succeeds, writes of the shard are refused with a
-// kTryAgain of no effect. Reads are not held: what this node serves is its
-// own copy, which the reconcile copies to the others.
+// with backoff. Until it succeeds, writes of the shard wait (then are
+// refused with a kTryAgain of no effect), and ClusterState holds the shard
+// (HoldNewLeads: RESP and gRPC reads and writes get a kTryAgain of no
+// effect, the fence page shows epoch 0 so one-sided readers refuse): what
+// this node would serve is its own copy, which a second failover to an
+// unreconciled backup could take back. Success releases both.
 //
 // Slots of a running migration are left alone: the migration's copy and
 // handoff decide what both sides hold (see ReconcilableSlots).
@@ -83,7 +86,8 @@ struct ShardReconcilerOptions {
 class ShardReconciler {
  public:
   // None owned; all must outlive the reconciler. Enables the replicator's
-  // PromotionGate, so construct it before the node installs its first map.
+  // PromotionGate and the state's holds of new leads, so construct it
+  // before the node installs its first map.
   ShardReconciler(KvStore* store, ClusterState* state, Replicator* replicator, ShardSeqs* seqs,
                   PeerClient* peers, metrics::Registry* registry, ShardReconcilerOptions options);
   ~ShardReconciler();
@@ -91,7 +95,7 @@ class ShardReconciler {
   ShardReconciler& operator=(const ShardReconciler&) = delete;
 
   // Reconciles every other in-sync replica of `lead`'s shard with this node
-  // and releases the gate (OK without doing anything when this node no
+  // and releases the gate and the state's hold (OK without doing anything when this node no
   // longer leads it). Errors: the first backup that could be neither
   // reconciled nor dropped.
   absl::Status ReconcileNow(const PromotionGate::Lead& lead);
