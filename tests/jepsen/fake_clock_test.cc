@@ -52,6 +52,12 @@ Probe Here() {
 
 TEST(FakeClocksTest, StepsTheWallClockOnlyAndBack) {
   if (absl::Status s = FakeClocks::Available(); !s.ok()) GTEST_SKIP() << s;
+#if defined(__SANITIZE_ADDRESS__)
+  // The probe is built with ASan here, whose runtime must come first in
+  // the library list: with libfaketime preloaded ahead of it the probe
+  // refuses to start. The fault suite's kvservers are never built so.
+  GTEST_SKIP() << "libfaketime cannot be preloaded ahead of the ASan runtime";
+#endif
   FakeClocks clocks(testing::TempDir() + "/clocks");
   const std::vector<std::string> env = clocks.Env(0);
   // The file starts at the true time. Bounds are generous (a loaded
