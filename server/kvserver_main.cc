@@ -79,8 +79,12 @@ ABSL_FLAG(std::string, max_mr_bytes, "0",
           "cap on bytes per RDMA memory region; the pool is split into several (0: the device's "
           "max_mr_size)");
 ABSL_FLAG(int, metrics_port, -1,
-          "Prometheus GET /metrics port on --listen (-1: off, 0: pick a free port); a port in use "
-          "stops start-up");
+          "Prometheus GET /metrics port on --metrics_listen (-1: off, 0: pick a free port); a "
+          "port in use stops start-up");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1",
+          "numeric IPv4/IPv6 address for --metrics_port (0.0.0.0 for all interfaces). Not "
+          "--listen: /metrics needs no credential, so it stays on loopback unless this says "
+          "otherwise");
 // Security (docs/security.md).
 ABSL_FLAG(std::string, auth_token_file, "",
           "file holding the shared secret: clients send it as the gRPC bearer token and the RESP "
@@ -300,6 +304,7 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   o.resp_port = absl::GetFlag(FLAGS_resp_port);
   o.resp_threads = absl::GetFlag(FLAGS_resp_threads);
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  o.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
   // -1 is "off"; anything else outside a port number is a typo.
   if (o.metrics_port < -1 || o.metrics_port > 65535) {
     return absl::InvalidArgumentError("--metrics_port must be -1 (off), 0 (any) or a port number");
