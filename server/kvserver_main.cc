@@ -154,6 +154,13 @@ ABSL_FLAG(bool, replication_rdma, true,
 // error a client gets and counted in kvstore_resp_limit_rejections_total.
 ABSL_FLAG(int, resp_max_clients, 4096,
           "RESP connections open at once; one more gets '-ERR max number of clients reached'");
+ABSL_FLAG(int, resp_max_unauthenticated_clients, 256,
+          "with --auth_token_file: RESP connections open at once that have not sent AUTH yet "
+          "(they do not count against --resp_max_clients until they do); at the cap the oldest "
+          "of them is closed to make room (0: no cap)");
+ABSL_FLAG(absl::Duration, resp_auth_timeout, absl::Seconds(5),
+          "with --auth_token_file: close a RESP connection that has not authenticated this long "
+          "after it connected (0: never)");
 ABSL_FLAG(std::string, resp_max_query_buffer, "8M",
           "bytes one incomplete RESP request may buffer (streamed SET values excluded)");
 ABSL_FLAG(std::string, resp_output_hard_limit, "256M",
@@ -180,6 +187,14 @@ static absl::Status RespLimitsFromFlags(kvstore::server::KvServerOptions* o) {
   kvstore::server::RespLimits& l = o->resp_limits;
   l.max_clients = absl::GetFlag(FLAGS_resp_max_clients);
   if (l.max_clients < 1) return absl::InvalidArgumentError("--resp_max_clients must be >= 1");
+  l.max_unauthenticated_clients = absl::GetFlag(FLAGS_resp_max_unauthenticated_clients);
+  if (l.max_unauthenticated_clients < 0) {
+    return absl::InvalidArgumentError("--resp_max_unauthenticated_clients must be >= 0");
+  }
+  l.auth_timeout = absl::GetFlag(FLAGS_resp_auth_timeout);
+  if (l.auth_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--resp_auth_timeout must not be negative");
+  }
   struct {
     const char* name;
     std::string value;

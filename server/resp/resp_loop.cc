@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,13 @@ RespLoop::RespLoop(KvStore* store, const RespServerOptions& options, Counters* c
       counters_(counters),
       budgets_(budgets),
       listen_fd_(listen_fd) {
+  // Each loop keeps its own share of the unauthenticated cap, so that it
+  // can always make room by closing one of its own (a loop cannot close
+  // another loop's connections).
+  const int cap = options.limits.max_unauthenticated_clients;
+  const int threads = std::max(1, options.threads);
+  unauth_cap_ = cap <= 0 ? std::numeric_limits<size_t>::max()
+                         : static_cast<size_t>(std::max(1, (cap + threads - 1) / threads));
   // A bulk string is a key or a value; a request is at most one batch of
   // key/value pairs (MSET) plus its name; SET values are streamed, so the
   // buffered bytes are bounded by one value plus slack for the rest.
@@ -70,7 +79,8 @@ RespLoop::~RespLoop() {
   for (auto& [fd, c] : conns_) {
     if (sets_ != nullptr) sets_->Abandon(c.get());
     close(fd);
-    budgets_->clients.Give(1);
+    // Unauthenticated connections hold no max_clients slot.
+    if (!c->in_unauth_list) budgets_->clients.Give(1);
   }
   // Connections first: their queued replies pin entries the writer's
   // segments hold.
@@ -174,7 +184,13 @@ void RespLoop::Accept() {
 }
 
 void RespLoop::AddConnection(int fd) {
-  if (!budgets_->clients.TryTake(1)) {
+  // With a password a new connection is unauthenticated: it counts against
+  // this loop's unauthenticated cap (making room there if need be), not
+  // max_clients, so strangers cannot take the slots of clients that log in.
+  const bool needs_auth = !options_.password.empty();
+  if (needs_auth) {
+    if (unauth_.size() >= unauth_cap_) DropOldestUnauthenticated();
+  } else if (!budgets_->clients.TryTake(1)) {
     // Redis's text; best effort, the socket is new so its buffer is empty.
     static constexpr char kFull[] = "-ERR max number of clients reached\r\n";
     (void)!send(fd, kFull, sizeof(kFull) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -187,7 +203,12 @@ void RespLoop::AddConnection(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   auto c = std::make_unique<Connection>(fd);
   c->last_activity = LoopTime(store_->clock());
-  c->authenticated = options_.password.empty();
+  c->accepted_at = c->last_activity;
+  c->authenticated = !needs_auth;
+  if (needs_auth) {
+    c->unauth_pos = unauth_.insert(unauth_.end(), c.get());
+    c->in_unauth_list = true;
+  }
   epoll_event ev{};
   // Level-triggered; EPOLLRDHUP reports a peer that shut down its side
   // even while reading is paused.
@@ -198,6 +219,18 @@ void RespLoop::AddConnection(int fd) {
   conns_[fd] = std::move(c);
   counters_->accepted->Increment();
   counters_->active->Add(1);
+}
+
+// The oldest is the one that has had the longest to log in; a client with
+// the password sends AUTH at once, so it is rarely the oldest for long.
+void RespLoop::DropOldestUnauthenticated() {
+  Connection* oldest = unauth_.front();
+  counters_->limit_unauthenticated->Increment();
+  static constexpr char kDropped[] =
+      "-ERR closing connection: not authenticated, and newer connections need the room "
+      "(resp_max_unauthenticated_clients)\r\n";
+  (void)!send(oldest->fd, kDropped, sizeof(kDropped) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  Close(oldest);
 }
 
 // The failed connection stays in the backlog, so the level-triggered
@@ -452,8 +485,33 @@ void RespLoop::BeginSet(Connection* c, const resp::ParsedRequest& req) {
 // Everything except the streamed SET goes through the command table.
 void RespLoop::Execute(Connection* c, const resp::ParsedRequest& req) {
   counters_->commands->Increment();
+  if (c->in_unauth_list && !req.args.empty() &&
+      (resp::CommandIs(req.args[0], "AUTH") || resp::CommandIs(req.args[0], "HELLO"))) {
+    ExecuteLogin(c, req);
+    return;
+  }
   const CommandContext ctx{store_, writer_.get(), &options_, counters_, c};
   DispatchCommand(ctx, req.args);
+}
+
+// The slot is taken before the password is checked, so that a client that
+// logs in never finds itself authenticated without one.
+void RespLoop::ExecuteLogin(Connection* c, const resp::ParsedRequest& req) {
+  if (!budgets_->clients.TryTake(1)) {
+    counters_->limit_max_clients->Increment();
+    c->ReplyError("ERR max number of clients reached");
+    c->close_after_flush = true;
+    c->reading = false;
+    return;
+  }
+  const CommandContext ctx{store_, writer_.get(), &options_, counters_, c};
+  DispatchCommand(ctx, req.args);
+  if (!c->authenticated) {
+    budgets_->clients.Give(1);
+    return;
+  }
+  unauth_.erase(c->unauth_pos);
+  c->in_unauth_list = false;
 }
 
 // Each held-back SET tries again (StreamedSet asks the store only once
@@ -562,7 +620,11 @@ void RespLoop::Close(Connection* c) {
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   close(c->fd);
   counters_->active->Add(-1);
-  budgets_->clients.Give(1);
+  if (c->in_unauth_list) {
+    unauth_.erase(c->unauth_pos);
+  } else {
+    budgets_->clients.Give(1);
+  }
   conns_.erase(c->fd);  // destroys c, releasing pinned replies
 }
 
