@@ -146,6 +146,7 @@ void HttpLoop::Accept() {
 // stops for good, whatever else the client sends (a body stays unread).
 void HttpLoop::OnReadable(ConnList::iterator it) {
   Conn& c = *it;
+  bool ended = false;  // EOF (the client may still read) or an error
   for (;;) {
     const size_t room = options_.max_head_bytes - c.in.size();
     if (room == 0) break;
@@ -156,12 +157,16 @@ void HttpLoop::OnReadable(ConnList::iterator it) {
     if (n > 0) continue;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    // EOF before a whole head, or an error: nothing to answer.
-    Close(it);
+    ended = true;
+    break;
+  }
+  // A client that shut down its side after a whole request still gets the
+  // answer; one that ended before a whole head gets nothing.
+  std::optional<HttpAnswer> answer = AnswerHttp(c.in, options_.max_head_bytes, source_);
+  if (!answer.has_value()) {
+    if (ended) Close(it);
     return;
   }
-  std::optional<HttpAnswer> answer = AnswerHttp(c.in, options_.max_head_bytes, source_);
-  if (!answer.has_value()) return;
   c.out = std::move(answer->bytes);
   std::string().swap(c.in);
   epoll_event ev{};

@@ -489,6 +489,19 @@ TEST(MetricsHttpServerTest, OversizedHeadIsRefused) {
   close(fd);
 }
 
+// A client may shut down its sending side once the request is out (as
+// `printf ... | nc -N` does): the end of its stream does not lose the answer.
+TEST(MetricsHttpServerTest, ClientThatHalfClosesStillGetsItsAnswer) {
+  MetricsHttpServer server([] { return std::string("kvstore_up 1\n"); });
+  absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  const int fd = ConnectTo(*port);
+  SendAll(fd, "GET /metrics HTTP/1.0\r\n\r\n");
+  shutdown(fd, SHUT_WR);
+  EXPECT_THAT(ReadToEnd(fd), ::testing::EndsWith("\r\n\r\nkvstore_up 1\n"));
+  close(fd);
+}
+
 // HEAD gets the headers of GET without the body; a query string is allowed.
 TEST(MetricsHttpServerTest, HeadAndQueryString) {
   MetricsHttpServer server([] { return std::string("kvstore_up 1\n"); });
