@@ -12,14 +12,14 @@
 // connection is closed without affecting others; reads stop while a
 // connection's queued replies exceed max_pending_output; idle connections,
 // half-sent requests and clients that stop reading are timed out. The
-// RespLimits bounds (resp_options.h) are enforced here: max_clients at
-// accept (max_unauthenticated_clients too, with a password; a connection
-// moves to max_clients when AUTH succeeds), max_query_buffer while parsing,
-// output and pin limits and auth_timeout in the once-a-second sweep
-// (resp_loop_limits.cc). Running out of file
-// descriptors at accept is answered with a reserve descriptor (accept and
-// close with an error) and a short pause of the listener, never a spin, and
-// logged at most once per 10 s.
+// RespLimits bounds (resp_options.h) are enforced here: max_clients and
+// max_unauthenticated_clients at accept and login (resp_loop_admission.cc;
+// with a password a connection moves from the second to the first when AUTH
+// succeeds), max_query_buffer while parsing, output and pin limits and
+// auth_timeout in the once-a-second sweep (resp_loop_limits.cc). Running
+// out of file descriptors at accept is answered with a reserve descriptor
+// (accept and close with an error) and a short pause of the listener, never
+// a spin, and logged at most once per 10 s.
 //
 // Ownership and thread safety: owned by RespServer. Init() and then Run()
 // on the loop's thread; Wake() from any thread makes Run() return. The
