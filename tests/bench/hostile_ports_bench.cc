@@ -9,7 +9,8 @@
 // It starts the kvserver binary given by --kvserver (any build, so an older
 // one can be measured the same way) on 127.0.0.1 with a token, TCP only,
 // and its descriptor limit set to --max_descriptors (soft and hard, as
-// `prlimit --nofile=N:N` would). Then, one phase at a time:
+// `prlimit --nofile=N:N` would); a new server for each phase, so that what
+// one load broke does not show in the next row. The phases:
 //
 //   idle             nothing else;
 //   idle-control     --idle_sockets idle TCP connections to the control port;
@@ -21,7 +22,7 @@
 //                    1 GiB (Content-Encoding: gzip), in a loop.
 //
 // In each phase an authenticated client (one gRPC channel and one RESP
-// connection, both opened before the first phase) runs gRPC Put/Get and
+// connection, both connected before the hostile clients come) runs gRPC Put/Get and
 // RESP SET/GET of --value_bytes values, --ops of each or for at most
 // --phase_seconds; the server's VmRSS is sampled every 20 ms. "new conn"
 // says whether a Handshake over a new gRPC connection succeeded during the
@@ -426,6 +427,14 @@ PhaseResult RunPhase(const std::string& name, Load* load, const Server& server,
       absl::SleepFor(absl::Milliseconds(20));
     }
   });
+  {
+    // Connected before the hostile clients come: the rows measure what
+    // they do to an established client ("new conn" to a new one).
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", absl::StrCat("Bearer ", kToken));
+    pb::StatsResponse out;
+    (void)stub->Stats(&ctx, pb::StatsRequest(), &out);
+  }
   if (load != nullptr) load->Start();
   r.fresh_during = FreshHandshake(server.control);
   const std::string value(absl::GetFlag(FLAGS_value_bytes), 'v');
@@ -483,38 +492,68 @@ PhaseResult RunPhase(const std::string& name, Load* load, const Server& server,
   return r;
 }
 
-int Main() {
+enum class Kind { kNone, kIdleControl, kIdleResp, kIdleMetrics, kUploads, kGzipBomb };
+
+// One phase on a server of its own, so that what one load broke (a dead
+// listener, a bloated heap) does not show up in the next phase's row.
+bool Phase(const std::string& name, Kind kind, std::vector<PhaseResult>* results,
+           uint64_t* idle_rss_kib) {
   Server server;
-  if (!StartServer(&server)) return 1;
+  if (!StartServer(&server)) return false;
   auto stub = pb::KvControl::NewStub(NewChannel(server.control));
   Resp resp;
   if (!resp.Open(server.resp)) {
     std::fprintf(stderr, "RESP AUTH failed\n");
     kill(server.pid, SIGKILL);
+    waitpid(server.pid, nullptr, 0);
+    return false;
+  }
+  if (idle_rss_kib != nullptr) *idle_rss_kib = RssKib(server.pid);
+  const int n = absl::GetFlag(FLAGS_idle_sockets);
+  std::unique_ptr<Load> load;
+  switch (kind) {
+    case Kind::kNone:
+      break;
+    case Kind::kIdleControl:
+      load = std::make_unique<IdleSockets>(server.control, n);
+      break;
+    case Kind::kIdleResp:
+      load = std::make_unique<IdleSockets>(server.resp, n);
+      break;
+    case Kind::kIdleMetrics:
+      load = std::make_unique<IdleSockets>(server.metrics, n);
+      break;
+    case Kind::kUploads:
+      load = std::make_unique<Uploads>(server.control, absl::GetFlag(FLAGS_uploaders),
+                                       absl::GetFlag(FLAGS_upload_mib));
+      break;
+    case Kind::kGzipBomb:
+      load = std::make_unique<GzipBomb>(server.metrics);
+      break;
+  }
+  results->push_back(RunPhase(name, load.get(), server, stub.get(), &resp));
+  kill(server.pid, SIGKILL);
+  waitpid(server.pid, nullptr, 0);
+  return true;
+}
+
+int Main() {
+  std::printf("kvserver %s, descriptor limit %d, a new server per phase\n",
+              absl::GetFlag(FLAGS_kvserver).c_str(), absl::GetFlag(FLAGS_max_descriptors));
+  std::vector<PhaseResult> results;
+  uint64_t idle_rss = 0;
+  if (!Phase("idle", Kind::kNone, &results, &idle_rss) ||
+      !Phase("idle-control", Kind::kIdleControl, &results, nullptr) ||
+      !Phase("idle-resp", Kind::kIdleResp, &results, nullptr) ||
+      !Phase("idle-metrics", Kind::kIdleMetrics, &results, nullptr) ||
+      !Phase("uploads", Kind::kUploads, &results, nullptr) ||
+      !Phase("gzip-bomb", Kind::kGzipBomb, &results, nullptr)) {
     return 1;
   }
-  std::printf("kvserver %s, pid %d, descriptor limit %d; control %d, resp %d, metrics %d\n",
-              absl::GetFlag(FLAGS_kvserver).c_str(), server.pid,
-              absl::GetFlag(FLAGS_max_descriptors), server.control, server.resp, server.metrics);
-  const uint64_t idle_rss = RssKib(server.pid);
-  std::vector<PhaseResult> results;
-  results.push_back(RunPhase("idle", nullptr, server, stub.get(), &resp));
-  const int n = absl::GetFlag(FLAGS_idle_sockets);
-  IdleSockets idle_control(server.control, n), idle_resp(server.resp, n),
-      idle_metrics(server.metrics, n);
-  results.push_back(RunPhase("idle-control", &idle_control, server, stub.get(), &resp));
-  results.push_back(RunPhase("idle-resp", &idle_resp, server, stub.get(), &resp));
-  results.push_back(RunPhase("idle-metrics", &idle_metrics, server, stub.get(), &resp));
-  Uploads uploads(server.control, absl::GetFlag(FLAGS_uploaders), absl::GetFlag(FLAGS_upload_mib));
-  results.push_back(RunPhase("uploads", &uploads, server, stub.get(), &resp));
-  GzipBomb bomb(server.metrics);
-  results.push_back(RunPhase("gzip-bomb", &bomb, server, stub.get(), &resp));
-
   std::printf(
-      "\nserver RSS idle: %.1f MiB; uploads: %d x %d MiB unauthenticated (%lu calls); "
-      "gzip bomb: %zu bytes on the wire\n",
-      idle_rss / 1024.0, absl::GetFlag(FLAGS_uploaders), absl::GetFlag(FLAGS_upload_mib),
-      static_cast<unsigned long>(uploads.calls()), bomb.bytes());
+      "\nserver RSS idle: %.1f MiB; uploads: %d x %d MiB unauthenticated; gzip bomb: "
+      "~1 MiB on the wire, 1 GiB inflated\n",
+      idle_rss / 1024.0, absl::GetFlag(FLAGS_uploaders), absl::GetFlag(FLAGS_upload_mib));
   std::printf("latencies in ms, p50 / p99; err = failed operations (all four kinds)\n\n");
   std::printf("%-13s %-20s %-20s %-20s %-20s %5s %10s %-8s %-12s\n", "phase", "gRPC PUT",
               "gRPC GET", "RESP SET", "RESP GET", "err", "RSS peak", "new conn", "new conn after");
@@ -526,9 +565,6 @@ int Main() {
                 r.resp_get.Cell().c_str(), errors, r.rss_peak_kib / 1024.0,
                 r.fresh_during ? "yes" : "no", r.fresh_after.c_str());
   }
-  kill(server.pid, SIGTERM);
-  int status;
-  waitpid(server.pid, &status, 0);
   return 0;
 }
 
