@@ -300,6 +300,7 @@ void SetUsage() {
 // Reads the flags into KvServerOptions. kInvalidArgument, naming the flag,
 // for a value that cannot be right whatever else is set (a bad size,
 // --transport or --metrics_port); KvServer::Start() checks the combinations.
+// Long because it is a list: one assignment per flag, no logic to split out.
 absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   kvstore::server::KvServerOptions o;
   o.listen_address = absl::GetFlag(FLAGS_listen);
@@ -338,14 +339,13 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   o.sessions.max_leases = absl::GetFlag(FLAGS_session_max_leases);
   o.grpc_max_threads = absl::GetFlag(FLAGS_grpc_max_threads);
   o.grpc_max_connections = absl::GetFlag(FLAGS_grpc_max_connections);
-  if (o.grpc_max_connections < 0) {
-    return absl::InvalidArgumentError("--grpc_max_connections must be >= 0 (0: automatic)");
-  }
   if (o.sessions.ttl < absl::Seconds(1) || o.sessions.max_sessions == 0 ||
-      o.sessions.max_qps == 0 || o.sessions.max_leases == 0 || o.grpc_max_threads < 2) {
+      o.sessions.max_qps == 0 || o.sessions.max_leases == 0 || o.grpc_max_threads < 2 ||
+      o.grpc_max_connections < 0) {
     return absl::InvalidArgumentError(
         "--session_ttl must be at least 1s, --max_sessions, --session_max_qps and "
-        "--session_max_leases at least 1, --grpc_max_threads at least 2");
+        "--session_max_leases at least 1, --grpc_max_threads at least 2, "
+        "--grpc_max_connections at least 0 (0: automatic)");
   }
   // Every size flag goes through one parser, so "64M" means the same
   // everywhere and each error names its flag.
