@@ -4,13 +4,16 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/auth/metadata_token_check.h"
 #include "common/auth/token.h"
 #include "common/byte_size.h"
 #include "common/metrics/exposition.h"
@@ -34,6 +37,8 @@
 #include "server/cluster/replication/shard_reconciler.h"
 #include "server/cluster/replication/shard_seqs.h"
 #include "server/control/control_service.h"
+#include "server/net/accept_guard.h"
+#include "server/net/descriptor_budget.h"
 
 namespace kvstore {
 namespace server {
@@ -54,6 +59,10 @@ absl::StatusOr<std::string> ReadPemFile(const char* flag, const std::string& pat
 }
 
 }  // namespace
+
+// Plenty for a TLS handshake and the HTTP/2 preface on any network a
+// kvserver is reached over.
+constexpr absl::Duration kControlHandshakeTimeout = absl::Seconds(10);
 
 uint64_t MaxControlMessageBytes(const Limits& limits) {
   return std::min<uint64_t>(INT32_MAX, limits.max_value_bytes + limits.max_key_bytes + 4096);
@@ -138,6 +147,7 @@ absl::Status KvServer::Init() {
   KV_RETURN_IF_ERROR(options_.limits.Validate());
   KV_ASSIGN_OR_RETURN(grpc_memory_bytes_, GrpcMemoryBytes());
   RegisterProcessMetrics();
+  KV_RETURN_IF_ERROR(PlanDescriptors());
   if (options_.pool_bytes > layout::kMaxPoolBytes) {
     return absl::InvalidArgumentError(absl::StrCat("--pool_size is limited to ",
                                                    FormatByteSize(layout::kMaxPoolBytes),
@@ -219,6 +229,7 @@ absl::Status KvServer::StartRespServer() {
   ro.password = options_.auth_token;
   ro.cluster = cluster_state_.get();
   ro.limits = options_.resp_limits;
+  ro.limits.max_clients = resp_max_clients_;
   ro.limits.max_inflight_set_bytes = options_.pool_bytes / 100 * options_.resp_inflight_set_percent;
   KV_ASSIGN_OR_RETURN(resp_, RespServer::Start(store_.get(), ro));
   return absl::OkStatus();
@@ -246,6 +257,52 @@ void KvServer::RegisterProcessMetrics() {
   uptime_gauge_ =
       registry_.AddCallbackGauge("kvstore_uptime_seconds", "Seconds since this server started.", {},
                                  [this] { return absl::ToInt64Seconds(absl::Now() - started_); });
+}
+
+absl::Status KvServer::PlanDescriptors() {
+  KV_ASSIGN_OR_RETURN(net::DescriptorLimit limit, net::RaiseDescriptorLimit());
+  const int open = std::max(0, net::OpenDescriptors());
+  KV_ASSIGN_OR_RETURN(net::ConnectionCaps caps,
+                      net::PlanConnectionCaps(limit.soft, open, options_.grpc_max_connections,
+                                              options_.resp_limits.max_clients));
+  descriptor_limit_ = limit.soft;
+  grpc_max_connections_ = caps.grpc;
+  resp_max_clients_ = caps.resp;
+  LOG(INFO) << "descriptor limit " << limit.soft << " (started with " << limit.soft_before
+            << ", hard " << limit.hard << "), " << open << " open, "
+            << net::ReservedDescriptors(limit.soft) << " reserved; at most "
+            << grpc_max_connections_ << " control-port connections and " << resp_max_clients_
+            << " RESP clients";
+  if (!caps.adjusted.empty()) LOG(WARNING) << caps.adjusted;
+  if (!net::AcceptGuard::Interposed()) {
+    LOG(WARNING) << "this binary does not export its accept4: the control port's connection "
+                    "cap is not enforced and its listener stops for good if descriptors run out";
+  }
+  return absl::OkStatus();
+}
+
+void KvServer::RegisterDescriptorMetrics() {
+  const int port = control_port_;
+  descriptor_metrics_.push_back(
+      registry_.AddCallbackGauge("kvstore_descriptors_open", "Descriptors the process has open.",
+                                 {}, [] { return static_cast<int64_t>(net::OpenDescriptors()); }));
+  descriptor_metrics_.push_back(registry_.AddCallbackGauge(
+      "kvstore_descriptors_limit", "The process's descriptor limit (soft RLIMIT_NOFILE).", {},
+      [limit = descriptor_limit_] { return static_cast<int64_t>(limit); }));
+  descriptor_metrics_.push_back(registry_.AddCallbackGauge(
+      "kvstore_grpc_connections", "Connections open on the control port.", {},
+      [port] { return static_cast<int64_t>(net::AcceptGuard::Get().Stats(port).open); }));
+  descriptor_metrics_.push_back(registry_.AddCallbackCounter(
+      "kvstore_grpc_connections_refused_total",
+      "Control-port connections closed at accept: over --grpc_max_connections (cap) or with "
+      "the process out of descriptors (descriptors).",
+      {{"reason", "cap"}}, [port] { return net::AcceptGuard::Get().Stats(port).refused_at_cap; }));
+  descriptor_metrics_.push_back(registry_.AddCallbackCounter(
+      "kvstore_grpc_connections_refused_total",
+      "Control-port connections closed at accept: over --grpc_max_connections (cap) or with "
+      "the process out of descriptors (descriptors).",
+      {{"reason", "descriptors"}},
+      [port] { return net::AcceptGuard::Get().Stats(port).refused_no_fd; }));
 }
 
 absl::Status KvServer::StartMetricsEndpoint() {
@@ -286,8 +343,15 @@ absl::Status KvServer::OpenRdmaDevice(const MemoryPoolOptions& po) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> KvServer::ControlCredentials() const {
-  if (options_.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> KvServer::ControlCredentials() {
+  // With a token, calls are refused on their metadata, before their body
+  // is read (auth::MetadataTokenCheck); health checks need no token.
+  std::shared_ptr<auth::MetadataTokenCheck> check;
+  if (!options_.auth_token.empty()) {
+    check = std::make_shared<auth::MetadataTokenCheck>(
+        options_.auth_token, &registry_, std::vector<std::string>{"/grpc.health.v1.Health/"});
+  }
+  if (options_.tls_cert_file.empty()) return auth::ControlPortCredentials(std::nullopt, check);
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
   KV_ASSIGN_OR_RETURN(pair.private_key, ReadPemFile("tls_key", options_.tls_key_file));
   KV_ASSIGN_OR_RETURN(pair.cert_chain, ReadPemFile("tls_cert", options_.tls_cert_file));
@@ -300,7 +364,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> KvServer::ControlCreden
     ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   ssl.pem_key_cert_pairs.push_back(std::move(pair));
-  return grpc::SslServerCredentials(ssl);
+  return auth::ControlPortCredentials(ssl, check);
 }
 
 absl::Status KvServer::StartControlPlane() {
@@ -322,6 +386,8 @@ absl::Status KvServer::StartControlPlane() {
   // Stats.counters is this registry's snapshot: every component's series.
   deps.registry = &registry_;
   deps.auth_token = options_.auth_token;
+  // Scan pages stop after as many index buckets as RESP SCAN's.
+  deps.scan_max_buckets = options_.resp_limits.scan_max_buckets;
   deps.sessions = options_.sessions;
   if (deps.sessions.max_lease_bytes == 0) {
     // A quarter of the pool, but always room for one largest entry.
@@ -348,6 +414,11 @@ absl::Status KvServer::StartControlPlane() {
   // gRPC sets SO_REUSEPORT by default; refuse to share a port with another
   // server instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // A connection that has not sent its HTTP/2 preface (and TLS handshake)
+  // within this time is closed: idle sockets hold a place under
+  // grpc_max_connections_ for seconds, not gRPC's default two minutes.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(absl::ToInt64Milliseconds(kControlHandshakeTimeout)));
   // Values up to the value limit travel through the slow-path Put/Get.
   const int max_msg = static_cast<int>(MaxControlMessageBytes(options_.limits));
   builder.SetMaxReceiveMessageSize(max_msg);
@@ -358,6 +429,10 @@ absl::Status KvServer::StartControlPlane() {
                                                options_.listen_address, ":", options_.control_port,
                                                " (port in use or address not local?)"));
   }
+  // From here on the listener's accept4 is guarded: the cap, and no
+  // EMFILE that stops the listener (net::AcceptGuard).
+  net::AcceptGuard::Get().LimitPort(control_port_, grpc_max_connections_);
+  RegisterDescriptorMetrics();
   grpc_->GetHealthCheckService()->SetServingStatus(true);
   grpc_->GetHealthCheckService()->SetServingStatus("kvstore.v1.KvControl", true);
   return absl::OkStatus();
@@ -438,6 +513,7 @@ void KvServer::Shutdown() {
   // it reads every component through the registry's callbacks.
   if (http_) http_->Stop();
   if (grpc_) grpc_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  if (control_port_ != 0) net::AcceptGuard::Get().ForgetPort(control_port_);
   if (controller_proxy_) controller_proxy_->set_controller(nullptr);
   cluster_.reset();
   // The session sweeper disconnects queue pairs: it stops before rdma_ goes.

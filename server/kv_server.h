@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -133,6 +134,11 @@ struct KvServerOptions {
   // 256 MiB and two messages.
   uint64_t grpc_memory_bytes = 0;
   int grpc_max_threads = 64;
+  // Most connections open at once on the control port (net::AcceptGuard);
+  // 0: a quarter of the descriptors left after the reserve, 8 to 1024
+  // (net::PlanConnectionCaps). resp_limits.max_clients is lowered, with a
+  // warning, when it does not fit the descriptor limit beside this.
+  int grpc_max_connections = 0;
 
   // --- Cluster mode (architecture §19.6). Empty etcd_endpoints: single-node.
   ClusterOptions cluster;
@@ -237,10 +243,16 @@ class KvServer {
   // (TLS with a certificate). kUnavailable when the port cannot be bound;
   // kInvalidArgument for an unreadable PEM file.
   absl::Status StartControlPlane();
+  // Raises the descriptor limit to the hard limit, logs it, and sets the
+  // control and RESP connection caps that fit under it (kInvalidArgument
+  // when they cannot: net::PlanConnectionCaps).
+  absl::Status PlanDescriptors();
+  // The series of the descriptor budget and the control port's guard.
+  void RegisterDescriptorMetrics();
   // The control port's credentials: TLS (mutual with a client CA) when a
   // certificate is configured, else insecure. kInvalidArgument naming an
   // unreadable PEM file.
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ControlCredentials() const;
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ControlCredentials();
   // Protected mode and the consistency of the security options; logs the
   // --insecure warning. Runs first in Init().
   absl::Status CheckSecurityOptions() const;
@@ -324,6 +336,14 @@ class KvServer {
   std::unique_ptr<grpc::Server> grpc_;
   int control_port_ = 0;
   uint64_t grpc_memory_bytes_ = 0;  // GrpcMemoryBytes(), set by Init()
+  // Set by PlanDescriptors(): the soft RLIMIT_NOFILE after raising it and
+  // the per-port connection caps that fit under it.
+  uint64_t descriptor_limit_ = 0;
+  int grpc_max_connections_ = 0;
+  int resp_max_clients_ = 0;
+  // kvstore_descriptors_*, kvstore_grpc_connections*: read the process and
+  // net::AcceptGuard (registered once the control port is bound).
+  std::vector<metrics::CallbackHandle> descriptor_metrics_;
   absl::Time started_;
   bool shut_down_ = false;
   std::unique_ptr<metrics::MetricsHttpServer> http_;

@@ -112,6 +112,11 @@ ABSL_FLAG(std::string, grpc_memory, "0",
           "the largest messages (--max_value_bytes + --max_key_bytes + 4K); 0: the larger of "
           "256M and that");
 ABSL_FLAG(int, grpc_max_threads, 64, "most threads serving the control port");
+ABSL_FLAG(int, grpc_max_connections, 0,
+          "most connections open at once on the control port; more are closed at accept (0: a "
+          "quarter of the descriptors left after the reserve, 8 to 1024). With the RESP clients "
+          "(--resp_max_clients, lowered with a warning when it does not fit) it must fit under "
+          "the descriptor limit, which kvserver raises to the hard limit at start");
 ABSL_FLAG(std::string, ready_file, "",
           "once serving, write 'control_port=N', 'resp_port=N', 'metrics_port=N' (-1 when off), "
           "'epoch=X', 'rdma_device=NAME' and 'node_id=ID' (empty in single-node mode) lines to "
@@ -153,7 +158,9 @@ ABSL_FLAG(bool, replication_rdma, true,
 // --- RESP port limits (RespLimits, docs/security.md). Each is named in the
 // error a client gets and counted in kvstore_resp_limit_rejections_total.
 ABSL_FLAG(int, resp_max_clients, 4096,
-          "RESP connections open at once; one more gets '-ERR max number of clients reached'");
+          "RESP connections open at once; one more gets '-ERR max number of clients reached'. "
+          "Lowered, with a warning, to what the descriptor limit leaves beside the control "
+          "port's connections and a reserve");
 ABSL_FLAG(int, resp_max_unauthenticated_clients, 256,
           "with --auth_token_file: RESP connections open at once that have not sent AUTH yet "
           "(they do not count against --resp_max_clients until they do); at the cap the oldest "
@@ -312,6 +319,7 @@ void SetUsage() {
 // Reads the flags into KvServerOptions. kInvalidArgument, naming the flag,
 // for a value that cannot be right whatever else is set (a bad size,
 // --transport or --metrics_port); KvServer::Start() checks the combinations.
+// Long because it is a list: one assignment per flag, no logic to split out.
 absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   kvstore::server::KvServerOptions o;
   o.listen_address = absl::GetFlag(FLAGS_listen);
@@ -350,11 +358,14 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   o.sessions.max_qps = absl::GetFlag(FLAGS_session_max_qps);
   o.sessions.max_leases = absl::GetFlag(FLAGS_session_max_leases);
   o.grpc_max_threads = absl::GetFlag(FLAGS_grpc_max_threads);
+  o.grpc_max_connections = absl::GetFlag(FLAGS_grpc_max_connections);
   if (o.sessions.ttl < absl::Seconds(1) || o.sessions.max_sessions == 0 ||
-      o.sessions.max_qps == 0 || o.sessions.max_leases == 0 || o.grpc_max_threads < 2) {
+      o.sessions.max_qps == 0 || o.sessions.max_leases == 0 || o.grpc_max_threads < 2 ||
+      o.grpc_max_connections < 0) {
     return absl::InvalidArgumentError(
         "--session_ttl must be at least 1s, --max_sessions, --session_max_qps and "
-        "--session_max_leases at least 1, --grpc_max_threads at least 2");
+        "--session_max_leases at least 1, --grpc_max_threads at least 2, "
+        "--grpc_max_connections at least 0 (0: automatic)");
   }
   // Every size flag goes through one parser, so "64M" means the same
   // everywhere and each error names its flag.

@@ -5,6 +5,7 @@
 // KvServerOptions, protected mode, and the gRPC message cap. The TLS
 // material is tests/testdata/tls (server certificate for 127.0.0.1).
 
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -15,11 +16,14 @@
 #include "common/metrics/exposition.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "gtest/gtest.h"
 #include "proto/kv_control.grpc.pb.h"
 #include "server/kv_server.h"
 #include "tests/test_cluster.h"
+#include "tests/testing/counting_relay.h"
 
 namespace kvstore {
 namespace server {
@@ -244,6 +248,94 @@ TEST(AuthTest, GrpcMemoryQuotaMustHoldTheLargestMessages) {
   pb::PutResponse resp;
   grpc::Status s = stub->Put(&ctx, req, &resp);
   EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
+// The token is checked on a call's metadata, before its body is read: an
+// unauthenticated 32 MiB Put is refused after the server let in no more
+// than a flow-control window of it. The same Put with the token is read
+// whole through the same relay, which shows the relay counts what the
+// server reads. Over plaintext and over TLS (the two credential paths).
+TEST(AuthTest, UnauthenticatedUploadIsRefusedBeforeItsBodyIsRead) {
+  for (bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "tls" : "plaintext");
+    KvServerOptions o = SmallServer();
+    o.pool_bytes = 128ull << 20;
+    o.auth_token = kToken;
+    if (tls) {
+      o.tls_cert_file = Tls("server.pem");
+      o.tls_key_file = Tls("server.key");
+    }
+    auto server = KvServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status();
+    testing::CountingRelay relay((*server)->control_port());
+    auto creds = tls ? SslCreds("ca.pem") : grpc::InsecureChannelCredentials();
+    auto stub = pb::KvControl::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", relay.port()), creds));
+    constexpr uint64_t kValue = 32ull << 20;
+    auto put = [&stub](const std::string& token) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+      if (!token.empty()) ctx.AddMetadata("authorization", auth::BearerHeader(token));
+      pb::PutRequest req;
+      req.set_key("big");
+      req.set_value(std::string(kValue, 'v'));
+      pb::PutResponse resp;
+      return stub->Put(&ctx, req, &resp);
+    };
+    grpc::Status s = put("");
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("missing bearer token"));
+    s = put("auth-test-token-wrong-token");
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+    // Each refused call may have let in one stream window (gRPC's BDP probe
+    // grows it to a few MiB on loopback), far less than its 32 MiB body.
+    const uint64_t refused_bytes = relay.client_bytes();
+    std::printf("%s: the server let in %lu bytes of two refused 32 MiB uploads\n",
+                tls ? "tls" : "plaintext", static_cast<unsigned long>(refused_bytes));
+    EXPECT_LT(refused_bytes, kValue) << "the server read the unauthenticated bodies";
+    const auto flat = metrics::FlattenSnapshot((*server)->registry().TakeSnapshot());
+    EXPECT_EQ(flat.at("kvstore_grpc_auth_failures_total"), 2u);
+
+    s = put(kToken);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_GE(relay.client_bytes() - refused_bytes, kValue);
+  }
+}
+
+// Health checks answer without the token (orchestrators probe with no
+// credentials); the early token check lets them through.
+TEST(AuthTest, HealthCheckNeedsNoToken) {
+  KvServerOptions o = SmallServer();
+  o.auth_token = kToken;
+  auto server = KvServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  grpc::GenericStub stub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*server)->control_port()),
+                                             grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::CompletionQueue cq;
+  grpc::ByteBuffer request;  // an empty HealthCheckRequest: the overall status
+  grpc::Slice empty;
+  request = grpc::ByteBuffer(&empty, 1);
+  auto call = stub.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", request, &cq);
+  call->StartCall();
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  call->Finish(&response, &status, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  // HealthCheckResponse{status: SERVING} is field 1, varint 1.
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& slice : slices)
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
 }
 
 // The kvserver flags: a bad token file stops start-up naming the file;

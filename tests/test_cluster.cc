@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,7 +133,8 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
   return result;
 }
 
-absl::StatusOr<KvServerProcess> KvServerProcess::Start(const std::vector<std::string>& flags) {
+absl::StatusOr<KvServerProcess> KvServerProcess::Start(const std::vector<std::string>& flags,
+                                                       int max_descriptors) {
   static std::atomic<int> counter{0};
   const int id = counter++;
   const std::string dir = TempDir();
@@ -148,6 +150,11 @@ absl::StatusOr<KvServerProcess> KvServerProcess::Start(const std::vector<std::st
     int fd = open(p.log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
+    if (max_descriptors > 0) {
+      const rlimit limit{static_cast<rlim_t>(max_descriptors),
+                         static_cast<rlim_t>(max_descriptors)};
+      if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+    }
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

@@ -50,7 +50,12 @@ class KvServerProcess {
  public:
   // Starts kvserver with `flags` (plus --control_port=0 --resp_port=0
   // --ready_file=...) and waits until it serves.
-  static absl::StatusOr<KvServerProcess> Start(const std::vector<std::string>& flags);
+  // `max_descriptors` > 0: the process's RLIMIT_NOFILE, soft and hard (so
+  // kvserver cannot raise it), set between fork and exec.
+  static absl::StatusOr<KvServerProcess> Start(const std::vector<std::string>& flags,
+                                               int max_descriptors = 0);
+  // The process id (-1 once stopped), e.g. to count its descriptors.
+  pid_t pid() const { return pid_; }
   KvServerProcess(KvServerProcess&& other) noexcept;
   KvServerProcess& operator=(KvServerProcess&&) = delete;
   ~KvServerProcess();

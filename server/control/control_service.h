@@ -85,6 +85,10 @@ struct ControlServiceDeps {
   std::map<std::string, std::string> info;
   // The bearer token every RPC must carry; empty: none (Authenticator).
   std::string auth_token;
+  // Most index buckets one Scan call visits (RESP SCAN's budget, kvserver
+  // --resp_scan_max_buckets): a sparse index costs a page of bounded work
+  // and a cursor, never a walk of the whole index. 0: no bound (tests).
+  uint64_t scan_max_buckets = 0;
   // Session TTL, cap and per-session quotas.
   SessionOptions sessions;
   // How often the sweeper expires sessions; zero: no sweeper thread (tests

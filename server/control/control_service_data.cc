@@ -153,7 +153,8 @@ grpc::Status KvControlServiceImpl::Scan(grpc::ServerContext* context,
   std::vector<std::string> keys;
   // A cursor past the end (from a client's bug or another epoch) ends the
   // listing; KvIndex::Scan() treats it as such.
-  const uint64_t next = deps_.store->Scan(request->cursor(), count, request->prefix(), &keys);
+  const uint64_t next =
+      deps_.store->Scan(request->cursor(), count, request->prefix(), &keys, deps_.scan_max_buckets);
   for (std::string& key : keys) response->add_keys(std::move(key));
   response->set_cursor(next);
   return grpc::Status::OK;

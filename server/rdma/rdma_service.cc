@@ -14,6 +14,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/protocol/commit_wire.h"
@@ -238,12 +239,23 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
   {
     absl::MutexLock lock(&mu_);
     if (fenced_) return FencedError();
-    if (conns_.size() >= max_connections_) {
+    // The place is taken here, under the same lock as the check, and held
+    // through the setup below until the connection is published or fails.
+    if (conns_.size() + connecting_ >= max_connections_) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "too many RDMA connections (", max_connections_, "); use TCP or retry later"));
     }
+    ++connecting_;
     id = next_id_++;
   }
+  // Gives the place back on every path; the success path publishes the
+  // connection in the same critical section.
+  bool published = false;
+  absl::Cleanup give_back = [this, &published] {
+    if (published) return;
+    absl::MutexLock lock(&mu_);
+    --connecting_;
+  };
   KV_ASSIGN_OR_RETURN(std::shared_ptr<Connection> c, NewConnection(id));
   c->owner = std::move(owner);
   c->probe_addr = probe_addr;
@@ -270,6 +282,8 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
     // Checked again where the connection is published: a FenceAll() that
     // ran meanwhile did not see it, so it must not get in.
     if (fenced_) return FencedError();
+    --connecting_;
+    published = true;
     conns_[id] = std::move(c);
   }
   connections_total_->Increment();

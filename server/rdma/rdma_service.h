@@ -282,6 +282,10 @@ class RdmaService {
 
   mutable absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Connect() calls past the cap check and not yet in conns_: they count
+  // against max_connections_ too, so concurrent Connects cannot together
+  // exceed it (the receive CQ is sized for exactly that many).
+  uint32_t connecting_ ABSL_GUARDED_BY(mu_) = 0;
   bool fenced_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<uint64_t, std::shared_ptr<Connection>> conns_ ABSL_GUARDED_BY(mu_);
 

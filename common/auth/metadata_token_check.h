@@ -1,0 +1,74 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The bearer-token check at the metadata stage of a gRPC call, before its
+// request message is read.
+//
+// Why: a sync handler (and so Authenticator::Check in it) runs only once
+// gRPC has received and parsed the whole request, which on the control port
+// may be tens of MiB. Checked there alone, anyone who can reach the port
+// makes the server read and buffer whole uploads before being refused.
+// MetadataTokenCheck is an auth metadata processor: gRPC's server auth
+// filter runs it on the call's initial metadata, and a refused call ends
+// with UNAUTHENTICATED before the server asks the transport for the
+// message, so no more of the body than one HTTP/2 flow-control window ever
+// leaves the client. The handlers keep their own check (defence in depth,
+// and what a test calling a service directly goes through).
+//
+// gRPC's C++ API takes a processor only on secure credentials;
+// ControlPortCredentials builds the plaintext ones from the core library's
+// insecure credentials, which run the processor the same way.
+//
+// Calls whose method path starts with one of `open_prefixes` pass without
+// a token (health checks: orchestrators probe with no credentials).
+//
+// Errors: UNAUTHENTICATED "missing bearer token ..." or "wrong bearer
+// token", the texts of Authenticator; each counts in
+// kvstore_grpc_auth_failures_total.
+//
+// Thread safety: thread-safe; Process() only reads.
+
+#ifndef KVSTORE_COMMON_AUTH_METADATA_TOKEN_CHECK_H_
+#define KVSTORE_COMMON_AUTH_METADATA_TOKEN_CHECK_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/metrics/registry.h"
+#include "grpcpp/security/auth_metadata_processor.h"
+#include "grpcpp/security/server_credentials.h"
+
+namespace kvstore {
+namespace auth {
+
+class MetadataTokenCheck : public grpc::AuthMetadataProcessor {
+ public:
+  // `token` must not be empty (with no token there is nothing to check).
+  // `registry` (not owned) must outlive this.
+  MetadataTokenCheck(std::string token, metrics::Registry* registry,
+                     std::vector<std::string> open_prefixes);
+
+  // Compares in constant time, never blocks: gRPC may run it inline.
+  bool IsBlocking() const override { return false; }
+  // Consumes nothing: the handlers read the same header again.
+  grpc::Status Process(const InputMetadata& auth_metadata, grpc::AuthContext* context,
+                       OutputMetadata* consumed_auth_metadata,
+                       OutputMetadata* response_metadata) override;
+
+ private:
+  const std::string token_;
+  const std::vector<std::string> open_prefixes_;
+  metrics::Counter* failures_;
+};
+
+// The control port's credentials: TLS with `ssl` when given, plaintext
+// otherwise; `check` (may be null: no token) runs on every call's metadata.
+std::shared_ptr<grpc::ServerCredentials> ControlPortCredentials(
+    const std::optional<grpc::SslServerCredentialsOptions>& ssl,
+    std::shared_ptr<MetadataTokenCheck> check);
+
+}  // namespace auth
+}  // namespace kvstore
+
+#endif  // KVSTORE_COMMON_AUTH_METADATA_TOKEN_CHECK_H_
