@@ -4,9 +4,7 @@
 
 #include <arpa/inet.h>
 
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -15,6 +13,7 @@
 #include "common/byte_size.h"
 #include "common/metrics/exposition.h"
 #include "common/status_macros.h"
+#include "common/tls/grpc_tls.h"
 #include "common/version.h"
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
@@ -37,23 +36,6 @@
 
 namespace kvstore {
 namespace server {
-
-namespace {
-
-// The whole of a PEM file; kInvalidArgument naming the flag and the path
-// when it cannot be read or is empty.
-absl::StatusOr<std::string> ReadPemFile(const char* flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream content;
-  if (in) content << in.rdbuf();
-  if (!in || content.str().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot read PEM file ", path,
-                                                   " (missing, unreadable or empty)"));
-  }
-  return content.str();
-}
-
-}  // namespace
 
 uint64_t MaxControlMessageBytes(const Limits& limits) {
   return std::min<uint64_t>(INT32_MAX, limits.max_value_bytes + limits.max_key_bytes + 4096);
@@ -288,19 +270,15 @@ absl::Status KvServer::OpenRdmaDevice(const MemoryPoolOptions& po) {
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> KvServer::ControlCredentials() const {
   if (options_.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  KV_ASSIGN_OR_RETURN(pair.private_key, ReadPemFile("tls_key", options_.tls_key_file));
-  KV_ASSIGN_OR_RETURN(pair.cert_chain, ReadPemFile("tls_cert", options_.tls_cert_file));
   // With a client CA, a client without a certificate it signed never gets
-  // past the TLS handshake.
-  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  if (!options_.tls_client_ca_file.empty()) {
-    KV_ASSIGN_OR_RETURN(ssl.pem_root_certs,
-                        ReadPemFile("tls_client_ca", options_.tls_client_ca_file));
-    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
-  }
-  ssl.pem_key_cert_pairs.push_back(std::move(pair));
-  return grpc::SslServerCredentials(ssl);
+  // past the TLS handshake. The files are watched: a renewed certificate
+  // serves new connections without a restart.
+  tls::PemFiles files;
+  files.cert = options_.tls_cert_file;
+  files.key = options_.tls_key_file;
+  files.ca = options_.tls_client_ca_file;
+  files.ca_flag = "tls_client_ca";
+  return tls::ReloadingServerCredentials(files, options_.tls_reload_interval);
 }
 
 absl::Status KvServer::StartControlPlane() {

@@ -44,6 +44,7 @@
 namespace grpc {
 class Server;
 class ServerCredentials;
+class ChannelCredentials;
 }  // namespace grpc
 
 namespace kvstore {
@@ -115,6 +116,13 @@ struct KvServerOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
+  // Cluster mode: the CA that signed the other nodes' certificates; a node
+  // dials its peers over TLS, verifying their certificate and presenting
+  // its own (tls_cert_file) as a client certificate. Empty: the client CA.
+  std::string tls_peer_ca_file;
+  // How often the TLS files are looked at again (a renewed certificate is
+  // used for new connections without a restart).
+  absl::Duration tls_reload_interval = absl::Seconds(60);
   // Protected mode: a non-loopback listen address without a token or mutual
   // TLS refuses to start unless this is set.
   bool insecure = false;
@@ -238,6 +246,9 @@ class KvServer {
   // certificate is configured, else insecure. kInvalidArgument naming an
   // unreadable PEM file.
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ControlCredentials() const;
+  // Cluster mode: the credentials of calls to other nodes; null (plaintext)
+  // without --tls_cert. kInvalidArgument without a CA to verify peers.
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> PeerCredentials() const;
   // Protected mode and the consistency of the security options; logs the
   // --insecure warning. Runs first in Init().
   absl::Status CheckSecurityOptions() const;

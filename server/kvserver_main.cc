@@ -89,6 +89,13 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain: the control port se
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA: control-port clients must present a certificate it signed (mutual TLS)");
+ABSL_FLAG(std::string, tls_peer_ca, "",
+          "cluster mode with --tls_cert: PEM CA that signed the other nodes' certificates (peers "
+          "are dialled over TLS and must carry the host name they are dialled by); default "
+          "--tls_client_ca");
+ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(60),
+          "how often the TLS certificate, key and CA files are read again: a renewed "
+          "certificate serves new connections without a restart (at least 1s)");
 ABSL_FLAG(bool, insecure, false,
           "allow a non-loopback --listen without --auth_token_file (anyone who reaches the "
           "ports can read and write everything)");
@@ -324,6 +331,8 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   o.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  o.tls_peer_ca_file = absl::GetFlag(FLAGS_tls_peer_ca);
+  o.tls_reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
   o.insecure = absl::GetFlag(FLAGS_insecure);
   o.sessions.ttl = absl::GetFlag(FLAGS_session_ttl);
   o.sessions.max_sessions = absl::GetFlag(FLAGS_max_sessions);
