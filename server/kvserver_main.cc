@@ -123,6 +123,18 @@ ABSL_FLAG(std::string, ready_file, "",
 // --- Cluster mode (architecture §19.6, docs/operations.md "Cluster mode").
 ABSL_FLAG(std::string, etcd, "",
           "comma-separated etcd endpoints host:port; set: cluster mode (empty: single-node)");
+ABSL_FLAG(std::string, etcd_ca, "",
+          "PEM CA of etcd's certificate: etcd is dialled over TLS (https) and must present a "
+          "certificate it signed naming the endpoint's host");
+ABSL_FLAG(std::string, etcd_cert, "",
+          "PEM client certificate for etcd (an etcd started with --client-cert-auth requires "
+          "one); needs --etcd_ca and --etcd_key");
+ABSL_FLAG(std::string, etcd_key, "", "PEM private key of --etcd_cert");
+ABSL_FLAG(std::string, etcd_user, "",
+          "etcd user (etcd auth enabled): the node authenticates with it and "
+          "--etcd_password_file and sends etcd's token on every call");
+ABSL_FLAG(std::string, etcd_password_file, "",
+          "file holding --etcd_user's password (one line; trailing newline ignored)");
 ABSL_FLAG(std::string, node_id, "",
           "stable node name, kept across restarts (default: <advertise_host>:<control_port>; "
           "required with --control_port=0)");
@@ -228,6 +240,25 @@ static absl::Status ClusterFromFlags(kvstore::server::KvServerOptions* o) {
   c.fence_margin = absl::GetFlag(FLAGS_fence_margin);
   c.replication_timeout = absl::GetFlag(FLAGS_replication_timeout);
   c.replication_rdma = absl::GetFlag(FLAGS_replication_rdma);
+  c.etcd_ca_file = absl::GetFlag(FLAGS_etcd_ca);
+  c.etcd_cert_file = absl::GetFlag(FLAGS_etcd_cert);
+  c.etcd_key_file = absl::GetFlag(FLAGS_etcd_key);
+  c.etcd_user = absl::GetFlag(FLAGS_etcd_user);
+  c.etcd_tls_reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
+  if (const std::string path = absl::GetFlag(FLAGS_etcd_password_file); !path.empty()) {
+    // Read here, not kept in a flag: it never shows in --help or ps.
+    std::ifstream in(path, std::ios::binary);
+    std::getline(in, c.etcd_password);
+    if (!in && !in.eof()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--etcd_password_file: cannot read ", path));
+    }
+    if (!c.etcd_password.empty() && c.etcd_password.back() == '\r') c.etcd_password.pop_back();
+    if (c.etcd_password.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--etcd_password_file: ", path, " is missing or empty"));
+    }
+  }
   if (!c.enabled()) {
     const kvstore::server::ClusterOptions d;
     if (c.node_id != d.node_id || c.cluster_name != d.cluster_name ||
@@ -235,12 +266,15 @@ static absl::Status ClusterFromFlags(kvstore::server::KvServerOptions* o) {
         c.cluster_min_nodes != d.cluster_min_nodes ||
         c.min_insync_replicas != d.min_insync_replicas || c.member_ttl != d.member_ttl ||
         c.fence_margin != d.fence_margin || c.replication_timeout != d.replication_timeout ||
-        c.replication_rdma != d.replication_rdma) {
+        c.replication_rdma != d.replication_rdma || !c.etcd_ca_file.empty() ||
+        !c.etcd_cert_file.empty() || !c.etcd_key_file.empty() || !c.etcd_user.empty() ||
+        !c.etcd_password.empty()) {
       return absl::InvalidArgumentError(
           "cluster flags (--node_id, --cluster_name, --advertise_host, --replicas, "
           "--cluster_min_nodes, --min_insync_replicas, --member_ttl, --fence_margin, "
           "--replication_timeout, "
-          "--replication_rdma) need --etcd");
+          "--replication_rdma, --etcd_ca, --etcd_cert, --etcd_key, --etcd_user, "
+          "--etcd_password_file) need --etcd");
     }
     return absl::OkStatus();
   }

@@ -1,7 +1,8 @@
 // Copyright 2026 The kvstore Authors.
 //
 // Cluster mode over TLS (docs/security.md): three real kvservers (R=2) on a
-// real etcd, every control port serving mutual TLS, every node dialling its
+// real etcd that serves TLS only, requires client certificates and has
+// authentication on; every control port serving mutual TLS, every node dialling its
 // peers over TLS with its own certificate; a client with the CA and a
 // client certificate writes, the primary of its keys is killed, and the
 // keys read back from the new primary. Clients without the CA, with another
@@ -40,22 +41,52 @@ std::string TlsFile(const std::string& name) {
 
 class ClusterTlsTest : public ::testing::Test {
  protected:
+  // etcd serves TLS only, requires client certificates and has
+  // authentication on: the nodes log in as "kv", whose role reaches the
+  // /kvstore/ keys only.
   void SetUp() override {
-    absl::Status s = etcd_.Start();
+    EtcdMemberOptions eo;
+    eo.tls_cert = TlsFile("node.pem");
+    eo.tls_key = TlsFile("node.key");
+    eo.tls_ca = TlsFile("ca.pem");
+    etcd_ = std::make_unique<EtcdProcess>(eo);
+    absl::Status s = etcd_->Start();
     ASSERT_TRUE(s.ok()) << s;
+    for (const std::vector<std::string>& cmd : std::vector<std::vector<std::string>>{
+             {"user", "add", "root:rootpass", "--interactive=false"},
+             {"user", "add", "kv:kvpass", "--interactive=false"},
+             {"role", "add", "kvrole"},
+             {"role", "grant-permission", "kvrole", "--prefix=true", "readwrite", "/kvstore/"},
+             {"user", "grant-role", "kv", "kvrole"},
+             {"auth", "enable"}}) {
+      std::vector<std::string> argv = {"etcdctl", "--endpoints=https://" + etcd_->endpoint(),
+                                       "--cacert=" + TlsFile("ca.pem"),
+                                       "--cert=" + TlsFile("client.pem"),
+                                       "--key=" + TlsFile("client.key")};
+      argv.insert(argv.end(), cmd.begin(), cmd.end());
+      ProcessResult r = RunProcess(argv, "", 20);
+      ASSERT_EQ(r.exit_code, 0) << cmd[0] << " " << cmd[1] << ": " << r.out << r.err;
+    }
     token_file_ = absl::StrCat(TempDir(), "/token");
     std::ofstream(token_file_, std::ios::trunc) << kToken << "\n";
+    password_file_ = absl::StrCat(TempDir(), "/etcd-password");
+    std::ofstream(password_file_, std::ios::trunc) << "kvpass\n";
   }
 
   ClusterOptions TlsCluster() {
     ClusterOptions o;
-    o.etcd_endpoint = etcd_.endpoint();
+    o.etcd_endpoint = etcd_->endpoint();
     o.nodes = 3;
     o.replicas = 2;
     o.extra_flags.push_back("--tls_cert=" + TlsFile("node.pem"));
     o.extra_flags.push_back("--tls_key=" + TlsFile("node.key"));
     o.extra_flags.push_back("--tls_client_ca=" + TlsFile("ca.pem"));
     o.extra_flags.push_back("--auth_token_file=" + token_file_);
+    o.extra_flags.push_back("--etcd_ca=" + TlsFile("ca.pem"));
+    o.extra_flags.push_back("--etcd_cert=" + TlsFile("node.pem"));
+    o.extra_flags.push_back("--etcd_key=" + TlsFile("node.key"));
+    o.extra_flags.push_back("--etcd_user=kv");
+    o.extra_flags.push_back("--etcd_password_file=" + password_file_);
     tls::PemFiles files;
     files.ca = TlsFile("ca.pem");
     files.cert = TlsFile("client.pem");
@@ -80,8 +111,9 @@ class ClusterTlsTest : public ::testing::Test {
     return c;
   }
 
-  EtcdProcess etcd_;
+  std::unique_ptr<EtcdProcess> etcd_;
   std::string token_file_;
+  std::string password_file_;
 };
 
 TEST_F(ClusterTlsTest, ReplicatesAndFailsOverOverMutualTls) {
