@@ -14,6 +14,7 @@
 #include "common/metrics/exposition.h"
 #include "common/status_macros.h"
 #include "common/tls/grpc_tls.h"
+#include "common/tls/ssl_context.h"
 #include "common/version.h"
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
@@ -187,6 +188,11 @@ absl::Status KvServer::Init() {
   return StartCluster();
 }
 
+absl::Status KvServer::ReloadTls() {
+  if (resp_tls_ == nullptr) return absl::OkStatus();
+  return resp_tls_->Reload();
+}
+
 absl::Status KvServer::StartRespServer() {
   // RESP/TCP serves the same store; its INFO text comes from InfoText().
   RespServerOptions ro;
@@ -202,6 +208,21 @@ absl::Status KvServer::StartRespServer() {
   ro.cluster = cluster_state_.get();
   ro.limits = options_.resp_limits;
   ro.limits.max_inflight_set_bytes = options_.pool_bytes / 100 * options_.resp_inflight_set_percent;
+  if (options_.resp_tls_port >= 0) {
+    // RESP over TLS uses the control port's certificate, key and client CA.
+    if (options_.tls_cert_file.empty()) {
+      return absl::InvalidArgumentError("--resp_tls_port needs --tls_cert and --tls_key");
+    }
+    tls::PemFiles files;
+    files.cert = options_.tls_cert_file;
+    files.key = options_.tls_key_file;
+    files.ca = options_.tls_client_ca_file;
+    files.ca_flag = "tls_client_ca";
+    KV_ASSIGN_OR_RETURN(resp_tls_, tls::ReloadingServerContext::Create(files));
+    ro.tls_port = options_.resp_tls_port;
+    ro.tls_context = resp_tls_.get();
+    ro.plaintext = options_.resp_plaintext_with_tls;
+  }
   KV_ASSIGN_OR_RETURN(resp_, RespServer::Start(store_.get(), ro));
   return absl::OkStatus();
 }
@@ -288,7 +309,8 @@ absl::Status KvServer::StartControlPlane() {
   deps.leases = leases_.get();
   deps.pool = pool_.get();
   deps.epoch = epoch_;
-  deps.resp_address = absl::StrCat(options_.listen_address, ":", resp_->port());
+  deps.resp_address = absl::StrCat(options_.listen_address, ":", ClientRespPort());
+  deps.resp_tls = resp_->tls_port() >= 0;
   deps.rdma_device = rdma_device();
   deps.rdma = rdma_.get();
   deps.cluster = cluster_state_.get();
@@ -362,7 +384,8 @@ std::string KvServer::StartupLine() const {
                       store_->index().geometry().bucket_count, " buckets (",
                       FormatByteSize(pool_->index_bytes()), "), ", rdma, ", transports ",
                       device_ ? "rdma+tcp" : "tcp", ", control ", options_.listen_address, ":",
-                      control_port_, ", resp ", options_.listen_address, ":", resp_->port(),
+                      control_port_, ", resp ", options_.listen_address, ":", ClientRespPort(),
+                      resp_->tls_port() >= 0 ? " (tls)" : "",
                       http_ != nullptr
                           ? absl::StrCat(", metrics ", options_.listen_address, ":", http_->port())
                           : "",

@@ -48,6 +48,9 @@ class ChannelCredentials;
 }  // namespace grpc
 
 namespace kvstore {
+namespace tls {
+class ReloadingServerContext;
+}  // namespace tls
 namespace server {
 
 class KvControlServiceImpl;
@@ -78,6 +81,11 @@ struct KvServerOptions {
   std::string listen_address = "127.0.0.1";
   int control_port = 7300;  // gRPC; 0 picks a free port
   int resp_port = 6380;     // RESP2/TCP; 0 picks a free port
+  // RESP over TLS (with tls_cert_file/tls_key_file, and mutual with
+  // tls_client_ca_file): -1 off, 0 a free port, N that port. With it the
+  // plaintext port is off unless resp_plaintext_with_tls.
+  int resp_tls_port = -1;
+  bool resp_plaintext_with_tls = false;
   int resp_threads = 2;
   absl::Duration idle_timeout = absl::Minutes(5);
   absl::Duration request_timeout = absl::Seconds(30);
@@ -194,7 +202,13 @@ class KvServer {
 
   // The ports actually bound (after "0 picks a free port") and the epoch.
   int control_port() const { return control_port_; }
+  // The plaintext RESP port (-1 when off) and the TLS one (-1 when off).
   int resp_port() const { return resp_->port(); }
+  int resp_tls_port() const { return resp_->tls_port(); }
+  // The RESP port clients are told about: the TLS one when there is one.
+  int ClientRespPort() const { return resp_tls_port() >= 0 ? resp_tls_port() : resp_port(); }
+  // Re-reads the RESP TLS certificate files now (SIGHUP); OK without TLS.
+  absl::Status ReloadTls();
   // The bound metrics port; -1 when the endpoint is off.
   int metrics_port() const { return http_ != nullptr ? http_->port() : -1; }
   uint64_t epoch() const { return epoch_; }
@@ -327,6 +341,8 @@ class KvServer {
   // (RdmaService's lifetime rules).
   std::unique_ptr<LeaseTable> leases_;
   std::unique_ptr<RdmaService> rdma_;
+  // The RESP TLS port's certificates (before resp_: it points here).
+  std::unique_ptr<tls::ReloadingServerContext> resp_tls_;
   std::unique_ptr<RespServer> resp_;
   std::unique_ptr<KvControlServiceImpl> service_;
   std::unique_ptr<grpc::Server> grpc_;

@@ -102,7 +102,7 @@ absl::Status KvServer::StartCluster() {
   deps.fence = fence_page_.get();
   deps.self.set_node_id(node_id_);
   deps.self.set_control_address(absl::StrCat(host, ":", control_port_));
-  deps.self.set_resp_address(absl::StrCat(host, ":", resp_->port()));
+  deps.self.set_resp_address(absl::StrCat(host, ":", ClientRespPort()));
   if (http_ != nullptr) deps.self.set_metrics_address(absl::StrCat(host, ":", http_->port()));
   // A fenced node also cuts its RDMA clients off: their queue pairs go to
   // the error state, so even a READ posted before the fence page was read

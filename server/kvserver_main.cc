@@ -31,6 +31,12 @@ ABSL_FLAG(std::string, listen, "127.0.0.1",
 ABSL_FLAG(int, control_port, 7300, "gRPC control-plane port (0: pick a free port)");
 ABSL_FLAG(int, resp_port, 6380, "RESP2/TCP data port (0: pick a free port)");
 ABSL_FLAG(int, resp_threads, 2, "epoll event loops serving the RESP port");
+ABSL_FLAG(int, resp_tls_port, -1,
+          "RESP over TLS on this port (-1: off, 0: pick a free port), with --tls_cert/--tls_key "
+          "(and client certificates with --tls_client_ca); redis-cli --tls works. With it the "
+          "plaintext --resp_port is off unless --resp_plaintext");
+ABSL_FLAG(bool, resp_plaintext, false,
+          "with --resp_tls_port: serve plaintext RESP on --resp_port as well");
 // Fault tests only (common/failpoint/failpoint.h): stops, fails or delays
 // this node at named steps. Only a value given explicitly here arms a point.
 ABSL_FLAG(std::string, failpoints, "",
@@ -116,7 +122,7 @@ ABSL_FLAG(std::string, grpc_memory, "0",
           "256M and that");
 ABSL_FLAG(int, grpc_max_threads, 64, "most threads serving the control port");
 ABSL_FLAG(std::string, ready_file, "",
-          "once serving, write 'control_port=N', 'resp_port=N', 'metrics_port=N' (-1 when off), "
+          "once serving, write 'control_port=N', 'resp_port=N', 'resp_tls_port=N', 'metrics_port=N' (-1 when off), "
           "'epoch=X', 'rdma_device=NAME' and 'node_id=ID' (empty in single-node mode) lines to "
           "this file (for scripts and tests)");
 
@@ -340,6 +346,8 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   o.control_port = absl::GetFlag(FLAGS_control_port);
   o.resp_port = absl::GetFlag(FLAGS_resp_port);
   o.resp_threads = absl::GetFlag(FLAGS_resp_threads);
+  o.resp_tls_port = absl::GetFlag(FLAGS_resp_tls_port);
+  o.resp_plaintext_with_tls = absl::GetFlag(FLAGS_resp_plaintext);
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   // -1 is "off"; anything else outside a port number is a typo.
   if (o.metrics_port < -1 || o.metrics_port > 65535) {
@@ -427,6 +435,7 @@ void WriteReadyFile(const kvstore::server::KvServer& server) {
   {
     std::ofstream f(tmp);
     f << "control_port=" << server.control_port() << "\nresp_port=" << server.resp_port()
+      << "\nresp_tls_port=" << server.resp_tls_port()
       << "\nmetrics_port=" << server.metrics_port() << "\nepoch=" << server.epoch()
       << "\nrdma_device=" << server.rdma_device() << "\nnode_id=" << server.node_id() << "\n";
   }
@@ -476,6 +485,8 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  // SIGHUP re-reads the RESP TLS certificate (gRPC's follow their files).
+  sigaddset(&stop_signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   // A write to a socket whose peer has gone (a RESP writev to a client that
   // disconnected) must fail with EPIPE, not kill the server.
@@ -495,7 +506,11 @@ int main(int argc, char** argv) {
   // The signals are blocked everywhere, so they stay pending until this
   // sigwait() takes one: no handler runs on an arbitrary thread.
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  for (sigwait(&stop_signals, &sig); sig == SIGHUP; sigwait(&stop_signals, &sig)) {
+    absl::Status s = (*server)->ReloadTls();
+    LOG_IF(INFO, s.ok()) << "kvserver: SIGHUP, TLS certificates read again";
+    LOG_IF(WARNING, !s.ok()) << "kvserver: SIGHUP, TLS certificates kept: " << s.message();
+  }
   LOG(INFO) << "kvserver: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down";
   (*server)->Shutdown();
   // Destroying the server frees storage, the pool and the device.

@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/internal/data_path.h"
+#include "client/internal/tcp/resp_dial.h"
 #include "common/protocol/limits.h"
 #include "common/protocol/resp.h"
 
@@ -54,7 +55,9 @@ class TcpDataPath final : public DataPath {
                                                               int connections, const Limits& limits,
                                                               absl::Duration connect_timeout,
                                                               const std::string& auth_token = "",
-                                                              bool readonly = false);
+                                                              bool readonly = false,
+                                                              std::shared_ptr<const RespTls> tls =
+                                                                  nullptr);
   // Closes every connection and joins its reader thread.
   // REQUIRES: no call is in flight.
   ~TcpDataPath() override;
