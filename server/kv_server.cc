@@ -379,17 +379,16 @@ std::string KvServer::StartupLine() const {
   std::string rdma = device_ ? absl::StrCat("rdma on ", device_->name(), " (registered in ",
                                             absl::FormatDuration(registration_time_), ")")
                              : absl::StrCat("rdma off (", rdma_reason_, ")");
-  return absl::StrCat("kvserver up: pool ", FormatByteSize(pool_->data_bytes()),
-                      pool_->hugepages() ? " on 2 MiB huge pages" : "", ", index ",
-                      store_->index().geometry().bucket_count, " buckets (",
-                      FormatByteSize(pool_->index_bytes()), "), ", rdma, ", transports ",
-                      device_ ? "rdma+tcp" : "tcp", ", control ", options_.listen_address, ":",
-                      control_port_, ", resp ", options_.listen_address, ":", ClientRespPort(),
-                      resp_->tls_port() >= 0 ? " (tls)" : "",
-                      http_ != nullptr
-                          ? absl::StrCat(", metrics ", options_.listen_address, ":", http_->port())
-                          : "",
-                      ", epoch ", absl::Hex(epoch_), ", ", ClusterPart());
+  return absl::StrCat(
+      "kvserver up: pool ", FormatByteSize(pool_->data_bytes()),
+      pool_->hugepages() ? " on 2 MiB huge pages" : "", ", index ",
+      store_->index().geometry().bucket_count, " buckets (", FormatByteSize(pool_->index_bytes()),
+      "), ", rdma, ", transports ", device_ ? "rdma+tcp" : "tcp", ", control ",
+      options_.listen_address, ":", control_port_, ", resp ", options_.listen_address, ":",
+      ClientRespPort(), resp_->tls_port() >= 0 ? " (tls)" : "",
+      http_ != nullptr ? absl::StrCat(", metrics ", options_.listen_address, ":", http_->port())
+                       : "",
+      ", epoch ", absl::Hex(epoch_), ", ", ClusterPart());
 }
 
 // The RESP INFO reply, in Redis's section format (CRLF lines). Stock Redis

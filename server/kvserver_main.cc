@@ -122,7 +122,8 @@ ABSL_FLAG(std::string, grpc_memory, "0",
           "256M and that");
 ABSL_FLAG(int, grpc_max_threads, 64, "most threads serving the control port");
 ABSL_FLAG(std::string, ready_file, "",
-          "once serving, write 'control_port=N', 'resp_port=N', 'resp_tls_port=N', 'metrics_port=N' (-1 when off), "
+          "once serving, write 'control_port=N', 'resp_port=N', 'resp_tls_port=N', "
+          "'metrics_port=N' (-1 when off), "
           "'epoch=X', 'rdma_device=NAME' and 'node_id=ID' (empty in single-node mode) lines to "
           "this file (for scripts and tests)");
 
@@ -256,8 +257,7 @@ static absl::Status ClusterFromFlags(kvstore::server::KvServerOptions* o) {
     std::ifstream in(path, std::ios::binary);
     std::getline(in, c.etcd_password);
     if (!in && !in.eof()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--etcd_password_file: cannot read ", path));
+      return absl::InvalidArgumentError(absl::StrCat("--etcd_password_file: cannot read ", path));
     }
     if (!c.etcd_password.empty() && c.etcd_password.back() == '\r') c.etcd_password.pop_back();
     if (c.etcd_password.empty()) {
@@ -337,6 +337,18 @@ void SetUsage() {
   absl::SetFlagsUsageConfig(config);
 }
 
+// The transport-encryption flags (docs/security.md §2.2); KvServer::Start()
+// checks their combinations.
+void TlsFromFlags(kvstore::server::KvServerOptions* o) {
+  o->tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  o->tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  o->tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  o->tls_peer_ca_file = absl::GetFlag(FLAGS_tls_peer_ca);
+  o->tls_reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
+  o->resp_tls_port = absl::GetFlag(FLAGS_resp_tls_port);
+  o->resp_plaintext_with_tls = absl::GetFlag(FLAGS_resp_plaintext);
+}
+
 // Reads the flags into KvServerOptions. kInvalidArgument, naming the flag,
 // for a value that cannot be right whatever else is set (a bad size,
 // --transport or --metrics_port); KvServer::Start() checks the combinations.
@@ -346,8 +358,6 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   o.control_port = absl::GetFlag(FLAGS_control_port);
   o.resp_port = absl::GetFlag(FLAGS_resp_port);
   o.resp_threads = absl::GetFlag(FLAGS_resp_threads);
-  o.resp_tls_port = absl::GetFlag(FLAGS_resp_tls_port);
-  o.resp_plaintext_with_tls = absl::GetFlag(FLAGS_resp_plaintext);
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   // -1 is "off"; anything else outside a port number is a typo.
   if (o.metrics_port < -1 || o.metrics_port > 65535) {
@@ -370,11 +380,7 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   if (o.rdma_idle_probe_after < absl::Seconds(1)) {
     return absl::InvalidArgumentError("--rdma_idle_probe must be at least 1s");
   }
-  o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
-  o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
-  o.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
-  o.tls_peer_ca_file = absl::GetFlag(FLAGS_tls_peer_ca);
-  o.tls_reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
+  TlsFromFlags(&o);
   o.insecure = absl::GetFlag(FLAGS_insecure);
   o.sessions.ttl = absl::GetFlag(FLAGS_session_ttl);
   o.sessions.max_sessions = absl::GetFlag(FLAGS_max_sessions);
@@ -435,9 +441,9 @@ void WriteReadyFile(const kvstore::server::KvServer& server) {
   {
     std::ofstream f(tmp);
     f << "control_port=" << server.control_port() << "\nresp_port=" << server.resp_port()
-      << "\nresp_tls_port=" << server.resp_tls_port()
-      << "\nmetrics_port=" << server.metrics_port() << "\nepoch=" << server.epoch()
-      << "\nrdma_device=" << server.rdma_device() << "\nnode_id=" << server.node_id() << "\n";
+      << "\nresp_tls_port=" << server.resp_tls_port() << "\nmetrics_port=" << server.metrics_port()
+      << "\nepoch=" << server.epoch() << "\nrdma_device=" << server.rdma_device()
+      << "\nnode_id=" << server.node_id() << "\n";
   }
   std::rename(tmp.c_str(), ready_file.c_str());
 }

@@ -64,9 +64,9 @@ class RespTlsTest : public ::testing::Test {
 
   // redis-cli on the TLS port; `tls_args` e.g. {"--tls", "--cacert", CA}.
   ProcessResult RedisCli(std::vector<std::string> tls_args, std::vector<std::string> command) {
-    std::vector<std::string> argv = {"redis-cli", "-h", "127.0.0.1", "-p",
-                                     absl::StrCat(server_->resp_tls_port()), "-a", kToken,
-                                     "--no-auth-warning"};
+    std::vector<std::string> argv = {
+        "redis-cli", "-h",   "127.0.0.1",        "-p", absl::StrCat(server_->resp_tls_port()),
+        "-a",        kToken, "--no-auth-warning"};
     argv.insert(argv.end(), tls_args.begin(), tls_args.end());
     argv.insert(argv.end(), command.begin(), command.end());
     return RunProcess(argv, "", 20);
@@ -189,19 +189,25 @@ TEST_F(RespTlsTest, RenewedCertificateFilesArePickedUp) {
 
   // RESP: the files are looked at on every accepted connection.
   EXPECT_TRUE(Eventually(
-      [&] { return RedisCli({"--tls", "--cacert", new_ca}, {"ping"}).out == "PONG\n"; },
+      [&] {
+        return RedisCli({"--tls", "--cacert", new_ca}, {"ping"}).out == "PONG\n";
+      },
       absl::Seconds(60), absl::Milliseconds(200)));
   r = RedisCli({"--tls", "--cacert", TlsFile("ca.pem")}, {"ping"});
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("PONG")));
   // gRPC: within --tls_reload_interval.
   EXPECT_TRUE(Eventually(
-      [&] { return Kvctl({"--tls_ca=" + new_ca, "put", "k", "v"}).exit_code == 0; },
+      [&] {
+        return Kvctl({"--tls_ca=" + new_ca, "put", "k", "v"}).exit_code == 0;
+      },
       absl::Seconds(60), absl::Milliseconds(200)))
       << Kvctl({"--tls_ca=" + new_ca, "put", "k", "v"}).err;
   // SIGHUP re-reads them too (and the server keeps serving).
   server_->Signal(SIGHUP);
   EXPECT_TRUE(Eventually(
-      [&] { return RedisCli({"--tls", "--cacert", new_ca}, {"ping"}).out == "PONG\n"; },
+      [&] {
+        return RedisCli({"--tls", "--cacert", new_ca}, {"ping"}).out == "PONG\n";
+      },
       absl::Seconds(60), absl::Milliseconds(200)));
 }
 

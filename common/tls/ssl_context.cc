@@ -104,8 +104,8 @@ absl::StatusOr<SslCtxPtr> MakeClientContext(const PemFiles& files) {
 
 absl::Status ConfigureClient(SSL* ssl, const std::string& host) {
   in6_addr any;
-  const bool ip = inet_pton(AF_INET, host.c_str(), &any) == 1 ||
-                  inet_pton(AF_INET6, host.c_str(), &any) == 1;
+  const bool ip =
+      inet_pton(AF_INET, host.c_str(), &any) == 1 || inet_pton(AF_INET6, host.c_str(), &any) == 1;
   int ok;
   if (ip) {
     ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str());

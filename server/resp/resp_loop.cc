@@ -184,10 +184,8 @@ void RespLoop::Accept() {
 }
 
 void RespLoop::Adopt(int fd) {
-  {
-    absl::MutexLock lock(&adopt_mu_);
-    adopted_.push_back(fd);
-  }
+  absl::MutexLock lock(&adopt_mu_);
+  adopted_.push_back(fd);
   uint64_t one = 1;
   (void)!write(adopt_fd_, &one, sizeof(one));
 }

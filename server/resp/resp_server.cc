@@ -7,8 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -102,8 +102,8 @@ absl::StatusOr<std::unique_ptr<RespServer>> RespServer::Start(KvStore* store,
   // Every loop is initialised before any runs, so a failure leaves no
   // thread to stop.
   for (int i = 0; i < options.threads; ++i) {
-    auto loop =
-        std::make_unique<RespLoop>(store, server->options_, counters, server->budgets_.get(), listen_fd);
+    auto loop = std::make_unique<RespLoop>(store, server->options_, counters,
+                                           server->budgets_.get(), listen_fd);
     if (absl::Status s = loop->Init(); !s.ok()) return s;
     server->loops_.push_back(std::move(loop));
   }

@@ -47,13 +47,12 @@ absl::StatusOr<std::unique_ptr<TlsFront>> TlsFront::Start(const TlsFrontOptions&
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(options.port));
   if (inet_pton(AF_INET, options.bind_address.c_str(), &addr.sin_addr) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not an IPv4 address: ", options.bind_address));
+    return absl::InvalidArgumentError(absl::StrCat("not an IPv4 address: ", options.bind_address));
   }
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 1024) != 0) {
     return absl::UnavailableError(absl::StrCat("bind/listen on ", options.bind_address, ":",
-                                               options.port, " (RESP TLS): ",
-                                               std::strerror(errno)));
+                                               options.port,
+                                               " (RESP TLS): ", std::strerror(errno)));
   }
   socklen_t len = sizeof(addr);
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);

@@ -163,10 +163,10 @@ std::vector<std::string> ClusterHarness::ControlAddresses() {
 
 absl::StatusOr<v1::ClusterMap> ClusterHarness::MapFrom(int index) {
   if (!Running(index)) return absl::UnavailableError(absl::StrCat(NodeId(index), " is down"));
-  auto stub = v1::KvCluster::NewStub(grpc::CreateChannel(
-      nodes_[index]->control_address(), options_.control_credentials != nullptr
-                                            ? options_.control_credentials
-                                            : grpc::InsecureChannelCredentials()));
+  auto stub = v1::KvCluster::NewStub(grpc::CreateChannel(nodes_[index]->control_address(),
+                                                         options_.control_credentials != nullptr
+                                                             ? options_.control_credentials
+                                                             : grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   if (!options_.auth_token.empty()) {
     ctx.AddMetadata("authorization", "Bearer " + options_.auth_token);

@@ -59,10 +59,9 @@ class ClusterTlsTest : public ::testing::Test {
              {"role", "grant-permission", "kvrole", "--prefix=true", "readwrite", "/kvstore/"},
              {"user", "grant-role", "kv", "kvrole"},
              {"auth", "enable"}}) {
-      std::vector<std::string> argv = {"etcdctl", "--endpoints=https://" + etcd_->endpoint(),
-                                       "--cacert=" + TlsFile("ca.pem"),
-                                       "--cert=" + TlsFile("client.pem"),
-                                       "--key=" + TlsFile("client.key")};
+      std::vector<std::string> argv = {
+          "etcdctl", "--endpoints=https://" + etcd_->endpoint(), "--cacert=" + TlsFile("ca.pem"),
+          "--cert=" + TlsFile("client.pem"), "--key=" + TlsFile("client.key")};
       argv.insert(argv.end(), cmd.begin(), cmd.end());
       ProcessResult r = RunProcess(argv, "", 20);
       ASSERT_EQ(r.exit_code, 0) << cmd[0] << " " << cmd[1] << ": " << r.out << r.err;

@@ -81,8 +81,8 @@ struct ClusterOptions {
 };
 
 // Splits "--etcd=h1:2379,h2:2379" into endpoints (an "http://" or
-// "https://" prefix is accepted and dropped: --etcd_ca decides TLS); kInvalidArgument naming the bad endpoint. An empty
-// string gives no endpoints.
+// "https://" prefix is accepted and dropped: --etcd_ca decides TLS); kInvalidArgument naming the
+// bad endpoint. An empty string gives no endpoints.
 absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view flag);
 
 // The host to advertise: `advertise_host` when set, else `listen_address`,

@@ -301,9 +301,8 @@ class GrpcEtcdClient final : public EtcdClient {
       std::function<void(absl::StatusOr<std::vector<WatchEvent>>)> on_events) override {
     EtcdEndpoint& e = *endpoints_[current_.load() % endpoints_.size()];
     std::shared_ptr<const EtcdStubs> stubs = e.stubs();
-    absl::StatusOr<std::unique_ptr<WatchHandle>> w =
-        internal::StartWatch(e.address(), stubs, Token(), prefix, start_revision, rpc_timeout_,
-                             std::move(on_events));
+    absl::StatusOr<std::unique_ptr<WatchHandle>> w = internal::StartWatch(
+        e.address(), stubs, Token(), prefix, start_revision, rpc_timeout_, std::move(on_events));
     if (!w.ok() && absl::IsUnavailable(w.status())) Failed(&e, stubs.get());
     return w;
   }

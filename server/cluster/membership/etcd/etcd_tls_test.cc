@@ -59,11 +59,9 @@ class EtcdTlsTest : public ::testing::Test {
 
   // etcdctl over TLS with the client certificate (and `user` when set).
   testing::ProcessResult Etcdctl(std::vector<std::string> args, const std::string& user = "") {
-    std::vector<std::string> argv = {"etcdctl",
-                                     "--endpoints=https://" + etcd_->endpoint(),
-                                     "--cacert=" + TlsFile("ca.pem"),
-                                     "--cert=" + TlsFile("client.pem"),
-                                     "--key=" + TlsFile("client.key")};
+    std::vector<std::string> argv = {
+        "etcdctl", "--endpoints=https://" + etcd_->endpoint(), "--cacert=" + TlsFile("ca.pem"),
+        "--cert=" + TlsFile("client.pem"), "--key=" + TlsFile("client.key")};
     if (!user.empty()) argv.push_back("--user=" + user);
     argv.insert(argv.end(), args.begin(), args.end());
     return testing::RunProcess(argv, "", 20);

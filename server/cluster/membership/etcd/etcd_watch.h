@@ -24,8 +24,8 @@ namespace etcd {
 namespace internal {
 
 // Opens a watch on `stubs` (a channel to `address`) for the keys starting with `prefix` from
-// `start_revision`, carrying the etcd auth `token` when not empty, and returns once etcd has confirmed it, so that every
-// change after the return is delivered. kUnavailable when etcd does not
+// `start_revision`, carrying the etcd auth `token` when not empty, and returns once etcd has
+// confirmed it, so that every change after the return is delivered. kUnavailable when etcd does not
 // confirm within `rpc_timeout`; then `on_events` is never called. The handle
 // keeps the channel alive and may outlive the client.
 absl::StatusOr<std::unique_ptr<WatchHandle>> StartWatch(
