@@ -12,6 +12,7 @@ BUILD_PKGS=(
   libabsl-dev libgoogle-glog-dev libxxhash-dev nlohmann-json3-dev
   libibverbs-dev librdmacm-dev libgtest-dev libgmock-dev
   libcpp-httplib-dev                # HTTP client of the /metrics endpoint's test (server/metrics)
+  libssl-dev                        # TLS on the RESP port and its client (common/tls)
   golang-etcd-server-dev            # etcd's v3 API .proto files (third_party/etcd)
   golang-github-gogo-protobuf-dev   # gogoproto/gogo.proto, imported by them
   golang-github-gogo-googleapis-dev # google/api/annotations.proto, imported by them
@@ -19,6 +20,7 @@ BUILD_PKGS=(
 RUN_PKGS=(
   rdma-core ibverbs-providers ibverbs-utils iproute2
   libcpp-httplib0.11                # shared library behind libcpp-httplib-dev
+  libssl3 openssl                   # TLS at run time; deploy/make-certs.sh uses the CLI
 )
 TEST_PKGS=(
   redis-server redis-tools          # real third-party RESP clients and the peer we measure against

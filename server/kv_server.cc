@@ -5,10 +5,8 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <fstream>
 #include <optional>
 #include <random>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -18,6 +16,8 @@
 #include "common/byte_size.h"
 #include "common/metrics/exposition.h"
 #include "common/status_macros.h"
+#include "common/tls/grpc_tls.h"
+#include "common/tls/ssl_context.h"
 #include "common/version.h"
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
@@ -42,23 +42,6 @@
 
 namespace kvstore {
 namespace server {
-
-namespace {
-
-// The whole of a PEM file; kInvalidArgument naming the flag and the path
-// when it cannot be read or is empty.
-absl::StatusOr<std::string> ReadPemFile(const char* flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream content;
-  if (in) content << in.rdbuf();
-  if (!in || content.str().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot read PEM file ", path,
-                                                   " (missing, unreadable or empty)"));
-  }
-  return content.str();
-}
-
-}  // namespace
 
 // Plenty for a TLS handshake and the HTTP/2 preface on any network a
 // kvserver is reached over.
@@ -215,6 +198,11 @@ absl::Status KvServer::Init() {
   return StartCluster();
 }
 
+absl::Status KvServer::ReloadTls() {
+  if (resp_tls_ == nullptr) return absl::OkStatus();
+  return resp_tls_->Reload();
+}
+
 absl::Status KvServer::StartRespServer() {
   // RESP/TCP serves the same store; its INFO text comes from InfoText().
   RespServerOptions ro;
@@ -231,6 +219,21 @@ absl::Status KvServer::StartRespServer() {
   ro.limits = options_.resp_limits;
   ro.limits.max_clients = resp_max_clients_;
   ro.limits.max_inflight_set_bytes = options_.pool_bytes / 100 * options_.resp_inflight_set_percent;
+  if (options_.resp_tls_port >= 0) {
+    // RESP over TLS uses the control port's certificate, key and client CA.
+    if (options_.tls_cert_file.empty()) {
+      return absl::InvalidArgumentError("--resp_tls_port needs --tls_cert and --tls_key");
+    }
+    tls::PemFiles files;
+    files.cert = options_.tls_cert_file;
+    files.key = options_.tls_key_file;
+    files.ca = options_.tls_client_ca_file;
+    files.ca_flag = "tls_client_ca";
+    KV_ASSIGN_OR_RETURN(resp_tls_, tls::ReloadingServerContext::Create(files));
+    ro.tls_port = options_.resp_tls_port;
+    ro.tls_context = resp_tls_.get();
+    ro.plaintext = options_.resp_plaintext_with_tls;
+  }
   KV_ASSIGN_OR_RETURN(resp_, RespServer::Start(store_.get(), ro));
   return absl::OkStatus();
 }
@@ -352,19 +355,18 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> KvServer::ControlCreden
         options_.auth_token, &registry_, std::vector<std::string>{"/grpc.health.v1.Health/"});
   }
   if (options_.tls_cert_file.empty()) return auth::ControlPortCredentials(std::nullopt, check);
-  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  KV_ASSIGN_OR_RETURN(pair.private_key, ReadPemFile("tls_key", options_.tls_key_file));
-  KV_ASSIGN_OR_RETURN(pair.cert_chain, ReadPemFile("tls_cert", options_.tls_cert_file));
   // With a client CA, a client without a certificate it signed never gets
-  // past the TLS handshake.
-  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  if (!options_.tls_client_ca_file.empty()) {
-    KV_ASSIGN_OR_RETURN(ssl.pem_root_certs,
-                        ReadPemFile("tls_client_ca", options_.tls_client_ca_file));
-    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
-  }
-  ssl.pem_key_cert_pairs.push_back(std::move(pair));
-  return auth::ControlPortCredentials(ssl, check);
+  // past the TLS handshake. The files are watched: a renewed certificate
+  // serves new connections without a restart.
+  tls::PemFiles files;
+  files.cert = options_.tls_cert_file;
+  files.key = options_.tls_key_file;
+  files.ca = options_.tls_client_ca_file;
+  files.ca_flag = "tls_client_ca";
+  KV_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds,
+                      tls::ReloadingServerCredentials(files, options_.tls_reload_interval));
+  if (check != nullptr) creds->SetAuthMetadataProcessor(std::move(check));
+  return creds;
 }
 
 absl::Status KvServer::StartControlPlane() {
@@ -374,7 +376,8 @@ absl::Status KvServer::StartControlPlane() {
   deps.leases = leases_.get();
   deps.pool = pool_.get();
   deps.epoch = epoch_;
-  deps.resp_address = absl::StrCat(options_.listen_address, ":", resp_->port());
+  deps.resp_address = absl::StrCat(options_.listen_address, ":", ClientRespPort());
+  deps.resp_tls = resp_->tls_port() >= 0;
   deps.rdma_device = rdma_device();
   deps.rdma = rdma_.get();
   deps.cluster = cluster_state_.get();
@@ -454,16 +457,16 @@ std::string KvServer::StartupLine() const {
   std::string rdma = device_ ? absl::StrCat("rdma on ", device_->name(), " (registered in ",
                                             absl::FormatDuration(registration_time_), ")")
                              : absl::StrCat("rdma off (", rdma_reason_, ")");
-  return absl::StrCat("kvserver up: pool ", FormatByteSize(pool_->data_bytes()),
-                      pool_->hugepages() ? " on 2 MiB huge pages" : "", ", index ",
-                      store_->index().geometry().bucket_count, " buckets (",
-                      FormatByteSize(pool_->index_bytes()), "), ", rdma, ", transports ",
-                      device_ ? "rdma+tcp" : "tcp", ", control ", options_.listen_address, ":",
-                      control_port_, ", resp ", options_.listen_address, ":", resp_->port(),
-                      http_ != nullptr
-                          ? absl::StrCat(", metrics ", options_.metrics_address, ":", http_->port())
-                          : "",
-                      ", epoch ", absl::Hex(epoch_), ", ", ClusterPart());
+  return absl::StrCat(
+      "kvserver up: pool ", FormatByteSize(pool_->data_bytes()),
+      pool_->hugepages() ? " on 2 MiB huge pages" : "", ", index ",
+      store_->index().geometry().bucket_count, " buckets (", FormatByteSize(pool_->index_bytes()),
+      "), ", rdma, ", transports ", device_ ? "rdma+tcp" : "tcp", ", control ",
+      options_.listen_address, ":", control_port_, ", resp ", options_.listen_address, ":",
+      ClientRespPort(), resp_->tls_port() >= 0 ? " (tls)" : "",
+      http_ != nullptr ? absl::StrCat(", metrics ", options_.metrics_address, ":", http_->port())
+                       : "",
+      ", epoch ", absl::Hex(epoch_), ", ", ClusterPart());
 }
 
 // The RESP INFO reply, in Redis's section format (CRLF lines). Stock Redis

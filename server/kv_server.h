@@ -45,9 +45,13 @@
 namespace grpc {
 class Server;
 class ServerCredentials;
+class ChannelCredentials;
 }  // namespace grpc
 
 namespace kvstore {
+namespace tls {
+class ReloadingServerContext;
+}  // namespace tls
 namespace server {
 
 class KvControlServiceImpl;
@@ -78,6 +82,11 @@ struct KvServerOptions {
   std::string listen_address = "127.0.0.1";
   int control_port = 7300;  // gRPC; 0 picks a free port
   int resp_port = 6380;     // RESP2/TCP; 0 picks a free port
+  // RESP over TLS (with tls_cert_file/tls_key_file, and mutual with
+  // tls_client_ca_file): -1 off, 0 a free port, N that port. With it the
+  // plaintext port is off unless resp_plaintext_with_tls.
+  int resp_tls_port = -1;
+  bool resp_plaintext_with_tls = false;
   int resp_threads = 2;
   absl::Duration idle_timeout = absl::Minutes(5);
   absl::Duration request_timeout = absl::Seconds(30);
@@ -119,6 +128,13 @@ struct KvServerOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
+  // Cluster mode: the CA that signed the other nodes' certificates; a node
+  // dials its peers over TLS, verifying their certificate and presenting
+  // its own (tls_cert_file) as a client certificate. Empty: the client CA.
+  std::string tls_peer_ca_file;
+  // How often the TLS files are looked at again (a renewed certificate is
+  // used for new connections without a restart).
+  absl::Duration tls_reload_interval = absl::Seconds(60);
   // Protected mode: a non-loopback listen address without a token or mutual
   // TLS refuses to start unless this is set.
   bool insecure = false;
@@ -195,7 +211,13 @@ class KvServer {
 
   // The ports actually bound (after "0 picks a free port") and the epoch.
   int control_port() const { return control_port_; }
+  // The plaintext RESP port (-1 when off) and the TLS one (-1 when off).
   int resp_port() const { return resp_->port(); }
+  int resp_tls_port() const { return resp_->tls_port(); }
+  // The RESP port clients are told about: the TLS one when there is one.
+  int ClientRespPort() const { return resp_tls_port() >= 0 ? resp_tls_port() : resp_port(); }
+  // Re-reads the RESP TLS certificate files now (SIGHUP); OK without TLS.
+  absl::Status ReloadTls();
   // The bound metrics port; -1 when the endpoint is off.
   int metrics_port() const { return http_ != nullptr ? http_->port() : -1; }
   uint64_t epoch() const { return epoch_; }
@@ -253,6 +275,9 @@ class KvServer {
   // certificate is configured, else insecure. kInvalidArgument naming an
   // unreadable PEM file.
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ControlCredentials();
+  // Cluster mode: the credentials of calls to other nodes; null (plaintext)
+  // without --tls_cert. kInvalidArgument without a CA to verify peers.
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> PeerCredentials() const;
   // Protected mode and the consistency of the security options; logs the
   // --insecure warning. Runs first in Init().
   absl::Status CheckSecurityOptions() const;
@@ -331,6 +356,8 @@ class KvServer {
   // (RdmaService's lifetime rules).
   std::unique_ptr<LeaseTable> leases_;
   std::unique_ptr<RdmaService> rdma_;
+  // The RESP TLS port's certificates (before resp_: it points here).
+  std::unique_ptr<tls::ReloadingServerContext> resp_tls_;
   std::unique_ptr<RespServer> resp_;
   std::unique_ptr<KvControlServiceImpl> service_;
   std::unique_ptr<grpc::Server> grpc_;

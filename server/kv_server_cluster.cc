@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/tls/grpc_tls.h"
 #include "glog/logging.h"
 #include "proto/kv_cluster.grpc.pb.h"
 #include "server/cluster/cluster_node.h"
@@ -37,14 +38,6 @@ namespace server {
 absl::Status KvServer::PrepareCluster() {
   if (!options_.cluster.enabled()) return absl::OkStatus();
   KV_RETURN_IF_ERROR(options_.cluster.Validate());
-  if (!options_.tls_cert_file.empty()) {
-    // Servers replicate and fail over over plaintext gRPC between
-    // themselves; a TLS control port would suggest a protection the
-    // cluster traffic does not have (docs/security.md).
-    return absl::InvalidArgumentError(
-        "cluster mode does not support --tls_cert yet: servers talk to each other over "
-        "plaintext gRPC (use --auth_token_file; see docs/security.md)");
-  }
   node_id_ = options_.cluster.node_id;
   if (node_id_.empty()) {
     // The node id must survive a restart (the map names it); a picked port
@@ -63,11 +56,13 @@ absl::Status KvServer::PrepareCluster() {
   // listeners are bound (StartCluster), hence the forwarding editor.
   seqs_ = std::make_unique<ShardSeqs>();
   editor_ = std::make_unique<ForwardingShardMapEditor>();
-  // Every call this server makes to another one goes through it. Cluster
-  // mode refuses --tls_cert (above): peers talk plaintext gRPC, with the
-  // cluster's token.
+  // Every call this server makes to another one goes through it: over TLS
+  // when this node serves TLS (every node of a cluster does or none does),
+  // verifying the peer against the cluster CA and presenting this node's
+  // certificate, so peers that ask for client certificates accept it.
   PeerClientOptions po;
   po.auth_token = options_.auth_token;
+  KV_ASSIGN_OR_RETURN(po.credentials, PeerCredentials());
   peers_ = std::make_unique<PeerClient>(po);
   ReplicatorOptions ro;
   ro.replication_timeout = options_.cluster.replication_timeout;
@@ -80,6 +75,25 @@ absl::Status KvServer::PrepareCluster() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> KvServer::PeerCredentials() const {
+  if (options_.tls_cert_file.empty()) return std::shared_ptr<grpc::ChannelCredentials>();
+  tls::PemFiles files;
+  files.cert = options_.tls_cert_file;
+  files.key = options_.tls_key_file;
+  files.ca = options_.tls_peer_ca_file;
+  files.ca_flag = "tls_peer_ca";
+  if (files.ca.empty()) {
+    files.ca = options_.tls_client_ca_file;
+    files.ca_flag = "tls_client_ca";
+  }
+  if (files.ca.empty()) {
+    return absl::InvalidArgumentError(
+        "cluster mode with --tls_cert needs --tls_peer_ca (or --tls_client_ca): the CA that "
+        "signed the other nodes' certificates");
+  }
+  return tls::ReloadingChannelCredentials(files, options_.tls_reload_interval);
+}
+
 absl::Status KvServer::StartCluster() {
   if (cluster_state_ == nullptr) return absl::OkStatus();
   const std::string host = AdvertiseHost(options_.cluster, options_.listen_address);
@@ -88,7 +102,7 @@ absl::Status KvServer::StartCluster() {
   deps.fence = fence_page_.get();
   deps.self.set_node_id(node_id_);
   deps.self.set_control_address(absl::StrCat(host, ":", control_port_));
-  deps.self.set_resp_address(absl::StrCat(host, ":", resp_->port()));
+  deps.self.set_resp_address(absl::StrCat(host, ":", ClientRespPort()));
   if (http_ != nullptr) deps.self.set_metrics_address(absl::StrCat(host, ":", http_->port()));
   // A fenced node also cuts its RDMA clients off: their queue pairs go to
   // the error state, so even a READ posted before the fence page was read

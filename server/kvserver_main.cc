@@ -31,6 +31,12 @@ ABSL_FLAG(std::string, listen, "127.0.0.1",
 ABSL_FLAG(int, control_port, 7300, "gRPC control-plane port (0: pick a free port)");
 ABSL_FLAG(int, resp_port, 6380, "RESP2/TCP data port (0: pick a free port)");
 ABSL_FLAG(int, resp_threads, 2, "epoll event loops serving the RESP port");
+ABSL_FLAG(int, resp_tls_port, -1,
+          "RESP over TLS on this port (-1: off, 0: pick a free port), with --tls_cert/--tls_key "
+          "(and client certificates with --tls_client_ca); redis-cli --tls works. With it the "
+          "plaintext --resp_port is off unless --resp_plaintext");
+ABSL_FLAG(bool, resp_plaintext, false,
+          "with --resp_tls_port: serve plaintext RESP on --resp_port as well");
 // Fault tests only (common/failpoint/failpoint.h): stops, fails or delays
 // this node at named steps. Only a value given explicitly here arms a point.
 ABSL_FLAG(std::string, failpoints, "",
@@ -93,6 +99,13 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain: the control port se
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA: control-port clients must present a certificate it signed (mutual TLS)");
+ABSL_FLAG(std::string, tls_peer_ca, "",
+          "cluster mode with --tls_cert: PEM CA that signed the other nodes' certificates (peers "
+          "are dialled over TLS and must carry the host name they are dialled by); default "
+          "--tls_client_ca");
+ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(60),
+          "how often the TLS certificate, key and CA files are read again: a renewed "
+          "certificate serves new connections without a restart (at least 1s)");
 ABSL_FLAG(bool, insecure, false,
           "allow a non-loopback --listen without --auth_token_file (anyone who reaches the "
           "ports can read and write everything)");
@@ -118,13 +131,26 @@ ABSL_FLAG(int, grpc_max_connections, 0,
           "(--resp_max_clients, lowered with a warning when it does not fit) it must fit under "
           "the descriptor limit, which kvserver raises to the hard limit at start");
 ABSL_FLAG(std::string, ready_file, "",
-          "once serving, write 'control_port=N', 'resp_port=N', 'metrics_port=N' (-1 when off), "
+          "once serving, write 'control_port=N', 'resp_port=N', 'resp_tls_port=N', "
+          "'metrics_port=N' (-1 when off), "
           "'epoch=X', 'rdma_device=NAME' and 'node_id=ID' (empty in single-node mode) lines to "
           "this file (for scripts and tests)");
 
 // --- Cluster mode (architecture §19.6, docs/operations.md "Cluster mode").
 ABSL_FLAG(std::string, etcd, "",
           "comma-separated etcd endpoints host:port; set: cluster mode (empty: single-node)");
+ABSL_FLAG(std::string, etcd_ca, "",
+          "PEM CA of etcd's certificate: etcd is dialled over TLS (https) and must present a "
+          "certificate it signed naming the endpoint's host");
+ABSL_FLAG(std::string, etcd_cert, "",
+          "PEM client certificate for etcd (an etcd started with --client-cert-auth requires "
+          "one); needs --etcd_ca and --etcd_key");
+ABSL_FLAG(std::string, etcd_key, "", "PEM private key of --etcd_cert");
+ABSL_FLAG(std::string, etcd_user, "",
+          "etcd user (etcd auth enabled): the node authenticates with it and "
+          "--etcd_password_file and sends etcd's token on every call");
+ABSL_FLAG(std::string, etcd_password_file, "",
+          "file holding --etcd_user's password (one line; trailing newline ignored)");
 ABSL_FLAG(std::string, node_id, "",
           "stable node name, kept across restarts (default: <advertise_host>:<control_port>; "
           "required with --control_port=0)");
@@ -247,6 +273,24 @@ static absl::Status ClusterFromFlags(kvstore::server::KvServerOptions* o) {
   c.fence_margin = absl::GetFlag(FLAGS_fence_margin);
   c.replication_timeout = absl::GetFlag(FLAGS_replication_timeout);
   c.replication_rdma = absl::GetFlag(FLAGS_replication_rdma);
+  c.etcd_ca_file = absl::GetFlag(FLAGS_etcd_ca);
+  c.etcd_cert_file = absl::GetFlag(FLAGS_etcd_cert);
+  c.etcd_key_file = absl::GetFlag(FLAGS_etcd_key);
+  c.etcd_user = absl::GetFlag(FLAGS_etcd_user);
+  c.etcd_tls_reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
+  if (const std::string path = absl::GetFlag(FLAGS_etcd_password_file); !path.empty()) {
+    // Read here, not kept in a flag: it never shows in --help or ps.
+    std::ifstream in(path, std::ios::binary);
+    std::getline(in, c.etcd_password);
+    if (!in && !in.eof()) {
+      return absl::InvalidArgumentError(absl::StrCat("--etcd_password_file: cannot read ", path));
+    }
+    if (!c.etcd_password.empty() && c.etcd_password.back() == '\r') c.etcd_password.pop_back();
+    if (c.etcd_password.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--etcd_password_file: ", path, " is missing or empty"));
+    }
+  }
   if (!c.enabled()) {
     const kvstore::server::ClusterOptions d;
     if (c.node_id != d.node_id || c.cluster_name != d.cluster_name ||
@@ -254,12 +298,15 @@ static absl::Status ClusterFromFlags(kvstore::server::KvServerOptions* o) {
         c.cluster_min_nodes != d.cluster_min_nodes ||
         c.min_insync_replicas != d.min_insync_replicas || c.member_ttl != d.member_ttl ||
         c.fence_margin != d.fence_margin || c.replication_timeout != d.replication_timeout ||
-        c.replication_rdma != d.replication_rdma) {
+        c.replication_rdma != d.replication_rdma || !c.etcd_ca_file.empty() ||
+        !c.etcd_cert_file.empty() || !c.etcd_key_file.empty() || !c.etcd_user.empty() ||
+        !c.etcd_password.empty()) {
       return absl::InvalidArgumentError(
           "cluster flags (--node_id, --cluster_name, --advertise_host, --replicas, "
           "--cluster_min_nodes, --min_insync_replicas, --member_ttl, --fence_margin, "
           "--replication_timeout, "
-          "--replication_rdma) need --etcd");
+          "--replication_rdma, --etcd_ca, --etcd_cert, --etcd_key, --etcd_user, "
+          "--etcd_password_file) need --etcd");
     }
     return absl::OkStatus();
   }
@@ -316,6 +363,18 @@ void SetUsage() {
   absl::SetFlagsUsageConfig(config);
 }
 
+// The transport-encryption flags (docs/security.md §2.2); KvServer::Start()
+// checks their combinations.
+void TlsFromFlags(kvstore::server::KvServerOptions* o) {
+  o->tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  o->tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  o->tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  o->tls_peer_ca_file = absl::GetFlag(FLAGS_tls_peer_ca);
+  o->tls_reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
+  o->resp_tls_port = absl::GetFlag(FLAGS_resp_tls_port);
+  o->resp_plaintext_with_tls = absl::GetFlag(FLAGS_resp_plaintext);
+}
+
 // Reads the flags into KvServerOptions. kInvalidArgument, naming the flag,
 // for a value that cannot be right whatever else is set (a bad size,
 // --transport or --metrics_port); KvServer::Start() checks the combinations.
@@ -349,9 +408,7 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   if (o.rdma_idle_probe_after < absl::Seconds(1)) {
     return absl::InvalidArgumentError("--rdma_idle_probe must be at least 1s");
   }
-  o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
-  o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
-  o.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  TlsFromFlags(&o);
   o.insecure = absl::GetFlag(FLAGS_insecure);
   o.sessions.ttl = absl::GetFlag(FLAGS_session_ttl);
   o.sessions.max_sessions = absl::GetFlag(FLAGS_max_sessions);
@@ -415,8 +472,9 @@ void WriteReadyFile(const kvstore::server::KvServer& server) {
   {
     std::ofstream f(tmp);
     f << "control_port=" << server.control_port() << "\nresp_port=" << server.resp_port()
-      << "\nmetrics_port=" << server.metrics_port() << "\nepoch=" << server.epoch()
-      << "\nrdma_device=" << server.rdma_device() << "\nnode_id=" << server.node_id() << "\n";
+      << "\nresp_tls_port=" << server.resp_tls_port() << "\nmetrics_port=" << server.metrics_port()
+      << "\nepoch=" << server.epoch() << "\nrdma_device=" << server.rdma_device()
+      << "\nnode_id=" << server.node_id() << "\n";
   }
   std::rename(tmp.c_str(), ready_file.c_str());
 }
@@ -464,6 +522,8 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  // SIGHUP re-reads the RESP TLS certificate (gRPC's follow their files).
+  sigaddset(&stop_signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   // A write to a socket whose peer has gone (a RESP writev to a client that
   // disconnected) must fail with EPIPE, not kill the server.
@@ -483,7 +543,11 @@ int main(int argc, char** argv) {
   // The signals are blocked everywhere, so they stay pending until this
   // sigwait() takes one: no handler runs on an arbitrary thread.
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  for (sigwait(&stop_signals, &sig); sig == SIGHUP; sigwait(&stop_signals, &sig)) {
+    absl::Status s = (*server)->ReloadTls();
+    LOG_IF(INFO, s.ok()) << "kvserver: SIGHUP, TLS certificates read again";
+    LOG_IF(WARNING, !s.ok()) << "kvserver: SIGHUP, TLS certificates kept: " << s.message();
+  }
   LOG(INFO) << "kvserver: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down";
   (*server)->Shutdown();
   // Destroying the server frees storage, the pool and the device.

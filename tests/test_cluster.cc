@@ -171,6 +171,7 @@ absl::StatusOr<KvServerProcess> KvServerProcess::Start(const std::vector<std::st
         if (kv.first == "control_port") (void)absl::SimpleAtoi(kv.second, &p.control_port_);
         if (kv.first == "resp_port") (void)absl::SimpleAtoi(kv.second, &p.resp_port_);
         if (kv.first == "metrics_port") (void)absl::SimpleAtoi(kv.second, &p.metrics_port_);
+        if (kv.first == "resp_tls_port") (void)absl::SimpleAtoi(kv.second, &p.resp_tls_port_);
         if (kv.first == "rdma_device") p.rdma_device_ = kv.second;
       }
       if (p.control_port_ != 0 && p.resp_port_ != 0) return p;
@@ -190,6 +191,7 @@ KvServerProcess::KvServerProcess(KvServerProcess&& o) noexcept
       control_port_(o.control_port_),
       resp_port_(o.resp_port_),
       metrics_port_(o.metrics_port_),
+      resp_tls_port_(o.resp_tls_port_),
       rdma_device_(std::move(o.rdma_device_)),
       log_path_(std::move(o.log_path_)) {
   o.pid_ = -1;
@@ -197,6 +199,10 @@ KvServerProcess::KvServerProcess(KvServerProcess&& o) noexcept
 
 KvServerProcess::~KvServerProcess() {
   if (pid_ > 0) Stop();
+}
+
+void KvServerProcess::Signal(int sig) {
+  if (pid_ > 0) kill(pid_, sig);
 }
 
 int KvServerProcess::Stop() {

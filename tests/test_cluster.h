@@ -74,6 +74,10 @@ class KvServerProcess {
   int resp_port() const { return resp_port_; }
   // The ready file's metrics_port: -1 unless started with --metrics_port.
   int metrics_port() const { return metrics_port_; }
+  // The ready file's resp_tls_port: -1 unless started with --resp_tls_port.
+  int resp_tls_port() const { return resp_tls_port_; }
+  // Sends `sig` (e.g. SIGHUP: read the TLS certificates again).
+  void Signal(int sig);
   std::string control_address() const;
   std::string rdma_device() const { return rdma_device_; }
   const std::string& log_path() const { return log_path_; }
@@ -85,6 +89,7 @@ class KvServerProcess {
   int control_port_ = 0;
   int resp_port_ = 0;
   int metrics_port_ = -1;
+  int resp_tls_port_ = -1;
   std::string rdma_device_;
   std::string log_path_;
 };

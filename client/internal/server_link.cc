@@ -12,7 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/internal/rdma/rdma_data_path.h"
+#include "client/internal/tcp/resp_dial.h"
 #include "client/internal/tcp/tcp_data_path.h"
+#include "common/tls/ssl_context.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -92,9 +94,26 @@ absl::Status ServerLink::BuildPath(bool wait_for_ready) {
   }
   // TCP: either asked for, or the kAuto fallback.
   const std::string data_address = ResolveDataAddress(hs.endpoints().resp_address(), address_);
+  std::shared_ptr<const RespTls> tls;
+  if (hs.endpoints().resp_tls()) {
+    // The RESP port speaks only TLS: verified with the same CA, client
+    // certificate and name as the control channel.
+    if (options.tls_ca_file.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the RESP port ", data_address,
+                       " speaks TLS: set tls_ca_file (kvctl --tls_ca) to the CA of its "
+                       "certificate"));
+    }
+    tls::PemFiles files;
+    files.ca = options.tls_ca_file;
+    files.cert = options.tls_cert_file;
+    files.key = options.tls_key_file;
+    KV_ASSIGN_OR_RETURN(tls::SslCtxPtr context, tls::MakeClientContext(files));
+    tls = std::make_shared<const RespTls>(RespTls{std::move(context), options.tls_server_name});
+  }
   KV_ASSIGN_OR_RETURN(auto tcp, TcpDataPath::Connect(data_address, options.connections_per_server,
                                                      limits, options.connect_timeout,
-                                                     options.auth_token, env_.replica_reads));
+                                                     options.auth_token, env_.replica_reads, tls));
   SwapPath(std::shared_ptr<DataPath>(std::move(tcp)));
   return absl::OkStatus();
 }

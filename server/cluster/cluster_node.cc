@@ -23,6 +23,12 @@ constexpr int kConnectAttempts = 4;
 absl::StatusOr<std::unique_ptr<etcd::EtcdClient>> ConnectEtcd(const ClusterOptions& options) {
   etcd::EtcdOptions eo;
   eo.endpoints = options.etcd_endpoints;
+  eo.ca_file = options.etcd_ca_file;
+  eo.cert_file = options.etcd_cert_file;
+  eo.key_file = options.etcd_key_file;
+  eo.tls_reload_interval = options.etcd_tls_reload_interval;
+  eo.user = options.etcd_user;
+  eo.password = options.etcd_password;
   // The client's default rpc_timeout (2s) even with a short TTL: the
   // watchdog fences at the deadline whatever a keepalive is waiting for, and
   // with call deadlines of a few hundred ms gRPC was seen not to reconnect

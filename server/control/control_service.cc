@@ -296,6 +296,7 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
   // Where the data paths are; the client picks one (RDMA, else RESP/TCP).
   pb::DataEndpoints* e = response->mutable_endpoints();
   e->set_resp_address(deps_.resp_address);
+  e->set_resp_tls(deps_.resp_tls);
   e->set_rdma_device(deps_.rdma_device);
   if (deps_.rdma != nullptr) {
     e->set_rdma_gid(GidBytes(deps_.rdma->gid()));

@@ -73,6 +73,8 @@ struct ControlServiceDeps {
   uint64_t epoch = 0;
   // The RESP2 data port, "host:port"; empty when there is none.
   std::string resp_address;
+  // resp_address speaks TLS.
+  bool resp_tls = false;
   // RDMA device name; empty when the server serves no RDMA.
   std::string rdma_device;
   // The RDMA data path (queue pairs, lease write keys); null without RDMA.

@@ -89,6 +89,10 @@ RespLoop::~RespLoop() {
   writer_.reset();
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (event_fd_ >= 0) close(event_fd_);
+  if (adopt_fd_ >= 0) close(adopt_fd_);
+  absl::MutexLock lock(&adopt_mu_);
+  for (int fd : adopted_) close(fd);
+  adopted_.clear();
   if (reserve_fd_ >= 0) close(reserve_fd_);
 }
 
@@ -97,7 +101,8 @@ RespLoop::~RespLoop() {
 absl::Status RespLoop::Init() {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epoll_fd_ < 0 || event_fd_ < 0) {
+  adopt_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || event_fd_ < 0 || adopt_fd_ < 0) {
     return absl::InternalError(absl::StrCat("epoll/eventfd: ", std::strerror(errno)));
   }
   epoll_event ev{};
@@ -105,11 +110,14 @@ absl::Status RespLoop::Init() {
   // listening socket, not all of them.
   ev.events = EPOLLIN | EPOLLEXCLUSIVE;
   ev.data.fd = listen_fd_;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+  // No listener when only the TLS port serves: connections come by Adopt().
+  if (listen_fd_ >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
   // The eventfd only exists to interrupt epoll_wait for Wake().
   ev.events = EPOLLIN;
   ev.data.fd = event_fd_;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, event_fd_, &ev);
+  ev.data.fd = adopt_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, adopt_fd_, &ev);
   // Writers are not thread-safe: one per loop, used only on its thread.
   writer_ = store_->NewWriter();
   sets_ = std::make_unique<StreamedSet>(store_, writer_.get(), counters_,
@@ -150,6 +158,8 @@ void RespLoop::Run() {
         Accept();
       } else if (fd == event_fd_) {
         stop_ = true;
+      } else if (fd == adopt_fd_) {
+        TakeAdopted();
       } else if (auto it = conns_.find(fd); it != conns_.end()) {
         // Looked up, not cached: an earlier event in this batch may have
         // closed the connection.

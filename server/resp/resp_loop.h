@@ -38,11 +38,13 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "common/protocol/resp.h"
 #include "server/resp/connection.h"
 #include "server/resp/limits.h"
@@ -75,8 +77,16 @@ class RespLoop {
   // Asks Run() to return (within one epoll wait). Any thread; idempotent.
   void Wake();
 
+  // Serves `fd`, a connected non-blocking socket accepted elsewhere (the
+  // plaintext end of a TLS connection, tls_front.h), as if this loop had
+  // accepted it: the same limits, AUTH and commands. Any thread; the loop
+  // owns (and closes) it from now on, also when it stops first.
+  void Adopt(int fd);
+
  private:
   void Accept();
+  // Serves the descriptors Adopt() queued.
+  void TakeAdopted();
   // Registers an accepted socket as a connection (or refuses it at
   // max_clients).
   void AddConnection(int fd);
@@ -142,6 +152,9 @@ class RespLoop {
   uint64_t accept_errors_unlogged_ = 0;
   int epoll_fd_ = -1;
   int event_fd_ = -1;
+  int adopt_fd_ = -1;  // eventfd: Adopt() queued descriptors
+  absl::Mutex adopt_mu_;
+  std::vector<int> adopted_ ABSL_GUARDED_BY(adopt_mu_);
   std::atomic<bool> stop_{false};
   std::unique_ptr<KvStore::Writer> writer_;
   std::unique_ptr<StreamedSet> sets_;  // after writer_: uses it

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "absl/time/clock.h"
 #include "glog/logging.h"
@@ -42,6 +43,26 @@ void RespLoop::Accept() {
     OnAcceptError(errno);
     return;
   }
+}
+
+// A connection whose TLS another thread terminates (RespServer's TLS
+// front) arrives as a socket of its own, handed over from that thread.
+void RespLoop::Adopt(int fd) {
+  absl::MutexLock lock(&adopt_mu_);
+  adopted_.push_back(fd);
+  uint64_t one = 1;
+  (void)!write(adopt_fd_, &one, sizeof(one));
+}
+
+void RespLoop::TakeAdopted() {
+  uint64_t count;
+  (void)!read(adopt_fd_, &count, sizeof(count));
+  std::vector<int> fds;
+  {
+    absl::MutexLock lock(&adopt_mu_);
+    fds.swap(adopted_);
+  }
+  for (int fd : fds) AddConnection(fd);
 }
 
 void RespLoop::AddConnection(int fd) {

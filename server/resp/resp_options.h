@@ -19,6 +19,11 @@ namespace kvstore {
 namespace server {
 
 class ClusterState;  // server/cluster/cluster_state.h
+}  // namespace server
+namespace tls {
+class ReloadingServerContext;  // common/tls/ssl_context.h
+}  // namespace tls
+namespace server {
 
 // Per-resource bounds of the RESP port (docs/security.md). Each is a
 // kvserver flag (--resp_<name>), is named in the error a client gets when it
@@ -95,6 +100,14 @@ struct RespServerOptions {
   // answer from it (cluster_routing.h, cluster_commands.h). Null: single-node
   // mode, every key served here and CLUSTER refused as Redis does.
   const ClusterState* cluster = nullptr;
+  // RESP over TLS (tls_front.h): -1 off, 0 a free port, N that port, on
+  // bind_address. Requires tls_context.
+  int tls_port = -1;
+  // The TLS port's certificates (not owned; must outlive the server).
+  tls::ReloadingServerContext* tls_context = nullptr;
+  // false: no plaintext listener at all (`port` is ignored); only the TLS
+  // port serves. Requires tls_port >= 0.
+  bool plaintext = true;
 };
 
 }  // namespace server

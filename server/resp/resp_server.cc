@@ -7,14 +7,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "server/resp/limits.h"
 #include "server/resp/resp_counters.h"
 #include "server/resp/resp_loop.h"
+#include "server/resp/tls_front.h"
 
 namespace kvstore {
 namespace server {
@@ -78,18 +81,29 @@ absl::StatusOr<std::unique_ptr<RespServer>> RespServer::Start(KvStore* store,
   server->budgets_ = std::make_unique<resp_internal::SharedBudgets>(
       options.limits.max_clients > 0 ? static_cast<uint64_t>(options.limits.max_clients) : 0,
       options.limits.max_inflight_set_bytes);
+  if (options.tls_port >= 0 && options.tls_context == nullptr) {
+    return absl::InvalidArgumentError("a RESP TLS port needs certificates (--tls_cert, --tls_key)");
+  }
+  if (!options.plaintext && options.tls_port < 0) {
+    return absl::InvalidArgumentError("the RESP port must be plaintext, TLS or both");
+  }
   // One listening socket shared by every loop (EPOLLEXCLUSIVE wakes one
   // loop per connection), owned by the server.
-  auto fd = Listen(options.bind_address, options.port);
-  if (!fd.ok()) return fd.status();
-  server->listen_fd_ = *fd;
-  // With port 0 the kernel picked one; callers (tests, --ready_file) need it.
-  server->port_ = BoundPort(*fd);
+  int listen_fd = -1;
+  server->port_ = -1;
+  if (options.plaintext) {
+    auto fd = Listen(options.bind_address, options.port);
+    if (!fd.ok()) return fd.status();
+    listen_fd = *fd;
+    server->listen_fd_ = *fd;
+    // With port 0 the kernel picked one; callers (tests, --ready_file) need it.
+    server->port_ = BoundPort(*fd);
+  }
   // Every loop is initialised before any runs, so a failure leaves no
   // thread to stop.
   for (int i = 0; i < options.threads; ++i) {
-    auto loop =
-        std::make_unique<RespLoop>(store, server->options_, counters, server->budgets_.get(), *fd);
+    auto loop = std::make_unique<RespLoop>(store, server->options_, counters,
+                                           server->budgets_.get(), listen_fd);
     if (absl::Status s = loop->Init(); !s.ok()) return s;
     server->loops_.push_back(std::move(loop));
   }
@@ -97,14 +111,32 @@ absl::StatusOr<std::unique_ptr<RespServer>> RespServer::Start(KvStore* store,
   for (auto& loop : server->loops_) {
     server->threads_.emplace_back([l = loop.get()] { l->Run(); });
   }
+  if (options.tls_port >= 0) {
+    TlsFrontOptions to;
+    to.bind_address = options.bind_address;
+    to.port = options.tls_port;
+    to.max_connections = options.limits.max_clients > 0 ? options.limits.max_clients : 1 << 30;
+    RespServer* self = server.get();
+    // TLS connections are spread over the loops in turn.
+    auto adopt = [self, next = std::make_shared<std::atomic<size_t>>(0)](int fd) {
+      self->loops_[next->fetch_add(1) % self->loops_.size()]->Adopt(fd);
+    };
+    auto front = TlsFront::Start(to, options.tls_context, server->registry_, std::move(adopt));
+    if (!front.ok()) return front.status();
+    server->tls_ = *std::move(front);
+  }
   return server;
 }
 
 // Wake every loop, then join: a loop drops its connections (and their
 // pinned replies and reservations) when destroyed, after its thread ended.
+int RespServer::tls_port() const { return tls_ != nullptr ? tls_->port() : -1; }
+
 void RespServer::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  // No new adoption once the loops are going.
+  if (tls_ != nullptr) tls_->Stop();
   for (auto& loop : loops_) loop->Wake();
   for (auto& t : threads_) t.join();
   threads_.clear();

@@ -46,10 +46,14 @@ struct Counters;       // resp_counters.h
 struct SharedBudgets;  // limits.h
 }  // namespace resp_internal
 
+class TlsFront;  // tls_front.h
+
 class RespServer {
  public:
-  // Binds options.bind_address:options.port and starts the loops. Errors:
-  // InvalidArgument for threads < 1 or an address that is not IPv4,
+  // Binds options.bind_address:options.port (unless !options.plaintext)
+  // and options.tls_port (when >= 0), and starts the loops. Errors:
+  // InvalidArgument for threads < 1, an address that is not IPv4, a TLS
+  // port without a context or no port at all,
   // Unavailable if the port cannot be bound, Internal if epoll is refused.
   // `store` is not owned and must outlive the server.
   static absl::StatusOr<std::unique_ptr<RespServer>> Start(KvStore* store,
@@ -59,8 +63,10 @@ class RespServer {
   RespServer(const RespServer&) = delete;
   RespServer& operator=(const RespServer&) = delete;
 
-  // The bound port (useful with port 0).
+  // The bound port (useful with port 0); -1 without a plaintext listener.
   int port() const { return port_; }
+  // The bound TLS port; -1 without one.
+  int tls_port() const;
   // Stops and joins the loops, closing their connections (uncommitted
   // streamed SETs are dropped). Idempotent; the port stays bound until
   // destruction.
@@ -82,6 +88,8 @@ class RespServer {
   std::unique_ptr<resp_internal::Counters> counters_;      // shared by the loops
   std::unique_ptr<resp_internal::SharedBudgets> budgets_;  // shared by the loops
   std::vector<std::unique_ptr<resp_internal::RespLoop>> loops_;
+  // The TLS port; stopped before the loops (its connections end first).
+  std::unique_ptr<TlsFront> tls_;
   std::vector<std::thread> threads_;
   bool stopped_ = false;
 };

@@ -163,9 +163,14 @@ std::vector<std::string> ClusterHarness::ControlAddresses() {
 
 absl::StatusOr<v1::ClusterMap> ClusterHarness::MapFrom(int index) {
   if (!Running(index)) return absl::UnavailableError(absl::StrCat(NodeId(index), " is down"));
-  auto stub = v1::KvCluster::NewStub(
-      grpc::CreateChannel(nodes_[index]->control_address(), grpc::InsecureChannelCredentials()));
+  auto stub = v1::KvCluster::NewStub(grpc::CreateChannel(nodes_[index]->control_address(),
+                                                         options_.control_credentials != nullptr
+                                                             ? options_.control_credentials
+                                                             : grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
+  if (!options_.auth_token.empty()) {
+    ctx.AddMetadata("authorization", "Bearer " + options_.auth_token);
+  }
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
   v1::GetClusterMapRequest req;
   v1::GetClusterMapResponse resp;

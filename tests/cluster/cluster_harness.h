@@ -36,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/credentials.h"
 #include "proto/kv_cluster.pb.h"
 #include "tests/cluster/netns.h"
 #include "tests/cluster/node_process.h"
@@ -64,6 +65,11 @@ struct ClusterOptions {
   // Set: the environment ("NAME=value") of node `index`'s process, at every
   // start (e.g. a libfaketime clock of its own).
   std::function<std::vector<std::string>(int index)> node_env;
+  // How the harness itself calls the nodes' control ports (GetClusterMap):
+  // null for plaintext; TLS credentials when extra_flags turn TLS on.
+  std::shared_ptr<grpc::ChannelCredentials> control_credentials;
+  // Sent as the bearer token on the harness's own calls; empty: none.
+  std::string auth_token;
 };
 
 class ClusterHarness {

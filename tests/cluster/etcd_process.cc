@@ -33,14 +33,13 @@ namespace {
 
 constexpr char kEtcdBinary[] = "/usr/bin/etcd";
 
-// Binds two sockets to 127.0.0.1:0 at once (so the ports differ) and
-// returns their ports. etcd binds them a moment later; another process could
-// take one in between: then etcd exits and Start() tries new ports.
-absl::Status PickPorts(int* a, int* b) {
-  int fds[2] = {-1, -1};
-  int* ports[2] = {a, b};
+// Binds sockets to 127.0.0.1:0 at once (so the ports differ) and returns
+// their ports. etcd binds them a moment later; another process could take
+// one in between: then etcd exits and Start() tries new ports.
+absl::Status PickPorts(std::vector<int*> ports) {
+  std::vector<int> fds(ports.size(), -1);
   absl::Status status;
-  for (int i = 0; i < 2 && status.ok(); ++i) {
+  for (size_t i = 0; i < ports.size() && status.ok(); ++i) {
     fds[i] = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -138,7 +137,9 @@ absl::Status EtcdProcess::Start() {
   }
   if (absl::Status s = MakeDir(); !s.ok()) return s;
   for (int attempt = 1;; ++attempt) {
-    if (absl::Status s = PickPorts(&client_port_, &peer_port_); !s.ok()) return s;
+    std::vector<int*> ports = {&client_port_, &peer_port_};
+    if (!options_.tls_cert.empty()) ports.push_back(&metrics_port_);
+    if (absl::Status s = PickPorts(ports); !s.ok()) return s;
     endpoint_ = absl::StrCat(options_.ip, ":", client_port_);
     if (absl::Status s = Launch(); !s.ok()) return s;
     absl::Status s = WaitHealthy();
@@ -179,7 +180,9 @@ absl::Status EtcdProcess::StartAsync() {
 }
 
 absl::Status EtcdProcess::Launch() {
-  const std::string client_url = absl::StrCat("http://", options_.ip, ":", client_port_);
+  const bool tls = !options_.tls_cert.empty();
+  const std::string client_url =
+      absl::StrCat(tls ? "https://" : "http://", options_.ip, ":", client_port_);
   const std::string peer_url = absl::StrCat("http://", options_.ip, ":", peer_port_);
   std::vector<std::string> argv;
   if (!options_.netns.empty()) argv = {"/usr/sbin/ip", "netns", "exec", options_.netns};
@@ -200,6 +203,12 @@ absl::Status EtcdProcess::Launch() {
                               "--log-outputs=stderr",
                               "--log-level=warn",
                           });
+  if (tls) {
+    argv.insert(argv.end(),
+                {"--cert-file=" + options_.tls_cert, "--key-file=" + options_.tls_key,
+                 "--trusted-ca-file=" + options_.tls_ca, "--client-cert-auth",
+                 absl::StrCat("--listen-metrics-urls=http://", options_.ip, ":", metrics_port_)});
+  }
   argv.insert(argv.end(), options_.extra_flags.begin(), options_.extra_flags.end());
   const std::string log = absl::StrCat(dir_, "/etcd.log");
   const pid_t parent = getpid();
@@ -224,7 +233,8 @@ absl::Status EtcdProcess::Launch() {
 absl::Status EtcdProcess::WaitHealthy() {
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
   while (absl::Now() < deadline) {
-    if (Healthy(options_.ip, client_port_) && ListensOn(pid_, options_.ip, client_port_)) {
+    const int health_port = metrics_port_ != 0 ? metrics_port_ : client_port_;
+    if (Healthy(options_.ip, health_port) && ListensOn(pid_, options_.ip, client_port_)) {
       return absl::OkStatus();
     }
     int status;

@@ -42,6 +42,13 @@ struct EtcdMemberOptions {
   int peer_port = 0;                     // 0: a free port (loopback only)
   std::string initial_cluster;           // empty: this member alone
   std::vector<std::string> extra_flags;  // e.g. --heartbeat-interval
+  // TLS on the client port (single-member Start() only): etcd serves
+  // https with this certificate and key and requires client certificates
+  // signed by tls_ca (--client-cert-auth). /health is then read from a
+  // plaintext metrics port of its own.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
 };
 
 class EtcdProcess {
@@ -95,6 +102,7 @@ class EtcdProcess {
   bool paused_ = false;
   int client_port_ = 0;
   int peer_port_ = 0;
+  int metrics_port_ = 0;  // with TLS: where /health is read
   std::string endpoint_;
   std::string dir_;  // holds data/ and etcd.log
 };

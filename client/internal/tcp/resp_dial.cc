@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -23,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "common/protocol/resp.h"
 #include "common/status_macros.h"
+#include "common/tls/tls_pump.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -175,11 +177,58 @@ absl::Status ReadOnly(int fd, absl::Time deadline, const std::string& address) {
   return absl::OkStatus();
 }
 
+// TLS over the connected socket `fd` (closed on error): handshake, then a
+// detached bridge thread between it and one end of a socketpair; returns
+// the other end, blocking.
+absl::StatusOr<int> StartTls(int fd, const std::string& address, absl::Duration timeout,
+                             const RespTls& tls) {
+  SSL* ssl = SSL_new(tls.context.get());
+  std::string host = tls.server_name;
+  if (host.empty()) {
+    host = std::string(address.substr(0, address.rfind(':')));
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+  }
+  absl::Status s = ssl == nullptr ? absl::InternalError("SSL_new failed") : absl::OkStatus();
+  if (s.ok()) s = tls::ConfigureClient(ssl, host);
+  int pair[2] = {-1, -1};
+  if (s.ok()) {
+    SSL_set_fd(ssl, fd);
+    SSL_set_connect_state(ssl);
+    tls::SetNonBlocking(fd);
+    s = tls::Handshake(ssl, fd, absl::Now() + timeout);
+    if (!s.ok()) {
+      s = absl::UnavailableError(absl::StrCat("RESP ", address, ": ", s.message()));
+    }
+  }
+  if (s.ok() && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    s = absl::UnavailableError(absl::StrCat("socketpair: ", std::strerror(errno)));
+  }
+  if (!s.ok()) {
+    if (ssl != nullptr) SSL_free(ssl);
+    close(fd);
+    return s;
+  }
+  tls::SetNonBlocking(pair[1]);
+  // The thread owns ssl, fd and pair[1], and keeps the context alive.
+  std::thread([ssl, fd, bridge = pair[1], context = tls.context] {
+    (void)tls::Pump(ssl, fd, bridge);
+    SSL_free(ssl);
+    close(fd);
+    close(bridge);
+  }).detach();
+  return pair[0];
+}
+
 }  // namespace
 
 absl::StatusOr<int> DialResp(const std::string& address, absl::Duration timeout,
-                             absl::string_view auth_token, bool readonly) {
+                             absl::string_view auth_token, bool readonly, const RespTls* tls) {
   KV_ASSIGN_OR_RETURN(int fd, Dial(address, timeout));
+  if (tls != nullptr) {
+    KV_ASSIGN_OR_RETURN(fd, StartTls(fd, address, timeout, *tls));
+  }
   absl::Status s;
   if (!auth_token.empty()) s = Authenticate(fd, auth_token, absl::Now() + timeout, address);
   if (s.ok() && readonly) s = ReadOnly(fd, absl::Now() + timeout, address);

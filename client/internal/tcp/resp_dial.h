@@ -20,9 +20,17 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/tls/ssl_context.h"
 
 namespace kvstore {
 namespace client {
+
+// TLS to a RESP port (DataEndpoints.resp_tls): the client context (CA and
+// optional client certificate) and the name to verify.
+struct RespTls {
+  tls::SslCtxPtr context;
+  std::string server_name;  // empty: the host of the address dialled
+};
 
 // A connected, blocking TCP socket to "host:port" (the caller owns and
 // closes it), trying each address the name resolves to in turn; `timeout`
@@ -36,8 +44,17 @@ namespace client {
 // READONLY is sent next (cluster replica reads: a backup then serves reads
 // of its shards); an error reply to it is only logged, a lost connection or
 // no reply in time fails as for AUTH. On any error the socket is closed.
+//
+// With `tls` the connection is TLS: the server's certificate must verify
+// against tls->context's CA and name tls->server_name (or, when that is
+// empty, the host of `address`); the handshake is bounded by `timeout`, and a
+// refused one is kUnavailable with OpenSSL's reason. The socket returned is
+// then the plaintext end of a socketpair whose other end a thread of its own
+// bridges to the TLS connection (common/tls/tls_pump.h), so callers read and
+// write it as before; closing it ends that thread.
 absl::StatusOr<int> DialResp(const std::string& address, absl::Duration timeout,
-                             absl::string_view auth_token, bool readonly = false);
+                             absl::string_view auth_token, bool readonly = false,
+                             const RespTls* tls = nullptr);
 
 }  // namespace client
 }  // namespace kvstore

@@ -78,12 +78,14 @@ void SetAfterDrainForTest(std::function<void()> f) {
 class RespConnection {
  public:
   // `auth_token`: sent as AUTH on every (re)connect; empty for none.
+  // `tls`: null for plaintext.
   RespConnection(std::string address, absl::Duration connect_timeout, std::string auth_token,
-                 bool readonly)
+                 bool readonly, std::shared_ptr<const RespTls> tls)
       : address_(std::move(address)),
         connect_timeout_(connect_timeout),
         auth_token_(std::move(auth_token)),
-        readonly_(readonly) {}
+        readonly_(readonly),
+        tls_(std::move(tls)) {}
   ~RespConnection() {
     absl::MutexLock lock(&send_mu_);
     Teardown();
@@ -193,7 +195,8 @@ class RespConnection {
     if (!refused_.ok()) return refused_;
     // The old reader has failed (or is failing) its waiters; join it first.
     Teardown();
-    absl::StatusOr<int> fd = DialResp(address_, connect_timeout_, auth_token_, readonly_);
+    absl::StatusOr<int> fd =
+        DialResp(address_, connect_timeout_, auth_token_, readonly_, tls_.get());
     if (absl::IsUnauthenticated(fd.status())) refused_ = fd.status();
     // No request has been written on a connection that does not exist:
     // callers may send a write elsewhere (cluster failover).
@@ -338,6 +341,7 @@ class RespConnection {
   const std::string auth_token_;
   // Send READONLY after AUTH on every (re)connect (cluster replica reads).
   const bool readonly_;
+  const std::shared_ptr<const RespTls> tls_;  // null: plaintext
   absl::Mutex send_mu_;
   int fd_ ABSL_GUARDED_BY(send_mu_) = -1;
   // The server's refusal of auth_token_, once it happened (sticky).
@@ -356,11 +360,13 @@ class RespConnection {
 
 absl::StatusOr<std::unique_ptr<TcpDataPath>> TcpDataPath::Connect(
     const std::string& address, int connections, const Limits& limits,
-    absl::Duration connect_timeout, const std::string& auth_token, bool readonly) {
+    absl::Duration connect_timeout, const std::string& auth_token, bool readonly,
+    std::shared_ptr<const RespTls> tls) {
   // On a failure `path` is destroyed, closing the connections made so far.
   std::unique_ptr<TcpDataPath> path(new TcpDataPath(address, limits, connect_timeout));
   for (int i = 0; i < std::max(1, connections); ++i) {
-    auto conn = std::make_unique<RespConnection>(address, connect_timeout, auth_token, readonly);
+    auto conn =
+        std::make_unique<RespConnection>(address, connect_timeout, auth_token, readonly, tls);
     KV_RETURN_IF_ERROR(conn->Open());
     path->conns_.push_back(std::move(conn));
   }

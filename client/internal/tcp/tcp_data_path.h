@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/internal/data_path.h"
+#include "client/internal/tcp/resp_dial.h"
 #include "common/protocol/limits.h"
 #include "common/protocol/resp.h"
 
@@ -50,11 +51,10 @@ class TcpDataPath final : public DataPath {
   // batch limits checked before anything is sent. `readonly`: every socket
   // sends READONLY after AUTH, so that a cluster backup serves reads of its
   // shards (Options::read_from_replicas; resp_dial.h).
-  static absl::StatusOr<std::unique_ptr<TcpDataPath>> Connect(const std::string& address,
-                                                              int connections, const Limits& limits,
-                                                              absl::Duration connect_timeout,
-                                                              const std::string& auth_token = "",
-                                                              bool readonly = false);
+  static absl::StatusOr<std::unique_ptr<TcpDataPath>> Connect(
+      const std::string& address, int connections, const Limits& limits,
+      absl::Duration connect_timeout, const std::string& auth_token = "", bool readonly = false,
+      std::shared_ptr<const RespTls> tls = nullptr);
   // Closes every connection and joins its reader thread.
   // REQUIRES: no call is in flight.
   ~TcpDataPath() override;

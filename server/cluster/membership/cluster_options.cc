@@ -35,7 +35,8 @@ absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view fl
   if (flag.empty()) return out;
   for (absl::string_view part : absl::StrSplit(flag, ',')) {
     absl::string_view ep = absl::StripAsciiWhitespace(part);
-    absl::ConsumePrefix(&ep, "http://");
+    // TLS is --etcd_ca's choice, so a scheme only has to be dropped.
+    if (!absl::ConsumePrefix(&ep, "http://")) absl::ConsumePrefix(&ep, "https://");
     const size_t colon = ep.rfind(':');
     int port = 0;
     if (colon == absl::string_view::npos || colon == 0 ||
@@ -53,6 +54,16 @@ absl::Status ClusterOptions::Validate() const {
   for (const std::string& ep : etcd_endpoints) {
     auto parsed = ParseEtcdEndpoints(ep);
     if (!parsed.ok()) return parsed.status();
+  }
+  if (etcd_ca_file.empty() && (!etcd_cert_file.empty() || !etcd_key_file.empty())) {
+    return absl::InvalidArgumentError(
+        "--etcd_cert and --etcd_key need --etcd_ca (the CA of etcd's certificate)");
+  }
+  if (etcd_cert_file.empty() != etcd_key_file.empty()) {
+    return absl::InvalidArgumentError("--etcd_cert and --etcd_key go together");
+  }
+  if (etcd_user.empty() != etcd_password.empty()) {
+    return absl::InvalidArgumentError("--etcd_user and --etcd_password_file go together");
   }
   if (absl::Status s = CheckName("cluster_name", cluster_name); !s.ok()) return s;
   if (!node_id.empty()) {

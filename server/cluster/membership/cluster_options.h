@@ -24,6 +24,15 @@ namespace server {
 struct ClusterOptions {
   // etcd endpoints "host:port"; non-empty switches cluster mode on.
   std::vector<std::string> etcd_endpoints;
+  // etcd over TLS and with authentication (etcd::EtcdOptions): the CA of
+  // etcd's certificate (set: TLS), this node's client certificate and key,
+  // the etcd user and its password. Empty: plaintext, no authentication.
+  std::string etcd_ca_file;
+  std::string etcd_cert_file;
+  std::string etcd_key_file;
+  std::string etcd_user;
+  std::string etcd_password;
+  absl::Duration etcd_tls_reload_interval = absl::Seconds(60);
   // Stable node name. Empty: "<advertise_host>:<control_port>".
   std::string node_id;
   // etcd prefix /kvstore/<cluster_name>/.
@@ -71,9 +80,9 @@ struct ClusterOptions {
   absl::Status Validate() const;
 };
 
-// Splits "--etcd=h1:2379,h2:2379" into endpoints (an "http://" prefix is
-// accepted and dropped); kInvalidArgument naming the bad endpoint. An empty
-// string gives no endpoints.
+// Splits "--etcd=h1:2379,h2:2379" into endpoints (an "http://" or
+// "https://" prefix is accepted and dropped: --etcd_ca decides TLS); kInvalidArgument naming the
+// bad endpoint. An empty string gives no endpoints.
 absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view flag);
 
 // The host to advertise: `advertise_host` when set, else `listen_address`,

@@ -14,9 +14,10 @@
 //     changes (a restarted node may come back elsewhere); no message size
 //     limit (an entry, or a SyncShard chunk holding one large entry, may
 //     exceed gRPC's 4 MiB default: the limits are the store's);
-//   * credentials: PeerClientOptions::credentials, insecure when null.
-//     Cluster mode refuses --tls_cert for now (docs/security.md), so every
-//     server passes null; TLS between peers is a change here only;
+//   * credentials: PeerClientOptions::credentials, insecure when null. A
+//     node with --tls_cert passes TLS credentials (KvServer::PeerCredentials:
+//     the cluster CA verifies the peer, the node's own certificate is its
+//     client certificate);
 //   * the bearer token, on every call;
 //   * deadlines: every call takes one; DefaultDeadline() is the one of
 //     calls whose caller has no bound of its own (PeerClientOptions::
@@ -58,7 +59,7 @@ struct PeerClientOptions {
   // The cluster's bearer token (--auth_token_file), sent on every call;
   // empty: none. Every node of a cluster shares one token.
   std::string auth_token;
-  // Channel credentials for peers; null: insecure.
+  // Channel credentials for peers; null: insecure (plaintext gRPC).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   // The deadline of a call whose caller has no bound of its own
   // (ReportInSync, the admin forwards): DefaultDeadline().

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Regenerates the TEST-ONLY certificates in this folder: a CA, a server
-# certificate for localhost/127.0.0.1 and a client certificate, all signed by
+# certificate for localhost/127.0.0.1, a client certificate and a cluster
+# node's certificate (server and client use), all signed by
 # the CA, plus a second CA that signed nothing here (for "wrong CA" tests).
 # The keys are public by being in the repository: never use them anywhere
 # else. Valid for 100 years so the tests do not start failing one day.
@@ -20,6 +21,10 @@ make_cert() {  # name subject extensions
 make_cert server "/CN=localhost" "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1
 extendedKeyUsage=serverAuth"
 make_cert client "/CN=kvstore test client" "extendedKeyUsage=clientAuth"
+# A cluster node's certificate: it serves its ports and, as a client
+# certificate, authenticates the node to its peers (mutual TLS).
+make_cert node "/CN=127.0.0.1" "subjectAltName=DNS:localhost,IP:127.0.0.1
+extendedKeyUsage=serverAuth,clientAuth"
 rm -f ca.srl other-ca.key
 chmod 644 ./*.key
 echo "test certificates written to $(pwd)"

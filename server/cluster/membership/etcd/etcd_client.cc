@@ -20,6 +20,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "common/tls/grpc_tls.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "server/cluster/membership/etcd/etcd_grpc.h"
 #include "server/cluster/membership/etcd/etcd_watch.h"
@@ -99,11 +101,57 @@ void FillOp(const TxnOp& op, etcdserverpb::RequestOp* out) {
   }
 }
 
+// etcd's Authenticate: the token for `user`. kUnauthenticated when etcd
+// refuses the name or password, the call's status otherwise.
+absl::StatusOr<std::string> Authenticate(const EtcdStubs& stubs, const std::string& address,
+                                         const std::string& user, const std::string& password,
+                                         absl::Duration timeout) {
+  etcdserverpb::AuthenticateRequest req;
+  req.set_name(user);
+  req.set_password(password);
+  etcdserverpb::AuthenticateResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  const grpc::Status status = stubs.auth->Authenticate(&ctx, req, &resp);
+  if (status.ok()) return resp.token();
+  absl::Status s = FromGrpc(status, address, "Authenticate");
+  if (absl::StrContains(status.error_message(), "authentication failed") ||
+      absl::StrContains(status.error_message(), "invalid user ID or password")) {
+    return absl::UnauthenticatedError(
+        absl::StrCat(s.message(), " (check --etcd_user and --etcd_password_file)"));
+  }
+  return s;
+}
+
+// The channel credentials for every endpoint: TLS with a CA, else insecure.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const EtcdOptions& o) {
+  if (o.ca_file.empty()) {
+    if (!o.cert_file.empty() || !o.key_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--etcd_cert and --etcd_key need --etcd_ca (the CA of etcd's certificate)");
+    }
+    return grpc::InsecureChannelCredentials();
+  }
+  tls::PemFiles files;
+  files.ca = o.ca_file;
+  files.cert = o.cert_file;
+  files.key = o.key_file;
+  files.ca_flag = "etcd_ca";
+  files.cert_flag = "etcd_cert";
+  files.key_flag = "etcd_key";
+  return tls::ReloadingChannelCredentials(files, o.tls_reload_interval);
+}
+
 class GrpcEtcdClient final : public EtcdClient {
  public:
   GrpcEtcdClient(std::vector<std::unique_ptr<EtcdEndpoint>> endpoints, size_t current,
-                 absl::Duration rpc_timeout)
-      : endpoints_(std::move(endpoints)), current_(current), rpc_timeout_(rpc_timeout) {}
+                 const EtcdOptions& options, std::string token)
+      : endpoints_(std::move(endpoints)),
+        current_(current),
+        rpc_timeout_(options.rpc_timeout),
+        user_(options.user),
+        password_(options.password),
+        token_(std::move(token)) {}
 
   absl::StatusOr<int64_t> GrantLease(absl::Duration ttl) override {
     etcdserverpb::LeaseGrantRequest req;
@@ -254,7 +302,7 @@ class GrpcEtcdClient final : public EtcdClient {
     EtcdEndpoint& e = *endpoints_[current_.load() % endpoints_.size()];
     std::shared_ptr<const EtcdStubs> stubs = e.stubs();
     absl::StatusOr<std::unique_ptr<WatchHandle>> w = internal::StartWatch(
-        e.address(), stubs, prefix, start_revision, rpc_timeout_, std::move(on_events));
+        e.address(), stubs, Token(), prefix, start_revision, rpc_timeout_, std::move(on_events));
     if (!w.ok() && absl::IsUnavailable(w.status())) Failed(&e, stubs.get());
     return w;
   }
@@ -266,15 +314,40 @@ class GrpcEtcdClient final : public EtcdClient {
   // UNAVAILABLE (or a timeout) the next call goes to the next endpoint, on a
   // fresh channel; the failed call is not retried, since a Put or Txn may
   // have been applied.
+  //
+  // With etcd authentication the call carries the token; when etcd says the
+  // token is stale the client authenticates again and makes the call once
+  // more (etcd refused it before applying anything).
   template <typename Rpc>
   absl::Status Call(absl::string_view method, Rpc rpc) {
-    EtcdEndpoint& e = *endpoints_[current_.load() % endpoints_.size()];
-    std::shared_ptr<const EtcdStubs> stubs = e.stubs();
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_));
-    absl::Status s = FromGrpc(rpc(*stubs, &ctx), e.address(), method);
-    if (absl::IsUnavailable(s)) Failed(&e, stubs.get());
-    return s;
+    for (int attempt = 0;; ++attempt) {
+      EtcdEndpoint& e = *endpoints_[current_.load() % endpoints_.size()];
+      std::shared_ptr<const EtcdStubs> stubs = e.stubs();
+      grpc::ClientContext ctx;
+      ctx.set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_));
+      const std::string token = Token();
+      if (!token.empty()) ctx.AddMetadata(std::string(internal::kTokenKey), token);
+      const grpc::Status status = rpc(*stubs, &ctx);
+      if (!status.ok() && attempt == 0 && !user_.empty() && internal::IsStaleToken(status)) {
+        absl::StatusOr<std::string> fresh =
+            Authenticate(*stubs, e.address(), user_, password_, rpc_timeout_);
+        if (!fresh.ok()) return fresh.status();
+        SetToken(*std::move(fresh));
+        continue;
+      }
+      absl::Status s = FromGrpc(status, e.address(), method);
+      if (absl::IsUnavailable(s)) Failed(&e, stubs.get());
+      return s;
+    }
+  }
+
+  std::string Token() const {
+    absl::MutexLock lock(&token_mu_);
+    return token_;
+  }
+  void SetToken(std::string token) {
+    absl::MutexLock lock(&token_mu_);
+    token_ = std::move(token);
   }
 
   // A call on `stubs` of `e` failed as UNAVAILABLE: the endpoint gets a new
@@ -297,6 +370,10 @@ class GrpcEtcdClient final : public EtcdClient {
   std::atomic<size_t> current_;
   std::atomic<uint64_t> endpoint_changes_{0};
   const absl::Duration rpc_timeout_;
+  const std::string user_;
+  const std::string password_;
+  mutable absl::Mutex token_mu_;
+  std::string token_ ABSL_GUARDED_BY(token_mu_);
 };
 
 }  // namespace
@@ -306,18 +383,24 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const EtcdOption
   if (options.rpc_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("etcd: rpc_timeout must be positive");
   }
+  if (options.password.size() > 0 && options.user.empty()) {
+    return absl::InvalidArgumentError("etcd: a password needs a user (--etcd_user)");
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> creds = Credentials(options);
+  if (!creds.ok()) return creds.status();
   std::vector<std::unique_ptr<EtcdEndpoint>> endpoints;
   for (const std::string& raw : options.endpoints) {
     absl::string_view address = raw;
     absl::ConsumePrefix(&address, "http://");
-    if (absl::StartsWith(address, "https://")) {
+    if (absl::ConsumePrefix(&address, "https://") && options.ca_file.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("etcd: TLS endpoints are not supported yet: ", raw));
+          absl::StrCat("etcd: ", raw, " is a TLS endpoint: give --etcd_ca (etcd's CA)"));
     }
     if (address.empty()) return absl::InvalidArgumentError("etcd: empty endpoint");
-    endpoints.push_back(std::make_unique<EtcdEndpoint>(std::string(address)));
+    endpoints.push_back(std::make_unique<EtcdEndpoint>(std::string(address), *creds));
   }
-  // The first endpoint that answers a Status call becomes the current one.
+  // The first endpoint that answers a Status call becomes the current one;
+  // with a user it must also accept the password.
   std::vector<std::string> failures;
   for (size_t i = 0; i < endpoints.size(); ++i) {
     etcdserverpb::StatusRequest req;
@@ -326,9 +409,19 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const EtcdOption
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + options.rpc_timeout));
     absl::Status s = FromGrpc(endpoints[i]->stubs()->maintenance->Status(&ctx, req, &resp),
                               endpoints[i]->address(), "Status");
+    std::string token;
+    if (s.ok() && !options.user.empty()) {
+      absl::StatusOr<std::string> t =
+          Authenticate(*endpoints[i]->stubs(), endpoints[i]->address(), options.user,
+                       options.password, options.rpc_timeout);
+      // A wrong password is wrong on every endpoint: no point trying more.
+      if (absl::IsUnauthenticated(t.status())) return t.status();
+      if (t.ok()) token = *std::move(t);
+      s = t.status();
+    }
     if (s.ok()) {
       return std::unique_ptr<EtcdClient>(
-          new GrpcEtcdClient(std::move(endpoints), i, options.rpc_timeout));
+          new GrpcEtcdClient(std::move(endpoints), i, options, std::move(token)));
     }
     failures.push_back(std::string(s.message()));
   }

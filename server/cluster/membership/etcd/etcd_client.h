@@ -14,7 +14,9 @@
 // (`hasleader: true`): a member cut off from its quorum answers them with
 // an error instead of holding them open and silent, so the client moves on.
 //
-// Errors: kUnavailable when no endpoint answers (naming them) or a call
+// Errors: kUnauthenticated when etcd refuses the user or password (the
+// message says so; never retried); kUnavailable when no endpoint answers
+// (naming them, a refused TLS handshake among them) or a call
 // times out (kDeadlineExceeded is mapped to kUnavailable: etcd is "not
 // reachable now"); kNotFound from KeepAliveOnce() for an expired or revoked
 // lease; kInvalidArgument for an empty key; other etcd errors with their
@@ -43,10 +45,26 @@ namespace server {
 namespace etcd {
 
 struct EtcdOptions {
-  // "host:port" (an "http://" prefix is accepted and dropped). TLS to etcd
-  // is not supported yet (docs/security.md).
+  // "host:port" (an "http://" or "https://" prefix is accepted and dropped;
+  // "https://" needs ca_file).
   std::vector<std::string> endpoints;
   absl::Duration rpc_timeout = absl::Seconds(2);
+  // TLS (docs/security.md): with ca_file every endpoint is dialled over TLS
+  // and must present a certificate that CA signed, naming the endpoint's
+  // host; cert_file and key_file (both or neither) are this client's
+  // certificate, for an etcd started with --client-cert-auth. The files are
+  // read again every tls_reload_interval (renewed certificates need no
+  // restart).
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+  absl::Duration tls_reload_interval = absl::Seconds(60);
+  // etcd authentication: with a user, the client calls Authenticate with
+  // user and password and sends the token etcd returns on every call,
+  // authenticating again when etcd says the token is no longer valid
+  // (expired, or the auth store changed).
+  std::string user;
+  std::string password;
 };
 
 struct KeyValue {

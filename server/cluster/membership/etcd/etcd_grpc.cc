@@ -13,7 +13,8 @@ namespace etcd {
 namespace internal {
 namespace {
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const std::shared_ptr<grpc::ChannelCredentials>& creds) {
   grpc::ChannelArguments args;
   // gRPC's default reconnect backoff grows to two minutes; etcd restarts in
   // about a second and a server should see it back soon after.
@@ -33,20 +34,24 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, creds, args);
 }
 
 }  // namespace
 
-EtcdStubs::EtcdStubs(const std::string& address)
-    : channel(MakeChannel(address)),
+EtcdStubs::EtcdStubs(const std::string& address,
+                     const std::shared_ptr<grpc::ChannelCredentials>& creds)
+    : channel(MakeChannel(address, creds)),
       kv(etcdserverpb::KV::NewStub(channel)),
       lease(etcdserverpb::Lease::NewStub(channel)),
       watch(etcdserverpb::Watch::NewStub(channel)),
-      maintenance(etcdserverpb::Maintenance::NewStub(channel)) {}
+      maintenance(etcdserverpb::Maintenance::NewStub(channel)),
+      auth(etcdserverpb::Auth::NewStub(channel)) {}
 
-EtcdEndpoint::EtcdEndpoint(std::string address)
-    : address_(std::move(address)), stubs_(std::make_shared<const EtcdStubs>(address_)) {}
+EtcdEndpoint::EtcdEndpoint(std::string address, std::shared_ptr<grpc::ChannelCredentials> creds)
+    : address_(std::move(address)),
+      creds_(std::move(creds)),
+      stubs_(std::make_shared<const EtcdStubs>(address_, creds_)) {}
 
 std::shared_ptr<const EtcdStubs> EtcdEndpoint::stubs() const {
   absl::MutexLock lock(&mu_);
@@ -60,12 +65,22 @@ void EtcdEndpoint::Renew(const EtcdStubs* failed) {
   }
   // Made outside the lock (creating a channel is not free); of two threads
   // racing here, the second finds stubs_ changed and drops its channel.
-  auto fresh = std::make_shared<const EtcdStubs>(address_);
+  auto fresh = std::make_shared<const EtcdStubs>(address_, creds_);
   std::shared_ptr<const EtcdStubs> old;
   absl::MutexLock lock(&mu_);
   if (stubs_.get() != failed) return;
   old = std::move(stubs_);  // destroyed after the lock is released
   stubs_ = std::move(fresh);
+}
+
+bool IsStaleToken(const grpc::Status& status) {
+  // etcd's texts (rpctypes): an expired or unknown token, a token older
+  // than the auth store, and no token at all.
+  const std::string& m = status.error_message();
+  return status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+         m.find("invalid auth token") != std::string::npos ||
+         m.find("revision of auth store is old") != std::string::npos ||
+         m.find("user name is empty") != std::string::npos;
 }
 
 absl::Status FromGrpc(const grpc::Status& status, absl::string_view address,

@@ -33,13 +33,14 @@ inline constexpr absl::string_view kRequireLeaderValue = "true";
 // One gRPC channel to an endpoint and the stubs of the services kvstore
 // uses on it. Immutable once made; thread-safe, as gRPC stubs are.
 struct EtcdStubs {
-  explicit EtcdStubs(const std::string& address);
+  EtcdStubs(const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& creds);
 
   const std::shared_ptr<grpc::Channel> channel;
   const std::unique_ptr<etcdserverpb::KV::Stub> kv;
   const std::unique_ptr<etcdserverpb::Lease::Stub> lease;
   const std::unique_ptr<etcdserverpb::Watch::Stub> watch;
   const std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
+  const std::unique_ptr<etcdserverpb::Auth::Stub> auth;
 };
 
 // One etcd endpoint: its current channel and stubs, replaced by a fresh
@@ -64,7 +65,9 @@ struct EtcdStubs {
 // of a call; a replaced channel lives on until its last call or watch ends.
 class EtcdEndpoint {
  public:
-  explicit EtcdEndpoint(std::string address);
+  // `creds`: TLS or insecure channel credentials, shared by every channel
+  // made for this endpoint.
+  EtcdEndpoint(std::string address, std::shared_ptr<grpc::ChannelCredentials> creds);
 
   const std::string& address() const { return address_; }
   std::shared_ptr<const EtcdStubs> stubs() const;
@@ -75,9 +78,17 @@ class EtcdEndpoint {
 
  private:
   const std::string address_;
+  const std::shared_ptr<grpc::ChannelCredentials> creds_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const EtcdStubs> stubs_;  // guarded by mu_
 };
+
+// etcd's metadata key for the token Authenticate returned.
+inline constexpr absl::string_view kTokenKey = "token";
+
+// Whether etcd refused a call because of its auth token (expired, or made
+// before the auth store changed): authenticating again may help.
+bool IsStaleToken(const grpc::Status& status);
 
 // The absl::Status for a gRPC status of `method` on `address`: codes map
 // one-to-one except DEADLINE_EXCEEDED, which becomes kUnavailable.

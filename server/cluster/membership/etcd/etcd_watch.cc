@@ -35,11 +35,13 @@ std::vector<WatchEvent> ToEvents(const etcdserverpb::WatchResponse& resp) {
 
 class GrpcWatch final : public WatchHandle {
  public:
-  GrpcWatch(const std::string& address, const EtcdStubs& stubs, EventsCallback on_events)
+  GrpcWatch(const std::string& address, const EtcdStubs& stubs, const std::string& token,
+            EventsCallback on_events)
       : address_(address),
         stub_(etcdserverpb::Watch::NewStub(stubs.channel)),
         on_events_(std::move(on_events)) {
     ctx_.AddMetadata(std::string(kRequireLeaderKey), std::string(kRequireLeaderValue));
+    if (!token.empty()) ctx_.AddMetadata(std::string(kTokenKey), token);
   }
 
   ~GrpcWatch() override {
@@ -171,8 +173,9 @@ class GrpcWatch final : public WatchHandle {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WatchHandle>> StartWatch(
-    const std::string& address, std::shared_ptr<const EtcdStubs> stubs, absl::string_view prefix,
-    int64_t start_revision, absl::Duration rpc_timeout, EventsCallback on_events) {
+    const std::string& address, std::shared_ptr<const EtcdStubs> stubs, const std::string& token,
+    absl::string_view prefix, int64_t start_revision, absl::Duration rpc_timeout,
+    EventsCallback on_events) {
   etcdserverpb::WatchRequest req;
   etcdserverpb::WatchCreateRequest* create = req.mutable_create_request();
   create->set_key(prefix.empty() ? std::string(1, '\0') : std::string(prefix));
@@ -181,7 +184,7 @@ absl::StatusOr<std::unique_ptr<WatchHandle>> StartWatch(
   // etcd then also sends progress notices on its own (every 10 minutes by
   // default); owners that need a tighter bound call RequestProgress().
   create->set_progress_notify(true);
-  auto watch = std::make_unique<GrpcWatch>(address, *stubs, std::move(on_events));
+  auto watch = std::make_unique<GrpcWatch>(address, *stubs, token, std::move(on_events));
   absl::Status s = watch->Start(std::move(req), rpc_timeout);
   if (!s.ok()) return s;  // ~GrpcWatch cancels the stream and joins
   return std::unique_ptr<WatchHandle>(std::move(watch));

@@ -24,13 +24,13 @@ namespace etcd {
 namespace internal {
 
 // Opens a watch on `stubs` (a channel to `address`) for the keys starting with `prefix` from
-// `start_revision` and returns once etcd has confirmed it, so that every
-// change after the return is delivered. kUnavailable when etcd does not
+// `start_revision`, carrying the etcd auth `token` when not empty, and returns once etcd has
+// confirmed it, so that every change after the return is delivered. kUnavailable when etcd does not
 // confirm within `rpc_timeout`; then `on_events` is never called. The handle
 // keeps the channel alive and may outlive the client.
 absl::StatusOr<std::unique_ptr<WatchHandle>> StartWatch(
-    const std::string& address, std::shared_ptr<const EtcdStubs> stubs, absl::string_view prefix,
-    int64_t start_revision, absl::Duration rpc_timeout,
+    const std::string& address, std::shared_ptr<const EtcdStubs> stubs, const std::string& token,
+    absl::string_view prefix, int64_t start_revision, absl::Duration rpc_timeout,
     std::function<void(absl::StatusOr<std::vector<WatchEvent>>)> on_events);
 
 }  // namespace internal
