@@ -317,8 +317,8 @@ TEST_F(RdmaReplicaWriterTest, ACreditViolatorIsFailedAndOtherPrimariesKeepReplic
   tag.primary_node_id = "slow-primary";
   std::string msg(wire::CommitBytes(16), '\0');
   auto violations = [this] {
-    const std::map<std::string, uint64_t> flat = metrics::FlattenSnapshot(
-        backup_->rdma_service()->registry().TakeSnapshot());
+    const std::map<std::string, uint64_t> flat =
+        metrics::FlattenSnapshot(backup_->rdma_service()->registry().TakeSnapshot());
     auto it = flat.find("kvstore_rdma_credit_violations_total");
     return it == flat.end() ? uint64_t{0} : it->second;
   };
