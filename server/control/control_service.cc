@@ -36,6 +36,26 @@ uint32_t ClampToU32(int64_t v) {
   return static_cast<uint32_t>(std::clamp<int64_t>(v, 0, std::numeric_limits<uint32_t>::max()));
 }
 
+// A client's name is stored with its session, each lease and each queue
+// pair for as long as they live, and written into log lines: it must be
+// short and printable, or a few handshakes would hold memory for the
+// session's life and a newline in it would forge log lines.
+constexpr size_t kMaxClientNameBytes = 128;
+
+absl::Status CheckClientName(const std::string& name) {
+  if (name.size() > kMaxClientNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("client_name is ", name.size(), " bytes; at most ", kMaxClientNameBytes));
+  }
+  for (char c : name) {
+    if (c < 0x20 || c > 0x7e) {
+      return absl::InvalidArgumentError(
+          "client_name must be printable ASCII (no control characters, tabs or newlines)");
+    }
+  }
+  return absl::OkStatus();
+}
+
 // "client@peer", for logs and the lease record; "anonymous" when the client
 // gave no name. `context` is null when a test calls the service directly.
 std::string OwnerOf(const grpc::ServerContext* context, const std::string& client_name) {
@@ -216,6 +236,7 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
   handshakes_->Increment();
   // Nothing below (read keys, seed, regions) leaves before the token check.
   if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
+  if (absl::Status s = CheckClientName(request->client_name()); !s.ok()) return ToGrpcStatus(s);
   auto session = sessions_.Open(OwnerOf(context, request->client_name()));
   if (!session.ok()) return ToGrpcStatus(Refuse("max_sessions", session.status()));
   VLOG(1) << "handshake from " << request->client_name() << " at "
@@ -290,6 +311,7 @@ grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
   grant_leases_->Increment();
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(auth_.Check(context));
+    KV_RETURN_IF_ERROR(CheckClientName(request->client_name()));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     KV_ASSIGN_OR_RETURN(std::shared_ptr<SessionTable::Session> session,
                         UseSession(request->session_id()));
@@ -336,6 +358,7 @@ grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
   connect_qps_->Increment();
   absl::Status status = [&]() -> absl::Status {
     KV_RETURN_IF_ERROR(auth_.Check(context));
+    KV_RETURN_IF_ERROR(CheckClientName(request->client_name()));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     KV_ASSIGN_OR_RETURN(std::shared_ptr<SessionTable::Session> session,
                         UseSession(request->session_id()));
