@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -41,6 +42,7 @@
 #include "server/rdma/rdma_service.h"
 #include "server/rdma/replica_commit_sink.h"
 #include "server/storage/kv_store.h"
+#include "tests/raw_rdma_client.h"
 
 namespace kvstore {
 namespace {
@@ -262,6 +264,89 @@ TEST_F(RdmaReplicaWriterTest, MalformedWritesNeverLeaveThePrimary) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(sink_.seen().empty());
   EXPECT_FALSE(writer_->broken());
+}
+
+// Holds every replica commit from `slow_primary` until Release(); records
+// the others' keys.
+class GatedSink final : public server::ReplicaCommitSink {
+ public:
+  explicit GatedSink(std::string slow_primary) : slow_(std::move(slow_primary)) {}
+  absl::Status ApplyReplicaCommit(const server::ReplicaCommit& c,
+                                  absl::FunctionRef<absl::Status()> install) override {
+    absl::MutexLock lock(&mu_);
+    if (c.primary_node_id == slow_) {
+      ++held_;
+      mu_.Await(absl::Condition(&released_));
+      return absl::OkStatus();
+    }
+    others_.push_back(std::string(c.key));
+    return c.is_delete ? absl::OkStatus() : install();
+  }
+  void Release() {
+    absl::MutexLock lock(&mu_);
+    released_ = true;
+  }
+  int held() {
+    absl::MutexLock lock(&mu_);
+    return held_;
+  }
+  std::vector<std::string> others() {
+    absl::MutexLock lock(&mu_);
+    return others_;
+  }
+
+ private:
+  const std::string slow_;
+  absl::Mutex mu_;
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
+  int held_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> others_ ABSL_GUARDED_BY(mu_);
+};
+
+// A peer that sends replica commits beyond its credits without waiting for
+// acks (the backup reposts each receive as soon as the commit is queued, so
+// only the commit queue can stop it) is failed, and while its commits are
+// stuck another primary's replication still goes through: each connection
+// has its own bounded lane of the replica commit queue.
+TEST_F(RdmaReplicaWriterTest, ACreditViolatorIsFailedAndOtherPrimariesKeepReplicating) {
+  GatedSink gated("slow-primary");
+  backup_->rdma_service()->set_replica_sink(&gated, /*offload_commits=*/false);
+  auto raw = ::kvstore::testing::RawRdmaClient::Connect(BackupAddress());
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  wire::ReplicaCommit tag = Tag(1);
+  tag.primary_node_id = "slow-primary";
+  std::string msg(wire::CommitBytes(16), '\0');
+  auto violations = [this] {
+    const std::map<std::string, uint64_t> flat =
+        metrics::FlattenSnapshot(backup_->rdma_service()->registry().TakeSnapshot());
+    auto it = flat.find("kvstore_rdma_credit_violations_total");
+    return it == flat.end() ? uint64_t{0} : it->second;
+  };
+  auto send = [&](uint64_t seq) {
+    tag.seq = seq;
+    const size_t n = wire::EncodeReplicaDeleteCommit(seq, "slow-key", tag, msg.data());
+    return (*raw)->SendOnly(absl::string_view(msg.data(), n));
+  };
+  // The first commit takes a replica worker and stays there.
+  ASSERT_TRUE(send(1).ok());
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (gated.held() == 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));
+  ASSERT_EQ(gated.held(), 1);
+  // Far more than any credit count; the backup fails the connection on the
+  // first commit over its credits, after which our sends fail.
+  int sent = 1;
+  while (sent < 4096 && violations() == 0 && send(sent + 1).ok()) ++sent;
+  std::printf("commits sent before the violator was failed: %d\n", sent);
+  while (violations() == 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(violations(), 1u);
+  EXPECT_EQ(gated.held(), 1);  // the queued ones were dropped, never run
+  // The slow primary's commit still holds a replica worker; this primary's
+  // delete is answered all the same.
+  absl::Status s = writer_->Delete("fast-key", Tag(71), Deadline());
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(gated.others(), std::vector<std::string>{"fast-key"});
+  gated.Release();
+  backup_->rdma_service()->set_replica_sink(&sink_, /*offload_commits=*/false);
 }
 
 // RdmaReplicaLinks as a primary's KvServer runs it, with a registry

@@ -341,6 +341,9 @@ void RdmaService::Teardown(std::shared_ptr<Connection> c) {
   // After StopPoller() the LeaseTable may be gone; its destructor (or that
   // of the lease) revokes the windows still bound on this connection.
   if (!stop_.load()) leases_->ReleaseHeldBy(c->id);
+  // Its waiting commits would only be refused (their leases are gone) and
+  // hold the connection's buffers meanwhile.
+  DropQueuedCommits(c->id);
   absl::MutexLock lock(&mu_);
   conns_.erase(c->id);
   // The QP is destroyed with the last reference to c: ours, or a window's.

@@ -49,6 +49,8 @@
 //     wait for a bind or invalidation (<= 5 s), so acks go out meanwhile;
 //   * RdmaService::mu_: the connection table and the fenced flag. A leaf:
 //     never held while calling the LeaseTable or taking a send mutex.
+//   * RdmaService::workers_mu_, then a CommitQueue's own lock: held to
+//     queue or drop commits only, never while a commit runs.
 //
 // Thread safety: all public methods are thread-safe.
 
@@ -57,7 +59,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,7 @@
 #include "common/rdma/memory_window.h"
 #include "common/rdma/queue_pair.h"
 #include "server/metrics/request_metrics.h"
+#include "server/rdma/commit_queue.h"
 #include "server/rdma/rdma_sizing.h"
 #include "server/rdma/replica_commit_sink.h"
 #include "server/routing/fence_page.h"
@@ -170,16 +172,22 @@ class RdmaService {
   // default: they are refused with kFailedPrecondition). Not owned; must
   // outlive StopPoller(). Set before the node takes any role.
   // Also moves commit handling off the poller thread (cluster mode): client
-  // commits go to kCommitWorkers threads (by connection, so each
-  // connection's commits stay in order) because the replicator makes them
-  // wait for backups; replica commits go to one more thread that never
-  // waits for another node. The poller only receives, so two nodes that
+  // commits go to a CommitQueue of kCommitWorkers threads because the
+  // replicator makes them wait for backups; replica commits to a second
+  // CommitQueue of kReplicaWorkers threads that never wait for another
+  // node. Each queue has a lane per connection (a connection's commits stay
+  // in order; lanes take turns, so one sender's backlog or slow commits do
+  // not hold up another's, and one primary's replication cannot delay
+  // another's), bounded by the connection's commit credits: a connection
+  // with more commits waiting than that is failed (kvstore_rdma_credit_
+  // violations_total). The poller only receives, so two nodes that
   // replicate to each other never wait on each other's poller.
   // `offload_commits` false (a cluster with R=1: no write waits for a
   // backup) keeps client commits on the poller, saving a thread hand-off;
-  // replica commits still get their thread.
+  // replica commits still get their queue.
   void set_replica_sink(ReplicaCommitSink* sink, bool offload_commits = true);
   static constexpr int kCommitWorkers = 4;
+  static constexpr int kReplicaWorkers = 2;
 
   // Fences (architecture §19.5): marks every connection dead, moves its
   // queue pair to the error state (the client's work requests then fail,
@@ -226,21 +234,15 @@ class RdmaService {
   void HandleCommit(const std::shared_ptr<Connection>& conn, absl::string_view message);
   // A kReplicaPut / kReplicaDelete, handed to the replica sink.
   absl::Status HandleReplicaCommit(Connection& c, const wire::ParsedCommit& parsed);
-  // Worker threads (rdma_service_workers.cc). Dispatch() queues a copy of
-  // `message` for a worker and returns true; false without workers
-  // (single-node mode: the poller handles commits itself).
-  struct Worker {
-    struct Job {
-      std::shared_ptr<Connection> conn;
-      std::string message;
-    };
-    absl::Mutex mu;
-    std::deque<Job> queue ABSL_GUARDED_BY(mu);
-    bool stop ABSL_GUARDED_BY(mu) = false;
-    std::thread thread;
-  };
+  // Commit workers (rdma_service_workers.cc). Dispatch() queues a copy of
+  // `message` on the connection's lane of the client or the replica
+  // CommitQueue and returns true; false without workers (single-node mode,
+  // or client commits with offload_commits false: the poller handles them
+  // itself). A connection with more commits waiting than its credits is
+  // marked dead (the poller then tears it down), and true is returned.
   bool Dispatch(const std::shared_ptr<Connection>& conn, absl::string_view message);
-  void WorkerLoop(Worker* w);
+  // Drops the commits of a torn-down connection that no worker started.
+  void DropQueuedCommits(uint64_t connection_id);
   void StopWorkers();
   void SendAck(Connection& c, uint64_t request_id, const absl::Status& status);
   std::shared_ptr<Connection> Find(uint64_t id);
@@ -291,10 +293,12 @@ class RdmaService {
 
   std::atomic<bool> stop_{false};
   std::thread poller_;
-  // Started by set_replica_sink(): kCommitWorkers for client commits, then
-  // one for replica commits. Guarded by workers_mu_ until StopWorkers().
+  // Started by set_replica_sink(): kCommitWorkers threads for client
+  // commits, kReplicaWorkers for replica commits, each queue with a lane
+  // per connection. Guarded by workers_mu_ until StopWorkers().
   absl::Mutex workers_mu_;
-  std::vector<std::unique_ptr<Worker>> workers_ ABSL_GUARDED_BY(workers_mu_);
+  std::unique_ptr<CommitQueue> client_queue_ ABSL_GUARDED_BY(workers_mu_);
+  std::unique_ptr<CommitQueue> replica_queue_ ABSL_GUARDED_BY(workers_mu_);
   std::atomic<bool> has_workers_{false};
   bool offload_commits_ ABSL_GUARDED_BY(workers_mu_) = true;
   // Owned by *registry_; bumped where the event happens.
@@ -306,6 +310,7 @@ class RdmaService {
   metrics::Counter* probes_;
   metrics::Counter* reaped_;
   metrics::Counter* fences_;
+  metrics::Counter* credit_violations_;
   RequestMetrics puts_;     // PUT commits (transport="rdma", op="put")
   RequestMetrics deletes_;  // DELETE commits (op="delete")
   // kvstore_rdma_connections reads conns_ under mu_; declared last so it is

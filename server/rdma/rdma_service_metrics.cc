@@ -23,6 +23,9 @@ void RdmaService::RegisterMetrics() {
   probes_ = r.AddCounter("kvstore_rdma_idle_probes_total", "Idle-connection probes sent.");
   fences_ = r.AddCounter("kvstore_rdma_fences_total",
                          "FenceAll() calls that fenced the service (every queue pair failed).");
+  credit_violations_ = r.AddCounter(
+      "kvstore_rdma_credit_violations_total",
+      "RDMA connections failed for sending more commits than their credits (cluster mode).");
   puts_ = RegisterRequestMetrics(&r, "rdma", "put");
   deletes_ = RegisterRequestMetrics(&r, "rdma", "delete");
   // The connection table is the one record of open connections.

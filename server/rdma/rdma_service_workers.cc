@@ -1,6 +1,6 @@
 // Copyright 2026 The kvstore Authors.
 //
-// RdmaService's worker threads (cluster mode; architecture §19.3.1).
+// RdmaService's commit workers (cluster mode; architecture §19.3.1).
 //
 // In single-node mode the poller handles each commit itself: publishing is
 // quick. In cluster mode a client's commit runs the replicator, which waits
@@ -9,9 +9,15 @@
 // that, nodes replicating to each other (A to B, B to C, C to A: the usual
 // R=2 ring) would each hold the poller the next one needs, until the
 // replication timeout dropped healthy backups. So the poller only receives:
-// client commits go to kCommitWorkers threads, chosen by connection (a
-// connection's commits keep their order), and replica commits to one more
-// thread, which only installs and never waits for another node.
+// client commits go to one CommitQueue, replica commits to another, which
+// only installs and never waits for another node. Both have a lane per
+// connection (server/rdma/commit_queue.h).
+//
+// The poller reposts a receive as soon as its message is queued, so the
+// receive buffers do not bound the queues: the lanes do, at the
+// connection's credits. A client that keeps to its credits never has more
+// commits waiting (each one waits for its ack); one that does not is
+// failed here, before its messages can pile up.
 
 #include <memory>
 #include <string>
@@ -28,72 +34,64 @@ void RdmaService::set_replica_sink(ReplicaCommitSink* sink, bool offload_commits
   replica_sink_.store(sink, std::memory_order_release);
   absl::MutexLock lock(&workers_mu_);
   offload_commits_ = offload_commits;
-  if (sink == nullptr || !workers_.empty()) return;
-  for (int i = 0; i <= kCommitWorkers; ++i) {
-    workers_.push_back(std::make_unique<Worker>());
-    Worker* w = workers_.back().get();
-    w->thread = std::thread([this, w] { WorkerLoop(w); });
-  }
+  if (sink == nullptr || client_queue_ != nullptr) return;
+  client_queue_ = std::make_unique<CommitQueue>("client", kCommitWorkers);
+  replica_queue_ = std::make_unique<CommitQueue>("replica", kReplicaWorkers);
   has_workers_.store(true, std::memory_order_release);
 }
 
-// The message is copied: its receive buffer is posted again as soon as the
-// poller returns. Each queue is bounded by the senders' commit credits (one
-// receive each; a credit returns only with its ack).
 bool RdmaService::Dispatch(const std::shared_ptr<Connection>& conn, absl::string_view message) {
   if (!has_workers_.load(std::memory_order_acquire)) return false;
-  // Byte 4 is the op (wire::CommitRequest); anything unparsable goes to a
-  // client worker, which answers it as the poller would.
+  // Its answer could not be sent; the poller tears it down.
+  if (conn->dead) return true;
+  // Byte 4 is the op (wire::CommitRequest); anything unparsable goes to the
+  // client queue, whose worker answers it as the poller would.
   const bool replica =
       message.size() > 4 &&
       (static_cast<uint8_t>(message[4]) == static_cast<uint8_t>(wire::CommitOp::kReplicaPut) ||
        static_cast<uint8_t>(message[4]) == static_cast<uint8_t>(wire::CommitOp::kReplicaDelete));
-  Worker* w;
+  absl::Status queued;
   {
+    // Held across Push (which only takes the queue's own lock) so that
+    // StopWorkers() cannot destroy the queue underneath.
     absl::MutexLock lock(&workers_mu_);
-    if (workers_.empty()) return false;  // stopping
+    if (client_queue_ == nullptr) return false;  // stopping
     if (!replica && !offload_commits_) return false;
-    w = replica ? workers_[kCommitWorkers].get() : workers_[conn->id % kCommitWorkers].get();
+    CommitQueue* q = replica ? replica_queue_.get() : client_queue_.get();
+    // The message is copied: its receive buffer is posted again as soon as
+    // the poller returns.
+    queued = q->Push(conn->id, conn->credits,
+                     [this, conn, m = std::string(message)] { HandleCommit(conn, m); });
   }
-  absl::MutexLock lock(&w->mu);
-  w->queue.push_back(Worker::Job{conn, std::string(message)});
+  if (!queued.ok() && !conn->dead.exchange(true)) {
+    credit_violations_->Increment();
+    LOG(WARNING) << "RDMA connection " << conn->id << " (" << conn->owner << "): " << queued
+                 << "; closing it";
+  }
   return true;
 }
 
-void RdmaService::WorkerLoop(Worker* w) {
-  for (;;) {
-    Worker::Job job;
-    {
-      absl::MutexLock lock(&w->mu);
-      w->mu.Await(absl::Condition(
-          +[](Worker* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu) {
-            return self->stop || !self->queue.empty();
-          },
-          w));
-      if (w->stop) return;
-      job = std::move(w->queue.front());
-      w->queue.pop_front();
-    }
-    HandleCommit(job.conn, job.message);
-  }
+// Forgets a torn-down connection's waiting commits (Teardown()).
+void RdmaService::DropQueuedCommits(uint64_t connection_id) {
+  absl::MutexLock lock(&workers_mu_);
+  if (client_queue_ == nullptr) return;
+  client_queue_->Forget(connection_id);
+  replica_queue_->Forget(connection_id);
 }
 
 // After the poller stopped: nothing is dispatched any more. Queued commits
 // are dropped unanswered (the server is going away; their senders see the
-// connection fail).
+// connection fail); running ones finish.
 void RdmaService::StopWorkers() {
-  std::vector<std::unique_ptr<Worker>> workers;
+  std::unique_ptr<CommitQueue> client, replica;
   {
     absl::MutexLock lock(&workers_mu_);
-    workers.swap(workers_);
+    client.swap(client_queue_);
+    replica.swap(replica_queue_);
     has_workers_.store(false, std::memory_order_release);
   }
-  for (auto& w : workers) {
-    absl::MutexLock lock(&w->mu);
-    w->stop = true;
-    w->queue.clear();
-  }
-  for (auto& w : workers) w->thread.join();
+  if (client != nullptr) client->Stop();
+  if (replica != nullptr) replica->Stop();
 }
 
 absl::Status RdmaService::HandleReplicaCommit(Connection& c, const wire::ParsedCommit& parsed) {
