@@ -46,14 +46,18 @@ int Listen(int* port) {
   return fd;
 }
 
-int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// Connects `fd` (a TCP socket) to `port` on loopback.
+int ConnectSocket(int fd, int port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
   return fd;
+}
+
+int Connect(int port) {
+  return ConnectSocket(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port);
 }
 
 TEST(AcceptGuardTest, IsTheProcessAccept4) { EXPECT_TRUE(AcceptGuard::Interposed()); }
@@ -119,6 +123,12 @@ TEST(AcceptGuardTest, GrpcListenerAcceptsAgainAfterRunningOutOfDescriptors) {
   ASSERT_NE(server, nullptr);
   AcceptGuard::Get().LimitPort(port, 1000);
 
+  // The client sockets exist before the table fills: connecting them then
+  // takes no descriptor here, while each connection the server accepts
+  // needs one it cannot get. (Making them afterwards raced with the
+  // server's accepts for the last free slots.)
+  std::vector<int> clients;
+  for (int i = 0; i < 10; ++i) clients.push_back(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   rlimit saved;
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
   // Fill the table up to a low soft limit with our own descriptors, then
@@ -127,19 +137,13 @@ TEST(AcceptGuardTest, GrpcListenerAcceptsAgainAfterRunningOutOfDescriptors) {
   low.rlim_cur = 200;
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
   std::vector<int> filler;
-  std::vector<int> clients;
   for (;;) {
     int fd = dup(0);
     if (fd < 0) break;
     filler.push_back(fd);
   }
-  // The last free slots go to the client sockets: the server's accept of
-  // their connections finds the table full.
-  for (int i = 0; i < 10; ++i) {
-    close(filler.back());
-    filler.pop_back();
-  }
-  for (int i = 0; i < 10; ++i) clients.push_back(Connect(port));
+  // The server's accept of these connections finds the table full.
+  for (int fd : clients) ConnectSocket(fd, port);
   // gRPC's poller meets EMFILE on these connections.
   ASSERT_TRUE(Eventually([&] { return AcceptGuard::Get().Stats(port).refused_no_fd > 0; }))
       << "the listener never ran out of descriptors: the test proves nothing";
