@@ -234,9 +234,12 @@ TEST_F(ControllerTest, LoserTakesOverWithinTheTtlWhenWinnerLeaseExpires) {
   EXPECT_EQ(fake_.ExpireDueLeases(), 0);
   EXPECT_FALSE(second->IsLeader());
   EXPECT_EQ(ControllerKeyValue(), "ctl-a");
-  // ...and at the TTL etcd expires the lease: the watch wakes ctl-b.
+  // ...and at the TTL etcd expires the lease: the watch wakes ctl-b. The
+  // fake, like etcd's lessor, also expires due leases on any request, so
+  // ctl-b's own loop may have ended it first: at most one is left to end.
   clock_.Advance(absl::Milliseconds(1));
-  EXPECT_EQ(fake_.ExpireDueLeases(), 1);
+  EXPECT_LE(fake_.ExpireDueLeases(), 1);
+  EXPECT_EQ(fake_.ExpireDueLeases(), 0);
   ASSERT_TRUE(Eventually([&] { return second->IsLeader(); }));
   EXPECT_EQ(ControllerKeyValue(), "ctl-b");
 }
