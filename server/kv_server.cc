@@ -89,8 +89,19 @@ bool IsLoopbackAddress(const std::string& address) {
 KvServer::KvServer(const KvServerOptions& options)
     : options_(options), fence_page_(std::make_unique<FencePage>()) {}
 
+auth::Credentials KvServer::Credentials() const {
+  auth::Credentials c;
+  c.data_token = options_.auth_token;
+  c.admin_token = options_.admin_token;
+  c.peer_secret = options_.cluster_secret;
+  c.users = options_.users;
+  return c;
+}
+
 absl::Status KvServer::CheckSecurityOptions() const {
-  if (!options_.auth_token.empty()) KV_RETURN_IF_ERROR(auth::ValidateToken(options_.auth_token));
+  absl::StatusOr<auth::Identities> ids = auth::Identities::Build(Credentials());
+  if (!ids.ok()) return ids.status();
+
   const bool has_cert = !options_.tls_cert_file.empty();
   if (has_cert != !options_.tls_key_file.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
@@ -99,15 +110,17 @@ absl::Status KvServer::CheckSecurityOptions() const {
     return absl::InvalidArgumentError(
         "--tls_client_ca needs --tls_cert and --tls_key (mutual TLS is TLS first)");
   }
-  // Only the token guards the RESP port (Redis clients know no certificates),
-  // so mutual TLS alone would leave it open to anyone: the token is required.
-  const bool guarded = !options_.auth_token.empty();
+  // Only the tokens guard the RESP port (Redis clients know no certificates),
+  // so mutual TLS alone would leave it open to anyone: a client credential
+  // is required (the cluster secret is none: it admits peers only).
+  const bool guarded = !ids->open();
   if (guarded || IsLoopbackAddress(options_.listen_address)) return absl::OkStatus();
   if (!options_.insecure) {
     return absl::FailedPreconditionError(absl::StrCat(
         "protected mode: --listen=", options_.listen_address,
         " is reachable from other hosts but no client authentication is configured. Set "
-        "--auth_token_file=PATH (a shared token for gRPC and RESP; mutual TLS with "
+        "--auth_token_file=PATH (the data clients' token for gRPC and RESP; or --users_file; "
+        "mutual TLS with "
         "--tls_cert, --tls_key and --tls_client_ca may be added but guards only the control "
         "port), or listen on 127.0.0.1, or pass --insecure to serve anyone who can reach the "
         "ports"));
@@ -215,8 +228,8 @@ absl::Status KvServer::StartRespServer() {
   ro.request_timeout = options_.request_timeout;
   ro.info = [this] { return InfoText(); };
   ro.registry = &registry_;
-  // The shared token is also the RESP password (AUTH / HELLO AUTH).
-  ro.password = options_.auth_token;
+  // The same users as on the control port (AUTH [user] pass, HELLO AUTH).
+  ro.credentials = Credentials();
   ro.cluster = cluster_state_.get();
   ro.limits = options_.resp_limits;
   ro.limits.max_inflight_set_bytes = options_.pool_bytes / 100 * options_.resp_inflight_set_percent;
@@ -321,7 +334,7 @@ absl::Status KvServer::StartControlPlane() {
   deps.info["registration_ms"] = absl::StrCat(absl::ToInt64Milliseconds(registration_time_));
   // Stats.counters is this registry's snapshot: every component's series.
   deps.registry = &registry_;
-  deps.auth_token = options_.auth_token;
+  deps.credentials = Credentials();
   deps.sessions = options_.sessions;
   if (deps.sessions.max_lease_bytes == 0) {
     // A quarter of the pool, but always room for one largest entry.

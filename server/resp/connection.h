@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/auth/principal.h"
 #include "server/resp/input_buffer.h"
 #include "server/storage/clock.h"
 #include "server/storage/kv_store.h"
@@ -99,9 +100,13 @@ struct Connection {
   void RecycleOwned(std::string&& s);
 
   const int fd;
-  // False until AUTH / HELLO AUTH succeeds when a password is set; only
+  // False until AUTH / HELLO AUTH succeeds when the server has users; only
   // AUTH, HELLO and QUIT are served before that (auth_commands.h).
   bool authenticated = true;
+  // The authenticated user and its role: what the command table lets the
+  // connection run (commands.h). An admin without users (open server).
+  std::string user = "default";
+  auth::Role role = auth::Role::kAdmin;
   // Cluster mode: READONLY was sent (READWRITE clears it), so reads may be
   // served by an in-sync backup of the key's shard (cluster_routing.h).
   bool readonly = false;

@@ -80,7 +80,7 @@ class RespAuthTest : public ::testing::Test {
     RespServerOptions o;
     o.port = 0;
     o.threads = 2;
-    o.password = password;
+    o.credentials.data_token = password;
     auto s = RespServer::Start(store_.get(), o);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
