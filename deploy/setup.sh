@@ -11,7 +11,7 @@ BUILD_PKGS=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgoogle-glog-dev libxxhash-dev nlohmann-json3-dev
   libibverbs-dev librdmacm-dev libgtest-dev libgmock-dev
-  libcpp-httplib-dev                # the /metrics HTTP endpoint (server/metrics)
+  libcpp-httplib-dev                # HTTP client of the /metrics endpoint's test (server/metrics)
   golang-etcd-server-dev            # etcd's v3 API .proto files (third_party/etcd)
   golang-github-gogo-protobuf-dev   # gogoproto/gogo.proto, imported by them
   golang-github-gogo-googleapis-dev # google/api/annotations.proto, imported by them

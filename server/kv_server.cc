@@ -264,11 +264,11 @@ void KvServer::RegisterProcessMetrics() {
 absl::Status KvServer::StartMetricsEndpoint() {
   if (options_.metrics_port < 0) return absl::OkStatus();
   http_ = std::make_unique<metrics::MetricsHttpServer>(&registry_);
-  auto port = http_->Start(options_.listen_address, options_.metrics_port);
+  auto port = http_->Start(options_.metrics_address, options_.metrics_port);
   if (!port.ok()) {
     // The same code as the other listeners' bind failures, so kvserver
     // exits the same way; the endpoint's message says why (port in use...).
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", options_.listen_address,
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", options_.metrics_address,
                                                ":", options_.metrics_port, ": ",
                                                port.status().message()));
   }
@@ -399,7 +399,7 @@ std::string KvServer::StartupLine() const {
                       device_ ? "rdma+tcp" : "tcp", ", control ", options_.listen_address, ":",
                       control_port_, ", resp ", options_.listen_address, ":", resp_->port(),
                       http_ != nullptr
-                          ? absl::StrCat(", metrics ", options_.listen_address, ":", http_->port())
+                          ? absl::StrCat(", metrics ", options_.metrics_address, ":", http_->port())
                           : "",
                       ", epoch ", absl::Hex(epoch_), ", ", ClusterPart());
 }

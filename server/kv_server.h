@@ -106,8 +106,11 @@ struct KvServerOptions {
   absl::Duration rdma_idle_probe_after = absl::Seconds(30);
   // Cap on bytes per memory region (0: the device's max_mr_size).
   uint64_t max_mr_bytes = 0;
-  // GET /metrics on listen_address: -1 off, 0 a free port, N that port.
+  // GET /metrics on metrics_address: -1 off, 0 a free port, N that port.
   int metrics_port = -1;
+  // Where GET /metrics listens. Not listen_address: the endpoint needs no
+  // credential, so it stays on loopback unless asked (--metrics_listen).
+  std::string metrics_address = "127.0.0.1";
 
   // --- Security (docs/security.md).
   // The data token (user "default", role write): gRPC bearer token and

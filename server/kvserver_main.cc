@@ -80,8 +80,12 @@ ABSL_FLAG(std::string, max_mr_bytes, "0",
           "cap on bytes per RDMA memory region; the pool is split into several (0: the device's "
           "max_mr_size)");
 ABSL_FLAG(int, metrics_port, -1,
-          "Prometheus GET /metrics port on --listen (-1: off, 0: pick a free port); a port in use "
-          "stops start-up");
+          "Prometheus GET /metrics port on --metrics_listen (-1: off, 0: pick a free port); a "
+          "port in use stops start-up");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1",
+          "numeric IPv4/IPv6 address for --metrics_port (0.0.0.0 for all interfaces). Not "
+          "--listen: /metrics needs no credential, so it stays on loopback unless this says "
+          "otherwise");
 // Security (docs/security.md).
 ABSL_FLAG(std::string, auth_token_file, "",
           "file holding the data clients' token (user \"default\", read-write): the gRPC bearer "
@@ -164,6 +168,13 @@ ABSL_FLAG(bool, replication_rdma, true,
 // error a client gets and counted in kvstore_resp_limit_rejections_total.
 ABSL_FLAG(int, resp_max_clients, 4096,
           "RESP connections open at once; one more gets '-ERR max number of clients reached'");
+ABSL_FLAG(int, resp_max_unauthenticated_clients, 256,
+          "with --auth_token_file: RESP connections open at once that have not sent AUTH yet "
+          "(they do not count against --resp_max_clients until they do); at the cap the oldest "
+          "of them is closed to make room (0: no cap)");
+ABSL_FLAG(absl::Duration, resp_auth_timeout, absl::Seconds(5),
+          "with --auth_token_file: close a RESP connection that has not authenticated this long "
+          "after it connected (0: never)");
 ABSL_FLAG(std::string, resp_max_query_buffer, "8M",
           "bytes one incomplete RESP request may buffer (streamed SET values excluded)");
 ABSL_FLAG(std::string, resp_output_hard_limit, "256M",
@@ -190,6 +201,14 @@ static absl::Status RespLimitsFromFlags(kvstore::server::KvServerOptions* o) {
   kvstore::server::RespLimits& l = o->resp_limits;
   l.max_clients = absl::GetFlag(FLAGS_resp_max_clients);
   if (l.max_clients < 1) return absl::InvalidArgumentError("--resp_max_clients must be >= 1");
+  l.max_unauthenticated_clients = absl::GetFlag(FLAGS_resp_max_unauthenticated_clients);
+  if (l.max_unauthenticated_clients < 0) {
+    return absl::InvalidArgumentError("--resp_max_unauthenticated_clients must be >= 0");
+  }
+  l.auth_timeout = absl::GetFlag(FLAGS_resp_auth_timeout);
+  if (l.auth_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--resp_auth_timeout must not be negative");
+  }
   struct {
     const char* name;
     std::string value;
@@ -319,6 +338,7 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   o.resp_port = absl::GetFlag(FLAGS_resp_port);
   o.resp_threads = absl::GetFlag(FLAGS_resp_threads);
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  o.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
   // -1 is "off"; anything else outside a port number is a typo.
   if (o.metrics_port < -1 || o.metrics_port > 65535) {
     return absl::InvalidArgumentError("--metrics_port must be -1 (off), 0 (any) or a port number");

@@ -15,8 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "client/kv_client.h"
+#include "common/cluster/slots.h"
 #include "common/metrics/exposition.h"
 #include "common/testing/eventually.h"
 #include "gtest/gtest.h"
@@ -62,7 +64,7 @@ class LeaseLapseTest : public ::testing::Test {
     o.cluster.etcd_endpoints = {"127.0.0.1:1"};  // cluster mode; the fake answers
     o.cluster.node_id = absl::StrCat("n", i);
     o.cluster.cluster_name = kCluster;
-    o.cluster.replicas = 2;
+    o.cluster.replicas = replicas_;
     o.cluster.cluster_min_nodes = kNodes;
     o.etcd_client_for_test = [this, i] { return etcd_.NewClient(absl::StrCat("n", i)); };
     o.on_lease_lost = [this] { ++lost_; };
@@ -81,7 +83,7 @@ class LeaseLapseTest : public ::testing::Test {
     v1::ClusterMap m = Map();
     if (m.shards_size() != kNodes) return false;
     for (const v1::Shard& s : m.shards()) {
-      if (s.replicas_size() != 2 || s.syncing_size() != 0) return false;
+      if (s.replicas_size() != replicas_ || s.syncing_size() != 0) return false;
     }
     for (auto& s : servers_) {
       if (s->cluster_state()->map_epoch() != m.epoch()) return false;
@@ -104,6 +106,7 @@ class LeaseLapseTest : public ::testing::Test {
     return c.ok() ? *std::move(c) : nullptr;
   }
 
+  int replicas_ = 2;
   server::etcd::FakeEtcd etcd_;
   std::unique_ptr<server::etcd::EtcdClient> reader_;
   std::vector<std::unique_ptr<KvServer>> servers_;
@@ -215,6 +218,73 @@ TEST_F(LeaseLapseTest, ANodeWhoseLeaseLapsedKeepsItsRolesAndItsCopy) {
     absl::StatusOr<std::string> v = c->Get(absl::StrCat("k", i));
     ASSERT_TRUE(v.ok()) << "k" << i << ": " << v.status();
     EXPECT_EQ(*v, absl::StrCat("w", i));
+  }
+}
+
+// A node cut from etcd for longer than the TTL is dropped by the controller
+// (R=3 on three nodes: nobody can take its place, so its shards run on two
+// in-sync replicas and its slot janitor keeps its copy). When it reaches
+// etcd again it registers as the same process, publishing its copies; the
+// controller places it in its shards again as syncing, and its delta resync
+// streams only the slots written while it was away. Before, it dropped its
+// copy and every key of its shards travelled again.
+class LeaseLapseR3Test : public LeaseLapseTest {
+ protected:
+  LeaseLapseR3Test() { replicas_ = 3; }
+};
+
+TEST_F(LeaseLapseR3Test, ANodeDroppedAfterALongLapseResyncsOnlyTheSlotsThatChanged) {
+  ASSERT_TRUE(Eventually([&] { return Settled(); }));
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_TRUE(c->Put(absl::StrCat("k", i), absl::StrCat("v", i)).ok()) << i;
+  }
+  const uint64_t lapsed = Member(1).incarnation();
+  etcd_.SetClientReachable("n1", false);
+  ASSERT_TRUE(etcd_.ExpireLease(lapsed).ok());
+  auto names_n1 = [&] {
+    const v1::ClusterMap m = Map();
+    for (const v1::Shard& s : m.shards()) {
+      for (const std::string& id : s.replicas()) {
+        if (id == "n1") return true;
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(Eventually([&] { return !names_n1(); }));
+  // Writes while it is away: ten keys change, one goes.
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(c->Put(absl::StrCat("k", i), absl::StrCat("w", i)).ok()) << i;
+  }
+  ASSERT_TRUE(c->Delete("k10").ok());
+  etcd_.SetClientReachable("n1", true);
+  ASSERT_TRUE(Eventually([&] { return names_n1() && Settled(); }));
+
+  uint64_t in_changed = 0;
+  absl::flat_hash_set<uint32_t> changed;
+  for (int i = 0; i <= 10; ++i) changed.insert(cluster::KeySlot(absl::StrCat("k", i)));
+  for (int i = 0; i < kKeys; ++i) {
+    if (i != 10 && changed.contains(cluster::KeySlot(absl::StrCat("k", i)))) ++in_changed;
+  }
+  // (The last sync counts itself done when ReportInSync answers, which may
+  // come after its map.)
+  std::map<std::string, uint64_t> counters;
+  EXPECT_TRUE(Eventually([&] {
+    counters = metrics::FlattenSnapshot(servers_[1]->registry().TakeSnapshot());
+    return counters["kvstore_syncs_completed_total"] == static_cast<uint64_t>(kNodes);
+  }));
+  EXPECT_LE(counters["kvstore_sync_entries_total"], in_changed);
+  EXPECT_GT(counters["kvstore_sync_slots_equal_total"], 0u);
+  EXPECT_EQ(servers_[1]->store()->size(), servers_[0]->store()->size());
+  for (int i = 0; i < kKeys; ++i) {
+    absl::StatusOr<std::string> v = c->Get(absl::StrCat("k", i));
+    if (i == 10) {
+      EXPECT_TRUE(absl::IsNotFound(v.status())) << v.status();
+      continue;
+    }
+    ASSERT_TRUE(v.ok()) << "k" << i << ": " << v.status();
+    EXPECT_EQ(*v, absl::StrCat(i < 10 ? "w" : "v", i));
   }
 }
 

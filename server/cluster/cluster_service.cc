@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "server/cluster/migration/slot_scan.h"
+#include "server/cluster/replication/slot_digest.h"
 
 namespace kvstore {
 namespace server {
@@ -150,9 +151,31 @@ grpc::Status ClusterService::SyncShard(grpc::ServerContext* context,
   // that starts after this map sends all it imports to the joiner (it is
   // syncing in every map from BeginSync's on).
   const SlotSet slots = ReplicaSlots(*map, *shard);
+  if (request->held_slots_size() != request->held_digests_size()) {
+    return ToGrpcStatus(absl::InvalidArgumentError("held_slots and held_digests differ in length"));
+  }
+  // Delta resync: digests taken now, after BeginSync, so every write the
+  // joiner is not sent is already in them, and a slot found equal is equal
+  // to what the joiner holds plus the writes it is sent.
+  SlotSet resync = slots;
+  if (request->held_slots_size() > 0) {
+    absl::flat_hash_map<uint32_t, uint64_t> theirs;
+    for (int i = 0; i < request->held_slots_size(); ++i) {
+      theirs[request->held_slots(i)] = request->held_digests(i);
+    }
+    resync = DifferingSlots(*deps_.store, slots, theirs);
+  }
   LOG(INFO) << "streaming shard " << shard->shard_id() << " (" << cluster::FormatSlotRanges(*shard)
-            << ", " << slots.count() << " slots with those it imports) to " << request->node_id();
-  return ToGrpcStatus(StreamShard(context, slots, *seq, writer));
+            << ", " << slots.count() << " slots with those it imports) to " << request->node_id()
+            << ": " << resync.count() << " slot(s) differ, " << slots.count() - resync.count()
+            << " equal";
+  v1::SyncShardChunk first;
+  first.set_slots_listed(true);
+  AddRanges(resync, first.mutable_resync_slots());
+  first.set_slots_equal(static_cast<uint32_t>(slots.count() - resync.count()));
+  if (!writer->Write(first))
+    return grpc::Status(grpc::StatusCode::CANCELLED, "the joiner went away");
+  return ToGrpcStatus(StreamShard(context, resync, *seq, writer));
 }
 
 absl::Status ClusterService::StreamShard(grpc::ServerContext* context, const SlotSet& slots,

@@ -363,6 +363,50 @@ TEST_F(ControlSecurityTest, LeaseQuotasPerSession) {
   EXPECT_THAT(s.error_message(), HasSubstr("no RDMA device"));
 }
 
+// client_name is kept with every session, lease and queue pair and goes
+// into log lines: a long one would be memory held for the session's life,
+// a newline a forged log line. Both are refused before anything is kept.
+TEST_F(ControlSecurityTest, LongOrUnprintableClientNamesAreRefused) {
+  ASSERT_NO_FATAL_FAILURE(Start(""));
+  auto handshake = [&](const std::string& name) {
+    pb::HandshakeRequest req;
+    req.set_client_name(name);
+    pb::HandshakeResponse resp;
+    return stub_->Handshake(Ctx("").get(), req, &resp);
+  };
+  EXPECT_TRUE(handshake(std::string(128, 'a')).ok());
+  EXPECT_TRUE(handshake("kvctl@host-1 (pid 42)").ok());
+  const size_t sessions = service_->sessions().size();
+  for (const std::string& bad :
+       {std::string(129, 'a'), std::string(50 << 10, 'a'), std::string("evil\nI1202 forged"),
+        std::string("tab\there"), std::string("caf\xc3\xa9")}) {
+    grpc::Status s = handshake(bad);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad.substr(0, 20);
+    EXPECT_THAT(s.error_message(), HasSubstr("client_name"));
+  }
+  EXPECT_EQ(service_->sessions().size(), sessions) << "a refused handshake opened a session";
+
+  // The two other requests that carry a name refuse it the same way.
+  const uint64_t session = Handshake();
+  AdoptConnection(session, 5);
+  pb::GrantLeaseRequest grant;
+  grant.set_session_id(session);
+  grant.set_epoch(kEpoch);
+  grant.set_connection_id(5);
+  grant.set_bytes(4096);
+  grant.set_client_name(std::string(1 << 20, 'n'));
+  pb::GrantLeaseResponse grant_resp;
+  grpc::Status s = stub_->GrantLease(Ctx("").get(), grant, &grant_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  pb::ConnectQpRequest connect;
+  connect.set_session_id(session);
+  connect.set_epoch(kEpoch);
+  connect.set_client_name(std::string(1 << 20, 'n'));
+  pb::ConnectQpResponse connect_resp;
+  s = stub_->ConnectQp(Ctx("").get(), connect, &connect_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+}
+
 TEST_F(ControlSecurityTest, IdleSessionsExpire) {
   SessionOptions o;
   o.ttl = absl::Seconds(30);

@@ -36,6 +36,26 @@ uint32_t ClampToU32(int64_t v) {
   return static_cast<uint32_t>(std::clamp<int64_t>(v, 0, std::numeric_limits<uint32_t>::max()));
 }
 
+// A client's name is stored with its session, each lease and each queue
+// pair for as long as they live, and written into log lines: it must be
+// short and printable, or a few handshakes would hold memory for the
+// session's life and a newline in it would forge log lines.
+constexpr size_t kMaxClientNameBytes = 128;
+
+absl::Status CheckClientName(const std::string& name) {
+  if (name.size() > kMaxClientNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("client_name is ", name.size(), " bytes; at most ", kMaxClientNameBytes));
+  }
+  for (char c : name) {
+    if (c < 0x20 || c > 0x7e) {
+      return absl::InvalidArgumentError(
+          "client_name must be printable ASCII (no control characters, tabs or newlines)");
+    }
+  }
+  return absl::OkStatus();
+}
+
 // "client@peer", for logs and the lease record; "anonymous" when the client
 // gave no name. `context` is null when a test calls the service directly.
 std::string OwnerOf(const grpc::ServerContext* context, const std::string& client_name) {
@@ -217,6 +237,7 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
   // Nothing below (read keys, seed, regions) leaves before the token check.
   absl::StatusOr<auth::Identity> who = auth_.Admit(context, "kvstore.v1.KvControl/Handshake");
   if (!who.ok()) return ToGrpcStatus(who.status());
+  if (absl::Status s = CheckClientName(request->client_name()); !s.ok()) return ToGrpcStatus(s);
   // The session remembers who opened it: its queue pairs get that
   // principal's commit rights (a replica commit needs a peer's).
   auto session = sessions_.Open(OwnerOf(context, request->client_name()), *std::move(who));
@@ -294,6 +315,7 @@ grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
   absl::Status status = [&]() -> absl::Status {
     KV_ASSIGN_OR_RETURN(auth::Identity caller,
                         auth_.Admit(context, "kvstore.v1.KvControl/GrantLease"));
+    KV_RETURN_IF_ERROR(CheckClientName(request->client_name()));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     KV_ASSIGN_OR_RETURN(std::shared_ptr<SessionTable::Session> session,
                         UseSession(request->session_id()));
@@ -342,6 +364,7 @@ grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
   absl::Status status = [&]() -> absl::Status {
     KV_ASSIGN_OR_RETURN(auth::Identity caller,
                         auth_.Admit(context, "kvstore.v1.KvControl/ConnectQp"));
+    KV_RETURN_IF_ERROR(CheckClientName(request->client_name()));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     KV_ASSIGN_OR_RETURN(std::shared_ptr<SessionTable::Session> session,
                         UseSession(request->session_id()));

@@ -7,21 +7,33 @@
 
 #include "server/metrics/http_server.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
+#include "common/testing/eventually.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -30,6 +42,7 @@ namespace kvstore {
 namespace metrics {
 namespace {
 
+using ::kvstore::testing::Eventually;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -196,6 +209,316 @@ TEST(MetricsHttpServerTest, BadArguments) {
   absl::StatusOr<int> foreign = server.Start("192.0.2.1", 0);
   EXPECT_EQ(foreign.status().code(), absl::StatusCode::kFailedPrecondition) << foreign.status();
   EXPECT_THAT(std::string(foreign.status().message()), HasSubstr("not an address of this machine"));
+}
+
+// --- Hostile clients. The port needs no credential, so whoever reaches it
+// must not be able to grow the process or keep scrapes out.
+
+// A blocking TCP socket to 127.0.0.1:port; receives time out after 30 s so a
+// broken test fails instead of hanging (a correct one never waits that long).
+int ConnectTo(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0) << std::strerror(errno);
+  timeval tv{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
+void SendAll(int fd, absl::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n <= 0) return;  // the server may close first: that is its right
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// Everything the server sends until it closes (or the 30 s receive timeout).
+std::string ReadToEnd(int fd) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// True once the server has closed `fd` (EOF or reset); false while it is
+// open with nothing to read. Never blocks.
+bool ClosedByServer(int fd) {
+  char c;
+  const ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+  if (n == 0) return true;
+  if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
+  return false;  // bytes: a reply, which this helper's callers never expect
+}
+
+// The peak resident set of this process (VmHWM), in KiB: the server runs in
+// this process, so whatever it buffered shows here, even if freed since.
+int64_t PeakRssKiB() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmHWM:", 0) != 0) continue;
+    int64_t kib = 0;
+    absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(6, line.size() - 6 - 3)), &kib);
+    return kib;
+  }
+  return -1;
+}
+
+// `inflated` zero bytes as one gzip member: a few hundred KiB on the wire.
+std::string GzipOfZeros(size_t inflated) {
+  z_stream z{};
+  // 15 + 16: a gzip wrapper rather than zlib's.
+  EXPECT_EQ(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);
+  const std::string zeros(1 << 20, '\0');
+  std::string out;
+  char buf[1 << 16];
+  size_t left = inflated;
+  int flush = Z_NO_FLUSH;
+  do {
+    if (z.avail_in == 0 && flush == Z_NO_FLUSH) {
+      const size_t n = std::min(left, zeros.size());
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
+      z.avail_in = static_cast<uInt>(n);
+      left -= n;
+      if (left == 0) flush = Z_FINISH;
+    }
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof(buf);
+    const int rc = deflate(&z, flush);
+    out.append(buf, sizeof(buf) - z.avail_out);
+    if (rc == Z_STREAM_END) break;
+  } while (true);
+  deflateEnd(&z);
+  return out;
+}
+
+// A request that announces a body is refused from its head alone: the
+// server answers without waiting for (or reading) a byte of the body.
+TEST(MetricsHttpServerTest, RequestsWithABodyAreRefusedBeforeTheBody) {
+  MetricsHttpServer server([] { return std::string("kvstore_up 1\n"); });
+  absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  struct Case {
+    std::string head;
+    std::string status_line;
+  };
+  const std::vector<Case> cases = {
+      {"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1073741824\r\n\r\n", "HTTP/1.1 405 "},
+      {"PUT /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", "HTTP/1.1 405 "},
+      {"POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
+       "Content-Length: 1000000\r\n\r\n",
+       "HTTP/1.1 405 "},
+      // GET with a body is as unwelcome as a POST.
+      {"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n", "HTTP/1.1 413 "},
+      {"GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", "HTTP/1.1 413 "},
+  };
+  for (const Case& c : cases) {
+    const int fd = ConnectTo(*port);
+    SendAll(fd, c.head);
+    // No body follows: an answer can only come from the head.
+    const std::string reply = ReadToEnd(fd);
+    EXPECT_THAT(reply, StartsWith(c.status_line)) << "for:\n" << c.head;
+    close(fd);
+  }
+}
+
+// 256 MiB of zeros as a gzip body of a few hundred KiB: the server must not
+// inflate (or even buffer) it. Measured on this process's peak RSS, since
+// the server runs here.
+TEST(MetricsHttpServerTest, GzipBombDoesNotGrowTheServer) {
+  const std::string bomb = GzipOfZeros(size_t{256} << 20);
+  ASSERT_LT(bomb.size(), size_t{1} << 20);
+  MetricsHttpServer server([] { return std::string("kvstore_up 1\n"); });
+  absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  const int64_t before = PeakRssKiB();
+  ASSERT_GT(before, 0);
+  for (const char* method : {"POST", "GET"}) {
+    const int fd = ConnectTo(*port);
+    const std::string head = absl::StrCat(method,
+                                          " /metrics HTTP/1.1\r\nHost: x\r\n"
+                                          "Content-Encoding: gzip\r\nContent-Length: ",
+                                          bomb.size(), "\r\n\r\n");
+    // The body goes out from another thread while this one waits for the
+    // answer, as a client that does not wait for 100-continue would send it.
+    std::thread sender([&] { SendAll(fd, head + bomb); });
+    const std::string reply = ReadToEnd(fd);
+    sender.join();
+    // The refusal usually arrives; a reset racing it is also a refusal.
+    if (!reply.empty()) {
+      EXPECT_THAT(reply, ::testing::AnyOf(StartsWith("HTTP/1.1 405 "), StartsWith("HTTP/1.1 413 ")))
+          << reply.substr(0, 200);
+    }
+    close(fd);
+  }
+  // A scrape still works afterwards.
+  int status = 0;
+  std::string content_type;
+  EXPECT_EQ(Get(*port, "/metrics", &status, &content_type), "kvstore_up 1\n");
+  const int64_t grown_kib = PeakRssKiB() - before;
+  std::cout << "peak RSS grew by " << grown_kib << " KiB" << std::endl;
+  // Inflating would cost 256 MiB; the refusal costs next to nothing.
+  EXPECT_LT(grown_kib, 32 << 10) << "the server buffered or inflated the body";
+}
+
+// Slow clients that dribble a request head never finish it; however many
+// there are, a scrape from another socket is answered. `n` is 2 (as many
+// as the old worker pool had threads) and 300 (far over the connection cap).
+void SlowSocketsDoNotBlockAScrape(int n) {
+  MetricsHttpServer server([] { return std::string("kvstore_up 1\n"); });
+  absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  std::vector<int> slow;
+  for (int i = 0; i < n; ++i) {
+    slow.push_back(ConnectTo(*port));
+    SendAll(slow.back(), "GET /metrics HTTP/1.1\r\n");
+  }
+  // Keep them dribbling one header byte at a time while the scrape runs, so
+  // that a per-read timeout alone would never free them.
+  std::atomic<bool> done{false};
+  std::thread dribbler([&] {
+    while (!done.load()) {
+      for (int fd : slow) (void)!send(fd, "X", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      absl::SleepFor(absl::Milliseconds(500));
+    }
+  });
+  httplib::Client client("127.0.0.1", *port);
+  client.set_connection_timeout(30, 0);
+  client.set_read_timeout(30, 0);
+  auto res = client.Get("/metrics");
+  done = true;
+  dribbler.join();
+  ASSERT_TRUE(res) << "scrape failed with " << n
+                   << " slow sockets open: " << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "kvstore_up 1\n");
+  for (int fd : slow) close(fd);
+}
+
+TEST(MetricsHttpServerTest, TwoSlowSocketsDoNotBlockAScrape) { SlowSocketsDoNotBlockAScrape(2); }
+
+TEST(MetricsHttpServerTest, ThreeHundredSlowSocketsDoNotBlockAScrape) {
+  SlowSocketsDoNotBlockAScrape(300);
+}
+
+// Connections beyond the cap are not queued: the server keeps at most the
+// cap open, dropping the oldest, so the newest (where a scraper's request
+// is) stay. The clients keep dribbling their request heads, so no timeout
+// of the server can be what frees them.
+TEST(MetricsHttpServerTest, ConnectionsBeyondTheCapAreClosed) {
+  constexpr int kCap = MetricsHttpOptions().max_connections;
+  constexpr int kExtra = 100;
+  MetricsHttpOptions options;
+  // Only the cap may close anything here, never the deadline.
+  options.exchange_timeout = absl::Hours(1);
+  MetricsHttpServer server([] { return std::string("kvstore_up 1\n"); }, options);
+  absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  std::vector<int> fds;
+  for (int i = 0; i < kCap + kExtra; ++i) {
+    fds.push_back(ConnectTo(*port));
+    SendAll(fds.back(), "GET /metrics HTTP/1.1\r\n");
+  }
+  std::atomic<bool> done{false};
+  std::thread dribbler([&] {
+    while (!done.load()) {
+      for (int fd : fds) (void)!send(fd, "X", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      absl::SleepFor(absl::Milliseconds(500));
+    }
+  });
+  // The oldest kExtra are closed by the server...
+  const bool oldest_closed = Eventually([&] {
+    for (int i = 0; i < kExtra; ++i) {
+      if (!ClosedByServer(fds[i])) return false;
+    }
+    return true;
+  });
+  // ...and the newest kCap are still open.
+  int open = 0;
+  for (int i = kExtra; i < kCap + kExtra; ++i) open += ClosedByServer(fds[i]) ? 0 : 1;
+  done = true;
+  dribbler.join();
+  EXPECT_TRUE(oldest_closed) << "connections over the cap were kept";
+  EXPECT_EQ(open, kCap);
+  const MetricsHttpServer::Stats stats = server.stats();
+  EXPECT_EQ(stats.open, kCap);
+  EXPECT_EQ(stats.dropped_at_cap, static_cast<uint64_t>(kExtra));
+  EXPECT_EQ(stats.timed_out, 0u);
+  for (int fd : fds) close(fd);
+}
+
+// A client that never finishes its request head is closed at the deadline,
+// however it dribbles. The deadline is short here; the test only waits for
+// the close, it does not time it.
+TEST(MetricsHttpServerTest, UnfinishedRequestsAreClosedAtTheDeadline) {
+  MetricsHttpOptions options;
+  options.exchange_timeout = absl::Milliseconds(200);
+  MetricsHttpServer server([] { return std::string("kvstore_up 1\n"); }, options);
+  absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  const int fd = ConnectTo(*port);
+  SendAll(fd, "GET /metrics HTTP/1.1\r\n");
+  ASSERT_TRUE(Eventually([&] {
+    (void)!send(fd, "X", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    return ClosedByServer(fd);
+  }));
+  EXPECT_EQ(server.stats().timed_out, 1u);
+  EXPECT_EQ(server.stats().answered, 0u);
+  close(fd);
+}
+
+// A head longer than max_head_bytes is answered 431 after that many bytes,
+// and nothing more is read.
+TEST(MetricsHttpServerTest, OversizedHeadIsRefused) {
+  MetricsHttpServer server([] { return std::string("kvstore_up 1\n"); });
+  absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  const int fd = ConnectTo(*port);
+  SendAll(fd, "GET /metrics HTTP/1.1\r\nX-Padding: ");
+  SendAll(fd, std::string(MetricsHttpOptions().max_head_bytes, 'p'));
+  EXPECT_THAT(ReadToEnd(fd), StartsWith("HTTP/1.1 431 "));
+  close(fd);
+}
+
+// A client may shut down its sending side once the request is out (as
+// `printf ... | nc -N` does): the end of its stream does not lose the answer.
+TEST(MetricsHttpServerTest, ClientThatHalfClosesStillGetsItsAnswer) {
+  MetricsHttpServer server([] { return std::string("kvstore_up 1\n"); });
+  absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  const int fd = ConnectTo(*port);
+  SendAll(fd, "GET /metrics HTTP/1.0\r\n\r\n");
+  shutdown(fd, SHUT_WR);
+  EXPECT_THAT(ReadToEnd(fd), ::testing::EndsWith("\r\n\r\nkvstore_up 1\n"));
+  close(fd);
+}
+
+// HEAD gets the headers of GET without the body; a query string is allowed.
+TEST(MetricsHttpServerTest, HeadAndQueryString) {
+  MetricsHttpServer server([] { return std::string("kvstore_up 1\n"); });
+  absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  int fd = ConnectTo(*port);
+  SendAll(fd, "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(ReadToEnd(fd),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: "
+            "13\r\nConnection: close\r\n\r\n");
+  close(fd);
+  fd = ConnectTo(*port);
+  SendAll(fd, "GET /metrics?name[]=x HTTP/1.0\r\n\r\n");
+  const std::string reply = ReadToEnd(fd);
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(reply, ::testing::EndsWith("\r\n\r\nkvstore_up 1\n"));
+  close(fd);
 }
 
 // Runs `promtool check metrics` on `body`; returns its exit status and puts

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <string>
 
 #include "absl/status/status.h"
@@ -107,6 +108,12 @@ struct Connection {
   // connection run (commands.h). An admin without users (open server).
   std::string user = "default";
   auth::Role role = auth::Role::kAdmin;
+  // While unauthenticated (password set): its place in the loop's list of
+  // unauthenticated connections, oldest first, which the per-loop cap
+  // (RespLimits::max_unauthenticated_clients) trims from the front. Such a
+  // connection holds no max_clients slot; it takes one when AUTH succeeds.
+  bool in_unauth_list = false;
+  std::list<Connection*>::iterator unauth_pos;
   // Cluster mode: READONLY was sent (READWRITE clears it), so reads may be
   // served by an in-sync backup of the key's shard (cluster_routing.h).
   bool readonly = false;
@@ -142,6 +149,7 @@ struct Connection {
   bool close_after_flush = false;
   bool reading = true;  // false once no further requests will be read
   // These times, pinned_seen and space_wait_until are loop time (LoopTime()).
+  absl::Time accepted_at;  // for RespLimits::auth_timeout
   absl::Time last_activity;
   absl::Time request_started = absl::InfiniteFuture();
   // Since when out_bytes has been above RespLimits::output_soft_limit.

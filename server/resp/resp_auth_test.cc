@@ -19,9 +19,11 @@
 #include "absl/strings/str_join.h"
 #include "common/metrics/testing.h"
 #include "common/protocol/resp.h"
+#include "common/testing/eventually.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/resp/resp_server.h"
+#include "server/storage/fake_clock.h"
 
 namespace kvstore {
 namespace {
@@ -50,12 +52,14 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, int timeout_s) {
 }
 
 using ::kvstore::metrics::testing::Value;
+using ::kvstore::server::FakeClock;
 using ::kvstore::server::KvStore;
 using ::kvstore::server::KvStoreOptions;
 using ::kvstore::server::MemoryPool;
 using ::kvstore::server::MemoryPoolOptions;
 using ::kvstore::server::RespServer;
 using ::kvstore::server::RespServerOptions;
+using ::kvstore::testing::Eventually;
 using ::testing::HasSubstr;
 
 constexpr char kPassword[] = "s3cret-token-for-tests";
@@ -65,7 +69,10 @@ constexpr char kWrongPass[] = "-WRONGPASS invalid username-password pair or user
 class RespAuthTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(kPassword); }
-  void Start(const std::string& password) {
+  // The store (and with it the loops' timeouts) runs on clock_, which moves
+  // only when a test advances it; the loops look for expired connections
+  // every few milliseconds of real time.
+  void Start(const std::string& password, RespServerOptions o = RespServerOptions()) {
     server_.reset();
     store_.reset();
     MemoryPoolOptions po;
@@ -76,9 +83,10 @@ class RespAuthTest : public ::testing::Test {
     so.segment_bytes = 1 << 20;
     so.grace_period = absl::Milliseconds(10);
     so.limits.max_value_bytes = 8 << 20;
+    so.clock = &clock_;
     store_ = *KvStore::Create(pool_.get(), so);
-    RespServerOptions o;
     o.port = 0;
+    o.timeout_check_interval = absl::Milliseconds(5);
     o.threads = 2;
     o.credentials.data_token = password;
     auto s = RespServer::Start(store_.get(), o);
@@ -136,6 +144,7 @@ class RespAuthTest : public ::testing::Test {
     return RunProcess(argv, 30);
   }
 
+  FakeClock clock_;  // outlives the store, which reads it
   std::unique_ptr<MemoryPool> pool_;
   std::unique_ptr<KvStore> store_;
   std::unique_ptr<RespServer> server_;
@@ -204,6 +213,98 @@ TEST_F(RespAuthTest, LargeStreamedSetBeforeAuthReservesNothingAndCloses) {
   EXPECT_TRUE(ClosedByPeer(fd));
   close(fd);
   EXPECT_FALSE(store_->Exists("k"));
+}
+
+// A connection that has not authenticated within auth_timeout of the store's
+// clock is closed, whether it stays silent or keeps guessing; one that did
+// authenticate is not. Idle and request timeouts are off, so only the
+// auth deadline can close anything here.
+TEST_F(RespAuthTest, ConnectionsThatDoNotAuthenticateInTimeAreClosed) {
+  RespServerOptions o;
+  o.idle_timeout = absl::ZeroDuration();
+  o.request_timeout = absl::Hours(1);
+  o.limits.auth_timeout = absl::Seconds(5);
+  Start(kPassword, o);
+  const int silent = Connect();
+  const int guesser = Connect();
+  const int good = Connect();
+  Send(good, Cmd({"AUTH", kPassword}));
+  EXPECT_EQ(ReadRaw(good, 1), "+OK\r\n");
+  // The fake clock moves in small steps (the loop stamps each connection's
+  // accept time on it) until both unauthenticated sockets are gone.
+  ASSERT_TRUE(Eventually([&] {
+    Send(guesser, Cmd({"AUTH", "wrong-guess"}));
+    clock_.Advance(absl::Milliseconds(100));
+    return Value(server_->registry(),
+                 "kvstore_resp_limit_rejections_total{limit=\"auth_timeout\"}") == 2;
+  }));
+  EXPECT_EQ(Value(server_->registry(), "kvstore_resp_connections"), 1u);
+  EXPECT_THAT(ReadRaw(silent, 1), HasSubstr("resp_auth_timeout"));
+  EXPECT_TRUE(ClosedByPeer(silent));
+  // The guesser got its WRONGPASS replies, then the notice, then EOF.
+  char buf[65536];
+  while (recv(guesser, buf, sizeof(buf), 0) > 0) {
+  }
+  EXPECT_TRUE(ClosedByPeer(guesser));
+  Send(good, Cmd({"PING"}));
+  EXPECT_EQ(ReadRaw(good, 1), "+PONG\r\n");
+  close(silent);
+  close(guesser);
+  close(good);
+}
+
+// Sockets that never authenticate count against their own small cap, not
+// max_clients, and at that cap the oldest of them makes room for a new
+// connection: however many strangers there are, clients with the password
+// still log in and get every one of the max_clients slots.
+TEST_F(RespAuthTest, UnauthenticatedClientsCannotHoldTheSlots) {
+  RespServerOptions o;
+  // One loop: the unauthenticated cap is split among the loops.
+  o.threads = 1;
+  o.limits.max_clients = 4;
+  o.limits.max_unauthenticated_clients = 2;
+  Start(kPassword, o);
+  std::vector<int> strangers;
+  for (int i = 0; i < 2; ++i) {
+    strangers.push_back(Connect());
+    Send(strangers.back(), Cmd({"AUTH", "wrong-guess"}));
+    EXPECT_EQ(ReadRaw(strangers.back(), 1), kWrongPass);
+  }
+  // Four clients log in while the strangers hold their cap: the first two
+  // push the strangers out, and none needs a slot a stranger holds.
+  std::vector<int> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(Connect());
+    Send(clients.back(), Cmd({"AUTH", kPassword}) + Cmd({"PING"}));
+    EXPECT_EQ(ReadRaw(clients.back(), 2), "+OK\r\n+PONG\r\n") << "client " << i;
+  }
+  for (int fd : strangers) {
+    EXPECT_THAT(ReadRaw(fd, 1), HasSubstr("resp_max_unauthenticated_clients"));
+    EXPECT_TRUE(ClosedByPeer(fd));
+    close(fd);
+  }
+  strangers.clear();
+  EXPECT_EQ(Value(server_->registry(),
+                  "kvstore_resp_limit_rejections_total{limit=\"max_unauthenticated_clients\"}"),
+            2u);
+  // With all four logged in, strangers still fit their own cap...
+  for (int i = 0; i < 2; ++i) {
+    strangers.push_back(Connect());
+    Send(strangers.back(), Cmd({"PING"}));
+    EXPECT_EQ(ReadRaw(strangers.back(), 1), kNoAuth);
+  }
+  // ...and a fifth client with the password is refused at AUTH: max_clients.
+  const int fifth = Connect();
+  Send(fifth, Cmd({"AUTH", kPassword}));
+  EXPECT_THAT(ReadRaw(fifth, 1), HasSubstr("max number of clients reached"));
+  EXPECT_TRUE(ClosedByPeer(fifth));
+  close(fifth);
+  for (int fd : clients) {
+    Send(fd, Cmd({"PING"}));
+    EXPECT_EQ(ReadRaw(fd, 1), "+PONG\r\n");
+    close(fd);
+  }
+  for (int fd : strangers) close(fd);
 }
 
 TEST_F(RespAuthTest, NoPasswordConfiguredAnswersAsRedis) {

@@ -52,6 +52,8 @@ Counters::Counters(metrics::Registry* registry)
       limit_pin_time(LimitCounter(registry, "max_pin_time")),
       limit_inflight_set(LimitCounter(registry, "max_inflight_set_bytes")),
       limit_scan_buckets(LimitCounter(registry, "scan_max_buckets")),
+      limit_unauthenticated(LimitCounter(registry, "max_unauthenticated_clients")),
+      limit_auth_timeout(LimitCounter(registry, "auth_timeout")),
       sets_held_back(registry->AddCounter(
           "kvstore_resp_sets_held_back_total",
           "SETs that found the pool full of segments in their grace period and waited, their "

@@ -43,8 +43,10 @@ struct Counters {
   metrics::Counter* limit_pin_time;
   metrics::Counter* limit_inflight_set;
   metrics::Counter* limit_scan_buckets;
-  metrics::Counter* pins_copied;     // kvstore_resp_pinned_replies_copied_total
-  metrics::Counter* sets_held_back;  // kvstore_resp_sets_held_back_total
+  metrics::Counter* limit_unauthenticated;  // max_unauthenticated_clients
+  metrics::Counter* limit_auth_timeout;     // auth_timeout
+  metrics::Counter* pins_copied;            // kvstore_resp_pinned_replies_copied_total
+  metrics::Counter* sets_held_back;         // kvstore_resp_sets_held_back_total
   // kvstore_server_requests_total / _duration_seconds{transport="tcp",op=...}.
   RequestMetrics get;
   RequestMetrics put;

@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,13 @@ RespLoop::RespLoop(KvStore* store, const RespServerOptions& options, const auth:
       counters_(counters),
       budgets_(budgets),
       listen_fd_(listen_fd) {
+  // Each loop keeps its own share of the unauthenticated cap, so that it
+  // can always make room by closing one of its own (a loop cannot close
+  // another loop's connections).
+  const int cap = options.limits.max_unauthenticated_clients;
+  const int threads = std::max(1, options.threads);
+  unauth_cap_ = cap <= 0 ? std::numeric_limits<size_t>::max()
+                         : static_cast<size_t>(std::max(1, (cap + threads - 1) / threads));
   // A bulk string is a key or a value; a request is at most one batch of
   // key/value pairs (MSET) plus its name; SET values are streamed, so the
   // buffered bytes are bounded by one value plus slack for the rest.
@@ -71,7 +80,8 @@ RespLoop::~RespLoop() {
   for (auto& [fd, c] : conns_) {
     if (sets_ != nullptr) sets_->Abandon(c.get());
     close(fd);
-    budgets_->clients.Give(1);
+    // Unauthenticated connections hold no max_clients slot.
+    if (!c->in_unauth_list) budgets_->clients.Give(1);
   }
   // Connections first: their queued replies pin entries the writer's
   // segments hold.
@@ -154,103 +164,6 @@ void RespLoop::Run() {
       next_timeout_check = absl::Now() + options_.timeout_check_interval;
     }
   }
-}
-
-// Accepts until the backlog is empty. Several loops may be woken for the
-// same burst; whichever accepts a connection owns it from then on.
-void RespLoop::Accept() {
-  for (;;) {
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd >= 0) {
-      AddConnection(fd);
-      continue;
-    }
-    // EAGAIN: drained (or another loop took it).
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-    // A connection reset while in the backlog, or a signal: try the next.
-    if (errno == EINTR || errno == ECONNABORTED) continue;
-    OnAcceptError(errno);
-    return;
-  }
-}
-
-void RespLoop::AddConnection(int fd) {
-  if (!budgets_->clients.TryTake(1)) {
-    // Redis's text; best effort, the socket is new so its buffer is empty.
-    static constexpr char kFull[] = "-ERR max number of clients reached\r\n";
-    (void)!send(fd, kFull, sizeof(kFull) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    close(fd);
-    counters_->limit_max_clients->Increment();
-    return;
-  }
-  int one = 1;
-  // Replies are small and pipelined; Nagle would only add latency.
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  auto c = std::make_unique<Connection>(fd);
-  c->last_activity = LoopTime(store_->clock());
-  // Without users every connection is an admin (Connection's default);
-  // with them it is nobody until AUTH names one.
-  c->authenticated = ids_ == nullptr || ids_->open();
-  if (!c->authenticated) c->role = auth::Role::kRead;
-  epoll_event ev{};
-  // Level-triggered; EPOLLRDHUP reports a peer that shut down its side
-  // even while reading is paused.
-  ev.events = EPOLLIN | EPOLLRDHUP;
-  ev.data.fd = fd;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
-  c->epoll_events = ev.events;
-  conns_[fd] = std::move(c);
-  counters_->accepted->Increment();
-  counters_->active->Add(1);
-}
-
-// The failed connection stays in the backlog, so the level-triggered
-// listener would wake this loop again at once: a busy spin logging at MB/s.
-// Out of descriptors, the reserve one is given up to accept the connection
-// and refuse it with an error (the client learns why instead of hanging);
-// in every case the listener is then paused for a moment.
-void RespLoop::OnAcceptError(int err) {
-  counters_->accept_errors->Increment();
-  const absl::Time now = absl::Now();
-  if (now - last_accept_log_ >= absl::Seconds(10)) {
-    LOG(WARNING) << "accept4 on the RESP port: " << std::strerror(err) << " ("
-                 << accept_errors_unlogged_ << " more since the last report; logged at most "
-                 << "every 10 s)";
-    last_accept_log_ = now;
-    accept_errors_unlogged_ = 0;
-  } else {
-    ++accept_errors_unlogged_;
-  }
-  if ((err == EMFILE || err == ENFILE) && reserve_fd_ >= 0) {
-    close(reserve_fd_);
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd >= 0) {
-      static constexpr char kNoFd[] =
-          "-ERR max number of clients reached (server out of file descriptors)\r\n";
-      (void)!send(fd, kNoFd, sizeof(kNoFd) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-      close(fd);
-      counters_->limit_max_clients->Increment();
-    }
-    reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  }
-  PauseListener();
-}
-
-// EPOLLEXCLUSIVE registrations cannot be modified, only removed and added.
-void RespLoop::PauseListener() {
-  if (listener_paused_) return;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
-  listener_paused_ = true;
-  listener_resume_ = absl::Now() + absl::Milliseconds(100);
-}
-
-void RespLoop::MaybeResumeListener(absl::Time now) {
-  if (now < listener_resume_) return;
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-  ev.data.fd = listen_fd_;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
-  listener_paused_ = false;
 }
 
 // Output first: draining replies may lift the backpressure that stops
@@ -465,6 +378,11 @@ void RespLoop::BeginSet(Connection* c, const resp::ParsedRequest& req) {
 // Everything except the streamed SET goes through the command table.
 void RespLoop::Execute(Connection* c, const resp::ParsedRequest& req) {
   counters_->commands->Increment();
+  if (c->in_unauth_list && !req.args.empty() &&
+      (resp::CommandIs(req.args[0], "AUTH") || resp::CommandIs(req.args[0], "HELLO"))) {
+    ExecuteLogin(c, req);
+    return;
+  }
   const CommandContext ctx{store_, writer_.get(), &options_, counters_, c, ids_};
   DispatchCommand(ctx, req.args);
 }
@@ -575,7 +493,11 @@ void RespLoop::Close(Connection* c) {
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   close(c->fd);
   counters_->active->Add(-1);
-  budgets_->clients.Give(1);
+  if (c->in_unauth_list) {
+    unauth_.erase(c->unauth_pos);
+  } else {
+    budgets_->clients.Give(1);
+  }
   conns_.erase(c->fd);  // destroys c, releasing pinned replies
 }
 

@@ -12,12 +12,14 @@
 // connection is closed without affecting others; reads stop while a
 // connection's queued replies exceed max_pending_output; idle connections,
 // half-sent requests and clients that stop reading are timed out. The
-// RespLimits bounds (resp_options.h) are enforced here: max_clients at
-// accept, max_query_buffer while parsing, output and pin limits in the
-// once-a-second sweep (resp_loop_limits.cc). Running out of file
-// descriptors at accept is answered with a reserve descriptor (accept and
-// close with an error) and a short pause of the listener, never a spin, and
-// logged at most once per 10 s.
+// RespLimits bounds (resp_options.h) are enforced here: max_clients and
+// max_unauthenticated_clients at accept and login (resp_loop_admission.cc;
+// with a password a connection moves from the second to the first when AUTH
+// succeeds), max_query_buffer while parsing, output and pin limits and
+// auth_timeout in the once-a-second sweep (resp_loop_limits.cc). Running
+// out of file descriptors at accept is answered with a reserve descriptor
+// (accept and close with an error) and a short pause of the listener, never
+// a spin, and logged at most once per 10 s.
 //
 // Ownership and thread safety: owned by RespServer. Init() and then Run()
 // on the loop's thread; Wake() from any thread makes Run() return. The
@@ -31,7 +33,9 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <string>
 
@@ -77,6 +81,13 @@ class RespLoop {
   // Registers an accepted socket as a connection (or refuses it at
   // max_clients).
   void AddConnection(int fd);
+  // At the unauthenticated cap: closes this loop's oldest unauthenticated
+  // connection (telling it why) to make room for a new one.
+  void DropOldestUnauthenticated();
+  // AUTH/HELLO on an unauthenticated connection: takes a max_clients slot
+  // first (refusing and closing when there is none), keeps it if the
+  // command logged the connection in, gives it back otherwise.
+  void ExecuteLogin(Connection* c, const resp::ParsedRequest& req);
   // accept4() failed with `err` (not EAGAIN/EINTR): see the header comment.
   void OnAcceptError(int err);
   // Takes the listener out of / back into the epoll set (the accept pause).
@@ -137,6 +148,10 @@ class RespLoop {
   std::unique_ptr<KvStore::Writer> writer_;
   std::unique_ptr<StreamedSet> sets_;  // after writer_: uses it
   absl::flat_hash_map<int, std::unique_ptr<Connection>> conns_;
+  // The unauthenticated connections of this loop, oldest first, and how
+  // many may be open at once (this loop's share of the cap).
+  std::list<Connection*> unauth_;
+  size_t unauth_cap_;
   // Connections whose SET is held back for space (Connection::held_back()).
   absl::flat_hash_set<int> held_back_;
   // The loop's read buffer, always empty: a connection with nothing

@@ -59,10 +59,11 @@ const char* RespLoop::CheckOutputLimits(Connection* c, absl::Time now) {
   return nullptr;
 }
 
-// Three ways a connection expires: a request left incomplete for
-// request_timeout, no traffic at all for idle_timeout, or replies the
-// client has not read for request_timeout; and it is dropped when it breaks
-// an output bound (CheckOutputLimits). Collected first, closed after:
+// Four ways a connection expires: no AUTH within auth_timeout of its accept
+// (with a password), a request left incomplete for request_timeout, no
+// traffic at all for idle_timeout, or replies the client has not read for
+// request_timeout; and it is dropped when it breaks an output bound
+// (CheckOutputLimits). Collected first, closed after:
 // Close() erases from the map being iterated.
 void RespLoop::CheckTimeouts() {
   const absl::Time now = LoopTime(store_->clock());
@@ -87,8 +88,14 @@ void RespLoop::CheckTimeouts() {
       }
     }
     const bool mid_request = c->state != InputState::kCommands || c->start < c->in.size();
-    if (mid_request && c->request_started != absl::InfiniteFuture() &&
-        now - c->request_started > options_.request_timeout) {
+    // First: a stranger that keeps talking (wrong AUTHs, NOAUTH commands)
+    // is never idle, and must still go.
+    if (!c->authenticated && options_.limits.auth_timeout > absl::ZeroDuration() &&
+        now - c->accepted_at > options_.limits.auth_timeout) {
+      counters_->limit_auth_timeout->Increment();
+      expired.emplace_back(c.get(), "not authenticated within resp_auth_timeout");
+    } else if (mid_request && c->request_started != absl::InfiniteFuture() &&
+               now - c->request_started > options_.request_timeout) {
       expired.emplace_back(c.get(), "");
     } else if (options_.idle_timeout > absl::ZeroDuration() &&
                now - c->last_activity > options_.idle_timeout && c->out.empty()) {

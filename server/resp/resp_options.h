@@ -29,6 +29,16 @@ struct RespLimits {
   // Connections open at once on the port (all loops together). One more is
   // answered "-ERR max number of clients reached" and closed.
   int max_clients = 4096;
+  // With a password: connections open at once that have not authenticated
+  // yet, split evenly among the loops (at least one each). They do not
+  // count against max_clients until AUTH succeeds; at the cap a new
+  // connection closes the loop's oldest unauthenticated one first, so
+  // sockets that never log in cannot keep clients with the password out.
+  // 0: no cap.
+  int max_unauthenticated_clients = 256;
+  // With a password: a connection not authenticated this long after it
+  // was accepted is closed, however busy it is (store clock; 0: never).
+  absl::Duration auth_timeout = absl::Seconds(5);
   // Bytes of one incomplete request held in a connection's input buffer
   // (streamed SET values are not buffered and do not count). Over it:
   // "ERR Protocol error: ... resp_max_query_buffer" and close.

@@ -140,7 +140,9 @@ std::optional<PlanStep> RemoveDead(const v1::ClusterMap& current, const MemberSe
 // Step 4 of PlanNext: shards below R (replicas + syncing) are filled from
 // the live members that are not draining, whether they serve other shards
 // or none (a refill after a failover must not wait for the dead node to
-// come back). The member with the fewest roles goes first (ties: node id);
+// come back). A member whose record lists a copy of the shard goes first
+// (a node back from a lease lapse: its delta resync copies only what
+// changed), then the member with the fewest roles (ties: node id);
 // a node is never twice in one shard. A down shard (no replicas) is left
 // alone: an empty primary would answer NOT_FOUND for acknowledged writes
 // (RecoverDown or PlanAcceptLoss bring it back). Runs after RemoveDead, so
@@ -174,11 +176,22 @@ std::optional<PlanStep> FillShards(const v1::ClusterMap& current, const MemberSe
     v1::Shard& shard = *step.map.mutable_shards(i);
     if (shard.replicas().empty()) continue;
     bool changed = false;
+    auto holds_copy = [&](const std::string& id) {
+      auto member = members.find(id);
+      if (member == members.end()) return false;
+      for (const v1::ShardCopy& copy : member->second.copies()) {
+        if (copy.shard_id() == shard.shard_id()) return true;
+      }
+      return false;
+    };
     while (shard.replicas_size() + shard.syncing_size() < r) {
       std::string pick;
       for (const auto& [id, n] : roles) {
         if (InShard(shard, id)) continue;
-        if (pick.empty() || n < roles[pick]) pick = id;
+        if (pick.empty() || holds_copy(id) > holds_copy(pick) ||
+            (holds_copy(id) == holds_copy(pick) && n < roles[pick])) {
+          pick = id;
+        }
       }
       if (pick.empty()) break;
       ++roles[pick];

@@ -448,6 +448,23 @@ TEST(ControllerPlanTest, RefillPrefersFewestRoles) {
   EXPECT_THAT(Syncing(placed->map, 3), ElementsAre("e"));
 }
 
+TEST(ControllerPlanTest, RefillPlacesAMemberHoldingACopyOfTheShardFirst) {
+  // As above with an unplaced e, but b registered again holding a copy of
+  // shard 2 (dropped from it after a lease lapse): b resyncs what changed
+  // instead of e copying the shard in full.
+  v1::ClusterMap map = MakeFirstMap(Members({"a", "b", "c", "d"}), 2, "test");
+  FakeSeqs seqs;
+  auto removed = PlanNext(map, Members({"a", "b", "c"}), seqs.Fn());
+  ASSERT_TRUE(removed.has_value());
+  MemberSet members = Members({"a", "b", "c", "e"});
+  members["b"].add_copies()->set_shard_id(2);
+  auto placed = PlanNext(removed->map, members, seqs.Fn());
+  ASSERT_TRUE(placed.has_value());
+  ExpectValid(placed->map);
+  EXPECT_THAT(Syncing(placed->map, 2), ElementsAre("b"));
+  EXPECT_THAT(Syncing(placed->map, 3), ElementsAre("e"));
+}
+
 // What MapStore's "mark in sync" does: syncing -> last backup.
 v1::ClusterMap MarkInSync(v1::ClusterMap map, uint32_t shard, const std::string& id) {
   v1::Shard* s = map.mutable_shards(shard);

@@ -6,10 +6,14 @@
 // to such a copy when the process is one of the shard's last in-sync set.
 //
 // A copy is listed for every shard whose in-sync replicas name this node in
-// its current map, and for every DOWN shard whose last_in_sync names it (the
-// slot janitor keeps those slots): shard id, the shard's epoch in that map,
-// and the highest replication seq applied (ShardSeqs). Which copy is worth
-// anything is the controller's decision, on the newest map.
+// its current map, for every DOWN shard whose last_in_sync names it (the
+// slot janitor keeps those slots), and for every shard with a primary but
+// fewer in-sync replicas than R of which this process applied writes (a
+// candidate copy the janitor keeps; the controller places such a node
+// first when it refills the shard, and its delta resync copies only the
+// slots that changed): shard id, the shard's epoch in that map, and the
+// highest replication seq applied (ShardSeqs). Which copy is worth anything
+// is the controller's decision, on the newest map.
 //
 // Thread safety: a pure function of its arguments (both thread-safe).
 

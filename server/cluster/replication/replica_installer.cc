@@ -71,6 +71,10 @@ ReplicaInstaller::ReplicaInstaller(KvStore* store, ClusterState* state, ShardSeq
                              "Shard copies that ended with the primary accepting ReportInSync.");
   sync_failures_ = r.AddCounter("kvstore_sync_failures_total",
                                 "Shard copy attempts that failed (retried with backoff).");
+  sync_slots_equal_ = r.AddCounter(
+      "kvstore_sync_slots_equal_total",
+      "Slots a shard copy skipped because the copy held here already equalled the primary's "
+      "(delta resync).");
   if (options_.sync_poll_interval > absl::ZeroDuration()) {
     sync_thread_ = std::thread([this] { SyncLoop(); });
   }
@@ -290,21 +294,26 @@ absl::Status ReplicaInstaller::SyncShardNow(uint32_t shard_id) {
     absl::MutexLock lock(&sync->mu);
     sync->touched.clear();
   }
-  KV_RETURN_IF_ERROR(DropStale(*map, *shard, *sync));
+  // Digests taken after `touched` was cleared: a write installed since is
+  // either in them or marked touched (and kept).
+  const SlotBits own = OwnCopySlots(*map, *shard);
+  const absl::flat_hash_map<uint32_t, uint64_t> digests = DigestSlots(*store_, own);
   const absl::Time start = absl::Now();
-  uint64_t entries = 0, bytes = 0, snapshot_seq = 0;
-  absl::Status s = Copy(*shard, *primary, *sync, &entries, &bytes, &snapshot_seq);
+  CopyCounts counts;
+  absl::Status s = Copy(*shard, *primary, own, digests, *sync, &counts);
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (!s.ok()) {
     LOG(WARNING) << "copy of shard " << shard_id << " from " << primary->node_id()
-                 << " failed after " << entries << " entries, " << bytes << " bytes, " << seconds
-                 << " s: " << s;
+                 << " failed after " << counts.entries << " entries, " << counts.bytes << " bytes, "
+                 << seconds << " s: " << s;
     return s;
   }
-  seqs_->Applied(shard_id, snapshot_seq);
-  LOG(INFO) << "copied shard " << shard_id << " from " << primary->node_id() << ": " << entries
-            << " entries, " << bytes << " bytes in " << seconds << " s (snapshot seq "
-            << snapshot_seq << ")";
+  seqs_->Applied(shard_id, counts.snapshot_seq);
+  LOG(INFO) << "copied shard " << shard_id << " from " << primary->node_id() << ": "
+            << counts.entries << " entries, " << counts.bytes << " bytes in " << seconds << " s; "
+            << counts.slots_resynced << " slot(s) resynced, " << counts.slots_equal
+            << " equal to the copy held here (" << digests.size() << " held) (snapshot seq "
+            << counts.snapshot_seq << ")";
   KV_RETURN_IF_ERROR(KV_FAILPOINT("replica/before-report-in-sync"));
   v1::ReportInSyncRequest req;
   req.set_shard_id(shard_id);
@@ -321,86 +330,105 @@ absl::Status ReplicaInstaller::SyncShardNow(uint32_t shard_id) {
   return absl::OkStatus();
 }
 
-absl::Status ReplicaInstaller::DropStale(const cluster::ClusterMapView& map, const v1::Shard& shard,
-                                         SyncState& sync) {
-  std::vector<bool> mine(cluster::kSlotCount, false);
-  for (const v1::SlotRange& r : shard.slots()) {
-    for (uint32_t s = r.start(); s <= r.end() && s < cluster::kSlotCount; ++s) mine[s] = true;
-  }
+SlotBits ReplicaInstaller::OwnCopySlots(const cluster::ClusterMapView& map,
+                                        const v1::Shard& shard) const {
+  SlotBits mine = BitsOf(shard.slots());
   // Slots this node imports for a migration's target shard are that
-  // shard's copy, not an old one of this shard: kept.
+  // shard's copy, not this one's.
   for (const v1::Migration& m : map.proto().migrations()) {
     const v1::Shard* target = map.ShardById(m.target_shard());
     if (m.source_shard() != shard.shard_id() || m.state() == v1::MIGRATION_PENDING ||
         target == nullptr) {
       continue;
     }
-    const bool named =
-        std::count(target->replicas().begin(), target->replicas().end(), state_->self()) +
-            std::count(target->syncing().begin(), target->syncing().end(), state_->self()) >
-        0;
-    for (uint32_t s = m.slots().start(); named && s <= m.slots().end() && s < cluster::kSlotCount;
-         ++s) {
-      mine[s] = false;
+    if (!Contains(target->replicas(), state_->self()) &&
+        !Contains(target->syncing(), state_->self())) {
+      continue;
+    }
+    for (uint32_t s = m.slots().start(); s <= m.slots().end() && s < cluster::kSlotCount; ++s) {
+      mine.reset(s);
     }
   }
-  uint64_t cursor = 0, dropped = 0;
-  do {
-    std::vector<std::string> keys;
-    cursor = store_->Scan(cursor, 512, "", &keys);
-    for (const std::string& key : keys) {
-      if (!mine[cluster::KeySlot(key)]) continue;
-      absl::MutexLock lock(&sync.mu);
-      if (sync.touched.contains(key)) continue;  // written since this copy began: newer
-      KV_RETURN_IF_ERROR(store_->DeleteReplica(key));
-      ++dropped;
-    }
-  } while (cursor != 0);
+  return mine;
+}
+
+absl::Status ReplicaInstaller::DropStale(const SlotBits& slots, uint32_t shard_id,
+                                         SyncState& sync) {
+  if (slots.none()) return absl::OkStatus();
+  uint64_t dropped = 0;
+  absl::Status s = absl::OkStatus();
+  ForEachKeyIn(*store_, slots, [&](const std::string& key) {
+    if (!s.ok()) return;
+    absl::MutexLock lock(&sync.mu);
+    if (sync.touched.contains(key)) return;  // written since this copy began: newer
+    s = store_->DeleteReplica(key);
+    if (s.ok()) ++dropped;
+  });
+  KV_RETURN_IF_ERROR(s);
   if (dropped > 0) {
-    LOG(INFO) << "dropped " << dropped << " entries of shard " << shard.shard_id()
-              << " held from before, ahead of copying it";
+    LOG(INFO) << "dropped " << dropped << " entries of shard " << shard_id
+              << " held from before, in the slots the copy resyncs";
   }
   return absl::OkStatus();
 }
 
 absl::Status ReplicaInstaller::Copy(const v1::Shard& shard, const v1::ClusterNode& primary,
-                                    SyncState& sync, uint64_t* entries, uint64_t* bytes,
-                                    uint64_t* snapshot_seq) {
+                                    const SlotBits& own,
+                                    const absl::flat_hash_map<uint32_t, uint64_t>& digests,
+                                    SyncState& sync, CopyCounts* counts) {
   v1::SyncShardRequest req;
   req.set_shard_id(shard.shard_id());
   req.set_shard_epoch(shard.shard_epoch());
   req.set_node_id(state_->self());
-  bool done = false;
+  std::vector<uint32_t> held;
+  for (const auto& [slot, digest] : digests) held.push_back(slot);
+  std::sort(held.begin(), held.end());
+  for (uint32_t slot : held) {
+    req.add_held_slots(slot);
+    req.add_held_digests(digests.at(slot));
+  }
+  bool first = true, done = false;
   absl::Time last_log = absl::Now();
+  auto on_chunk = [&](const v1::SyncShardChunk& chunk) -> absl::Status {
+    if (first) {
+      first = false;
+      // A primary that lists nothing streams every slot: drop all of ours.
+      SlotBits drop = own;
+      if (chunk.slots_listed()) {
+        drop &= BitsOf(chunk.resync_slots());
+        counts->slots_resynced = BitsOf(chunk.resync_slots()).count();
+        counts->slots_equal = chunk.slots_equal();
+        sync_slots_equal_->Increment(chunk.slots_equal());
+      }
+      KV_RETURN_IF_ERROR(DropStale(drop, shard.shard_id(), sync));
+    }
+    for (const std::string& entry : chunk.entries()) {
+      auto view = layout::ParseEntryHeader(entry);
+      if (!view.ok()) return view.status();
+      absl::MutexLock lock(&sync.mu);
+      // A key written by Replicate since the copy began holds a value at
+      // least as new as the streamed one.
+      if (sync.touched.contains(view->key)) continue;
+      KV_RETURN_IF_ERROR(store_->InstallReplica(entry));
+      ++counts->entries;
+      counts->bytes += entry.size();
+      sync_entries_->Increment();
+      sync_bytes_->Increment(entry.size());
+    }
+    if (chunk.done()) {
+      done = true;
+      counts->snapshot_seq = chunk.snapshot_seq();
+    }
+    if (absl::Now() - last_log > absl::Seconds(5)) {
+      last_log = absl::Now();
+      LOG(INFO) << "copying shard " << shard.shard_id() << ": " << counts->entries << " entries, "
+                << counts->bytes << " bytes so far";
+    }
+    return absl::OkStatus();
+  };
   // No deadline: a large shard takes as long as it takes; the destructor
   // cancels it (calls_).
-  absl::Status s = peers_->SyncShard(primary, req, absl::InfiniteFuture(), &calls_,
-                                     [&](const v1::SyncShardChunk& chunk) -> absl::Status {
-                                       for (const std::string& entry : chunk.entries()) {
-                                         auto view = layout::ParseEntryHeader(entry);
-                                         if (!view.ok()) return view.status();
-                                         absl::MutexLock lock(&sync.mu);
-                                         // A key written by Replicate since the copy began holds a
-                                         // value at least as new as the streamed one.
-                                         if (sync.touched.contains(view->key)) continue;
-                                         KV_RETURN_IF_ERROR(store_->InstallReplica(entry));
-                                         ++*entries;
-                                         *bytes += entry.size();
-                                         sync_entries_->Increment();
-                                         sync_bytes_->Increment(entry.size());
-                                       }
-                                       if (chunk.done()) {
-                                         done = true;
-                                         *snapshot_seq = chunk.snapshot_seq();
-                                       }
-                                       if (absl::Now() - last_log > absl::Seconds(5)) {
-                                         last_log = absl::Now();
-                                         LOG(INFO) << "copying shard " << shard.shard_id() << ": "
-                                                   << *entries << " entries, " << *bytes
-                                                   << " bytes so far";
-                                       }
-                                       return absl::OkStatus();
-                                     });
+  absl::Status s = peers_->SyncShard(primary, req, absl::InfiniteFuture(), &calls_, on_chunk);
   if (!s.ok()) return s;
   if (!done) return absl::UnavailableError("SyncShard stream ended before its last chunk");
   return absl::OkStatus();

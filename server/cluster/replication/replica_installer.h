@@ -23,11 +23,14 @@
 // refusal of Effect::kNone, by RPC and in the RDMA commit ack alike.
 //
 // Sync: when this node's map lists it in a shard's `syncing`, a background
-// thread first drops what it holds of the shard's slots (an earlier copy
-// may hold keys deleted since), then calls SyncShard on the primary,
-// installs the streamed entries —
-// except for keys a Replicate wrote since this copy began, which are at
-// least as new — then calls ReportInSync on the primary. A failed attempt
+// thread calls SyncShard on the primary with its digest of each slot of the
+// shard it still holds (a delta resync: a node back from a lease lapse, or
+// dropped and placed again, keeps its copy). The primary streams only the
+// slots whose digests differ and lists them first; this node drops what it
+// holds of those slots (it may hold keys deleted since), installs the
+// streamed entries — except for keys a Replicate wrote since this copy
+// began, which are at least as new — and keeps its equal slots as they
+// are; then it calls ReportInSync on the primary. A failed attempt
 // is retried with backoff (100 ms doubling to 2 s). While a shard syncs,
 // a Replicate of a key older (lower seq) than one already applied to that
 // key is ignored, so a delayed forward cannot undo a newer one. On an
@@ -67,6 +70,7 @@
 #include "server/cluster/peer/peer_client.h"
 #include "server/cluster/replication/resent_seqs.h"
 #include "server/cluster/replication/shard_seqs.h"
+#include "server/cluster/replication/slot_digest.h"
 #include "server/rdma/replica_commit_sink.h"
 #include "server/routing/cluster_state.h"
 #include "server/storage/kv_store.h"
@@ -156,18 +160,28 @@ class ReplicaInstaller : public ReplicaCommitSink {
   // migration into it). Counted in kvstore_replica_check_refusals_total.
   absl::Status CheckWrite(const cluster::ClusterMapView& map, const ReplicaCommit& commit,
                           absl::string_view key) const;
-  // Deletes this node's entries of the shard's slots, except keys a
-  // Replicate wrote since the copy began: a node that held the shard before
-  // (registered again after a lease lapse, or placed in it again) may hold
-  // keys the primary deleted since, and a copy only adds.
-  // Slots of an active migration out of the shard into one this node is
-  // in are kept (they are that shard's import).
-  absl::Status DropStale(const cluster::ClusterMapView& map, const v1::Shard& shard,
-                         SyncState& sync);
-  // Streams the shard from `primary` into the store. Returns entries,
-  // bytes and the snapshot seq through the pointers.
-  absl::Status Copy(const v1::Shard& shard, const v1::ClusterNode& primary, SyncState& sync,
-                    uint64_t* entries, uint64_t* bytes, uint64_t* snapshot_seq);
+  // The slots of `shard` whose keys this node's copy of it holds: the
+  // shard's own, except those of an active migration out of it into a
+  // shard this node is in (they are that shard's import, not this copy).
+  SlotBits OwnCopySlots(const cluster::ClusterMapView& map, const v1::Shard& shard) const;
+  // Deletes this node's entries of `slots` (of shard `shard_id`), except
+  // keys a Replicate wrote since the copy began: a node that held the shard
+  // before may hold keys the primary deleted since, and a copy only adds.
+  absl::Status DropStale(const SlotBits& slots, uint32_t shard_id, SyncState& sync);
+  // What one copy streamed and what it skipped.
+  struct CopyCounts {
+    uint64_t entries = 0;
+    uint64_t bytes = 0;
+    uint64_t snapshot_seq = 0;
+    uint64_t slots_resynced = 0;
+    uint64_t slots_equal = 0;
+  };
+  // Streams the slots of the shard that differ from `own` (this node's
+  // slots of its copy, `digests` theirs) from `primary` into the store,
+  // dropping this node's keys of those slots first.
+  absl::Status Copy(const v1::Shard& shard, const v1::ClusterNode& primary, const SlotBits& own,
+                    const absl::flat_hash_map<uint32_t, uint64_t>& digests, SyncState& sync,
+                    CopyCounts* counts);
   void SyncLoop();
 
   KvStore* const store_;
@@ -194,6 +208,7 @@ class ReplicaInstaller : public ReplicaCommitSink {
   metrics::Counter* sync_bytes_;
   metrics::Counter* syncs_done_;
   metrics::Counter* sync_failures_;
+  metrics::Counter* sync_slots_equal_;
   std::thread sync_thread_;
 };
 

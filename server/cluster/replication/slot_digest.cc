@@ -77,5 +77,20 @@ absl::flat_hash_map<uint32_t, uint64_t> DigestSlots(const KvStore& store, const 
   return digests;
 }
 
+SlotBits DifferingSlots(const KvStore& store, const SlotBits& slots,
+                        const absl::flat_hash_map<uint32_t, uint64_t>& theirs) {
+  const absl::flat_hash_map<uint32_t, uint64_t> ours = DigestSlots(store, slots);
+  SlotBits differ;
+  for (uint32_t s = 0; s < cluster::kSlotCount; ++s) {
+    if (!slots[s]) continue;
+    auto o = ours.find(s);
+    auto t = theirs.find(s);
+    const bool same =
+        o == ours.end() ? t == theirs.end() : t != theirs.end() && t->second == o->second;
+    if (!same) differ.set(s);
+  }
+  return differ;
+}
+
 }  // namespace server
 }  // namespace kvstore

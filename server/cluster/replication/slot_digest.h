@@ -2,8 +2,9 @@
 //
 // Per-slot digests of a store's entries, for a new primary that makes its
 // in-sync backups equal to itself (ShardReconciler, the backup's
-// ReplicaInstaller::ShardDigest): two replicas compare one number per slot
-// and exchange entries only for the slots whose numbers differ.
+// ReplicaInstaller::ShardDigest) and for a joiner's delta resync (SyncShard):
+// two replicas compare one number per slot and exchange entries only for
+// the slots whose numbers differ.
 //
 // A slot's digest is the XOR, over its entries, of a mix of each entry's
 // own checksum (layout.h: it covers version, key and value). A backup
@@ -57,6 +58,12 @@ void ForEachKeyIn(const KvStore& store, const SlotBits& slots,
 // The digest of every slot of `slots` that holds an entry in `store` (a slot
 // without one is absent, whatever its XOR would be).
 absl::flat_hash_map<uint32_t, uint64_t> DigestSlots(const KvStore& store, const SlotBits& slots);
+
+// The slots of `slots` whose digest in `store` differs from `theirs` (a
+// slot, in DigestSlots' form, only one side holds entries of differs).
+// What a joiner's delta resync streams.
+SlotBits DifferingSlots(const KvStore& store, const SlotBits& slots,
+                        const absl::flat_hash_map<uint32_t, uint64_t>& theirs);
 
 }  // namespace server
 }  // namespace kvstore
