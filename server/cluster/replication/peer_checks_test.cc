@@ -197,7 +197,7 @@ TEST_F(PeerChecksTest, ASeqNoPrimaryTakesIsRefused) {
 // would change n1's shard-1 data behind shard 1's replication: refused.
 TEST_F(PeerChecksTest, AWriteOfAnotherShardsKeyIsRefused) {
   Start(2);
-  maps_.Set(TwoShardMap(nodes(), {0, 1}, {1, 0}));
+  maps_.Set(TwoShardMap(nodes(), {0, 1}, {1, 0}, v1::MIGRATION_STATE_UNSPECIFIED, 0));
   std::string other;  // a key of shard 1 (slots 8192..)
   std::string planted;
   for (int i = 0; other.empty() || planted.empty(); ++i) {

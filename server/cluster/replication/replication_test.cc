@@ -675,7 +675,7 @@ TEST_F(ReplicationTest, EveryRpcNeedsTheBearerToken) {
   // The peers carry the cluster secret: replication works.
   ASSERT_TRUE(node(0).Put("k", "v").ok());
   EXPECT_EQ(node(1).Value("k"), "v");
-  auto stub = node(1).NewStub();
+  auto stub = node(1).NewStub(/*token=*/"");
   {
     grpc::ClientContext ctx;
     v1::GetClusterMapResponse resp;
