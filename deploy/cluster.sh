@@ -48,7 +48,10 @@
 #
 # Environment: KV_COMPOSE_PROJECT (compose project name, default kvstore),
 # KV_COMPOSE_STATE (token, dockerd pid and log, overlay in use; default
-# deploy/compose/.state), KV_TOKEN_FILE (default STATE/token),
+# deploy/compose/.state), KV_TOKEN_FILE (data clients' token, default
+# STATE/token), KV_ADMIN_TOKEN_FILE (admin token, default STATE/admin_token),
+# KV_CLUSTER_SECRET_FILE (the kvservers' peer secret, default
+# STATE/cluster_secret),
 # KV_REPLICAS, KV_POOL_SIZE, KV_TRANSPORT, KV_METRICS_PORT_1..3,
 # KV_PROMETHEUS_PORT, KV_MEMBER_TTL, KV_FENCE_MARGIN, KV_ETCD_HEARTBEAT_MS,
 # KV_ETCD_ELECTION_MS, KV_HEALTH_INTERVAL, KV_HEALTH_TIMEOUT, KV_HEALTH_START, KV_STATUS_TIMEOUT
@@ -72,6 +75,8 @@ BAZEL=${BAZEL:-bazel}
 SEED=kvserver1:7300 # any node will do: kvctl fetches the map from it
 export DOCKER_API_VERSION=${DOCKER_API_VERSION:-1.41}
 export KV_TOKEN_FILE=${KV_TOKEN_FILE:-$STATE/token}
+export KV_ADMIN_TOKEN_FILE=${KV_ADMIN_TOKEN_FILE:-$STATE/admin_token}
+export KV_CLUSTER_SECRET_FILE=${KV_CLUSTER_SECRET_FILE:-$STATE/cluster_secret}
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 say() { echo "cluster: $*"; }
@@ -202,12 +207,22 @@ check_ports() {
     done
 }
 
+# One secret per principal (docs/security.md §2): the data clients' token,
+# the admin token (kvctl cluster failover/add-node/...), and the secret the
+# kvservers present to each other, which no client container gets.
 make_token() {
     mkdir -p "$STATE"
-    if [[ ! -s $KV_TOKEN_FILE ]]; then
-        (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$KV_TOKEN_FILE")
-        say "new token in ${KV_TOKEN_FILE#"$REPO"/} (AUTH for redis-cli, bearer token for kvctl)"
-    fi
+    local file what
+    for file in "$KV_TOKEN_FILE" "$KV_ADMIN_TOKEN_FILE" "$KV_CLUSTER_SECRET_FILE"; do
+        [[ -s $file ]] && continue
+        (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$file")
+        case $file in
+        "$KV_TOKEN_FILE") what="data token: AUTH for redis-cli, bearer token for kvctl" ;;
+        "$KV_ADMIN_TOKEN_FILE") what="admin token: kvctl --admin_token_file, redis-cli --user admin" ;;
+        *) what="cluster secret: the kvservers' own, given to no client" ;;
+        esac
+        say "new ${what%%:*} in ${file#"$REPO"/} (${what#*: })"
+    done
 }
 
 # cluster_ready JSON: every shard up with R replicas in sync, none syncing.

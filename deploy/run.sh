@@ -7,13 +7,15 @@
 #
 # Ports: control (gRPC) 127.0.0.1:7300, data (RESP2) 127.0.0.1:6380, unless
 # overridden with --control_port / --resp_port. Loopback needs no set-up; a
-# non-loopback --listen needs --auth_token_file or mutual TLS (--tls_cert,
-# --tls_key, --tls_client_ca), or --insecure (docs/security.md).
+# non-loopback --listen needs a client credential (--auth_token_file for data
+# clients, --admin_token_file for admins, --users_file for read-only users),
+# or --insecure; a cluster node (--etcd) also --cluster_secret_file
+# (docs/security.md).
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 
-case "${1:-}" in -h|--help) sed -n '2,11p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,13p' "$0"; exit 0 ;; esac
 
 echo "==> setup (Debian packages; idempotent)"
 deploy/setup.sh

@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/auth/authenticator.h"
+#include "common/auth/credentials.h"
 #include "common/auth/metadata_token_check.h"
 #include "common/auth/token.h"
 #include "common/byte_size.h"
@@ -81,8 +83,19 @@ bool IsLoopbackAddress(const std::string& address) {
 KvServer::KvServer(const KvServerOptions& options)
     : options_(options), fence_page_(std::make_unique<FencePage>()) {}
 
+auth::Credentials KvServer::Credentials() const {
+  auth::Credentials c;
+  c.data_token = options_.auth_token;
+  c.admin_token = options_.admin_token;
+  c.peer_secret = options_.cluster_secret;
+  c.users = options_.users;
+  return c;
+}
+
 absl::Status KvServer::CheckSecurityOptions() const {
-  if (!options_.auth_token.empty()) KV_RETURN_IF_ERROR(auth::ValidateToken(options_.auth_token));
+  absl::StatusOr<auth::Identities> ids = auth::Identities::Build(Credentials());
+  if (!ids.ok()) return ids.status();
+
   const bool has_cert = !options_.tls_cert_file.empty();
   if (has_cert != !options_.tls_key_file.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
@@ -91,15 +104,17 @@ absl::Status KvServer::CheckSecurityOptions() const {
     return absl::InvalidArgumentError(
         "--tls_client_ca needs --tls_cert and --tls_key (mutual TLS is TLS first)");
   }
-  // Only the token guards the RESP port (Redis clients know no certificates),
-  // so mutual TLS alone would leave it open to anyone: the token is required.
-  const bool guarded = !options_.auth_token.empty();
+  // Only the tokens guard the RESP port (Redis clients know no certificates),
+  // so mutual TLS alone would leave it open to anyone: a client credential
+  // is required (the cluster secret is none: it admits peers only).
+  const bool guarded = !ids->open();
   if (guarded || IsLoopbackAddress(options_.listen_address)) return absl::OkStatus();
   if (!options_.insecure) {
     return absl::FailedPreconditionError(absl::StrCat(
         "protected mode: --listen=", options_.listen_address,
         " is reachable from other hosts but no client authentication is configured. Set "
-        "--auth_token_file=PATH (a shared token for gRPC and RESP; mutual TLS with "
+        "--auth_token_file=PATH (the data clients' token for gRPC and RESP; or --users_file; "
+        "mutual TLS with "
         "--tls_cert, --tls_key and --tls_client_ca may be added but guards only the control "
         "port), or listen on 127.0.0.1, or pass --insecure to serve anyone who can reach the "
         "ports"));
@@ -213,8 +228,8 @@ absl::Status KvServer::StartRespServer() {
   ro.request_timeout = options_.request_timeout;
   ro.info = [this] { return InfoText(); };
   ro.registry = &registry_;
-  // The shared token is also the RESP password (AUTH / HELLO AUTH).
-  ro.password = options_.auth_token;
+  // The same users as on the control port (AUTH [user] pass, HELLO AUTH).
+  ro.credentials = Credentials();
   ro.cluster = cluster_state_.get();
   ro.limits = options_.resp_limits;
   ro.limits.max_clients = resp_max_clients_;
@@ -347,12 +362,18 @@ absl::Status KvServer::OpenRdmaDevice(const MemoryPoolOptions& po) {
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> KvServer::ControlCredentials() {
-  // With a token, calls are refused on their metadata, before their body
-  // is read (auth::MetadataTokenCheck); health checks need no token.
+  // With any credential, calls are refused on their metadata, before their
+  // body is read (auth::MetadataTokenCheck), by the services' own rule:
+  // a data client's upload to a peer or admin RPC is refused as early as a
+  // stranger's. Health checks need no credential.
   std::shared_ptr<auth::MetadataTokenCheck> check;
-  if (!options_.auth_token.empty()) {
+  const auth::Credentials credentials = Credentials();
+  absl::StatusOr<auth::Identities> ids = auth::Identities::Build(credentials);
+  if (!ids.ok()) return ids.status();
+  if (!ids->open() || ids->has_peers()) {
     check = std::make_shared<auth::MetadataTokenCheck>(
-        options_.auth_token, &registry_, std::vector<std::string>{"/grpc.health.v1.Health/"});
+        std::make_shared<const auth::Authenticator>(credentials, &registry_),
+        std::vector<std::string>{"/grpc.health.v1.Health/"});
   }
   if (options_.tls_cert_file.empty()) return auth::ControlPortCredentials(std::nullopt, check);
   // With a client CA, a client without a certificate it signed never gets
@@ -388,7 +409,7 @@ absl::Status KvServer::StartControlPlane() {
   deps.info["registration_ms"] = absl::StrCat(absl::ToInt64Milliseconds(registration_time_));
   // Stats.counters is this registry's snapshot: every component's series.
   deps.registry = &registry_;
-  deps.auth_token = options_.auth_token;
+  deps.credentials = Credentials();
   // Scan pages stop after as many index buckets as RESP SCAN's.
   deps.scan_max_buckets = options_.resp_limits.scan_max_buckets;
   deps.sessions = options_.sessions;

@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/auth/credentials.h"
 #include "common/metrics/registry.h"
 #include "common/protocol/limits.h"
 #include "common/rdma/device.h"
@@ -121,8 +122,17 @@ struct KvServerOptions {
   std::string metrics_address = "127.0.0.1";
 
   // --- Security (docs/security.md).
-  // The shared secret: gRPC bearer token and RESP password. Empty: no token.
+  // The data token (user "default", role write): gRPC bearer token and
+  // RESP password of data clients. Empty: none.
   std::string auth_token;
+  // The admin token (user "admin", role admin): the cluster's admin
+  // requests and RESP admin commands. Empty: none.
+  std::string admin_token;
+  // The cluster secret: what peers present to each other (role peer).
+  // Required in cluster mode; never a data credential.
+  std::string cluster_secret;
+  // More users (--users_file): read-only, read-write and admin clients.
+  std::vector<auth::User> users;
   // PEM files. With cert and key the control port serves TLS; with a client
   // CA as well, clients must present a certificate it signed (mutual TLS).
   std::string tls_cert_file;
@@ -187,9 +197,10 @@ bool IsLoopbackAddress(const std::string& address);
 class KvServer {
  public:
   // Brings the server up. kFailedPrecondition (protected mode) for a
-  // non-loopback listen address with neither auth_token nor mutual TLS
-  // (tls_client_ca_file) unless `insecure`; kInvalidArgument for a bad
-  // token, half a TLS configuration or an unreadable PEM file (named);
+  // non-loopback listen address with no client credential (auth_token,
+  // admin_token, users) unless `insecure`; kInvalidArgument for a bad
+  // token or users (Identities::Build), half a TLS configuration or an
+  // unreadable PEM file (named), and cluster mode without cluster_secret;
   // kInvalidArgument for bad limits or pool size, bad cluster options
   // (ClusterOptions::Validate) or --control_port=0 in cluster mode without
   // a node id (the default node id names the control port);
@@ -281,6 +292,8 @@ class KvServer {
   // Protected mode and the consistency of the security options; logs the
   // --insecure warning. Runs first in Init().
   absl::Status CheckSecurityOptions() const;
+  // Every credential the options name (common/auth/credentials.h).
+  auth::Credentials Credentials() const;
   // The control port's ResourceQuota memory (options_.grpc_memory_bytes, or
   // its default for 0). kInvalidArgument when it cannot hold two of the
   // largest messages.

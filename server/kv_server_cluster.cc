@@ -50,6 +50,14 @@ absl::Status KvServer::PrepareCluster() {
     node_id_ = absl::StrCat(AdvertiseHost(options_.cluster, options_.listen_address), ":",
                             options_.control_port);
   }
+  if (options_.cluster_secret.empty()) {
+    // Peers recognise each other by it alone: with the data token instead,
+    // every data client would be a peer.
+    return absl::InvalidArgumentError(
+        "cluster mode needs --cluster_secret_file: the secret the cluster's kvservers present "
+        "to each other (the same file on every node, never given to clients; e.g. `umask 077; "
+        "openssl rand -hex 32 > cluster.secret`; docs/security.md)");
+  }
   cluster_state_ = std::make_unique<ClusterState>(node_id_);
   // The replicator is the store's write hook, so it exists before the
   // store; its map editor is the etcd map store, which starts only after the
@@ -59,9 +67,10 @@ absl::Status KvServer::PrepareCluster() {
   // Every call this server makes to another one goes through it: over TLS
   // when this node serves TLS (every node of a cluster does or none does),
   // verifying the peer against the cluster CA and presenting this node's
-  // certificate, so peers that ask for client certificates accept it.
+  // certificate, so peers that ask for client certificates accept it. The
+  // bearer token is the cluster secret, never the data token.
   PeerClientOptions po;
-  po.auth_token = options_.auth_token;
+  po.peer_secret = options_.cluster_secret;
   KV_ASSIGN_OR_RETURN(po.credentials, PeerCredentials());
   peers_ = std::make_unique<PeerClient>(po);
   ReplicatorOptions ro;
@@ -134,7 +143,8 @@ absl::Status KvServer::StartCluster() {
   if (rdma_ != nullptr && options_.cluster.replication_rdma) {
     RdmaReplicaLinksOptions lo;
     lo.device = device_->name();
-    lo.auth_token = options_.auth_token;
+    // The backup admits a replica commit only on a peer's session.
+    lo.peer_secret = options_.cluster_secret;
     lo.self = node_id_;
     replica_links_ = std::make_unique<RdmaReplicaLinks>(lo, &registry_);
     replicator_->set_rdma_links(replica_links_.get());
@@ -147,7 +157,7 @@ absl::Status KvServer::StartCluster() {
 
 void KvServer::BuildClusterService() {
   ClusterServiceDeps deps;
-  deps.auth_token = options_.auth_token;
+  deps.credentials = Credentials();
   deps.registry = &registry_;
   if (cluster_state_ != nullptr) {
     installer_ =
@@ -181,11 +191,23 @@ void KvServer::BuildClusterService() {
     // else forwarded to it (the controller is set once the node started).
     controller_proxy_ = std::make_unique<ControllerProxy>(cluster_state_.get(), peers_.get());
     ControllerProxy* proxy = controller_proxy_.get();
-    deps.failover = [proxy](const v1::FailoverRequest& r) { return proxy->Failover(r); };
-    deps.remove_node = [proxy](const v1::RemoveNodeRequest& r) { return proxy->RemoveNode(r); };
-    deps.add_node = [proxy](const v1::AddNodeRequest& r) { return proxy->AddNode(r); };
-    deps.rebalance = [proxy](const v1::RebalanceRequest& r) { return proxy->Rebalance(r); };
-    deps.accept_loss = [proxy](const v1::AcceptLossRequest& r) { return proxy->AcceptLoss(r); };
+    // The caller's credential goes along: a forward to the controller
+    // carries the operator's, never the cluster secret.
+    deps.failover = [proxy](const v1::FailoverRequest& r, const std::string& a) {
+      return proxy->Failover(r, a);
+    };
+    deps.remove_node = [proxy](const v1::RemoveNodeRequest& r, const std::string& a) {
+      return proxy->RemoveNode(r, a);
+    };
+    deps.add_node = [proxy](const v1::AddNodeRequest& r, const std::string& a) {
+      return proxy->AddNode(r, a);
+    };
+    deps.rebalance = [proxy](const v1::RebalanceRequest& r, const std::string& a) {
+      return proxy->Rebalance(r, a);
+    };
+    deps.accept_loss = [proxy](const v1::AcceptLossRequest& r, const std::string& a) {
+      return proxy->AcceptLoss(r, a);
+    };
   }
   cluster_service_ = std::make_unique<ClusterService>(std::move(deps));
 }

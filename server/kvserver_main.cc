@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/auth/credentials.h"
 #include "common/auth/token.h"
 #include "common/byte_size.h"
 #include "common/failpoint/failpoint.h"
@@ -93,8 +94,21 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1",
           "otherwise");
 // Security (docs/security.md).
 ABSL_FLAG(std::string, auth_token_file, "",
-          "file holding the shared secret: clients send it as the gRPC bearer token and the RESP "
-          "password (AUTH); at least 16 characters, no whitespace");
+          "file holding the data clients' token (user \"default\", read-write): the gRPC bearer "
+          "token and the RESP password (AUTH token); it grants no peer or admin call; at least 16 "
+          "characters, no whitespace");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "file holding the admin token (user \"admin\"): needed for failover, add/remove-node, "
+          "rebalance, accept-loss (kvctl --admin_token_file) and RESP admin commands (CONFIG "
+          "SET...); also reads and writes keys");
+ABSL_FLAG(std::string, cluster_secret_file, "",
+          "file holding the cluster secret the kvservers of a cluster present to each other "
+          "(replication, shard copies, migration, reconciliation); the same file on every node, "
+          "never given to clients; required with --etcd");
+ABSL_FLAG(std::string, users_file, "",
+          "file of more users, one per line: NAME ROLE SECRET, ROLE read (GET/SCAN only), write "
+          "or admin; '#' starts a comment. gRPC clients send SECRET as their token, RESP "
+          "clients AUTH NAME SECRET (redis-cli --user NAME --pass SECRET)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain: the control port serves TLS");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
@@ -352,9 +366,14 @@ void SetUsage() {
       "§19); the start-up line then ends with \"cluster <name> node <id> incarnation <hex>\n"
       "etcd <endpoints>\" (else \"single-node\"). A node that cannot reach etcd stops serving\n"
       "--fence_margin before its lease could expire and resumes when etcd answers again.\n\n"
-      "Protected mode: a --listen other than loopback needs --auth_token_file (the token for\n"
-      "gRPC and RESP; mutual TLS guards only the control port, so it is not enough alone),\n"
-      "or --insecure; otherwise kvserver refuses to start (docs/security.md).");
+      "Protected mode: a --listen other than loopback needs a client credential\n"
+      "(--auth_token_file, --admin_token_file or --users_file: mutual TLS guards only the\n"
+      "control port, so it is not enough alone), or --insecure; otherwise kvserver refuses to\n"
+      "start (docs/security.md).\n\n"
+      "Principals: data clients (--auth_token_file, read-write; --users_file, read or write)\n"
+      "call only KvControl and GetClusterMap; admins (--admin_token_file) also the cluster's\n"
+      "admin requests; peers (--cluster_secret_file, required in cluster mode) only the\n"
+      "server-to-server calls.");
   absl::FlagsUsageConfig config;
   config.contains_help_flags = [](absl::string_view path) {
     return absl::StrContains(path, "kvserver_main");
@@ -508,6 +527,32 @@ int main(int argc, char** argv) {
           absl::StrCat("--auth_token_file: ", token.status().message())));
     }
     options->auth_token = std::move(*token);
+  }
+  struct SecretFlag {
+    const char* name;
+    std::string path;
+    std::string* field;
+  };
+  for (const SecretFlag& f :
+       {SecretFlag{"admin_token_file", absl::GetFlag(FLAGS_admin_token_file),
+                   &options->admin_token},
+        SecretFlag{"cluster_secret_file", absl::GetFlag(FLAGS_cluster_secret_file),
+                   &options->cluster_secret}}) {
+    if (f.path.empty()) continue;
+    absl::StatusOr<std::string> token = kvstore::auth::ReadTokenFile(f.path);
+    if (!token.ok()) {
+      return Fail(
+          absl::InvalidArgumentError(absl::StrCat("--", f.name, ": ", token.status().message())));
+    }
+    *f.field = std::move(*token);
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_users_file); !path.empty()) {
+    absl::StatusOr<std::vector<kvstore::auth::User>> users = kvstore::auth::ReadUsersFile(path);
+    if (!users.ok()) {
+      return Fail(
+          absl::InvalidArgumentError(absl::StrCat("--users_file: ", users.status().message())));
+    }
+    options->users = std::move(*users);
   }
   if (const std::string spec = absl::GetFlag(FLAGS_failpoints); !spec.empty()) {
     if (absl::Status s = kvstore::failpoint::ArmFromSpec(spec); !s.ok()) {

@@ -302,6 +302,49 @@ TEST(AuthTest, UnauthenticatedUploadIsRefusedBeforeItsBodyIsRead) {
   }
 }
 
+// The early check applies the services' own rule, not only "some known
+// secret": a read-only user's 32 MiB Put is refused (PERMISSION_DENIED)
+// before its body is read, and the admin token, which the services accept,
+// passes it as well as the data token does.
+TEST(AuthTest, TheEarlyCheckRefusesWhatTheRoleMayNotCallAndAdmitsEveryPrincipal) {
+  KvServerOptions o = SmallServer();
+  o.pool_bytes = 128ull << 20;
+  o.auth_token = kToken;
+  o.admin_token = "auth-test-admin-token-0123456789";
+  o.users.push_back(auth::User{"reader", auth::Role::kRead, "auth-test-reader-secret-012345"});
+  auto server = KvServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  testing::CountingRelay relay((*server)->control_port());
+  auto stub = pb::KvControl::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", relay.port()), grpc::InsecureChannelCredentials()));
+  constexpr uint64_t kValue = 32ull << 20;
+  auto put = [&stub](const std::string& token, const std::string& key) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    ctx.AddMetadata("authorization", auth::BearerHeader(token));
+    pb::PutRequest req;
+    req.set_key(key);
+    req.set_value(std::string(kValue, 'v'));
+    pb::PutResponse resp;
+    return stub->Put(&ctx, req, &resp);
+  };
+  grpc::Status s = put("auth-test-reader-secret-012345", "r");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("reader"));
+  const uint64_t refused_bytes = relay.client_bytes();
+  std::printf("the server let in %lu bytes of a read-only user's 32 MiB Put\n",
+              static_cast<unsigned long>(refused_bytes));
+  EXPECT_LT(refused_bytes, kValue / 2) << "the server read the refused body";
+
+  s = put("auth-test-admin-token-0123456789", "a");
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  s = put(kToken, "d");
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  const auto flat = metrics::FlattenSnapshot((*server)->registry().TakeSnapshot());
+  EXPECT_EQ(flat.at("kvstore_grpc_permission_denied_total"), 1u);
+  EXPECT_EQ(flat.at("kvstore_grpc_auth_failures_total"), 0u);
+}
+
 // Health checks answer without the token (orchestrators probe with no
 // credentials); the early token check lets them through.
 TEST(AuthTest, HealthCheckNeedsNoToken) {

@@ -38,6 +38,8 @@ using server::KvServerOptions;
 constexpr char kCluster[] = "lapse";
 constexpr int kNodes = 3;
 constexpr int kKeys = 200;
+// The peers' secret (cluster mode needs one; no client holds it).
+constexpr char kClusterSecret[] = "lease-lapse-test-secret";
 
 class LeaseLapseTest : public ::testing::Test {
  protected:
@@ -62,6 +64,7 @@ class LeaseLapseTest : public ::testing::Test {
     o.segment_bytes = 1ull << 20;
     o.transport = server::ServerTransport::kTcp;
     o.cluster.etcd_endpoints = {"127.0.0.1:1"};  // cluster mode; the fake answers
+    o.cluster_secret = kClusterSecret;
     o.cluster.node_id = absl::StrCat("n", i);
     o.cluster.cluster_name = kCluster;
     o.cluster.replicas = replicas_;

@@ -104,6 +104,10 @@ std::string Entry(absl::string_view key, absl::string_view value, uint64_t versi
   return e;
 }
 
+// The cluster secret of the backup: a replica link's session must be opened
+// with it, or its replica commits are refused.
+constexpr char kClusterSecret[] = "rdma-replica-link-test-secret";
+
 // The backup: an RDMA server whose replica commits go to a recording sink.
 class RdmaBackupTest : public ::testing::Test {
  protected:
@@ -117,6 +121,7 @@ class RdmaBackupTest : public ::testing::Test {
     o.transport = server::ServerTransport::kRdma;
     o.rdma_device = Env("KV_RDMA_DEVICE");
     o.rdma_ip = Env("KV_RDMA_IP");
+    o.cluster_secret = kClusterSecret;
     auto s = KvServer::Start(o);
     if (!s.ok() && Env("KV_RDMA_DEVICE").empty()) {
       GTEST_SKIP() << "*** no RDMA device (KV_RDMA_DEVICE unset): " << s.status()
@@ -150,10 +155,15 @@ class RdmaBackupTest : public ::testing::Test {
 
 class RdmaReplicaWriterTest : public RdmaBackupTest {
  protected:
-  void SetUp() override {
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(Open(kClusterSecret)); }
+  // The writer, on a session opened with `token` (the cluster secret: a
+  // primary's link; anything else: a client's).
+  void Open(const std::string& token) {
     ASSERT_NO_FATAL_FAILURE(RdmaBackupTest::SetUp());
     if (IsSkipped()) return;
-    auto control = control::ControlClient::Dial(BackupAddress());
+    control::ControlSecurity security;
+    security.auth_token = token;
+    auto control = control::ControlClient::Dial(BackupAddress(), security);
     ASSERT_TRUE(control.ok()) << control.status();
     control_ = std::move(*control);
     auto hs = control_->Handshake("replica-of-test", /*wait_for_ready=*/true, Deadline());
@@ -240,6 +250,27 @@ TEST_F(RdmaReplicaWriterTest, TheBackupsRefusalComesBackAndTheLinkStaysUp) {
   s = writer_->Put(Entry("k", "v", 2), Tag(33), Deadline());
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(sink_.seen().size(), 3u);
+}
+
+// A replica commit is accepted only on a queue pair whose session a peer
+// opened: the same writer on a client's session (this server has no client
+// tokens, so anyone is a client) is acked PERMISSION_DENIED, the sink sees
+// nothing, the store holds nothing.
+class RdmaClientReplicaTest : public RdmaReplicaWriterTest {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(Open("")); }
+};
+
+TEST_F(RdmaClientReplicaTest, AReplicaCommitOnAClientsQueuePairIsRefused) {
+  absl::Status s = writer_->Put(Entry("planted", "by-a-client", 1), Tag(51), Deadline());
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  s = writer_->Delete("k-small", Tag(52), Deadline());
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_TRUE(sink_.seen().empty());
+  EXPECT_FALSE(backup_->store()->CopyEntry("planted").ok());
+  const std::map<std::string, uint64_t> flat =
+      metrics::FlattenSnapshot(backup_->registry().TakeSnapshot());
+  EXPECT_EQ(flat.at("kvstore_rdma_commit_permission_denied_total"), 2u);
 }
 
 TEST_F(RdmaReplicaWriterTest, MalformedWritesNeverLeaveThePrimary) {
@@ -356,6 +387,7 @@ TEST_F(RdmaBackupTest, ALinksLeaseCountersReachTheServersMetricsPerPeer) {
   metrics::Registry registry;
   server::RdmaReplicaLinksOptions o;
   o.device = Env("KV_RDMA_DEVICE");
+  o.peer_secret = kClusterSecret;
   o.self = "primary-a";
   o.connect_timeout = absl::Seconds(10);
   auto links = std::make_unique<server::RdmaReplicaLinks>(o, &registry);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -21,6 +22,7 @@
 #include "client/kvctl/kvctl_cluster_format.h"
 #include "client/kvctl/kvctl_flags.h"
 #include "client/kvctl/kvctl_io.h"
+#include "common/auth/token.h"
 #include "common/control/control_client.h"
 
 namespace kvstore {
@@ -189,6 +191,24 @@ int RunAcceptLoss(ClusterRpc& rpc, const ClusterRequest& req, const std::string&
   return status.ok() ? kExitOk : Failure(status);
 }
 
+// The admin token from --admin_token_file or $KVSTORE_ADMIN_TOKEN_FILE ("" when
+// neither is set); an unreadable or invalid file is a usage error naming it.
+absl::StatusOr<std::string> AdminToken() {
+  std::string path = absl::GetFlag(FLAGS_admin_token_file);
+  std::string source = "--admin_token_file";
+  if (path.empty()) {
+    const char* env = std::getenv("KVSTORE_ADMIN_TOKEN_FILE");
+    if (env == nullptr) return std::string();
+    path = env;
+    source = "KVSTORE_ADMIN_TOKEN_FILE";
+  }
+  absl::StatusOr<std::string> token = auth::ReadTokenFile(path);
+  if (!token.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", token.status().message()));
+  }
+  return token;
+}
+
 }  // namespace
 
 int RunCluster(const Context& context, const std::vector<std::string>& args) {
@@ -200,11 +220,16 @@ int RunCluster(const Context& context, const std::vector<std::string>& args) {
 
   const Options& o = context.options;
   const std::string& server = o.servers[0];
+  // The admin requests need the admin token; status reads the map, which
+  // any credential may, so the admin token (when given) serves for all.
+  absl::StatusOr<std::string> admin = AdminToken();
+  if (!admin.ok()) return UsageError(admin.status().message());
+  const std::string& token = admin->empty() ? o.auth_token : *admin;
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = control::ControlClient::DialChannel(
-      server, control::ControlSecurity{o.auth_token, o.tls_ca_file, o.tls_cert_file, o.tls_key_file,
+      server, control::ControlSecurity{token, o.tls_ca_file, o.tls_cert_file, o.tls_key_file,
                                        o.tls_server_name});
   if (!channel.ok()) return Failure(channel.status());
-  ClusterRpc rpc(*channel, o.auth_token);
+  ClusterRpc rpc(*channel, token);
   const absl::Time deadline = absl::Now() + o.op_timeout;
 
   if (req->kind == ClusterRequest::Kind::kRebalance) {
@@ -331,12 +356,15 @@ std::string ClusterHelpText() {
          "\n"
          "Flags: --json prints JSON instead of text (rebalance: one object for the plan,\n"
          "then one per progress line); the connection flags (--server, --timeout,\n"
-         "--token_file, --tls_*) are those of every command.\n"
+         "--token_file, --tls_*) are those of every command. Servers with an admin token\n"
+         "refuse every command but status without it: --admin_token_file=PATH (or\n"
+         "$KVSTORE_ADMIN_TOKEN_FILE).\n"
          "\n"
          "Exit codes: 0 done; 2 usage error; 3 any other error, e.g.\n"
          "FAILED_PRECONDITION when the server runs in single-node mode or the controller\n"
          "refuses the request, UNIMPLEMENTED from a server without the cluster service;\n"
-         "4 credentials refused. Run 'kvctl --help' for all flags.\n";
+         "4 credentials refused (PERMISSION_DENIED: not an admin). Run 'kvctl --help' for all "
+         "flags.\n";
 }
 
 }  // namespace kvctl

@@ -84,5 +84,10 @@ ABSL_FLAG(bool, wait, false,
 ABSL_FLAG(bool, yes, false,
           "cluster accept-loss: confirm that the shard's keys are given up (without it the "
           "command only says what it would cost).");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "cluster: file holding the servers' admin token (their --admin_token_file), sent "
+          "instead of --token_file by the cluster commands; failover, remove-node, add-node, "
+          "rebalance and accept-loss need it (default: the file named by "
+          "$KVSTORE_ADMIN_TOKEN_FILE, if set).");
 ABSL_FLAG(absl::Duration, wait_timeout, absl::Minutes(30),
           "cluster rebalance --wait: give up (exit 3) after this long.");

@@ -58,6 +58,7 @@ ABSL_DECLARE_FLAG(std::string, to);
 ABSL_DECLARE_FLAG(bool, dry_run);
 ABSL_DECLARE_FLAG(bool, wait);
 ABSL_DECLARE_FLAG(bool, yes);
+ABSL_DECLARE_FLAG(std::string, admin_token_file);
 ABSL_DECLARE_FLAG(absl::Duration, wait_timeout);
 
 #endif  // KVSTORE_CLIENT_KVCTL_KVCTL_FLAGS_H_

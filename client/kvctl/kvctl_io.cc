@@ -56,6 +56,10 @@ int Failure(const absl::Status& status) {
                                "KVSTORE_TOKEN_FILE");
     return kExitAuth;
   }
+  if (absl::IsPermissionDenied(status)) {
+    absl::FPrintF(stderr, "kvctl: PERMISSION_DENIED: %s\n", status.message());
+    return kExitAuth;
+  }
   return Report(status, kExitError);
 }
 

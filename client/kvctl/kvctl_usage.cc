@@ -62,6 +62,7 @@ constexpr FlagHelp kFlagHelp[] = {
     {"yes",         "cluster", nullptr},
     {"wait",        "cluster", nullptr},
     {"wait_timeout", "cluster", "D"},
+    {"admin_token_file", "cluster", "PATH"},
 };
 // clang-format on
 
@@ -135,8 +136,10 @@ constexpr char kHelpTrailer[] =
     "     \"outcome unknown: ...\" for a put or del of a cluster that may or may\n"
     "     not have been applied: kvctl never sends it again); bench also\n"
     "     exits 3 when any operation failed, after printing its report\n"
-    "  4  the server refused kvctl's credentials (UNAUTHENTICATED): no token\n"
-    "     or the wrong one; pass --token_file or set KVSTORE_TOKEN_FILE\n";
+    "  4  the server refused kvctl's credentials: UNAUTHENTICATED (no token\n"
+    "     or the wrong one; pass --token_file or set KVSTORE_TOKEN_FILE) or\n"
+    "     PERMISSION_DENIED (the token's user may not do that: a read-only user\n"
+    "     writing, or a cluster admin command without --admin_token_file)\n";
 
 }  // namespace
 

@@ -7,7 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
-#include "common/auth/token.h"
+#include "absl/strings/strip.h"
 #include "glog/logging.h"
 #include "grpc/grpc.h"
 #include "grpc/grpc_security.h"
@@ -79,43 +79,33 @@ class InsecureCredentialsWithCheck final : public grpc::ServerCredentials {
 
 }  // namespace
 
-MetadataTokenCheck::MetadataTokenCheck(std::string token, metrics::Registry* registry,
+MetadataTokenCheck::MetadataTokenCheck(std::shared_ptr<const Authenticator> authenticator,
                                        std::vector<std::string> open_prefixes)
-    : token_(std::move(token)), open_prefixes_(std::move(open_prefixes)) {
-  CHECK(!token_.empty());
-  CHECK(registry != nullptr);
-  // The same series as Authenticator's: one count of refused calls, at
-  // whichever stage refused them.
-  failures_ = registry->AddCounter(
-      "kvstore_grpc_auth_failures_total",
-      "gRPC calls refused with UNAUTHENTICATED: missing or wrong bearer token.");
+    : authenticator_(std::move(authenticator)), open_prefixes_(std::move(open_prefixes)) {
+  CHECK(authenticator_ != nullptr);
 }
 
 grpc::Status MetadataTokenCheck::Process(const InputMetadata& auth_metadata,
                                          grpc::AuthContext* /*context*/,
                                          OutputMetadata* /*consumed_auth_metadata*/,
                                          OutputMetadata* /*response_metadata*/) {
+  absl::string_view method;
   auto path = auth_metadata.find(":path");
   if (path != auth_metadata.end()) {
+    method = View(path->second);
     for (const std::string& prefix : open_prefixes_) {
-      if (absl::StartsWith(View(path->second), prefix)) return grpc::Status::OK;
+      if (absl::StartsWith(method, prefix)) return grpc::Status::OK;
     }
   }
+  absl::ConsumePrefix(&method, "/");
   absl::string_view given;
   // Only the first value of a repeated key is looked at, as in Authenticator.
   auto it = auth_metadata.find("authorization");
-  if (it != auth_metadata.end()) given = TokenFromBearer(View(it->second));
-  if (given.empty()) {
-    failures_->Increment();
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "missing bearer token: this server requires its token (client "
-                        "--token_file)");
-  }
-  if (!TokenEquals(token_, given)) {
-    failures_->Increment();
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong bearer token");
-  }
-  return grpc::Status::OK;
+  if (it != auth_metadata.end()) given = View(it->second);
+  absl::StatusOr<Identity> who = authenticator_->AdmitAuthorization(given, method);
+  if (who.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(who.status().code()),
+                      std::string(who.status().message()));
 }
 
 std::shared_ptr<grpc::ServerCredentials> ControlPortCredentials(

@@ -1,7 +1,7 @@
 // Copyright 2026 The kvstore Authors.
 //
-// The bearer-token check at the metadata stage of a gRPC call, before its
-// request message is read.
+// The credential and permission check at the metadata stage of a gRPC
+// call, before its request message is read.
 //
 // Why: a sync handler (and so Authenticator::Check in it) runs only once
 // gRPC has received and parsed the whole request, which on the control port
@@ -9,8 +9,9 @@
 // makes the server read and buffer whole uploads before being refused.
 // MetadataTokenCheck is an auth metadata processor: gRPC's server auth
 // filter runs it on the call's initial metadata, and a refused call ends
-// with UNAUTHENTICATED before the server asks the transport for the
-// message, so no more of the body than one HTTP/2 flow-control window ever
+// with UNAUTHENTICATED (no or an unknown credential) or PERMISSION_DENIED
+// (a data client calling a peer or admin RPC) before the server asks the
+// transport for the message, so no more of the body than one HTTP/2 flow-control window ever
 // leaves the client. The handlers keep their own check (defence in depth,
 // and what a test calling a service directly goes through).
 //
@@ -18,12 +19,14 @@
 // ControlPortCredentials builds the plaintext ones from the core library's
 // insecure credentials, which run the processor the same way.
 //
-// Calls whose method path starts with one of `open_prefixes` pass without
-// a token (health checks: orchestrators probe with no credentials).
+// It decides by Authenticator::AdmitAuthorization, the services' own rule
+// (the same secrets, roles and method table), so the two stages never
+// disagree.
 //
-// Errors: UNAUTHENTICATED "missing bearer token ..." or "wrong bearer
-// token", the texts of Authenticator; each counts in
-// kvstore_grpc_auth_failures_total.
+// Calls whose method path starts with one of `open_prefixes` pass without
+// a credential (health checks: orchestrators probe with no credentials).
+//
+// Errors: those of Authenticator::Admit, with its texts and counters.
 //
 // Thread safety: thread-safe; Process() only reads.
 
@@ -35,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "common/metrics/registry.h"
+#include "common/auth/authenticator.h"
 #include "grpcpp/security/auth_metadata_processor.h"
 #include "grpcpp/security/server_credentials.h"
 
@@ -44,9 +47,9 @@ namespace auth {
 
 class MetadataTokenCheck : public grpc::AuthMetadataProcessor {
  public:
-  // `token` must not be empty (with no token there is nothing to check).
-  // `registry` (not owned) must outlive this.
-  MetadataTokenCheck(std::string token, metrics::Registry* registry,
+  // `authenticator` (shared: the processor lives as long as gRPC's
+  // credentials) must not be null.
+  MetadataTokenCheck(std::shared_ptr<const Authenticator> authenticator,
                      std::vector<std::string> open_prefixes);
 
   // Compares in constant time, never blocks: gRPC may run it inline.
@@ -57,13 +60,12 @@ class MetadataTokenCheck : public grpc::AuthMetadataProcessor {
                        OutputMetadata* response_metadata) override;
 
  private:
-  const std::string token_;
+  const std::shared_ptr<const Authenticator> authenticator_;
   const std::vector<std::string> open_prefixes_;
-  metrics::Counter* failures_;
 };
 
 // The control port's credentials: TLS with `ssl` when given, plaintext
-// otherwise; `check` (may be null: no token) runs on every call's metadata.
+// otherwise; `check` (may be null: nothing to check) runs on every call's metadata.
 std::shared_ptr<grpc::ServerCredentials> ControlPortCredentials(
     const std::optional<grpc::SslServerCredentialsOptions>& ssl,
     std::shared_ptr<MetadataTokenCheck> check);

@@ -48,7 +48,9 @@ export KV_METRICS_PORT_1=19401 KV_METRICS_PORT_2=19402 KV_METRICS_PORT_3=19403 K
 export DOCKER_API_VERSION=${DOCKER_API_VERSION:-1.41}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kvcompose.XXXXXX")
 export KV_COMPOSE_STATE=$WORK/state
-export KV_TOKEN_FILE=$KV_COMPOSE_STATE/token # the compose file's secret, as cluster.sh sets it
+export KV_TOKEN_FILE=$KV_COMPOSE_STATE/token # the compose file's secrets, as cluster.sh sets them
+export KV_ADMIN_TOKEN_FILE=$KV_COMPOSE_STATE/admin_token
+export KV_CLUSTER_SECRET_FILE=$KV_COMPOSE_STATE/cluster_secret
 LOG=$WORK/log
 NAMES=() RESULTS=() MESSAGES=() TIMES=()
 T_CASE=$SECONDS

@@ -56,52 +56,55 @@ absl::StatusOr<Resp> WithMap(absl::StatusOr<v1::ClusterMap> map) {
 }  // namespace
 
 ClusterService::ClusterService(ClusterServiceDeps deps)
-    : deps_(std::move(deps)), auth_(deps_.auth_token, deps_.registry) {
+    : deps_(std::move(deps)), auth_(deps_.credentials, deps_.registry) {
   sync_entries_ = deps_.registry->AddCounter("kvstore_sync_served_entries_total",
                                              "Entries this node streamed to joining replicas.");
   sync_bytes_ = deps_.registry->AddCounter("kvstore_sync_served_bytes_total",
                                            "Bytes of entries streamed to joining replicas.");
 }
 
-absl::Status ClusterService::Admit(const grpc::ServerContext* context) const {
-  if (absl::Status s = auth_.Check(context); !s.ok()) return s;
+absl::Status ClusterService::Admit(const grpc::ServerContext* context,
+                                   absl::string_view method) const {
+  KV_RETURN_IF_ERROR(
+      auth_.Check(context, absl::StrCat(v1::KvCluster::service_full_name(), "/", method)));
   if (deps_.state == nullptr) {
     return cluster::ToStatus(cluster::Refusal::NotClustered("this server is not in a cluster"));
   }
   return absl::OkStatus();
 }
 
-absl::Status ClusterService::Admit(const grpc::ServerContext* context, const void* needed,
-                                   const char* missing) const {
-  KV_RETURN_IF_ERROR(Admit(context));
+absl::Status ClusterService::Admit(const grpc::ServerContext* context, absl::string_view method,
+                                   const void* needed, const char* missing) const {
+  KV_RETURN_IF_ERROR(Admit(context, method));
   if (needed == nullptr) return absl::UnimplementedError(missing);
   return absl::OkStatus();
 }
 
 absl::Status ClusterService::AdmitAdmin(const grpc::ServerContext* context,
-                                        absl::Status wired) const {
-  KV_RETURN_IF_ERROR(Admit(context));
+                                        absl::string_view method, absl::Status wired) const {
+  KV_RETURN_IF_ERROR(Admit(context, method));
   return wired;
 }
 
 grpc::Status ClusterService::GetClusterMap(grpc::ServerContext* context,
                                            const v1::GetClusterMapRequest* /*request*/,
                                            v1::GetClusterMapResponse* response) {
-  return Serve(Admit(context), response, [&]() -> absl::StatusOr<v1::GetClusterMapResponse> {
-    auto map = deps_.state->map();
-    if (map == nullptr) return absl::UnavailableError("no cluster map yet");
-    v1::GetClusterMapResponse resp;
-    *resp.mutable_map() = map->proto();
-    resp.set_node_id(deps_.state->self());
-    return resp;
-  });
+  return Serve(Admit(context, "GetClusterMap"), response,
+               [&]() -> absl::StatusOr<v1::GetClusterMapResponse> {
+                 auto map = deps_.state->map();
+                 if (map == nullptr) return absl::UnavailableError("no cluster map yet");
+                 v1::GetClusterMapResponse resp;
+                 *resp.mutable_map() = map->proto();
+                 resp.set_node_id(deps_.state->self());
+                 return resp;
+               });
 }
 
 grpc::Status ClusterService::Replicate(grpc::ServerContext* context,
                                        const v1::ReplicateRequest* request,
                                        v1::ReplicateResponse* response) {
   // gRPC's deadline of the call: the primary's replication timeout.
-  return Serve(Admit(context, deps_.installer, "no installer"), response, [&] {
+  return Serve(Admit(context, "Replicate", deps_.installer, "no installer"), response, [&] {
     return deps_.installer->Replicate(*request, absl::FromChrono(context->deadline()));
   });
 }
@@ -109,21 +112,21 @@ grpc::Status ClusterService::Replicate(grpc::ServerContext* context,
 grpc::Status ClusterService::ShardDigest(grpc::ServerContext* context,
                                          const v1::ShardDigestRequest* request,
                                          v1::ShardDigestResponse* response) {
-  return Serve(Admit(context, deps_.installer, "no installer"), response,
+  return Serve(Admit(context, "ShardDigest", deps_.installer, "no installer"), response,
                [&] { return deps_.installer->ShardDigest(*request); });
 }
 
 grpc::Status ClusterService::ReconcileSlots(grpc::ServerContext* context,
                                             const v1::ReconcileSlotsRequest* request,
                                             v1::ReconcileSlotsResponse* response) {
-  return Serve(Admit(context, deps_.installer, "no installer"), response,
+  return Serve(Admit(context, "ReconcileSlots", deps_.installer, "no installer"), response,
                [&] { return deps_.installer->ReconcileSlots(*request); });
 }
 
 grpc::Status ClusterService::ReplicaStatus(grpc::ServerContext* context,
                                            const v1::ReplicaStatusRequest* request,
                                            v1::ReplicaStatusResponse* response) {
-  return Serve(Admit(context, deps_.installer, "no installer"), response, [&] {
+  return Serve(Admit(context, "ReplicaStatus", deps_.installer, "no installer"), response, [&] {
     return absl::StatusOr<v1::ReplicaStatusResponse>(deps_.installer->Status(request->shard_id()));
   });
 }
@@ -131,8 +134,8 @@ grpc::Status ClusterService::ReplicaStatus(grpc::ServerContext* context,
 grpc::Status ClusterService::SyncShard(grpc::ServerContext* context,
                                        const v1::SyncShardRequest* request,
                                        grpc::ServerWriter<v1::SyncShardChunk>* writer) {
-  if (absl::Status s =
-          Admit(context, deps_.store != nullptr ? deps_.replicator : nullptr, "no replicator");
+  if (absl::Status s = Admit(context, "SyncShard",
+                             deps_.store != nullptr ? deps_.replicator : nullptr, "no replicator");
       !s.ok()) {
     return ToGrpcStatus(s);
   }
@@ -208,7 +211,7 @@ absl::Status ClusterService::StreamShard(grpc::ServerContext* context, const Slo
 grpc::Status ClusterService::ReportInSync(grpc::ServerContext* context,
                                           const v1::ReportInSyncRequest* request,
                                           v1::ReportInSyncResponse* response) {
-  return Serve(Admit(context, deps_.replicator, "no replicator"), response,
+  return Serve(Admit(context, "ReportInSync", deps_.replicator, "no replicator"), response,
                [&]() -> absl::StatusOr<v1::ReportInSyncResponse> {
                  KV_RETURN_IF_ERROR(deps_.replicator->PromoteSyncing(
                      request->shard_id(), request->node_id(), request->incarnation(),
@@ -222,64 +225,73 @@ grpc::Status ClusterService::ReportInSync(grpc::ServerContext* context,
 grpc::Status ClusterService::ImportWrite(grpc::ServerContext* context,
                                          const v1::ImportWriteRequest* request,
                                          v1::ImportWriteResponse* response) {
-  return Serve(Admit(context, deps_.importer, "no slot importer"), response,
+  return Serve(Admit(context, "ImportWrite", deps_.importer, "no slot importer"), response,
                [&] { return deps_.importer->ImportWrite(*request); });
 }
 
 grpc::Status ClusterService::BeginImport(grpc::ServerContext* context,
                                          const v1::BeginImportRequest* request,
                                          v1::BeginImportResponse* response) {
-  return Serve(Admit(context, deps_.importer, "no slot importer"), response,
+  return Serve(Admit(context, "BeginImport", deps_.importer, "no slot importer"), response,
                [&] { return deps_.importer->BeginImport(*request); });
 }
 
 grpc::Status ClusterService::ImportEntries(grpc::ServerContext* context,
                                            const v1::ImportEntriesRequest* request,
                                            v1::ImportEntriesResponse* response) {
-  return Serve(Admit(context, deps_.importer, "no slot importer"), response,
+  return Serve(Admit(context, "ImportEntries", deps_.importer, "no slot importer"), response,
                [&] { return deps_.importer->ImportEntries(*request); });
 }
 
 grpc::Status ClusterService::AcceptHandoff(grpc::ServerContext* context,
                                            const v1::AcceptHandoffRequest* request,
                                            v1::AcceptHandoffResponse* response) {
-  return Serve(Admit(context, deps_.importer, "no slot importer"), response,
+  return Serve(Admit(context, "AcceptHandoff", deps_.importer, "no slot importer"), response,
                [&] { return deps_.importer->AcceptHandoff(*request); });
 }
 
 grpc::Status ClusterService::Failover(grpc::ServerContext* context,
                                       const v1::FailoverRequest* request,
                                       v1::FailoverResponse* response) {
-  return Serve(AdmitAdmin(context, Wired(deps_.failover, "manual failover")), response,
-               [&] { return WithMap<v1::FailoverResponse>(deps_.failover(*request)); });
+  return Serve(AdmitAdmin(context, "Failover", Wired(deps_.failover, "manual failover")), response,
+               [&] {
+                 return WithMap<v1::FailoverResponse>(
+                     deps_.failover(*request, auth::Authenticator::AuthorizationOf(context)));
+               });
 }
 
 grpc::Status ClusterService::RemoveNode(grpc::ServerContext* context,
                                         const v1::RemoveNodeRequest* request,
                                         v1::RemoveNodeResponse* response) {
-  return Serve(AdmitAdmin(context, Wired(deps_.remove_node, "remove-node")), response,
-               [&] { return WithMap<v1::RemoveNodeResponse>(deps_.remove_node(*request)); });
+  return Serve(AdmitAdmin(context, "RemoveNode", Wired(deps_.remove_node, "remove-node")), response,
+               [&] {
+                 return WithMap<v1::RemoveNodeResponse>(
+                     deps_.remove_node(*request, auth::Authenticator::AuthorizationOf(context)));
+               });
 }
 
 grpc::Status ClusterService::AddNode(grpc::ServerContext* context,
                                      const v1::AddNodeRequest* request,
                                      v1::AddNodeResponse* response) {
-  return Serve(AdmitAdmin(context, Wired(deps_.add_node, "add-node")), response,
-               [&] { return deps_.add_node(*request); });
+  return Serve(AdmitAdmin(context, "AddNode", Wired(deps_.add_node, "add-node")), response, [&] {
+    return deps_.add_node(*request, auth::Authenticator::AuthorizationOf(context));
+  });
 }
 
 grpc::Status ClusterService::Rebalance(grpc::ServerContext* context,
                                        const v1::RebalanceRequest* request,
                                        v1::RebalanceResponse* response) {
-  return Serve(AdmitAdmin(context, Wired(deps_.rebalance, "rebalance")), response,
-               [&] { return deps_.rebalance(*request); });
+  return Serve(
+      AdmitAdmin(context, "Rebalance", Wired(deps_.rebalance, "rebalance")), response,
+      [&] { return deps_.rebalance(*request, auth::Authenticator::AuthorizationOf(context)); });
 }
 
 grpc::Status ClusterService::AcceptLoss(grpc::ServerContext* context,
                                         const v1::AcceptLossRequest* request,
                                         v1::AcceptLossResponse* response) {
-  return Serve(AdmitAdmin(context, Wired(deps_.accept_loss, "accept-loss")), response,
-               [&] { return deps_.accept_loss(*request); });
+  return Serve(
+      AdmitAdmin(context, "AcceptLoss", Wired(deps_.accept_loss, "accept-loss")), response,
+      [&] { return deps_.accept_loss(*request, auth::Authenticator::AuthorizationOf(context)); });
 }
 
 }  // namespace server

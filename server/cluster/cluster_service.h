@@ -32,9 +32,12 @@
 //   Rebalance       (§19.9).
 //   AcceptLoss      a DOWN shard serves again, empty (operations §13.7).
 //
-// Every RPC first passes the Authenticator, as KvControl's do: with a server
-// token, a call without it fails with UNAUTHENTICATED before its request is
-// read.
+// Every RPC first passes the Authenticator, as KvControl's do, with the
+// permission common/auth/rpc_policy.cc names for it: GetClusterMap for every
+// principal, the server-to-server RPCs for peers (the cluster secret) only,
+// Failover / RemoveNode / AddNode / Rebalance / AcceptLoss for admins only.
+// A caller without a credential fails with UNAUTHENTICATED, one without the
+// permission with PERMISSION_DENIED, before its request is read.
 //
 // In single-node mode (no ClusterState) only GetClusterMap answers
 // (kFailedPrecondition); the others fail the same way.
@@ -71,20 +74,25 @@ struct ClusterServiceDeps {
   ReplicaInstaller* installer = nullptr;
   // The target's side of slot migrations; null: those RPCs are unimplemented.
   SlotImporter* importer = nullptr;
+  // Each admin function gets the request and the caller's raw
+  // "authorization" metadata (a forward to the controller carries it).
+  template <typename Resp, typename Req>
+  using AdminFn = std::function<absl::StatusOr<Resp>(const Req&, const std::string&)>;
   // Performs a manual failover (the controller helper's; it forwards to the
   // controller when this node is not it). Empty: kUnimplemented.
-  std::function<absl::StatusOr<v1::ClusterMap>(const v1::FailoverRequest&)> failover;
+  AdminFn<v1::ClusterMap, v1::FailoverRequest> failover;
   // Drains a node (kvctl cluster remove-node), like `failover`: the
   // controller's, forwarded when this node is not it. Empty: kUnimplemented.
-  std::function<absl::StatusOr<v1::ClusterMap>(const v1::RemoveNodeRequest&)> remove_node;
+  AdminFn<v1::ClusterMap, v1::RemoveNodeRequest> remove_node;
   // add-node and rebalance (kvctl cluster add-node / rebalance), like
   // `failover`. Empty: kUnimplemented.
-  std::function<absl::StatusOr<v1::AddNodeResponse>(const v1::AddNodeRequest&)> add_node;
-  std::function<absl::StatusOr<v1::RebalanceResponse>(const v1::RebalanceRequest&)> rebalance;
+  AdminFn<v1::AddNodeResponse, v1::AddNodeRequest> add_node;
+  AdminFn<v1::RebalanceResponse, v1::RebalanceRequest> rebalance;
   // accept-loss (kvctl cluster accept-loss), like `failover`.
-  std::function<absl::StatusOr<v1::AcceptLossResponse>(const v1::AcceptLossRequest&)> accept_loss;
-  // The bearer token every RPC must carry; empty: none (Authenticator).
-  std::string auth_token;
+  AdminFn<v1::AcceptLossResponse, v1::AcceptLossRequest> accept_loss;
+  // Who may call what (Authenticator): peers the cluster secret, admins the
+  // admin token, data clients only GetClusterMap. None: open, and no peer.
+  auth::Credentials credentials;
   // Gets kvstore_grpc_auth_failures_total (shared with KvControl's) and
   // kvstore_sync_served_*; required.
   metrics::Registry* registry = nullptr;
@@ -131,14 +139,16 @@ class ClusterService : public v1::KvCluster::Service {
                           v1::AcceptLossResponse* response) override;
 
  private:
-  // Authenticates, then checks that there is a cluster.
-  absl::Status Admit(const grpc::ServerContext* context) const;
+  // Authenticates and authorizes the caller of `method` (the KvCluster
+  // method's name), then checks that there is a cluster.
+  absl::Status Admit(const grpc::ServerContext* context, absl::string_view method) const;
   // Admit(), then that the component the RPC needs is there
   // (kUnimplemented `missing` when `needed` is null).
-  absl::Status Admit(const grpc::ServerContext* context, const void* needed,
-                     const char* missing) const;
+  absl::Status Admit(const grpc::ServerContext* context, absl::string_view method,
+                     const void* needed, const char* missing) const;
   // Admit(), then `wired` (whether the admin function was given).
-  absl::Status AdmitAdmin(const grpc::ServerContext* context, absl::Status wired) const;
+  absl::Status AdmitAdmin(const grpc::ServerContext* context, absl::string_view method,
+                          absl::Status wired) const;
   absl::Status StreamShard(grpc::ServerContext* context, const SlotSet& slots,
                            uint64_t snapshot_seq, grpc::ServerWriter<v1::SyncShardChunk>* writer);
 

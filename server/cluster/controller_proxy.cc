@@ -31,46 +31,50 @@ absl::StatusOr<v1::ClusterNode> ControllerProxy::Leader(const Controller& contro
   return *node;  // a copy: the map may be replaced meanwhile
 }
 
-absl::StatusOr<v1::ClusterMap> ControllerProxy::Failover(const v1::FailoverRequest& request) {
+absl::StatusOr<v1::ClusterMap> ControllerProxy::Failover(const v1::FailoverRequest& request,
+                                                         const std::string& authorization) {
   KV_ASSIGN_OR_RETURN(Controller * controller, Local());
   if (controller->IsLeader())
     return controller->Failover(request.shard_id(), request.target_node());
   KV_ASSIGN_OR_RETURN(v1::ClusterNode leader, Leader(*controller, "failover"));
   KV_ASSIGN_OR_RETURN(v1::FailoverResponse response,
-                      peers_->Failover(leader, request, peers_->DefaultDeadline()));
+                      peers_->Failover(leader, request, peers_->DefaultDeadline(), authorization));
   return std::move(*response.mutable_map());
 }
 
-absl::StatusOr<v1::ClusterMap> ControllerProxy::RemoveNode(const v1::RemoveNodeRequest& request) {
+absl::StatusOr<v1::ClusterMap> ControllerProxy::RemoveNode(const v1::RemoveNodeRequest& request,
+                                                           const std::string& authorization) {
   KV_ASSIGN_OR_RETURN(Controller * controller, Local());
   if (controller->IsLeader()) return controller->RemoveNode(request.node_id());
   KV_ASSIGN_OR_RETURN(v1::ClusterNode leader, Leader(*controller, "remove-node"));
-  KV_ASSIGN_OR_RETURN(v1::RemoveNodeResponse response,
-                      peers_->RemoveNode(leader, request, peers_->DefaultDeadline()));
+  KV_ASSIGN_OR_RETURN(
+      v1::RemoveNodeResponse response,
+      peers_->RemoveNode(leader, request, peers_->DefaultDeadline(), authorization));
   return std::move(*response.mutable_map());
 }
 
-absl::StatusOr<v1::AddNodeResponse> ControllerProxy::AddNode(const v1::AddNodeRequest& request) {
+absl::StatusOr<v1::AddNodeResponse> ControllerProxy::AddNode(const v1::AddNodeRequest& request,
+                                                             const std::string& authorization) {
   KV_ASSIGN_OR_RETURN(Controller * controller, Local());
   if (controller->IsLeader()) return controller->AddNode(request.node_id());
   KV_ASSIGN_OR_RETURN(v1::ClusterNode leader, Leader(*controller, "add-node"));
-  return peers_->AddNode(leader, request, peers_->DefaultDeadline());
+  return peers_->AddNode(leader, request, peers_->DefaultDeadline(), authorization);
 }
 
 absl::StatusOr<v1::RebalanceResponse> ControllerProxy::Rebalance(
-    const v1::RebalanceRequest& request) {
+    const v1::RebalanceRequest& request, const std::string& authorization) {
   KV_ASSIGN_OR_RETURN(Controller * controller, Local());
   if (controller->IsLeader()) return controller->Rebalance(request.dry_run());
   KV_ASSIGN_OR_RETURN(v1::ClusterNode leader, Leader(*controller, "rebalance"));
-  return peers_->Rebalance(leader, request, peers_->DefaultDeadline());
+  return peers_->Rebalance(leader, request, peers_->DefaultDeadline(), authorization);
 }
 
 absl::StatusOr<v1::AcceptLossResponse> ControllerProxy::AcceptLoss(
-    const v1::AcceptLossRequest& request) {
+    const v1::AcceptLossRequest& request, const std::string& authorization) {
   KV_ASSIGN_OR_RETURN(Controller * controller, Local());
   if (controller->IsLeader()) return controller->AcceptLoss(request.shard_id());
   KV_ASSIGN_OR_RETURN(v1::ClusterNode leader, Leader(*controller, "accept-loss"));
-  return peers_->AcceptLoss(leader, request, peers_->DefaultDeadline());
+  return peers_->AcceptLoss(leader, request, peers_->DefaultDeadline(), authorization);
 }
 
 }  // namespace server

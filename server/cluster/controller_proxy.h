@@ -6,7 +6,8 @@
 // architecture §19.4, §19.9). When this node is the elected controller it
 // answers them itself; otherwise it forwards them to the controller, found
 // by its node id in the map this node holds, through the PeerClient (its
-// channels, token and errors), with the peer client's default deadline.
+// channels and errors; the operator's credential, not the cluster secret), with the peer client's
+// default deadline.
 //
 // Errors: kUnavailable "the cluster plane is not running on this node"
 // before set_controller() (or after set_controller(nullptr)); kUnavailable
@@ -46,11 +47,19 @@ class ControllerProxy {
     controller_.store(controller, std::memory_order_release);
   }
 
-  absl::StatusOr<v1::ClusterMap> Failover(const v1::FailoverRequest& request);
-  absl::StatusOr<v1::ClusterMap> RemoveNode(const v1::RemoveNodeRequest& request);
-  absl::StatusOr<v1::AddNodeResponse> AddNode(const v1::AddNodeRequest& request);
-  absl::StatusOr<v1::RebalanceResponse> Rebalance(const v1::RebalanceRequest& request);
-  absl::StatusOr<v1::AcceptLossResponse> AcceptLoss(const v1::AcceptLossRequest& request);
+  // `authorization`: the operator's "authorization" metadata, which a
+  // forward carries to the controller (it checks the operator itself; the
+  // cluster secret would make every peer an admin).
+  absl::StatusOr<v1::ClusterMap> Failover(const v1::FailoverRequest& request,
+                                          const std::string& authorization);
+  absl::StatusOr<v1::ClusterMap> RemoveNode(const v1::RemoveNodeRequest& request,
+                                            const std::string& authorization);
+  absl::StatusOr<v1::AddNodeResponse> AddNode(const v1::AddNodeRequest& request,
+                                              const std::string& authorization);
+  absl::StatusOr<v1::RebalanceResponse> Rebalance(const v1::RebalanceRequest& request,
+                                                  const std::string& authorization);
+  absl::StatusOr<v1::AcceptLossResponse> AcceptLoss(const v1::AcceptLossRequest& request,
+                                                    const std::string& authorization);
 
  private:
   // The local controller, or kUnavailable when the plane is not running.

@@ -71,7 +71,7 @@ class ControlSecurityTest : public ::testing::Test {
     deps.pool = pool_.get();
     deps.epoch = kEpoch;
     deps.registry = &registry_;
-    deps.auth_token = token;
+    deps.credentials.data_token = token;
     deps.sessions = sessions;
     deps.session_sweep_interval = absl::ZeroDuration();
     service_ = std::make_unique<KvControlServiceImpl>(std::move(deps));

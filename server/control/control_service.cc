@@ -75,7 +75,7 @@ KvControlServiceImpl::KvControlServiceImpl(ControlServiceDeps deps)
     : own_registry_(deps.registry == nullptr ? std::make_unique<metrics::Registry>() : nullptr),
       deps_(std::move(deps)),
       registry_(deps_.registry != nullptr ? deps_.registry : own_registry_.get()),
-      auth_(deps_.auth_token, registry_),
+      auth_(deps_.credentials, registry_),
       sessions_(deps_.sessions, registry_) {
   // Programming errors of the wiring, not conditions a client can cause.
   CHECK(deps_.store != nullptr);
@@ -108,8 +108,8 @@ void KvControlServiceImpl::RegisterMetrics() {
   stale_epoch_errors_ = registry_->AddCounter(
       "kvstore_grpc_stale_epoch_errors_total",
       "Lease RPCs refused because the client's epoch is from an earlier server start.");
-  for (const char* reason : {"no_session", "not_owner", "no_connection", "no_probe", "quota_qps",
-                             "quota_leases", "quota_lease_bytes", "max_sessions"}) {
+  for (const char* reason : {"no_session", "not_owner", "other_user", "no_connection", "no_probe",
+                             "quota_qps", "quota_leases", "quota_lease_bytes", "max_sessions"}) {
     refusals_[reason] = registry_->AddCounter(
         "kvstore_grpc_session_refusals_total",
         "Control RPCs refused by the session rules (unknown session, foreign connection, quota).",
@@ -235,9 +235,12 @@ grpc::Status KvControlServiceImpl::Handshake(grpc::ServerContext* context,
                                              pb::HandshakeResponse* response) {
   handshakes_->Increment();
   // Nothing below (read keys, seed, regions) leaves before the token check.
-  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
+  absl::StatusOr<auth::Identity> who = auth_.Admit(context, "kvstore.v1.KvControl/Handshake");
+  if (!who.ok()) return ToGrpcStatus(who.status());
   if (absl::Status s = CheckClientName(request->client_name()); !s.ok()) return ToGrpcStatus(s);
-  auto session = sessions_.Open(OwnerOf(context, request->client_name()));
+  // The session remembers who opened it: its queue pairs get that
+  // principal's commit rights (a replica commit needs a peer's).
+  auto session = sessions_.Open(OwnerOf(context, request->client_name()), *std::move(who));
   if (!session.ok()) return ToGrpcStatus(Refuse("max_sessions", session.status()));
   VLOG(1) << "handshake from " << request->client_name() << " at "
           << (context != nullptr ? context->peer() : "?");
@@ -311,11 +314,13 @@ grpc::Status KvControlServiceImpl::GrantLease(grpc::ServerContext* context,
                                               pb::GrantLeaseResponse* response) {
   grant_leases_->Increment();
   absl::Status status = [&]() -> absl::Status {
-    KV_RETURN_IF_ERROR(auth_.Check(context));
+    KV_ASSIGN_OR_RETURN(auth::Identity caller,
+                        auth_.Admit(context, "kvstore.v1.KvControl/GrantLease"));
     KV_RETURN_IF_ERROR(CheckClientName(request->client_name()));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     KV_ASSIGN_OR_RETURN(std::shared_ptr<SessionTable::Session> session,
                         UseSession(request->session_id()));
+    KV_RETURN_IF_ERROR(CheckSameUser(*session, caller));
     const uint64_t connection_id = request->connection_id();
     // A lease without a write key could be renewed and released by anyone
     // and pinned pool memory for ever; only RDMA writers need leases.
@@ -358,11 +363,13 @@ grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
                                              pb::ConnectQpResponse* response) {
   connect_qps_->Increment();
   absl::Status status = [&]() -> absl::Status {
-    KV_RETURN_IF_ERROR(auth_.Check(context));
+    KV_ASSIGN_OR_RETURN(auth::Identity caller,
+                        auth_.Admit(context, "kvstore.v1.KvControl/ConnectQp"));
     KV_RETURN_IF_ERROR(CheckClientName(request->client_name()));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     KV_ASSIGN_OR_RETURN(std::shared_ptr<SessionTable::Session> session,
                         UseSession(request->session_id()));
+    KV_RETURN_IF_ERROR(CheckSameUser(*session, caller));
     KV_ASSIGN_OR_RETURN(RdmaService::Accepted accepted,
                         ConnectChecked(*session, context, *request));
     // The server's half of the connection, and the commit-channel sizes the
@@ -379,6 +386,14 @@ grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
     return absl::OkStatus();
   }();
   return ToGrpcStatus(status);
+}
+
+absl::Status KvControlServiceImpl::CheckSameUser(const SessionTable::Session& session,
+                                                 const auth::Identity& caller) {
+  if (caller.name == session.who.name) return absl::OkStatus();
+  return Refuse("other_user", absl::PermissionDeniedError(
+                                  "this session was opened by another user: handshake with your "
+                                  "own credential"));
 }
 
 absl::StatusOr<RdmaService::Accepted> KvControlServiceImpl::ConnectChecked(
@@ -417,9 +432,12 @@ absl::StatusOr<RdmaService::Accepted> KvControlServiceImpl::ConnectChecked(
                                    absl::StrCat("this session has ", session.connections.size(),
                                                 " queue pairs, its quota (--session_max_qps)")));
   }
+  CommitRights rights;
+  rights.write = auth::Allows(session.who.role, auth::Permission::kWrite);
+  rights.replicate = session.who.role == auth::Role::kPeer;
   KV_ASSIGN_OR_RETURN(RdmaService::Accepted accepted,
                       deps_.rdma->Connect(client, OwnerOf(context, request.client_name()),
-                                          request.probe_addr(), request.probe_rkey()));
+                                          request.probe_addr(), request.probe_rkey(), rights));
   session.connections.insert(accepted.connection_id);
   return accepted;
 }
@@ -429,7 +447,7 @@ grpc::Status KvControlServiceImpl::DisconnectQp(grpc::ServerContext* context,
                                                 pb::DisconnectQpResponse* response) {
   disconnect_qps_->Increment();
   absl::Status status = [&]() -> absl::Status {
-    KV_RETURN_IF_ERROR(auth_.Check(context));
+    KV_RETURN_IF_ERROR(auth_.Check(context, "kvstore.v1.KvControl/DisconnectQp"));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     KV_ASSIGN_OR_RETURN(std::shared_ptr<SessionTable::Session> session,
                         UseSession(request->session_id()));
@@ -449,7 +467,7 @@ grpc::Status KvControlServiceImpl::RenewLease(grpc::ServerContext* context,
                                               pb::RenewLeaseResponse* response) {
   renew_leases_->Increment();
   absl::Status status = [&]() -> absl::Status {
-    KV_RETURN_IF_ERROR(auth_.Check(context));
+    KV_RETURN_IF_ERROR(auth_.Check(context, "kvstore.v1.KvControl/RenewLease"));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     KV_RETURN_IF_ERROR(CheckCaller(request->session_id(), request->connection_id()));
     // The holder check (a lease with a key belongs to its connection) is
@@ -469,7 +487,7 @@ grpc::Status KvControlServiceImpl::ReleaseLease(grpc::ServerContext* context,
                                                 pb::ReleaseLeaseResponse* response) {
   release_leases_->Increment();
   absl::Status status = [&]() -> absl::Status {
-    KV_RETURN_IF_ERROR(auth_.Check(context));
+    KV_RETURN_IF_ERROR(auth_.Check(context, "kvstore.v1.KvControl/ReleaseLease"));
     KV_RETURN_IF_ERROR(CheckEpoch(request->epoch()));
     // The session must own the connection, and the LeaseTable checks that
     // the lease is held by that connection: another session's release fails

@@ -85,8 +85,9 @@ struct ControlServiceDeps {
   metrics::Registry* registry = nullptr;
   // Static key/value facts for Stats.info (build, flags ...).
   std::map<std::string, std::string> info;
-  // The bearer token every RPC must carry; empty: none (Authenticator).
-  std::string auth_token;
+  // Who may call what (common/auth/credentials.h): the data token, the
+  // admin token, the users, the cluster secret. None: open (Authenticator).
+  auth::Credentials credentials;
   // Most index buckets one Scan call visits (RESP SCAN's budget, kvserver
   // --resp_scan_max_buckets): a sparse index costs a page of bounded work
   // and a cursor, never a walk of the whole index. 0: no bound (tests).
@@ -115,8 +116,11 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   KvControlServiceImpl(const KvControlServiceImpl&) = delete;
   KvControlServiceImpl& operator=(const KvControlServiceImpl&) = delete;
 
-  // Every RPC below first fails with UNAUTHENTICATED when the server has a
-  // token and the call does not carry it (Authenticator).
+  // Every RPC below first fails with UNAUTHENTICATED when the server has
+  // client credentials and the call carries none of them, and with
+  // PERMISSION_DENIED when the caller's role lacks the permission the
+  // method needs (common/auth/rpc_policy.cc: reads for readers, writes and
+  // leases for writers, sessions and leases for peers too).
 
   // Opens a session (HandshakeResponse.session_id) and returns the
   // server's epoch, limits, index geometry, regions with their read keys,
@@ -231,6 +235,9 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   // REQUIRES: session.mu held (so two grants cannot both pass).
   absl::Status CheckLeaseQuota(SessionTable::Session& session, uint64_t bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(session.mu);
+  // PERMISSION_DENIED unless `caller` is the user that opened `session`
+  // (its queue pairs and leases carry that user's rights).
+  absl::Status CheckSameUser(const SessionTable::Session& session, const auth::Identity& caller);
   // The RDMA connection behind ConnectQp, once the request is checked.
   absl::StatusOr<RdmaService::Accepted> ConnectChecked(
       SessionTable::Session& session, const grpc::ServerContext* context,

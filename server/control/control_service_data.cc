@@ -48,7 +48,8 @@ absl::Status KvControlServiceImpl::RerouteRefusal(const std::string& key,
 grpc::Status KvControlServiceImpl::Get(grpc::ServerContext* context, const pb::GetRequest* request,
                                        pb::GetResponse* response) {
   gets_->Increment();
-  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
+  if (absl::Status s = auth_.Check(context, "kvstore.v1.KvControl/Get"); !s.ok())
+    return ToGrpcStatus(s);
   // The handler's latency, as kvstore_server_request_duration_seconds.
   const absl::Time start = absl::Now();
   absl::Status status = [&]() -> absl::Status {
@@ -66,7 +67,8 @@ grpc::Status KvControlServiceImpl::Get(grpc::ServerContext* context, const pb::G
 grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::PutRequest* request,
                                        pb::PutResponse* response) {
   puts_->Increment();
-  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
+  if (absl::Status s = auth_.Check(context, "kvstore.v1.KvControl/Put"); !s.ok())
+    return ToGrpcStatus(s);
   const absl::Time start = absl::Now();
   absl::Status status = [&]() -> absl::Status {
     // Limits first, so an oversized request allocates nothing.
@@ -107,7 +109,8 @@ grpc::Status KvControlServiceImpl::Delete(grpc::ServerContext* context,
                                           const pb::DeleteRequest* request,
                                           pb::DeleteResponse* response) {
   deletes_->Increment();
-  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
+  if (absl::Status s = auth_.Check(context, "kvstore.v1.KvControl/Delete"); !s.ok())
+    return ToGrpcStatus(s);
   const absl::Time start = absl::Now();
   // KvStore::Delete() checks the key against the limits itself.
   absl::Status status = RouteKey(request->key());
@@ -120,7 +123,8 @@ grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
                                          const pb::StatsRequest* request,
                                          pb::StatsResponse* response) {
   stats_->Increment();
-  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
+  if (absl::Status s = auth_.Check(context, "kvstore.v1.KvControl/Stats"); !s.ok())
+    return ToGrpcStatus(s);
   // Facts first (static ones from the wiring, then the service's own, which
   // win on a clash), then the counters.
   auto& info = *response->mutable_info();
@@ -145,7 +149,8 @@ grpc::Status KvControlServiceImpl::Scan(grpc::ServerContext* context,
                                         const pb::ScanRequest* request,
                                         pb::ScanResponse* response) {
   scans_->Increment();
-  if (absl::Status s = auth_.Check(context); !s.ok()) return ToGrpcStatus(s);
+  if (absl::Status s = auth_.Check(context, "kvstore.v1.KvControl/Scan"); !s.ok())
+    return ToGrpcStatus(s);
   // 0 means "the default"; anything over the cap is quietly capped.
   const uint32_t count =
       request->count() == 0 ? kDefaultScanCount : std::min(request->count(), kMaxScanCount);

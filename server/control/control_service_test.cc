@@ -79,7 +79,7 @@ class ControlServiceTest : public ::testing::Test {
     deps.info = {{"build", "test"}};
     deps.registry = &registry_;
     deps.cluster = cluster_;
-    deps.auth_token = auth_token_;
+    deps.credentials.data_token = auth_token_;
     // Another component's series (the RESP server's, in kvserver) reaches
     // Stats through the shared registry.
     registry_.AddGauge("kvstore_resp_connections", "RESP connections open.")->Set(3);

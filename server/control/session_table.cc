@@ -40,7 +40,7 @@ SessionTable::SessionTable(SessionOptions options, metrics::Registry* registry)
                                              });
 }
 
-absl::StatusOr<uint64_t> SessionTable::Open(std::string peer) {
+absl::StatusOr<uint64_t> SessionTable::Open(std::string peer, auth::Identity who) {
   absl::MutexLock lock(&mu_);
   if (sessions_.size() >= options_.max_sessions) {
     return absl::ResourceExhaustedError(
@@ -50,7 +50,8 @@ absl::StatusOr<uint64_t> SessionTable::Open(std::string peer) {
   uint64_t id = RandomSessionId();
   // A collision among 2^64 values is all but impossible; draw again anyway.
   while (sessions_.contains(id)) id = RandomSessionId();
-  sessions_[id] = Entry{std::make_shared<Session>(id, std::move(peer)), absl::Now()};
+  sessions_[id] =
+      Entry{std::make_shared<Session>(id, std::move(peer), std::move(who)), absl::Now()};
   opened_->Increment();
   return id;
 }

@@ -49,6 +49,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/auth/credentials.h"
 #include "common/metrics/registry.h"
 
 namespace kvstore {
@@ -74,9 +75,14 @@ class SessionTable {
   // One open session. Held by shared_ptr so an RPC in progress keeps it
   // readable even if Sweep() takes it out of the table meanwhile.
   struct Session {
-    Session(uint64_t id, std::string peer) : id(id), peer(std::move(peer)) {}
+    Session(uint64_t id, std::string peer, auth::Identity who)
+        : id(id), peer(std::move(peer)), who(std::move(who)) {}
     const uint64_t id;
     const std::string peer;  // for logs
+    // Who opened it (Handshake's credential): its queue pairs carry this
+    // principal's rights (a replica commit needs a peer's), and only the
+    // same user may add queue pairs or leases to it.
+    const auth::Identity who;
     // Serializes the session's ConnectQp and GrantLease (their quota check
     // and the act), and guards the members below.
     absl::Mutex mu;
@@ -101,9 +107,10 @@ class SessionTable {
   SessionTable(const SessionTable&) = delete;
   SessionTable& operator=(const SessionTable&) = delete;
 
-  // Opens a session for `peer` and returns its id (random, never 0).
-  // kResourceExhausted when max_sessions are open.
-  absl::StatusOr<uint64_t> Open(std::string peer);
+  // Opens a session for `peer`, opened by `who`, and returns its id
+  // (random, never 0). kResourceExhausted when max_sessions are open.
+  absl::StatusOr<uint64_t> Open(std::string peer,
+                                auth::Identity who = {"default", auth::Role::kAdmin});
 
   // The live session `id`, marked as used now. A kSessionLost refusal ("no
   // live session N (expired or never opened): handshake again") otherwise.

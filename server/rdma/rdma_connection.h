@@ -56,6 +56,8 @@ struct RdmaService::Connection {
   // Fixed by Connect() before the connection is published; read freely.
   uint64_t id = 0;
   std::string owner;
+  // What its session's principal may commit through it (commit_rights.h).
+  CommitRights rights;
   uint32_t credits = 0;
   uint64_t probe_addr = 0;  // client memory for idle probes (rkey 0: none)
   uint32_t probe_rkey = 0;

@@ -234,7 +234,8 @@ std::shared_ptr<RdmaService::Connection> RdmaService::Find(uint64_t id) {
 
 absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoint& client,
                                                            std::string owner, uint64_t probe_addr,
-                                                           uint32_t probe_rkey) {
+                                                           uint32_t probe_rkey,
+                                                           CommitRights rights) {
   uint64_t id;
   {
     absl::MutexLock lock(&mu_);
@@ -258,6 +259,7 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
   };
   KV_ASSIGN_OR_RETURN(std::shared_ptr<Connection> c, NewConnection(id));
   c->owner = std::move(owner);
+  c->rights = rights;
   c->probe_addr = probe_addr;
   c->probe_rkey = probe_rkey;
   // Finite RNR retries: an ack to a client that posts no receive fails the
@@ -440,7 +442,15 @@ void RdmaService::HandleCommit(const std::shared_ptr<Connection>& conn, absl::st
   }
   const wire::CommitRequest& h = parsed->header;
   const auto op = static_cast<wire::CommitOp>(h.op);
-  absl::Status status;
+  // The queue pair's session decides what it may commit: a replica commit
+  // only from a cluster peer's, a client write only from a writer's.
+  absl::Status status = CheckCommitRights(op, c.rights);
+  if (!status.ok()) {
+    commit_refused_rights_->Increment();
+    commit_errors_->Increment();
+    SendAck(c, h.request_id, status);
+    return;
+  }
   switch (op) {
     case wire::CommitOp::kPut:
       // One look-up of the lease decides holder, liveness and range.

@@ -79,6 +79,7 @@
 #include "common/rdma/queue_pair.h"
 #include "server/metrics/request_metrics.h"
 #include "server/rdma/commit_queue.h"
+#include "server/rdma/commit_rights.h"
 #include "server/rdma/rdma_sizing.h"
 #include "server/rdma/replica_commit_sink.h"
 #include "server/routing/fence_page.h"
@@ -141,12 +142,15 @@ class RdmaService {
   };
   // Creates a queue pair for `client` and connects it; `owner` names the
   // client in logs. `probe_addr`/`probe_rkey`: 8 bytes of client memory for
-  // idle probes (0: this connection is never probed).
+  // idle probes (0: this connection is never probed). `rights`: what its
+  // commits may do (the session's principal; a commit beyond them is acked
+  // PERMISSION_DENIED and changes nothing).
   // kResourceExhausted when max_connections are open; kUnavailable while
   // fenced (FenceAll() until Unfence()); a verbs error when the QP, its CQ
   // or its buffers cannot be set up.
   absl::StatusOr<Accepted> Connect(const rdma::QpEndpoint& client, std::string owner,
-                                   uint64_t probe_addr = 0, uint32_t probe_rkey = 0);
+                                   uint64_t probe_addr = 0, uint32_t probe_rkey = 0,
+                                   CommitRights rights = {/*write=*/true, /*replicate=*/false});
   // Ends a connection and every lease held by it. kNotFound if unknown.
   absl::Status Disconnect(uint64_t connection_id);
 
@@ -304,6 +308,7 @@ class RdmaService {
   // Owned by *registry_; bumped where the event happens.
   metrics::Counter* connections_total_;
   metrics::Counter* commit_errors_;
+  metrics::Counter* commit_refused_rights_;
   metrics::Counter* bound_;
   metrics::Counter* revoked_;
   metrics::Counter* wakeups_;

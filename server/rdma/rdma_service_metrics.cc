@@ -16,6 +16,10 @@ void RdmaService::RegisterMetrics() {
                          "RDMA connections torn down after a failed send or receive.");
   commit_errors_ = r.AddCounter("kvstore_rdma_commit_errors_total",
                                 "RDMA commits refused or malformed (absent DELETE keys excluded).");
+  commit_refused_rights_ =
+      r.AddCounter("kvstore_rdma_commit_permission_denied_total",
+                   "RDMA commits refused because the queue pair's session may not make them (a "
+                   "replica commit from a client's queue pair, a write from a read-only one).");
   bound_ = r.AddCounter("kvstore_rdma_lease_keys_bound_total", "Lease write keys bound.");
   revoked_ = r.AddCounter("kvstore_rdma_lease_keys_revoked_total", "Lease write keys revoked.");
   wakeups_ = r.AddCounter("kvstore_rdma_poller_wakeups_total",

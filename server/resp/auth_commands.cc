@@ -2,8 +2,10 @@
 
 #include "server/resp/auth_commands.h"
 
+#include <optional>
+
 #include "absl/strings/numbers.h"
-#include "common/auth/token.h"
+#include "common/auth/credentials.h"
 #include "common/protocol/resp.h"
 #include "common/version.h"
 
@@ -18,16 +20,19 @@ using resp::CommandIs;
 constexpr absl::string_view kWrongPass =
     "WRONGPASS invalid username-password pair or user is disabled.";
 
-// Checks a (user, password) pair against the configured password and marks
-// the connection; queues the error and returns false when it does not match.
-// Only the "default" user exists, as with Redis's requirepass.
+// Whether the server has users at all (else every connection is an admin
+// and AUTH answers as Redis without requirepass).
+bool HasUsers(const CommandContext& ctx) { return ctx.ids != nullptr && !ctx.ids->open(); }
+
+// Checks a (user, password) pair against the server's users and marks the
+// connection with the user and its role; queues the error and returns false
+// when it does not match (a wrong password and an unknown user alike).
 bool TryAuth(const CommandContext& ctx, absl::string_view user, absl::string_view password) {
-  const std::string& expected = ctx.options->password;
-  // Evaluated in full whatever the user name, so a bad user and a bad
-  // password take the same time.
-  const bool password_ok = auth::TokenEquals(expected, password);
-  if (user == "default" && password_ok) {
+  std::optional<auth::Identity> who = ctx.ids->ByUser(user, password);
+  if (who.has_value()) {
     ctx.conn->authenticated = true;
+    ctx.conn->user = who->name;
+    ctx.conn->role = who->role;
     return true;
   }
   ctx.counters->auth_failures->Increment();
@@ -69,7 +74,7 @@ void AuthCommand(const CommandContext& ctx, CommandArgs args) {
   if (args.size() != 2 && args.size() != 3) {
     return c->ReplyError("ERR wrong number of arguments for 'auth' command");
   }
-  if (ctx.options->password.empty()) {
+  if (!HasUsers(ctx)) {
     if (args.size() == 3 && args[1] == "default") return c->ReplyOk();
     if (args.size() == 3) return c->ReplyError(kWrongPass);
     return c->ReplyError(
@@ -108,7 +113,7 @@ void HelloCommand(const CommandContext& ctx, CommandArgs args) {
     }
   }
   if (auth_given) {
-    if (ctx.options->password.empty()) {
+    if (!HasUsers(ctx)) {
       if (user != "default") return c->ReplyError(kWrongPass);
     } else if (!TryAuth(ctx, user, password)) {
       return;

@@ -1,10 +1,15 @@
 // Copyright 2026 The kvstore Authors.
 //
-// Authentication on the RESP port, as Redis does it with requirepass
-// (RespServerOptions::password, the server's shared token):
-//   AUTH <password> | AUTH default <password>   -> +OK, connection authenticated
-//   HELLO [2 [AUTH default <password>] [SETNAME name]]
-//                                               -> the HELLO map, authenticated
+// Authentication on the RESP port, as Redis does it with ACL users
+// (RespServerOptions::credentials, common/auth/credentials.h):
+//   AUTH <password>             -> the user "default" (the data token), as
+//                                  Redis's requirepass
+//   AUTH <user> <password>      -> that user (redis-cli --user U --pass P):
+//                                  "admin" (the admin token) or one of the
+//                                  users file's; the peer secret is no user
+//   HELLO [2 [AUTH <user> <password>] [SETNAME name]]
+//                               -> the HELLO map, authenticated
+// The user's role then limits the commands (commands.h: -NOPERM).
 //   HELLO 3 (or any protover but 2)             -> -NOPROTO, whatever the state
 // Before a successful AUTH only AUTH, HELLO and QUIT are served; anything
 // else gets Redis's exact "-NOAUTH Authentication required." (and HELLO
@@ -13,8 +18,8 @@
 //   -WRONGPASS invalid username-password pair or user is disabled.
 //   -ERR AUTH <password> called without any password configured for the
 //    default user. Are you sure your configuration is correct?
-// Wrong passwords are counted (kvstore_resp_auth_failures_total) and the
-// password is compared with auth::TokenEquals (constant time).
+// Wrong passwords are counted (kvstore_resp_auth_failures_total) and
+// passwords are compared with auth::TokenEquals (constant time).
 //
 // Thread safety: as the command table (commands.h): on the loop's thread.
 

@@ -257,8 +257,15 @@ void ReplyCommandInfo(const CommandContext& ctx, const CommandSpec& spec) {
 
 void Command(const CommandContext& ctx, CommandArgs args);  // defined after the table
 
-// redis-benchmark reads "save" and "appendonly" at start-up.
+// redis-benchmark reads "save" and "appendonly" at start-up. CONFIG GET is
+// a read (the table's row); every other subcommand (CONFIG SET, RESETSTAT,
+// REWRITE) is the operator's, as in Redis's ACL categories, and needs admin.
 void Config(const CommandContext& ctx, CommandArgs args) {
+  const bool get = args.size() >= 2 && CommandIs(args[1], "GET");
+  if (!get) {
+    const std::string sub = args.size() >= 2 ? absl::AsciiStrToLower(args[1].substr(0, 32)) : "";
+    if (!RequirePermission(ctx, auth::Permission::kAdmin, absl::StrCat("config|", sub))) return;
+  }
   if (args.size() == 3 && CommandIs(args[1], "GET")) {
     ctx.conn->ReplyArrayHeader(2);
     ctx.conn->ReplyBulk(args[2]);
@@ -287,32 +294,34 @@ void Quit(const CommandContext& ctx, CommandArgs) {
 // Searched in order, so GET, the hot command, is first; the rest follow the
 // order of the if-chain this table replaced. A linear scan over ~20 short
 // names compares fewer bytes than hashing an upper-cased copy of the name.
+using P = auth::Permission;
+
 constexpr CommandSpec kCommands[] = {
-    // name      min  max       group  handler  first/last key, step, flag
-    {"GET", 2, 2, 1, Get, 1, 1, 1, "readonly"},
-    {"SET", 3, kAnyArgs, 1, SetWithOptions, 1, 1, 1, "write"},
-    {"PING", 1, 2, 1, Ping},
-    {"ECHO", 2, 2, 1, Echo},
-    {"DEL", 2, kAnyArgs, 1, Del, 1, -1, 1, "write"},
-    {"UNLINK", 2, kAnyArgs, 1, Del, 1, -1, 1, "write"},
-    {"EXISTS", 2, kAnyArgs, 1, Exists, 1, -1, 1, "readonly"},
-    {"MGET", 2, kAnyArgs, 1, MGet, 1, -1, 1, "readonly"},
-    {"MSET", 3, kAnyArgs, 2, MSet, 1, -1, 2, "write"},
-    {"DBSIZE", 1, kAnyArgs, 1, DbSize, 0, 0, 0, "readonly"},
-    {"SCAN", 2, kAnyArgs, 2, Scan, 0, 0, 0, "readonly"},
-    {"INFO", 1, kAnyArgs, 1, Info},
-    {"COMMAND", 1, kAnyArgs, 1, Command},
-    {"HELLO", 1, kAnyArgs, 1, HelloCommand},
-    {"CONFIG", 1, kAnyArgs, 1, Config},
-    {"AUTH", 2, 3, 1, AuthCommand},
-    {"SELECT", 1, kAnyArgs, 1, Select},
-    {"CLIENT", 1, kAnyArgs, 1, Client},
-    {"QUIT", 1, kAnyArgs, 1, Quit},
-    {"CLUSTER", 2, kAnyArgs, 1, ClusterCommand},
-    {"READONLY", 1, 1, 1, ReadOnlyCommand},
-    {"READWRITE", 1, 1, 1, ReadWriteCommand},
-    {"ASKING", 1, 1, 1, AskingCommand},
-    {"WAIT", 3, 3, 1, WaitCommand},
+    // name      min  max       group  handler  permission  first/last key, step, flag
+    {"GET", 2, 2, 1, Get, P::kRead, 1, 1, 1, "readonly"},
+    {"SET", 3, kAnyArgs, 1, SetWithOptions, P::kWrite, 1, 1, 1, "write"},
+    {"PING", 1, 2, 1, Ping, P::kSession},
+    {"ECHO", 2, 2, 1, Echo, P::kSession},
+    {"DEL", 2, kAnyArgs, 1, Del, P::kWrite, 1, -1, 1, "write"},
+    {"UNLINK", 2, kAnyArgs, 1, Del, P::kWrite, 1, -1, 1, "write"},
+    {"EXISTS", 2, kAnyArgs, 1, Exists, P::kRead, 1, -1, 1, "readonly"},
+    {"MGET", 2, kAnyArgs, 1, MGet, P::kRead, 1, -1, 1, "readonly"},
+    {"MSET", 3, kAnyArgs, 2, MSet, P::kWrite, 1, -1, 2, "write"},
+    {"DBSIZE", 1, kAnyArgs, 1, DbSize, P::kRead, 0, 0, 0, "readonly"},
+    {"SCAN", 2, kAnyArgs, 2, Scan, P::kRead, 0, 0, 0, "readonly"},
+    {"INFO", 1, kAnyArgs, 1, Info, P::kRead},
+    {"COMMAND", 1, kAnyArgs, 1, Command, P::kSession},
+    {"HELLO", 1, kAnyArgs, 1, HelloCommand, P::kSession},
+    {"CONFIG", 1, kAnyArgs, 1, Config, P::kRead},
+    {"AUTH", 2, 3, 1, AuthCommand, P::kSession},
+    {"SELECT", 1, kAnyArgs, 1, Select, P::kSession},
+    {"CLIENT", 1, kAnyArgs, 1, Client, P::kSession},
+    {"QUIT", 1, kAnyArgs, 1, Quit, P::kSession},
+    {"CLUSTER", 2, kAnyArgs, 1, ClusterCommand, P::kClusterMap},
+    {"READONLY", 1, 1, 1, ReadOnlyCommand, P::kSession},
+    {"READWRITE", 1, 1, 1, ReadWriteCommand, P::kSession},
+    {"ASKING", 1, 1, 1, AskingCommand, P::kSession},
+    {"WAIT", 3, 3, 1, WaitCommand, P::kSession},
 };
 
 }  // namespace
@@ -348,6 +357,15 @@ void Command(const CommandContext& ctx, CommandArgs args) {
 }
 
 }  // namespace
+
+bool RequirePermission(const CommandContext& ctx, auth::Permission permission,
+                       absl::string_view command) {
+  if (auth::Allows(ctx.conn->role, permission)) return true;
+  ctx.counters->noperm->Increment();
+  ctx.conn->ReplyError(absl::StrCat("NOPERM User ", ctx.conn->user,
+                                    " has no permissions to run the '", command, "' command"));
+  return false;
+}
 
 // Case-insensitive, as Redis: "get", "GET" and "Get" are the same command.
 const CommandSpec* FindCommand(absl::string_view name) {
@@ -386,6 +404,7 @@ void DispatchCommand(const CommandContext& ctx, CommandArgs args) {
     return ReplyInvalid(ctx, absl::StrCat("wrong number of arguments for '",
                                           absl::AsciiStrToLower(cmd), "' command"));
   }
+  if (!RequirePermission(ctx, spec->permission, absl::AsciiStrToLower(spec->name))) return;
   spec->handler(ctx, args);
 }
 

@@ -7,6 +7,7 @@
 // pool memory by StreamedSet; SET with options arrives here and is refused.
 //
 // Errors are Redis's own texts, which redis-cli and client libraries show:
+//   NOPERM User <user> has no permissions to run the '<name>' command
 //   ERR unknown command '<name>'            (name cut to 64 bytes, non-
 //                                            printable bytes shown as '?')
 //   ERR wrong number of arguments for '<name in lower case>' command
@@ -23,6 +24,8 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/auth/credentials.h"
+#include "common/auth/principal.h"
 #include "server/resp/connection.h"
 #include "server/resp/resp_counters.h"
 #include "server/resp/resp_options.h"
@@ -40,6 +43,8 @@ struct CommandContext {
   const RespServerOptions* options;
   Counters* counters;
   Connection* conn;  // the requesting connection; replies are queued on it
+  // The server's users (AUTH); null: none, every connection an admin.
+  const auth::Identities* ids = nullptr;
 };
 
 // args[0] is the command name as sent; args are views into the request
@@ -58,6 +63,11 @@ struct CommandSpec {
   size_t max_args;
   size_t arg_group;
   CommandHandler handler;
+  // What the connection's role must allow (common/auth/principal.h): kRead
+  // for reads, kWrite for writes, kAdmin for the operator's commands,
+  // kSession for connection housekeeping (PING, SELECT ...), kClusterMap
+  // for CLUSTER. Refused with Redis's -NOPERM text otherwise.
+  auth::Permission permission;
   // What COMMAND reports, so cluster-aware clients (which find a request's
   // keys from it) can route: the first and last key argument (last -1: the
   // last argument) and the step between keys; 0, 0, 0 for no keys.
@@ -67,6 +77,12 @@ struct CommandSpec {
   // COMMAND's flag: "write", "readonly" or "" (none).
   absl::string_view flag = "";
 };
+
+// True when the connection's role allows `permission`; otherwise replies
+// -NOPERM naming `command` (lower case, as Redis), counts it and returns
+// false.
+bool RequirePermission(const CommandContext& ctx, auth::Permission permission,
+                       absl::string_view command);
 
 // The row for `name` (any case), or null for an unknown command.
 const CommandSpec* FindCommand(absl::string_view name);

@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/auth/principal.h"
 #include "server/resp/input_buffer.h"
 #include "server/storage/clock.h"
 #include "server/storage/kv_store.h"
@@ -100,9 +101,13 @@ struct Connection {
   void RecycleOwned(std::string&& s);
 
   const int fd;
-  // False until AUTH / HELLO AUTH succeeds when a password is set; only
+  // False until AUTH / HELLO AUTH succeeds when the server has users; only
   // AUTH, HELLO and QUIT are served before that (auth_commands.h).
   bool authenticated = true;
+  // The authenticated user and its role: what the command table lets the
+  // connection run (commands.h). An admin without users (open server).
+  std::string user = "default";
+  auth::Role role = auth::Role::kAdmin;
   // While unauthenticated (password set): its place in the loop's list of
   // unauthenticated connections, oldest first, which the per-loop cap
   // (RespLimits::max_unauthenticated_clients) trims from the front. Such a

@@ -88,7 +88,7 @@ class RespAuthTest : public ::testing::Test {
     o.port = 0;
     o.timeout_check_interval = absl::Milliseconds(5);
     o.threads = 2;
-    o.password = password;
+    o.credentials.data_token = password;
     auto s = RespServer::Start(store_.get(), o);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);

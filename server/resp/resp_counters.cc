@@ -39,6 +39,9 @@ Counters::Counters(metrics::Registry* registry)
                                          "RESP AUTH / HELLO AUTH attempts with a wrong password.")),
       noauth(registry->AddCounter("kvstore_resp_noauth_rejections_total",
                                   "RESP commands refused with NOAUTH (sent before AUTH).")),
+      noperm(registry->AddCounter(
+          "kvstore_resp_noperm_rejections_total",
+          "RESP commands refused with NOPERM (the user's role does not allow them).")),
       accept_errors(
           registry->AddCounter("kvstore_resp_accept_errors_total",
                                "accept() failures on the RESP port (EMFILE/ENFILE and the like).")),

@@ -32,6 +32,7 @@ struct Counters {
   metrics::Counter* bytes_out;        // kvstore_resp_sent_bytes_total
   metrics::Counter* auth_failures;    // kvstore_resp_auth_failures_total
   metrics::Counter* noauth;           // kvstore_resp_noauth_rejections_total
+  metrics::Counter* noperm;           // kvstore_resp_noperm_rejections_total
   metrics::Counter* accept_errors;    // kvstore_resp_accept_errors_total
   // kvstore_resp_limit_rejections_total{limit="<RespLimits field>"}: requests
   // refused or connections closed because that bound was reached.

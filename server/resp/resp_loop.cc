@@ -41,10 +41,11 @@ constexpr int kReadRounds = 16;
 
 }  // namespace
 
-RespLoop::RespLoop(KvStore* store, const RespServerOptions& options, Counters* counters,
-                   SharedBudgets* budgets, int listen_fd)
+RespLoop::RespLoop(KvStore* store, const RespServerOptions& options, const auth::Identities* ids,
+                   Counters* counters, SharedBudgets* budgets, int listen_fd)
     : store_(store),
       options_(options),
+      ids_(ids),
       counters_(counters),
       budgets_(budgets),
       listen_fd_(listen_fd) {
@@ -359,9 +360,18 @@ void RespLoop::PrefetchAhead(absl::string_view rest) {
 // small, and the connection closed if not (no reading megabytes for a
 // client that has not logged in).
 void RespLoop::BeginSet(Connection* c, const resp::ParsedRequest& req) {
-  if (c->authenticated) {
+  if (c->authenticated && auth::Allows(c->role, auth::Permission::kWrite)) {
     // req.args[1] still points into c->in: nothing has moved it.
     sets_->Begin(c, req.args[1], req.value_len);
+    return;
+  }
+  if (c->authenticated) {
+    // A read-only user: refused as the command table refuses any write,
+    // and the value skipped (it is within the authenticated limits).
+    const CommandContext ctx{store_, writer_.get(), &options_, counters_, c, ids_};
+    RequirePermission(ctx, auth::Permission::kWrite, "set");
+    c->state = InputState::kDiscard;
+    c->discard_left = req.value_len + 2;
     return;
   }
   counters_->noauth->Increment();
@@ -383,7 +393,7 @@ void RespLoop::Execute(Connection* c, const resp::ParsedRequest& req) {
     ExecuteLogin(c, req);
     return;
   }
-  const CommandContext ctx{store_, writer_.get(), &options_, counters_, c};
+  const CommandContext ctx{store_, writer_.get(), &options_, counters_, c, ids_};
   DispatchCommand(ctx, req.args);
 }
 

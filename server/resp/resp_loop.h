@@ -60,9 +60,10 @@ namespace resp_internal {
 class RespLoop {
  public:
   // Nothing is owned; all must outlive the loop. `listen_fd` is a
-  // non-blocking listening socket; `budgets` are shared by the port's loops.
-  RespLoop(KvStore* store, const RespServerOptions& options, Counters* counters,
-           SharedBudgets* budgets, int listen_fd);
+  // non-blocking listening socket; `budgets` are shared by the port's loops;
+  // `ids` the server's users (null: none, every connection an admin).
+  RespLoop(KvStore* store, const RespServerOptions& options, const auth::Identities* ids,
+           Counters* counters, SharedBudgets* budgets, int listen_fd);
   ~RespLoop();
   RespLoop(const RespLoop&) = delete;
   RespLoop& operator=(const RespLoop&) = delete;
@@ -137,6 +138,7 @@ class RespLoop {
 
   KvStore* const store_;
   const RespServerOptions& options_;
+  const auth::Identities* const ids_;
   Counters* const counters_;
   SharedBudgets* const budgets_;
   const int listen_fd_;

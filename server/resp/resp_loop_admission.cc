@@ -69,7 +69,7 @@ void RespLoop::AddConnection(int fd) {
   // With a password a new connection is unauthenticated: it counts against
   // this loop's unauthenticated cap (making room there if need be), not
   // max_clients, so strangers cannot take the slots of clients that log in.
-  const bool needs_auth = !options_.password.empty();
+  const bool needs_auth = ids_ != nullptr && !ids_->open();
   if (needs_auth) {
     if (unauth_.size() >= unauth_cap_) DropOldestUnauthenticated();
   } else if (!budgets_->clients.TryTake(1)) {
@@ -86,8 +86,11 @@ void RespLoop::AddConnection(int fd) {
   auto c = std::make_unique<Connection>(fd);
   c->last_activity = LoopTime(store_->clock());
   c->accepted_at = c->last_activity;
+  // Without users every connection is an admin (Connection's default);
+  // with them it is nobody until AUTH names one.
   c->authenticated = !needs_auth;
   if (needs_auth) {
+    c->role = auth::Role::kRead;
     c->unauth_pos = unauth_.insert(unauth_.end(), c.get());
     c->in_unauth_list = true;
   }
@@ -174,7 +177,7 @@ void RespLoop::ExecuteLogin(Connection* c, const resp::ParsedRequest& req) {
     c->reading = false;
     return;
   }
-  const CommandContext ctx{store_, writer_.get(), &options_, counters_, c};
+  const CommandContext ctx{store_, writer_.get(), &options_, counters_, c, ids_};
   DispatchCommand(ctx, req.args);
   if (!c->authenticated) {
     budgets_->clients.Give(1);

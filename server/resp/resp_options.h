@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/auth/credentials.h"
 #include "common/metrics/registry.h"
 
 namespace kvstore {
@@ -88,9 +89,13 @@ struct RespServerOptions {
   // the loop thread that serves it, so it must be thread-safe. Empty: INFO
   // answers with just # Keyspace.
   std::function<std::string()> info;
-  // requirepass: when non-empty a connection must AUTH (or HELLO ... AUTH)
-  // with it before any other command is served (-NOAUTH otherwise).
-  std::string password;
+  // The users (common/auth/credentials.h): with any client credential a
+  // connection must AUTH [user] pass (or HELLO ... AUTH) before any other
+  // command is served (-NOAUTH otherwise), and its user's role decides
+  // which commands it may run (-NOPERM otherwise). None: every connection
+  // is an admin, as Redis without requirepass. The peer secret is no RESP
+  // user.
+  auth::Credentials credentials;
   RespLimits limits;
   // Where the server registers kvstore_resp_* and the tcp request series
   // (not owned; must outlive the server). Null: a private registry.

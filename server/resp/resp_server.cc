@@ -72,7 +72,10 @@ absl::StatusOr<std::unique_ptr<RespServer>> RespServer::Start(KvStore* store,
                                                               const RespServerOptions& options) {
   if (options.threads < 1) return absl::InvalidArgumentError("--resp_threads must be at least 1");
   // `new`, not make_unique: the constructor is private.
+  absl::StatusOr<auth::Identities> ids = auth::Identities::Build(options.credentials);
+  if (!ids.ok()) return ids.status();
   std::unique_ptr<RespServer> server(new RespServer(store, options));
+  server->ids_ = std::make_unique<auth::Identities>(*std::move(ids));
   // Counters first: the loops hold a pointer to them.
   if (options.registry == nullptr) server->own_registry_ = std::make_unique<metrics::Registry>();
   server->registry_ = options.registry != nullptr ? options.registry : server->own_registry_.get();
@@ -102,7 +105,7 @@ absl::StatusOr<std::unique_ptr<RespServer>> RespServer::Start(KvStore* store,
   // Every loop is initialised before any runs, so a failure leaves no
   // thread to stop.
   for (int i = 0; i < options.threads; ++i) {
-    auto loop = std::make_unique<RespLoop>(store, server->options_, counters,
+    auto loop = std::make_unique<RespLoop>(store, server->options_, server->ids_.get(), counters,
                                            server->budgets_.get(), listen_fd);
     if (absl::Status s = loop->Init(); !s.ok()) return s;
     server->loops_.push_back(std::move(loop));

@@ -83,6 +83,8 @@ class RespServer {
   metrics::Registry* registry_ = nullptr;
   KvStore* const store_;
   const RespServerOptions options_;
+  // The users options_.credentials name; the loops hold a pointer.
+  std::unique_ptr<auth::Identities> ids_;
   int port_ = 0;
   int listen_fd_ = -1;
   std::unique_ptr<resp_internal::Counters> counters_;      // shared by the loops

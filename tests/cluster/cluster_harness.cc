@@ -2,9 +2,11 @@
 
 #include "tests/cluster/cluster_harness.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -26,6 +28,7 @@ absl::StatusOr<std::unique_ptr<ClusterHarness>> ClusterHarness::Start(ClusterOpt
     options.cluster_name = absl::StrCat("t", getpid(), "x", counter++);
   }
   std::unique_ptr<ClusterHarness> h(new ClusterHarness(std::move(options)));
+  if (absl::Status s = h->WriteClusterSecret(); !s.ok()) return s;
   const int n = h->options_.nodes;
   h->nodes_.resize(n);
   h->control_ports_.assign(n, 0);
@@ -43,6 +46,21 @@ ClusterHarness::~ClusterHarness() {
   for (int i = 0; i < size(); ++i) {
     if (nodes_[i] != nullptr) nodes_[i]->Stop(absl::Seconds(5));
   }
+  if (!secret_file_.empty()) unlink(secret_file_.c_str());
+}
+
+absl::Status ClusterHarness::WriteClusterSecret() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  secret_file_ = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/cluster-secret.", getpid(), ".",
+                              options_.cluster_name);
+  // A test secret: unique per harness, never used outside the test.
+  const std::string secret = absl::StrCat("test-secret-", options_.cluster_name, "-", getpid());
+  const int fd = open(secret_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot write ", secret_file_));
+  const bool ok = write(fd, secret.data(), secret.size()) == static_cast<ssize_t>(secret.size());
+  close(fd);
+  if (!ok) return absl::InternalError(absl::StrCat("cannot write ", secret_file_));
+  return absl::OkStatus();
 }
 
 std::string ClusterHarness::NodeId(int index) { return absl::StrCat("n", index + 1); }
@@ -80,6 +98,7 @@ std::vector<std::string> ClusterHarness::FlagsFor(int index) const {
       "--member_ttl=" + options_.member_ttl,
       "--fence_margin=" + options_.fence_margin,
       "--replication_timeout=" + options_.replication_timeout,
+      "--cluster_secret_file=" + secret_file_,
   };
   // A bridge address is not loopback: without a token the server refuses
   // to start unless told that the (private, test-only) network is fine.

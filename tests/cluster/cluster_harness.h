@@ -80,6 +80,8 @@ class ClusterHarness {
   ~ClusterHarness();
 
   int size() const { return static_cast<int>(nodes_.size()); }
+  // The --cluster_secret_file every node gets (cluster mode needs one).
+  const std::string& cluster_secret_file() const { return secret_file_; }
   const ClusterOptions& options() const { return options_; }
   static std::string NodeId(int index);  // "n1" for 0
   // -1 for a name that is not one of ours.
@@ -170,12 +172,16 @@ class ClusterHarness {
 
  private:
   explicit ClusterHarness(ClusterOptions options) : options_(std::move(options)) {}
+  // Writes the cluster secret every node is started with (a file of this
+  // process's, mode 0600, in TEST_TMPDIR or /tmp).
+  absl::Status WriteClusterSecret();
   std::vector<std::string> FlagsFor(int index) const;
   std::string Host(int index) const;  // the address node `index` listens on
   absl::Status StartNode(int index, int control_port, int resp_port);
   std::set<std::string> RunningIds();
 
   ClusterOptions options_;
+  std::string secret_file_;
   std::vector<std::unique_ptr<NodeProcess>> nodes_;
   std::vector<int> control_ports_, resp_ports_;       // last known, for restarts
   std::vector<std::string> old_logs_;                 // logs of earlier lives

@@ -5,6 +5,7 @@
 // removes the member key at once, and a node whose lease is gone registering
 // again (a new incarnation of the same running process) instead of exiting.
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,16 @@ using testing::KvServerProcess;
 using testing::RunProcess;
 
 const std::vector<std::string> kBase = {"--pool_size=16M", "--transport=tcp"};
+
+// A cluster secret file for this test's nodes (cluster mode needs one).
+std::string SecretFile() {
+  static const std::string path = [] {
+    std::string p = testing::TempDir() + "/kvserver_cluster_mode_test.secret";
+    std::ofstream(p) << "mode-test-cluster-secret-0123456789\n";
+    return p;
+  }();
+  return path;
+}
 
 testing::ProcessResult RunKvserver(std::vector<std::string> flags) {
   std::vector<std::string> argv = {testing::BinaryPath("server/kvserver"), "--control_port=0",
@@ -62,7 +73,11 @@ TEST(KvserverClusterFlags, NeedsANodeIdWithAPickedPortAndAReachableEtcd) {
   testing::ProcessResult r = RunKvserver({"--etcd=127.0.0.1:1"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("--control_port=0 in cluster mode needs --node_id"));
+  // Peers know each other by the cluster secret alone: no start without it.
   r = RunKvserver({"--etcd=127.0.0.1:1", "--node_id=n1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("cluster mode needs --cluster_secret_file"));
+  r = RunKvserver({"--etcd=127.0.0.1:1", "--node_id=n1", "--cluster_secret_file=" + SecretFile()});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("--etcd=127.0.0.1:1"));
 }
@@ -85,9 +100,9 @@ class KvserverClusterMode : public ::testing::Test {
                                             const std::vector<std::string>& more = {}) {
     std::vector<std::string> flags = kBase;
     flags.insert(flags.end(), more.begin(), more.end());
-    flags.insert(flags.end(),
-                 {"--etcd=" + etcd_.endpoint(), "--node_id=" + id, "--cluster_name=modetest",
-                  "--member_ttl=1s", "--fence_margin=300ms"});
+    flags.insert(flags.end(), {"--etcd=" + etcd_.endpoint(), "--node_id=" + id,
+                               "--cluster_name=modetest", "--member_ttl=1s", "--fence_margin=300ms",
+                               "--cluster_secret_file=" + SecretFile()});
     return KvServerProcess::Start(flags);
   }
 

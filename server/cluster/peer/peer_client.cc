@@ -46,8 +46,8 @@ absl::Status PeerError(const char* method, const v1::ClusterNode& node,
 
 PeerClient::PeerClient(PeerClientOptions options)
     : options_(std::move(options)),
-      bearer_(options_.auth_token.empty() ? std::string()
-                                          : auth::BearerHeader(options_.auth_token)),
+      bearer_(options_.peer_secret.empty() ? std::string()
+                                           : auth::BearerHeader(options_.peer_secret)),
       credentials_(options_.credentials != nullptr ? options_.credentials
                                                    : grpc::InsecureChannelCredentials()) {}
 
@@ -94,18 +94,20 @@ std::shared_ptr<v1::KvCluster::Stub> PeerClient::Stub(const v1::ClusterNode& nod
   return peer.stub;
 }
 
-void PeerClient::Prepare(grpc::ClientContext* context, absl::Time deadline) const {
+void PeerClient::Prepare(grpc::ClientContext* context, absl::Time deadline,
+                         const std::string* authorization) const {
   if (deadline != absl::InfiniteFuture()) context->set_deadline(absl::ToChronoTime(deadline));
-  if (!bearer_.empty()) context->AddMetadata("authorization", bearer_);
+  const std::string& credential = authorization != nullptr ? *authorization : bearer_;
+  if (!credential.empty()) context->AddMetadata("authorization", credential);
 }
 
 template <typename Resp, typename Req, typename Call>
 absl::StatusOr<Resp> PeerClient::Unary(const char* method, const v1::ClusterNode& node,
                                        const Req& req, absl::Time deadline, PeerCallGroup* group,
-                                       Call call) {
+                                       const std::string* authorization, Call call) {
   std::shared_ptr<v1::KvCluster::Stub> stub = Stub(node);
   grpc::ClientContext context;
-  Prepare(&context, deadline);
+  Prepare(&context, deadline, authorization);
   if (group != nullptr && !group->Add(&context)) {
     return PeerError(method, node, absl::CancelledError("shutting down"));
   }
@@ -117,11 +119,13 @@ absl::StatusOr<Resp> PeerClient::Unary(const char* method, const v1::ClusterNode
 }
 
 // One line per unary RPC: the generated stub's blocking method.
-#define KV_PEER_UNARY(Method, Group)                                                            \
+#define KV_PEER_CALL(Method, Group, Authorization)                                              \
   Unary<v1::Method##Response>(                                                                  \
-      #Method, node, req, deadline, Group,                                                      \
+      #Method, node, req, deadline, Group, Authorization,                                       \
       [](v1::KvCluster::Stub* stub, grpc::ClientContext* context, const v1::Method##Request& r, \
          v1::Method##Response* out) { return stub->Method(context, r, out); })
+#define KV_PEER_UNARY(Method, Group) KV_PEER_CALL(Method, Group, nullptr)
+#define KV_PEER_ADMIN(Method) KV_PEER_CALL(Method, nullptr, &authorization)
 
 absl::StatusOr<v1::ReplicaStatusResponse> PeerClient::ReplicaStatus(
     const v1::ClusterNode& node, const v1::ReplicaStatusRequest& req, absl::Time deadline) {
@@ -165,32 +169,37 @@ absl::StatusOr<v1::AcceptHandoffResponse> PeerClient::AcceptHandoff(
 
 absl::StatusOr<v1::FailoverResponse> PeerClient::Failover(const v1::ClusterNode& node,
                                                           const v1::FailoverRequest& req,
-                                                          absl::Time deadline) {
-  return KV_PEER_UNARY(Failover, nullptr);
+                                                          absl::Time deadline,
+                                                          const std::string& authorization) {
+  return KV_PEER_ADMIN(Failover);
 }
 
 absl::StatusOr<v1::RemoveNodeResponse> PeerClient::RemoveNode(const v1::ClusterNode& node,
                                                               const v1::RemoveNodeRequest& req,
-                                                              absl::Time deadline) {
-  return KV_PEER_UNARY(RemoveNode, nullptr);
+                                                              absl::Time deadline,
+                                                              const std::string& authorization) {
+  return KV_PEER_ADMIN(RemoveNode);
 }
 
 absl::StatusOr<v1::AddNodeResponse> PeerClient::AddNode(const v1::ClusterNode& node,
                                                         const v1::AddNodeRequest& req,
-                                                        absl::Time deadline) {
-  return KV_PEER_UNARY(AddNode, nullptr);
+                                                        absl::Time deadline,
+                                                        const std::string& authorization) {
+  return KV_PEER_ADMIN(AddNode);
 }
 
 absl::StatusOr<v1::RebalanceResponse> PeerClient::Rebalance(const v1::ClusterNode& node,
                                                             const v1::RebalanceRequest& req,
-                                                            absl::Time deadline) {
-  return KV_PEER_UNARY(Rebalance, nullptr);
+                                                            absl::Time deadline,
+                                                            const std::string& authorization) {
+  return KV_PEER_ADMIN(Rebalance);
 }
 
 absl::StatusOr<v1::AcceptLossResponse> PeerClient::AcceptLoss(const v1::ClusterNode& node,
                                                               const v1::AcceptLossRequest& req,
-                                                              absl::Time deadline) {
-  return KV_PEER_UNARY(AcceptLoss, nullptr);
+                                                              absl::Time deadline,
+                                                              const std::string& authorization) {
+  return KV_PEER_ADMIN(AcceptLoss);
 }
 
 #undef KV_PEER_UNARY

@@ -18,7 +18,9 @@
 //     node with --tls_cert passes TLS credentials (KvServer::PeerCredentials:
 //     the cluster CA verifies the peer, the node's own certificate is its
 //     client certificate);
-//   * the bearer token, on every call;
+//   * the cluster secret, as the bearer token of every call (never the
+//     data token: clients do not hold the peer credential); the admin
+//     forwards carry the operator's credential instead;
 //   * deadlines: every call takes one; DefaultDeadline() is the one of
 //     calls whose caller has no bound of its own (PeerClientOptions::
 //     rpc_timeout);
@@ -56,9 +58,11 @@ namespace kvstore {
 namespace server {
 
 struct PeerClientOptions {
-  // The cluster's bearer token (--auth_token_file), sent on every call;
-  // empty: none. Every node of a cluster shares one token.
-  std::string auth_token;
+  // The cluster secret (--cluster_secret_file), sent as the bearer token
+  // of every peer call; every node of a cluster shares it, no client has
+  // it (common/auth/credentials.h). Empty: none (tests only: a kvserver in
+  // cluster mode refuses to start without one).
+  std::string peer_secret;
   // Channel credentials for peers; null: insecure (plaintext gRPC).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   // The deadline of a call whose caller has no bound of its own
@@ -133,21 +137,28 @@ class PeerClient {
   absl::StatusOr<v1::ReconcileSlotsResponse> ReconcileSlots(const v1::ClusterNode& node,
                                                             const v1::ReconcileSlotsRequest& req,
                                                             absl::Time deadline);
-  // The admin requests, forwarded to the elected controller.
+  // The admin requests, forwarded to the elected controller. They carry
+  // `authorization`, the operator's own "authorization" metadata as this
+  // node received it ("" for none), not the cluster secret: a peer is not
+  // an admin, so the controller checks the operator again.
   absl::StatusOr<v1::FailoverResponse> Failover(const v1::ClusterNode& node,
-                                                const v1::FailoverRequest& req,
-                                                absl::Time deadline);
+                                                const v1::FailoverRequest& req, absl::Time deadline,
+                                                const std::string& authorization);
   absl::StatusOr<v1::RemoveNodeResponse> RemoveNode(const v1::ClusterNode& node,
                                                     const v1::RemoveNodeRequest& req,
-                                                    absl::Time deadline);
+                                                    absl::Time deadline,
+                                                    const std::string& authorization);
   absl::StatusOr<v1::AddNodeResponse> AddNode(const v1::ClusterNode& node,
-                                              const v1::AddNodeRequest& req, absl::Time deadline);
+                                              const v1::AddNodeRequest& req, absl::Time deadline,
+                                              const std::string& authorization);
   absl::StatusOr<v1::RebalanceResponse> Rebalance(const v1::ClusterNode& node,
                                                   const v1::RebalanceRequest& req,
-                                                  absl::Time deadline);
+                                                  absl::Time deadline,
+                                                  const std::string& authorization);
   absl::StatusOr<v1::AcceptLossResponse> AcceptLoss(const v1::ClusterNode& node,
                                                     const v1::AcceptLossRequest& req,
-                                                    absl::Time deadline);
+                                                    absl::Time deadline,
+                                                    const std::string& authorization);
 
   // The same, started without blocking, for calls a caller runs in
   // parallel (the replicator's forwards): `done` runs exactly once, on a
@@ -168,13 +179,18 @@ class PeerClient {
                          absl::FunctionRef<absl::Status(const v1::SyncShardChunk&)> on_chunk);
 
  private:
+  // `authorization` null: the cluster secret; else that metadata value
+  // (an operator's, forwarded).
   template <typename Resp, typename Req, typename Call>
   absl::StatusOr<Resp> Unary(const char* method, const v1::ClusterNode& node, const Req& req,
-                             absl::Time deadline, PeerCallGroup* group, Call call);
+                             absl::Time deadline, PeerCallGroup* group,
+                             const std::string* authorization, Call call);
   // The stub for `node`, cached (see the file comment).
   std::shared_ptr<v1::KvCluster::Stub> Stub(const v1::ClusterNode& node);
-  // Deadline and token.
-  void Prepare(grpc::ClientContext* context, absl::Time deadline) const;
+  // Deadline and credential: the cluster secret, or `authorization` when
+  // not null.
+  void Prepare(grpc::ClientContext* context, absl::Time deadline,
+               const std::string* authorization = nullptr) const;
 
   InFlight StartCall();
 

@@ -43,6 +43,11 @@ class FakePeer final : public v1::KvCluster::Service {
     resp->set_applied_seq(applied_);
     return grpc::Status::OK;
   }
+  grpc::Status Failover(grpc::ServerContext* context, const v1::FailoverRequest*,
+                        v1::FailoverResponse*) override {
+    Record(context);
+    return grpc::Status::OK;
+  }
   grpc::Status Replicate(grpc::ServerContext* context, const v1::ReplicateRequest* req,
                          v1::ReplicateResponse*) override {
     Record(context);
@@ -138,6 +143,18 @@ TEST(PeerClient, SendsTheTokenAndReturnsTheAnswer) {
   PeerClient anonymous({});
   ASSERT_TRUE(anonymous.ReplicaStatus(NodeAt(peer.address()), {}, Soon()).ok());
   EXPECT_THAT(peer.service.tokens(), ::testing::ElementsAre("Bearer sekret", "<none>"));
+}
+
+// A forwarded admin request carries the operator's credential, never the
+// cluster secret: a peer is not an admin, so the controller must see who
+// asked.
+TEST(PeerClient, AnAdminForwardCarriesTheOperatorsCredentialNotTheSecret) {
+  PeerServer peer(1);
+  ASSERT_NE(peer.server, nullptr);
+  PeerClient client({"cluster-secret"});
+  ASSERT_TRUE(client.Failover(NodeAt(peer.address()), {}, Soon(), "Bearer operator-token").ok());
+  ASSERT_TRUE(client.Failover(NodeAt(peer.address()), {}, Soon(), "").ok());
+  EXPECT_THAT(peer.service.tokens(), ::testing::ElementsAre("Bearer operator-token", "<none>"));
 }
 
 // The peer's refusal keeps its type across the hop, whichever way the call

@@ -203,7 +203,7 @@ void RdmaReplicaLinks::Drop(const std::string& node_id,
 absl::StatusOr<std::shared_ptr<RdmaReplicaLink>> RdmaReplicaLinks::Connect(
     const v1::ClusterNode& node, absl::Time deadline, bool* no_device) {
   control::ControlSecurity security;
-  security.auth_token = options_.auth_token;
+  security.auth_token = options_.peer_secret;
   KV_ASSIGN_OR_RETURN(std::unique_ptr<control::ControlClient> control,
                       control::ControlClient::Dial(node.control_address(), security));
   const std::string name = absl::StrCat("replica-of-", options_.self);

@@ -55,8 +55,10 @@ struct RdmaReplicaLinksOptions {
   // This node's RDMA device name (as KvServer opened it); empty: no RDMA
   // here, Get() always returns null.
   std::string device;
-  // The cluster's bearer token (every node shares it); empty: none.
-  std::string auth_token;
+  // The cluster secret (every node shares it), the bearer token of the
+  // link's control session: the backup accepts replica commits only on
+  // queue pairs of a peer's session. Empty: none (tests).
+  std::string peer_secret;
   // Bounds the handshake and ConnectQp of a new link.
   absl::Duration connect_timeout = absl::Seconds(2);
   // Lease size on the backup (as client::Options::lease_bytes).

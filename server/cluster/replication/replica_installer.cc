@@ -49,6 +49,16 @@ ReplicaInstaller::ReplicaInstaller(KvStore* store, ClusterState* state, ShardSeq
                           "Replicated DELETEs this node applied as a backup.");
   refused_ = r.AddCounter("kvstore_replica_refused_total",
                           "Replicate calls refused (epoch, sender or role mismatch, bad entry).");
+  auto check_refusals = [&r](const char* check) {
+    return r.AddCounter("kvstore_replica_check_refusals_total",
+                        "Replicated writes refused by a backup's own checks of the sender's "
+                        "claims: check=slot (key outside the shard), seq (0 or near wrapping), "
+                        "incarnation (not the primary's in this node's map).",
+                        {{"check", check}});
+  };
+  refused_slot_ = check_refusals("slot");
+  refused_seq_ = check_refusals("seq");
+  refused_incarnation_ = check_refusals("incarnation");
   stale_skipped_ = r.AddCounter("kvstore_replica_stale_skipped_total",
                                 "Replicated writes ignored: older than one already applied to the "
                                 "key (while syncing), or a replica commit whose seq was resent by "
@@ -119,7 +129,8 @@ absl::Status ReplicaInstaller::Apply(const ReplicaCommit& commit,
                                      absl::FunctionRef<absl::Status()> install, Via via) {
   KV_RETURN_IF_ERROR(KV_FAILPOINT("replica/before-install"));
   bool syncing = false;
-  absl::Status refusal = Check(commit, &syncing);
+  std::shared_ptr<const cluster::ClusterMapView> map;
+  absl::Status refusal = Check(commit, &syncing, &map);
   absl::string_view key = commit.key;
   if (refusal.ok() && !commit.is_delete) {
     // A put names its key in its entry; a gRPC request also carries it.
@@ -132,6 +143,7 @@ absl::Status ReplicaInstaller::Apply(const ReplicaCommit& commit,
       key = view->key;
     }
   }
+  if (refusal.ok()) refusal = CheckWrite(*map, commit, key);
   auto apply = [&]() -> absl::Status {
     absl::Status s = KV_FAILPOINT("replica/install");
     if (s.ok() && commit.is_delete) {
@@ -178,8 +190,38 @@ absl::Status ReplicaInstaller::Apply(const ReplicaCommit& commit,
   return absl::OkStatus();
 }
 
-absl::Status ReplicaInstaller::Check(const ReplicaCommit& c, bool* syncing) const {
+absl::Status ReplicaInstaller::CheckWrite(const cluster::ClusterMapView& map,
+                                          const ReplicaCommit& c, absl::string_view key) const {
+  // A primary's seqs start at 1 and grow by one per write: a seq of 0 or
+  // one near 2^64 was never taken. Recorded as applied, a huge one would
+  // make this replica look newest to the controller and wrap the shard's
+  // seqs after a promotion.
+  if (c.seq == 0 || c.seq > kMaxReplicaSeq) {
+    refused_seq_->Increment();
+    return absl::InvalidArgumentError(
+        absl::StrCat("replicated write with seq ", c.seq, ", which no primary takes"));
+  }
+  // The key must be the shard's: else a write "of" one shard would land
+  // on keys of another that this node serves (or backs) without that
+  // shard's primary, its other replicas or its locks.
+  const uint32_t slot = cluster::KeySlot(key);
+  const v1::Shard* owner = map.ShardForSlot(slot);
+  const v1::Migration* m = map.ActiveMigrationForSlot(slot);
+  const bool owned = owner != nullptr && owner->shard_id() == c.shard_id;
+  const bool imported = m != nullptr && m->target_shard() == c.shard_id;
+  if (!owned && !imported) {
+    refused_slot_->Increment();
+    return absl::InvalidArgumentError(absl::StrCat("key of slot ", slot,
+                                                   " does not belong to shard ", c.shard_id,
+                                                   " (nor to a migration into it) in this map"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReplicaInstaller::Check(const ReplicaCommit& c, bool* syncing,
+                                     std::shared_ptr<const cluster::ClusterMapView>* used) const {
   auto map = state_->map();
+  if (used != nullptr) *used = map;
   const v1::Shard* shard = map != nullptr ? map->ShardById(c.shard_id) : nullptr;
   if (shard == nullptr || shard->shard_epoch() < c.shard_epoch) {
     return cluster::ToStatus(cluster::Refusal::MapBehind(
@@ -195,10 +237,14 @@ absl::Status ReplicaInstaller::Check(const ReplicaCommit& c, bool* syncing) cons
     return absl::FailedPreconditionError(
         absl::StrCat(c.primary_node_id, " is not the primary of shard ", c.shard_id, " here"));
   }
+  // Always compared (a sender's 0 is no wildcard): the sender must be the
+  // life of the primary this map names.
   if (const v1::ClusterNode* p = map->Node(c.primary_node_id);
-      c.primary_incarnation != 0 && p->incarnation() != c.primary_incarnation) {
+      p == nullptr || p->incarnation() != c.primary_incarnation) {
+    refused_incarnation_->Increment();
     return absl::FailedPreconditionError(absl::StrCat("primary incarnation ", c.primary_incarnation,
-                                                      " is not the map's ", p->incarnation()));
+                                                      " is not the map's ",
+                                                      p != nullptr ? p->incarnation() : 0));
   }
   if (state_->NamesOtherProcess(*map)) {
     // A restarted, empty process whose map still names its earlier life

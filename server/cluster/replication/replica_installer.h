@@ -86,6 +86,10 @@ struct ReplicaInstallerOptions {
   absl::Duration max_backoff = absl::Seconds(2);
 };
 
+// The highest seq a backup accepts: far above what any primary reaches
+// (2^62 writes), far below wrapping.
+inline constexpr uint64_t kMaxReplicaSeq = uint64_t{1} << 62;
+
 class ReplicaInstaller : public ReplicaCommitSink {
  public:
   // None owned; all must outlive the installer. `peers` makes the calls to
@@ -146,8 +150,16 @@ class ReplicaInstaller : public ReplicaCommitSink {
   absl::Status CheckReconcile(uint32_t shard_id, uint64_t shard_epoch, absl::string_view primary,
                               uint64_t incarnation);
   // The map checks of a replicated write; `syncing`: this node is a
-  // syncing (not yet in-sync) replica of the shard in that map.
-  absl::Status Check(const ReplicaCommit& commit, bool* syncing) const;
+  // syncing (not yet in-sync) replica of the shard in that map; `used`
+  // (when not null): that map.
+  absl::Status Check(const ReplicaCommit& commit, bool* syncing,
+                     std::shared_ptr<const cluster::ClusterMapView>* used = nullptr) const;
+  // The checks of the write itself, against the map Check() used: its seq
+  // is one a primary can have taken (not 0, not near wrapping), and its key
+  // belongs to the shard (its slots, or those of a COPYING / HANDOFF
+  // migration into it). Counted in kvstore_replica_check_refusals_total.
+  absl::Status CheckWrite(const cluster::ClusterMapView& map, const ReplicaCommit& commit,
+                          absl::string_view key) const;
   // The slots of `shard` whose keys this node's copy of it holds: the
   // shard's own, except those of an active migration out of it into a
   // shard this node is in (they are that shard's import, not this copy).
@@ -188,6 +200,9 @@ class ReplicaInstaller : public ReplicaCommitSink {
   metrics::Counter* installs_;
   metrics::Counter* deletes_;
   metrics::Counter* refused_;
+  metrics::Counter* refused_slot_;
+  metrics::Counter* refused_seq_;
+  metrics::Counter* refused_incarnation_;
   metrics::Counter* stale_skipped_;
   metrics::Counter* sync_entries_;
   metrics::Counter* sync_bytes_;

@@ -669,13 +669,13 @@ TEST_F(ReplicationTest, GetClusterMapAndTheSingleNodeAnswer) {
 
 TEST_F(ReplicationTest, EveryRpcNeedsTheBearerToken) {
   NodeOptions options;
-  options.auth_token = "0123456789abcdef-cluster-token";
+  options.credentials.data_token = "0123456789abcdef-data-token";
   Start(2, options);
   maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
-  // The peers carry the token: replication works.
+  // The peers carry the cluster secret: replication works.
   ASSERT_TRUE(node(0).Put("k", "v").ok());
   EXPECT_EQ(node(1).Value("k"), "v");
-  auto stub = node(1).NewStub();
+  auto stub = node(1).NewStub(/*token=*/"");
   {
     grpc::ClientContext ctx;
     v1::GetClusterMapResponse resp;

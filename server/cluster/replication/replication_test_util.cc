@@ -3,14 +3,17 @@
 #include "server/cluster/replication/replication_test_util.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth/token.h"
 #include "common/grpc_status.h"
 #include "glog/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "grpcpp/support/client_interceptor.h"
 
 namespace kvstore {
 namespace server {
@@ -198,7 +201,7 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
   CHECK(pool.ok()) << pool.status();
   pool_ = *std::move(pool);
   PeerClientOptions pco;
-  pco.auth_token = options.auth_token;
+  pco.peer_secret = options.credentials.peer_secret;
   peers_ = std::make_unique<PeerClient>(pco);
   ReplicatorOptions ro;
   ro.replication_timeout = options.replication_timeout;
@@ -246,7 +249,7 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
   deps.store = store_.get();
   deps.replicator = replicator_.get();
   deps.installer = installer_.get();
-  deps.auth_token = options.auth_token;
+  deps.credentials = options.credentials;
   deps.registry = &registry_;
   deps.sync_chunk_bytes = 256 << 10;
   service_ = std::make_unique<TestClusterService>(deps);
@@ -290,9 +293,50 @@ std::string Node::Value(absl::string_view key) {
   return std::string(v->value());
 }
 
-std::unique_ptr<v1::KvCluster::Stub> Node::NewStub() const {
-  return v1::KvCluster::NewStub(
-      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials()));
+namespace {
+
+// Adds "authorization: Bearer <token>" to every call that has none (gRPC
+// sends no call credentials on an insecure channel; the servers check the
+// header alone).
+class BearerInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit BearerInterceptor(std::string header) : header_(std::move(header)) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      std::multimap<std::string, std::string>* md = methods->GetSendInitialMetadata();
+      if (md->find("authorization") == md->end()) md->emplace("authorization", header_);
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string header_;
+};
+
+class BearerInterceptorFactory : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit BearerInterceptorFactory(std::string header) : header_(std::move(header)) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new BearerInterceptor(header_);
+  }
+
+ private:
+  const std::string header_;
+};
+
+}  // namespace
+
+std::unique_ptr<v1::KvCluster::Stub> Node::NewStub(const std::string& token) const {
+  const std::string address = absl::StrCat("127.0.0.1:", port_);
+  if (token.empty()) {
+    return v1::KvCluster::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  }
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> factories;
+  factories.push_back(std::make_unique<BearerInterceptorFactory>(auth::BearerHeader(token)));
+  return v1::KvCluster::NewStub(grpc::experimental::CreateCustomChannelWithInterceptors(
+      address, grpc::InsecureChannelCredentials(), grpc::ChannelArguments(), std::move(factories)));
 }
 
 v1::ClusterMap OneShardMap(const std::vector<Node*>& nodes, std::vector<int> replicas,

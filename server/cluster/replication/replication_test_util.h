@@ -111,6 +111,14 @@ class TestClusterService : public ClusterService {
   Before after_ ABSL_GUARDED_BY(mu_);
 };
 
+// The cluster secret every test node shares, and the credentials with only it.
+inline constexpr char kTestClusterSecret[] = "test-cluster-secret-0123456789";
+inline auth::Credentials TestCredentials() {
+  auth::Credentials c;
+  c.peer_secret = kTestClusterSecret;
+  return c;
+}
+
 struct NodeOptions {
   absl::Duration replication_timeout = absl::Seconds(2);
   // ReplicatorOptions::lease_ttl: how long writes are held after a demoted
@@ -124,7 +132,10 @@ struct NodeOptions {
   bool settle_idle = true;
   // The migration driver's thread (else tests call driver().Step()).
   bool migration_thread = false;
-  std::string auth_token;
+  // Every node's credentials: the cluster secret lets the nodes call each
+  // other (peer RPCs need it); the client tokens are empty (open) unless a
+  // test sets them.
+  auth::Credentials credentials = TestCredentials();
   // Makes the node's ShardMapEditor (e.g. an etcd MapStore); empty: a
   // FakeEditor over the FakeMapStore.
   std::function<std::unique_ptr<ShardMapEditor>(ClusterState*)> make_editor;
@@ -152,7 +163,10 @@ class Node {
   MigrationDriver& driver() { return *driver_; }
   TestClusterService& service() { return *service_; }
   metrics::Registry& registry() { return registry_; }
-  std::unique_ptr<v1::KvCluster::Stub> NewStub() const;
+  // A stub whose calls carry `token` as their bearer token (unless a call
+  // sets its own): by default the cluster secret, as another node calls;
+  // "" for none.
+  std::unique_ptr<v1::KvCluster::Stub> NewStub(const std::string& token = kTestClusterSecret) const;
 
  private:
   const std::string id_;
