@@ -19,6 +19,16 @@ namespace kvstore {
 namespace server {
 namespace {
 
+// An admin request as this node received it (ControllerProxy forwards it).
+AdminCall AdminCallOf(const grpc::ServerContext* context) {
+  AdminCall call;
+  call.authorization = auth::Authenticator::AuthorizationOf(context);
+  if (context == nullptr) return call;
+  call.deadline = absl::FromChrono(context->deadline());
+  call.forwarded = context->client_metadata().count(kAdminForwardedKey) > 0;
+  return call;
+}
+
 // The shape of every unary RPC here: admitted (token, cluster mode, the
 // component it needs), then answered, the answer's status (a refusal
 // included) converted once. `answer` returns the response or, for an
@@ -256,7 +266,7 @@ grpc::Status ClusterService::Failover(grpc::ServerContext* context,
   return Serve(AdmitAdmin(context, "Failover", Wired(deps_.failover, "manual failover")), response,
                [&] {
                  return WithMap<v1::FailoverResponse>(
-                     deps_.failover(*request, auth::Authenticator::AuthorizationOf(context)));
+                     deps_.failover(*request, AdminCallOf(context)));
                });
 }
 
@@ -266,7 +276,7 @@ grpc::Status ClusterService::RemoveNode(grpc::ServerContext* context,
   return Serve(AdmitAdmin(context, "RemoveNode", Wired(deps_.remove_node, "remove-node")), response,
                [&] {
                  return WithMap<v1::RemoveNodeResponse>(
-                     deps_.remove_node(*request, auth::Authenticator::AuthorizationOf(context)));
+                     deps_.remove_node(*request, AdminCallOf(context)));
                });
 }
 
@@ -274,7 +284,7 @@ grpc::Status ClusterService::AddNode(grpc::ServerContext* context,
                                      const v1::AddNodeRequest* request,
                                      v1::AddNodeResponse* response) {
   return Serve(AdmitAdmin(context, "AddNode", Wired(deps_.add_node, "add-node")), response, [&] {
-    return deps_.add_node(*request, auth::Authenticator::AuthorizationOf(context));
+    return deps_.add_node(*request, AdminCallOf(context));
   });
 }
 
@@ -283,7 +293,7 @@ grpc::Status ClusterService::Rebalance(grpc::ServerContext* context,
                                        v1::RebalanceResponse* response) {
   return Serve(
       AdmitAdmin(context, "Rebalance", Wired(deps_.rebalance, "rebalance")), response,
-      [&] { return deps_.rebalance(*request, auth::Authenticator::AuthorizationOf(context)); });
+      [&] { return deps_.rebalance(*request, AdminCallOf(context)); });
 }
 
 grpc::Status ClusterService::AcceptLoss(grpc::ServerContext* context,
@@ -291,7 +301,7 @@ grpc::Status ClusterService::AcceptLoss(grpc::ServerContext* context,
                                         v1::AcceptLossResponse* response) {
   return Serve(
       AdmitAdmin(context, "AcceptLoss", Wired(deps_.accept_loss, "accept-loss")), response,
-      [&] { return deps_.accept_loss(*request, auth::Authenticator::AuthorizationOf(context)); });
+      [&] { return deps_.accept_loss(*request, AdminCallOf(context)); });
 }
 
 }  // namespace server
