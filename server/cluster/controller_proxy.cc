@@ -24,10 +24,11 @@ absl::StatusOr<v1::ClusterNode> ControllerProxy::Leader(const Controller& contro
                                                         const AdminCall& call) const {
   const std::string leader = controller.ControllerId();
   if (call.forwarded) {
-    return absl::UnavailableError(
-        absl::StrCat("the ", what, " was forwarded to this node as the controller, but it is not "
-                     "the controller (it believes \"", leader,
-                     "\" is): the nodes disagree on who leads, as during an election; retry"));
+    return absl::UnavailableError(absl::StrCat(
+        "the ", what,
+        " was forwarded to this node as the controller, but it is not "
+        "the controller (it believes \"",
+        leader, "\" is): the nodes disagree on who leads, as during an election; retry"));
   }
   std::shared_ptr<const cluster::ClusterMapView> map = state_->map();
   const v1::ClusterNode* node = map != nullptr ? map->Node(leader) : nullptr;
@@ -55,9 +56,8 @@ absl::StatusOr<v1::ClusterMap> ControllerProxy::RemoveNode(const v1::RemoveNodeR
   KV_ASSIGN_OR_RETURN(Controller * controller, Local());
   if (controller->IsLeader()) return controller->RemoveNode(request.node_id());
   KV_ASSIGN_OR_RETURN(v1::ClusterNode leader, Leader(*controller, "remove-node", call));
-  KV_ASSIGN_OR_RETURN(
-      v1::RemoveNodeResponse response,
-      peers_->RemoveNode(leader, request, Deadline(call), call.authorization));
+  KV_ASSIGN_OR_RETURN(v1::RemoveNodeResponse response,
+                      peers_->RemoveNode(leader, request, Deadline(call), call.authorization));
   return std::move(*response.mutable_map());
 }
 

@@ -25,11 +25,12 @@ namespace {
 using ::testing::HasSubstr;
 
 grpc::Status DryRunRebalance(const std::string& address, bool marked_forwarded) {
-  auto stub = v1::KvCluster::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto stub =
+      v1::KvCluster::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  if (marked_forwarded) ctx.AddMetadata("kvstore-forwarded", "1");  // peer_client.h kAdminForwardedKey
+  if (marked_forwarded)
+    ctx.AddMetadata("kvstore-forwarded", "1");  // peer_client.h kAdminForwardedKey
   v1::RebalanceRequest req;
   req.set_dry_run(true);
   v1::RebalanceResponse resp;
