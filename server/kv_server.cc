@@ -233,6 +233,7 @@ absl::Status KvServer::StartRespServer() {
   ro.cluster = cluster_state_.get();
   ro.limits = options_.resp_limits;
   ro.limits.max_clients = resp_max_clients_;
+  ro.limits.max_unauthenticated_clients = resp_max_unauthenticated_clients_;
   ro.limits.max_inflight_set_bytes = options_.pool_bytes / 100 * options_.resp_inflight_set_percent;
   if (options_.resp_tls_port >= 0) {
     // RESP over TLS uses the control port's certificate, key and client CA.
@@ -280,17 +281,33 @@ void KvServer::RegisterProcessMetrics() {
 absl::Status KvServer::PlanDescriptors() {
   KV_ASSIGN_OR_RETURN(net::DescriptorLimit limit, net::RaiseDescriptorLimit());
   const int open = std::max(0, net::OpenDescriptors());
-  KV_ASSIGN_OR_RETURN(net::ConnectionCaps caps,
-                      net::PlanConnectionCaps(limit.soft, open, options_.grpc_max_connections,
-                                              options_.resp_limits.max_clients));
+  // Every port's cap is counted: what a stranger can open on one port must
+  // not take the descriptors another port, etcd or a peer needs.
+  absl::StatusOr<auth::Identities> ids = auth::Identities::Build(Credentials());
+  if (!ids.ok()) return ids.status();
+  net::ConnectionRequest request;
+  request.grpc = options_.grpc_max_connections;
+  request.resp = options_.resp_limits.max_clients;
+  request.resp_unauthenticated = options_.resp_limits.max_unauthenticated_clients;
+  request.resp_auth = !ids->open();  // RESP asks for AUTH exactly then
+  request.resp_threads = options_.resp_threads;
+  request.resp_tls = options_.resp_tls_port >= 0;
+  request.metrics = options_.metrics_port >= 0 ? metrics::MetricsHttpOptions().max_connections : 0;
+  KV_ASSIGN_OR_RETURN(net::ConnectionCaps caps, net::PlanConnectionCaps(limit.soft, open, request));
   descriptor_limit_ = limit.soft;
   grpc_max_connections_ = caps.grpc;
   resp_max_clients_ = caps.resp;
+  resp_max_unauthenticated_clients_ = caps.resp_unauthenticated;
   LOG(INFO) << "descriptor limit " << limit.soft << " (started with " << limit.soft_before
             << ", hard " << limit.hard << "), " << open << " open, "
             << net::ReservedDescriptors(limit.soft) << " reserved; at most "
-            << grpc_max_connections_ << " control-port connections and " << resp_max_clients_
-            << " RESP clients";
+            << grpc_max_connections_ << " control-port connections, " << resp_max_clients_
+            << " RESP clients"
+            << (request.resp_auth ? absl::StrCat(", ", resp_max_unauthenticated_clients_,
+                                                 " unauthenticated RESP connections")
+                                  : "")
+            << ", " << caps.metrics << " metrics-port connections (" << caps.total
+            << " descriptors)";
   if (!caps.adjusted.empty()) LOG(WARNING) << caps.adjusted;
   if (!net::AcceptGuard::Interposed()) {
     LOG(WARNING) << "this binary does not export its accept4: the control port's connection "

@@ -162,8 +162,9 @@ struct KvServerOptions {
   int grpc_max_threads = 64;
   // Most connections open at once on the control port (net::AcceptGuard);
   // 0: a quarter of the descriptors left after the reserve, 8 to 1024
-  // (net::PlanConnectionCaps). resp_limits.max_clients is lowered, with a
-  // warning, when it does not fit the descriptor limit beside this.
+  // (net::PlanConnectionCaps). resp_limits.max_clients and
+  // max_unauthenticated_clients are lowered, with a warning, when they do
+  // not fit the descriptor limit beside this and the metrics port's cap.
   int grpc_max_connections = 0;
 
   // --- Cluster mode (architecture §19.6). Empty etcd_endpoints: single-node.
@@ -277,8 +278,8 @@ class KvServer {
   // kInvalidArgument for an unreadable PEM file.
   absl::Status StartControlPlane();
   // Raises the descriptor limit to the hard limit, logs it, and sets the
-  // control and RESP connection caps that fit under it (kInvalidArgument
-  // when they cannot: net::PlanConnectionCaps).
+  // control and RESP connection caps that fit under it beside the metrics
+  // port's (kInvalidArgument when they cannot: net::PlanConnectionCaps).
   absl::Status PlanDescriptors();
   // The series of the descriptor budget and the control port's guard.
   void RegisterDescriptorMetrics();
@@ -381,6 +382,7 @@ class KvServer {
   uint64_t descriptor_limit_ = 0;
   int grpc_max_connections_ = 0;
   int resp_max_clients_ = 0;
+  int resp_max_unauthenticated_clients_ = 0;
   // kvstore_descriptors_*, kvstore_grpc_connections*: read the process and
   // net::AcceptGuard (registered once the control port is bound).
   std::vector<metrics::CallbackHandle> descriptor_metrics_;

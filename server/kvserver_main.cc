@@ -199,12 +199,12 @@ ABSL_FLAG(bool, replication_rdma, true,
 // error a client gets and counted in kvstore_resp_limit_rejections_total.
 ABSL_FLAG(int, resp_max_clients, 4096,
           "RESP connections open at once; one more gets '-ERR max number of clients reached'. "
-          "Lowered, with a warning, to what the descriptor limit leaves beside the control "
-          "port's connections and a reserve");
+          "Lowered, with a warning, to what the descriptor limit leaves beside a reserve and the "
+          "other ports' caps (control port, metrics port, unauthenticated RESP connections)");
 ABSL_FLAG(int, resp_max_unauthenticated_clients, 256,
           "with --auth_token_file: RESP connections open at once that have not sent AUTH yet "
           "(they do not count against --resp_max_clients until they do); at the cap the oldest "
-          "of them is closed to make room (0: no cap)");
+          "of them is closed. Lowered (0: set) with a warning to fit the descriptor budget");
 ABSL_FLAG(absl::Duration, resp_auth_timeout, absl::Seconds(5),
           "with --auth_token_file: close a RESP connection that has not authenticated this long "
           "after it connected (0: never)");
