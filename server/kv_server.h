@@ -79,6 +79,11 @@ inline SessionOptions DefaultServerSessions() {
   return s;
 }
 
+// Bounds of KvServerOptions::grpc_stream_window_bytes: below 1 KiB every
+// message needs a window update per KiB; HTTP/2 allows up to 2^31 - 1.
+constexpr uint64_t kMinGrpcStreamWindow = 1 << 10;
+constexpr uint64_t kMaxGrpcStreamWindow = 64 << 20;
+
 struct KvServerOptions {
   std::string listen_address = "127.0.0.1";
   int control_port = 7300;  // gRPC; 0 picks a free port
@@ -160,6 +165,12 @@ struct KvServerOptions {
   // 256 MiB and two messages.
   uint64_t grpc_memory_bytes = 0;
   int grpc_max_threads = 64;
+  // The control port's HTTP/2 stream window: what a call may send before
+  // the server reads it, so what a call refused on its metadata costs the
+  // server at most (it is read and dropped). Fixed (no BDP-probe growth);
+  // an admitted call's window grows to its message once it is read.
+  // kMinGrpcStreamWindow to kMaxGrpcStreamWindow.
+  uint64_t grpc_stream_window_bytes = 16 << 10;
   // Most connections open at once on the control port (net::AcceptGuard);
   // 0: a quarter of the descriptors left after the reserve, 8 to 1024
   // (net::PlanConnectionCaps). resp_limits.max_clients and

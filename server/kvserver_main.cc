@@ -139,11 +139,14 @@ ABSL_FLAG(std::string, grpc_memory, "0",
           "the largest messages (--max_value_bytes + --max_key_bytes + 4K); 0: the larger of "
           "256M and that");
 ABSL_FLAG(int, grpc_max_threads, 64, "most threads serving the control port");
+ABSL_FLAG(std::string, grpc_stream_window, "16K",
+          "the control port's HTTP/2 stream window, fixed (1K to 64M): the most of a call's body "
+          "read before its credential is checked; an admitted call's window grows to its message");
 ABSL_FLAG(int, grpc_max_connections, 0,
           "most connections open at once on the control port; more are closed at accept (0: a "
-          "quarter of the descriptors left after the reserve, 8 to 1024). With the RESP clients "
-          "(--resp_max_clients, lowered with a warning when it does not fit) it must fit under "
-          "the descriptor limit, which kvserver raises to the hard limit at start");
+          "quarter of the descriptors left after the reserve, 8 to 1024). With the other ports' "
+          "caps (the RESP flags are lowered with a warning when they do not fit) it must fit "
+          "under the descriptor limit, which kvserver raises to the hard limit at start");
 ABSL_FLAG(std::string, ready_file, "",
           "once serving, write 'control_port=N', 'resp_port=N', 'resp_tls_port=N', "
           "'metrics_port=N' (-1 when off), "
@@ -458,6 +461,7 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
       {"session_max_lease_bytes", absl::GetFlag(FLAGS_session_max_lease_bytes),
        &o.sessions.max_lease_bytes},
       {"grpc_memory", absl::GetFlag(FLAGS_grpc_memory), &o.grpc_memory_bytes},
+      {"grpc_stream_window", absl::GetFlag(FLAGS_grpc_stream_window), &o.grpc_stream_window_bytes},
   };
   for (auto& s : sizes) {
     auto v = SizeFlag(s.name, s.value);
