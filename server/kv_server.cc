@@ -40,7 +40,6 @@
 #include "server/cluster/replication/shard_seqs.h"
 #include "server/control/control_service.h"
 #include "server/net/accept_guard.h"
-#include "server/net/descriptor_budget.h"
 
 namespace kvstore {
 namespace server {
@@ -103,6 +102,13 @@ absl::Status KvServer::CheckSecurityOptions() const {
   if (!options_.tls_client_ca_file.empty() && !has_cert) {
     return absl::InvalidArgumentError(
         "--tls_client_ca needs --tls_cert and --tls_key (mutual TLS is TLS first)");
+  }
+  // What a stranger's upload may make the control port read (StartControlPlane).
+  if (options_.grpc_stream_window_bytes < kMinGrpcStreamWindow ||
+      options_.grpc_stream_window_bytes > kMaxGrpcStreamWindow) {
+    return absl::InvalidArgumentError(absl::StrCat("--grpc_stream_window must be between ",
+                                                   FormatByteSize(kMinGrpcStreamWindow), " and ",
+                                                   FormatByteSize(kMaxGrpcStreamWindow)));
   }
   // Only the tokens guard the RESP port (Redis clients know no certificates),
   // so mutual TLS alone would leave it open to anyone: a client credential
@@ -233,6 +239,7 @@ absl::Status KvServer::StartRespServer() {
   ro.cluster = cluster_state_.get();
   ro.limits = options_.resp_limits;
   ro.limits.max_clients = resp_max_clients_;
+  ro.limits.max_unauthenticated_clients = resp_max_unauthenticated_clients_;
   ro.limits.max_inflight_set_bytes = options_.pool_bytes / 100 * options_.resp_inflight_set_percent;
   if (options_.resp_tls_port >= 0) {
     // RESP over TLS uses the control port's certificate, key and client CA.
@@ -275,52 +282,6 @@ void KvServer::RegisterProcessMetrics() {
   uptime_gauge_ =
       registry_.AddCallbackGauge("kvstore_uptime_seconds", "Seconds since this server started.", {},
                                  [this] { return absl::ToInt64Seconds(absl::Now() - started_); });
-}
-
-absl::Status KvServer::PlanDescriptors() {
-  KV_ASSIGN_OR_RETURN(net::DescriptorLimit limit, net::RaiseDescriptorLimit());
-  const int open = std::max(0, net::OpenDescriptors());
-  KV_ASSIGN_OR_RETURN(net::ConnectionCaps caps,
-                      net::PlanConnectionCaps(limit.soft, open, options_.grpc_max_connections,
-                                              options_.resp_limits.max_clients));
-  descriptor_limit_ = limit.soft;
-  grpc_max_connections_ = caps.grpc;
-  resp_max_clients_ = caps.resp;
-  LOG(INFO) << "descriptor limit " << limit.soft << " (started with " << limit.soft_before
-            << ", hard " << limit.hard << "), " << open << " open, "
-            << net::ReservedDescriptors(limit.soft) << " reserved; at most "
-            << grpc_max_connections_ << " control-port connections and " << resp_max_clients_
-            << " RESP clients";
-  if (!caps.adjusted.empty()) LOG(WARNING) << caps.adjusted;
-  if (!net::AcceptGuard::Interposed()) {
-    LOG(WARNING) << "this binary does not export its accept4: the control port's connection "
-                    "cap is not enforced and its listener stops for good if descriptors run out";
-  }
-  return absl::OkStatus();
-}
-
-void KvServer::RegisterDescriptorMetrics() {
-  const int port = control_port_;
-  descriptor_metrics_.push_back(
-      registry_.AddCallbackGauge("kvstore_descriptors_open", "Descriptors the process has open.",
-                                 {}, [] { return static_cast<int64_t>(net::OpenDescriptors()); }));
-  descriptor_metrics_.push_back(registry_.AddCallbackGauge(
-      "kvstore_descriptors_limit", "The process's descriptor limit (soft RLIMIT_NOFILE).", {},
-      [limit = descriptor_limit_] { return static_cast<int64_t>(limit); }));
-  descriptor_metrics_.push_back(registry_.AddCallbackGauge(
-      "kvstore_grpc_connections", "Connections open on the control port.", {},
-      [port] { return static_cast<int64_t>(net::AcceptGuard::Get().Stats(port).open); }));
-  descriptor_metrics_.push_back(registry_.AddCallbackCounter(
-      "kvstore_grpc_connections_refused_total",
-      "Control-port connections closed at accept: over --grpc_max_connections (cap) or with "
-      "the process out of descriptors (descriptors).",
-      {{"reason", "cap"}}, [port] { return net::AcceptGuard::Get().Stats(port).refused_at_cap; }));
-  descriptor_metrics_.push_back(registry_.AddCallbackCounter(
-      "kvstore_grpc_connections_refused_total",
-      "Control-port connections closed at accept: over --grpc_max_connections (cap) or with "
-      "the process out of descriptors (descriptors).",
-      {{"reason", "descriptors"}},
-      [port] { return net::AcceptGuard::Get().Stats(port).refused_no_fd; }));
 }
 
 absl::Status KvServer::StartMetricsEndpoint() {
@@ -443,6 +404,15 @@ absl::Status KvServer::StartControlPlane() {
   // grpc_max_connections_ for seconds, not gRPC's default two minutes.
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
                              static_cast<int>(absl::ToInt64Milliseconds(kControlHandshakeTimeout)));
+  // Every call may send one HTTP/2 stream window of its body before the
+  // server asks for it, and a call refused on its metadata sends exactly
+  // that: the window is what a stranger's upload costs. gRPC's BDP probe
+  // would grow it to megabytes on a fast link; a fixed small window keeps
+  // each refusal cheap, and an admitted call's window still grows to its
+  // message's size once its handler reads it (docs/performance.md).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
+                             static_cast<int>(options_.grpc_stream_window_bytes));
   // Values up to the value limit travel through the slow-path Put/Get.
   const int max_msg = static_cast<int>(MaxControlMessageBytes(options_.limits));
   builder.SetMaxReceiveMessageSize(max_msg);

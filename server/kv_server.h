@@ -79,6 +79,11 @@ inline SessionOptions DefaultServerSessions() {
   return s;
 }
 
+// Bounds of KvServerOptions::grpc_stream_window_bytes: below 1 KiB every
+// message needs a window update per KiB; HTTP/2 allows up to 2^31 - 1.
+constexpr uint64_t kMinGrpcStreamWindow = 1 << 10;
+constexpr uint64_t kMaxGrpcStreamWindow = 64 << 20;
+
 struct KvServerOptions {
   std::string listen_address = "127.0.0.1";
   int control_port = 7300;  // gRPC; 0 picks a free port
@@ -160,10 +165,17 @@ struct KvServerOptions {
   // 256 MiB and two messages.
   uint64_t grpc_memory_bytes = 0;
   int grpc_max_threads = 64;
+  // The control port's HTTP/2 stream window: what a call may send before
+  // the server reads it, so what a call refused on its metadata costs the
+  // server at most (it is read and dropped). Fixed (no BDP-probe growth);
+  // an admitted call's window grows to its message once it is read.
+  // kMinGrpcStreamWindow to kMaxGrpcStreamWindow.
+  uint64_t grpc_stream_window_bytes = 16 << 10;
   // Most connections open at once on the control port (net::AcceptGuard);
   // 0: a quarter of the descriptors left after the reserve, 8 to 1024
-  // (net::PlanConnectionCaps). resp_limits.max_clients is lowered, with a
-  // warning, when it does not fit the descriptor limit beside this.
+  // (net::PlanConnectionCaps). resp_limits.max_clients and
+  // max_unauthenticated_clients are lowered, with a warning, when they do
+  // not fit the descriptor limit beside this and the metrics port's cap.
   int grpc_max_connections = 0;
 
   // --- Cluster mode (architecture §19.6). Empty etcd_endpoints: single-node.
@@ -277,8 +289,8 @@ class KvServer {
   // kInvalidArgument for an unreadable PEM file.
   absl::Status StartControlPlane();
   // Raises the descriptor limit to the hard limit, logs it, and sets the
-  // control and RESP connection caps that fit under it (kInvalidArgument
-  // when they cannot: net::PlanConnectionCaps).
+  // control and RESP connection caps that fit under it beside the metrics
+  // port's (kInvalidArgument when they cannot: net::PlanConnectionCaps).
   absl::Status PlanDescriptors();
   // The series of the descriptor budget and the control port's guard.
   void RegisterDescriptorMetrics();
@@ -381,6 +393,7 @@ class KvServer {
   uint64_t descriptor_limit_ = 0;
   int grpc_max_connections_ = 0;
   int resp_max_clients_ = 0;
+  int resp_max_unauthenticated_clients_ = 0;
   // kvstore_descriptors_*, kvstore_grpc_connections*: read the process and
   // net::AcceptGuard (registered once the control port is bound).
   std::vector<metrics::CallbackHandle> descriptor_metrics_;

@@ -122,11 +122,14 @@ ABSL_FLAG(std::string, grpc_memory, "0",
           "the largest messages (--max_value_bytes + --max_key_bytes + 4K); 0: the larger of "
           "256M and that");
 ABSL_FLAG(int, grpc_max_threads, 64, "most threads serving the control port");
+ABSL_FLAG(std::string, grpc_stream_window, "16K",
+          "the control port's HTTP/2 stream window, fixed (1K to 64M): the most of a call's body "
+          "read before its credential is checked; an admitted call's window grows to its message");
 ABSL_FLAG(int, grpc_max_connections, 0,
           "most connections open at once on the control port; more are closed at accept (0: a "
-          "quarter of the descriptors left after the reserve, 8 to 1024). With the RESP clients "
-          "(--resp_max_clients, lowered with a warning when it does not fit) it must fit under "
-          "the descriptor limit, which kvserver raises to the hard limit at start");
+          "quarter of the descriptors left after the reserve, 8 to 1024). With the other ports' "
+          "caps (the RESP flags are lowered with a warning when they do not fit) it must fit "
+          "under the descriptor limit, which kvserver raises to the hard limit at start");
 ABSL_FLAG(std::string, ready_file, "",
           "once serving, write 'control_port=N', 'resp_port=N', 'resp_tls_port=N', "
           "'metrics_port=N' (-1 when off), "
@@ -182,12 +185,12 @@ ABSL_FLAG(bool, replication_rdma, true,
 // error a client gets and counted in kvstore_resp_limit_rejections_total.
 ABSL_FLAG(int, resp_max_clients, 4096,
           "RESP connections open at once; one more gets '-ERR max number of clients reached'. "
-          "Lowered, with a warning, to what the descriptor limit leaves beside the control "
-          "port's connections and a reserve");
+          "Lowered, with a warning, to what the descriptor limit leaves beside a reserve and the "
+          "other ports' caps (control port, metrics port, unauthenticated RESP connections)");
 ABSL_FLAG(int, resp_max_unauthenticated_clients, 256,
           "with --auth_token_file: RESP connections open at once that have not sent AUTH yet "
           "(they do not count against --resp_max_clients until they do); at the cap the oldest "
-          "of them is closed to make room (0: no cap)");
+          "of them is closed. Lowered (0: set) with a warning to fit the descriptor budget");
 ABSL_FLAG(absl::Duration, resp_auth_timeout, absl::Seconds(5),
           "with --auth_token_file: close a RESP connection that has not authenticated this long "
           "after it connected (0: never)");
@@ -441,6 +444,7 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
       {"session_max_lease_bytes", absl::GetFlag(FLAGS_session_max_lease_bytes),
        &o.sessions.max_lease_bytes},
       {"grpc_memory", absl::GetFlag(FLAGS_grpc_memory), &o.grpc_memory_bytes},
+      {"grpc_stream_window", absl::GetFlag(FLAGS_grpc_stream_window), &o.grpc_stream_window_bytes},
   };
   for (auto& s : sizes) {
     auto v = SizeFlag(s.name, s.value);

@@ -302,6 +302,52 @@ TEST(AuthTest, UnauthenticatedUploadIsRefusedBeforeItsBodyIsRead) {
   }
 }
 
+// What a refused call costs the server is one HTTP/2 stream window of its
+// body, and that window is fixed (16 KiB by default): gRPC's BDP probe
+// would grow it, on loopback to megabytes, after a few bulk calls on the
+// same connection. Twenty refused 8 MiB uploads in a row on one connection
+// let in at most twenty windows (plus headers); an admitted 16 MiB Put on
+// that connection still goes through whole.
+TEST(AuthTest, EachRefusedUploadLetsInAtMostOneFixedStreamWindow) {
+  constexpr uint64_t kDefaultWindow = 16 << 10;  // KvServerOptions' default
+  constexpr uint64_t kHeaderSlack = 4 << 10;     // HEADERS and frame headers of one call
+  constexpr int kCalls = 20;
+  KvServerOptions o = SmallServer();
+  o.pool_bytes = 64ull << 20;
+  o.auth_token = kToken;
+  auto server = KvServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  testing::CountingRelay relay((*server)->control_port());
+  auto stub = pb::KvControl::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", relay.port()),
+                                                         grpc::InsecureChannelCredentials()));
+  auto put = [&stub](const std::string& token, uint64_t bytes) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    if (!token.empty()) ctx.AddMetadata("authorization", auth::BearerHeader(token));
+    pb::PutRequest req;
+    req.set_key("big");
+    req.set_value(std::string(bytes, 'v'));
+    pb::PutResponse resp;
+    return stub->Put(&ctx, req, &resp);
+  };
+  ASSERT_TRUE(put(kToken, 1).ok());  // connected: the count below is the uploads'
+  const uint64_t before = relay.client_bytes();
+  for (int i = 0; i < kCalls; ++i) {
+    grpc::Status s = put("", 8ull << 20);
+    ASSERT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+  }
+  const uint64_t refused = relay.client_bytes() - before;
+  std::printf("the server let in %lu bytes of %d refused 8 MiB uploads (%lu per call)\n",
+              static_cast<unsigned long>(refused), kCalls,
+              static_cast<unsigned long>(refused / kCalls));
+  EXPECT_LE(refused, kCalls * (kDefaultWindow + kHeaderSlack));
+
+  const uint64_t admitted_before = relay.client_bytes();
+  grpc::Status s = put(kToken, 16ull << 20);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_GE(relay.client_bytes() - admitted_before, 16ull << 20);
+}
+
 // The early check applies the services' own rule, not only "some known
 // secret": a read-only user's 32 MiB Put is refused (PERMISSION_DENIED)
 // before its body is read, and the admin token, which the services accept,

@@ -39,24 +39,49 @@ absl::StatusOr<DescriptorLimit> RaiseDescriptorLimit();
 int OpenDescriptors();
 
 // Descriptors kept out of every port's cap: etcd and peer channels, log
-// files, RDMA setup, the metrics port's connections, gRPC's own pipes, and
+// files, RDMA setup, the listeners, event loops and gRPC's own pipes, and
 // room for what the start-up count did not see yet.
 uint64_t ReservedDescriptors(uint64_t limit);
 
-struct ConnectionCaps {
-  int grpc = 0;          // control-port connections (AcceptGuard)
-  int resp = 0;          // RESP clients
-  std::string adjusted;  // non-empty: what was lowered and why, for the log
+// What each port asks for: its flag's value, or the fixed cap of a port
+// without a flag. A port's connections each hold one descriptor, except
+// that a RESP TLS connection holds three (the TLS socket and both ends of
+// the pair that carries its plaintext to the RESP loops).
+struct ConnectionRequest {
+  int grpc = 0;  // --grpc_max_connections; 0: automatic
+  int resp = 0;  // --resp_max_clients
+  // --resp_max_unauthenticated_clients; counted only with resp_auth (no
+  // token: every connection counts as a client). 0 with resp_auth: no cap
+  // asked, so one is set to fit (with a warning).
+  int resp_unauthenticated = 0;
+  bool resp_auth = false;
+  // The RESP loops: each keeps its own share of the unauthenticated cap,
+  // rounded up, so the port may hold up to threads * ceil(cap / threads).
+  int resp_threads = 1;
+  bool resp_tls = false;  // --resp_tls_port set: the TLS front takes up to `resp` more
+  int metrics = 0;        // the metrics port's fixed cap; 0: no metrics port
 };
 
-// Caps for `limit` descriptors when `in_use` are open already. `grpc`
-// 0 picks a quarter of what is left after the reserve (8 to 1024); `resp`
-// is lowered to what is left after gRPC when it does not fit (said in
-// `adjusted`). kInvalidArgument naming the flags when the limit leaves
-// fewer than 8 connections for either port, or an explicit `grpc` does not
-// fit.
-absl::StatusOr<ConnectionCaps> PlanConnectionCaps(uint64_t limit, uint64_t in_use, int grpc,
-                                                  int resp);
+struct ConnectionCaps {
+  int grpc = 0;                  // control-port connections (AcceptGuard)
+  int resp = 0;                  // RESP clients
+  int resp_unauthenticated = 0;  // RESP connections before AUTH (as requested without resp_auth)
+  int metrics = 0;               // as requested: the metrics port's cap has no flag
+  uint64_t total = 0;            // descriptors the caps may hold together
+  std::string adjusted;          // non-empty: what was lowered and why, for the log
+};
+
+// Caps for `limit` descriptors when `in_use` are open already, so that
+// in_use + ReservedDescriptors(limit) + total <= limit. The metrics port's
+// cap is fixed; `grpc` 0 picks a quarter of what is left after the reserve
+// and the metrics port (8 to 1024); --resp_max_clients and
+// --resp_max_unauthenticated_clients share what is left after gRPC, each
+// lowered (said in `adjusted`, naming the flag) only when both together do
+// not fit. kInvalidArgument naming the limit when it leaves fewer than 8
+// connections for any port with a flag, or naming --grpc_max_connections
+// when an explicit value does not fit.
+absl::StatusOr<ConnectionCaps> PlanConnectionCaps(uint64_t limit, uint64_t in_use,
+                                                  const ConnectionRequest& request);
 
 }  // namespace net
 }  // namespace server

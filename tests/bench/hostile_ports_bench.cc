@@ -19,7 +19,10 @@
 //   uploads          --uploaders concurrent unauthenticated gRPC Puts of
 //                    --upload_mib MiB each, in a loop;
 //   gzip-bomb        a POST to /metrics whose ~1 MiB gzip body inflates to
-//                    1 GiB (Content-Encoding: gzip), in a loop.
+//                    1 GiB (Content-Encoding: gzip), in a loop;
+//   large-put        no hostile load: --large_puts authenticated gRPC Puts of
+//                    --large_put_mib MiB each, one at a time (the throughput a
+//                    smaller HTTP/2 window would cost), printed below the table.
 //
 // In each phase an authenticated client (one gRPC channel and one RESP
 // connection, both connected before the hostile clients come) runs gRPC Put/Get and
@@ -43,6 +46,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -76,6 +80,11 @@ ABSL_FLAG(int, value_bytes, 1024, "value size of the authenticated client's writ
 ABSL_FLAG(int, idle_sockets, 300, "idle connections per port in the idle-* phases");
 ABSL_FLAG(int, uploaders, 16, "concurrent unauthenticated uploads in the uploads phase");
 ABSL_FLAG(int, upload_mib, 60, "size of each unauthenticated upload, MiB");
+ABSL_FLAG(std::string, phases, "",
+          "comma-separated phases to run (idle, idle-control, idle-resp, idle-metrics, uploads, "
+          "gzip-bomb, large-put); empty: all");
+ABSL_FLAG(int, large_put_mib, 16, "value size of the authenticated gRPC Puts in large-put, MiB");
+ABSL_FLAG(int, large_puts, 10, "authenticated gRPC Puts in the large-put phase");
 
 namespace kvstore {
 namespace {
@@ -166,6 +175,41 @@ uint64_t RssKib(pid_t pid) {
     }
   }
   return 0;
+}
+
+// The process's user + system CPU time, in clock ticks; 0 if unreadable.
+uint64_t CpuTicks(pid_t pid) {
+  const std::string stat = Slurp(absl::StrCat("/proc/", pid, "/stat"));
+  // Fields after the command name, which ends at the last ')'.
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::vector<std::string> f = absl::StrSplit(stat.substr(paren + 2), ' ', absl::SkipEmpty());
+  uint64_t utime = 0, stime = 0;
+  // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+  if (f.size() < 13 || !absl::SimpleAtoi(f[11], &utime) || !absl::SimpleAtoi(f[12], &stime)) {
+    return 0;
+  }
+  return utime + stime;
+}
+
+// Bytes received so far by the server's sockets on `port` (bytes_received
+// of `ss -ti`): recvmsg does not count in /proc/<pid>/io. Sockets closed
+// meanwhile are not counted.
+uint64_t ReceivedOnPort(int port) {
+  FILE* p = popen(
+      absl::StrCat("ss -tinH state established sport = :", port, " 2>/dev/null").c_str(), "r");
+  if (p == nullptr) return 0;
+  uint64_t total = 0;
+  char buf[4096];
+  while (fgets(buf, sizeof(buf), p) != nullptr) {
+    const char* at = strstr(buf, "bytes_received:");
+    uint64_t n = 0;
+    if (at != nullptr && absl::SimpleAtoi(std::string(at + 15, strcspn(at + 15, " \n")), &n)) {
+      total += n;
+    }
+  }
+  pclose(p);
+  return total;
 }
 
 int Connect(int port, bool nonblocking) {
@@ -271,6 +315,11 @@ struct PhaseResult {
   std::string name;
   Latencies grpc_put, grpc_get, resp_set, resp_get;
   uint64_t rss_peak_kib = 0;
+  double cpu_ms_per_op = 0;
+  double large_put_mib_s = 0;  // large-put only
+  uint64_t hostile_calls = 0;  // uploads only: unauthenticated calls finished
+  uint64_t read_bytes = 0;     // what the control port received meanwhile
+  double seconds = 0;          // how long the measurement ran
   bool fresh_during = false;
   std::string fresh_after;
 };
@@ -281,6 +330,7 @@ class Load {
   virtual ~Load() = default;
   virtual void Start() = 0;
   virtual void Stop() = 0;
+  virtual uint64_t calls() const { return 0; }  // requests made so far
 };
 
 class IdleSockets : public Load {
@@ -319,7 +369,7 @@ class Uploads : public Load {
     for (auto& t : threads_) t.join();
     threads_.clear();
   }
-  uint64_t calls() const { return calls_; }
+  uint64_t calls() const override { return calls_; }
 
  private:
   void Run() {
@@ -415,8 +465,37 @@ class GzipBomb : public Load {
   std::thread thread_;
 };
 
+// --large_puts authenticated Puts of --large_put_mib MiB, one at a time,
+// into r->grpc_put; their throughput into r->large_put_mib_s.
+void LargePuts(pb::KvControl::Stub* stub, PhaseResult* r) {
+  const std::string value(static_cast<size_t>(absl::GetFlag(FLAGS_large_put_mib)) << 20, 'L');
+  double total_ms = 0;
+  for (int i = 0; i < absl::GetFlag(FLAGS_large_puts); ++i) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    ctx.AddMetadata("authorization", absl::StrCat("Bearer ", kToken));
+    pb::PutRequest req;
+    req.set_key(absl::StrCat("large:", i % 4));
+    req.set_value(value);
+    pb::PutResponse out;
+    const auto t0 = Clock::now();
+    const bool ok = stub->Put(&ctx, req, &out).ok();
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (ok) {
+      r->grpc_put.ms.push_back(ms);
+      total_ms += ms;
+    } else {
+      ++r->grpc_put.errors;
+    }
+  }
+  if (total_ms > 0) {
+    r->large_put_mib_s =
+        r->grpc_put.ms.size() * absl::GetFlag(FLAGS_large_put_mib) / (total_ms / 1000.0);
+  }
+}
+
 PhaseResult RunPhase(const std::string& name, Load* load, const Server& server,
-                     pb::KvControl::Stub* stub, Resp* resp) {
+                     pb::KvControl::Stub* stub, Resp* resp, bool large_puts) {
   PhaseResult r;
   r.name = name;
   std::atomic<bool> sampling{true};
@@ -437,6 +516,10 @@ PhaseResult RunPhase(const std::string& name, Load* load, const Server& server,
   }
   if (load != nullptr) load->Start();
   r.fresh_during = FreshHandshake(server.control);
+  const uint64_t cpu_before = CpuTicks(server.pid);
+  const uint64_t read_before = ReceivedOnPort(server.control);
+  const uint64_t calls_before = load != nullptr ? load->calls() : 0;
+  const absl::Time start = absl::Now();
   const std::string value(absl::GetFlag(FLAGS_value_bytes), 'v');
   const int ops = absl::GetFlag(FLAGS_ops);
   const absl::Time end = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_phase_seconds));
@@ -450,7 +533,8 @@ PhaseResult RunPhase(const std::string& name, Load* load, const Server& server,
       ++l->errors;
     }
   };
-  for (int i = 0; i < ops && absl::Now() < end; ++i) {
+  if (large_puts) LargePuts(stub, &r);
+  for (int i = 0; i < ops && absl::Now() < end && !large_puts; ++i) {
     const std::string key = absl::StrCat("bench:", i % 64);
     auto context = [] {
       auto ctx = std::make_unique<grpc::ClientContext>();
@@ -476,6 +560,13 @@ PhaseResult RunPhase(const std::string& name, Load* load, const Server& server,
     timed(&r.resp_set, [&] { return resp->Command({"SET", key, value}) == "+OK"; });
     timed(&r.resp_get, [&] { return resp->Command({"GET", key}).size() == value.size(); });
   }
+  const size_t done =
+      r.grpc_put.ms.size() + r.grpc_get.ms.size() + r.resp_set.ms.size() + r.resp_get.ms.size();
+  const uint64_t cpu_ticks = CpuTicks(server.pid) - cpu_before;
+  if (done > 0) r.cpu_ms_per_op = 1000.0 * cpu_ticks / sysconf(_SC_CLK_TCK) / done;
+  r.read_bytes = ReceivedOnPort(server.control) - read_before;
+  r.hostile_calls = load != nullptr ? load->calls() - calls_before : 0;
+  r.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (load != nullptr) load->Stop();
   sampling = false;
   sampler.join();
@@ -492,7 +583,7 @@ PhaseResult RunPhase(const std::string& name, Load* load, const Server& server,
   return r;
 }
 
-enum class Kind { kNone, kIdleControl, kIdleResp, kIdleMetrics, kUploads, kGzipBomb };
+enum class Kind { kNone, kIdleControl, kIdleResp, kIdleMetrics, kUploads, kGzipBomb, kLargePut };
 
 // One phase on a server of its own, so that what one load broke (a dead
 // listener, a bloated heap) does not show up in the next phase's row.
@@ -530,8 +621,11 @@ bool Phase(const std::string& name, Kind kind, std::vector<PhaseResult>* results
     case Kind::kGzipBomb:
       load = std::make_unique<GzipBomb>(server.metrics);
       break;
+    case Kind::kLargePut:
+      break;
   }
-  results->push_back(RunPhase(name, load.get(), server, stub.get(), &resp));
+  results->push_back(
+      RunPhase(name, load.get(), server, stub.get(), &resp, kind == Kind::kLargePut));
   kill(server.pid, SIGKILL);
   waitpid(server.pid, nullptr, 0);
   return true;
@@ -542,28 +636,52 @@ int Main() {
               absl::GetFlag(FLAGS_kvserver).c_str(), absl::GetFlag(FLAGS_max_descriptors));
   std::vector<PhaseResult> results;
   uint64_t idle_rss = 0;
-  if (!Phase("idle", Kind::kNone, &results, &idle_rss) ||
-      !Phase("idle-control", Kind::kIdleControl, &results, nullptr) ||
-      !Phase("idle-resp", Kind::kIdleResp, &results, nullptr) ||
-      !Phase("idle-metrics", Kind::kIdleMetrics, &results, nullptr) ||
-      !Phase("uploads", Kind::kUploads, &results, nullptr) ||
-      !Phase("gzip-bomb", Kind::kGzipBomb, &results, nullptr)) {
-    return 1;
+  const std::vector<std::pair<std::string, Kind>> all = {
+      {"idle", Kind::kNone},          {"idle-control", Kind::kIdleControl},
+      {"idle-resp", Kind::kIdleResp}, {"idle-metrics", Kind::kIdleMetrics},
+      {"uploads", Kind::kUploads},    {"gzip-bomb", Kind::kGzipBomb},
+      {"large-put", Kind::kLargePut}};
+  const std::string wanted = absl::GetFlag(FLAGS_phases);
+  std::vector<std::string> names = absl::StrSplit(wanted, ',', absl::SkipEmpty());
+  for (const std::string& n : names) {
+    if (std::none_of(all.begin(), all.end(), [&n](const auto& p) { return p.first == n; })) {
+      std::fprintf(stderr, "--phases: unknown phase '%s'\n", n.c_str());
+      return 2;
+    }
+  }
+  for (const auto& [name, kind] : all) {
+    if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) continue;
+    if (!Phase(name, kind, &results, idle_rss == 0 ? &idle_rss : nullptr)) return 1;
   }
   std::printf(
       "\nserver RSS idle: %.1f MiB; uploads: %d x %d MiB unauthenticated; gzip bomb: "
       "~1 MiB on the wire, 1 GiB inflated\n",
       idle_rss / 1024.0, absl::GetFlag(FLAGS_uploaders), absl::GetFlag(FLAGS_upload_mib));
   std::printf("latencies in ms, p50 / p99; err = failed operations (all four kinds)\n\n");
-  std::printf("%-13s %-20s %-20s %-20s %-20s %5s %10s %-8s %-12s\n", "phase", "gRPC PUT",
-              "gRPC GET", "RESP SET", "RESP GET", "err", "RSS peak", "new conn", "new conn after");
+  std::printf("%-13s %-20s %-20s %-20s %-20s %5s %10s %7s %-8s %-12s\n", "phase", "gRPC PUT",
+              "gRPC GET", "RESP SET", "RESP GET", "err", "RSS peak", "CPU/op", "new conn",
+              "new conn after");
   for (const PhaseResult& r : results) {
     const int errors =
         r.grpc_put.errors + r.grpc_get.errors + r.resp_set.errors + r.resp_get.errors;
-    std::printf("%-13s %-20s %-20s %-20s %-20s %5d %6.0f MiB %-8s %-12s\n", r.name.c_str(),
+    std::printf("%-13s %-20s %-20s %-20s %-20s %5d %6.0f MiB %4.2f ms %-8s %-12s\n", r.name.c_str(),
                 r.grpc_put.Cell().c_str(), r.grpc_get.Cell().c_str(), r.resp_set.Cell().c_str(),
-                r.resp_get.Cell().c_str(), errors, r.rss_peak_kib / 1024.0,
+                r.resp_get.Cell().c_str(), errors, r.rss_peak_kib / 1024.0, r.cpu_ms_per_op,
                 r.fresh_during ? "yes" : "no", r.fresh_after.c_str());
+  }
+  for (const PhaseResult& r : results) {
+    if (r.hostile_calls > 0) {
+      std::printf(
+          "\n%s: %llu unauthenticated calls in %.1f s; the control port received %.0f MiB "
+          "(%.0f KiB per call)\n",
+          r.name.c_str(), static_cast<unsigned long long>(r.hostile_calls), r.seconds,
+          r.read_bytes / 1048576.0, r.read_bytes / 1024.0 / r.hostile_calls);
+    }
+    if (r.large_put_mib_s > 0) {
+      std::printf("\nlarge-put: %d authenticated gRPC Puts of %d MiB, one at a time: %.0f MiB/s\n",
+                  absl::GetFlag(FLAGS_large_puts), absl::GetFlag(FLAGS_large_put_mib),
+                  r.large_put_mib_s);
+    }
   }
   return 0;
 }
