@@ -55,8 +55,7 @@
 # control and RESP ports (RESP on 6390) with mutual TLS, peers, and etcd with
 # client certificates and etcd users (docs/security.md §2.2, §2.4).  KV_TLS=off
 # adds deploy/compose/docker-compose.plaintext.yml: no TLS, no etcd auth, RESP
-# on 6380; only for measuring what TLS costs, and for chaos (chaos_load
-# speaks no TLS).
+# on 6380; only for measuring what TLS costs.
 #
 # Environment: KV_TLS (on|off, default on), KV_COMPOSE_PROJECT (compose project name, default kvstore),
 # KV_COMPOSE_STATE (token, dockerd pid and log, overlay in use; default
@@ -494,8 +493,6 @@ cmd_bench() {
 cmd_chaos() {
     running
     if [[ -x $COMPOSE_DIR/chaos.sh ]]; then
-        ((${#KVCTL_TLS[@]} == 0)) ||
-            die "chaos: chaos.sh's load (chaos_load) speaks no TLS; bring the cluster up with KV_TLS=off deploy/cluster.sh up"
         exec "$COMPOSE_DIR/chaos.sh" "$@"
     fi
     ((!$#)) || bad_usage "chaos: the built-in round takes no arguments"
