@@ -62,7 +62,8 @@
 # deploy/compose/.state), KV_TOKEN_FILE (data clients' token, default
 # STATE/token), KV_ADMIN_TOKEN_FILE (admin token, default STATE/admin_token),
 # KV_CLUSTER_SECRET_FILE (the kvservers' peer secret, default
-# STATE/cluster_secret), KV_ETCD_ROOT_PASSWORD_FILE and KV_ETCD_PASSWORD_FILE
+# STATE/cluster_secret), KV_TLS_DIR (make-certs.sh's directory: the CA, its key and
+# every leaf; default STATE/tls), KV_ETCD_ROOT_PASSWORD_FILE and KV_ETCD_PASSWORD_FILE
 # (etcd's root and kv users, default STATE/etcd_root_password and
 # STATE/etcd_password), KV_CERTS_DIR (the containers' certificates, default
 # STATE/certs; make-certs.sh writes the CA and every leaf to STATE/tls),
@@ -94,7 +95,10 @@ export KV_CLUSTER_SECRET_FILE=${KV_CLUSTER_SECRET_FILE:-$STATE/cluster_secret}
 export KV_ETCD_ROOT_PASSWORD_FILE=${KV_ETCD_ROOT_PASSWORD_FILE:-$STATE/etcd_root_password}
 export KV_ETCD_PASSWORD_FILE=${KV_ETCD_PASSWORD_FILE:-$STATE/etcd_password}
 export KV_CERTS_DIR=${KV_CERTS_DIR:-$STATE/certs}
-TLS_DIR=$STATE/tls # make-certs.sh's output, CA key included: never mounted
+# make-certs.sh's output, CA key included: never mounted.  deploy/compose/vm.sh
+# points it at certificates made on the host (openssl under an emulated CPU
+# took 100 s).
+TLS_DIR=${KV_TLS_DIR:-$STATE/tls}
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 say() { echo "cluster: $*"; }
@@ -270,10 +274,16 @@ CERT_OWNERS=(kvserver1 kvserver2 kvserver3 kvserver4 etcd client)
 make_certs() {
     local renew=() name f src
     (($#)) && renew=(--renew)
-    command -v openssl >/dev/null || die "openssl not found (apt-get install openssl): the cluster's certificates need it"
-    mkdir -p "$STATE"
-    "$REPO/deploy/make-certs.sh" --dir="$TLS_DIR" --nodes="kvserver1 kvserver2 kvserver3 kvserver4" "${renew[@]}" |
-        sed "s|$REPO/||; s/^/cluster: /" || die "deploy/make-certs.sh failed"
+    local missing=0
+    for name in ca "${CERT_OWNERS[@]}"; do
+        [[ -s $TLS_DIR/$name.pem && -s $TLS_DIR/$name.key ]] || missing=1
+    done
+    if ((missing || ${#renew[@]})); then
+        command -v openssl >/dev/null || die "openssl not found (apt-get install openssl): the cluster's certificates need it"
+        mkdir -p "$STATE"
+        "$REPO/deploy/make-certs.sh" --dir="$TLS_DIR" --nodes="kvserver1 kvserver2 kvserver3 kvserver4" "${renew[@]}" |
+            sed "s|$REPO/||; s/^/cluster: /" || die "deploy/make-certs.sh failed"
+    fi
     (umask 077 && mkdir -p "$KV_CERTS_DIR")
     for name in "${CERT_OWNERS[@]}"; do
         mkdir -p "$KV_CERTS_DIR/$name"
