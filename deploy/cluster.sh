@@ -55,7 +55,7 @@
 # control and RESP ports (RESP on 6390) with mutual TLS, peers, and etcd with
 # client certificates and etcd users (docs/security.md §2.2, §2.4).  KV_TLS=off
 # adds deploy/compose/docker-compose.plaintext.yml: no TLS, no etcd auth, RESP
-# on 6380; only for measuring what TLS costs.
+# on 6380; for measuring what TLS costs, and in the emulated VM (vm.sh sets it).
 #
 # Environment: KV_TLS (on|off, default on), KV_COMPOSE_PROJECT (compose project name, default kvstore),
 # KV_COMPOSE_STATE (token, dockerd pid and log, overlay in use; default
