@@ -193,19 +193,19 @@ void KvServer::BuildClusterService() {
     ControllerProxy* proxy = controller_proxy_.get();
     // The caller's credential goes along: a forward to the controller
     // carries the operator's, never the cluster secret.
-    deps.failover = [proxy](const v1::FailoverRequest& r, const std::string& a) {
+    deps.failover = [proxy](const v1::FailoverRequest& r, const AdminCall& a) {
       return proxy->Failover(r, a);
     };
-    deps.remove_node = [proxy](const v1::RemoveNodeRequest& r, const std::string& a) {
+    deps.remove_node = [proxy](const v1::RemoveNodeRequest& r, const AdminCall& a) {
       return proxy->RemoveNode(r, a);
     };
-    deps.add_node = [proxy](const v1::AddNodeRequest& r, const std::string& a) {
+    deps.add_node = [proxy](const v1::AddNodeRequest& r, const AdminCall& a) {
       return proxy->AddNode(r, a);
     };
-    deps.rebalance = [proxy](const v1::RebalanceRequest& r, const std::string& a) {
+    deps.rebalance = [proxy](const v1::RebalanceRequest& r, const AdminCall& a) {
       return proxy->Rebalance(r, a);
     };
-    deps.accept_loss = [proxy](const v1::AcceptLossRequest& r, const std::string& a) {
+    deps.accept_loss = [proxy](const v1::AcceptLossRequest& r, const AdminCall& a) {
       return proxy->AcceptLoss(r, a);
     };
   }

@@ -19,13 +19,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/auth/credentials.h"
-#include "common/auth/token.h"
 #include "common/byte_size.h"
 #include "common/failpoint/failpoint.h"
 #include "glog/logging.h"
 #include "server/cluster/membership/cluster_options.h"
 #include "server/kv_server.h"
+#include "server/kvserver_main_secrets.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1",
           "IPv4 address to bind the control and data ports to (0.0.0.0 for all interfaces)");
@@ -93,22 +92,6 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1",
           "--listen: /metrics needs no credential, so it stays on loopback unless this says "
           "otherwise");
 // Security (docs/security.md).
-ABSL_FLAG(std::string, auth_token_file, "",
-          "file holding the data clients' token (user \"default\", read-write): the gRPC bearer "
-          "token and the RESP password (AUTH token); it grants no peer or admin call; at least 16 "
-          "characters, no whitespace");
-ABSL_FLAG(std::string, admin_token_file, "",
-          "file holding the admin token (user \"admin\"): needed for failover, add/remove-node, "
-          "rebalance, accept-loss (kvctl --admin_token_file) and RESP admin commands (CONFIG "
-          "SET...); also reads and writes keys");
-ABSL_FLAG(std::string, cluster_secret_file, "",
-          "file holding the cluster secret the kvservers of a cluster present to each other "
-          "(replication, shard copies, migration, reconciliation); the same file on every node, "
-          "never given to clients; required with --etcd");
-ABSL_FLAG(std::string, users_file, "",
-          "file of more users, one per line: NAME ROLE SECRET, ROLE read (GET/SCAN only), write "
-          "or admin; '#' starts a comment. gRPC clients send SECRET as their token, RESP "
-          "clients AUTH NAME SECRET (redis-cli --user NAME --pass SECRET)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain: the control port serves TLS");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
@@ -518,42 +501,8 @@ int main(int argc, char** argv) {
     Fail(options.status());
     return 2;  // a usage error, before anything is mapped or bound
   }
-  // The token is read here, not kept in a flag: it never shows in --help,
-  // ps or the flag dump. A bad file stops start-up, naming the file.
-  if (const std::string path = absl::GetFlag(FLAGS_auth_token_file); !path.empty()) {
-    absl::StatusOr<std::string> token = kvstore::auth::ReadTokenFile(path);
-    if (!token.ok()) {
-      return Fail(absl::InvalidArgumentError(
-          absl::StrCat("--auth_token_file: ", token.status().message())));
-    }
-    options->auth_token = std::move(*token);
-  }
-  struct SecretFlag {
-    const char* name;
-    std::string path;
-    std::string* field;
-  };
-  for (const SecretFlag& f :
-       {SecretFlag{"admin_token_file", absl::GetFlag(FLAGS_admin_token_file),
-                   &options->admin_token},
-        SecretFlag{"cluster_secret_file", absl::GetFlag(FLAGS_cluster_secret_file),
-                   &options->cluster_secret}}) {
-    if (f.path.empty()) continue;
-    absl::StatusOr<std::string> token = kvstore::auth::ReadTokenFile(f.path);
-    if (!token.ok()) {
-      return Fail(
-          absl::InvalidArgumentError(absl::StrCat("--", f.name, ": ", token.status().message())));
-    }
-    *f.field = std::move(*token);
-  }
-  if (const std::string path = absl::GetFlag(FLAGS_users_file); !path.empty()) {
-    absl::StatusOr<std::vector<kvstore::auth::User>> users = kvstore::auth::ReadUsersFile(path);
-    if (!users.ok()) {
-      return Fail(
-          absl::InvalidArgumentError(absl::StrCat("--users_file: ", users.status().message())));
-    }
-    options->users = std::move(*users);
-  }
+  // The secrets are read from their files here, never kept in a flag.
+  if (absl::Status s = kvstore::server::SecretsFromFlags(&*options); !s.ok()) return Fail(s);
   if (const std::string spec = absl::GetFlag(FLAGS_failpoints); !spec.empty()) {
     if (absl::Status s = kvstore::failpoint::ArmFromSpec(spec); !s.ok()) {
       Fail(absl::InvalidArgumentError(absl::StrCat("--failpoints: ", s.message())));

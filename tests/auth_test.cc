@@ -315,8 +315,8 @@ TEST(AuthTest, TheEarlyCheckRefusesWhatTheRoleMayNotCallAndAdmitsEveryPrincipal)
   auto server = KvServer::Start(o);
   ASSERT_TRUE(server.ok()) << server.status();
   testing::CountingRelay relay((*server)->control_port());
-  auto stub = pb::KvControl::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", relay.port()), grpc::InsecureChannelCredentials()));
+  auto stub = pb::KvControl::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", relay.port()),
+                                                         grpc::InsecureChannelCredentials()));
   constexpr uint64_t kValue = 32ull << 20;
   auto put = [&stub](const std::string& token, const std::string& key) {
     grpc::ClientContext ctx;

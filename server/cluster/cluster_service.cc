@@ -19,6 +19,16 @@ namespace kvstore {
 namespace server {
 namespace {
 
+// An admin request as this node received it (ControllerProxy forwards it).
+AdminCall AdminCallOf(const grpc::ServerContext* context) {
+  AdminCall call;
+  call.authorization = auth::Authenticator::AuthorizationOf(context);
+  if (context == nullptr) return call;
+  call.deadline = absl::FromChrono(context->deadline());
+  call.forwarded = context->client_metadata().count(kAdminForwardedKey) > 0;
+  return call;
+}
+
 // The shape of every unary RPC here: admitted (token, cluster mode, the
 // component it needs), then answered, the answer's status (a refusal
 // included) converted once. `answer` returns the response or, for an
@@ -253,45 +263,40 @@ grpc::Status ClusterService::AcceptHandoff(grpc::ServerContext* context,
 grpc::Status ClusterService::Failover(grpc::ServerContext* context,
                                       const v1::FailoverRequest* request,
                                       v1::FailoverResponse* response) {
-  return Serve(AdmitAdmin(context, "Failover", Wired(deps_.failover, "manual failover")), response,
-               [&] {
-                 return WithMap<v1::FailoverResponse>(
-                     deps_.failover(*request, auth::Authenticator::AuthorizationOf(context)));
-               });
+  return Serve(
+      AdmitAdmin(context, "Failover", Wired(deps_.failover, "manual failover")), response, [&] {
+        return WithMap<v1::FailoverResponse>(deps_.failover(*request, AdminCallOf(context)));
+      });
 }
 
 grpc::Status ClusterService::RemoveNode(grpc::ServerContext* context,
                                         const v1::RemoveNodeRequest* request,
                                         v1::RemoveNodeResponse* response) {
-  return Serve(AdmitAdmin(context, "RemoveNode", Wired(deps_.remove_node, "remove-node")), response,
-               [&] {
-                 return WithMap<v1::RemoveNodeResponse>(
-                     deps_.remove_node(*request, auth::Authenticator::AuthorizationOf(context)));
-               });
+  return Serve(
+      AdmitAdmin(context, "RemoveNode", Wired(deps_.remove_node, "remove-node")), response, [&] {
+        return WithMap<v1::RemoveNodeResponse>(deps_.remove_node(*request, AdminCallOf(context)));
+      });
 }
 
 grpc::Status ClusterService::AddNode(grpc::ServerContext* context,
                                      const v1::AddNodeRequest* request,
                                      v1::AddNodeResponse* response) {
-  return Serve(AdmitAdmin(context, "AddNode", Wired(deps_.add_node, "add-node")), response, [&] {
-    return deps_.add_node(*request, auth::Authenticator::AuthorizationOf(context));
-  });
+  return Serve(AdmitAdmin(context, "AddNode", Wired(deps_.add_node, "add-node")), response,
+               [&] { return deps_.add_node(*request, AdminCallOf(context)); });
 }
 
 grpc::Status ClusterService::Rebalance(grpc::ServerContext* context,
                                        const v1::RebalanceRequest* request,
                                        v1::RebalanceResponse* response) {
-  return Serve(
-      AdmitAdmin(context, "Rebalance", Wired(deps_.rebalance, "rebalance")), response,
-      [&] { return deps_.rebalance(*request, auth::Authenticator::AuthorizationOf(context)); });
+  return Serve(AdmitAdmin(context, "Rebalance", Wired(deps_.rebalance, "rebalance")), response,
+               [&] { return deps_.rebalance(*request, AdminCallOf(context)); });
 }
 
 grpc::Status ClusterService::AcceptLoss(grpc::ServerContext* context,
                                         const v1::AcceptLossRequest* request,
                                         v1::AcceptLossResponse* response) {
-  return Serve(
-      AdmitAdmin(context, "AcceptLoss", Wired(deps_.accept_loss, "accept-loss")), response,
-      [&] { return deps_.accept_loss(*request, auth::Authenticator::AuthorizationOf(context)); });
+  return Serve(AdmitAdmin(context, "AcceptLoss", Wired(deps_.accept_loss, "accept-loss")), response,
+               [&] { return deps_.accept_loss(*request, AdminCallOf(context)); });
 }
 
 }  // namespace server

@@ -57,6 +57,7 @@
 #include "proto/kv_cluster.grpc.pb.h"
 #include "server/cluster/migration/slot_importer.h"
 #include "server/cluster/migration/slot_scan.h"
+#include "server/cluster/peer/peer_client.h"
 #include "server/cluster/replication/replica_installer.h"
 #include "server/cluster/replication/replicator.h"
 #include "server/routing/cluster_state.h"
@@ -74,10 +75,11 @@ struct ClusterServiceDeps {
   ReplicaInstaller* installer = nullptr;
   // The target's side of slot migrations; null: those RPCs are unimplemented.
   SlotImporter* importer = nullptr;
-  // Each admin function gets the request and the caller's raw
-  // "authorization" metadata (a forward to the controller carries it).
+  // Each admin function gets the request and the call as received: the
+  // caller's raw "authorization" metadata and deadline (a forward to the
+  // controller carries both), and whether another node forwarded it.
   template <typename Resp, typename Req>
-  using AdminFn = std::function<absl::StatusOr<Resp>(const Req&, const std::string&)>;
+  using AdminFn = std::function<absl::StatusOr<Resp>(const Req&, const AdminCall&)>;
   // Performs a manual failover (the controller helper's; it forwards to the
   // controller when this node is not it). Empty: kUnimplemented.
   AdminFn<v1::ClusterMap, v1::FailoverRequest> failover;

@@ -6,13 +6,16 @@
 // architecture §19.4, §19.9). When this node is the elected controller it
 // answers them itself; otherwise it forwards them to the controller, found
 // by its node id in the map this node holds, through the PeerClient (its
-// channels and errors; the operator's credential, not the cluster secret), with the peer client's
-// default deadline.
+// channels and errors; the operator's credential, not the cluster secret), with the operator's
+// deadline capped at the peer client's default. A request that was itself
+// forwarded is never forwarded again (AdminCall::forwarded).
 //
 // Errors: kUnavailable "the cluster plane is not running on this node"
 // before set_controller() (or after set_controller(nullptr)); kUnavailable
 // naming the controller when the map this node holds does not list it (an
-// election under way: retry); otherwise the controller's answer (its own
+// election under way: retry); kUnavailable "forwarded ... this node is not
+// the controller" when a forwarded request reaches a node that does not
+// lead (the nodes disagree on who does: retry); otherwise the controller's answer (its own
 // errors, as Controller documents them, or the peer client's), the message
 // naming the controller it went to.
 //
@@ -47,26 +50,30 @@ class ControllerProxy {
     controller_.store(controller, std::memory_order_release);
   }
 
-  // `authorization`: the operator's "authorization" metadata, which a
-  // forward carries to the controller (it checks the operator itself; the
-  // cluster secret would make every peer an admin).
+  // `call`: the operator's credential and deadline, which a forward
+  // carries to the controller (it checks the operator itself; the cluster
+  // secret would make every peer an admin), and whether it was forwarded
+  // already.
   absl::StatusOr<v1::ClusterMap> Failover(const v1::FailoverRequest& request,
-                                          const std::string& authorization);
+                                          const AdminCall& call);
   absl::StatusOr<v1::ClusterMap> RemoveNode(const v1::RemoveNodeRequest& request,
-                                            const std::string& authorization);
+                                            const AdminCall& call);
   absl::StatusOr<v1::AddNodeResponse> AddNode(const v1::AddNodeRequest& request,
-                                              const std::string& authorization);
+                                              const AdminCall& call);
   absl::StatusOr<v1::RebalanceResponse> Rebalance(const v1::RebalanceRequest& request,
-                                                  const std::string& authorization);
+                                                  const AdminCall& call);
   absl::StatusOr<v1::AcceptLossResponse> AcceptLoss(const v1::AcceptLossRequest& request,
-                                                    const std::string& authorization);
+                                                    const AdminCall& call);
 
  private:
   // The local controller, or kUnavailable when the plane is not running.
   absl::StatusOr<Controller*> Local() const;
   // The elected controller's node in the map this node holds, or
   // kUnavailable naming `what` could not be forwarded.
-  absl::StatusOr<v1::ClusterNode> Leader(const Controller& controller, const char* what) const;
+  absl::StatusOr<v1::ClusterNode> Leader(const Controller& controller, const char* what,
+                                         const AdminCall& call) const;
+  // The forward's deadline: the operator's, at most the default.
+  absl::Time Deadline(const AdminCall& call) const;
 
   const ClusterState* const state_;
   PeerClient* const peers_;

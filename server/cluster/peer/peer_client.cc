@@ -99,6 +99,8 @@ void PeerClient::Prepare(grpc::ClientContext* context, absl::Time deadline,
   if (deadline != absl::InfiniteFuture()) context->set_deadline(absl::ToChronoTime(deadline));
   const std::string& credential = authorization != nullptr ? *authorization : bearer_;
   if (!credential.empty()) context->AddMetadata("authorization", credential);
+  // Only the admin forwards carry an operator's credential.
+  if (authorization != nullptr) context->AddMetadata(kAdminForwardedKey, "1");
 }
 
 template <typename Resp, typename Req, typename Call>

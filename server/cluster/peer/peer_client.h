@@ -57,6 +57,26 @@
 namespace kvstore {
 namespace server {
 
+// The metadata key an admin forward carries (PeerClient's admin calls set
+// it): the node that receives such a request answers it only if it is the
+// controller itself and never forwards it again, so two nodes that each
+// believe the other leads (an election under way) cannot pass a request
+// between them until its deadline.
+inline constexpr char kAdminForwardedKey[] = "kvstore-forwarded";
+
+// An admin request as a node received it: what it forwards to the
+// controller.
+struct AdminCall {
+  // The operator's "authorization" metadata ("" for none), not the
+  // cluster secret: a peer is not an admin, so the controller checks the
+  // operator again.
+  std::string authorization;
+  // The operator's deadline; a forward gets no more time than it has.
+  absl::Time deadline = absl::InfiniteFuture();
+  // Already forwarded once (kAdminForwardedKey was set).
+  bool forwarded = false;
+};
+
 struct PeerClientOptions {
   // The cluster secret (--cluster_secret_file), sent as the bearer token
   // of every peer call; every node of a cluster shares it, no client has
@@ -140,7 +160,8 @@ class PeerClient {
   // The admin requests, forwarded to the elected controller. They carry
   // `authorization`, the operator's own "authorization" metadata as this
   // node received it ("" for none), not the cluster secret: a peer is not
-  // an admin, so the controller checks the operator again.
+  // an admin, so the controller checks the operator again; and
+  // kAdminForwardedKey, so that the controller does not forward them on.
   absl::StatusOr<v1::FailoverResponse> Failover(const v1::ClusterNode& node,
                                                 const v1::FailoverRequest& req, absl::Time deadline,
                                                 const std::string& authorization);
