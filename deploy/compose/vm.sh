@@ -39,9 +39,10 @@
 # KV_POOL_SIZE=64M (see docker-compose.yml), COMPOSE_HTTP_TIMEOUT=600,
 # KV_STATUS_TIMEOUT=30s KV_OP_TIMEOUT=30s (deploy/cluster.sh, chaos.sh), and
 # KV_TLS=off: with TLS on, the kvservers' calls to etcd and their TLS
-# handshakes with it ran out of their deadlines under TCG ("Handshake timed
-# out", "Range: Deadline Exceeded"), so a node never started; the deadlines
-# are kvserver's own (no flag).  --env KV_TLS=on tries it anyway.
+# handshakes with it ran out of their deadlines under TCG on a loaded host
+# ("Handshake timed out", "Range: Deadline Exceeded"), so a node never
+# started; the deadlines are kvserver's own (no flag).  --env KV_TLS=on tries
+# it anyway (docs/operations.md §13.8).
 # Without them kvservers lapse their etcd leases, etcd misses health checks,
 # and docker-compose gives up on dockerd (its default 60 s read timeout:
 # creating three containers at once takes longer under TCG).
