@@ -43,15 +43,30 @@
 #   kvctl ARGS...        kvctl in the client container, --server set
 #   redis-cli ARGS...    redis-cli -c in the client container, host, port and
 #                        password set
+#   certs [--renew]      make what is missing (or, --renew, new leaf keys and
+#                        certificates from the same CA) with deploy/make-certs.sh
+#                        and copy them into each container's directory; running
+#                        kvservers take renewed files within
+#                        --tls_reload_interval (KV_TLS_RELOAD_INTERVAL, 1m)
 #   engine               start dockerd if none answers (as up does), and say so
 #   -h, --help           this text
 #
-# Environment: KV_COMPOSE_PROJECT (compose project name, default kvstore),
+# TLS is on unless KV_TLS=off (given to up; remembered for later commands):
+# control and RESP ports (RESP on 6390) with mutual TLS, peers, and etcd with
+# client certificates and etcd users (docs/security.md §2.2, §2.4).  KV_TLS=off
+# adds deploy/compose/docker-compose.plaintext.yml: no TLS, no etcd auth, RESP
+# on 6380; for measuring what TLS costs, and in the emulated VM (vm.sh sets it).
+#
+# Environment: KV_TLS (on|off, default on), KV_COMPOSE_PROJECT (compose project name, default kvstore),
 # KV_COMPOSE_STATE (token, dockerd pid and log, overlay in use; default
 # deploy/compose/.state), KV_TOKEN_FILE (data clients' token, default
 # STATE/token), KV_ADMIN_TOKEN_FILE (admin token, default STATE/admin_token),
 # KV_CLUSTER_SECRET_FILE (the kvservers' peer secret, default
-# STATE/cluster_secret),
+# STATE/cluster_secret), KV_TLS_DIR (make-certs.sh's directory: the CA, its key and
+# every leaf; default STATE/tls), KV_ETCD_ROOT_PASSWORD_FILE and KV_ETCD_PASSWORD_FILE
+# (etcd's root and kv users, default STATE/etcd_root_password and
+# STATE/etcd_password), KV_CERTS_DIR (the containers' certificates, default
+# STATE/certs; make-certs.sh writes the CA and every leaf to STATE/tls),
 # KV_REPLICAS, KV_POOL_SIZE, KV_TRANSPORT, KV_METRICS_PORT_1..3,
 # KV_PROMETHEUS_PORT, KV_MEMBER_TTL, KV_FENCE_MARGIN, KV_ETCD_HEARTBEAT_MS,
 # KV_ETCD_ELECTION_MS, KV_HEALTH_INTERVAL, KV_HEALTH_TIMEOUT, KV_HEALTH_START, KV_STATUS_TIMEOUT
@@ -77,6 +92,13 @@ export DOCKER_API_VERSION=${DOCKER_API_VERSION:-1.41}
 export KV_TOKEN_FILE=${KV_TOKEN_FILE:-$STATE/token}
 export KV_ADMIN_TOKEN_FILE=${KV_ADMIN_TOKEN_FILE:-$STATE/admin_token}
 export KV_CLUSTER_SECRET_FILE=${KV_CLUSTER_SECRET_FILE:-$STATE/cluster_secret}
+export KV_ETCD_ROOT_PASSWORD_FILE=${KV_ETCD_ROOT_PASSWORD_FILE:-$STATE/etcd_root_password}
+export KV_ETCD_PASSWORD_FILE=${KV_ETCD_PASSWORD_FILE:-$STATE/etcd_password}
+export KV_CERTS_DIR=${KV_CERTS_DIR:-$STATE/certs}
+# make-certs.sh's output, CA key included: never mounted.  deploy/compose/vm.sh
+# points it at certificates made on the host (openssl under an emulated CPU
+# took 100 s).
+TLS_DIR=${KV_TLS_DIR:-$STATE/tls}
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 say() { echo "cluster: $*"; }
@@ -95,6 +117,20 @@ RDMA_OVERLAY=$COMPOSE_DIR/docker-compose.rdma.yml
 # The overlay in use is remembered so that later commands (down, status)
 # address the same set of files.
 [[ -f $STATE/overlay ]] && [[ -f $RDMA_OVERLAY ]] && COMPOSE_FILES+=(-f "$RDMA_OVERLAY")
+PLAIN_OVERLAY=$COMPOSE_DIR/docker-compose.plaintext.yml
+[[ -f $STATE/plaintext ]] && COMPOSE_FILES+=(-f "$PLAIN_OVERLAY")
+# kvctl's TLS flags in the client container (its certificate directory);
+# none for the plaintext overlay.  RESP_PORT is what redis-cli dials.
+tls_mode() {
+    if [[ -f $STATE/plaintext ]]; then
+        KVCTL_TLS=() REDIS_TLS="" RESP_PORT=6380
+    else
+        KVCTL_TLS=(--tls_ca=/run/tls/ca.pem --tls_cert=/run/tls/cert.pem --tls_key=/run/tls/key.pem)
+        REDIS_TLS="--tls --cacert /run/tls/ca.pem --cert /run/tls/cert.pem --key /run/tls/key.pem"
+        RESP_PORT=6390
+    fi
+}
+tls_mode
 
 compose() { docker-compose -p "$PROJECT" --project-directory "$COMPOSE_DIR" "${COMPOSE_FILES[@]}" "$@"; }
 # A command in the client container (no tty, so it works from scripts and
@@ -213,15 +249,55 @@ check_ports() {
 make_token() {
     mkdir -p "$STATE"
     local file what
-    for file in "$KV_TOKEN_FILE" "$KV_ADMIN_TOKEN_FILE" "$KV_CLUSTER_SECRET_FILE"; do
+    for file in "$KV_TOKEN_FILE" "$KV_ADMIN_TOKEN_FILE" "$KV_CLUSTER_SECRET_FILE" \
+        "$KV_ETCD_ROOT_PASSWORD_FILE" "$KV_ETCD_PASSWORD_FILE"; do
         [[ -s $file ]] && continue
         (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$file")
         case $file in
         "$KV_TOKEN_FILE") what="data token: AUTH for redis-cli, bearer token for kvctl" ;;
         "$KV_ADMIN_TOKEN_FILE") what="admin token: kvctl --admin_token_file, redis-cli --user admin" ;;
+        "$KV_ETCD_ROOT_PASSWORD_FILE") what="etcd root password: etcd-init only" ;;
+        "$KV_ETCD_PASSWORD_FILE") what="etcd password: of the etcd user kv, for the kvservers" ;;
         *) what="cluster secret: the kvservers' own, given to no client" ;;
         esac
         say "new ${what%%:*} in ${file#"$REPO"/} (${what#*: })"
+    done
+}
+
+# The certificates: make-certs.sh writes the CA and every leaf into
+# STATE/tls; each container gets a directory of its own under KV_CERTS_DIR
+# with ca.pem, cert.pem and key.pem (its own pair only: no container sees
+# the CA key or another's key).  A changed file is written beside the old one
+# and renamed over it, key first, as make-certs.sh --renew does, so that a
+# kvserver reloading (--tls_reload_interval) reads either pair whole.
+CERT_OWNERS=(kvserver1 kvserver2 kvserver3 kvserver4 etcd client)
+make_certs() {
+    local renew=() name f src
+    (($#)) && renew=(--renew)
+    local missing=0
+    for name in ca "${CERT_OWNERS[@]}"; do
+        [[ -s $TLS_DIR/$name.pem && -s $TLS_DIR/$name.key ]] || missing=1
+    done
+    if ((missing || ${#renew[@]})); then
+        command -v openssl >/dev/null || die "openssl not found (apt-get install openssl): the cluster's certificates need it"
+        mkdir -p "$STATE"
+        "$REPO/deploy/make-certs.sh" --dir="$TLS_DIR" --nodes="kvserver1 kvserver2 kvserver3 kvserver4" "${renew[@]}" |
+            sed "s|$REPO/||; s/^/cluster: /" || die "deploy/make-certs.sh failed"
+    fi
+    (umask 077 && mkdir -p "$KV_CERTS_DIR")
+    for name in "${CERT_OWNERS[@]}"; do
+        mkdir -p "$KV_CERTS_DIR/$name"
+        for f in key.pem cert.pem ca.pem; do
+            case $f in
+            key.pem) src=$TLS_DIR/$name.key ;;
+            cert.pem) src=$TLS_DIR/$name.pem ;;
+            *) src=$TLS_DIR/ca.pem ;;
+            esac
+            cmp -s "$src" "$KV_CERTS_DIR/$name/$f" && continue
+            install -m 0644 "$src" "$KV_CERTS_DIR/$name/.$f.new" &&
+                mv -f "$KV_CERTS_DIR/$name/.$f.new" "$KV_CERTS_DIR/$name/$f" ||
+                die "copying $src to $KV_CERTS_DIR/$name failed"
+        done
     done
 }
 
@@ -254,7 +330,7 @@ wait_ready() {
     local rpc=${KV_STATUS_TIMEOUT:-3s}
     say "waiting until every shard has a primary and its replicas are in sync (up to ${timeout}s)"
     while ((SECONDS - t0 < timeout)); do
-        out=$(in_client kvctl --server=$SEED --timeout="$rpc" --json cluster status 2>"$err" || true)
+        out=$(in_client kvctl --server=$SEED "${KVCTL_TLS[@]}" --timeout="$rpc" --json cluster status 2>"$err" || true)
         if [[ -n $out ]] && cluster_ready <<<"$out"; then
             return 0
         fi
@@ -265,7 +341,7 @@ wait_ready() {
         sleep 1
     done
     echo "--- last status:" >&2
-    in_client kvctl --server=$SEED --timeout="$rpc" cluster status >&2 || true
+    in_client kvctl --server=$SEED "${KVCTL_TLS[@]}" --timeout="$rpc" cluster status >&2 || true
     compose ps >&2 || true
     compose logs --no-color --tail=15 >&2 || true
     die "the cluster was not ready within ${timeout}s (logs above)"
@@ -292,6 +368,8 @@ cmd_up() {
         shift
     done
     [[ $timeout =~ ^[1-9][0-9]*$ ]] || bad_usage "up: --timeout needs a number of seconds"
+    TLS=${KV_TLS:-on}
+    [[ $TLS == on || $TLS == off ]] || bad_usage "KV_TLS must be on or off, not '$TLS'"
     command -v python3 >/dev/null || die "python3 not found (reads kvctl's JSON)"
     need_docker
     choose_transport "$want"
@@ -309,23 +387,30 @@ cmd_up() {
     fi
     phase "images"
     make_token
+    make_certs
+    phase "secrets and certificates"
     COMPOSE_FILES=(-f "$COMPOSE_DIR/docker-compose.yml")
-    rm -f "$STATE/overlay"
+    rm -f "$STATE/overlay" "$STATE/plaintext"
     if [[ $TRANSPORT == rdma ]]; then
         COMPOSE_FILES+=(-f "$RDMA_OVERLAY")
         echo "$RDMA_OVERLAY" >"$STATE/overlay"
     else
         export KV_TRANSPORT=${KV_TRANSPORT:-tcp}
     fi
+    if [[ $TLS == off ]]; then
+        COMPOSE_FILES+=(-f "$PLAIN_OVERLAY")
+        echo "$PLAIN_OVERLAY" >"$STATE/plaintext"
+    fi
+    tls_mode
     local profile=()
     ((prom)) && profile=(--profile metrics)
-    say "starting the cluster (project $PROJECT, transport $TRANSPORT)"
+    say "starting the cluster (project $PROJECT, transport $TRANSPORT, TLS $TLS)"
     compose "${profile[@]}" up -d --remove-orphans || die "docker-compose up failed"
     phase "containers started"
     CLIENT_ID=$(client_id)
     wait_ready "$timeout"
     phase "shards in sync"
-    in_client kvctl --server=$SEED cluster status
+    in_client kvctl --server=$SEED "${KVCTL_TLS[@]}" cluster status
     print_reach "$prom"
     say "over $(echo "$TRANSPORT" | tr a-z A-Z): $WHY"
     say "ready after $((SECONDS - t0)) s"
@@ -336,9 +421,9 @@ print_reach() {
 
 The cluster is up (compose project $PROJECT; node addresses are container names,
 so clients run in the client container):
-  deploy/cluster.sh kvctl put user:1 alice      # = docker-compose exec client kvctl --server=$SEED ...
+  deploy/cluster.sh kvctl put user:1 alice      # = docker-compose exec client kvctl --server=$SEED ${KVCTL_TLS[*]} ...
   deploy/cluster.sh kvctl get user:1
-  deploy/cluster.sh redis-cli set foo bar       # = redis-cli -c -h kvserver1 -p 6380 (password from the token)
+  deploy/cluster.sh redis-cli set foo bar       # = redis-cli -c -h kvserver1 -p $RESP_PORT ${REDIS_TLS:+$REDIS_TLS }(password from the token)
   deploy/cluster.sh status | logs [SERVICE] | bench | down
 Metrics (Prometheus text) from this host:
   http://127.0.0.1:${KV_METRICS_PORT_1:-9401}/metrics  http://127.0.0.1:${KV_METRICS_PORT_2:-9402}/metrics  http://127.0.0.1:${KV_METRICS_PORT_3:-9403}/metrics
@@ -359,7 +444,7 @@ cmd_down() {
     if docker info >/dev/null 2>&1; then
         compose --profile metrics down -v --remove-orphans --timeout 10 ||
             die "docker-compose down failed"
-        rm -f "$STATE/overlay"
+        rm -f "$STATE/overlay" "$STATE/plaintext"
         local label="label=com.docker.compose.project=$PROJECT" c n v
         c=$(docker ps -aq --filter "$label" | wc -l)
         n=$(docker network ls -q --filter "$label" | wc -l)
@@ -403,7 +488,7 @@ cmd_status() {
     --json) json=(--json) ;;
     *) bad_usage "status: unknown option $1" ;;
     esac
-    in_client kvctl --server=$SEED "${json[@]}" cluster status
+    in_client kvctl --server=$SEED "${KVCTL_TLS[@]}" "${json[@]}" cluster status
     ((${#json[@]})) || compose ps
 }
 
@@ -412,7 +497,7 @@ cmd_bench() {
     local args=("$@")
     ((${#args[@]})) || args=(--duration=5s --concurrency=16 --value-size=1K --keys=2000)
     say "kvctl bench ${args[*]} (client container -> cluster)"
-    in_client kvctl --server=$SEED ${KV_OP_TIMEOUT:+--timeout="$KV_OP_TIMEOUT"} bench "${args[@]}"
+    in_client kvctl --server=$SEED "${KVCTL_TLS[@]}" ${KV_OP_TIMEOUT:+--timeout="$KV_OP_TIMEOUT"} bench "${args[@]}"
 }
 
 cmd_chaos() {
@@ -426,7 +511,7 @@ cmd_chaos() {
 
 # shard_primary N: node id of shard N's primary (n1..n3 = kvserver1..3).
 shard_primary() {
-    in_client kvctl --server="$2" --timeout=2s --json cluster status |
+    in_client kvctl --server="$2" "${KVCTL_TLS[@]}" --timeout=2s --json cluster status |
         python3 -c 'import json,sys; m=json.load(sys.stdin); print([s for s in m["shards"] if s["shard_id"]=='"$1"'][0]["primary"] or "")'
 }
 
@@ -440,7 +525,7 @@ builtin_chaos() {
     local svc=kvserver${victim#n} other=kvserver1:7300
     [[ $svc == kvserver1 ]] && other=kvserver2:7300
     say "chaos: load for 20 s; kill -9 $svc (primary of shard 0) after 3 s"
-    in_client kvctl --server=$other --timeout=30s bench --duration=20s --concurrency=8 \
+    in_client kvctl --server=$other "${KVCTL_TLS[@]}" --timeout=30s bench --duration=20s --concurrency=8 \
         --value-size=256 --get-ratio=0.5 >"$STATE/chaos-bench.txt" 2>&1 &
     local bench=$!
     sleep 3
@@ -490,11 +575,20 @@ main() {
     chaos) cmd_chaos "$@" ;;
     kvctl)
         running
-        in_client kvctl --server=$SEED ${KV_OP_TIMEOUT:+--timeout="$KV_OP_TIMEOUT"} "$@"
+        in_client kvctl --server=$SEED "${KVCTL_TLS[@]}" ${KV_OP_TIMEOUT:+--timeout="$KV_OP_TIMEOUT"} "$@"
         ;;
     redis-cli)
         running
-        in_client sh -c 'REDISCLI_AUTH=$(cat /run/secrets/kv_token) exec redis-cli -c -h kvserver1 -p 6380 "$@"' redis-cli "$@"
+        # REDIS_TLS is a fixed list of words without spaces in them
+        in_client sh -c 'REDISCLI_AUTH=$(cat /run/secrets/kv_token) exec redis-cli -c -h kvserver1 -p '"$RESP_PORT $REDIS_TLS"' "$@"' redis-cli "$@"
+        ;;
+    certs)
+        case ${1:-} in
+        "") make_certs ;;
+        --renew) make_certs renew ;;
+        *) bad_usage "certs: unknown option $1" ;;
+        esac
+        say "certificates in ${KV_CERTS_DIR#"$REPO"/} (CA and every key: ${TLS_DIR#"$REPO"/})"
         ;;
     engine)
         ensure_dockerd

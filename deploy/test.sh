@@ -13,7 +13,8 @@
 #      bazel test //...                 every test not tagged requires-rdma or
 #                                       manual (.bazelrc filters those)
 #   2c. the compose cluster on this host over TCP (deploy/compose/test-compose.sh:
-#       deploy/cluster.sh up, redis-cli -c and kvctl from the client container,
+#       deploy/cluster.sh up with TLS, redis-cli -c and kvctl from the client
+#       container, what TLS and etcd's network refuse, a certificate renewal,
 #       a crashed node restarted, down leaves nothing); its JUnit XML is
 #       counted; where no Docker engine can run, its cases count as skipped
 #   2b. with CI=true (or --sanitize / --fuzz): the host suite again under

@@ -31,11 +31,13 @@
 # built or up to date, and its size.
 #
 # Images (tag :latest):
-#   kvstore-server      kvserver, kvctl (its gRPC health check), libibverbs
-#                       and every provider (rxe, mlx5, ...), busybox
+#   kvstore-server      kvserver, kvctl and redis-cli (its health checks over
+#                       TLS), libibverbs and every provider (rxe, mlx5, ...),
+#                       busybox
 #   kvstore-client      kvctl, redis-cli (Debian's redis-tools), busybox, and
 #                       chaos_load when bazel-bin has it (deploy/compose/chaos.sh)
-#   kvstore-etcd        Debian's etcd (etcd-server), busybox
+#   kvstore-etcd        Debian's etcd and etcdctl (etcd-server, etcd-client),
+#                       busybox
 #   kvstore-prometheus  Debian's prometheus, busybox
 #
 # Exit status: 0 done; 1 a binary or package is missing, or docker failed;
@@ -96,6 +98,7 @@ need_hint() {
     */busybox) echo "apt-get install busybox-static" ;;
     */redis-cli) echo "apt-get install redis-tools" ;;
     */etcd) echo "apt-get install etcd-server" ;;
+    */etcdctl) echo "apt-get install etcd-client" ;;
     */prometheus) echo "apt-get install prometheus" ;;
     *) echo "deploy/setup.sh installs it" ;;
     esac
@@ -235,12 +238,11 @@ image_size() {
 # own entrypoint, so the server image's does not matter there.
 build_server() {
     local r=$WORK/server key progs extra=()
-    need "$BIN/server/kvserver" "$BIN/client/kvctl/kvctl"
-    progs=("$BIN/server/kvserver" "$BIN/client/kvctl/kvctl")
-    if [[ ${1:-} == combined ]]; then
-        need /usr/bin/redis-cli
-        extra=(/usr/bin/redis-cli)
-        [[ -x $BIN/tests/cluster/chaos_load ]] && extra+=("$BIN/tests/cluster/chaos_load")
+    # redis-cli: the RESP health check speaks TLS, which busybox nc cannot
+    need "$BIN/server/kvserver" "$BIN/client/kvctl/kvctl" /usr/bin/redis-cli
+    progs=("$BIN/server/kvserver" "$BIN/client/kvctl/kvctl" /usr/bin/redis-cli)
+    if [[ ${1:-} == combined && -x $BIN/tests/cluster/chaos_load ]]; then
+        extra=("$BIN/tests/cluster/chaos_load")
     fi
     key=$(inputs_key "${progs[@]}" "${extra[@]}")
     up_to_date kvstore-server "$key" && return
@@ -248,10 +250,8 @@ build_server() {
     mkdir -p "$r/usr/local/bin"
     add_bin "$r" "$BIN/server/kvserver" /usr/local/bin/kvserver
     add_bin "$r" "$BIN/client/kvctl/kvctl" /usr/local/bin/kvctl
-    if ((${#extra[@]})); then
-        add_bin "$r" /usr/bin/redis-cli /usr/bin/redis-cli
-        ((${#extra[@]} < 2)) || add_bin "$r" "${extra[1]}" /usr/local/bin/chaos_load
-    fi
+    add_bin "$r" /usr/bin/redis-cli /usr/bin/redis-cli
+    ((${#extra[@]} == 0)) || add_bin "$r" "${extra[0]}" /usr/local/bin/chaos_load
     add_verbs "$r"
     import "$r" kvstore-server "$key" 'ENTRYPOINT ["/usr/local/bin/kvserver"]' 'WORKDIR /data'
 }
@@ -278,11 +278,13 @@ build_client() {
 }
 build_etcd() {
     local r=$WORK/etcd key
-    need /usr/bin/etcd
-    key=$(inputs_key /usr/bin/etcd)
+    # etcdctl: etcd-init sets up etcd's users and roles with it
+    need /usr/bin/etcd /usr/bin/etcdctl
+    key=$(inputs_key /usr/bin/etcd /usr/bin/etcdctl)
     up_to_date kvstore-etcd "$key" && return
     new_root "$r"
     add_bin "$r" /usr/bin/etcd /usr/bin/etcd
+    add_bin "$r" /usr/bin/etcdctl /usr/bin/etcdctl
     add_libgcc "$r"
     import "$r" kvstore-etcd "$key" 'ENTRYPOINT ["/usr/bin/etcd"]' 'WORKDIR /data'
 }

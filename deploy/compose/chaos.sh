@@ -37,6 +37,9 @@
 # same history is also checked for per-key linearizability on this host;
 # without it that check is skipped, and the script says so.
 #
+# Over TLS with the client container's certificate unless the cluster runs
+# the plaintext overlay (KV_TLS=off in deploy/cluster.sh up).
+#
 # Environment: as deploy/cluster.sh (KV_COMPOSE_PROJECT, KV_COMPOSE_STATE);
 # KV_STATUS_TIMEOUT (kvctl cluster status, default 5s), KV_OP_TIMEOUT
 # (chaos_load --op_timeout), KV_CHAOS_SETTLE (extra seconds the load goes on
@@ -47,6 +50,11 @@
 set -euo pipefail
 
 PROJECT=${KV_COMPOSE_PROJECT:-kvstore}
+STATE=${KV_COMPOSE_STATE:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/.state}
+# TLS unless deploy/cluster.sh started the plaintext overlay (KV_TLS=off):
+# kvctl and chaos_load then present the client container's certificate.
+TLS=(--tls_ca=/run/tls/ca.pem --tls_cert=/run/tls/cert.pem --tls_key=/run/tls/key.pem)
+[[ -f $STATE/plaintext ]] && TLS=()
 export DOCKER_API_VERSION=${DOCKER_API_VERSION:-1.41}
 ROUNDS=kill,pause,restart
 TRANSPORT=auto
@@ -85,7 +93,7 @@ CLIENT=$(container client)
 docker exec "$CLIENT" test -x /usr/local/bin/chaos_load ||
     die "the client image has no chaos_load: bazel build //tests/cluster:chaos_load, then deploy/cluster.sh up"
 
-status_json() { docker exec "$CLIENT" kvctl --server="$1" --timeout="${KV_STATUS_TIMEOUT:-5s}" --json cluster status 2>/dev/null; }
+status_json() { docker exec "$CLIENT" kvctl --server="$1" "${TLS[@]}" --timeout="${KV_STATUS_TIMEOUT:-5s}" --json cluster status 2>/dev/null; }
 # map_query PY: run PY on the map (as m) from the first node that answers.
 map_query() {
     local s out
@@ -123,7 +131,7 @@ KEYS=chaos-$(date +%s%N)-
 # chaos_load reads its commands from the fifo; fd 7 keeps it open.
 EXPECT=()
 [[ $TRANSPORT == auto ]] || EXPECT=(--expect_transport="$TRANSPORT")
-docker exec -i "$CLIENT" chaos_load --servers=$SEEDS --transport="$TRANSPORT" "${EXPECT[@]}" \
+docker exec -i "$CLIENT" chaos_load --servers=$SEEDS "${TLS[@]}" --transport="$TRANSPORT" "${EXPECT[@]}" \
     ${KV_OP_TIMEOUT:+--op_timeout="$KV_OP_TIMEOUT"} --seed="$SEED" --key_prefix="$KEYS" --history=/tmp/chaos-history.jsonl <"$WORK/cmd" >"$OUT" 2>&1 &
 LOAD_PID=$!
 exec 7>"$WORK/cmd"

@@ -28,14 +28,21 @@
 # Before booting, on the host: bazel build of kvserver, kvctl and
 # //tests/cluster:chaos_load (unless --no-build), then build-images.sh --save
 # .vm/compose-images (image root file systems as tars; only changed ones are
-# rewritten).  In the guest, deploy/cluster.sh up loads them (KV_IMAGES_FROM)
-# with docker import.
+# rewritten), and deploy/make-certs.sh --dir=.vm/compose-tls (the cluster's
+# CA and certificates, made once).  In the guest, deploy/cluster.sh up loads
+# the images (KV_IMAGES_FROM) with docker import and copies the certificates
+# into the containers' directories (KV_TLS_DIR).
 #
 # Timings for an emulated CPU (TCG), given to the guest unless already set:
 # KV_MEMBER_TTL=15s KV_FENCE_MARGIN=3s KV_ETCD_HEARTBEAT_MS=300
 # KV_ETCD_ELECTION_MS=3000 KV_HEALTH_INTERVAL=15s KV_HEALTH_TIMEOUT=30s KV_HEALTH_START=600s
 # KV_POOL_SIZE=64M (see docker-compose.yml), COMPOSE_HTTP_TIMEOUT=600,
-# KV_STATUS_TIMEOUT=30s KV_OP_TIMEOUT=30s (deploy/cluster.sh, chaos.sh).
+# KV_STATUS_TIMEOUT=30s KV_OP_TIMEOUT=30s (deploy/cluster.sh, chaos.sh), and
+# KV_TLS=off: with TLS on, the kvservers' calls to etcd and their TLS
+# handshakes with it ran out of their deadlines under TCG on a loaded host
+# ("Handshake timed out", "Range: Deadline Exceeded"), so a node never
+# started; the deadlines are kvserver's own (no flag).  --env KV_TLS=on tries
+# it anyway (docs/operations.md §13.8).
 # Without them kvservers lapse their etcd leases, etcd misses health checks,
 # and docker-compose gives up on dockerd (its default 60 s read timeout:
 # creating three containers at once takes longer under TCG).
@@ -47,6 +54,7 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 IMAGES=$REPO/.vm/compose-images
+TLS=$REPO/.vm/compose-tls
 BAZEL=${BAZEL:-bazel}
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
@@ -59,7 +67,7 @@ bad_usage() {
 # The VM's settings; the caller's values win.
 TCG_ENV=(KV_MEMBER_TTL=15s KV_FENCE_MARGIN=3s KV_ETCD_HEARTBEAT_MS=300 KV_ETCD_ELECTION_MS=3000
     KV_HEALTH_INTERVAL=15s KV_HEALTH_TIMEOUT=30s KV_HEALTH_START=600s KV_POOL_SIZE=64M COMPOSE_HTTP_TIMEOUT=600
-    KV_STATUS_TIMEOUT=30s KV_OP_TIMEOUT=30s)
+    KV_STATUS_TIMEOUT=30s KV_OP_TIMEOUT=30s KV_TLS=off)
 
 # --- guest side ------------------------------------------------------------------
 # vm.sh guest-up [GUEST-CMD...]: in the VM, cluster up, the commands, down.
@@ -149,9 +157,16 @@ fi
     say "building the image tars failed"
     exit 1
 }
+# The cluster's CA and certificates, made here (only what is missing): openssl
+# under the guest's emulated CPU took 100 s.  The guest's cluster.sh copies
+# them into its containers' directories (KV_TLS_DIR).
+"$REPO/deploy/make-certs.sh" --dir="$TLS" >&2 || {
+    say "making the certificates failed"
+    exit 1
+}
 say "host side ready after $((SECONDS - T0)) s; booting the VM"
 
-ENVS=(--env DOCKER_API_VERSION=1.41 --env "KV_IMAGES_FROM=$IMAGES"
+ENVS=(--env DOCKER_API_VERSION=1.41 --env "KV_IMAGES_FROM=$IMAGES" --env "KV_TLS_DIR=$TLS"
     --env KV_COMPOSE_STATE=/run/kvstore-compose)
 for kv in "${TCG_ENV[@]}"; do
     name=${kv%%=*}

@@ -5,7 +5,8 @@
 // done by deploy/compose/chaos.sh from outside, with docker kill/pause).
 //
 //   chaos_load --servers=kvserver1:7300,kvserver2:7300 --token_file=F
-//              [--transport=rdma] [--clients=4] [--keys=16] [--seed=N]
+//              [--tls_ca=CA --tls_cert=CERT --tls_key=KEY] [--transport=rdma] [--clients=4]
+//              [--keys=16] [--seed=N]
 //              [--duration=30s | commands on stdin] [--history=FILE]
 //              [--expect_transport=rdma|tcp] [--key_prefix=P]
 //
@@ -33,7 +34,7 @@
 // Exit status: 0 no violation, writes acknowledged, every fault followed by
 // an acknowledged write on its keys, final reads done, and with
 // --expect_transport every operation on that transport; 1 otherwise;
-// 2 bad usage or unreadable token.
+// 2 bad usage, an unreadable token or unusable TLS files.
 
 #include <algorithm>
 #include <chrono>
@@ -54,6 +55,7 @@
 #include "absl/time/time.h"
 #include "common/auth/token.h"
 #include "common/cluster/cluster_map.h"
+#include "common/tls/grpc_tls.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/kv_cluster.grpc.pb.h"
 #include "tests/cluster/history.h"
@@ -62,6 +64,12 @@
 
 ABSL_FLAG(std::string, servers, "", "comma-separated control addresses (seeds)");
 ABSL_FLAG(std::string, token_file, "", "the cluster's token (default $KVSTORE_TOKEN_FILE)");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA of the servers' certificates: the control connections use TLS (the compose "
+          "cluster's default)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM client certificate (with --tls_key), for servers that require one (mutual TLS)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, transport, "auto", "client transport: auto, rdma or tcp");
 ABSL_FLAG(std::string, expect_transport, "",
           "rdma or tcp: fail unless every data operation ran on it");
@@ -88,16 +96,23 @@ struct Fault {
   std::vector<std::string> keys;
 };
 
+// How this process reaches the seeds' control ports for the map.
+struct Control {
+  std::vector<std::string> seeds;
+  std::string token;  // empty: none
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+};
+
 // The cluster map from the first seed that answers.
-absl::StatusOr<v1::ClusterMap> FetchMap(const std::vector<std::string>& seeds,
-                                        const std::string& token) {
+absl::StatusOr<v1::ClusterMap> FetchMap(const Control& control) {
   absl::Status last = absl::UnavailableError("no seed");
-  for (const std::string& seed : seeds) {
-    auto stub =
-        v1::KvCluster::NewStub(grpc::CreateChannel(seed, grpc::InsecureChannelCredentials()));
+  for (const std::string& seed : control.seeds) {
+    auto stub = v1::KvCluster::NewStub(grpc::CreateChannel(seed, control.credentials));
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    if (!token.empty()) ctx.AddMetadata("authorization", auth::BearerHeader(token));
+    if (!control.token.empty()) {
+      ctx.AddMetadata("authorization", auth::BearerHeader(control.token));
+    }
     v1::GetClusterMapResponse resp;
     grpc::Status s = stub->GetClusterMap(&ctx, v1::GetClusterMapRequest(), &resp);
     if (s.ok()) return resp.map();
@@ -107,11 +122,10 @@ absl::StatusOr<v1::ClusterMap> FetchMap(const std::vector<std::string>& seeds,
 }
 
 // The workload's keys whose shard `node` leads in the current map.
-absl::StatusOr<std::vector<std::string>> KeysLedBy(const std::vector<std::string>& seeds,
-                                                   const std::string& token,
+absl::StatusOr<std::vector<std::string>> KeysLedBy(const Control& control,
                                                    const std::vector<std::string>& keys,
                                                    const std::string& node) {
-  absl::StatusOr<v1::ClusterMap> map = FetchMap(seeds, token);
+  absl::StatusOr<v1::ClusterMap> map = FetchMap(control);
   if (!map.ok()) return map.status();
   auto view = cluster::ClusterMapView::Build(*std::move(map));
   if (!view.ok()) return view.status();
@@ -149,8 +163,8 @@ bool AwaitRecovery(const Fault& f, const History& history, absl::Duration limit)
 }
 
 // Reads stdin commands until stop/EOF; returns the faults announced.
-std::vector<Fault> ReadCommands(const std::vector<std::string>& seeds, const std::string& token,
-                                const Workload& load, const History& history) {
+std::vector<Fault> ReadCommands(const Control& control, const Workload& load,
+                                const History& history) {
   std::vector<Fault> faults;
   std::vector<std::string> prepared;
   std::string line;
@@ -159,7 +173,7 @@ std::vector<Fault> ReadCommands(const std::vector<std::string>& seeds, const std
     if (w.empty()) continue;
     if (w[0] == "stop") break;
     if (w[0] == "prepare" && w.size() == 2) {
-      absl::StatusOr<std::vector<std::string>> led = KeysLedBy(seeds, token, load.keys(), w[1]);
+      absl::StatusOr<std::vector<std::string>> led = KeysLedBy(control, load.keys(), w[1]);
       if (!led.ok()) {
         std::printf("chaos_load: prepare %s: %s\n", w[1].c_str(), led.status().ToString().c_str());
         prepared.clear();
@@ -241,7 +255,23 @@ int Run(const std::vector<std::string>& seeds) {
     std::fprintf(stderr, "chaos_load: --transport is auto|rdma|tcp, --expect_transport rdma|tcp\n");
     return 2;
   }
+  Control control{seeds, token, grpc::InsecureChannelCredentials()};
   WorkloadOptions w;
+  w.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
+  w.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  w.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  if (!w.tls_ca_file.empty() || !w.tls_cert_file.empty() || !w.tls_key_file.empty()) {
+    // The map fetches are few and short-lived: no reload needed, but the
+    // helper checks the files (CA present, whole key pair) with clear errors.
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> creds =
+        tls::ReloadingChannelCredentials({w.tls_cert_file, w.tls_key_file, w.tls_ca_file},
+                                         absl::Minutes(1));
+    if (!creds.ok()) {
+      std::fprintf(stderr, "chaos_load: %s\n", creds.status().ToString().c_str());
+      return 2;
+    }
+    control.credentials = *std::move(creds);
+  }
   w.servers = seeds;
   w.auth_token = token;
   w.transport = *mode;
@@ -276,7 +306,7 @@ int Run(const std::vector<std::string>& seeds) {
   if (absl::GetFlag(FLAGS_duration) > absl::ZeroDuration()) {
     absl::SleepFor(absl::GetFlag(FLAGS_duration));
   } else {
-    faults = ReadCommands(seeds, token, load, history);
+    faults = ReadCommands(control, load, history);
   }
   load.Stop();
 

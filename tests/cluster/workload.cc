@@ -36,6 +36,9 @@ client::Options Workload::ClientOptions() const {
   o.connect_timeout = options_.connect_timeout;
   o.connections_per_server = 1;
   o.auth_token = options_.auth_token;
+  o.tls_ca_file = options_.tls_ca_file;
+  o.tls_cert_file = options_.tls_cert_file;
+  o.tls_key_file = options_.tls_key_file;
   return o;
 }
 

@@ -55,6 +55,11 @@ struct WorkloadOptions {
   client::TransportMode transport = client::TransportMode::kTcp;
   // The cluster's shared token (client::Options::auth_token); empty: none.
   std::string auth_token;
+  // TLS to the control ports (client::Options::tls_ca_file, tls_cert_file,
+  // tls_key_file); empty: plaintext.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class Workload {
