@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth/token.h"
 #include "common/grpc_status.h"
 #include "common/protocol/commit_wire.h"
 #include "common/rdma/gid.h"
@@ -17,12 +18,18 @@
 namespace kvstore {
 namespace testing {
 
+void RawRdmaClient::Authorize(grpc::ClientContext* ctx) const {
+  if (!bearer_.empty()) ctx->AddMetadata("authorization", bearer_);
+}
+
 absl::StatusOr<std::unique_ptr<RawRdmaClient>> RawRdmaClient::Connect(
-    const std::string& control_address) {
+    const std::string& control_address, const std::string& token) {
   std::unique_ptr<RawRdmaClient> c(new RawRdmaClient());
+  if (!token.empty()) c->bearer_ = auth::BearerHeader(token);
   c->stub_ = v1::KvControl::NewStub(
       grpc::CreateChannel(control_address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
+  c->Authorize(&ctx);
   KV_RETURN_IF_ERROR(FromGrpcStatus(c->stub_->Handshake(&ctx, v1::HandshakeRequest(), &c->hs_)));
   const char* dev = std::getenv("KV_RDMA_DEVICE");
   KV_ASSIGN_OR_RETURN(auto device, rdma::Device::Open(dev ? dev : ""));
@@ -68,6 +75,7 @@ absl::Status RawRdmaClient::ConnectQp() {
   req.set_probe_rkey(probe_mr_->rkey());
   v1::ConnectQpResponse resp;
   grpc::ClientContext ctx;
+  Authorize(&ctx);
   KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->ConnectQp(&ctx, req, &resp)));
   connection_id_ = resp.connection_id();
   rdma::QpEndpoint remote;
@@ -102,6 +110,7 @@ absl::StatusOr<v1::Lease> RawRdmaClient::Grant(uint64_t bytes) {
   req.set_session_id(hs_.session_id());
   v1::GrantLeaseResponse resp;
   grpc::ClientContext ctx;
+  Authorize(&ctx);
   KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->GrantLease(&ctx, req, &resp)));
   return resp.lease();
 }
@@ -118,6 +127,7 @@ absl::Status RawRdmaClient::ReleaseAs(uint64_t lease_id, uint64_t connection_id)
   req.set_session_id(hs_.session_id());
   v1::ReleaseLeaseResponse resp;
   grpc::ClientContext ctx;
+  Authorize(&ctx);
   return FromGrpcStatus(stub_->ReleaseLease(&ctx, req, &resp));
 }
 
@@ -129,6 +139,7 @@ absl::Status RawRdmaClient::RenewAs(uint64_t lease_id, uint64_t connection_id) {
   req.set_session_id(hs_.session_id());
   v1::RenewLeaseResponse resp;
   grpc::ClientContext ctx;
+  Authorize(&ctx);
   return FromGrpcStatus(stub_->RenewLease(&ctx, req, &resp));
 }
 
@@ -139,6 +150,7 @@ absl::Status RawRdmaClient::DisconnectQp(uint64_t connection_id) {
   req.set_session_id(hs_.session_id());
   v1::DisconnectQpResponse resp;
   grpc::ClientContext ctx;
+  Authorize(&ctx);
   return FromGrpcStatus(stub_->DisconnectQp(&ctx, req, &resp));
 }
 

@@ -25,8 +25,11 @@ namespace testing {
 class RawRdmaClient {
  public:
   // Handshake + ConnectQp on `control_address` with the device named by
-  // KV_RDMA_DEVICE (or the first active one).
-  static absl::StatusOr<std::unique_ptr<RawRdmaClient>> Connect(const std::string& control_address);
+  // KV_RDMA_DEVICE (or the first active one). `token` (empty: none) is sent
+  // as the bearer token of every call: a server's principals decide what
+  // the queue pair may commit (the cluster secret makes it a peer's).
+  static absl::StatusOr<std::unique_ptr<RawRdmaClient>> Connect(const std::string& control_address,
+                                                                const std::string& token = "");
 
   const v1::HandshakeResponse& handshake() const { return hs_; }
   uint64_t connection_id() const { return connection_id_; }
@@ -81,6 +84,9 @@ class RawRdmaClient {
   std::optional<rdma::MemoryRegion> probe_mr_;
   std::optional<rdma::QueuePair> qp_;
   uint64_t next_wr_ = 1;
+  // Adds the bearer token, when there is one, to a call.
+  void Authorize(grpc::ClientContext* ctx) const;
+  std::string bearer_;
 };
 
 }  // namespace testing

@@ -342,7 +342,9 @@ class GatedSink final : public server::ReplicaCommitSink {
 TEST_F(RdmaReplicaWriterTest, ACreditViolatorIsFailedAndOtherPrimariesKeepReplicating) {
   GatedSink gated("slow-primary");
   backup_->rdma_service()->set_replica_sink(&gated, /*offload_commits=*/false);
-  auto raw = ::kvstore::testing::RawRdmaClient::Connect(BackupAddress());
+  // With the cluster secret: a peer's queue pair (a client's may not send
+  // replica commits at all, RdmaClientReplicaTest).
+  auto raw = ::kvstore::testing::RawRdmaClient::Connect(BackupAddress(), kClusterSecret);
   ASSERT_TRUE(raw.ok()) << raw.status();
   wire::ReplicaCommit tag = Tag(1);
   tag.primary_node_id = "slow-primary";
