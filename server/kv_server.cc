@@ -327,16 +327,21 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> KvServer::ControlCreden
   // body is read (auth::MetadataTokenCheck), by the services' own rule:
   // a data client's upload to a peer or admin RPC is refused as early as a
   // stranger's. Health checks need no credential.
-  std::shared_ptr<auth::MetadataTokenCheck> check;
   const auth::Credentials credentials = Credentials();
   absl::StatusOr<auth::Identities> ids = auth::Identities::Build(credentials);
   if (!ids.ok()) return ids.status();
   if (!ids->open() || ids->has_peers()) {
-    check = std::make_shared<auth::MetadataTokenCheck>(
-        std::make_shared<const auth::Authenticator>(credentials, &registry_),
-        std::vector<std::string>{"/grpc.health.v1.Health/"});
+    auth::MetadataTokenCheck::Options check;
+    check.open_prefixes = {"/grpc.health.v1.Health/"};
+    check.refusal_delay = options_.auth_failure_delay;
+    control_check_ = std::make_shared<auth::MetadataTokenCheck>(
+        std::make_shared<const auth::Authenticator>(credentials, &registry_), std::move(check),
+        &registry_);
   }
-  if (options_.tls_cert_file.empty()) return auth::ControlPortCredentials(std::nullopt, check);
+  if (options_.tls_cert_file.empty()) {
+    return auth::ControlPortCredentials(grpc_insecure_server_credentials_create(),
+                                        control_check_);
+  }
   // With a client CA, a client without a certificate it signed never gets
   // past the TLS handshake. The files are watched: a renewed certificate
   // serves new connections without a restart.
@@ -345,10 +350,9 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> KvServer::ControlCreden
   files.key = options_.tls_key_file;
   files.ca = options_.tls_client_ca_file;
   files.ca_flag = "tls_client_ca";
-  KV_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds,
+  KV_ASSIGN_OR_RETURN(grpc_server_credentials * core,
                       tls::ReloadingServerCredentials(files, options_.tls_reload_interval));
-  if (check != nullptr) creds->SetAuthMetadataProcessor(std::move(check));
-  return creds;
+  return auth::ControlPortCredentials(core, control_check_);
 }
 
 absl::Status KvServer::StartControlPlane() {
@@ -506,6 +510,9 @@ void KvServer::Shutdown() {
   // gets 2 s to finish the calls in flight. The scrape endpoint goes first:
   // it reads every component through the registry's callbacks.
   if (http_) http_->Stop();
+  // Refusals held back by the early check go now: gRPC's shutdown waits
+  // for their calls.
+  if (control_check_) control_check_->StopDelaying();
   if (grpc_) grpc_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   if (control_port_ != 0) net::AcceptGuard::Get().ForgetPort(control_port_);
   if (controller_proxy_) controller_proxy_->set_controller(nullptr);
@@ -526,6 +533,7 @@ KvServer::~KvServer() {
   // What Shutdown() left, in reverse order of construction.
   Shutdown();
   grpc_.reset();
+  control_check_.reset();
   service_.reset();
   cluster_service_.reset();
   // Its sync thread installs into the store.

@@ -50,6 +50,9 @@ class ChannelCredentials;
 }  // namespace grpc
 
 namespace kvstore {
+namespace auth {
+class MetadataTokenCheck;
+}  // namespace auth
 namespace tls {
 class ReloadingServerContext;
 }  // namespace tls
@@ -150,6 +153,10 @@ struct KvServerOptions {
   // How often the TLS files are looked at again (a renewed certificate is
   // used for new connections without a restart).
   absl::Duration tls_reload_interval = absl::Seconds(60);
+  // How late the control port sends a refusal for a missing or unknown
+  // credential (auth::MetadataTokenCheck): a stranger's calls in a loop
+  // then cost the server a few a second each, not thousands. Zero: at once.
+  absl::Duration auth_failure_delay = absl::Milliseconds(250);
   // Protected mode: a non-loopback listen address without a token or mutual
   // TLS refuses to start unless this is set.
   bool insecure = false;
@@ -385,6 +392,10 @@ class KvServer {
   std::unique_ptr<tls::ReloadingServerContext> resp_tls_;
   std::unique_ptr<RespServer> resp_;
   std::unique_ptr<KvControlServiceImpl> service_;
+  // The control port's early credential check (null when there is no
+  // credential); kept past grpc_ (its delayed refusals are sent when the
+  // server stops).
+  std::shared_ptr<auth::MetadataTokenCheck> control_check_;
   std::unique_ptr<grpc::Server> grpc_;
   int control_port_ = 0;
   uint64_t grpc_memory_bytes_ = 0;  // GrpcMemoryBytes(), set by Init()

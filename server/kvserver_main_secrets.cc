@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/auth/credentials.h"
 #include "common/auth/token.h"
 
@@ -30,6 +31,11 @@ ABSL_FLAG(std::string, users_file, "",
           "file of more users, one per line: NAME ROLE SECRET, ROLE read (GET/SCAN only), write "
           "or admin; '#' starts a comment. gRPC clients send SECRET as their token, RESP "
           "clients AUTH NAME SECRET (redis-cli --user NAME --pass SECRET)");
+ABSL_FLAG(absl::Duration, auth_failure_delay, absl::Milliseconds(250),
+          "how late the control port answers a call without a known credential "
+          "(UNAUTHENTICATED): a client retrying in a loop then costs the server a few calls a "
+          "second, not thousands; at most 1024 such refusals wait at once, later ones are sent "
+          "at once; 0 sends every refusal at once; at most 10s");
 
 namespace kvstore {
 namespace server {
@@ -59,6 +65,12 @@ absl::Status SecretsFromFlags(KvServerOptions* o) {
     }
     *f.field = std::move(*token);
   }
+  const absl::Duration delay = absl::GetFlag(FLAGS_auth_failure_delay);
+  if (delay < absl::ZeroDuration() || delay > absl::Seconds(10)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--auth_failure_delay must be between 0 and 10s, not ", absl::FormatDuration(delay)));
+  }
+  o->auth_failure_delay = delay;
   if (const std::string path = absl::GetFlag(FLAGS_users_file); !path.empty()) {
     absl::StatusOr<std::vector<auth::User>> users = auth::ReadUsersFile(path);
     if (!users.ok()) {

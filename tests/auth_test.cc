@@ -10,10 +10,12 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/auth/token.h"
 #include "common/metrics/exposition.h"
+#include "common/testing/eventually.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -346,6 +348,98 @@ TEST(AuthTest, EachRefusedUploadLetsInAtMostOneFixedStreamWindow) {
   grpc::Status s = put(kToken, 16ull << 20);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_GE(relay.client_bytes() - admitted_before, 16ull << 20);
+}
+
+// A call without a known credential is refused --auth_failure_delay late
+// (over plaintext and over TLS, the two credential paths), so a stranger
+// calling in a loop gets a few refusals a second instead of thousands; a
+// known principal's refusal (PERMISSION_DENIED) is not held back, nor is
+// anything with a delay of zero. Only lower bounds on time are checked: a
+// loaded machine can make an answer late, never early.
+TEST(AuthTest, RefusalsOfUnknownCredentialsAreSentLate) {
+  constexpr absl::Duration kDelay = absl::Milliseconds(400);
+  for (bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "tls" : "plaintext");
+    KvServerOptions o = SmallServer();
+    o.auth_token = kToken;
+    o.users.push_back(auth::User{"reader", auth::Role::kRead, "auth-test-reader-secret-012345"});
+    o.auth_failure_delay = kDelay;
+    if (tls) {
+      o.tls_cert_file = Tls("server.pem");
+      o.tls_key_file = Tls("server.key");
+    }
+    auto server = KvServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status();
+    auto creds = tls ? SslCreds("ca.pem") : grpc::InsecureChannelCredentials();
+    auto stub = pb::KvControl::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*server)->control_port()), creds));
+    auto put = [&stub](const std::string& token, absl::Duration* took) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+      if (!token.empty()) ctx.AddMetadata("authorization", auth::BearerHeader(token));
+      pb::PutRequest req;
+      req.set_key("k");
+      req.set_value("v");
+      pb::PutResponse resp;
+      const absl::Time start = absl::Now();
+      grpc::Status s = stub->Put(&ctx, req, &resp);
+      *took = absl::Now() - start;
+      return s;
+    };
+    absl::Duration took;
+    ASSERT_TRUE(put(kToken, &took).ok());  // connected: what follows is the check's time
+    grpc::Status s = put("", &took);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("missing bearer token"));
+    EXPECT_GE(took, kDelay);
+    s = put("auth-test-token-wrong-token", &took);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+    EXPECT_GE(took, kDelay);
+    s = put("auth-test-reader-secret-012345", &took);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+    const auto flat = metrics::FlattenSnapshot((*server)->registry().TakeSnapshot());
+    EXPECT_EQ(flat.at("kvstore_grpc_auth_failures_delayed_total"), 2u);
+    EXPECT_EQ(flat.at("kvstore_grpc_auth_failures_undelayed_total"), 0u);
+    EXPECT_EQ(flat.at("kvstore_grpc_auth_failures_total"), 2u);
+  }
+  KvServerOptions o = SmallServer();
+  o.auth_token = kToken;
+  o.auth_failure_delay = absl::ZeroDuration();
+  auto server = KvServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ(Handshake((*server)->control_port(), grpc::InsecureChannelCredentials()).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  const auto flat = metrics::FlattenSnapshot((*server)->registry().TakeSnapshot());
+  EXPECT_EQ(flat.at("kvstore_grpc_auth_failures_total"), 1u);
+  EXPECT_EQ(flat.at("kvstore_grpc_auth_failures_delayed_total"), 0u);
+}
+
+// A server that stops sends the refusals it holds at once: a client waiting
+// for one is told UNAUTHENTICATED, and the server's shutdown (which waits
+// for the calls) does not wait out the delay.
+TEST(AuthTest, StoppingTheServerSendsHeldRefusalsAtOnce) {
+  KvServerOptions o = SmallServer();
+  o.auth_token = kToken;
+  o.auth_failure_delay = absl::Hours(1);
+  auto server = KvServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->control_port();
+  grpc::Status refused;
+  std::thread client([&] {
+    auto stub = pb::KvControl::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                                           grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;  // a deadline far beyond any wait below
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
+    pb::HandshakeResponse resp;
+    refused = stub->Handshake(&ctx, pb::HandshakeRequest(), &resp);
+  });
+  ASSERT_TRUE(testing::Eventually([&] {
+    const auto flat = metrics::FlattenSnapshot((*server)->registry().TakeSnapshot());
+    return flat.at("kvstore_grpc_auth_failures_delayed_total") == 1;
+  }));
+  server->reset();
+  client.join();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAUTHENTICATED) << refused.error_message();
 }
 
 // The early check applies the services' own rule, not only "some known

@@ -2,15 +2,12 @@
 
 #include "common/auth/metadata_token_check.h"
 
-#include <map>
 #include <utility>
 
 #include "absl/strings/match.h"
-#include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "glog/logging.h"
 #include "grpc/grpc.h"
-#include "grpc/grpc_security.h"
 #include "grpc/slice.h"
 
 namespace kvstore {
@@ -18,60 +15,40 @@ namespace auth {
 
 namespace {
 
-absl::string_view View(grpc::string_ref s) { return absl::string_view(s.data(), s.size()); }
-
 absl::string_view View(const grpc_slice& s) {
   return absl::string_view(reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(s)),
                            GRPC_SLICE_LENGTH(s));
 }
 
-// Plaintext credentials that run a processor: the core library's insecure
-// credentials with the processor attached (the C++ insecure credentials
-// refuse one). The core credentials own the processor: they outlive this
-// object inside the server that bound a port with them.
-class InsecureCredentialsWithCheck final : public grpc::ServerCredentials {
+// Core server credentials with the check attached. The core credentials
+// own a reference to the check (released by their destroy callback): they
+// outlive this object inside the server that bound a port with them.
+class CheckedCredentials final : public grpc::ServerCredentials {
  public:
-  explicit InsecureCredentialsWithCheck(std::shared_ptr<grpc::AuthMetadataProcessor> processor)
-      : creds_(grpc_insecure_server_credentials_create()) {
-    SetAuthMetadataProcessor(std::move(processor));
+  CheckedCredentials(grpc_server_credentials* core, std::shared_ptr<MetadataTokenCheck> check)
+      : creds_(core) {
+    CHECK(creds_ != nullptr);
+    if (check == nullptr) return;
+    grpc_auth_metadata_processor p;
+    p.process = [](void* state, grpc_auth_context* /*context*/, const grpc_metadata* md,
+                   size_t num_md, grpc_process_auth_metadata_done_cb cb, void* user_data) {
+      (*static_cast<std::shared_ptr<MetadataTokenCheck>*>(state))
+          ->Process(md, num_md, cb, user_data);
+    };
+    p.destroy = [](void* state) { delete static_cast<std::shared_ptr<MetadataTokenCheck>*>(state); };
+    p.state = new std::shared_ptr<MetadataTokenCheck>(std::move(check));
+    grpc_server_credentials_set_auth_metadata_processor(creds_, p);
   }
-  ~InsecureCredentialsWithCheck() override { grpc_server_credentials_release(creds_); }
+  ~CheckedCredentials() override { grpc_server_credentials_release(creds_); }
 
   void SetAuthMetadataProcessor(
-      const std::shared_ptr<grpc::AuthMetadataProcessor>& processor) override {
-    grpc_auth_metadata_processor p;
-    p.process = &Process;
-    p.destroy = [](void* state) {
-      delete static_cast<std::shared_ptr<grpc::AuthMetadataProcessor>*>(state);
-    };
-    p.state = new std::shared_ptr<grpc::AuthMetadataProcessor>(processor);
-    grpc_server_credentials_set_auth_metadata_processor(creds_, p);
+      const std::shared_ptr<grpc::AuthMetadataProcessor>& /*processor*/) override {
+    LOG(FATAL) << "the control port's credentials take a MetadataTokenCheck only";
   }
 
  private:
   int AddPortToServer(const std::string& addr, grpc_server* server) override {
     return grpc_server_add_http2_port(server, addr.c_str(), creds_);
-  }
-
-  // The core's callback, adapted to grpc::AuthMetadataProcessor (only
-  // non-blocking processors: it runs on gRPC's thread).
-  static void Process(void* state, grpc_auth_context* /*context*/, const grpc_metadata* md,
-                      size_t num_md, grpc_process_auth_metadata_done_cb cb, void* user_data) {
-    auto& processor = *static_cast<std::shared_ptr<grpc::AuthMetadataProcessor>*>(state);
-    grpc::AuthMetadataProcessor::InputMetadata input;
-    for (size_t i = 0; i < num_md; ++i) {
-      const absl::string_view key = View(md[i].key);
-      const absl::string_view value = View(md[i].value);
-      input.emplace(grpc::string_ref(key.data(), key.size()),
-                    grpc::string_ref(value.data(), value.size()));
-    }
-    grpc::AuthMetadataProcessor::OutputMetadata consumed;
-    grpc::AuthMetadataProcessor::OutputMetadata response;
-    grpc::Status status = processor->Process(input, nullptr, &consumed, &response);
-    // MetadataTokenCheck consumes and answers nothing.
-    DCHECK(consumed.empty() && response.empty());
-    cb(user_data, nullptr, 0, nullptr, 0, static_cast<grpc_status_code>(status.error_code()),
-       status.ok() ? nullptr : status.error_message().c_str());
   }
 
   grpc_server_credentials* const creds_;
@@ -80,44 +57,66 @@ class InsecureCredentialsWithCheck final : public grpc::ServerCredentials {
 }  // namespace
 
 MetadataTokenCheck::MetadataTokenCheck(std::shared_ptr<const Authenticator> authenticator,
-                                       std::vector<std::string> open_prefixes)
-    : authenticator_(std::move(authenticator)), open_prefixes_(std::move(open_prefixes)) {
+                                       Options options, metrics::Registry* registry)
+    : authenticator_(std::move(authenticator)),
+      options_(std::move(options)),
+      answers_(options_.max_delayed_refusals) {
   CHECK(authenticator_ != nullptr);
+  CHECK(registry != nullptr);
+  delayed_ = registry->AddCounter(
+      "kvstore_grpc_auth_failures_delayed_total",
+      "gRPC calls without a known credential whose refusal was sent --auth_failure_delay late.");
+  undelayed_ = registry->AddCounter(
+      "kvstore_grpc_auth_failures_undelayed_total",
+      "gRPC calls without a known credential refused at once: the most refusals that may wait "
+      "were already waiting, or the server was stopping.");
 }
 
-grpc::Status MetadataTokenCheck::Process(const InputMetadata& auth_metadata,
-                                         grpc::AuthContext* /*context*/,
-                                         OutputMetadata* /*consumed_auth_metadata*/,
-                                         OutputMetadata* /*response_metadata*/) {
-  absl::string_view method;
-  auto path = auth_metadata.find(":path");
-  if (path != auth_metadata.end()) {
-    method = View(path->second);
-    for (const std::string& prefix : open_prefixes_) {
-      if (absl::StartsWith(method, prefix)) return grpc::Status::OK;
+MetadataTokenCheck::~MetadataTokenCheck() { StopDelaying(); }
+
+absl::Status MetadataTokenCheck::Check(absl::string_view path,
+                                       absl::string_view authorization) const {
+  for (const std::string& prefix : options_.open_prefixes) {
+    if (absl::StartsWith(path, prefix)) return absl::OkStatus();
+  }
+  absl::ConsumePrefix(&path, "/");
+  return authenticator_->AdmitAuthorization(authorization, path).status();
+}
+
+void MetadataTokenCheck::Process(const grpc_metadata* md, size_t num_md,
+                                 grpc_process_auth_metadata_done_cb done, void* user_data) {
+  absl::string_view path, authorization;
+  bool seen_authorization = false;
+  for (size_t i = 0; i < num_md; ++i) {
+    const absl::string_view key = View(md[i].key);
+    if (key == ":path") {
+      path = View(md[i].value);
+    } else if (key == "authorization" && !seen_authorization) {
+      // Only the first value of a repeated key counts, as in Authenticator.
+      authorization = View(md[i].value);
+      seen_authorization = true;
     }
   }
-  absl::ConsumePrefix(&method, "/");
-  absl::string_view given;
-  // Only the first value of a repeated key is looked at, as in Authenticator.
-  auto it = auth_metadata.find("authorization");
-  if (it != auth_metadata.end()) given = View(it->second);
-  absl::StatusOr<Identity> who = authenticator_->AdmitAuthorization(given, method);
-  if (who.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(who.status().code()),
-                      std::string(who.status().message()));
+  const absl::Status status = Check(path, authorization);
+  auto answer = [done, user_data, code = static_cast<grpc_status_code>(status.code()),
+                 message = std::string(status.message())] {
+    done(user_data, nullptr, 0, nullptr, 0, code, code == GRPC_STATUS_OK ? nullptr : message.c_str());
+  };
+  if (absl::IsUnauthenticated(status) && options_.refusal_delay > absl::ZeroDuration()) {
+    if (answers_.RunLater(options_.refusal_delay, answer)) {
+      delayed_->Increment();
+      return;
+    }
+    undelayed_->Increment();
+  }
+  answer();
 }
 
+void MetadataTokenCheck::StopDelaying() { answers_.Stop(); }
+
 std::shared_ptr<grpc::ServerCredentials> ControlPortCredentials(
-    const std::optional<grpc::SslServerCredentialsOptions>& ssl,
-    std::shared_ptr<MetadataTokenCheck> check) {
-  if (ssl.has_value()) {
-    std::shared_ptr<grpc::ServerCredentials> creds = grpc::SslServerCredentials(*ssl);
-    if (check != nullptr) creds->SetAuthMetadataProcessor(std::move(check));
-    return creds;
-  }
-  if (check == nullptr) return grpc::InsecureServerCredentials();
-  return std::make_shared<InsecureCredentialsWithCheck>(std::move(check));
+    grpc_server_credentials* core, std::shared_ptr<MetadataTokenCheck> check) {
+  return std::make_shared<CheckedCredentials>(core, std::move(check));
 }
 
 }  // namespace auth

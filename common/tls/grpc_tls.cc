@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "grpc/grpc_security.h"
 #include "grpcpp/security/tls_certificate_provider.h"
 #include "grpcpp/security/tls_certificate_verifier.h"
 #include "grpcpp/security/tls_credentials_options.h"
@@ -41,24 +42,32 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& flag, const std::stri
   return content.str();
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ReloadingServerCredentials(
-    const PemFiles& files, absl::Duration refresh) {
+absl::StatusOr<grpc_server_credentials*> ReloadingServerCredentials(const PemFiles& files,
+                                                                    absl::Duration refresh) {
   KV_RETURN_IF_ERROR(ReadPemFile(files.cert_flag, files.cert).status());
   KV_RETURN_IF_ERROR(ReadPemFile(files.key_flag, files.key).status());
   if (!files.ca.empty()) KV_RETURN_IF_ERROR(ReadPemFile(files.ca_flag, files.ca).status());
-  auto provider = std::make_shared<FileWatcherCertificateProvider>(files.key, files.cert, files.ca,
-                                                                   RefreshSeconds(refresh));
-  grpc::experimental::TlsServerCredentialsOptions options(provider);
-  options.watch_identity_key_cert_pairs();
+  // The core API, not grpc::experimental::TlsServerCredentials: the caller
+  // attaches an auth metadata processor that may answer later
+  // (auth::ControlPortCredentials). The options take their own reference
+  // to the provider's core object, which outlives the C++ wrapper.
+  FileWatcherCertificateProvider provider(files.key, files.cert, files.ca,
+                                          RefreshSeconds(refresh));
+  grpc_tls_credentials_options* options = grpc_tls_credentials_options_create();
+  grpc_tls_credentials_options_set_certificate_provider(options, provider.c_provider());
+  grpc_tls_credentials_options_watch_identity_key_cert_pairs(options);
   if (files.ca.empty()) {
-    options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    grpc_tls_credentials_options_set_cert_request_type(options,
+                                                       GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   } else {
     // A client without a certificate the CA signed never gets past the
     // handshake.
-    options.watch_root_certs();
-    options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    grpc_tls_credentials_options_watch_root_certs(options);
+    grpc_tls_credentials_options_set_cert_request_type(
+        options, GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   }
-  return grpc::experimental::TlsServerCredentials(options);
+  // Takes ownership of the options.
+  return grpc_tls_server_credentials_create(options);
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ReloadingChannelCredentials(

@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grpc/grpc_security.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
 
@@ -45,11 +46,13 @@ struct PemFiles {
 // is missing, unreadable, empty or holds no "-----BEGIN" block.
 absl::StatusOr<std::string> ReadPemFile(const std::string& flag, const std::string& path);
 
-// The server side. REQUIRES files.cert and files.key. With files.ca, a
-// client must present a certificate that CA signed (mutual TLS); without,
-// none is asked for. Errors: ReadPemFile's.
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ReloadingServerCredentials(
-    const PemFiles& files, absl::Duration refresh);
+// The server side, as gRPC core credentials (the caller owns them: hand
+// them to auth::ControlPortCredentials or release them with
+// grpc_server_credentials_release). REQUIRES files.cert and files.key. With
+// files.ca, a client must present a certificate that CA signed (mutual
+// TLS); without, none is asked for. Errors: ReadPemFile's.
+absl::StatusOr<grpc_server_credentials*> ReloadingServerCredentials(const PemFiles& files,
+                                                                    absl::Duration refresh);
 
 // The client side: the server's chain must lead to files.ca (required) and
 // carry the host name (or IP) dialled; with files.cert and files.key (both

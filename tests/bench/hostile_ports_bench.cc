@@ -73,6 +73,9 @@
 ABSL_FLAG(std::string, kvserver, "", "the kvserver binary to measure (required)");
 ABSL_FLAG(int, max_descriptors, 256,
           "the server's RLIMIT_NOFILE, soft and hard (0: inherit this process's)");
+ABSL_FLAG(std::string, server_flags, "",
+          "more kvserver flags, space-separated (e.g. \"--auth_failure_delay=0\" to measure "
+          "the server without its refusal delay)");
 ABSL_FLAG(std::string, pool_size, "256M", "the server's --pool_size");
 ABSL_FLAG(int, ops, 500, "operations of each kind per phase");
 ABSL_FLAG(int, phase_seconds, 20, "at most this long measuring in one phase");
@@ -128,6 +131,11 @@ bool StartServer(Server* s) {
                                    "--pool_size=" + absl::GetFlag(FLAGS_pool_size),
                                    "--auth_token_file=" + token,
                                    "--ready_file=" + ready};
+  // After the fixed ones, so they can override them.
+  for (absl::string_view extra :
+       absl::StrSplit(absl::GetFlag(FLAGS_server_flags), ' ', absl::SkipEmpty())) {
+    argv.emplace_back(extra);
+  }
   const int limit = absl::GetFlag(FLAGS_max_descriptors);
   s->pid = fork();
   if (s->pid == 0) {
@@ -632,8 +640,9 @@ bool Phase(const std::string& name, Kind kind, std::vector<PhaseResult>* results
 }
 
 int Main() {
-  std::printf("kvserver %s, descriptor limit %d, a new server per phase\n",
-              absl::GetFlag(FLAGS_kvserver).c_str(), absl::GetFlag(FLAGS_max_descriptors));
+  std::printf("kvserver %s %s, descriptor limit %d, a new server per phase\n",
+              absl::GetFlag(FLAGS_kvserver).c_str(), absl::GetFlag(FLAGS_server_flags).c_str(),
+              absl::GetFlag(FLAGS_max_descriptors));
   std::vector<PhaseResult> results;
   uint64_t idle_rss = 0;
   const std::vector<std::pair<std::string, Kind>> all = {
