@@ -339,8 +339,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> KvServer::ControlCreden
         &registry_);
   }
   if (options_.tls_cert_file.empty()) {
-    return auth::ControlPortCredentials(grpc_insecure_server_credentials_create(),
-                                        control_check_);
+    return auth::ControlPortCredentials(grpc_insecure_server_credentials_create(), control_check_);
   }
   // With a client CA, a client without a certificate it signed never gets
   // past the TLS handshake. The files are watched: a renewed certificate

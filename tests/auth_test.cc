@@ -426,8 +426,8 @@ TEST(AuthTest, StoppingTheServerSendsHeldRefusalsAtOnce) {
   const int port = (*server)->control_port();
   grpc::Status refused;
   std::thread client([&] {
-    auto stub = pb::KvControl::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                                           grpc::InsecureChannelCredentials()));
+    auto stub = pb::KvControl::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;  // a deadline far beyond any wait below
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
     pb::HandshakeResponse resp;

@@ -253,8 +253,8 @@ TEST_F(EndToEnd, PoolFullThenFreed) {
     return total_segments > 0 && live_bytes == 0 &&
            stats->counters["kvstore_pool_segments_awaiting_grace"] == 0 &&
            free_segments + kOpenWriterSegments >= total_segments;
-  })) << free_segments << " of " << total_segments << " segments free, " << live_bytes
-      << " live bytes";
+  })) << free_segments
+      << " of " << total_segments << " segments free, " << live_bytes << " live bytes";
   std::printf("%lu of %lu segments free before the refill\n",
               static_cast<unsigned long>(free_segments),
               static_cast<unsigned long>(total_segments));

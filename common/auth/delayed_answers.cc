@@ -64,8 +64,7 @@ void DelayedAnswers::Loop() {
     const size_t seen = queue_.size();
     const absl::Time due = queue_.empty() ? absl::InfiniteFuture() : queue_.top().due;
     auto changed = [this, seen, due]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-      return stopped_ || queue_.size() != seen ||
-             (!queue_.empty() && queue_.top().due != due);
+      return stopped_ || queue_.size() != seen || (!queue_.empty() && queue_.top().due != due);
     };
     if (due > absl::Now()) {
       mu_.AwaitWithDeadline(absl::Condition(&changed), due);

@@ -35,7 +35,9 @@ class CheckedCredentials final : public grpc::ServerCredentials {
       (*static_cast<std::shared_ptr<MetadataTokenCheck>*>(state))
           ->Process(md, num_md, cb, user_data);
     };
-    p.destroy = [](void* state) { delete static_cast<std::shared_ptr<MetadataTokenCheck>*>(state); };
+    p.destroy = [](void* state) {
+      delete static_cast<std::shared_ptr<MetadataTokenCheck>*>(state);
+    };
     p.state = new std::shared_ptr<MetadataTokenCheck>(std::move(check));
     grpc_server_credentials_set_auth_metadata_processor(creds_, p);
   }
@@ -100,7 +102,8 @@ void MetadataTokenCheck::Process(const grpc_metadata* md, size_t num_md,
   const absl::Status status = Check(path, authorization);
   auto answer = [done, user_data, code = static_cast<grpc_status_code>(status.code()),
                  message = std::string(status.message())] {
-    done(user_data, nullptr, 0, nullptr, 0, code, code == GRPC_STATUS_OK ? nullptr : message.c_str());
+    done(user_data, nullptr, 0, nullptr, 0, code,
+         code == GRPC_STATUS_OK ? nullptr : message.c_str());
   };
   if (absl::IsUnauthenticated(status) && options_.refusal_delay > absl::ZeroDuration()) {
     if (answers_.RunLater(options_.refusal_delay, answer)) {

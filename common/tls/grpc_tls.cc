@@ -51,8 +51,7 @@ absl::StatusOr<grpc_server_credentials*> ReloadingServerCredentials(const PemFil
   // attaches an auth metadata processor that may answer later
   // (auth::ControlPortCredentials). The options take their own reference
   // to the provider's core object, which outlives the C++ wrapper.
-  FileWatcherCertificateProvider provider(files.key, files.cert, files.ca,
-                                          RefreshSeconds(refresh));
+  FileWatcherCertificateProvider provider(files.key, files.cert, files.ca, RefreshSeconds(refresh));
   grpc_tls_credentials_options* options = grpc_tls_credentials_options_create();
   grpc_tls_credentials_options_set_certificate_provider(options, provider.c_provider());
   grpc_tls_credentials_options_watch_identity_key_cert_pairs(options);

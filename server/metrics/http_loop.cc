@@ -31,7 +31,10 @@ constexpr uint64_t kWakeTag = ~uint64_t{0} - 1;
 
 HttpLoop::HttpLoop(int listen_fd, const MetricsHttpOptions& options,
                    MetricsHttpServer::TextSource source)
-    : listen_fd_(listen_fd), options_(options), source_(std::move(source)) {}
+    : listen_fd_(listen_fd),
+      options_(options),
+      source_(std::move(source)),
+      refusal_delay_(std::min(options.refusal_delay, options.exchange_timeout / 2)) {}
 
 HttpLoop::~HttpLoop() {
   for (Conn& c : conns_) close(c.fd);
@@ -71,6 +74,7 @@ MetricsHttpServer::Stats HttpLoop::stats() const {
   s.dropped_at_cap = dropped_at_cap_.load();
   s.timed_out = timed_out_.load();
   s.answered = answered_.load();
+  s.refusals_delayed = refusals_delayed_.load();
   s.open = open_.load();
   return s;
 }
@@ -96,19 +100,25 @@ void HttpLoop::Run() {
       auto found = by_fd_.find(static_cast<int>(tag));
       if (found == by_fd_.end()) continue;
       const ConnList::iterator it = found->second;
-      if (it->out.empty()) {
+      if (it->held) {
+        Close(it);  // a held refusal is watched only for errors (a reset)
+      } else if (it->out.empty()) {
         OnReadable(it);
       } else {
         OnWritable(it);
       }
     }
-    ExpireOld(absl::Now());
+    const absl::Time now = absl::Now();
+    ReleaseDue(now);
+    ExpireOld(now);
   }
 }
 
 int HttpLoop::WaitMillis(absl::Time now) const {
   if (conns_.empty()) return 1000;
-  const int64_t ms = absl::ToInt64Milliseconds(conns_.front().deadline - now) + 1;
+  absl::Time next = conns_.front().deadline;
+  if (!delayed_.empty()) next = std::min(next, delayed_.front().due);
+  const int64_t ms = absl::ToInt64Milliseconds(next - now) + 1;
   return static_cast<int>(std::clamp<int64_t>(ms, 0, 1000));
 }
 
@@ -131,6 +141,7 @@ void HttpLoop::Accept() {
     }
     Conn c;
     c.fd = fd;
+    c.id = next_id_++;
     c.deadline = absl::Now() + options_.exchange_timeout;
     conns_.push_back(std::move(c));
     by_fd_[fd] = std::prev(conns_.end());
@@ -169,6 +180,19 @@ void HttpLoop::OnReadable(ConnList::iterator it) {
   }
   c.out = std::move(answer->bytes);
   std::string().swap(c.in);
+  if (answer->status != 200 && refusal_delay_ > absl::ZeroDuration()) {
+    // Held: no longer read (a body stays unread) and written by
+    // ReleaseDue(). Only errors are watched (epoll always reports them): a
+    // client that half-closed may still read its answer.
+    c.held = true;
+    delayed_.push_back(Delayed{c.fd, c.id, absl::Now() + refusal_delay_});
+    refusals_delayed_.fetch_add(1);
+    epoll_event ev{};
+    ev.events = 0;
+    ev.data.u64 = static_cast<uint64_t>(c.fd);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
+    return;
+  }
   epoll_event ev{};
   ev.events = EPOLLOUT;
   ev.data.u64 = static_cast<uint64_t>(c.fd);
@@ -196,6 +220,24 @@ void HttpLoop::OnWritable(ConnList::iterator it) {
   // its body never sees.
   shutdown(c.fd, SHUT_WR);
   Close(it);
+}
+
+void HttpLoop::ReleaseDue(absl::Time now) {
+  while (!delayed_.empty() && delayed_.front().due <= now) {
+    const Delayed d = delayed_.front();
+    delayed_.pop_front();
+    auto found = by_fd_.find(d.fd);
+    // Closed meanwhile (hang-up, cap, deadline), maybe with its number
+    // reused by a newer connection.
+    if (found == by_fd_.end() || found->second->id != d.id) continue;
+    const ConnList::iterator it = found->second;
+    it->held = false;
+    epoll_event ev{};
+    ev.events = EPOLLOUT;
+    ev.data.u64 = static_cast<uint64_t>(it->fd);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, it->fd, &ev);
+    OnWritable(it);
+  }
 }
 
 void HttpLoop::ExpireOld(absl::Time now) {

@@ -20,7 +20,10 @@
 //     is ever read, so no upload can make the process buffer or inflate
 //     anything).
 // Nothing is queued: every accepted socket is either being served or
-// closed.
+// closed. A refusal (any answer but 200) waits refusal_delay before it is
+// written, on a connection that is no longer read (its deadline and the
+// cap still apply), so a client that calls again as soon as it is refused
+// makes a few calls a second.
 //
 // Thread safety: construct and Init() on one thread, Run() on the loop's
 // thread; Wake() and stats() from any thread. The destructor closes every
@@ -31,6 +34,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <string>
 
@@ -66,6 +70,15 @@ class HttpLoop {
     std::string in;   // the request head so far (at most max_head_bytes)
     std::string out;  // the answer, once decided
     size_t sent = 0;
+    uint64_t id = 0;    // unique per accept: descriptor numbers are reused
+    bool held = false;  // a refusal waiting for its time (delayed_)
+  };
+  // A refusal held back: the connection (by descriptor and id) and when
+  // its answer is written. Constant delay, so in time order.
+  struct Delayed {
+    int fd;
+    uint64_t id;
+    absl::Time due;
   };
   using ConnList = std::list<Conn>;
 
@@ -76,6 +89,8 @@ class HttpLoop {
   void OnWritable(ConnList::iterator it);
   // Closes connections past their deadline (the oldest come first).
   void ExpireOld(absl::Time now);
+  // Starts writing the held refusals whose time has come.
+  void ReleaseDue(absl::Time now);
   void Close(ConnList::iterator it);
   // How long epoll_wait may sleep: until the oldest deadline, at most 1 s.
   int WaitMillis(absl::Time now) const;
@@ -89,11 +104,16 @@ class HttpLoop {
   // In accept order, which is also deadline order; the cap drops the front.
   ConnList conns_;
   absl::flat_hash_map<int, ConnList::iterator> by_fd_;
+  std::deque<Delayed> delayed_;
+  uint64_t next_id_ = 1;
+  // options_.refusal_delay, at most half of exchange_timeout.
+  const absl::Duration refusal_delay_;
 
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> dropped_at_cap_{0};
   std::atomic<uint64_t> timed_out_{0};
   std::atomic<uint64_t> answered_{0};
+  std::atomic<uint64_t> refusals_delayed_{0};
   std::atomic<int> open_{0};
 };
 

@@ -49,6 +49,12 @@ struct MetricsHttpOptions {
   // The longest request head (request line and headers) read; a longer one
   // is answered 431. A scraper's is a few hundred bytes.
   size_t max_head_bytes = 8 << 10;
+  // An answer other than 200 (a wrong path or method, a body, a bad head)
+  // is sent this late, and at most half of exchange_timeout: nothing but a
+  // scraper has a reason to call, and a client refused in a loop (a POST of
+  // a gzip bomb, again and again) then gets a few refusals a second instead
+  // of thousands. Zero: at once.
+  absl::Duration refusal_delay = absl::Milliseconds(250);
 };
 
 // Thread-safety: Start() and Stop() must not run concurrently with each
@@ -64,10 +70,11 @@ class MetricsHttpServer {
   // What the endpoint has done since Start() (for tests and the log).
   struct Stats {
     uint64_t accepted = 0;
-    uint64_t dropped_at_cap = 0;  // closed to make room under max_connections
-    uint64_t timed_out = 0;       // closed at exchange_timeout
-    uint64_t answered = 0;        // answers written in full, any status
-    int open = 0;                 // sockets held now
+    uint64_t dropped_at_cap = 0;    // closed to make room under max_connections
+    uint64_t timed_out = 0;         // closed at exchange_timeout
+    uint64_t answered = 0;          // answers written in full, any status
+    uint64_t refusals_delayed = 0;  // answers other than 200 held back refusal_delay
+    int open = 0;                   // sockets held now
   };
 
   // Serves FormatPrometheusText(registry.TakeSnapshot()) on every scrape.

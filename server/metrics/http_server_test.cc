@@ -331,6 +331,35 @@ TEST(MetricsHttpServerTest, RequestsWithABodyAreRefusedBeforeTheBody) {
   }
 }
 
+// A refusal is written refusal_delay late (a client refused in a loop gets
+// a few answers a second), a scrape at once; a client that half-closed
+// after its request still reads its refusal. Only lower bounds on time are
+// checked: a loaded machine makes answers late, never early.
+TEST(MetricsHttpServerTest, RefusalsAreSentLate) {
+  MetricsHttpOptions options;
+  options.refusal_delay = absl::Milliseconds(300);
+  MetricsHttpServer server([] { return std::string("kvstore_up 1\n"); }, options);
+  absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  for (const char* head : {"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n",
+                           "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"}) {
+    const int fd = ConnectTo(*port);
+    const absl::Time start = absl::Now();
+    SendAll(fd, head);
+    shutdown(fd, SHUT_WR);
+    const std::string reply = ReadToEnd(fd);
+    EXPECT_GE(absl::Now() - start, absl::Milliseconds(300)) << head;
+    EXPECT_THAT(reply, ::testing::AnyOf(StartsWith("HTTP/1.1 405 "), StartsWith("HTTP/1.1 404 ")))
+        << head;
+    close(fd);
+  }
+  const int fd = ConnectTo(*port);
+  SendAll(fd, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_THAT(ReadToEnd(fd), StartsWith("HTTP/1.1 200 "));
+  close(fd);
+  EXPECT_EQ(server.stats().refusals_delayed, 2u);
+}
+
 // 256 MiB of zeros as a gzip body of a few hundred KiB: the server must not
 // inflate (or even buffer) it. Measured on this process's peak RSS, since
 // the server runs here.
