@@ -56,8 +56,11 @@ TEST(FaultSuite, BoundedRunKeepsTheContract) {
   EXPECT_GT(r->faults, 0) << r->report;
   EXPECT_GT(r->ok, 0u) << r->report;
   EXPECT_FALSE(r->violation) << r->report;
-  // The map history was read and checked (part of `violation` too).
-  EXPECT_GT(r->map_revisions, 1u) << r->report;
+  // The map history was read and checked (part of `violation` too). At
+  // least the first map: a draw whose faults all heal before the lease
+  // runs out (seed 2902217025: two short etcd cuts, two one-way cuts, an
+  // etcd member paused) changes no map, and that is a valid history.
+  EXPECT_GE(r->map_revisions, 1u) << r->report;
   EXPECT_FALSE(r->map_violation) << r->report;
   // A new primary reconciles its backups and unknown writes are repaired
   // (docs/consistency.md §1.3): at quiescence every in-sync replica is
