@@ -94,19 +94,20 @@ uint64_t EntryHasher::Digest() const { return XXH3_64bits_digest(state_.get()); 
 
 void EntryHasher::FreeState::operator()(XXH3_state_s* s) const { delete s; }
 
-EntryHeader MakeHeader(absl::string_view key, absl::string_view value, uint64_t version) {
+EntryHeader MakeHeader(absl::string_view key, absl::string_view value, uint64_t version,
+                       uint64_t expires_at_ms) {
   EntryHeader h;
   h.magic = kEntryMagic;
   h.key_len = static_cast<uint32_t>(key.size());
   h.value_len = static_cast<uint32_t>(value.size());
-  h.flags = 0;
-  h.version = version;
+  SetVersionAndExpiry(&h, version, expires_at_ms);
   h.checksum = EntryChecksum(h, key, value);
   return h;
 }
 
-void EncodeEntry(char* dst, absl::string_view key, absl::string_view value, uint64_t version) {
-  EntryHeader h = MakeHeader(key, value, version);
+void EncodeEntry(char* dst, absl::string_view key, absl::string_view value, uint64_t version,
+                 uint64_t expires_at_ms) {
+  EntryHeader h = MakeHeader(key, value, version, expires_at_ms);
   // memcpy, not a cast: `dst` need not be aligned for EntryHeader.
   std::memcpy(dst, &h, sizeof(h));
   std::memcpy(dst + kEntryHeaderBytes, key.data(), key.size());
@@ -116,13 +117,13 @@ void EncodeEntry(char* dst, absl::string_view key, absl::string_view value, uint
 // REQUIRES: `dst` has EntryBytes(key.size(), value_len) bytes. The entry is
 // not valid (checksum 0) until SealEntry(); it must not be published in a
 // slot before then.
-void BeginEntry(char* dst, absl::string_view key, uint32_t value_len, uint64_t version) {
+void BeginEntry(char* dst, absl::string_view key, uint32_t value_len, uint64_t version,
+                uint64_t expires_at_ms) {
   EntryHeader h;
   h.magic = kEntryMagic;
   h.key_len = static_cast<uint32_t>(key.size());
   h.value_len = value_len;
-  h.flags = 0;
-  h.version = version;
+  SetVersionAndExpiry(&h, version, expires_at_ms);
   h.checksum = 0;
   std::memcpy(dst, &h, sizeof(h));
   std::memcpy(dst + kEntryHeaderBytes, key.data(), key.size());

@@ -52,7 +52,9 @@ namespace layout {
 // differs, since it would misread buckets and entries.
 // Version 2: entries 32-byte aligned (was 64), fingerprints 11 bits (was
 // 12), offsets 31 bits (was 30).
-inline constexpr uint32_t kLayoutVersion = 2;
+// Version 3: the header's reserved word and the top 16 bits of its version
+// hold the entry's expiry time (see EntryHeader).
+inline constexpr uint32_t kLayoutVersion = 3;
 
 inline constexpr size_t kBucketBytes = 64;
 inline constexpr size_t kSlotBytes = 8;
@@ -83,15 +85,46 @@ inline constexpr uint32_t kEntryMagic = 0x4B564531;  // "1EVK" little-endian: "K
 // kLayoutVersion.
 inline constexpr uint32_t kRetiredEntryMagic = 0x44414544;  // "DEAD"
 
+// An entry's header. The expiry time (unix milliseconds, 0: never) is 48
+// bits split over two fields so that the header stays 32 bytes: adding a
+// word would cost up to 32 bytes per key through the alignment, and 48 bits
+// of milliseconds reach the year 10889. The version (unique and increasing
+// per store) keeps 48 bits: 2.8e14 writes. Read and write both through the
+// functions below, never the raw fields.
 struct EntryHeader {
   uint32_t magic;
   uint32_t key_len;
   uint32_t value_len;
-  uint32_t flags;  // reserved, zero
-  uint64_t version;
-  uint64_t checksum;  // over bytes [0, kChecksummedHeaderBytes) + key + value
+  uint32_t expiry_low;      // bits 0..31 of the expiry time
+  uint64_t version_expiry;  // bits 0..47: version; 48..63: bits 32..47 of the expiry
+  uint64_t checksum;        // over bytes [0, kChecksummedHeaderBytes) + key + value
 };
 static_assert(sizeof(EntryHeader) == 32);
+
+inline constexpr int kVersionBits = 48;
+inline constexpr uint64_t kMaxVersion = (uint64_t{1} << kVersionBits) - 1;
+// The latest expiry a header can hold (about the year 10889). Later times
+// are stored as this one: to a client they are "far in the future" either
+// way.
+inline constexpr uint64_t kMaxExpiresAtMs = (uint64_t{1} << 48) - 1;
+
+inline uint64_t EntryVersion(const EntryHeader& h) { return h.version_expiry & kMaxVersion; }
+inline uint64_t EntryExpiresAtMs(const EntryHeader& h) {
+  return (h.version_expiry >> kVersionBits) << 32 | h.expiry_low;
+}
+// Sets both packed fields; `version` is cut to 48 bits and `expires_at_ms`
+// clamped to kMaxExpiresAtMs. Does not touch the checksum.
+inline void SetVersionAndExpiry(EntryHeader* h, uint64_t version, uint64_t expires_at_ms) {
+  if (expires_at_ms > kMaxExpiresAtMs) expires_at_ms = kMaxExpiresAtMs;
+  h->expiry_low = static_cast<uint32_t>(expires_at_ms);
+  h->version_expiry = (version & kMaxVersion) | (expires_at_ms >> 32) << kVersionBits;
+}
+// Whether an entry expiring at `expires_at_ms` (0: never) is expired at
+// `now_ms`. Expired at its expiry time exactly, as Redis: a key set with
+// PX 100 at t is gone at t + 100.
+inline bool Expired(uint64_t expires_at_ms, int64_t now_ms) {
+  return expires_at_ms != 0 && now_ms >= 0 && static_cast<uint64_t>(now_ms) >= expires_at_ms;
+}
 inline constexpr size_t kEntryHeaderBytes = sizeof(EntryHeader);
 inline constexpr size_t kChecksummedHeaderBytes = 24;
 
@@ -151,16 +184,20 @@ class EntryHasher {
   std::unique_ptr<XXH3_state_s, FreeState> state_;
 };
 
-// Fills `header` for key/value and computes its checksum.
-EntryHeader MakeHeader(absl::string_view key, absl::string_view value, uint64_t version);
+// Fills `header` for key/value and computes its checksum. `expires_at_ms`:
+// unix milliseconds after which the entry reads as absent (0: never).
+EntryHeader MakeHeader(absl::string_view key, absl::string_view value, uint64_t version,
+                       uint64_t expires_at_ms = 0);
 
 // Writes a complete entry at `dst` (REQUIRES: EntryBytes(key, value) bytes).
-void EncodeEntry(char* dst, absl::string_view key, absl::string_view value, uint64_t version);
+void EncodeEntry(char* dst, absl::string_view key, absl::string_view value, uint64_t version,
+                 uint64_t expires_at_ms = 0);
 
 // Writes header+key at `dst` for a value that the caller places (or has
 // placed) at dst + kEntryHeaderBytes + key.size(). Used where the value is
 // received straight into pool memory: call SealEntry() once it has arrived.
-void BeginEntry(char* dst, absl::string_view key, uint32_t value_len, uint64_t version);
+void BeginEntry(char* dst, absl::string_view key, uint32_t value_len, uint64_t version,
+                uint64_t expires_at_ms = 0);
 void SealEntry(char* dst);
 
 // The parts of an entry that verified.

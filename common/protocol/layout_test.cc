@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -77,14 +78,47 @@ TEST(Entry, EncodeThenVerify) {
   auto v = VerifyEntry(absl::string_view(buf.data(), buf.size()), key);
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(v->value, value);
-  EXPECT_EQ(v->header->version, 9u);
+  EXPECT_EQ(layout::EntryVersion(*v->header), 9u);
+}
+
+TEST(Entry, ExpiryAndVersionShareTheHeaderWithoutMixing) {
+  const std::string key = "k", value = "v";
+  std::vector<char> buf(EntryBytes(key.size(), value.size()));
+  // 2026-12-02 in unix ms needs 41 bits: both halves of the split are used.
+  const uint64_t at = 1796169600123;
+  EncodeEntry(buf.data(), key, value, kMaxVersion, at);
+  auto v = VerifyEntry(absl::string_view(buf.data(), buf.size()), key);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(EntryVersion(*v->header), kMaxVersion);
+  EXPECT_EQ(EntryExpiresAtMs(*v->header), at);
+  // The expiry is checksummed: changing it is detected.
+  EntryHeader h;
+  std::memcpy(&h, buf.data(), sizeof(h));
+  SetVersionAndExpiry(&h, kMaxVersion, at + 1);
+  std::memcpy(buf.data(), &h, sizeof(h));
+  EXPECT_FALSE(VerifyEntry(absl::string_view(buf.data(), buf.size()), key).ok());
+  // Later than the header can hold: clamped, still "far future".
+  SetVersionAndExpiry(&h, 5, ~uint64_t{0});
+  EXPECT_EQ(EntryExpiresAtMs(h), kMaxExpiresAtMs);
+  EXPECT_EQ(EntryVersion(h), 5u);
+  // No expiry, and a version over 48 bits is cut without touching it.
+  SetVersionAndExpiry(&h, (uint64_t{1} << 48) | 7, 0);
+  EXPECT_EQ(EntryExpiresAtMs(h), 0u);
+  EXPECT_EQ(EntryVersion(h), 7u);
+}
+
+TEST(Entry, ExpiredAtItsExpiryTimeExactly) {
+  EXPECT_FALSE(Expired(0, 1000));  // no expiry
+  EXPECT_FALSE(Expired(1000, 999));
+  EXPECT_TRUE(Expired(1000, 1000));
+  EXPECT_TRUE(Expired(1000, 1001));
 }
 
 TEST(Entry, BeginThenSealEqualsEncode) {
   std::string key = "k", value = "streamed value";
   std::vector<char> a(EntryBytes(1, value.size())), b(a.size());
-  EncodeEntry(a.data(), key, value, 3);
-  BeginEntry(b.data(), key, value.size(), 3);
+  EncodeEntry(a.data(), key, value, 3, 123456789);
+  BeginEntry(b.data(), key, value.size(), 3, 123456789);
   std::copy(value.begin(), value.end(), b.begin() + kEntryHeaderBytes + key.size());
   SealEntry(b.data());
   EXPECT_EQ(0, memcmp(a.data(), b.data(), kEntryHeaderBytes + key.size() + value.size()));

@@ -187,6 +187,9 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(MemoryPool* pool,
   if (options.cleaner_interval > absl::ZeroDuration()) {
     store->cleaner_ = std::thread([s = store.get()] { s->CleanerLoop(); });
   }
+  if (options.expiry_interval > absl::ZeroDuration()) {
+    store->expirer_ = std::thread([s = store.get()] { s->ExpiryLoop(); });
+  }
   return store;
 }
 
@@ -198,6 +201,7 @@ KvStore::~KvStore() {
     stopping_ = true;
   }
   if (cleaner_.joinable()) cleaner_.join();
+  if (expirer_.joinable()) expirer_.join();
   // The thread that used the cleaner's writer is gone; destroying the writer
   // seals its open segment.
   absl::MutexLock lock(&cleaner_mu_);
@@ -239,7 +243,7 @@ absl::Status KvStore::Commit(uint64_t offset, uint64_t size, bool verify_checksu
 }
 
 absl::Status KvStore::CommitEntry(uint64_t offset, uint64_t size, bool verify_checksum,
-                                  WriteHook* hook) {
+                                  WriteHook* hook, bool key_locked) {
   // An RDMA commit's range comes off the wire: written so that no sum can
   // overflow before the range is known to lie inside the arena.
   if (size == 0 || offset % layout::kEntryAlign != 0 || size % layout::kEntryAlign != 0 ||
@@ -292,12 +296,22 @@ absl::Status KvStore::CommitEntry(uint64_t offset, uint64_t size, bool verify_ch
     KV_RETURN_IF_ERROR(RecordLeaseEntryLocked(seg, offset, size, checksum, key_copy));
   }
   bool published = false;
+  const uint64_t expires_at_ms = layout::EntryExpiresAtMs(*view.header);
   auto publish = [&] {
-    absl::Status p = PublishEntry(key, head, offset, size);
+    absl::Status p = PublishEntry(key, head, offset, size, expires_at_ms);
     published = p.ok();
     return p;
   };
-  absl::Status s = hook != nullptr ? hook->Write(key, bytes, publish) : publish();
+  absl::Status s;
+  {
+    // A client write (hook or not) holds its key's lock, so that an
+    // Update() of the key never has a write land between its read and its
+    // own write. Installs of replicated writes (hook null) come from the
+    // one primary, in order, and need none.
+    std::optional<KeyLocks::Guard> lock;
+    if (!key_locked && hook == options_.write_hook) lock.emplace(key_locks_, key);
+    s = hook != nullptr ? hook->Write(key, bytes, publish) : publish();
+  }
   if (!published && lease) {
     // Not published (the hook refused, or the index was full): a lease
     // holder may try the offset again.
@@ -308,7 +322,7 @@ absl::Status KvStore::CommitEntry(uint64_t offset, uint64_t size, bool verify_ch
 }
 
 absl::Status KvStore::PublishEntry(absl::string_view key, uint32_t head, uint64_t offset,
-                                   uint64_t size) {
+                                   uint64_t size, uint64_t expires_at_ms) {
   Segment& seg = segments_[head];
   {
     absl::MutexLock lock(&seg.mu);
@@ -337,15 +351,19 @@ absl::Status KvStore::PublishEntry(absl::string_view key, uint32_t head, uint64_
   // The replaced entries stop counting as live; readers that loaded an old
   // slot word can still read its entry for the grace period.
   for (const Slot& replaced : *old) Retire(replaced);
+  if (expires_at_ms != 0) {
+    expiry_.Push({expires_at_ms, static_cast<uint32_t>(offset / layout::kEntryAlign),
+                  static_cast<uint32_t>(size / layout::kEntryAlign)});
+  }
   commits_->Increment();
   return absl::OkStatus();
 }
 
 absl::Status KvStore::Put(Writer* writer, absl::string_view key, absl::string_view value,
-                          absl::Duration space_wait) {
+                          absl::Duration space_wait, uint64_t expires_at_ms) {
   KV_RETURN_IF_ERROR(options_.limits.CheckKey(key));
   KV_ASSIGN_OR_RETURN(Reservation r, writer->Reserve(key.size(), value.size(), space_wait));
-  layout::EncodeEntry(r.ptr, key, value, Version());
+  layout::EncodeEntry(r.ptr, key, value, Version(), expires_at_ms);
   // EncodeEntry() has just computed the checksum over these very bytes.
   absl::Status s = Commit(r.offset, r.size, /*verify_checksum=*/false);
   // Done() either way: after a failed commit the bytes are dead space.
@@ -354,6 +372,11 @@ absl::Status KvStore::Put(Writer* writer, absl::string_view key, absl::string_vi
 }
 
 absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
+  uint64_t expires_at_ms;
+  return GetEntry(key, &expires_at_ms);
+}
+
+absl::StatusOr<PinnedValue> KvStore::GetEntry(absl::string_view key, uint64_t* expires_at_ms) {
   // Bounded retries: a key overwritten faster than it can be read answers
   // kUnavailable instead of keeping a server thread spinning.
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -375,6 +398,14 @@ absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
         slot->size >= layout::EntryBytes(key.size(), 0) &&
         std::memcmp(entry + layout::kEntryHeaderBytes, key.data(), key.size()) == 0 &&
         layout::EntryBytes(h.key_len, h.value_len) == slot->size) {
+      // An expired entry reads as absent on every node at once; only the
+      // primary's expiry cycle deletes it (ExpireDue()). The clock is read
+      // only for entries that have an expiry.
+      *expires_at_ms = layout::EntryExpiresAtMs(h);
+      if (*expires_at_ms != 0 && layout::Expired(*expires_at_ms, NowMs())) {
+        Unpin(head);
+        return absl::NotFoundError("key not found");
+      }
       if (segments_[head].remote_writable.load(std::memory_order_acquire)) {
         auto copied = CopyLeasedEntry(key, *slot, head);
         // kAborted: the entry was retired while we copied it; look again.
@@ -439,6 +470,11 @@ absl::StatusOr<PinnedValue> KvStore::CopyLeasedEntry(absl::string_view key, cons
 absl::Status KvStore::Delete(absl::string_view key) {
   // A key no commit could have stored is kInvalidArgument, not kNotFound.
   KV_RETURN_IF_ERROR(options_.limits.CheckKey(key));
+  KeyLocks::Guard lock(key_locks_, key);
+  return DeleteLocked(key);
+}
+
+absl::Status KvStore::DeleteLocked(absl::string_view key) {
   // A DELETE of an absent key replicates too: deciding "absent" before the
   // hook's stripe lock would race a concurrent PUT of the key.
   auto publish = [&] { return Unpublish(key); };
@@ -448,7 +484,18 @@ absl::Status KvStore::Delete(absl::string_view key) {
 absl::Status KvStore::Unpublish(absl::string_view key) {
   std::vector<Slot> old = index_->Remove(key);
   if (old.empty()) return absl::NotFoundError("key not found");
+  // A key whose time had passed was already gone to every reader: deleting
+  // it is its expiry, and the caller sees it absent (DEL answers 0, as in
+  // Redis). The header is read before Retire() marks the entry dead.
+  layout::EntryHeader h;
+  std::memcpy(&h, pool_->data() + old.front().offset, sizeof(h));
+  const uint64_t expires_at_ms = layout::EntryExpiresAtMs(h);
+  const bool expired = expires_at_ms != 0 && layout::Expired(expires_at_ms, NowMs());
   for (const Slot& slot : old) Retire(slot);
+  if (expired) {
+    expired_->Increment();
+    return absl::NotFoundError("key not found");
+  }
   deletes_->Increment();
   return absl::OkStatus();
 }
@@ -486,6 +533,8 @@ void KvStore::RegisterMetrics() {
   modified_ = r.AddCounter("kvstore_modified_after_commit_total",
                            "Reads or releases that caught a lease holder's overwrite of a "
                            "committed entry.");
+  expired_ = r.AddCounter("kvstore_expired_keys_total",
+                          "Keys deleted by the expiry cycle because their time had passed.");
   copy_refused_ = r.AddCounter("kvstore_lease_read_copy_refused_total",
                                "Reads of entries in live leases refused because the copies "
                                "held reached the store's copy budget.");

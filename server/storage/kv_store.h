@@ -48,8 +48,13 @@
 #include "common/metrics/registry.h"
 #include "common/protocol/layout.h"
 #include "common/protocol/limits.h"
+#include "absl/types/span.h"
 #include "server/storage/clock.h"
+#include "server/storage/expiry_queue.h"
+#include "server/storage/key_locks.h"
+#include "server/storage/key_update.h"
 #include "server/storage/kv_index.h"
+#include "server/storage/pinned_value.h"
 #include "server/storage/memory_pool.h"
 #include "server/storage/write_hook.h"
 
@@ -90,6 +95,11 @@ struct KvStoreOptions {
   // How often the cleaner wakes up (0 disables the background thread; tests
   // then call RunCleanerOnce()).
   absl::Duration cleaner_interval = absl::Milliseconds(50);
+  // How often the expiry cycle deletes keys whose expiry time has passed
+  // (ExpireDue()); 0 disables the thread (tests call ExpireDue()). Reads
+  // hide an expired key at once whatever this is; it bounds how long its
+  // memory stays in use.
+  absl::Duration expiry_interval = absl::Milliseconds(100);
   // The key and value limits enforced by Commit(), Put(), Delete() and
   // Writer::Reserve() (max_batch_keys is the transports' concern); Create()
   // rejects limits that fail Limits::Validate().
@@ -141,45 +151,6 @@ struct Reservation {
   // Set when the entry got a run of its own (larger than a segment); the
   // writer releases it in Writer::Done().
   std::optional<Chunk> dedicated;
-};
-
-class KvStore;
-
-// A local reference to a committed value that keeps its memory from being
-// reclaimed (the RESP path sends straight from pool memory). An entry that
-// its lease holder can still overwrite is copied instead, and the copy is
-// what was verified and what is sent. Move-only.
-//
-// A default-constructed PinnedValue holds nothing and an empty value.
-//
-// Thread safety: used by one thread at a time; it may be moved to, and
-// released on, another thread (unpinning is an atomic decrement).
-class PinnedValue {
- public:
-  PinnedValue() = default;
-  PinnedValue(PinnedValue&& other) noexcept { *this = std::move(other); }
-  PinnedValue& operator=(PinnedValue&& other) noexcept;
-  PinnedValue(const PinnedValue&) = delete;
-  PinnedValue& operator=(const PinnedValue&) = delete;
-  ~PinnedValue();
-
-  // The value's bytes: pool memory, valid until Release() or destruction,
-  // or the verified copy, valid until destruction. REQUIRES: the store
-  // outlives this object while it holds a pin.
-  absl::string_view value() const { return value_; }
-  // Drops the pin on the value's run (a no-op for a copy or when already
-  // released), after which its pool memory may be reclaimed. Idempotent.
-  void Release();
-
- private:
-  friend class KvStore;
-  KvStore* store_ = nullptr;
-  uint32_t segment_ = 0;
-  absl::string_view value_;
-  std::unique_ptr<char[]> copy_;  // the verified copy, when there is one
-  // The store whose copy budget copy_ is charged to, and by how much.
-  KvStore* budget_store_ = nullptr;
-  uint64_t budget_bytes_ = 0;
 };
 
 class KvStore {
@@ -270,19 +241,49 @@ class KvStore {
   // Convenience for callers that hold the value in memory.
   // Reserve, encode (one copy of the value), Commit, Done. The errors of
   // Limits::CheckKey, Writer::Reserve() and Commit().
-  // `space_wait` as for Writer::Reserve().
+  // `space_wait` as for Writer::Reserve(); `expires_at_ms` as for
+  // layout::MakeHeader (0: no expiry; a time already past stores an entry
+  // that reads as absent at once, which callers avoid by deleting instead).
   // REQUIRES: `writer` belongs to this store and is not used concurrently.
   absl::Status Put(Writer* writer, absl::string_view key, absl::string_view value,
-                   absl::Duration space_wait = absl::ZeroDuration());
+                   absl::Duration space_wait = absl::ZeroDuration(), uint64_t expires_at_ms = 0);
   // The value of `key`, pinned in pool memory (or a verified copy when the
   // entry lies in a live lease chunk). kNotFound if absent; kDataLoss when
   // the lease holder overwrote the entry after its commit; kUnavailable when
   // on three attempts in a row the entry the index named no longer held the
   // key (an overwrite raced each read). Takes no lock.
   absl::StatusOr<PinnedValue> Get(absl::string_view key);
-  // Whether `key` is in the index: a lock-free snapshot that a concurrent
-  // writer may already have changed.
-  bool Exists(absl::string_view key) const { return index_->Lookup(key).has_value(); }
+  // Whether `key` holds a value that has not expired: a lock-free snapshot
+  // that a concurrent writer may already have changed.
+  bool Exists(absl::string_view key) { return Stat(key).ok(); }
+  // The value length and expiry of `key`, without pinning its value past the
+  // call. kNotFound if absent or expired; otherwise the errors of Get().
+  absl::StatusOr<KeyInfo> Stat(absl::string_view key);
+  // A read-modify-write of `key`, atomic with respect to every other client
+  // write of it (KeyLocks): `decide` sees what the key holds now and says
+  // what to write (key_update.h). The write goes through the write hook like
+  // any other. Errors: those of Limits::CheckKey, Get() (reading the current
+  // value), `decide`, Writer::Reserve() and Commit(); kNotFound is never
+  // returned for an absent key (decide sees it absent). A kDelete of an
+  // absent key does nothing and returns OK.
+  // REQUIRES: as for Put().
+  absl::Status Update(Writer* writer, absl::string_view key, UpdateFn decide,
+                      absl::Duration space_wait = absl::ZeroDuration());
+  // Update() of several keys at once (MSETNX): every key's lock is held
+  // while `decide` sees all their current values (in the order of `keys`)
+  // and fills one KeyUpdate per key, applied in order. A write error stops
+  // the batch (the writes before it stay) and is returned.
+  using MultiUpdateFn = absl::FunctionRef<absl::Status(absl::Span<const CurrentValue> current,
+                                                       std::vector<KeyUpdate>* updates)>;
+  absl::Status UpdateKeys(Writer* writer, absl::Span<const absl::string_view> keys,
+                          MultiUpdateFn decide);
+  // The wall clock in unix milliseconds as the store reads expiry times.
+  int64_t NowMs() const { return absl::ToUnixMillis(clock_.Wall()); }
+  // One expiry pass: deletes (through the write hook, so in cluster mode
+  // only where this node leads the key, replicated as any delete) every key
+  // whose entry's expiry time has passed. Returns how many it deleted.
+  // Safe to call concurrently with the expiry thread.
+  size_t ExpireDue();
   // Cache hints for a Get/Put of `key` coming soon (KvIndex::PrefetchBuckets
   // and, with `entries`, KvIndex::PrefetchEntries). Results are unaffected.
   void Prefetch(absl::string_view key, bool entries) const {
@@ -457,10 +458,31 @@ class KvStore {
   // Raises the next version handed out above `version`.
   void KeepVersionsAbove(uint64_t version);
   // Commit() with the hook to consult (null: none, as for InstallReplica).
-  absl::Status CommitEntry(uint64_t offset, uint64_t size, bool verify_checksum, WriteHook* hook);
+  // `key_locked`: the caller holds the key's KeyLocks stripe already.
+  absl::Status CommitEntry(uint64_t offset, uint64_t size, bool verify_checksum, WriteHook* hook,
+                           bool key_locked = false);
   // The publishing half of a commit: counts the entry live in the run at
-  // `head` and stores its slot word (what a WriteHook's publish runs).
-  absl::Status PublishEntry(absl::string_view key, uint32_t head, uint64_t offset, uint64_t size);
+  // `head`, stores its slot word (what a WriteHook's publish runs) and
+  // queues its expiry, if any.
+  absl::Status PublishEntry(absl::string_view key, uint32_t head, uint64_t offset, uint64_t size,
+                            uint64_t expires_at_ms);
+  // Get() that also reports the entry's expiry time (the value is hidden,
+  // kNotFound, once it has passed).
+  absl::StatusOr<PinnedValue> GetEntry(absl::string_view key, uint64_t* expires_at_ms);
+  // Reads `key` into `current` (pinning its value in `pin`), for Update().
+  absl::Status ReadCurrent(absl::string_view key, CurrentValue* current, PinnedValue* pin);
+  // Applies one decided update of `key`. REQUIRES: the key's lock is held.
+  absl::Status ApplyLocked(Writer* writer, absl::string_view key, const KeyUpdate& u,
+                           absl::Duration space_wait);
+  // Delete() under the key's lock.
+  absl::Status DeleteLocked(absl::string_view key);
+  // Deletes the key of the entry a due expiry record names, if it is still
+  // published there and expired at `now_ms`. Returns whether it did.
+  bool ExpireRecord(const ExpiryQueue::Record& r, int64_t now_ms);
+  // Whether an expiry record still names the published entry of its key.
+  bool RecordLive(const ExpiryQueue::Record& r) const;
+  // The expiry thread's body: ExpireDue() every expiry_interval.
+  void ExpiryLoop();
   // The publishing half of Delete(). kNotFound if absent.
   absl::Status Unpublish(absl::string_view key);
   // Records an entry committed into the lease chunk whose head is `seg`;
@@ -537,6 +559,10 @@ class KvStore {
   absl::Mutex cleaner_mu_;
   std::unique_ptr<Writer> cleaner_writer_ ABSL_GUARDED_BY(cleaner_mu_);
 
+  KeyLocks key_locks_;
+  ExpiryQueue expiry_;
+  std::thread expirer_;
+
   // The writer of InstallReplica(), shared by the threads installing
   // replicated writes.
   absl::Mutex replica_mu_;
@@ -554,6 +580,7 @@ class KvStore {
   metrics::Counter* index_full_;
   metrics::Counter* modified_;
   metrics::Counter* copy_refused_;
+  metrics::Counter* expired_;
 
   // Segments only the cleaner may allocate.
   uint32_t cleaner_reserve_ = 0;

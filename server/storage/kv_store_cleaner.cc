@@ -216,6 +216,12 @@ void KvStore::CompactOnce() {
       // The old copy stays readable for the grace period after the swap, for
       // readers that loaded the old slot word.
       if (index_->ReplaceIf(key, *slot, Slot{0, r->offset, r->size})) {
+        // The copy expires where the original did; the original's record
+        // goes stale (it no longer names the published entry).
+        if (const uint64_t at = layout::EntryExpiresAtMs(h); at != 0) {
+          expiry_.Push({at, static_cast<uint32_t>(r->offset / layout::kEntryAlign),
+                        static_cast<uint32_t>(r->size / layout::kEntryAlign)});
+        }
         Retire(*slot);
         moved_entries_->Increment();
         moved_bytes_->Increment(r->size);

@@ -22,7 +22,7 @@ absl::Status KvStore::InstallReplica(absl::string_view entry) {
   if (layout::EntryBytes(view.key.size(), view.value.size()) != entry.size()) {
     return absl::DataLossError("replicated entry lengths do not match its size");
   }
-  const uint64_t version = view.header->version;
+  const uint64_t version = layout::EntryVersion(*view.header);
   absl::MutexLock lock(&replica_mu_);
   if (replica_writer_ == nullptr) replica_writer_ = NewWriter();
   KV_ASSIGN_OR_RETURN(Reservation r, replica_writer_->Reserve(view.key.size(), view.value.size()));
@@ -37,7 +37,7 @@ absl::Status KvStore::CommitReplica(uint64_t offset, uint64_t size) {
   KV_RETURN_IF_ERROR(CommitEntry(offset, size, /*verify_checksum=*/true, /*hook=*/nullptr));
   // Committed and verified: the header is the one the checksum covered.
   auto view = layout::ParseEntryHeader(ArenaBytes(offset, size));
-  if (view.ok()) KeepVersionsAbove(view->header->version);
+  if (view.ok()) KeepVersionsAbove(layout::EntryVersion(*view->header));
   return absl::OkStatus();
 }
 

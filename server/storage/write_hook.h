@@ -42,6 +42,12 @@ class WriteHook {
   // published here). Every transport writes them its own way.
   virtual absl::Status Write(absl::string_view key, absl::string_view entry,
                              absl::FunctionRef<absl::Status()> publish) = 0;
+
+  // Whether a client write of `key` would be served here now (this node
+  // leads the key's slot): a hint, for work the store starts on its own
+  // (deleting expired keys), so that a backup does not send writes it would
+  // only see refused. Write() decides for real.
+  virtual bool MayWrite(absl::string_view key) { return true; }
 };
 
 }  // namespace server

@@ -141,6 +141,10 @@ absl::Status Replicator::Write(absl::string_view key, absl::string_view entry,
   }
 }
 
+bool Replicator::MayWrite(absl::string_view key) {
+  return state_->RouteKey(key).kind == Route::Kind::kServe;
+}
+
 absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry,
                                   absl::FunctionRef<absl::Status()> publish, absl::Time deadline,
                                   int attempt, bool* again, bool* sent_on, bool* published) {

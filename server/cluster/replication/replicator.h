@@ -135,6 +135,8 @@ class Replicator : public WriteHook {
 
   absl::Status Write(absl::string_view key, absl::string_view entry,
                      absl::FunctionRef<absl::Status()> publish) override;
+  // True when this node serves writes of `key`'s slot under its current map.
+  bool MayWrite(absl::string_view key) override;
 
   // The stripe lock of `key`: SyncShard holds it while it copies the key's
   // entry, so the copy is never taken between a write's forward and its

@@ -1,0 +1,75 @@
+// Copyright 2026 The kvstore Authors.
+//
+// KeyLocks: the per-key write lock of a KvStore, striped. Every client
+// write of a key (a commit from any transport, a delete, a read-modify-
+// write, the expiry of a key) holds its key's stripe from deciding what to
+// write until the write is published (or refused), which is what makes a
+// read-modify-write atomic with respect to every other writer. Replicated
+// installs on a backup do not take it: a backup has no client writers.
+//
+// Lock order: a KeyLocks stripe is taken before the write hook's locks (the
+// replicator's shard barrier and key stripe) and the index's stripes; a
+// caller holding several takes them through Guard, in stripe order.
+//
+// Thread safety: thread-safe.
+
+#ifndef KVSTORE_SERVER_STORAGE_KEY_LOCKS_H_
+#define KVSTORE_SERVER_STORAGE_KEY_LOCKS_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+
+namespace kvstore {
+namespace server {
+
+class KeyLocks {
+ public:
+  // 4096 stripes, as the replicator's: two writers of different keys meet
+  // on one stripe rarely enough not to matter, even while one waits for a
+  // replication round.
+  static constexpr size_t kStripes = 4096;
+
+  KeyLocks() : stripes_(new absl::Mutex[kStripes]) {}
+
+  // Holds the stripes of every key in `keys` (each once, in stripe order, so
+  // two guards never deadlock) until destroyed.
+  class Guard {
+   public:
+    Guard(KeyLocks& locks, absl::Span<const absl::string_view> keys) {
+      for (absl::string_view k : keys) held_.push_back(Stripe(k));
+      std::sort(held_.begin(), held_.end());
+      held_.erase(std::unique(held_.begin(), held_.end()), held_.end());
+      for (size_t s : held_) locks.stripes_[s].Lock();
+      locks_ = &locks;
+    }
+    Guard(KeyLocks& locks, absl::string_view key) : Guard(locks, absl::MakeConstSpan(&key, 1)) {}
+    ~Guard() {
+      for (auto it = held_.rbegin(); it != held_.rend(); ++it) locks_->stripes_[*it].Unlock();
+    }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+   private:
+    KeyLocks* locks_ = nullptr;
+    absl::InlinedVector<size_t, 2> held_;
+  };
+
+ private:
+  static size_t Stripe(absl::string_view key) {
+    return absl::Hash<absl::string_view>{}(key) % kStripes;
+  }
+  std::unique_ptr<absl::Mutex[]> stripes_;
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_STORAGE_KEY_LOCKS_H_
