@@ -177,6 +177,7 @@ absl::Status KvServer::Init() {
   KvStoreOptions so;
   so.segment_bytes = options_.segment_bytes;
   so.grace_period = options_.grace_period;
+  so.expiry_interval = options_.expiry_interval;
   so.limits = options_.limits;
   so.index_seed = epoch_;
   so.registry = &registry_;

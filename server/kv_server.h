@@ -110,6 +110,7 @@ struct KvServerOptions {
   bool transparent_hugepages = false;             // MemoryPoolOptions::transparent_hugepages
   uint64_t segment_bytes = kDefaultSegmentBytes;  // kv_store.h says why not 4 MiB
   absl::Duration grace_period = absl::Milliseconds(500);
+  absl::Duration expiry_interval = absl::Milliseconds(100);  // KvStoreOptions::expiry_interval
   Limits limits;
   absl::Duration lease_ttl = absl::Seconds(10);
 

@@ -63,6 +63,9 @@ ABSL_FLAG(uint64_t, max_batch_keys, 4096, "most keys in one MGET/MSET/MultiGet/M
 // a value whose READ takes longer is always served by the server instead.
 ABSL_FLAG(absl::Duration, grace_period, absl::Milliseconds(500),
           "how long superseded entries stay readable for in-flight one-sided reads");
+ABSL_FLAG(absl::Duration, expiry_interval, absl::Milliseconds(100),
+          "how often keys whose expiry time has passed are deleted (they read as absent at "
+          "once regardless; 0: never, as for tests of readers)");
 ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10),
           "lifetime of a write lease without renewal");
 ABSL_FLAG(absl::Duration, idle_timeout, absl::Minutes(5),
@@ -400,6 +403,7 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   o.hugepages = absl::GetFlag(FLAGS_hugepages);
   o.transparent_hugepages = absl::GetFlag(FLAGS_transparent_hugepages);
   o.grace_period = absl::GetFlag(FLAGS_grace_period);
+  o.expiry_interval = absl::GetFlag(FLAGS_expiry_interval);
   o.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
   o.idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
   o.request_timeout = absl::GetFlag(FLAGS_request_timeout);

@@ -17,7 +17,13 @@
 #include <string>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "client/kv_client.h"
 #include "gtest/gtest.h"
 #include "tests/test_cluster.h"
@@ -30,6 +36,31 @@ using ::kvstore::testing::KvServerProcess;
 constexpr char kHits[] = R"(kvstore_client_location_cache_total{result="hit"})";
 constexpr char kMisses[] = R"(kvstore_client_location_cache_total{result="miss"})";
 constexpr char kStale[] = R"(kvstore_client_location_cache_total{result="stale"})";
+constexpr char kFallbacks[] = "kvstore_client_server_fallback_gets_total";
+// The clock-skew bound one-sided readers assume (common/protocol/fence.h).
+constexpr int64_t kSkewMarginMs = 250;
+
+// SET key value PXAT at_ms on the server's RESP port (the C++ client's
+// Put has no expiry); true on +OK.
+bool SetWithExpiry(int resp_port, const std::string& key, const std::string& value,
+                   int64_t at_ms) {
+  const std::string at = absl::StrCat(at_ms);
+  const std::string req =
+      absl::StrCat("*5\r\n$3\r\nSET\r\n$", key.size(), "\r\n", key, "\r\n$", value.size(),
+                   "\r\n", value, "\r\n$4\r\nPXAT\r\n$", at.size(), "\r\n", at, "\r\n");
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(resp_port);
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+            send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
+  char reply[5] = {};
+  ok = ok && recv(fd, reply, sizeof(reply), MSG_WAITALL) == 5 &&
+       std::string(reply, 5) == "+OK\r\n";
+  close(fd);
+  return ok;
+}
 
 std::string DeviceFlag() {
   const char* dev = std::getenv("KV_RDMA_DEVICE");
@@ -177,6 +208,52 @@ TEST_F(RdmaLocationCacheTest, AnotherClientsWritesAreNeverHiddenByTheCache) {
 
 // The client's own PUT or DELETE drops its cached location: the next GET
 // is a miss, not a stale hit.
+// A key whose expiry time has passed reads as absent one-sided, whether
+// the client has its location cached (a hit) or not (a miss), while the
+// entry is still in the server's index (active expiry is off): the reader
+// checks the entry's expiry itself. Within the clock-skew bound of the
+// expiry the reader cannot tell, and the server answers.
+TEST_F(RdmaLocationCacheTest, AnExpiredKeyReadsAsAbsentOnHitsAndMisses) {
+  StartServer({"--expiry_interval=0"});
+  auto c = Connect();
+  ASSERT_NE(c, nullptr);
+  const int64_t at = absl::ToUnixMillis(absl::Now()) + 4000;
+  ASSERT_TRUE(SetWithExpiry(server_->resp_port(), "hot", "hot-value", at));
+  ASSERT_TRUE(SetWithExpiry(server_->resp_port(), "cold", "cold-value", at));
+  ASSERT_TRUE(c->Put("forever", "v").ok());
+  const uint64_t hits0 = Metric(*c, kHits);
+  for (int i = 0; i < 2; ++i) {
+    auto v = c->Get("hot");
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(*v, "hot-value");
+  }
+  EXPECT_GT(Metric(*c, kHits), hits0);  // the second GET used the cached location
+  // Wait (bounded) until the reader's clock is past the expiry by more than
+  // the skew bound: then it may, and must, decide alone.
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (absl::ToUnixMillis(absl::Now()) < at + kSkewMarginMs && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  const uint64_t fallbacks = Metric(*c, kFallbacks);
+  const uint64_t hits1 = Metric(*c, kHits);
+  EXPECT_TRUE(absl::IsNotFound(c->Get("hot").status()));   // cached location
+  EXPECT_GT(Metric(*c, kHits) + Metric(*c, kStale), hits1);
+  EXPECT_TRUE(absl::IsNotFound(c->Get("cold").status()));  // never read before
+  EXPECT_EQ(Metric(*c, kFallbacks), fallbacks);            // decided one-sided
+  EXPECT_EQ(*c->Get("forever"), "v");
+  // Inside the bound the reader cannot tell, and the server decides: a
+  // value that close to its expiry is only ever returned by the server.
+  const int64_t near = absl::ToUnixMillis(absl::Now()) + kSkewMarginMs / 2;
+  ASSERT_TRUE(SetWithExpiry(server_->resp_port(), "edge", "edge-value", near));
+  auto edge = c->Get("edge");
+  if (edge.ok()) {
+    EXPECT_EQ(*edge, "edge-value");
+    EXPECT_EQ(Metric(*c, kFallbacks), fallbacks + 1);
+  } else {
+    EXPECT_TRUE(absl::IsNotFound(edge.status())) << edge.status();
+  }
+}
+
 TEST_F(RdmaLocationCacheTest, OwnWritesInvalidate) {
   StartServer();
   auto c = Connect();

@@ -39,5 +39,15 @@ absl::Status Check(const FenceWords& words, uint64_t reader_map_epoch, int64_t n
   return absl::OkStatus();
 }
 
+ExpiryVerdict JudgeExpiry(uint64_t expires_at_ms, int64_t reader_now_ms) {
+  if (expires_at_ms == 0) return ExpiryVerdict::kLive;
+  // Signed arithmetic: an expiry of at most layout::kMaxExpiresAtMs (48
+  // bits) and a reader clock near now cannot overflow.
+  const int64_t at = static_cast<int64_t>(expires_at_ms);
+  if (reader_now_ms + kClockSkewMarginMs < at) return ExpiryVerdict::kLive;
+  if (reader_now_ms - kClockSkewMarginMs >= at) return ExpiryVerdict::kExpired;
+  return ExpiryVerdict::kUncertain;
+}
+
 }  // namespace fence
 }  // namespace kvstore

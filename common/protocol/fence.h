@@ -67,6 +67,21 @@ void Encode(const FenceWords& words, void* bytes);
 //   OK                   use it.
 absl::Status Check(const FenceWords& words, uint64_t reader_map_epoch, int64_t now_unix_ms);
 
+// What a one-sided reader may conclude about an entry's expiry time
+// (layout::EntryExpiresAtMs, 0: none) from its own clock. The server
+// decides expiry by its clock; the reader's may differ from it by up to
+// kClockSkewMarginMs (the bound the fence check already assumes), so:
+//   kLive       the time is more than the margin ahead: the server has not
+//               expired it either; use the value;
+//   kExpired    the time is more than the margin behind: the server has
+//               expired it too; the key is absent;
+//   kUncertain  within the margin either way: ask the server (a two-sided
+//               GET), which decides by its own clock.
+// A reader therefore never returns a value the server holds expired, and
+// sends to the server only reads within 2 x margin of an expiry.
+enum class ExpiryVerdict { kLive, kExpired, kUncertain };
+ExpiryVerdict JudgeExpiry(uint64_t expires_at_ms, int64_t reader_now_ms);
+
 }  // namespace fence
 }  // namespace kvstore
 

@@ -35,6 +35,24 @@ TEST(Fence, AMapEpochMismatchAsksForARefresh) {
   EXPECT_EQ(Check({0, kNoExpiry}, 3, 0).code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(JudgeExpiry, OnlyTheSkewWindowAroundTheExpiryGoesToTheServer) {
+  const int64_t now = 1'800'000'000'000;
+  const int64_t m = kClockSkewMarginMs;
+  EXPECT_EQ(JudgeExpiry(0, now), ExpiryVerdict::kLive);
+  EXPECT_EQ(JudgeExpiry(now + m + 1, now), ExpiryVerdict::kLive);
+  EXPECT_EQ(JudgeExpiry(now + m, now), ExpiryVerdict::kUncertain);
+  EXPECT_EQ(JudgeExpiry(now, now), ExpiryVerdict::kUncertain);
+  EXPECT_EQ(JudgeExpiry(now - m + 1, now), ExpiryVerdict::kUncertain);
+  EXPECT_EQ(JudgeExpiry(now - m, now), ExpiryVerdict::kExpired);
+  // Whatever the skew within the margin, a value the server holds expired
+  // (server clock >= expiry) is never judged live.
+  for (int64_t skew = -m; skew <= m; skew += 50) {
+    const int64_t server_now = now + skew;
+    EXPECT_NE(JudgeExpiry(server_now, now), ExpiryVerdict::kLive) << skew;
+  }
+}
+
 }  // namespace
 }  // namespace fence
+
 }  // namespace kvstore
