@@ -486,7 +486,11 @@ std::string KvServer::InfoText() const {
       "\r\nindex_capacity:", get("kvstore_index_slots"), "\r\nindex_load_factor:",
       absl::StrFormat("%.3f", get("kvstore_index_load_permille") / 1000.0),
       "\r\nindex_full_errors:", get("kvstore_index_full_errors_total"),
-      "\r\n# Keyspace\r\ndb0:keys=", get("kvstore_keys"), ",expires=0\r\n# Metrics\r\n");
+      "\r\n# Stats\r\nexpired_keys:", get("kvstore_expired_keys_total"),
+      "\r\nevicted_keys:0\r\nkeyspace_hits:", get("kvstore_keyspace_hits_total"),
+      "\r\nkeyspace_misses:", get("kvstore_keyspace_misses_total"),
+      "\r\n# Keyspace\r\ndb0:keys=", get("kvstore_keys"),
+      ",expires=", get("kvstore_keys_with_expiry"), "\r\n# Metrics\r\n");
   // Flat keys hold no ':' or newline (FlattenSnapshot's contract), so each
   // is one parseable "key:value" line.
   for (const auto& [series, value] : flat) absl::StrAppend(&text, series, ":", value, "\r\n");

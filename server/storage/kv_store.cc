@@ -221,7 +221,12 @@ void KvStore::Seal(uint32_t head) {
   MaybeScheduleReclaim(head);
 }
 
-void KvStore::Retire(const Slot& slot) {
+void KvStore::Retire(const Slot& slot, bool published) {
+  if (published) {
+    layout::EntryHeader h;
+    std::memcpy(&h, pool_->data() + slot.offset, sizeof(h));
+    if (layout::EntryExpiresAtMs(h) != 0) volatile_keys_.fetch_sub(1, std::memory_order_relaxed);
+  }
   // Marked dead before anything can be acknowledged: a one-sided reader
   // holding this location (an earlier slot READ, or a client's location
   // cache) must not take a superseded entry for the current value.
@@ -345,13 +350,14 @@ absl::Status KvStore::PublishEntry(absl::string_view key, uint32_t head, uint64_
   if (!old.ok()) {
     // Index full: never published, so the bytes counted above are dead.
     index_full_->Increment();
-    Retire(Slot{0, offset, size});
+    Retire(Slot{0, offset, size}, /*published=*/false);
     return old.status();
   }
   // The replaced entries stop counting as live; readers that loaded an old
   // slot word can still read its entry for the grace period.
   for (const Slot& replaced : *old) Retire(replaced);
   if (expires_at_ms != 0) {
+    volatile_keys_.fetch_add(1, std::memory_order_relaxed);
     expiry_.Push({expires_at_ms, static_cast<uint32_t>(offset / layout::kEntryAlign),
                   static_cast<uint32_t>(size / layout::kEntryAlign)});
   }
@@ -373,7 +379,10 @@ absl::Status KvStore::Put(Writer* writer, absl::string_view key, absl::string_vi
 
 absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
   uint64_t expires_at_ms;
-  return GetEntry(key, &expires_at_ms);
+  absl::StatusOr<PinnedValue> v = GetEntry(key, &expires_at_ms);
+  // Client reads only (Update() and Stat() read through GetEntry()).
+  (v.ok() ? hits_ : misses_)->Increment();
+  return v;
 }
 
 absl::StatusOr<PinnedValue> KvStore::GetEntry(absl::string_view key, uint64_t* expires_at_ms) {
@@ -534,7 +543,11 @@ void KvStore::RegisterMetrics() {
                            "Reads or releases that caught a lease holder's overwrite of a "
                            "committed entry.");
   expired_ = r.AddCounter("kvstore_expired_keys_total",
-                          "Keys deleted by the expiry cycle because their time had passed.");
+                          "Keys deleted because their expiry time had passed.");
+  hits_ = r.AddCounter("kvstore_keyspace_hits_total",
+                       "Server-side reads (RESP GET/MGET, gRPC Get) that found the key.");
+  misses_ = r.AddCounter("kvstore_keyspace_misses_total",
+                         "Server-side reads that found no live key (absent or expired).");
   copy_refused_ = r.AddCounter("kvstore_lease_read_copy_refused_total",
                                "Reads of entries in live leases refused because the copies "
                                "held reached the store's copy budget.");
@@ -546,6 +559,8 @@ void KvStore::RegisterMetrics() {
     gauges_.push_back(r.AddCallbackGauge(name, help, {}, std::move(fn)));
   };
   gauge("kvstore_keys", "Keys in the index.", [this] { return int64_t(index_->size()); });
+  gauge("kvstore_keys_with_expiry", "Keys in the index that have an expiry time.",
+        [this] { return std::max<int64_t>(0, volatile_keys_.load(std::memory_order_relaxed)); });
   gauge("kvstore_index_slots", "Slot capacity of the index.",
         [this] { return int64_t(index_->capacity()); });
   // The load factor in thousandths (gauges are integers): refusals

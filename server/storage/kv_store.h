@@ -466,23 +466,20 @@ class KvStore {
   // queues its expiry, if any.
   absl::Status PublishEntry(absl::string_view key, uint32_t head, uint64_t offset, uint64_t size,
                             uint64_t expires_at_ms);
-  // Get() that also reports the entry's expiry time (the value is hidden,
-  // kNotFound, once it has passed).
+  // Get() that also reports the expiry time (kNotFound once it has passed).
   absl::StatusOr<PinnedValue> GetEntry(absl::string_view key, uint64_t* expires_at_ms);
-  // Reads `key` into `current` (pinning its value in `pin`), for Update().
+  // For Update(): `key` into `current`, its value pinned in `pin`.
   absl::Status ReadCurrent(absl::string_view key, CurrentValue* current, PinnedValue* pin);
   // Applies one decided update of `key`. REQUIRES: the key's lock is held.
   absl::Status ApplyLocked(Writer* writer, absl::string_view key, const KeyUpdate& u,
                            absl::Duration space_wait);
-  // Delete() under the key's lock.
-  absl::Status DeleteLocked(absl::string_view key);
+  absl::Status DeleteLocked(absl::string_view key);  // Delete() under the key's lock
   // Deletes the key of the entry a due expiry record names, if it is still
   // published there and expired at `now_ms`. Returns whether it did.
   bool ExpireRecord(const ExpiryQueue::Record& r, int64_t now_ms);
-  // Whether an expiry record still names the published entry of its key.
+  // Whether an expiry record names its key's published entry.
   bool RecordLive(const ExpiryQueue::Record& r) const;
-  // The expiry thread's body: ExpireDue() every expiry_interval.
-  void ExpiryLoop();
+  void ExpiryLoop();  // the expiry thread: ExpireDue() every expiry_interval
   // The publishing half of Delete(). kNotFound if absent.
   absl::Status Unpublish(absl::string_view key);
   // Records an entry committed into the lease chunk whose head is `seg`;
@@ -495,7 +492,8 @@ class KvStore {
   bool CheckReleasedEntry(uint64_t offset, const CommittedEntry& committed);
   // Drops `slot`'s bytes from its segment's live count.
   // The caller has just unpublished `slot` (or never published it).
-  void Retire(const layout::Slot& slot);
+  // `published`: false for an entry that never was (keeps volatile_keys_ exact).
+  void Retire(const layout::Slot& slot, bool published = true);
   // Queues the run at `head` for freeing a grace period from now, if it is
   // sealed and holds no live bytes; only the caller that moves it to
   // kReclaiming queues it.
@@ -581,6 +579,9 @@ class KvStore {
   metrics::Counter* modified_;
   metrics::Counter* copy_refused_;
   metrics::Counter* expired_;
+  metrics::Counter* hits_;
+  metrics::Counter* misses_;
+  std::atomic<int64_t> volatile_keys_{0};  // published entries with an expiry
 
   // Segments only the cleaner may allocate.
   uint32_t cleaner_reserve_ = 0;

@@ -219,6 +219,7 @@ void KvStore::CompactOnce() {
         // The copy expires where the original did; the original's record
         // goes stale (it no longer names the published entry).
         if (const uint64_t at = layout::EntryExpiresAtMs(h); at != 0) {
+          volatile_keys_.fetch_add(1, std::memory_order_relaxed);  // the copy; Retire drops the old
           expiry_.Push({at, static_cast<uint32_t>(r->offset / layout::kEntryAlign),
                         static_cast<uint32_t>(r->size / layout::kEntryAlign)});
         }
@@ -226,7 +227,7 @@ void KvStore::CompactOnce() {
         moved_entries_->Increment();
         moved_bytes_->Increment(r->size);
       } else {
-        Retire(Slot{0, r->offset, r->size});  // lost a race with a writer
+        Retire(Slot{0, r->offset, r->size}, /*published=*/false);  // lost a race with a writer
       }
       // Whether or not the copy won: a lost copy is dead space like any
       // retired entry.

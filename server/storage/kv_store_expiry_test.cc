@@ -108,6 +108,13 @@ TEST(KvStoreExpiry, TheCycleDeletesDueKeysOnlyAndCountsThem) {
   EXPECT_EQ(f.store->size(), 101u);
   EXPECT_EQ(std::string(f.store->Get("short0")->value()), "kept");
   EXPECT_EQ(Value(f.store->registry(), "kvstore_expired_keys_total"), 99);
+  EXPECT_EQ(Value(f.store->registry(), "kvstore_keys_with_expiry"), 100);  // the long ones
+  ASSERT_THAT(f.store->Delete("long0"), IsOk());
+  ASSERT_THAT(f.store->Put(f.writer.get(), "long1", "no expiry now"), IsOk());
+  EXPECT_EQ(Value(f.store->registry(), "kvstore_keys_with_expiry"), 98);
+  EXPECT_EQ(Value(f.store->registry(), "kvstore_keyspace_hits_total"), 1);
+  EXPECT_FALSE(f.store->Get("short5").ok());
+  EXPECT_EQ(Value(f.store->registry(), "kvstore_keyspace_misses_total"), 1);
 }
 
 TEST(KvStoreExpiry, ABackupHidesExpiredKeysButLeavesTheDeleteToItsPrimary) {
@@ -143,6 +150,7 @@ TEST(KvStoreExpiry, AnEntryTheCleanerMovedStillExpires) {
   ASSERT_EQ(before, 1u);
   f.store->RunCleanerOnce();
   ASSERT_GT(Value(f.store->registry(), "kvstore_cleaner_moved_entries_total"), 0);
+  EXPECT_EQ(Value(f.store->registry(), "kvstore_keys_with_expiry"), 1);  // moved, counted once
   f.clock.Advance(absl::Milliseconds(50));
   EXPECT_EQ(f.store->ExpireDue(), 1u);
   EXPECT_EQ(f.store->size(), 0u);
