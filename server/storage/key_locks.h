@@ -39,6 +39,12 @@ class KeyLocks {
 
   KeyLocks() : stripes_(new absl::Mutex[kStripes]) {}
 
+  // Takes `key`'s stripe if it is free (for work that must never wait on a
+  // writer, e.g. eviction run by a writer that may hold a stripe itself);
+  // Unlock() it after.
+  bool TryLock(absl::string_view key) { return stripes_[Stripe(key)].TryLock(); }
+  void Unlock(absl::string_view key) { stripes_[Stripe(key)].Unlock(); }
+
   // Holds the stripes of every key in `keys` (each once, in stripe order, so
   // two guards never deadlock) until destroyed.
   class Guard {

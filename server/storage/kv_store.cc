@@ -131,7 +131,10 @@ KvStore::KvStore(MemoryPool* pool, const KvStoreOptions& options)
       options_(options),
       clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
       segment_count_(static_cast<uint32_t>(pool->data_bytes() / options.segment_bytes)),
-      segments_(new Segment[segment_count_ == 0 ? 1 : segment_count_]) {
+      segments_(new Segment[segment_count_ == 0 ? 1 : segment_count_]),
+      max_memory_(options.max_memory_bytes),
+      policy_(options.eviction_policy),
+      access_(std::make_unique<AccessCounts>(pool->data_bytes() / layout::kEntryAlign)) {
   RegisterMetrics();
 }
 
@@ -184,6 +187,13 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(MemoryPool* pool,
     absl::MutexLock lock(&store->cleaner_mu_);
     store->cleaner_writer_ = std::unique_ptr<Writer>(new Writer(store.get(), /*cleaner=*/true));
   }
+  {
+    // Eviction copies kept entries forward as compaction does, and may use
+    // the same reserve: it is what frees space.
+    absl::MutexLock lock(&store->evict_mu_);
+    store->evict_writer_ = std::unique_ptr<Writer>(new Writer(store.get(), /*cleaner=*/true));
+  }
+  store->SetMaxMemory(options.max_memory_bytes);
   if (options.cleaner_interval > absl::ZeroDuration()) {
     store->cleaner_ = std::thread([s = store.get()] { s->CleanerLoop(); });
   }
@@ -208,6 +218,8 @@ KvStore::~KvStore() {
   cleaner_writer_.reset();
   absl::MutexLock replica_lock(&replica_mu_);
   replica_writer_.reset();
+  absl::MutexLock evict_lock(&evict_mu_);
+  evict_writer_.reset();
 }
 
 // A sealed run takes no new reservations, so once its live count reaches 0
@@ -215,6 +227,11 @@ KvStore::~KvStore() {
 // again, and ReclaimReady() checks for that.
 void KvStore::Seal(uint32_t head) {
   Segment& s = segments_[head];
+  // Eviction's FIFO is by sealing, not allocation: a segment that took
+  // writes for a long time (the evictor's own, filled with the entries it
+  // kept) is as young as its last entry.
+  s.seal_seq.store(next_seal_seq_.fetch_add(1, std::memory_order_relaxed) + 1,
+                   std::memory_order_relaxed);
   for (uint32_t i = head; i < head + s.run_length; ++i) {
     segments_[i].state.store(SegState::kSealed, std::memory_order_release);
   }
@@ -378,14 +395,18 @@ absl::Status KvStore::Put(Writer* writer, absl::string_view key, absl::string_vi
 }
 
 absl::StatusOr<PinnedValue> KvStore::Get(absl::string_view key) {
-  uint64_t expires_at_ms;
-  absl::StatusOr<PinnedValue> v = GetEntry(key, &expires_at_ms);
+  uint64_t expires_at_ms, offset;
+  absl::StatusOr<PinnedValue> v = GetEntry(key, &expires_at_ms, &offset);
   // Client reads only (Update() and Stat() read through GetEntry()).
   (v.ok() ? hits_ : misses_)->Increment();
+  if (v.ok() && eviction_policy() != EvictionPolicy::kNoEviction) {
+    access_->Touch(offset / layout::kEntryAlign);
+  }
   return v;
 }
 
-absl::StatusOr<PinnedValue> KvStore::GetEntry(absl::string_view key, uint64_t* expires_at_ms) {
+absl::StatusOr<PinnedValue> KvStore::GetEntry(absl::string_view key, uint64_t* expires_at_ms,
+                                              uint64_t* offset) {
   // Bounded retries: a key overwritten faster than it can be read answers
   // kUnavailable instead of keeping a server thread spinning.
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -411,6 +432,7 @@ absl::StatusOr<PinnedValue> KvStore::GetEntry(absl::string_view key, uint64_t* e
       // primary's expiry cycle deletes it (ExpireDue()). The clock is read
       // only for entries that have an expiry.
       *expires_at_ms = layout::EntryExpiresAtMs(h);
+      if (offset != nullptr) *offset = slot->offset;
       if (*expires_at_ms != 0 && layout::Expired(*expires_at_ms, NowMs())) {
         Unpin(head);
         return absl::NotFoundError("key not found");
@@ -544,6 +566,8 @@ void KvStore::RegisterMetrics() {
                            "committed entry.");
   expired_ = r.AddCounter("kvstore_expired_keys_total",
                           "Keys deleted because their expiry time had passed.");
+  evicted_ = r.AddCounter("kvstore_evicted_keys_total",
+                          "Keys deleted to keep memory under the limit (--maxmemory).");
   hits_ = r.AddCounter("kvstore_keyspace_hits_total",
                        "Server-side reads (RESP GET/MGET, gRPC Get) that found the key.");
   misses_ = r.AddCounter("kvstore_keyspace_misses_total",

@@ -50,108 +50,19 @@
 #include "common/protocol/limits.h"
 #include "absl/types/span.h"
 #include "server/storage/clock.h"
+#include "server/storage/eviction.h"
 #include "server/storage/expiry_queue.h"
 #include "server/storage/key_locks.h"
 #include "server/storage/key_update.h"
 #include "server/storage/kv_index.h"
+#include "server/storage/kv_store_options.h"
 #include "server/storage/pinned_value.h"
+#include "server/storage/reservation.h"
 #include "server/storage/memory_pool.h"
 #include "server/storage/write_hook.h"
 
 namespace kvstore {
 namespace server {
-
-// The default segment: 4 MiB and 4 KiB. Values are often a power of two in
-// size, and an entry adds its 32-byte header and key to the value, so a
-// segment of exactly 4 MiB would hold three 1 MiB entries, not four (a
-// quarter of it idle), and likewise one entry too few of every size from
-// 8 KiB up. The 4 KiB more (0.1 %) lets a segment hold four 1 MiB values
-// with keys up to 992 bytes, eight 512 KiB values with keys up to 480, and
-// so on down to 64 KiB values with keys up to 32 bytes.
-inline constexpr uint64_t kDefaultSegmentBytes = (4ull << 20) + (4ull << 10);
-
-// How a KvStore divides and cleans its pool. Create() checks segment_bytes
-// and limits against the pool and fails with kInvalidArgument.
-struct KvStoreOptions {
-  // The allocation and cleaning unit: a multiple of layout::kEntryAlign, at least 64 KiB,
-  // and the pool's data arena must hold at least two of them.
-  uint64_t segment_bytes = kDefaultSegmentBytes;
-  // How long a retired entry stays readable. Must exceed the longest
-  // one-sided GET a client allows itself (see docs/architecture.md): clients
-  // are given half of it, in whole milliseconds, as their read span, so
-  // Create() refuses less than kMinGracePeriod (a 0 ms span) and more than
-  // kMaxGracePeriod (space freed that late is as good as leaked).
-  absl::Duration grace_period = absl::Milliseconds(500);
-  static constexpr absl::Duration kMinGracePeriod = absl::Milliseconds(2);
-  static constexpr absl::Duration kMaxGracePeriod = absl::Hours(1);
-  // The cleaner compacts sealed segments whose live fraction is below this.
-  double clean_below_live_fraction = 0.5;
-  // ... but only once fewer than this fraction of the pool's segments are
-  // free. Compaction copies live entries to reclaim dead space; while the
-  // pool has plenty of free segments that copying buys nothing (segments
-  // whose entries all die are freed without it) and costs writers' CPU and
-  // cache. 1.0 compacts whenever a sparse segment exists.
-  double compact_when_free_below = 0.25;
-  // How often the cleaner wakes up (0 disables the background thread; tests
-  // then call RunCleanerOnce()).
-  absl::Duration cleaner_interval = absl::Milliseconds(50);
-  // How often the expiry cycle deletes keys whose expiry time has passed
-  // (ExpireDue()); 0 disables the thread (tests call ExpireDue()). Reads
-  // hide an expired key at once whatever this is; it bounds how long its
-  // memory stays in use.
-  absl::Duration expiry_interval = absl::Milliseconds(100);
-  // The key and value limits enforced by Commit(), Put(), Delete() and
-  // Writer::Reserve() (max_batch_keys is the transports' concern); Create()
-  // rejects limits that fail Limits::Validate().
-  Limits limits;
-  // Seed of the index hash (layout::HashKey). It is published to clients
-  // with the index geometry, so that they hash keys as the server does.
-  uint64_t index_seed = 0;
-  // Bytes that reads of entries in live lease chunks may hold copied at
-  // once (such an entry is copied, then verified, then served from the copy,
-  // since its holder can still rewrite it). A read that would go over the
-  // budget fails with kUnavailable, except when no copy is held at all, so
-  // one entry of any size can always be read. Bounds what many concurrent
-  // GETs (or one MGET) of large leased entries can make the server allocate.
-  uint64_t lease_read_copy_bytes = 64ull << 20;
-  // The time sources (not owned; must outlive the store). Null: the real
-  // clocks. Tests pass a fake to step the wall clock.
-  const Clock* clock = nullptr;
-  // Where the store registers its kvstore_keys/kvstore_pool_*/kvstore_*_total
-  // series (not owned; must outlive the store). Null: a private registry,
-  // for tests and tools that do not read figures.
-  metrics::Registry* registry = nullptr;
-  // Consulted before every client write is published (not owned; must
-  // outlive the store): the replicator in cluster mode, null otherwise.
-  // See write_hook.h.
-  WriteHook* write_hook = nullptr;
-};
-
-// A contiguous run of segments held by one writer: a Writer's open segment,
-// a dedicated run for one large entry, or an RDMA write lease's chunk.
-struct Chunk {
-  uint64_t offset = 0;  // in the data arena
-  uint64_t length = 0;
-  uint32_t first_segment = 0;
-  uint32_t segments = 0;
-};
-
-// Space for one entry, reserved but not yet committed. The caller writes the
-// entry at `ptr` (layout::EncodeEntry, or BeginEntry + value + SealEntry),
-// commits [offset, offset + size) (or gives up) and then hands the
-// reservation back with Writer::Done(). Until then it pins its run, so the
-// run cannot be freed.
-struct Reservation {
-  // Pool memory at `offset`; nullptr for an empty reservation.
-  char* ptr = nullptr;
-  // In the data arena, a multiple of layout::kEntryAlign.
-  uint64_t offset = 0;
-  // layout::EntryBytes(key_len, value_len).
-  uint64_t size = 0;
-  // Set when the entry got a run of its own (larger than a segment); the
-  // writer releases it in Writer::Done().
-  std::optional<Chunk> dedicated;
-};
 
 class KvStore {
  public:
@@ -279,6 +190,22 @@ class KvStore {
                           MultiUpdateFn decide);
   // The wall clock in unix milliseconds as the store reads expiry times.
   int64_t NowMs() const { return absl::ToUnixMillis(clock_.Wall()); }
+  // The memory limit and policy (KvStoreOptions), changeable at any time.
+  // A limit under two segments' worth is raised to two segments.
+  void SetMaxMemory(uint64_t bytes);
+  uint64_t max_memory() const { return max_memory_.load(std::memory_order_relaxed); }
+  void SetEvictionPolicy(EvictionPolicy p) { policy_.store(p, std::memory_order_relaxed); }
+  EvictionPolicy eviction_policy() const { return policy_.load(std::memory_order_relaxed); }
+  // Bytes of segments in use (not free): what the limit is held against.
+  uint64_t UsedBytes();
+  // A read of the entry at `offset` that the server did not see (a client's
+  // one-sided GET, reported in a batch): counted for eviction.
+  void NoteRead(uint64_t offset) { access_->Touch(offset / layout::kEntryAlign); }
+  // One eviction pass: while more than the limit (less a headroom for
+  // writers' open segments) is in use, empties the oldest segment (or, for
+  // volatile-ttl, deletes the keys expiring soonest). Returns keys evicted.
+  // The cleaner thread runs it; so does a writer that found the pool full.
+  size_t EvictOnce();
   // One expiry pass: deletes (through the write hook, so in cluster mode
   // only where this node leads the key, replicated as any delete) every key
   // whose entry's expiry time has passed. Returns how many it deleted.
@@ -421,6 +348,7 @@ class KvStore {
     std::atomic<bool> remote_writable{false};
     std::atomic<uint32_t> run_head{0};    // first segment of the run this one belongs to
     std::atomic<uint32_t> run_length{0};  // valid on the head
+    std::atomic<uint64_t> seal_seq{0};    // sealing order (eviction's FIFO), on the head
     absl::Mutex mu;
     std::vector<uint32_t> entries ABSL_GUARDED_BY(mu);  // committed offsets in the run
     // A lease chunk only: what was committed at each offset, so that the end
@@ -467,7 +395,8 @@ class KvStore {
   absl::Status PublishEntry(absl::string_view key, uint32_t head, uint64_t offset, uint64_t size,
                             uint64_t expires_at_ms);
   // Get() that also reports the expiry time (kNotFound once it has passed).
-  absl::StatusOr<PinnedValue> GetEntry(absl::string_view key, uint64_t* expires_at_ms);
+  absl::StatusOr<PinnedValue> GetEntry(absl::string_view key, uint64_t* expires_at_ms,
+                                       uint64_t* offset = nullptr);
   // For Update(): `key` into `current`, its value pinned in `pin`.
   absl::Status ReadCurrent(absl::string_view key, CurrentValue* current, PinnedValue* pin);
   // Applies one decided update of `key`. REQUIRES: the key's lock is held.
@@ -480,6 +409,27 @@ class KvStore {
   // Whether an expiry record names its key's published entry.
   bool RecordLive(const ExpiryQueue::Record& r) const;
   void ExpiryLoop();  // the expiry thread: ExpireDue() every expiry_interval
+  // EvictOnce()'s parts (kv_store_evict.cc): the oldest sealed single
+  // segment; copying or deleting each of its entries; the volatile-ttl pass.
+  std::optional<uint32_t> OldestSealedSegment();
+  // noeviction with a limit: kResourceExhausted (Redis's OOM text) when
+  // `n` more segments would take live bytes past it; evicting: wakes the
+  // cleaner near the limit.
+  absl::Status CheckMemoryLimit(uint32_t n);
+  // Copies the entry `key` is published at (`slot`) into `writer`'s space
+  // and swings the slot over unless a write got there first. The new
+  // offset, nullopt when it lost that race; an error when no space.
+  absl::StatusOr<std::optional<uint64_t>> MoveEntry(Writer* writer, absl::string_view key,
+                                                    const layout::Slot& slot);
+  // `no_space`: set when a kept entry could not be copied (the pass ends).
+  size_t EvictSegment(uint32_t head, bool* no_space);
+  enum class EvictOutcome { kEvicted, kKept, kNoSpace };
+  EvictOutcome EvictOrKeep(uint64_t offset, const layout::EntryHeader& h, absl::string_view key,
+                           EvictionPolicy policy);
+  size_t EvictSoonestExpiring(uint64_t bytes_wanted);
+  // Deletes `key` if it is still published at `slot`, through the hook, and
+  // counts it evicted. False when the key's lock is busy or the hook refuses.
+  bool EvictKey(absl::string_view key, const layout::Slot& slot);
   // The publishing half of Delete(). kNotFound if absent.
   absl::Status Unpublish(absl::string_view key);
   // Records an entry committed into the lease chunk whose head is `seg`;
@@ -582,6 +532,13 @@ class KvStore {
   metrics::Counter* hits_;
   metrics::Counter* misses_;
   std::atomic<int64_t> volatile_keys_{0};  // published entries with an expiry
+  std::atomic<uint64_t> max_memory_{0};
+  std::atomic<EvictionPolicy> policy_{EvictionPolicy::kNoEviction};
+  std::unique_ptr<AccessCounts> access_;
+  std::atomic<uint64_t> next_seal_seq_{0};
+  absl::Mutex evict_mu_;  // one pass at a time; guards evict_writer_
+  std::unique_ptr<Writer> evict_writer_ ABSL_GUARDED_BY(evict_mu_);
+  metrics::Counter* evicted_;
 
   // Segments only the cleaner may allocate.
   uint32_t cleaner_reserve_ = 0;

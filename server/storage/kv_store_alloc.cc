@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/storage/kv_store.h"
 
 namespace kvstore {
@@ -34,12 +35,37 @@ std::optional<Chunk> KvStore::TryAllocateRun(uint32_t n, uint32_t keep) {
     }
     segments_[start].run_length = n;
     segments_[start].live_bytes.store(0);
+    // Counts left by the run's previous entries must not keep new ones.
+    access_->Clear(uint64_t{start} * options_.segment_bytes / layout::kEntryAlign,
+                   uint64_t{n} * options_.segment_bytes / layout::kEntryAlign);
     free_segments_ -= n;
     alloc_hint_ = (start + n) % segment_count_;
     return Chunk{uint64_t{start} * options_.segment_bytes, uint64_t{n} * options_.segment_bytes,
                  start, n};
   }
   return std::nullopt;
+}
+
+absl::Status KvStore::CheckMemoryLimit(uint32_t n) {
+  const uint64_t limit = max_memory();
+  if (limit == 0) return absl::OkStatus();
+  if (eviction_policy() != EvictionPolicy::kNoEviction) {
+    // Past the limit less the headroom eviction keeps: start evicting now,
+    // in the background, rather than when the pool is full.
+    if (UsedBytes() + uint64_t{n} * options_.segment_bytes > limit) WakeCleaner();
+    return absl::OkStatus();
+  }
+  // noeviction: live bytes, not segments, are held against the limit, so
+  // that dead space the cleaner has not compacted yet never refuses a write.
+  // Checked when a writer takes a segment, so live bytes may pass the limit
+  // by what writers' open segments still hold.
+  if (static_cast<uint64_t>(LiveBytes()) >= limit) {
+    pool_full_->Increment();
+    return absl::ResourceExhaustedError(
+        "OOM command not allowed when used memory > 'maxmemory' (policy noeviction; "
+        "delete keys, raise --maxmemory or choose an evicting --maxmemory_policy)");
+  }
+  return absl::OkStatus();
 }
 
 std::optional<absl::Duration> KvStore::NextReclaimDue() {
@@ -63,6 +89,7 @@ std::optional<absl::Duration> KvStore::SpaceReturnsIn() {
 absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner,
                                            absl::Duration space_wait) {
   const uint32_t keep = for_cleaner ? 0 : cleaner_reserve_;
+  if (!for_cleaner) KV_RETURN_IF_ERROR(CheckMemoryLimit(n));
   // The wait is measured and slept on the store's clock, which decides when
   // queued runs are due: a test's fake clock moves when slept on, so the
   // caller is never held back in real time behind a clock that stands still.
@@ -72,6 +99,13 @@ absl::StatusOr<Chunk> KvStore::AllocateRun(uint32_t n, bool for_cleaner,
     // Runs whose grace period has passed may still be queued (the cleaner
     // frees them every cleaner_interval): free them here and look again.
     if (ReclaimReady() > 0) {
+      if (std::optional<Chunk> c = TryAllocateRun(n, keep)) return *c;
+    }
+    // An evicting policy never refuses a write for space: evict here (the
+    // cleaner usually has, ahead of writers). What it empties is free after
+    // the grace period, which a caller allowed to wait waits for below, and
+    // a RESP loop holds the write back for (SpaceReturnsIn()).
+    if (!for_cleaner && eviction_policy() != EvictionPolicy::kNoEviction && EvictOnce() > 0) {
       if (std::optional<Chunk> c = TryAllocateRun(n, keep)) return *c;
     }
     if (for_cleaner || space_wait <= absl::ZeroDuration()) break;

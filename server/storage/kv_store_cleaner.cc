@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/status_macros.h"
 #include "server/storage/kv_store.h"
 
 namespace kvstore {
@@ -108,6 +109,9 @@ void KvStore::RunCleanerOnce() {
   // Reclaim first: the segments it frees count as free when CompactOnce()
   // judges the pressure, and give it room to copy into.
   ReclaimReady();
+  // Over the memory limit: evict (which empties the oldest segments) before
+  // compacting, which would only copy what eviction is about to drop.
+  EvictOnce();
   CompactOnce();
   cleaner_passes_->Increment();
 }
@@ -194,47 +198,56 @@ void KvStore::CompactOnce() {
       if (slot->size != layout::EntryBytes(h.key_len, h.value_len)) continue;
       // The cleaner's writer may take the reserved segments: without them a
       // pool whose every segment holds some live data could not be compacted.
-      auto r = cleaner_writer_->Reserve(h.key_len, h.value_len);
-      if (!r.ok()) {  // pool full: try again next pass
+      if (!MoveEntry(cleaner_writer_.get(), key, *slot).ok()) {  // pool full: next pass
         Unpin(head);
         return;
       }
-      // A byte copy: same header, version and checksum, so a client that
-      // reads the entry at its new offset verifies it as before. Not through
-      // Commit(): the copy is published only if the slot still names the old
-      // one (ReplaceIf below), which Commit()'s unconditional Upsert() cannot
-      // express. As in Commit(), the bytes count as live before the slot can
-      // point at them.
-      std::memcpy(r->ptr, pool_->data() + offset, slot->size);
-      const uint32_t new_head = segments_[SegmentOf(r->offset)].run_head;
-      segments_[new_head].live_bytes.fetch_add(static_cast<int64_t>(r->size));
-      {
-        absl::MutexLock lock(&segments_[new_head].mu);
-        segments_[new_head].entries.push_back(static_cast<uint32_t>(
-            (r->offset - uint64_t{new_head} * seg_bytes) / layout::kEntryAlign));
-      }
-      // The old copy stays readable for the grace period after the swap, for
-      // readers that loaded the old slot word.
-      if (index_->ReplaceIf(key, *slot, Slot{0, r->offset, r->size})) {
-        // The copy expires where the original did; the original's record
-        // goes stale (it no longer names the published entry).
-        if (const uint64_t at = layout::EntryExpiresAtMs(h); at != 0) {
-          volatile_keys_.fetch_add(1, std::memory_order_relaxed);  // the copy; Retire drops the old
-          expiry_.Push({at, static_cast<uint32_t>(r->offset / layout::kEntryAlign),
-                        static_cast<uint32_t>(r->size / layout::kEntryAlign)});
-        }
-        Retire(*slot);
-        moved_entries_->Increment();
-        moved_bytes_->Increment(r->size);
-      } else {
-        Retire(Slot{0, r->offset, r->size}, /*published=*/false);  // lost a race with a writer
-      }
-      // Whether or not the copy won: a lost copy is dead space like any
-      // retired entry.
-      cleaner_writer_->Done(*r);
     }
     Unpin(head);
   }
+}
+
+absl::StatusOr<std::optional<uint64_t>> KvStore::MoveEntry(Writer* writer, absl::string_view key,
+                                                           const Slot& slot) {
+  layout::EntryHeader h;
+  std::memcpy(&h, pool_->data() + slot.offset, sizeof(h));
+  KV_ASSIGN_OR_RETURN(Reservation r, writer->Reserve(h.key_len, h.value_len));
+  // A byte copy: same header, version and checksum, so a client that
+  // reads the entry at its new offset verifies it as before. Not through
+  // Commit(): the copy is published only if the slot still names the old
+  // one (ReplaceIf below), which Commit()'s unconditional Upsert() cannot
+  // express. As in Commit(), the bytes count as live before the slot can
+  // point at them.
+  std::memcpy(r.ptr, pool_->data() + slot.offset, slot.size);
+  const uint32_t new_head = segments_[SegmentOf(r.offset)].run_head;
+  segments_[new_head].live_bytes.fetch_add(static_cast<int64_t>(r.size));
+  {
+    absl::MutexLock lock(&segments_[new_head].mu);
+    segments_[new_head].entries.push_back(static_cast<uint32_t>(
+        (r.offset - uint64_t{new_head} * options_.segment_bytes) / layout::kEntryAlign));
+  }
+  std::optional<uint64_t> moved;
+  // The old copy stays readable for the grace period after the swap, for
+  // readers that loaded the old slot word.
+  if (index_->ReplaceIf(key, slot, Slot{0, r.offset, r.size})) {
+    // The copy expires where the original did; the original's record
+    // goes stale (it no longer names the published entry).
+    if (const uint64_t at = layout::EntryExpiresAtMs(h); at != 0) {
+      volatile_keys_.fetch_add(1, std::memory_order_relaxed);  // the copy; Retire drops the old
+      expiry_.Push({at, static_cast<uint32_t>(r.offset / layout::kEntryAlign),
+                    static_cast<uint32_t>(r.size / layout::kEntryAlign)});
+    }
+    Retire(slot);
+    moved_entries_->Increment();
+    moved_bytes_->Increment(r.size);
+    moved = r.offset;
+  } else {
+    Retire(Slot{0, r.offset, r.size}, /*published=*/false);  // lost a race with a writer
+  }
+  // Whether or not the copy won: a lost copy is dead space like any
+  // retired entry.
+  writer->Done(r);
+  return moved;
 }
 
 // absl::Mutex re-evaluates the cleaner's Await condition when wake_mu_ is

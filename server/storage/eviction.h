@@ -1,0 +1,88 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Eviction policies of a KvStore with a memory limit, named as Redis names
+// its maxmemory-policy values, and the access counters they read.
+//
+// The store is log-structured, so eviction works the way Segcache (NSDI
+// '21) merges segments: the oldest sealed segment is emptied, its entries
+// that were read since the hand last passed are copied forward (as the
+// cleaner copies them) and the others are deleted. That is CLOCK, a
+// FIFO-with-reinsertion, over allocation order, with the access record
+// kept per entry in a side table instead of in the entry:
+//   allkeys-lru   one "read since" bit: kept once, then evicted if not read
+//                 again before the hand comes back (second chance; an
+//                 approximation of LRU, as Redis's sampling is);
+//   allkeys-lfu   a 2-bit saturating count of reads, decremented each time
+//                 the hand passes, evicted at 0 (S3-FIFO's and SIEVE's
+//                 frequency idea at two bits: a key read three times
+//                 survives three passes);
+//   volatile-lru / volatile-lfu
+//                 the same among keys with an expiry; others are copied;
+//   volatile-ttl  the keys whose expiry is nearest go first (from the
+//                 store's expiry queue), then the cleaner compacts;
+//   noeviction    writes past the limit are refused with -OOM.
+// Reads count whichever way they come: server GETs directly, one-sided
+// RDMA GETs through the batched access reports of their clients.
+//
+// Thread safety: AccessCounts is thread-safe and lock-free.
+
+#ifndef KVSTORE_SERVER_STORAGE_EVICTION_H_
+#define KVSTORE_SERVER_STORAGE_EVICTION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/string_view.h"
+
+namespace kvstore {
+namespace server {
+
+enum class EvictionPolicy {
+  kNoEviction,
+  kAllKeysLru,
+  kAllKeysLfu,
+  kVolatileLru,
+  kVolatileLfu,
+  kVolatileTtl,
+};
+
+// "noeviction", "allkeys-lru", ...: Redis's spelling.
+absl::string_view PolicyName(EvictionPolicy p);
+// The policy named `name` (any case, '-' or '_'), or nullopt.
+std::optional<EvictionPolicy> ParsePolicy(absl::string_view name);
+// Whether the policy uses a frequency (lfu) rather than a bit (lru).
+inline bool CountsFrequency(EvictionPolicy p) {
+  return p == EvictionPolicy::kAllKeysLfu || p == EvictionPolicy::kVolatileLfu;
+}
+inline bool OnlyVolatile(EvictionPolicy p) {
+  return p == EvictionPolicy::kVolatileLru || p == EvictionPolicy::kVolatileLfu ||
+         p == EvictionPolicy::kVolatileTtl;
+}
+
+// A 2-bit saturating counter for every kEntryAlign unit of the data arena,
+// indexed by entry offset: 1 bit of server memory per 16 bytes of pool.
+class AccessCounts {
+ public:
+  // `units`: data arena bytes / layout::kEntryAlign.
+  explicit AccessCounts(uint64_t units);
+  // A read of the entry at `offset_units`: the count goes up by one, to 3
+  // at most. Out-of-range offsets (a stale client report) are ignored.
+  void Touch(uint64_t offset_units);
+  // The count, after which it is lowered by one (lfu) or cleared (lru).
+  uint32_t TakeOne(uint64_t offset_units, bool frequency);
+  // Sets the count of a copied entry (so a copy keeps its history).
+  void Set(uint64_t offset_units, uint32_t count);
+  // Zeroes [first, first + n): a run's counts when it is allocated again.
+  void Clear(uint64_t first_unit, uint64_t n_units);
+
+ private:
+  const uint64_t units_;
+  std::unique_ptr<std::atomic<uint64_t>[]> words_;  // 32 counters a word
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_STORAGE_EVICTION_H_

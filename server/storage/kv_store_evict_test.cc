@@ -1,0 +1,126 @@
+// Copyright 2026 The kvstore Authors.
+//
+// KvStore under a memory limit: evicting policies never refuse a write and
+// keep what is read; noeviction refuses with Redis's OOM text; volatile-ttl
+// takes the keys expiring soonest and never a key without an expiry.
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/metrics/testing.h"
+#include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/storage/fake_clock.h"
+#include "server/storage/kv_store.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+using ::kvstore::metrics::testing::Value;
+using ::kvstore::testing::IsOk;
+using ::kvstore::testing::StatusIs;
+using ::testing::HasSubstr;
+
+struct Fixture {
+  Fixture(EvictionPolicy policy, uint64_t max_memory = 0) {
+    MemoryPoolOptions po;
+    po.data_bytes = 8 << 20;
+    po.index_bytes = 4 << 20;
+    pool = std::move(*MemoryPool::Create(po));
+    KvStoreOptions so;
+    so.segment_bytes = 64 << 10;
+    so.grace_period = absl::Milliseconds(2);
+    so.cleaner_interval = absl::ZeroDuration();
+    so.expiry_interval = absl::ZeroDuration();
+    so.clock = &clock;
+    so.eviction_policy = policy;
+    so.max_memory_bytes = max_memory;
+    store = std::move(*KvStore::Create(pool.get(), so));
+    writer = store->NewWriter();
+  }
+  ~Fixture() { writer.reset(); }
+  // A writer that may wait (on the fake clock, which moves when slept on)
+  // for emptied segments to leave their grace period, as gRPC Puts may.
+  absl::Status Put(const std::string& k, const std::string& v, uint64_t at = 0) {
+    return store->Put(writer.get(), k, v, absl::Seconds(1), at);
+  }
+  FakeClock clock;
+  std::unique_ptr<MemoryPool> pool;
+  std::unique_ptr<KvStore> store;
+  std::unique_ptr<KvStore::Writer> writer;
+};
+
+void KeepsWhatIsReadAndNeverRefuses(EvictionPolicy policy) {
+  Fixture f(policy);
+  const std::string value(1000, 'v');
+  std::vector<std::string> hot;
+  for (int i = 0; i < 300; ++i) hot.push_back(absl::StrCat("hot", i));
+  for (const auto& k : hot) ASSERT_THAT(f.Put(k, value), IsOk());
+  // Five times the pool in cold keys, each written once; the hot set is
+  // read between every batch.
+  for (int i = 0; i < 40000; ++i) {
+    ASSERT_THAT(f.Put(absl::StrCat("cold", i), value), IsOk()) << i;
+    if (i % 500 == 0) {
+      for (const auto& k : hot) ASSERT_THAT(f.store->Get(k).status(), IsOk()) << k << " at " << i;
+    }
+  }
+  EXPECT_GT(Value(f.store->registry(), "kvstore_evicted_keys_total"), 30000);
+  for (const auto& k : hot) EXPECT_THAT(f.store->Get(k).status(), IsOk()) << k;
+}
+
+TEST(KvStoreEviction, LruKeepsWhatIsReadAndNeverRefusesAWrite) {
+  KeepsWhatIsReadAndNeverRefuses(EvictionPolicy::kAllKeysLru);
+}
+
+TEST(KvStoreEviction, LfuKeepsWhatIsReadAndNeverRefusesAWrite) {
+  KeepsWhatIsReadAndNeverRefuses(EvictionPolicy::kAllKeysLfu);
+}
+
+TEST(KvStoreEviction, NoEvictionRefusesPastTheLimitWithRedisText) {
+  Fixture f(EvictionPolicy::kNoEviction, /*max_memory=*/2 << 20);
+  const std::string value(1000, 'v');
+  absl::Status s;
+  int stored = 0;
+  for (; stored < 10000; ++stored) {
+    s = f.Put(absl::StrCat("k", stored), value);
+    if (!s.ok()) break;
+  }
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kResourceExhausted,
+                          HasSubstr("OOM command not allowed when used memory > 'maxmemory'")));
+  EXPECT_GT(stored, 1500);   // about 2 MiB of 1 KiB entries
+  EXPECT_LT(stored, 2300);   // ... and not the whole 8 MiB pool
+  EXPECT_EQ(Value(f.store->registry(), "kvstore_evicted_keys_total"), 0);
+  // Raising the limit (CONFIG SET maxmemory) lets writes in again.
+  f.store->SetMaxMemory(0);
+  EXPECT_THAT(f.Put("after", value), IsOk());
+}
+
+TEST(KvStoreEviction, VolatileTtlTakesTheSoonestExpiringAndNeverAPersistentKey) {
+  Fixture f(EvictionPolicy::kVolatileTtl, /*max_memory=*/4 << 20);
+  const std::string value(1000, 'v');
+  // 1 MiB of keys without an expiry, then keys with expiries far in the
+  // future, each later than the one before.
+  for (int i = 0; i < 1000; ++i) ASSERT_THAT(f.Put(absl::StrCat("keep", i), value), IsOk());
+  const uint64_t base = static_cast<uint64_t>(f.store->NowMs()) + 3600 * 1000;
+  for (int i = 0; i < 6000; ++i) {
+    ASSERT_THAT(f.Put(absl::StrCat("ttl", i), value, base + i), IsOk()) << i;
+    if (i % 256 == 0) {
+      f.store->EvictOnce();
+      f.store->RunCleanerOnce();
+    }
+  }
+  f.store->EvictOnce();
+  EXPECT_GT(Value(f.store->registry(), "kvstore_evicted_keys_total"), 0);
+  for (int i = 0; i < 1000; ++i) EXPECT_TRUE(f.store->Exists(absl::StrCat("keep", i))) << i;
+  // The latest expiries are still there; the earliest went first.
+  EXPECT_TRUE(f.store->Exists("ttl5999"));
+  EXPECT_FALSE(f.store->Exists("ttl0"));
+}
+
+}  // namespace
+}  // namespace server
+}  // namespace kvstore
