@@ -77,6 +77,22 @@ class ClusterClientImpl final : public KvClient {
     return KeyedStatus(kDeleteOp, key, /*idempotent=*/false,
                        [&](DataPath& p, absl::Time d) { return p.Delete(key, d); });
   }
+  // Expiry writes are not resent on an unknown outcome (as Put); Ttl goes
+  // to the primary (not a replica path: it reads through the server CPU).
+  absl::Status PutWithTtl(absl::string_view key, absl::string_view value,
+                          absl::Duration ttl) override {
+    return KeyedStatus(kPutOp, key, /*idempotent=*/false, [&](DataPath& p, absl::Time d) {
+      return p.PutWithTtl(key, value, ttl, d);
+    });
+  }
+  absl::StatusOr<bool> Expire(absl::string_view key, absl::Duration ttl) override {
+    return Keyed<bool>(kPutOp, key, /*read=*/false, /*idempotent=*/false,
+                       [&](DataPath& p, absl::Time d) { return p.Expire(key, ttl, d); });
+  }
+  absl::StatusOr<absl::Duration> Ttl(absl::string_view key) override {
+    return Keyed<absl::Duration>(kExistsOp, key, /*read=*/false, /*idempotent=*/true,
+                                 [&](DataPath& p, absl::Time d) { return p.Ttl(key, d); });
+  }
   absl::StatusOr<bool> Exists(absl::string_view key) override {
     return Keyed<bool>(kExistsOp, key, true, true,
                        [&](DataPath& p, absl::Time d) { return p.Exists(key, d); });

@@ -58,6 +58,17 @@ class ClientImpl final : public KvClient {
         kDeleteOp, [&](DataPath& p) { return p.Delete(key, Deadline()); },
         /*retry=*/false);
   }
+  absl::Status PutWithTtl(absl::string_view key, absl::string_view value,
+                          absl::Duration ttl) override {
+    return link_.RunStatus(kPutOp,
+                           [&](DataPath& p) { return p.PutWithTtl(key, value, ttl, Deadline()); });
+  }
+  absl::StatusOr<bool> Expire(absl::string_view key, absl::Duration ttl) override {
+    return link_.Run<bool>(kPutOp, [&](DataPath& p) { return p.Expire(key, ttl, Deadline()); });
+  }
+  absl::StatusOr<absl::Duration> Ttl(absl::string_view key) override {
+    return link_.Run<absl::Duration>(kExistsOp, [&](DataPath& p) { return p.Ttl(key, Deadline()); });
+  }
   absl::StatusOr<bool> Exists(absl::string_view key) override {
     return link_.Run<bool>(kExistsOp, [&](DataPath& p) { return p.Exists(key, Deadline()); });
   }

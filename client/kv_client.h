@@ -100,6 +100,24 @@ class KvClient {
   virtual absl::Status Delete(absl::string_view key) = 0;
   virtual absl::StatusOr<bool> Exists(absl::string_view key) = 0;
 
+  // --- Expiry ----------------------------------------------------------------
+  // Times are reckoned on the server's clock: `ttl` is how long from when the
+  // server stores it (whole milliseconds, at least 1). An expired key is
+  // absent to every read, one-sided RDMA GETs included. Over RDMA these
+  // calls go through the server's CPU (the control plane).
+  // Put() with a time to live.
+  virtual absl::Status PutWithTtl(absl::string_view key, absl::string_view value,
+                                  absl::Duration ttl) = 0;
+  // Sets the key's time to live; false when the key is absent.
+  virtual absl::StatusOr<bool> Expire(absl::string_view key, absl::Duration ttl) = 0;
+  // Removes the key's expiry; false when absent or it had none.
+  absl::StatusOr<bool> Persist(absl::string_view key) {
+    return Expire(key, absl::InfiniteDuration());
+  }
+  // The key's time to live: absl::InfiniteDuration() when it has no
+  // expiry; kNotFound when absent.
+  virtual absl::StatusOr<absl::Duration> Ttl(absl::string_view key) = 0;
+
   // One result per key, in order; absent keys give kNotFound entries. The
   // outer status fails only when the whole batch could not be attempted.
   virtual absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(

@@ -178,6 +178,8 @@ absl::Status KvServer::Init() {
   so.segment_bytes = options_.segment_bytes;
   so.grace_period = options_.grace_period;
   so.expiry_interval = options_.expiry_interval;
+  so.max_memory_bytes = options_.max_memory_bytes;
+  so.eviction_policy = options_.eviction_policy;
   so.limits = options_.limits;
   so.index_seed = epoch_;
   so.registry = &registry_;
@@ -479,7 +481,10 @@ std::string KvServer::InfoText() const {
       "# Server\r\nredis_version:7.0.0\r\nkvstore_version:", kVersion,
       "\r\nepoch:", absl::Hex(epoch_), "\r\ntransports:", device_ ? "rdma,tcp" : "tcp",
       "\r\nuptime_in_seconds:", get("kvstore_uptime_seconds"),
-      "\r\n# Memory\r\npool_bytes:", get("kvstore_pool_bytes"),
+      "\r\n# Memory\r\nused_memory:", store_->UsedBytes(),
+      "\r\nmaxmemory:", store_->max_memory(),
+      "\r\nmaxmemory_policy:", PolicyName(store_->eviction_policy()),
+      "\r\npool_bytes:", get("kvstore_pool_bytes"),
       "\r\nlive_bytes:", get("kvstore_pool_live_bytes"),
       "\r\nsegments_total:", get("kvstore_pool_segments"),
       "\r\nsegments_free:", get("kvstore_pool_segments_free"),
@@ -487,7 +492,7 @@ std::string KvServer::InfoText() const {
       absl::StrFormat("%.3f", get("kvstore_index_load_permille") / 1000.0),
       "\r\nindex_full_errors:", get("kvstore_index_full_errors_total"),
       "\r\n# Stats\r\nexpired_keys:", get("kvstore_expired_keys_total"),
-      "\r\nevicted_keys:0\r\nkeyspace_hits:", get("kvstore_keyspace_hits_total"),
+      "\r\nevicted_keys:", get("kvstore_evicted_keys_total"), "\r\nkeyspace_hits:", get("kvstore_keyspace_hits_total"),
       "\r\nkeyspace_misses:", get("kvstore_keyspace_misses_total"),
       "\r\n# Keyspace\r\ndb0:keys=", get("kvstore_keys"),
       ",expires=", get("kvstore_keys_with_expiry"), "\r\n# Metrics\r\n");

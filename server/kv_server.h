@@ -111,6 +111,8 @@ struct KvServerOptions {
   uint64_t segment_bytes = kDefaultSegmentBytes;  // kv_store.h says why not 4 MiB
   absl::Duration grace_period = absl::Milliseconds(500);
   absl::Duration expiry_interval = absl::Milliseconds(100);  // KvStoreOptions::expiry_interval
+  uint64_t max_memory_bytes = 0;                             // KvStoreOptions::max_memory_bytes
+  EvictionPolicy eviction_policy = EvictionPolicy::kNoEviction;
   Limits limits;
   absl::Duration lease_ttl = absl::Seconds(10);
 

@@ -66,6 +66,12 @@ ABSL_FLAG(absl::Duration, grace_period, absl::Milliseconds(500),
 ABSL_FLAG(absl::Duration, expiry_interval, absl::Milliseconds(100),
           "how often keys whose expiry time has passed are deleted (they read as absent at "
           "once regardless; 0: never, as for tests of readers)");
+ABSL_FLAG(std::string, maxmemory, "0",
+          "memory limit for entries: a size (768M, 2G) or a percentage of --pool_size (75%); "
+          "0: the whole pool. Changeable with CONFIG SET maxmemory");
+ABSL_FLAG(std::string, maxmemory_policy, "noeviction",
+          "at the limit: noeviction (refuse writes with -OOM), allkeys-lru, allkeys-lfu, "
+          "volatile-lru, volatile-lfu or volatile-ttl (evict). CONFIG SET maxmemory-policy");
 ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10),
           "lifetime of a write lease without renewal");
 ABSL_FLAG(absl::Duration, idle_timeout, absl::Minutes(5),
@@ -466,6 +472,20 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
     o.transport = kvstore::server::ServerTransport::kTcp;
   else
     return absl::InvalidArgumentError("--transport must be auto, rdma or tcp");
+  // After --pool_size: a percentage is of the pool.
+  auto maxmemory =
+      kvstore::server::ParseMaxMemory(absl::GetFlag(FLAGS_maxmemory), o.pool_bytes);
+  if (!maxmemory.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", maxmemory.status().message()));
+  }
+  o.max_memory_bytes = *maxmemory;
+  auto policy = kvstore::server::ParsePolicy(absl::GetFlag(FLAGS_maxmemory_policy));
+  if (!policy) {
+    return absl::InvalidArgumentError(
+        "--maxmemory_policy must be noeviction, allkeys-lru, allkeys-lfu, volatile-lru, "
+        "volatile-lfu or volatile-ttl");
+  }
+  o.eviction_policy = *policy;
   if (absl::Status s = RespLimitsFromFlags(&o); !s.ok()) return s;
   if (absl::Status s = ClusterFromFlags(&o); !s.ok()) return s;
   return o;

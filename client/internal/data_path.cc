@@ -22,6 +22,19 @@ absl::Status NotSent(absl::Status s) {
   return s;
 }
 
+absl::Status DataPath::PutWithTtl(absl::string_view, absl::string_view, absl::Duration,
+                                  absl::Time) {
+  return NotSent(absl::UnimplementedError(absl::StrCat(name(), " path has no expiry")));
+}
+
+absl::StatusOr<bool> DataPath::Expire(absl::string_view, absl::Duration, absl::Time) {
+  return NotSent(absl::UnimplementedError(absl::StrCat(name(), " path has no expiry")));
+}
+
+absl::StatusOr<absl::Duration> DataPath::Ttl(absl::string_view, absl::Time) {
+  return NotSent(absl::UnimplementedError(absl::StrCat(name(), " path has no expiry")));
+}
+
 absl::StatusOr<RegisteredBuffer> DataPath::Register(void* data, size_t size) {
   if (data == nullptr || size == 0) return absl::InvalidArgumentError("empty buffer");
   // Nothing to register: the handle just describes the memory.

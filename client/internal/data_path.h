@@ -74,6 +74,14 @@ class DataPath {
   virtual absl::StatusOr<std::vector<absl::Status>> MultiPut(
       absl::Span<const std::pair<std::string, std::string>> pairs, absl::Time deadline) = 0;
 
+  // --- Expiry (see KvClient) ---------------------------------------------------
+  // Default: kUnimplemented (a path that cannot reach the server's CPU).
+  virtual absl::Status PutWithTtl(absl::string_view key, absl::string_view value,
+                                  absl::Duration ttl, absl::Time deadline);
+  virtual absl::StatusOr<bool> Expire(absl::string_view key, absl::Duration ttl,
+                                      absl::Time deadline);
+  virtual absl::StatusOr<absl::Duration> Ttl(absl::string_view key, absl::Time deadline);
+
   // --- Zero copy (see KvClient) ----------------------------------------------
   // Registers [data, data+size). Default: kInvalidArgument for an empty
   // buffer, otherwise a handle that merely describes the memory (lkey 0).

@@ -59,7 +59,11 @@ int RunPut(const Context& context, const std::vector<std::string>& args) {
   } else {
     value = args[1];
   }
-  const absl::Status status = (*client)->Put(args[0], value);
+  const absl::Duration ttl = absl::GetFlag(FLAGS_ttl);
+  if (ttl < absl::ZeroDuration()) return UsageError("put: --ttl must not be negative");
+  const absl::Status status = ttl > absl::ZeroDuration()
+                                  ? (*client)->PutWithTtl(args[0], value, ttl)
+                                  : (*client)->Put(args[0], value);
   if (!status.ok()) return Failure(status);
   return kExitOk;
 }

@@ -36,6 +36,12 @@ int RunDel(const Context& context, const std::vector<std::string>& args);
 
 // exists KEY: prints "1" or "0"; exits kExitOk or kExitNotFound to match.
 int RunExists(const Context& context, const std::vector<std::string>& args);
+// ttl KEY: milliseconds left, -1 without an expiry, -2 (exit 1) when absent.
+int RunTtl(const Context& context, const std::vector<std::string>& args);
+// expire KEY DURATION: 1 when set, 0 (exit 1) when the key is absent.
+int RunExpire(const Context& context, const std::vector<std::string>& args);
+// persist KEY: 1 when an expiry was removed, 0 otherwise.
+int RunPersist(const Context& context, const std::vector<std::string>& args);
 
 // scan: prints every key starting with --prefix, one per line, paging
 // --count keys at a time. Usage error for --count 0; an error if the

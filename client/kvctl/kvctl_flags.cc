@@ -50,6 +50,9 @@ ABSL_FLAG(std::string, tls_server_name, "",
 
 // put
 ABSL_FLAG(std::string, file, "", "Read the value from this file.");
+ABSL_FLAG(absl::Duration, ttl, absl::ZeroDuration(),
+          "put: the key expires this long after the server stores it (e.g. 30s, 500ms, 2h); "
+          "0: never.");
 
 // scan
 ABSL_FLAG(std::string, prefix, "", "List only keys starting with this prefix.");

@@ -36,6 +36,7 @@ ABSL_DECLARE_FLAG(std::string, tls_server_name);
 
 // put
 ABSL_DECLARE_FLAG(std::string, file);
+ABSL_DECLARE_FLAG(absl::Duration, ttl);
 
 // scan
 ABSL_DECLARE_FLAG(std::string, prefix);

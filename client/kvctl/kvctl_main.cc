@@ -48,9 +48,10 @@ namespace {
 // The commands, in --help order. Argument counts are checked here, before
 // a handler runs, so handlers may index their arguments freely.
 constexpr Command kCommands[] = {
-    {"put", "put KEY [VALUE]",
+    {"put", "put KEY [VALUE] [--ttl D]",
      "Store a value under KEY. The value is VALUE, or the contents of --file PATH, or stdin "
-     "when VALUE is \"-\" or omitted and stdin is not a terminal. Any bytes, NUL included.",
+     "when VALUE is \"-\" or omitted and stdin is not a terminal. Any bytes, NUL included. "
+     "With --ttl (30s, 500ms, 2h) the key expires that long after the server stores it.",
      1, 2, RunPut},
     {"get", "get KEY",
      "Write the value of KEY to stdout byte for byte; a newline is added only when stdout is "
@@ -58,6 +59,16 @@ constexpr Command kCommands[] = {
      1, 1, RunGet},
     {"del", "del KEY", "Delete KEY.", 1, 1, RunDel},
     {"exists", "exists KEY", "Print 1 if KEY exists, 0 if not.", 1, 1, RunExists},
+    {"ttl", "ttl KEY",
+     "Print KEY's time to live in milliseconds; -1 when it has no expiry, -2 when it does not "
+     "exist (exit 1).",
+     1, 1, RunTtl},
+    {"expire", "expire KEY DURATION",
+     "Make KEY expire DURATION (30s, 500ms, 2h) from now, keeping its value. Print 1, or 0 "
+     "when KEY does not exist (exit 1).",
+     2, 2, RunExpire},
+    {"persist", "persist KEY",
+     "Remove KEY's expiry. Print 1 if it had one, 0 otherwise.", 1, 1, RunPersist},
     {"scan", "scan [--prefix P] [--count N]",
      "Print every key (starting with P), one per line, as raw bytes, paging through the "
      "listing N keys at a time until it is complete.",

@@ -129,7 +129,7 @@ constexpr char kHelpTrailer[] =
     "\n"
     "Exit codes:\n"
     "  0  success; for get and exists, the key exists\n"
-    "  1  the key does not exist (get, del, exists)\n"
+    "  1  the key does not exist (get, del, exists, ttl, expire)\n"
     "  2  usage error: unknown command or flag, bad flag value, wrong arguments\n"
     "  3  any other error, reported on stderr as \"kvctl: CODE: message\"\n"
     "     (e.g. UNAVAILABLE when the server cannot be reached; UNKNOWN\n"

@@ -24,6 +24,8 @@ constexpr Rule kRules[] = {
     {"kvstore.v1.KvControl/Get", Permission::kRead},
     {"kvstore.v1.KvControl/Scan", Permission::kRead},
     {"kvstore.v1.KvControl/Stats", Permission::kRead},
+    {"kvstore.v1.KvControl/Ttl", Permission::kRead},
+    {"kvstore.v1.KvControl/Expire", Permission::kWrite},
     {"kvstore.v1.KvControl/Put", Permission::kWrite},
     {"kvstore.v1.KvControl/Delete", Permission::kWrite},
     // KvCluster: the map for every principal (clients route with it) ...

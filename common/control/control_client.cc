@@ -181,6 +181,39 @@ absl::StatusOr<std::string> ControlClient::Get(absl::string_view key, absl::Time
   return std::move(*resp.mutable_value());
 }
 
+absl::Status ControlClient::PutWithTtl(absl::string_view key, absl::string_view value,
+                                       absl::Duration ttl, absl::Time deadline) {
+  v1::PutRequest req;
+  req.set_key(std::string(key));
+  req.set_value(std::string(value));
+  req.set_ttl_ms(static_cast<uint64_t>(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl))));
+  auto ctx = NewContext(deadline);
+  v1::PutResponse resp;
+  return FromGrpcStatus(stub_->Put(ctx.get(), req, &resp));
+}
+
+absl::StatusOr<bool> ControlClient::Expire(absl::string_view key, absl::Duration ttl,
+                                           absl::Time deadline) {
+  v1::ExpireRequest req;
+  req.set_key(std::string(key));
+  if (ttl != absl::InfiniteDuration()) {
+    req.set_ttl_ms(static_cast<uint64_t>(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl))));
+  }
+  auto ctx = NewContext(deadline);
+  v1::ExpireResponse resp;
+  KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->Expire(ctx.get(), req, &resp)));
+  return resp.applied();
+}
+
+absl::StatusOr<absl::Duration> ControlClient::Ttl(absl::string_view key, absl::Time deadline) {
+  v1::TtlRequest req;
+  req.set_key(std::string(key));
+  auto ctx = NewContext(deadline);
+  v1::TtlResponse resp;
+  KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->Ttl(ctx.get(), req, &resp)));
+  return resp.ttl_ms() < 0 ? absl::InfiniteDuration() : absl::Milliseconds(resp.ttl_ms());
+}
+
 // The request is built by RdmaConnection (it knows the queue pair and the
 // probe word); only the epoch and session are filled in here, as for every
 // scoped RPC.

@@ -109,6 +109,16 @@ class ControlClient {
   // The value of `key`, read by the server's CPU (the RDMA path's fallback
   // when one-sided reads cannot be trusted); kNotFound when absent.
   absl::StatusOr<std::string> Get(absl::string_view key, absl::Time deadline);
+  // Stores key -> value through the server's CPU with a time to live
+  // (`ttl` > 0, whole milliseconds, reckoned on the server's clock).
+  absl::Status PutWithTtl(absl::string_view key, absl::string_view value, absl::Duration ttl,
+                          absl::Time deadline);
+  // Sets the key's time to live (`ttl` > 0) or removes its expiry
+  // (absl::InfiniteDuration()); whether anything changed.
+  absl::StatusOr<bool> Expire(absl::string_view key, absl::Duration ttl, absl::Time deadline);
+  // The key's time to live: absl::InfiniteDuration() without an expiry;
+  // kNotFound when absent.
+  absl::StatusOr<absl::Duration> Ttl(absl::string_view key, absl::Time deadline);
 
   // --- Session-scoped: queue pairs and write leases --------------------------
   // Each request is stamped with the epoch and session id of `scope`. A lost

@@ -178,6 +178,12 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   // INVALID_ARGUMENT for a key over the limits, NOT_FOUND if absent.
   grpc::Status Delete(grpc::ServerContext* context, const kvstore::v1::DeleteRequest* request,
                       kvstore::v1::DeleteResponse* response) override;
+  // Sets or removes a key's expiry (KvStore::Update: atomic, replicated),
+  // and reads its time to live; routed as Put and Get are.
+  grpc::Status Expire(grpc::ServerContext* context, const kvstore::v1::ExpireRequest* request,
+                      kvstore::v1::ExpireResponse* response) override;
+  grpc::Status Ttl(grpc::ServerContext* context, const kvstore::v1::TtlRequest* request,
+                   kvstore::v1::TtlResponse* response) override;
   // The info facts and every counter (CollectCounters()). Never fails.
   grpc::Status Stats(grpc::ServerContext* context, const kvstore::v1::StatsRequest* request,
                      kvstore::v1::StatsResponse* response) override;

@@ -82,8 +82,15 @@ grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::P
     absl::MutexLock lock(&w.mu);
     // Created on first use: an idle writer would hold a segment open.
     if (w.writer == nullptr) w.writer = deps_.store->NewWriter();
-    return RerouteRefusal(request->key(), deps_.store->Put(w.writer.get(), request->key(),
-                                                           request->value(), SpaceWait(context)));
+    // The expiry is reckoned on this server's clock, never the client's.
+    const uint64_t expires_at_ms =
+        request->ttl_ms() == 0
+            ? 0
+            : static_cast<uint64_t>(deps_.store->NowMs()) +
+                  std::min<uint64_t>(request->ttl_ms(), layout::kMaxExpiresAtMs);
+    return RerouteRefusal(request->key(),
+                          deps_.store->Put(w.writer.get(), request->key(), request->value(),
+                                           SpaceWait(context), expires_at_ms));
   }();
   put_requests_.Record(absl::Now() - start);
   return ToGrpcStatus(status);
@@ -116,6 +123,57 @@ grpc::Status KvControlServiceImpl::Delete(grpc::ServerContext* context,
   absl::Status status = RouteKey(request->key());
   if (status.ok()) status = RerouteRefusal(request->key(), deps_.store->Delete(request->key()));
   delete_requests_.Record(absl::Now() - start);
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::Expire(grpc::ServerContext* context,
+                                          const pb::ExpireRequest* request,
+                                          pb::ExpireResponse* response) {
+  if (absl::Status s = auth_.Check(context, "kvstore.v1.KvControl/Expire"); !s.ok())
+    return ToGrpcStatus(s);
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(deps_.store->limits().CheckKey(request->key()));
+    KV_RETURN_IF_ERROR(RouteKey(request->key()));
+    const uint64_t ttl = std::min<uint64_t>(request->ttl_ms(), layout::kMaxExpiresAtMs);
+    const uint64_t at = ttl == 0 ? 0 : static_cast<uint64_t>(deps_.store->NowMs()) + ttl;
+    PutWriter& w = writers_[next_writer_.fetch_add(1, std::memory_order_relaxed) % kPutWriters];
+    absl::MutexLock lock(&w.mu);
+    if (w.writer == nullptr) w.writer = deps_.store->NewWriter();
+    bool applied = false;
+    KV_RETURN_IF_ERROR(RerouteRefusal(
+        request->key(),
+        deps_.store->Update(w.writer.get(), request->key(),
+                            [&](const CurrentValue& cur) -> absl::StatusOr<KeyUpdate> {
+                              if (!cur.exists || (at == 0 && cur.expires_at_ms == 0)) {
+                                return KeyUpdate();
+                              }
+                              applied = true;
+                              KeyUpdate u;
+                              u.action = KeyUpdate::Action::kWrite;
+                              u.value = {cur.value};
+                              u.expires_at_ms = at;
+                              return u;
+                            })));
+    response->set_applied(applied);
+    return absl::OkStatus();
+  }();
+  return ToGrpcStatus(status);
+}
+
+grpc::Status KvControlServiceImpl::Ttl(grpc::ServerContext* context, const pb::TtlRequest* request,
+                                       pb::TtlResponse* response) {
+  if (absl::Status s = auth_.Check(context, "kvstore.v1.KvControl/Ttl"); !s.ok())
+    return ToGrpcStatus(s);
+  absl::Status status = [&]() -> absl::Status {
+    KV_RETURN_IF_ERROR(deps_.store->limits().CheckKey(request->key()));
+    KV_RETURN_IF_ERROR(RouteKey(request->key()));
+    KV_ASSIGN_OR_RETURN(KeyInfo info, deps_.store->Stat(request->key()));
+    response->set_ttl_ms(info.expires_at_ms == 0
+                             ? -1
+                             : std::max<int64_t>(0, static_cast<int64_t>(info.expires_at_ms) -
+                                                        deps_.store->NowMs()));
+    return absl::OkStatus();
+  }();
   return ToGrpcStatus(status);
 }
 

@@ -5,7 +5,12 @@
 #include <algorithm>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/byte_size.h"
 
 namespace kvstore {
 namespace server {
@@ -37,6 +42,24 @@ std::optional<EvictionPolicy> ParsePolicy(absl::string_view name) {
     if (e.name == n) return e.policy;
   }
   return std::nullopt;
+}
+
+absl::StatusOr<uint64_t> ParseMaxMemory(absl::string_view text, uint64_t pool_bytes) {
+  const absl::Status bad = absl::InvalidArgumentError(
+      absl::StrCat("maxmemory '", text.substr(0, 64),
+                   "' is neither 0, a size (768M, 2G, 100mb) nor a percentage of the pool (75%)"));
+  if (absl::EndsWith(text, "%")) {
+    uint32_t percent;
+    if (!absl::SimpleAtoi(text.substr(0, text.size() - 1), &percent) || percent == 0 ||
+        percent > 100) {
+      return bad;
+    }
+    return pool_bytes * percent / 100;
+  }
+  // "100mb", Redis's spelling, parses as "100MB" does.
+  absl::StatusOr<uint64_t> v = ParseByteSize(text);
+  if (!v.ok()) return bad;
+  return *v;
 }
 
 AccessCounts::AccessCounts(uint64_t units)

@@ -34,6 +34,7 @@
 #include <memory>
 #include <optional>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace kvstore {
@@ -52,6 +53,12 @@ enum class EvictionPolicy {
 absl::string_view PolicyName(EvictionPolicy p);
 // The policy named `name` (any case, '-' or '_'), or nullopt.
 std::optional<EvictionPolicy> ParsePolicy(absl::string_view name);
+// A memory limit as --maxmemory and CONFIG SET maxmemory take it: "0"
+// (none), a size ("768M", "2G", "1073741824"; K/M/G/T and Redis's kb/mb/gb
+// suffixes) or a percentage of the pool ("75%", 1..100). kInvalidArgument
+// otherwise, naming what is accepted.
+absl::StatusOr<uint64_t> ParseMaxMemory(absl::string_view text, uint64_t pool_bytes);
+
 // Whether the policy uses a frequency (lfu) rather than a bit (lru).
 inline bool CountsFrequency(EvictionPolicy p) {
   return p == EvictionPolicy::kAllKeysLfu || p == EvictionPolicy::kVolatileLfu;

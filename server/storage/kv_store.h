@@ -198,6 +198,7 @@ class KvStore {
   EvictionPolicy eviction_policy() const { return policy_.load(std::memory_order_relaxed); }
   // Bytes of segments in use (not free): what the limit is held against.
   uint64_t UsedBytes();
+  uint64_t pool_bytes() const { return pool_->data_bytes(); }
   // A read of the entry at `offset` that the server did not see (a client's
   // one-sided GET, reported in a batch): counted for eviction.
   void NoteRead(uint64_t offset) { access_->Touch(offset / layout::kEntryAlign); }

@@ -50,9 +50,9 @@ absl::Status KvStore::CheckMemoryLimit(uint32_t n) {
   const uint64_t limit = max_memory();
   if (limit == 0) return absl::OkStatus();
   if (eviction_policy() != EvictionPolicy::kNoEviction) {
-    // Past the limit less the headroom eviction keeps: start evicting now,
-    // in the background, rather than when the pool is full.
-    if (UsedBytes() + uint64_t{n} * options_.segment_bytes > limit) WakeCleaner();
+    // Past the limit: evict before taking more (Redis evicts before it runs
+    // a command). The cleaner usually has already, ahead of writers.
+    if (UsedBytes() + uint64_t{n} * options_.segment_bytes > limit) EvictOnce();
     return absl::OkStatus();
   }
   // noeviction: live bytes, not segments, are held against the limit, so

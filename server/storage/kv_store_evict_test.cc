@@ -121,6 +121,22 @@ TEST(KvStoreEviction, VolatileTtlTakesTheSoonestExpiringAndNeverAPersistentKey) 
   EXPECT_FALSE(f.store->Exists("ttl0"));
 }
 
+TEST(KvStoreEviction, MaxMemoryIsASizeOrAPercentageOfThePool) {
+  EXPECT_EQ(*ParseMaxMemory("0", 1000), 0u);
+  EXPECT_EQ(*ParseMaxMemory("2G", 1000), 2ull << 30);
+  EXPECT_EQ(*ParseMaxMemory("100mb", 1000), 100ull << 20);
+  EXPECT_EQ(*ParseMaxMemory("1073741824", 1000), 1ull << 30);
+  EXPECT_EQ(*ParseMaxMemory("75%", 1000), 750u);
+  for (const char* bad : {"0%", "101%", "x%", "ten", "-1", ""}) {
+    EXPECT_THAT(ParseMaxMemory(bad, 1000).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("percentage"))) << bad;
+  }
+  EXPECT_EQ(ParsePolicy("allkeys_lru"), EvictionPolicy::kAllKeysLru);
+  EXPECT_EQ(ParsePolicy("VOLATILE-TTL"), EvictionPolicy::kVolatileTtl);
+  EXPECT_EQ(ParsePolicy("allkeys-random"), std::nullopt);
+  EXPECT_EQ(PolicyName(EvictionPolicy::kAllKeysLfu), "allkeys-lfu");
+}
+
 }  // namespace
 }  // namespace server
 }  // namespace kvstore

@@ -52,6 +52,7 @@ absl::StatusOr<std::unique_ptr<RdmaDataPath>> RdmaDataPath::Connect(
   p->reader_ =
       std::make_unique<RdmaReader>(&c.layout(), c.engine(), c.pool(), control, registry, read);
   p->writer_ = std::make_unique<RdmaWriter>(&c.layout(), c.engine(), c.leases(), c.entries());
+  p->control_ = control;
   return p;
 }
 
@@ -73,6 +74,24 @@ absl::Status RdmaDataPath::Put(absl::string_view key, absl::string_view value,
   // it would cost a stale hit).
   reader_->Forget(key);
   return s;
+}
+
+absl::Status RdmaDataPath::PutWithTtl(absl::string_view key, absl::string_view value,
+                                      absl::Duration ttl, absl::Time deadline) {
+  absl::Status s = control_->PutWithTtl(key, value, ttl, deadline);
+  reader_->Forget(key);
+  return s;
+}
+
+absl::StatusOr<bool> RdmaDataPath::Expire(absl::string_view key, absl::Duration ttl,
+                                          absl::Time deadline) {
+  absl::StatusOr<bool> s = control_->Expire(key, ttl, deadline);
+  reader_->Forget(key);  // the entry was rewritten elsewhere
+  return s;
+}
+
+absl::StatusOr<absl::Duration> RdmaDataPath::Ttl(absl::string_view key, absl::Time deadline) {
+  return control_->Ttl(key, deadline);
 }
 
 absl::Status RdmaDataPath::Delete(absl::string_view key, absl::Time deadline) {

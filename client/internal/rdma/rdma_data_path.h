@@ -72,6 +72,14 @@ class RdmaDataPath final : public DataPath {
   absl::Status Put(absl::string_view key, absl::string_view value, absl::Time deadline) override;
   absl::Status Delete(absl::string_view key, absl::Time deadline) override;
   absl::StatusOr<bool> Exists(absl::string_view key, absl::Time deadline) override;
+  // Expiry goes through the server's CPU (the control plane): the server
+  // reckons expiry times on its own clock, which a client's RDMA WRITE of
+  // an entry could not.
+  absl::Status PutWithTtl(absl::string_view key, absl::string_view value, absl::Duration ttl,
+                          absl::Time deadline) override;
+  absl::StatusOr<bool> Expire(absl::string_view key, absl::Duration ttl,
+                              absl::Time deadline) override;
+  absl::StatusOr<absl::Duration> Ttl(absl::string_view key, absl::Time deadline) override;
   absl::StatusOr<std::vector<absl::StatusOr<std::string>>> MultiGet(
       absl::Span<const std::string> keys, absl::Time deadline) override;
   absl::StatusOr<std::vector<absl::Status>> MultiPut(
@@ -103,6 +111,7 @@ class RdmaDataPath final : public DataPath {
   const std::unique_ptr<initiator::PathCore> core_;
   std::unique_ptr<RdmaReader> reader_;
   std::unique_ptr<RdmaWriter> writer_;
+  control::ControlClient* control_ = nullptr;  // not owned; outlives the path
 };
 
 }  // namespace client

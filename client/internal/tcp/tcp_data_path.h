@@ -75,6 +75,12 @@ class TcpDataPath final : public DataPath {
   // DEL; kNotFound when the server removed nothing.
   absl::Status Delete(absl::string_view key, absl::Time deadline) override;
   // EXISTS.
+  // SET key value PX ms / PEXPIRE or PERSIST / PTTL.
+  absl::Status PutWithTtl(absl::string_view key, absl::string_view value, absl::Duration ttl,
+                          absl::Time deadline) override;
+  absl::StatusOr<bool> Expire(absl::string_view key, absl::Duration ttl,
+                              absl::Time deadline) override;
+  absl::StatusOr<absl::Duration> Ttl(absl::string_view key, absl::Time deadline) override;
   absl::StatusOr<bool> Exists(absl::string_view key, absl::Time deadline) override;
   // MGET in batches of at most limits.max_batch_keys keys, one after the
   // other; a nil element is kNotFound. The outer status is that of the first
