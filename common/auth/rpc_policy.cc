@@ -25,6 +25,7 @@ constexpr Rule kRules[] = {
     {"kvstore.v1.KvControl/Scan", Permission::kRead},
     {"kvstore.v1.KvControl/Stats", Permission::kRead},
     {"kvstore.v1.KvControl/Ttl", Permission::kRead},
+    {"kvstore.v1.KvControl/ReportReads", Permission::kRead},
     {"kvstore.v1.KvControl/Expire", Permission::kWrite},
     {"kvstore.v1.KvControl/Put", Permission::kWrite},
     {"kvstore.v1.KvControl/Delete", Permission::kWrite},

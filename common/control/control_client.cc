@@ -214,6 +214,14 @@ absl::StatusOr<absl::Duration> ControlClient::Ttl(absl::string_view key, absl::T
   return resp.ttl_ms() < 0 ? absl::InfiniteDuration() : absl::Milliseconds(resp.ttl_ms());
 }
 
+absl::Status ControlClient::ReportReads(absl::Span<const uint64_t> offsets, absl::Time deadline) {
+  v1::ReportReadsRequest req;
+  req.mutable_offsets()->Add(offsets.begin(), offsets.end());
+  auto ctx = NewContext(deadline);
+  v1::ReportReadsResponse resp;
+  return FromGrpcStatus(stub_->ReportReads(ctx.get(), req, &resp));
+}
+
 // The request is built by RdmaConnection (it knows the queue pair and the
 // probe word); only the epoch and session are filled in here, as for every
 // scoped RPC.

@@ -184,6 +184,11 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
                       kvstore::v1::ExpireResponse* response) override;
   grpc::Status Ttl(grpc::ServerContext* context, const kvstore::v1::TtlRequest* request,
                    kvstore::v1::TtlResponse* response) override;
+  // Counts a client's one-sided reads for eviction (KvStore::NoteRead).
+  // INVALID_ARGUMENT for more than 4096 offsets.
+  grpc::Status ReportReads(grpc::ServerContext* context,
+                           const kvstore::v1::ReportReadsRequest* request,
+                           kvstore::v1::ReportReadsResponse* response) override;
   // The info facts and every counter (CollectCounters()). Never fails.
   grpc::Status Stats(grpc::ServerContext* context, const kvstore::v1::StatsRequest* request,
                      kvstore::v1::StatsResponse* response) override;

@@ -177,6 +177,23 @@ grpc::Status KvControlServiceImpl::Ttl(grpc::ServerContext* context, const pb::T
   return ToGrpcStatus(status);
 }
 
+grpc::Status KvControlServiceImpl::ReportReads(grpc::ServerContext* context,
+                                               const pb::ReportReadsRequest* request,
+                                               pb::ReportReadsResponse* response) {
+  if (absl::Status s = auth_.Check(context, "kvstore.v1.KvControl/ReportReads"); !s.ok())
+    return ToGrpcStatus(s);
+  if (request->offsets_size() > 4096) {
+    return ToGrpcStatus(absl::InvalidArgumentError(
+        absl::StrCat("ReportReads carries ", request->offsets_size(), " offsets; at most 4096")));
+  }
+  // A bit set per offset, bounds-checked by the store: a stale or made-up
+  // offset marks nothing that matters (at worst one entry looks read).
+  if (deps_.store->eviction_policy() != EvictionPolicy::kNoEviction) {
+    for (uint64_t offset : request->offsets()) deps_.store->NoteRead(offset);
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status KvControlServiceImpl::Stats(grpc::ServerContext* context,
                                          const pb::StatsRequest* request,
                                          pb::StatsResponse* response) {

@@ -167,10 +167,12 @@ size_t KvStore::EvictOnce() {
   absl::MutexLock lock(&evict_mu_);
   const uint64_t seg_bytes = options_.segment_bytes;
   const uint64_t limit = max_memory() != 0 ? max_memory() : segment_count_ * seg_bytes;
-  // Room for what writers hold open (a segment per writer) and the
-  // cleaner's reserve: a pool kept exactly at its limit would refuse them.
+  // Free room for writers to take new segments from between two passes,
+  // and the cleaner's reserve: a pool kept exactly at its limit would make
+  // every writer that fills its segment evict for itself, then wait out the
+  // grace period for the space. Segments writers hold open count as used.
   const uint64_t headroom =
-      seg_bytes * std::max<uint64_t>(cleaner_reserve_ + 8, segment_count_ / 16);
+      seg_bytes * std::max<uint64_t>({2, cleaner_reserve_ + 1, segment_count_ / 32});
   const uint64_t target = limit > headroom + 2 * seg_bytes ? limit - headroom : 2 * seg_bytes;
   size_t evicted = 0;
   int barren = 0;  // passes in a row that evicted nothing

@@ -54,7 +54,9 @@ struct Fixture {
   std::unique_ptr<KvStore::Writer> writer;
 };
 
-void KeepsWhatIsReadAndNeverRefuses(EvictionPolicy policy) {
+// `reported`: hot keys are read as one-sided RDMA GETs are, never through
+// the server's Get(): only the clients' reports (NoteRead) say so.
+void KeepsWhatIsReadAndNeverRefuses(EvictionPolicy policy, bool reported = false) {
   Fixture f(policy);
   const std::string value(1000, 'v');
   std::vector<std::string> hot;
@@ -65,7 +67,15 @@ void KeepsWhatIsReadAndNeverRefuses(EvictionPolicy policy) {
   for (int i = 0; i < 40000; ++i) {
     ASSERT_THAT(f.Put(absl::StrCat("cold", i), value), IsOk()) << i;
     if (i % 500 == 0) {
-      for (const auto& k : hot) ASSERT_THAT(f.store->Get(k).status(), IsOk()) << k << " at " << i;
+      for (const auto& k : hot) {
+        if (reported) {
+          std::optional<layout::Slot> slot = f.store->Locate(k);
+          ASSERT_TRUE(slot.has_value()) << k << " at " << i;
+          f.store->NoteRead(slot->offset);
+        } else {
+          ASSERT_THAT(f.store->Get(k).status(), IsOk()) << k << " at " << i;
+        }
+      }
     }
   }
   EXPECT_GT(Value(f.store->registry(), "kvstore_evicted_keys_total"), 30000);
@@ -78,6 +88,10 @@ TEST(KvStoreEviction, LruKeepsWhatIsReadAndNeverRefusesAWrite) {
 
 TEST(KvStoreEviction, LfuKeepsWhatIsReadAndNeverRefusesAWrite) {
   KeepsWhatIsReadAndNeverRefuses(EvictionPolicy::kAllKeysLfu);
+}
+
+TEST(KvStoreEviction, ReadsReportedByOneSidedReadersKeepKeysToo) {
+  KeepsWhatIsReadAndNeverRefuses(EvictionPolicy::kAllKeysLru, /*reported=*/true);
 }
 
 TEST(KvStoreEviction, NoEvictionRefusesPastTheLimitWithRedisText) {

@@ -82,7 +82,27 @@ RdmaReader::RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool*
       cache_misses_(registry->AddCounter("kvstore_client_location_cache_total", kCacheHelp,
                                          {{"result", "miss"}})),
       cache_stale_(registry->AddCounter("kvstore_client_location_cache_total", kCacheHelp,
-                                        {{"result", "stale"}})) {}
+                                        {{"result", "stale"}})),
+      read_reports_(registry->AddCounter(
+          "kvstore_client_read_reports_total",
+          "Batches of one-sided GET locations reported to the server for its eviction policy.",
+          {{"result", "ok"}})),
+      read_reports_failed_(registry->AddCounter(
+          "kvstore_client_read_reports_total",
+          "Batches of one-sided GET locations reported to the server for its eviction policy.",
+          {{"result", "error"}})) {}
+
+void RdmaReader::NoteRead(uint64_t offset) {
+  std::vector<uint64_t> full;
+  {
+    absl::MutexLock lock(&reads_mu_);
+    reads_.push_back(offset);
+    if (reads_.size() < kReadReportBatch) return;
+    full.swap(reads_);
+  }
+  const absl::Status s = control_->ReportReads(full, absl::Now() + absl::Seconds(1));
+  (s.ok() ? read_reports_ : read_reports_failed_)->Increment();
+}
 
 // --- Entry points --------------------------------------------------------------
 
@@ -251,6 +271,7 @@ absl::StatusOr<size_t> RdmaReader::GetOneOn(const Request& req, OpSlot* s) {
       }
       Attempt a = ReadCandidate(req, slot, s, t0, fence);
       if (a.kind == Attempt::kDone) {
+        if (a.result.ok()) NoteRead(slot.offset);
         if (a.result.ok() && cache_.enabled())
           cache_.Insert(ch, {slot.offset, slot.size, a.checksum});
         return a.result;
@@ -559,6 +580,7 @@ absl::Status RdmaReader::ReadSingleCandidates(absl::Span<const std::string> keys
     auto v = Verify(keys[k], slot, local, nullptr, &value, false);
     if (!v.ok()) continue;
     out[k] = std::move(value);
+    NoteRead(slot.offset);
     if (cache_.enabled()) {
       layout::EntryHeader h;
       std::memcpy(&h, local, sizeof(h));

@@ -106,6 +106,14 @@ class RdmaReader {
   }
 
  private:
+  // Reads reported to the server per ReportReads call: one RPC per this
+  // many one-sided GETs, 8 bytes each meanwhile.
+  static constexpr size_t kReadReportBatch = 1024;
+  // Records where a one-sided GET found its entry, and sends the batch
+  // once full (on the calling thread; best effort: a lost report only
+  // costs the eviction policy some reads). Thread-safe.
+  void NoteRead(uint64_t offset);
+
   // The fence words READ with a batch of bucket READs; `present` is false
   // when the server publishes no fence region.
   struct FenceRead {
@@ -235,6 +243,10 @@ class RdmaReader {
   metrics::Counter* const cache_hits_;    // GETs answered by one entry READ
   metrics::Counter* const cache_misses_;  // no location cached for the key
   metrics::Counter* const cache_stale_;   // a cached location that failed its checks
+  metrics::Counter* const read_reports_;  // ReportReads calls, by outcome
+  metrics::Counter* const read_reports_failed_;
+  absl::Mutex reads_mu_;
+  std::vector<uint64_t> reads_ ABSL_GUARDED_BY(reads_mu_);
 };
 
 }  // namespace client

@@ -91,6 +91,7 @@ RdmaReader::Attempt RdmaReader::ReadCached(const Request& req, const LocationCac
   absl::StatusOr<size_t> verified =
       Verify(req.key, slot, plan.local, req.dest, req.out, req.header_only, computed);
   release();
+  if (verified.ok()) NoteRead(slot.offset);
   if (verified.ok() || verified.status().code() == absl::StatusCode::kOutOfRange) {
     return {Attempt::kDone, verified};
   }
