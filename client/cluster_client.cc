@@ -81,9 +81,8 @@ class ClusterClientImpl final : public KvClient {
   // to the primary (not a replica path: it reads through the server CPU).
   absl::Status PutWithTtl(absl::string_view key, absl::string_view value,
                           absl::Duration ttl) override {
-    return KeyedStatus(kPutOp, key, /*idempotent=*/false, [&](DataPath& p, absl::Time d) {
-      return p.PutWithTtl(key, value, ttl, d);
-    });
+    return KeyedStatus(kPutOp, key, /*idempotent=*/false,
+                       [&](DataPath& p, absl::Time d) { return p.PutWithTtl(key, value, ttl, d); });
   }
   absl::StatusOr<bool> Expire(absl::string_view key, absl::Duration ttl) override {
     return Keyed<bool>(kPutOp, key, /*read=*/false, /*idempotent=*/false,
@@ -266,11 +265,7 @@ class ClusterClientImpl final : public KvClient {
       Recover(v == Verdict::kAsk ? Verdict::kRedirect : v, r.status(), map->epoch(),
               node.ok() ? *node : nullptr, link, &budget);
     }
-    if (kind.call != CallKind::kNone) {
-      const auto elapsed = std::chrono::steady_clock::now() - start;
-      tm->latency(kind.call)->ObserveNanos(static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
-    }
+    if (kind.call != CallKind::kNone) tm->ObserveSince(kind.call, start);
     return r;
   }
   template <typename F>
@@ -344,14 +339,6 @@ class ClusterClientImpl final : public KvClient {
   mutable absl::Mutex mu_;
   std::shared_ptr<ServerLink> first_ ABSL_GUARDED_BY(mu_);
 };
-
-// The latency of a whole batch call, under the transport of its last part.
-void ObserveCall(const TransportMetrics* tm, CallKind call,
-                 std::chrono::steady_clock::time_point start) {
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  tm->latency(call)->ObserveNanos(
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
-}
 
 absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::MultiGet(
     absl::Span<const std::string> keys) {
@@ -438,7 +425,7 @@ absl::StatusOr<std::vector<absl::StatusOr<std::string>>> ClusterClientImpl::Mult
     Recover(failure.verdict, failure.status, g.map->epoch(), failure.node, failure.link, &budget);
   }
   for (size_t i : single) out[i] = GetOne(keys[i]);
-  ObserveCall(tm, CallKind::kMultiGet, start);
+  tm->ObserveSince(CallKind::kMultiGet, start);  // under the transport of its last part
   return out;
 }
 
@@ -530,7 +517,7 @@ absl::StatusOr<std::vector<absl::Status>> ClusterClientImpl::MultiPutEach(
   for (size_t i : single) {
     if (outcomes.MaySend(i)) outcomes.Set(i, PutOne(pairs[i].first, pairs[i].second));
   }
-  ObserveCall(tm, CallKind::kMultiPut, start);
+  tm->ObserveSince(CallKind::kMultiPut, start);
   return std::move(outcomes).Take();
 }
 

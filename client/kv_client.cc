@@ -67,7 +67,8 @@ class ClientImpl final : public KvClient {
     return link_.Run<bool>(kPutOp, [&](DataPath& p) { return p.Expire(key, ttl, Deadline()); });
   }
   absl::StatusOr<absl::Duration> Ttl(absl::string_view key) override {
-    return link_.Run<absl::Duration>(kExistsOp, [&](DataPath& p) { return p.Ttl(key, Deadline()); });
+    return link_.Run<absl::Duration>(kExistsOp,
+                                     [&](DataPath& p) { return p.Ttl(key, Deadline()); });
   }
   absl::StatusOr<bool> Exists(absl::string_view key) override {
     return link_.Run<bool>(kExistsOp, [&](DataPath& p) { return p.Exists(key, Deadline()); });

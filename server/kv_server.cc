@@ -139,6 +139,22 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const KvServerOptions&
   return server;
 }
 
+KvStoreOptions KvServer::StoreOptions() {
+  KvStoreOptions so;
+  so.segment_bytes = options_.segment_bytes;
+  so.grace_period = options_.grace_period;
+  so.expiry_interval = options_.expiry_interval;
+  so.max_memory_bytes = options_.max_memory_bytes;
+  so.eviction_policy = options_.eviction_policy;
+  so.limits = options_.limits;
+  // The index is seeded with the epoch: bucket positions change with every
+  // start, and clients get the seed in the handshake.
+  so.index_seed = epoch_;
+  so.registry = &registry_;
+  so.write_hook = replicator_.get();  // null in single-node mode
+  return so;
+}
+
 absl::Status KvServer::Init() {
   started_ = absl::Now();
   // A fresh epoch per start: every rkey and lease of an earlier start is void.
@@ -172,19 +188,7 @@ absl::Status KvServer::Init() {
 
   KV_RETURN_IF_ERROR(CreatePool(po));
 
-  // The index is seeded with the epoch: bucket positions change with every
-  // start, and clients get the seed in the handshake.
-  KvStoreOptions so;
-  so.segment_bytes = options_.segment_bytes;
-  so.grace_period = options_.grace_period;
-  so.expiry_interval = options_.expiry_interval;
-  so.max_memory_bytes = options_.max_memory_bytes;
-  so.eviction_policy = options_.eviction_policy;
-  so.limits = options_.limits;
-  so.index_seed = epoch_;
-  so.registry = &registry_;
-  so.write_hook = replicator_.get();  // null in single-node mode
-  KV_ASSIGN_OR_RETURN(store_, KvStore::Create(pool_.get(), so));
+  KV_ASSIGN_OR_RETURN(store_, KvStore::Create(pool_.get(), StoreOptions()));
 
   LeaseOptions lo;
   lo.ttl = options_.lease_ttl;
@@ -481,8 +485,7 @@ std::string KvServer::InfoText() const {
       "# Server\r\nredis_version:7.0.0\r\nkvstore_version:", kVersion,
       "\r\nepoch:", absl::Hex(epoch_), "\r\ntransports:", device_ ? "rdma,tcp" : "tcp",
       "\r\nuptime_in_seconds:", get("kvstore_uptime_seconds"),
-      "\r\n# Memory\r\nused_memory:", store_->UsedBytes(),
-      "\r\nmaxmemory:", store_->max_memory(),
+      "\r\n# Memory\r\nused_memory:", store_->UsedBytes(), "\r\nmaxmemory:", store_->max_memory(),
       "\r\nmaxmemory_policy:", PolicyName(store_->eviction_policy()),
       "\r\npool_bytes:", get("kvstore_pool_bytes"),
       "\r\nlive_bytes:", get("kvstore_pool_live_bytes"),
@@ -492,7 +495,8 @@ std::string KvServer::InfoText() const {
       absl::StrFormat("%.3f", get("kvstore_index_load_permille") / 1000.0),
       "\r\nindex_full_errors:", get("kvstore_index_full_errors_total"),
       "\r\n# Stats\r\nexpired_keys:", get("kvstore_expired_keys_total"),
-      "\r\nevicted_keys:", get("kvstore_evicted_keys_total"), "\r\nkeyspace_hits:", get("kvstore_keyspace_hits_total"),
+      "\r\nevicted_keys:", get("kvstore_evicted_keys_total"),
+      "\r\nkeyspace_hits:", get("kvstore_keyspace_hits_total"),
       "\r\nkeyspace_misses:", get("kvstore_keyspace_misses_total"),
       "\r\n# Keyspace\r\ndb0:keys=", get("kvstore_keys"),
       ",expires=", get("kvstore_keys_with_expiry"), "\r\n# Metrics\r\n");

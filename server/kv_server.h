@@ -341,6 +341,8 @@ class KvServer {
   // The RESP INFO text: the Redis-like sections and # Metrics, all from one
   // snapshot of registry_.
   std::string InfoText() const;
+  // The store's options, from the server's (Init()).
+  KvStoreOptions StoreOptions();
 
   const KvServerOptions options_;
   // Declared before every component: they keep pointers into it, so it is

@@ -473,8 +473,7 @@ absl::StatusOr<kvstore::server::KvServerOptions> OptionsFromFlags() {
   else
     return absl::InvalidArgumentError("--transport must be auto, rdma or tcp");
   // After --pool_size: a percentage is of the pool.
-  auto maxmemory =
-      kvstore::server::ParseMaxMemory(absl::GetFlag(FLAGS_maxmemory), o.pool_bytes);
+  auto maxmemory = kvstore::server::ParseMaxMemory(absl::GetFlag(FLAGS_maxmemory), o.pool_bytes);
   if (!maxmemory.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--", maxmemory.status().message()));
   }

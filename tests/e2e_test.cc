@@ -201,8 +201,11 @@ TEST_F(EndToEnd, GarbageAndHttpOnTheRespPort) {
   for (int i = 0; i < 20; ++i) {
     std::string junk(1 + rng() % 200, '\0');
     for (auto& c : junk) c = static_cast<char>(rng());
-    junk[0] = static_cast<char>('A' + i);  // never a valid '*'
+    // A control byte first: neither '*' nor an inline command, so refused
+    // at once (a line of text would be a command, and wait for its LF).
+    junk[0] = static_cast<char>(1 + i % 8);
     std::string r = RawExchange(junk);
+    EXPECT_THAT(r, HasSubstr("-ERR Protocol error: expected '*' or an inline command"));
     EXPECT_THAT(r, HasSubstr("<closed>"));
   }
   for (const char* bad :

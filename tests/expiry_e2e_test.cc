@@ -102,8 +102,11 @@ TEST_F(ExpiryEndToEnd, AKeyExpiresAndTheServerDeletesIt) {
   ASSERT_EQ(Kvctl({"put", "short", "v", "--ttl=300ms"}).exit_code, 0);
   ASSERT_EQ(Kvctl({"put", "long", "v", "--ttl=1h"}).exit_code, 0);
   // Real time has to pass here; the bound is generous for a loaded machine.
-  EXPECT_TRUE(Eventually([&] { return Kvctl({"get", "short"}).exit_code == 1; },
-                         absl::Minutes(2), absl::Milliseconds(50)));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Kvctl({"get", "short"}).exit_code == 1;
+      },
+      absl::Minutes(2), absl::Milliseconds(50)));
   // The expiry cycle deletes it (DBSIZE counts undeleted expired keys).
   EXPECT_TRUE(Eventually(
       [&] {

@@ -8,6 +8,11 @@
 // writes invalidate its cache; the cache can be turned off; MultiGet reads
 // large values in its batch. Needs an RDMA device.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,11 +21,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -42,12 +42,11 @@ constexpr int64_t kSkewMarginMs = 250;
 
 // SET key value PXAT at_ms on the server's RESP port (the C++ client's
 // Put has no expiry); true on +OK.
-bool SetWithExpiry(int resp_port, const std::string& key, const std::string& value,
-                   int64_t at_ms) {
+bool SetWithExpiry(int resp_port, const std::string& key, const std::string& value, int64_t at_ms) {
   const std::string at = absl::StrCat(at_ms);
   const std::string req =
-      absl::StrCat("*5\r\n$3\r\nSET\r\n$", key.size(), "\r\n", key, "\r\n$", value.size(),
-                   "\r\n", value, "\r\n$4\r\nPXAT\r\n$", at.size(), "\r\n", at, "\r\n");
+      absl::StrCat("*5\r\n$3\r\nSET\r\n$", key.size(), "\r\n", key, "\r\n$", value.size(), "\r\n",
+                   value, "\r\n$4\r\nPXAT\r\n$", at.size(), "\r\n", at, "\r\n");
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -56,8 +55,7 @@ bool SetWithExpiry(int resp_port, const std::string& key, const std::string& val
   bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
             send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
   char reply[5] = {};
-  ok = ok && recv(fd, reply, sizeof(reply), MSG_WAITALL) == 5 &&
-       std::string(reply, 5) == "+OK\r\n";
+  ok = ok && recv(fd, reply, sizeof(reply), MSG_WAITALL) == 5 && std::string(reply, 5) == "+OK\r\n";
   close(fd);
   return ok;
 }
@@ -239,7 +237,7 @@ TEST_F(RdmaLocationCacheTest, AnExpiredKeyReadsAsAbsentOnHitsAndMisses) {
   }
   const uint64_t fallbacks = Metric(*c, kFallbacks);
   const uint64_t hits1 = Metric(*c, kHits);
-  EXPECT_TRUE(absl::IsNotFound(c->Get("hot").status()));   // cached location
+  EXPECT_TRUE(absl::IsNotFound(c->Get("hot").status()));  // cached location
   EXPECT_GT(Metric(*c, kHits) + Metric(*c, kStale), hits1);
   EXPECT_TRUE(absl::IsNotFound(c->Get("cold").status()));  // never read before
   EXPECT_EQ(Metric(*c, kFallbacks), fallbacks);            // decided one-sided

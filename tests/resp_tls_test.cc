@@ -96,6 +96,11 @@ TEST_F(RespTlsTest, RedisCliKvctlAndTheClientLibraryWorkOverTls) {
   EXPECT_THAT(r.out, HasSubstr("OK"));
   r = RedisCli({"--tls", "--cacert", TlsFile("ca.pem")}, {"get", "k"});
   EXPECT_EQ(r.out, "v1\n") << r.err;
+  // CLIENT INFO shows the TLS client's addresses, not the socketpair's the
+  // loops serve it on.
+  r = RedisCli({"--tls", "--cacert", TlsFile("ca.pem")}, {"client", "info"});
+  EXPECT_THAT(r.out, HasSubstr(" addr=127.0.0.1:")) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat(" laddr=127.0.0.1:", server_->resp_tls_port(), " ")));
 
   // kvctl: the handshake says the RESP port is TLS; --tls_ca verifies it.
   r = Kvctl({"--tls_ca=" + TlsFile("ca.pem"), "get", "k"});

@@ -29,6 +29,7 @@
 #define KVSTORE_CLIENT_INTERNAL_CLIENT_METRICS_H_
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 
 #include "absl/strings/string_view.h"
@@ -50,6 +51,13 @@ struct TransportMetrics {
 
   metrics::Counter* request(PathOp op) const { return requests[static_cast<size_t>(op)]; }
   metrics::Histogram* latency(CallKind call) const { return duration[static_cast<size_t>(call)]; }
+  // Observes the time since `start` as the latency of `call`.
+  void ObserveSince(CallKind call, std::chrono::steady_clock::time_point start) const {
+    latency(call)->ObserveNanos(
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count()));
+  }
 };
 
 class ClientMetrics {

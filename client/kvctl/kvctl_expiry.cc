@@ -35,8 +35,7 @@ int RunTtl(const Context& context, const std::vector<std::string>& args) {
   absl::StatusOr<absl::Duration> ttl = (*client)->Ttl(args[0]);
   if (absl::IsNotFound(ttl.status())) return PrintInt(-2, kExitNotFound);
   if (!ttl.ok()) return Failure(ttl.status());
-  return PrintInt(*ttl == absl::InfiniteDuration() ? -1 : absl::ToInt64Milliseconds(*ttl),
-                  kExitOk);
+  return PrintInt(*ttl == absl::InfiniteDuration() ? -1 : absl::ToInt64Milliseconds(*ttl), kExitOk);
 }
 
 int RunExpire(const Context& context, const std::vector<std::string>& args) {

@@ -67,8 +67,8 @@ constexpr Command kCommands[] = {
      "Make KEY expire DURATION (30s, 500ms, 2h) from now, keeping its value. Print 1, or 0 "
      "when KEY does not exist (exit 1).",
      2, 2, RunExpire},
-    {"persist", "persist KEY",
-     "Remove KEY's expiry. Print 1 if it had one, 0 otherwise.", 1, 1, RunPersist},
+    {"persist", "persist KEY", "Remove KEY's expiry. Print 1 if it had one, 0 otherwise.", 1, 1,
+     RunPersist},
     {"scan", "scan [--prefix P] [--count N]",
      "Print every key (starting with P), one per line, as raw bytes, paging through the "
      "listing N keys at a time until it is complete.",

@@ -2,6 +2,8 @@
 
 #include "common/protocol/resp.h"
 
+#include <charconv>
+#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -10,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster/refusal.h"
+#include "common/protocol/resp_inline.h"
 
 namespace kvstore {
 namespace resp {
@@ -97,6 +100,9 @@ bool CommandIs(absl::string_view arg, absl::string_view name) {
 }
 
 ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
+  // Redis decides by the first byte alone: '*' is the array form, anything
+  // else a line of text (resp_inline.cc).
+  if (!buf.empty() && buf[0] != '*') return internal::ParseInline(buf, limits);
   ParsedRequest out;
   std::string error;
   int64_t argc = 0;
@@ -206,6 +212,63 @@ void AppendNull(std::string* out) { out->append("$-1\r\n"); }
 
 void AppendArrayHeader(std::string* out, uint64_t n) { absl::StrAppend(out, "*", n, "\r\n"); }
 
+// --- RESP3 -------------------------------------------------------------------
+
+void AppendResp3Null(std::string* out) { out->append("_\r\n"); }
+
+void AppendMapHeader(std::string* out, uint64_t n) { absl::StrAppend(out, "%", n, "\r\n"); }
+
+void AppendSetHeader(std::string* out, uint64_t n) { absl::StrAppend(out, "~", n, "\r\n"); }
+
+void AppendPushHeader(std::string* out, uint64_t n) { absl::StrAppend(out, ">", n, "\r\n"); }
+
+void AppendBool(std::string* out, bool b) { out->append(b ? "#t\r\n" : "#f\r\n"); }
+
+void AppendDouble(std::string* out, double d) {
+  absl::StrAppend(out, ",", FormatDouble(d), "\r\n");
+}
+
+void AppendBigNumber(std::string* out, absl::string_view digits) {
+  absl::StrAppend(out, "(", digits, "\r\n");
+}
+
+// Length-prefixed like a bulk string, so the text may hold any bytes.
+void AppendVerbatim(std::string* out, absl::string_view format, absl::string_view text) {
+  absl::StrAppend(out, "=", format.size() + 1 + text.size(), "\r\n", format, ":", text, "\r\n");
+}
+
+// The digits are the shortest that read back as the same double (what
+// Redis writes since 7.2; 7.0 wrote 17 significant digits, "1.1" as
+// "1.1000000000000001"), laid out as printf's %g would lay out that many:
+// plain between 1e-4 and 1e17, else with an exponent. The special values
+// are spelled out because libc spellings vary ("-nan").
+std::string FormatDouble(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  char buf[64];
+  // Shortest scientific form: "-1.2345e+17", "1e-05", "0e+00".
+  const std::to_chars_result r =
+      std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
+  const absl::string_view sci(buf, r.ptr - buf);
+  const size_t e = sci.find('e');
+  int exp = 0;
+  (void)absl::SimpleAtoi(sci.substr(e + 1), &exp);
+  if (exp < -4 || exp >= 17) return std::string(sci);
+  absl::string_view mantissa = sci.substr(0, e);
+  std::string out;
+  if (mantissa[0] == '-') {
+    out = "-";
+    mantissa.remove_prefix(1);
+  }
+  std::string digits(mantissa.substr(0, 1));
+  if (mantissa.size() > 2) absl::StrAppend(&digits, mantissa.substr(2));  // past the '.'
+  if (exp < 0) return absl::StrCat(out, "0.", std::string(-exp - 1, '0'), digits);
+  const size_t whole = static_cast<size_t>(exp) + 1;
+  if (digits.size() <= whole)
+    return absl::StrCat(out, digits, std::string(whole - digits.size(), '0'));
+  return absl::StrCat(out, digits.substr(0, whole), ".", digits.substr(whole));
+}
+
 void AppendCommand(std::string* out, const std::vector<absl::string_view>& args) {
   AppendArrayHeader(out, args.size());
   // Every argument as a bulk string, so keys and values may hold any bytes.
@@ -285,113 +348,6 @@ absl::Status RespErrorToStatus(absl::string_view error) {
 
 void AppendStatusError(std::string* out, const absl::Status& s) {
   AppendError(out, StatusToRespError(s));
-}
-
-namespace {
-
-// Recursive reply parser; returns false with *need_more when incomplete.
-absl::Status ParseOne(absl::string_view buf, size_t* pos, const ReplyLimits& limits, int depth,
-                      Reply* out, bool* need_more) {
-  // Bounded recursion: a server's reply is untrusted input too, and deep
-  // nesting must not exhaust the client's stack.
-  if (depth > limits.max_depth) return absl::DataLossError("RESP reply nested too deeply");
-  if (*pos >= buf.size()) {
-    *need_more = true;
-    return absl::OkStatus();
-  }
-  const char type = buf[*pos];
-  size_t eol = buf.find("\r\n", *pos);
-  if (eol == absl::string_view::npos) {
-    // No line-based reply this client parses (status, error, integer, length)
-    // comes near 64 KiB; anything longer is garbage, not a slow peer.
-    if (buf.size() - *pos > 64 * 1024) return absl::DataLossError("RESP line too long");
-    *need_more = true;
-    return absl::OkStatus();
-  }
-  absl::string_view line = buf.substr(*pos + 1, eol - *pos - 1);
-  switch (type) {
-    case '+':
-    case '-':
-      // Simple strings and errors cannot contain CR or LF, so the line is the
-      // whole value; no length to validate.
-      out->type = type == '+' ? Reply::Type::kSimple : Reply::Type::kError;
-      out->str = std::string(line);
-      *pos = eol + 2;
-      return absl::OkStatus();
-    case ':': {
-      out->type = Reply::Type::kInteger;
-      if (!absl::SimpleAtoi(line, &out->integer)) return absl::DataLossError("bad RESP integer");
-      *pos = eol + 2;
-      return absl::OkStatus();
-    }
-    case '$': {
-      int64_t len;
-      if (!absl::SimpleAtoi(line, &len) || len < -1 ||
-          (len >= 0 && static_cast<uint64_t>(len) > limits.max_bulk_bytes)) {
-        return absl::DataLossError("bad RESP bulk length");
-      }
-      if (len == -1) {
-        out->type = Reply::Type::kNull;
-        *pos = eol + 2;
-        return absl::OkStatus();
-      }
-      const size_t body = eol + 2;
-      // len <= max_bulk_bytes here, so the sum cannot overflow.
-      if (buf.size() < body + len + 2) {
-        *need_more = true;
-        return absl::OkStatus();
-      }
-      if (buf[body + len] != '\r' || buf[body + len + 1] != '\n') {
-        return absl::DataLossError("RESP bulk not terminated by CRLF");
-      }
-      out->type = Reply::Type::kBulk;
-      out->str.assign(buf.data() + body, static_cast<size_t>(len));
-      *pos = body + len + 2;
-      return absl::OkStatus();
-    }
-    case '*': {
-      int64_t n;
-      if (!absl::SimpleAtoi(line, &n) || n < -1 ||
-          (n > 0 && static_cast<uint64_t>(n) > limits.max_elements)) {
-        return absl::DataLossError("bad RESP array length");
-      }
-      *pos = eol + 2;
-      // "*-1" is RESP2's null array, which this client reads as a null reply.
-      if (n == -1) {
-        out->type = Reply::Type::kNull;
-        return absl::OkStatus();
-      }
-      out->type = Reply::Type::kArray;
-      out->elements.clear();
-      for (int64_t i = 0; i < n; ++i) {
-        // Invariant: elements[0..i) parsed completely. On need_more the partial
-        // array is discarded by ParseReply, which starts over next time.
-        out->elements.emplace_back();
-        absl::Status s = ParseOne(buf, pos, limits, depth + 1, &out->elements.back(), need_more);
-        if (!s.ok() || *need_more) return s;
-      }
-      return absl::OkStatus();
-    }
-    default:
-      return absl::DataLossError(absl::StrCat("unexpected RESP type byte 0x",
-                                              absl::Hex(static_cast<unsigned char>(type))));
-  }
-}
-
-}  // namespace
-
-absl::StatusOr<ParsedReply> ParseReply(absl::string_view buffer, const ReplyLimits& limits) {
-  ParsedReply out;
-  size_t pos = 0;
-  bool need_more = false;
-  absl::Status s = ParseOne(buffer, &pos, limits, 0, &out.reply, &need_more);
-  if (!s.ok()) return s;
-  // Incomplete: report nothing consumed; the caller appends more bytes and
-  // calls again with the same buffer start.
-  if (need_more) return ParsedReply();
-  out.complete = true;
-  out.consumed = pos;
-  return out;
 }
 
 }  // namespace resp

@@ -2,9 +2,14 @@
 
 #include "common/protocol/resp.h"
 
+#include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "common/cluster/refusal.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -82,9 +87,19 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"Overflow", "*99999999999999999999999\r\n", "length line too long"},
         Malformed{"NoCrLf", std::string("*1\rX"), "CRLF"},
         Malformed{"LongLine", "*1111111111111111111111111111", "length line too long"},
-        Malformed{"InlineCommand", "PING\r\n", "expected '*', got 'P'"},
-        Malformed{"Http", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "expected '*', got 'G'"},
+        Malformed{"HttpPost", "POST / HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP request ('POST')"},
+        Malformed{"HttpHost", "Host: x\r\n\r\n", "HTTP request ('Host:')"},
+        Malformed{"TlsHello", std::string("\x16\x03\x01\x02\x00", 5),
+                  "expected '*' or an inline command, got '\\x16'"},
         Malformed{"Binary", std::string("\x00\x01\x02", 3), "got '\\x00'"},
+        Malformed{"UnclosedDouble", "ECHO \"abc\r\n", "unbalanced quotes in request"},
+        Malformed{"UnclosedSingle", "ECHO 'abc\r\n", "unbalanced quotes in request"},
+        Malformed{"TextAfterQuote", "ECHO \"a\"b\r\n", "unbalanced quotes in request"},
+        Malformed{"TextAfterSingle", "ECHO 'a'b\r\n", "unbalanced quotes in request"},
+        Malformed{"EscapedClosingQuote", "ECHO \"a\\\"\r\n", "unbalanced quotes in request"},
+        Malformed{"TooBigInline", std::string(kMaxInlineBytes + 1, 'x'), "too big inline request"},
+        Malformed{"TooBigInlineLine", "ECHO " + std::string(kMaxInlineBytes, 'x') + "\r\n",
+                  "too big inline request"},
         Malformed{"BulkWithoutDollar", "*1\r\n:5\r\n", "expected '$'"},
         Malformed{"BadTerminator", "*1\r\n$4\r\nPINGxx", "not terminated"}),
     [](const ::testing::TestParamInfo<Malformed>& info) { return info.param.name; });
@@ -302,6 +317,265 @@ TEST(StatusMapping, RefusalsRoundTripThroughTheWire) {
     EXPECT_EQ(back.message(), s.message()) << wire;
     EXPECT_EQ(cluster::FromStatus(back), r) << wire;
   }
+}
+
+// --- Inline requests ---------------------------------------------------------
+
+// The arguments of one complete inline request, or a description of what
+// the parser answered instead.
+std::vector<std::string> InlineArgs(absl::string_view in) {
+  ParsedRequest r = ParseRequest(in, RequestLimits());
+  if (r.kind != Kind::kCommand) return {"<kind " + std::to_string(static_cast<int>(r.kind)) + ">"};
+  EXPECT_EQ(r.consumed, in.size()) << in;
+  return std::vector<std::string>(r.args.begin(), r.args.end());
+}
+
+// What Redis 7.0.15's inline parser makes of each line (checked against a
+// real redis-server with ECHO and GET): separators, both quotes, escapes,
+// and quotes opened inside an argument.
+TEST(ParseInline, SplitsAsRedisDoes) {
+  EXPECT_THAT(InlineArgs("PING\r\n"), ElementsAre("PING"));
+  EXPECT_THAT(InlineArgs("PING\n"), ElementsAre("PING"));
+  EXPECT_THAT(InlineArgs("  ECHO   x  \r\n"), ElementsAre("ECHO", "x"));
+  EXPECT_THAT(InlineArgs("ECHO\tx\r\n"), ElementsAre("ECHO", "x"));
+  EXPECT_THAT(InlineArgs("SET k \"a\\x41\\n\\t\\\"b\"\r\n"), ElementsAre("SET", "k", "aA\n\t\"b"));
+  EXPECT_THAT(InlineArgs("SET k 'it\\'s'\r\n"), ElementsAre("SET", "k", "it's"));
+  EXPECT_THAT(InlineArgs("ECHO \"\\xzz\"\r\n"), ElementsAre("ECHO", "xzz"));
+  EXPECT_THAT(InlineArgs("ECHO \"\\x4\"\r\n"), ElementsAre("ECHO", "x4"));
+  EXPECT_THAT(InlineArgs("ECHO \"\\x4G\"\r\n"), ElementsAre("ECHO", "x4G"));
+  EXPECT_THAT(InlineArgs("ECHO \"\\x00\"\r\n"), ElementsAre("ECHO", std::string(1, '\0')));
+  EXPECT_THAT(InlineArgs("ECHO \"\\q\"\r\n"), ElementsAre("ECHO", "q"));
+  EXPECT_THAT(InlineArgs("ECHO \"a\\\\b\"\r\n"), ElementsAre("ECHO", "a\\b"));
+  EXPECT_THAT(InlineArgs("ECHO \"\\b\\a\\r\"\r\n"), ElementsAre("ECHO", "\b\a\r"));
+  EXPECT_THAT(InlineArgs("ECHO 'a\\nb'\r\n"), ElementsAre("ECHO", "a\\nb"));
+  EXPECT_THAT(InlineArgs("ECHO a\rb\n"), ElementsAre("ECHO", "a", "b"));
+  EXPECT_THAT(InlineArgs("ECHO \"a\rb\"\n"), ElementsAre("ECHO", "a\rb"));
+  EXPECT_THAT(InlineArgs("ECHO \"\" ''\r\n"), ElementsAre("ECHO", "", ""));
+  EXPECT_THAT(InlineArgs("ECHO a\"b c\"\r\n"), ElementsAre("ECHO", "ab c"));
+  EXPECT_THAT(InlineArgs("ECHO \"a b\"\t'c d'\r\n"), ElementsAre("ECHO", "a b", "c d"));
+  EXPECT_THAT(InlineArgs("ECHO \vx\r\n"), ElementsAre("ECHO", "x"));
+  EXPECT_THAT(InlineArgs("ECHO a\vb\r\n"), ElementsAre("ECHO", "a\vb"));
+  EXPECT_THAT(InlineArgs("get k\xc3\xa9\r\n"), ElementsAre("get", "k\xc3\xa9"));
+  // A line of exactly the bound is accepted.
+  const std::string longest = "ECHO " + std::string(kMaxInlineBytes - 6, 'x') + "\r\n";
+  EXPECT_THAT(InlineArgs(longest), ElementsAre("ECHO", std::string(kMaxInlineBytes - 6, 'x')));
+}
+
+TEST(ParseInline, EmptyLinesAreSkippedNotRun) {
+  for (const char* in : {"\r\n", "\n", "   \r\n", "\t \v\n"}) {
+    ParsedRequest r = ParseRequest(in, RequestLimits());
+    EXPECT_EQ(r.kind, Kind::kEmptyLine) << in;
+    EXPECT_EQ(r.consumed, std::strlen(in)) << in;
+    EXPECT_TRUE(r.args.empty());
+  }
+}
+
+// "SET key value" inline is an ordinary command: only the array form is
+// streamed (kSetValue), since an inline value may be unescaped text.
+TEST(ParseInline, SetIsAnOrdinaryCommand) {
+  ParsedRequest r = ParseRequest("SET key \"v a l\"\r\n", RequestLimits());
+  ASSERT_EQ(r.kind, Kind::kCommand) << r.error;
+  EXPECT_THAT(r.args, ElementsAre("SET", "key", "v a l"));
+}
+
+// The views point into storage the request shares with its copies.
+TEST(ParseInline, ArgumentsOutliveTheBufferAndSurviveCopies) {
+  std::string buf = "ECHO \"hello world\" x\r\n";
+  ParsedRequest r = ParseRequest(buf, RequestLimits());
+  ParsedRequest copy = r;
+  ParsedRequest moved = std::move(r);
+  buf.assign(buf.size(), '#');
+  EXPECT_THAT(copy.args, ElementsAre("ECHO", "hello world", "x"));
+  EXPECT_THAT(moved.args, ElementsAre("ECHO", "hello world", "x"));
+}
+
+TEST(ParseInline, EveryPrefixOfALineNeedsMore) {
+  const std::string in = "SET 'k 1' \"v\\x41\"\r\n";
+  for (size_t n = 0; n < in.size(); ++n) {
+    EXPECT_EQ(ParseRequest(in.substr(0, n), RequestLimits()).kind, Kind::kNeedMore) << n;
+  }
+  EXPECT_EQ(ParseRequest(in, RequestLimits()).kind, Kind::kCommand);
+  // A line up to the bound keeps waiting for its line feed; past it, not.
+  EXPECT_EQ(ParseRequest(std::string(kMaxInlineBytes, 'x'), RequestLimits()).kind, Kind::kNeedMore);
+}
+
+TEST(ParseInline, RequestLimitsApply) {
+  RequestLimits limits;
+  limits.max_args = 3;
+  limits.max_bulk_bytes = 8;
+  limits.max_buffered_bytes = 12;
+  EXPECT_EQ(ParseRequest("SET k v\r\n", limits).kind, Kind::kCommand);
+  ParsedRequest r = ParseRequest("MSET a 1 b 2\r\n", limits);
+  EXPECT_EQ(r.kind, Kind::kError);
+  EXPECT_EQ(r.error, "Protocol error: inline request of 5 arguments (limit 3)");
+  r = ParseRequest("SET k 123456789\r\n", limits);
+  EXPECT_EQ(r.error, "Protocol error: inline argument of 9 bytes (limit 8)");
+  // Unescaped bytes count, not the line's: \x41 is one byte.
+  EXPECT_EQ(ParseRequest("SET k \"\\x41\\x41\\x41\\x41\\x41\\x41\\x41\\x41\"\r\n", limits).kind,
+            Kind::kCommand);
+  r = ParseRequest("SET kkkkkkk vvvvvvv\r\n", limits);
+  EXPECT_THAT(r.error, ::testing::StartsWith("Protocol error: request larger than 12 bytes"));
+}
+
+// Requests of both forms mixed in one stream, delivered in random pieces
+// the way a socket may deliver them: parsing the growing buffer (as the
+// port does) gives the same requests as parsing the whole stream.
+TEST(ParseInline, PiecesGiveTheSameRequestsAsTheWhole) {
+  const std::string stream =
+      "PING\r\n\r\nSET k \"a b\"\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n  \n"
+      "ECHO 'it\\'s' \"\\x41\"\r\nDEL k\n*1\r\n$4\r\nPING\r\nGET k\r\n";
+  auto parse_all = [](absl::string_view buf, std::string* left) {
+    std::vector<std::string> out;
+    for (;;) {
+      ParsedRequest r = ParseRequest(buf, RequestLimits());
+      EXPECT_NE(r.kind, Kind::kError) << r.error;
+      if (r.kind == Kind::kNeedMore || r.kind == Kind::kError) break;
+      if (r.kind == Kind::kCommand) {
+        std::string joined;
+        for (absl::string_view a : r.args) absl::StrAppend(&joined, "[", a, "]");
+        out.push_back(joined);
+      }
+      buf.remove_prefix(r.consumed);
+    }
+    *left = std::string(buf);
+    return out;
+  };
+  std::string left;
+  const std::vector<std::string> whole = parse_all(stream, &left);
+  EXPECT_THAT(whole, ElementsAre("[PING]", "[SET][k][a b]", "[GET][k]", "[ECHO][it's][A]",
+                                 "[DEL][k]", "[PING]", "[GET][k]"));
+  EXPECT_TRUE(left.empty());
+  const uint32_t seed = std::random_device{}();
+  std::printf("seed %u\n", seed);
+  std::mt19937 rng(seed);
+  for (int round = 0; round < 200; ++round) {
+    std::string buf;
+    std::vector<std::string> got;
+    for (size_t at = 0; at < stream.size();) {
+      const size_t n = std::min<size_t>(1 + rng() % 7, stream.size() - at);
+      buf += stream.substr(at, n);
+      at += n;
+      std::vector<std::string> more = parse_all(buf, &buf);
+      got.insert(got.end(), more.begin(), more.end());
+    }
+    ASSERT_EQ(got, whole) << "seed " << seed << " round " << round;
+    ASSERT_TRUE(buf.empty());
+  }
+}
+
+// --- RESP3 --------------------------------------------------------------------
+
+TEST(Encode, Resp3ExactBytes) {
+  std::string out;
+  AppendResp3Null(&out);
+  AppendMapHeader(&out, 2);
+  AppendSetHeader(&out, 3);
+  AppendPushHeader(&out, 1);
+  AppendBool(&out, true);
+  AppendBool(&out, false);
+  AppendDouble(&out, 1.5);
+  AppendBigNumber(&out, "-1234567890123456789012");
+  AppendVerbatim(&out, "txt", "hi\r\nthere");
+  EXPECT_EQ(out,
+            "_\r\n%2\r\n~3\r\n>1\r\n#t\r\n#f\r\n,1.5\r\n(-1234567890123456789012\r\n"
+            "=13\r\ntxt:hi\r\nthere\r\n");
+}
+
+TEST(Encode, DoublesAsRedisWritesThem) {
+  EXPECT_EQ(FormatDouble(1.1), "1.1");
+  EXPECT_EQ(FormatDouble(3.0), "3");
+  EXPECT_EQ(FormatDouble(-1.5), "-1.5");
+  EXPECT_EQ(FormatDouble(-0.0), "-0");
+  EXPECT_EQ(FormatDouble(0.0), "0");
+  EXPECT_EQ(FormatDouble(100), "100");
+  EXPECT_EQ(FormatDouble(0.0001), "0.0001");
+  EXPECT_EQ(FormatDouble(0.0025), "0.0025");
+  EXPECT_EQ(FormatDouble(0.00001), "1e-05");
+  EXPECT_EQ(FormatDouble(1e16), "10000000000000000");
+  EXPECT_EQ(FormatDouble(1e17), "1e+17");
+  EXPECT_EQ(FormatDouble(123456789012345678.0), "1.2345678901234568e+17");
+  EXPECT_EQ(FormatDouble(1e300), "1e+300");
+  EXPECT_EQ(FormatDouble(HUGE_VAL), "inf");
+  EXPECT_EQ(FormatDouble(-HUGE_VAL), "-inf");
+  EXPECT_EQ(FormatDouble(std::nan("")), "nan");
+  EXPECT_EQ(FormatDouble(-std::nan("")), "nan");
+  // Whatever the layout, the text reads back as the same double.
+  const uint32_t seed = std::random_device{}();
+  std::printf("seed %u\n", seed);
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 10000; ++i) {
+    uint64_t bits = rng();
+    double d;
+    std::memcpy(&d, &bits, sizeof(d));
+    if (std::isnan(d) || std::isinf(d)) continue;
+    double back;
+    ASSERT_TRUE(absl::SimpleAtod(FormatDouble(d), &back)) << FormatDouble(d);
+    ASSERT_EQ(back, d) << FormatDouble(d) << " seed " << seed;
+  }
+}
+
+TEST(ParseReply, Resp3Types) {
+  const std::string in =
+      "%2\r\n+server\r\n$7\r\nkvstore\r\n+nil\r\n_\r\n"
+      "~2\r\n#t\r\n#f\r\n"
+      ">2\r\n,1.5\r\n,-inf\r\n"
+      "(-123456789012345678901\r\n"
+      "=8\r\ntxt:a\r\nb\r\n"
+      "!8\r\nERR x\r\ny\r\n"
+      "|1\r\n+ttl\r\n:3\r\n:42\r\n"
+      ",nan\r\n";
+  std::vector<Reply> got;
+  absl::string_view rest(in);
+  while (!rest.empty()) {
+    auto r = ParseReply(rest, ReplyLimits());
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_TRUE(r->complete);
+    got.push_back(r->reply);
+    rest.remove_prefix(r->consumed);
+  }
+  ASSERT_EQ(got.size(), 8u);
+  EXPECT_EQ(got[0].type, Reply::Type::kMap);
+  ASSERT_EQ(got[0].elements.size(), 4u);
+  EXPECT_EQ(got[0].elements[1].str, "kvstore");
+  EXPECT_EQ(got[0].elements[3].type, Reply::Type::kNull);
+  EXPECT_EQ(got[1].type, Reply::Type::kSet);
+  EXPECT_EQ(got[1].elements[0].type, Reply::Type::kBool);
+  EXPECT_EQ(got[1].elements[0].integer, 1);
+  EXPECT_EQ(got[1].elements[1].integer, 0);
+  EXPECT_EQ(got[2].type, Reply::Type::kPush);
+  EXPECT_EQ(got[2].elements[0].type, Reply::Type::kDouble);
+  EXPECT_EQ(got[2].elements[0].number, 1.5);
+  EXPECT_EQ(got[2].elements[1].number, -HUGE_VAL);
+  EXPECT_EQ(got[3].type, Reply::Type::kBigNumber);
+  EXPECT_EQ(got[3].str, "-123456789012345678901");
+  EXPECT_EQ(got[4].type, Reply::Type::kVerbatim);
+  EXPECT_EQ(got[4].str, "a\r\nb");
+  EXPECT_EQ(got[5].type, Reply::Type::kError);
+  EXPECT_EQ(got[5].str, "ERR x\r\ny");
+  // The attribute is dropped: the reply is the integer after it.
+  EXPECT_EQ(got[6].type, Reply::Type::kInteger);
+  EXPECT_EQ(got[6].integer, 42);
+  EXPECT_TRUE(std::isnan(got[7].number));
+  // Every strict prefix is incomplete, never an error.
+  for (size_t n = 0; n < in.size(); ++n) {
+    auto r = ParseReply(absl::string_view(in).substr(0, n), ReplyLimits());
+    ASSERT_TRUE(r.ok()) << n << ": " << r.status();
+  }
+}
+
+TEST(ParseReply, MalformedResp3IsDataLoss) {
+  for (const char* in : {"_x\r\n", "#x\r\n", "#\r\n", ",abc\r\n", ",\r\n", "(12a\r\n", "(\r\n",
+                         "=3\r\nabc\r\n", "%-1\r\n", "~-1\r\n", "=-1\r\n", "!-1\r\n"}) {
+    auto r = ParseReply(in, ReplyLimits());
+    EXPECT_FALSE(r.ok()) << in;
+    if (!r.ok()) EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << in;
+  }
+  ReplyLimits limits;
+  limits.max_elements = 5;
+  EXPECT_FALSE(ParseReply("%3\r\n", limits).ok());  // 6 elements
+  EXPECT_TRUE(ParseReply("~5\r\n", limits).ok());
+  limits.max_depth = 2;
+  EXPECT_FALSE(ParseReply("|1\r\n+a\r\n|1\r\n+b\r\n|1\r\n+c\r\n:1\r\n", limits).ok());
 }
 
 }  // namespace

@@ -84,10 +84,9 @@ grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::P
     if (w.writer == nullptr) w.writer = deps_.store->NewWriter();
     // The expiry is reckoned on this server's clock, never the client's.
     const uint64_t expires_at_ms =
-        request->ttl_ms() == 0
-            ? 0
-            : static_cast<uint64_t>(deps_.store->NowMs()) +
-                  std::min<uint64_t>(request->ttl_ms(), layout::kMaxExpiresAtMs);
+        request->ttl_ms() == 0 ? 0
+                               : static_cast<uint64_t>(deps_.store->NowMs()) +
+                                     std::min<uint64_t>(request->ttl_ms(), layout::kMaxExpiresAtMs);
     return RerouteRefusal(request->key(),
                           deps_.store->Put(w.writer.get(), request->key(), request->value(),
                                            SpaceWait(context), expires_at_ms));

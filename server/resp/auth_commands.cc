@@ -8,6 +8,7 @@
 #include "common/auth/credentials.h"
 #include "common/protocol/resp.h"
 #include "common/version.h"
+#include "server/resp/client_commands.h"
 
 namespace kvstore {
 namespace server {
@@ -33,6 +34,10 @@ bool TryAuth(const CommandContext& ctx, absl::string_view user, absl::string_vie
     ctx.conn->authenticated = true;
     ctx.conn->user = who->name;
     ctx.conn->role = who->role;
+    // CLIENT LIST shows the user, from other loops too.
+    if (ClientEntry* e = ctx.conn->client.get()) {
+      ctx.conn->client.registry()->Update(e, [&](ClientEntry& entry) { entry.user = who->name; });
+    }
     return true;
   }
   ctx.counters->auth_failures->Increment();
@@ -40,24 +45,39 @@ bool TryAuth(const CommandContext& ctx, absl::string_view user, absl::string_vie
   return false;
 }
 
-// The RESP2 HELLO map (7 field/value pairs); mode "cluster" in cluster
-// mode, as Redis says it.
+// HELLO's map of 7 pairs: a map in RESP3, the flat array of 14 in RESP2
+// (ReplyMapHeader), in the protocol HELLO has just chosen; mode "cluster"
+// in cluster mode, as Redis says it. The id is CLIENT ID's (the descriptor
+// for a connection built without a registry).
 void ReplyHelloMap(Connection* c, bool cluster) {
-  c->ReplyArrayHeader(14);
+  c->ReplyMapHeader(7);
   c->ReplyBulk("server");
   c->ReplyBulk("kvstore");
   c->ReplyBulk("version");
   c->ReplyBulk(kVersion);
   c->ReplyBulk("proto");
-  c->ReplyInteger(2);
+  c->ReplyInteger(c->protocol);
   c->ReplyBulk("id");
-  c->ReplyInteger(c->fd);
+  c->ReplyInteger(c->client.get() != nullptr ? static_cast<int64_t>(c->client.get()->id) : c->fd);
   c->ReplyBulk("mode");
   c->ReplyBulk(cluster ? "cluster" : "standalone");
   c->ReplyBulk("role");
   c->ReplyBulk("master");
   c->ReplyBulk("modules");
   c->ReplyArrayHeader(0);
+}
+
+// What HELLO changes once it has succeeded: the protocol (0: unchanged)
+// and the name (set_name: SETNAME was given), also in the registry entry
+// other loops read.
+void ApplyHello(Connection* c, int64_t protocol, bool set_name, absl::string_view name) {
+  if (protocol != 0) c->protocol = static_cast<int>(protocol);
+  ClientEntry* e = c->client.get();
+  if (e == nullptr) return;
+  c->client.registry()->Update(e, [&](ClientEntry& entry) {
+    entry.protocol = c->protocol;
+    if (set_name) entry.name = std::string(name);
+  });
 }
 
 }  // namespace
@@ -86,19 +106,21 @@ void AuthCommand(const CommandContext& ctx, CommandArgs args) {
 }
 
 // HELLO [protover [AUTH user pass] [SETNAME name]]. The protocol version is
-// checked first, as Redis does, so HELLO 3 answers NOPROTO even before AUTH
-// (clients take it as "stay on RESP2").
+// checked first, as Redis does, so an unsupported one answers NOPROTO even
+// before AUTH; then the options (a bad SETNAME name is refused before any
+// password is looked at), then the password. Only when all passed does the
+// connection switch protocol and take the name.
 void HelloCommand(const CommandContext& ctx, CommandArgs args) {
   Connection* c = ctx.conn;
+  int64_t ver = 0;  // 0: no protover, keep the connection's
   if (args.size() >= 2) {
-    int64_t ver = 0;
     if (!absl::SimpleAtoi(args[1], &ver)) {
       return c->ReplyError("ERR Protocol version is not an integer or out of range");
     }
-    if (ver != 2) return c->ReplyError("NOPROTO unsupported protocol version");
+    if (ver != 2 && ver != 3) return c->ReplyError("NOPROTO unsupported protocol version");
   }
-  bool auth_given = false;
-  absl::string_view user, password;
+  bool auth_given = false, set_name = false;
+  absl::string_view user, password, name;
   for (size_t i = 2; i < args.size(); ++i) {
     if (CommandIs(args[i], "AUTH") && i + 2 < args.size()) {
       auth_given = true;
@@ -106,7 +128,9 @@ void HelloCommand(const CommandContext& ctx, CommandArgs args) {
       password = args[i + 2];
       i += 2;
     } else if (CommandIs(args[i], "SETNAME") && i + 1 < args.size()) {
-      ++i;  // accepted and ignored, as CLIENT SETNAME
+      if (!ValidClientAttribute(args[i + 1])) return c->ReplyError(kBadClientName);
+      set_name = true;
+      name = args[++i];
     } else {
       return c->ReplyError("ERR Syntax error in HELLO option '" +
                            std::string(args[i].substr(0, 64)) + "'");
@@ -126,6 +150,7 @@ void HelloCommand(const CommandContext& ctx, CommandArgs args) {
         "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
         "select the RESP protocol version at the same time");
   }
+  ApplyHello(c, ver, set_name, name);
   ReplyHelloMap(c, ctx.options->cluster != nullptr);
 }
 

@@ -7,10 +7,17 @@
 //   AUTH <user> <password>      -> that user (redis-cli --user U --pass P):
 //                                  "admin" (the admin token) or one of the
 //                                  users file's; the peer secret is no user
-//   HELLO [2 [AUTH <user> <password>] [SETNAME name]]
-//                               -> the HELLO map, authenticated
+//   HELLO [2|3 [AUTH <user> <password>] [SETNAME name]]
+//                               -> the HELLO map, authenticated, and the
+//                                  connection switched to RESP2 or RESP3
+//                                  (Connection::protocol) and named
 // The user's role then limits the commands (commands.h: -NOPERM).
-//   HELLO 3 (or any protover but 2)             -> -NOPROTO, whatever the state
+//   HELLO 4 (any protover but 2 and 3)          -> -NOPROTO, whatever the state
+//   HELLO x (not a number)      -> -ERR Protocol version is not an integer or
+//                                  out of range
+//   HELLO 3 SETNAME "a b"       -> -ERR Client names cannot contain spaces,
+//                                  newlines or special characters.
+// A failed HELLO changes nothing: neither protocol nor name.
 // Before a successful AUTH only AUTH, HELLO and QUIT are served; anything
 // else gets Redis's exact "-NOAUTH Authentication required." (and HELLO
 // without AUTH gets Redis's NOAUTH hint to add AUTH). Errors, with Redis's

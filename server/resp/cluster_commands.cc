@@ -74,13 +74,14 @@ void ClusterSlots(const CommandContext& ctx, const ClusterMapView* map) {
   }
 }
 
-// One node of CLUSTER SHARDS: a flat map (RESP2 has no map type).
+// One node of CLUSTER SHARDS: a map of 7 pairs (RESP2: the flat array of
+// 14 Redis sends there).
 void ReplyShardNode(Connection* conn, const ClusterMapView& map, const std::string& id,
                     absl::string_view role, absl::string_view health) {
   const v1::ClusterNode* node = map.Node(id);
   const std::string address = node != nullptr ? node->resp_address() : "";
   const auto [host, port] = SplitHostPort(address);
-  conn->ReplyArrayHeader(14);
+  conn->ReplyMapHeader(7);
   conn->ReplyBulk("id");
   conn->ReplyBulk(RedisNodeId(id));
   conn->ReplyBulk("port");
@@ -103,7 +104,7 @@ void ClusterShards(const CommandContext& ctx, const ClusterMapView* map) {
   if (map == nullptr) return ctx.conn->ReplyArrayHeader(0);
   ctx.conn->ReplyArrayHeader(map->proto().shards_size());
   for (const v1::Shard& shard : map->proto().shards()) {
-    ctx.conn->ReplyArrayHeader(4);
+    ctx.conn->ReplyMapHeader(2);
     ctx.conn->ReplyBulk("slots");
     ctx.conn->ReplyArrayHeader(2 * shard.slots_size());
     for (const v1::SlotRange& range : shard.slots()) {
@@ -193,7 +194,8 @@ void ClusterNodes(const CommandContext& ctx, const ClusterMapView* map) {
       text += NodesLine(*map, node, ctx.options->cluster->self());
     }
   }
-  ctx.conn->ReplyBulk(text);
+  // Text for people, as Redis sends it: verbatim in RESP3, bulk in RESP2.
+  ctx.conn->ReplyVerbatim(text);
 }
 
 void ClusterInfo(const CommandContext& ctx, const ClusterMapView* map) {
@@ -210,7 +212,7 @@ void ClusterInfo(const CommandContext& ctx, const ClusterMapView* map) {
     }
   }
   const bool ok = map != nullptr && state.Serving() && assigned == cluster::kSlotCount;
-  ctx.conn->ReplyBulk(
+  ctx.conn->ReplyVerbatim(
       absl::StrCat("cluster_enabled:1\r\ncluster_state:", ok ? "ok" : "fail",
                    "\r\ncluster_slots_assigned:", assigned, "\r\ncluster_slots_ok:", assigned,
                    "\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:",

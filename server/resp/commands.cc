@@ -13,8 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/protocol/resp.h"
 #include "server/resp/auth_commands.h"
+#include "server/resp/client_commands.h"
 #include "server/resp/cluster_commands.h"
 #include "server/resp/cluster_routing.h"
+#include "server/resp/config_command.h"
+#include "server/resp/keyspace_commands.h"
+#include "server/resp/string_commands.h"
 
 namespace kvstore {
 namespace server {
@@ -51,12 +55,6 @@ void Get(const CommandContext& ctx, CommandArgs args) {
   }
   // Misses and errors count as GETs too.
   ctx.counters->get.Record(absl::Now() - start);
-}
-
-// Only "SET key value" exists, and the parser streams that form (see
-// streamed_set.h); what reaches the table carries options.
-void SetWithOptions(const CommandContext& ctx, CommandArgs) {
-  ReplyInvalid(ctx, "syntax error: SET options (EX, PX, NX, XX, ...) are not supported");
 }
 
 // DEL/UNLINK (`del`) or EXISTS: the number of keys deleted / present. Every
@@ -210,6 +208,10 @@ void Scan(const CommandContext& ctx, CommandArgs args) {
   // [next cursor as a bulk string, [keys...]], as Redis shapes it.
   ctx.conn->ReplyArrayHeader(2);
   ctx.conn->ReplyBulk(absl::StrCat(next));
+  // An expired key not yet deleted is left out, as Redis's SCAN does.
+  keys.erase(std::remove_if(keys.begin(), keys.end(),
+                            [&](const std::string& k) { return !ctx.store->Exists(k); }),
+             keys.end());
   ctx.conn->ReplyArrayHeader(keys.size());
   for (const auto& k : keys) ctx.conn->ReplyBulk(k);
 }
@@ -257,32 +259,11 @@ void ReplyCommandInfo(const CommandContext& ctx, const CommandSpec& spec) {
 
 void Command(const CommandContext& ctx, CommandArgs args);  // defined after the table
 
-// redis-benchmark reads "save" and "appendonly" at start-up. CONFIG GET is
-// a read (the table's row); every other subcommand (CONFIG SET, RESETSTAT,
-// REWRITE) is the operator's, as in Redis's ACL categories, and needs admin.
-void Config(const CommandContext& ctx, CommandArgs args) {
-  const bool get = args.size() >= 2 && CommandIs(args[1], "GET");
-  if (!get) {
-    const std::string sub = args.size() >= 2 ? absl::AsciiStrToLower(args[1].substr(0, 32)) : "";
-    if (!RequirePermission(ctx, auth::Permission::kAdmin, absl::StrCat("config|", sub))) return;
-  }
-  if (args.size() == 3 && CommandIs(args[1], "GET")) {
-    ctx.conn->ReplyArrayHeader(2);
-    ctx.conn->ReplyBulk(args[2]);
-    ctx.conn->ReplyBulk(CommandIs(args[2], "appendonly") ? "no" : "");
-    return;
-  }
-  ReplyInvalid(ctx, "only CONFIG GET is supported");
-}
-
 // One keyspace: SELECT 0 is accepted so tools that always send it work.
 void Select(const CommandContext& ctx, CommandArgs args) {
   if (args.size() == 2 && args[1] == "0") return ctx.conn->ReplyOk();
   ReplyInvalid(ctx, "only database 0 exists");
 }
-
-// CLIENT SETNAME and friends: accepted and ignored.
-void Client(const CommandContext& ctx, CommandArgs) { ctx.conn->ReplyOk(); }
 
 // Answers, then the loop closes the connection once the reply is flushed.
 void Quit(const CommandContext& ctx, CommandArgs) {
@@ -299,7 +280,7 @@ using P = auth::Permission;
 constexpr CommandSpec kCommands[] = {
     // name      min  max       group  handler  permission  first/last key, step, flag
     {"GET", 2, 2, 1, Get, P::kRead, 1, 1, 1, "readonly"},
-    {"SET", 3, kAnyArgs, 1, SetWithOptions, P::kWrite, 1, 1, 1, "write"},
+    {"SET", 3, kAnyArgs, 1, SetCommand, P::kWrite, 1, 1, 1, "write"},
     {"PING", 1, 2, 1, Ping, P::kSession},
     {"ECHO", 2, 2, 1, Echo, P::kSession},
     {"DEL", 2, kAnyArgs, 1, Del, P::kWrite, 1, -1, 1, "write"},
@@ -312,16 +293,47 @@ constexpr CommandSpec kCommands[] = {
     {"INFO", 1, kAnyArgs, 1, Info, P::kRead},
     {"COMMAND", 1, kAnyArgs, 1, Command, P::kSession},
     {"HELLO", 1, kAnyArgs, 1, HelloCommand, P::kSession},
-    {"CONFIG", 1, kAnyArgs, 1, Config, P::kRead},
+    {"CONFIG", 1, kAnyArgs, 1, ConfigCommand, P::kRead},
     {"AUTH", 2, 3, 1, AuthCommand, P::kSession},
     {"SELECT", 1, kAnyArgs, 1, Select, P::kSession},
-    {"CLIENT", 1, kAnyArgs, 1, Client, P::kSession},
+    {"CLIENT", 2, kAnyArgs, 1, ClientCommand, P::kSession},
     {"QUIT", 1, kAnyArgs, 1, Quit, P::kSession},
     {"CLUSTER", 2, kAnyArgs, 1, ClusterCommand, P::kClusterMap},
     {"READONLY", 1, 1, 1, ReadOnlyCommand, P::kSession},
     {"READWRITE", 1, 1, 1, ReadWriteCommand, P::kSession},
     {"ASKING", 1, 1, 1, AskingCommand, P::kSession},
     {"WAIT", 3, 3, 1, WaitCommand, P::kSession},
+    // Strings (string_commands.h).
+    {"SETNX", 3, 3, 1, SetNxCommand, P::kWrite, 1, 1, 1, "write"},
+    {"SETEX", 4, 4, 1, SetExCommand, P::kWrite, 1, 1, 1, "write"},
+    {"PSETEX", 4, 4, 1, SetExCommand, P::kWrite, 1, 1, 1, "write"},
+    {"GETSET", 3, 3, 1, GetSetCommand, P::kWrite, 1, 1, 1, "write"},
+    {"GETDEL", 2, 2, 1, GetDelCommand, P::kWrite, 1, 1, 1, "write"},
+    {"GETEX", 2, kAnyArgs, 1, GetExCommand, P::kWrite, 1, 1, 1, "write"},
+    {"APPEND", 3, 3, 1, AppendCommand, P::kWrite, 1, 1, 1, "write"},
+    {"STRLEN", 2, 2, 1, StrLenCommand, P::kRead, 1, 1, 1, "readonly"},
+    {"INCR", 2, 2, 1, IncrCommand, P::kWrite, 1, 1, 1, "write"},
+    {"DECR", 2, 2, 1, IncrCommand, P::kWrite, 1, 1, 1, "write"},
+    {"INCRBY", 3, 3, 1, IncrCommand, P::kWrite, 1, 1, 1, "write"},
+    {"DECRBY", 3, 3, 1, IncrCommand, P::kWrite, 1, 1, 1, "write"},
+    {"INCRBYFLOAT", 3, 3, 1, IncrByFloatCommand, P::kWrite, 1, 1, 1, "write"},
+    {"MSETNX", 3, kAnyArgs, 2, MSetNxCommand, P::kWrite, 1, -1, 2, "write"},
+    // Keyspace (keyspace_commands.h).
+    {"EXPIRE", 3, kAnyArgs, 1, ExpireCommand, P::kWrite, 1, 1, 1, "write"},
+    {"PEXPIRE", 3, kAnyArgs, 1, ExpireCommand, P::kWrite, 1, 1, 1, "write"},
+    {"EXPIREAT", 3, kAnyArgs, 1, ExpireCommand, P::kWrite, 1, 1, 1, "write"},
+    {"PEXPIREAT", 3, kAnyArgs, 1, ExpireCommand, P::kWrite, 1, 1, 1, "write"},
+    {"TTL", 2, 2, 1, TtlCommand, P::kRead, 1, 1, 1, "readonly"},
+    {"PTTL", 2, 2, 1, TtlCommand, P::kRead, 1, 1, 1, "readonly"},
+    {"EXPIRETIME", 2, 2, 1, TtlCommand, P::kRead, 1, 1, 1, "readonly"},
+    {"PEXPIRETIME", 2, 2, 1, TtlCommand, P::kRead, 1, 1, 1, "readonly"},
+    {"PERSIST", 2, 2, 1, PersistCommand, P::kWrite, 1, 1, 1, "write"},
+    {"TYPE", 2, 2, 1, TypeCommand, P::kRead, 1, 1, 1, "readonly"},
+    {"TOUCH", 2, kAnyArgs, 1, TouchCommand, P::kRead, 1, -1, 1, "readonly"},
+    {"RANDOMKEY", 1, 1, 1, RandomKeyCommand, P::kRead, 0, 0, 0, "readonly"},
+    {"KEYS", 2, 2, 1, KeysCommand, P::kRead, 0, 0, 0, "readonly"},
+    {"FLUSHALL", 1, 2, 1, FlushCommand, P::kAdmin, 0, 0, 0, "write"},
+    {"FLUSHDB", 1, 2, 1, FlushCommand, P::kAdmin, 0, 0, 0, "write"},
 };
 
 }  // namespace

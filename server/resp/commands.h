@@ -3,8 +3,9 @@
 // The RESP command table: every command the data port answers, with the
 // argument counts it accepts and the function that answers it. Dispatch
 // looks a request's first argument up here; adding a command is adding a
-// row (commands.cc). "SET key value" never comes here: it is streamed into
-// pool memory by StreamedSet; SET with options arrives here and is refused.
+// row (commands.cc). "SET key value" sent as a RESP array is streamed into
+// pool memory by StreamedSet and never comes here; SET with options (and
+// an inline SET) does (string_commands.h).
 //
 // Errors are Redis's own texts, which redis-cli and client libraries show:
 //   NOPERM User <user> has no permissions to run the '<name>' command

@@ -79,8 +79,11 @@ void Connection::ReplyInteger(int64_t n) {
   Encode(Tail(), &out_bytes, [n](std::string* o) { resp::AppendInteger(o, n); });
 }
 
-// Null bulk: Redis's "no such key" for GET and inside MGET arrays.
-void Connection::ReplyNull() { Encode(Tail(), &out_bytes, resp::AppendNull); }
+// Redis's "no such key" for GET and inside MGET arrays: a null bulk in
+// RESP2, RESP3's own null.
+void Connection::ReplyNull() {
+  Encode(Tail(), &out_bytes, protocol == 3 ? resp::AppendResp3Null : resp::AppendNull);
+}
 
 void Connection::ReplyBulk(absl::string_view s) {
   Encode(Tail(), &out_bytes, [s](std::string* o) { resp::AppendBulk(o, s); });
@@ -88,6 +91,33 @@ void Connection::ReplyBulk(absl::string_view s) {
 
 void Connection::ReplyArrayHeader(uint64_t n) {
   Encode(Tail(), &out_bytes, [n](std::string* o) { resp::AppendArrayHeader(o, n); });
+}
+
+// RESP2 has no map: Redis flattens it into key, value, key, value...
+void Connection::ReplyMapHeader(uint64_t n) {
+  if (protocol != 3) return ReplyArrayHeader(2 * n);
+  Encode(Tail(), &out_bytes, [n](std::string* o) { resp::AppendMapHeader(o, n); });
+}
+
+void Connection::ReplySetHeader(uint64_t n) {
+  if (protocol != 3) return ReplyArrayHeader(n);
+  Encode(Tail(), &out_bytes, [n](std::string* o) { resp::AppendSetHeader(o, n); });
+}
+
+// The same text either way, so a RESP2 client reads the number Redis sends.
+void Connection::ReplyDouble(double d) {
+  if (protocol != 3) return ReplyBulk(resp::FormatDouble(d));
+  Encode(Tail(), &out_bytes, [d](std::string* o) { resp::AppendDouble(o, d); });
+}
+
+void Connection::ReplyBool(bool b) {
+  if (protocol != 3) return ReplyInteger(b ? 1 : 0);
+  Encode(Tail(), &out_bytes, [b](std::string* o) { resp::AppendBool(o, b); });
+}
+
+void Connection::ReplyVerbatim(absl::string_view text) {
+  if (protocol != 3) return ReplyBulk(text);
+  Encode(Tail(), &out_bytes, [text](std::string* o) { resp::AppendVerbatim(o, "txt", text); });
 }
 
 // The zero-copy GET reply: header and trailer are tiny owned strings, the

@@ -5,13 +5,19 @@
 // streamed SET value) and its queue of reply bytes. Internal to server/resp.
 //
 // Replies are appended with the Reply* methods, which encode through the
-// RESP codec (common/protocol/resp.h). Small replies are coalesced into one
-// owned string; a GET value is queued as a separate chunk pointing into pool
-// memory that stays pinned until the chunk has been written (zero copy).
+// RESP codec (common/protocol/resp.h) in the connection's protocol: RESP2
+// until HELLO 3 switches it to RESP3 (HELLO 2 switches back). Only the
+// shapes that differ depend on it (null, map, set, double, boolean,
+// verbatim string); every other reply is the same in both. Small replies
+// are coalesced into one owned string; a GET value is queued as a separate
+// chunk pointing into pool memory that stays pinned until the chunk has
+// been written (zero copy).
 //
 // Ownership and thread safety: a Connection is owned by exactly one
 // RespLoop, lives in that loop's connection map and is touched only by the
-// loop's thread; it does not own or close its fd (the loop does).
+// loop's thread; it does not own or close its fd (the loop does). Its
+// ClientHandle registers it with the port's ClientRegistry, which other
+// loops read under the registry's own rules (client_registry.h).
 
 #ifndef KVSTORE_SERVER_RESP_CONNECTION_H_
 #define KVSTORE_SERVER_RESP_CONNECTION_H_
@@ -25,6 +31,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/auth/principal.h"
+#include "server/resp/client_registry.h"
 #include "server/resp/input_buffer.h"
 #include "server/storage/clock.h"
 #include "server/storage/kv_store.h"
@@ -79,9 +86,23 @@ struct Connection {
   // (resp::StatusToRespError).
   void ReplyStatus(const absl::Status& s);
   void ReplyInteger(int64_t n);
+  // "No such key" and a missing element: RESP2 $-1, RESP3 _.
   void ReplyNull();
   void ReplyBulk(absl::string_view s);
   void ReplyArrayHeader(uint64_t n);
+  // n key/value pairs (2n replies) follow: RESP3 %n, RESP2 the flat array
+  // *2n that Redis sends RESP2 clients for a map (HELLO, CONFIG GET).
+  void ReplyMapHeader(uint64_t n);
+  // n members follow: RESP3 ~n, RESP2 *n.
+  void ReplySetHeader(uint64_t n);
+  // RESP3 ,<d> ("inf", "-inf", "nan" or the shortest text that reads back
+  // as d: resp::FormatDouble); RESP2 that text as a bulk string.
+  void ReplyDouble(double d);
+  // RESP3 #t / #f; RESP2 :1 / :0.
+  void ReplyBool(bool b);
+  // Text meant for people (CLIENT INFO, CLIENT LIST): RESP3 a verbatim
+  // string "=len txt:<text>", RESP2 a bulk string.
+  void ReplyVerbatim(absl::string_view text);
   // A bulk reply whose body is sent from the pinned entry itself: only the
   // "$len" header and trailing CRLF are copied. Keeps `v` pinned until sent.
   void ReplyPinned(PinnedValue v);
@@ -101,6 +122,11 @@ struct Connection {
   void RecycleOwned(std::string&& s);
 
   const int fd;
+  // 2 or 3: the RESP version HELLO chose (auth_commands.h).
+  int protocol = 2;
+  // The registration CLIENT LIST and CLIENT KILL see (empty when the
+  // connection was built without a registry).
+  ClientHandle client;
   // False until AUTH / HELLO AUTH succeeds when the server has users; only
   // AUTH, HELLO and QUIT are served before that (auth_commands.h).
   bool authenticated = true;

@@ -176,10 +176,11 @@ TEST_F(RespAuthTest, EverythingButAuthHelloQuitIsRefusedUntilAuth) {
   EXPECT_GE(Value(server_->registry(), "kvstore_resp_noauth_rejections_total"), 7u);
 }
 
-TEST_F(RespAuthTest, HelloAuthAuthenticatesAndOnlyProtocolTwo) {
+TEST_F(RespAuthTest, HelloAuthAuthenticatesAndChecksTheProtocolFirst) {
   int fd = Connect();
-  // RESP3 is refused before anything else, as in Redis; it does not log in.
-  Send(fd, Cmd({"HELLO", "3", "AUTH", "default", kPassword}) + Cmd({"PING"}));
+  // An unsupported protocol is refused before anything else, as in Redis;
+  // it does not log in.
+  Send(fd, Cmd({"HELLO", "4", "AUTH", "default", kPassword}) + Cmd({"PING"}));
   EXPECT_EQ(ReadRaw(fd, 2), absl::StrCat("-NOPROTO unsupported protocol version\r\n", kNoAuth));
   Send(fd, Cmd({"HELLO", "2", "AUTH", "default", "wrong"}) + Cmd({"PING"}));
   EXPECT_EQ(ReadRaw(fd, 2), absl::StrCat(kWrongPass, kNoAuth));
@@ -189,6 +190,31 @@ TEST_F(RespAuthTest, HelloAuthAuthenticatesAndOnlyProtocolTwo) {
   EXPECT_THAT(r, ::testing::StartsWith("*14\r\n$6\r\nserver\r\n$7\r\nkvstore\r\n"));
   EXPECT_THAT(r, HasSubstr("+PONG\r\n*14\r\n"));
   close(fd);
+}
+
+// HELLO 3 AUTH logs in and switches to RESP3 in one go (redis-cli -3 -a,
+// RESP3 client libraries); a wrong password changes neither.
+TEST_F(RespAuthTest, HelloThreeAuthLogsInAndSwitchesToResp3) {
+  int fd = Connect();
+  Send(fd, Cmd({"HELLO", "3", "AUTH", "default", "wrong"}) + Cmd({"GET", "nokey"}));
+  EXPECT_EQ(ReadRaw(fd, 2), absl::StrCat(kWrongPass, kNoAuth));
+  Send(fd, Cmd({"HELLO", "3", "AUTH", "default", kPassword, "SETNAME", "r3"}) +
+               Cmd({"GET", "nokey"}) + Cmd({"CLIENT", "GETNAME"}));
+  const std::string r = ReadRaw(fd, 3);
+  EXPECT_THAT(r, ::testing::StartsWith("%7\r\n$6\r\nserver\r\n$7\r\nkvstore\r\n"));
+  EXPECT_THAT(r, HasSubstr("$5\r\nproto\r\n:3\r\n"));
+  EXPECT_THAT(r, ::testing::EndsWith("*0\r\n_\r\n$2\r\nr3\r\n"));
+  close(fd);
+}
+
+// The real redis-cli -3 -a: HELLO 3 AUTH on connect, then RESP3 replies.
+TEST_F(RespAuthTest, RedisCliResp3WithPassword) {
+  const std::string out =
+      RunProcess({"redis-cli", "-3", "-p", std::to_string(server_->port()), "-a", kPassword,
+                  "--no-auth-warning", "--no-raw", "GET", "nokey"},
+                 30)
+          .out;
+  EXPECT_EQ(out, "(nil)\n");
 }
 
 TEST_F(RespAuthTest, QuitWorksBeforeAuth) {

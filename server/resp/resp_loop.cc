@@ -42,13 +42,15 @@ constexpr int kReadRounds = 16;
 }  // namespace
 
 RespLoop::RespLoop(KvStore* store, const RespServerOptions& options, const auth::Identities* ids,
-                   Counters* counters, SharedBudgets* budgets, int listen_fd)
+                   Counters* counters, SharedBudgets* budgets, int listen_fd,
+                   ClientRegistry* clients)
     : store_(store),
       options_(options),
       ids_(ids),
       counters_(counters),
       budgets_(budgets),
-      listen_fd_(listen_fd) {
+      listen_fd_(listen_fd),
+      clients_(clients) {
   // Each loop keeps its own share of the unauthenticated cap, so that it
   // can always make room by closing one of its own (a loop cannot close
   // another loop's connections).
@@ -91,8 +93,9 @@ RespLoop::~RespLoop() {
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (event_fd_ >= 0) close(event_fd_);
   if (adopt_fd_ >= 0) close(adopt_fd_);
+  if (kill_fd_ >= 0) close(kill_fd_);
   absl::MutexLock lock(&adopt_mu_);
-  for (int fd : adopted_) close(fd);
+  for (const Adopted& a : adopted_) close(a.fd);
   adopted_.clear();
   if (reserve_fd_ >= 0) close(reserve_fd_);
 }
@@ -103,7 +106,8 @@ absl::Status RespLoop::Init() {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   adopt_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epoll_fd_ < 0 || event_fd_ < 0 || adopt_fd_ < 0) {
+  kill_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || event_fd_ < 0 || adopt_fd_ < 0 || kill_fd_ < 0) {
     return absl::InternalError(absl::StrCat("epoll/eventfd: ", std::strerror(errno)));
   }
   epoll_event ev{};
@@ -119,6 +123,8 @@ absl::Status RespLoop::Init() {
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, event_fd_, &ev);
   ev.data.fd = adopt_fd_;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, adopt_fd_, &ev);
+  ev.data.fd = kill_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, kill_fd_, &ev);
   // Writers are not thread-safe: one per loop, used only on its thread.
   writer_ = store_->NewWriter();
   sets_ = std::make_unique<StreamedSet>(store_, writer_.get(), counters_,
@@ -161,6 +167,8 @@ void RespLoop::Run() {
         stop_ = true;
       } else if (fd == adopt_fd_) {
         TakeAdopted();
+      } else if (fd == kill_fd_) {
+        CloseKilled();
       } else if (auto it = conns_.find(fd); it != conns_.end()) {
         // Looked up, not cached: an earlier event in this batch may have
         // closed the connection.
@@ -228,6 +236,7 @@ bool RespLoop::ReadSome(Connection* c) {
       if (n > 0) {
         counters_->bytes_in->Increment(n);
         c->last_activity = LoopTime(store_->clock());
+        NoteInteraction(*c);
         continue;
       }
     } else {
@@ -235,6 +244,7 @@ bool RespLoop::ReadSome(Connection* c) {
       if (n > 0) {
         counters_->bytes_in->Increment(n);
         c->last_activity = LoopTime(store_->clock());
+        NoteInteraction(*c);
         // Process what arrived before reading (and buffering) more.
         return true;
       }
@@ -332,12 +342,17 @@ void RespLoop::Process(Connection* c) {
         c->start += req.consumed;
         c->request_started = LoopTime(store_->clock());
         counters_->commands->Increment();
+        NoteCommand(*c, "SET");
         BeginSet(c, req);
         continue;
       case resp::ParsedRequest::Kind::kCommand:
         PrefetchAhead(buf.substr(req.consumed));
         // Views into c->in stay valid: nothing below moves the buffer.
         Execute(c, req);
+        c->start += req.consumed;
+        c->request_started = absl::InfiniteFuture();
+        continue;
+      case resp::ParsedRequest::Kind::kEmptyLine:  // nothing to run, as in Redis
         c->start += req.consumed;
         c->request_started = absl::InfiniteFuture();
         continue;
@@ -388,11 +403,14 @@ void RespLoop::BeginSet(Connection* c, const resp::ParsedRequest& req) {
 // Everything except the streamed SET goes through the command table.
 void RespLoop::Execute(Connection* c, const resp::ParsedRequest& req) {
   counters_->commands->Increment();
-  if (c->in_unauth_list && !req.args.empty() &&
+  NoteCommand(*c, req.args[0]);
+  if (c->in_unauth_list &&
       (resp::CommandIs(req.args[0], "AUTH") || resp::CommandIs(req.args[0], "HELLO"))) {
     ExecuteLogin(c, req);
     return;
   }
+  // An inline "SET key value" arrives here too (only the array form is
+  // streamed) and is run by the table's SET, as SET with options is.
   const CommandContext ctx{store_, writer_.get(), &options_, counters_, c, ids_};
   DispatchCommand(ctx, req.args);
 }

@@ -21,11 +21,19 @@
 // (accept and close with an error) and a short pause of the listener, never
 // a spin, and logged at most once per 10 s.
 //
+// Requests are arrays or inline lines (resp::ParseRequest); an empty inline
+// line is skipped. Every connection is registered with the port's
+// ClientRegistry (client_registry.h) for CLIENT LIST / KILL; a CLIENT KILL
+// run on any loop marks the connection and writes this loop's kill eventfd,
+// and this loop closes it (CloseKilled): only a connection's own loop ever
+// closes it.
+//
 // Ownership and thread safety: owned by RespServer. Init() and then Run()
 // on the loop's thread; Wake() from any thread makes Run() return. The
-// listening socket is borrowed (the server closes it); connections, their
-// sockets and the loop's KvStore writer are owned and released on
-// destruction, which must come after Run() has returned.
+// listening socket and the registry are borrowed (the server closes and
+// destroys them after the loops); connections, their sockets and the
+// loop's KvStore writer are owned and released on destruction, which must
+// come after Run() has returned.
 
 #ifndef KVSTORE_SERVER_RESP_RESP_LOOP_H_
 #define KVSTORE_SERVER_RESP_RESP_LOOP_H_
@@ -46,6 +54,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/protocol/resp.h"
+#include "server/resp/client_registry.h"
 #include "server/resp/connection.h"
 #include "server/resp/limits.h"
 #include "server/resp/resp_counters.h"
@@ -61,9 +70,12 @@ class RespLoop {
  public:
   // Nothing is owned; all must outlive the loop. `listen_fd` is a
   // non-blocking listening socket; `budgets` are shared by the port's loops;
-  // `ids` the server's users (null: none, every connection an admin).
+  // `ids` the server's users (null: none, every connection an admin);
+  // `clients` the port's registry of connections (null: none, and CLIENT
+  // answers only for what needs none).
   RespLoop(KvStore* store, const RespServerOptions& options, const auth::Identities* ids,
-           Counters* counters, SharedBudgets* budgets, int listen_fd);
+           Counters* counters, SharedBudgets* budgets, int listen_fd,
+           ClientRegistry* clients = nullptr);
   ~RespLoop();
   RespLoop(const RespLoop&) = delete;
   RespLoop& operator=(const RespLoop&) = delete;
@@ -80,17 +92,21 @@ class RespLoop {
 
   // Serves `fd`, a connected non-blocking socket accepted elsewhere (the
   // plaintext end of a TLS connection, tls_front.h), as if this loop had
-  // accepted it: the same limits, AUTH and commands. Any thread; the loop
-  // owns (and closes) it from now on, also when it stops first.
-  void Adopt(int fd);
+  // accepted it: the same limits, AUTH and commands. `addr` and `laddr`
+  // are the addresses CLIENT LIST shows for it (the TLS client's, not the
+  // socketpair's; empty: read from `fd`). Any thread; the loop owns (and
+  // closes) it from now on, also when it stops first.
+  void Adopt(int fd, std::string addr = "", std::string laddr = "");
 
  private:
   void Accept();
   // Serves the descriptors Adopt() queued.
   void TakeAdopted();
   // Registers an accepted socket as a connection (or refuses it at
-  // max_clients).
-  void AddConnection(int fd);
+  // max_clients); `addr`/`laddr` as for Adopt().
+  void AddConnection(int fd, std::string addr = "", std::string laddr = "");
+  // Closes the connections CLIENT KILL marked (client_registry.h).
+  void CloseKilled();
   // At the unauthenticated cap: closes this loop's oldest unauthenticated
   // connection (telling it why) to make room for a new one.
   void DropOldestUnauthenticated();
@@ -155,8 +171,14 @@ class RespLoop {
   int epoll_fd_ = -1;
   int event_fd_ = -1;
   int adopt_fd_ = -1;  // eventfd: Adopt() queued descriptors
+  int kill_fd_ = -1;   // eventfd: CLIENT KILL marked a connection of ours
   absl::Mutex adopt_mu_;
-  std::vector<int> adopted_ ABSL_GUARDED_BY(adopt_mu_);
+  struct Adopted {
+    int fd;
+    std::string addr, laddr;
+  };
+  std::vector<Adopted> adopted_ ABSL_GUARDED_BY(adopt_mu_);
+  ClientRegistry* const clients_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<KvStore::Writer> writer_;
   std::unique_ptr<StreamedSet> sets_;  // after writer_: uses it

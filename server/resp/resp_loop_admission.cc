@@ -1,10 +1,11 @@
 // Copyright 2026 The kvstore Authors.
 //
-// RespLoop, who gets in: accepting connections, the two connection caps
-// (max_clients for authenticated clients, max_unauthenticated_clients for
-// the rest, with the oldest stranger dropped to make room), the move from
-// one to the other at login, and running out of file descriptors. Kept
-// apart from resp_loop.cc, which moves bytes for connections already in.
+// RespLoop, who gets in and who is thrown out: accepting connections, the
+// two connection caps (max_clients for authenticated clients,
+// max_unauthenticated_clients for the rest, with the oldest stranger
+// dropped to make room), the move from one to the other at login, running
+// out of file descriptors, and closing what CLIENT KILL marked. Kept apart
+// from resp_loop.cc, which moves bytes for connections already in.
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -16,6 +17,8 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -47,9 +50,9 @@ void RespLoop::Accept() {
 
 // A connection whose TLS another thread terminates (RespServer's TLS
 // front) arrives as a socket of its own, handed over from that thread.
-void RespLoop::Adopt(int fd) {
+void RespLoop::Adopt(int fd, std::string addr, std::string laddr) {
   absl::MutexLock lock(&adopt_mu_);
-  adopted_.push_back(fd);
+  adopted_.push_back(Adopted{fd, std::move(addr), std::move(laddr)});
   uint64_t one = 1;
   (void)!write(adopt_fd_, &one, sizeof(one));
 }
@@ -57,15 +60,30 @@ void RespLoop::Adopt(int fd) {
 void RespLoop::TakeAdopted() {
   uint64_t count;
   (void)!read(adopt_fd_, &count, sizeof(count));
-  std::vector<int> fds;
+  std::vector<Adopted> fds;
   {
     absl::MutexLock lock(&adopt_mu_);
     fds.swap(adopted_);
   }
-  for (int fd : fds) AddConnection(fd);
+  for (Adopted& a : fds) AddConnection(a.fd, std::move(a.addr), std::move(a.laddr));
 }
 
-void RespLoop::AddConnection(int fd) {
+// The marks are set by any loop's CLIENT KILL (client_registry.h); this
+// loop alone may close its connections. Collected first: Close() erases
+// from the map being walked.
+void RespLoop::CloseKilled() {
+  uint64_t count;
+  (void)!read(kill_fd_, &count, sizeof(count));
+  std::vector<Connection*> killed;
+  for (auto& [fd, c] : conns_) {
+    const ClientEntry* e = c->client.get();
+    if (e != nullptr && e->kill_requested.load(std::memory_order_relaxed))
+      killed.push_back(c.get());
+  }
+  for (Connection* c : killed) Close(c);
+}
+
+void RespLoop::AddConnection(int fd, std::string addr, std::string laddr) {
   // With a password a new connection is unauthenticated: it counts against
   // this loop's unauthenticated cap (making room there if need be), not
   // max_clients, so strangers cannot take the slots of clients that log in.
@@ -86,6 +104,9 @@ void RespLoop::AddConnection(int fd) {
   auto c = std::make_unique<Connection>(fd);
   c->last_activity = LoopTime(store_->clock());
   c->accepted_at = c->last_activity;
+  if (clients_ != nullptr) {
+    c->client = clients_->Register(fd, c->accepted_at, kill_fd_, std::move(addr), std::move(laddr));
+  }
   // Without users every connection is an admin (Connection's default);
   // with them it is nobody until AUTH names one.
   c->authenticated = !needs_auth;

@@ -87,6 +87,8 @@ void RespLoop::CheckTimeouts() {
         std::string().swap(c->out_spare);
       }
     }
+    // CLIENT LIST's figures for this connection, as of this sweep.
+    PublishStats(*c, 0);
     const bool mid_request = c->state != InputState::kCommands || c->start < c->in.size();
     // First: a stranger that keeps talking (wrong AUTHs, NOAUTH commands)
     // is never idle, and must still go.

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/resp/client_registry.h"
 #include "server/resp/limits.h"
 #include "server/resp/resp_counters.h"
 #include "server/resp/resp_loop.h"
@@ -102,11 +103,13 @@ absl::StatusOr<std::unique_ptr<RespServer>> RespServer::Start(KvStore* store,
     // With port 0 the kernel picked one; callers (tests, --ready_file) need it.
     server->port_ = BoundPort(*fd);
   }
+  server->clients_ = std::make_unique<resp_internal::ClientRegistry>();
   // Every loop is initialised before any runs, so a failure leaves no
   // thread to stop.
   for (int i = 0; i < options.threads; ++i) {
-    auto loop = std::make_unique<RespLoop>(store, server->options_, server->ids_.get(), counters,
-                                           server->budgets_.get(), listen_fd);
+    auto loop =
+        std::make_unique<RespLoop>(store, server->options_, server->ids_.get(), counters,
+                                   server->budgets_.get(), listen_fd, server->clients_.get());
     if (absl::Status s = loop->Init(); !s.ok()) return s;
     server->loops_.push_back(std::move(loop));
   }
@@ -121,8 +124,11 @@ absl::StatusOr<std::unique_ptr<RespServer>> RespServer::Start(KvStore* store,
     to.max_connections = options.limits.max_clients > 0 ? options.limits.max_clients : 1 << 30;
     RespServer* self = server.get();
     // TLS connections are spread over the loops in turn.
-    auto adopt = [self, next = std::make_shared<std::atomic<size_t>>(0)](int fd) {
-      self->loops_[next->fetch_add(1) % self->loops_.size()]->Adopt(fd);
+    // The addresses are the TLS client's, read while its socket is open.
+    auto adopt = [self, next = std::make_shared<std::atomic<size_t>>(0)](int fd, int tls_fd) {
+      self->loops_[next->fetch_add(1) % self->loops_.size()]->Adopt(
+          fd, resp_internal::SocketAddress(tls_fd, /*peer=*/true),
+          resp_internal::SocketAddress(tls_fd, /*peer=*/false));
     };
     auto front = TlsFront::Start(to, options.tls_context, server->registry_, std::move(adopt));
     if (!front.ok()) return front.status();

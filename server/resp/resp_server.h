@@ -1,6 +1,7 @@
 // Copyright 2026 The kvstore Authors.
 //
-// RespServer (the TCP fallback listener): the RESP2 data port. One listening
+// RespServer (the TCP fallback listener): the RESP data port (RESP2, RESP3
+// after HELLO 3, inline commands). One listening
 // socket, owned by the server, shared by a fixed set of epoll event loops
 // (options.threads, one thread each). Every loop registers the socket with
 // EPOLLEXCLUSIVE, so the kernel wakes one waiting loop per incoming
@@ -21,7 +22,8 @@
 //
 // Files: resp_loop (event loop, socket I/O), commands (the command table),
 // streamed_set (SET into pool memory), connection (per-socket state and
-// reply encoding); this file only owns the socket and the loops.
+// reply encoding), client_registry (every connection of the port, for
+// CLIENT); this file only owns the socket, the registry and the loops.
 //
 // Thread safety: Start/Stop from one thread; counters() from any.
 
@@ -41,6 +43,7 @@ namespace kvstore {
 namespace server {
 
 namespace resp_internal {
+class ClientRegistry;  // client_registry.h
 class RespLoop;        // resp_loop.h
 struct Counters;       // resp_counters.h
 struct SharedBudgets;  // limits.h
@@ -89,6 +92,9 @@ class RespServer {
   int listen_fd_ = -1;
   std::unique_ptr<resp_internal::Counters> counters_;      // shared by the loops
   std::unique_ptr<resp_internal::SharedBudgets> budgets_;  // shared by the loops
+  // Every connection of every loop (CLIENT LIST); before loops_, so that
+  // it outlives the connections, which unregister when destroyed.
+  std::unique_ptr<resp_internal::ClientRegistry> clients_;
   std::vector<std::unique_ptr<resp_internal::RespLoop>> loops_;
   // The TLS port; stopped before the loops (its connections end first).
   std::unique_ptr<TlsFront> tls_;

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 
@@ -55,6 +56,39 @@ std::vector<Reply> Read(int fd, size_t n) {
     buf.append(tmp, got);
   }
   return out;
+}
+
+std::string ReadRaw(int fd, size_t n) {
+  std::string buf;
+  size_t done = 0, at = 0;
+  char tmp[65536];
+  while (done < n) {
+    auto r = resp::ParseReply(absl::string_view(buf).substr(at), resp::ReplyLimits());
+    if (r.ok() && r->complete) {
+      at += r->consumed;
+      ++done;
+      continue;
+    }
+    if (!r.ok()) break;
+    ssize_t got = recv(fd, tmp, sizeof(tmp), 0);
+    if (got <= 0) break;
+    buf.append(tmp, got);
+  }
+  return buf;
+}
+
+bool ReadsToEof(int fd) {
+  char tmp[4096];
+  for (;;) {
+    const ssize_t got = recv(fd, tmp, sizeof(tmp), 0);
+    if (got == 0) return true;
+    if (got < 0) return errno == ECONNRESET;
+  }
+}
+
+void SetReceiveTimeout(int fd, int seconds) {
+  timeval tv{seconds, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
 std::string Cmd(std::vector<absl::string_view> args) {

@@ -25,6 +25,15 @@ int Connect(int port);
 void Send(int fd, absl::string_view data);
 // Reads `n` complete replies (fewer on EOF, an error or a 5 s silence).
 std::vector<resp::Reply> Read(int fd, size_t n);
+// The raw bytes of the next `n` replies, RESP2 or RESP3 (fewer on EOF, an
+// error or a receive timeout), for tests of exact bytes.
+std::string ReadRaw(int fd, size_t n);
+// Whether the server closes `fd`: reads (and drops) whatever comes until
+// EOF; false if the receive timeout ends the wait first.
+bool ReadsToEof(int fd);
+// A socket receive timeout of `seconds` (Connect sets 5): waits end as
+// soon as the bytes come; this bounds only how long a broken test hangs.
+void SetReceiveTimeout(int fd, int seconds);
 // `args` as one RESP request.
 std::string Cmd(std::vector<absl::string_view> args);
 // Runs `redis-cli <args>` (Debian redis-tools, on PATH) with `input` on

@@ -102,7 +102,11 @@ bool StreamedSet::HoldBack(Connection* c, const absl::Status& refusal) {
     c->space_wait_until = now + store_->options().grace_period + absl::Milliseconds(100);
   }
   const std::optional<absl::Duration> in = store_->SpaceReturnsIn();
-  if (!in || (first && *in == absl::ZeroDuration())) return false;
+  // Under an evicting policy space is always on its way back (eviction
+  // just emptied segments, or the cleaner freed some since the refusal):
+  // a SET is held back, never refused, while anything is queued.
+  const bool evicting = store_->eviction_policy() != EvictionPolicy::kNoEviction;
+  if (!in || (first && *in == absl::ZeroDuration() && !evicting)) return false;
   if (now >= c->space_wait_until || now + *in > c->space_wait_until) return false;
   if (first) counters_->sets_held_back->Increment();
   return true;

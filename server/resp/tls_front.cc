@@ -153,7 +153,7 @@ void TlsFront::Serve(Conn* conn) {
       // client is gone, and their close of pair[0] ends the pump.
       tls::SetNonBlocking(pair[0]);
       tls::SetNonBlocking(pair[1]);
-      adopt_(pair[0]);
+      adopt_(pair[0], fd);
       s = tls::Pump(ssl, fd, pair[1]);
       VLOG_IF(1, !s.ok()) << "RESP TLS connection ended: " << s.message();
       close(pair[1]);

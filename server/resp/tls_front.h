@@ -53,9 +53,10 @@ struct TlsFrontOptions {
 
 class TlsFront {
  public:
-  // Takes a connected, blocking-or-not plaintext socket; from then on the
-  // RESP loops own it (and close it).
-  using Adopt = std::function<void(int fd)>;
+  // Takes a connected, blocking-or-not plaintext socket `fd`; from then on
+  // the RESP loops own it (and close it). `tls_fd` is the client's TCP
+  // socket, valid during the call only: for its addresses (CLIENT LIST).
+  using Adopt = std::function<void(int fd, int tls_fd)>;
 
   // Binds and starts accepting. `context` and `registry` are not owned and
   // must outlive the front. kUnavailable when the port cannot be bound,

@@ -21,9 +21,9 @@ constexpr struct {
   EvictionPolicy policy;
   absl::string_view name;
 } kPolicies[] = {
-    {EvictionPolicy::kNoEviction, "noeviction"},     {EvictionPolicy::kAllKeysLru, "allkeys-lru"},
-    {EvictionPolicy::kAllKeysLfu, "allkeys-lfu"},    {EvictionPolicy::kVolatileLru, "volatile-lru"},
-    {EvictionPolicy::kVolatileLfu, "volatile-lfu"},  {EvictionPolicy::kVolatileTtl, "volatile-ttl"},
+    {EvictionPolicy::kNoEviction, "noeviction"},    {EvictionPolicy::kAllKeysLru, "allkeys-lru"},
+    {EvictionPolicy::kAllKeysLfu, "allkeys-lfu"},   {EvictionPolicy::kVolatileLru, "volatile-lru"},
+    {EvictionPolicy::kVolatileLfu, "volatile-lfu"}, {EvictionPolicy::kVolatileTtl, "volatile-ttl"},
 };
 
 }  // namespace

@@ -45,10 +45,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "common/metrics/registry.h"
 #include "common/protocol/layout.h"
 #include "common/protocol/limits.h"
-#include "absl/types/span.h"
 #include "server/storage/clock.h"
 #include "server/storage/eviction.h"
 #include "server/storage/expiry_queue.h"
@@ -56,9 +56,9 @@
 #include "server/storage/key_update.h"
 #include "server/storage/kv_index.h"
 #include "server/storage/kv_store_options.h"
+#include "server/storage/memory_pool.h"
 #include "server/storage/pinned_value.h"
 #include "server/storage/reservation.h"
-#include "server/storage/memory_pool.h"
 #include "server/storage/write_hook.h"
 
 namespace kvstore {

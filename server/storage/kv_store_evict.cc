@@ -141,7 +141,8 @@ size_t KvStore::EvictSoonestExpiring(uint64_t bytes_wanted) {
   size_t evicted = 0;
   uint64_t freed = 0;
   std::vector<ExpiryQueue::Record> batch;
-  while (freed < bytes_wanted && expiry_.PopDue(std::numeric_limits<int64_t>::max(), 256, &batch) > 0) {
+  while (freed < bytes_wanted &&
+         expiry_.PopDue(std::numeric_limits<int64_t>::max(), 256, &batch) > 0) {
     for (const ExpiryQueue::Record& r : batch) {
       const uint64_t offset = uint64_t{r.offset_units} * layout::kEntryAlign;
       if (!RecordLive(r)) continue;

@@ -105,8 +105,8 @@ TEST(KvStoreEviction, NoEvictionRefusesPastTheLimitWithRedisText) {
   }
   EXPECT_THAT(s, StatusIs(absl::StatusCode::kResourceExhausted,
                           HasSubstr("OOM command not allowed when used memory > 'maxmemory'")));
-  EXPECT_GT(stored, 1500);   // about 2 MiB of 1 KiB entries
-  EXPECT_LT(stored, 2300);   // ... and not the whole 8 MiB pool
+  EXPECT_GT(stored, 1500);  // about 2 MiB of 1 KiB entries
+  EXPECT_LT(stored, 2300);  // ... and not the whole 8 MiB pool
   EXPECT_EQ(Value(f.store->registry(), "kvstore_evicted_keys_total"), 0);
   // Raising the limit (CONFIG SET maxmemory) lets writes in again.
   f.store->SetMaxMemory(0);
@@ -143,7 +143,8 @@ TEST(KvStoreEviction, MaxMemoryIsASizeOrAPercentageOfThePool) {
   EXPECT_EQ(*ParseMaxMemory("75%", 1000), 750u);
   for (const char* bad : {"0%", "101%", "x%", "ten", "-1", ""}) {
     EXPECT_THAT(ParseMaxMemory(bad, 1000).status(),
-                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("percentage"))) << bad;
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("percentage")))
+        << bad;
   }
   EXPECT_EQ(ParsePolicy("allkeys_lru"), EvictionPolicy::kAllKeysLru);
   EXPECT_EQ(ParsePolicy("VOLATILE-TTL"), EvictionPolicy::kVolatileTtl);

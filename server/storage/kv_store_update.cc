@@ -169,9 +169,8 @@ size_t KvStore::ExpireDue() {
   // Records of overwritten or deleted entries stay until due; drop them in
   // bulk once they outnumber the live keys, so a key rewritten with a long
   // TTL over and over cannot grow the queue without bound.
-  expiry_.Compact(2 * index_->size() + 65536, [this](const ExpiryQueue::Record& r) {
-    return RecordLive(r);
-  });
+  expiry_.Compact(2 * index_->size() + 65536,
+                  [this](const ExpiryQueue::Record& r) { return RecordLive(r); });
   return expired;
 }
 

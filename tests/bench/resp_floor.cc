@@ -167,6 +167,7 @@ void Floor::Answer(Conn& c) {
       break;
     }
     pos += req.consumed;
+    if (req.kind == ParsedRequest::Kind::kEmptyLine) continue;  // an empty inline line
     if (req.kind == ParsedRequest::Kind::kSetValue) {
       c.skip = req.value_len + 2;  // the value and its CRLF are dropped
       kvstore::resp::AppendOk(&c.out);

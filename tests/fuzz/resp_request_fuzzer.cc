@@ -3,14 +3,18 @@
 // Fuzzes resp::ParseRequest, the server's parser of bytes from any TCP peer,
 // the way the RESP port drives it: parse a request, drop its bytes (and a
 // streamed SET value), parse the next, until an error or a partial request.
+// Both forms: arrays ('*') and inline lines (anything else).
 //
 // Besides "no crash, no sanitizer report", it checks:
 //   * consumed never exceeds the buffer, and a command has 1..max_args args
-//     each within max_bulk_bytes;
-//   * statelessness: every strict prefix of a complete request parses as
-//     kNeedMore (the port re-parses a growing buffer, so a prefix reading
-//     as an error or as another command would break a slow client);
-//   * round trip: AppendCommand(args) parses back to the same args.
+//     each within max_bulk_bytes; an inline line is at most kMaxInlineBytes
+//     and an empty one (kEmptyLine) has no args;
+//   * statelessness: every strict prefix of a complete request (or empty
+//     line) parses as kNeedMore (the port re-parses a growing buffer, so a
+//     prefix reading as an error or as another command would break a slow
+//     client);
+//   * round trip: AppendCommand(args) parses back to the same args, and so
+//     does the inline line QuoteInline(args) writes (every byte escaped).
 // Input: byte 0 picks tight or default limits; the rest is the stream.
 
 #include <cstddef>
@@ -18,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/protocol/resp.h"
 #include "tests/fuzz/fuzz_input.h"
@@ -43,9 +49,60 @@ void CheckRoundTrip(const ParsedRequest& p, const resp::RequestLimits& limits) {
   std::string encoded;
   resp::AppendCommand(&encoded, p.args);
   ParsedRequest again = resp::ParseRequest(encoded, limits);
+  // An inline "SET k v" is a command; as an array it is the streamed SET.
+  if (p.args.size() == 3 && resp::CommandIs(p.args[0], "SET")) {
+    KV_FUZZ_CHECK(again.kind == Kind::kSetValue);
+    KV_FUZZ_CHECK(again.value_len == p.args[2].size());
+    KV_FUZZ_CHECK(encoded.substr(again.consumed) == absl::StrCat(p.args[2], "\r\n"));
+    return;
+  }
   KV_FUZZ_CHECK(again.kind == Kind::kCommand);
   KV_FUZZ_CHECK(again.consumed == encoded.size());
   KV_FUZZ_CHECK(again.args == p.args);
+}
+
+// An inline line that must split back into `args`: each argument double-
+// quoted with every byte as \xHH, the one spelling that needs no thought.
+std::string QuoteInline(const std::vector<absl::string_view>& args) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string line;
+  for (absl::string_view a : args) {
+    line += line.empty() ? "\"" : " \"";
+    for (unsigned char c : a) {
+      line += "\\x";
+      line += kHex[c >> 4];
+      line += kHex[c & 15];
+    }
+    line += '"';
+  }
+  return line + "\r\n";
+}
+
+void CheckInlineRoundTrip(const ParsedRequest& p, const resp::RequestLimits& limits) {
+  // An inline POST or Host: is refused as HTTP, whatever its spelling.
+  if (absl::EqualsIgnoreCase(p.args[0], "POST") || absl::EqualsIgnoreCase(p.args[0], "Host:")) {
+    return;
+  }
+  const std::string line = QuoteInline(p.args);
+  // The bound counts the line's CR, not its LF.
+  if (line.size() > resp::kMaxInlineBytes + 1) return;
+  ParsedRequest again = resp::ParseRequest(line, limits);
+  KV_FUZZ_CHECK(again.kind == Kind::kCommand);
+  KV_FUZZ_CHECK(again.consumed == line.size());
+  KV_FUZZ_CHECK(again.args == p.args);
+}
+
+// Where a command's arguments may point: into the request bytes (array
+// form) or into the request's own unescaped copy (inline form).
+bool ViewsOwned(const ParsedRequest& p, absl::string_view request) {
+  for (absl::string_view a : p.args) {
+    const bool in_request =
+        a.data() >= request.data() && a.data() + a.size() <= request.data() + request.size();
+    const bool in_copy = p.inline_args != nullptr && a.data() >= p.inline_args->data() &&
+                         a.data() + a.size() <= p.inline_args->data() + p.inline_args->size();
+    if (!in_request && !in_copy) return false;
+  }
+  return true;
 }
 
 void ParseStream(absl::string_view buf, const resp::RequestLimits& limits) {
@@ -59,6 +116,12 @@ void ParseStream(absl::string_view buf, const resp::RequestLimits& limits) {
     }
     KV_FUZZ_CHECK(p.consumed > 0);
     CheckPrefixes(buf.substr(0, p.consumed), limits);
+    if (buf[0] != '*') KV_FUZZ_CHECK(p.consumed <= resp::kMaxInlineBytes + 1);
+    if (p.kind == Kind::kEmptyLine) {
+      KV_FUZZ_CHECK(p.args.empty() && buf[0] != '*');
+      buf.remove_prefix(p.consumed);
+      continue;
+    }
     if (p.kind == Kind::kSetValue) {
       KV_FUZZ_CHECK(p.args.size() == 2);
       // The port streams value_len bytes and a CRLF into the pool; here
@@ -72,12 +135,13 @@ void ParseStream(absl::string_view buf, const resp::RequestLimits& limits) {
     uint64_t total = 0;
     for (absl::string_view a : p.args) {
       KV_FUZZ_CHECK(a.size() <= limits.max_bulk_bytes);
-      // Every view points into the buffer it was parsed from.
-      KV_FUZZ_CHECK(a.data() >= buf.data() && a.data() + a.size() <= buf.data() + p.consumed);
       total += a.size();
     }
+    // Every view points into the bytes it was parsed from (or their copy).
+    KV_FUZZ_CHECK(ViewsOwned(p, buf.substr(0, p.consumed)));
     KV_FUZZ_CHECK(total <= limits.max_buffered_bytes);
     CheckRoundTrip(p, limits);
+    CheckInlineRoundTrip(p, limits);
     buf.remove_prefix(p.consumed);
   }
 }

@@ -84,7 +84,7 @@ Model Expect(absl::string_view stream, uint64_t budget) {
   while (!stream.empty()) {
     ParsedRequest p = resp::ParseRequest(stream, limits);
     if (p.kind == Kind::kNeedMore || p.kind == Kind::kError) break;
-    if (p.kind == Kind::kCommand) {
+    if (p.kind == Kind::kCommand || p.kind == Kind::kEmptyLine) {
       stream.remove_prefix(p.consumed);
       continue;
     }
@@ -181,6 +181,7 @@ class Driver {
           sets_.Begin(&conn_, req.args[1], req.value_len);
           continue;
         case Kind::kCommand:
+        case Kind::kEmptyLine:
           conn_.start += req.consumed;
           continue;
       }

@@ -92,18 +92,6 @@ RdmaReader::RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool*
           "Batches of one-sided GET locations reported to the server for its eviction policy.",
           {{"result", "error"}})) {}
 
-void RdmaReader::NoteRead(uint64_t offset) {
-  std::vector<uint64_t> full;
-  {
-    absl::MutexLock lock(&reads_mu_);
-    reads_.push_back(offset);
-    if (reads_.size() < kReadReportBatch) return;
-    full.swap(reads_);
-  }
-  const absl::Status s = control_->ReportReads(full, absl::Now() + absl::Seconds(1));
-  (s.ok() ? read_reports_ : read_reports_failed_)->Increment();
-}
-
 // --- Entry points --------------------------------------------------------------
 
 // The key limit is checked before anything is posted: the server would
@@ -452,23 +440,6 @@ absl::StatusOr<size_t> RdmaReader::Verify(absl::string_view key, const Slot& slo
     return absl::DataLossError("entry checksum mismatch");
   }
   return size_t{h.value_len};
-}
-
-// The server reads its own memory under its own rules, so whatever it returns
-// is current; only the caller's capacity still needs checking.
-absl::StatusOr<size_t> RdmaReader::ServerGet(const Request& req) {
-  KV_ASSIGN_OR_RETURN(std::string v, control_->Get(req.key, req.deadline));
-  if (req.dest != nullptr) {
-    if (v.size() > req.dest->capacity) {
-      return absl::OutOfRangeError(
-          absl::StrCat("value is ", v.size(), " bytes; the buffer holds ", req.dest->capacity));
-    }
-    std::memcpy(req.dest->data, v.data(), v.size());
-  } else if (req.out != nullptr) {
-    *req.out = std::move(v);
-    return req.out->size();
-  }
-  return v.size();
 }
 
 // --- MultiGet ------------------------------------------------------------------------

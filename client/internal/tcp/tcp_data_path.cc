@@ -484,20 +484,12 @@ absl::Status TcpDataPath::Delete(absl::string_view key, absl::Time deadline) {
   return n == 0 ? absl::NotFoundError("key not found") : absl::OkStatus();
 }
 
-namespace {
-
-// Whole milliseconds, at least 1: a TTL the server accepts.
-std::string TtlMs(absl::Duration ttl) {
-  return absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)));
-}
-
-}  // namespace
-
 absl::Status TcpDataPath::PutWithTtl(absl::string_view key, absl::string_view value,
                                      absl::Duration ttl, absl::Time deadline) {
   KV_RETURN_IF_ERROR(limits_.CheckKey(key));
   KV_RETURN_IF_ERROR(limits_.CheckValueLength(value.size()));
-  const std::string ms = TtlMs(ttl);
+  // Whole milliseconds, at least 1: a TTL the server accepts.
+  const std::string ms = absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)));
   Request r = MakeRequest({"SET", key, value, "PX", ms});
   KV_ASSIGN_OR_RETURN(resp::Reply reply, Call(r.Parts(), deadline));
   if (reply.type == resp::Reply::Type::kError) return resp::RespErrorToStatus(reply.str);
@@ -507,7 +499,7 @@ absl::Status TcpDataPath::PutWithTtl(absl::string_view key, absl::string_view va
 absl::StatusOr<bool> TcpDataPath::Expire(absl::string_view key, absl::Duration ttl,
                                          absl::Time deadline) {
   KV_RETURN_IF_ERROR(limits_.CheckKey(key));
-  const std::string ms = TtlMs(ttl);
+  const std::string ms = absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)));
   Request r = ttl == absl::InfiniteDuration() ? MakeRequest({"PERSIST", key})
                                               : MakeRequest({"PEXPIRE", key, ms});
   KV_ASSIGN_OR_RETURN(int64_t n, IntFromReply(Call(r.Parts(), deadline)));
