@@ -10,9 +10,9 @@
 #ifndef KVSTORE_SERVER_STORAGE_KEY_UPDATE_H_
 #define KVSTORE_SERVER_STORAGE_KEY_UPDATE_H_
 
+#include <array>
 #include <cstdint>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -36,9 +36,10 @@ struct KeyUpdate {
   };
   Action action = Action::kKeep;
   // Pieces concatenated in order: APPEND passes {current, suffix}, EXPIRE
-  // {current}. They may point into CurrentValue::value or into memory the
-  // caller keeps alive until Update() returns.
-  absl::InlinedVector<absl::string_view, 2> value;
+  // {current} (the second piece empty). They may point into
+  // CurrentValue::value or into memory the caller keeps alive until Update()
+  // returns. A fixed pair, not a vector: no allocation per update.
+  std::array<absl::string_view, 2> value{};
   uint64_t expires_at_ms = 0;
 };
 
