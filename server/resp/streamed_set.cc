@@ -56,7 +56,8 @@ void StreamedSet::Begin(Connection* c, absl::string_view key, uint64_t value_len
 // Held back, the SET asks the store again only once something is due: each
 // refused allocation counts as a pool-full error and wakes the cleaner.
 StreamedSet::ReserveResult StreamedSet::Reserve(Connection* c, bool may_wait) {
-  if (c->held_back() && LoopTime(store_->clock()) < c->space_wait_until) {
+  if (c->held_back() && (LoopTime(store_->clock()) < c->space_wait_until ||
+                         store_->eviction_policy() != EvictionPolicy::kNoEviction)) {
     const std::optional<absl::Duration> in = store_->SpaceReturnsIn();
     if (in && *in > absl::ZeroDuration()) return ReserveResult::kHeldBack;
   }
@@ -105,9 +106,12 @@ bool StreamedSet::HoldBack(Connection* c, const absl::Status& refusal) {
   // Under an evicting policy space is always on its way back (eviction
   // just emptied segments, or the cleaner freed some since the refusal):
   // a SET is held back, never refused, while anything is queued.
+  // Nor does its wait run out while emptied segments keep coming back
+  // (other writers may take the first ones); the request timeout still
+  // bounds a connection that waits.
   const bool evicting = store_->eviction_policy() != EvictionPolicy::kNoEviction;
   if (!in || (first && *in == absl::ZeroDuration() && !evicting)) return false;
-  if (now >= c->space_wait_until || now + *in > c->space_wait_until) return false;
+  if (!evicting && (now >= c->space_wait_until || now + *in > c->space_wait_until)) return false;
   if (first) counters_->sets_held_back->Increment();
   return true;
 }

@@ -412,7 +412,7 @@ class KvStore {
   void ExpiryLoop();  // the expiry thread: ExpireDue() every expiry_interval
   // EvictOnce()'s parts (kv_store_evict.cc): the oldest sealed single
   // segment; copying or deleting each of its entries; the volatile-ttl pass.
-  std::optional<uint32_t> OldestSealedSegment();
+  std::vector<uint32_t> SealedByAge();  // sealed single segments, oldest first
   // noeviction with a limit: kResourceExhausted (Redis's OOM text) when
   // `n` more segments would take live bytes past it; evicting: wakes the
   // cleaner near the limit.
@@ -422,11 +422,11 @@ class KvStore {
   // offset, nullopt when it lost that race; an error when no space.
   absl::StatusOr<std::optional<uint64_t>> MoveEntry(Writer* writer, absl::string_view key,
                                                     const layout::Slot& slot);
-  // `no_space`: set when a kept entry could not be copied (the pass ends).
-  size_t EvictSegment(uint32_t head, bool* no_space);
+  // `no_space`: set when an entry could be neither copied nor evicted.
+  size_t EvictSegment(uint32_t head, bool force, bool* no_space);
   enum class EvictOutcome { kEvicted, kKept, kNoSpace };
   EvictOutcome EvictOrKeep(uint64_t offset, const layout::EntryHeader& h, absl::string_view key,
-                           EvictionPolicy policy);
+                           EvictionPolicy policy, bool force);
   size_t EvictSoonestExpiring(uint64_t bytes_wanted);
   // Deletes `key` if it is still published at `slot`, through the hook, and
   // counts it evicted. False when the key's lock is busy or the hook refuses.

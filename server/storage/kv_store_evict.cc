@@ -29,24 +29,23 @@ uint64_t KvStore::UsedBytes() {
   return uint64_t{segment_count_ - free_segments_} * options_.segment_bytes;
 }
 
-std::optional<uint32_t> KvStore::OldestSealedSegment() {
-  // A lock-free snapshot, as the cleaner's scan; EvictSegment() checks its
+std::vector<uint32_t> KvStore::SealedByAge() {
+  // A lock-free snapshot, as the cleaner's scan; EvictSegment() checks each
   // pick again once pinned.
-  std::optional<uint32_t> oldest;
-  uint64_t oldest_seq = 0;
+  std::vector<std::pair<uint64_t, uint32_t>> sealed;
   for (uint32_t i = 0; i < segment_count_; ++i) {
     const Segment& s = segments_[i];
     if (s.run_head != i || s.run_length != 1 || s.state.load() != SegState::kSealed ||
         s.remote_writable.load() || s.live_bytes.load() <= 0) {
       continue;
     }
-    const uint64_t seq = s.seal_seq.load(std::memory_order_relaxed);
-    if (!oldest || seq < oldest_seq) {
-      oldest = i;
-      oldest_seq = seq;
-    }
+    sealed.emplace_back(s.seal_seq.load(std::memory_order_relaxed), i);
   }
-  return oldest;
+  std::sort(sealed.begin(), sealed.end());
+  std::vector<uint32_t> heads;
+  heads.reserve(sealed.size());
+  for (const auto& [seq, head] : sealed) heads.push_back(head);
+  return heads;
 }
 
 bool KvStore::EvictKey(absl::string_view key, const Slot& slot) {
@@ -76,9 +75,11 @@ bool KvStore::EvictKey(absl::string_view key, const Slot& slot) {
 }
 
 KvStore::EvictOutcome KvStore::EvictOrKeep(uint64_t offset, const layout::EntryHeader& h,
-                                           absl::string_view key, EvictionPolicy policy) {
+                                           absl::string_view key, EvictionPolicy policy,
+                                           bool force) {
   const uint64_t unit = offset / layout::kEntryAlign;
-  const uint32_t reads = access_->TakeOne(unit, CountsFrequency(policy));
+  // `force`: reads are not looked at (a pool too full to copy into).
+  const uint32_t reads = force ? 0 : access_->TakeOne(unit, CountsFrequency(policy));
   const bool candidate = !OnlyVolatile(policy) || layout::EntryExpiresAtMs(h) != 0;
   const Slot slot{0, offset, layout::EntryBytes(h.key_len, h.value_len)};
   if (reads == 0 && candidate && EvictKey(key, slot)) return EvictOutcome::kEvicted;
@@ -87,8 +88,8 @@ KvStore::EvictOutcome KvStore::EvictOrKeep(uint64_t offset, const layout::EntryH
   absl::StatusOr<std::optional<uint64_t>> to = MoveEntry(evict_writer_.get(), key, slot);
   if (!to.ok()) {
     // No space to copy into until emptied segments leave their grace
-    // period: it stays where it is, with the count it had, and the pass
-    // stops (the next one takes this segment up again).
+    // period: it stays where it is, with the count it had (EvictOnce() goes
+    // on to other segments, and forces a sweep if none of them gave way).
     access_->Set(unit, reads);
     return EvictOutcome::kNoSpace;
   }
@@ -98,7 +99,7 @@ KvStore::EvictOutcome KvStore::EvictOrKeep(uint64_t offset, const layout::EntryH
   return EvictOutcome::kKept;
 }
 
-size_t KvStore::EvictSegment(uint32_t head, bool* no_space) {
+size_t KvStore::EvictSegment(uint32_t head, bool force, bool* no_space) {
   Segment& seg = segments_[head];
   seg.pins.fetch_add(1);  // seq_cst, as CompactOnce() pins
   if (seg.state.load() != SegState::kSealed || seg.run_head != head || seg.run_length != 1) {
@@ -124,11 +125,8 @@ size_t KvStore::EvictSegment(uint32_t head, bool* no_space) {
     const std::string key(pool_->data() + offset + layout::kEntryHeaderBytes, h.key_len);
     const std::optional<Slot> slot = index_->Lookup(key);
     if (!slot || slot->offset != offset) continue;  // dead copy
-    const EvictOutcome o = EvictOrKeep(offset, h, key, policy);
-    if (o == EvictOutcome::kNoSpace) {
-      *no_space = true;
-      break;
-    }
+    const EvictOutcome o = EvictOrKeep(offset, h, key, policy, force);
+    if (o == EvictOutcome::kNoSpace) *no_space = true;  // the rest are still tried
     evicted += o == EvictOutcome::kEvicted;
   }
   Unpin(head);
@@ -175,30 +173,33 @@ size_t KvStore::EvictOnce() {
   const uint64_t headroom =
       seg_bytes * std::max<uint64_t>({2, cleaner_reserve_ + 1, segment_count_ / 32});
   const uint64_t target = limit > headroom + 2 * seg_bytes ? limit - headroom : 2 * seg_bytes;
+  // Runs already emptied come back after their grace period: they are not
+  // counted, or one eviction would look like too little for 500 ms.
+  auto over = [&] { return UsedBytes() - uint64_t{SegmentsAwaitingGrace()} * seg_bytes > target; };
   size_t evicted = 0;
-  int barren = 0;  // passes in a row that evicted nothing
-  for (int pass = 0; pass < 64 && barren < 8; ++pass) {
-    // Runs already emptied come back after their grace period: they are
-    // not counted, or one eviction would look like too little for 500 ms.
-    const uint64_t used = UsedBytes() - uint64_t{SegmentsAwaitingGrace()} * seg_bytes;
-    if (used <= target) break;
-    if (policy == EvictionPolicy::kVolatileTtl) {
-      // Deleting scattered keys frees bytes, not segments; the cleaner
-      // compacts them (it is under pressure by then). Aim at live bytes.
+  if (policy == EvictionPolicy::kVolatileTtl) {
+    // Deleting scattered keys frees bytes, not segments; the cleaner
+    // compacts them (it is under pressure by then). Aim at live bytes.
+    for (int pass = 0; pass < 64 && over(); ++pass) {
       if (static_cast<uint64_t>(LiveBytes()) <= target) break;
       const size_t n = EvictSoonestExpiring(seg_bytes);
       if (n == 0) break;
       evicted += n;
       WakeCleaner();
-      continue;
     }
-    std::optional<uint32_t> oldest = OldestSealedSegment();
-    if (!oldest) break;
+    return evicted;
+  }
+  // Oldest first, until under the target. A sweep that evicted nothing
+  // because what was read could not be copied (no free segment) is
+  // followed by one that ignores reads: CLOCK degrades to FIFO rather than
+  // let a full pool refuse writes.
+  for (int sweep = 0; sweep < 2 && over(); ++sweep) {
     bool no_space = false;
-    const size_t n = EvictSegment(*oldest, &no_space);
-    evicted += n;
-    if (no_space) break;
-    barren = n == 0 ? barren + 1 : 0;
+    for (uint32_t head : SealedByAge()) {
+      evicted += EvictSegment(head, /*force=*/sweep == 1, &no_space);
+      if (!over()) break;
+    }
+    if (evicted > 0 || !no_space) break;
   }
   return evicted;
 }

@@ -94,6 +94,20 @@ TEST(KvStoreEviction, ReadsReportedByOneSidedReadersKeepKeysToo) {
   KeepsWhatIsReadAndNeverRefuses(EvictionPolicy::kAllKeysLru, /*reported=*/true);
 }
 
+// Every key read right after its write: nothing is ever cold, and at
+// times no segment is free to copy read keys into. Eviction then falls back
+// to FIFO instead of refusing the write.
+TEST(KvStoreEviction, APoolOfKeysAllReadStillTakesEveryWrite) {
+  Fixture f(EvictionPolicy::kAllKeysLfu);
+  const std::string value(1000, 'v');
+  for (int i = 0; i < 40000; ++i) {
+    const std::string k = absl::StrCat("k", i);
+    ASSERT_THAT(f.Put(k, value), IsOk()) << i;
+    for (int r = 0; r < 3; ++r) ASSERT_THAT(f.store->Get(k).status(), IsOk());
+  }
+  EXPECT_GT(Value(f.store->registry(), "kvstore_evicted_keys_total"), 30000);
+}
+
 TEST(KvStoreEviction, NoEvictionRefusesPastTheLimitWithRedisText) {
   Fixture f(EvictionPolicy::kNoEviction, /*max_memory=*/2 << 20);
   const std::string value(1000, 'v');
