@@ -89,6 +89,12 @@ uint32_t AccessCounts::TakeOne(uint64_t offset_units, bool frequency) {
   }
 }
 
+uint32_t AccessCounts::Peek(uint64_t offset_units) const {
+  if (offset_units >= units_) return 0;
+  const uint64_t w = words_[offset_units / 32].load(std::memory_order_relaxed);
+  return static_cast<uint32_t>((w >> (static_cast<int>(offset_units % 32) * 2)) & 3);
+}
+
 void AccessCounts::Clear(uint64_t first_unit, uint64_t n_units) {
   // Runs start and end on segment boundaries, which are multiples of 32
   // units (segments are multiples of 64 KiB): whole words.

@@ -79,6 +79,8 @@ class AccessCounts {
   void Touch(uint64_t offset_units);
   // The count, after which it is lowered by one (lfu) or cleared (lru).
   uint32_t TakeOne(uint64_t offset_units, bool frequency);
+  // The count, left as it is.
+  uint32_t Peek(uint64_t offset_units) const;
   // Sets the count of a copied entry (so a copy keeps its history).
   void Set(uint64_t offset_units, uint32_t count);
   // Zeroes [first, first + n): a run's counts when it is allocated again.

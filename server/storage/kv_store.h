@@ -422,8 +422,15 @@ class KvStore {
   // offset, nullopt when it lost that race; an error when no space.
   absl::StatusOr<std::optional<uint64_t>> MoveEntry(Writer* writer, absl::string_view key,
                                                     const layout::Slot& slot);
+  // How a pass treats a segment's read entries: copies them forward
+  // (kKeepRead); leaves the whole segment alone if it has any (kWholeOnly:
+  // once nothing can be copied, only an unread segment frees anything);
+  // ignores reads (kFifo).
+  enum class SweepMode { kKeepRead, kWholeOnly, kFifo };
   // `no_space`: set when an entry could be neither copied nor evicted.
-  size_t EvictSegment(uint32_t head, bool force, bool* no_space);
+  size_t EvictSegment(uint32_t head, SweepMode mode, bool* no_space);
+  // True if a live entry of the pinned run at `head` has been read.
+  bool HasReadEntries(uint32_t head, const std::vector<uint32_t>& entries);
   enum class EvictOutcome { kEvicted, kKept, kNoSpace };
   EvictOutcome EvictOrKeep(uint64_t offset, const layout::EntryHeader& h, absl::string_view key,
                            EvictionPolicy policy, bool force);

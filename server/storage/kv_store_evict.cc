@@ -99,7 +99,23 @@ KvStore::EvictOutcome KvStore::EvictOrKeep(uint64_t offset, const layout::EntryH
   return EvictOutcome::kKept;
 }
 
-size_t KvStore::EvictSegment(uint32_t head, bool force, bool* no_space) {
+bool KvStore::HasReadEntries(uint32_t head, const std::vector<uint32_t>& entries) {
+  const uint64_t base = uint64_t{head} * options_.segment_bytes;
+  for (uint32_t unit : entries) {
+    const uint64_t offset = base + uint64_t{unit} * layout::kEntryAlign;
+    if (access_->Peek(offset / layout::kEntryAlign) == 0) continue;
+    // Read, but is it still the published copy? A dead one keeps nothing.
+    layout::EntryHeader h;
+    std::memcpy(&h, pool_->data() + offset, sizeof(h));
+    if (h.magic != layout::kEntryMagic || h.key_len > options_.limits.max_key_bytes) continue;
+    const std::string key(pool_->data() + offset + layout::kEntryHeaderBytes, h.key_len);
+    const std::optional<Slot> slot = index_->Lookup(key);
+    if (slot && slot->offset == offset) return true;
+  }
+  return false;
+}
+
+size_t KvStore::EvictSegment(uint32_t head, SweepMode mode, bool* no_space) {
   Segment& seg = segments_[head];
   seg.pins.fetch_add(1);  // seq_cst, as CompactOnce() pins
   if (seg.state.load() != SegState::kSealed || seg.run_head != head || seg.run_length != 1) {
@@ -110,6 +126,10 @@ size_t KvStore::EvictSegment(uint32_t head, bool force, bool* no_space) {
   {
     absl::MutexLock lock(&seg.mu);
     entries = seg.entries;
+  }
+  if (mode == SweepMode::kWholeOnly && HasReadEntries(head, entries)) {
+    Unpin(head);
+    return 0;
   }
   const EvictionPolicy policy = eviction_policy();
   const uint64_t base = uint64_t{head} * options_.segment_bytes;
@@ -125,7 +145,7 @@ size_t KvStore::EvictSegment(uint32_t head, bool force, bool* no_space) {
     const std::string key(pool_->data() + offset + layout::kEntryHeaderBytes, h.key_len);
     const std::optional<Slot> slot = index_->Lookup(key);
     if (!slot || slot->offset != offset) continue;  // dead copy
-    const EvictOutcome o = EvictOrKeep(offset, h, key, policy, force);
+    const EvictOutcome o = EvictOrKeep(offset, h, key, policy, mode == SweepMode::kFifo);
     if (o == EvictOutcome::kNoSpace) *no_space = true;  // the rest are still tried
     evicted += o == EvictOutcome::kEvicted;
   }
@@ -189,17 +209,24 @@ size_t KvStore::EvictOnce() {
     }
     return evicted;
   }
-  // Oldest first, until under the target. A sweep that evicted nothing
-  // because what was read could not be copied (no free segment) is
-  // followed by one that ignores reads: CLOCK degrades to FIFO rather than
-  // let a full pool refuse writes.
+  // Oldest first, until under the target. Once the read entries of a
+  // segment could not be copied (no free segment), the sweep takes only
+  // segments nobody read: going on as before would delete the unread keys
+  // of every segment while freeing none of them, since each would keep the
+  // read ones it could not copy. If that is not enough, a second sweep
+  // ignores reads, oldest first, so that the segment left half done (and
+  // only as many more as needed) empties: CLOCK degrades to FIFO rather
+  // than let a full pool refuse writes.
   for (int sweep = 0; sweep < 2 && over(); ++sweep) {
     bool no_space = false;
     for (uint32_t head : SealedByAge()) {
-      evicted += EvictSegment(head, /*force=*/sweep == 1, &no_space);
+      const SweepMode mode = sweep == 1 ? SweepMode::kFifo
+                             : no_space ? SweepMode::kWholeOnly
+                                        : SweepMode::kKeepRead;
+      evicted += EvictSegment(head, mode, &no_space);
       if (!over()) break;
     }
-    if (evicted > 0 || !no_space) break;
+    if (!no_space) break;
   }
   return evicted;
 }

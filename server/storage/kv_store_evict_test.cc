@@ -4,6 +4,8 @@
 // keep what is read; noeviction refuses with Redis's OOM text; volatile-ttl
 // takes the keys expiring soonest and never a key without an expiry.
 
+#include <algorithm>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -106,6 +108,31 @@ TEST(KvStoreEviction, APoolOfKeysAllReadStillTakesEveryWrite) {
     for (int r = 0; r < 3; ++r) ASSERT_THAT(f.store->Get(k).status(), IsOk());
   }
   EXPECT_GT(Value(f.store->registry(), "kvstore_evicted_keys_total"), 30000);
+}
+
+// Three keys in four read, so every segment holds read entries, in a pool
+// with no segment free: once the read entries cannot be copied, a pass
+// that went on would delete the unread quarter of every segment while
+// freeing none of them (each keeps what it could not copy). A write must cost at
+// most a few segments' worth of keys, never half the pool at once.
+TEST(KvStoreEviction, APassWithNoRoomToCopyEvictsOnlyWhatItNeeds) {
+  Fixture f(EvictionPolicy::kAllKeysLru);
+  const std::string value(1000, 'v');
+  constexpr int64_t kPerSegment = (64 << 10) / 1056;  // entry: 32 + key + 1000, aligned
+  int64_t evicted = 0;
+  int64_t largest_step = 0;
+  for (int i = 0; i < 30000; ++i) {
+    const std::string k = absl::StrCat("k", i);
+    ASSERT_THAT(f.Put(k, value), IsOk()) << i;
+    if (i % 4 != 0) ASSERT_THAT(f.store->Get(k).status(), IsOk());
+    const int64_t now = Value(f.store->registry(), "kvstore_evicted_keys_total");
+    largest_step = std::max(largest_step, now - evicted);
+    evicted = now;
+  }
+  EXPECT_GT(evicted, 20000);
+  std::cout << "largest eviction step: " << largest_step << " keys\n";
+  // The pool holds 128 segments (about 7,900 keys), a quarter unread.
+  EXPECT_LE(largest_step, 8 * kPerSegment);
 }
 
 TEST(KvStoreEviction, NoEvictionRefusesPastTheLimitWithRedisText) {
