@@ -13,6 +13,7 @@
 #include "server/resp/cluster_routing.h"
 #include "server/resp/command_args.h"
 #include "server/resp/glob.h"
+#include "server/routing/cluster_state.h"
 
 namespace kvstore {
 namespace server {
@@ -219,8 +220,12 @@ void FlushCommand(const CommandContext& ctx, CommandArgs args) {
     page.clear();
     cursor = ctx.store->Scan(cursor, 1024, "", &page);
     for (const std::string& k : page) {
-      // A key of a slot another node leads is refused by the write hook
-      // with nothing deleted: not this node's to flush.
+      // A key of a slot another node leads (a copy held as its backup) is
+      // not this node's to flush: its primary replicates its own deletes.
+      // Checked here, not left to the write hook's refusal, so that a node
+      // between maps or without a replicator flushes no copy either.
+      const ClusterState* cluster = ctx.options->cluster;
+      if (cluster != nullptr && cluster->RouteKey(k).kind != Route::Kind::kServe) continue;
       deleted += ctx.store->Delete(k).ok();
     }
   } while (cursor != 0);

@@ -60,7 +60,37 @@ def main():
     keys = list(values)[:10]
     assert rc.mget_nonatomic(keys) == [values[k].encode() for k in keys]
     assert rc.exists("py:0") == 1
+    cache_commands(rc, nodes)
     print("PASS", len(values), "keys over", len(nodes), "primaries")
+
+
+def cache_commands(rc, nodes):
+    # The cache commands route by slot like GET and SET: counters, appends
+    # and TTLs on keys spread over every primary (the C++ test checks each
+    # key landed on its primary only).
+    seen = set()
+    for i in range(30):
+        key = "cache:%d" % i
+        seen.add(rc.get_node_from_key(key).port)
+        assert rc.incr(key) == 1, key
+        assert rc.incrby(key, 41) == 42, key
+        assert rc.incrbyfloat(key, 0.5) == 42.5, key
+        assert rc.append(key, "x") == 5, key
+        assert rc.strlen(key) == 5, key
+        assert rc.expire(key, 100) is True, key
+        assert 0 < rc.ttl(key) <= 100, key
+        assert rc.persist(key) is True, key
+        assert rc.ttl(key) == -1, key
+        assert rc.type(key) == b"string", key
+        assert rc.getset(key, "v") == b"42.5x", key
+        assert rc.setnx(key, "w") is False, key
+        assert rc.getex(key, px=50000) == b"v", key
+    assert seen == nodes, (seen, nodes)
+    # One slot through a hash tag: MSETNX and TOUCH in one request.
+    assert rc.msetnx({"{t}1": "a", "{t}2": "b"}) is True
+    assert rc.touch("{t}1", "{t}2") == 2
+    assert rc.getdel("{t}1") == b"a"
+    assert rc.delete("{t}2") == 1
 
 
 if __name__ == "__main__":

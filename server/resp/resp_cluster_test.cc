@@ -224,6 +224,71 @@ TEST_F(RespClusterTest, MultiKeyCommandsNeedOneSlotOrThisNode) {
   EXPECT_THAT(RunOne(0, {"MSET", other + "1", "1", other + "2", "2"}).str, StartsWith("MOVED "));
 }
 
+// The cache commands route as GET and SET do: served for this node's
+// slots, MOVED for another's; MSETNX and TOUCH need one slot (or keys all
+// served here), as MSET and EXISTS do.
+TEST_F(RespClusterTest, CacheCommandsRouteBySlot) {
+  const std::string mine = KeyOn(0), theirs = KeyOn(1);
+  const std::vector<std::vector<absl::string_view>> keyed = {{"INCR", "@"},
+                                                             {"DECR", "@"},
+                                                             {"INCRBY", "@", "2"},
+                                                             {"DECRBY", "@", "2"},
+                                                             {"INCRBYFLOAT", "@", "1.5"},
+                                                             {"APPEND", "@", "x"},
+                                                             {"STRLEN", "@"},
+                                                             {"SETNX", "@", "v"},
+                                                             {"GETSET", "@", "v"},
+                                                             {"GETEX", "@", "PX", "100000"},
+                                                             {"SETEX", "@", "100", "v"},
+                                                             {"PSETEX", "@", "100000", "v"},
+                                                             {"TYPE", "@"},
+                                                             {"EXPIRE", "@", "100"},
+                                                             {"PEXPIRE", "@", "100000"},
+                                                             {"EXPIREAT", "@", "4000000000"},
+                                                             {"PEXPIREAT", "@", "4000000000000"},
+                                                             {"TTL", "@"},
+                                                             {"PTTL", "@"},
+                                                             {"EXPIRETIME", "@"},
+                                                             {"PEXPIRETIME", "@"},
+                                                             {"PERSIST", "@"},
+                                                             {"GETDEL", "@"},
+                                                             {"SET", "@", "v", "EX", "100"}};
+  for (std::vector<absl::string_view> args : keyed) {
+    for (auto& a : args) a = a == "@" ? absl::string_view(theirs) : a;
+    const Reply r = RunOne(0, args);
+    EXPECT_EQ(r.type, Reply::Type::kError) << args[0];
+    EXPECT_EQ(r.str, Moved(theirs)) << args[0];
+    for (auto& a : args) a = a == theirs ? absl::string_view(mine) : a;
+    EXPECT_NE(RunOne(0, args).type, Reply::Type::kError) << args[0] << " on this node's key";
+  }
+  EXPECT_FALSE(nodes_[0].store->Exists(theirs));
+  EXPECT_EQ(RunOne(1, {"GET", theirs}).type, Reply::Type::kNull);
+  const std::string kCross = "CROSSSLOT Keys in request don't hash to the same slot";
+  const std::string a = KeyOn(0, "a"), other = KeyOn(2, "c");
+  EXPECT_EQ(RunOne(0, {"MSETNX", a, "1", other, "2"}).str, kCross);
+  EXPECT_EQ(RunOne(0, {"TOUCH", other, a}).str, kCross);
+  EXPECT_FALSE(nodes_[0].store->Exists(a));
+  const std::string tag = absl::StrCat("{", KeyOn(2), "}");
+  EXPECT_THAT(RunOne(0, {"MSETNX", tag + "1", "1", tag + "2", "2"}).str, StartsWith("MOVED "));
+  EXPECT_EQ(RunOne(2, {"MSETNX", tag + "1", "1", tag + "2", "2"}).integer, 1);
+  EXPECT_EQ(RunOne(2, {"TOUCH", tag + "1", tag + "2", tag + "3"}).integer, 2);
+}
+
+// FLUSHALL in a cluster empties only the slots this node leads, as Redis
+// Cluster's per-node FLUSHALL does: a copy it holds as another shard's
+// backup is that primary's to delete.
+TEST_F(RespClusterTest, FlushAllTakesOnlyTheSlotsThisNodeLeads) {
+  const std::string mine = KeyOn(0), backup_copy = KeyOn(2);
+  EXPECT_EQ(RunOne(0, {"SET", mine, "v"}).str, "OK");
+  auto writer = nodes_[0].store->NewWriter();
+  ASSERT_TRUE(nodes_[0].store->Put(writer.get(), backup_copy, "copy").ok());
+  writer.reset();
+  EXPECT_EQ(RunOne(0, {"FLUSHALL"}).str, "OK");
+  EXPECT_FALSE(nodes_[0].store->Exists(mine));
+  EXPECT_TRUE(nodes_[0].store->Exists(backup_copy));
+  EXPECT_EQ(RunOne(0, {"DBSIZE"}).type, Reply::Type::kInteger);
+}
+
 TEST_F(RespClusterTest, ClusterDownWithoutMapFencedOrPrimary) {
   const std::string key = KeyOn(0);
   const std::string kDown =
@@ -681,6 +746,14 @@ TEST_F(RespClusterTest, RedisPyClusterClient) {
   EXPECT_THAT(out, HasSubstr(absl::StrCat("PASS ", kKeys, " keys over 3 primaries")));
   for (int i = 0; i < kKeys; ++i) {
     const std::string key = absl::StrCat("py:", i);
+    for (int node = 0; node < kNodes; ++node) {
+      EXPECT_EQ(nodes_[node].store->Exists(key), node == Owner(key)) << key << " on " << node;
+    }
+  }
+  // The script's counters and TTLs (cache_commands) landed on their
+  // primaries only.
+  for (int i = 0; i < 30; ++i) {
+    const std::string key = absl::StrCat("cache:", i);
     for (int node = 0; node < kNodes; ++node) {
       EXPECT_EQ(nodes_[node].store->Exists(key), node == Owner(key)) << key << " on " << node;
     }
