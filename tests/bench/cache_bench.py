@@ -4,6 +4,8 @@
   tests/bench/cache_bench.py [--requests N] [--keys N] [--value-bytes N]
                              [--memory BYTES] [--seed S] [--json FILE]
                              [--kvserver BIN] [--skip-expiry] [--expiry-keys N]
+                             [--expiry-spread S]
+                             [--overwrite-minutes M] [--overwrite-memory BYTES]
 
 Hit ratio: both servers get the same memory (kvserver: --pool_size plus its
 index; redis-server: maxmemory of the same bytes) and replay the same trace
@@ -16,10 +18,21 @@ allkeys-lru and allkeys-lfu; the best of each is reported too.
 Memory per key: bytes each server uses per cached key at the end (kvserver:
 live pool bytes plus its index slots; Redis: used_memory / keys).
 
-Expiry: --expiry-keys keys (default 1,000,000) with TTLs spread over 20 s are
-written to each server, then sampled every second for 30 s: keys left, server
-CPU spent (utime+stime from /proc/<pid>/stat) and memory in use; CPU per
-expired key is the CPU used while they expired over the keys expired.
+Expiry: --expiry-keys keys (default 1,000,000) with TTLs spread over
+--expiry-spread seconds (default 20; the issue's load is 10,000,000 over 60)
+are written to each server, then sampled every second until 10 s after the
+last TTL: keys left, server CPU spent (utime+stime from /proc/<pid>/stat) and
+memory in use; CPU per expired key is the CPU used while they expired over
+the keys expired. Expiry times are absolute (PXAT), set past the end of
+the load, so that every key is there when the meter starts. The pool (and
+Redis's maxmemory) is sized to the load.
+
+Overwrite (--overwrite-minutes M, off by default): kvserver with a
+--overwrite-memory pool (default 256 MiB) as its limit under allkeys-lru;
+keys of 1,000-byte values totalling twice the limit are SET in random order
+for M minutes, pipelined 100 at a time. Every reply is checked: the run
+counts SETs answered with an error (the goal: none, -OOM least of all) and
+samples the server's RSS (VmRSS) every 10 s against the limit.
 
 Figures are printed as a table and, with --json, written as JSON. Both
 servers bind 127.0.0.1 on ports picked here. Requests go through redis-py
@@ -198,7 +211,9 @@ def hit_ratio(args, workdir, value):
 
 def expiry(args, workdir):
     rows = []
-    memory = 1 << 30
+    # 32-byte values: a 96-byte entry and an index slot each, twice over.
+    memory = max(1 << 30, args.expiry_keys * 192)
+    spread_ms = args.expiry_spread * 1000
     for kind in ("kvserver", "redis"):
         s = (start_kvserver(args.kvserver, memory, "noeviction", workdir) if kind == "kvserver"
              else start_redis(kvserver_bytes(memory), "noeviction", workdir))
@@ -206,34 +221,95 @@ def expiry(args, workdir):
             c = s.client
             rng = random.Random(args.seed)
             n = args.expiry_keys
+            # Absolute expiry times past the end of the load (about 100 k
+            # SETs/s through redis-py), so that all n keys are there when
+            # sampling starts and the whole spread expires under the meter.
+            load_ms = 2000 + n // 80
+            start_ms = int(time.time() * 1000) + load_ms
             p = c.pipeline(transaction=False)
             for i in range(n):
-                p.set(f"e:{i}", "v" * 32, px=rng.randint(1000, 20000))
+                p.set(f"e:{i}", "v" * 32, pxat=start_ms + rng.randint(1000, spread_ms))
                 if i % 1000 == 999:
                     p.execute()
                     p = c.pipeline(transaction=False)
             p.execute()
+            # Sampling starts when the first key is due (or at once if the
+            # load ran late: keys_at_start says how many were still there).
+            time.sleep(max(0.0, start_ms / 1000 + 1 - time.time()))
             cpu0 = cpu_seconds(s.proc.pid)
             samples = []
-            for second in range(31):
+            for second in range(args.expiry_spread + 11):
                 inf = c.info()
                 mem = int(inf["used_memory"]) if kind == "redis" else int(inf.get("live_bytes", 0))
                 samples.append({"t": second, "keys": c.dbsize(),
                                 "cpu_s": round(cpu_seconds(s.proc.pid) - cpu0, 3),
                                 "memory_bytes": mem})
                 time.sleep(1)
-            expired = n - samples[-1]["keys"]
+            expired = samples[0]["keys"] - samples[-1]["keys"]
             cpu = samples[-1]["cpu_s"]
-            rows.append({"server": kind, "keys": n, "expired": expired,
+            rows.append({"server": kind, "keys": n, "keys_at_start": samples[0]["keys"],
+                         "expired": expired,
                          "cpu_us_per_expired_key": round(cpu * 1e6 / max(expired, 1), 3),
                          "samples": samples})
-            print(f"expiry {kind:9} {n} keys: {expired} expired in 30 s, "
+            print(f"expiry {kind:9} {n} keys ({samples[0]['keys']} at the first sample): "
+                  f"{expired} expired in {len(samples) - 1} s, "
                   f"{cpu * 1e6 / max(expired, 1):.3f} us CPU per expired key; memory "
                   + " ".join(f"{x['t']}s:{x['memory_bytes'] >> 20}M/{x['keys']}"
-                             for x in samples[::5]), flush=True)
+                             for x in samples[::max(1, args.expiry_spread // 6)]), flush=True)
         finally:
             s.stop()
     return rows
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def overwrite(args, workdir):
+    memory = args.overwrite_memory
+    s = start_kvserver(args.kvserver, memory, "allkeys-lru", workdir)
+    try:
+        c, rng = s.client, random.Random(args.seed)
+        value = b"o" * 1000
+        keys = 2 * memory // 1000
+        sets = errors = 0
+        first_error = None
+        samples = []
+        cpu0 = cpu_seconds(s.proc.pid)
+        t0 = time.time()
+        next_sample = t0
+        while time.time() - t0 < args.overwrite_minutes * 60:
+            p = c.pipeline(transaction=False)
+            for _ in range(100):
+                p.set(f"w:{rng.randrange(keys)}", value)
+            for r in p.execute(raise_on_error=False):
+                sets += 1
+                if r is not True:
+                    errors += 1
+                    first_error = first_error or str(r)
+            if time.time() >= next_sample:
+                inf = c.info()
+                samples.append({"t": round(time.time() - t0), "rss_bytes": rss_bytes(s.proc.pid),
+                                "keys": c.dbsize(), "evicted": int(inf.get("evicted_keys", 0))})
+                print(f"overwrite t={samples[-1]['t']:4}s rss {samples[-1]['rss_bytes'] >> 20} MiB "
+                      f"keys {samples[-1]['keys']} sets {sets} errors {errors}", flush=True)
+                next_sample += 10
+        cpu = cpu_seconds(s.proc.pid) - cpu0
+        max_rss = max(x["rss_bytes"] for x in samples)
+        row = {"limit_bytes": memory, "keys": keys, "sets": sets, "errors": errors,
+               "first_error": first_error, "max_rss_bytes": max_rss,
+               "rss_over_limit_bytes": max_rss - memory,
+               "cpu_us_per_set": round(cpu * 1e6 / max(sets, 1), 2), "samples": samples}
+        print(f"overwrite: {sets} SETs over {keys} keys ({2 * memory >> 20} MiB of values into a "
+              f"{memory >> 20} MiB limit), {errors} errors{' (' + first_error + ')' if errors else ''}; "
+              f"max RSS {max_rss >> 20} MiB = limit + {(max_rss - memory) >> 20} MiB", flush=True)
+        return row
+    finally:
+        s.stop()
 
 
 def main():
@@ -249,6 +325,10 @@ def main():
     ap.add_argument("--skip-expiry", action="store_true")
     ap.add_argument("--skip-hit-ratio", action="store_true")
     ap.add_argument("--expiry-keys", type=int, default=1000000)
+    ap.add_argument("--expiry-spread", type=int, default=20,
+                    help="seconds the TTLs are spread over (from 1 s)")
+    ap.add_argument("--overwrite-minutes", type=float, default=0)
+    ap.add_argument("--overwrite-memory", type=int, default=256 << 20)
     args = ap.parse_args()
     print(f"seed {args.seed}; memory {args.memory} B (kvserver pool; Redis maxmemory "
           f"{kvserver_bytes(args.memory)} B); {args.requests} requests over {args.keys} keys; "
@@ -259,6 +339,8 @@ def main():
             out["hit_ratio"] = hit_ratio(args, workdir, b"x" * args.value_bytes)
         if not args.skip_expiry:
             out["expiry"] = expiry(args, workdir)
+        if args.overwrite_minutes > 0:
+            out["overwrite"] = overwrite(args, workdir)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
