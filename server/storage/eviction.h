@@ -6,9 +6,14 @@
 // The store is log-structured, so eviction works the way Segcache (NSDI
 // '21) merges segments: the oldest sealed segment is emptied, its entries
 // that were read since the hand last passed are copied forward (as the
-// cleaner copies them) and the others are deleted. That is CLOCK, a
-// FIFO-with-reinsertion, over allocation order, with the access record
-// kept per entry in a side table instead of in the entry:
+// cleaner copies them) and the others are deleted. The segments form two
+// FIFO queues, as in S3-FIFO (SOSP '23): clients' writes fill probation
+// segments, and only what is read there is copied into the main queue (the
+// evictor's segments); probation is swept first while it holds over a tenth
+// of the sealed segments, so a key written once and never read leaves
+// early and a scan cannot flush the main queue. Within each queue it is
+// CLOCK, a FIFO-with-reinsertion, with the access record kept per entry in
+// a side table instead of in the entry:
 //   allkeys-lru   one "read since" bit: kept once, then evicted if not read
 //                 again before the hand comes back (second chance; an
 //                 approximation of LRU, as Redis's sampling is);

@@ -48,6 +48,7 @@ absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t 
         Chunk run,
         store_->AllocateRun(static_cast<uint32_t>((size + seg - 1) / seg), cleaner_, space_wait));
     store_->segments_[run.first_segment].pins.fetch_add(1, std::memory_order_acq_rel);
+    store_->segments_[run.first_segment].probation.store(!cleaner_, std::memory_order_relaxed);
     r.offset = run.offset;
     r.dedicated = run;
   } else {
@@ -66,6 +67,7 @@ absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t 
       }
       open_ = next;
       used_ = 0;
+      store_->segments_[next.first_segment].probation.store(!cleaner_, std::memory_order_relaxed);
       store_->segments_[next.first_segment].pins.fetch_add(1, std::memory_order_acq_rel);
     }
     // EntryBytes() is a multiple of kEntryAlign, so every entry stays aligned.

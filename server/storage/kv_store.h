@@ -350,6 +350,9 @@ class KvStore {
     std::atomic<uint32_t> run_head{0};    // first segment of the run this one belongs to
     std::atomic<uint32_t> run_length{0};  // valid on the head
     std::atomic<uint64_t> seal_seq{0};    // sealing order (eviction's FIFO), on the head
+    // Filled by clients' writes (eviction's probation queue), not by the
+    // cleaner or the evictor's copies (its main queue); on the head.
+    std::atomic<bool> probation{false};
     absl::Mutex mu;
     std::vector<uint32_t> entries ABSL_GUARDED_BY(mu);  // committed offsets in the run
     // A lease chunk only: what was committed at each offset, so that the end
@@ -412,7 +415,10 @@ class KvStore {
   void ExpiryLoop();  // the expiry thread: ExpireDue() every expiry_interval
   // EvictOnce()'s parts (kv_store_evict.cc): the oldest sealed single
   // segment; copying or deleting each of its entries; the volatile-ttl pass.
-  std::vector<uint32_t> SealedByAge();  // sealed single segments, oldest first
+  // Sealed single segments in eviction order: the probation queue's
+  // oldest first while it holds more than its share, then the main
+  // queue's oldest first (kv_store_evict.cc).
+  std::vector<uint32_t> SealedByAge();
   // noeviction with a limit: kResourceExhausted (Redis's OOM text) when
   // `n` more segments would take live bytes past it; evicting: wakes the
   // cleaner near the limit.

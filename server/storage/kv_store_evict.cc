@@ -29,22 +29,35 @@ uint64_t KvStore::UsedBytes() {
   return uint64_t{segment_count_ - free_segments_} * options_.segment_bytes;
 }
 
+// Two FIFO queues, as S3-FIFO (SOSP '23) has: clients' writes enter a
+// probation queue, and only entries read there are copied into the main
+// queue (the evictor's own segments). A key written once and never read
+// again (a scan, a one-hit wonder) leaves after a tenth of the pool has
+// been written instead of after all of it. While probation holds more
+// than its share of the sealed segments it is swept first; otherwise the
+// main queue is, where read entries get another round (CLOCK).
 std::vector<uint32_t> KvStore::SealedByAge() {
   // A lock-free snapshot, as the cleaner's scan; EvictSegment() checks each
   // pick again once pinned.
-  std::vector<std::pair<uint64_t, uint32_t>> sealed;
+  std::vector<std::pair<uint64_t, uint32_t>> queues[2];  // probation, main
   for (uint32_t i = 0; i < segment_count_; ++i) {
     const Segment& s = segments_[i];
     if (s.run_head != i || s.run_length != 1 || s.state.load() != SegState::kSealed ||
         s.remote_writable.load() || s.live_bytes.load() <= 0) {
       continue;
     }
-    sealed.emplace_back(s.seal_seq.load(std::memory_order_relaxed), i);
+    queues[s.probation.load(std::memory_order_relaxed) ? 0 : 1].emplace_back(
+        s.seal_seq.load(std::memory_order_relaxed), i);
   }
-  std::sort(sealed.begin(), sealed.end());
+  for (auto& q : queues) std::sort(q.begin(), q.end());
+  constexpr size_t kProbationShare = 10;  // percent of the sealed segments
+  const size_t sealed = queues[0].size() + queues[1].size();
+  const bool probation_first = queues[0].size() * 100 > sealed * kProbationShare;
   std::vector<uint32_t> heads;
-  heads.reserve(sealed.size());
-  for (const auto& [seq, head] : sealed) heads.push_back(head);
+  heads.reserve(sealed);
+  for (int q : {probation_first ? 0 : 1, probation_first ? 1 : 0}) {
+    for (const auto& [seq, head] : queues[q]) heads.push_back(head);
+  }
   return heads;
 }
 

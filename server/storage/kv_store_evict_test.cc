@@ -135,6 +135,29 @@ TEST(KvStoreEviction, APassWithNoRoomToCopyEvictsOnlyWhatItNeeds) {
   EXPECT_LE(largest_step, 8 * kPerSegment);
 }
 
+// Keys read once are promoted out of the probation queue; a scan of keys
+// written once and never read, five pools long, then passes through
+// probation only. Under one FIFO with a second chance (the store before
+// the probation queue) the warm keys, their one read spent on the first
+// copy, were evicted by the scan's second lap.
+TEST(KvStoreEviction, AScanOfOneTimeKeysDoesNotFlushKeysReadOnce) {
+  for (EvictionPolicy policy : {EvictionPolicy::kAllKeysLru, EvictionPolicy::kAllKeysLfu}) {
+    Fixture f(policy);
+    const std::string value(1000, 'v');
+    std::vector<std::string> warm;
+    for (int i = 0; i < 3000; ++i) warm.push_back(absl::StrCat("warm", i));  // ~40% of the pool
+    for (const auto& k : warm) ASSERT_THAT(f.Put(k, value), IsOk());
+    for (const auto& k : warm) ASSERT_THAT(f.store->Get(k).status(), IsOk());
+    for (int i = 0; i < 40000; ++i) {
+      ASSERT_THAT(f.Put(absl::StrCat("scan", i), value), IsOk()) << i;
+    }
+    EXPECT_GT(Value(f.store->registry(), "kvstore_evicted_keys_total"), 30000);
+    int kept = 0;
+    for (const auto& k : warm) kept += f.store->Get(k).ok();
+    EXPECT_EQ(kept, static_cast<int>(warm.size())) << PolicyName(policy);
+  }
+}
+
 TEST(KvStoreEviction, NoEvictionRefusesPastTheLimitWithRedisText) {
   Fixture f(EvictionPolicy::kNoEviction, /*max_memory=*/2 << 20);
   const std::string value(1000, 'v');
