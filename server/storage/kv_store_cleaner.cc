@@ -148,7 +148,16 @@ void KvStore::CompactOnce() {
   // Plenty of free space: nothing to gain from copying (see
   // KvStoreOptions::compact_when_free_below).
   if (!pressed && free_now >= segment_count_ * options_.compact_when_free_below) return;
-  const double fraction = pressed ? 0.95 : options_.clean_below_live_fraction;
+  // Under an evicting policy a full pool is eviction's to empty, oldest
+  // segment first, dead bytes dropped at no cost. Copying nearly full
+  // segments as well only competes with it: at a limit reached through
+  // overwrites (95 % of the pool live) the cleaner moved 7 entries per SET
+  // and took the free segments the writes needed. So only segments at
+  // least half dead, where a copy frees more than it takes, are compacted.
+  const bool evicting = eviction_policy() != EvictionPolicy::kNoEviction;
+  const double fraction =
+      pressed ? (evicting ? std::min(0.5, options_.clean_below_live_fraction) : 0.95)
+              : options_.clean_below_live_fraction;
   const size_t max_segments = pressed ? 64 : 4;
   const int64_t threshold = static_cast<int64_t>(seg_bytes * fraction);
   // Compact a few of the sparsest sealed single segments per pass.

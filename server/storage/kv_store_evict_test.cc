@@ -158,6 +158,27 @@ TEST(KvStoreEviction, AScanOfOneTimeKeysDoesNotFlushKeysReadOnce) {
   }
 }
 
+// Random overwrites of twice the pool keep it nearly all live. The cleaner
+// used to copy such segments (up to 95 % live) ahead of eviction, several
+// entries per SET, into the free segments writes needed; under an evicting
+// policy it leaves segments less than half dead to eviction.
+TEST(KvStoreEviction, OverwritesAtTheLimitAreEvictedNotCopied) {
+  Fixture f(EvictionPolicy::kAllKeysLru);
+  const std::string value(1000, 'v');
+  std::mt19937 rng(7);
+  std::cout << "seed 7\n";
+  constexpr int kKeys = 16000;  // twice the 8 MiB pool
+  constexpr int kSets = 60000;
+  for (int i = 0; i < kSets; ++i) {
+    ASSERT_THAT(f.Put(absl::StrCat("k", rng() % kKeys), value), IsOk()) << i;
+    if (i % 50 == 0) f.store->RunCleanerOnce();
+  }
+  const int64_t moved = Value(f.store->registry(), "kvstore_cleaner_moved_entries_total");
+  std::cout << "entries moved by the cleaner: " << moved << " for " << kSets << " SETs\n";
+  EXPECT_GT(Value(f.store->registry(), "kvstore_evicted_keys_total"), 10000);
+  EXPECT_LT(moved, kSets / 4);
+}
+
 TEST(KvStoreEviction, NoEvictionRefusesPastTheLimitWithRedisText) {
   Fixture f(EvictionPolicy::kNoEviction, /*max_memory=*/2 << 20);
   const std::string value(1000, 'v');
