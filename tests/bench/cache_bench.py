@@ -330,9 +330,11 @@ def main():
     ap.add_argument("--overwrite-minutes", type=float, default=0)
     ap.add_argument("--overwrite-memory", type=int, default=256 << 20)
     args = ap.parse_args()
-    print(f"seed {args.seed}; memory {args.memory} B (kvserver pool; Redis maxmemory "
-          f"{kvserver_bytes(args.memory)} B); {args.requests} requests over {args.keys} keys; "
-          f"values {args.value_bytes} B", flush=True)
+    print(f"seed {args.seed}", flush=True)
+    if not args.skip_hit_ratio:
+        print(f"hit ratio: memory {args.memory} B (kvserver pool; Redis maxmemory "
+              f"{kvserver_bytes(args.memory)} B); {args.requests} requests over {args.keys} keys; "
+              f"values {args.value_bytes} B", flush=True)
     out = {"seed": args.seed, "memory": args.memory}
     with tempfile.TemporaryDirectory() as workdir:
         if not args.skip_hit_ratio:

@@ -19,6 +19,7 @@
 #
 # Usage: tests/bench/rdma_cache_bench.sh [--quick] [--requests N] [--keys N]
 #            [--pool SIZE] [--value-bytes N] [--seed S] [--no-redis]
+#            [--policies P,...]
 #            [--out DIR] [--no-build] [--timeout S]
 #   --quick      100000 requests over 50000 keys, pool 4M (instead of
 #                cache_bench.py's 400000 over 200000, pool 16M): about 35
@@ -26,6 +27,8 @@
 #   --requests N, --keys N, --pool SIZE, --value-bytes N, --seed S
 #                override the sizes (after --quick); seed default 1
 #   --no-redis   skip the redis-server rows
+#   --policies P,...  the maxmemory policies to replay, comma-separated (default
+#                allkeys-lru,allkeys-lfu; one halves the run)
 #   --out DIR    keep the raw results there (default: a temporary directory,
 #                removed after a successful run)
 #   --no-build   use the -c opt binaries as they are
@@ -42,6 +45,7 @@ POOL=16M
 VALUE_BYTES=200
 SEED=1
 REDIS=1
+POLICIES=allkeys-lru,allkeys-lfu
 OUT=
 BUILD=1
 TIMEOUT=14400
@@ -56,6 +60,7 @@ while (($#)); do
     --value-bytes) VALUE_BYTES=${2:?--value-bytes needs a count} && shift 2 ;;
     --seed) SEED=${2:?--seed needs a number} && shift 2 ;;
     --no-redis) REDIS=0 && shift ;;
+    --policies) POLICIES=${2:?--policies needs a list} && shift 2 ;;
     --no-build) BUILD=0 && shift ;;
     --out) OUT=${2:?--out needs a directory} && shift 2 ;;
     --timeout) TIMEOUT=${2:?--timeout needs seconds} && shift 2 ;;
@@ -98,6 +103,7 @@ rc=0
 tests/rxe/vm-run.sh --quiet --timeout "$TIMEOUT" --smp 2 --rw "$OUT" \
     --env KV_BENCH_REQUESTS="$REQUESTS" --env KV_BENCH_KEYS="$KEYS" --env KV_BENCH_POOL="$POOL" \
     --env KV_BENCH_VALUE_BYTES="$VALUE_BYTES" --env KV_BENCH_SEED="$SEED" --env KV_BENCH_REDIS="$REDIS" \
+    --env KV_BENCH_POLICIES="$POLICIES" \
     -- "$ROOT/tests/bench/rdma_cache_bench_guest.sh" "$OUT" || rc=$?
 if ((rc != 0)); then
     echo "rdma_cache_bench: the measurement failed (exit $rc); raw results kept in $OUT" >&2

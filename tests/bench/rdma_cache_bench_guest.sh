@@ -11,7 +11,8 @@
 # Environment (optional): KV_BENCH_REQUESTS (400000), KV_BENCH_KEYS
 # (200000), KV_BENCH_VALUE_BYTES (200), KV_BENCH_SEED (1), KV_BENCH_POOL
 # (kvserver --pool_size, 16M as cache_bench.py), KV_BENCH_DEV (rxe0),
-# KV_BENCH_REDIS (1: also replay against redis-server when it exists).
+# KV_BENCH_REDIS (1: also replay against redis-server when it exists);
+# KV_BENCH_POLICIES (the maxmemory policies, comma-separated: allkeys-lru,allkeys-lfu).
 #
 # Every replay gets a fresh server, as in cache_bench.py: kvserver
 # --transport=rdma --segment_size=1M with allkeys-lru / allkeys-lfu, replayed
@@ -29,6 +30,7 @@ SEED=${KV_BENCH_SEED:-1}
 POOL=${KV_BENCH_POOL:-16M}
 DEV=${KV_BENCH_DEV:-rxe0}
 REDIS=${KV_BENCH_REDIS:-1}
+POLICIES=${KV_BENCH_POLICIES:-allkeys-lru,allkeys-lfu}
 KVSERVER=$OUT/kvserver
 CLIENT=$OUT/cache_trace_client
 W=$(mktemp -d /tmp/kvbench-cache.XXXXXX)
@@ -104,7 +106,7 @@ replay() {
 ibv_devinfo -d "$DEV" 2>/dev/null | grep -q PORT_ACTIVE || die "$DEV has no ACTIVE port"
 say "$REQUESTS requests over $KEYS keys, $VALUE_BYTES B values, seed $SEED, pool $POOL ($(nproc) vCPUs)"
 for trace in zipf scan; do
-    for policy in allkeys-lru allkeys-lfu; do
+    for policy in ${POLICIES//,/ }; do
         for transport in rdma tcp; do
             name=${trace}_${transport}_$policy
             start_kvserver "$policy" "$name"
