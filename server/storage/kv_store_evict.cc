@@ -120,7 +120,10 @@ bool KvStore::HasReadEntries(uint32_t head, const std::vector<uint32_t>& entries
     // Read, but is it still the published copy? A dead one keeps nothing.
     layout::EntryHeader h;
     std::memcpy(&h, pool_->data() + offset, sizeof(h));
-    if (h.magic != layout::kEntryMagic || h.key_len > options_.limits.max_key_bytes) continue;
+    if (h.magic != layout::kEntryMagic || h.key_len > options_.limits.max_key_bytes ||
+        offset + layout::EntryBytes(h.key_len, h.value_len) > base + options_.segment_bytes) {
+      continue;
+    }
     const std::string key(pool_->data() + offset + layout::kEntryHeaderBytes, h.key_len);
     const std::optional<Slot> slot = index_->Lookup(key);
     if (slot && slot->offset == offset) return true;
