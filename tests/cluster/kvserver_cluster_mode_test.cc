@@ -82,6 +82,18 @@ TEST(KvserverClusterFlags, NeedsANodeIdWithAPickedPortAndAReachableEtcd) {
   EXPECT_THAT(r.err, HasSubstr("--etcd=127.0.0.1:1"));
 }
 
+// The node's log once it holds `text`, or after a generous minute without
+// it. A line logged after an etcd write may trail what a test saw in etcd,
+// so a check of such a line waits for it rather than reading at once.
+std::string EventuallyLog(const KvServerProcess& node, const std::string& text) {
+  for (absl::Time end = absl::Now() + absl::Seconds(60); absl::Now() < end;) {
+    std::string log = node.Log();
+    if (log.find(text) != std::string::npos) return log;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return node.Log();
+}
+
 class KvserverClusterMode : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -169,7 +181,8 @@ TEST_F(KvserverClusterMode, TwoNodesGetAFirstMapAndApplyIt) {
   ASSERT_GT(epoch, 0u) << "no map was written\n" << n1->Log() << n2->Log();
   EXPECT_TRUE(applied("n1", epoch)) << n1->Log();
   EXPECT_TRUE(applied("n2", epoch)) << n2->Log();
-  EXPECT_THAT(n1->Log(), HasSubstr("installed cluster map epoch"));
+  EXPECT_THAT(EventuallyLog(*n1, "installed cluster map epoch"),
+              HasSubstr("installed cluster map epoch"));
   EXPECT_EQ(n1->Stop(), 0);
   EXPECT_EQ(n2->Stop(), 0);
 }
@@ -190,7 +203,9 @@ TEST_F(KvserverClusterMode, RegistersAgainWhenItsLeaseIsGone) {
   }
   ASSERT_TRUE(again.has_value() && again->lease != kv->lease) << node->Log();
   EXPECT_EQ(node->WaitExit(absl::ZeroDuration()), std::nullopt) << node->Log();
-  EXPECT_THAT(node->Log(), HasSubstr("registered again as incarnation"));
+  // The node logs the new incarnation after etcd took the key.
+  EXPECT_THAT(EventuallyLog(*node, "registered again as incarnation"),
+              HasSubstr("registered again as incarnation"));
   auto before = server::etcd_keys::DecodeNode(kv->value);
   auto after = server::etcd_keys::DecodeNode(again->value);
   ASSERT_TRUE(before.ok() && after.ok());
