@@ -189,6 +189,7 @@ absl::Status KvServer::Init() {
   KV_RETURN_IF_ERROR(CreatePool(po));
 
   KV_ASSIGN_OR_RETURN(store_, KvStore::Create(pool_.get(), StoreOptions()));
+  WarnOfEvictionHeadroom();
 
   LeaseOptions lo;
   lo.ttl = options_.lease_ttl;
@@ -450,6 +451,21 @@ std::string KvServer::ClusterPart() const {
   return absl::StrCat("cluster ", options_.cluster.cluster_name, " node ", node_id_,
                       " incarnation ", incarnation, " etcd ",
                       absl::StrJoin(options_.cluster.etcd_endpoints, ","));
+}
+
+// A cache in a pool of few large segments loses a large share of its limit
+// to the free segments eviction keeps (KvStore::EvictionHeadroomBytes); the
+// remedy, smaller segments, is the operator's to choose.
+void KvServer::WarnOfEvictionHeadroom() const {
+  if (store_->eviction_policy() == EvictionPolicy::kNoEviction) return;
+  const uint64_t limit = store_->max_memory() != 0 ? store_->max_memory() : store_->pool_bytes();
+  const uint64_t headroom = store_->EvictionHeadroomBytes();
+  if (headroom * 20 <= limit) return;  // 5 % or less: not worth a line
+  const uint64_t suggested = std::max<uint64_t>(64 << 10, limit / 64 / 1024 * 1024);
+  LOG(WARNING) << "eviction keeps " << FormatByteSize(headroom) << " free ("
+               << headroom * 100 / limit << "% of the " << FormatByteSize(limit)
+               << " limit) with --segment_size=" << FormatByteSize(store_->options().segment_bytes)
+               << "; --segment_size=" << suggested / 1024 << "K would leave more of it to keys";
 }
 
 // One line that says what this start got: pool, index, RDMA (or why not),

@@ -338,6 +338,8 @@ class KvServer {
   // serves Replicate and SyncShard with. Needs the store. (kv_server_cluster.cc)
   void BuildClusterService();
   std::string ClusterPart() const;
+  // Logs a warning when eviction would keep over 5 % of the limit free.
+  void WarnOfEvictionHeadroom() const;
   // The RESP INFO text: the Redis-like sections and # Metrics, all from one
   // snapshot of registry_.
   std::string InfoText() const;

@@ -377,6 +377,20 @@ TEST_F(EndToEnd, KvctlBenchZeroCopyGets) {
   EXPECT_THAT(small.out, HasSubstr("OUT_OF_RANGE"));
 }
 
+// A cache in a pool of few segments is told at start how much of its limit
+// eviction keeps free, and which segment size would keep less.
+TEST_F(EndToEnd, ACacheOfFewSegmentsIsToldToUseSmallerOnes) {
+  StartServer({"--pool_size=16M", "--segment_size=1M", "--maxmemory_policy=allkeys-lfu",
+               "--transport=tcp"});
+  EXPECT_THAT(server_->Log(), HasSubstr("eviction keeps 2 MiB free (12% of the 16 MiB limit) "
+                                        "with --segment_size=1 MiB; --segment_size=256K"));
+  StartServer({"--pool_size=16M", "--segment_size=256K", "--maxmemory_policy=allkeys-lfu",
+               "--transport=tcp"});
+  EXPECT_THAT(server_->Log(), ::testing::Not(HasSubstr("eviction keeps")));
+  StartServer({"--pool_size=16M", "--segment_size=1M", "--transport=tcp"});  // noeviction
+  EXPECT_THAT(server_->Log(), ::testing::Not(HasSubstr("eviction keeps")));
+}
+
 TEST_F(EndToEnd, StatJsonAndCleanShutdown) {
   ProcessResult stat = Kvctl({"stat", "--json"});
   ASSERT_EQ(stat.exit_code, 0) << stat.err;

@@ -207,6 +207,10 @@ class KvStore {
   // volatile-ttl, deletes the keys expiring soonest). Returns keys evicted.
   // The cleaner thread runs it; so does a writer that found the pool full.
   size_t EvictOnce();
+  // The free space eviction keeps below the limit (bytes): two segments,
+  // the cleaner's reserve + 1 or 1/32 of the pool, whichever is most. A
+  // pool of few segments gives a large share of its limit to it.
+  uint64_t EvictionHeadroomBytes() const;
   // One expiry pass: deletes (through the write hook, so in cluster mode
   // only where this node leads the key, replicated as any delete) every key
   // whose entry's expiry time has passed. Returns how many it deleted.

@@ -196,6 +196,11 @@ size_t KvStore::EvictSoonestExpiring(uint64_t bytes_wanted) {
   return evicted;
 }
 
+uint64_t KvStore::EvictionHeadroomBytes() const {
+  return options_.segment_bytes *
+         std::max<uint64_t>({2, cleaner_reserve_ + 1, segment_count_ / 32});
+}
+
 size_t KvStore::EvictOnce() {
   const EvictionPolicy policy = eviction_policy();
   if (policy == EvictionPolicy::kNoEviction) return 0;
@@ -206,8 +211,7 @@ size_t KvStore::EvictOnce() {
   // and the cleaner's reserve: a pool kept exactly at its limit would make
   // every writer that fills its segment evict for itself, then wait out the
   // grace period for the space. Segments writers hold open count as used.
-  const uint64_t headroom =
-      seg_bytes * std::max<uint64_t>({2, cleaner_reserve_ + 1, segment_count_ / 32});
+  const uint64_t headroom = EvictionHeadroomBytes();
   const uint64_t target = limit > headroom + 2 * seg_bytes ? limit - headroom : 2 * seg_bytes;
   // Runs already emptied come back after their grace period: they are not
   // counted, or one eviction would look like too little for 500 ms.

@@ -98,12 +98,16 @@ class Server:
         self.log.close()
 
 
+SEGMENT_SIZE = "1M"
+
+
 def start_kvserver(binary, memory, policy, workdir):
     port = free_port()
-    # 1 MiB segments: eviction keeps a headroom of segments for writers'
-    # open ones, which costs less of a small pool with small segments.
+    # Small segments (--segment-size): eviction keeps a headroom of
+    # segments for writers' open ones, which costs less of a small pool
+    # with small segments.
     argv = [binary, "--listen=127.0.0.1", f"--resp_port={port}", "--control_port=0",
-            "--transport=tcp", f"--pool_size={memory}", "--segment_size=1M",
+            "--transport=tcp", f"--pool_size={memory}", f"--segment_size={SEGMENT_SIZE}",
             f"--index_buckets={max(1024, memory // 1024)}",
             f"--maxmemory_policy={policy}", "--insecure"]
     return Server("kvserver", argv, port, workdir)
@@ -313,12 +317,16 @@ def overwrite(args, workdir):
 
 
 def main():
+    global SEGMENT_SIZE
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--requests", type=int, default=400000)
     ap.add_argument("--keys", type=int, default=200000)
     ap.add_argument("--value-bytes", type=int, default=200)
     ap.add_argument("--memory", type=int, default=16 << 20,
                     help="kvserver pool bytes; Redis gets that plus the index")
+    ap.add_argument("--segment-size",
+                    help="kvserver --segment_size (K/M suffix; default: the memory / 64, "
+                         "at least 64K, as docs/operations.md advises for a cache)")
     ap.add_argument("--seed", type=int, default=int(time.time()) & 0xFFFF)
     ap.add_argument("--json")
     ap.add_argument("--kvserver", default=os.path.join(ROOT, "bazel-bin/server/kvserver"))
@@ -330,7 +338,8 @@ def main():
     ap.add_argument("--overwrite-minutes", type=float, default=0)
     ap.add_argument("--overwrite-memory", type=int, default=256 << 20)
     args = ap.parse_args()
-    print(f"seed {args.seed}", flush=True)
+    SEGMENT_SIZE = args.segment_size or f"{max(64, args.memory // 64 // 1024)}K"
+    print(f"seed {args.seed}, kvserver segments {SEGMENT_SIZE}", flush=True)
     if not args.skip_hit_ratio:
         print(f"hit ratio: memory {args.memory} B (kvserver pool; Redis maxmemory "
               f"{kvserver_bytes(args.memory)} B); {args.requests} requests over {args.keys} keys; "

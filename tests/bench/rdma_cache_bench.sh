@@ -18,7 +18,7 @@
 # emulation's speed (one request at a time), only the seconds do.
 #
 # Usage: tests/bench/rdma_cache_bench.sh [--quick] [--requests N] [--keys N]
-#            [--pool SIZE] [--value-bytes N] [--seed S] [--no-redis]
+#            [--pool SIZE] [--segment-size SIZE] [--value-bytes N] [--seed S] [--no-redis]
 #            [--policies P,...]
 #            [--out DIR] [--no-build] [--timeout S]
 #   --quick      100000 requests over 50000 keys, pool 4M (instead of
@@ -26,6 +26,10 @@
 #                minutes under TCG (2 vCPUs); the full run about four times that
 #   --requests N, --keys N, --pool SIZE, --value-bytes N, --seed S
 #                override the sizes (after --quick); seed default 1
+#   --segment-size SIZE  kvserver --segment_size, and the client's write lease
+#                (default: the pool / 64, at least 64K, as docs/operations.md
+#                advises for a cache: eviction keeps two segments free and a
+#                client holds one lease open)
 #   --no-redis   skip the redis-server rows
 #   --policies P,...  the maxmemory policies to replay, comma-separated (default
 #                allkeys-lru,allkeys-lfu; one halves the run)
@@ -42,6 +46,7 @@ ROOT=$PWD
 REQUESTS=400000
 KEYS=200000
 POOL=16M
+SEGMENT=
 VALUE_BYTES=200
 SEED=1
 REDIS=1
@@ -57,6 +62,7 @@ while (($#)); do
     --requests) REQUESTS=${2:?--requests needs a count} && shift 2 ;;
     --keys) KEYS=${2:?--keys needs a count} && shift 2 ;;
     --pool) POOL=${2:?--pool needs a size} && shift 2 ;;
+    --segment-size) SEGMENT=${2:?--segment-size needs a size} && shift 2 ;;
     --value-bytes) VALUE_BYTES=${2:?--value-bytes needs a count} && shift 2 ;;
     --seed) SEED=${2:?--seed needs a number} && shift 2 ;;
     --no-redis) REDIS=0 && shift ;;
@@ -74,6 +80,12 @@ done
 [[ $VALUE_BYTES =~ ^[0-9]+$ ]] || bad "--value-bytes needs a count"
 [[ $SEED =~ ^[0-9]+$ ]] || bad "--seed needs a non-negative number"
 [[ $POOL =~ ^[1-9][0-9]*[KkMmGg]?$ ]] || bad "--pool needs a size such as 4M"
+if [[ -z $SEGMENT ]]; then
+    n=${POOL%[KkMmGg]}
+    case "${POOL: -1}" in K | k) n=$((n << 10)) ;; M | m) n=$((n << 20)) ;; G | g) n=$((n << 30)) ;; esac
+    SEGMENT=$((n / 64 / 1024 > 64 ? n / 64 / 1024 : 64))K
+fi
+[[ $SEGMENT =~ ^[1-9][0-9]*[KkMm]?$ ]] || bad "--segment-size needs a size such as 256K"
 if ! command -v "${KV_VM_QEMU:-qemu-system-x86_64}" >/dev/null; then
     echo "rdma_cache_bench: SKIPPED: qemu-system-x86_64 not found (deploy/setup.sh installs it)" >&2
     exit 77
@@ -98,10 +110,11 @@ rm -f "$OUT"/*.json "$OUT"/*.env "$OUT"/*.err "$OUT"/*.log
 # The guest runs copies, so a concurrent rebuild cannot swap them mid-run.
 cp -f "$OPT_BIN/server/kvserver" "$OPT_BIN/tests/bench/cache_trace_client" "$OUT/"
 
-echo "==> booting the Soft-RoCE VM: $REQUESTS requests over $KEYS keys, pool $POOL, seed $SEED"
+echo "==> booting the Soft-RoCE VM: $REQUESTS requests over $KEYS keys, pool $POOL, segments $SEGMENT, seed $SEED"
 rc=0
 tests/rxe/vm-run.sh --quiet --timeout "$TIMEOUT" --smp 2 --rw "$OUT" \
     --env KV_BENCH_REQUESTS="$REQUESTS" --env KV_BENCH_KEYS="$KEYS" --env KV_BENCH_POOL="$POOL" \
+    --env KV_BENCH_SEGMENT="$SEGMENT" \
     --env KV_BENCH_VALUE_BYTES="$VALUE_BYTES" --env KV_BENCH_SEED="$SEED" --env KV_BENCH_REDIS="$REDIS" \
     --env KV_BENCH_POLICIES="$POLICIES" \
     -- "$ROOT/tests/bench/rdma_cache_bench_guest.sh" "$OUT" || rc=$?
@@ -110,9 +123,9 @@ if ((rc != 0)); then
     exit 1
 fi
 
-python3 - "$OUT" "$POOL" <<'PY' || { echo "rdma_cache_bench: could not read the results in $OUT" >&2; exit 1; }
+python3 - "$OUT" "$POOL" "$SEGMENT" <<'PY' || { echo "rdma_cache_bench: could not read the results in $OUT" >&2; exit 1; }
 import json, os, sys
-out, pool = sys.argv[1], sys.argv[2]
+out, pool, segment = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = [("trace", "transport", "policy", "hit ratio", "keys cached", "evicted", "SETs refused", "fallbacks",
          "loc.cache hit/miss/stale", "reports ok/err", "seconds")]
 first = None
@@ -138,8 +151,8 @@ for trace in ("zipf", "scan"):
 print()
 print(f"cache-aside hit ratio in one Soft-RoCE VM boot: {first['requests']} requests over {first['keys']} keys, "
       f"{first['value_bytes']} B values, seed {first['seed']}, pool {pool}")
-print("rdma/tcp: kvserver --transport=rdma --segment_size=1M, the C++ client over RDMA (one-sided GETs) or "
-      "RESP/TCP; redis: redis-server, maxmemory = pool + index")
+print(f"rdma/tcp: kvserver --transport=rdma --segment_size={segment}, the C++ client over RDMA (one-sided "
+      f"GETs, write leases of {segment}) or RESP/TCP; redis: redis-server, maxmemory = pool + index")
 w = [max(len(x[i]) for x in rows) for i in range(len(rows[0]))]
 for x in rows:
     print("  " + "  ".join(x[i].rjust(w[i]) for i in range(len(x))))

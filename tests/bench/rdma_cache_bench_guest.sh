@@ -10,12 +10,13 @@
 #
 # Environment (optional): KV_BENCH_REQUESTS (400000), KV_BENCH_KEYS
 # (200000), KV_BENCH_VALUE_BYTES (200), KV_BENCH_SEED (1), KV_BENCH_POOL
-# (kvserver --pool_size, 16M as cache_bench.py), KV_BENCH_DEV (rxe0),
+# (kvserver --pool_size, 16M as cache_bench.py), KV_BENCH_SEGMENT
+# (kvserver --segment_size and the client's --lease_bytes, 256K), KV_BENCH_DEV (rxe0),
 # KV_BENCH_REDIS (1: also replay against redis-server when it exists);
 # KV_BENCH_POLICIES (the maxmemory policies, comma-separated: allkeys-lru,allkeys-lfu).
 #
 # Every replay gets a fresh server, as in cache_bench.py: kvserver
-# --transport=rdma --segment_size=1M with allkeys-lru / allkeys-lfu, replayed
+# --transport=rdma --segment_size=$KV_BENCH_SEGMENT with allkeys-lru / allkeys-lfu, replayed
 # over RDMA (one-sided GETs) and over TCP (the same client library on the
 # RESP data port); then redis-server with maxmemory = the pool plus
 # kvserver's index (64 B per bucket, one bucket per KiB), replayed over RESP.
@@ -28,6 +29,7 @@ KEYS=${KV_BENCH_KEYS:-200000}
 VALUE_BYTES=${KV_BENCH_VALUE_BYTES:-200}
 SEED=${KV_BENCH_SEED:-1}
 POOL=${KV_BENCH_POOL:-16M}
+SEGMENT=${KV_BENCH_SEGMENT:-256K}
 DEV=${KV_BENCH_DEV:-rxe0}
 REDIS=${KV_BENCH_REDIS:-1}
 POLICIES=${KV_BENCH_POLICIES:-allkeys-lru,allkeys-lfu}
@@ -51,13 +53,14 @@ pool_bytes() {
     esac
 }
 BYTES=$(pool_bytes "$POOL")
+LEASE=$(pool_bytes "$SEGMENT")
 BUCKETS=$((BYTES / 1024 > 1024 ? BYTES / 1024 : 1024))
 
 # start_kvserver POLICY NAME: a fresh kvserver; sets SERVER_PID, CTL, RESP.
 start_kvserver() {
     local ready=$W/$2.ready
     "$KVSERVER" --transport=rdma --rdma_device="$DEV" --control_port=0 --resp_port=0 \
-        --ready_file="$ready" --pool_size="$POOL" --segment_size=1M --index_buckets="$BUCKETS" \
+        --ready_file="$ready" --pool_size="$POOL" --segment_size="$SEGMENT" --index_buckets="$BUCKETS" \
         --maxmemory_policy="$1" >"$OUT/$2.server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 600); do
@@ -104,14 +107,14 @@ replay() {
 }
 
 ibv_devinfo -d "$DEV" 2>/dev/null | grep -q PORT_ACTIVE || die "$DEV has no ACTIVE port"
-say "$REQUESTS requests over $KEYS keys, $VALUE_BYTES B values, seed $SEED, pool $POOL ($(nproc) vCPUs)"
+say "$REQUESTS requests over $KEYS keys, $VALUE_BYTES B values, seed $SEED, pool $POOL, segments $SEGMENT ($(nproc) vCPUs)"
 for trace in zipf scan; do
     for policy in ${POLICIES//,/ }; do
         for transport in rdma tcp; do
             name=${trace}_${transport}_$policy
             start_kvserver "$policy" "$name"
             replay "$name" "$trace" --server="127.0.0.1:$CTL" --transport="$transport" \
-                --rdma_device="$DEV"
+                --rdma_device="$DEV" --lease_bytes="$LEASE"
         done
         if ((REDIS)) && command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
             name=${trace}_redis_$policy
