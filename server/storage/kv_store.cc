@@ -572,6 +572,13 @@ void KvStore::RegisterMetrics() {
         [this] { return LiveBytes(); });
   gauge("kvstore_pool_segments", "Segments in the data arena.",
         [this] { return int64_t(segment_count_); });
+  gauge("kvstore_pool_segments_touched",
+        "The highest segment ever handed out, plus one: how far into the arena writes have "
+        "reached (a working set far smaller than the pool keeps it small).",
+        [this] {
+          absl::MutexLock lock(&alloc_mu_);
+          return int64_t(segments_touched_);
+        });
   gauge("kvstore_pool_segments_free", "Segments free for allocation.", [this] {
     absl::MutexLock lock(&alloc_mu_);
     return int64_t(free_segments_);

@@ -512,7 +512,8 @@ class KvStore {
 
   absl::Mutex alloc_mu_;
   uint32_t free_segments_ ABSL_GUARDED_BY(alloc_mu_) = 0;
-  uint32_t alloc_hint_ ABSL_GUARDED_BY(alloc_mu_) = 0;
+  // The highest segment TryAllocateRun() ever handed out, plus one.
+  uint32_t segments_touched_ ABSL_GUARDED_BY(alloc_mu_) = 0;
 
   struct PendingFree {
     uint32_t head;

@@ -98,7 +98,11 @@ class Server:
         self.log.close()
 
 
-SEGMENT_SIZE = "1M"
+SEGMENT_SIZE = None  # --segment-size; None: the memory / 64 of each server
+
+
+def segment_size(memory):
+    return SEGMENT_SIZE or f"{max(64, memory // 64 // 1024)}K"
 
 
 def start_kvserver(binary, memory, policy, workdir):
@@ -107,7 +111,7 @@ def start_kvserver(binary, memory, policy, workdir):
     # segments for writers' open ones, which costs less of a small pool
     # with small segments.
     argv = [binary, "--listen=127.0.0.1", f"--resp_port={port}", "--control_port=0",
-            "--transport=tcp", f"--pool_size={memory}", f"--segment_size={SEGMENT_SIZE}",
+            "--transport=tcp", f"--pool_size={memory}", f"--segment_size={segment_size(memory)}",
             f"--index_buckets={max(1024, memory // 1024)}",
             f"--maxmemory_policy={policy}", "--insecure"]
     return Server("kvserver", argv, port, workdir)
@@ -338,8 +342,9 @@ def main():
     ap.add_argument("--overwrite-minutes", type=float, default=0)
     ap.add_argument("--overwrite-memory", type=int, default=256 << 20)
     args = ap.parse_args()
-    SEGMENT_SIZE = args.segment_size or f"{max(64, args.memory // 64 // 1024)}K"
-    print(f"seed {args.seed}, kvserver segments {SEGMENT_SIZE}", flush=True)
+    SEGMENT_SIZE = args.segment_size
+    print(f"seed {args.seed}, kvserver segments {segment_size(args.memory)} "
+          f"({segment_size(args.overwrite_memory)} in the overwrite run)", flush=True)
     if not args.skip_hit_ratio:
         print(f"hit ratio: memory {args.memory} B (kvserver pool; Redis maxmemory "
               f"{kvserver_bytes(args.memory)} B); {args.requests} requests over {args.keys} keys; "
