@@ -38,7 +38,9 @@ struct MemoryPoolOptions {
   // kernel to assemble the huge pages, which can take seconds per GiB on a
   // host with fragmented memory.
   bool transparent_hugepages = false;
-  // Touch every page up front so the first requests do not fault.
+  // Fault every page in and write to it up front, so that the first
+  // requests neither fault nor pay a virtual machine's lazy backing of guest
+  // memory (memory_pool.cc, WriteEveryPage).
   bool prefault = true;
 };
 
