@@ -129,6 +129,11 @@ absl::StatusOr<Resp> PeerClient::Unary(const char* method, const v1::ClusterNode
 #define KV_PEER_UNARY(Method, Group) KV_PEER_CALL(Method, Group, nullptr)
 #define KV_PEER_ADMIN(Method) KV_PEER_CALL(Method, nullptr, &authorization)
 
+absl::Status PeerClient::Replicate(const v1::ClusterNode& node, const v1::ReplicateRequest& req,
+                                   absl::Time deadline) {
+  return KV_PEER_UNARY(Replicate, nullptr).status();
+}
+
 absl::StatusOr<v1::ReplicaStatusResponse> PeerClient::ReplicaStatus(
     const v1::ClusterNode& node, const v1::ReplicaStatusRequest& req, absl::Time deadline) {
   return KV_PEER_UNARY(ReplicaStatus, nullptr);

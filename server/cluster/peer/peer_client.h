@@ -181,6 +181,12 @@ class PeerClient {
                                                     absl::Time deadline,
                                                     const std::string& authorization);
 
+  // Replicate on the calling thread: it waits on the call's own completion
+  // queue, so no gRPC thread has to wake it with the answer. For a write
+  // with one target (Replicator::Forward).
+  absl::Status Replicate(const v1::ClusterNode& node, const v1::ReplicateRequest& req,
+                         absl::Time deadline);
+
   // The same, started without blocking, for calls a caller runs in
   // parallel (the replicator's forwards): `done` runs exactly once, on a
   // gRPC thread, with the status. `req` must stay valid until then. The

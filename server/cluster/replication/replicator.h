@@ -87,6 +87,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -278,6 +279,13 @@ class Replicator : public WriteHook {
   // Sends `req` to every target in parallel; retries a kMapBehind refusal
   // until `deadline`. Fills each target's status.
   void Forward(const v1::ReplicateRequest& req, std::vector<Target>& targets, absl::Time deadline);
+  // Forward()'s Replicate calls to the targets `by_grpc` (indexes into
+  // `targets`; `resent` for those whose RDMA link failed), all started at
+  // once; runs `meanwhile` while they are in flight, then waits for every
+  // answer and fills their status.
+  void SendOverGrpc(const v1::ReplicateRequest& req, const v1::ReplicateRequest& resent,
+                    const std::vector<size_t>& by_grpc, std::vector<Target>& targets,
+                    absl::Time deadline, absl::FunctionRef<void()> meanwhile);
   // Forward()'s sends to the targets whose RDMA link is up (`links`: target
   // index and link); fills their status and appends to *retry the ones to
   // send again (kMapBehind, or a failed link: by gRPC then).
