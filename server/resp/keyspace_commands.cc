@@ -2,6 +2,7 @@
 
 #include "server/resp/keyspace_commands.h"
 
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -139,8 +140,8 @@ void TypeCommand(const CommandContext& ctx, CommandArgs args) {
   ctx.conn->ReplySimple(ctx.store->Exists(args[1]) ? "string" : "none");
 }
 
-// TOUCH key [key ...]: how many exist. Access times feed eviction where a
-// policy uses them; here it counts, as Redis's does.
+// TOUCH key [key ...]: how many exist. Each one that does counts as a read
+// for eviction, as in Redis (even for a CLIENT NO-TOUCH client there).
 void TouchCommand(const CommandContext& ctx, CommandArgs args) {
   for (size_t i = 1; i < args.size(); ++i) {
     if (absl::Status s = ctx.store->limits().CheckKey(args[i]); !s.ok()) {
@@ -149,7 +150,13 @@ void TouchCommand(const CommandContext& ctx, CommandArgs args) {
   }
   if (!RouteKeys(ctx.options->cluster, ctx.conn, args, 1, 1, /*write=*/false)) return;
   int64_t n = 0;
-  for (size_t i = 1; i < args.size(); ++i) n += ctx.store->Exists(args[i]);
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (!ctx.store->Exists(args[i])) continue;
+    ++n;
+    if (std::optional<layout::Slot> slot = ctx.store->Locate(args[i])) {
+      ctx.store->NoteRead(slot->offset);
+    }
+  }
   ctx.conn->ReplyInteger(n);
 }
 

@@ -236,6 +236,40 @@ TEST_F(CacheCommandsTest, NoSetIsRefusedUnderAnEvictingPolicy) {
   EXPECT_LE(store_->UsedBytes(), 8u << 20);
 }
 
+// TOUCH counts as a read for eviction, as in Redis: keys touched between
+// batches of one-time writes survive a limit that evicts three times their
+// number, where keys written once and never read or touched do not.
+TEST_F(CacheCommandsTest, TouchedKeysSurviveEvictionAsReadOnesDo) {
+  ASSERT_EQ(Cli1("CONFIG SET maxmemory 8mb maxmemory-policy allkeys-lru"), "OK");
+  const std::string value(4000, 'x');
+  std::vector<std::string> hot, untouched;
+  std::string touch = "TOUCH";
+  for (int i = 0; i < 100; ++i) {
+    hot.push_back(absl::StrCat("SET hot", i, " ", value));
+    untouched.push_back(absl::StrCat("SET untouched", i, " ", value));
+    absl::StrAppend(&touch, " hot", i);
+  }
+  for (const std::string& line : Cli(hot)) ASSERT_EQ(line, "OK");
+  for (const std::string& line : Cli(untouched)) ASSERT_EQ(line, "OK");
+  // 24 MB of one-time keys into the 8 MB limit, the hot keys touched
+  // before every 2 MB of them.
+  for (int start = 0; start < 6000; start += 500) {
+    ASSERT_EQ(Cli1(touch), "100");
+    std::vector<std::string> batch;
+    for (int i = start; i < start + 500; ++i)
+      batch.push_back(absl::StrCat("SET cold", i, " ", value));
+    for (const std::string& line : Cli(batch)) ASSERT_EQ(line, "OK");
+    clock_.Advance(absl::Milliseconds(20));  // emptied segments leave their grace period
+  }
+  std::string exists_hot = "EXISTS", exists_untouched = "EXISTS";
+  for (int i = 0; i < 100; ++i) {
+    absl::StrAppend(&exists_hot, " hot", i);
+    absl::StrAppend(&exists_untouched, " untouched", i);
+  }
+  EXPECT_EQ(Cli1(exists_hot), "100");
+  EXPECT_EQ(Cli1(exists_untouched), "0");
+}
+
 // redis-py (Debian's python3-redis), as an application would use it.
 TEST_F(CacheCommandsTest, RedisPyUsesTheCacheCommands) {
   const std::string script = absl::StrCat(::testing::TempDir(), "/cache_client.py");
