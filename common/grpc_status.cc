@@ -40,4 +40,30 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   return out;
 }
 
+std::string StatusToBytes(const absl::Status& status) {
+  if (status.ok()) return "";
+  v1::StatusDetails details;
+  details.set_code(static_cast<int32_t>(status.code()));
+  details.set_message(std::string(status.message()));
+  status.ForEachPayload([&details](absl::string_view type_url, const absl::Cord& value) {
+    v1::StatusPayload* p = details.add_details();
+    p->set_type_url(std::string(type_url));
+    p->set_value(std::string(value));
+  });
+  return details.SerializeAsString();
+}
+
+absl::Status StatusFromBytes(const std::string& bytes) {
+  if (bytes.empty()) return absl::OkStatus();
+  v1::StatusDetails details;
+  if (!details.ParseFromString(bytes) || details.code() == 0) {
+    return absl::InternalError("a status that does not parse");
+  }
+  absl::Status out(static_cast<absl::StatusCode>(details.code()), details.message());
+  for (const v1::StatusPayload& p : details.details()) {
+    out.SetPayload(p.type_url(), absl::Cord(p.value()));
+  }
+  return out;
+}
+
 }  // namespace kvstore

@@ -13,6 +13,8 @@
 #ifndef KVSTORE_COMMON_GRPC_STATUS_H_
 #define KVSTORE_COMMON_GRPC_STATUS_H_
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "grpcpp/support/status.h"
 
@@ -25,6 +27,13 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // (details that do not parse as status_details.proto are ignored); OK maps
 // to OK (any message on an OK grpc::Status is dropped).
 absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// A status as bytes (proto/status_details.proto: code, message, payloads)
+// for a message field, where one call answers many requests (the
+// replication stream's per-write failures); "" for OK.
+std::string StatusToBytes(const absl::Status& status);
+// The inverse: "" is OK; bytes that do not parse are kInternal.
+absl::Status StatusFromBytes(const std::string& bytes);
 
 }  // namespace kvstore
 

@@ -36,5 +36,14 @@ TEST(GrpcStatus, DetailsThatAreNotOursAreIgnored) {
   EXPECT_EQ(a, absl::InternalError("boom"));
 }
 
+TEST(GrpcStatus, AStatusAsBytesKeepsCodeMessageAndPayloads) {
+  absl::Status s = absl::FailedPreconditionError("stale epoch");
+  s.SetPayload("type.example/refusal", absl::Cord(std::string("\0x", 2)));
+  EXPECT_EQ(StatusFromBytes(StatusToBytes(s)), s);
+  EXPECT_EQ(StatusToBytes(absl::OkStatus()), "");
+  EXPECT_TRUE(StatusFromBytes("").ok());
+  EXPECT_EQ(StatusFromBytes("\xff\xff").code(), absl::StatusCode::kInternal);
+}
+
 }  // namespace
 }  // namespace kvstore

@@ -33,6 +33,7 @@ constexpr Rule kRules[] = {
     {"kvstore.v1.KvCluster/GetClusterMap", Permission::kClusterMap},
     // ... what one kvserver calls on another ...
     {"kvstore.v1.KvCluster/Replicate", Permission::kPeer},
+    {"kvstore.v1.KvCluster/ReplicateStream", Permission::kPeer},
     {"kvstore.v1.KvCluster/ReplicaStatus", Permission::kPeer},
     {"kvstore.v1.KvCluster/SyncShard", Permission::kPeer},
     {"kvstore.v1.KvCluster/ReportInSync", Permission::kPeer},

@@ -2,6 +2,7 @@
 
 #include "server/cluster/cluster_service.h"
 
+#include <algorithm>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -114,9 +115,42 @@ grpc::Status ClusterService::Replicate(grpc::ServerContext* context,
                                        const v1::ReplicateRequest* request,
                                        v1::ReplicateResponse* response) {
   // gRPC's deadline of the call: the primary's replication timeout.
-  return Serve(Admit(context, "Replicate", deps_.installer, "no installer"), response, [&] {
-    return deps_.installer->Replicate(*request, absl::FromChrono(context->deadline()));
-  });
+  return Serve(Admit(context, "Replicate", deps_.installer, "no installer"), response,
+               [&] { return InstallWrite(*request, absl::FromChrono(context->deadline())); });
+}
+
+absl::StatusOr<v1::ReplicateResponse> ClusterService::InstallWrite(
+    const v1::ReplicateRequest& request, absl::Time deadline) {
+  return deps_.installer->Replicate(request, deadline);
+}
+
+grpc::Status ClusterService::ReplicateStream(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<v1::ReplicateBatchReply, v1::ReplicateBatch>* stream) {
+  absl::Status admitted = Admit(context, "ReplicateStream", deps_.installer, "no installer");
+  if (!admitted.ok()) return ToGrpcStatus(admitted);
+  v1::ReplicateBatch batch;
+  v1::ReplicateBatchReply reply;
+  while (stream->Read(&batch)) {
+    // Each write's time left counts from the batch's arrival, as gRPC
+    // counts a unary call's timeout from its own.
+    const absl::Time arrived = absl::Now();
+    reply.Clear();
+    for (int i = 0; i < batch.writes_size(); ++i) {
+      const v1::ReplicateRequest& write = batch.writes(i);
+      const absl::Time deadline = i < batch.timeout_micros_size()
+                                      ? arrived + absl::Microseconds(batch.timeout_micros(i))
+                                      : absl::InfiniteFuture();
+      reply.set_last_seq(std::max(reply.last_seq(), write.seq()));
+      absl::Status s = InstallWrite(write, deadline).status();
+      if (s.ok()) continue;
+      v1::ReplicateFailure* failed = reply.add_failed();
+      failed->set_index(static_cast<uint32_t>(i));
+      failed->set_status(StatusToBytes(s));
+    }
+    if (!stream->Write(reply)) break;  // the primary ended the stream
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status ClusterService::ShardDigest(grpc::ServerContext* context,

@@ -110,6 +110,13 @@ class ClusterService : public v1::KvCluster::Service {
                              v1::GetClusterMapResponse* response) override;
   grpc::Status Replicate(grpc::ServerContext* context, const v1::ReplicateRequest* request,
                          v1::ReplicateResponse* response) override;
+  // The replication stream (proto/kv_cluster.proto): admitted once, then
+  // every write of every batch installed in order through InstallWrite(),
+  // each batch answered once all its writes are done. Runs on one gRPC
+  // thread for the stream's lifetime.
+  grpc::Status ReplicateStream(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<v1::ReplicateBatchReply, v1::ReplicateBatch>* stream) override;
   grpc::Status ReplicaStatus(grpc::ServerContext* context, const v1::ReplicaStatusRequest* request,
                              v1::ReplicaStatusResponse* response) override;
   grpc::Status ShardDigest(grpc::ServerContext* context, const v1::ShardDigestRequest* request,
@@ -139,6 +146,13 @@ class ClusterService : public v1::KvCluster::Service {
                          v1::RebalanceResponse* response) override;
   grpc::Status AcceptLoss(grpc::ServerContext* context, const v1::AcceptLossRequest* request,
                           v1::AcceptLossResponse* response) override;
+
+ protected:
+  // One replicated write, from Replicate or ReplicateStream: the installer's
+  // answer (ReplicaInstaller::Replicate). REQUIRES: the call was admitted
+  // (so the installer is there). Virtual for tests that inject faults.
+  virtual absl::StatusOr<v1::ReplicateResponse> InstallWrite(const v1::ReplicateRequest& request,
+                                                             absl::Time deadline);
 
  private:
   // Authenticates and authorizes the caller of `method` (the KvCluster

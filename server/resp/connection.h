@@ -122,6 +122,12 @@ struct Connection {
   void RecycleOwned(std::string&& s);
 
   const int fd;
+  // Unique among the loop's connections over its life (fds are reused):
+  // what a parked SET's outcome finds its connection by.
+  uint64_t serial = 0;
+  // A streamed SET of this connection is parked (commit_pool.h): nothing
+  // more of its input is run, nor read, until it is answered.
+  bool parked = false;
   // 2 or 3: the RESP version HELLO chose (auth_commands.h).
   int protocol = 2;
   // The registration CLIENT LIST and CLIENT KILL see (empty when the

@@ -38,6 +38,10 @@ constexpr int kMaxEvents = 256;
 // Reads per wakeup for one connection: several, but bounded so one client
 // cannot starve the others on the loop.
 constexpr int kReadRounds = 16;
+// Workers a loop's parked SETs may use at once (commit_pool.h): each
+// waits out one replication round, so this bounds the SETs per loop in
+// flight, which is what lets the replication stream batch them.
+constexpr size_t kMaxParkedCommits = 64;
 
 }  // namespace
 
@@ -79,6 +83,12 @@ RespLoop::RespLoop(KvStore* store, const RespServerOptions& options, const auth:
 // Runs after Run() has returned (RespServer joins the thread first), so no
 // event can arrive while connections are torn down.
 RespLoop::~RespLoop() {
+  // Parked commits first: each finishes within its replication timeout,
+  // and its entry goes back to the writer before the writer goes.
+  if (parking_ != nullptr) {
+    parking_->Stop();
+    for (CommitPool::Done& d : parking_->TakeDone()) sets_->Unpark(nullptr, d);
+  }
   for (auto& [fd, c] : conns_) {
     if (sets_ != nullptr) sets_->Abandon(c.get());
     close(fd);
@@ -94,6 +104,7 @@ RespLoop::~RespLoop() {
   if (event_fd_ >= 0) close(event_fd_);
   if (adopt_fd_ >= 0) close(adopt_fd_);
   if (kill_fd_ >= 0) close(kill_fd_);
+  if (commit_fd_ >= 0) close(commit_fd_);
   absl::MutexLock lock(&adopt_mu_);
   for (const Adopted& a : adopted_) close(a.fd);
   adopted_.clear();
@@ -127,8 +138,16 @@ absl::Status RespLoop::Init() {
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, kill_fd_, &ev);
   // Writers are not thread-safe: one per loop, used only on its thread.
   writer_ = store_->NewWriter();
+  if (store_->options().write_hook != nullptr) {
+    commit_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (commit_fd_ < 0) return absl::InternalError(absl::StrCat("eventfd: ", std::strerror(errno)));
+    ev.data.fd = commit_fd_;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, commit_fd_, &ev);
+    parking_ = std::make_unique<CommitPool>(store_, commit_fd_, kMaxParkedCommits);
+  }
   sets_ = std::make_unique<StreamedSet>(store_, writer_.get(), counters_,
-                                        &budgets_->inflight_set_bytes, options_.cluster);
+                                        &budgets_->inflight_set_bytes, options_.cluster,
+                                        parking_.get());
   reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   return absl::OkStatus();
 }
@@ -169,6 +188,8 @@ void RespLoop::Run() {
         TakeAdopted();
       } else if (fd == kill_fd_) {
         CloseKilled();
+      } else if (fd == commit_fd_) {
+        Unpark();
       } else if (auto it = conns_.find(fd); it != conns_.end()) {
         // Looked up, not cached: an earlier event in this batch may have
         // closed the connection.
@@ -280,7 +301,7 @@ void RespLoop::ProtocolError(Connection* c, absl::string_view msg) {
 // output limit is reached or the connection is marked to close. Streamed
 // SET values in the input are handed to StreamedSet as they come up.
 void RespLoop::Process(Connection* c) {
-  while (!c->close_after_flush) {
+  while (!c->close_after_flush && !c->parked) {
     if (c->state != InputState::kCommands) {
       switch (sets_->ConsumeBuffered(c)) {
         case StreamedSet::Progress::kNeedMore:
@@ -431,6 +452,22 @@ void RespLoop::RetryHeldBack() {
   }
 }
 
+// Reads the eventfd before taking the outcomes (see CommitPool::TakeDone).
+void RespLoop::Unpark() {
+  uint64_t count;
+  (void)!read(commit_fd_, &count, sizeof(count));
+  for (CommitPool::Done& d : parking_->TakeDone()) {
+    auto it = conns_.find(d.job.fd);
+    Connection* c =
+        it != conns_.end() && it->second->serial == d.job.serial ? it->second.get() : nullptr;
+    sets_->Unpark(c, d);
+    if (c == nullptr) continue;
+    Process(c);  // the requests pipelined behind the SET
+    if (conns_.count(d.job.fd) == 0) continue;
+    Flush(c);  // the answers, and read interest again
+  }
+}
+
 // Writes as much queued output as the socket takes. Once the queue is
 // empty it either closes (QUIT, protocol error, peer EOF) or resumes requests
 // that were held back by the output limit; then it updates epoll interest.
@@ -480,12 +517,14 @@ bool RespLoop::Flush(Connection* c) {
   }
   if (c->out.empty()) {
     c->out_bytes = 0;
-    if (c->close_after_flush) {
+    // A parked SET is answered first (Unpark() flushes again).
+    if (c->close_after_flush && !c->parked) {
       Close(c);
       return false;
     }
     // Requests may be waiting behind the output limit.
-    if (c->reading && c->start < c->in.size() && c->state == InputState::kCommands) {
+    if (c->reading && !c->parked && c->start < c->in.size() &&
+        c->state == InputState::kCommands) {
       Process(c);
       if (conns_.count(c->fd) == 0) return false;
       if (!c->out.empty()) return Flush(c);
@@ -501,7 +540,7 @@ bool RespLoop::Flush(Connection* c) {
 void RespLoop::UpdateInterest(Connection* c) {
   const bool want_write = !c->out.empty();
   const bool want_read =
-      c->reading && c->out_bytes <= options_.max_pending_output && !c->held_back();
+      c->reading && c->out_bytes <= options_.max_pending_output && !c->held_back() && !c->parked;
   const uint32_t events = (want_read ? (EPOLLIN | EPOLLRDHUP) : 0) | (want_write ? EPOLLOUT : 0);
   // Usually unchanged (read interest, nothing left to write): then the
   // registration is already right and the system call would be wasted.

@@ -28,6 +28,11 @@
 // and this loop closes it (CloseKilled): only a connection's own loop ever
 // closes it.
 //
+// Cluster mode: a streamed SET's commit waits for its replication round, so
+// the loop parks it (commit_pool.h) and serves its other connections; the
+// parked connection is neither read nor run until its SET is answered.
+// Other writes (SET with options, MSET, DEL, ...) still run on the loop.
+//
 // Ownership and thread safety: owned by RespServer. Init() and then Run()
 // on the loop's thread; Wake() from any thread makes Run() return. The
 // listening socket and the registry are borrowed (the server closes and
@@ -55,6 +60,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/protocol/resp.h"
 #include "server/resp/client_registry.h"
+#include "server/resp/commit_pool.h"
 #include "server/resp/connection.h"
 #include "server/resp/limits.h"
 #include "server/resp/resp_counters.h"
@@ -145,6 +151,9 @@ class RespLoop {
   void UpdateInterest(Connection* c);
   // Retries the SETs held back for space (streamed_set.h).
   void RetryHeldBack();
+  // Answers the parked SETs whose commits came back (commit_pool.h) and
+  // resumes their connections.
+  void Unpark();
   void Close(Connection* c);
   // The once-a-second sweep (resp_loop_limits.cc): timeouts and output
   // bounds; closes the connections that broke them.
@@ -172,6 +181,7 @@ class RespLoop {
   int event_fd_ = -1;
   int adopt_fd_ = -1;  // eventfd: Adopt() queued descriptors
   int kill_fd_ = -1;   // eventfd: CLIENT KILL marked a connection of ours
+  int commit_fd_ = -1;  // eventfd: parked SETs' commits came back (cluster mode)
   absl::Mutex adopt_mu_;
   struct Adopted {
     int fd;
@@ -181,7 +191,11 @@ class RespLoop {
   ClientRegistry* const clients_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<KvStore::Writer> writer_;
-  std::unique_ptr<StreamedSet> sets_;  // after writer_: uses it
+  // Cluster mode: where SETs wait for their replication round (null in
+  // single-node mode, where a commit never waits on the network).
+  std::unique_ptr<CommitPool> parking_;
+  std::unique_ptr<StreamedSet> sets_;  // after writer_ and parking_: uses them
+  uint64_t next_serial_ = 0;  // Connection::serial
   absl::flat_hash_map<int, std::unique_ptr<Connection>> conns_;
   // The unauthenticated connections of this loop, oldest first, and how
   // many may be open at once (this loop's share of the cap).

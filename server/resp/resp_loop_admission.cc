@@ -102,6 +102,7 @@ void RespLoop::AddConnection(int fd, std::string addr, std::string laddr) {
   // Replies are small and pipelined; Nagle would only add latency.
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   auto c = std::make_unique<Connection>(fd);
+  c->serial = ++next_serial_;
   c->last_activity = LoopTime(store_->clock());
   c->accepted_at = c->last_activity;
   if (clients_ != nullptr) {

@@ -204,6 +204,23 @@ void StreamedSet::Abandon(Connection* c) {
 // reservation is released either way, and the reply is the commit's status.
 void StreamedSet::Finish(Connection* c) {
   layout::SealEntry(c->reservation.ptr);
+  if (parking_ != nullptr && WaitsForPeers(*c)) {
+    // The job owns the entry and budget from here (see commit_pool.h).
+    CommitPool::Job job;
+    job.fd = c->fd;
+    job.serial = c->serial;
+    job.reservation = std::move(c->reservation);
+    job.budget = c->budget_taken;
+    job.started = c->request_started;
+    c->reservation = Reservation();
+    c->budget_taken = 0;
+    c->pending_key.clear();
+    c->state = InputState::kCommands;
+    c->request_started = absl::InfiniteFuture();
+    c->parked = true;
+    parking_->Submit(std::move(job));
+    return;
+  }
   // SealEntry() just computed the checksum over these very bytes.
   const absl::Status s =
       store_->Commit(c->reservation.offset, c->reservation.size, /*verify_checksum=*/false);
@@ -214,6 +231,24 @@ void StreamedSet::Finish(Connection* c) {
   // the commit's reply: one extra clock read for the whole streamed SET.
   counters_->put.duration->Observe(LoopTime(store_->clock()) - c->request_started);
   c->request_started = absl::InfiniteFuture();
+}
+
+bool StreamedSet::WaitsForPeers(const Connection& c) const {
+  WriteHook* hook = store_->options().write_hook;
+  if (hook == nullptr) return false;
+  layout::EntryHeader h;
+  std::memcpy(&h, c.reservation.ptr, sizeof(h));
+  return hook->WaitsForPeers(
+      absl::string_view(c.reservation.ptr + layout::kEntryHeaderBytes, h.key_len));
+}
+
+void StreamedSet::Unpark(Connection* c, CommitPool::Done& done) {
+  if (done.job.reservation.ptr != nullptr) writer_->Done(done.job.reservation);
+  budget_->Give(done.job.budget);
+  if (c == nullptr) return;
+  c->parked = false;
+  ReplyStoreStatus(cluster_, c, done.status);
+  counters_->put.duration->Observe(LoopTime(store_->clock()) - done.job.started);
 }
 
 }  // namespace resp_internal

@@ -35,6 +35,10 @@
 // worth reading: the error is sent and the connection closed. A value not followed by CRLF is a
 // protocol error (the caller replies and closes).
 //
+// Cluster mode: the commit waits for the write's replication round, so it
+// is parked (commit_pool.h): run on a worker while the loop serves its
+// other connections; Unpark() answers it.
+//
 // Thread safety: one instance per RespLoop, used only on that loop's thread.
 
 #ifndef KVSTORE_SERVER_RESP_STREAMED_SET_H_
@@ -45,6 +49,7 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
+#include "server/resp/commit_pool.h"
 #include "server/resp/connection.h"
 #include "server/resp/limits.h"
 #include "server/resp/resp_counters.h"
@@ -60,9 +65,16 @@ class StreamedSet {
   // None of the pointers is owned; all must outlive this object. `writer`
   // is the loop's own (KvStore writers are per thread); `budget` is shared
   // by the port's loops; `cluster` is null in single-node mode.
+  // `parking`: where the commits go (cluster mode: they wait for a
+  // replication round); null: committed on the loop's thread.
   StreamedSet(KvStore* store, KvStore::Writer* writer, Counters* counters, Budget* budget,
-              const ClusterState* cluster = nullptr)
-      : store_(store), writer_(writer), counters_(counters), budget_(budget), cluster_(cluster) {}
+              const ClusterState* cluster = nullptr, CommitPool* parking = nullptr)
+      : store_(store),
+        writer_(writer),
+        counters_(counters),
+        budget_(budget),
+        cluster_(cluster),
+        parking_(parking) {}
 
   // Starts the SET of `key` whose value_len-byte value (then CRLF) follows
   // in the stream. On return `c` is in kValue/kValueCrlf (entry reserved),
@@ -94,11 +106,20 @@ class StreamedSet {
   // the space stays dead until its segment is reclaimed. No-op without one.
   void Abandon(Connection* c);
 
+  // A parked SET's commit came back (commit_pool.h): gives its entry and
+  // budget back and, when its connection `c` is still open (null: closed
+  // meanwhile), answers the SET and unparks it.
+  void Unpark(Connection* c, CommitPool::Done& done);
+
  private:
   // Where the next value byte goes inside the reserved entry.
   static char* ValueCursor(const Connection& c);
-  // Seals and commits the complete entry and answers the SET.
+  // Seals and commits the complete entry and answers the SET; with
+  // parking, when the write would wait for other nodes, hands the commit
+  // to the pool and parks the connection.
   void Finish(Connection* c);
+  // The write hook's WaitsForPeers() for the key of c's sealed entry.
+  bool WaitsForPeers(const Connection& c) const;
   enum class ReserveResult { kYes, kRefused, kHeldBack };
   // Reserves the entry of c's SET (budget, then pool) and writes its header
   // and key. A refusal queues the error and switches to kDiscard. With
@@ -116,6 +137,7 @@ class StreamedSet {
   Counters* const counters_;
   Budget* const budget_;
   const ClusterState* const cluster_;
+  CommitPool* const parking_;
 };
 
 }  // namespace resp_internal

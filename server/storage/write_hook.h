@@ -48,6 +48,13 @@ class WriteHook {
   // (deleting expired keys), so that a backup does not send writes it would
   // only see refused. Write() decides for real.
   virtual bool MayWrite(absl::string_view key) { return true; }
+
+  // Whether a client write of `key` would now wait for other nodes (a
+  // replication round, a migration's forward, a reconcile): a hint, for
+  // transports that run such a write off their event loop (the RESP loop
+  // parks it) and the others inline, where a hand-off would cost more than
+  // the write. Write() decides for real.
+  virtual bool WaitsForPeers(absl::string_view key) { return true; }
 };
 
 }  // namespace server

@@ -129,11 +129,6 @@ absl::StatusOr<Resp> PeerClient::Unary(const char* method, const v1::ClusterNode
 #define KV_PEER_UNARY(Method, Group) KV_PEER_CALL(Method, Group, nullptr)
 #define KV_PEER_ADMIN(Method) KV_PEER_CALL(Method, nullptr, &authorization)
 
-absl::Status PeerClient::Replicate(const v1::ClusterNode& node, const v1::ReplicateRequest& req,
-                                   absl::Time deadline) {
-  return KV_PEER_UNARY(Replicate, nullptr).status();
-}
-
 absl::StatusOr<v1::ReplicaStatusResponse> PeerClient::ReplicaStatus(
     const v1::ClusterNode& node, const v1::ReplicaStatusRequest& req, absl::Time deadline) {
   return KV_PEER_UNARY(ReplicaStatus, nullptr);
@@ -249,6 +244,16 @@ void PeerClient::StartImportWrite(const v1::ClusterNode& node, const v1::ImportW
                                    [call, node, done = std::move(done)](grpc::Status s) {
                                      done(PeerError("ImportWrite", node, FromGrpcStatus(s)));
                                    });
+}
+
+std::unique_ptr<PeerClient::StreamCall> PeerClient::OpenReplicateStream(
+    const v1::ClusterNode& node) {
+  auto call = std::make_unique<StreamCall>();
+  call->stub = Stub(node);
+  call->context = std::make_unique<grpc::ClientContext>();
+  Prepare(call->context.get(), absl::InfiniteFuture());
+  call->stream = call->stub->ReplicateStream(call->context.get());
+  return call;
 }
 
 absl::Status PeerClient::SyncShard(

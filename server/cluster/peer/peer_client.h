@@ -181,14 +181,9 @@ class PeerClient {
                                                     absl::Time deadline,
                                                     const std::string& authorization);
 
-  // Replicate on the calling thread: it waits on the call's own completion
-  // queue, so no gRPC thread has to wake it with the answer. For a write
-  // with one target (Replicator::Forward).
-  absl::Status Replicate(const v1::ClusterNode& node, const v1::ReplicateRequest& req,
-                         absl::Time deadline);
-
-  // The same, started without blocking, for calls a caller runs in
-  // parallel (the replicator's forwards): `done` runs exactly once, on a
+  // Replicate, started without blocking (the replication stream replaced
+  // it in the replicator; kept for callers that send one write alone):
+  // `done` runs exactly once, on a
   // gRPC thread, with the status. `req` must stay valid until then. The
   // destructor waits for every such callback to have returned.
   using Done = std::function<void(absl::Status)>;
@@ -196,6 +191,19 @@ class PeerClient {
                       absl::Time deadline, Done done);
   void StartImportWrite(const v1::ClusterNode& node, const v1::ImportWriteRequest& req,
                         absl::Time deadline, Done done);
+
+  // The ReplicateStream call of `node` (ReplicationStream), opened on the
+  // node's channel with the cluster secret and no deadline: each write
+  // carries its own time left. Null members never; a call that cannot start
+  // fails its first Read/Write. Destroy it (stream, then context, then the
+  // channel it keeps) only after Finish(), or after TryCancel() and both
+  // sides done.
+  struct StreamCall {
+    std::shared_ptr<v1::KvCluster::Stub> stub;  // keeps the channel alive
+    std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::ReplicateBatch, v1::ReplicateBatchReply>> stream;
+  };
+  std::unique_ptr<StreamCall> OpenReplicateStream(const v1::ClusterNode& node);
 
   // The SyncShard stream of `node`: `on_chunk` runs for every chunk, in
   // order, on the caller's thread, until the stream ends. An error from

@@ -149,7 +149,7 @@ TEST_F(PeerChecksTest, EveryClusterRpcRefusesThePrincipalsItIsNotFor) {
     peer_methods += for_peers;
     admin_methods += for_admins;
   }
-  EXPECT_EQ(peer_methods, 10);
+  EXPECT_EQ(peer_methods, 11);
   EXPECT_EQ(admin_methods, 5);
   EXPECT_GE(Value(node(1).registry(), "kvstore_grpc_permission_denied_total"),
             static_cast<uint64_t>(service->method_count() - 1));

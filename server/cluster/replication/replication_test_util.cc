@@ -173,9 +173,8 @@ absl::Status FakeEditor::CompleteMigration(uint32_t migration_id) {
   return absl::IsCancelled(s) ? absl::OkStatus() : s;
 }
 
-grpc::Status TestClusterService::Replicate(grpc::ServerContext* context,
-                                           const v1::ReplicateRequest* request,
-                                           v1::ReplicateResponse* response) {
+absl::StatusOr<v1::ReplicateResponse> TestClusterService::InstallWrite(
+    const v1::ReplicateRequest& request, absl::Time deadline) {
   Before before, after;
   {
     absl::MutexLock lock(&mu_);
@@ -183,11 +182,11 @@ grpc::Status TestClusterService::Replicate(grpc::ServerContext* context,
     after = after_;
   }
   if (before) {
-    if (absl::Status s = before(*request); !s.ok()) return ToGrpcStatus(s);
+    if (absl::Status s = before(request); !s.ok()) return s;
   }
-  grpc::Status installed = ClusterService::Replicate(context, request, response);
+  absl::StatusOr<v1::ReplicateResponse> installed = ClusterService::InstallWrite(request, deadline);
   if (installed.ok() && after) {
-    if (absl::Status s = after(*request); !s.ok()) return ToGrpcStatus(s);
+    if (absl::Status s = after(request); !s.ok()) return s;
   }
   return installed;
 }

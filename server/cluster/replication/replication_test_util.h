@@ -102,8 +102,11 @@ class TestClusterService : public ClusterService {
     absl::MutexLock lock(&mu_);
     after_ = std::move(fn);
   }
-  grpc::Status Replicate(grpc::ServerContext* context, const v1::ReplicateRequest* request,
-                         v1::ReplicateResponse* response) override;
+
+ protected:
+  // Both Replicate and the replication stream come here.
+  absl::StatusOr<v1::ReplicateResponse> InstallWrite(const v1::ReplicateRequest& request,
+                                                     absl::Time deadline) override;
 
  private:
   absl::Mutex mu_;

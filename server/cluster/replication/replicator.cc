@@ -55,6 +55,8 @@ Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* s
       peers_(peers),
       options_(std::move(options)),
       stripes_(new absl::Mutex[kStripes]),
+      send_order_(new absl::Mutex[kSendOrderLocks]),
+      streams_(peers, registry),
       former_(state->self(), options_.lease_ttl),
       gate_(state->self()) {
   // Maps this node installs as a backup count too: a backup promoted by a
@@ -101,6 +103,10 @@ absl::Mutex& Replicator::StripeOf(absl::string_view key) {
   return stripes_[absl::Hash<absl::string_view>{}(key) % kStripes];
 }
 
+absl::Mutex& Replicator::SendOrder(uint32_t shard_id) {
+  return send_order_[shard_id % kSendOrderLocks];
+}
+
 absl::Mutex& Replicator::ShardBarrier(uint32_t shard_id) {
   absl::MutexLock lock(&barriers_mu_);
   std::unique_ptr<absl::Mutex>& mu = barriers_[shard_id];
@@ -143,6 +149,14 @@ absl::Status Replicator::Write(absl::string_view key, absl::string_view entry,
 
 bool Replicator::MayWrite(absl::string_view key) {
   return state_->RouteKey(key).kind == Route::Kind::kServe;
+}
+
+bool Replicator::WaitsForPeers(absl::string_view key) {
+  const Route route = state_->RouteKey(key);
+  if (route.kind == Route::Kind::kReconciling) return true;
+  if (route.kind != Route::Kind::kServe) return false;  // refused without a round
+  return route.shard->replicas_size() > 1 || route.shard->syncing_size() > 0 ||
+         route.migration != nullptr;
 }
 
 absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry,
@@ -271,12 +285,12 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
   for (const std::string& id : shard.syncing()) {
     targets.push_back(Target{map.Node(id), false, absl::OkStatus()});
   }
-  v1::ReplicateRequest req;
-  req.set_seq(seqs_->Next(shard_id));  // also keeps this node's applied_seq moving
   if (targets.empty()) {
+    seqs_->Next(shard_id);  // keeps this node's applied_seq moving
     HoldForFormerPrimary(shard_id);
     return absl::OkStatus();
   }
+  v1::ReplicateRequest req;  // its seq: Forward() takes it
   req.set_shard_id(shard_id);
   req.set_shard_epoch(shard.shard_epoch());
   req.set_op(entry.empty() ? v1::REPLICA_OP_DELETE : v1::REPLICA_OP_PUT);
@@ -410,7 +424,7 @@ absl::Status Replicator::ImportWrite(uint32_t target_shard, absl::string_view ke
   return held ? cluster::OutcomeUnknown(s) : s;
 }
 
-void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& targets,
+void Replicator::Forward(v1::ReplicateRequest& req, std::vector<Target>& targets,
                          absl::Time deadline) {
   std::vector<size_t> pending;
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -422,12 +436,11 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
   }
   // For a backup whose link failed with this write: it may still process
   // that commit (ResentSeqs).
-  v1::ReplicateRequest resent = req;
-  resent.set_resent_after_rdma(true);
-  while (!pending.empty()) {
+  v1::ReplicateRequest resent;
+  for (bool first = true; first || !pending.empty(); first = false) {
     // Targets with an RDMA link up take the write that way; the rest (and
-    // all of them without links) by the Replicate RPC.
-    std::vector<size_t> by_grpc;
+    // all of them without links) on the shard's replication stream to them.
+    std::vector<size_t> by_stream;
     std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>> by_rdma;
     for (size_t i : pending) {
       std::shared_ptr<RdmaReplicaLink> link =
@@ -435,66 +448,47 @@ void Replicator::Forward(const v1::ReplicateRequest& req, std::vector<Target>& t
       if (link != nullptr) {
         by_rdma.emplace_back(i, std::move(link));
       } else {
-        by_grpc.push_back(i);
+        by_stream.push_back(i);
       }
     }
-    std::vector<size_t> retry;
-    if (by_grpc.size() == 1 && by_rdma.empty()) {
-      // One target (R=2 without RDMA): the call runs on this thread, which
-      // then waits on the call's own completion queue instead of being
-      // woken by a gRPC thread's callback. One thread hand-off less per
-      // write; on a small machine the wake-ups are most of a forward's cost.
-      Target& t = targets[by_grpc[0]];
-      t.status = peers_->Replicate(*t.node, t.rdma_failed ? resent : req, deadline);
-    } else {
-      // The RDMA sends run while the gRPC calls are in flight.
-      SendOverGrpc(req, resent, by_grpc, targets, deadline, [&] {
-        if (!by_rdma.empty()) SendOverRdma(req, by_rdma, targets, deadline, &retry);
-      });
+    // Opened (a gRPC call started) before the send lock, which every write
+    // of the shard takes.
+    std::vector<std::shared_ptr<ReplicationStream>> streams;
+    for (size_t i : by_stream) streams.push_back(streams_.Get(req.shard_id(), *targets[i].node));
+    std::vector<std::shared_ptr<ReplicationStream::Ticket>> tickets;
+    {
+      // The seq is taken and the write queued on every stream under one
+      // lock, so that each stream carries the shard's writes in seq order.
+      std::optional<absl::MutexLock> order;
+      if (first) {
+        order.emplace(&SendOrder(req.shard_id()));
+        req.set_seq(seqs_->Next(req.shard_id()));  // also keeps this node's applied_seq moving
+      }
+      for (size_t k = 0; k < by_stream.size(); ++k) {
+        const Target& t = targets[by_stream[k]];
+        tickets.push_back(streams[k]->Send(t.rdma_failed ? resent : req, deadline));
+      }
     }
-    for (size_t k = 0; k < by_grpc.size(); ++k) {
-      Target& t = targets[by_grpc[k]];
+    if (first) {
+      resent = req;
+      resent.set_resent_after_rdma(true);
+    }
+    std::vector<size_t> retry;
+    // The RDMA sends run while the stream's batch is on its way.
+    if (!by_rdma.empty()) SendOverRdma(req, by_rdma, targets, deadline, &retry);
+    for (size_t k = 0; k < by_stream.size(); ++k) {
+      Target& t = targets[by_stream[k]];
+      t.status = streams[k]->Wait(*tickets[k], deadline);
       // A fenced primary publishes nothing: asking a lagging backup again
       // would only leave the write on more nodes.
       if (MapBehind(t.status) && absl::Now() + absl::Milliseconds(2) < deadline &&
           state_->Serving()) {
-        retry.push_back(by_grpc[k]);
+        retry.push_back(by_stream[k]);
       }
     }
     if (!retry.empty()) absl::SleepFor(absl::Milliseconds(2));
     pending = std::move(retry);
   }
-}
-
-void Replicator::SendOverGrpc(const v1::ReplicateRequest& req, const v1::ReplicateRequest& resent,
-                              const std::vector<size_t>& by_grpc, std::vector<Target>& targets,
-                              absl::Time deadline, absl::FunctionRef<void()> meanwhile) {
-  // Shared with the callbacks, which may run after a waiter has woken.
-  struct Calls {
-    absl::Mutex mu;
-    size_t left ABSL_GUARDED_BY(mu) = 0;
-    std::vector<absl::Status> status ABSL_GUARDED_BY(mu);
-  };
-  auto calls = std::make_shared<Calls>();
-  {
-    absl::MutexLock lock(&calls->mu);
-    calls->left = by_grpc.size();
-    calls->status.resize(by_grpc.size());
-  }
-  for (size_t k = 0; k < by_grpc.size(); ++k) {
-    const Target& t = targets[by_grpc[k]];
-    peers_->StartReplicate(*t.node, t.rdma_failed ? resent : req, deadline,
-                           [calls, k](absl::Status s) {
-                             absl::MutexLock lock(&calls->mu);
-                             calls->status[k] = std::move(s);
-                             --calls->left;
-                           });
-  }
-  meanwhile();
-  absl::MutexLock lock(&calls->mu);
-  calls->mu.Await(absl::Condition(
-      +[](size_t* left) { return *left == 0; }, &calls->left));
-  for (size_t k = 0; k < by_grpc.size(); ++k) targets[by_grpc[k]].status = calls->status[k];
 }
 
 // All at once (RdmaReplicaLinks::SendAll). A link that failed is dropped (gRPC

@@ -8,9 +8,11 @@
 //      primary, no map or fenced -> kClusterDown;
 //   2. take the key's stripe lock (one of 4096) until the write is published,
 //      so writes of one key reach every replica in one order;
-//   3. take the shard's next seq and send Replicate to every in-sync backup
-//      and every syncing replica in parallel (by RDMA where a link is up,
-//      see set_rdma_links), within replication_timeout (a
+//   3. take the shard's next seq and send the write to every in-sync backup
+//      and every syncing replica in parallel, on the shard's replication
+//      stream to each (replication_stream.h: writes of many clients share
+//      one message under load) or by RDMA where a link is up (see
+//      set_rdma_links), within replication_timeout (a
 //      backup whose map is behind is retried until then; a backup whose map
 //      is newer than the one the write was routed on makes the whole write
 //      route again, with a new seq, until then);
@@ -70,7 +72,7 @@
 //
 // Thread safety: thread-safe. Lock order: shard barrier (a migration's
 // source shard before its target shard), then the settling lock, then
-// stripe lock;
+// stripe lock, then the send-order lock, then a stream's;
 // ShardMapEditor calls are made holding them (the editor must not call back
 // into the replicator).
 
@@ -99,6 +101,7 @@
 #include "server/cluster/replication/former_primaries.h"
 #include "server/cluster/replication/promotion_gate.h"
 #include "server/cluster/replication/rdma_replica_links.h"
+#include "server/cluster/replication/replication_stream.h"
 #include "server/cluster/replication/shard_seqs.h"
 #include "server/routing/cluster_state.h"
 #include "server/storage/kv_store.h"
@@ -138,6 +141,9 @@ class Replicator : public WriteHook {
                      absl::FunctionRef<absl::Status()> publish) override;
   // True when this node serves writes of `key`'s slot under its current map.
   bool MayWrite(absl::string_view key) override;
+  // True unless the key's shard has no backup, no syncing replica and no
+  // migration under way (R=1), or the write would be refused at once.
+  bool WaitsForPeers(absl::string_view key) override;
 
   // The stripe lock of `key`: SyncShard holds it while it copies the key's
   // entry, so the copy is never taken between a write's forward and its
@@ -276,16 +282,11 @@ class Replicator : public WriteHook {
   absl::Status Conclude(const Route& route, const v1::ClusterNode* target, const Round& r,
                         absl::Time deadline, bool* again, absl::FunctionRef<absl::Status()> publish,
                         bool* published);
-  // Sends `req` to every target in parallel; retries a kMapBehind refusal
-  // until `deadline`. Fills each target's status.
-  void Forward(const v1::ReplicateRequest& req, std::vector<Target>& targets, absl::Time deadline);
-  // Forward()'s Replicate calls to the targets `by_grpc` (indexes into
-  // `targets`; `resent` for those whose RDMA link failed), all started at
-  // once; runs `meanwhile` while they are in flight, then waits for every
-  // answer and fills their status.
-  void SendOverGrpc(const v1::ReplicateRequest& req, const v1::ReplicateRequest& resent,
-                    const std::vector<size_t>& by_grpc, std::vector<Target>& targets,
-                    absl::Time deadline, absl::FunctionRef<void()> meanwhile);
+  // Takes the write's seq (see SendOrder) and sends `req` to every target
+  // in parallel: on the shard's replication stream to it, or by RDMA where
+  // a link is up; retries a kMapBehind refusal until `deadline`. Fills each
+  // target's status.
+  void Forward(v1::ReplicateRequest& req, std::vector<Target>& targets, absl::Time deadline);
   // Forward()'s sends to the targets whose RDMA link is up (`links`: target
   // index and link); fills their status and appends to *retry the ones to
   // send again (kMapBehind, or a failed link: by gRPC then).
@@ -316,6 +317,10 @@ class Replicator : public WriteHook {
   // Sleeps until FormerPrimaries lets writes of `shard_id` be acknowledged.
   void HoldForFormerPrimary(uint32_t shard_id);
   absl::Mutex& ShardBarrier(uint32_t shard_id);
+  // Held while a write's seq is taken and the write queued on its streams,
+  // so that every stream carries its shard's writes in seq order. One lock
+  // serves several shards (only the order within a shard matters).
+  absl::Mutex& SendOrder(uint32_t shard_id);
   bool Broken(uint32_t shard_id, absl::string_view node_id);
 
   ClusterState* const state_;
@@ -324,6 +329,9 @@ class Replicator : public WriteHook {
   PeerClient* const peers_;
   const ReplicatorOptions options_;
   std::unique_ptr<absl::Mutex[]> stripes_;
+  static constexpr uint32_t kSendOrderLocks = 64;
+  std::unique_ptr<absl::Mutex[]> send_order_;
+  ReplicationStreams streams_;
 
   absl::Mutex barriers_mu_;
   absl::flat_hash_map<uint32_t, std::unique_ptr<absl::Mutex>> barriers_

@@ -1,0 +1,162 @@
+// Copyright 2026 The kvstore Authors.
+//
+// ReplicationStream: the primary's end of the replication stream of one
+// shard to one backup (ReplicateStream in proto/kv_cluster.proto), and
+// ReplicationStreams, the set of them a replicator keeps.
+//
+// Why a stream: a unary Replicate call per write and backup costs a gRPC
+// call's round of thread wake-ups and system calls on both nodes for every
+// write, which made a replicated write cost about ten times an unreplicated
+// one (docs/performance.md). On the stream, writes queue while the stream
+// is busy sending and go out together: under load one message and one
+// reply carry many writes (group commit); idle, a write goes out at once
+// (no timer, no added latency).
+//
+// How: Send() appends the write to the queue and wakes the sender thread,
+// which takes the whole queue as one ReplicateBatch; the receiver thread
+// reads the backup's replies, one per batch in order, and completes each
+// write's Ticket with OK or the refusal the reply names for it. Writes of
+// one stream reach the backup in the order Send() was called; the
+// replicator calls it in seq order (it takes the seq and sends under one
+// lock per shard).
+//
+// Failure: a stream that breaks (the backup or the connection went away, a
+// reply that does not match, a write not answered by its deadline:
+// Wait() cancels the stream) fails every write still queued or unanswered
+// with kUnavailable, and stays broken: ReplicationStreams opens a new one
+// for the next write. A write failed so may still have been installed (the
+// reply was lost): its status is not a certain no-effect refusal, as for a
+// unary call that timed out.
+//
+// Thread safety: thread-safe. Each stream owns two threads (sender,
+// receiver), joined by its destructor.
+
+#ifndef KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATION_STREAM_H_
+#define KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATION_STREAM_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/metrics/registry.h"
+#include "proto/kv_cluster.pb.h"
+#include "server/cluster/peer/peer_client.h"
+
+namespace kvstore {
+namespace server {
+
+// The kvstore_replication_stream_* series, shared by every stream of a node.
+struct ReplicationStreamMetrics {
+  explicit ReplicationStreamMetrics(metrics::Registry* registry);
+  metrics::Counter* opened;
+  metrics::Counter* broken;
+  metrics::Counter* batches;
+  metrics::Counter* writes;
+};
+
+class ReplicationStream {
+ public:
+  // A write on its way: Wait() for the backup's answer.
+  class Ticket {
+   public:
+    Ticket() = default;
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+
+   private:
+    friend class ReplicationStream;
+    absl::Mutex mu_;
+    bool done_ ABSL_GUARDED_BY(mu_) = false;
+    absl::Status status_ ABSL_GUARDED_BY(mu_);
+  };
+
+  // Opens the stream to `node` through `peers` and starts its threads.
+  // Neither is owned: `peers` and `metrics` must outlive the stream.
+  ReplicationStream(PeerClient* peers, const v1::ClusterNode& node,
+                    ReplicationStreamMetrics* metrics);
+  // Cancels the stream, fails what is pending (kUnavailable) and joins.
+  ~ReplicationStream();
+  ReplicationStream(const ReplicationStream&) = delete;
+  ReplicationStream& operator=(const ReplicationStream&) = delete;
+
+  // Queues `req` (copied) for the backup; `deadline` bounds how long the
+  // backup may still install it. Never blocks on the network. On a broken
+  // stream the ticket is already failed with kUnavailable.
+  std::shared_ptr<Ticket> Send(const v1::ReplicateRequest& req, absl::Time deadline);
+
+  // The backup's answer to `ticket`'s write: OK once installed, the
+  // backup's refusal (with its payloads, the message naming the peer as
+  // PeerClient's errors do), kUnavailable if the stream broke first, or
+  // kDeadlineExceeded at `deadline`, which also breaks the stream: its
+  // later writes would wait behind one the backup has not answered.
+  absl::Status Wait(Ticket& ticket, absl::Time deadline);
+
+  // Once broken, a stream takes no more writes (see the file comment).
+  bool broken() const;
+  // The node as it was when the stream opened (address, incarnation).
+  const v1::ClusterNode& node() const { return node_; }
+
+ private:
+  void SendLoop();
+  void ReceiveLoop();
+  // Marks the stream broken with `why` and cancels the call (idempotent;
+  // the first reason is kept). REQUIRES: mu_ held.
+  void BreakLocked(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void Complete(Ticket& ticket, absl::Status status);
+
+  const v1::ClusterNode node_;
+  ReplicationStreamMetrics* const metrics_;
+  std::unique_ptr<PeerClient::StreamCall> call_;
+
+  mutable absl::Mutex mu_;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status why_ ABSL_GUARDED_BY(mu_);
+  bool sender_done_ ABSL_GUARDED_BY(mu_) = false;
+  // Queued, not yet sent: the writes, their deadlines and tickets.
+  v1::ReplicateBatch queued_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Time> queued_deadlines_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Ticket>> queued_tickets_ ABSL_GUARDED_BY(mu_);
+  // Sent, not answered: one entry per batch, oldest first.
+  std::deque<std::vector<std::shared_ptr<Ticket>>> unanswered_ ABSL_GUARDED_BY(mu_);
+
+  std::thread sender_;
+  std::thread receiver_;
+};
+
+// The streams of one primary, one per (shard, backup): opened on first use,
+// opened anew when the one there broke or the backup's address or
+// incarnation changed. Thread-safe.
+class ReplicationStreams {
+ public:
+  // Not owned; both outlive this object.
+  ReplicationStreams(PeerClient* peers, metrics::Registry* registry);
+  ReplicationStreams(const ReplicationStreams&) = delete;
+  ReplicationStreams& operator=(const ReplicationStreams&) = delete;
+
+  // The stream of shard `shard_id` to `node`. Never null.
+  std::shared_ptr<ReplicationStream> Get(uint32_t shard_id, const v1::ClusterNode& node);
+
+  // Closes the streams of (shard, node) pairs `keep` says no (a backup
+  // that left the shard): their threads end.
+  void Retain(const std::function<bool(uint32_t shard_id, const std::string& node_id)>& keep);
+
+ private:
+  PeerClient* const peers_;
+  ReplicationStreamMetrics metrics_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::pair<uint32_t, std::string>, std::shared_ptr<ReplicationStream>> streams_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATION_STREAM_H_

@@ -1,0 +1,99 @@
+// Copyright 2026 The kvstore Authors.
+//
+// CommitPool: where a RESP loop parks a streamed SET whose commit waits for
+// a replication round (cluster mode), as Redis parks a client in WAIT.
+//
+// Why: KvStore::Commit() runs the write hook, which in cluster mode blocks
+// until every in-sync backup installed the write. Run on the loop, that
+// round stalled every other connection of the loop; and with at most one
+// SET per loop in flight, the replication stream could never batch
+// (replication_stream.h). Here the loop hands the sealed entry to a worker
+// and goes on serving its other connections; the worker commits (and
+// waits) and queues the outcome; the loop, woken through `notify_fd`,
+// answers the SET and resumes its connection. A connection with a parked
+// SET is not read meanwhile, so its replies stay in request order.
+//
+// Ownership: a Job carries the SET's reservation and in-flight budget away
+// from its connection, and the Done gives them back: the loop hands them to
+// its writer (KvStore::Writer::Done, on the loop's thread) and the budget,
+// whether the connection is still open or not. A connection closed while
+// its SET is parked thus never frees an entry a commit still reads.
+//
+// Thread safety: Submit(), TakeDone() and the destructor from the loop's
+// thread; the workers are the pool's own (started on demand, up to
+// max_threads, kept while the loop lives).
+
+#ifndef KVSTORE_SERVER_RESP_COMMIT_POOL_H_
+#define KVSTORE_SERVER_RESP_COMMIT_POOL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/storage/kv_store.h"
+#include "server/storage/reservation.h"
+
+namespace kvstore {
+namespace server {
+namespace resp_internal {
+
+class CommitPool {
+ public:
+  struct Job {
+    int fd = -1;          // the connection that sent the SET ...
+    uint64_t serial = 0;  // ... and which one it was (fds are reused)
+    Reservation reservation;  // the sealed entry, owned by the job
+    uint64_t budget = 0;               // in-flight SET budget it holds
+    absl::Time started;                // loop time the SET's header arrived
+  };
+  struct Done {
+    Job job;
+    absl::Status status;  // KvStore::Commit()'s
+  };
+
+  // `store` is not owned and outlives the pool; `notify_fd` is an eventfd
+  // the loop polls: written when a finished job finds the done queue empty.
+  CommitPool(KvStore* store, int notify_fd, size_t max_threads);
+  // Lets every submitted job finish (each is bounded by the replication
+  // timeout), then joins the workers. Their Done stay for TakeDone().
+  ~CommitPool();
+  CommitPool(const CommitPool&) = delete;
+  CommitPool& operator=(const CommitPool&) = delete;
+
+  // Queues `job`'s commit; starts a worker if none is idle and fewer than
+  // max_threads run.
+  void Submit(Job job);
+  // The jobs finished since the last call, in the order they finished.
+  // Read the eventfd before calling (see notify_fd).
+  std::vector<Done> TakeDone();
+  // Jobs submitted and not yet taken back by TakeDone().
+  size_t outstanding() const { return outstanding_; }
+  // Stops the workers after the jobs queued so far; idempotent.
+  void Stop();
+
+ private:
+  void Work();
+
+  KvStore* const store_;
+  const int notify_fd_;
+  const size_t max_threads_;
+  size_t outstanding_ = 0;  // loop thread only
+
+  absl::Mutex mu_;
+  std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
+  std::vector<Done> done_ ABSL_GUARDED_BY(mu_);
+  size_t idle_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;  // loop thread only
+};
+
+}  // namespace resp_internal
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_RESP_COMMIT_POOL_H_
