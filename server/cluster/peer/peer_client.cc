@@ -246,14 +246,12 @@ void PeerClient::StartImportWrite(const v1::ClusterNode& node, const v1::ImportW
                                    });
 }
 
-std::unique_ptr<PeerClient::StreamCall> PeerClient::OpenReplicateStream(
-    const v1::ClusterNode& node) {
-  auto call = std::make_unique<StreamCall>();
-  call->stub = Stub(node);
-  call->context = std::make_unique<grpc::ClientContext>();
-  Prepare(call->context.get(), absl::InfiniteFuture());
-  call->stream = call->stub->ReplicateStream(call->context.get());
-  return call;
+std::shared_ptr<v1::KvCluster::Stub> PeerClient::BindReplicateStream(
+    const v1::ClusterNode& node, grpc::ClientContext* context, StreamReactor* reactor) {
+  std::shared_ptr<v1::KvCluster::Stub> stub = Stub(node);
+  Prepare(context, absl::InfiniteFuture());
+  stub->async()->ReplicateStream(context, reactor);
+  return stub;
 }
 
 absl::Status PeerClient::SyncShard(

@@ -192,18 +192,15 @@ class PeerClient {
   void StartImportWrite(const v1::ClusterNode& node, const v1::ImportWriteRequest& req,
                         absl::Time deadline, Done done);
 
-  // The ReplicateStream call of `node` (ReplicationStream), opened on the
-  // node's channel with the cluster secret and no deadline: each write
-  // carries its own time left. Null members never; a call that cannot start
-  // fails its first Read/Write. Destroy it (stream, then context, then the
-  // channel it keeps) only after Finish(), or after TryCancel() and both
-  // sides done.
-  struct StreamCall {
-    std::shared_ptr<v1::KvCluster::Stub> stub;  // keeps the channel alive
-    std::unique_ptr<grpc::ClientContext> context;
-    std::unique_ptr<grpc::ClientReaderWriter<v1::ReplicateBatch, v1::ReplicateBatchReply>> stream;
-  };
-  std::unique_ptr<StreamCall> OpenReplicateStream(const v1::ClusterNode& node);
+  // Binds `reactor` to a ReplicateStream call of `node` (ReplicationStream)
+  // on the node's channel, `context` carrying the cluster secret and no
+  // deadline (each write carries its own time left); the caller then
+  // starts it (reactor->StartCall()). Returns the stub, which keeps the
+  // channel: hold it until the reactor's OnDone().
+  using StreamReactor = grpc::ClientBidiReactor<v1::ReplicateBatch, v1::ReplicateBatchReply>;
+  std::shared_ptr<v1::KvCluster::Stub> BindReplicateStream(const v1::ClusterNode& node,
+                                                           grpc::ClientContext* context,
+                                                           StreamReactor* reactor);
 
   // The SyncShard stream of `node`: `on_chunk` runs for every chunk, in
   // order, on the caller's thread, until the stream ends. An error from

@@ -3,7 +3,6 @@
 #include "server/cluster/replication/replication_stream.h"
 
 #include <algorithm>
-#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,8 +17,8 @@ ReplicationStreamMetrics::ReplicationStreamMetrics(metrics::Registry* registry)
                                   "Replication streams (one per shard and backup) this primary "
                                   "opened.")),
       broken(registry->AddCounter("kvstore_replication_streams_broken_total",
-                                  "Replication streams that broke (backup gone, connection "
-                                  "lost, a write not answered in time).")),
+                                  "Replication streams that ended: backup gone, connection "
+                                  "lost, a write not answered in time, or closed.")),
       batches(registry->AddCounter("kvstore_replication_stream_batches_total",
                                    "Batches sent on replication streams; writes_total over this "
                                    "is the mean batch size.")),
@@ -28,18 +27,15 @@ ReplicationStreamMetrics::ReplicationStreamMetrics(metrics::Registry* registry)
 
 ReplicationStream::ReplicationStream(PeerClient* peers, const v1::ClusterNode& node,
                                      ReplicationStreamMetrics* metrics)
-    : node_(node), metrics_(metrics), call_(peers->OpenReplicateStream(node)) {
-  sender_ = std::thread([this] { SendLoop(); });
-  receiver_ = std::thread([this] { ReceiveLoop(); });
+    : node_(node), metrics_(metrics) {
+  stub_ = peers->BindReplicateStream(node_, &context_, this);
+  StartRead(&reply_);
+  StartCall();
 }
 
 ReplicationStream::~ReplicationStream() {
-  {
-    absl::MutexLock lock(&mu_);
-    BreakLocked(absl::UnavailableError("the stream was closed"));
-  }
-  sender_.join();
-  receiver_.join();
+  Break(absl::UnavailableError("the stream was closed"));
+  done_.WaitForNotification();
 }
 
 bool ReplicationStream::broken() const {
@@ -47,13 +43,22 @@ bool ReplicationStream::broken() const {
   return broken_;
 }
 
-void ReplicationStream::BreakLocked(const absl::Status& why) {
-  if (broken_) return;
+bool ReplicationStream::MarkBrokenLocked(const absl::Status& why) {
+  if (broken_) return false;
   broken_ = true;
   why_ = why;
   metrics_->broken->Increment();
-  // Ends a Read or Write blocked in the other threads.
-  call_->context->TryCancel();
+  return true;
+}
+
+void ReplicationStream::Break(const absl::Status& why) {
+  bool cancel;
+  {
+    absl::MutexLock lock(&mu_);
+    cancel = MarkBrokenLocked(why);
+  }
+  // Ends the read and any write in flight; OnDone() fails what is pending.
+  if (cancel) context_.TryCancel();
 }
 
 void ReplicationStream::Complete(Ticket& ticket, absl::Status status) {
@@ -62,20 +67,45 @@ void ReplicationStream::Complete(Ticket& ticket, absl::Status status) {
   ticket.done_ = true;
 }
 
+void ReplicationStream::TakeQueueLocked() {
+  // Everything queued goes out as one batch: the group commit. The swap
+  // leaves queued_ the cleared messages of the last batch, whose strings
+  // keep their capacity for the next writes.
+  writing_.Clear();
+  writing_.Swap(&queued_);
+  const absl::Time now = absl::Now();
+  for (absl::Time d : queued_deadlines_) {
+    writing_.add_timeout_micros(std::max<int64_t>(0, absl::ToInt64Microseconds(d - now)));
+  }
+  queued_deadlines_.clear();
+  unanswered_.push_back(std::move(queued_tickets_));
+  queued_tickets_.clear();
+  writing_now_ = true;
+  metrics_->batches->Increment();
+  metrics_->writes->Increment(static_cast<uint64_t>(writing_.writes_size()));
+}
+
 std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Send(const v1::ReplicateRequest& req,
                                                                    absl::Time deadline) {
   auto ticket = std::make_shared<Ticket>();
-  absl::MutexLock lock(&mu_);
-  if (broken_) {
-    Complete(*ticket, PeerError("Replicate", node_,
-                                absl::UnavailableError(absl::StrCat(
-                                    "replication stream broken: ", why_.message()))));
-    return ticket;
+  {
+    absl::MutexLock lock(&mu_);
+    if (broken_) {
+      Complete(*ticket, PeerError("Replicate", node_,
+                                  absl::UnavailableError(absl::StrCat(
+                                      "replication stream broken: ", why_.message()))));
+      return ticket;
+    }
+    *queued_.add_writes() = req;
+    queued_deadlines_.push_back(deadline);
+    queued_tickets_.push_back(ticket);
+    // A batch is being written: OnWriteDone() sends this one with it.
+    if (writing_now_) return ticket;
+    TakeQueueLocked();
   }
-  *queued_.add_writes() = req;
-  queued_deadlines_.push_back(deadline);
-  queued_tickets_.push_back(ticket);
-  return ticket;  // the unlock wakes the sender if it waits (its condition)
+  // Idle: this thread starts the write (not under mu_: see Break()).
+  StartWrite(&writing_);
+  return ticket;
 }
 
 absl::Status ReplicationStream::Wait(Ticket& ticket, absl::Time deadline) {
@@ -85,106 +115,79 @@ absl::Status ReplicationStream::Wait(Ticket& ticket, absl::Time deadline) {
       return ticket.status_;
     }
   }
-  {
-    absl::MutexLock lock(&mu_);
-    BreakLocked(absl::DeadlineExceededError("a write was not answered by its deadline"));
-  }
+  Break(absl::DeadlineExceededError("a write was not answered by its deadline"));
   return PeerError("Replicate", node_,
                    absl::DeadlineExceededError("no answer from the backup by the deadline"));
 }
 
-void ReplicationStream::SendLoop() {
-  v1::ReplicateBatch batch;
-  std::vector<absl::Time> deadlines;
-  for (;;) {
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](ReplicationStream* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return s->broken_ || !s->queued_.writes().empty();
-          },
-          this));
-      if (broken_) {
-        sender_done_ = true;
-        return;
-      }
-      // Everything queued goes out as one batch: the group commit. The
-      // swap leaves queued_ the (cleared) messages of the last batch, whose
-      // strings keep their capacity for the next writes.
-      batch.Swap(&queued_);
-      deadlines.swap(queued_deadlines_);
-      unanswered_.push_back(std::move(queued_tickets_));
-      queued_tickets_.clear();
+void ReplicationStream::OnWriteDone(bool ok) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!ok) {
+      writing_now_ = false;
+      MarkBrokenLocked(absl::UnavailableError("the backup closed the stream"));
+      return;  // the call is over: OnDone() follows
     }
-    const absl::Time now = absl::Now();
-    batch.clear_timeout_micros();
-    for (absl::Time d : deadlines) {
-      batch.add_timeout_micros(std::max<int64_t>(0, absl::ToInt64Microseconds(d - now)));
-    }
-    deadlines.clear();
-    metrics_->batches->Increment();
-    metrics_->writes->Increment(static_cast<uint64_t>(batch.writes_size()));
-    if (!call_->stream->Write(batch)) {
-      absl::MutexLock lock(&mu_);
-      BreakLocked(absl::UnavailableError("the backup closed the stream"));
-      sender_done_ = true;
+    if (broken_ || queued_.writes().empty()) {
+      writing_now_ = false;
       return;
     }
-    batch.Clear();
+    TakeQueueLocked();  // what was queued while the last batch was written
   }
+  StartWrite(&writing_);
 }
 
-void ReplicationStream::ReceiveLoop() {
-  v1::ReplicateBatchReply reply;
-  while (call_->stream->Read(&reply)) {
-    std::vector<std::shared_ptr<Ticket>> tickets;
-    {
-      absl::MutexLock lock(&mu_);
-      if (unanswered_.empty()) {
-        BreakLocked(absl::InternalError("the backup answered a batch never sent"));
-        break;
-      }
+void ReplicationStream::OnReadDone(bool ok) {
+  if (!ok) {
+    Break(absl::UnavailableError("the backup ended the stream"));
+    return;
+  }
+  std::vector<std::shared_ptr<Ticket>> tickets;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!unanswered_.empty()) {
       tickets = std::move(unanswered_.front());
       unanswered_.pop_front();
     }
-    std::vector<absl::Status> statuses(tickets.size());
-    bool bad = false;
-    for (const v1::ReplicateFailure& f : reply.failed()) {
-      if (f.index() >= statuses.size()) {
-        bad = true;
-        continue;
-      }
-      absl::Status s = StatusFromBytes(f.status());
-      // A refusal that says nothing would read as installed.
-      if (s.ok()) s = absl::InternalError("a failure without a status");
-      statuses[f.index()] = PeerError("Replicate", node_, s);
-    }
-    for (size_t i = 0; i < tickets.size(); ++i) Complete(*tickets[i], std::move(statuses[i]));
-    if (bad) {
-      absl::MutexLock lock(&mu_);
-      BreakLocked(absl::InternalError("the backup named a write its batch does not have"));
-      break;
-    }
   }
-  // The stream is over: once the sender no longer writes, Finish() gives
-  // the call's status, and every write still pending fails with it.
-  {
-    absl::MutexLock lock(&mu_);
-    BreakLocked(absl::UnavailableError("the backup ended the stream"));
-    mu_.Await(absl::Condition(&sender_done_));
+  if (tickets.empty()) {
+    Break(absl::InternalError("the backup answered a batch never sent"));
+    return;
   }
-  const absl::Status finished = FromGrpcStatus(call_->stream->Finish());
+  std::vector<absl::Status> statuses(tickets.size());
+  bool bad = false;
+  for (const v1::ReplicateFailure& f : reply_.failed()) {
+    if (f.index() >= statuses.size()) {
+      bad = true;
+      continue;
+    }
+    absl::Status s = StatusFromBytes(f.status());
+    // A refusal that says nothing would read as installed.
+    if (s.ok()) s = absl::InternalError("a failure without a status");
+    statuses[f.index()] = PeerError("Replicate", node_, s);
+  }
+  for (size_t i = 0; i < tickets.size(); ++i) Complete(*tickets[i], std::move(statuses[i]));
+  if (bad) {
+    Break(absl::InternalError("the backup named a write its batch does not have"));
+    return;
+  }
+  StartRead(&reply_);
+}
+
+void ReplicationStream::OnDone(const grpc::Status& status) {
   std::deque<std::vector<std::shared_ptr<Ticket>>> unanswered;
   std::vector<std::shared_ptr<Ticket>> queued;
   absl::Status why;
   {
     absl::MutexLock lock(&mu_);
+    MarkBrokenLocked(absl::UnavailableError("the call ended"));
     unanswered.swap(unanswered_);
     queued.swap(queued_tickets_);
     queued_.Clear();
     queued_deadlines_.clear();
     why = why_;
   }
+  const absl::Status finished = FromGrpcStatus(status);
   // kUnavailable whatever the cause: the write may have been installed.
   const absl::Status failed = PeerError(
       "Replicate", node_,
@@ -195,6 +198,7 @@ void ReplicationStream::ReceiveLoop() {
     for (auto& t : batch) Complete(*t, failed);
   }
   for (auto& t : queued) Complete(*t, failed);
+  done_.Notify();
 }
 
 ReplicationStreams::ReplicationStreams(PeerClient* peers, metrics::Registry* registry)
@@ -216,7 +220,7 @@ std::shared_ptr<ReplicationStream> ReplicationStreams::Get(uint32_t shard_id,
 
 void ReplicationStreams::Retain(
     const std::function<bool(uint32_t shard_id, const std::string& node_id)>& keep) {
-  std::vector<std::shared_ptr<ReplicationStream>> closed;  // joined after the unlock
+  std::vector<std::shared_ptr<ReplicationStream>> closed;  // ended after the unlock
   absl::MutexLock lock(&mu_);
   for (auto it = streams_.begin(); it != streams_.end();) {
     if (keep(it->first.first, it->first.second)) {

@@ -12,13 +12,16 @@
 // reply carry many writes (group commit); idle, a write goes out at once
 // (no timer, no added latency).
 //
-// How: Send() appends the write to the queue and wakes the sender thread,
-// which takes the whole queue as one ReplicateBatch; the receiver thread
-// reads the backup's replies, one per batch in order, and completes each
-// write's Ticket with OK or the refusal the reply names for it. Writes of
-// one stream reach the backup in the order Send() was called; the
-// replicator calls it in seq order (it takes the seq and sends under one
-// lock per shard).
+// How: the stream is a gRPC callback reactor, so that no thread of its own
+// sits between a writer and the network. Send() appends the write to the
+// queue; when no batch is being written, the sending thread starts the
+// write of the whole queue as one ReplicateBatch itself; when one is,
+// OnWriteDone() (on a gRPC thread) starts the next with everything queued
+// meanwhile. OnReadDone() takes the backup's replies, one per batch in
+// order, and completes each write's Ticket with OK or the refusal the reply
+// names for it. Writes of one stream reach the backup in the order Send()
+// was called; the replicator calls it in seq order (it takes the seq and
+// sends under one lock per shard).
 //
 // Failure: a stream that breaks (the backup or the connection went away, a
 // reply that does not match, a write not answered by its deadline:
@@ -28,8 +31,8 @@
 // reply was lost): its status is not a certain no-effect refusal, as for a
 // unary call that timed out.
 //
-// Thread safety: thread-safe. Each stream owns two threads (sender,
-// receiver), joined by its destructor.
+// Thread safety: thread-safe. The callbacks run on gRPC's threads; the
+// destructor cancels the call and waits for OnDone().
 
 #ifndef KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATION_STREAM_H_
 #define KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATION_STREAM_H_
@@ -38,13 +41,13 @@
 #include <deque>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/metrics/registry.h"
 #include "proto/kv_cluster.pb.h"
@@ -62,7 +65,7 @@ struct ReplicationStreamMetrics {
   metrics::Counter* writes;
 };
 
-class ReplicationStream {
+class ReplicationStream final : public PeerClient::StreamReactor {
  public:
   // A write on its way: Wait() for the backup's answer.
   class Ticket {
@@ -78,12 +81,13 @@ class ReplicationStream {
     absl::Status status_ ABSL_GUARDED_BY(mu_);
   };
 
-  // Opens the stream to `node` through `peers` and starts its threads.
-  // Neither is owned: `peers` and `metrics` must outlive the stream.
+  // Opens the stream to `node` through `peers`. Neither is owned: `peers`
+  // and `metrics` must outlive the stream.
   ReplicationStream(PeerClient* peers, const v1::ClusterNode& node,
                     ReplicationStreamMetrics* metrics);
-  // Cancels the stream, fails what is pending (kUnavailable) and joins.
-  ~ReplicationStream();
+  // Cancels the call and waits for its end; what is pending fails with
+  // kUnavailable.
+  ~ReplicationStream() override;
   ReplicationStream(const ReplicationStream&) = delete;
   ReplicationStream& operator=(const ReplicationStream&) = delete;
 
@@ -104,31 +108,42 @@ class ReplicationStream {
   // The node as it was when the stream opened (address, incarnation).
   const v1::ClusterNode& node() const { return node_; }
 
+  // grpc::ClientBidiReactor.
+  void OnWriteDone(bool ok) override;
+  void OnReadDone(bool ok) override;
+  void OnDone(const grpc::Status& status) override;
+
  private:
-  void SendLoop();
-  void ReceiveLoop();
-  // Marks the stream broken with `why` and cancels the call (idempotent;
-  // the first reason is kept). REQUIRES: mu_ held.
-  void BreakLocked(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks the stream broken with `why` (the first reason is kept); true
+  // the first time, when the caller must cancel the call (Cancel(), not
+  // under mu_: gRPC may run the reactions on the cancelling thread).
+  bool MarkBrokenLocked(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Break(const absl::Status& why);
+  // Moves the queue into writing_ (stamping each write's time left).
+  // REQUIRES: a write may start (none in flight), the queue is not empty.
+  void TakeQueueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Complete(Ticket& ticket, absl::Status status);
 
   const v1::ClusterNode node_;
   ReplicationStreamMetrics* const metrics_;
-  std::unique_ptr<PeerClient::StreamCall> call_;
+  grpc::ClientContext context_;
+  std::shared_ptr<v1::KvCluster::Stub> stub_;  // keeps the channel until OnDone
+  v1::ReplicateBatchReply reply_;               // the read in flight's
 
   mutable absl::Mutex mu_;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status why_ ABSL_GUARDED_BY(mu_);
-  bool sender_done_ ABSL_GUARDED_BY(mu_) = false;
-  // Queued, not yet sent: the writes, their deadlines and tickets.
+  // The batch being written, if writing_now_; gRPC reads it until
+  // OnWriteDone().
+  v1::ReplicateBatch writing_ ABSL_GUARDED_BY(mu_);
+  bool writing_now_ ABSL_GUARDED_BY(mu_) = false;
+  // Queued, not yet written: the writes, their deadlines and tickets.
   v1::ReplicateBatch queued_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Time> queued_deadlines_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Ticket>> queued_tickets_ ABSL_GUARDED_BY(mu_);
-  // Sent, not answered: one entry per batch, oldest first.
+  // Written (or being written), not answered: one entry per batch.
   std::deque<std::vector<std::shared_ptr<Ticket>>> unanswered_ ABSL_GUARDED_BY(mu_);
-
-  std::thread sender_;
-  std::thread receiver_;
+  absl::Notification done_;  // OnDone() ran: gRPC is finished with us
 };
 
 // The streams of one primary, one per (shard, backup): opened on first use,

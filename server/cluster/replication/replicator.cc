@@ -64,6 +64,15 @@ Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* s
   state_->AddListener([this](const cluster::ClusterMapView& view) {
     former_.Observe(view);
     gate_.Observe(view);
+    // A stream to a replica that left the shard (or of a shard this node
+    // no longer leads) would otherwise stay open, idle, for good.
+    streams_.Retain([&](uint32_t shard_id, const std::string& node_id) {
+      const v1::Shard* shard = view.ShardById(shard_id);
+      if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {
+        return false;
+      }
+      return Contains(shard->replicas(), node_id) || Contains(shard->syncing(), node_id);
+    });
   });
   metrics::Registry& r = *registry;
   writes_ = r.AddCounter("kvstore_replication_writes_total",
