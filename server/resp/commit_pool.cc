@@ -54,9 +54,8 @@ void CommitPool::Work() {
       absl::MutexLock lock(&mu_);
       ++idle_;
       mu_.Await(absl::Condition(
-          +[](CommitPool* p) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return p->stop_ || !p->jobs_.empty();
-          },
+          +[](CommitPool* p)
+               ABSL_NO_THREAD_SAFETY_ANALYSIS { return p->stop_ || !p->jobs_.empty(); },
           this));
       --idle_;
       // Queued jobs are finished even when stopping: each holds an entry

@@ -45,11 +45,11 @@ namespace resp_internal {
 class CommitPool {
  public:
   struct Job {
-    int fd = -1;          // the connection that sent the SET ...
-    uint64_t serial = 0;  // ... and which one it was (fds are reused)
+    int fd = -1;              // the connection that sent the SET ...
+    uint64_t serial = 0;      // ... and which one it was (fds are reused)
     Reservation reservation;  // the sealed entry, owned by the job
-    uint64_t budget = 0;               // in-flight SET budget it holds
-    absl::Time started;                // loop time the SET's header arrived
+    uint64_t budget = 0;      // in-flight SET budget it holds
+    absl::Time started;       // loop time the SET's header arrived
   };
   struct Done {
     Job job;

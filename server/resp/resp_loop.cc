@@ -145,9 +145,9 @@ absl::Status RespLoop::Init() {
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, commit_fd_, &ev);
     parking_ = std::make_unique<CommitPool>(store_, commit_fd_, kMaxParkedCommits);
   }
-  sets_ = std::make_unique<StreamedSet>(store_, writer_.get(), counters_,
-                                        &budgets_->inflight_set_bytes, options_.cluster,
-                                        parking_.get());
+  sets_ =
+      std::make_unique<StreamedSet>(store_, writer_.get(), counters_, &budgets_->inflight_set_bytes,
+                                    options_.cluster, parking_.get());
   reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   return absl::OkStatus();
 }
@@ -523,8 +523,7 @@ bool RespLoop::Flush(Connection* c) {
       return false;
     }
     // Requests may be waiting behind the output limit.
-    if (c->reading && !c->parked && c->start < c->in.size() &&
-        c->state == InputState::kCommands) {
+    if (c->reading && !c->parked && c->start < c->in.size() && c->state == InputState::kCommands) {
       Process(c);
       if (conns_.count(c->fd) == 0) return false;
       if (!c->out.empty()) return Flush(c);

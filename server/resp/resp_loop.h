@@ -179,8 +179,8 @@ class RespLoop {
   uint64_t accept_errors_unlogged_ = 0;
   int epoll_fd_ = -1;
   int event_fd_ = -1;
-  int adopt_fd_ = -1;  // eventfd: Adopt() queued descriptors
-  int kill_fd_ = -1;   // eventfd: CLIENT KILL marked a connection of ours
+  int adopt_fd_ = -1;   // eventfd: Adopt() queued descriptors
+  int kill_fd_ = -1;    // eventfd: CLIENT KILL marked a connection of ours
   int commit_fd_ = -1;  // eventfd: parked SETs' commits came back (cluster mode)
   absl::Mutex adopt_mu_;
   struct Adopted {
@@ -195,7 +195,7 @@ class RespLoop {
   // single-node mode, where a commit never waits on the network).
   std::unique_ptr<CommitPool> parking_;
   std::unique_ptr<StreamedSet> sets_;  // after writer_ and parking_: uses them
-  uint64_t next_serial_ = 0;  // Connection::serial
+  uint64_t next_serial_ = 0;           // Connection::serial
   absl::flat_hash_map<int, std::unique_ptr<Connection>> conns_;
   // The unauthenticated connections of this loop, oldest first, and how
   // many may be open at once (this loop's share of the cap).

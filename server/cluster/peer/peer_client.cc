@@ -246,8 +246,9 @@ void PeerClient::StartImportWrite(const v1::ClusterNode& node, const v1::ImportW
                                    });
 }
 
-std::shared_ptr<v1::KvCluster::Stub> PeerClient::BindReplicateStream(
-    const v1::ClusterNode& node, grpc::ClientContext* context, StreamReactor* reactor) {
+std::shared_ptr<v1::KvCluster::Stub> PeerClient::BindReplicateStream(const v1::ClusterNode& node,
+                                                                     grpc::ClientContext* context,
+                                                                     StreamReactor* reactor) {
   std::shared_ptr<v1::KvCluster::Stub> stub = Stub(node);
   Prepare(context, absl::InfiniteFuture());
   stub->async()->ReplicateStream(context, reactor);

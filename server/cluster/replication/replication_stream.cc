@@ -92,8 +92,8 @@ std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Send(const v1::Rep
     absl::MutexLock lock(&mu_);
     if (broken_) {
       Complete(*ticket, PeerError("Replicate", node_,
-                                  absl::UnavailableError(absl::StrCat(
-                                      "replication stream broken: ", why_.message()))));
+                                  absl::UnavailableError(absl::StrCat("replication stream broken: ",
+                                                                      why_.message()))));
       return ticket;
     }
     *queued_.add_writes() = req;
@@ -189,11 +189,11 @@ void ReplicationStream::OnDone(const grpc::Status& status) {
   }
   const absl::Status finished = FromGrpcStatus(status);
   // kUnavailable whatever the cause: the write may have been installed.
-  const absl::Status failed = PeerError(
-      "Replicate", node_,
-      absl::UnavailableError(absl::StrCat(
-          "replication stream broken: ", why.message(),
-          finished.ok() ? "" : absl::StrCat(" (", finished.message(), ")"))));
+  const absl::Status failed =
+      PeerError("Replicate", node_,
+                absl::UnavailableError(absl::StrCat(
+                    "replication stream broken: ", why.message(),
+                    finished.ok() ? "" : absl::StrCat(" (", finished.message(), ")"))));
   for (auto& batch : unanswered) {
     for (auto& t : batch) Complete(*t, failed);
   }

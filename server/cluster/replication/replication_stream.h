@@ -128,7 +128,7 @@ class ReplicationStream final : public PeerClient::StreamReactor {
   ReplicationStreamMetrics* const metrics_;
   grpc::ClientContext context_;
   std::shared_ptr<v1::KvCluster::Stub> stub_;  // keeps the channel until OnDone
-  v1::ReplicateBatchReply reply_;               // the read in flight's
+  v1::ReplicateBatchReply reply_;              // the read in flight's
 
   mutable absl::Mutex mu_;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
