@@ -25,8 +25,16 @@ void Encode(std::string& tail, size_t* out_bytes, Encoder encode) {
 
 // Coalescing small replies into one string keeps the writev iovec count low
 // for pipelined requests; a pinned value always ends the current string.
+uint64_t Connection::Hold() {
+  OutChunk& chunk = out.emplace_back();
+  chunk.held = true;
+  chunk.held_id = ++next_held_id;
+  return chunk.held_id;
+}
+
 std::string& Connection::Tail() {
-  if (out.empty() || out.back().pinned.value().data() != nullptr) {
+  if (reply_into_ != nullptr) return *reply_into_;
+  if (out.empty() || out.back().pinned.value().data() != nullptr || out.back().held) {
     out.emplace_back();
     // The last sent chunk's capacity, so steady request/reply traffic does
     // not allocate a string per reply; a new one gets room for a batch of

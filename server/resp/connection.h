@@ -26,6 +26,7 @@
 #include <deque>
 #include <list>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -57,6 +58,11 @@ struct OutChunk {
   // then): stamped by the once-a-second sweep, not per GET, so the bound
   // RespLimits::max_pin_time holds to within a second at no hot-path cost.
   absl::Time pinned_seen = absl::InfinitePast();
+  // The place of a reply not known yet (a parked SET's, commit_pool.h):
+  // nothing from here on is written until Connection::Answer() fills it,
+  // so replies leave in request order. `held_id` names it.
+  bool held = false;
+  uint64_t held_id = 0;
   absl::string_view data() const { return pinned.value().data() ? view : absl::string_view(owned); }
 };
 
@@ -125,9 +131,32 @@ struct Connection {
   // Unique among the loop's connections over its life (fds are reused):
   // what a parked SET's outcome finds its connection by.
   uint64_t serial = 0;
-  // A streamed SET of this connection is parked (commit_pool.h): nothing
-  // more of its input is run, nor read, until it is answered.
-  bool parked = false;
+  // Streamed SETs of this connection that are parked (commit_pool.h), and
+  // their keys. While any is, only more streamed SETs of other keys run
+  // (pipelined SETs go out together); any other request waits, unread
+  // input with it (blocked_on_park), until they are all answered.
+  uint32_t parked = 0;
+  std::vector<std::string> parked_keys;
+  bool blocked_on_park = false;
+  uint64_t next_held_id = 0;
+
+  // Queues the place of a reply that is not known yet; returns its id.
+  uint64_t Hold();
+  // Fills held reply `id` by running `reply` (Reply* calls on this
+  // connection write into its place). No-op for an unknown id.
+  template <typename Fn>
+  void Answer(uint64_t id, Fn reply) {
+    for (OutChunk& chunk : out) {
+      if (!chunk.held || chunk.held_id != id) continue;
+      reply_into_ = &chunk.owned;
+      reply();
+      reply_into_ = nullptr;
+      chunk.held = false;
+      return;
+    }
+  }
+  // Whether the first queued chunk can be written (it is not held).
+  bool Writable() const { return !out.empty() && !out.front().held; }
   // 2 or 3: the RESP version HELLO chose (auth_commands.h).
   int protocol = 2;
   // The registration CLIENT LIST and CLIENT KILL see (empty when the
@@ -189,8 +218,10 @@ struct Connection {
 
  private:
   // The owned chunk at the end of the queue, appended if the last chunk is a
-  // pinned value (whose bytes must not be appended to).
+  // pinned value (whose bytes must not be appended to) or held; inside
+  // Answer(), the held chunk being filled.
   std::string& Tail();
+  std::string* reply_into_ = nullptr;
 };
 
 }  // namespace resp_internal

@@ -42,6 +42,8 @@ constexpr int kReadRounds = 16;
 // waits out one replication round, so this bounds the SETs per loop in
 // flight, which is what lets the replication stream batch them.
 constexpr size_t kMaxParkedCommits = 64;
+// Pipelined SETs of one connection parked at once: a pipeline's worth.
+constexpr uint32_t kMaxParkedPerConnection = 64;
 
 }  // namespace
 
@@ -301,7 +303,7 @@ void RespLoop::ProtocolError(Connection* c, absl::string_view msg) {
 // output limit is reached or the connection is marked to close. Streamed
 // SET values in the input are handed to StreamedSet as they come up.
 void RespLoop::Process(Connection* c) {
-  while (!c->close_after_flush && !c->parked) {
+  while (!c->close_after_flush) {
     if (c->state != InputState::kCommands) {
       switch (sets_->ConsumeBuffered(c)) {
         case StreamedSet::Progress::kNeedMore:
@@ -357,6 +359,10 @@ void RespLoop::Process(Connection* c) {
         ProtocolError(c, req.error);
         return;
       case resp::ParsedRequest::Kind::kSetValue:
+        if (c->parked > 0 && !MayParkBehind(*c, req.args[1])) {
+          c->blocked_on_park = true;  // Unpark() runs it
+          return;
+        }
         if (buf.size() - req.consumed > req.value_len + 2) {
           PrefetchAhead(buf.substr(req.consumed + req.value_len + 2));
         }
@@ -367,6 +373,11 @@ void RespLoop::Process(Connection* c) {
         BeginSet(c, req);
         continue;
       case resp::ParsedRequest::Kind::kCommand:
+        if (c->parked > 0) {
+          // It may read what the parked SETs write: it runs after them.
+          c->blocked_on_park = true;
+          return;
+        }
         PrefetchAhead(buf.substr(req.consumed));
         // Views into c->in stay valid: nothing below moves the buffer.
         Execute(c, req);
@@ -452,6 +463,11 @@ void RespLoop::RetryHeldBack() {
   }
 }
 
+bool RespLoop::MayParkBehind(const Connection& c, absl::string_view key) {
+  return c.parked < kMaxParkedPerConnection &&
+         std::find(c.parked_keys.begin(), c.parked_keys.end(), key) == c.parked_keys.end();
+}
+
 // Reads the eventfd before taking the outcomes (see CommitPool::TakeDone).
 void RespLoop::Unpark() {
   uint64_t count;
@@ -462,7 +478,8 @@ void RespLoop::Unpark() {
         it != conns_.end() && it->second->serial == d.job.serial ? it->second.get() : nullptr;
     sets_->Unpark(c, d);
     if (c == nullptr) continue;
-    Process(c);  // the requests pipelined behind the SET
+    c->blocked_on_park = false;
+    Process(c);  // the requests pipelined behind the SET (blocked again if need be)
     if (conns_.count(d.job.fd) == 0) continue;
     Flush(c);  // the answers, and read interest again
   }
@@ -478,6 +495,7 @@ bool RespLoop::Flush(Connection* c) {
     iovec iov[kMaxIov];
     int n = 0;
     for (auto it = c->out.begin(); it != c->out.end() && n < kMaxIov; ++it) {
+      if (it->held) break;  // a parked SET's place: nothing after it goes yet
       absl::string_view d = it->data();
       if (d.size() == it->sent) continue;
       iov[n].iov_base = const_cast<char*>(d.data()) + it->sent;
@@ -485,7 +503,8 @@ bool RespLoop::Flush(Connection* c) {
       ++n;
     }
     if (n == 0) {
-      c->out.clear();
+      // Everything before the first held reply (or at all) was sent.
+      while (!c->out.empty() && !c->out.front().held) c->out.pop_front();
       break;
     }
     ssize_t w = writev(c->fd, iov, n);
@@ -517,13 +536,12 @@ bool RespLoop::Flush(Connection* c) {
   }
   if (c->out.empty()) {
     c->out_bytes = 0;
-    // A parked SET is answered first (Unpark() flushes again).
-    if (c->close_after_flush && !c->parked) {
+    if (c->close_after_flush) {
       Close(c);
       return false;
     }
     // Requests may be waiting behind the output limit.
-    if (c->reading && !c->parked && c->start < c->in.size() && c->state == InputState::kCommands) {
+    if (c->reading && c->start < c->in.size() && c->state == InputState::kCommands) {
       Process(c);
       if (conns_.count(c->fd) == 0) return false;
       if (!c->out.empty()) return Flush(c);
@@ -537,9 +555,10 @@ bool RespLoop::Flush(Connection* c) {
 // output is queued); write interest exists only while output is queued, as
 // level-triggered EPOLLOUT would otherwise fire on every wait.
 void RespLoop::UpdateInterest(Connection* c) {
-  const bool want_write = !c->out.empty();
+  const bool want_write = c->Writable();
   const bool want_read =
-      c->reading && c->out_bytes <= options_.max_pending_output && !c->held_back() && !c->parked;
+      c->reading && c->out_bytes <= options_.max_pending_output && !c->held_back() &&
+      !c->blocked_on_park;
   const uint32_t events = (want_read ? (EPOLLIN | EPOLLRDHUP) : 0) | (want_write ? EPOLLOUT : 0);
   // Usually unchanged (read interest, nothing left to write): then the
   // registration is already right and the system call would be wasted.

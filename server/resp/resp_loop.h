@@ -29,9 +29,12 @@
 // closes it.
 //
 // Cluster mode: a streamed SET's commit waits for its replication round, so
-// the loop parks it (commit_pool.h) and serves its other connections; the
-// parked connection is neither read nor run until its SET is answered.
-// Other writes (SET with options, MSET, DEL, ...) still run on the loop.
+// the loop parks it (commit_pool.h) and serves its other connections, and
+// the connection's next pipelined SETs of other keys, which are parked too
+// and so replicated together; every other request of the connection waits
+// (unread input with it) until its parked SETs are answered, and replies
+// leave in request order (Connection::Hold). Other writes (SET with
+// options, MSET, DEL, ...) still run on the loop.
 //
 // Ownership and thread safety: owned by RespServer. Init() and then Run()
 // on the loop's thread; Wake() from any thread makes Run() return. The
@@ -154,6 +157,10 @@ class RespLoop {
   // Answers the parked SETs whose commits came back (commit_pool.h) and
   // resumes their connections.
   void Unpark();
+  // Whether a streamed SET of `key` may be parked while `c` has parked
+  // ones: not one of their keys (its write must follow theirs), and fewer
+  // than kMaxParkedPerConnection parked.
+  static bool MayParkBehind(const Connection& c, absl::string_view key);
   void Close(Connection* c);
   // The once-a-second sweep (resp_loop_limits.cc): timeouts and output
   // bounds; closes the connections that broke them.

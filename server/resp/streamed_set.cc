@@ -209,6 +209,8 @@ void StreamedSet::Finish(Connection* c) {
     CommitPool::Job job;
     job.fd = c->fd;
     job.serial = c->serial;
+    job.key = std::string(KeyOf(*c));
+    job.held_id = c->Hold();
     job.reservation = std::move(c->reservation);
     job.budget = c->budget_taken;
     job.started = c->request_started;
@@ -217,7 +219,8 @@ void StreamedSet::Finish(Connection* c) {
     c->pending_key.clear();
     c->state = InputState::kCommands;
     c->request_started = absl::InfiniteFuture();
-    c->parked = true;
+    ++c->parked;
+    c->parked_keys.push_back(job.key);
     parking_->Submit(std::move(job));
     return;
   }
@@ -233,21 +236,25 @@ void StreamedSet::Finish(Connection* c) {
   c->request_started = absl::InfiniteFuture();
 }
 
-bool StreamedSet::WaitsForPeers(const Connection& c) const {
-  WriteHook* hook = store_->options().write_hook;
-  if (hook == nullptr) return false;
+absl::string_view StreamedSet::KeyOf(const Connection& c) {
   layout::EntryHeader h;
   std::memcpy(&h, c.reservation.ptr, sizeof(h));
-  return hook->WaitsForPeers(
-      absl::string_view(c.reservation.ptr + layout::kEntryHeaderBytes, h.key_len));
+  return absl::string_view(c.reservation.ptr + layout::kEntryHeaderBytes, h.key_len);
+}
+
+bool StreamedSet::WaitsForPeers(const Connection& c) const {
+  WriteHook* hook = store_->options().write_hook;
+  return hook != nullptr && hook->WaitsForPeers(KeyOf(c));
 }
 
 void StreamedSet::Unpark(Connection* c, CommitPool::Done& done) {
   if (done.job.reservation.ptr != nullptr) writer_->Done(done.job.reservation);
   budget_->Give(done.job.budget);
   if (c == nullptr) return;
-  c->parked = false;
-  ReplyStoreStatus(cluster_, c, done.status);
+  --c->parked;
+  auto key = std::find(c->parked_keys.begin(), c->parked_keys.end(), done.job.key);
+  if (key != c->parked_keys.end()) c->parked_keys.erase(key);
+  c->Answer(done.job.held_id, [&] { ReplyStoreStatus(cluster_, c, done.status); });
   counters_->put.duration->Observe(LoopTime(store_->clock()) - done.job.started);
 }
 

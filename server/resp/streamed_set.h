@@ -37,7 +37,9 @@
 //
 // Cluster mode: the commit waits for the write's replication round, so it
 // is parked (commit_pool.h): run on a worker while the loop serves its
-// other connections; Unpark() answers it.
+// other connections and the connection's next pipelined SETs (of other
+// keys); its reply keeps its place in the output (Connection::Hold) and
+// Unpark() fills it.
 //
 // Thread safety: one instance per RespLoop, used only on that loop's thread.
 
@@ -120,6 +122,8 @@ class StreamedSet {
   void Finish(Connection* c);
   // The write hook's WaitsForPeers() for the key of c's sealed entry.
   bool WaitsForPeers(const Connection& c) const;
+  // The key in c's reserved entry (its header is written).
+  static absl::string_view KeyOf(const Connection& c);
   enum class ReserveResult { kYes, kRefused, kHeldBack };
   // Reserves the entry of c's SET (budget, then pool) and writes its header
   // and key. A refusal queues the error and switches to kDiscard. With
