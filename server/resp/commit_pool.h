@@ -46,9 +46,9 @@ namespace resp_internal {
 class CommitPool {
  public:
   struct Job {
-    int fd = -1;              // the connection that sent the SET ...
-    uint64_t serial = 0;      // ... and which one it was (fds are reused)
-    uint64_t held_id = 0;     // the place of its reply (Connection::Hold)
+    int fd = -1;           // the connection that sent the SET ...
+    uint64_t serial = 0;   // ... and which one it was (fds are reused)
+    uint64_t held_id = 0;  // the place of its reply (Connection::Hold)
     std::string key;
     Reservation reservation;  // the sealed entry, owned by the job
     uint64_t budget = 0;      // in-flight SET budget it holds

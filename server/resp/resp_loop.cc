@@ -556,9 +556,8 @@ bool RespLoop::Flush(Connection* c) {
 // level-triggered EPOLLOUT would otherwise fire on every wait.
 void RespLoop::UpdateInterest(Connection* c) {
   const bool want_write = c->Writable();
-  const bool want_read =
-      c->reading && c->out_bytes <= options_.max_pending_output && !c->held_back() &&
-      !c->blocked_on_park;
+  const bool want_read = c->reading && c->out_bytes <= options_.max_pending_output &&
+                         !c->held_back() && !c->blocked_on_park;
   const uint32_t events = (want_read ? (EPOLLIN | EPOLLRDHUP) : 0) | (want_write ? EPOLLOUT : 0);
   // Usually unchanged (read interest, nothing left to write): then the
   // registration is already right and the system call would be wasted.

@@ -99,8 +99,8 @@ std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Send(const v1::Rep
     *queued_.add_writes() = req;
     queued_deadlines_.push_back(deadline);
     queued_tickets_.push_back(ticket);
-    // A batch is being written: OnWriteDone() sends this one with it.
-    if (writing_now_) return ticket;
+    // A batch is on its way: this one goes with the next (see CanSendLocked).
+    if (!CanSendLocked()) return ticket;
     TakeQueueLocked();
   }
   // Idle: this thread starts the write (not under mu_: see Break()).
@@ -128,13 +128,15 @@ void ReplicationStream::OnWriteDone(bool ok) {
       MarkBrokenLocked(absl::UnavailableError("the backup closed the stream"));
       return;  // the call is over: OnDone() follows
     }
-    if (broken_ || queued_.writes().empty()) {
-      writing_now_ = false;
-      return;
-    }
+    writing_now_ = false;
+    if (broken_ || queued_.writes().empty() || !CanSendLocked()) return;
     TakeQueueLocked();  // what was queued while the last batch was written
   }
   StartWrite(&writing_);
+}
+
+bool ReplicationStream::CanSendLocked() const {
+  return !writing_now_ && unanswered_.size() < kMaxUnansweredBatches;
 }
 
 void ReplicationStream::OnReadDone(bool ok) {
@@ -143,13 +145,20 @@ void ReplicationStream::OnReadDone(bool ok) {
     return;
   }
   std::vector<std::shared_ptr<Ticket>> tickets;
+  bool send = false;
   {
     absl::MutexLock lock(&mu_);
     if (!unanswered_.empty()) {
       tickets = std::move(unanswered_.front());
       unanswered_.pop_front();
     }
+    // The writes queued while that batch was out go now, as one.
+    if (!broken_ && !queued_.writes().empty() && CanSendLocked()) {
+      TakeQueueLocked();
+      send = true;
+    }
   }
+  if (send) StartWrite(&writing_);
   if (tickets.empty()) {
     Break(absl::InternalError("the backup answered a batch never sent"));
     return;

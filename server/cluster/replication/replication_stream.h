@@ -14,14 +14,13 @@
 //
 // How: the stream is a gRPC callback reactor, so that no thread of its own
 // sits between a writer and the network. Send() appends the write to the
-// queue; when no batch is being written, the sending thread starts the
-// write of the whole queue as one ReplicateBatch itself; when one is,
-// OnWriteDone() (on a gRPC thread) starts the next with everything queued
-// meanwhile. OnReadDone() takes the backup's replies, one per batch in
-// order, and completes each write's Ticket with OK or the refusal the reply
-// names for it. Writes of one stream reach the backup in the order Send()
-// was called; the replicator calls it in seq order (it takes the seq and
-// sends under one lock per shard).
+// queue; when no batch is on its way (written and not yet answered), the
+// sending thread starts the write of the whole queue as one ReplicateBatch
+// itself; when one is, the reply to it (OnReadDone, on a gRPC thread)
+// starts the next with everything queued meanwhile. OnReadDone() takes the backup's replies, one
+// per batch in order, and completes each write's Ticket with OK or the refusal the reply names for
+// it. Writes of one stream reach the backup in the order Send() was called; the replicator calls it
+// in seq order (it takes the seq and sends under one lock per shard).
 //
 // Failure: a stream that breaks (the backup or the connection went away, a
 // reply that does not match, a write not answered by its deadline:
@@ -123,6 +122,12 @@ class ReplicationStream final : public PeerClient::StreamReactor {
   // REQUIRES: a write may start (none in flight), the queue is not empty.
   void TakeQueueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Complete(Ticket& ticket, absl::Status status);
+  // Whether a batch may be written now: none is being written and fewer
+  // than kMaxUnansweredBatches await their reply. Holding writes back while
+  // a batch is unanswered is the group commit: under load the writes of a
+  // round trip go together; idle, a write goes at once.
+  bool CanSendLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static constexpr size_t kMaxUnansweredBatches = 1;
 
   const v1::ClusterNode node_;
   ReplicationStreamMetrics* const metrics_;
