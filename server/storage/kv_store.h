@@ -239,7 +239,13 @@ class KvStore {
   // are above the entry's, so a backup promoted to primary keeps them
   // increasing. Errors: kDataLoss for a corrupt entry, and those of
   // Writer::Reserve() and Commit(); nothing is published on error.
-  absl::Status InstallReplica(absl::string_view entry);
+  // `deadline`: a pool full only of emptied segments still in their grace
+  // period is waited for until then (as a primary's SET waits), and an
+  // entry whose space came only after it is not installed
+  // (kDeadlineExceeded): its primary has given up on it and may have sent
+  // the key's state again since. InfiniteFuture, the default: no wait.
+  absl::Status InstallReplica(absl::string_view entry,
+                              absl::Time deadline = absl::InfiniteFuture());
   // InstallReplica() of an entry the primary RDMA-WROTE into a write lease
   // of this store (LeaseTable::CommitFromWith calls it): published in place,
   // no copy, checksum verified, no write hook; versions as InstallReplica().

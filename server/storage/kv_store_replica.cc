@@ -14,7 +14,7 @@
 namespace kvstore {
 namespace server {
 
-absl::Status KvStore::InstallReplica(absl::string_view entry) {
+absl::Status KvStore::InstallReplica(absl::string_view entry, absl::Time deadline) {
   // The header is parsed here only for the lengths; Commit() verifies the
   // copy in pool memory, checksum included, so what is published is exactly
   // what was checked.
@@ -25,7 +25,17 @@ absl::Status KvStore::InstallReplica(absl::string_view entry) {
   const uint64_t version = layout::EntryVersion(*view.header);
   absl::MutexLock lock(&replica_mu_);
   if (replica_writer_ == nullptr) replica_writer_ = NewWriter();
-  KV_ASSIGN_OR_RETURN(Reservation r, replica_writer_->Reserve(view.key.size(), view.value.size()));
+  const absl::Duration space_wait =
+      deadline == absl::InfiniteFuture()
+          ? absl::ZeroDuration()
+          : std::clamp(deadline - absl::Now(), absl::ZeroDuration(), absl::Seconds(5));
+  KV_ASSIGN_OR_RETURN(Reservation r,
+                      replica_writer_->Reserve(view.key.size(), view.value.size(), space_wait));
+  if (space_wait > absl::ZeroDuration() && absl::Now() > deadline) {
+    replica_writer_->Done(r);  // never committed: dead space
+    return absl::DeadlineExceededError(
+        "replicated write got space only after its deadline: not installed");
+  }
   std::memcpy(r.ptr, entry.data(), entry.size());
   absl::Status s = CommitEntry(r.offset, r.size, /*verify_checksum=*/true, /*hook=*/nullptr);
   replica_writer_->Done(r);

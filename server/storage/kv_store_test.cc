@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/metrics/testing.h"
+#include "common/protocol/layout.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -364,6 +365,28 @@ TEST(KvStore, FullPoolOfSegmentsInGraceHoldsWritersBack) {
   EXPECT_EQ(ValueOf(*t.store, "hot"), value);
   std::printf("stored %d before full; the waiting PUT took %s\n", stored,
               absl::FormatDuration(waited).c_str());
+}
+
+// A backup's install waits for a pool full of segments in their grace
+// period, as the primary's writer does, when its write has time left (it
+// was refused at once before, and the primary dropped the backup).
+TEST(KvStore, AReplicaInstallWaitsForSpaceWithinItsDeadline) {
+  const absl::Duration grace = absl::Milliseconds(300);
+  TestStore t = MakeStore(4 << 20, 256 << 10, grace);
+  auto w = t.store->NewWriter();
+  const std::string value(200 << 10, 'v');
+  absl::Status s;
+  for (int i = 0; i < 64 && s.ok(); ++i) s = t.store->Put(w.get(), "hot", value);
+  ASSERT_THAT(s, StatusIs(absl::StatusCode::kResourceExhausted));
+  std::string entry(layout::EntryBytes(3, value.size()), '\0');
+  layout::EncodeEntry(entry.data(), "hot", value, t.store->Version());
+  // No deadline: no wait, refused as before.
+  EXPECT_THAT(t.store->InstallReplica(entry), StatusIs(absl::StatusCode::kResourceExhausted));
+  // Time left (real time; the store sleeps on its fake clock): installed.
+  const absl::Duration start = t.clock->Steady();
+  EXPECT_THAT(t.store->InstallReplica(entry, absl::Now() + absl::Seconds(30)), IsOk());
+  EXPECT_EQ(t.clock->Steady() - start, grace);
+  EXPECT_EQ(ValueOf(*t.store, "hot"), value);
 }
 
 // Time is simulated: each write takes 20 us of the fake clock, and the

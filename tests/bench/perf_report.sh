@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 10's figures in one run, each beside its peer, as ONE table and one
+# The figures against peers in one run, each beside its peer, as ONE table and one
 # JSON file. A benchmark, not a test: it prints figures and gates nothing.
 #
-#   tests/bench/perf_report.sh [--quick] [--json FILE] [--skip-resp] [--rdma]
+#   tests/bench/perf_report.sh [--quick] [--json FILE] [--skip-resp] [--skip-replication] [--rdma]
 #                              [--targets "redis kvserver"] [--kvserver BIN --kvctl BIN]
 #
 # Sections (docs/performance.md explains each):
@@ -10,6 +10,12 @@
 #             and Debian's redis-server (ops/s, p50, server CPU per op, split
 #             into user and kernel time), and for the 4 KiB rows the CPU per
 #             op of resp_floor, a responder that stores nothing.
+#   replication  tests/bench/replication_vs_redis.sh: a three-node kvstore
+#             cluster at R=1, 2, 3 against Redis Cluster (3 primaries, with
+#             0, 1, 2 replicas each), redis-benchmark --cluster SET of 4 KiB
+#             values from 32 connections, unpipelined and pipelined 16: CPU
+#             per SET of all servers summed and its ratio to the same
+#             system's R=1, ops/s, and PING p99 on the loaded node.
 #   flat      cost against the number of keys: GET and PUT (redis-benchmark,
 #             8 connections, random keys over the whole key space, 16-byte
 #             keys, 32-byte values) with 10 thousand keys loaded and with
@@ -47,6 +53,7 @@ ROOT=$PWD
 QUICK=0
 JSON_OUT=""
 SKIP_RESP=0
+SKIP_REPLICATION=0
 RDMA=0
 TARGETS="redis kvserver"
 while [[ $# -gt 0 ]]; do
@@ -54,6 +61,7 @@ while [[ $# -gt 0 ]]; do
     --quick) QUICK=1 ;;
     --json) JSON_OUT="$2"; shift ;;
     --skip-resp) SKIP_RESP=1 ;;
+    --skip-replication) SKIP_REPLICATION=1 ;;
     --rdma) RDMA=1 ;;
     --targets) TARGETS="$2"; shift ;;
     --kvserver) KVSERVER_BIN="$2"; shift ;;
@@ -237,6 +245,15 @@ if [[ $SKIP_RESP == 0 ]]; then
   fi
 fi
 
+if [[ $SKIP_REPLICATION == 0 ]]; then
+  echo "==> replication rows: tests/bench/replication_vs_redis.sh $([[ $QUICK == 1 ]] && echo --quick)"
+  repl_args=(--json "$WORK/replication.json" --kvserver "$KVSERVER_BIN" --kvctl "$KVCTL_BIN")
+  [[ $QUICK == 1 ]] && repl_args+=(--quick)
+  if ! bash tests/bench/replication_vs_redis.sh "${repl_args[@]}" >"$WORK/replication.out" 2>&1; then
+    echo "    replication_vs_redis.sh failed; its output:" >&2; tail -20 "$WORK/replication.out" >&2
+  fi
+fi
+
 for target in $TARGETS; do
   echo "==> key-count flatness and memory, $target: $N_LARGE and $N_SMALL keys, alternately ($SMALL_VALUE B values)"
   # Two fresh servers of the same configuration (sized for the large key
@@ -280,11 +297,13 @@ else
     "(runs ${RDMA_SCRIPT:-the RDMA bench script}; qemu from deploy/setup.sh)" >"$WORK/rdma.out"
 fi
 
-python3 - "$ROWS" "$WORK/resp.json" "$WORK/resp.out" "$WORK/rdma.out" "$JSON_OUT" "$QUICK" <<'PY'
+python3 - "$ROWS" "$WORK/resp.json" "$WORK/resp.out" "$WORK/rdma.out" "$JSON_OUT" "$QUICK" \
+  "$WORK/replication.json" <<'PY'
 import json, os, statistics, sys
-rows_path, resp_json, resp_out, rdma_out, json_out, quick = sys.argv[1:7]
+rows_path, resp_json, resp_out, rdma_out, json_out, quick, repl_json = sys.argv[1:8]
 rows = [json.loads(l) for l in open(rows_path) if l.strip()]
 resp = json.load(open(resp_json)) if os.path.exists(resp_json) else []
+repl = json.load(open(repl_json))["rows"] if os.path.exists(repl_json) else []
 table = []  # section, figure, kvserver, peer, peer name, kvserver / peer
 
 def ratio(a, b):
@@ -312,6 +331,26 @@ for wl_op in sorted({(r["workload"], r["op"]) for r in resp}):
             continue
         d = 0 if field == "ops_per_s" else 2
         table.append(("resp", f"{wl_op[0]} {wl_op[1]} {label}", num(a, d), num(b, d), "redis", ratio(a, b)))
+
+# Replication: kvstore against Redis Cluster at the same R and pipeline,
+# and each system's own R=1 (the issue's goals are ratios to both).
+for r, pipe in sorted({(x["R"], x["pipeline"]) for x in repl}):
+    pick = {x["system"]: x for x in repl if (x["R"], x["pipeline"]) == (r, pipe)}
+    kv, rd = pick.get("kvstore"), pick.get("redis")
+    if not kv:
+        continue
+    rd = rd or {}
+    what = f"R={r} P{pipe}"
+    for field, label, d in (("cpu_us_per_set", "CPU us/SET (all nodes)", 2),
+                            ("cpu_ratio_to_r1", "CPU/SET over own R=1", 2),
+                            ("ops_per_s", "ops/s", 0), ("writes_per_batch", "writes per stream batch", 1),
+                            ("ping_p99_us", "PING p99 us under load", 0)):
+        a, b = kv.get(field), rd.get(field)
+        if a is None:
+            continue
+        table.append(("replication", f"{what} {label}", num(float(a), d),
+                      num(float(b), d) if isinstance(b, (int, float)) else "-", "redis cluster",
+                      ratio(float(a), float(b)) if isinstance(b, (int, float)) else "-"))
 
 flat = [r for r in rows if r["section"] == "flat"]
 for target in ("kvserver", "redis"):
@@ -368,7 +407,7 @@ rdma_text = open(rdma_out).read()
 head = ("section", "figure", "kvserver", "peer", "peer is", "kv/peer")
 widths = [max(len(str(r[i])) for r in table + [head]) for i in range(6)]
 print()
-print("Issue 10 figures (one run; loopback TCP; CPU = server utime+stime per operation)")
+print("Figures against their peers (one run; loopback TCP; CPU = server utime+stime per operation)")
 for r in [head] + table:
     print("  ".join(str(c).ljust(w) if i < 2 or i == 4 else str(c).rjust(w)
                     for i, (c, w) in enumerate(zip(r, widths))))
@@ -377,7 +416,7 @@ print("rdma:", rdma_text.strip().splitlines()[-1] if "need the Soft-RoCE" in rdm
 if "need the Soft-RoCE" not in rdma_text:
     print(rdma_text[-4000:])
 if json_out:
-    json.dump({"quick": quick == "1", "resp": resp, "flat": flat, "memory": mem,
+    json.dump({"quick": quick == "1", "resp": resp, "replication": repl, "flat": flat, "memory": mem,
                "rdma_output": rdma_text[-8000:],
                "table": [dict(zip(head, r)) for r in table]}, open(json_out, "w"), indent=1)
     print("JSON:", json_out)

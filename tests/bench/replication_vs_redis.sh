@@ -438,7 +438,8 @@ kv_log_notes() {
     n=$(grep -c '^[EWF][0-9]' "$f" || true)
     ((n)) || continue
     { echo "kvstore R=$r $(basename "$f" .log): $n warning/error line(s), first ones:"
-      grep '^[EWF][0-9]' "$f" | head -n 5 | cut -c1-240 | sed 's/^/    /'; } >>"$NOTES"
+      # awk, not grep | head: under pipefail head's early exit would kill grep (SIGPIPE).
+      awk '/^[EWF][0-9]/ && n++ < 5 {print "    " substr($0, 1, 240)}' "$f"; } >>"$NOTES"
   done
 }
 

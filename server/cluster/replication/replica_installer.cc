@@ -118,7 +118,9 @@ absl::StatusOr<v1::ReplicateResponse> ReplicaInstaller::Replicate(const v1::Repl
   commit.entry = req.entry();
   // Over gRPC the entry arrives in the request: it is copied into the pool.
   KV_RETURN_IF_ERROR(Apply(
-      commit, [&] { return store_->InstallReplica(req.entry()); },
+      // A pool full of segments in their grace period is waited for, up
+      // to the write's deadline, as the primary's own SET waits for it.
+      commit, [&] { return store_->InstallReplica(req.entry(), deadline); },
       req.resent_after_rdma() ? Via::kRpcResent : Via::kRpc));
   v1::ReplicateResponse resp;
   resp.set_applied_seq(seqs_->Last(req.shard_id()));
