@@ -299,6 +299,32 @@ void RespLoop::ProtocolError(Connection* c, absl::string_view msg) {
   c->start = 0;
 }
 
+// A request that cannot run yet (kNeedMore, `buffered` bytes of it so far)
+// or at all (kError).
+void RespLoop::NotRunnable(Connection* c, resp::ParsedRequest& req, size_t buffered) {
+  if (req.kind == resp::ParsedRequest::Kind::kError) {
+    // The parser's text already starts with "Protocol error"; its size
+    // check is the query-buffer bound, so say which flag sets it.
+    if (absl::StartsWith(req.error, "Protocol error: request larger than")) {
+      counters_->limit_query_buffer->Increment();
+      req.error += " (resp_max_query_buffer)";
+    }
+    ProtocolError(c, req.error);
+    return;
+  }
+  // Lengths are checked as they are parsed; this also bounds input that
+  // has no length (a line without its CRLF).
+  if (buffered > LimitsFor(*c).max_buffered_bytes) {
+    counters_->limit_query_buffer->Increment();
+    ProtocolError(
+        c, absl::StrCat("Protocol error: incomplete request over ", "resp_max_query_buffer (",
+                        LimitsFor(*c).max_buffered_bytes, " bytes)"));
+    return;
+  }
+  // The request timeout runs from the first incomplete attempt.
+  if (c->request_started == absl::InfiniteFuture()) c->request_started = LoopTime(store_->clock());
+}
+
 // Runs requests until the input is used up, a request is incomplete, the
 // output limit is reached or the connection is marked to close. Streamed
 // SET values in the input are handed to StreamedSet as they come up.
@@ -336,27 +362,8 @@ void RespLoop::Process(Connection* c) {
     resp::ParsedRequest req = resp::ParseRequest(buf, LimitsFor(*c));
     switch (req.kind) {
       case resp::ParsedRequest::Kind::kNeedMore:
-        // Lengths are checked as they are parsed; this also bounds input
-        // that has no length (a line without its CRLF).
-        if (buf.size() > LimitsFor(*c).max_buffered_bytes) {
-          counters_->limit_query_buffer->Increment();
-          ProtocolError(
-              c, absl::StrCat("Protocol error: incomplete request over ", "resp_max_query_buffer (",
-                              LimitsFor(*c).max_buffered_bytes, " bytes)"));
-          return;
-        }
-        // The request timeout runs from the first incomplete attempt.
-        if (c->request_started == absl::InfiniteFuture())
-          c->request_started = LoopTime(store_->clock());
-        return;
       case resp::ParsedRequest::Kind::kError:
-        // The parser's text already starts with "Protocol error"; its size
-        // check is the query-buffer bound, so say which flag sets it.
-        if (absl::StartsWith(req.error, "Protocol error: request larger than")) {
-          counters_->limit_query_buffer->Increment();
-          req.error += " (resp_max_query_buffer)";
-        }
-        ProtocolError(c, req.error);
+        NotRunnable(c, req, buf.size());
         return;
       case resp::ParsedRequest::Kind::kSetValue:
         if (c->parked > 0 && !MayParkBehind(*c, req.args[1])) {

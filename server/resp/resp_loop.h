@@ -145,6 +145,8 @@ class RespLoop {
   ssize_t ReceiveBuffered(Connection* c);
   // Runs every complete request in c->in, up to the output limit.
   void Process(Connection* c);
+  // Process()'s answer to a request that is incomplete or malformed.
+  void NotRunnable(Connection* c, resp::ParsedRequest& req, size_t buffered);
   void Execute(Connection* c, const resp::ParsedRequest& req);
   // Cache hints for the pipelined GET/SET requests at the start of `rest`
   // (see lookahead.h).
