@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "glog/logging.h"
 
 namespace kvstore {
 namespace server {
@@ -29,12 +30,17 @@ ReplicationStream::ReplicationStream(PeerClient* peers, const v1::ClusterNode& n
                                      ReplicationStreamMetrics* metrics)
     : node_(node), metrics_(metrics) {
   stub_ = peers->BindReplicateStream(node_, &context_, this);
+  // Writes are started from writers' threads, outside any reaction: the
+  // hold keeps the call from finishing (OnDone) until the destructor, when
+  // no writer can start one any more.
+  AddHold();
   StartRead(&reply_);
   StartCall();
 }
 
 ReplicationStream::~ReplicationStream() {
   Break(absl::UnavailableError("the stream was closed"));
+  RemoveHold();
   done_.WaitForNotification();
 }
 
@@ -52,12 +58,29 @@ bool ReplicationStream::MarkBrokenLocked(const absl::Status& why) {
 }
 
 void ReplicationStream::Break(const absl::Status& why) {
+  std::deque<std::vector<std::shared_ptr<Ticket>>> unanswered;
+  std::vector<std::shared_ptr<Ticket>> queued;
   bool cancel;
   {
     absl::MutexLock lock(&mu_);
     cancel = MarkBrokenLocked(why);
+    unanswered.swap(unanswered_);
+    queued.swap(queued_tickets_);
+    queued_.Clear();
+    queued_deadlines_.clear();
   }
-  // Ends the read and any write in flight; OnDone() fails what is pending.
+  // Failed at once, not when the call ends: kUnavailable whatever the
+  // cause, as the write may have been installed. A reply that still comes
+  // for them is ignored.
+  const absl::Status failed =
+      PeerError("Replicate", node_,
+                absl::UnavailableError(absl::StrCat("replication stream broken: ", why.message())));
+  for (auto& batch : unanswered) {
+    for (auto& t : batch) Complete(*t, failed);
+  }
+  for (auto& t : queued) Complete(*t, failed);
+  // Ends the read and any write in flight (not under mu_: gRPC may run
+  // the reactions on this thread).
   if (cancel) context_.TryCancel();
 }
 
@@ -121,13 +144,16 @@ absl::Status ReplicationStream::Wait(Ticket& ticket, absl::Time deadline) {
 }
 
 void ReplicationStream::OnWriteDone(bool ok) {
+  if (!ok) {
+    {
+      absl::MutexLock lock(&mu_);
+      writing_now_ = false;
+    }
+    Break(absl::UnavailableError("the backup closed the stream"));
+    return;
+  }
   {
     absl::MutexLock lock(&mu_);
-    if (!ok) {
-      writing_now_ = false;
-      MarkBrokenLocked(absl::UnavailableError("the backup closed the stream"));
-      return;  // the call is over: OnDone() follows
-    }
     writing_now_ = false;
     if (broken_ || queued_.writes().empty() || !CanSendLocked()) return;
     TakeQueueLocked();  // what was queued while the last batch was written
@@ -184,29 +210,12 @@ void ReplicationStream::OnReadDone(bool ok) {
 }
 
 void ReplicationStream::OnDone(const grpc::Status& status) {
-  std::deque<std::vector<std::shared_ptr<Ticket>>> unanswered;
-  std::vector<std::shared_ptr<Ticket>> queued;
-  absl::Status why;
-  {
-    absl::MutexLock lock(&mu_);
-    MarkBrokenLocked(absl::UnavailableError("the call ended"));
-    unanswered.swap(unanswered_);
-    queued.swap(queued_tickets_);
-    queued_.Clear();
-    queued_deadlines_.clear();
-    why = why_;
+  // Only after the destructor's Break() and RemoveHold(): nothing is
+  // pending any more. Said once, for whoever reads the log of a peer gone.
+  if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
+    LOG_EVERY_N(INFO, 100) << "replication stream to " << node_.node_id()
+                           << " ended: " << FromGrpcStatus(status);
   }
-  const absl::Status finished = FromGrpcStatus(status);
-  // kUnavailable whatever the cause: the write may have been installed.
-  const absl::Status failed =
-      PeerError("Replicate", node_,
-                absl::UnavailableError(absl::StrCat(
-                    "replication stream broken: ", why.message(),
-                    finished.ok() ? "" : absl::StrCat(" (", finished.message(), ")"))));
-  for (auto& batch : unanswered) {
-    for (auto& t : batch) Complete(*t, failed);
-  }
-  for (auto& t : queued) Complete(*t, failed);
   done_.Notify();
 }
 

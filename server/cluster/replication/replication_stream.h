@@ -25,10 +25,11 @@
 // Failure: a stream that breaks (the backup or the connection went away, a
 // reply that does not match, a write not answered by its deadline:
 // Wait() cancels the stream) fails every write still queued or unanswered
-// with kUnavailable, and stays broken: ReplicationStreams opens a new one
-// for the next write. A write failed so may still have been installed (the
-// reply was lost): its status is not a certain no-effect refusal, as for a
-// unary call that timed out.
+// with kUnavailable at once, and stays broken: ReplicationStreams opens a
+// new one for the next write. The call holds (gRPC's AddHold) until the
+// destructor, since writes start on writers' threads, outside reactions. A write failed so may
+// still have been installed (the reply was lost): its status is not a certain no-effect refusal, as
+// for a unary call that timed out.
 //
 // Thread safety: thread-safe. The callbacks run on gRPC's threads; the
 // destructor cancels the call and waits for OnDone().
@@ -84,8 +85,8 @@ class ReplicationStream final : public PeerClient::StreamReactor {
   // and `metrics` must outlive the stream.
   ReplicationStream(PeerClient* peers, const v1::ClusterNode& node,
                     ReplicationStreamMetrics* metrics);
-  // Cancels the call and waits for its end; what is pending fails with
-  // kUnavailable.
+  // Breaks the stream (what is pending fails with kUnavailable), releases
+  // the hold and waits for OnDone().
   ~ReplicationStream() override;
   ReplicationStream(const ReplicationStream&) = delete;
   ReplicationStream& operator=(const ReplicationStream&) = delete;
