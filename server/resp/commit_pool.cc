@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <memory>
 #include <utility>
 
 namespace kvstore {
@@ -22,10 +23,34 @@ void CommitPool::Stop() {
   }
   for (std::thread& t : threads_) t.join();
   threads_.clear();
+  // A started commit ends by its replication deadline (or at once, when
+  // its stream breaks); its callback must not find the pool gone.
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](size_t* n) { return *n == 0; }, &started_));
 }
 
 void CommitPool::Submit(Job job) {
   ++outstanding_;
+  // The common replicated SET needs no worker (KvStore::StartCommit): the
+  // backups' answer finishes it on the replication stream's thread.
+  auto started = std::make_shared<Job>(std::move(job));
+  {
+    absl::MutexLock lock(&mu_);
+    ++started_;
+  }
+  // SealEntry() computed the checksum over these very bytes.
+  if (store_->StartCommit(started->reservation.offset, started->reservation.size,
+                          /*verify_checksum=*/false, [this, started](absl::Status s) {
+                            Finished(std::move(*started), std::move(s), /*was_started=*/true);
+                          })) {
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    --started_;
+  }
+  job = std::move(*started);
   bool start = false;
   {
     absl::MutexLock lock(&mu_);
@@ -67,17 +92,22 @@ void CommitPool::Work() {
     // SealEntry() computed the checksum over these very bytes.
     absl::Status s =
         store_->Commit(job.reservation.offset, job.reservation.size, /*verify_checksum=*/false);
-    bool wake;
-    {
-      absl::MutexLock lock(&mu_);
-      wake = done_.empty();  // else the loop has not taken the last batch yet
-      done_.push_back(Done{std::move(job), std::move(s)});
-    }
-    if (wake) {
-      uint64_t one = 1;
-      (void)!write(notify_fd_, &one, sizeof(one));
-    }
+    Finished(std::move(job), std::move(s), /*was_started=*/false);
   }
+}
+
+void CommitPool::Finished(Job job, absl::Status status, bool was_started) {
+  absl::MutexLock lock(&mu_);
+  // Woken once per batch: while the loop has not taken the last one, it
+  // will see this one with it.
+  if (done_.empty()) {
+    uint64_t one = 1;
+    // Under mu_: once a started commit is counted out, Stop() may return
+    // and the loop close the fd.
+    (void)!write(notify_fd_, &one, sizeof(one));
+  }
+  done_.push_back(Done{std::move(job), std::move(status)});
+  if (was_started) --started_;
 }
 
 }  // namespace resp_internal

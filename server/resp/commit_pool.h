@@ -3,6 +3,12 @@
 // CommitPool: where a RESP loop parks a streamed SET whose commit waits for
 // a replication round (cluster mode), as Redis parks a client in WAIT.
 //
+// In the common case no worker is involved: Submit() starts the commit
+// (KvStore::StartCommit) and the backups' answer finishes it on the
+// replication stream's thread, which queues the Done as a worker would.
+// The workers take the rest (a migration, a syncing replica, a busy key:
+// whatever StartCommit declines).
+//
 // Why: KvStore::Commit() runs the write hook, which in cluster mode blocks
 // until every in-sync backup installed the write. Run on the loop, that
 // round stalled every other connection of the loop; and with at most one
@@ -21,7 +27,8 @@
 //
 // Thread safety: Submit(), TakeDone() and the destructor from the loop's
 // thread; the workers are the pool's own (started on demand, up to
-// max_threads, kept while the loop lives).
+// max_threads, kept while the loop lives); a started commit's callback
+// runs on the write hook's thread.
 
 #ifndef KVSTORE_SERVER_RESP_COMMIT_POOL_H_
 #define KVSTORE_SERVER_RESP_COMMIT_POOL_H_
@@ -76,11 +83,14 @@ class CommitPool {
   std::vector<Done> TakeDone();
   // Jobs submitted and not yet taken back by TakeDone().
   size_t outstanding() const { return outstanding_; }
-  // Stops the workers after the jobs queued so far; idempotent.
+  // Stops the workers after the jobs queued so far and waits for the
+  // started commits to end; idempotent.
   void Stop();
 
  private:
   void Work();
+  // Queues a job's outcome for TakeDone() and wakes the loop if needed.
+  void Finished(Job job, absl::Status status, bool was_started);
 
   KvStore* const store_;
   const int notify_fd_;
@@ -91,6 +101,7 @@ class CommitPool {
   std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
   std::vector<Done> done_ ABSL_GUARDED_BY(mu_);
   size_t idle_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t started_ ABSL_GUARDED_BY(mu_) = 0;  // StartCommit()s not yet Finished()
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;  // loop thread only
 };

@@ -11,6 +11,10 @@
 // replicator's shard barrier and key stripe) and the index's stripes; a
 // caller holding several takes them through Guard, in stripe order.
 //
+// The stripes are HandoffMutexes: a write started on one thread and
+// finished on another (KvStore::StartCommit) releases its stripe on the
+// thread that finishes it.
+//
 // Thread safety: thread-safe.
 
 #ifndef KVSTORE_SERVER_STORAGE_KEY_LOCKS_H_
@@ -24,8 +28,8 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/sync/handoff_mutex.h"
 
 namespace kvstore {
 namespace server {
@@ -37,11 +41,11 @@ class KeyLocks {
   // replication round.
   static constexpr size_t kStripes = 4096;
 
-  KeyLocks() : stripes_(new absl::Mutex[kStripes]) {}
+  KeyLocks() : stripes_(new HandoffMutex[kStripes]) {}
 
   // Takes `key`'s stripe if it is free (for work that must never wait on a
   // writer, e.g. eviction run by a writer that may hold a stripe itself);
-  // Unlock() it after.
+  // Unlock() it after, on any thread.
   bool TryLock(absl::string_view key) { return stripes_[Stripe(key)].TryLock(); }
   void Unlock(absl::string_view key) { stripes_[Stripe(key)].Unlock(); }
 
@@ -72,7 +76,7 @@ class KeyLocks {
   static size_t Stripe(absl::string_view key) {
     return absl::Hash<absl::string_view>{}(key) % kStripes;
   }
-  std::unique_ptr<absl::Mutex[]> stripes_;
+  std::unique_ptr<HandoffMutex[]> stripes_;
 };
 
 }  // namespace server

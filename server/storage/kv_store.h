@@ -32,6 +32,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -148,6 +149,18 @@ class KvStore {
   // key has exactly one slot afterwards.
   // REQUIRES: the range was reserved by the caller.
   absl::Status Commit(uint64_t offset, uint64_t size, bool verify_checksum = true);
+
+  // Commit() without waiting for the write hook's replication round: for an
+  // event loop (the RESP loop's streamed SET), so that the round does not
+  // hold its thread. Returns false, having done nothing, when the commit
+  // cannot go so (no hook, a range or entry Commit() would refuse, a lease
+  // chunk's entry, the key's lock busy, or the hook's WriteHook::StartWrite
+  // declines): the caller then calls Commit(). Otherwise `done` runs once
+  // with Commit()'s status, on a thread of the hook's (possibly before this
+  // returns), after the key's lock is released.
+  // REQUIRES: the range stays reserved by the caller until `done` runs.
+  bool StartCommit(uint64_t offset, uint64_t size, bool verify_checksum,
+                   std::function<void(absl::Status)> done);
 
   // Convenience for callers that hold the value in memory.
   // Reserve, encode (one copy of the value), Commit, Done. The errors of
@@ -399,6 +412,13 @@ class KvStore {
   void Seal(uint32_t head);
   // Raises the next version handed out above `version`.
   void KeepVersionsAbove(uint64_t version);
+  // Commit()'s checks of a range: the head of the allocated run holding
+  // it, or kInvalidArgument.
+  absl::StatusOr<uint32_t> CommitRun(uint64_t offset, uint64_t size) const;
+  // Commit()'s checks of the entry's bytes (`size` of them): its view, or
+  // the parse, length and limit errors.
+  absl::StatusOr<layout::EntryView> CheckEntry(absl::string_view bytes, uint64_t size,
+                                               bool verify_checksum) const;
   // Commit() with the hook to consult (null: none, as for InstallReplica).
   // `key_locked`: the caller holds the key's KeyLocks stripe already.
   absl::Status CommitEntry(uint64_t offset, uint64_t size, bool verify_checksum, WriteHook* hook,

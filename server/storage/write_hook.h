@@ -14,9 +14,12 @@
 //
 // Thread safety: implementations are thread-safe; Write() runs on the
 // calling transport's thread and may block for a replication round trip.
+// StartWrite() never blocks; its callbacks run on the hook's threads.
 
 #ifndef KVSTORE_SERVER_STORAGE_WRITE_HOOK_H_
 #define KVSTORE_SERVER_STORAGE_WRITE_HOOK_H_
+
+#include <functional>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -42,6 +45,23 @@ class WriteHook {
   // published here). Every transport writes them its own way.
   virtual absl::Status Write(absl::string_view key, absl::string_view entry,
                              absl::FunctionRef<absl::Status()> publish) = 0;
+
+  // Write() without waiting: for a transport's event loop, so that a
+  // replication round does not hold the thread (KvStore::StartCommit).
+  // Returns false, having done nothing, when this write cannot go so now
+  // (the hook's fast path does not cover it: a migration, a syncing
+  // replica, a busy key stripe, ...); the caller then calls Write().
+  // Otherwise `done` runs exactly once, with what Write() would have
+  // returned, after `publish` ran (at most once) or not; both run on a
+  // thread of the hook's (a replication stream's reply, or a worker of its
+  // own for the slow cases), possibly before StartWrite() returns. `key`
+  // and `entry` must stay valid until `done` runs. Default: never.
+  using Publish = std::function<absl::Status()>;
+  using Done = std::function<void(absl::Status)>;
+  virtual bool StartWrite(absl::string_view key, absl::string_view entry, Publish publish,
+                          Done done) {
+    return false;
+  }
 
   // Whether a client write of `key` would be served here now (this node
   // leads the key's slot): a hint, for work the store starts on its own

@@ -48,7 +48,7 @@ absl::Status ScanSlots(KvStore& store, Replicator& replicator, const SlotSet& sl
       {
         // Never between a write's forward and its publish: a write the
         // receiver got is either in the copy or newer than it.
-        absl::MutexLock stripe(&replicator.StripeOf(key));
+        HandoffLock stripe(&replicator.StripeOf(key));
         entry = store.CopyEntry(key);
       }
       if (absl::IsNotFound(entry.status())) continue;  // deleted meanwhile

@@ -86,6 +86,10 @@ absl::Duration FormerPrimaries::HoldUntil(uint32_t shard_id) const {
   return until;
 }
 
+bool FormerPrimaries::Holds(uint32_t shard_id) const {
+  return HoldUntil(shard_id) > clock_.Steady();
+}
+
 bool FormerPrimaries::AwaitHold(uint32_t shard_id) const {
   const absl::Duration until = HoldUntil(shard_id);
   const absl::Duration left = until - clock_.Steady();

@@ -69,6 +69,8 @@ class FormerPrimaries {
   // Waits (on the clock) until HoldUntil(shard_id); returns whether it
   // waited at all.
   bool AwaitHold(uint32_t shard_id) const;
+  // Whether AwaitHold(shard_id) would wait now; never waits.
+  bool Holds(uint32_t shard_id) const;
 
  private:
   struct Former {

@@ -84,10 +84,27 @@ void ReplicationStream::Break(const absl::Status& why) {
   if (cancel) context_.TryCancel();
 }
 
+bool ReplicationStream::Ticket::done() const {
+  absl::MutexLock lock(&mu_);
+  return done_;
+}
+
+absl::Status ReplicationStream::Ticket::status() const {
+  absl::MutexLock lock(&mu_);
+  return status_;
+}
+
 void ReplicationStream::Complete(Ticket& ticket, absl::Status status) {
-  absl::MutexLock lock(&ticket.mu_);
-  ticket.status_ = std::move(status);
-  ticket.done_ = true;
+  {
+    absl::MutexLock lock(&ticket.mu_);
+    if (ticket.done_) return;  // answered once only
+    ticket.status_ = std::move(status);
+    ticket.done_ = true;
+  }
+  // Moved out and dropped after it runs: a callback may hold what holds
+  // the ticket (Replicator's round), which must not keep itself alive.
+  std::function<void()> then = std::move(ticket.then_);
+  if (then) then();
 }
 
 void ReplicationStream::TakeQueueLocked() {
@@ -109,14 +126,18 @@ void ReplicationStream::TakeQueueLocked() {
 }
 
 std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Send(const v1::ReplicateRequest& req,
-                                                                   absl::Time deadline) {
+                                                                   absl::Time deadline,
+                                                                   std::function<void()> then) {
   auto ticket = std::make_shared<Ticket>();
+  ticket->then_ = std::move(then);
   {
-    absl::MutexLock lock(&mu_);
+    absl::ReleasableMutexLock lock(&mu_);
     if (broken_) {
-      Complete(*ticket, PeerError("Replicate", node_,
-                                  absl::UnavailableError(absl::StrCat("replication stream broken: ",
-                                                                      why_.message()))));
+      absl::Status failed = PeerError(
+          "Replicate", node_,
+          absl::UnavailableError(absl::StrCat("replication stream broken: ", why_.message())));
+      lock.Release();  // `then` runs with no lock of ours held
+      Complete(*ticket, std::move(failed));
       return ticket;
     }
     *queued_.add_writes() = req;
@@ -248,6 +269,16 @@ void ReplicationStreams::Retain(
     closed.push_back(std::move(it->second));
     streams_.erase(it++);
   }
+}
+
+void ReplicationStreams::AbandonAll(const absl::Status& why) {
+  std::vector<std::shared_ptr<ReplicationStream>> all;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [key, stream] : streams_) all.push_back(stream);
+  }
+  // Not under mu_: the failed writes' callbacks may open streams.
+  for (auto& stream : all) stream->Abandon(why);
 }
 
 }  // namespace server

@@ -39,6 +39,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -67,18 +68,24 @@ struct ReplicationStreamMetrics {
 
 class ReplicationStream final : public PeerClient::StreamReactor {
  public:
-  // A write on its way: Wait() for the backup's answer.
+  // A write on its way: Wait() for the backup's answer, or have Send() run
+  // a callback once it is there.
   class Ticket {
    public:
     Ticket() = default;
     Ticket(const Ticket&) = delete;
     Ticket& operator=(const Ticket&) = delete;
 
+    // Whether the answer is there, and what it is (OK until then).
+    bool done() const;
+    absl::Status status() const;
+
    private:
     friend class ReplicationStream;
-    absl::Mutex mu_;
+    mutable absl::Mutex mu_;
     bool done_ ABSL_GUARDED_BY(mu_) = false;
     absl::Status status_ ABSL_GUARDED_BY(mu_);
+    std::function<void()> then_;  // set before the ticket is shared
   };
 
   // Opens the stream to `node` through `peers`. Neither is owned: `peers`
@@ -93,8 +100,17 @@ class ReplicationStream final : public PeerClient::StreamReactor {
 
   // Queues `req` (copied) for the backup; `deadline` bounds how long the
   // backup may still install it. Never blocks on the network. On a broken
-  // stream the ticket is already failed with kUnavailable.
-  std::shared_ptr<Ticket> Send(const v1::ReplicateRequest& req, absl::Time deadline);
+  // stream the ticket is already failed with kUnavailable. `then`, if set,
+  // runs once the ticket is done, on the thread that completes it (a gRPC
+  // thread, one breaking the stream, or this one before Send() returns),
+  // with no lock of the stream held.
+  std::shared_ptr<Ticket> Send(const v1::ReplicateRequest& req, absl::Time deadline,
+                               std::function<void()> then = nullptr);
+
+  // Breaks the stream (see the file comment) because of `why`: for a
+  // writer whose write was sent with a `then` and not answered by its
+  // deadline, as Wait() does for one that waits.
+  void Abandon(const absl::Status& why) { Break(why); }
 
   // The backup's answer to `ticket`'s write: OK once installed, the
   // backup's refusal (with its payloads, the message naming the peer as
@@ -168,6 +184,10 @@ class ReplicationStreams {
   // Closes the streams of (shard, node) pairs `keep` says no (a backup
   // that left the shard): their threads end.
   void Retain(const std::function<bool(uint32_t shard_id, const std::string& node_id)>& keep);
+
+  // Breaks every stream (ReplicationStream::Abandon): what is pending on
+  // them fails at once. For the replicator's shutdown.
+  void AbandonAll(const absl::Status& why);
 
  private:
   PeerClient* const peers_;

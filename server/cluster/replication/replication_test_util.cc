@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/auth/token.h"
 #include "common/grpc_status.h"
+#include "common/protocol/layout.h"
 #include "glog/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/server_credentials.h"
@@ -284,6 +285,33 @@ absl::Status Node::Put(absl::string_view key, absl::string_view value) {
   absl::MutexLock lock(&writer_mu_);
   if (writer_ == nullptr) writer_ = store_->NewWriter();
   return store_->Put(writer_.get(), key, value);
+}
+
+bool Node::StartPut(absl::string_view key, absl::string_view value,
+                    std::function<void(absl::Status)> done) {
+  Reservation r;
+  {
+    absl::MutexLock lock(&writer_mu_);
+    if (writer_ == nullptr) writer_ = store_->NewWriter();
+    absl::StatusOr<Reservation> reserved = writer_->Reserve(key.size(), value.size());
+    if (!reserved.ok()) return false;
+    r = *std::move(reserved);
+  }
+  layout::EncodeEntry(r.ptr, key, value, store_->Version(), 0);
+  // Not under writer_mu_: `done` may run before StartCommit returns.
+  const bool started = store_->StartCommit(r.offset, r.size, /*verify_checksum=*/false,
+                                           [this, r, done](absl::Status s) mutable {
+                                             {
+                                               absl::MutexLock lock(&writer_mu_);
+                                               writer_->Done(r);
+                                             }
+                                             done(std::move(s));
+                                           });
+  if (!started) {
+    absl::MutexLock lock(&writer_mu_);
+    writer_->Done(r);
+  }
+  return started;
 }
 
 std::string Node::Value(absl::string_view key) {

@@ -153,6 +153,12 @@ class Node {
   const std::string& id() const { return id_; }
   int port() const { return port_; }
   absl::Status Put(absl::string_view key, absl::string_view value);
+  // Put() through KvStore::StartCommit, as the RESP loop commits a SET:
+  // false when the store declined (nothing done; the entry's space is
+  // released); otherwise `done` runs once with the commit's status, on
+  // whichever thread ends the write.
+  bool StartPut(absl::string_view key, absl::string_view value,
+                std::function<void(absl::Status)> done);
   absl::Status Delete(absl::string_view key) { return store_->Delete(key); }
   // The value, or "<NOT_FOUND>" etc.
   std::string Value(absl::string_view key);

@@ -23,13 +23,6 @@ bool Contains(const google::protobuf::RepeatedPtrField<std::string>& ids, absl::
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
-// A backup whose map is older than the primary's answers kMapBehind; the
-// primary retries until its timeout (the backup is about to install the
-// new map). A backup whose map is newer answers kStaleShardEpoch.
-bool MapBehind(const absl::Status& s) {
-  return cluster::IsRefusal(s, cluster::RefusalKind::kMapBehind);
-}
-
 // The in-sync floor on `map`: the configured one, capped by R.
 int Floor(const cluster::ClusterMapView& map, uint32_t configured) {
   return static_cast<int>(std::min(configured, std::max(1u, map.proto().replication_factor())));
@@ -47,6 +40,13 @@ absl::Status BelowFloor(const cluster::ClusterMapView& map, const v1::Shard& sha
 
 }  // namespace
 
+// A backup whose map is older than the primary's answers kMapBehind; the
+// primary retries until its timeout (the backup is about to install the
+// new map). A backup whose map is newer answers kStaleShardEpoch.
+bool Replicator::MapBehind(const absl::Status& s) {
+  return cluster::IsRefusal(s, cluster::RefusalKind::kMapBehind);
+}
+
 Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* seqs,
                        PeerClient* peers, metrics::Registry* registry, ReplicatorOptions options)
     : state_(state),
@@ -54,7 +54,7 @@ Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* s
       seqs_(seqs),
       peers_(peers),
       options_(std::move(options)),
-      stripes_(new absl::Mutex[kStripes]),
+      stripes_(new HandoffMutex[kStripes]),
       send_order_(new absl::Mutex[kSendOrderLocks]),
       streams_(peers, registry),
       former_(state->self(), options_.lease_ttl),
@@ -77,6 +77,12 @@ Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* s
   metrics::Registry& r = *registry;
   writes_ = r.AddCounter("kvstore_replication_writes_total",
                          "Writes this node published as primary after replicating them.");
+  started_writes_ = r.AddCounter("kvstore_replication_started_writes_total",
+                                 "Writes started without a thread waiting for their round "
+                                 "(StartWrite: the RESP loop's SETs in the common case).");
+  slow_ended_ = r.AddCounter("kvstore_replication_started_slow_ends_total",
+                             "Started writes whose round did not simply succeed, finished on a "
+                             "worker as a waiting write would have gone on.");
   backup_failures_ = r.AddCounter("kvstore_replication_backup_failures_total",
                                   "Replicate calls to a backup or syncing replica that failed or "
                                   "timed out.");
@@ -108,7 +114,7 @@ Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* s
                            "and installed.");
 }
 
-absl::Mutex& Replicator::StripeOf(absl::string_view key) {
+HandoffMutex& Replicator::StripeOf(absl::string_view key) {
   return stripes_[absl::Hash<absl::string_view>{}(key) % kStripes];
 }
 
@@ -116,11 +122,15 @@ absl::Mutex& Replicator::SendOrder(uint32_t shard_id) {
   return send_order_[shard_id % kSendOrderLocks];
 }
 
-absl::Mutex& Replicator::ShardBarrier(uint32_t shard_id) {
+HandoffSharedMutex& Replicator::ShardBarrier(uint32_t shard_id) {
   absl::MutexLock lock(&barriers_mu_);
-  std::unique_ptr<absl::Mutex>& mu = barriers_[shard_id];
-  if (mu == nullptr) mu = std::make_unique<absl::Mutex>();
+  std::unique_ptr<HandoffSharedMutex>& mu = barriers_[shard_id];
+  if (mu == nullptr) mu = std::make_unique<HandoffSharedMutex>();
   return *mu;  // never erased: the reference stays valid
+}
+
+int Replicator::FloorOf(const cluster::ClusterMapView& map) const {
+  return Floor(map, options_.min_insync_replicas);
 }
 
 bool Replicator::Broken(uint32_t shard_id, absl::string_view node_id) {
@@ -130,13 +140,18 @@ bool Replicator::Broken(uint32_t shard_id, absl::string_view node_id) {
 
 absl::Status Replicator::Write(absl::string_view key, absl::string_view entry,
                                absl::FunctionRef<absl::Status()> publish) {
-  const absl::Time deadline = absl::Now() + options_.replication_timeout;
-  // Set once an attempt sent the write to a backup, syncing replica or
-  // migration target that did not certainly refuse it: from then on the
-  // write may surface there (after a failover, say) although this node did
-  // not publish it, so any error it ends with leaves its outcome unknown.
-  bool sent_on = false;
-  for (int attempt = 0;; ++attempt) {
+  return WriteFrom(key, entry, publish, absl::Now() + options_.replication_timeout, 0, false);
+}
+
+absl::Status Replicator::WriteFrom(absl::string_view key, absl::string_view entry,
+                                   absl::FunctionRef<absl::Status()> publish, absl::Time deadline,
+                                   int first_attempt, bool sent_on) {
+  // sent_on is set once an attempt sent the write to a backup, syncing
+  // replica or migration target that did not certainly refuse it: from then
+  // on the write may surface there (after a failover, say) although this
+  // node did not publish it, so any error it ends with leaves its outcome
+  // unknown.
+  for (int attempt = first_attempt;; ++attempt) {
     bool again = false;
     bool published = false;
     absl::Status s = TryWrite(key, entry, publish, deadline, attempt, &again, &sent_on, &published);
@@ -147,13 +162,17 @@ absl::Status Replicator::Write(absl::string_view key, absl::string_view entry,
       absl::SleepFor(absl::Milliseconds(1));
       continue;
     }
-    // A delete's kNotFound from the store is its answer (the key was absent,
-    // everywhere alike). Any other error, once a target may hold the write,
-    // leaves its outcome unknown: the store failing to publish it (its
-    // index full) too.
-    if (!sent_on || s.ok() || (published && absl::IsNotFound(s))) return s;
-    return cluster::OutcomeUnknown(s);
+    return WriteOutcome(s, sent_on, published);
   }
+}
+
+absl::Status Replicator::WriteOutcome(absl::Status s, bool sent_on, bool published) {
+  // A delete's kNotFound from the store is its answer (the key was absent,
+  // everywhere alike). Any other error, once a target may hold the write,
+  // leaves its outcome unknown: the store failing to publish it (its index
+  // full) too.
+  if (!sent_on || s.ok() || (published && absl::IsNotFound(s))) return s;
+  return cluster::OutcomeUnknown(s);
 }
 
 bool Replicator::MayWrite(absl::string_view key) {
@@ -181,7 +200,7 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
   const uint32_t shard_id = first.shard->shard_id();
   // Routed again inside the barrier: BeginSync/PromoteSyncing wait for
   // every write routed on a map older than the one they checked.
-  absl::ReaderMutexLock barrier(&ShardBarrier(shard_id));
+  HandoffReaderLock barrier(&ShardBarrier(shard_id));
   Route route = state_->RouteKey(key);
   if (route.kind != Route::Kind::kServe && route.kind != Route::Kind::kReconciling) {
     refused_->Increment();
@@ -207,7 +226,7 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
     migration = nullptr;
   }
   const v1::ClusterNode* target = nullptr;
-  std::optional<absl::ReaderMutexLock> target_barrier;
+  std::optional<HandoffReaderLock> target_barrier;
   if (migration != nullptr) {
     const v1::Shard* t = map.ShardById(migration->target_shard());
     target = t != nullptr ? map.Primary(*t) : nullptr;
@@ -223,7 +242,7 @@ absl::Status Replicator::TryWrite(absl::string_view key, absl::string_view entry
       target_barrier.emplace(&ShardBarrier(migration->target_shard()));
     }
   }
-  absl::MutexLock stripe(&StripeOf(key));
+  HandoffLock stripe(&StripeOf(key));
   KV_RETURN_IF_ERROR(KV_FAILPOINT("replicator/before-round"));
   Round r;
   auto round = [&] {
@@ -287,6 +306,21 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
                                         absl::Time deadline, bool* stale, bool* held, bool repair) {
   const uint32_t shard_id = shard.shard_id();
   former_.Observe(map);
+  std::vector<Target> targets = TargetsOf(map, shard);
+  if (targets.empty()) {
+    seqs_->Next(shard_id);  // keeps this node's applied_seq moving
+    HoldForFormerPrimary(shard_id);
+    return absl::OkStatus();
+  }
+  v1::ReplicateRequest req = MakeRequest(map, shard, key, entry, repair);
+  const absl::Time start = absl::Now();
+  Forward(req, targets, deadline);
+  latency_->Observe(absl::Now() - start);
+  return AfterForward(map, shard, targets, stale, held);
+}
+
+std::vector<Replicator::Target> Replicator::TargetsOf(const cluster::ClusterMapView& map,
+                                                      const v1::Shard& shard) {
   std::vector<Target> targets;
   for (int i = 1; i < shard.replicas_size(); ++i) {
     targets.push_back(Target{map.Node(shard.replicas(i)), true, absl::OkStatus()});
@@ -294,13 +328,14 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
   for (const std::string& id : shard.syncing()) {
     targets.push_back(Target{map.Node(id), false, absl::OkStatus()});
   }
-  if (targets.empty()) {
-    seqs_->Next(shard_id);  // keeps this node's applied_seq moving
-    HoldForFormerPrimary(shard_id);
-    return absl::OkStatus();
-  }
+  return targets;
+}
+
+v1::ReplicateRequest Replicator::MakeRequest(const cluster::ClusterMapView& map,
+                                             const v1::Shard& shard, absl::string_view key,
+                                             absl::string_view entry, bool repair) {
   v1::ReplicateRequest req;  // its seq: Forward() takes it
-  req.set_shard_id(shard_id);
+  req.set_shard_id(shard.shard_id());
   req.set_shard_epoch(shard.shard_epoch());
   req.set_op(entry.empty() ? v1::REPLICA_OP_DELETE : v1::REPLICA_OP_PUT);
   req.set_key(key.data(), key.size());
@@ -310,9 +345,11 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
     req.set_primary_incarnation(self->incarnation());
   }
   req.set_resent_after_rdma(repair);
-  const absl::Time start = absl::Now();
-  Forward(req, targets, deadline);
-  latency_->Observe(absl::Now() - start);
+  return req;
+}
+
+absl::Status Replicator::AfterForward(const cluster::ClusterMapView& map, const v1::Shard& shard,
+                                      const std::vector<Target>& targets, bool* stale, bool* held) {
   for (const Target& t : targets) *held = *held || t.MayHold();
   for (const Target& t : targets) {
     if (cluster::IsRefusal(t.status, cluster::RefusalKind::kStaleShardEpoch)) {
@@ -322,7 +359,7 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
   }
   absl::Status failures = HandleFailures(shard, targets, Floor(map, options_.min_insync_replicas));
   if (!failures.ok()) return failures;
-  HoldForFormerPrimary(shard_id);
+  HoldForFormerPrimary(shard.shard_id());
   return absl::OkStatus();
 }
 
@@ -384,7 +421,7 @@ absl::Status Replicator::ForwardImport(const v1::ImportWriteRequest& req,
 }
 
 void Replicator::DrainShard(uint32_t shard_id) {
-  absl::WriterMutexLock barrier(&ShardBarrier(shard_id));
+  HandoffWriterLock barrier(&ShardBarrier(shard_id));
 }
 
 absl::Status Replicator::ImportWrite(uint32_t target_shard, absl::string_view key,
@@ -392,8 +429,8 @@ absl::Status Replicator::ImportWrite(uint32_t target_shard, absl::string_view ke
                                      absl::FunctionRef<absl::StatusOr<bool>()> admit,
                                      absl::FunctionRef<absl::Status()> install, bool locks_held) {
   const absl::Time deadline = absl::Now() + options_.replication_timeout;
-  std::optional<absl::ReaderMutexLock> barrier;
-  std::optional<absl::MutexLock> stripe;
+  std::optional<HandoffReaderLock> barrier;
+  std::optional<HandoffLock> stripe;
   if (!locks_held) {
     barrier.emplace(&ShardBarrier(target_shard));
     stripe.emplace(&StripeOf(key));
@@ -431,110 +468,6 @@ absl::Status Replicator::ImportWrite(uint32_t target_shard, absl::string_view ke
   }
   // The source passes this on to its client: honestly, as Write() does.
   return held ? cluster::OutcomeUnknown(s) : s;
-}
-
-void Replicator::Forward(v1::ReplicateRequest& req, std::vector<Target>& targets,
-                         absl::Time deadline) {
-  std::vector<size_t> pending;
-  for (size_t i = 0; i < targets.size(); ++i) {
-    if (targets[i].node == nullptr) {
-      targets[i].status = absl::InternalError("replica not named in the map's nodes");
-    } else {
-      pending.push_back(i);
-    }
-  }
-  // For a backup whose link failed with this write: it may still process
-  // that commit (ResentSeqs).
-  v1::ReplicateRequest resent;
-  for (bool first = true; first || !pending.empty(); first = false) {
-    // Targets with an RDMA link up take the write that way; the rest (and
-    // all of them without links) on the shard's replication stream to them.
-    std::vector<size_t> by_stream;
-    std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>> by_rdma;
-    for (size_t i : pending) {
-      std::shared_ptr<RdmaReplicaLink> link =
-          rdma_links_ != nullptr ? rdma_links_->Get(*targets[i].node) : nullptr;
-      if (link != nullptr) {
-        by_rdma.emplace_back(i, std::move(link));
-      } else {
-        by_stream.push_back(i);
-      }
-    }
-    // Opened (a gRPC call started) before the send lock, which every write
-    // of the shard takes.
-    std::vector<std::shared_ptr<ReplicationStream>> streams;
-    for (size_t i : by_stream) streams.push_back(streams_.Get(req.shard_id(), *targets[i].node));
-    std::vector<std::shared_ptr<ReplicationStream::Ticket>> tickets;
-    {
-      // The seq is taken and the write queued on every stream under one
-      // lock, so that each stream carries the shard's writes in seq order.
-      std::optional<absl::MutexLock> order;
-      if (first) {
-        order.emplace(&SendOrder(req.shard_id()));
-        req.set_seq(seqs_->Next(req.shard_id()));  // also keeps this node's applied_seq moving
-      }
-      for (size_t k = 0; k < by_stream.size(); ++k) {
-        const Target& t = targets[by_stream[k]];
-        tickets.push_back(streams[k]->Send(t.rdma_failed ? resent : req, deadline));
-      }
-    }
-    if (first) {
-      resent = req;
-      resent.set_resent_after_rdma(true);
-    }
-    std::vector<size_t> retry;
-    // The RDMA sends run while the stream's batch is on its way.
-    if (!by_rdma.empty()) SendOverRdma(req, by_rdma, targets, deadline, &retry);
-    for (size_t k = 0; k < by_stream.size(); ++k) {
-      Target& t = targets[by_stream[k]];
-      t.status = streams[k]->Wait(*tickets[k], deadline);
-      // A fenced primary publishes nothing: asking a lagging backup again
-      // would only leave the write on more nodes.
-      if (MapBehind(t.status) && absl::Now() + absl::Milliseconds(2) < deadline &&
-          state_->Serving()) {
-        retry.push_back(by_stream[k]);
-      }
-    }
-    if (!retry.empty()) absl::SleepFor(absl::Milliseconds(2));
-    pending = std::move(retry);
-  }
-}
-
-// All at once (RdmaReplicaLinks::SendAll). A link that failed is dropped (gRPC
-// for a while), and the write is sent again by gRPC in the next round,
-// marked resent_after_rdma: a backup applying one seq twice installs the
-// same entry twice, which changes nothing, and the mark makes it drop the
-// failed link's commit if that arrives after a later write of the key.
-void Replicator::SendOverRdma(
-    const v1::ReplicateRequest& req,
-    const std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>>& links,
-    std::vector<Target>& targets, absl::Time deadline, std::vector<size_t>* retry) {
-  wire::ReplicaCommit tag;
-  tag.shard_id = req.shard_id();
-  tag.shard_epoch = req.shard_epoch();
-  tag.seq = req.seq();
-  tag.primary_node_id = req.primary_node_id();
-  tag.primary_incarnation = req.primary_incarnation();
-  std::vector<RdmaReplicaLinks::Send> sends;
-  for (const auto& [i, link] : links) sends.push_back({link, absl::OkStatus()});
-  rdma_links_->SendAll(sends, req.key(), req.entry(), tag, deadline);
-  for (size_t k = 0; k < links.size(); ++k) {
-    const auto& [i, link] = links[k];
-    Target& t = targets[i];
-    t.status = sends[k].status;
-    const bool time_left = absl::Now() + absl::Milliseconds(2) < deadline && state_->Serving();
-    if (t.status.ok()) {
-      rdma_links_->sent()->Increment();
-    } else if (link->failed(t.status)) {
-      rdma_links_->Drop(t.node->node_id(), link);
-      t.rdma_failed = true;
-      t.status = absl::UnavailableError(
-          absl::StrCat("RDMA link to ", t.node->node_id(), " failed: ", t.status.message()));
-      if (time_left) retry->push_back(i);
-    } else if (MapBehind(t.status) && time_left) {
-      retry->push_back(i);
-    }
-  }
 }
 
 absl::Status Replicator::HandleFailures(const v1::Shard& shard, const std::vector<Target>& targets,

@@ -96,6 +96,9 @@
 #include "absl/time/time.h"
 #include "common/cluster/refusal.h"
 #include "common/metrics/registry.h"
+#include "common/sync/deadline_timer.h"
+#include "common/sync/handoff_mutex.h"
+#include "common/sync/worker_pool.h"
 #include "server/cluster/membership/shard_map_editor.h"
 #include "server/cluster/peer/peer_client.h"
 #include "server/cluster/replication/former_primaries.h"
@@ -134,11 +137,26 @@ class Replicator : public WriteHook {
   // to another node. `registry` gets the kvstore_replication_* series.
   Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* seqs, PeerClient* peers,
              metrics::Registry* registry, ReplicatorOptions options);
+  // Breaks every replication stream and waits until each write started by
+  // StartWrite() has ended (a failed stream ends it at once).
+  ~Replicator() override;
   Replicator(const Replicator&) = delete;
   Replicator& operator=(const Replicator&) = delete;
 
   absl::Status Write(absl::string_view key, absl::string_view entry,
                      absl::FunctionRef<absl::Status()> publish) override;
+  // Write() as a chain of callbacks (replicator_async.cc), for the common
+  // case only: this node serves the key's shard, which has in-sync backups
+  // and nothing else going on (no syncing replica, migration, reconcile,
+  // unsettled key, former primary's hold, RDMA link, armed failpoint) and
+  // whose barrier and key stripe are free. Then the seq is taken and the
+  // write queued on the shard's streams here, and the backups' answers
+  // finish it: publish and `done` on the stream's gRPC thread when every
+  // backup installed it; anything else (a backup failed or is behind, the
+  // node was fenced meanwhile) on a worker of the replicator's, as Write()
+  // would have gone on. Otherwise false, nothing done: call Write().
+  bool StartWrite(absl::string_view key, absl::string_view entry, Publish publish,
+                  Done done) override;
   // True when this node serves writes of `key`'s slot under its current map.
   bool MayWrite(absl::string_view key) override;
   // True unless the key's shard has no backup, no syncing replica and no
@@ -148,7 +166,7 @@ class Replicator : public WriteHook {
   // The stripe lock of `key`: SyncShard holds it while it copies the key's
   // entry, so the copy is never taken between a write's forward and its
   // publish.
-  absl::Mutex& StripeOf(absl::string_view key);
+  HandoffMutex& StripeOf(absl::string_view key);
 
   // The primary's checks before streaming shard `shard_id` to `node_id`:
   // this node is the shard's primary (and this process the incarnation the
@@ -270,6 +288,38 @@ class Replicator : public WriteHook {
                                const v1::ClusterNode& target, absl::string_view key,
                                absl::string_view entry, absl::Time deadline,
                                absl::FunctionRef<void()> meanwhile);
+  // Write() from attempt `first_attempt`, `sent_on` as an earlier attempt
+  // left it (a started write that must route again).
+  absl::Status WriteFrom(absl::string_view key, absl::string_view entry,
+                         absl::FunctionRef<absl::Status()> publish, absl::Time deadline,
+                         int first_attempt, bool sent_on);
+  // What a write that ended with `s` answers its client (see Effect in the
+  // file comment).
+  static absl::Status WriteOutcome(absl::Status s, bool sent_on, bool published);
+  static bool MapBehind(const absl::Status& s);
+  // The in-sync floor on `map`: the configured one, capped by R.
+  int FloorOf(const cluster::ClusterMapView& map) const;
+  // The in-sync backups, then the syncing replicas, of `shard`.
+  static std::vector<Target> TargetsOf(const cluster::ClusterMapView& map, const v1::Shard& shard);
+  // The Replicate of a write of `shard` (seq unset: Forward() takes it).
+  v1::ReplicateRequest MakeRequest(const cluster::ClusterMapView& map, const v1::Shard& shard,
+                                   absl::string_view key, absl::string_view entry, bool repair);
+  // Step 4 once every target answered: ReplicateRound()'s end.
+  absl::Status AfterForward(const cluster::ClusterMapView& map, const v1::Shard& shard,
+                            const std::vector<Target>& targets, bool* stale, bool* held);
+  // A write StartWrite() started (replicator_async.cc).
+  struct AsyncRound;
+  // A target of `round` answered; the last one finishes it.
+  void RoundAnswered(const std::shared_ptr<AsyncRound>& round);
+  // Every target answered: publishes and answers on this thread when all
+  // installed it, else hands the round to ConcludeSlow() on a worker.
+  void FinishAsync(const std::shared_ptr<AsyncRound>& round);
+  // The rest of Write() for a round that did not simply succeed.
+  void ConcludeSlow(const std::shared_ptr<AsyncRound>& round);
+  // The round's deadline passed with targets unanswered: breaks their streams.
+  void Expire(const AsyncRound& round);
+  // Releases the round's locks, answers it and counts it ended.
+  void EndRound(const std::shared_ptr<AsyncRound>& round, absl::Status status);
   // One routing and replication round of Write(); sets *again when a backup
   // answered kStaleShardEpoch (its map is newer) before `deadline`,
   // *sent_on when a target may hold the write (only ever sets it), and
@@ -287,6 +337,12 @@ class Replicator : public WriteHook {
   // a link is up; retries a kMapBehind refusal until `deadline`. Fills each
   // target's status.
   void Forward(v1::ReplicateRequest& req, std::vector<Target>& targets, absl::Time deadline);
+  // Forward()'s rounds: the first takes the seq and sends to `pending`
+  // (target indices); later ones resend to the targets still to retry
+  // (`resent` to those whose RDMA link failed), until none is left.
+  void ForwardRounds(v1::ReplicateRequest& req, v1::ReplicateRequest& resent,
+                     std::vector<Target>& targets, absl::Time deadline, std::vector<size_t> pending,
+                     bool first);
   // Forward()'s sends to the targets whose RDMA link is up (`links`: target
   // index and link); fills their status and appends to *retry the ones to
   // send again (kMapBehind, or a failed link: by gRPC then).
@@ -316,7 +372,7 @@ class Replicator : public WriteHook {
                    const absl::Status& status);
   // Sleeps until FormerPrimaries lets writes of `shard_id` be acknowledged.
   void HoldForFormerPrimary(uint32_t shard_id);
-  absl::Mutex& ShardBarrier(uint32_t shard_id);
+  HandoffSharedMutex& ShardBarrier(uint32_t shard_id);
   // Held while a write's seq is taken and the write queued on its streams,
   // so that every stream carries its shard's writes in seq order. One lock
   // serves several shards (only the order within a shard matters).
@@ -328,13 +384,13 @@ class Replicator : public WriteHook {
   ShardSeqs* const seqs_;
   PeerClient* const peers_;
   const ReplicatorOptions options_;
-  std::unique_ptr<absl::Mutex[]> stripes_;
+  std::unique_ptr<HandoffMutex[]> stripes_;
   static constexpr uint32_t kSendOrderLocks = 64;
   std::unique_ptr<absl::Mutex[]> send_order_;
   ReplicationStreams streams_;
 
   absl::Mutex barriers_mu_;
-  absl::flat_hash_map<uint32_t, std::unique_ptr<absl::Mutex>> barriers_
+  absl::flat_hash_map<uint32_t, std::unique_ptr<HandoffSharedMutex>> barriers_
       ABSL_GUARDED_BY(barriers_mu_);
   absl::Mutex broken_mu_;
   absl::flat_hash_set<std::pair<uint32_t, std::string>> broken_ ABSL_GUARDED_BY(broken_mu_);
@@ -351,7 +407,16 @@ class Replicator : public WriteHook {
       ABSL_GUARDED_BY(unsettled_mu_);
   std::atomic<size_t> unsettled_count_{0};  // keys in unsettled_: the fast path
 
+  // StartWrite()'s: rounds not yet ended, their deadlines, and the workers
+  // of their slow ends. The destructor's body ends every round first.
+  absl::Mutex rounds_mu_;
+  size_t rounds_in_flight_ ABSL_GUARDED_BY(rounds_mu_) = 0;
+  WorkerPool slow_ends_{64};
+  DeadlineTimer deadlines_;
+
   metrics::Counter* writes_;
+  metrics::Counter* started_writes_;
+  metrics::Counter* slow_ended_;
   metrics::Counter* backup_failures_;
   metrics::Counter* isr_shrinks_;
   metrics::Counter* syncing_broken_;

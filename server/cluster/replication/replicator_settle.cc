@@ -55,7 +55,7 @@ absl::Status Replicator::SettleKeys(const cluster::ClusterMapView& map, const v1
         map.ActiveMigrationForSlot(cluster::KeySlot(key)) == nullptr) {
       // Under the key's stripe lock no write of it runs: the entry read is
       // the one every replica must end with.
-      absl::MutexLock stripe(&StripeOf(key));
+      HandoffLock stripe(&StripeOf(key));
       absl::StatusOr<std::string> entry = store_->CopyEntry(key);
       if (entry.ok() || absl::IsNotFound(entry.status())) {
         bool stale = false, held = false;
@@ -93,7 +93,7 @@ void Replicator::SettleIdle() {
   for (uint32_t id : shards) {
     // Under the shard's barrier, routed as a write is: no write of the shard
     // is then between its routing and its publish.
-    absl::ReaderMutexLock barrier(&ShardBarrier(id));
+    HandoffReaderLock barrier(&ShardBarrier(id));
     auto map = state_->map();
     const v1::Shard* shard = map != nullptr ? map->ShardById(id) : nullptr;
     if (shard == nullptr || shard->replicas().empty() || shard->replicas(0) != state_->self()) {

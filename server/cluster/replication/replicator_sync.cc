@@ -62,7 +62,7 @@ absl::StatusOr<uint64_t> Replicator::BeginSync(uint32_t shard_id, absl::string_v
   // Every write routed before this point (on a map that may not list the
   // joiner) is published once the barrier is ours; every later one is
   // forwarded to the joiner.
-  absl::WriterMutexLock barrier(&ShardBarrier(shard_id));
+  HandoffWriterLock barrier(&ShardBarrier(shard_id));
   {
     absl::MutexLock lock(&broken_mu_);
     broken_.erase(std::make_pair(shard_id, std::string(node_id)));
@@ -91,7 +91,7 @@ absl::Status Replicator::PromoteSyncing(uint32_t shard_id, absl::string_view nod
   }
   // Writes of the shard pause while the map changes, so none can miss the
   // joiner between this check and the new map.
-  absl::WriterMutexLock barrier(&ShardBarrier(shard_id));
+  HandoffWriterLock barrier(&ShardBarrier(shard_id));
   if (Broken(shard_id, node_id)) {
     return absl::FailedPreconditionError(absl::StrCat(
         node_id, " missed a write of shard ", shard_id, " since its copy began; copy again"));

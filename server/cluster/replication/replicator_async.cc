@@ -1,0 +1,247 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Replicator::StartWrite: a replicated write as a chain of callbacks, so
+// that no thread waits for the backups' answers.
+//
+// Why: a write that waits for its round holds a thread, and on the RESP
+// path that cost three thread wake-ups per write (the loop hands the SET to
+// a worker, the worker sleeps until the stream's reply, the loop is woken
+// with the answer): most of a replicated write's CPU on these machines
+// (docs/performance.md §1.2). Here the calling thread (the RESP loop) takes
+// the locks and the seq and queues the write on the shard's streams; the
+// reply that completes the last backup's ticket publishes the write and
+// answers it on the stream's gRPC thread, for every write the reply
+// carries. The loop is woken once per batch of answers, not per write.
+//
+// The same protocol as Write(), in the same order: route, barrier (reader),
+// key stripe, seq and send under the send-order lock, every backup's
+// answer, the fence check, publish, release. Only the common case goes
+// this way (see StartWrite in replicator.h); it never waits for a lock: a
+// busy barrier or stripe sends the write to Write() instead. A round that
+// does not simply succeed is finished on a worker (ConcludeSlow) by the
+// code Write() runs after its sends, which may block (dropping a failed
+// backup through etcd, a backup whose map is behind, a former primary's
+// hold) and may route the write again with a new seq.
+//
+// Deadline: nobody waits on a ticket, so the round registers its deadline
+// with a timer; at the deadline the streams of the backups that have not
+// answered are broken (as Wait() breaks one), which fails their tickets and
+// sends the round to ConcludeSlow.
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/cluster/refusal.h"
+#include "common/failpoint/failpoint.h"
+#include "server/cluster/replication/replicator.h"
+
+namespace kvstore {
+namespace server {
+
+struct Replicator::AsyncRound {
+  absl::string_view key;
+  absl::string_view entry;
+  Publish publish;
+  Done done;
+  Route route;  // keeps the map (and so the shard and nodes) alive
+  absl::Time deadline;
+  absl::Time start;
+  uint64_t seq = 0;
+  std::vector<Target> targets;
+  // Weak: the stream's last reference must never go inside one of its own
+  // reactions (its destructor waits for the call to end).
+  std::vector<std::weak_ptr<ReplicationStream>> streams;
+  std::vector<std::shared_ptr<ReplicationStream::Ticket>> tickets;
+  // Targets not yet answered, plus one StartWrite() holds until the round
+  // is fully set up: whoever brings it to zero finishes the round.
+  std::atomic<size_t> pending{0};
+  DeadlineTimer::Id timer;
+  HandoffSharedMutex* barrier = nullptr;
+  HandoffMutex* stripe = nullptr;
+};
+
+namespace {
+
+bool FailpointsArmed() {
+  return failpoint::internal::armed_points.load(std::memory_order_relaxed) != 0;
+}
+
+}  // namespace
+
+Replicator::~Replicator() {
+  streams_.AbandonAll(absl::UnavailableError("the replicator is shutting down"));
+  absl::MutexLock lock(&rounds_mu_);
+  rounds_mu_.Await(absl::Condition(
+      +[](size_t* n) { return *n == 0; }, &rounds_in_flight_));
+}
+
+bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publish publish,
+                            Done done) {
+  // Failpoints stop writes at exact steps on the thread that runs them,
+  // which must not be an event loop; a key to repair first is Admit()'s.
+  if (FailpointsArmed() || unsettled_count_.load(std::memory_order_acquire) != 0) return false;
+  const Route first = state_->RouteKey(key);
+  if (first.kind != Route::Kind::kServe || first.migration != nullptr) return false;
+  const uint32_t shard_id = first.shard->shard_id();
+  HandoffSharedMutex& barrier = ShardBarrier(shard_id);
+  if (!barrier.TryReaderLock()) return false;  // a sync or promotion is draining the shard
+  // Routed again inside the barrier, as TryWrite() does.
+  Route route = state_->RouteKey(key);
+  const v1::Shard* shard = route.shard;
+  bool common = route.kind == Route::Kind::kServe && route.migration == nullptr &&
+                shard->shard_id() == shard_id && shard->replicas_size() > 1 &&
+                shard->syncing_size() == 0 && shard->replicas_size() >= FloorOf(*route.map) &&
+                gate_.Ready(*route.map, shard_id) && !former_.Holds(shard_id);
+  std::vector<Target> targets;
+  if (common) targets = TargetsOf(*route.map, *shard);
+  for (const Target& t : targets) {
+    common = common && t.node != nullptr &&
+             (rdma_links_ == nullptr || rdma_links_->Get(*t.node) == nullptr);
+  }
+  HandoffMutex& stripe = StripeOf(key);
+  if (!common || !stripe.TryLock()) {
+    barrier.ReaderUnlock();
+    return false;
+  }
+  former_.Observe(*route.map);
+  auto round = std::make_shared<AsyncRound>();
+  round->key = key;
+  round->entry = entry;
+  round->publish = std::move(publish);
+  round->done = std::move(done);
+  round->deadline = absl::Now() + options_.replication_timeout;
+  round->start = absl::Now();
+  round->targets = std::move(targets);
+  round->barrier = &barrier;
+  round->stripe = &stripe;
+  round->pending = round->targets.size() + 1;
+  std::vector<std::shared_ptr<ReplicationStream>> streams;
+  for (const Target& t : round->targets) {
+    streams.push_back(streams_.Get(shard_id, *t.node));
+    round->streams.push_back(streams.back());
+  }
+  v1::ReplicateRequest req = MakeRequest(*route.map, *shard, key, entry, /*repair=*/false);
+  round->route = std::move(route);
+  {
+    absl::MutexLock lock(&rounds_mu_);
+    ++rounds_in_flight_;
+  }
+  started_writes_->Increment();
+  {
+    // As in Forward(): seq and queueing under one lock per shard.
+    absl::MutexLock order(&SendOrder(shard_id));
+    req.set_seq(seqs_->Next(shard_id));
+    round->seq = req.seq();
+    for (auto& stream : streams) {
+      round->tickets.push_back(
+          stream->Send(req, round->deadline, [this, round] { RoundAnswered(round); }));
+    }
+  }
+  round->timer = deadlines_.Add(round->deadline, [this, round] { Expire(*round); });
+  RoundAnswered(round);  // StartWrite's own share: the round is set up
+  return true;
+}
+
+void Replicator::RoundAnswered(const std::shared_ptr<AsyncRound>& round) {
+  if (round->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) FinishAsync(round);
+}
+
+void Replicator::Expire(const AsyncRound& round) {
+  for (size_t k = 0; k < round.tickets.size(); ++k) {
+    if (round.tickets[k]->done()) continue;
+    if (std::shared_ptr<ReplicationStream> stream = round.streams[k].lock()) {
+      stream->Abandon(absl::DeadlineExceededError("a write was not answered by its deadline"));
+    }
+  }
+}
+
+void Replicator::FinishAsync(const std::shared_ptr<AsyncRound>& round) {
+  deadlines_.Cancel(round->timer);
+  latency_->Observe(absl::Now() - round->start);
+  bool all_installed = true;
+  for (size_t k = 0; k < round->targets.size(); ++k) {
+    round->targets[k].status = round->tickets[k]->status();
+    all_installed = all_installed && round->targets[k].status.ok();
+  }
+  const uint32_t shard_id = round->route.shard->shard_id();
+  if (!all_installed || FailpointsArmed() || former_.Holds(shard_id)) {
+    slow_ended_->Increment();
+    slow_ends_.Submit([this, round] { ConcludeSlow(round); });
+    return;
+  }
+  // Every backup installed it (so each may hold it). Conclude()'s last
+  // steps: a node that may have been replaced meanwhile publishes nothing.
+  absl::Status s;
+  bool published = false;
+  if (!state_->Serving()) {
+    refused_->Increment();
+    s = RouteStatus(Route(), RefusalAddress::kResp);
+  } else {
+    writes_->Increment();
+    published = true;
+    s = round->publish();
+  }
+  NoteOutcome(shard_id, round->key, /*held=*/true, published, s);
+  EndRound(round, WriteOutcome(std::move(s), /*sent_on=*/true, published));
+}
+
+void Replicator::ConcludeSlow(const std::shared_ptr<AsyncRound>& round) {
+  const cluster::ClusterMapView& map = *round->route.map;
+  const v1::Shard& shard = *round->route.shard;
+  std::vector<Target>& targets = round->targets;
+  // Forward()'s retry of backups whose map is behind, with the same seq.
+  std::vector<size_t> retry;
+  for (size_t k = 0; k < targets.size(); ++k) {
+    if (MapBehind(targets[k].status) && absl::Now() + absl::Milliseconds(2) < round->deadline &&
+        state_->Serving()) {
+      retry.push_back(k);
+    }
+  }
+  if (!retry.empty()) {
+    v1::ReplicateRequest req = MakeRequest(map, shard, round->key, round->entry, false);
+    req.set_seq(round->seq);
+    v1::ReplicateRequest resent = req;
+    resent.set_resent_after_rdma(true);
+    absl::SleepFor(absl::Milliseconds(2));
+    ForwardRounds(req, resent, targets, round->deadline, std::move(retry), /*first=*/false);
+  }
+  Round r;
+  r.replicated = AfterForward(map, shard, targets, &r.stale, &r.held);
+  const bool sent_on = r.held;
+  bool again = false;
+  bool published = false;
+  absl::Status s = Conclude(
+      round->route, nullptr, r, round->deadline, &again, [&] { return round->publish(); },
+      &published);
+  NoteOutcome(shard.shard_id(), round->key, r.held, published, s);
+  if (!again) {
+    EndRound(round, WriteOutcome(std::move(s), sent_on, published));
+    return;
+  }
+  // A backup holds a newer map: route the write again, as Write() does,
+  // without this round's locks (Write() takes its own).
+  round->stripe->Unlock();
+  round->barrier->ReaderUnlock();
+  round->stripe = nullptr;
+  round->barrier = nullptr;
+  absl::SleepFor(absl::Milliseconds(1));
+  s = WriteFrom(
+      round->key, round->entry, [&] { return round->publish(); }, round->deadline, 1, sent_on);
+  EndRound(round, std::move(s));
+}
+
+void Replicator::EndRound(const std::shared_ptr<AsyncRound>& round, absl::Status status) {
+  if (round->stripe != nullptr) round->stripe->Unlock();
+  if (round->barrier != nullptr) round->barrier->ReaderUnlock();
+  round->stripe = nullptr;
+  round->barrier = nullptr;
+  Done done = std::move(round->done);
+  done(std::move(status));
+  absl::MutexLock lock(&rounds_mu_);
+  --rounds_in_flight_;
+}
+
+}  // namespace server
+}  // namespace kvstore

@@ -1,0 +1,211 @@
+// Copyright 2026 The kvstore Authors.
+//
+// Replicator::StartWrite end to end, through KvStore::StartCommit as the
+// RESP loop calls it: real stores, replicators, installers and services on
+// real gRPC servers (replication_test_util.h). The write must keep
+// Write()'s contract: every in-sync backup holds it before the primary
+// publishes or answers it, and a round that fails ends as Write() ends it.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "common/failpoint/failpoint_testing.h"
+#include "common/metrics/testing.h"
+#include "common/testing/eventually.h"
+#include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/cluster/replication/replication_test_util.h"
+
+namespace kvstore {
+namespace server {
+namespace {
+
+using ::kvstore::metrics::testing::Value;
+using ::kvstore::server::testing::FakeMapStore;
+using ::kvstore::server::testing::Node;
+using ::kvstore::server::testing::NodeOptions;
+using ::kvstore::server::testing::OneShardMap;
+using ::kvstore::testing::Eventually;
+using ::kvstore::testing::IsOk;
+using ::testing::ElementsAre;
+
+// The status a started write ended with, once it has.
+class Outcome {
+ public:
+  std::function<void(absl::Status)> Callback() {
+    return [this](absl::Status s) {
+      absl::MutexLock lock(&mu_);
+      status_ = std::move(s);
+      done_ = true;
+    };
+  }
+  bool done() {
+    absl::MutexLock lock(&mu_);
+    return done_;
+  }
+  absl::Status Await() {
+    EXPECT_TRUE(Eventually([&] { return done(); }));
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+class ReplicatorAsyncTest : public ::testing::Test {
+ protected:
+  void Start(int n, NodeOptions options = {}) {
+    for (int i = 0; i < n; ++i) {
+      nodes_.push_back(std::make_unique<Node>(absl::StrCat("n", i), &maps_, options));
+    }
+    std::vector<Node*> all;
+    for (auto& node : nodes_) all.push_back(node.get());
+    std::vector<int> replicas;
+    for (int i = 0; i < n; ++i) replicas.push_back(i);
+    maps_.Set(OneShardMap(all, replicas, {}));
+  }
+  Node& node(int i) { return *nodes_[i]; }
+  std::vector<std::string> replicas() {
+    auto r = maps_.Current().shards(0).replicas();
+    return {r.begin(), r.end()};
+  }
+  uint64_t Started() {
+    return Value(node(0).registry(), "kvstore_replication_started_writes_total");
+  }
+  uint64_t SlowEnds() {
+    return Value(node(0).registry(), "kvstore_replication_started_slow_ends_total");
+  }
+
+  FakeMapStore maps_;  // outlives the nodes, which it points to
+  std::vector<std::unique_ptr<Node>> nodes_;
+};
+
+TEST_F(ReplicatorAsyncTest, EveryBackupHoldsAStartedWriteBeforeItIsPublishedOrAnswered) {
+  Start(3);
+  absl::Notification n2_has_it, release;
+  node(2).service().set_before([&](const v1::ReplicateRequest&) {
+    n2_has_it.Notify();
+    release.WaitForNotification();
+    return absl::OkStatus();
+  });
+  Outcome put;
+  ASSERT_TRUE(node(0).StartPut("k", "v", put.Callback()));
+  EXPECT_EQ(Started(), 1u);
+  n2_has_it.WaitForNotification();
+  // n1 may have installed it; n2 has not answered: nothing is published or
+  // answered, and no thread of the caller's waits for it.
+  EXPECT_FALSE(put.done());
+  EXPECT_EQ(node(0).Value("k"), "<NOT_FOUND>");
+  release.Notify();
+  EXPECT_THAT(put.Await(), IsOk());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(node(i).Value("k"), "v") << i;
+  EXPECT_EQ(SlowEnds(), 0u);
+  // Its locks were released: the same key starts again.
+  Outcome again;
+  node(2).service().set_before(nullptr);
+  ASSERT_TRUE(node(0).StartPut("k", "w", again.Callback()));
+  EXPECT_THAT(again.Await(), IsOk());
+  EXPECT_EQ(node(1).Value("k"), "w");
+}
+
+TEST_F(ReplicatorAsyncTest, AWriteOfAKeyInFlightGoesTheWaitingWay) {
+  Start(2);
+  absl::Notification n1_has_it, release;
+  node(1).service().set_before([&](const v1::ReplicateRequest&) {
+    n1_has_it.Notify();
+    release.WaitForNotification();
+    return absl::OkStatus();
+  });
+  Outcome first;
+  ASSERT_TRUE(node(0).StartPut("k", "1", first.Callback()));
+  n1_has_it.WaitForNotification();
+  // The key's lock is held until the first write ends: the store declines
+  // rather than make this thread wait.
+  Outcome second;
+  EXPECT_FALSE(node(0).StartPut("k", "2", second.Callback()));
+  EXPECT_FALSE(second.done());
+  release.Notify();
+  EXPECT_THAT(first.Await(), IsOk());
+}
+
+TEST_F(ReplicatorAsyncTest, AnArmedFailpointSendsWritesTheWaitingWay) {
+  Start(2);
+  failpoint::ScopedFailpoint armed("replicator/before-round", [] { return absl::OkStatus(); });
+  Outcome put;
+  EXPECT_FALSE(node(0).StartPut("k", "v", put.Callback()));
+  EXPECT_EQ(Started(), 0u);
+  EXPECT_THAT(node(0).Put("k", "v"), IsOk());  // the waiting way works
+}
+
+TEST_F(ReplicatorAsyncTest, ADeadBackupIsDroppedAndTheWriteAcknowledgedAsWriteWould) {
+  Start(3);
+  node(2).Kill();
+  Outcome put;
+  ASSERT_TRUE(node(0).StartPut("k", "v", put.Callback()));
+  EXPECT_THAT(put.Await(), IsOk());
+  EXPECT_EQ(SlowEnds(), 1u);
+  EXPECT_THAT(replicas(), ElementsAre("n0", "n1"));
+  EXPECT_EQ(node(0).Value("k"), "v");
+  EXPECT_EQ(node(1).Value("k"), "v");
+}
+
+TEST_F(ReplicatorAsyncTest, ABackupThatNeverAnswersIsGivenUpAtTheDeadline) {
+  NodeOptions options;
+  options.replication_timeout = absl::Milliseconds(300);
+  Start(3, options);
+  absl::Notification release;
+  node(2).service().set_before([&](const v1::ReplicateRequest&) {
+    release.WaitForNotification();
+    return absl::OkStatus();
+  });
+  Outcome put;
+  ASSERT_TRUE(node(0).StartPut("k", "v", put.Callback()));
+  // Nobody waits on the write: its deadline breaks n2's stream, and the
+  // slow end drops n2 as a backup that timed out.
+  EXPECT_THAT(put.Await(), IsOk());
+  EXPECT_EQ(SlowEnds(), 1u);
+  EXPECT_THAT(replicas(), ElementsAre("n0", "n1"));
+  EXPECT_EQ(node(0).Value("k"), "v");
+  release.Notify();
+}
+
+TEST_F(ReplicatorAsyncTest, AFailedBackupTheFloorNeedsLeavesTheWriteUnknownAndUnpublished) {
+  NodeOptions options;
+  options.min_insync_replicas = 2;
+  Start(2, options);
+  node(1).service().set_after(
+      [](const v1::ReplicateRequest&) { return absl::UnavailableError("answer lost"); });
+  Outcome put;
+  ASSERT_TRUE(node(0).StartPut("k", "v", put.Callback()));
+  absl::Status s = put.Await();
+  // n1 holds it but its answer was lost, and the floor keeps n1: as Write()
+  // answers, the outcome is unknown and nothing is published here.
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(cluster::IsRefusal(s, cluster::RefusalKind::kClusterDown)) << s;
+  EXPECT_FALSE(cluster::CertainlyNoEffect(s)) << s;
+  EXPECT_EQ(node(0).Value("k"), "<NOT_FOUND>");
+  EXPECT_THAT(replicas(), ElementsAre("n0", "n1"));
+  // The key is unsettled: the primary sends its own state (absent) to n1,
+  // and the two agree again.
+  node(1).service().set_after(nullptr);
+  EXPECT_TRUE(Eventually([&] { return node(1).Value("k") == "<NOT_FOUND>"; }));
+  // A write of an unsettled shard waits for the repair: the waiting way.
+  Outcome next;
+  if (!node(0).StartPut("k2", "w", next.Callback())) {
+    EXPECT_THAT(node(0).Put("k2", "w"), IsOk());
+  } else {
+    EXPECT_THAT(next.Await(), IsOk());
+  }
+  EXPECT_EQ(node(1).Value("k2"), "w");
+}
+
+}  // namespace
+}  // namespace server
+}  // namespace kvstore
