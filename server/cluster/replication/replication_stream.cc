@@ -128,6 +128,19 @@ void ReplicationStream::TakeQueueLocked() {
 std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Send(const v1::ReplicateRequest& req,
                                                                    absl::Time deadline,
                                                                    std::function<void()> then) {
+  return Queue([&](v1::ReplicateRequest* slot) { *slot = req; }, deadline, std::move(then));
+}
+
+std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Send(v1::ReplicateRequest&& req,
+                                                                   absl::Time deadline,
+                                                                   std::function<void()> then) {
+  // An entry's bytes are most of a request: swapped in, not copied.
+  return Queue([&](v1::ReplicateRequest* slot) { slot->Swap(&req); }, deadline, std::move(then));
+}
+
+std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Queue(
+    absl::FunctionRef<void(v1::ReplicateRequest*)> put, absl::Time deadline,
+    std::function<void()> then) {
   auto ticket = std::make_shared<Ticket>();
   ticket->then_ = std::move(then);
   {
@@ -140,7 +153,7 @@ std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Send(const v1::Rep
       Complete(*ticket, std::move(failed));
       return ticket;
     }
-    *queued_.add_writes() = req;
+    put(queued_.add_writes());
     queued_deadlines_.push_back(deadline);
     queued_tickets_.push_back(ticket);
     // A batch is on its way: this one goes with the next (see CanSendLocked).

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -106,6 +107,9 @@ class ReplicationStream final : public PeerClient::StreamReactor {
   // with no lock of the stream held.
   std::shared_ptr<Ticket> Send(const v1::ReplicateRequest& req, absl::Time deadline,
                                std::function<void()> then = nullptr);
+  // Send() of a request the caller no longer needs: moved, not copied.
+  std::shared_ptr<Ticket> Send(v1::ReplicateRequest&& req, absl::Time deadline,
+                               std::function<void()> then = nullptr);
 
   // Breaks the stream (see the file comment) because of `why`: for a
   // writer whose write was sent with a `then` and not answered by its
@@ -144,6 +148,9 @@ class ReplicationStream final : public PeerClient::StreamReactor {
   // a batch is unanswered is the group commit: under load the writes of a
   // round trip go together; idle, a write goes at once.
   bool CanSendLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Both Send()s: `put` stores the request in the queue's next slot.
+  std::shared_ptr<Ticket> Queue(absl::FunctionRef<void(v1::ReplicateRequest*)> put,
+                                absl::Time deadline, std::function<void()> then);
   static constexpr size_t kMaxUnansweredBatches = 1;
 
   const v1::ClusterNode node_;

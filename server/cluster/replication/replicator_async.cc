@@ -134,9 +134,12 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
     absl::MutexLock order(&SendOrder(shard_id));
     req.set_seq(seqs_->Next(shard_id));
     round->seq = req.seq();
-    for (auto& stream : streams) {
-      round->tickets.push_back(
-          stream->Send(req, round->deadline, [this, round] { RoundAnswered(round); }));
+    for (size_t k = 0; k < streams.size(); ++k) {
+      auto answered = [this, round] { RoundAnswered(round); };
+      // The last stream takes the request itself (R=2: no copy of the entry).
+      round->tickets.push_back(k + 1 < streams.size()
+                                   ? streams[k]->Send(req, round->deadline, answered)
+                                   : streams[k]->Send(std::move(req), round->deadline, answered));
     }
   }
   round->timer = deadlines_.Add(round->deadline, [this, round] { Expire(*round); });
