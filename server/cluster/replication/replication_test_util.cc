@@ -271,6 +271,10 @@ Node::~Node() {
     absl::MutexLock lock(&writer_mu_);
     writer_.reset();
   }
+  {
+    absl::MutexLock lock(&start_writer_mu_);
+    start_writer_.reset();
+  }
   store_.reset();
 }
 
@@ -291,25 +295,25 @@ bool Node::StartPut(absl::string_view key, absl::string_view value,
                     std::function<void(absl::Status)> done) {
   Reservation r;
   {
-    absl::MutexLock lock(&writer_mu_);
-    if (writer_ == nullptr) writer_ = store_->NewWriter();
-    absl::StatusOr<Reservation> reserved = writer_->Reserve(key.size(), value.size());
+    absl::MutexLock lock(&start_writer_mu_);
+    if (start_writer_ == nullptr) start_writer_ = store_->NewWriter();
+    absl::StatusOr<Reservation> reserved = start_writer_->Reserve(key.size(), value.size());
     if (!reserved.ok()) return false;
     r = *std::move(reserved);
   }
   layout::EncodeEntry(r.ptr, key, value, store_->Version(), 0);
-  // Not under writer_mu_: `done` may run before StartCommit returns.
+  // Not under start_writer_mu_: `done` may run before StartCommit returns.
   const bool started = store_->StartCommit(r.offset, r.size, /*verify_checksum=*/false,
                                            [this, r, done](absl::Status s) mutable {
                                              {
-                                               absl::MutexLock lock(&writer_mu_);
-                                               writer_->Done(r);
+                                               absl::MutexLock lock(&start_writer_mu_);
+                                               start_writer_->Done(r);
                                              }
                                              done(std::move(s));
                                            });
   if (!started) {
-    absl::MutexLock lock(&writer_mu_);
-    writer_->Done(r);
+    absl::MutexLock lock(&start_writer_mu_);
+    start_writer_->Done(r);
   }
   return started;
 }

@@ -195,8 +195,12 @@ class Node {
   std::unique_ptr<TestClusterService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  absl::Mutex writer_mu_;
+  absl::Mutex writer_mu_;  // held across a whole Put()
   std::unique_ptr<KvStore::Writer> writer_ ABSL_GUARDED_BY(writer_mu_);
+  // StartPut()'s: its callback runs on a gRPC thread, which must never wait
+  // for a Put() (it may be what that Put() waits for).
+  absl::Mutex start_writer_mu_;
+  std::unique_ptr<KvStore::Writer> start_writer_ ABSL_GUARDED_BY(start_writer_mu_);
 };
 
 // A map of one shard holding every slot: `replicas` (primary first) and
