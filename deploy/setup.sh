@@ -26,6 +26,7 @@ TEST_PKGS=(
   redis-server redis-tools          # real third-party RESP clients and the peer we measure against
   python3-redis                     # redis-py's RedisCluster: a cluster-aware client (server/resp)
   perftest rdmacm-utils             # ib_read_bw / ib_read_lat reference figures
+  valgrind                          # callgrind: client instructions per GET (tests/bench/rdma_get_callgrind.sh)
   qemu-system-x86 busybox-static    # Soft-RoCE VM harness (tests/rxe)
   python3                           # benchmark scripts (tests/bench): JSON, free ports
   prometheus                        # promtool checks the /metrics output (server/metrics)

@@ -3,7 +3,7 @@
 # JSON file. A benchmark, not a test: it prints figures and gates nothing.
 #
 #   tests/bench/perf_report.sh [--quick] [--json FILE] [--skip-resp] [--skip-replication] [--rdma]
-#                              [--targets "redis kvserver"] [--kvserver BIN --kvctl BIN]
+#                              [--skip-callgrind] [--targets "redis kvserver"] [--kvserver BIN --kvctl BIN]
 #
 # Sections (docs/performance.md explains each):
 #   resp      tests/bench/resp_vs_redis.sh: redis-benchmark against kvserver
@@ -34,6 +34,12 @@
 #             the RDMA benchmark script (tests/bench/rdma_get_bench.sh when
 #             present, else tests/bench/rdma_vs_tcp.sh) and keeps its table.
 #             Wrap the whole command in your VM lock if the machine has one.
+#   rdma-callgrind  with --rdma, unless --skip-callgrind: runs
+#             tests/bench/rdma_get_callgrind.sh (another VM boot, ~12 minutes,
+#             ~9 with --quick; needs valgrind) with the same kvserver and
+#             kvctl: the client's instructions per GET (hit, miss, 1 MiB copy
+#             and zero copy) against ib_read_lat's per READ, as table rows;
+#             its JSON goes under "rdma_callgrind".
 #
 # --quick: 1 million keys instead of 10 million, 100 thousand 1 KiB values
 # instead of 1 million, shorter measurements, resp_vs_redis.sh --quick.
@@ -55,6 +61,7 @@ JSON_OUT=""
 SKIP_RESP=0
 SKIP_REPLICATION=0
 RDMA=0
+CALLGRIND=1
 TARGETS="redis kvserver"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -63,6 +70,7 @@ while [[ $# -gt 0 ]]; do
     --skip-resp) SKIP_RESP=1 ;;
     --skip-replication) SKIP_REPLICATION=1 ;;
     --rdma) RDMA=1 ;;
+    --skip-callgrind) CALLGRIND=0 ;;
     --targets) TARGETS="$2"; shift ;;
     --kvserver) KVSERVER_BIN="$2"; shift ;;
     --kvctl) KVCTL_BIN="$2"; shift ;;
@@ -296,11 +304,20 @@ else
   echo "RDMA rows need the Soft-RoCE VM: run tests/bench/perf_report.sh --rdma" \
     "(runs ${RDMA_SCRIPT:-the RDMA bench script}; qemu from deploy/setup.sh)" >"$WORK/rdma.out"
 fi
+# Instruction counts of the same binaries under callgrind, in a VM of its
+# own: its rows join the table (section rdma-callgrind), its JSON the report's.
+if [[ $RDMA == 1 && $CALLGRIND == 1 && -f tests/bench/rdma_get_callgrind.sh ]]; then
+  echo "==> RDMA instruction rows: tests/bench/rdma_get_callgrind.sh (Soft-RoCE VM, callgrind)"
+  cg_args=(--json "$WORK/callgrind.json" --kvserver "$KVSERVER_BIN" --kvctl "$KVCTL_BIN")
+  [[ $QUICK == 1 ]] && cg_args+=(--quick)
+  bash tests/bench/rdma_get_callgrind.sh "${cg_args[@]}" >"$WORK/callgrind.out" 2>&1 ||
+    { echo "    rdma_get_callgrind.sh failed (exit $?); its output:" >&2; tail -20 "$WORK/callgrind.out" >&2; }
+fi
 
 python3 - "$ROWS" "$WORK/resp.json" "$WORK/resp.out" "$WORK/rdma.out" "$JSON_OUT" "$QUICK" \
-  "$WORK/replication.json" <<'PY'
+  "$WORK/replication.json" "$WORK/callgrind.json" <<'PY'
 import json, os, statistics, sys
-rows_path, resp_json, resp_out, rdma_out, json_out, quick, repl_json = sys.argv[1:8]
+rows_path, resp_json, resp_out, rdma_out, json_out, quick, repl_json, cg_json = sys.argv[1:9]
 rows = [json.loads(l) for l in open(rows_path) if l.strip()]
 resp = json.load(open(resp_json)) if os.path.exists(resp_json) else []
 repl = json.load(open(repl_json))["rows"] if os.path.exists(repl_json) else []
@@ -403,6 +420,13 @@ for vsize in sorted({r["value_bytes"] for r in mem}):
     table.append(("memory", f"load time s, {what}", num(kv["load_seconds"]), num(rd["load_seconds"]),
                   "redis", ratio(kv["load_seconds"], rd["load_seconds"])))
 
+# Client instructions per GET against ib_read_lat's per READ (callgrind).
+cg = json.load(open(cg_json)) if os.path.exists(cg_json) else None
+for key, c in (cg or {}).get("cases", {}).items():
+    p = c["ib_read_lat"]
+    table.append(("rdma-callgrind", f"{c['label']}: client Ir/op (N={c['n']})", num(c["kvstore_get_ir"], 0),
+                  num(p["ib_read_lat_ir"], 0), "ib_read_lat", ratio(c["kvstore_get_ir"], p["ib_read_lat_ir"])))
+
 rdma_text = open(rdma_out).read()
 head = ("section", "figure", "kvserver", "peer", "peer is", "kv/peer")
 widths = [max(len(str(r[i])) for r in table + [head]) for i in range(6)]
@@ -417,7 +441,7 @@ if "need the Soft-RoCE" not in rdma_text:
     print(rdma_text[-4000:])
 if json_out:
     json.dump({"quick": quick == "1", "resp": resp, "replication": repl, "flat": flat, "memory": mem,
-               "rdma_output": rdma_text[-8000:],
+               "rdma_output": rdma_text[-8000:], "rdma_callgrind": cg,
                "table": [dict(zip(head, r)) for r in table]}, open(json_out, "w"), indent=1)
     print("JSON:", json_out)
 PY
