@@ -42,8 +42,6 @@ constexpr int kReadRounds = 16;
 // waits out one replication round, so this bounds the SETs per loop in
 // flight, which is what lets the replication stream batch them.
 constexpr size_t kMaxParkedCommits = 64;
-// Pipelined SETs of one connection parked at once: a pipeline's worth.
-constexpr uint32_t kMaxParkedPerConnection = 64;
 
 }  // namespace
 
@@ -452,44 +450,6 @@ void RespLoop::Execute(Connection* c, const resp::ParsedRequest& req) {
   // streamed) and is run by the table's SET, as SET with options is.
   const CommandContext ctx{store_, writer_.get(), &options_, counters_, c, ids_};
   DispatchCommand(ctx, req.args);
-}
-
-// Each held-back SET tries again (StreamedSet asks the store only once
-// space is due); one that got its entry, or was refused at the end of its
-// wait, goes on with its input and is read again.
-void RespLoop::RetryHeldBack() {
-  std::vector<int> fds(held_back_.begin(), held_back_.end());
-  held_back_.clear();
-  for (int fd : fds) {
-    auto it = conns_.find(fd);
-    if (it == conns_.end()) continue;
-    Connection* c = it->second.get();
-    Process(c);  // back into held_back_ if still waiting
-    if (conns_.count(fd) == 0) continue;
-    Flush(c);  // replies, and read interest again once no longer held back
-  }
-}
-
-bool RespLoop::MayParkBehind(const Connection& c, absl::string_view key) {
-  return c.parked < kMaxParkedPerConnection &&
-         std::find(c.parked_keys.begin(), c.parked_keys.end(), key) == c.parked_keys.end();
-}
-
-// Reads the eventfd before taking the outcomes (see CommitPool::TakeDone).
-void RespLoop::Unpark() {
-  uint64_t count;
-  (void)!read(commit_fd_, &count, sizeof(count));
-  for (CommitPool::Done& d : parking_->TakeDone()) {
-    auto it = conns_.find(d.job.fd);
-    Connection* c =
-        it != conns_.end() && it->second->serial == d.job.serial ? it->second.get() : nullptr;
-    sets_->Unpark(c, d);
-    if (c == nullptr) continue;
-    c->blocked_on_park = false;
-    Process(c);  // the requests pipelined behind the SET (blocked again if need be)
-    if (conns_.count(d.job.fd) == 0) continue;
-    Flush(c);  // the answers, and read interest again
-  }
 }
 
 // Writes as much queued output as the socket takes. Once the queue is
