@@ -10,7 +10,7 @@
 # For each replication factor R of --replicas (default 1,2,3):
 #   kvstore: a local etcd (started once, for the whole run) and a fresh
 #     cluster of three kvservers (--etcd, --replicas=R, --cluster_min_nodes=3,
-#     --transport=tcp, --pool_size=1G or --pool, cluster name bench-rR-PID), ready once
+#     --transport=tcp, --pool_size=3G or --pool, cluster name bench-rR-PID), ready once
 #     every node's map (kvctl --json cluster status) has all 16384 slots, every
 #     shard R in-sync replicas and none syncing, and every node's CLUSTER INFO
 #     says cluster_state:ok.
@@ -20,6 +20,13 @@
 #     says cluster_state:ok, every replica master_link_status:up and every
 #     primary connected_slaves:R-1.
 # Everything binds 127.0.0.1 with ports picked here.
+#
+# Why a 3 GiB pool: redis-benchmark --cluster puts one hash tag per primary
+# in its keys, so -r 100000 writes 300,000 keys, 1.26 GB of 4 KiB entries;
+# at R=3 every node holds them all. A 1 GiB pool cannot (backups refuse
+# writes for want of space and are dropped), and at R=2 (0.84 GB a node) it
+# is 80 % full, where the cleaner's copying, not replication, is what is
+# measured. Redis keeps the same data in memory it allocates as it goes.
 #
 # Rows, for each system and R (redis-benchmark --cluster, SET only, 4 KiB
 # values, 32 connections, random keys from a 100,000 key space, -r fixed;
@@ -57,7 +64,7 @@ JSON_OUT=""
 ONLY=""
 REPLICAS=1,2,3
 REQUESTS=""
-POOL=1G
+POOL=3G
 LOGS=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
