@@ -34,6 +34,7 @@
 #include "server/cluster/migration/slot_importer.h"
 #include "server/cluster/migration/slot_janitor.h"
 #include "server/cluster/peer/peer_client.h"
+#include "server/cluster/peer/peer_listener.h"
 #include "server/cluster/replication/replica_installer.h"
 #include "server/cluster/replication/replicator.h"
 #include "server/cluster/replication/shard_reconciler.h"
@@ -539,6 +540,8 @@ void KvServer::Shutdown() {
   // gets 2 s to finish the calls in flight. The scrape endpoint goes first:
   // it reads every component through the registry's callbacks.
   if (http_) http_->Stop();
+  // Installs in progress finish; the primaries' streams to us break.
+  if (peer_listener_) peer_listener_->Stop();
   // Refusals held back by the early check go now: gRPC's shutdown waits
   // for their calls.
   if (control_check_) control_check_->StopDelaying();
@@ -565,6 +568,7 @@ KvServer::~KvServer() {
   control_check_.reset();
   service_.reset();
   cluster_service_.reset();
+  peer_listener_.reset();  // its threads install into installer_
   // Its sync thread installs into the store.
   installer_.reset();
   importer_.reset();

@@ -65,6 +65,7 @@ class ControllerProxy;
 class ForwardingShardMapEditor;
 class MigrationDriver;
 class PeerClient;
+class PeerListener;
 class ReplicaInstaller;
 class ShardReconciler;
 class RdmaReplicaLinks;
@@ -376,6 +377,9 @@ class KvServer {
   std::unique_ptr<KvStore> store_;
   // Installs replicated writes into store_ and syncs shards; cluster mode.
   std::unique_ptr<ReplicaInstaller> installer_;
+  // The peer socket's listener: replication streams into installer_
+  // (cluster mode without TLS). Stops in Shutdown().
+  std::unique_ptr<PeerListener> peer_listener_;
   // A new primary makes its in-sync backups equal to itself before its
   // first acknowledged write; cluster mode. Stops in Shutdown().
   std::unique_ptr<ShardReconciler> reconciler_;

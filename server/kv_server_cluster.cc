@@ -23,9 +23,11 @@
 #include "server/cluster/migration/slot_importer.h"
 #include "server/cluster/migration/slot_janitor.h"
 #include "server/cluster/peer/peer_client.h"
+#include "server/cluster/peer/peer_listener.h"
 #include "server/cluster/replication/held_copies.h"
 #include "server/cluster/replication/rdma_replica_links.h"
 #include "server/cluster/replication/replica_installer.h"
+#include "server/cluster/replication/replica_socket.h"
 #include "server/cluster/replication/replicator.h"
 #include "server/cluster/replication/shard_reconciler.h"
 #include "server/cluster/replication/shard_seqs.h"
@@ -113,6 +115,21 @@ absl::Status KvServer::StartCluster() {
   deps.self.set_control_address(absl::StrCat(host, ":", control_port_));
   deps.self.set_resp_address(absl::StrCat(host, ":", ClientRespPort()));
   if (http_ != nullptr) deps.self.set_metrics_address(absl::StrCat(host, ":", http_->port()));
+  // Primaries send this node their writes on the peer socket, a plain TCP
+  // stream cheaper than gRPC's (docs/performance.md), unless the cluster
+  // speaks TLS: then the peer bytes stay on gRPC over TLS.
+  if (options_.cluster.replication_port >= 0 && options_.tls_cert_file.empty()) {
+    PeerListenerOptions lo;
+    lo.bind_address = options_.listen_address;
+    lo.port = options_.cluster.replication_port;
+    lo.secret = options_.cluster_secret;
+    absl::flat_hash_map<std::string, PeerListener::Handler> handlers;
+    ClusterService* service = cluster_service_.get();
+    handlers[std::string(kReplicatePurpose)] = ReplicaSocketHandler(
+        [service](const v1::ReplicateBatch& b, absl::Time t) { return service->ApplyBatch(b, t); });
+    KV_ASSIGN_OR_RETURN(peer_listener_, PeerListener::Start(lo, &registry_, std::move(handlers)));
+    deps.self.set_replication_address(absl::StrCat(host, ":", peer_listener_->port()));
+  }
   // A fenced node also cuts its RDMA clients off: their queue pairs go to
   // the error state, so even a READ posted before the fence page was read
   // fails (architecture §19.5).

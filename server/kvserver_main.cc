@@ -186,6 +186,10 @@ ABSL_FLAG(absl::Duration, fence_margin, absl::Milliseconds(500),
 ABSL_FLAG(absl::Duration, replication_timeout, absl::Seconds(1),
           "a backup that does not acknowledge a write within this is dropped from the in-sync "
           "set");
+ABSL_FLAG(int, replication_port, 0,
+          "port of the peer socket, where primaries send this node replicated writes over plain "
+          "TCP (0: pick a free port, published in the cluster map; -1: none, gRPC only). Not "
+          "used with --tls_cert: a TLS cluster replicates over gRPC on TLS");
 ABSL_FLAG(bool, replication_rdma, true,
           "send replicated writes to backups that have an RDMA device by RDMA WRITE + replica "
           "commit when this node has one too; false: always by gRPC");
@@ -282,6 +286,7 @@ static absl::Status ClusterFromFlags(kvstore::server::KvServerOptions* o) {
   c.fence_margin = absl::GetFlag(FLAGS_fence_margin);
   c.replication_timeout = absl::GetFlag(FLAGS_replication_timeout);
   c.replication_rdma = absl::GetFlag(FLAGS_replication_rdma);
+  c.replication_port = absl::GetFlag(FLAGS_replication_port);
   c.etcd_ca_file = absl::GetFlag(FLAGS_etcd_ca);
   c.etcd_cert_file = absl::GetFlag(FLAGS_etcd_cert);
   c.etcd_key_file = absl::GetFlag(FLAGS_etcd_key);
@@ -307,14 +312,15 @@ static absl::Status ClusterFromFlags(kvstore::server::KvServerOptions* o) {
         c.cluster_min_nodes != d.cluster_min_nodes ||
         c.min_insync_replicas != d.min_insync_replicas || c.member_ttl != d.member_ttl ||
         c.fence_margin != d.fence_margin || c.replication_timeout != d.replication_timeout ||
-        c.replication_rdma != d.replication_rdma || !c.etcd_ca_file.empty() ||
-        !c.etcd_cert_file.empty() || !c.etcd_key_file.empty() || !c.etcd_user.empty() ||
-        !c.etcd_password.empty()) {
+        c.replication_rdma != d.replication_rdma || c.replication_port != d.replication_port ||
+        !c.etcd_ca_file.empty() || !c.etcd_cert_file.empty() || !c.etcd_key_file.empty() ||
+        !c.etcd_user.empty() || !c.etcd_password.empty()) {
       return absl::InvalidArgumentError(
           "cluster flags (--node_id, --cluster_name, --advertise_host, --replicas, "
           "--cluster_min_nodes, --min_insync_replicas, --member_ttl, --fence_margin, "
           "--replication_timeout, "
-          "--replication_rdma, --etcd_ca, --etcd_cert, --etcd_key, --etcd_user, "
+          "--replication_rdma, --replication_port, --etcd_ca, --etcd_cert, --etcd_key, "
+          "--etcd_user, "
           "--etcd_password_file) need --etcd");
     }
     return absl::OkStatus();

@@ -14,6 +14,7 @@
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "server/cluster/migration/slot_scan.h"
+#include "server/cluster/replication/replica_socket.h"
 #include "server/cluster/replication/slot_digest.h"
 
 namespace kvstore {
@@ -130,27 +131,22 @@ grpc::Status ClusterService::ReplicateStream(
   absl::Status admitted = Admit(context, "ReplicateStream", deps_.installer, "no installer");
   if (!admitted.ok()) return ToGrpcStatus(admitted);
   v1::ReplicateBatch batch;
-  v1::ReplicateBatchReply reply;
   while (stream->Read(&batch)) {
     // Each write's time left counts from the batch's arrival, as gRPC
     // counts a unary call's timeout from its own.
-    const absl::Time arrived = absl::Now();
-    reply.Clear();
-    for (int i = 0; i < batch.writes_size(); ++i) {
-      const v1::ReplicateRequest& write = batch.writes(i);
-      const absl::Time deadline = i < batch.timeout_micros_size()
-                                      ? arrived + absl::Microseconds(batch.timeout_micros(i))
-                                      : absl::InfiniteFuture();
-      reply.set_last_seq(std::max(reply.last_seq(), write.seq()));
-      absl::Status s = InstallWrite(write, deadline).status();
-      if (s.ok()) continue;
-      v1::ReplicateFailure* failed = reply.add_failed();
-      failed->set_index(static_cast<uint32_t>(i));
-      failed->set_status(StatusToBytes(s));
+    if (!stream->Write(ApplyBatch(batch, absl::Now()))) {
+      break;  // the primary ended the stream
     }
-    if (!stream->Write(reply)) break;  // the primary ended the stream
   }
   return grpc::Status::OK;
+}
+
+v1::ReplicateBatchReply ClusterService::ApplyBatch(const v1::ReplicateBatch& batch,
+                                                   absl::Time arrived) {
+  return ApplyReplicateBatch(batch, arrived,
+                             [&](const v1::ReplicateRequest& write, absl::Time deadline) {
+                               return InstallWrite(write, deadline).status();
+                             });
 }
 
 grpc::Status ClusterService::ShardDigest(grpc::ServerContext* context,

@@ -117,6 +117,11 @@ class ClusterService : public v1::KvCluster::Service {
   grpc::Status ReplicateStream(
       grpc::ServerContext* context,
       grpc::ServerReaderWriter<v1::ReplicateBatchReply, v1::ReplicateBatch>* stream) override;
+  // One batch of a replication stream, from the gRPC ReplicateStream or a
+  // peer socket (replica_socket.h): its writes installed in order through
+  // InstallWrite(). The caller is a peer, already admitted (the socket's
+  // hello showed the cluster secret). REQUIRES: an installer.
+  v1::ReplicateBatchReply ApplyBatch(const v1::ReplicateBatch& batch, absl::Time arrived);
   grpc::Status ReplicaStatus(grpc::ServerContext* context, const v1::ReplicaStatusRequest* request,
                              v1::ReplicaStatusResponse* response) override;
   grpc::Status ShardDigest(grpc::ServerContext* context, const v1::ShardDigestRequest* request,

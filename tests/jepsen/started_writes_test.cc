@@ -51,12 +51,16 @@ uint64_t Seed() {
   return std::random_device{}();
 }
 
-TEST(StartedWrites, StayLinearizableWhileABackupDies) {
+// The parameter: the replication streams on peer sockets (true) or gRPC.
+class StartedWrites : public ::testing::TestWithParam<bool> {};
+
+TEST_P(StartedWrites, StayLinearizableWhileABackupDies) {
   const uint64_t seed = Seed();
   std::cout << "seed " << seed << " (KV_TEST_SEED to repeat)\n";
   FakeMapStore maps;
   std::vector<std::unique_ptr<Node>> nodes;
   NodeOptions options;
+  options.peer_socket = GetParam();
   options.replication_timeout = absl::Seconds(5);
   for (int i = 0; i < 3; ++i) {
     nodes.push_back(std::make_unique<Node>(absl::StrCat("n", i), &maps, options));
@@ -171,6 +175,11 @@ TEST(StartedWrites, StayLinearizableWhileABackupDies) {
   EXPECT_TRUE(report.unknown.empty());
   EXPECT_EQ(report.keys, static_cast<size_t>(kKeys));
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, StartedWrites, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "PeerSocket" : "Grpc";
+                         });
 
 }  // namespace
 }  // namespace jepsen

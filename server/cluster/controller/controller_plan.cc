@@ -38,7 +38,8 @@ bool SameRecords(const google::protobuf::RepeatedPtrField<v1::ClusterNode>& a,
     if (it == by_id.end()) return false;
     const v1::ClusterNode& o = *it->second;
     if (o.incarnation() != n.incarnation() || o.control_address() != n.control_address() ||
-        o.resp_address() != n.resp_address() || o.metrics_address() != n.metrics_address()) {
+        o.resp_address() != n.resp_address() || o.metrics_address() != n.metrics_address() ||
+        o.replication_address() != n.replication_address()) {
       return false;
     }
   }

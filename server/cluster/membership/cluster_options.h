@@ -61,6 +61,11 @@ struct ClusterOptions {
   // WRITE + replica commit when this node has one (architecture §19.3.1);
   // false: always the Replicate gRPC call (--replication_rdma).
   bool replication_rdma = true;
+  // The peer socket port (--replication_port): where primaries open the
+  // plain TCP replication streams to this node (docs/protocol.md). 0 picks
+  // a free port; -1: none, replicated writes come on gRPC only. A TLS
+  // cluster (--tls_cert) never listens on it: its peer bytes stay on TLS.
+  int replication_port = 0;
 
   bool enabled() const { return !etcd_endpoints.empty(); }
   // cluster_min_nodes with its default applied.

@@ -126,6 +126,13 @@ class PeerClient {
   // destroyed (an implementation detail of the Start* calls).
   using InFlight = std::unique_ptr<PeerClient, void (*)(PeerClient*)>;
 
+  // The cluster secret (PeerClientOptions::peer_secret): what the peer
+  // socket's hello shows (peer_socket.h).
+  const std::string& peer_secret() const { return options_.peer_secret; }
+  // Whether peer calls go without TLS. Only then may peer bytes travel on
+  // the peer socket, which is plaintext: a TLS cluster keeps them on TLS.
+  bool plaintext() const { return options_.credentials == nullptr; }
+
   // Now plus PeerClientOptions::rpc_timeout.
   absl::Time DefaultDeadline() const { return absl::Now() + options_.rpc_timeout; }
 

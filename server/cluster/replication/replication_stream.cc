@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "glog/logging.h"
+#include "server/cluster/replication/socket_replication_stream.h"
 
 namespace kvstore {
 namespace server {
@@ -26,10 +27,14 @@ ReplicationStreamMetrics::ReplicationStreamMetrics(metrics::Registry* registry)
       writes(registry->AddCounter("kvstore_replication_stream_writes_total",
                                   "Writes sent on replication streams.")) {}
 
-ReplicationStream::ReplicationStream(PeerClient* peers, const v1::ClusterNode& node,
-                                     ReplicationStreamMetrics* metrics)
-    : node_(node), metrics_(metrics) {
-  stub_ = peers->BindReplicateStream(node_, &context_, this);
+ReplicationStream::ReplicationStream(const v1::ClusterNode& node, ReplicationStreamMetrics* metrics,
+                                     bool ready)
+    : node_(node), metrics_(metrics), ready_(ready) {}
+
+GrpcReplicationStream::GrpcReplicationStream(PeerClient* peers, const v1::ClusterNode& node,
+                                             ReplicationStreamMetrics* metrics)
+    : ReplicationStream(node, metrics, /*ready=*/true) {
+  stub_ = peers->BindReplicateStream(node, &context_, this);
   // Writes are started from writers' threads, outside any reaction: the
   // hold keeps the call from finishing (OnDone) until the destructor, when
   // no writer can start one any more.
@@ -38,7 +43,7 @@ ReplicationStream::ReplicationStream(PeerClient* peers, const v1::ClusterNode& n
   StartCall();
 }
 
-ReplicationStream::~ReplicationStream() {
+GrpcReplicationStream::~GrpcReplicationStream() {
   Break(absl::UnavailableError("the stream was closed"));
   RemoveHold();
   done_.WaitForNotification();
@@ -79,9 +84,9 @@ void ReplicationStream::Break(const absl::Status& why) {
     for (auto& t : batch) Complete(*t, failed);
   }
   for (auto& t : queued) Complete(*t, failed);
-  // Ends the read and any write in flight (not under mu_: gRPC may run
-  // the reactions on this thread).
-  if (cancel) context_.TryCancel();
+  // Ends the read and any write in flight (not under mu_: the transport
+  // may report on this thread).
+  if (cancel) Cancel();
 }
 
 bool ReplicationStream::Ticket::done() const {
@@ -157,11 +162,10 @@ std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Queue(
     queued_deadlines_.push_back(deadline);
     queued_tickets_.push_back(ticket);
     // A batch is on its way: this one goes with the next (see CanSendLocked).
-    if (!CanSendLocked()) return ticket;
-    TakeQueueLocked();
+    if (!TakeQueueIfFreeLocked()) return ticket;
   }
   // Idle: this thread starts the write (not under mu_: see Break()).
-  StartWrite(&writing_);
+  StartBatch(&writing_);
   return ticket;
 }
 
@@ -177,7 +181,16 @@ absl::Status ReplicationStream::Wait(Ticket& ticket, absl::Time deadline) {
                    absl::DeadlineExceededError("no answer from the backup by the deadline"));
 }
 
-void ReplicationStream::OnWriteDone(bool ok) {
+void ReplicationStream::Ready() {
+  {
+    absl::MutexLock lock(&mu_);
+    ready_ = true;
+    if (!TakeQueueIfFreeLocked()) return;
+  }
+  StartBatch(&writing_);
+}
+
+void ReplicationStream::WriteDone(bool ok) {
   if (!ok) {
     {
       absl::MutexLock lock(&mu_);
@@ -189,21 +202,31 @@ void ReplicationStream::OnWriteDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     writing_now_ = false;
-    if (broken_ || queued_.writes().empty() || !CanSendLocked()) return;
-    TakeQueueLocked();  // what was queued while the last batch was written
+    // What was queued while the last batch was written.
+    if (!TakeQueueIfFreeLocked()) return;
   }
-  StartWrite(&writing_);
+  StartBatch(&writing_);
 }
 
 bool ReplicationStream::CanSendLocked() const {
-  return !writing_now_ && unanswered_.size() < kMaxUnansweredBatches;
+  return ready_ && !writing_now_ && unanswered_.size() < kMaxUnansweredBatches;
 }
 
-void ReplicationStream::OnReadDone(bool ok) {
+bool ReplicationStream::TakeQueueIfFreeLocked() {
+  if (broken_ || queued_.writes().empty() || !CanSendLocked()) return false;
+  TakeQueueLocked();
+  return true;
+}
+
+void GrpcReplicationStream::OnReadDone(bool ok) {
   if (!ok) {
     Break(absl::UnavailableError("the backup ended the stream"));
     return;
   }
+  if (ReplyArrived(reply_)) StartRead(&reply_);
+}
+
+bool ReplicationStream::ReplyArrived(const v1::ReplicateBatchReply& reply) {
   std::vector<std::shared_ptr<Ticket>> tickets;
   bool send = false;
   {
@@ -213,19 +236,16 @@ void ReplicationStream::OnReadDone(bool ok) {
       unanswered_.pop_front();
     }
     // The writes queued while that batch was out go now, as one.
-    if (!broken_ && !queued_.writes().empty() && CanSendLocked()) {
-      TakeQueueLocked();
-      send = true;
-    }
+    send = TakeQueueIfFreeLocked();
   }
-  if (send) StartWrite(&writing_);
+  if (send) StartBatch(&writing_);
   if (tickets.empty()) {
     Break(absl::InternalError("the backup answered a batch never sent"));
-    return;
+    return false;
   }
   std::vector<absl::Status> statuses(tickets.size());
   bool bad = false;
-  for (const v1::ReplicateFailure& f : reply_.failed()) {
+  for (const v1::ReplicateFailure& f : reply.failed()) {
     if (f.index() >= statuses.size()) {
       bad = true;
       continue;
@@ -233,28 +253,29 @@ void ReplicationStream::OnReadDone(bool ok) {
     absl::Status s = StatusFromBytes(f.status());
     // A refusal that says nothing would read as installed.
     if (s.ok()) s = absl::InternalError("a failure without a status");
-    statuses[f.index()] = PeerError("Replicate", node_, s);
+    statuses[f.index()] = PeerError("Replicate", node(), s);
   }
   for (size_t i = 0; i < tickets.size(); ++i) Complete(*tickets[i], std::move(statuses[i]));
   if (bad) {
     Break(absl::InternalError("the backup named a write its batch does not have"));
-    return;
+    return false;
   }
-  StartRead(&reply_);
+  return true;
 }
 
-void ReplicationStream::OnDone(const grpc::Status& status) {
+void GrpcReplicationStream::OnDone(const grpc::Status& status) {
   // Only after the destructor's Break() and RemoveHold(): nothing is
   // pending any more. Said once, for whoever reads the log of a peer gone.
   if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
-    LOG_EVERY_N(INFO, 100) << "replication stream to " << node_.node_id()
+    LOG_EVERY_N(INFO, 100) << "replication stream to " << node().node_id()
                            << " ended: " << FromGrpcStatus(status);
   }
   done_.Notify();
 }
 
-ReplicationStreams::ReplicationStreams(PeerClient* peers, metrics::Registry* registry)
-    : peers_(peers), metrics_(registry) {}
+ReplicationStreams::ReplicationStreams(PeerClient* peers, metrics::Registry* registry,
+                                       std::string self)
+    : peers_(peers), self_(std::move(self)), metrics_(registry) {}
 
 std::shared_ptr<ReplicationStream> ReplicationStreams::Get(uint32_t shard_id,
                                                            const v1::ClusterNode& node) {
@@ -262,9 +283,17 @@ std::shared_ptr<ReplicationStream> ReplicationStreams::Get(uint32_t shard_id,
   absl::MutexLock lock(&mu_);
   std::shared_ptr<ReplicationStream>& s = streams_[std::make_pair(shard_id, node.node_id())];
   if (s == nullptr || s->broken() || s->node().incarnation() != node.incarnation() ||
-      s->node().control_address() != node.control_address()) {
+      s->node().control_address() != node.control_address() ||
+      s->node().replication_address() != node.replication_address()) {
     old = std::move(s);
-    s = std::make_shared<ReplicationStream>(peers_, node, &metrics_);
+    if (peers_->plaintext() && !node.replication_address().empty()) {
+      SocketReplicationStreamOptions so;
+      so.secret = peers_->peer_secret();
+      so.self = self_;
+      s = std::make_shared<SocketReplicationStream>(node, &metrics_, so);
+    } else {
+      s = std::make_shared<GrpcReplicationStream>(peers_, node, &metrics_);
+    }
     metrics_.opened->Increment();
   }
   return s;

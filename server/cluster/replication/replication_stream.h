@@ -1,8 +1,12 @@
 // Copyright 2026 The kvstore Authors.
 //
 // ReplicationStream: the primary's end of the replication stream of one
-// shard to one backup (ReplicateStream in proto/kv_cluster.proto), and
-// ReplicationStreams, the set of them a replicator keeps.
+// shard to one backup, and ReplicationStreams, the set of them a replicator
+// keeps. Two transports carry a stream: the backup's peer socket
+// (socket_replication_stream.h: a plain TCP connection, in a plaintext
+// cluster) or its gRPC ReplicateStream (GrpcReplicationStream below: a TLS
+// cluster, or a node without --replication_port). Both carry the same
+// ReplicateBatch and ReplicateBatchReply messages (proto/kv_cluster.proto).
 //
 // Why a stream: a unary Replicate call per write and backup costs a gRPC
 // call's round of thread wake-ups and system calls on both nodes for every
@@ -12,27 +16,27 @@
 // reply carry many writes (group commit); idle, a write goes out at once
 // (no timer, no added latency).
 //
-// How: the stream is a gRPC callback reactor, so that no thread of its own
-// sits between a writer and the network. Send() appends the write to the
-// queue; when no batch is on its way (written and not yet answered), the
-// sending thread starts the write of the whole queue as one ReplicateBatch
-// itself; when one is, the reply to it (OnReadDone, on a gRPC thread)
-// starts the next with everything queued meanwhile. OnReadDone() takes the backup's replies, one
-// per batch in order, and completes each write's Ticket with OK or the refusal the reply names for
-// it. Writes of one stream reach the backup in the order Send() was called; the replicator calls it
-// in seq order (it takes the seq and sends under one lock per shard).
+// How: Send() appends the write to the queue; when no batch is on its way
+// (written and not yet answered), the sending thread starts the write of
+// the whole queue as one ReplicateBatch itself; when one is, the reply to
+// it (on the transport's thread) starts the next with everything queued
+// meanwhile. Replies come one per batch, in order, and complete each
+// write's Ticket with OK or the refusal the reply names for it. Writes of
+// one stream reach the backup in the order Send() was called; the
+// replicator calls it in seq order (it takes the seq and sends under one
+// lock per shard).
 //
 // Failure: a stream that breaks (the backup or the connection went away, a
 // reply that does not match, a write not answered by its deadline:
 // Wait() cancels the stream) fails every write still queued or unanswered
 // with kUnavailable at once, and stays broken: ReplicationStreams opens a
-// new one for the next write. The call holds (gRPC's AddHold) until the
-// destructor, since writes start on writers' threads, outside reactions. A write failed so may
-// still have been installed (the reply was lost): its status is not a certain no-effect refusal, as
-// for a unary call that timed out.
+// new one for the next write. A write failed so may still have been
+// installed (the reply was lost): its status is not a certain no-effect
+// refusal, as for a unary call that timed out.
 //
-// Thread safety: thread-safe. The callbacks run on gRPC's threads; the
-// destructor cancels the call and waits for OnDone().
+// Thread safety: thread-safe. The transports report on their own threads
+// (gRPC's, or the socket stream's); their destructors break the stream and
+// wait until the transport is done.
 
 #ifndef KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATION_STREAM_H_
 #define KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATION_STREAM_H_
@@ -67,7 +71,9 @@ struct ReplicationStreamMetrics {
   metrics::Counter* writes;
 };
 
-class ReplicationStream final : public PeerClient::StreamReactor {
+// The queue, batches and tickets of a stream; a transport (gRPC below, or
+// the peer socket: socket_replication_stream.h) carries the batches.
+class ReplicationStream {
  public:
   // A write on its way: Wait() for the backup's answer, or have Send() run
   // a callback once it is there.
@@ -89,27 +95,31 @@ class ReplicationStream final : public PeerClient::StreamReactor {
     std::function<void()> then_;  // set before the ticket is shared
   };
 
-  // Opens the stream to `node` through `peers`. Neither is owned: `peers`
-  // and `metrics` must outlive the stream.
-  ReplicationStream(PeerClient* peers, const v1::ClusterNode& node,
-                    ReplicationStreamMetrics* metrics);
-  // Breaks the stream (what is pending fails with kUnavailable), releases
-  // the hold and waits for OnDone().
-  ~ReplicationStream() override;
+  // A transport's destructor breaks the stream (what is pending fails with
+  // kUnavailable) and waits until its transport is done with it.
+  virtual ~ReplicationStream() = default;
   ReplicationStream(const ReplicationStream&) = delete;
   ReplicationStream& operator=(const ReplicationStream&) = delete;
 
   // Queues `req` (copied) for the backup; `deadline` bounds how long the
   // backup may still install it. Never blocks on the network. On a broken
   // stream the ticket is already failed with kUnavailable. `then`, if set,
-  // runs once the ticket is done, on the thread that completes it (a gRPC
-  // thread, one breaking the stream, or this one before Send() returns),
-  // with no lock of the stream held.
+  // runs once the ticket is done, on the thread that completes it (a
+  // transport thread, one breaking the stream, or this one before Send()
+  // returns), with no lock of the stream held.
   std::shared_ptr<Ticket> Send(const v1::ReplicateRequest& req, absl::Time deadline,
                                std::function<void()> then = nullptr);
   // Send() of a request the caller no longer needs: moved, not copied.
   std::shared_ptr<Ticket> Send(v1::ReplicateRequest&& req, absl::Time deadline,
                                std::function<void()> then = nullptr);
+  // Send() of the request `build` writes into the queue's next slot, a
+  // cleared message whose strings keep the capacity of an earlier batch's:
+  // a write's entry is copied once, into memory already there, with no
+  // allocation. `build` runs under the stream's lock: it must not block.
+  std::shared_ptr<Ticket> SendBuilt(absl::FunctionRef<void(v1::ReplicateRequest*)> build,
+                                    absl::Time deadline, std::function<void()> then = nullptr) {
+    return Queue(build, deadline, std::move(then));
+  }
 
   // Breaks the stream (see the file comment) because of `why`: for a
   // writer whose write was sent with a `then` and not answered by its
@@ -125,29 +135,50 @@ class ReplicationStream final : public PeerClient::StreamReactor {
 
   // Once broken, a stream takes no more writes (see the file comment).
   bool broken() const;
-  // The node as it was when the stream opened (address, incarnation).
+  // The node as it was when the stream opened (addresses, incarnation).
   const v1::ClusterNode& node() const { return node_; }
 
-  // grpc::ClientBidiReactor.
-  void OnWriteDone(bool ok) override;
-  void OnReadDone(bool ok) override;
-  void OnDone(const grpc::Status& status) override;
+ protected:
+  // `ready`: batches may be written at once (else after Ready()).
+  ReplicationStream(const v1::ClusterNode& node, ReplicationStreamMetrics* metrics, bool ready);
+
+  // --- The transport's part.
+  // Starts writing `batch`, which stays untouched until WriteDone(); one
+  // batch at a time. Called with no lock of the stream held.
+  virtual void StartBatch(const v1::ReplicateBatch* batch) = 0;
+  // Ends the transport (its reads and writes in flight); called once, by
+  // the first Break(), with no lock of the stream held.
+  virtual void Cancel() = 0;
+
+  // --- What the transport reports.
+  // The transport is connected: what is queued goes.
+  void Ready();
+  // The batch StartBatch() was given is written (ok), or cannot be.
+  void WriteDone(bool ok);
+  // The backup's reply to the oldest unanswered batch. Returns whether to
+  // read the next one (false: the stream broke).
+  bool ReplyArrived(const v1::ReplicateBatchReply& reply);
+  // Fails what is pending and stops the stream (the first reason is kept).
+  void Break(const absl::Status& why);
 
  private:
-  // Marks the stream broken with `why` (the first reason is kept); true
-  // the first time, when the caller must cancel the call (Cancel(), not
-  // under mu_: gRPC may run the reactions on the cancelling thread).
+  // Marks the stream broken with `why`; true the first time, when the
+  // caller must Cancel() (not under mu_: a transport may report on the
+  // cancelling thread).
   bool MarkBrokenLocked(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Break(const absl::Status& why);
   // Moves the queue into writing_ (stamping each write's time left).
   // REQUIRES: a write may start (none in flight), the queue is not empty.
   void TakeQueueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Complete(Ticket& ticket, absl::Status status);
-  // Whether a batch may be written now: none is being written and fewer
-  // than kMaxUnansweredBatches await their reply. Holding writes back while
-  // a batch is unanswered is the group commit: under load the writes of a
-  // round trip go together; idle, a write goes at once.
+  // Whether a batch may be written now: the transport is ready, none is
+  // being written and fewer than kMaxUnansweredBatches await their reply.
+  // Holding writes back while a batch is unanswered is the group commit:
+  // under load the writes of a round trip go together; idle, a write goes
+  // at once.
   bool CanSendLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the queue for a batch when one may go; then the caller must
+  // StartBatch(&writing_) (not under mu_).
+  bool TakeQueueIfFreeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Both Send()s: `put` stores the request in the queue's next slot.
   std::shared_ptr<Ticket> Queue(absl::FunctionRef<void(v1::ReplicateRequest*)> put,
                                 absl::Time deadline, std::function<void()> then);
@@ -155,15 +186,13 @@ class ReplicationStream final : public PeerClient::StreamReactor {
 
   const v1::ClusterNode node_;
   ReplicationStreamMetrics* const metrics_;
-  grpc::ClientContext context_;
-  std::shared_ptr<v1::KvCluster::Stub> stub_;  // keeps the channel until OnDone
-  v1::ReplicateBatchReply reply_;              // the read in flight's
 
   mutable absl::Mutex mu_;
+  bool ready_ ABSL_GUARDED_BY(mu_);
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status why_ ABSL_GUARDED_BY(mu_);
-  // The batch being written, if writing_now_; gRPC reads it until
-  // OnWriteDone().
+  // The batch being written, if writing_now_; the transport reads it until
+  // WriteDone().
   v1::ReplicateBatch writing_ ABSL_GUARDED_BY(mu_);
   bool writing_now_ ABSL_GUARDED_BY(mu_) = false;
   // Queued, not yet written: the writes, their deadlines and tickets.
@@ -172,7 +201,34 @@ class ReplicationStream final : public PeerClient::StreamReactor {
   std::vector<std::shared_ptr<Ticket>> queued_tickets_ ABSL_GUARDED_BY(mu_);
   // Written (or being written), not answered: one entry per batch.
   std::deque<std::vector<std::shared_ptr<Ticket>>> unanswered_ ABSL_GUARDED_BY(mu_);
-  absl::Notification done_;  // OnDone() ran: gRPC is finished with us
+};
+
+// The stream on the backup's gRPC ReplicateStream: a callback reactor, so
+// that no thread of its own sits between a writer and the network. The
+// call holds (gRPC's AddHold) until the destructor, since writes start on
+// writers' threads, outside reactions.
+class GrpcReplicationStream final : public ReplicationStream, public PeerClient::StreamReactor {
+ public:
+  // Opens the stream to `node` through `peers`. Neither is owned: `peers`
+  // and `metrics` must outlive the stream.
+  GrpcReplicationStream(PeerClient* peers, const v1::ClusterNode& node,
+                        ReplicationStreamMetrics* metrics);
+  // Breaks the stream, releases the hold and waits for OnDone().
+  ~GrpcReplicationStream() override;
+
+  // grpc::ClientBidiReactor.
+  void OnWriteDone(bool ok) override { WriteDone(ok); }
+  void OnReadDone(bool ok) override;
+  void OnDone(const grpc::Status& status) override;
+
+ private:
+  void StartBatch(const v1::ReplicateBatch* batch) override { StartWrite(batch); }
+  void Cancel() override { context_.TryCancel(); }
+
+  grpc::ClientContext context_;
+  std::shared_ptr<v1::KvCluster::Stub> stub_;  // keeps the channel until OnDone
+  v1::ReplicateBatchReply reply_;              // the read in flight's
+  absl::Notification done_;                    // OnDone() ran: gRPC is finished with us
 };
 
 // The streams of one primary, one per (shard, backup): opened on first use,
@@ -180,12 +236,15 @@ class ReplicationStream final : public PeerClient::StreamReactor {
 // incarnation changed. Thread-safe.
 class ReplicationStreams {
  public:
-  // Not owned; both outlive this object.
-  ReplicationStreams(PeerClient* peers, metrics::Registry* registry);
+  // Not owned; both outlive this object. `self`: this node's id, which
+  // the peer socket's hello names.
+  ReplicationStreams(PeerClient* peers, metrics::Registry* registry, std::string self);
   ReplicationStreams(const ReplicationStreams&) = delete;
   ReplicationStreams& operator=(const ReplicationStreams&) = delete;
 
-  // The stream of shard `shard_id` to `node`. Never null.
+  // The stream of shard `shard_id` to `node`. Never null. On the peer
+  // socket when the node has a replication_address and peers are plaintext
+  // (PeerClient::plaintext()), else on its gRPC ReplicateStream.
   std::shared_ptr<ReplicationStream> Get(uint32_t shard_id, const v1::ClusterNode& node);
 
   // Closes the streams of (shard, node) pairs `keep` says no (a backup
@@ -198,6 +257,7 @@ class ReplicationStreams {
 
  private:
   PeerClient* const peers_;
+  const std::string self_;
   ReplicationStreamMetrics metrics_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::pair<uint32_t, std::string>, std::shared_ptr<ReplicationStream>> streams_

@@ -15,6 +15,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "grpcpp/support/client_interceptor.h"
+#include "server/cluster/replication/replica_socket.h"
 
 namespace kvstore {
 namespace server {
@@ -259,6 +260,18 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
   builder.RegisterService(service_.get());
   server_ = builder.BuildAndStart();
   CHECK(server_ != nullptr && port_ > 0);
+  if (options.peer_socket) {
+    PeerListenerOptions lo;
+    lo.secret = options.credentials.peer_secret;
+    absl::flat_hash_map<std::string, PeerListener::Handler> handlers;
+    TestClusterService* service = service_.get();
+    handlers[std::string(kReplicatePurpose)] = ReplicaSocketHandler(
+        [service](const v1::ReplicateBatch& b, absl::Time t) { return service->ApplyBatch(b, t); });
+    auto listener = PeerListener::Start(lo, &registry_, std::move(handlers));
+    CHECK(listener.ok()) << listener.status();
+    peer_listener_ = *std::move(listener);
+    replication_address_ = absl::StrCat("127.0.0.1:", peer_listener_->port());
+  }
   maps->Register(&state_);
 }
 
@@ -279,6 +292,7 @@ Node::~Node() {
 }
 
 void Node::Kill() {
+  if (peer_listener_ != nullptr) peer_listener_->Stop();
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now());
     server_.reset();
@@ -382,6 +396,7 @@ v1::ClusterMap OneShardMap(const std::vector<Node*>& nodes, std::vector<int> rep
     n->set_incarnation(100 + i);
     n->set_control_address(absl::StrCat("127.0.0.1:", nodes[i]->port()));
     n->set_resp_address(absl::StrCat("127.0.0.1:", 7000 + i));
+    n->set_replication_address(nodes[i]->replication_address());
   }
   v1::Shard* s = m.add_shards();
   s->set_shard_id(0);

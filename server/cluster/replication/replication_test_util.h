@@ -23,6 +23,7 @@
 #include "server/cluster/migration/migration_driver.h"
 #include "server/cluster/migration/slot_importer.h"
 #include "server/cluster/peer/peer_client.h"
+#include "server/cluster/peer/peer_listener.h"
 #include "server/cluster/replication/replica_installer.h"
 #include "server/cluster/replication/replicator.h"
 #include "server/cluster/replication/shard_reconciler.h"
@@ -142,6 +143,9 @@ struct NodeOptions {
   // Makes the node's ShardMapEditor (e.g. an etcd MapStore); empty: a
   // FakeEditor over the FakeMapStore.
   std::function<std::unique_ptr<ShardMapEditor>(ClusterState*)> make_editor;
+  // Serve a peer socket (as kvserver's --replication_port): the maps name
+  // it, and primaries stream writes to this node over it, not gRPC.
+  bool peer_socket = false;
 };
 
 // One kvserver's replication stack.
@@ -152,6 +156,9 @@ class Node {
 
   const std::string& id() const { return id_; }
   int port() const { return port_; }
+  // "127.0.0.1:<port>" of the peer socket; empty without
+  // NodeOptions::peer_socket.
+  const std::string& replication_address() const { return replication_address_; }
   absl::Status Put(absl::string_view key, absl::string_view value);
   // Put() through KvStore::StartCommit, as the RESP loop commits a SET:
   // false when the store declined (nothing done; the entry's space is
@@ -162,7 +169,8 @@ class Node {
   absl::Status Delete(absl::string_view key) { return store_->Delete(key); }
   // The value, or "<NOT_FOUND>" etc.
   std::string Value(absl::string_view key);
-  // Stops serving gRPC (a dead node, as its peers see it).
+  // Stops serving gRPC and the peer socket (a dead node, as its peers see
+  // it).
   void Kill();
 
   KvStore& store() { return *store_; }
@@ -195,6 +203,8 @@ class Node {
   std::unique_ptr<TestClusterService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  std::unique_ptr<PeerListener> peer_listener_;
+  std::string replication_address_;
   absl::Mutex writer_mu_;  // held across a whole Put()
   std::unique_ptr<KvStore::Writer> writer_ ABSL_GUARDED_BY(writer_mu_);
   // StartPut()'s: its callback runs on a gRPC thread, which must never wait

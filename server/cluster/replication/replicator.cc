@@ -56,7 +56,7 @@ Replicator::Replicator(ClusterState* state, ShardMapEditor* editor, ShardSeqs* s
       options_(std::move(options)),
       stripes_(new HandoffMutex[kStripes]),
       send_order_(new absl::Mutex[kSendOrderLocks]),
-      streams_(peers, registry),
+      streams_(peers, registry, state->self()),
       former_(state->self(), options_.lease_ttl),
       gate_(state->self()) {
   // Maps this node installs as a backup count too: a backup promoted by a
@@ -335,17 +335,26 @@ v1::ReplicateRequest Replicator::MakeRequest(const cluster::ClusterMapView& map,
                                              const v1::Shard& shard, absl::string_view key,
                                              absl::string_view entry, bool repair) {
   v1::ReplicateRequest req;  // its seq: Forward() takes it
+  FillRequest(map, shard, key, entry, repair, &req);
+  return req;
+}
+
+void Replicator::FillRequest(const cluster::ClusterMapView& map, const v1::Shard& shard,
+                             absl::string_view key, absl::string_view entry, bool repair,
+                             v1::ReplicateRequest* out) const {
+  v1::ReplicateRequest& req = *out;
   req.set_shard_id(shard.shard_id());
   req.set_shard_epoch(shard.shard_epoch());
   req.set_op(entry.empty() ? v1::REPLICA_OP_DELETE : v1::REPLICA_OP_PUT);
-  req.set_key(key.data(), key.size());
-  req.set_entry(entry.data(), entry.size());
-  req.set_primary_node_id(state_->self());
+  // assign(), not set_*(): this protobuf's set_*(const char*, size) builds
+  // a new string, where assign() reuses a cleared slot's room.
+  req.mutable_key()->assign(key.data(), key.size());
+  req.mutable_entry()->assign(entry.data(), entry.size());
+  req.mutable_primary_node_id()->assign(state_->self());
   if (const v1::ClusterNode* self = map.Node(state_->self())) {
     req.set_primary_incarnation(self->incarnation());
   }
   req.set_resent_after_rdma(repair);
-  return req;
 }
 
 absl::Status Replicator::AfterForward(const cluster::ClusterMapView& map, const v1::Shard& shard,

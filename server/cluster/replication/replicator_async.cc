@@ -122,7 +122,6 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
     streams.push_back(streams_.Get(shard_id, *t.node));
     round->streams.push_back(streams.back());
   }
-  v1::ReplicateRequest req = MakeRequest(*route.map, *shard, key, entry, /*repair=*/false);
   round->route = std::move(route);
   {
     absl::MutexLock lock(&rounds_mu_);
@@ -132,14 +131,18 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
   {
     // As in Forward(): seq and queueing under one lock per shard.
     absl::MutexLock order(&SendOrder(shard_id));
-    req.set_seq(seqs_->Next(shard_id));
-    round->seq = req.seq();
+    round->seq = seqs_->Next(shard_id);
+    // Built in each stream's queue: the entry is copied once per backup,
+    // into a slot's string that already has room, with no allocation.
+    const cluster::ClusterMapView& map = *round->route.map;
+    const v1::Shard& routed = *round->route.shard;
+    auto build = [&](v1::ReplicateRequest* req) {
+      FillRequest(map, routed, key, entry, /*repair=*/false, req);
+      req->set_seq(round->seq);
+    };
     for (size_t k = 0; k < streams.size(); ++k) {
-      auto answered = [this, round] { RoundAnswered(round); };
-      // The last stream takes the request itself (R=2: no copy of the entry).
-      round->tickets.push_back(k + 1 < streams.size()
-                                   ? streams[k]->Send(req, round->deadline, answered)
-                                   : streams[k]->Send(std::move(req), round->deadline, answered));
+      round->tickets.push_back(
+          streams[k]->SendBuilt(build, round->deadline, [this, round] { RoundAnswered(round); }));
     }
   }
   round->timer = deadlines_.Add(round->deadline, [this, round] { Expire(*round); });

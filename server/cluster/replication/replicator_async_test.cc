@@ -59,9 +59,12 @@ class Outcome {
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
-class ReplicatorAsyncTest : public ::testing::Test {
+// The parameter: the replication streams run on peer sockets (true) or on
+// gRPC ReplicateStream (false).
+class ReplicatorAsyncTest : public ::testing::TestWithParam<bool> {
  protected:
   void Start(int n, NodeOptions options = {}) {
+    options.peer_socket = GetParam();
     for (int i = 0; i < n; ++i) {
       nodes_.push_back(std::make_unique<Node>(absl::StrCat("n", i), &maps_, options));
     }
@@ -87,7 +90,7 @@ class ReplicatorAsyncTest : public ::testing::Test {
   std::vector<std::unique_ptr<Node>> nodes_;
 };
 
-TEST_F(ReplicatorAsyncTest, EveryBackupHoldsAStartedWriteBeforeItIsPublishedOrAnswered) {
+TEST_P(ReplicatorAsyncTest, EveryBackupHoldsAStartedWriteBeforeItIsPublishedOrAnswered) {
   Start(3);
   absl::Notification n2_has_it, release;
   node(2).service().set_before([&](const v1::ReplicateRequest&) {
@@ -113,9 +116,17 @@ TEST_F(ReplicatorAsyncTest, EveryBackupHoldsAStartedWriteBeforeItIsPublishedOrAn
   ASSERT_TRUE(node(0).StartPut("k", "w", again.Callback()));
   EXPECT_THAT(again.Await(), IsOk());
   EXPECT_EQ(node(1).Value("k"), "w");
+  // Each backup was sent its writes on the transport under test.
+  for (int i = 1; i < 3; ++i) {
+    if (GetParam()) {
+      EXPECT_GT(Value(node(i).registry(), "kvstore_peer_socket_accepted_total"), 0u) << i;
+    } else {
+      EXPECT_EQ(node(i).replication_address(), "") << i;
+    }
+  }
 }
 
-TEST_F(ReplicatorAsyncTest, AWriteOfAKeyInFlightGoesTheWaitingWay) {
+TEST_P(ReplicatorAsyncTest, AWriteOfAKeyInFlightGoesTheWaitingWay) {
   Start(2);
   absl::Notification n1_has_it, release;
   node(1).service().set_before([&](const v1::ReplicateRequest&) {
@@ -135,7 +146,7 @@ TEST_F(ReplicatorAsyncTest, AWriteOfAKeyInFlightGoesTheWaitingWay) {
   EXPECT_THAT(first.Await(), IsOk());
 }
 
-TEST_F(ReplicatorAsyncTest, AnArmedFailpointSendsWritesTheWaitingWay) {
+TEST_P(ReplicatorAsyncTest, AnArmedFailpointSendsWritesTheWaitingWay) {
   Start(2);
   failpoint::ScopedFailpoint armed("replicator/before-round", [] { return absl::OkStatus(); });
   Outcome put;
@@ -144,7 +155,7 @@ TEST_F(ReplicatorAsyncTest, AnArmedFailpointSendsWritesTheWaitingWay) {
   EXPECT_THAT(node(0).Put("k", "v"), IsOk());  // the waiting way works
 }
 
-TEST_F(ReplicatorAsyncTest, ADeadBackupIsDroppedAndTheWriteAcknowledgedAsWriteWould) {
+TEST_P(ReplicatorAsyncTest, ADeadBackupIsDroppedAndTheWriteAcknowledgedAsWriteWould) {
   Start(3);
   node(2).Kill();
   Outcome put;
@@ -156,7 +167,7 @@ TEST_F(ReplicatorAsyncTest, ADeadBackupIsDroppedAndTheWriteAcknowledgedAsWriteWo
   EXPECT_EQ(node(1).Value("k"), "v");
 }
 
-TEST_F(ReplicatorAsyncTest, ABackupThatNeverAnswersIsGivenUpAtTheDeadline) {
+TEST_P(ReplicatorAsyncTest, ABackupThatNeverAnswersIsGivenUpAtTheDeadline) {
   NodeOptions options;
   options.replication_timeout = absl::Milliseconds(300);
   Start(3, options);
@@ -176,7 +187,7 @@ TEST_F(ReplicatorAsyncTest, ABackupThatNeverAnswersIsGivenUpAtTheDeadline) {
   release.Notify();
 }
 
-TEST_F(ReplicatorAsyncTest, AFailedBackupTheFloorNeedsLeavesTheWriteUnknownAndUnpublished) {
+TEST_P(ReplicatorAsyncTest, AFailedBackupTheFloorNeedsLeavesTheWriteUnknownAndUnpublished) {
   NodeOptions options;
   options.min_insync_replicas = 2;
   Start(2, options);
@@ -205,6 +216,11 @@ TEST_F(ReplicatorAsyncTest, AFailedBackupTheFloorNeedsLeavesTheWriteUnknownAndUn
   }
   EXPECT_EQ(node(1).Value("k2"), "w");
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, ReplicatorAsyncTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "PeerSocket" : "Grpc";
+                         });
 
 }  // namespace
 }  // namespace server

@@ -1,0 +1,50 @@
+// Copyright 2026 The kvstore Authors.
+//
+// The backup's end of a replication stream, whichever transport carries
+// it: ApplyReplicateBatch() installs one ReplicateBatch and builds its
+// reply (the gRPC ReplicateStream handler and the peer socket both call
+// it), and ReplicaSocketHandler() serves a peer socket connection
+// (server/cluster/peer/peer_listener.h, purpose "replicate"): it reads each
+// ReplicateBatch frame, applies it, and answers one ReplicateBatchReply
+// frame per batch, on the connection's own thread, in order.
+//
+// Errors: a frame that does not parse or is too long ends the connection
+// (logged; the primary's stream breaks and it opens a new one). The peer's
+// close or the listener's Stop() end it quietly. A write's refusal is no
+// error of the stream: the reply names it.
+//
+// Thread safety: the handler runs on the listener's connection threads;
+// what `apply` calls must be thread-safe and outlive the listener.
+
+#ifndef KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICA_SOCKET_H_
+#define KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICA_SOCKET_H_
+
+#include <functional>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "proto/kv_cluster.pb.h"
+#include "server/cluster/peer/peer_listener.h"
+
+namespace kvstore {
+namespace server {
+
+// Installs `batch`'s writes in order with `install` (a Replicate call's
+// checks and install), each with the deadline `arrived` plus its time left
+// (ReplicateBatch::timeout_micros; none: no deadline). The reply names the
+// batch's last seq and each refusal by the write's index.
+v1::ReplicateBatchReply ApplyReplicateBatch(
+    const v1::ReplicateBatch& batch, absl::Time arrived,
+    absl::FunctionRef<absl::Status(const v1::ReplicateRequest&, absl::Time deadline)> install);
+
+// Serves replication streams on peer sockets: each batch that arrives goes
+// to `apply` (with its arrival time), whose reply goes back.
+using BatchApplier =
+    std::function<v1::ReplicateBatchReply(const v1::ReplicateBatch& batch, absl::Time arrived)>;
+PeerListener::Handler ReplicaSocketHandler(BatchApplier apply);
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICA_SOCKET_H_
