@@ -143,10 +143,12 @@ grpc::Status ClusterService::ReplicateStream(
 
 v1::ReplicateBatchReply ClusterService::ApplyBatch(const v1::ReplicateBatch& batch,
                                                    absl::Time arrived) {
-  return ApplyReplicateBatch(batch, arrived,
-                             [&](const v1::ReplicateRequest& write, absl::Time deadline) {
-                               return InstallWrite(write, deadline).status();
-                             });
+  return ApplyReplicateBatch(
+      batch, arrived,
+      [&](const v1::ReplicateRequest& write, absl::Time deadline) {
+        return InstallWrite(write, deadline).status();
+      },
+      deps_.store);
 }
 
 grpc::Status ClusterService::ShardDigest(grpc::ServerContext* context,

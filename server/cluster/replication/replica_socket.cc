@@ -16,10 +16,18 @@ namespace server {
 
 v1::ReplicateBatchReply ApplyReplicateBatch(
     const v1::ReplicateBatch& batch, absl::Time arrived,
-    absl::FunctionRef<absl::Status(const v1::ReplicateRequest&, absl::Time deadline)> install) {
+    absl::FunctionRef<absl::Status(const v1::ReplicateRequest&, absl::Time deadline)> install,
+    const KvStore* store) {
   v1::ReplicateBatchReply reply;
-  for (int i = 0; i < batch.writes_size(); ++i) {
+  const int n = batch.writes_size();
+  if (store != nullptr && n > 1) store->Prefetch(batch.writes(0).key(), /*entries=*/false);
+  for (int i = 0; i < n; ++i) {
     const v1::ReplicateRequest& write = batch.writes(i);
+    if (store != nullptr && n > 1) {
+      // Two ahead the buckets, one ahead the entries they name.
+      if (i + 2 < n) store->Prefetch(batch.writes(i + 2).key(), /*entries=*/false);
+      if (i + 1 < n) store->Prefetch(batch.writes(i + 1).key(), /*entries=*/true);
+    }
     const absl::Time deadline = i < batch.timeout_micros_size()
                                     ? arrived + absl::Microseconds(batch.timeout_micros(i))
                                     : absl::InfiniteFuture();

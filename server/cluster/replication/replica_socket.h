@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/peer/peer_listener.h"
+#include "server/storage/kv_store.h"
 
 namespace kvstore {
 namespace server {
@@ -33,10 +34,14 @@ namespace server {
 // Installs `batch`'s writes in order with `install` (a Replicate call's
 // checks and install), each with the deadline `arrived` plus its time left
 // (ReplicateBatch::timeout_micros; none: no deadline). The reply names the
-// batch's last seq and each refusal by the write's index.
+// batch's last seq and each refusal by the write's index. `store`, when
+// not null, is given cache hints for the keys of the writes ahead (as the
+// RESP loop's pipeline lookahead does): each install looks its key up in
+// the index, and cold, those lookups were a tenth of a backup's CPU.
 v1::ReplicateBatchReply ApplyReplicateBatch(
     const v1::ReplicateBatch& batch, absl::Time arrived,
-    absl::FunctionRef<absl::Status(const v1::ReplicateRequest&, absl::Time deadline)> install);
+    absl::FunctionRef<absl::Status(const v1::ReplicateRequest&, absl::Time deadline)> install,
+    const KvStore* store = nullptr);
 
 // Serves replication streams on peer sockets: each batch that arrives goes
 // to `apply` (with its arrival time), whose reply goes back.

@@ -28,12 +28,13 @@ ReplicationStreamMetrics::ReplicationStreamMetrics(metrics::Registry* registry)
                                   "Writes sent on replication streams.")) {}
 
 ReplicationStream::ReplicationStream(const v1::ClusterNode& node, ReplicationStreamMetrics* metrics,
-                                     bool ready)
-    : node_(node), metrics_(metrics), ready_(ready) {}
+                                     bool ready, const KvStore* store)
+    : node_(node), metrics_(metrics), store_(store), ready_(ready) {}
 
 GrpcReplicationStream::GrpcReplicationStream(PeerClient* peers, const v1::ClusterNode& node,
-                                             ReplicationStreamMetrics* metrics)
-    : ReplicationStream(node, metrics, /*ready=*/true) {
+                                             ReplicationStreamMetrics* metrics,
+                                             const KvStore* store)
+    : ReplicationStream(node, metrics, /*ready=*/true, store) {
   stub_ = peers->BindReplicateStream(node, &context_, this);
   // Writes are started from writers' threads, outside any reaction: the
   // hold keeps the call from finishing (OnDone) until the destructor, when
@@ -145,9 +146,10 @@ std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Send(v1::Replicate
 
 std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Queue(
     absl::FunctionRef<void(v1::ReplicateRequest*)> put, absl::Time deadline,
-    std::function<void()> then) {
+    std::function<void()> then, absl::string_view key_hint) {
   auto ticket = std::make_shared<Ticket>();
   ticket->then_ = std::move(then);
+  ticket->key_hint_ = key_hint;
   {
     absl::ReleasableMutexLock lock(&mu_);
     if (broken_) {
@@ -255,7 +257,19 @@ bool ReplicationStream::ReplyArrived(const v1::ReplicateBatchReply& reply) {
     if (s.ok()) s = absl::InternalError("a failure without a status");
     statuses[f.index()] = PeerError("Replicate", node(), s);
   }
-  for (size_t i = 0; i < tickets.size(); ++i) Complete(*tickets[i], std::move(statuses[i]));
+  for (size_t i = 0; i < tickets.size(); ++i) {
+    if (store_ != nullptr) {
+      // Each completion may publish its write: the index places of the
+      // ones ahead load meanwhile (two ahead the buckets, one the entries).
+      if (i + 2 < tickets.size() && !tickets[i + 2]->key_hint_.empty()) {
+        store_->Prefetch(tickets[i + 2]->key_hint_, /*entries=*/false);
+      }
+      if (i + 1 < tickets.size() && !tickets[i + 1]->key_hint_.empty()) {
+        store_->Prefetch(tickets[i + 1]->key_hint_, /*entries=*/true);
+      }
+    }
+    Complete(*tickets[i], std::move(statuses[i]));
+  }
   if (bad) {
     Break(absl::InternalError("the backup named a write its batch does not have"));
     return false;
@@ -290,9 +304,11 @@ std::shared_ptr<ReplicationStream> ReplicationStreams::Get(uint32_t shard_id,
       SocketReplicationStreamOptions so;
       so.secret = peers_->peer_secret();
       so.self = self_;
-      s = std::make_shared<SocketReplicationStream>(node, &metrics_, so);
+      s = std::make_shared<SocketReplicationStream>(node, &metrics_, so,
+                                                    store_.load(std::memory_order_acquire));
     } else {
-      s = std::make_shared<GrpcReplicationStream>(peers_, node, &metrics_);
+      s = std::make_shared<GrpcReplicationStream>(peers_, node, &metrics_,
+                                                  store_.load(std::memory_order_acquire));
     }
     metrics_.opened->Increment();
   }

@@ -41,6 +41,7 @@
 #ifndef KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATION_STREAM_H_
 #define KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATION_STREAM_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -58,6 +59,7 @@
 #include "common/metrics/registry.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/peer/peer_client.h"
+#include "server/storage/kv_store.h"
 
 namespace kvstore {
 namespace server {
@@ -89,6 +91,9 @@ class ReplicationStream {
 
    private:
     friend class ReplicationStream;
+    // The write's key, for a cache hint before the ticket ahead of it
+    // completes (SendBuilt); empty: none.
+    absl::string_view key_hint_;
     mutable absl::Mutex mu_;
     bool done_ ABSL_GUARDED_BY(mu_) = false;
     absl::Status status_ ABSL_GUARDED_BY(mu_);
@@ -116,9 +121,13 @@ class ReplicationStream {
   // cleared message whose strings keep the capacity of an earlier batch's:
   // a write's entry is copied once, into memory already there, with no
   // allocation. `build` runs under the stream's lock: it must not block.
+  // `key_hint`, the write's key, must stay valid until the ticket is done:
+  // while the reply completes the writes ahead of it, the index is told to
+  // load the key's place, so that `then`'s publish finds it in cache.
   std::shared_ptr<Ticket> SendBuilt(absl::FunctionRef<void(v1::ReplicateRequest*)> build,
-                                    absl::Time deadline, std::function<void()> then = nullptr) {
-    return Queue(build, deadline, std::move(then));
+                                    absl::Time deadline, std::function<void()> then = nullptr,
+                                    absl::string_view key_hint = {}) {
+    return Queue(build, deadline, std::move(then), key_hint);
   }
 
   // Breaks the stream (see the file comment) because of `why`: for a
@@ -140,7 +149,9 @@ class ReplicationStream {
 
  protected:
   // `ready`: batches may be written at once (else after Ready()).
-  ReplicationStream(const v1::ClusterNode& node, ReplicationStreamMetrics* metrics, bool ready);
+  // `store` (may be null) gets the cache hints of SendBuilt's key_hint.
+  ReplicationStream(const v1::ClusterNode& node, ReplicationStreamMetrics* metrics, bool ready,
+                    const KvStore* store = nullptr);
 
   // --- The transport's part.
   // Starts writing `batch`, which stays untouched until WriteDone(); one
@@ -181,11 +192,13 @@ class ReplicationStream {
   bool TakeQueueIfFreeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Both Send()s: `put` stores the request in the queue's next slot.
   std::shared_ptr<Ticket> Queue(absl::FunctionRef<void(v1::ReplicateRequest*)> put,
-                                absl::Time deadline, std::function<void()> then);
+                                absl::Time deadline, std::function<void()> then,
+                                absl::string_view key_hint = {});
   static constexpr size_t kMaxUnansweredBatches = 1;
 
   const v1::ClusterNode node_;
   ReplicationStreamMetrics* const metrics_;
+  const KvStore* const store_;
 
   mutable absl::Mutex mu_;
   bool ready_ ABSL_GUARDED_BY(mu_);
@@ -212,7 +225,7 @@ class GrpcReplicationStream final : public ReplicationStream, public PeerClient:
   // Opens the stream to `node` through `peers`. Neither is owned: `peers`
   // and `metrics` must outlive the stream.
   GrpcReplicationStream(PeerClient* peers, const v1::ClusterNode& node,
-                        ReplicationStreamMetrics* metrics);
+                        ReplicationStreamMetrics* metrics, const KvStore* store = nullptr);
   // Breaks the stream, releases the hold and waits for OnDone().
   ~GrpcReplicationStream() override;
 
@@ -247,6 +260,10 @@ class ReplicationStreams {
   // (PeerClient::plaintext()), else on its gRPC ReplicateStream.
   std::shared_ptr<ReplicationStream> Get(uint32_t shard_id, const v1::ClusterNode& node);
 
+  // The store whose index the streams give cache hints for the writes they
+  // complete (ReplicationStream::SendBuilt); before the first write.
+  void set_store(const KvStore* store) { store_.store(store, std::memory_order_release); }
+
   // Closes the streams of (shard, node) pairs `keep` says no (a backup
   // that left the shard): their threads end.
   void Retain(const std::function<bool(uint32_t shard_id, const std::string& node_id)>& keep);
@@ -258,6 +275,7 @@ class ReplicationStreams {
  private:
   PeerClient* const peers_;
   const std::string self_;
+  std::atomic<const KvStore*> store_{nullptr};
   ReplicationStreamMetrics metrics_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::pair<uint32_t, std::string>, std::shared_ptr<ReplicationStream>> streams_

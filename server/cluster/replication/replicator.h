@@ -224,7 +224,10 @@ class Replicator : public WriteHook {
   // The store this replicator is the write hook of, which unsettled keys
   // are read from (null, the default: no key is ever repaired). Set once,
   // before the node joins a cluster (not synchronised).
-  void set_store(const KvStore* store) { store_ = store; }
+  void set_store(const KvStore* store) {
+    store_ = store;
+    streams_.set_store(store);
+  }
 
   // Which shards wait for their backups to be reconciled (see the file
   // comment); ShardReconciler enables and releases it.

@@ -141,8 +141,8 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
       req->set_seq(round->seq);
     };
     for (size_t k = 0; k < streams.size(); ++k) {
-      round->tickets.push_back(
-          streams[k]->SendBuilt(build, round->deadline, [this, round] { RoundAnswered(round); }));
+      round->tickets.push_back(streams[k]->SendBuilt(
+          build, round->deadline, [this, round] { RoundAnswered(round); }, round->key));
     }
   }
   round->timer = deadlines_.Add(round->deadline, [this, round] { Expire(*round); });

@@ -21,8 +21,9 @@ namespace server {
 
 SocketReplicationStream::SocketReplicationStream(const v1::ClusterNode& node,
                                                  ReplicationStreamMetrics* metrics,
-                                                 SocketReplicationStreamOptions options)
-    : ReplicationStream(node, metrics, /*ready=*/false), options_(std::move(options)) {
+                                                 SocketReplicationStreamOptions options,
+                                                 const KvStore* store)
+    : ReplicationStream(node, metrics, /*ready=*/false, store), options_(std::move(options)) {
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   thread_ = std::thread([this] { Run(); });
 }

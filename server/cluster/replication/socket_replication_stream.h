@@ -58,7 +58,7 @@ class SocketReplicationStream final : public ReplicationStream {
   // Starts connecting to `node`'s replication_address. `metrics` is not
   // owned and must outlive the stream.
   SocketReplicationStream(const v1::ClusterNode& node, ReplicationStreamMetrics* metrics,
-                          SocketReplicationStreamOptions options);
+                          SocketReplicationStreamOptions options, const KvStore* store = nullptr);
   // Breaks the stream, joins the thread, closes the socket.
   ~SocketReplicationStream() override;
 
