@@ -4,6 +4,8 @@
 
 #include "server/cluster/peer/peer_socket.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -110,6 +112,9 @@ class PeerListenerTest : public ::testing::Test {
     absl::flat_hash_map<std::string, PeerListener::Handler> handlers;
     handlers["echo"] = [this](int fd, FrameReader& reader, const std::string& peer) {
       peer_ = peer;
+      int on = 0;
+      socklen_t len = sizeof(on);
+      if (getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, &len) == 0) served_keepalive_ = on;
       v1::ReplicateRequest w;
       while (ReadFrame(fd, reader, &w, absl::InfiniteFuture()).ok()) {
         v1::ReplicateResponse r;
@@ -149,6 +154,7 @@ class PeerListenerTest : public ::testing::Test {
   FrameReader reader_;
   std::string peer_;
   std::atomic<bool> ended_{false};
+  std::atomic<int> served_keepalive_{-1};  // SO_KEEPALIVE of the handler's socket
 };
 
 TEST_F(PeerListenerTest, AdmittedConnectionReachesItsHandler) {
@@ -182,6 +188,24 @@ TEST_F(PeerListenerTest, WrongSecretAndUnknownPurposeAreRefusedWithTheReason) {
   EXPECT_EQ(Counter("kvstore_peer_socket_accepted_total"), 0u);
   close(fd1);
   close(fd2);
+}
+
+TEST_F(PeerListenerTest, BothEndsProbeForAPeerThatWentSilent) {
+  // A backup's reader blocks in recv() while its primary is idle: without
+  // keepalive, a primary lost behind a partition would hold it for good.
+  auto [fd, s] = Hello("s3cret", "echo");
+  ASSERT_TRUE(s.ok()) << s;
+  int on = 0;
+  socklen_t len = sizeof(on);
+  ASSERT_EQ(getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, &len), 0);
+  EXPECT_EQ(on, 1);
+  unsigned int user_timeout = 0;
+  len = sizeof(user_timeout);
+  ASSERT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, &len), 0);
+  EXPECT_GT(user_timeout, 0u);
+  // And the listener's end: the handler's socket.
+  EXPECT_TRUE(Eventually([&] { return served_keepalive_ == 1; }));
+  close(fd);
 }
 
 TEST_F(PeerListenerTest, ConnectToANonListeningPortFailsClearly) {
