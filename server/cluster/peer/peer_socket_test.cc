@@ -147,6 +147,11 @@ class PeerListenerTest : public ::testing::Test {
     return {*fd, s};
   }
 
+  void TearDown() override {
+    // The handlers write the members below: their threads end first.
+    if (listener_ != nullptr) listener_->Stop();
+  }
+
   uint64_t Counter(const std::string& name) { return metrics::testing::Value(registry_, name); }
 
   metrics::Registry registry_;

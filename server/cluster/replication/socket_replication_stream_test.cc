@@ -78,6 +78,12 @@ class SocketReplicationStreamTest : public ::testing::Test {
     return installed_;
   }
 
+  void TearDown() override {
+    // The backup's threads call install_ and record into installed_: they
+    // end before the fixture's members do.
+    if (backup_ != nullptr) backup_->Stop();
+  }
+
   metrics::Registry registry_;
   ReplicationStreamMetrics metrics_{&registry_};
   metrics::Registry backup_registry_;
@@ -173,6 +179,9 @@ TEST_F(SocketReplicationStreamTest, AnUnansweredWriteBreaksTheStreamAtItsDeadlin
             absl::StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(stream->broken());
   release.Notify();
+  // The backup's thread may still be leaving `release`: joined before the
+  // test's locals go.
+  backup_->Stop();
 }
 
 }  // namespace
