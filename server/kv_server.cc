@@ -266,6 +266,9 @@ absl::Status KvServer::StartRespServer() {
     ro.plaintext = options_.resp_plaintext_with_tls;
   }
   KV_ASSIGN_OR_RETURN(resp_, RespServer::Start(store_.get(), ro));
+  // The RESP loops are awake under write load: they read the backups'
+  // replies too, a wake-up less per replicated batch (fd_watch.h).
+  if (replicator_ != nullptr) replicator_->set_reply_watcher(resp_.get());
   return absl::OkStatus();
 }
 
@@ -551,6 +554,9 @@ void KvServer::Shutdown() {
   cluster_.reset();
   // The session sweeper disconnects queue pairs: it stops before rdma_ goes.
   if (service_) service_->StopSweeper();
+  // The streams read their replies on their own threads again (the loops
+  // hand the sockets back as they stop) and watch nothing new.
+  if (replicator_) replicator_->set_reply_watcher(nullptr);
   if (resp_) resp_->Stop();
   // Commits stop before the lease table goes (RdmaService::StopPoller);
   // destroying the table ends every lease and so revokes its write key

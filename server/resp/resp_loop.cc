@@ -83,6 +83,7 @@ RespLoop::RespLoop(KvStore* store, const RespServerOptions& options, const auth:
 // Runs after Run() has returned (RespServer joins the thread first), so no
 // event can arrive while connections are torn down.
 RespLoop::~RespLoop() {
+  Unwatch();  // a loop whose Run() never ran still owes its watches that
   // Parked commits first: each finishes within its replication timeout,
   // and its entry goes back to the writer before the writer goes.
   if (parking_ != nullptr) {
@@ -163,6 +164,7 @@ void RespLoop::Wake() {
 // The loop proper: wait, dispatch each ready fd, and once a second expire
 // stale connections. stop_ is set here, when Wake()'s eventfd fires.
 void RespLoop::Run() {
+  const net::WatchingThreadScope watching;  // see Watch()
   epoll_event events[kMaxEvents];
   const int quiet_timeout_ms = static_cast<int>(
       std::clamp<int64_t>(absl::ToInt64Milliseconds(options_.timeout_check_interval), 1, 250));
@@ -194,6 +196,8 @@ void RespLoop::Run() {
         // Looked up, not cached: an earlier event in this batch may have
         // closed the connection.
         OnEvent(it->second.get(), events[i].events);
+      } else {
+        OnWatched(fd);
       }
     }
     if (listener_paused_) MaybeResumeListener(absl::Now());
@@ -203,6 +207,7 @@ void RespLoop::Run() {
       next_timeout_check = absl::Now() + options_.timeout_check_interval;
     }
   }
+  Unwatch();
 }
 
 // Output first: draining replies may lift the backpressure that stops

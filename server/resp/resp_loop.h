@@ -68,6 +68,7 @@
 #include "server/resp/limits.h"
 #include "server/resp/resp_counters.h"
 #include "server/resp/resp_options.h"
+#include "server/net/fd_watch.h"
 #include "server/resp/streamed_set.h"
 #include "server/storage/kv_store.h"
 
@@ -107,10 +108,22 @@ class RespLoop {
   // closes) it from now on, also when it stops first.
   void Adopt(int fd, std::string addr = "", std::string laddr = "");
 
+  // Watches `watch`'s descriptor on this loop (net/fd_watch.h) from its
+  // next iteration until OnReadable() returns false or the loop stops
+  // (OnUnwatched(), as Run() returns). Any thread. False once Run() has
+  // returned: nothing will watch it.
+  bool Watch(std::shared_ptr<net::FdWatch> watch);
+
  private:
   void Accept();
-  // Serves the descriptors Adopt() queued.
+  // Serves the descriptors Adopt() queued and watches what Watch() did.
   void TakeAdopted();
+  // Runs the watch of `fd`, if it has one; false if it has none.
+  bool OnWatched(int fd);
+  // As Run() returns: every watch, on or queued, gets OnUnwatched(), so
+  // that its owner reads for itself again (a parked SET's commit waits on
+  // a reply a stream may read here).
+  void Unwatch();
   // Registers an accepted socket as a connection (or refuses it at
   // max_clients); `addr`/`laddr` as for Adopt().
   void AddConnection(int fd, std::string addr = "", std::string laddr = "");
@@ -197,6 +210,11 @@ class RespLoop {
     std::string addr, laddr;
   };
   std::vector<Adopted> adopted_ ABSL_GUARDED_BY(adopt_mu_);
+  std::vector<std::shared_ptr<net::FdWatch>> to_watch_ ABSL_GUARDED_BY(adopt_mu_);
+  bool watching_closed_ ABSL_GUARDED_BY(adopt_mu_) = false;  // Run() returned
+  // Watched descriptors: kept open by their watch while here, so a number
+  // here is never also a connection's.
+  absl::flat_hash_map<int, std::shared_ptr<net::FdWatch>> watches_;
   ClientRegistry* const clients_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<KvStore::Writer> writer_;

@@ -149,7 +149,15 @@ void RespServer::Stop() {
   for (auto& loop : loops_) loop->Wake();
   for (auto& t : threads_) t.join();
   threads_.clear();
+  absl::MutexLock lock(&loops_mu_);
   loops_.clear();
+}
+
+bool RespServer::Watch(std::shared_ptr<net::FdWatch> watch) {
+  absl::MutexLock lock(&loops_mu_);
+  if (loops_.empty()) return false;
+  const size_t i = next_watch_loop_.fetch_add(1, std::memory_order_relaxed) % loops_.size();
+  return loops_[i]->Watch(std::move(watch));
 }
 
 // The socket is closed last, after no loop can accept from it any more.

@@ -30,12 +30,16 @@
 #ifndef KVSTORE_SERVER_RESP_RESP_SERVER_H_
 #define KVSTORE_SERVER_RESP_RESP_SERVER_H_
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/net/fd_watch.h"
 #include "server/resp/resp_options.h"
 #include "server/storage/kv_store.h"
 
@@ -51,7 +55,7 @@ struct SharedBudgets;  // limits.h
 
 class TlsFront;  // tls_front.h
 
-class RespServer {
+class RespServer final : public net::FdWatcher {
  public:
   // Binds options.bind_address:options.port (unless !options.plaintext)
   // and options.tls_port (when >= 0), and starts the loops. Errors:
@@ -62,7 +66,7 @@ class RespServer {
   static absl::StatusOr<std::unique_ptr<RespServer>> Start(KvStore* store,
                                                            const RespServerOptions& options);
   // Stops the loops (closing every connection) and the listening socket.
-  ~RespServer();
+  ~RespServer() override;
   RespServer(const RespServer&) = delete;
   RespServer& operator=(const RespServer&) = delete;
 
@@ -77,6 +81,11 @@ class RespServer {
   // The registry holding the server's series (options.registry or its own);
   // any thread, any time before destruction.
   const metrics::Registry& registry() const { return *registry_; }
+
+  // net::FdWatcher: watches `watch` on one of the loops (in turn), which
+  // runs it beside its connections; false once the loops stopped. Any
+  // thread.
+  bool Watch(std::shared_ptr<net::FdWatch> watch) override;
 
  private:
   RespServer(KvStore* store, const RespServerOptions& options);
@@ -95,10 +104,15 @@ class RespServer {
   // Every connection of every loop (CLIENT LIST); before loops_, so that
   // it outlives the connections, which unregister when destroyed.
   std::unique_ptr<resp_internal::ClientRegistry> clients_;
+  // Guards Stop()'s clearing of loops_ against Watch(), which any thread
+  // may call while the loops run (the rest reads loops_ on the threads
+  // Start() and Stop() order).
+  absl::Mutex loops_mu_;
   std::vector<std::unique_ptr<resp_internal::RespLoop>> loops_;
   // The TLS port; stopped before the loops (its connections end first).
   std::unique_ptr<TlsFront> tls_;
   std::vector<std::thread> threads_;
+  std::atomic<size_t> next_watch_loop_{0};  // Watch()'s turn
   bool stopped_ = false;
 };
 

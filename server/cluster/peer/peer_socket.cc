@@ -68,7 +68,7 @@ void AppendFrame(const google::protobuf::MessageLite& msg, std::string* out) {
   msg.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(&(*out)[at + kLengthBytes]));
 }
 
-ssize_t FrameReader::Receive(int fd) {
+ssize_t FrameReader::Receive(int fd, int flags) {
   // Room for the whole frame being received, or kMinBuffer more. The bytes
   // not yet taken move to the front only when room is short, so a batch
   // read in pieces is moved at most once.
@@ -90,7 +90,7 @@ ssize_t FrameReader::Receive(int fd) {
   }
   ssize_t n;
   do {
-    n = recv(fd, buf_.get() + end_, cap_ - end_, 0);
+    n = recv(fd, buf_.get() + end_, cap_ - end_, flags);
   } while (n < 0 && errno == EINTR);
   if (n > 0) end_ += static_cast<size_t>(n);
   return n;

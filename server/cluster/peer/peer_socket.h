@@ -67,8 +67,9 @@ class FrameReader {
   FrameReader& operator=(const FrameReader&) = delete;
 
   // One recv() from `fd` into the buffer (growing it to the frame being
-  // received). Returns recv()'s result: bytes read, 0 at EOF, -1 with errno.
-  ssize_t Receive(int fd);
+  // received), with recv()'s `flags` (MSG_DONTWAIT: never block). Returns
+  // recv()'s result: bytes read, 0 at EOF, -1 with errno.
+  ssize_t Receive(int fd, int flags = 0);
   // The payload of the next complete frame, valid until the next call of
   // either method; nullopt when no complete frame is buffered.
   // kDataLoss for a length above kMaxPeerFrameBytes (close the socket).

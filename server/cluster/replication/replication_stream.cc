@@ -171,13 +171,13 @@ std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Queue(
   return ticket;
 }
 
+bool ReplicationStream::AwaitTicket(Ticket& ticket, absl::Time deadline) {
+  absl::MutexLock lock(&ticket.mu_);
+  return ticket.mu_.AwaitWithDeadline(absl::Condition(&ticket.done_), deadline);
+}
+
 absl::Status ReplicationStream::Wait(Ticket& ticket, absl::Time deadline) {
-  {
-    absl::MutexLock lock(&ticket.mu_);
-    if (ticket.mu_.AwaitWithDeadline(absl::Condition(&ticket.done_), deadline)) {
-      return ticket.status_;
-    }
-  }
+  if (AwaitTicket(ticket, deadline)) return ticket.status();
   Break(absl::DeadlineExceededError("a write was not answered by its deadline"));
   return PeerError("Replicate", node_,
                    absl::DeadlineExceededError("no answer from the backup by the deadline"));
@@ -304,8 +304,10 @@ std::shared_ptr<ReplicationStream> ReplicationStreams::Get(uint32_t shard_id,
       SocketReplicationStreamOptions so;
       so.secret = peers_->peer_secret();
       so.self = self_;
-      s = std::make_shared<SocketReplicationStream>(node, &metrics_, so,
-                                                    store_.load(std::memory_order_acquire));
+      auto socket = std::make_shared<SocketReplicationStream>(
+          node, &metrics_, so, store_.load(std::memory_order_acquire));
+      socket->WatchRepliesWith(reply_watcher_);
+      s = std::move(socket);
     } else {
       s = std::make_shared<GrpcReplicationStream>(peers_, node, &metrics_,
                                                   store_.load(std::memory_order_acquire));

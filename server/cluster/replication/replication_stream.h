@@ -59,6 +59,7 @@
 #include "common/metrics/registry.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/peer/peer_client.h"
+#include "server/net/fd_watch.h"
 #include "server/storage/kv_store.h"
 
 namespace kvstore {
@@ -154,6 +155,10 @@ class ReplicationStream {
                     const KvStore* store = nullptr);
 
   // --- The transport's part.
+  // Waits until `ticket` is done or `deadline`; true if done. The default
+  // blocks on the ticket; a transport whose replies another thread reads
+  // may read them here instead (socket_replication_stream.h).
+  virtual bool AwaitTicket(Ticket& ticket, absl::Time deadline);
   // Starts writing `batch`, which stays untouched until WriteDone(); one
   // batch at a time. Called with no lock of the stream held.
   virtual void StartBatch(const v1::ReplicateBatch* batch) = 0;
@@ -264,6 +269,13 @@ class ReplicationStreams {
   // complete (ReplicationStream::SendBuilt); before the first write.
   void set_store(const KvStore* store) { store_.store(store, std::memory_order_release); }
 
+  // The event loops that read the peer socket streams' replies
+  // (SocketReplicationStream::WatchRepliesWith; null: each stream's own
+  // thread does). Not owned: call set_reply_watcher(nullptr) before it
+  // goes; once that returned, no stream calls it. Streams opened before
+  // a watcher was set keep reading on their threads.
+  void set_reply_watcher(net::FdWatcher* watcher) { reply_watcher_->Set(watcher); }
+
   // Closes the streams of (shard, node) pairs `keep` says no (a backup
   // that left the shard): their threads end.
   void Retain(const std::function<bool(uint32_t shard_id, const std::string& node_id)>& keep);
@@ -276,6 +288,8 @@ class ReplicationStreams {
   PeerClient* const peers_;
   const std::string self_;
   std::atomic<const KvStore*> store_{nullptr};
+  // Shared with the streams, which may outlive this object.
+  const std::shared_ptr<net::FdWatcherSlot> reply_watcher_ = std::make_shared<net::FdWatcherSlot>();
   ReplicationStreamMetrics metrics_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::pair<uint32_t, std::string>, std::shared_ptr<ReplicationStream>> streams_

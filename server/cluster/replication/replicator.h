@@ -229,6 +229,10 @@ class Replicator : public WriteHook {
     streams_.set_store(store);
   }
 
+  // The event loops that read the replication streams' replies
+  // (ReplicationStreams::set_reply_watcher); null before `watcher` goes.
+  void set_reply_watcher(net::FdWatcher* watcher) { streams_.set_reply_watcher(watcher); }
+
   // Which shards wait for their backups to be reconciled (see the file
   // comment); ShardReconciler enables and releases it.
   PromotionGate& promotion_gate() { return gate_; }

@@ -5,11 +5,21 @@
 // replicator_async_test and started_writes_test run the real installer
 // over the same transport): batches answered in order, a write's refusal
 // delivered to its ticket alone, a wrong secret or a backup that goes away
-// failing what is pending.
+// failing what is pending. And the stream lending its socket to an event
+// loop (a small one here; resp_watch_test runs RespServer's): the replies
+// read there, a loop that waits for a reply reading it itself, a stopped
+// loop handing the socket back, a dropped stream leaving the loop.
 
 #include "server/cluster/replication/socket_replication_stream.h"
 
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -33,6 +43,110 @@ using ::kvstore::testing::Eventually;
 using ::testing::HasSubstr;
 
 absl::Time Soon() { return absl::Now() + absl::Seconds(60); }
+
+// An event loop for these tests: watches what it is given (net::FdWatcher)
+// on its thread, marked as a watching thread, and runs posted tasks there.
+class TestLoop final : public net::FdWatcher {
+ public:
+  TestLoop() {
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wake_fd_;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~TestLoop() override {
+    Stop();
+    close(wake_fd_);
+    close(epoll_fd_);
+  }
+  bool Watch(std::shared_ptr<net::FdWatch> watch) override {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return false;
+    pending_.push_back(std::move(watch));
+    Wake();
+    return true;
+  }
+  void Post(std::function<void()> task) {
+    absl::MutexLock lock(&mu_);
+    tasks_.push_back(std::move(task));
+    Wake();
+  }
+  // Ends the loop; the watches still on get OnUnwatched().
+  void Stop() {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+      Wake();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+  int watching() const { return watching_; }
+  int reads() const { return reads_; }
+  std::shared_ptr<net::FdWatcher> AsShared() {
+    return std::shared_ptr<net::FdWatcher>(this, [](net::FdWatcher*) {});
+  }
+
+ private:
+  void Wake() {
+    const uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof(one));
+  }
+  void Run() {
+    const net::WatchingThreadScope scope;
+    absl::flat_hash_map<int, std::shared_ptr<net::FdWatch>> watches;
+    for (bool stop = false; !stop;) {
+      epoll_event events[16];
+      const int n = epoll_wait(epoll_fd_, events, 16, -1);
+      for (int i = 0; i < n; ++i) {
+        const int fd = events[i].data.fd;
+        if (fd != wake_fd_) {
+          auto it = watches.find(fd);
+          if (it == watches.end()) continue;
+          ++reads_;
+          if (!it->second->OnReadable()) {
+            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+            watches.erase(fd);
+          }
+          continue;
+        }
+        uint64_t count;
+        (void)!read(wake_fd_, &count, sizeof(count));
+        std::vector<std::shared_ptr<net::FdWatch>> pending;
+        std::vector<std::function<void()>> tasks;
+        {
+          absl::MutexLock lock(&mu_);
+          pending.swap(pending_);
+          tasks.swap(tasks_);
+          stop = stopping_;
+        }
+        for (auto& w : pending) {
+          epoll_event ev{};
+          ev.events = EPOLLIN;
+          ev.data.fd = w->fd();
+          epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, w->fd(), &ev);
+          watches[w->fd()] = std::move(w);
+        }
+        for (auto& task : tasks) task();
+      }
+      watching_ = static_cast<int>(watches.size());
+    }
+    for (auto& [fd, w] : watches) w->OnUnwatched();
+    watching_ = 0;
+  }
+
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::shared_ptr<net::FdWatch>> pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> watching_{0};
+  std::atomic<int> reads_{0};
+  std::thread thread_;
+};
 
 class SocketReplicationStreamTest : public ::testing::Test {
  protected:
@@ -63,6 +177,16 @@ class SocketReplicationStreamTest : public ::testing::Test {
     so.secret = secret;
     so.self = "primary";
     return std::make_unique<SocketReplicationStream>(node_, &metrics_, so);
+  }
+  // A stream that lends its socket to `loop` once connected (as
+  // ReplicationStreams does: asked before the connection is up).
+  std::shared_ptr<SocketReplicationStream> OpenLent(TestLoop& loop) {
+    SocketReplicationStreamOptions so;
+    so.secret = "s3cret";
+    so.self = "primary";
+    auto stream = std::make_shared<SocketReplicationStream>(node_, &metrics_, so);
+    stream->WatchRepliesWith(loop.AsShared());
+    return stream;
   }
 
   static v1::ReplicateRequest Write(uint64_t seq) {
@@ -182,6 +306,75 @@ TEST_F(SocketReplicationStreamTest, AnUnansweredWriteBreaksTheStreamAtItsDeadlin
   // The backup's thread may still be leaving `release`: joined before the
   // test's locals go.
   backup_->Stop();
+}
+
+TEST_F(SocketReplicationStreamTest, ALentSocketsRepliesAreReadOnTheLoop) {
+  StartBackup();
+  TestLoop loop;
+  auto stream = OpenLent(loop);
+  std::vector<std::shared_ptr<ReplicationStream::Ticket>> tickets;
+  for (uint64_t seq = 1; seq <= 100; ++seq) tickets.push_back(stream->Send(Write(seq), Soon()));
+  for (auto& t : tickets) EXPECT_TRUE(stream->Wait(*t, Soon()).ok());
+  ASSERT_TRUE(Eventually([&] { return loop.watching() == 1; }));
+  // Written once the socket is lent: only the loop reads their replies.
+  const int reads_before = loop.reads();
+  for (uint64_t seq = 101; seq <= 110; ++seq) {
+    EXPECT_TRUE(stream->Wait(*stream->Send(Write(seq), Soon()), Soon()).ok());
+  }
+  EXPECT_GT(loop.reads(), reads_before);
+  // Asking to lend before the connection was up did not cancel the
+  // connect (it once did: every new stream broke and reconnected).
+  EXPECT_FALSE(stream->broken());
+  EXPECT_EQ(metrics::testing::Value(registry_, "kvstore_replication_streams_broken_total"), 0u);
+  EXPECT_EQ(metrics::testing::Value(backup_registry_, "kvstore_peer_socket_accepted_total"), 1u);
+  EXPECT_EQ(installed().size(), 110u);
+}
+
+TEST_F(SocketReplicationStreamTest, ALoopThatWaitsForAReplyOnlyItReadsReadsItItself) {
+  StartBackup();
+  TestLoop loop;
+  auto stream = OpenLent(loop);
+  EXPECT_TRUE(stream->Wait(*stream->Send(Write(1), Soon()), Soon()).ok());
+  ASSERT_TRUE(Eventually([&] { return loop.watching() == 1; }));
+  // A synchronous write on the loop's own thread: the loop cannot run its
+  // watch while it waits, so the wait reads the reply (else it would wait
+  // until the deadline and break the stream).
+  absl::Notification done;
+  absl::Status status;
+  loop.Post([&] {
+    status = stream->Wait(*stream->Send(Write(2), Soon()), Soon());
+    done.Notify();
+  });
+  done.WaitForNotification();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_FALSE(stream->broken());
+}
+
+TEST_F(SocketReplicationStreamTest, AStoppedLoopHandsTheSocketBackToTheStream) {
+  StartBackup();
+  TestLoop loop;
+  auto stream = OpenLent(loop);
+  EXPECT_TRUE(stream->Wait(*stream->Send(Write(1), Soon()), Soon()).ok());
+  ASSERT_TRUE(Eventually([&] { return loop.watching() == 1; }));
+  loop.Stop();
+  // The stream's thread reads again.
+  EXPECT_TRUE(stream->Wait(*stream->Send(Write(2), Soon()), Soon()).ok());
+  EXPECT_FALSE(stream->broken());
+}
+
+TEST_F(SocketReplicationStreamTest, ADroppedStreamLeavesTheLoop) {
+  StartBackup();
+  TestLoop loop;
+  auto stream = OpenLent(loop);
+  EXPECT_TRUE(stream->Wait(*stream->Send(Write(1), Soon()), Soon()).ok());
+  ASSERT_TRUE(Eventually([&] { return loop.watching() == 1; }));
+  // Its destructor shuts the socket down; the loop reads the end, drops
+  // the watch, and with it the last hold on the socket, which closes.
+  stream.reset();
+  EXPECT_TRUE(Eventually([&] { return loop.watching() == 0; }));
+  EXPECT_TRUE(Eventually([&] {
+    return metrics::testing::Value(registry_, "kvstore_replication_streams_broken_total") == 1;
+  }));
 }
 
 }  // namespace
