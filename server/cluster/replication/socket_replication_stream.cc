@@ -242,8 +242,9 @@ void SocketReplicationStream::Poll() {
     }
     // The socket only when there is something to do on it here: polled for
     // nothing, a hung-up socket would still wake this thread.
-    pollfd p[2] = {{wake_fd_, POLLIN, 0},
-                   {fd_, static_cast<short>((read_here ? POLLIN : 0) | (want_out ? POLLOUT : 0)), 0}};
+    pollfd p[2] = {
+        {wake_fd_, POLLIN, 0},
+        {fd_, static_cast<short>((read_here ? POLLIN : 0) | (want_out ? POLLOUT : 0)), 0}};
     if (poll(p, read_here || want_out ? 2 : 1, -1) < 0) {
       if (errno == EINTR) continue;
       Break(absl::UnavailableError(absl::StrCat("poll: ", strerror(errno))));

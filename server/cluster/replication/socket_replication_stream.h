@@ -67,9 +67,8 @@ struct SocketReplicationStreamOptions {
   absl::Duration connect_timeout = absl::Seconds(10);
 };
 
-class SocketReplicationStream final
-    : public ReplicationStream,
-      public std::enable_shared_from_this<SocketReplicationStream> {
+class SocketReplicationStream final : public ReplicationStream,
+                                      public std::enable_shared_from_this<SocketReplicationStream> {
  public:
   // Starts connecting to `node`'s replication_address. `metrics` is not
   // owned and must outlive the stream.
@@ -86,7 +85,7 @@ class SocketReplicationStream final
 
  private:
   enum class SendResult { kDone, kBlocked, kError };
-  class ReplyWatch;   // the socket as a loop watches it
+  class ReplyWatch;    // the socket as a loop watches it
   struct OwnedSocket;  // closes the descriptor when the last holder goes
   void StartBatch(const v1::ReplicateBatch* batch) override;
   void Cancel() override;
@@ -112,8 +111,8 @@ class SocketReplicationStream final
   SendResult SendPendingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(out_mu_);
 
   const SocketReplicationStreamOptions options_;
-  int wake_fd_ = -1;  // eventfd: Cancel(), or output left to finish
-  std::atomic<int> fd_{-1};  // set by the thread before Ready()
+  int wake_fd_ = -1;                     // eventfd: Cancel(), or output left to finish
+  std::atomic<int> fd_{-1};              // set by the thread before Ready()
   std::shared_ptr<OwnedSocket> socket_;  // fd_'s owner, shared with a watch
   std::atomic<bool> cancelled_{false};
   absl::Mutex watch_mu_;
@@ -133,7 +132,7 @@ class SocketReplicationStream final
   absl::Mutex read_mu_;
   FrameReader reader_ ABSL_GUARDED_BY(read_mu_);
   v1::ReplicateBatchReply reply_ ABSL_GUARDED_BY(read_mu_);
-  std::thread thread_;             // last: started once the rest exists
+  std::thread thread_;  // last: started once the rest exists
 };
 
 }  // namespace server
