@@ -6,7 +6,7 @@
 //   1. route the key with ClusterState: not this node's slot -> a kMoved
 //      refusal naming the primary (RouteRefusal, with its RESP address); no
 //      primary, no map or fenced -> kClusterDown;
-//   2. take the key's stripe lock (one of 4096) until the write is published,
+//   2. take the key's stripe lock (one of 65536) until the write is published,
 //      so writes of one key reach every replica in one order;
 //   3. take the shard's next seq and send the write to every in-sync backup
 //      and every syncing replica in parallel, on the shard's replication
@@ -131,7 +131,9 @@ struct ReplicatorOptions {
 
 class Replicator : public WriteHook {
  public:
-  static constexpr size_t kStripes = 4096;
+  // Per-key write stripes, as many as the store's (key_locks.h): a write
+  // whose stripe is held cannot start without waiting.
+  static constexpr size_t kStripes = 65536;
 
   // None owned; all must outlive the replicator. `peers` makes every call
   // to another node. `registry` gets the kvstore_replication_* series.
