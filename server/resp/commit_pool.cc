@@ -97,10 +97,14 @@ void CommitPool::Work() {
 }
 
 void CommitPool::Finished(Job job, absl::Status status, bool was_started) {
+  const bool on_loop = LoopScope::Current() == this;
+  if (on_loop) finished_on_loop_ = true;
   absl::MutexLock lock(&mu_);
   // Woken once per batch: while the loop has not taken the last one, it
-  // will see this one with it.
-  if (done_.empty()) {
+  // will see this one with it. The loop's own thread needs no wake-up; a
+  // later finisher on another thread then finds done_ not empty and writes
+  // none either, which is right: the loop looks once its event is handled.
+  if (done_.empty() && !on_loop) {
     uint64_t one = 1;
     // Under mu_: once a started commit is counted out, Stop() may return
     // and the loop close the fd.

@@ -38,6 +38,7 @@
 #include <deque>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -87,6 +88,29 @@ class CommitPool {
   // started commits to end; idempotent.
   void Stop();
 
+  // Marks the calling thread as the loop's own, for the scope: a commit
+  // the loop itself finishes (it reads the replication replies:
+  // RespServer::Watch) writes no eventfd, since the loop is awake; it asks
+  // FinishedOnLoop() after each event instead. Saves a write and a read
+  // of the eventfd per reply.
+  class LoopScope {
+   public:
+    explicit LoopScope(const CommitPool* pool) { Current() = pool; }
+    ~LoopScope() { Current() = nullptr; }
+    LoopScope(const LoopScope&) = delete;
+    LoopScope& operator=(const LoopScope&) = delete;
+
+   private:
+    friend class CommitPool;
+    static const CommitPool*& Current() {
+      static thread_local const CommitPool* pool = nullptr;
+      return pool;
+    }
+  };
+  // Whether the loop's thread finished commits since the last call (then
+  // TakeDone() without reading the eventfd). Loop thread only.
+  bool FinishedOnLoop() { return std::exchange(finished_on_loop_, false); }
+
  private:
   void Work();
   // Queues a job's outcome for TakeDone() and wakes the loop if needed.
@@ -95,7 +119,8 @@ class CommitPool {
   KvStore* const store_;
   const int notify_fd_;
   const size_t max_threads_;
-  size_t outstanding_ = 0;  // loop thread only
+  size_t outstanding_ = 0;         // loop thread only
+  bool finished_on_loop_ = false;  // loop thread only
 
   absl::Mutex mu_;
   std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);

@@ -165,12 +165,17 @@ void RespLoop::Wake() {
 // stale connections. stop_ is set here, when Wake()'s eventfd fires.
 void RespLoop::Run() {
   const net::WatchingThreadScope watching;  // see Watch()
+  const CommitPool::LoopScope loop_scope(parking_.get());
   epoll_event events[kMaxEvents];
   const int quiet_timeout_ms = static_cast<int>(
       std::clamp<int64_t>(absl::ToInt64Milliseconds(options_.timeout_check_interval), 1, 250));
   // The checks are paced in real time; what expires is decided on loop time.
   absl::Time next_timeout_check = absl::Now() + options_.timeout_check_interval;
   while (!stop_.load(std::memory_order_relaxed)) {
+    // SETs this thread finished itself (it read their replies: a watch, or
+    // a synchronous write waiting on the loop) wrote no eventfd: answered
+    // before the loop may sleep, and again if answering finished more.
+    while (parking_ != nullptr && parking_->FinishedOnLoop()) Unpark(/*read_eventfd=*/false);
     // 250 ms at most, so timeouts are checked even on a quiet loop; 50 ms
     // while the listener is paused, to resume it on time.
     // 2 ms while SETs are held back for space (RetryHeldBack).

@@ -171,7 +171,9 @@ class RespLoop {
   void RetryHeldBack();
   // Answers the parked SETs whose commits came back (commit_pool.h) and
   // resumes their connections.
-  void Unpark();
+  // `read_eventfd`: false when called for FinishedOnLoop(), with no
+  // eventfd written.
+  void Unpark(bool read_eventfd = true);
   // Whether a streamed SET of `key` may be parked while `c` has parked
   // ones: not one of their keys (its write must follow theirs), and fewer
   // than kMaxParkedPerConnection parked.

@@ -46,9 +46,9 @@ bool RespLoop::MayParkBehind(const Connection& c, absl::string_view key) {
 }
 
 // Reads the eventfd before taking the outcomes (see CommitPool::TakeDone).
-void RespLoop::Unpark() {
+void RespLoop::Unpark(bool read_eventfd) {
   uint64_t count;
-  (void)!read(commit_fd_, &count, sizeof(count));
+  if (read_eventfd) (void)!read(commit_fd_, &count, sizeof(count));
   // Every answer first, then each connection once: a pipeline's SETs are
   // answered together, and one writev sends all their replies (one per
   // SET made a replicated pipeline cost a system call per SET).

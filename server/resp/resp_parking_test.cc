@@ -54,6 +54,13 @@ class GatedHook : public WriteHook {
     return publish();
   }
   bool WaitsForPeers(absl::string_view) override { return true; }
+  // A key starting with "inline" is started and finished at once, on the
+  // calling thread (the loop's), as when the loop reads the reply itself.
+  bool StartWrite(absl::string_view key, absl::string_view, Publish publish, Done done) override {
+    if (!absl::StartsWith(key, "inline")) return false;
+    done(publish());
+    return true;
+  }
 
   void Release() {
     absl::MutexLock lock(&mu_);
@@ -179,6 +186,24 @@ TEST_F(RespParkingTest, AConnectionClosedWhileItsSetIsParkedLosesNothingElse) {
   }
   EXPECT_TRUE(seen);
   close(b);
+}
+
+TEST_F(RespParkingTest, ASetFinishedOnTheLoopsOwnThreadIsAnswered) {
+  // Finished on the loop's thread, the commit writes no eventfd (the loop
+  // is awake: CommitPool::LoopScope); the loop answers it before it sleeps
+  // again (else this read times out).
+  const int fd = Dial();
+  Send(fd, Cmd({"SET", "inline1", "a"}) + Cmd({"SET", "inline2", "b"}) + Cmd({"GET", "inline1"}));
+  std::vector<Reply> r = Read(fd, 3);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].str, "OK");
+  EXPECT_EQ(r[1].str, "OK");
+  EXPECT_EQ(r[2].str, "a");
+  Send(fd, Cmd({"SET", "inline3", "c"}));
+  r = Read(fd, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].str, "OK");
+  close(fd);
 }
 
 }  // namespace
