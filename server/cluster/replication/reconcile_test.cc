@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
 #include "common/cluster/slots.h"
@@ -31,6 +30,7 @@ namespace {
 
 using ::kvstore::metrics::testing::Value;
 using ::kvstore::server::testing::FakeMapStore;
+using ::kvstore::server::testing::HookGate;
 using ::kvstore::server::testing::Node;
 using ::kvstore::server::testing::NodeOptions;
 using ::kvstore::server::testing::OneShardMap;
@@ -80,29 +80,29 @@ TEST_F(ReconcileTest, APromotedBackupMakesTheOtherEqualBeforeItAcknowledges) {
   maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));
   ASSERT_THAT(node(0).Put("a", "a0"), IsOk());
   ASSERT_THAT(node(0).Put("b", "b0"), IsOk());
-  absl::Notification release, n1_has_b, n2_has_a;
+  HookGate release, n1_has_b, n2_has_a;
   // Both answers come after the crash.
-  node(1).service().set_before([&](const v1::ReplicateRequest& r) {
+  node(1).service().set_before([=](const v1::ReplicateRequest& r) {
     if (r.key() != "b") return absl::OkStatus();
-    n1_has_b.Notify();
-    release.WaitForNotification();
+    n1_has_b.Open();
+    release.Wait();
     return absl::UnavailableError("cut off");
   });
-  node(2).service().set_before([&](const v1::ReplicateRequest& r) {
+  node(2).service().set_before([=](const v1::ReplicateRequest& r) {
     if (r.key() != "a") return absl::OkStatus();
-    if (!n2_has_a.HasBeenNotified()) n2_has_a.Notify();
-    release.WaitForNotification();
+    n2_has_a.Open();
+    release.Wait();
     return absl::UnavailableError("cut off");
   });
   absl::Status put_a, put_b;
   std::thread wa([&] { put_a = PutVia(node(0), "a", "a1"); });
   ASSERT_TRUE(Eventually([&] { return node(1).Value("a") == "a1"; }));
-  n2_has_a.WaitForNotification();
+  n2_has_a.Wait();
   std::thread wb([&] { put_b = PutVia(node(0), "b", "b1"); });
-  n1_has_b.WaitForNotification();
+  n1_has_b.Wait();
   node(0).Kill();
   maps_.Set(OneShardMap(nodes(), {2, 1}, {}, /*shard_epoch=*/2));  // n0 crashed: n2 leads
-  release.Notify();
+  release.Open();
   wa.join();
   wb.join();
   EXPECT_FALSE(cluster::CertainlyNoEffect(put_a)) << put_a;
@@ -130,20 +130,20 @@ TEST_F(ReconcileTest, APromotedBackupMakesTheOtherEqualBeforeItAcknowledges) {
 TEST_F(ReconcileTest, AManualFailoverSpreadsAWriteOnlyTheNewPrimaryInstalled) {
   Start(3);
   maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));
-  absl::Notification asked, release;
-  node(2).service().set_before([&](const v1::ReplicateRequest& r) {
+  HookGate asked, release;
+  node(2).service().set_before([=](const v1::ReplicateRequest& r) {
     if (r.key() == "k") {
-      asked.Notify();
-      release.WaitForNotification();
+      asked.Open();
+      release.Wait();
     }
     return absl::OkStatus();
   });
   absl::Status put;
   std::thread writer([&] { put = node(0).Put("k", "v"); });
-  asked.WaitForNotification();
+  asked.Wait();
   ASSERT_TRUE(Eventually([&] { return node(1).Value("k") == "v"; }));
   maps_.Set(OneShardMap(nodes(), {1, 0, 2}, {}, /*shard_epoch=*/2));  // failover to n1
-  release.Notify();
+  release.Open();
   writer.join();
   node(2).service().set_before(nullptr);
   EXPECT_FALSE(put.ok());
@@ -276,10 +276,10 @@ TEST_F(ReconcileTest, AKeyWhoseWriteEndedUnknownIsRepairedWithoutAnotherWrite) {
   Start(2, options);
   maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
   ASSERT_THAT(node(0).Put("k", "old"), IsOk());
-  absl::Notification lost;
-  node(1).service().set_after([&](const v1::ReplicateRequest&) {
-    if (lost.HasBeenNotified()) return absl::OkStatus();  // the repair's answer arrives
-    lost.Notify();
+  HookGate lost;
+  node(1).service().set_after([=](const v1::ReplicateRequest&) {
+    if (lost.IsOpen()) return absl::OkStatus();  // the repair's answer arrives
+    lost.Open();
     return absl::UnavailableError("answer lost");
   });
   absl::Status put = node(0).Put("k", "new");
@@ -304,9 +304,9 @@ TEST_F(ReconcileTest, AReplicateArrivingAfterItsDeadlineIsNotInstalled) {
   Start(2, options);
   maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
   ASSERT_THAT(node(0).Put("k", "old"), IsOk());
-  absl::Notification answered;
-  node(1).service().set_before([&](const v1::ReplicateRequest& r) {
-    if (r.entry().find("late") != std::string::npos) answered.WaitForNotification();
+  HookGate answered;
+  node(1).service().set_before([=](const v1::ReplicateRequest& r) {
+    if (r.entry().find("late") != std::string::npos) answered.Wait();
     return absl::OkStatus();
   });
   absl::Status put = node(0).Put("k", "late");
@@ -320,7 +320,7 @@ TEST_F(ReconcileTest, AReplicateArrivingAfterItsDeadlineIsNotInstalled) {
            Value(node(1).registry(), "kvstore_replica_refused_total");
   };
   const uint64_t before = handled();
-  answered.Notify();  // the late request now reaches the backup's store
+  answered.Open();  // the late request now reaches the backup's store
   ASSERT_TRUE(Eventually([&] { return handled() > before; }));
   EXPECT_EQ(node(1).Value("k"), "old");
   node(1).service().set_before(nullptr);
@@ -397,10 +397,10 @@ TEST_F(ReconcileTest, ANewPrimaryServesNoReadUntilReconciled) {
   Start(3);
   maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));
   ASSERT_THAT(node(0).Put("a", "a0"), IsOk());
-  absl::Notification release;
-  node(1).service().set_before([&](const v1::ReplicateRequest& r) {
+  HookGate release;
+  node(1).service().set_before([=](const v1::ReplicateRequest& r) {
     if (r.key() != "b") return absl::OkStatus();
-    release.WaitForNotification();
+    release.Wait();
     return absl::UnavailableError("cut off");
   });
   absl::Status put_b;
@@ -409,7 +409,7 @@ TEST_F(ReconcileTest, ANewPrimaryServesNoReadUntilReconciled) {
   failpoint::Pause before_reconcile("reconciler/before-reconcile");
   node(0).Kill();
   maps_.Set(OneShardMap(nodes(), {2, 1}, {}, /*shard_epoch=*/2));  // n0 crashed: n2 leads
-  release.Notify();
+  release.Open();
   wb.join();
   node(1).service().set_before(nullptr);
   EXPECT_EQ(node(1).Value("b"), kAbsent);

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
 #include "common/cluster/slots.h"
@@ -34,6 +33,7 @@ namespace {
 
 using ::kvstore::metrics::testing::Value;
 using ::kvstore::server::testing::FakeMapStore;
+using ::kvstore::server::testing::HookGate;
 using ::kvstore::server::testing::Node;
 using ::kvstore::server::testing::NodeOptions;
 using ::kvstore::server::testing::OneShardMap;
@@ -69,20 +69,20 @@ class ReplicationTest : public ::testing::Test {
 TEST_F(ReplicationTest, BackupsHoldAWriteBeforeThePrimaryPublishesIt) {
   Start(3);
   maps_.Set(OneShardMap(nodes(), {0, 1, 2}, {}));
-  absl::Notification n1_has_it, release;
-  node(1).service().set_before([&](const v1::ReplicateRequest&) {
-    n1_has_it.Notify();
-    release.WaitForNotification();
+  HookGate n1_has_it, release;
+  node(1).service().set_before([n1_has_it, release](const v1::ReplicateRequest&) {
+    n1_has_it.Open();
+    release.Wait();
     return absl::OkStatus();
   });
   absl::Status put;
   std::thread writer([&] { put = node(0).Put("k", "v"); });
-  n1_has_it.WaitForNotification();
+  n1_has_it.Wait();
   // n2 installs it while n1 still holds its copy: the forwards are parallel.
   EXPECT_TRUE(Eventually([&] { return node(2).Value("k") == "v"; }));
   // The primary has not published it: no backup acknowledged yet (n1).
   EXPECT_EQ(node(0).Value("k"), "<NOT_FOUND>");
-  release.Notify();
+  release.Open();
   writer.join();
   node(1).service().set_before(nullptr);
   ASSERT_TRUE(put.ok()) << put;

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "grpcpp/server.h"
 #include "server/cluster/cluster_service.h"
 #include "server/cluster/membership/shard_map_editor.h"
@@ -113,6 +114,30 @@ class TestClusterService : public ClusterService {
   absl::Mutex mu_;
   Before before_ ABSL_GUARDED_BY(mu_);
   Before after_ ABSL_GUARDED_BY(mu_);
+};
+
+// A gate a backup's hook (set_before / set_after) waits at or signals
+// through. Copies share one gate, and a hook captures its copy by value:
+// a delivery that reaches the hook after the test body returned (on a
+// loaded machine a backup may read a batch the primary already gave up on)
+// then finds the gate still there, open, where a captured local
+// absl::Notification would be destroyed (a hang, or a crash). Open() may
+// be called any number of times. Thread-safe.
+class HookGate {
+ public:
+  void Open() const {
+    absl::MutexLock lock(&state_->mu);
+    if (!state_->open.HasBeenNotified()) state_->open.Notify();
+  }
+  void Wait() const { state_->open.WaitForNotification(); }
+  bool IsOpen() const { return state_->open.HasBeenNotified(); }
+
+ private:
+  struct State {
+    absl::Mutex mu;  // one Notify() even when hooks race to Open()
+    absl::Notification open;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 // The cluster secret every test node shares, and the credentials with only it.

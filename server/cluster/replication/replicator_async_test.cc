@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "common/failpoint/failpoint_testing.h"
 #include "common/metrics/testing.h"
 #include "common/testing/eventually.h"
@@ -26,6 +25,7 @@ namespace {
 
 using ::kvstore::metrics::testing::Value;
 using ::kvstore::server::testing::FakeMapStore;
+using ::kvstore::server::testing::HookGate;
 using ::kvstore::server::testing::Node;
 using ::kvstore::server::testing::NodeOptions;
 using ::kvstore::server::testing::OneShardMap;
@@ -92,21 +92,21 @@ class ReplicatorAsyncTest : public ::testing::TestWithParam<bool> {
 
 TEST_P(ReplicatorAsyncTest, EveryBackupHoldsAStartedWriteBeforeItIsPublishedOrAnswered) {
   Start(3);
-  absl::Notification n2_has_it, release;
-  node(2).service().set_before([&](const v1::ReplicateRequest&) {
-    n2_has_it.Notify();
-    release.WaitForNotification();
+  HookGate n2_has_it, release;
+  node(2).service().set_before([=](const v1::ReplicateRequest&) {
+    n2_has_it.Open();
+    release.Wait();
     return absl::OkStatus();
   });
   Outcome put;
   ASSERT_TRUE(node(0).StartPut("k", "v", put.Callback()));
   EXPECT_EQ(Started(), 1u);
-  n2_has_it.WaitForNotification();
+  n2_has_it.Wait();
   // n1 may have installed it; n2 has not answered: nothing is published or
   // answered, and no thread of the caller's waits for it.
   EXPECT_FALSE(put.done());
   EXPECT_EQ(node(0).Value("k"), "<NOT_FOUND>");
-  release.Notify();
+  release.Open();
   EXPECT_THAT(put.Await(), IsOk());
   for (int i = 0; i < 3; ++i) EXPECT_EQ(node(i).Value("k"), "v") << i;
   EXPECT_EQ(SlowEnds(), 0u);
@@ -128,21 +128,21 @@ TEST_P(ReplicatorAsyncTest, EveryBackupHoldsAStartedWriteBeforeItIsPublishedOrAn
 
 TEST_P(ReplicatorAsyncTest, AWriteOfAKeyInFlightGoesTheWaitingWay) {
   Start(2);
-  absl::Notification n1_has_it, release;
-  node(1).service().set_before([&](const v1::ReplicateRequest&) {
-    n1_has_it.Notify();
-    release.WaitForNotification();
+  HookGate n1_has_it, release;
+  node(1).service().set_before([=](const v1::ReplicateRequest&) {
+    n1_has_it.Open();
+    release.Wait();
     return absl::OkStatus();
   });
   Outcome first;
   ASSERT_TRUE(node(0).StartPut("k", "1", first.Callback()));
-  n1_has_it.WaitForNotification();
+  n1_has_it.Wait();
   // The key's lock is held until the first write ends: the store declines
   // rather than make this thread wait.
   Outcome second;
   EXPECT_FALSE(node(0).StartPut("k", "2", second.Callback()));
   EXPECT_FALSE(second.done());
-  release.Notify();
+  release.Open();
   EXPECT_THAT(first.Await(), IsOk());
 }
 
@@ -171,9 +171,9 @@ TEST_P(ReplicatorAsyncTest, ABackupThatNeverAnswersIsGivenUpAtTheDeadline) {
   NodeOptions options;
   options.replication_timeout = absl::Milliseconds(300);
   Start(3, options);
-  absl::Notification release;
-  node(2).service().set_before([&](const v1::ReplicateRequest&) {
-    release.WaitForNotification();
+  HookGate release;
+  node(2).service().set_before([=](const v1::ReplicateRequest&) {
+    release.Wait();
     return absl::OkStatus();
   });
   Outcome put;
@@ -184,7 +184,7 @@ TEST_P(ReplicatorAsyncTest, ABackupThatNeverAnswersIsGivenUpAtTheDeadline) {
   EXPECT_EQ(SlowEnds(), 1u);
   EXPECT_THAT(replicas(), ElementsAre("n0", "n1"));
   EXPECT_EQ(node(0).Value("k"), "v");
-  release.Notify();
+  release.Open();
 }
 
 TEST_P(ReplicatorAsyncTest, AFailedBackupTheFloorNeedsLeavesTheWriteUnknownAndUnpublished) {
