@@ -11,14 +11,20 @@
 #   2. deploy/check-tree.sh             clang-format, layering and file-length
 #                                       checks, one test case each
 #      bazel test //...                 every test not tagged requires-rdma or
-#                                       manual (.bazelrc filters those)
+#                                       manual (.bazelrc filters those); when
+#                                       step 2b's ASan pass follows (CI), only
+#                                       the tests with a long timeout run here
+#                                       and everything that is not a test is
+#                                       built: each test runs once, the others
+#                                       under ASan + UBSan
 #   2c. the compose cluster on this host over TCP (deploy/compose/test-compose.sh:
 #       deploy/cluster.sh up with TLS, redis-cli -c and kvctl from the client
 #       container, what TLS and etcd's network refuse, a certificate renewal,
 #       a crashed node restarted, down leaves nothing); its JUnit XML is
 #       counted; where no Docker engine can run, its cases count as skipped
-#   2b. with CI=true (or --sanitize / --fuzz): the host suite again under
-#       AddressSanitizer + UBSan (bazel test --config=asan //..., .bazelrc),
+#   2b. with CI=true (or --sanitize / --fuzz): the host suite under
+#       AddressSanitizer + UBSan (bazel test --config=asan //..., .bazelrc;
+#       the tests with a long timeout are left to step 2),
 #       and every fuzzer of tests/fuzz for KV_FUZZ_SECONDS (default 30) each
 #       (tests/fuzz/run.sh: clang-14, libFuzzer, ASan + UBSan); each sanitized
 #       test and each fuzzer counts as test cases like the others
@@ -41,6 +47,7 @@
 #      holds) and the XML written in step 3.  A test case with <failure> or
 #      <error> is failed; skipped and disabled ones are reported separately.
 #
+# Before it, "time per step" says where the run's time went.
 # The last line of the output is always "N passed, N failed".
 #
 # Options:
@@ -128,7 +135,13 @@ XMLS=()     # XML files to count
 NOTES=()    # things to repeat in the summary
 EXTRA_FAILED=() # tests that failed without a test case to show for it
 
+STEP_NAME="" STEP_T0=$T0
+STEP_TIMES=() # "seconds  step" for each step, printed by finish
 step() {
+    local now
+    now=$(date +%s)
+    [[ -z $STEP_NAME ]] || STEP_TIMES+=("$(printf '%5ds  %s' $((now - STEP_T0)) "$STEP_NAME")")
+    STEP_NAME=$* STEP_T0=$now
     echo
     echo "==> $*"
 }
@@ -160,6 +173,9 @@ finish() {
     ((skipped == 0)) || echo "    $skipped test case(s) skipped"
     ((disabled == 0)) || echo "    $disabled test case(s) disabled"
     ((${#NOTES[@]} == 0)) || printf '    note: %s\n' "${NOTES[@]}"
+    # Where the time went (CI has 90 minutes; README says what a run costs).
+    echo "    time per step:"
+    printf '    %s\n' "${STEP_TIMES[@]}"
     ((passed > 0)) || PROBLEMS+=("no test case passed")
     local verdict=0
     if ((failed > 0 || ${#PROBLEMS[@]} > 0)); then
@@ -222,13 +238,35 @@ bep_results_without_xml() {
         grep -o '"label":"[^"]*"' | cut -d'"' -f4 | sort -u || true
 }
 
+# With the ASan pass to follow (CI), each host test runs once: the tests with a
+# long timeout here (the ASan pass leaves them out: .bazelrc), every other one
+# under ASan + UBSan in step 2b. Compiling and running the short tests twice
+# cost CI about a quarter of its time. Everything that is not a test is still
+# built here: the binaries, benchmarks and tools must compile as shipped.
+PLAIN_FLAGS=()
+if ((RUN_BAZEL_TESTS)) && [[ $SANITIZE == asan ]]; then
+    PLAIN_FLAGS=(--build_tests_only --test_timeout_filters=long)
+fi
+
 if ((RUN_BAZEL_TESTS)); then
-    step "bazel test //..."
+    if ((${#PLAIN_FLAGS[@]})); then
+        step "bazel build (every target that is not a test)"
+        q='//... except tests(//...) except attr(tags, "manual", //...)'
+        if ! "$BAZEL" query "$q" --output=label >"$WORK/nontest.labels" 2>"$WORK/query.err"; then
+            cat "$WORK/query.err"
+            problem "bazel query for the targets that are not tests failed"
+        elif ! "$BAZEL" build --keep_going --target_pattern_file="$WORK/nontest.labels"; then
+            problem "bazel build of the targets that are not tests failed"
+        fi
+        step "bazel test //... ${PLAIN_FLAGS[*]} (the rest run under ASan in step 2b)"
+    else
+        step "bazel test //..."
+    fi
     rc=0
     # --keep_going: run every test that builds, even if another one does not.
     # --cache_test_results=no: a test command that reports a result it did
     # not run this time would hide a flaky or load-sensitive test.
-    "$BAZEL" test //... --keep_going --cache_test_results=no \
+    "$BAZEL" test //... --keep_going --cache_test_results=no "${PLAIN_FLAGS[@]}" \
         --build_event_json_file="$WORK/bep.json" || rc=$?
     case $rc in
     0) ;;
@@ -276,7 +314,10 @@ run_sanitized_suite() {
     [[ $config == tsan ]] &&
         flags+=("--test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$REPO/tests/fuzz/tsan.supp")
     step "bazel test --config=$config //... (the host suite under $config)"
+    # --build_tests_only: the benchmarks and tools are not run here, so they
+    # need no sanitized build.
     "$BAZEL" test --config="$config" //... --keep_going --cache_test_results=no --symlink_prefix=/ \
+        --build_tests_only \
         --build_event_json_file="$bep" "${flags[@]}" || rc=$?
     case $rc in
     0 | 4) ;;
