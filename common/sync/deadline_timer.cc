@@ -3,10 +3,15 @@
 #include "common/sync/deadline_timer.h"
 
 #include "absl/time/clock.h"
+#include "common/sync/thread_name.h"
 
 namespace kvstore {
 
-DeadlineTimer::DeadlineTimer() : thread_([this] { Run(); }) {}
+DeadlineTimer::DeadlineTimer()
+    : thread_([this] {
+        NameThread("kv-deadlines");
+        Run();
+      }) {}
 
 DeadlineTimer::~DeadlineTimer() {
   {

@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "common/sync/thread_name.h"
+
 namespace kvstore {
 
 WorkerPool::WorkerPool(size_t max_threads) : max_threads_(max_threads < 1 ? 1 : max_threads) {}
@@ -24,7 +26,10 @@ void WorkerPool::Submit(std::function<void()> job) {
   // An idle worker takes it (the unlock wakes one waiting on jobs_);
   // otherwise one more starts, so that no job waits behind another's wait.
   if (idle_ < jobs_.size() && threads_.size() < max_threads_) {
-    threads_.emplace_back([this] { Work(); });
+    threads_.emplace_back([this] {
+      NameThread("kv-worker");
+      Work();
+    });
   }
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/sync/thread_name.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -78,7 +79,10 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOpt
     absl::MutexLock lock(&node->mu_);
     node->plane_ = std::move(plane);
   }
-  node->registrar_ = std::thread([p = node.get()] { p->RegisterLoop(); });
+  node->registrar_ = std::thread([p = node.get()] {
+    NameThread("kv-registrar");
+    p->RegisterLoop();
+  });
   return node;
 }
 

@@ -22,6 +22,7 @@
 #include "common/protocol/commit_wire.h"
 #include "common/protocol/layout.h"
 #include "common/status_macros.h"
+#include "common/sync/thread_name.h"
 #include "common/version.h"
 #include "glog/logging.h"
 
@@ -83,7 +84,10 @@ KvControlServiceImpl::KvControlServiceImpl(ControlServiceDeps deps)
   CHECK(deps_.pool != nullptr);
   RegisterMetrics();
   if (deps_.session_sweep_interval > absl::ZeroDuration()) {
-    sweeper_ = std::thread([this] { SweepLoop(); });
+    sweeper_ = std::thread([this] {
+      NameThread("kv-ctl-sweeper");
+      SweepLoop();
+    });
   }
 }
 

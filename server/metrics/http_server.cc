@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/metrics/exposition.h"
+#include "common/sync/thread_name.h"
 #include "server/metrics/http_loop.h"
 
 namespace kvstore {
@@ -148,7 +149,10 @@ absl::StatusOr<int> MetricsHttpServer::Start(absl::string_view address, int port
   // waits in the backlog, so Start() need not wait for the loop.
   loop_ = std::move(loop);
   http_internal::HttpLoop* raw = loop_.get();
-  thread_ = std::thread([raw] { raw->Run(); });
+  thread_ = std::thread([raw] {
+    NameThread("kv-metrics-http");
+    raw->Run();
+  });
   port_.store(bound);
   return bound;
 }

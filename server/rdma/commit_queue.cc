@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/sync/thread_name.h"
 
 namespace kvstore {
 namespace server {
@@ -13,7 +14,12 @@ namespace server {
 CommitQueue::CommitQueue(std::string name, int threads) : name_(std::move(name)) {
   if (threads < 1) threads = 1;
   threads_.reserve(threads);
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([this] {
+      NameThread("kv-rdma-commit");
+      WorkerLoop();
+    });
+  }
 }
 
 CommitQueue::~CommitQueue() { Stop(); }

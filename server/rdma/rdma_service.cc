@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/protocol/commit_wire.h"
 #include "common/status_macros.h"
+#include "common/sync/thread_name.h"
 #include "glog/logging.h"
 #include "server/rdma/rdma_connection.h"
 
@@ -199,7 +200,10 @@ absl::StatusOr<std::unique_ptr<RdmaService>> RdmaService::Start(rdma::Device* de
   s->recv_cq_.emplace(std::move(cq));
   KV_RETURN_IF_ERROR(s->recv_cq_->RequestNotify());
   KV_RETURN_IF_ERROR(s->RegisterFencePage());
-  s->poller_ = std::thread([p = s.get()] { p->PollLoop(); });
+  s->poller_ = std::thread([p = s.get()] {
+    NameThread("kv-rdma-poll");
+    p->PollLoop();
+  });
   return s;
 }
 

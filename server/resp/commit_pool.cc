@@ -7,6 +7,8 @@
 #include <memory>
 #include <utility>
 
+#include "common/sync/thread_name.h"
+
 namespace kvstore {
 namespace server {
 namespace resp_internal {
@@ -59,7 +61,12 @@ void CommitPool::Submit(Job job) {
     // otherwise one more, so that no SET waits behind another's round.
     if (idle_ < jobs_.size() && threads_.size() < max_threads_) start = true;
   }
-  if (start) threads_.emplace_back([this] { Work(); });
+  if (start) {
+    threads_.emplace_back([this] {
+      NameThread("kv-commit");
+      Work();
+    });
+  }
 }
 
 std::vector<CommitPool::Done> CommitPool::TakeDone() {

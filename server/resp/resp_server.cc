@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/sync/thread_name.h"
 #include "server/resp/client_registry.h"
 #include "server/resp/limits.h"
 #include "server/resp/resp_counters.h"
@@ -115,7 +116,10 @@ absl::StatusOr<std::unique_ptr<RespServer>> RespServer::Start(KvStore* store,
   }
   // The loops read server->options_, which lives as long as they do.
   for (auto& loop : server->loops_) {
-    server->threads_.emplace_back([l = loop.get()] { l->Run(); });
+    server->threads_.emplace_back([l = loop.get()] {
+      NameThread("kv-resp-loop");
+      l->Run();
+    });
   }
   if (options.tls_port >= 0) {
     TlsFrontOptions to;

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/sync/thread_name.h"
 #include "common/tls/tls_pump.h"
 #include "glog/logging.h"
 
@@ -61,7 +62,10 @@ absl::StatusOr<std::unique_ptr<TlsFront>> TlsFront::Start(const TlsFrontOptions&
   if (front->stop_fd_ < 0) {
     return absl::InternalError(absl::StrCat("eventfd: ", std::strerror(errno)));
   }
-  front->acceptor_ = std::thread([f = front.get()] { f->AcceptLoop(); });
+  front->acceptor_ = std::thread([f = front.get()] {
+    NameThread("kv-tls-accept");
+    f->AcceptLoop();
+  });
   return front;
 }
 
@@ -130,7 +134,10 @@ void TlsFront::AcceptLoop() {
     conns_.emplace_back();
     Conn* conn = &conns_.back();
     conn->fd = fd;
-    conn->thread = std::thread([this, conn] { Serve(conn); });
+    conn->thread = std::thread([this, conn] {
+      NameThread("kv-tls-conn");
+      Serve(conn);
+    });
   }
 }
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/sync/thread_name.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -166,10 +167,16 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(MemoryPool* pool,
   }
   store->SetMaxMemory(options.max_memory_bytes);
   if (options.cleaner_interval > absl::ZeroDuration()) {
-    store->cleaner_ = std::thread([s = store.get()] { s->CleanerLoop(); });
+    store->cleaner_ = std::thread([s = store.get()] {
+      NameThread("kv-cleaner");
+      s->CleanerLoop();
+    });
   }
   if (options.expiry_interval > absl::ZeroDuration()) {
-    store->expirer_ = std::thread([s = store.get()] { s->ExpiryLoop(); });
+    store->expirer_ = std::thread([s = store.get()] {
+      NameThread("kv-expiry");
+      s->ExpiryLoop();
+    });
   }
   return store;
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/protocol/layout.h"
 #include "common/status_macros.h"
+#include "common/sync/thread_name.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -57,7 +58,10 @@ LeaseTable::LeaseTable(KvStore* store, LeaseOptions options)
                  << " bytes); such values cannot be PUT over RDMA";
   }
   if (options_.expire_interval > absl::ZeroDuration()) {
-    expiry_thread_ = std::thread([this] { ExpiryLoop(); });
+    expiry_thread_ = std::thread([this] {
+      NameThread("kv-lease-expiry");
+      ExpiryLoop();
+    });
   }
 }
 

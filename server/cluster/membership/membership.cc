@@ -14,6 +14,7 @@
 #include "common/cluster/cluster_map.h"
 #include "common/failpoint/failpoint.h"
 #include "common/status_macros.h"
+#include "common/sync/thread_name.h"
 #include "glog/logging.h"
 #include "server/cluster/membership/etcd_keys.h"
 
@@ -86,9 +87,18 @@ absl::StatusOr<std::unique_ptr<Membership>> Membership::Start(etcd::EtcdClient* 
     m->Shutdown();
     return read;
   }
-  m->keepalive_ = std::thread([p = m.get()] { p->KeepAliveLoop(); });
-  m->watchdog_ = std::thread([p = m.get()] { p->WatchdogLoop(); });
-  m->map_thread_ = std::thread([p = m.get(), revision] { p->MapLoop(revision); });
+  m->keepalive_ = std::thread([p = m.get()] {
+    NameThread("kv-keepalive");
+    p->KeepAliveLoop();
+  });
+  m->watchdog_ = std::thread([p = m.get()] {
+    NameThread("kv-lease-watch");
+    p->WatchdogLoop();
+  });
+  m->map_thread_ = std::thread([p = m.get(), revision] {
+    NameThread("kv-map-watch");
+    p->MapLoop(revision);
+  });
   return m;
 }
 

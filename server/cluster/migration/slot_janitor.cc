@@ -10,6 +10,7 @@
 #include "common/cluster/slots.h"
 #include "common/failpoint/failpoint.h"
 #include "common/protocol/layout.h"
+#include "common/sync/thread_name.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -82,7 +83,10 @@ SlotJanitor::SlotJanitor(KvStore* store, ClusterState* state, SlotJanitorOptions
       "Entries of slots this node no longer has a role for, deleted locally by the slot janitor.");
   // The listener only wakes the thread: it runs on the map installer's.
   state_->AddListener([this](const cluster::ClusterMapView&) { Kick(); });
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    NameThread("kv-slot-janitor");
+    Run();
+  });
 }
 
 SlotJanitor::~SlotJanitor() { Stop(); }

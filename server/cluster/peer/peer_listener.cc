@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "common/auth/token.h"
 #include "common/grpc_status.h"
+#include "common/sync/thread_name.h"
 #include "glog/logging.h"
 #include "proto/kv_cluster.pb.h"
 
@@ -64,7 +65,10 @@ absl::StatusOr<std::unique_ptr<PeerListener>> PeerListener::Start(
   socklen_t len = sizeof(addr);
   getsockname(l->listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
   l->port_ = ntohs(addr.sin_port);
-  l->accept_thread_ = std::thread([p = l.get()] { p->AcceptLoop(); });
+  l->accept_thread_ = std::thread([p = l.get()] {
+    NameThread("kv-peer-accept");
+    p->AcceptLoop();
+  });
   return l;
 }
 
@@ -143,7 +147,10 @@ void PeerListener::AcceptLoop() {
         conns_.emplace_back();
         Conn* c = &conns_.back();
         c->fd = fd;
-        c->thread = std::thread([this, c] { Serve(c); });
+        c->thread = std::thread([this, c] {
+          NameThread("kv-peer-conn");
+          Serve(c);
+        });
       }
     }
     if (full) {

@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "common/control/control_client.h"
 #include "common/status_macros.h"
+#include "common/sync/thread_name.h"
 #include "glog/logging.h"
 #include "server/cluster/replication/replica_writer.h"
 
@@ -39,9 +40,15 @@ RdmaReplicaLinks::RdmaReplicaLinks(RdmaReplicaLinksOptions options, metrics::Reg
   for (int i = 0; i < kSenders; ++i) {
     senders_.push_back(std::make_unique<Sender>());
     Sender* s = senders_.back().get();
-    s->thread = std::thread([this, s] { SenderLoop(s); });
+    s->thread = std::thread([this, s] {
+      NameThread("kv-rdma-repl");
+      SenderLoop(s);
+    });
   }
-  connector_ = std::thread([this] { ConnectLoop(); });
+  connector_ = std::thread([this] {
+    NameThread("kv-rdma-connect");
+    ConnectLoop();
+  });
 }
 
 RdmaReplicaLinks::~RdmaReplicaLinks() {

@@ -13,6 +13,7 @@
 #include "common/failpoint/failpoint.h"
 #include "common/protocol/layout.h"
 #include "common/status_macros.h"
+#include "common/sync/thread_name.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -76,7 +77,10 @@ ReplicaInstaller::ReplicaInstaller(KvStore* store, ClusterState* state, ShardSeq
       "Slots a shard copy skipped because the copy held here already equalled the primary's "
       "(delta resync).");
   if (options_.sync_poll_interval > absl::ZeroDuration()) {
-    sync_thread_ = std::thread([this] { SyncLoop(); });
+    sync_thread_ = std::thread([this] {
+      NameThread("kv-replica-sync");
+      SyncLoop();
+    });
   }
 }
 

@@ -14,6 +14,7 @@
 #include "common/cluster/refusal.h"
 #include "common/failpoint/failpoint.h"
 #include "common/status_macros.h"
+#include "common/sync/thread_name.h"
 #include "glog/logging.h"
 
 namespace kvstore {
@@ -69,7 +70,12 @@ ShardReconciler::ShardReconciler(KvStore* store, ClusterState* state, Replicator
                             "Time from the start of a shard's reconcile to its end.");
   replicator_->promotion_gate().Enable();
   state_->HoldNewLeads();
-  if (options_.poll_interval > absl::ZeroDuration()) thread_ = std::thread([this] { Loop(); });
+  if (options_.poll_interval > absl::ZeroDuration()) {
+    thread_ = std::thread([this] {
+      NameThread("kv-reconciler");
+      Loop();
+    });
+  }
 }
 
 ShardReconciler::~ShardReconciler() {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/sync/thread_name.h"
 #include "server/cluster/peer/peer_client.h"
 
 namespace kvstore {
@@ -62,7 +63,10 @@ SocketReplicationStream::SocketReplicationStream(const v1::ClusterNode& node,
                                                  const KvStore* store)
     : ReplicationStream(node, metrics, /*ready=*/false, store), options_(std::move(options)) {
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    NameThread("kv-repl-stream");
+    Run();
+  });
 }
 
 SocketReplicationStream::~SocketReplicationStream() {

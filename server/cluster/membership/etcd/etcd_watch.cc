@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/sync/thread_name.h"
 
 namespace kvstore {
 namespace server {
@@ -54,7 +55,10 @@ class GrpcWatch final : public WatchHandle {
   // thread: a hung etcd can block any step, and only the thread may block.
   // Here we wait at most `timeout` for etcd's confirmation.
   absl::Status Start(etcdserverpb::WatchRequest create, absl::Duration timeout) {
-    thread_ = std::thread([this, create = std::move(create)] { Run(create); });
+    thread_ = std::thread([this, create = std::move(create)] {
+      NameThread("kv-etcd-watch");
+      Run(create);
+    });
     absl::MutexLock lock(&mu_);
     auto decided = [this] { return state_ != State::kStarting; };
     if (!mu_.AwaitWithTimeout(absl::Condition(&decided), timeout)) {
