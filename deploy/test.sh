@@ -243,13 +243,46 @@ bep_results_without_xml() {
 # under ASan + UBSan in step 2b. Compiling and running the short tests twice
 # cost CI about a quarter of its time. Everything that is not a test is still
 # built here: the binaries, benchmarks and tools must compile as shipped.
-PLAIN_FLAGS=()
+# Short tests tagged "plain" run here too: checks of theirs that the
+# sanitizers' own allocator or runtime would defeat skip themselves there.
+PLAIN_PASSES=()
 if ((RUN_BAZEL_TESTS)) && [[ $SANITIZE == asan ]]; then
-    PLAIN_FLAGS=(--build_tests_only --test_timeout_filters=long)
+    PLAIN_PASSES=("--test_timeout_filters=long"
+        "--test_timeout_filters=-long --test_tag_filters=plain,-requires-rdma,-manual")
 fi
 
+# run_plain_tests NAME [FLAG...]: bazel test //... with FLAGs, its results
+# counted from its own build event file.
+run_plain_tests() {
+    local name=$1 bep=$WORK/bep-$1.json rc=0 x label
+    shift
+    # --keep_going: run every test that builds, even if another one does not.
+    # --cache_test_results=no: a test command that reports a result it did
+    # not run this time would hide a flaky or load-sensitive test.
+    "$BAZEL" test //... --keep_going --cache_test_results=no "$@" \
+        --build_event_json_file="$bep" || rc=$?
+    case $rc in
+    0) ;;
+    4) NOTES+=("bazel test //... $* found no test targets to run (exit 4)") ;;
+    3) problem "bazel test //... $*: some tests failed (exit 3)" ;;
+    *) problem "bazel test //... $* failed (exit $rc: build or infrastructure error)" ;;
+    esac
+    [[ -f $bep ]] || return 0
+    mapfile -t found < <(bep_test_xmls "$bep")
+    for x in "${found[@]}"; do
+        if [[ -f $x ]]; then XMLS+=("$x"); else problem "missing $x"; fi
+    done
+    echo "    ${#found[@]} test.xml file(s) reported by this bazel run"
+    while IFS= read -r label; do
+        [[ -z $label ]] || EXTRA_FAILED+=("$label (test result without test.xml)")
+    done < <(bep_results_without_xml "$bep")
+    while IFS= read -r label; do
+        [[ -z $label ]] || EXTRA_FAILED+=("$label (failed to build)")
+    done < <(bep_tests_not_built "$bep")
+}
+
 if ((RUN_BAZEL_TESTS)); then
-    if ((${#PLAIN_FLAGS[@]})); then
+    if ((${#PLAIN_PASSES[@]})); then
         step "bazel build (every target that is not a test)"
         q='//... except tests(//...) except attr(tags, "manual", //...)'
         if ! "$BAZEL" query "$q" --output=label >"$WORK/nontest.labels" 2>"$WORK/query.err"; then
@@ -258,34 +291,16 @@ if ((RUN_BAZEL_TESTS)); then
         elif ! "$BAZEL" build --keep_going --target_pattern_file="$WORK/nontest.labels"; then
             problem "bazel build of the targets that are not tests failed"
         fi
-        step "bazel test //... ${PLAIN_FLAGS[*]} (the rest run under ASan in step 2b)"
+        n=0
+        for flags in "${PLAIN_PASSES[@]}"; do
+            n=$((n + 1))
+            read -ra f <<<"$flags"
+            step "bazel test //... --build_tests_only $flags (the rest run under ASan in step 2b)"
+            run_plain_tests "plain$n" --build_tests_only "${f[@]}"
+        done
     else
         step "bazel test //..."
-    fi
-    rc=0
-    # --keep_going: run every test that builds, even if another one does not.
-    # --cache_test_results=no: a test command that reports a result it did
-    # not run this time would hide a flaky or load-sensitive test.
-    "$BAZEL" test //... --keep_going --cache_test_results=no "${PLAIN_FLAGS[@]}" \
-        --build_event_json_file="$WORK/bep.json" || rc=$?
-    case $rc in
-    0) ;;
-    4) NOTES+=("bazel test //... found no test targets to run (exit 4)") ;;
-    3) problem "bazel test //...: some tests failed (exit 3)" ;;
-    *) problem "bazel test //... failed (exit $rc: build or infrastructure error)" ;;
-    esac
-    if [[ -f $WORK/bep.json ]]; then
-        mapfile -t found < <(bep_test_xmls "$WORK/bep.json")
-        for x in "${found[@]}"; do
-            if [[ -f $x ]]; then XMLS+=("$x"); else problem "missing $x"; fi
-        done
-        echo "    ${#found[@]} test.xml file(s) reported by this bazel run"
-        while IFS= read -r label; do
-            [[ -z $label ]] || EXTRA_FAILED+=("$label (test result without test.xml)")
-        done < <(bep_results_without_xml "$WORK/bep.json")
-        while IFS= read -r label; do
-            [[ -z $label ]] || EXTRA_FAILED+=("$label (failed to build)")
-        done < <(bep_tests_not_built "$WORK/bep.json")
+        run_plain_tests plain
     fi
 fi
 
