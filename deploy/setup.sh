@@ -13,6 +13,7 @@ BUILD_PKGS=(
   libibverbs-dev librdmacm-dev libgtest-dev libgmock-dev
   libcpp-httplib-dev                # HTTP client of the /metrics endpoint's test (server/metrics)
   libssl-dev                        # TLS on the RESP port and its client (common/tls)
+  libjemalloc-dev                   # kvserver's allocator (server/BUILD.bazel)
   golang-etcd-server-dev            # etcd's v3 API .proto files (third_party/etcd)
   golang-github-gogo-protobuf-dev   # gogoproto/gogo.proto, imported by them
   golang-github-gogo-googleapis-dev # google/api/annotations.proto, imported by them
@@ -21,6 +22,7 @@ RUN_PKGS=(
   rdma-core ibverbs-providers ibverbs-utils iproute2
   libcpp-httplib0.11                # shared library behind libcpp-httplib-dev
   libssl3 openssl                   # TLS at run time; deploy/make-certs.sh uses the CLI
+  libjemalloc2                      # kvserver's allocator at run time
 )
 TEST_PKGS=(
   redis-server redis-tools          # real third-party RESP clients and the peer we measure against

@@ -5,7 +5,6 @@
 // max_pin_time). Kept apart from resp_loop.cc, which moves bytes; this file
 // decides which connections have overstayed.
 
-#include <malloc.h>
 #include <sys/socket.h>
 
 #include <string>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/heap.h"
 #include "server/resp/resp_loop.h"
 
 namespace kvstore {
@@ -114,7 +114,7 @@ void RespLoop::CheckTimeouts() {
   }
   // Buffers this size come from the malloc heap, which keeps freed pages
   // resident; hand them back to the kernel once enough were freed at once.
-  if (released >= (4 << 20)) malloc_trim(0);
+  if (released >= (4 << 20)) ReleaseFreeHeapMemory();
   if (expired.empty()) return;
   // Best effort: tell the client why, then close. For a timeout the code
   // word comes from the codec (TIMEOUT for DeadlineExceeded) so the C++
