@@ -29,7 +29,8 @@ void CommitPool::Stop() {
   // its stream breaks); its callback must not find the pool gone.
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
-      +[](size_t* n) { return *n == 0; }, &started_));
+      +[](std::atomic<size_t>* n) { return n->load(std::memory_order_relaxed) == 0; },
+      &started_));
 }
 
 void CommitPool::Submit(Job job) {
@@ -37,10 +38,9 @@ void CommitPool::Submit(Job job) {
   // The common replicated SET needs no worker (KvStore::StartCommit): the
   // backups' answer finishes it on the replication stream's thread.
   auto started = std::make_shared<Job>(std::move(job));
-  {
-    absl::MutexLock lock(&mu_);
-    ++started_;
-  }
+  // Counted in without mu_ (a lock round trip per SET otherwise): Stop()
+  // waits for zero under mu_, and every count out is made under mu_.
+  started_.fetch_add(1, std::memory_order_relaxed);
   // SealEntry() computed the checksum over these very bytes.
   if (store_->StartCommit(started->reservation.offset, started->reservation.size,
                           /*verify_checksum=*/false, [this, started](absl::Status s) {
@@ -48,14 +48,11 @@ void CommitPool::Submit(Job job) {
                           })) {
     return;
   }
-  {
-    absl::MutexLock lock(&mu_);
-    --started_;
-  }
   job = std::move(*started);
   bool start = false;
   {
     absl::MutexLock lock(&mu_);
+    started_.fetch_sub(1, std::memory_order_relaxed);
     jobs_.push_back(std::move(job));
     // An idle worker takes it (the unlock wakes one waiting on jobs_);
     // otherwise one more, so that no SET waits behind another's round.
@@ -118,7 +115,7 @@ void CommitPool::Finished(Job job, absl::Status status, bool was_started) {
     (void)!write(notify_fd_, &one, sizeof(one));
   }
   done_.push_back(Done{std::move(job), std::move(status)});
-  if (was_started) --started_;
+  if (was_started) started_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 }  // namespace resp_internal

@@ -35,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <deque>
 #include <string>
 #include <thread>
@@ -126,7 +127,8 @@ class CommitPool {
   std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
   std::vector<Done> done_ ABSL_GUARDED_BY(mu_);
   size_t idle_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t started_ ABSL_GUARDED_BY(mu_) = 0;  // StartCommit()s not yet Finished()
+  // StartCommit()s not yet Finished(): counted in without mu_, out under it.
+  std::atomic<size_t> started_{0};
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;  // loop thread only
 };

@@ -71,6 +71,7 @@ void ReplicationStream::Break(const absl::Status& why) {
     absl::MutexLock lock(&mu_);
     cancel = MarkBrokenLocked(why);
     unanswered.swap(unanswered_);
+    unanswered_deadline_.clear();
     queued.swap(queued_tickets_);
     queued_.Clear();
     queued_deadlines_.clear();
@@ -88,6 +89,14 @@ void ReplicationStream::Break(const absl::Status& why) {
   // Ends the read and any write in flight (not under mu_: the transport
   // may report on this thread).
   if (cancel) Cancel();
+}
+
+absl::Time ReplicationStream::OldestPendingDeadline() const {
+  absl::MutexLock lock(&mu_);
+  absl::Time oldest = absl::InfiniteFuture();
+  for (absl::Time d : unanswered_deadline_) oldest = std::min(oldest, d);
+  for (absl::Time d : queued_deadlines_) oldest = std::min(oldest, d);
+  return oldest;
 }
 
 bool ReplicationStream::Ticket::done() const {
@@ -120,9 +129,12 @@ void ReplicationStream::TakeQueueLocked() {
   writing_.Clear();
   writing_.Swap(&queued_);
   const absl::Time now = absl::Now();
+  absl::Time earliest = absl::InfiniteFuture();
   for (absl::Time d : queued_deadlines_) {
     writing_.add_timeout_micros(std::max<int64_t>(0, absl::ToInt64Microseconds(d - now)));
+    earliest = std::min(earliest, d);
   }
+  unanswered_deadline_.push_back(earliest);
   queued_deadlines_.clear();
   unanswered_.push_back(std::move(queued_tickets_));
   queued_tickets_.clear();
@@ -236,6 +248,7 @@ bool ReplicationStream::ReplyArrived(const v1::ReplicateBatchReply& reply) {
     if (!unanswered_.empty()) {
       tickets = std::move(unanswered_.front());
       unanswered_.pop_front();
+      unanswered_deadline_.pop_front();
     }
     // The writes queued while that batch was out go now, as one.
     send = TakeQueueIfFreeLocked();

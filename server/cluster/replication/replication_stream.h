@@ -145,6 +145,18 @@ class ReplicationStream {
 
   // Once broken, a stream takes no more writes (see the file comment).
   bool broken() const;
+
+  // --- A deadline watch, for writers that do not Wait() (Replicator::
+  // StartWrite): one timer per stream, armed by whoever claims it.
+  // The earliest deadline of a write queued or unanswered; InfiniteFuture()
+  // when none is.
+  absl::Time OldestPendingDeadline() const;
+  // True if the caller must arm the watch (none is armed); then it is
+  // marked armed. Call after queueing the write to be watched.
+  bool ClaimDeadlineWatch() { return !watch_armed_.exchange(true, std::memory_order_acq_rel); }
+  // The watch fired and stands down; call OldestPendingDeadline() after
+  // this, not before, and claim it again for what is still pending.
+  void ReleaseDeadlineWatch() { watch_armed_.store(false, std::memory_order_seq_cst); }
   // The node as it was when the stream opened (addresses, incarnation).
   const v1::ClusterNode& node() const { return node_; }
 
@@ -217,8 +229,11 @@ class ReplicationStream {
   v1::ReplicateBatch queued_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Time> queued_deadlines_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Ticket>> queued_tickets_ ABSL_GUARDED_BY(mu_);
-  // Written (or being written), not answered: one entry per batch.
+  // Written (or being written), not answered: one entry per batch, and
+  // the batch's earliest deadline.
   std::deque<std::vector<std::shared_ptr<Ticket>>> unanswered_ ABSL_GUARDED_BY(mu_);
+  std::deque<absl::Time> unanswered_deadline_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> watch_armed_{false};  // see ClaimDeadlineWatch()
 };
 
 // The stream on the backup's gRPC ReplicateStream: a callback reactor, so

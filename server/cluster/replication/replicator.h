@@ -330,8 +330,14 @@ class Replicator : public WriteHook {
   void FinishAsync(const std::shared_ptr<AsyncRound>& round);
   // The rest of Write() for a round that did not simply succeed.
   void ConcludeSlow(const std::shared_ptr<AsyncRound>& round);
-  // The round's deadline passed with targets unanswered: breaks their streams.
-  void Expire(const AsyncRound& round);
+  // Deadlines of StartWrite()'s writes: one watch per stream, not a timer
+  // per write (a lock round trip and a map node each, on the RESP loop).
+  // Arms `stream`'s watch at `deadline` unless one is armed already.
+  void WatchStream(const std::shared_ptr<ReplicationStream>& stream, absl::Time deadline);
+  // The watch fired: breaks the stream if its oldest unanswered write is
+  // past its deadline (its round then ends the slow way), else re-arms at
+  // that write's deadline, or stands down when nothing is pending.
+  void StreamWatchFired(const std::weak_ptr<ReplicationStream>& weak);
   // Releases the round's locks, answers it and counts it ended.
   void EndRound(const std::shared_ptr<AsyncRound>& round, absl::Status status);
   // One routing and replication round of Write(); sets *again when a backup
@@ -423,8 +429,12 @@ class Replicator : public WriteHook {
 
   // StartWrite()'s: rounds not yet ended, their deadlines, and the workers
   // of their slow ends. The destructor's body ends every round first.
+  // An atomic, not a count under rounds_mu_: two lock round trips per
+  // write on the RESP loop otherwise. Only the destructor waits for zero
+  // (under rounds_mu_); EndRound() takes the mutex only to count out the
+  // last round, so the destructor sees zero once it has let go of it.
   absl::Mutex rounds_mu_;
-  size_t rounds_in_flight_ ABSL_GUARDED_BY(rounds_mu_) = 0;
+  std::atomic<size_t> rounds_in_flight_{0};
   WorkerPool slow_ends_{64};
   DeadlineTimer deadlines_;
 

@@ -23,10 +23,12 @@
 // backup through etcd, a backup whose map is behind, a former primary's
 // hold) and may route the write again with a new seq.
 //
-// Deadline: nobody waits on a ticket, so the round registers its deadline
-// with a timer; at the deadline the streams of the backups that have not
-// answered are broken (as Wait() breaks one), which fails their tickets and
-// sends the round to ConcludeSlow.
+// Deadline: nobody waits on a ticket, so each stream a round writes to is
+// watched: at the deadline of its oldest write still unanswered, a stream
+// is broken (as Wait() breaks one), which fails its tickets and sends their
+// rounds to ConcludeSlow. One watch per stream, re-armed as it fires, costs
+// the loop nothing per write beyond a flag, where a timer per round cost
+// two lock round trips and a map node.
 
 #include <algorithm>
 #include <utility>
@@ -50,14 +52,10 @@ struct Replicator::AsyncRound {
   absl::Time start;
   uint64_t seq = 0;
   std::vector<Target> targets;
-  // Weak: the stream's last reference must never go inside one of its own
-  // reactions (its destructor waits for the call to end).
-  std::vector<std::weak_ptr<ReplicationStream>> streams;
   std::vector<std::shared_ptr<ReplicationStream::Ticket>> tickets;
   // Targets not yet answered, plus one StartWrite() holds until the round
   // is fully set up: whoever brings it to zero finishes the round.
   std::atomic<size_t> pending{0};
-  DeadlineTimer::Id timer;
   HandoffSharedMutex* barrier = nullptr;
   HandoffMutex* stripe = nullptr;
 };
@@ -74,7 +72,8 @@ Replicator::~Replicator() {
   streams_.AbandonAll(absl::UnavailableError("the replicator is shutting down"));
   absl::MutexLock lock(&rounds_mu_);
   rounds_mu_.Await(absl::Condition(
-      +[](size_t* n) { return *n == 0; }, &rounds_in_flight_));
+      +[](std::atomic<size_t>* n) { return n->load(std::memory_order_acquire) == 0; },
+      &rounds_in_flight_));
 }
 
 bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publish publish,
@@ -120,13 +119,9 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
   std::vector<std::shared_ptr<ReplicationStream>> streams;
   for (const Target& t : round->targets) {
     streams.push_back(streams_.Get(shard_id, *t.node));
-    round->streams.push_back(streams.back());
   }
   round->route = std::move(route);
-  {
-    absl::MutexLock lock(&rounds_mu_);
-    ++rounds_in_flight_;
-  }
+  rounds_in_flight_.fetch_add(1, std::memory_order_relaxed);
   started_writes_->Increment();
   {
     // As in Forward(): seq and queueing under one lock per shard.
@@ -145,7 +140,9 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
           build, round->deadline, [this, round] { RoundAnswered(round); }, round->key));
     }
   }
-  round->timer = deadlines_.Add(round->deadline, [this, round] { Expire(*round); });
+  for (const std::shared_ptr<ReplicationStream>& stream : streams) {
+    WatchStream(stream, round->deadline);
+  }
   RoundAnswered(round);  // StartWrite's own share: the round is set up
   return true;
 }
@@ -154,17 +151,33 @@ void Replicator::RoundAnswered(const std::shared_ptr<AsyncRound>& round) {
   if (round->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) FinishAsync(round);
 }
 
-void Replicator::Expire(const AsyncRound& round) {
-  for (size_t k = 0; k < round.tickets.size(); ++k) {
-    if (round.tickets[k]->done()) continue;
-    if (std::shared_ptr<ReplicationStream> stream = round.streams[k].lock()) {
-      stream->Abandon(absl::DeadlineExceededError("a write was not answered by its deadline"));
-    }
+void Replicator::WatchStream(const std::shared_ptr<ReplicationStream>& stream,
+                             absl::Time deadline) {
+  // The write is queued first, then the flag tested: a watch standing down
+  // meanwhile looks for pending writes after clearing the flag, so one of
+  // the two sees this write (replication_stream.h, ClaimDeadlineWatch).
+  if (!stream->ClaimDeadlineWatch()) return;
+  std::weak_ptr<ReplicationStream> weak = stream;
+  deadlines_.Add(deadline, [this, weak] { StreamWatchFired(weak); });
+}
+
+void Replicator::StreamWatchFired(const std::weak_ptr<ReplicationStream>& weak) {
+  std::shared_ptr<ReplicationStream> stream = weak.lock();
+  if (stream == nullptr) return;  // closed: its writes were failed then
+  absl::Time oldest = stream->OldestPendingDeadline();
+  if (oldest <= absl::Now()) {
+    // Broken for good: the next write opens a new stream, with its own watch.
+    stream->Abandon(absl::DeadlineExceededError("a write was not answered by its deadline"));
+    return;
   }
+  stream->ReleaseDeadlineWatch();
+  // Looked at again once released: a write queued before the release saw
+  // the watch armed and armed none.
+  oldest = stream->OldestPendingDeadline();
+  if (oldest != absl::InfiniteFuture()) WatchStream(stream, oldest);
 }
 
 void Replicator::FinishAsync(const std::shared_ptr<AsyncRound>& round) {
-  deadlines_.Cancel(round->timer);
   latency_->Observe(absl::Now() - round->start);
   bool all_installed = true;
   for (size_t k = 0; k < round->targets.size(); ++k) {
@@ -245,8 +258,15 @@ void Replicator::EndRound(const std::shared_ptr<AsyncRound>& round, absl::Status
   round->barrier = nullptr;
   Done done = std::move(round->done);
   done(std::move(status));
+  // Not the last round: counted out without the lock. The last one is
+  // counted out under it, so that a destructor waiting for zero sees it
+  // only after this thread is done with the mutex (see replicator.h).
+  size_t n = rounds_in_flight_.load(std::memory_order_relaxed);
+  while (n > 1) {
+    if (rounds_in_flight_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) return;
+  }
   absl::MutexLock lock(&rounds_mu_);
-  --rounds_in_flight_;
+  rounds_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 }  // namespace server

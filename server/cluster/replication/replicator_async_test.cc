@@ -187,6 +187,35 @@ TEST_P(ReplicatorAsyncTest, ABackupThatNeverAnswersIsGivenUpAtTheDeadline) {
   release.Open();
 }
 
+// A stream's deadline watch is armed by its first write and fires at that
+// write's deadline; by then that write was answered, and the watch must
+// follow the stream's oldest unanswered write instead of standing down.
+TEST_P(ReplicatorAsyncTest, TheDeadlineWatchFollowsTheOldestUnansweredWrite) {
+  NodeOptions options;
+  options.replication_timeout = absl::Seconds(1);
+  Start(3, options);
+  Outcome first;
+  ASSERT_TRUE(node(0).StartPut("k1", "v1", first.Callback()));
+  EXPECT_THAT(first.Await(), IsOk());
+  // Not a race: the pause only puts the second write's deadline well after
+  // the first's, so that the watch, firing at the first's, finds it in the
+  // future and re-arms (on a machine slow enough to fire it later still,
+  // the watch breaks the stream at once: the same outcome).
+  absl::SleepFor(absl::Milliseconds(300));
+  HookGate release;
+  node(2).service().set_before([=](const v1::ReplicateRequest&) {
+    release.Wait();
+    return absl::OkStatus();
+  });
+  Outcome second;
+  ASSERT_TRUE(node(0).StartPut("k2", "v2", second.Callback()));
+  EXPECT_THAT(second.Await(), IsOk());
+  EXPECT_EQ(SlowEnds(), 1u);
+  EXPECT_THAT(replicas(), ElementsAre("n0", "n1"));
+  EXPECT_EQ(node(0).Value("k2"), "v2");
+  release.Open();
+}
+
 TEST_P(ReplicatorAsyncTest, AFailedBackupTheFloorNeedsLeavesTheWriteUnknownAndUnpublished) {
   NodeOptions options;
   options.min_insync_replicas = 2;
