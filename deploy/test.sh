@@ -251,10 +251,28 @@ if ((RUN_BAZEL_TESTS)) && [[ $SANITIZE == asan ]]; then
         "--test_timeout_filters=-long --test_tag_filters=plain,-requires-rdma,-manual")
 fi
 
+# collect_bep BEP SUFFIX: counts the results a bazel run's build event file
+# names (test.xml files, results without one, tests that did not build);
+# SUFFIX (" under asan", or empty) goes after each label it reports.
+collect_bep() {
+    local bep=$1 suffix=$2 x label
+    mapfile -t found < <(bep_test_xmls "$bep")
+    for x in "${found[@]}"; do
+        if [[ -f $x ]]; then XMLS+=("$x"); else problem "missing $x"; fi
+    done
+    echo "    ${#found[@]} test.xml file(s) reported by this bazel run"
+    while IFS= read -r label; do
+        [[ -z $label ]] || EXTRA_FAILED+=("$label$suffix (test result without test.xml)")
+    done < <(bep_results_without_xml "$bep")
+    while IFS= read -r label; do
+        [[ -z $label ]] || EXTRA_FAILED+=("$label$suffix (failed to build)")
+    done < <(bep_tests_not_built "$bep")
+}
+
 # run_plain_tests NAME [FLAG...]: bazel test //... with FLAGs, its results
 # counted from its own build event file.
 run_plain_tests() {
-    local name=$1 bep=$WORK/bep-$1.json rc=0 x label
+    local name=$1 bep=$WORK/bep-$1.json rc=0
     shift
     # --keep_going: run every test that builds, even if another one does not.
     # --cache_test_results=no: a test command that reports a result it did
@@ -267,18 +285,8 @@ run_plain_tests() {
     3) problem "bazel test //... $*: some tests failed (exit 3)" ;;
     *) problem "bazel test //... $* failed (exit $rc: build or infrastructure error)" ;;
     esac
-    [[ -f $bep ]] || return 0
-    mapfile -t found < <(bep_test_xmls "$bep")
-    for x in "${found[@]}"; do
-        if [[ -f $x ]]; then XMLS+=("$x"); else problem "missing $x"; fi
-    done
-    echo "    ${#found[@]} test.xml file(s) reported by this bazel run"
-    while IFS= read -r label; do
-        [[ -z $label ]] || EXTRA_FAILED+=("$label (test result without test.xml)")
-    done < <(bep_results_without_xml "$bep")
-    while IFS= read -r label; do
-        [[ -z $label ]] || EXTRA_FAILED+=("$label (failed to build)")
-    done < <(bep_tests_not_built "$bep")
+    [[ -f $bep ]] && collect_bep "$bep" ""
+    return 0
 }
 
 if ((RUN_BAZEL_TESTS)); then
@@ -291,12 +299,12 @@ if ((RUN_BAZEL_TESTS)); then
         elif ! "$BAZEL" build --keep_going --target_pattern_file="$WORK/nontest.labels"; then
             problem "bazel build of the targets that are not tests failed"
         fi
-        n=0
+        pass_no=0
         for flags in "${PLAIN_PASSES[@]}"; do
-            n=$((n + 1))
+            pass_no=$((pass_no + 1))
             read -ra f <<<"$flags"
             step "bazel test //... --build_tests_only $flags (the rest run under ASan in step 2b)"
-            run_plain_tests "plain$n" --build_tests_only "${f[@]}"
+            run_plain_tests "plain$pass_no" --build_tests_only "${f[@]}"
         done
     else
         step "bazel test //..."
@@ -323,7 +331,7 @@ fi
 # directory, no convenience symlinks (step 3 uses bazel-bin), results counted
 # from this run's own build event file exactly as in step 2.
 run_sanitized_suite() {
-    local config=$1 bep=$WORK/bep-$1.json rc=0 flags=() x label
+    local config=$1 bep=$WORK/bep-$1.json rc=0 flags=()
     # Debian's Abseil, gRPC and protobuf are not instrumented for TSan; its
     # suppressions say what that makes it misreport.
     [[ $config == tsan ]] &&
@@ -339,18 +347,8 @@ run_sanitized_suite() {
     3) problem "bazel test --config=$config //...: some tests failed (exit 3)" ;;
     *) problem "bazel test --config=$config //... failed (exit $rc: build or infrastructure error)" ;;
     esac
-    [[ -f $bep ]] || return 0
-    mapfile -t found < <(bep_test_xmls "$bep")
-    for x in "${found[@]}"; do
-        if [[ -f $x ]]; then XMLS+=("$x"); else problem "missing $x"; fi
-    done
-    echo "    ${#found[@]} test.xml file(s) reported by the $config run"
-    while IFS= read -r label; do
-        [[ -z $label ]] || EXTRA_FAILED+=("$label under $config (test result without test.xml)")
-    done < <(bep_results_without_xml "$bep")
-    while IFS= read -r label; do
-        [[ -z $label ]] || EXTRA_FAILED+=("$label under $config (failed to build)")
-    done < <(bep_tests_not_built "$bep")
+    [[ -f $bep ]] && collect_bep "$bep" " under $config"
+    return 0
 }
 [[ -z $SANITIZE ]] || run_sanitized_suite "$SANITIZE"
 if ((RUN_FUZZ)); then

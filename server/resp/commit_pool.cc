@@ -29,8 +29,7 @@ void CommitPool::Stop() {
   // its stream breaks); its callback must not find the pool gone.
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
-      +[](std::atomic<size_t>* n) { return n->load(std::memory_order_relaxed) == 0; },
-      &started_));
+      +[](std::atomic<size_t>* n) { return n->load(std::memory_order_relaxed) == 0; }, &started_));
 }
 
 void CommitPool::Submit(Job job) {

@@ -33,9 +33,9 @@
 #ifndef KVSTORE_SERVER_RESP_COMMIT_POOL_H_
 #define KVSTORE_SERVER_RESP_COMMIT_POOL_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <atomic>
 #include <deque>
 #include <string>
 #include <thread>
