@@ -119,6 +119,7 @@ absl::Status ClusterHarness::StartNode(int index, int control_port, int resp_por
   launch.resp_port = resp_port;
   launch.log_tag = NodeId(index);
   if (options_.node_env) launch.env = options_.node_env(index);
+  launch.binary = options_.kvserver_binary;
   launch.host = Host(index);
   if (options_.network != nullptr) launch.netns = options_.network->netns(index);
   absl::StatusOr<std::unique_ptr<NodeProcess>> p = NodeProcess::Start(launch);

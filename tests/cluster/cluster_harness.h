@@ -65,6 +65,10 @@ struct ClusterOptions {
   // Set: the environment ("NAME=value") of node `index`'s process, at every
   // start (e.g. a libfaketime clock of its own).
   std::function<std::vector<std::string>(int index)> node_env;
+  // The nodes' binary (NodeLaunch::binary): kvserver, or its build with
+  // the system allocator where libfaketime is preloaded (tests/jepsen
+  // fake_clock.h says why).
+  std::string kvserver_binary = "server/kvserver";
   // How the harness itself calls the nodes' control ports (GetClusterMap):
   // null for plaintext; TLS credentials when extra_flags turn TLS on.
   std::shared_ptr<grpc::ChannelCredentials> control_credentials;

@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeLaunch
     argv.push_back("/usr/bin/env");
     argv.insert(argv.end(), launch.env.begin(), launch.env.end());
   }
-  argv.push_back(BinaryPath("server/kvserver"));
+  argv.push_back(BinaryPath(launch.binary));
   argv.push_back(absl::StrCat("--control_port=", launch.control_port));
   argv.push_back(absl::StrCat("--resp_port=", launch.resp_port));
   argv.push_back("--ready_file=" + ready);

@@ -45,6 +45,8 @@ struct NodeLaunch {
   // "NAME=value" set for the server (run through /usr/bin/env, which execs
   // it: the pid stays the server's). E.g. LD_PRELOAD of libfaketime.
   std::vector<std::string> env;
+  // The server binary, a runfiles path (a test's data dependency).
+  std::string binary = "server/kvserver";
 };
 
 class NodeProcess {

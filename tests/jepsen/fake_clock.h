@@ -12,6 +12,13 @@
 // step hits only what reads the wall clock: in kvserver, the fence page's
 // valid_until, gRPC deadlines taken from system_clock, and log times.
 //
+// The servers run kServerBinary, kvserver built with the system allocator:
+// the shipped kvserver links jemalloc, whose start-up reads
+// CLOCK_MONOTONIC, and libfaketime's own start-up allocates, so the two
+// wait on each other and the server never starts (libfaketime reports
+// "Unexpected recursive calls to clock_gettime()" and the process hangs).
+// The code is the same; only malloc differs, which the clocks do not touch.
+//
 // Errors: kFailedPrecondition when the library is not installed;
 // kInternal when a file cannot be written.
 //
@@ -34,6 +41,9 @@ namespace jepsen {
 class FakeClocks {
  public:
   static constexpr char kLibrary[] = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+  // The runfiles path of the servers' binary (see the file comment); a
+  // test that uses FakeClocks lists //server:kvserver_system_malloc in data.
+  static constexpr char kServerBinary[] = "server/kvserver_system_malloc";
   static absl::Status Available();
 
   // Files live in `dir` (created if missing).

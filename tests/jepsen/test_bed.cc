@@ -60,6 +60,7 @@ absl::StatusOr<std::unique_ptr<TestBed>> TestBed::Start(TestBedOptions options) 
     bed->clocks_ = std::make_unique<FakeClocks>(absl::StrCat(TempDir(), "/faketime.", getpid()));
     FakeClocks* clocks = bed->clocks_.get();
     c.node_env = [clocks](int i) { return clocks->Env(i); };
+    c.kvserver_binary = std::string(FakeClocks::kServerBinary);
   }
   absl::StatusOr<std::unique_ptr<ClusterHarness>> cluster = ClusterHarness::Start(std::move(c));
   if (!cluster.ok()) return cluster.status();
