@@ -126,7 +126,7 @@ absl::Status KvServer::StartCluster() {
     absl::flat_hash_map<std::string, PeerListener::Handler> handlers;
     ClusterService* service = cluster_service_.get();
     handlers[std::string(kReplicatePurpose)] = ReplicaSocketHandler(
-        [service](const v1::ReplicateBatch& b, absl::Time t) { return service->ApplyBatch(b, t); });
+        [service](const ReplicateBatchView& b, absl::Time t) { return service->ApplyBatch(b, t); });
     KV_ASSIGN_OR_RETURN(peer_listener_, PeerListener::Start(lo, &registry_, std::move(handlers)));
     deps.self.set_replication_address(absl::StrCat(host, ":", peer_listener_->port()));
   }

@@ -116,13 +116,18 @@ grpc::Status ClusterService::Replicate(grpc::ServerContext* context,
                                        const v1::ReplicateRequest* request,
                                        v1::ReplicateResponse* response) {
   // gRPC's deadline of the call: the primary's replication timeout.
-  return Serve(Admit(context, "Replicate", deps_.installer, "no installer"), response,
-               [&] { return InstallWrite(*request, absl::FromChrono(context->deadline())); });
+  return Serve(
+      Admit(context, "Replicate", deps_.installer, "no installer"), response,
+      [&]() -> absl::StatusOr<v1::ReplicateResponse> {
+        KV_RETURN_IF_ERROR(InstallWrite(ViewOf(*request), absl::FromChrono(context->deadline())));
+        v1::ReplicateResponse resp;
+        resp.set_applied_seq(deps_.installer->AppliedSeq(request->shard_id()));
+        return resp;
+      });
 }
 
-absl::StatusOr<v1::ReplicateResponse> ClusterService::InstallWrite(
-    const v1::ReplicateRequest& request, absl::Time deadline) {
-  return deps_.installer->Replicate(request, deadline);
+absl::Status ClusterService::InstallWrite(const ReplicateWrite& write, absl::Time deadline) {
+  return deps_.installer->Replicate(write, deadline);
 }
 
 grpc::Status ClusterService::ReplicateStream(
@@ -131,22 +136,24 @@ grpc::Status ClusterService::ReplicateStream(
   absl::Status admitted = Admit(context, "ReplicateStream", deps_.installer, "no installer");
   if (!admitted.ok()) return ToGrpcStatus(admitted);
   v1::ReplicateBatch batch;
+  ReplicateBatchView view;
   while (stream->Read(&batch)) {
     // Each write's time left counts from the batch's arrival, as gRPC
     // counts a unary call's timeout from its own.
-    if (!stream->Write(ApplyBatch(batch, absl::Now()))) {
+    ViewOf(batch, &view);
+    if (!stream->Write(ApplyBatch(view, absl::Now()))) {
       break;  // the primary ended the stream
     }
   }
   return grpc::Status::OK;
 }
 
-v1::ReplicateBatchReply ClusterService::ApplyBatch(const v1::ReplicateBatch& batch,
+v1::ReplicateBatchReply ClusterService::ApplyBatch(const ReplicateBatchView& batch,
                                                    absl::Time arrived) {
   return ApplyReplicateBatch(
       batch, arrived,
-      [&](const v1::ReplicateRequest& write, absl::Time deadline) {
-        return InstallWrite(write, deadline).status();
+      [&](const ReplicateWrite& write, absl::Time deadline) {
+        return InstallWrite(write, deadline);
       },
       deps_.store);
 }

@@ -59,6 +59,7 @@
 #include "server/cluster/migration/slot_scan.h"
 #include "server/cluster/peer/peer_client.h"
 #include "server/cluster/replication/replica_installer.h"
+#include "server/cluster/replication/replicate_batch_view.h"
 #include "server/cluster/replication/replicator.h"
 #include "server/routing/cluster_state.h"
 #include "server/storage/kv_store.h"
@@ -121,7 +122,7 @@ class ClusterService : public v1::KvCluster::Service {
   // peer socket (replica_socket.h): its writes installed in order through
   // InstallWrite(). The caller is a peer, already admitted (the socket's
   // hello showed the cluster secret). REQUIRES: an installer.
-  v1::ReplicateBatchReply ApplyBatch(const v1::ReplicateBatch& batch, absl::Time arrived);
+  v1::ReplicateBatchReply ApplyBatch(const ReplicateBatchView& batch, absl::Time arrived);
   grpc::Status ReplicaStatus(grpc::ServerContext* context, const v1::ReplicaStatusRequest* request,
                              v1::ReplicaStatusResponse* response) override;
   grpc::Status ShardDigest(grpc::ServerContext* context, const v1::ShardDigestRequest* request,
@@ -153,11 +154,11 @@ class ClusterService : public v1::KvCluster::Service {
                           v1::AcceptLossResponse* response) override;
 
  protected:
-  // One replicated write, from Replicate or ReplicateStream: the installer's
-  // answer (ReplicaInstaller::Replicate). REQUIRES: the call was admitted
-  // (so the installer is there). Virtual for tests that inject faults.
-  virtual absl::StatusOr<v1::ReplicateResponse> InstallWrite(const v1::ReplicateRequest& request,
-                                                             absl::Time deadline);
+  // One replicated write, from Replicate, ReplicateStream or a peer socket:
+  // the installer's answer (ReplicaInstaller::Replicate). REQUIRES: the
+  // call was admitted (so the installer is there). Virtual for tests that
+  // inject faults.
+  virtual absl::Status InstallWrite(const ReplicateWrite& write, absl::Time deadline);
 
  private:
   // Authenticates and authorizes the caller of `method` (the KvCluster

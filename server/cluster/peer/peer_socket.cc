@@ -174,15 +174,20 @@ absl::Status SendAll(int fd, absl::string_view data, absl::Time deadline, int ca
 
 absl::Status ReadFrame(int fd, FrameReader& reader, google::protobuf::MessageLite* msg,
                        absl::Time deadline, int cancel_fd) {
+  absl::StatusOr<absl::string_view> frame = NextFrame(fd, reader, deadline, cancel_fd);
+  if (!frame.ok()) return frame.status();
+  if (!msg->ParseFromArray(frame->data(), static_cast<int>(frame->size()))) {
+    return absl::DataLossError("peer socket frame does not parse");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<absl::string_view> NextFrame(int fd, FrameReader& reader, absl::Time deadline,
+                                            int cancel_fd) {
   for (;;) {
     absl::StatusOr<std::optional<absl::string_view>> frame = reader.Next();
     if (!frame.ok()) return frame.status();
-    if (frame->has_value()) {
-      if (!msg->ParseFromArray((*frame)->data(), static_cast<int>((*frame)->size()))) {
-        return absl::DataLossError("peer socket frame does not parse");
-      }
-      return absl::OkStatus();
-    }
+    if (frame->has_value()) return **frame;
     const ssize_t n = reader.Receive(fd);
     if (n == 0) return absl::UnavailableError("the peer closed the socket");
     if (n > 0) continue;

@@ -103,6 +103,11 @@ absl::Status SendAll(int fd, absl::string_view data, absl::Time deadline, int ca
 // does not parse or is too long.
 absl::Status ReadFrame(int fd, FrameReader& reader, google::protobuf::MessageLite* msg,
                        absl::Time deadline, int cancel_fd = -1);
+// The same, leaving the frame's payload unparsed in `reader`'s buffer,
+// valid until the reader's next use (for a reader that parses in place).
+// The same errors but the parse's.
+absl::StatusOr<absl::string_view> NextFrame(int fd, FrameReader& reader, absl::Time deadline,
+                                            int cancel_fd = -1);
 
 }  // namespace server
 }  // namespace kvstore

@@ -102,7 +102,14 @@ std::shared_ptr<ReplicaInstaller::SyncState> ReplicaInstaller::GetSyncState(uint
 
 absl::StatusOr<v1::ReplicateResponse> ReplicaInstaller::Replicate(const v1::ReplicateRequest& req,
                                                                   absl::Time deadline) {
-  if (req.op() != v1::REPLICA_OP_PUT && req.op() != v1::REPLICA_OP_DELETE) {
+  KV_RETURN_IF_ERROR(Replicate(ViewOf(req), deadline));
+  v1::ReplicateResponse resp;
+  resp.set_applied_seq(seqs_->Last(req.shard_id()));
+  return resp;
+}
+
+absl::Status ReplicaInstaller::Replicate(const ReplicateWrite& write, absl::Time deadline) {
+  if (write.op != v1::REPLICA_OP_PUT && write.op != v1::REPLICA_OP_DELETE) {
     refused_->Increment();
     return absl::InvalidArgumentError("unknown replica op");
   }
@@ -111,24 +118,13 @@ absl::StatusOr<v1::ReplicateResponse> ReplicaInstaller::Replicate(const v1::Repl
     return absl::DeadlineExceededError(
         "replicated write arrived after its deadline: not installed");
   }
-  ReplicaCommit commit;
-  commit.shard_id = req.shard_id();
-  commit.shard_epoch = req.shard_epoch();
-  commit.seq = req.seq();
-  commit.primary_node_id = req.primary_node_id();
-  commit.primary_incarnation = req.primary_incarnation();
-  commit.is_delete = req.op() == v1::REPLICA_OP_DELETE;
-  commit.key = req.key();
-  commit.entry = req.entry();
-  // Over gRPC the entry arrives in the request: it is copied into the pool.
-  KV_RETURN_IF_ERROR(Apply(
+  // Over a stream or gRPC the entry arrives in the message: it is copied
+  // into the pool.
+  return Apply(
       // A pool full of segments in their grace period is waited for, up
       // to the write's deadline, as the primary's own SET waits for it.
-      commit, [&] { return store_->InstallReplica(req.entry(), deadline); },
-      req.resent_after_rdma() ? Via::kRpcResent : Via::kRpc));
-  v1::ReplicateResponse resp;
-  resp.set_applied_seq(seqs_->Last(req.shard_id()));
-  return resp;
+      write.commit, [&] { return store_->InstallReplica(write.entry(), deadline); },
+      write.resent_after_rdma ? Via::kRpcResent : Via::kRpc);
 }
 
 absl::Status ReplicaInstaller::Apply(const ReplicaCommit& commit,

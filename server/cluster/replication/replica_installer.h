@@ -68,6 +68,7 @@
 #include "common/metrics/registry.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/peer/peer_client.h"
+#include "server/cluster/replication/replicate_batch_view.h"
 #include "server/cluster/replication/resent_seqs.h"
 #include "server/cluster/replication/shard_seqs.h"
 #include "server/cluster/replication/slot_digest.h"
@@ -108,6 +109,10 @@ class ReplicaInstaller : public ReplicaCommitSink {
   // write), which installing it late would undo.
   absl::StatusOr<v1::ReplicateResponse> Replicate(const v1::ReplicateRequest& req,
                                                   absl::Time deadline = absl::InfiniteFuture());
+  // The same for a write read in place from a replication stream's batch
+  // (replicate_batch_view.h): the entry is copied from the frame into the
+  // pool, the one copy on the backup.
+  absl::Status Replicate(const ReplicateWrite& write, absl::Time deadline);
   // The same checks and application for a write in wire form (the RDMA
   // service's replica commits; Replicate() converts to it). `install`
   // publishes a put's entry. The refusals listed above.
@@ -119,6 +124,8 @@ class ReplicaInstaller : public ReplicaCommitSink {
   // proto/kv_cluster.proto).
   absl::StatusOr<v1::ShardDigestResponse> ShardDigest(const v1::ShardDigestRequest& req);
   absl::StatusOr<v1::ReconcileSlotsResponse> ReconcileSlots(const v1::ReconcileSlotsRequest& req);
+  // The highest seq of `shard_id` applied here (a Replicate's answer).
+  uint64_t AppliedSeq(uint32_t shard_id) const { return seqs_->Last(shard_id); }
   // The ReplicaStatus RPC: the shard's applied seq, its epoch in this
   // node's map (0 when absent), the map epoch and whether it is fenced.
   v1::ReplicaStatusResponse Status(uint32_t shard_id) const;

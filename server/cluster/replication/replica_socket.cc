@@ -15,23 +15,23 @@ namespace kvstore {
 namespace server {
 
 v1::ReplicateBatchReply ApplyReplicateBatch(
-    const v1::ReplicateBatch& batch, absl::Time arrived,
-    absl::FunctionRef<absl::Status(const v1::ReplicateRequest&, absl::Time deadline)> install,
+    const ReplicateBatchView& batch, absl::Time arrived,
+    absl::FunctionRef<absl::Status(const ReplicateWrite&, absl::Time deadline)> install,
     const KvStore* store) {
   v1::ReplicateBatchReply reply;
-  const int n = batch.writes_size();
-  if (store != nullptr && n > 1) store->Prefetch(batch.writes(0).key(), /*entries=*/false);
-  for (int i = 0; i < n; ++i) {
-    const v1::ReplicateRequest& write = batch.writes(i);
+  const size_t n = batch.writes.size();
+  if (store != nullptr && n > 1) store->Prefetch(batch.writes[0].commit.key, /*entries=*/false);
+  for (size_t i = 0; i < n; ++i) {
+    const ReplicateWrite& write = batch.writes[i];
     if (store != nullptr && n > 1) {
       // Two ahead the buckets, one ahead the entries they name.
-      if (i + 2 < n) store->Prefetch(batch.writes(i + 2).key(), /*entries=*/false);
-      if (i + 1 < n) store->Prefetch(batch.writes(i + 1).key(), /*entries=*/true);
+      if (i + 2 < n) store->Prefetch(batch.writes[i + 2].commit.key, /*entries=*/false);
+      if (i + 1 < n) store->Prefetch(batch.writes[i + 1].commit.key, /*entries=*/true);
     }
-    const absl::Time deadline = i < batch.timeout_micros_size()
-                                    ? arrived + absl::Microseconds(batch.timeout_micros(i))
+    const absl::Time deadline = i < batch.timeout_micros.size()
+                                    ? arrived + absl::Microseconds(batch.timeout_micros[i])
                                     : absl::InfiniteFuture();
-    reply.set_last_seq(std::max(reply.last_seq(), write.seq()));
+    reply.set_last_seq(std::max(reply.last_seq(), write.commit.seq));
     absl::Status s = install(write, deadline);
     if (s.ok()) continue;
     v1::ReplicateFailure* failed = reply.add_failed();
@@ -43,12 +43,14 @@ v1::ReplicateBatchReply ApplyReplicateBatch(
 
 PeerListener::Handler ReplicaSocketHandler(BatchApplier apply) {
   return [apply = std::move(apply)](int fd, FrameReader& reader, const std::string& peer) {
-    v1::ReplicateBatch batch;
+    ReplicateBatchView batch;  // reused: its vectors keep their room
     std::string out;
     for (;;) {
       // The socket blocks (peer_listener.h): the read waits for the next
-      // batch, however long the primary is idle.
-      absl::Status s = ReadFrame(fd, reader, &batch, absl::InfiniteFuture());
+      // batch, however long the primary is idle. The frame stays in the
+      // reader's buffer until the next read, after the batch is applied.
+      absl::StatusOr<absl::string_view> frame = NextFrame(fd, reader, absl::InfiniteFuture());
+      absl::Status s = frame.ok() ? ParseReplicateBatch(*frame, &batch) : frame.status();
       if (!s.ok()) {
         if (s.code() != absl::StatusCode::kUnavailable) {
           LOG_EVERY_N(WARNING, 100) << "replication socket from " << peer << ": " << s;

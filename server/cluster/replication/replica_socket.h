@@ -5,8 +5,10 @@
 // reply (the gRPC ReplicateStream handler and the peer socket both call
 // it), and ReplicaSocketHandler() serves a peer socket connection
 // (server/cluster/peer/peer_listener.h, purpose "replicate"): it reads each
-// ReplicateBatch frame, applies it, and answers one ReplicateBatchReply
-// frame per batch, on the connection's own thread, in order.
+// ReplicateBatch frame in place (replicate_batch_view.h: the writes'
+// entries are not copied out of the frame), applies it, and answers one
+// ReplicateBatchReply frame per batch, on the connection's own thread, in
+// order.
 //
 // Errors: a frame that does not parse or is too long ends the connection
 // (logged; the primary's stream breaks and it opens a new one). The peer's
@@ -26,6 +28,7 @@
 #include "absl/time/time.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/peer/peer_listener.h"
+#include "server/cluster/replication/replicate_batch_view.h"
 #include "server/storage/kv_store.h"
 
 namespace kvstore {
@@ -39,14 +42,15 @@ namespace server {
 // RESP loop's pipeline lookahead does): each install looks its key up in
 // the index, and cold, those lookups were a tenth of a backup's CPU.
 v1::ReplicateBatchReply ApplyReplicateBatch(
-    const v1::ReplicateBatch& batch, absl::Time arrived,
-    absl::FunctionRef<absl::Status(const v1::ReplicateRequest&, absl::Time deadline)> install,
+    const ReplicateBatchView& batch, absl::Time arrived,
+    absl::FunctionRef<absl::Status(const ReplicateWrite&, absl::Time deadline)> install,
     const KvStore* store = nullptr);
 
 // Serves replication streams on peer sockets: each batch that arrives goes
-// to `apply` (with its arrival time), whose reply goes back.
+// to `apply` (with its arrival time; its views valid for the call), whose
+// reply goes back.
 using BatchApplier =
-    std::function<v1::ReplicateBatchReply(const v1::ReplicateBatch& batch, absl::Time arrived)>;
+    std::function<v1::ReplicateBatchReply(const ReplicateBatchView& batch, absl::Time arrived)>;
 PeerListener::Handler ReplicaSocketHandler(BatchApplier apply);
 
 }  // namespace server

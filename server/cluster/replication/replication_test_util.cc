@@ -175,22 +175,25 @@ absl::Status FakeEditor::CompleteMigration(uint32_t migration_id) {
   return absl::IsCancelled(s) ? absl::OkStatus() : s;
 }
 
-absl::StatusOr<v1::ReplicateResponse> TestClusterService::InstallWrite(
-    const v1::ReplicateRequest& request, absl::Time deadline) {
+absl::Status TestClusterService::InstallWrite(const ReplicateWrite& write, absl::Time deadline) {
   Before before, after;
   {
     absl::MutexLock lock(&mu_);
     before = before_;
     after = after_;
   }
-  if (before) {
-    if (absl::Status s = before(request); !s.ok()) return s;
+  if (before || after) {
+    const v1::ReplicateRequest request = RequestOf(write);
+    if (before) {
+      if (absl::Status s = before(request); !s.ok()) return s;
+    }
+    absl::Status installed = ClusterService::InstallWrite(write, deadline);
+    if (installed.ok() && after) {
+      if (absl::Status s = after(request); !s.ok()) return s;
+    }
+    return installed;
   }
-  absl::StatusOr<v1::ReplicateResponse> installed = ClusterService::InstallWrite(request, deadline);
-  if (installed.ok() && after) {
-    if (absl::Status s = after(request); !s.ok()) return s;
-  }
-  return installed;
+  return ClusterService::InstallWrite(write, deadline);
 }
 
 Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
@@ -266,7 +269,7 @@ Node::Node(std::string id, FakeMapStore* maps, const NodeOptions& options)
     absl::flat_hash_map<std::string, PeerListener::Handler> handlers;
     TestClusterService* service = service_.get();
     handlers[std::string(kReplicatePurpose)] = ReplicaSocketHandler(
-        [service](const v1::ReplicateBatch& b, absl::Time t) { return service->ApplyBatch(b, t); });
+        [service](const ReplicateBatchView& b, absl::Time t) { return service->ApplyBatch(b, t); });
     auto listener = PeerListener::Start(lo, &registry_, std::move(handlers));
     CHECK(listener.ok()) << listener.status();
     peer_listener_ = *std::move(listener);

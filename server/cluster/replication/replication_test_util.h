@@ -106,9 +106,9 @@ class TestClusterService : public ClusterService {
   }
 
  protected:
-  // Both Replicate and the replication stream come here.
-  absl::StatusOr<v1::ReplicateResponse> InstallWrite(const v1::ReplicateRequest& request,
-                                                     absl::Time deadline) override;
+  // Both Replicate and the replication stream come here. The hooks see a
+  // copy of the write as a message (a hook may keep it).
+  absl::Status InstallWrite(const ReplicateWrite& write, absl::Time deadline) override;
 
  private:
   absl::Mutex mu_;

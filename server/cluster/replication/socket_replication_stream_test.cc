@@ -157,13 +157,12 @@ class SocketReplicationStreamTest : public ::testing::Test {
     o.secret = secret;
     absl::flat_hash_map<std::string, PeerListener::Handler> handlers;
     handlers[std::string(kReplicatePurpose)] =
-        ReplicaSocketHandler([this](const v1::ReplicateBatch& batch, absl::Time arrived) {
-          return ApplyReplicateBatch(batch, arrived,
-                                     [this](const v1::ReplicateRequest& w, absl::Time) {
-                                       absl::MutexLock lock(&mu_);
-                                       installed_.push_back(w.seq());
-                                       return install_ ? install_(w) : absl::OkStatus();
-                                     });
+        ReplicaSocketHandler([this](const ReplicateBatchView& batch, absl::Time arrived) {
+          return ApplyReplicateBatch(batch, arrived, [this](const ReplicateWrite& w, absl::Time) {
+            absl::MutexLock lock(&mu_);
+            installed_.push_back(w.commit.seq);
+            return install_ ? install_(RequestOf(w)) : absl::OkStatus();
+          });
         });
     auto l = PeerListener::Start(o, &backup_registry_, std::move(handlers));
     ASSERT_TRUE(l.ok()) << l.status();
