@@ -152,27 +152,35 @@ absl::StatusOr<EntryView> ParseEntry(absl::string_view bytes) {
   return view;
 }
 
-absl::StatusOr<EntryView> ParseEntryHeader(absl::string_view bytes) {
+absl::StatusOr<EntryFields> ReadEntryHeader(absl::string_view bytes) {
   if (bytes.size() < kEntryHeaderBytes) {
     return absl::DataLossError(absl::StrCat("entry shorter than its header: ", bytes.size()));
   }
   // Every field is untrusted until checked; only the size check above makes
   // reading the header itself safe.
-  const auto* h = reinterpret_cast<const EntryHeader*>(bytes.data());
-  if (h->magic != kEntryMagic) {
-    return absl::DataLossError(absl::StrCat("bad entry magic 0x", absl::Hex(h->magic)));
+  EntryFields f;
+  std::memcpy(&f.header, bytes.data(), sizeof(f.header));
+  const EntryHeader& h = f.header;
+  if (h.magic != kEntryMagic) {
+    return absl::DataLossError(absl::StrCat("bad entry magic 0x", absl::Hex(h.magic)));
   }
   // 64-bit arithmetic: neither length can overflow the sum.
-  const uint64_t need = uint64_t{kEntryHeaderBytes} + h->key_len + h->value_len;
+  const uint64_t need = uint64_t{kEntryHeaderBytes} + h.key_len + h.value_len;
   if (need > bytes.size()) {
-    return absl::DataLossError(absl::StrCat("entry lengths (key ", h->key_len, ", value ",
-                                            h->value_len, ") exceed the ", bytes.size(),
+    return absl::DataLossError(absl::StrCat("entry lengths (key ", h.key_len, ", value ",
+                                            h.value_len, ") exceed the ", bytes.size(),
                                             " bytes read"));
   }
   // Both views lie inside `bytes`; trailing padding is ignored.
-  absl::string_view key(bytes.data() + kEntryHeaderBytes, h->key_len);
-  absl::string_view value(key.data() + key.size(), h->value_len);
-  return EntryView{h, key, value};
+  f.key = absl::string_view(bytes.data() + kEntryHeaderBytes, h.key_len);
+  f.value = absl::string_view(f.key.data() + f.key.size(), h.value_len);
+  return f;
+}
+
+absl::StatusOr<EntryView> ParseEntryHeader(absl::string_view bytes) {
+  absl::StatusOr<EntryFields> f = ReadEntryHeader(bytes);
+  if (!f.ok()) return f.status();
+  return EntryView{reinterpret_cast<const EntryHeader*>(bytes.data()), f->key, f->value};
 }
 
 absl::StatusOr<EntryView> VerifyEntry(absl::string_view bytes, absl::string_view key) {

@@ -215,8 +215,19 @@ struct EntryView {
 absl::StatusOr<EntryView> ParseEntry(absl::string_view bytes);
 
 // ParseEntry() without the checksum: for an entry this process has just
-// written and checksummed itself.
+// written and checksummed itself. REQUIRES: `bytes` 8-byte aligned (the
+// view points at the header in place), as pool memory always is.
 absl::StatusOr<EntryView> ParseEntryHeader(absl::string_view bytes);
+
+// ParseEntryHeader() for bytes at any alignment (an entry inside a network
+// frame, where a header read in place would be a misaligned access): the
+// header is copied out, the key and value are views into `bytes`.
+struct EntryFields {
+  EntryHeader header;
+  absl::string_view key;
+  absl::string_view value;
+};
+absl::StatusOr<EntryFields> ReadEntryHeader(absl::string_view bytes);
 
 // ParseEntry() plus the requirement that the entry holds `key`
 // (kNotFound-coded "key mismatch" otherwise: a fingerprint collision or a

@@ -150,6 +150,28 @@ TEST(Entry, UntrustedLengthsAreBoundsChecked) {
   EXPECT_FALSE(ParseEntry(absl::string_view(buf.data(), 10)).ok());
 }
 
+TEST(Entry, AHeaderAtAnyAlignmentIsReadByCopy) {
+  // An entry inside a network frame starts wherever the frame put it. Read
+  // at every offset of an 8-byte word (UBSan checks that no read is
+  // misaligned), it gives what the aligned parse gives.
+  const size_t size = EntryBytes(3, 5);
+  std::vector<char> aligned(size);
+  EncodeEntry(aligned.data(), "key", "value", 42, /*expires_at_ms=*/7);
+  for (size_t shift = 0; shift < 8; ++shift) {
+    std::vector<char> buf(size + 8);
+    std::memcpy(buf.data() + shift, aligned.data(), size);
+    auto f = ReadEntryHeader(absl::string_view(buf.data() + shift, size));
+    ASSERT_TRUE(f.ok()) << shift << ": " << f.status();
+    EXPECT_EQ(f->key, "key");
+    EXPECT_EQ(f->value, "value");
+    EXPECT_EQ(EntryVersion(f->header), 42u);
+    EXPECT_EQ(EntryExpiresAtMs(f->header), 7u);
+    EXPECT_EQ(f->key.data(), buf.data() + shift + kEntryHeaderBytes);  // a view, not a copy
+  }
+  EXPECT_EQ(ReadEntryHeader(absl::string_view(aligned.data(), 10)).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
 TEST(Entry, WrongKeyIsNotFound) {
   std::vector<char> buf(128);
   EncodeEntry(buf.data(), "alpha", "v", 1);

@@ -18,11 +18,12 @@ absl::Status KvStore::InstallReplica(absl::string_view entry, absl::Time deadlin
   // The header is parsed here only for the lengths; Commit() verifies the
   // copy in pool memory, checksum included, so what is published is exactly
   // what was checked.
-  KV_ASSIGN_OR_RETURN(layout::EntryView view, layout::ParseEntryHeader(entry));
+  // `entry` may lie anywhere in a batch's frame: read at any alignment.
+  KV_ASSIGN_OR_RETURN(layout::EntryFields view, layout::ReadEntryHeader(entry));
   if (layout::EntryBytes(view.key.size(), view.value.size()) != entry.size()) {
     return absl::DataLossError("replicated entry lengths do not match its size");
   }
-  const uint64_t version = layout::EntryVersion(*view.header);
+  const uint64_t version = layout::EntryVersion(view.header);
   absl::MutexLock lock(&replica_mu_);
   if (replica_writer_ == nullptr) replica_writer_ = NewWriter();
   const absl::Duration space_wait =

@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "common/protocol/commit_wire.h"
 #include "common/protocol/layout.h"
+#include "proto/kv_cluster.pb.h"
 #include "proto/kv_control.pb.h"
 
 namespace kvstore {
@@ -150,6 +151,37 @@ void ControlSeeds(const std::string& dir) {
   Control(dir, "handshake_bucket_bytes_wrap", 9, hs);
 }
 
+// Replication batches as a primary sends them on a peer socket: one write,
+// a put and a delete with their times left, and an empty batch.
+void ReplicateSeeds(const std::string& dir) {
+  v1::ReplicateBatch batch;
+  v1::ReplicateRequest* put = batch.add_writes();
+  put->set_shard_id(3);
+  put->set_shard_epoch(12);
+  put->set_seq(1001);
+  put->set_op(v1::REPLICA_OP_PUT);
+  put->set_key("user:1");
+  std::string entry(layout::EntryBytes(6, 5), '\0');
+  layout::EncodeEntry(entry.data(), "user:1", "hello", /*version=*/7, /*expires_at_ms=*/0);
+  put->set_entry(entry);
+  put->set_primary_node_id("n1");
+  put->set_primary_incarnation(99);
+  batch.add_timeout_micros(950000);
+  Write(dir, "one_put", batch.SerializeAsString());
+  v1::ReplicateRequest* del = batch.add_writes();
+  del->set_shard_id(3);
+  del->set_shard_epoch(12);
+  del->set_seq(1002);
+  del->set_op(v1::REPLICA_OP_DELETE);
+  del->set_key("user:2");
+  del->set_primary_node_id("n1");
+  del->set_primary_incarnation(99);
+  del->set_resent_after_rdma(true);
+  batch.add_timeout_micros(-5);  // already late: a ten-byte varint
+  Write(dir, "put_and_delete", batch.SerializeAsString());
+  Write(dir, "empty", "");
+}
+
 }  // namespace
 }  // namespace kvstore
 
@@ -162,5 +194,6 @@ int main(int argc, char** argv) {
   kvstore::CommitSeeds(out + "/commit_wire");
   kvstore::EntrySeeds(out + "/entry_verify");
   kvstore::ControlSeeds(out + "/control_request");
+  kvstore::ReplicateSeeds(out + "/replicate_batch");
   return kvstore::ok ? 0 : 1;
 }

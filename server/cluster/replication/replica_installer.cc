@@ -136,7 +136,9 @@ absl::Status ReplicaInstaller::Apply(const ReplicaCommit& commit,
   absl::string_view key = commit.key;
   if (refusal.ok() && !commit.is_delete) {
     // A put names its key in its entry; a gRPC request also carries it.
-    auto view = layout::ParseEntryHeader(commit.entry);
+    // The entry may lie anywhere in a batch's frame (or, from RDMA, a
+    // lease chunk): read at any alignment.
+    auto view = layout::ReadEntryHeader(commit.entry);
     if (!view.ok()) {
       refusal = view.status();
     } else if (!key.empty() && view->key != key) {
