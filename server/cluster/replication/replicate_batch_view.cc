@@ -193,16 +193,102 @@ ReplicateWrite ViewOf(const v1::ReplicateRequest& req) {
 
 v1::ReplicateRequest RequestOf(const ReplicateWrite& write) {
   v1::ReplicateRequest req;
-  req.set_shard_id(write.commit.shard_id);
-  req.set_shard_epoch(write.commit.shard_epoch);
-  req.set_seq(write.commit.seq);
-  req.set_op(static_cast<v1::ReplicaOp>(write.op));
-  req.set_key(std::string(write.commit.key));
-  req.set_entry(std::string(write.commit.entry));
-  req.set_primary_node_id(std::string(write.commit.primary_node_id));
-  req.set_primary_incarnation(write.commit.primary_incarnation);
-  req.set_resent_after_rdma(write.resent_after_rdma);
+  CopyInto(write, &req);
   return req;
+}
+
+void CopyInto(const ReplicateWrite& write, v1::ReplicateRequest* req) {
+  req->set_shard_id(write.commit.shard_id);
+  req->set_shard_epoch(write.commit.shard_epoch);
+  req->set_seq(write.commit.seq);
+  req->set_op(static_cast<v1::ReplicaOp>(write.op));
+  req->mutable_key()->assign(write.commit.key.data(), write.commit.key.size());
+  req->mutable_entry()->assign(write.commit.entry.data(), write.commit.entry.size());
+  req->mutable_primary_node_id()->assign(write.commit.primary_node_id.data(),
+                                         write.commit.primary_node_id.size());
+  req->set_primary_incarnation(write.commit.primary_incarnation);
+  req->set_resent_after_rdma(write.resent_after_rdma);
+}
+
+namespace {
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+void AppendVarint(uint64_t v, std::string* out) {
+  char buf[10];
+  size_t n = 0;
+  while (v >= 0x80) {
+    buf[n++] = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  buf[n++] = static_cast<char>(v);
+  out->append(buf, n);
+}
+
+// A field's tag: number and wire type, one byte for the numbers used here.
+constexpr char Tag(uint32_t field, uint32_t wire_type) {
+  return static_cast<char>((field << 3) | wire_type);
+}
+
+// The size of a varint field and of a bytes field (zero and empty: absent).
+size_t VarintFieldSize(uint64_t v) { return v == 0 ? 0 : 1 + VarintSize(v); }
+size_t BytesFieldSize(absl::string_view v) {
+  return v.empty() ? 0 : 1 + VarintSize(v.size()) + v.size();
+}
+
+void AppendVarintField(uint32_t field, uint64_t v, std::string* out) {
+  if (v == 0) return;
+  out->push_back(Tag(field, kVarint));
+  AppendVarint(v, out);
+}
+
+void AppendBytesField(uint32_t field, absl::string_view v, std::string* out) {
+  if (v.empty()) return;
+  out->push_back(Tag(field, kLengthDelimited));
+  AppendVarint(v.size(), out);
+  out->append(v.data(), v.size());
+}
+
+}  // namespace
+
+void AppendReplicateWrite(const ReplicateWrite& w, std::string* out) {
+  const ReplicaCommit& c = w.commit;
+  // An enum is an int32: a negative one goes as ten bytes, as protobuf
+  // sends it.
+  const uint64_t op = static_cast<uint64_t>(static_cast<int64_t>(w.op));
+  const size_t size = VarintFieldSize(c.shard_id) + VarintFieldSize(c.shard_epoch) +
+                      VarintFieldSize(c.seq) + VarintFieldSize(op) + BytesFieldSize(c.key) +
+                      BytesFieldSize(c.entry) + BytesFieldSize(c.primary_node_id) +
+                      VarintFieldSize(c.primary_incarnation) +
+                      VarintFieldSize(w.resent_after_rdma ? 1 : 0);
+  out->reserve(out->size() + 1 + VarintSize(size) + size);
+  out->push_back(Tag(1, kLengthDelimited));
+  AppendVarint(size, out);
+  AppendVarintField(1, c.shard_id, out);
+  AppendVarintField(2, c.shard_epoch, out);
+  AppendVarintField(3, c.seq, out);
+  AppendVarintField(4, op, out);
+  AppendBytesField(5, c.key, out);
+  AppendBytesField(6, c.entry, out);
+  AppendBytesField(7, c.primary_node_id, out);
+  AppendVarintField(8, c.primary_incarnation, out);
+  AppendVarintField(9, w.resent_after_rdma ? 1 : 0, out);
+}
+
+void AppendTimeouts(const std::vector<int64_t>& micros, std::string* out) {
+  if (micros.empty()) return;
+  size_t size = 0;
+  for (int64_t m : micros) size += VarintSize(static_cast<uint64_t>(m));
+  out->push_back(Tag(2, kLengthDelimited));
+  AppendVarint(size, out);
+  for (int64_t m : micros) AppendVarint(static_cast<uint64_t>(m), out);
 }
 
 void ViewOf(const v1::ReplicateBatch& batch, ReplicateBatchView* out) {

@@ -29,6 +29,7 @@
 #define KVSTORE_SERVER_CLUSTER_REPLICATION_REPLICATE_BATCH_VIEW_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -68,6 +69,20 @@ ReplicateWrite ViewOf(const v1::ReplicateRequest& req);
 void ViewOf(const v1::ReplicateBatch& batch, ReplicateBatchView* out);
 // A message holding a copy of `write` (for what must outlive its bytes).
 v1::ReplicateRequest RequestOf(const ReplicateWrite& write);
+// The same into `req`, a cleared message: its strings' room is reused
+// (assign(), which protobuf's set_*(data, size) would not do).
+void CopyInto(const ReplicateWrite& write, v1::ReplicateRequest* req);
+
+// The other direction, for the primary: appends `write` to `out` as one
+// element of ReplicateBatch.writes (field 1) in protobuf's wire format, as
+// SerializeToString of a batch holding it would (fields in number order,
+// zero values left out), so a batch is built by appending its writes and
+// then its times (AppendTimeouts) to a buffer that keeps its room: each
+// entry is copied once, straight into the frame.
+void AppendReplicateWrite(const ReplicateWrite& write, std::string* out);
+// Appends ReplicateBatch.timeout_micros (field 2, packed); nothing when
+// `micros` is empty.
+void AppendTimeouts(const std::vector<int64_t>& micros, std::string* out);
 
 }  // namespace server
 }  // namespace kvstore

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/base/internal/endian.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
@@ -27,9 +28,35 @@ ReplicationStreamMetrics::ReplicationStreamMetrics(metrics::Registry* registry)
       writes(registry->AddCounter("kvstore_replication_stream_writes_total",
                                   "Writes sent on replication streams.")) {}
 
+namespace {
+// The peer socket frame's length prefix (peer_socket.h: 4 bytes, little
+// endian), filled in when the queue is taken.
+constexpr size_t kFramePrefix = 4;
+}  // namespace
+
 ReplicationStream::ReplicationStream(const v1::ClusterNode& node, ReplicationStreamMetrics* metrics,
-                                     bool ready, const KvStore* store)
-    : node_(node), metrics_(metrics), store_(store), ready_(ready) {}
+                                     bool ready, const KvStore* store, BatchForm form)
+    : node_(node), metrics_(metrics), store_(store), form_(form), ready_(ready) {
+  queued_frame_.assign(kFramePrefix, '\0');
+}
+
+void ReplicationStream::StartBatch(const v1::ReplicateBatch*) {
+  LOG(FATAL) << "a frame stream was handed a message";
+}
+
+void ReplicationStream::StartFrame(const std::string*) {
+  LOG(FATAL) << "a message stream was handed a frame";
+}
+
+void ReplicationStream::StartTaken() {
+  // writing_ and writing_frame_ are the transport's until WriteDone(): no
+  // lock is needed to read them (nobody else touches them meanwhile).
+  if (form_ == BatchForm::kFrame) {
+    StartFrame(&writing_frame_);
+  } else {
+    StartBatch(&writing_);
+  }
+}
 
 GrpcReplicationStream::GrpcReplicationStream(PeerClient* peers, const v1::ClusterNode& node,
                                              ReplicationStreamMetrics* metrics,
@@ -74,6 +101,7 @@ void ReplicationStream::Break(const absl::Status& why) {
     unanswered_deadline_.clear();
     queued.swap(queued_tickets_);
     queued_.Clear();
+    queued_frame_.resize(kFramePrefix);
     queued_deadlines_.clear();
   }
   // Failed at once, not when the call ends: kUnavailable whatever the
@@ -126,39 +154,46 @@ void ReplicationStream::TakeQueueLocked() {
   // Everything queued goes out as one batch: the group commit. The swap
   // leaves queued_ the cleared messages of the last batch, whose strings
   // keep their capacity for the next writes.
-  writing_.Clear();
-  writing_.Swap(&queued_);
   const absl::Time now = absl::Now();
   absl::Time earliest = absl::InfiniteFuture();
+  timeouts_.clear();
   for (absl::Time d : queued_deadlines_) {
-    writing_.add_timeout_micros(std::max<int64_t>(0, absl::ToInt64Microseconds(d - now)));
+    timeouts_.push_back(std::max<int64_t>(0, absl::ToInt64Microseconds(d - now)));
     earliest = std::min(earliest, d);
   }
+  if (form_ == BatchForm::kFrame) {
+    AppendTimeouts(timeouts_, &queued_frame_);
+    absl::little_endian::Store32(queued_frame_.data(),
+                                 static_cast<uint32_t>(queued_frame_.size() - kFramePrefix));
+    // The swap leaves queued_frame_ the last frame's buffer, whose room the
+    // next writes reuse.
+    writing_frame_.swap(queued_frame_);
+    queued_frame_.resize(kFramePrefix);
+  } else {
+    writing_.Clear();
+    writing_.Swap(&queued_);
+    for (int64_t t : timeouts_) writing_.add_timeout_micros(t);
+  }
+  const size_t writes = queued_tickets_.size();
   unanswered_deadline_.push_back(earliest);
   queued_deadlines_.clear();
   unanswered_.push_back(std::move(queued_tickets_));
   queued_tickets_.clear();
   writing_now_ = true;
   metrics_->batches->Increment();
-  metrics_->writes->Increment(static_cast<uint64_t>(writing_.writes_size()));
+  metrics_->writes->Increment(static_cast<uint64_t>(writes));
 }
 
 std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Send(const v1::ReplicateRequest& req,
                                                                    absl::Time deadline,
                                                                    std::function<void()> then) {
-  return Queue([&](v1::ReplicateRequest* slot) { *slot = req; }, deadline, std::move(then));
+  return Queue(ViewOf(req), deadline, std::move(then));
 }
 
-std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Send(v1::ReplicateRequest&& req,
-                                                                   absl::Time deadline,
-                                                                   std::function<void()> then) {
-  // An entry's bytes are most of a request: swapped in, not copied.
-  return Queue([&](v1::ReplicateRequest* slot) { slot->Swap(&req); }, deadline, std::move(then));
-}
-
-std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Queue(
-    absl::FunctionRef<void(v1::ReplicateRequest*)> put, absl::Time deadline,
-    std::function<void()> then, absl::string_view key_hint) {
+std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Queue(const ReplicateWrite& write,
+                                                                    absl::Time deadline,
+                                                                    std::function<void()> then,
+                                                                    absl::string_view key_hint) {
   auto ticket = std::make_shared<Ticket>();
   ticket->then_ = std::move(then);
   ticket->key_hint_ = key_hint;
@@ -172,14 +207,18 @@ std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Queue(
       Complete(*ticket, std::move(failed));
       return ticket;
     }
-    put(queued_.add_writes());
+    if (form_ == BatchForm::kFrame) {
+      AppendReplicateWrite(write, &queued_frame_);
+    } else {
+      CopyInto(write, queued_.add_writes());
+    }
     queued_deadlines_.push_back(deadline);
     queued_tickets_.push_back(ticket);
     // A batch is on its way: this one goes with the next (see CanSendLocked).
     if (!TakeQueueIfFreeLocked()) return ticket;
   }
   // Idle: this thread starts the write (not under mu_: see Break()).
-  StartBatch(&writing_);
+  StartTaken();
   return ticket;
 }
 
@@ -201,7 +240,7 @@ void ReplicationStream::Ready() {
     ready_ = true;
     if (!TakeQueueIfFreeLocked()) return;
   }
-  StartBatch(&writing_);
+  StartTaken();
 }
 
 void ReplicationStream::WriteDone(bool ok) {
@@ -219,7 +258,7 @@ void ReplicationStream::WriteDone(bool ok) {
     // What was queued while the last batch was written.
     if (!TakeQueueIfFreeLocked()) return;
   }
-  StartBatch(&writing_);
+  StartTaken();
 }
 
 bool ReplicationStream::CanSendLocked() const {
@@ -227,7 +266,7 @@ bool ReplicationStream::CanSendLocked() const {
 }
 
 bool ReplicationStream::TakeQueueIfFreeLocked() {
-  if (broken_ || queued_.writes().empty() || !CanSendLocked()) return false;
+  if (broken_ || queued_tickets_.empty() || !CanSendLocked()) return false;
   TakeQueueLocked();
   return true;
 }
@@ -253,7 +292,7 @@ bool ReplicationStream::ReplyArrived(const v1::ReplicateBatchReply& reply) {
     // The writes queued while that batch was out go now, as one.
     send = TakeQueueIfFreeLocked();
   }
-  if (send) StartBatch(&writing_);
+  if (send) StartTaken();
   if (tickets.empty()) {
     Break(absl::InternalError("the backup answered a batch never sent"));
     return false;

@@ -59,6 +59,7 @@
 #include "common/metrics/registry.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/cluster/peer/peer_client.h"
+#include "server/cluster/replication/replicate_batch_view.h"
 #include "server/net/fd_watch.h"
 #include "server/storage/kv_store.h"
 
@@ -115,20 +116,18 @@ class ReplicationStream {
   // returns), with no lock of the stream held.
   std::shared_ptr<Ticket> Send(const v1::ReplicateRequest& req, absl::Time deadline,
                                std::function<void()> then = nullptr);
-  // Send() of a request the caller no longer needs: moved, not copied.
-  std::shared_ptr<Ticket> Send(v1::ReplicateRequest&& req, absl::Time deadline,
-                               std::function<void()> then = nullptr);
-  // Send() of the request `build` writes into the queue's next slot, a
-  // cleared message whose strings keep the capacity of an earlier batch's:
-  // a write's entry is copied once, into memory already there, with no
-  // allocation. `build` runs under the stream's lock: it must not block.
-  // `key_hint`, the write's key, must stay valid until the ticket is done:
-  // while the reply completes the writes ahead of it, the index is told to
-  // load the key's place, so that `then`'s publish finds it in cache.
-  std::shared_ptr<Ticket> SendBuilt(absl::FunctionRef<void(v1::ReplicateRequest*)> build,
-                                    absl::Time deadline, std::function<void()> then = nullptr,
+  // Send() of a write given as views (replicate_batch_view.h), which need
+  // only last for the call: its entry is copied once, into memory already
+  // there with no allocation — straight into the next frame on the peer
+  // socket (BatchForm::kFrame), into a cleared message slot whose strings
+  // keep an earlier batch's room on gRPC. `key_hint`, the write's key, must
+  // stay valid until the ticket is done: while the reply completes the
+  // writes ahead of it, the index is told to load the key's place, so that
+  // `then`'s publish finds it in cache.
+  std::shared_ptr<Ticket> SendWrite(const ReplicateWrite& write, absl::Time deadline,
+                                    std::function<void()> then = nullptr,
                                     absl::string_view key_hint = {}) {
-    return Queue(build, deadline, std::move(then), key_hint);
+    return Queue(write, deadline, std::move(then), key_hint);
   }
 
   // Breaks the stream (see the file comment) because of `why`: for a
@@ -161,19 +160,26 @@ class ReplicationStream {
   const v1::ClusterNode& node() const { return node_; }
 
  protected:
+  // How the transport takes a batch: a ReplicateBatch message (gRPC), or
+  // the whole peer socket frame (length prefix and the batch's wire bytes),
+  // encoded write by write as they queue, so that no message is built and
+  // serialized: each entry is copied once on its way to the kernel.
+  enum class BatchForm { kMessage, kFrame };
   // `ready`: batches may be written at once (else after Ready()).
-  // `store` (may be null) gets the cache hints of SendBuilt's key_hint.
+  // `store` (may be null) gets the cache hints of SendWrite's key_hint.
   ReplicationStream(const v1::ClusterNode& node, ReplicationStreamMetrics* metrics, bool ready,
-                    const KvStore* store = nullptr);
+                    const KvStore* store = nullptr, BatchForm form = BatchForm::kMessage);
 
   // --- The transport's part.
   // Waits until `ticket` is done or `deadline`; true if done. The default
   // blocks on the ticket; a transport whose replies another thread reads
   // may read them here instead (socket_replication_stream.h).
   virtual bool AwaitTicket(Ticket& ticket, absl::Time deadline);
-  // Starts writing `batch`, which stays untouched until WriteDone(); one
-  // batch at a time. Called with no lock of the stream held.
-  virtual void StartBatch(const v1::ReplicateBatch* batch) = 0;
+  // Starts writing `batch` (BatchForm::kMessage) or `frame` (kFrame), which
+  // stays untouched until WriteDone(); one batch at a time. Called with no
+  // lock of the stream held. Only the one of the stream's form is called.
+  virtual void StartBatch(const v1::ReplicateBatch* batch);
+  virtual void StartFrame(const std::string* frame);
   // Ends the transport (its reads and writes in flight); called once, by
   // the first Break(), with no lock of the stream held.
   virtual void Cancel() = 0;
@@ -205,17 +211,19 @@ class ReplicationStream {
   // at once.
   bool CanSendLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the queue for a batch when one may go; then the caller must
-  // StartBatch(&writing_) (not under mu_).
+  // StartTaken() (not under mu_).
   bool TakeQueueIfFreeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Both Send()s: `put` stores the request in the queue's next slot.
-  std::shared_ptr<Ticket> Queue(absl::FunctionRef<void(v1::ReplicateRequest*)> put,
-                                absl::Time deadline, std::function<void()> then,
-                                absl::string_view key_hint = {});
+  // Hands the batch just taken to the transport, in the stream's form.
+  void StartTaken();
+  // Both Send()s: the write goes into the queue's next slot or frame.
+  std::shared_ptr<Ticket> Queue(const ReplicateWrite& write, absl::Time deadline,
+                                std::function<void()> then, absl::string_view key_hint = {});
   static constexpr size_t kMaxUnansweredBatches = 1;
 
   const v1::ClusterNode node_;
   ReplicationStreamMetrics* const metrics_;
   const KvStore* const store_;
+  const BatchForm form_;
 
   mutable absl::Mutex mu_;
   bool ready_ ABSL_GUARDED_BY(mu_);
@@ -225,7 +233,14 @@ class ReplicationStream {
   // WriteDone().
   v1::ReplicateBatch writing_ ABSL_GUARDED_BY(mu_);
   bool writing_now_ ABSL_GUARDED_BY(mu_) = false;
-  // Queued, not yet written: the writes, their deadlines and tickets.
+  // BatchForm::kFrame: the frame being written (until WriteDone()), and
+  // the next one, the queued writes' wire bytes after a length prefix to
+  // fill in (kFramePrefix zero bytes when nothing is queued).
+  std::string writing_frame_ ABSL_GUARDED_BY(mu_);
+  std::string queued_frame_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> timeouts_ ABSL_GUARDED_BY(mu_);  // scratch of TakeQueueLocked()
+  // Queued, not yet written: the writes (BatchForm::kMessage), their
+  // deadlines and tickets (one per write, either form).
   v1::ReplicateBatch queued_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Time> queued_deadlines_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Ticket>> queued_tickets_ ABSL_GUARDED_BY(mu_);

@@ -334,27 +334,26 @@ std::vector<Replicator::Target> Replicator::TargetsOf(const cluster::ClusterMapV
 v1::ReplicateRequest Replicator::MakeRequest(const cluster::ClusterMapView& map,
                                              const v1::Shard& shard, absl::string_view key,
                                              absl::string_view entry, bool repair) {
-  v1::ReplicateRequest req;  // its seq: Forward() takes it
-  FillRequest(map, shard, key, entry, repair, &req);
-  return req;
+  // Its seq: Forward() takes it.
+  return RequestOf(WriteOf(map, shard, key, entry, repair));
 }
 
-void Replicator::FillRequest(const cluster::ClusterMapView& map, const v1::Shard& shard,
-                             absl::string_view key, absl::string_view entry, bool repair,
-                             v1::ReplicateRequest* out) const {
-  v1::ReplicateRequest& req = *out;
-  req.set_shard_id(shard.shard_id());
-  req.set_shard_epoch(shard.shard_epoch());
-  req.set_op(entry.empty() ? v1::REPLICA_OP_DELETE : v1::REPLICA_OP_PUT);
-  // assign(), not set_*(): this protobuf's set_*(const char*, size) builds
-  // a new string, where assign() reuses a cleared slot's room.
-  req.mutable_key()->assign(key.data(), key.size());
-  req.mutable_entry()->assign(entry.data(), entry.size());
-  req.mutable_primary_node_id()->assign(state_->self());
+ReplicateWrite Replicator::WriteOf(const cluster::ClusterMapView& map, const v1::Shard& shard,
+                                   absl::string_view key, absl::string_view entry,
+                                   bool repair) const {
+  ReplicateWrite w;
+  w.commit.shard_id = shard.shard_id();
+  w.commit.shard_epoch = shard.shard_epoch();
+  w.op = entry.empty() ? v1::REPLICA_OP_DELETE : v1::REPLICA_OP_PUT;
+  w.commit.is_delete = entry.empty();
+  w.commit.key = key;
+  w.commit.entry = entry;
+  w.commit.primary_node_id = state_->self();
   if (const v1::ClusterNode* self = map.Node(state_->self())) {
-    req.set_primary_incarnation(self->incarnation());
+    w.commit.primary_incarnation = self->incarnation();
   }
-  req.set_resent_after_rdma(repair);
+  w.resent_after_rdma = repair;
+  return w;
 }
 
 absl::Status Replicator::AfterForward(const cluster::ClusterMapView& map, const v1::Shard& shard,

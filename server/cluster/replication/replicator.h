@@ -313,11 +313,10 @@ class Replicator : public WriteHook {
   // The Replicate of a write of `shard` (seq unset: Forward() takes it).
   v1::ReplicateRequest MakeRequest(const cluster::ClusterMapView& map, const v1::Shard& shard,
                                    absl::string_view key, absl::string_view entry, bool repair);
-  // MakeRequest() into `out`, a cleared message (a stream's slot: see
-  // ReplicationStream::SendBuilt).
-  void FillRequest(const cluster::ClusterMapView& map, const v1::Shard& shard,
-                   absl::string_view key, absl::string_view entry, bool repair,
-                   v1::ReplicateRequest* out) const;
+  // MakeRequest() as views (of `key`, `entry` and this node's id), for
+  // ReplicationStream::SendWrite; seq unset.
+  ReplicateWrite WriteOf(const cluster::ClusterMapView& map, const v1::Shard& shard,
+                         absl::string_view key, absl::string_view entry, bool repair) const;
   // Step 4 once every target answered: ReplicateRound()'s end.
   absl::Status AfterForward(const cluster::ClusterMapView& map, const v1::Shard& shard,
                             const std::vector<Target>& targets, bool* stale, bool* held);

@@ -127,17 +127,14 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
     // As in Forward(): seq and queueing under one lock per shard.
     absl::MutexLock order(&SendOrder(shard_id));
     round->seq = seqs_->Next(shard_id);
-    // Built in each stream's queue: the entry is copied once per backup,
-    // into a slot's string that already has room, with no allocation.
-    const cluster::ClusterMapView& map = *round->route.map;
-    const v1::Shard& routed = *round->route.shard;
-    auto build = [&](v1::ReplicateRequest* req) {
-      FillRequest(map, routed, key, entry, /*repair=*/false, req);
-      req->set_seq(round->seq);
-    };
+    // Views only: each stream copies the entry once, into its next frame
+    // (or a message slot that already has room), with no allocation.
+    ReplicateWrite write =
+        WriteOf(*round->route.map, *round->route.shard, key, entry, /*repair=*/false);
+    write.commit.seq = round->seq;
     for (size_t k = 0; k < streams.size(); ++k) {
-      round->tickets.push_back(streams[k]->SendBuilt(
-          build, round->deadline, [this, round] { RoundAnswered(round); }, round->key));
+      round->tickets.push_back(streams[k]->SendWrite(
+          write, round->deadline, [this, round] { RoundAnswered(round); }, round->key));
     }
   }
   for (const std::shared_ptr<ReplicationStream>& stream : streams) {

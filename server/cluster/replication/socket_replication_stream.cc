@@ -61,7 +61,8 @@ SocketReplicationStream::SocketReplicationStream(const v1::ClusterNode& node,
                                                  ReplicationStreamMetrics* metrics,
                                                  SocketReplicationStreamOptions options,
                                                  const KvStore* store)
-    : ReplicationStream(node, metrics, /*ready=*/false, store), options_(std::move(options)) {
+    : ReplicationStream(node, metrics, /*ready=*/false, store, BatchForm::kFrame),
+      options_(std::move(options)) {
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   thread_ = std::thread([this] {
     NameThread("kv-repl-stream");
@@ -196,9 +197,10 @@ absl::Status SocketReplicationStream::Connect() {
 }
 
 SocketReplicationStream::SendResult SocketReplicationStream::SendPendingLocked() {
-  while (out_sent_ < out_.size()) {
+  if (out_ == nullptr) return SendResult::kDone;
+  while (out_sent_ < out_->size()) {
     const ssize_t n =
-        send(fd_, out_.data() + out_sent_, out_.size() - out_sent_, MSG_NOSIGNAL | MSG_DONTWAIT);
+        send(fd_, out_->data() + out_sent_, out_->size() - out_sent_, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
       out_sent_ += static_cast<size_t>(n);
     } else if (n < 0 && errno == EINTR) {
@@ -206,19 +208,22 @@ SocketReplicationStream::SendResult SocketReplicationStream::SendPendingLocked()
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       return SendResult::kBlocked;
     } else {
+      out_ = nullptr;
       return SendResult::kError;
     }
   }
+  out_ = nullptr;  // the stream may reuse the buffer once told WriteDone()
   return SendResult::kDone;
 }
 
-void SocketReplicationStream::StartBatch(const v1::ReplicateBatch* batch) {
+void SocketReplicationStream::StartFrame(const std::string* frame) {
+  // The frame was encoded write by write as they queued (BatchForm::kFrame):
+  // it goes to the kernel from where it is.
   SendResult r;
   {
     absl::MutexLock lock(&out_mu_);
-    out_.clear();
+    out_ = frame;
     out_sent_ = 0;
-    AppendFrame(*batch, &out_);
     r = SendPendingLocked();
     out_blocked_ = r == SendResult::kBlocked;
   }

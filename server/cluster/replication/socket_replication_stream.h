@@ -87,7 +87,7 @@ class SocketReplicationStream final : public ReplicationStream,
   enum class SendResult { kDone, kBlocked, kError };
   class ReplyWatch;    // the socket as a loop watches it
   struct OwnedSocket;  // closes the descriptor when the last holder goes
-  void StartBatch(const v1::ReplicateBatch* batch) override;
+  void StartFrame(const std::string* frame) override;
   void Cancel() override;
   // On an event loop's thread while the socket is lent, reads replies
   // (whoever else reads them too: read_mu_ decides) until `ticket` is
@@ -107,7 +107,7 @@ class SocketReplicationStream final : public ReplicationStream,
   void MaybeLendSocket();
   // The loop gave the socket back: the thread reads again.
   void Unwatched();
-  // Sends what is left of out_ without blocking.
+  // Sends what is left of *out_ without blocking.
   SendResult SendPendingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(out_mu_);
 
   const SocketReplicationStreamOptions options_;
@@ -123,7 +123,9 @@ class SocketReplicationStream final : public ReplicationStream,
   // The thread is past the hello: a wake-up no longer cancels a connect.
   bool connected_ ABSL_GUARDED_BY(watch_mu_) = false;
   absl::Mutex out_mu_;
-  std::string out_ ABSL_GUARDED_BY(out_mu_);  // the frame of the batch being written
+  // The frame being written: the stream's (BatchForm::kFrame), untouched
+  // until WriteDone(); null when none is.
+  const std::string* out_ ABSL_GUARDED_BY(out_mu_) = nullptr;
   size_t out_sent_ ABSL_GUARDED_BY(out_mu_) = 0;
   // The socket had no room for all of out_: the thread finishes it.
   bool out_blocked_ ABSL_GUARDED_BY(out_mu_) = false;
