@@ -167,6 +167,7 @@ class OpEngine {
 
   OpSlot slots_[kSlots];
   SlotPool free_slots_{kSlots};
+  static_assert(kSlots <= SlotPool::kMaxSize, "one free bit per slot");
   absl::Mutex credit_mu_;
   int credits_used_ ABSL_GUARDED_BY(credit_mu_) = 0;
   absl::Mutex poll_mu_;

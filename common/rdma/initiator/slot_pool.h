@@ -13,15 +13,22 @@
 //     With 64 slots, four threads each holding 16 and waiting for one more
 //     used to hang for good.
 //
+// How: the free slots are the set bits of one 64-bit word, so taking and
+// giving back are one atomic operation each, with no lock (the single-key
+// GET takes and gives back a slot on every call, and a mutex pair was a
+// visible share of its client-side cost). Only a caller that has to wait
+// takes the mutex, to sleep on its condition variable.
+//
 // Thread safety: thread-safe.
 
 #ifndef KVSTORE_COMMON_RDMA_INITIATOR_SLOT_POOL_H_
 #define KVSTORE_COMMON_RDMA_INITIATOR_SLOT_POOL_H_
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -31,7 +38,10 @@ namespace initiator {
 
 class SlotPool {
  public:
-  // Slots 0 .. size-1, all free.
+  // The most slots a pool holds (one bit each in one word).
+  static constexpr int kMaxSize = 64;
+
+  // Slots 0 .. size-1, all free. `size` is clamped to [0, kMaxSize].
   explicit SlotPool(int size);
   SlotPool(const SlotPool&) = delete;
   SlotPool& operator=(const SlotPool&) = delete;
@@ -43,8 +53,7 @@ class SlotPool {
   // Gives back slots taken by Acquire().
   void Release(const std::vector<int>& slots);
   // Acquire(1) and Release() of one slot without the vectors: the
-  // single-key GET and PUT take one slot per call, and on the hit path the
-  // allocations were a visible share of the client's own work.
+  // single-key GET and PUT take one slot per call.
   absl::StatusOr<int> AcquireOne(absl::Time deadline);
   void ReleaseOne(int slot);
   // Slots free right now (a snapshot, for tests).
@@ -54,10 +63,18 @@ class SlotPool {
   size_t waiting() const;
 
  private:
+  bool TryTake(size_t n, uint64_t* taken);
+  // `n` slots as bits, waiting for them until `deadline`.
+  absl::StatusOr<uint64_t> Take(size_t n, absl::Time deadline);
+  void Give(uint64_t bits);
+
   const size_t size_;
-  mutable absl::Mutex mu_;
-  std::vector<int> free_ ABSL_GUARDED_BY(mu_);
-  size_t waiting_ ABSL_GUARDED_BY(mu_) = 0;
+  // Bit i set: slot i is free.
+  std::atomic<uint64_t> free_;
+  // Callers in Take()'s slow path; Give() wakes them only when there are any.
+  std::atomic<size_t> waiting_{0};
+  absl::Mutex mu_;
+  absl::CondVar released_;
 };
 
 }  // namespace initiator
