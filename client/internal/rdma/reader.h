@@ -198,6 +198,10 @@ class RdmaReader {
   absl::Status ReadEntry(const Request& req, const layout::Slot& slot, const EntryRead& plan,
                          uint64_t remote, uint32_t rkey, initiator::OpSlot* s,
                          const rdma::ReadOp* fence, std::optional<uint64_t>* checksum);
+  // ReadEntry() as one work request (and the fence's), without the pieces'
+  // bookkeeping: what every GET does unless read_in_pieces is on.
+  absl::Status ReadWhole(const Request& req, const EntryRead& plan, uint64_t remote, uint32_t rkey,
+                         initiator::OpSlot* s, const rdma::ReadOp* fence);
   // Checks an entry read into `local` (and, for a zero-copy GET, the value
   // in dest); copies the value to `out` when set. Returns the value length;
   // kNotFound for another key, kOutOfRange for a value larger than dest,
