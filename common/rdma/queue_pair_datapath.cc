@@ -154,7 +154,9 @@ absl::Status QueuePair::PostRdmaBatch(absl::Span<const RdmaOp> ops, ibv_wr_opcod
   }
   // Sized up front: the WRs point into `sges`, which must not reallocate.
   // Inline capacities cover a 16-WR batch with two SGEs per WR without a
-  // heap allocation.
+  // heap allocation. The WRs are value-initialised, that is zeroed, which
+  // they must be: ibv_send_wr has unions and fields (imm_data, next) that
+  // the provider reads for some opcodes.
   absl::InlinedVector<ibv_sge, 32> sges(total_sges);
   absl::InlinedVector<ibv_send_wr, 16> wrs(ops.size());
   // Invariant: sges[0..next_sge) belong to wrs[0..i).
@@ -162,9 +164,6 @@ absl::Status QueuePair::PostRdmaBatch(absl::Span<const RdmaOp> ops, ibv_wr_opcod
   for (size_t i = 0; i < ops.size(); ++i) {
     const RdmaOp& op = ops[i];
     ibv_send_wr& wr = wrs[i];
-    // Zeroed because ibv_send_wr has unions and fields (imm_data, next) that
-    // the provider reads for some opcodes.
-    std::memset(&wr, 0, sizeof wr);
     FillSges(op.local, sges.data() + next_sge);
     wr.wr_id = op.wr_id;
     wr.sg_list = op.local.empty() ? nullptr : sges.data() + next_sge;

@@ -229,13 +229,14 @@ absl::Status OpEngine::WaitUntil(OpSlot* s, absl::Time deadline, Ready ready) {
   //    (Soft-RoCE in a VM) they starved the servers and etcd they were
   //    waiting for.
   // The durations are the WaitPolicy's (defaults: 300 µs, 2 ms, 20 µs, 1 ms).
-  const auto kBusyPoll = absl::ToChronoNanoseconds(wait_.busy_poll);
-  const auto kYieldFor = absl::ToChronoNanoseconds(wait_.yield_until);
-  const absl::Duration kFirstSleep = wait_.first_sleep;
-  const absl::Duration kMaxSleep = wait_.max_sleep;
-  const auto start = std::chrono::steady_clock::now();
+  // The phases are timed from the 65th poll, not from the call: most waits
+  // (every READ on an idle connection) end within a few polls, and reading
+  // the clock and converting the policy's durations cost more than those
+  // polls do.
+  std::chrono::steady_clock::time_point start;
+  std::chrono::nanoseconds busy_poll{0}, yield_for{0};
   enum class Phase { kSpin, kYield, kSleep } phase = Phase::kSpin;
-  absl::Duration sleep = kFirstSleep;
+  absl::Duration sleep = wait_.first_sleep;
   int idle = 0;
   while (!ready()) {
     if (broken_) return absl::UnavailableError("RDMA data path broken; reconnecting");
@@ -247,22 +248,27 @@ absl::Status OpEngine::WaitUntil(OpSlot* s, absl::Time deadline, Ready ready) {
     }
     if (ready()) break;
     if (++idle <= 64) continue;
+    if (idle == 65) {
+      start = std::chrono::steady_clock::now();
+      busy_poll = absl::ToChronoNanoseconds(wait_.busy_poll);
+      yield_for = absl::ToChronoNanoseconds(wait_.yield_until);
+    }
     switch (phase) {
       case Phase::kSpin:
         // The steady clock is cheap (vDSO); still, read it every 16 rounds.
-        if ((idle & 15) == 0 && std::chrono::steady_clock::now() - start > kBusyPoll) {
+        if ((idle & 15) == 0 && std::chrono::steady_clock::now() - start > busy_poll) {
           phase = Phase::kYield;
         }
         continue;
       case Phase::kYield:
         std::this_thread::yield();
-        if ((idle & 63) == 0 && std::chrono::steady_clock::now() - start > kYieldFor) {
+        if ((idle & 63) == 0 && std::chrono::steady_clock::now() - start > yield_for) {
           phase = Phase::kSleep;
         }
         break;
       case Phase::kSleep:
         absl::SleepFor(sleep);
-        sleep = std::min(sleep * 2, kMaxSleep);
+        sleep = std::min(sleep * 2, wait_.max_sleep);
         break;
     }
     // absl::Now() costs more than a poll: read it every 64 rounds, or on

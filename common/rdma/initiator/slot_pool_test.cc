@@ -3,6 +3,8 @@
 #include "common/rdma/initiator/slot_pool.h"
 
 #include <atomic>
+#include <cstdio>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -103,6 +105,68 @@ TEST(SlotPool, WaiterGetsSlotsWhenReleased) {
   releaser.join();
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->size(), 2u);
+}
+
+// Threads take single slots and batches and give them back, many times:
+// no slot is ever held by two at once (each holder marks what it holds),
+// every wait ends, and every slot comes back.
+TEST(SlotPool, ConcurrentTakersNeverShareASlot) {
+  const uint32_t seed = std::random_device{}();
+  std::printf("ConcurrentTakersNeverShareASlot seed %u\n", seed);
+  SlotPool pool(8);
+  std::atomic<int> owner[8];
+  for (auto& o : owner) o.store(-1);
+  std::atomic<int> shared{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(seed + t);
+      for (int round = 0; round < 20000; ++round) {
+        const size_t n = rng() % 4 == 0 ? 1 + rng() % 3 : 1;
+        std::vector<int> held;
+        if (n == 1) {
+          auto one = pool.AcquireOne(absl::InfiniteFuture());
+          ASSERT_TRUE(one.ok()) << one.status();
+          held.push_back(*one);
+        } else {
+          auto many = pool.Acquire(n, absl::InfiniteFuture());
+          ASSERT_TRUE(many.ok()) << many.status();
+          held = *many;
+        }
+        for (int s : held) {
+          int none = -1;
+          if (!owner[s].compare_exchange_strong(none, t)) shared++;
+        }
+        for (int s : held) owner[s].store(-1);
+        if (n == 1) {
+          pool.ReleaseOne(held[0]);
+        } else {
+          pool.Release(held);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(shared.load(), 0);
+  EXPECT_EQ(pool.free(), 8u);
+  EXPECT_EQ(pool.waiting(), 0u);
+}
+
+// Sizes beyond one word are clamped, and the largest pool hands out every
+// one of its 64 slots.
+TEST(SlotPool, SixtyFourSlotsAllUsable) {
+  SlotPool pool(100);
+  auto all = pool.Acquire(64, absl::InfiniteFuture());
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 64u);
+  EXPECT_EQ(pool.free(), 0u);
+  EXPECT_EQ(pool.Acquire(65, absl::InfiniteFuture()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  pool.Release(*all);
+  EXPECT_EQ(pool.free(), 64u);
+  auto last = pool.AcquireOne(absl::InfiniteFuture());
+  ASSERT_TRUE(last.ok());
+  pool.ReleaseOne(*last);
 }
 
 }  // namespace
