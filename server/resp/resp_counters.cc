@@ -54,14 +54,14 @@ Counters::Counters(metrics::Registry* registry)
       limit_scan_buckets(LimitCounter(registry, "scan_max_buckets")),
       limit_unauthenticated(LimitCounter(registry, "max_unauthenticated_clients")),
       limit_auth_timeout(LimitCounter(registry, "auth_timeout")),
-      sets_held_back(registry->AddCounter(
-          "kvstore_resp_sets_held_back_total",
-          "SETs that found the pool full of segments in their grace period and waited, their "
-          "connection paused, instead of being refused at once.")),
       pins_copied(registry->AddCounter(
           "kvstore_resp_pinned_replies_copied_total",
           "GET/MGET values copied out of the pool because the client read them too slowly "
           "(resp_max_pin_time).")),
+      sets_held_back(registry->AddCounter(
+          "kvstore_resp_sets_held_back_total",
+          "SETs that found the pool full of segments in their grace period and waited, their "
+          "connection paused, instead of being refused at once.")),
       // The tcp request series belong here: RESP is the server's only TCP
       // data path. The gRPC handlers and the RDMA service register the
       // same two families with their own transport label.
