@@ -1,7 +1,7 @@
 // Copyright 2026 The kvstore Authors.
 //
 // The engine keeps no thread of its own: completions are reaped by the
-// threads waiting for them. Whoever wins poll_mu_ drains the CQ and marks
+// threads waiting for them. Whoever sets polling_ drains the CQ and marks
 // every slot it finds done; the others spin on their slot's `done` flag. This
 // keeps a lone operation's latency at one poll, and many in flight share the
 // polling.
@@ -54,13 +54,6 @@ absl::StatusOr<std::vector<OpSlot*>> OpEngine::AcquireSlots(size_t n, absl::Time
   for (int i : taken) out.push_back(&slots_[i]);
   return out;
 }
-
-absl::StatusOr<OpSlot*> OpEngine::AcquireSlot(absl::Time deadline) {
-  KV_ASSIGN_OR_RETURN(int i, free_slots_.AcquireOne(deadline));
-  return &slots_[i];
-}
-
-void OpEngine::ReleaseSlot(OpSlot* s) { free_slots_.ReleaseOne(s->index); }
 
 // The slots' state is left as is; the next user re-arms it.
 void OpEngine::ReleaseSlots(const std::vector<OpSlot*>& slots) {
@@ -242,9 +235,11 @@ absl::Status OpEngine::WaitUntil(OpSlot* s, absl::Time deadline, Ready ready) {
     if (broken_) return absl::UnavailableError("RDMA data path broken; reconnecting");
     // One poller at a time; the others spin on their own slot's flag, which
     // the poller sets for them.
-    if (poll_mu_.TryLock()) {
+    // Acquire and release order one poller's reaping before the next's.
+    if (!polling_.load(std::memory_order_relaxed) &&
+        !polling_.exchange(true, std::memory_order_acquire)) {
       PollOnce();
-      poll_mu_.Unlock();
+      polling_.store(false, std::memory_order_release);
     }
     if (ready()) break;
     if (++idle <= 64) continue;

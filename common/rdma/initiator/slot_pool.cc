@@ -39,13 +39,7 @@ bool SlotPool::TryTake(size_t n, uint64_t* taken) {
   return false;
 }
 
-// The slots come back before the waiters are looked at, and a waiter counts
-// itself before it looks at the slots (both seq_cst): so either the waiter
-// sees these slots, or this sees the waiter and wakes it under mu_, which
-// the waiter holds until it sleeps. No wake-up is lost.
-void SlotPool::Give(uint64_t bits) {
-  free_.fetch_or(bits, std::memory_order_seq_cst);
-  if (waiting_.load(std::memory_order_seq_cst) == 0) return;
+void SlotPool::WakeWaiters() {
   absl::MutexLock lock(&mu_);
   // All: a waiter for several slots may be behind one that wants fewer.
   released_.SignalAll();
@@ -83,14 +77,12 @@ absl::StatusOr<std::vector<int>> SlotPool::Acquire(size_t n, absl::Time deadline
   return out;
 }
 
-absl::StatusOr<int> SlotPool::AcquireOne(absl::Time deadline) {
+absl::StatusOr<int> SlotPool::AcquireOneSlow(absl::Time deadline) {
   if (size_ == 0) return absl::InvalidArgumentError("asked for 1 operation slot of 0");
   absl::StatusOr<uint64_t> taken = Take(1, deadline);
   if (!taken.ok()) return taken.status();
   return __builtin_ctzll(*taken);
 }
-
-void SlotPool::ReleaseOne(int slot) { Give(uint64_t{1} << slot); }
 
 void SlotPool::Release(const std::vector<int>& slots) {
   uint64_t bits = 0;
