@@ -209,6 +209,8 @@ struct Connection {
   size_t out_bytes = 0;  // roughly the bytes in `out` (for backpressure)
   bool close_after_flush = false;
   bool reading = true;  // false once no further requests will be read
+  // The last buffered read filled its whole room: more may be waiting.
+  bool read_filled = false;
   // These times, pinned_seen and space_wait_until are loop time (LoopTime()).
   absl::Time accepted_at;  // for RespLimits::auth_timeout
   absl::Time last_activity;

@@ -22,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "server/net/batch_scope.h"
 #include "server/resp/auth_commands.h"
 #include "server/resp/commands.h"
 #include "server/resp/lookahead.h"
@@ -38,6 +39,9 @@ constexpr int kMaxEvents = 256;
 // Reads per wakeup for one connection: several, but bounded so one client
 // cannot starve the others on the loop.
 constexpr int kReadRounds = 16;
+// Reads of one event whose room filled up, each parsed before the next;
+// bounded for the same reason.
+constexpr int kRereads = 4;
 // Workers a loop's parked SETs may use at once (commit_pool.h): each
 // waits out one replication round, so this bounds the SETs per loop in
 // flight, which is what lets the replication stream batch them.
@@ -225,9 +229,21 @@ void RespLoop::OnEvent(Connection* c, uint32_t events) {
     // Not reading (output limit or closing): leave the input in the socket
     // unless the peer is gone.
     if (!c->reading && !(events & (EPOLLHUP | EPOLLERR))) return;
-    if (!ReadSome(c)) return;
-    Process(c);
-    if (conns_.count(c->fd) == 0) return;
+    {
+      // The replicated SETs of everything read here go to each backup as
+      // one batch, started when the scope ends (batch_scope.h).
+      net::BatchScope batch;
+      for (int read = 0;; ++read) {
+        if (!ReadSome(c)) return;
+        Process(c);
+        if (conns_.count(c->fd) == 0) return;
+        // A read that filled its room may have left the rest of a pipeline
+        // in the socket (16 pipelined 4 KiB SETs are more than one read):
+        // read it now rather than after another epoll_wait, so that the
+        // pipeline's SETs are replicated and answered together.
+        if (!c->read_filled || !c->reading || read + 1 >= kRereads) break;
+      }
+    }
     // Replies go out in the same wakeup: most clients wait for them.
     Flush(c);
   }
@@ -251,6 +267,7 @@ ssize_t RespLoop::ReceiveBuffered(Connection* c) {
   char* room = c->in.Prepare(kReadChunk);
   const ssize_t n = recv(c->fd, room, kReadChunk, 0);
   if (n > 0) c->in.Commit(static_cast<size_t>(n));
+  c->read_filled = n == static_cast<ssize_t>(kReadChunk);
   return n;
 }
 
@@ -258,6 +275,7 @@ ssize_t RespLoop::ReceiveBuffered(Connection* c) {
 // buffered ahead of it) or an ordinary buffered read; then the usual
 // end-of-stream / EAGAIN / error handling for both.
 bool RespLoop::ReadSome(Connection* c) {
+  c->read_filled = false;
   for (int round = 0; round < kReadRounds; ++round) {
     ssize_t n;
     if (c->state == InputState::kValue && c->start == c->in.size() && StreamedSet::Reserved(*c)) {
@@ -337,6 +355,11 @@ void RespLoop::NotRunnable(Connection* c, resp::ParsedRequest& req, size_t buffe
 // output limit is reached or the connection is marked to close. Streamed
 // SET values in the input are handed to StreamedSet as they come up.
 void RespLoop::Process(Connection* c) {
+  // The SETs parked below are replicated as one batch. Safe to hold back:
+  // while any is parked no other request of this connection runs (it might
+  // block on what they hold), and the scope ends before another
+  // connection's requests do.
+  net::BatchScope batch;
   while (!c->close_after_flush) {
     if (c->state != InputState::kCommands) {
       switch (sets_->ConsumeBuffered(c)) {

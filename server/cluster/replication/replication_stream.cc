@@ -11,6 +11,7 @@
 #include "common/grpc_status.h"
 #include "glog/logging.h"
 #include "server/cluster/replication/socket_replication_stream.h"
+#include "server/net/batch_scope.h"
 
 namespace kvstore {
 namespace server {
@@ -215,7 +216,22 @@ std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Queue(const Replic
     queued_deadlines_.push_back(deadline);
     queued_tickets_.push_back(ticket);
     // A batch is on its way: this one goes with the next (see CanSendLocked).
-    if (!TakeQueueIfFreeLocked()) return ticket;
+    // Or a scope already holds the start back: this one goes with it.
+    if (start_deferred_ || broken_ || !CanSendLocked()) return ticket;
+    if (net::BatchScope::Active()) {
+      // Free, but the caller is reading a pipeline whose next writes will
+      // queue here too: start once, at the end of its read.
+      std::weak_ptr<ReplicationStream> self = weak_from_this();
+      if (!self.expired()) {
+        start_deferred_ = true;
+        lock.Release();
+        net::BatchScope::Defer([self = std::move(self)] {
+          if (std::shared_ptr<ReplicationStream> stream = self.lock()) stream->StartDeferred();
+        });
+        return ticket;
+      }
+    }
+    TakeQueueLocked();
   }
   // Idle: this thread starts the write (not under mu_: see Break()).
   StartTaken();
@@ -227,7 +243,18 @@ bool ReplicationStream::AwaitTicket(Ticket& ticket, absl::Time deadline) {
   return ticket.mu_.AwaitWithDeadline(absl::Condition(&ticket.done_), deadline);
 }
 
+void ReplicationStream::StartDeferred() {
+  {
+    absl::MutexLock lock(&mu_);
+    start_deferred_ = false;
+    if (!TakeQueueIfFreeLocked()) return;
+  }
+  StartTaken();
+}
+
 absl::Status ReplicationStream::Wait(Ticket& ticket, absl::Time deadline) {
+  // This thread may hold back the very write it is about to wait for.
+  net::BatchScope::RunDeferred();
   if (AwaitTicket(ticket, deadline)) return ticket.status();
   Break(absl::DeadlineExceededError("a write was not answered by its deadline"));
   return PeerError("Replicate", node_,

@@ -77,7 +77,7 @@ struct ReplicationStreamMetrics {
 
 // The queue, batches and tickets of a stream; a transport (gRPC below, or
 // the peer socket: socket_replication_stream.h) carries the batches.
-class ReplicationStream {
+class ReplicationStream : public std::enable_shared_from_this<ReplicationStream> {
  public:
   // A write on its way: Wait() for the backup's answer, or have Send() run
   // a callback once it is there.
@@ -215,6 +215,9 @@ class ReplicationStream {
   bool TakeQueueIfFreeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands the batch just taken to the transport, in the stream's form.
   void StartTaken();
+  // The end of the net::BatchScope a Queue() deferred its start to: what
+  // is queued goes, if the stream is free (else the next reply sends it).
+  void StartDeferred();
   // Both Send()s: the write goes into the queue's next slot or frame.
   std::shared_ptr<Ticket> Queue(const ReplicateWrite& write, absl::Time deadline,
                                 std::function<void()> then, absl::string_view key_hint = {});
@@ -233,6 +236,9 @@ class ReplicationStream {
   // WriteDone().
   v1::ReplicateBatch writing_ ABSL_GUARDED_BY(mu_);
   bool writing_now_ ABSL_GUARDED_BY(mu_) = false;
+  // A thread's net::BatchScope will call StartDeferred(): a Queue() on the
+  // free stream leaves the start to it.
+  bool start_deferred_ ABSL_GUARDED_BY(mu_) = false;
   // BatchForm::kFrame: the frame being written (until WriteDone()), and
   // the next one, the queued writes' wire bytes after a length prefix to
   // fill in (kFramePrefix zero bytes when nothing is queued).

@@ -91,7 +91,9 @@ void SocketReplicationStream::WatchRepliesWith(std::shared_ptr<net::FdWatcher> w
   {
     absl::MutexLock lock(&watch_mu_);
     watcher_ = std::move(watcher);
-    self_ = weak_from_this();
+    // The base's enable_shared_from_this: this object is a
+    // SocketReplicationStream whenever it is owned at all.
+    self_ = std::static_pointer_cast<SocketReplicationStream>(weak_from_this().lock());
     // Still connecting: the thread lends the socket once connected. Not
     // woken now: during the connect and hello, a wake-up means Cancel().
     if (!connected_) return;

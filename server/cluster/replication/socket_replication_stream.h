@@ -67,8 +67,7 @@ struct SocketReplicationStreamOptions {
   absl::Duration connect_timeout = absl::Seconds(10);
 };
 
-class SocketReplicationStream final : public ReplicationStream,
-                                      public std::enable_shared_from_this<SocketReplicationStream> {
+class SocketReplicationStream final : public ReplicationStream {
  public:
   // Starts connecting to `node`'s replication_address. `metrics` is not
   // owned and must outlive the stream.

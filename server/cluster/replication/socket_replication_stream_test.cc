@@ -34,6 +34,7 @@
 #include "gtest/gtest.h"
 #include "server/cluster/peer/peer_listener.h"
 #include "server/cluster/replication/replica_socket.h"
+#include "server/net/batch_scope.h"
 
 namespace kvstore {
 namespace server {
@@ -231,6 +232,49 @@ TEST_F(SocketReplicationStreamTest, WritesArriveInOrderAndEachTicketGetsItsAnswe
   // Fewer batches than writes: what queued behind a batch went together.
   EXPECT_LT(metrics::testing::Value(registry_, "kvstore_replication_stream_batches_total"), 100u);
   EXPECT_EQ(metrics::testing::Value(backup_registry_, "kvstore_peer_socket_accepted_total"), 1u);
+}
+
+// A RESP loop reads a pipeline of SETs inside a net::BatchScope: on an
+// idle stream, the first write used to go alone and the others after its
+// answer (two batches, and the client's replies in two writes).
+TEST_F(SocketReplicationStreamTest, WritesQueuedInABatchScopeGoAsOneBatch) {
+  StartBackup();
+  SocketReplicationStreamOptions so;
+  so.secret = "s3cret";
+  so.self = "primary";
+  auto stream = std::make_shared<SocketReplicationStream>(node_, &metrics_, so);
+  ASSERT_TRUE(stream->Wait(*stream->Send(Write(1), Soon()), Soon()).ok());  // connected, idle
+  const auto batches = [&] {
+    return metrics::testing::Value(registry_, "kvstore_replication_stream_batches_total");
+  };
+  const uint64_t before = batches();
+  std::vector<std::shared_ptr<ReplicationStream::Ticket>> tickets;
+  {
+    net::BatchScope scope;
+    for (uint64_t seq = 2; seq <= 17; ++seq) tickets.push_back(stream->Send(Write(seq), Soon()));
+    EXPECT_EQ(batches(), before);  // held back until the scope ends
+  }
+  for (auto& t : tickets) EXPECT_TRUE(stream->Wait(*t, Soon()).ok());
+  EXPECT_EQ(batches(), before + 1);
+  std::vector<uint64_t> want;
+  for (uint64_t seq = 1; seq <= 17; ++seq) want.push_back(seq);
+  EXPECT_EQ(installed(), want);
+}
+
+// A thread that waits for a write it holds back sends it first; a stream
+// no shared_ptr owns cannot be named in a scope and sends at once.
+TEST_F(SocketReplicationStreamTest, AWaitInsideABatchScopeSendsWhatTheScopeHeld) {
+  StartBackup();
+  SocketReplicationStreamOptions so;
+  so.secret = "s3cret";
+  so.self = "primary";
+  auto shared = std::make_shared<SocketReplicationStream>(node_, &metrics_, so);
+  auto owned = Open();
+  net::BatchScope scope;
+  EXPECT_TRUE(shared->Wait(*shared->Send(Write(1), Soon()), Soon()).ok());
+  EXPECT_TRUE(owned->Wait(*owned->Send(Write(2), Soon()), Soon()).ok());
+  EXPECT_FALSE(shared->broken());
+  EXPECT_FALSE(owned->broken());
 }
 
 TEST_F(SocketReplicationStreamTest, ARefusalReachesItsOwnTicketOnly) {
