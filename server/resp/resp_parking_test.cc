@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -20,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "common/protocol/resp.h"
 #include "gtest/gtest.h"
+#include "server/net/batch_scope.h"
 #include "server/resp/resp_server.h"
 #include "server/resp/resp_test_util.h"
 #include "server/storage/kv_store.h"
@@ -56,10 +58,34 @@ class GatedHook : public WriteHook {
   bool WaitsForPeers(absl::string_view) override { return true; }
   // A key starting with "inline" is started and finished at once, on the
   // calling thread (the loop's), as when the loop reads the reply itself.
+  // A key starting with "batched" is queued, as on a replication stream,
+  // and the queue goes as one batch where the stream's would: at once
+  // outside a net::BatchScope, at the scope's end inside one.
   bool StartWrite(absl::string_view key, absl::string_view, Publish publish, Done done) override {
+    if (absl::StartsWith(key, "batched")) {
+      queued_.emplace_back(std::move(publish), std::move(done));
+      if (queued_.size() == 1 && !net::BatchScope::Defer([this] { SendQueued(); })) SendQueued();
+      return true;
+    }
     if (!absl::StartsWith(key, "inline")) return false;
     done(publish());
     return true;
+  }
+  // The sizes of the batches "batched" writes went in, in order.
+  std::vector<size_t> batches() {
+    absl::MutexLock lock(&mu_);
+    return batches_;
+  }
+
+  // On the loop's thread, as StartWrite.
+  void SendQueued() {
+    std::vector<std::pair<Publish, Done>> batch;
+    batch.swap(queued_);
+    {
+      absl::MutexLock lock(&mu_);
+      batches_.push_back(batch.size());
+    }
+    for (auto& [publish, done] : batch) done(publish());
   }
 
   void Release() {
@@ -82,6 +108,8 @@ class GatedHook : public WriteHook {
   bool released_ ABSL_GUARDED_BY(mu_) = false;
   int holding_ ABSL_GUARDED_BY(mu_) = 0;
   int max_holding_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<size_t> batches_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<Publish, Done>> queued_;  // the loop's thread only
 };
 
 class RespParkingTest : public ::testing::Test {
@@ -203,6 +231,26 @@ TEST_F(RespParkingTest, ASetFinishedOnTheLoopsOwnThreadIsAnswered) {
   r = Read(fd, 1);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].str, "OK");
+  close(fd);
+}
+
+// The SETs of one read are replicated as one batch. Before, the first of a
+// pipeline found the stream idle and went alone.
+TEST_F(RespParkingTest, APipelinesReplicatedSetsStartAsOneBatch) {
+  const int fd = Dial();
+  std::string pipeline;
+  for (int i = 0; i < 8; ++i) pipeline += Cmd({"SET", absl::StrCat("batched", i), "v"});
+  Send(fd, pipeline);
+  std::vector<Reply> r = Read(fd, 8);
+  ASSERT_EQ(r.size(), 8u);
+  for (const Reply& reply : r) EXPECT_EQ(reply.str, "OK");
+  EXPECT_EQ(hook_.batches(), std::vector<size_t>{8});
+  // Alone in its read, a SET is not held back for company.
+  Send(fd, Cmd({"SET", "batched8", "v"}));
+  r = Read(fd, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].str, "OK");
+  EXPECT_EQ(hook_.batches(), (std::vector<size_t>{8, 1}));
   close(fd);
 }
 
