@@ -241,7 +241,7 @@ void RespLoop::OnEvent(Connection* c, uint32_t events) {
         // in the socket (16 pipelined 4 KiB SETs are more than one read):
         // read it now rather than after another epoll_wait, so that the
         // pipeline's SETs are replicated and answered together.
-        if (!c->read_filled || !c->reading || read + 1 >= kRereads) break;
+        if (!c->read_filled || !WantsInput(*c) || read + 1 >= kRereads) break;
       }
     }
     // Replies go out in the same wakeup: most clients wait for them.
@@ -554,10 +554,14 @@ bool RespLoop::Flush(Connection* c) {
 // Read interest follows the backpressure rule (stop reading while too much
 // output is queued); write interest exists only while output is queued, as
 // level-triggered EPOLLOUT would otherwise fire on every wait.
+bool RespLoop::WantsInput(const Connection& c) const {
+  return c.reading && c.out_bytes <= options_.max_pending_output && !c.held_back() &&
+         !c.blocked_on_park;
+}
+
 void RespLoop::UpdateInterest(Connection* c) {
   const bool want_write = c->Writable();
-  const bool want_read = c->reading && c->out_bytes <= options_.max_pending_output &&
-                         !c->held_back() && !c->blocked_on_park;
+  const bool want_read = WantsInput(*c);
   const uint32_t events = (want_read ? (EPOLLIN | EPOLLRDHUP) : 0) | (want_write ? EPOLLOUT : 0);
   // Usually unchanged (read interest, nothing left to write): then the
   // registration is already right and the system call would be wasted.

@@ -167,6 +167,10 @@ class RespLoop {
   // Writes queued replies. Returns false once the connection is closed.
   bool Flush(Connection* c);
   void UpdateInterest(Connection* c);
+  // Whether `c` takes more input now: not while its output is over the
+  // limit, its SET waits for space or its next request waits for parked
+  // SETs (the input would only pile up in its buffer).
+  bool WantsInput(const Connection& c) const;
   // Retries the SETs held back for space (streamed_set.h).
   void RetryHeldBack();
   // Answers the parked SETs whose commits came back (commit_pool.h) and
