@@ -148,6 +148,29 @@ TEST_F(RespServerTest, PipelinedCommands) {
   close(fd);
 }
 
+// A pipeline far larger than one 64 KiB read: the loop reads on while a
+// read fills its room (four reads an event), values straddle the reads,
+// and what is left is read on the next events; every reply, in order.
+TEST_F(RespServerTest, APipelineOfManyReadsIsAnsweredInOrder) {
+  int fd = Connect();
+  std::string batch;
+  const int kSets = 96;  // 96 x 4 KiB: six full reads
+  for (int i = 0; i < kSets; ++i) {
+    batch += Cmd({"SET", absl::StrCat("big", i), std::string(4096, static_cast<char>('a' + i % 26))});
+  }
+  for (int i = 0; i < kSets; ++i) batch += Cmd({"GET", absl::StrCat("big", i)});
+  batch += Cmd({"PING"});
+  Send(fd, batch);
+  auto replies = Read(fd, 2 * kSets + 1);
+  ASSERT_EQ(replies.size(), static_cast<size_t>(2 * kSets + 1));
+  for (int i = 0; i < kSets; ++i) EXPECT_EQ(replies[i].str, "OK") << i;
+  for (int i = 0; i < kSets; ++i) {
+    EXPECT_EQ(replies[kSets + i].str, std::string(4096, static_cast<char>('a' + i % 26))) << i;
+  }
+  EXPECT_EQ(replies[2 * kSets].str, "PONG");
+  close(fd);
+}
+
 TEST_F(RespServerTest, LargeBinaryValueByteExact) {
   const uint32_t seed = std::random_device{}();
   std::printf("seed %u\n", seed);
