@@ -181,12 +181,16 @@ class SocketReplicationStreamTest : public ::testing::Test {
   // A stream that lends its socket to `loop` once connected (as
   // ReplicationStreams does: asked before the connection is up).
   std::shared_ptr<SocketReplicationStream> OpenLent(TestLoop& loop) {
+    auto stream = OpenShared();
+    stream->WatchRepliesWith(loop.AsShared());
+    return stream;
+  }
+  // Owned by a shared_ptr, as ReplicationStreams owns its streams.
+  std::shared_ptr<SocketReplicationStream> OpenShared() {
     SocketReplicationStreamOptions so;
     so.secret = "s3cret";
     so.self = "primary";
-    auto stream = std::make_shared<SocketReplicationStream>(node_, &metrics_, so);
-    stream->WatchRepliesWith(loop.AsShared());
-    return stream;
+    return std::make_shared<SocketReplicationStream>(node_, &metrics_, so);
   }
 
   static v1::ReplicateRequest Write(uint64_t seq) {
@@ -239,10 +243,7 @@ TEST_F(SocketReplicationStreamTest, WritesArriveInOrderAndEachTicketGetsItsAnswe
 // answer (two batches, and the client's replies in two writes).
 TEST_F(SocketReplicationStreamTest, WritesQueuedInABatchScopeGoAsOneBatch) {
   StartBackup();
-  SocketReplicationStreamOptions so;
-  so.secret = "s3cret";
-  so.self = "primary";
-  auto stream = std::make_shared<SocketReplicationStream>(node_, &metrics_, so);
+  auto stream = OpenShared();
   ASSERT_TRUE(stream->Wait(*stream->Send(Write(1), Soon()), Soon()).ok());  // connected, idle
   const auto batches = [&] {
     return metrics::testing::Value(registry_, "kvstore_replication_stream_batches_total");
@@ -265,10 +266,7 @@ TEST_F(SocketReplicationStreamTest, WritesQueuedInABatchScopeGoAsOneBatch) {
 // no shared_ptr owns cannot be named in a scope and sends at once.
 TEST_F(SocketReplicationStreamTest, AWaitInsideABatchScopeSendsWhatTheScopeHeld) {
   StartBackup();
-  SocketReplicationStreamOptions so;
-  so.secret = "s3cret";
-  so.self = "primary";
-  auto shared = std::make_shared<SocketReplicationStream>(node_, &metrics_, so);
+  auto shared = OpenShared();
   auto owned = Open();
   net::BatchScope scope;
   EXPECT_TRUE(shared->Wait(*shared->Send(Write(1), Soon()), Soon()).ok());
