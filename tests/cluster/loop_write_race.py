@@ -1,0 +1,59 @@
+#!/usr/bin/python3
+# Two connections to the primary of one key, on the same RESP loop: one
+# pipelines SETs of the key (replicated asynchronously: the round holds the
+# key's stripe until the backup's reply, which the loop reads), the other
+# DELs it (a write the loop runs itself, taking the same stripe). Exits 0
+# when every command of both succeeded for `seconds`, 1 at the first error.
+#
+#   loop_write_race.py PORT_A PORT_B SECONDS
+import sys
+import threading
+import time
+
+import redis
+
+ports = [int(sys.argv[1]), int(sys.argv[2])]
+seconds = float(sys.argv[3])
+key = "race"
+port = ports[0]
+try:
+    redis.Redis(port=port).set(key, "x")
+except redis.exceptions.ResponseError:  # MOVED: the other node leads it
+    port = ports[1]
+stop = time.monotonic() + seconds
+errors = []
+counts = {"set": 0, "del": 0}
+
+
+def setter():
+    r = redis.Redis(port=port)
+    while time.monotonic() < stop and not errors:
+        try:
+            p = r.pipeline(transaction=False)
+            for _ in range(8):
+                p.set(key, "v" * 100)
+            p.execute()
+            counts["set"] += 8
+        except redis.exceptions.RedisError as e:
+            errors.append("SET: %s" % e)
+
+
+def deleter():
+    r = redis.Redis(port=port)
+    while time.monotonic() < stop and not errors:
+        try:
+            r.delete(key)
+            counts["del"] += 1
+        except redis.exceptions.RedisError as e:
+            errors.append("DEL: %s" % e)
+
+
+threads = [threading.Thread(target=setter), threading.Thread(target=deleter)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("port %d: %d SETs, %d DELs" % (port, counts["set"], counts["del"]))
+for e in errors[:3]:
+    print(e[:300])
+sys.exit(1 if errors else 0)
