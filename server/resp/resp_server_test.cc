@@ -156,7 +156,8 @@ TEST_F(RespServerTest, APipelineOfManyReadsIsAnsweredInOrder) {
   std::string batch;
   const int kSets = 96;  // 96 x 4 KiB: six full reads
   for (int i = 0; i < kSets; ++i) {
-    batch += Cmd({"SET", absl::StrCat("big", i), std::string(4096, static_cast<char>('a' + i % 26))});
+    batch +=
+        Cmd({"SET", absl::StrCat("big", i), std::string(4096, static_cast<char>('a' + i % 26))});
   }
   for (int i = 0; i < kSets; ++i) batch += Cmd({"GET", absl::StrCat("big", i)});
   batch += Cmd({"PING"});
