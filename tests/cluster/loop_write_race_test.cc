@@ -1,6 +1,6 @@
 // Copyright 2026 The kvstore Authors.
 //
-// KNOWN TO FAIL (tagged manual; docs/operations.md, "Known problems"): a
+// KNOWN TO FAIL (tagged manual; docs/operations.md §12, "Known problems"): a
 // write that a RESP loop runs itself (DEL, INCR, SET with options) takes
 // the key's stripe lock, blocking. When a replicated SET of the same key,
 // parked from another connection of that loop, holds the stripe, its round
