@@ -21,6 +21,10 @@ void FutexWait(std::atomic<uint32_t>* word, uint32_t expected) {
 }  // namespace
 
 void HandoffMutex::LockContended(uint32_t seen) {
+  // A thread that serves while it waits takes the lock only when free
+  // (TryLock), which a sleeper's protocol below allows: a sleeper woken to
+  // find it taken marks it contended again and sleeps.
+  if (ServeWhileWaiting::TakeServing([this] { return TryLock(); })) return;
   // From here on the word says "contended" whenever this thread may sleep,
   // so the holder's Unlock() wakes someone. Taking it with the exchange
   // leaves it contended even when no one else waits: one needless wake-up

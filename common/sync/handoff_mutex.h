@@ -18,6 +18,13 @@
 // absl::Mutex::Await). No deadlock detection covers them (absl's sees only
 // the shared lock's inner mutex, never held while waiting for the lock).
 //
+// Waiting on an event loop: a lock's holder may need the waiting thread to
+// finish (a replicated write holds its key's locks until its backup's reply
+// is read, and a RESP loop may be the one that reads it). Such a thread
+// installs a LockWaitService (ServeWhileWaiting): instead of sleeping, a
+// Lock() or ReaderLock() it makes retries the lock and does the service's
+// work in between, so the holder can finish.
+//
 // Thread safety: every member is thread-safe. Releasing a lock that is not
 // held is a bug (checked in debug builds).
 
@@ -29,8 +36,57 @@
 #include <cstdint>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace kvstore {
+
+// What a thread does instead of sleeping on a contended handoff lock.
+class LockWaitService {
+ public:
+  virtual ~LockWaitService() = default;
+  // Does the work the thread owes others (for a RESP loop: reads the
+  // replies its watches are lent), waiting at most `wait` for some to
+  // arrive. Runs on the waiting thread, which may hold other handoff locks
+  // (never an absl::Mutex a holder needs). A lock wait inside it sleeps
+  // normally: the service is not entered again while it runs.
+  virtual void ServeFor(absl::Duration wait) = 0;
+};
+
+// Installs `service` (not owned; may be null: plain sleeping) for the
+// calling thread until destroyed, which restores the one before.
+class ServeWhileWaiting {
+ public:
+  explicit ServeWhileWaiting(LockWaitService* service) : before_(Slot()) { Slot() = service; }
+  ~ServeWhileWaiting() { Slot() = before_; }
+  ServeWhileWaiting(const ServeWhileWaiting&) = delete;
+  ServeWhileWaiting& operator=(const ServeWhileWaiting&) = delete;
+
+  // Runs `try_take` until it succeeds. With a service on this thread (and
+  // not inside it) the service is served between tries and true is
+  // returned once taken; otherwise false at once, without trying: the
+  // caller sleeps its usual way.
+  template <typename TryTake>
+  static bool TakeServing(TryTake try_take) {
+    LockWaitService* service = Slot();
+    if (service == nullptr) return false;
+    Slot() = nullptr;  // a wait inside the service sleeps
+    while (!try_take()) service->ServeFor(kServeSlice);
+    Slot() = service;
+    return true;
+  }
+
+ private:
+  // How long one ServeFor() may wait before the lock is tried again: short,
+  // because a holder that does not need this thread releases it without
+  // telling the service.
+  static constexpr absl::Duration kServeSlice = absl::Milliseconds(1);
+
+  static LockWaitService*& Slot() {
+    static thread_local LockWaitService* service = nullptr;
+    return service;
+  }
+  LockWaitService* const before_;
+};
 
 // An exclusive lock: one 32-bit word.
 //
@@ -95,6 +151,7 @@ class HandoffSharedMutex {
   HandoffSharedMutex& operator=(const HandoffSharedMutex&) = delete;
 
   void ReaderLock() {
+    if (ServeWhileWaiting::TakeServing([this] { return TryReaderLock(); })) return;
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(this, &HandoffSharedMutex::ReaderMayEnterLocked));
     ++readers_;

@@ -2,9 +2,12 @@
 
 #include "common/sync/handoff_mutex.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -127,6 +130,121 @@ TEST(HandoffSharedMutex, AWaitingWriterKeepsNewReadersOutUntilItIsDone) {
   EXPECT_TRUE(writer_in.load());
   EXPECT_TRUE(mu.TryReaderLock());
   mu.ReaderUnlock();
+}
+
+// A service that finishes the holder's work on its Nth call: the release
+// only the waiting thread can bring about (a RESP loop reading the reply
+// that ends the round holding the lock).
+class ReleasingService : public LockWaitService {
+ public:
+  ReleasingService(int release_on_call, std::function<void()> release)
+      : release_on_call_(release_on_call), release_(std::move(release)) {}
+  void ServeFor(absl::Duration wait) override {
+    EXPECT_GT(wait, absl::ZeroDuration());
+    if (++calls_ == release_on_call_) release_();
+  }
+  int calls() const { return calls_; }
+
+ private:
+  const int release_on_call_;
+  std::function<void()> release_;
+  int calls_ = 0;
+};
+
+TEST(ServeWhileWaiting, ALockWaitServesUntilTheHolderReleases) {
+  // Without the service this Lock() would sleep forever: nothing else
+  // releases the lock.
+  HandoffMutex mu;
+  mu.Lock();
+  ReleasingService service(3, [&] { mu.Unlock(); });
+  {
+    const ServeWhileWaiting serving(&service);
+    HandoffLock lock(&mu);
+  }
+  EXPECT_EQ(service.calls(), 3);
+  EXPECT_TRUE(mu.TryLock());
+  mu.Unlock();
+}
+
+TEST(ServeWhileWaiting, AReaderWaitServesUntilTheWriterLeaves) {
+  HandoffSharedMutex mu;
+  mu.Lock();
+  ReleasingService service(2, [&] { mu.Unlock(); });
+  {
+    const ServeWhileWaiting serving(&service);
+    HandoffReaderLock lock(&mu);
+  }
+  EXPECT_EQ(service.calls(), 2);
+}
+
+TEST(ServeWhileWaiting, AFreeLockIsTakenWithoutServing) {
+  HandoffMutex mu;
+  HandoffSharedMutex shared;
+  ReleasingService service(1, [] {});
+  const ServeWhileWaiting serving(&service);
+  { HandoffLock lock(&mu); }
+  { HandoffReaderLock lock(&shared); }
+  EXPECT_EQ(service.calls(), 0);
+}
+
+TEST(ServeWhileWaiting, AWaitInsideTheServiceSleepsAndTheScopeRestores) {
+  // The service's own work waits for a lock another thread releases: that
+  // wait must sleep (no service re-entered), and the outer wait goes on
+  // serving afterwards.
+  HandoffMutex outer;
+  HandoffMutex inner;
+  outer.Lock();
+  inner.Lock();
+  std::atomic<int> depth{0};
+  int max_depth = 0;
+  class Nested : public LockWaitService {
+   public:
+    Nested(HandoffMutex* outer, HandoffMutex* inner, std::atomic<int>* depth, int* max_depth)
+        : outer_(outer), inner_(inner), depth_(depth), max_depth_(max_depth) {}
+    void ServeFor(absl::Duration) override {
+      *max_depth_ = std::max(*max_depth_, ++*depth_);
+      {
+        std::thread releaser([this] { inner_->Unlock(); });
+        HandoffLock lock(inner_);  // sleeps until the releaser runs
+        releaser.join();
+      }
+      inner_->Lock();  // held again for the next call (uncontended)
+      if (++calls_ == 2) outer_->Unlock();
+      --*depth_;
+    }
+
+   private:
+    HandoffMutex* outer_;
+    HandoffMutex* inner_;
+    std::atomic<int>* depth_;
+    int* max_depth_;
+    int calls_ = 0;
+  } service(&outer, &inner, &depth, &max_depth);
+  {
+    const ServeWhileWaiting serving(&service);
+    HandoffLock lock(&outer);
+  }
+  EXPECT_EQ(max_depth, 1);
+  inner.Unlock();
+}
+
+TEST(ServeWhileWaiting, ScopesNestAndRestore) {
+  HandoffMutex mu;
+  ReleasingService service(1, [&] { mu.Unlock(); });
+  const ServeWhileWaiting serving(&service);
+  mu.Lock();
+  {
+    // An inner scope without a service: its wait sleeps until another
+    // thread releases, and the service is not called.
+    const ServeWhileWaiting none(nullptr);
+    std::thread releaser([&] { mu.Unlock(); });
+    mu.Lock();
+    releaser.join();
+  }
+  EXPECT_EQ(service.calls(), 0);
+  // Held (by the inner wait): the outer service is back, and releases it.
+  { HandoffLock lock(&mu); }
+  EXPECT_EQ(service.calls(), 1);
 }
 
 }  // namespace

@@ -62,6 +62,10 @@ Counters::Counters(metrics::Registry* registry)
           "kvstore_resp_sets_held_back_total",
           "SETs that found the pool full of segments in their grace period and waited, their "
           "connection paused, instead of being refused at once.")),
+      lock_waits_served(registry->AddCounter(
+          "kvstore_resp_lock_waits_served_total",
+          "Times a RESP loop, waiting for a key lock held by a replicated write, read replication "
+          "replies itself so that the holder could finish (cluster mode).")),
       // The tcp request series belong here: RESP is the server's only TCP
       // data path. The gRPC handlers and the RDMA service register the
       // same two families with their own transport label.

@@ -47,6 +47,8 @@ struct Counters {
   metrics::Counter* limit_auth_timeout;     // auth_timeout
   metrics::Counter* pins_copied;            // kvstore_resp_pinned_replies_copied_total
   metrics::Counter* sets_held_back;         // kvstore_resp_sets_held_back_total
+  // kvstore_resp_lock_waits_served_total: RespLoop::ServeFor.
+  metrics::Counter* lock_waits_served;
   // kvstore_server_requests_total / _duration_seconds{transport="tcp",op=...}.
   RequestMetrics get;
   RequestMetrics put;

@@ -169,6 +169,7 @@ void RespLoop::Wake() {
 // stale connections. stop_ is set here, when Wake()'s eventfd fires.
 void RespLoop::Run() {
   const net::WatchingThreadScope watching;  // see Watch()
+  const ServeWhileWaiting serve(this);      // see ServeFor()
   const CommitPool::LoopScope loop_scope(parking_.get());
   epoll_event events[kMaxEvents];
   const int quiet_timeout_ms = static_cast<int>(

@@ -34,7 +34,9 @@
 // and so replicated together; every other request of the connection waits
 // (unread input with it) until its parked SETs are answered, and replies
 // leave in request order (Connection::Hold). Other writes (SET with
-// options, MSET, DEL, ...) still run on the loop.
+// options, MSET, DEL, ...) still run on the loop; one that finds its key
+// locked by a parked SET reads the replication replies this loop is lent
+// while it waits (ServeFor), since the SET's round may end only with them.
 //
 // Ownership and thread safety: owned by RespServer. Init() and then Run()
 // on the loop's thread; Wake() from any thread makes Run() return. The
@@ -62,6 +64,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/protocol/resp.h"
+#include "common/sync/handoff_mutex.h"
 #include "server/net/fd_watch.h"
 #include "server/resp/client_registry.h"
 #include "server/resp/commit_pool.h"
@@ -76,7 +79,10 @@ namespace kvstore {
 namespace server {
 namespace resp_internal {
 
-class RespLoop {
+// A LockWaitService (common/sync/handoff_mutex.h) for its own thread: a
+// key lock this loop waits for may be held by a write whose backup reply
+// only this loop reads (ServeFor, resp_loop_watches.cc).
+class RespLoop final : private LockWaitService {
  public:
   // Nothing is owned; all must outlive the loop. `listen_fd` is a
   // non-blocking listening socket; `budgets` are shared by the port's loops;
@@ -118,8 +124,14 @@ class RespLoop {
   void Accept();
   // Serves the descriptors Adopt() queued and watches what Watch() did.
   void TakeAdopted();
+  // Watches what Watch() queued since.
+  void AddQueuedWatches();
   // Runs the watch of `fd`, if it has one; false if it has none.
   bool OnWatched(int fd);
+  // While this thread waits for a handoff lock (Run() installs this loop
+  // for it): runs the watches that have something to read, waiting at most
+  // `wait` for one, after starting the batches this thread holds back.
+  void ServeFor(absl::Duration wait) override;
   // As Run() returns: every watch, on or queued, gets OnUnwatched(), so
   // that its owner reads for itself again (a parked SET's commit waits on
   // a reply a stream may read here).

@@ -61,61 +61,12 @@ void RespLoop::TakeAdopted() {
   uint64_t count;
   (void)!read(adopt_fd_, &count, sizeof(count));
   std::vector<Adopted> fds;
-  std::vector<std::shared_ptr<net::FdWatch>> watches;
   {
     absl::MutexLock lock(&adopt_mu_);
     fds.swap(adopted_);
-    watches.swap(to_watch_);
   }
   for (Adopted& a : fds) AddConnection(a.fd, std::move(a.addr), std::move(a.laddr));
-  for (std::shared_ptr<net::FdWatch>& w : watches) {
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.fd = w->fd();
-    if (watches_.count(w->fd()) != 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, w->fd(), &ev) != 0) {
-      LOG(WARNING) << "cannot watch descriptor " << w->fd() << ": " << std::strerror(errno);
-      w->OnUnwatched();
-      continue;
-    }
-    watches_[w->fd()] = std::move(w);
-  }
-}
-
-// A descriptor another layer lent us (the replication stream's socket).
-bool RespLoop::Watch(std::shared_ptr<net::FdWatch> watch) {
-  absl::MutexLock lock(&adopt_mu_);
-  if (watching_closed_) return false;
-  to_watch_.push_back(std::move(watch));
-  uint64_t one = 1;
-  (void)!write(adopt_fd_, &one, sizeof(one));
-  return true;
-}
-
-bool RespLoop::OnWatched(int fd) {
-  auto it = watches_.find(fd);
-  if (it == watches_.end()) return false;
-  if (!it->second->OnReadable()) {
-    // Looked up again: OnReadable() may have run code that watched more.
-    it = watches_.find(fd);
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-    watches_.erase(it);
-  }
-  return true;
-}
-
-void RespLoop::Unwatch() {
-  std::vector<std::shared_ptr<net::FdWatch>> queued;
-  {
-    absl::MutexLock lock(&adopt_mu_);
-    watching_closed_ = true;
-    queued.swap(to_watch_);
-  }
-  for (auto& [fd, w] : watches_) {
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-    w->OnUnwatched();
-  }
-  watches_.clear();
-  for (auto& w : queued) w->OnUnwatched();
+  AddQueuedWatches();  // resp_loop_watches.cc
 }
 
 // The marks are set by any loop's CLIENT KILL (client_registry.h); this

@@ -2,8 +2,11 @@
 # Two connections to the primary of one key, on the same RESP loop: one
 # pipelines SETs of the key (replicated asynchronously: the round holds the
 # key's stripe until the backup's reply, which the loop reads), the other
-# DELs it (a write the loop runs itself, taking the same stripe). Exits 0
-# when every command of both succeeded for `seconds`, 1 at the first error.
+# DELs it (a write the loop runs itself, taking the same stripe). Runs for
+# `seconds`, and on (up to 120 s more) until the primary's loop has met a
+# parked SET's lock at least once (kvstore_resp_lock_waits_served_total in
+# INFO, the race this is about). Exits 0 when every command of both
+# succeeded, 1 at the first error, 2 if the race never happened.
 #
 #   loop_write_race.py PORT_A PORT_B SECONDS
 import sys
@@ -20,14 +23,27 @@ try:
     redis.Redis(port=port).set(key, "x")
 except redis.exceptions.ResponseError:  # MOVED: the other node leads it
     port = ports[1]
-stop = time.monotonic() + seconds
+start = time.monotonic()
+give_up = start + seconds + 120
 errors = []
 counts = {"set": 0, "del": 0}
 
 
+def lock_waits():
+    info = redis.Redis(port=port).info("metrics")
+    return int(info.get("kvstore_resp_lock_waits_served_total", 0))
+
+
+def running():
+    now = time.monotonic()
+    if errors or now >= give_up:
+        return False
+    return now < start + seconds or lock_waits() == 0
+
+
 def setter():
     r = redis.Redis(port=port)
-    while time.monotonic() < stop and not errors:
+    while running():
         try:
             p = r.pipeline(transaction=False)
             for _ in range(8):
@@ -40,7 +56,7 @@ def setter():
 
 def deleter():
     r = redis.Redis(port=port)
-    while time.monotonic() < stop and not errors:
+    while running():
         try:
             r.delete(key)
             counts["del"] += 1
@@ -53,7 +69,9 @@ for t in threads:
     t.start()
 for t in threads:
     t.join()
-print("port %d: %d SETs, %d DELs" % (port, counts["set"], counts["del"]))
+waits = lock_waits()
+print("port %d: %d SETs, %d DELs, %d lock waits served" %
+      (port, counts["set"], counts["del"], waits))
 for e in errors[:3]:
     print(e[:300])
-sys.exit(1 if errors else 0)
+sys.exit(1 if errors else 0 if waits > 0 else 2)

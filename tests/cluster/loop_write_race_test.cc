@@ -1,15 +1,15 @@
 // Copyright 2026 The kvstore Authors.
 //
-// KNOWN TO FAIL (tagged manual; docs/operations.md §12, "Known problems"): a
-// write that a RESP loop runs itself (DEL, INCR, SET with options) takes
-// the key's stripe lock, blocking. When a replicated SET of the same key,
-// parked from another connection of that loop, holds the stripe, its round
-// ends only when the loop reads the backup's reply, and the loop is the one
-// blocked: at --replication_timeout the stream is broken, the backup counts
-// as failed, and the shard refuses writes (or drops a healthy backup).
-// Found 2026-12-04 by loop_write_race.py; this test goes into the suite with
-// its fix.
+// A write that a RESP loop runs itself (DEL, INCR, SET with options) takes
+// the key's locks. When a replicated SET of the same key, parked from
+// another connection of that loop, holds them, its round ends only when the
+// loop reads the backup's reply. Found 2026-12-04 by loop_write_race.py:
+// the loop slept on the lock until --replication_timeout broke the stream,
+// the backup counted as failed, and the shard refused writes (or dropped a
+// healthy backup). Now the loop reads its lent replies while it waits
+// (RespLoop::ServeFor); the script also checks that it had to.
 
+#include <iostream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -38,6 +38,7 @@ TEST(LoopWriteRaceTest, ALoopsOwnWriteDoesNotWaitOnAParkedSetOfTheSameKey) {
                                  absl::StrCat(cluster.node(0)->resp_port()),
                                  absl::StrCat(cluster.node(1)->resp_port()), "10"},
                                 "", 120);
+  std::cout << py.out;
   EXPECT_EQ(py.exit_code, 0) << py.out << py.err << "\n" << cluster.Logs();
 }
 
