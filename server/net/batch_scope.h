@@ -1,13 +1,15 @@
 // Copyright 2026 The kvstore Authors.
 //
-// BatchScope: lets an event loop turn the sends that the requests of one
-// read would each start into one send. The RESP loop opens a scope around
-// reading and parsing what a connection sent; a replication stream that is
-// idle when a SET of that read queues a write on it does not send the write
-// at once but defers the start to the scope's end, so the whole pipeline's
-// writes go to each backup as one batch. Without it the first SET of a
-// pipeline went alone, the rest waited for its answer, and the client got
-// its replies in two writes (docs/performance.md §1.2).
+// BatchScope: lets an event loop turn the sends that the requests it serves
+// in one wake-up would each start into one send (group commit). The RESP
+// loop opens a scope around serving the events of one epoll_wait (and one
+// around each connection's read and parse, which nests); a replication
+// stream that is idle when a SET inside it queues a write does not send
+// the write at once but defers the start to the scope's end, so the writes
+// of a whole pipeline, and of every connection served in that wake-up, go
+// to each backup as one batch. Without it the first SET went alone, the
+// rest waited for its answer, and a pipelining client got its replies in
+// two writes (docs/performance.md §1.2).
 //
 // Contract:
 // * Defer(start) returns false outside a scope: the caller starts now.
@@ -18,8 +20,9 @@
 //   send: before waiting, call RunDeferred() (ReplicationStream::Wait does).
 // * While the outermost scope's end runs the starts, the thread is no
 //   longer inside a scope: what they would defer runs at once.
-// * Latency: a scope lasts one read and its parsing, so an idle request
-//   (alone in its read) is not delayed; nothing waits on a timer.
+// * Latency: a scope lasts one loop iteration (the RESP loop opens one
+//   around serving the events one epoll_wait returned), so an idle request
+//   (alone in its iteration) is not delayed; nothing waits on a timer.
 //
 // Thread safety: per thread (thread_local state); a deferred start runs
 // on the thread that deferred it. Starts must not throw.
@@ -56,15 +59,17 @@ class BatchScope {
   }
 
   // Runs what the calling thread deferred so far, in order (inside a scope,
-  // also what those starts defer in turn).
+  // also what those starts defer in turn). Re-entrant: a start that waits
+  // (and so runs this again) finds only what was deferred after it.
   static void RunDeferred() {
     ThreadState& s = State();
-    // By index: a start may defer more, which appends.
-    for (size_t i = 0; i < s.pending.size(); ++i) {
-      std::function<void()> start = std::move(s.pending[i]);
-      start();
+    while (!s.pending.empty()) {
+      std::vector<std::function<void()>> run;
+      run.swap(s.pending);
+      for (std::function<void()>& start : run) start();
+      run.clear();
+      if (s.pending.empty()) s.pending.swap(run);  // keeps its room for the next scope
     }
-    s.pending.clear();  // keeps its room for the next scope
   }
 
  private:

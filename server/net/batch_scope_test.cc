@@ -4,6 +4,7 @@
 
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -70,6 +71,27 @@ TEST(BatchScope, RunDeferredInsideAScopeRunsNowAndOnlyOnce) {
     EXPECT_EQ(runs, 1);
   }
   EXPECT_EQ(runs, 1);
+}
+
+TEST(BatchScope, AStartThatWaitsRunsOnlyWhatWasDeferredAfterIt) {
+  // A start that blocks calls RunDeferred() again (a RESP loop waiting for
+  // a lock serves first: RespLoop::ServeFor): the nested call must run the
+  // later starts once each, never one already run or running (the earlier
+  // version called a moved-from start: std::bad_function_call).
+  std::vector<int> order;
+  {
+    BatchScope scope;
+    BatchScope::Defer([&] {
+      order.push_back(1);
+      EXPECT_TRUE(BatchScope::Defer([&] { order.push_back(3); }));
+      BatchScope::RunDeferred();  // runs 3 only; 2 is the outer call's
+      order.push_back(10);
+    });
+    BatchScope::Defer([&] { order.push_back(2); });
+    BatchScope::RunDeferred();  // inside the scope, as a thread about to block
+    EXPECT_EQ(order, (std::vector<int>{1, 3, 10, 2}));
+  }
+  EXPECT_EQ(order.size(), 4u);
 }
 
 TEST(BatchScope, ScopesArePerThread) {

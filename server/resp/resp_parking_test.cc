@@ -254,6 +254,33 @@ TEST_F(RespParkingTest, APipelinesReplicatedSetsStartAsOneBatch) {
   close(fd);
 }
 
+TEST_F(RespParkingTest, SetsOfConnectionsServedInOneWakeupStartAsOneBatch) {
+  // The loop is kept busy (an MSET it runs itself, held by the hook) while
+  // two other connections each send a SET: the next epoll_wait returns
+  // both, and their writes go as one batch (group commit), where each
+  // connection's read used to start its own.
+  const int blocker = Dial();
+  const int a = Dial();
+  const int b = Dial();
+  Send(blocker, Cmd({"MSET", "held-m", "v"}));
+  ASSERT_TRUE(hook_.AwaitHolding(1));
+  Send(a, Cmd({"SET", "batched-a", "v"}));
+  Send(b, Cmd({"SET", "batched-b", "v"}));
+  hook_.Release();
+  std::vector<Reply> r = Read(blocker, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].str, "OK");
+  for (int fd : {a, b}) {
+    r = Read(fd, 1);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].str, "OK");
+  }
+  EXPECT_EQ(hook_.batches(), std::vector<size_t>{2});
+  close(blocker);
+  close(a);
+  close(b);
+}
+
 }  // namespace
 }  // namespace server
 }  // namespace kvstore
