@@ -14,6 +14,7 @@
 #include "common/failpoint/failpoint.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
+#include "server/net/batch_scope.h"
 
 namespace kvstore {
 namespace server {
@@ -146,6 +147,10 @@ absl::Status Replicator::Write(absl::string_view key, absl::string_view entry,
 absl::Status Replicator::WriteFrom(absl::string_view key, absl::string_view entry,
                                    absl::FunctionRef<absl::Status()> publish, absl::Time deadline,
                                    int first_attempt, bool sent_on) {
+  // A RESP loop runs this inside its iteration's batch scope: the writes
+  // it holds back go first, since this one may wait (Admit's gate, a
+  // former primary's hold) on a round among them (batch_scope.h).
+  net::BatchScope::RunDeferred();
   // sent_on is set once an attempt sent the write to a backup, syncing
   // replica or migration target that did not certainly refuse it: from then
   // on the write may surface there (after a failover, say) although this
