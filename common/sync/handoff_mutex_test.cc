@@ -187,10 +187,10 @@ TEST(ServeWhileWaiting, AFreeLockIsTakenWithoutServing) {
   EXPECT_EQ(service.calls(), 0);
 }
 
-TEST(ServeWhileWaiting, AWaitInsideTheServiceSleepsAndTheScopeRestores) {
+TEST(ServeWhileWaiting, AWaitInsideTheServiceSleepsInsteadOfServingAgain) {
   // The service's own work waits for a lock another thread releases: that
-  // wait must sleep (no service re-entered), and the outer wait goes on
-  // serving afterwards.
+  // wait must sleep (the service is never entered twice at once), and the
+  // outer wait goes on serving after it.
   HandoffMutex outer;
   HandoffMutex inner;
   outer.Lock();
