@@ -532,10 +532,18 @@ absl::Status Replicator::HandleFailures(const v1::Shard& shard, const std::vecto
   if (std::none_of(targets.begin(), targets.end(), [](const Target& t) { return t.MayHold(); })) {
     return NothingStored(shard, targets, floor);
   }
+  // The first failure's status: why, for whoever reads the log.
+  absl::Status why;
+  for (const Target& t : targets) {
+    if (t.in_sync && !t.status.ok()) {
+      why = t.status;
+      break;
+    }
+  }
   LOG_EVERY_N(WARNING, 100) << failed << " in-sync backup(s) of shard " << shard.shard_id()
-                            << " failed a write; dropping them would go below "
-                               "--min_insync_replicas="
-                            << floor << ": the shard acknowledges no write until they answer";
+                            << " failed a write (" << why
+                            << "); dropping them would go below --min_insync_replicas=" << floor
+                            << ": the shard acknowledges no write until they answer";
   return cluster::OutcomeUnknown(cluster::ToStatus(cluster::Refusal::ClusterDown(
       absl::StrCat("shard ", shard.shard_id(),
                    ": a backup failed and the in-sync set may not shrink below ", floor))));
