@@ -34,6 +34,7 @@ void CommitPool::Stop() {
 
 void CommitPool::Submit(Job job) {
   ++outstanding_;
+  if (job.command) return Queue(std::move(job));
   // The common replicated SET needs no worker (KvStore::StartCommit): the
   // backups' answer finishes it on the replication stream's thread.
   auto started = std::make_shared<Job>(std::move(job));
@@ -43,15 +44,19 @@ void CommitPool::Submit(Job job) {
   // SealEntry() computed the checksum over these very bytes.
   if (store_->StartCommit(started->reservation.offset, started->reservation.size,
                           /*verify_checksum=*/false, [this, started](absl::Status s) {
-                            Finished(std::move(*started), std::move(s), /*was_started=*/true);
+                            Finished(std::move(*started), std::move(s), "",
+                                     /*was_started=*/true);
                           })) {
     return;
   }
-  job = std::move(*started);
+  Queue(std::move(*started), /*count_out=*/true);
+}
+
+void CommitPool::Queue(Job job, bool count_out) {
   bool start = false;
   {
     absl::MutexLock lock(&mu_);
-    started_.fetch_sub(1, std::memory_order_relaxed);
+    if (count_out) started_.fetch_sub(1, std::memory_order_relaxed);
     jobs_.push_back(std::move(job));
     // An idle worker takes it (the unlock wakes one waiting on jobs_);
     // otherwise one more, so that no SET waits behind another's round.
@@ -92,14 +97,19 @@ void CommitPool::Work() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
+    if (job.command) {
+      std::string reply = job.command();
+      Finished(std::move(job), absl::OkStatus(), std::move(reply), /*was_started=*/false);
+      continue;
+    }
     // SealEntry() computed the checksum over these very bytes.
     absl::Status s =
         store_->Commit(job.reservation.offset, job.reservation.size, /*verify_checksum=*/false);
-    Finished(std::move(job), std::move(s), /*was_started=*/false);
+    Finished(std::move(job), std::move(s), "", /*was_started=*/false);
   }
 }
 
-void CommitPool::Finished(Job job, absl::Status status, bool was_started) {
+void CommitPool::Finished(Job job, absl::Status status, std::string reply, bool was_started) {
   const bool on_loop = LoopScope::Current() == this;
   if (on_loop) finished_on_loop_ = true;
   absl::MutexLock lock(&mu_);
@@ -113,7 +123,7 @@ void CommitPool::Finished(Job job, absl::Status status, bool was_started) {
     // and the loop close the fd.
     (void)!write(notify_fd_, &one, sizeof(one));
   }
-  done_.push_back(Done{std::move(job), std::move(status)});
+  done_.push_back(Done{std::move(job), std::move(status), std::move(reply)});
   if (was_started) started_.fetch_sub(1, std::memory_order_relaxed);
 }
 

@@ -1,13 +1,15 @@
 // Copyright 2026 The kvstore Authors.
 //
 // CommitPool: where a RESP loop parks a streamed SET whose commit waits for
-// a replication round (cluster mode), as Redis parks a client in WAIT.
+// a replication round (cluster mode), as Redis parks a client in WAIT, and
+// any other write command that would wait for other nodes (DEL, INCR,
+// MSET, SET with options ...: a command job, run whole on a worker).
 //
 // In the common case no worker is involved: Submit() starts the commit
 // (KvStore::StartCommit) and the backups' answer finishes it on the
 // replication stream's thread, which queues the Done as a worker would.
 // The workers take the rest (a migration, a syncing replica, a busy key:
-// whatever StartCommit declines).
+// whatever StartCommit declines) and every command job.
 //
 // Why: KvStore::Commit() runs the write hook, which in cluster mode blocks
 // until every in-sync backup installed the write. Run on the loop, that
@@ -37,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -62,10 +65,16 @@ class CommitPool {
     Reservation reservation;  // the sealed entry, owned by the job
     uint64_t budget = 0;      // in-flight SET budget it holds
     absl::Time started;       // loop time the SET's header arrived
+    // A command job (RespLoop::ParkCommand) when set: no reservation, no
+    // key; a worker runs it (it may block for a replication round) and its
+    // result, the command's encoded reply, becomes Done::reply. It must
+    // own everything it uses that the loop's thread may change.
+    std::function<std::string()> command;
   };
   struct Done {
     Job job;
-    absl::Status status;  // KvStore::Commit()'s
+    absl::Status status;  // KvStore::Commit()'s (OK for a command job)
+    std::string reply;    // a command job's encoded reply
   };
 
   // `store` is not owned and outlives the pool; `notify_fd` is an eventfd
@@ -77,8 +86,8 @@ class CommitPool {
   CommitPool(const CommitPool&) = delete;
   CommitPool& operator=(const CommitPool&) = delete;
 
-  // Queues `job`'s commit; starts a worker if none is idle and fewer than
-  // max_threads run.
+  // Queues `job`'s commit (or command); starts a worker if none is idle
+  // and fewer than max_threads run.
   void Submit(Job job);
   // The jobs finished since the last call, in the order they finished.
   // Read the eventfd before calling (see notify_fd).
@@ -114,8 +123,11 @@ class CommitPool {
 
  private:
   void Work();
+  // Queues `job` for a worker, starting one if none is idle; `count_out`:
+  // a declined StartCommit's job, counted out of started_ with it.
+  void Queue(Job job, bool count_out = false);
   // Queues a job's outcome for TakeDone() and wakes the loop if needed.
-  void Finished(Job job, absl::Status status, bool was_started);
+  void Finished(Job job, absl::Status status, std::string reply, bool was_started);
 
   KvStore* const store_;
   const int notify_fd_;

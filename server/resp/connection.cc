@@ -55,6 +55,10 @@ void Connection::RecycleOwned(std::string&& s) {
   out_spare.swap(s);
 }
 
+void Connection::ReplyEncoded(absl::string_view bytes) {
+  Encode(Tail(), &out_bytes, [&](std::string* t) { t->append(bytes.data(), bytes.size()); });
+}
+
 void Connection::ReplyValue(PinnedValue v) {
   const size_t n = v.value().size();
   // "$<len>\r\n" + value + "\r\n": 32 bytes of framing is plenty.

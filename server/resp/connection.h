@@ -112,6 +112,9 @@ struct Connection {
   // A bulk reply whose body is sent from the pinned entry itself: only the
   // "$len" header and trailing CRLF are copied. Keeps `v` pinned until sent.
   void ReplyPinned(PinnedValue v);
+  // Reply bytes already encoded (in this connection's protocol): a parked
+  // command's, run on a worker against a stand-in connection.
+  void ReplyEncoded(absl::string_view bytes);
   // A GET value: values up to kCopyValueBytes are copied into the reply
   // (one memcpy is cheaper than pinning the entry, queueing a chunk for it
   // and handing writev one more iovec) and the pin ends at once; larger
@@ -138,6 +141,10 @@ struct Connection {
   uint32_t parked = 0;
   std::vector<std::string> parked_keys;
   bool blocked_on_park = false;
+  // One of the parked is a whole write command (RespLoop::ParkCommand),
+  // counted in `parked`: nothing else of the connection runs until it is
+  // answered, not even a SET of another key (its keys are not tracked).
+  bool command_parked = false;
   uint64_t next_held_id = 0;
 
   // Queues the place of a reply that is not known yet; returns its id.

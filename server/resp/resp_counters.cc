@@ -66,6 +66,10 @@ Counters::Counters(metrics::Registry* registry)
           "kvstore_resp_lock_waits_served_total",
           "Times a RESP loop, waiting for a key lock held by a replicated write, read replication "
           "replies itself so that the holder could finish (cluster mode).")),
+      commands_parked(registry->AddCounter(
+          "kvstore_resp_commands_parked_total",
+          "Write commands other than a plain SET (DEL, INCR, MSET, SET with options ...) that a "
+          "RESP loop handed to a worker because they would wait for other nodes (cluster mode).")),
       // The tcp request series belong here: RESP is the server's only TCP
       // data path. The gRPC handlers and the RDMA service register the
       // same two families with their own transport label.

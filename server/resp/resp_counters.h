@@ -49,6 +49,8 @@ struct Counters {
   metrics::Counter* sets_held_back;         // kvstore_resp_sets_held_back_total
   // kvstore_resp_lock_waits_served_total: RespLoop::ServeFor.
   metrics::Counter* lock_waits_served;
+  // kvstore_resp_commands_parked_total: RespLoop::ParkCommand.
+  metrics::Counter* commands_parked;
   // kvstore_server_requests_total / _duration_seconds{transport="tcp",op=...}.
   RequestMetrics get;
   RequestMetrics put;

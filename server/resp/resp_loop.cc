@@ -92,7 +92,9 @@ RespLoop::~RespLoop() {
   // and its entry goes back to the writer before the writer goes.
   if (parking_ != nullptr) {
     parking_->Stop();
-    for (CommitPool::Done& d : parking_->TakeDone()) sets_->Unpark(nullptr, d);
+    for (CommitPool::Done& d : parking_->TakeDone()) {
+      if (!d.job.command) sets_->Unpark(nullptr, d);  // a command job holds no entry
+    }
   }
   for (auto& [fd, c] : conns_) {
     if (sets_ != nullptr) sets_->Abandon(c.get());
@@ -105,6 +107,7 @@ RespLoop::~RespLoop() {
   conns_.clear();
   sets_.reset();
   writer_.reset();
+  command_writer_.reset();  // the workers that used it are joined above
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (event_fd_ >= 0) close(event_fd_);
   if (adopt_fd_ >= 0) close(adopt_fd_);
@@ -149,6 +152,7 @@ absl::Status RespLoop::Init() {
     ev.data.fd = commit_fd_;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, commit_fd_, &ev);
     parking_ = std::make_unique<CommitPool>(store_, commit_fd_, kMaxParkedCommits);
+    command_writer_ = store_->NewSharedWriter();
   }
   sets_ =
       std::make_unique<StreamedSet>(store_, writer_.get(), counters_, &budgets_->inflight_set_bytes,
@@ -487,6 +491,7 @@ void RespLoop::Execute(Connection* c, const resp::ParsedRequest& req) {
   }
   // An inline "SET key value" arrives here too (only the array form is
   // streamed) and is run by the table's SET, as SET with options is.
+  if (parking_ != nullptr && ParkCommand(c, req)) return;
   const CommandContext ctx{store_, writer_.get(), &options_, counters_, c, ids_};
   DispatchCommand(ctx, req.args);
 }

@@ -33,10 +33,13 @@
 // the connection's next pipelined SETs of other keys, which are parked too
 // and so replicated together; every other request of the connection waits
 // (unread input with it) until its parked SETs are answered, and replies
-// leave in request order (Connection::Hold). Other writes (SET with
-// options, MSET, DEL, ...) still run on the loop; one that finds its key
-// locked by a parked SET reads the replication replies this loop is lent
-// while it waits (ServeFor), since the SET's round may end only with them.
+// leave in request order (Connection::Hold). Any other write command (SET
+// with options, MSET, DEL, INCR, ...) whose key's shard would wait for
+// other nodes is parked whole (ParkCommand): a worker runs it and the
+// connection runs nothing else until it is answered. A write the hook said
+// would not wait, but that finds its key locked by a parked SET, reads the
+// replication replies this loop is lent while it waits (ServeFor), since
+// the SET's round may end only with them.
 //
 // Ownership and thread safety: owned by RespServer. Init() and then Run()
 // on the loop's thread; Wake() from any thread makes Run() return. The
@@ -157,6 +160,11 @@ class RespLoop final : private LockWaitService {
   const resp::RequestLimits& LimitsFor(const Connection& c) const {
     return c.authenticated ? limits_ : unauth_limits_;
   }
+  // Cluster mode: hands `req`, a write command whose key's shard would
+  // wait for other nodes, to a worker (resp_loop_waits.cc) and parks `c`
+  // behind its held reply; false (nothing done) for any other request,
+  // which the loop runs itself.
+  bool ParkCommand(Connection* c, const resp::ParsedRequest& req);
   // Starts the streamed SET just parsed, or refuses it before AUTH.
   void BeginSet(Connection* c, const resp::ParsedRequest& req);
   // Output-side bounds of one connection at sweep time `now`; returns the
@@ -239,6 +247,9 @@ class RespLoop final : private LockWaitService {
   // Cluster mode: where SETs wait for their replication round (null in
   // single-node mode, where a commit never waits on the network).
   std::unique_ptr<CommitPool> parking_;
+  // Cluster mode: what parked commands write through, on the workers at
+  // once (KvStore::NewSharedWriter; one open segment, not one a worker).
+  std::unique_ptr<KvStore::Writer> command_writer_;
   std::unique_ptr<StreamedSet> sets_;  // after writer_ and parking_: uses them
   uint64_t next_serial_ = 0;           // Connection::serial
   absl::flat_hash_map<int, std::unique_ptr<Connection>> conns_;

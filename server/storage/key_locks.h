@@ -21,7 +21,9 @@
 #define KVSTORE_SERVER_STORAGE_KEY_LOCKS_H_
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -52,6 +54,9 @@ class KeyLocks {
   // Unlock() it after, on any thread.
   bool TryLock(absl::string_view key) { return stripes_[Stripe(key)].TryLock(); }
   void Unlock(absl::string_view key) { stripes_[Stripe(key)].Unlock(); }
+  // How many times a Guard found a stripe held and waited for it (two
+  // writes of one key, or of keys on one stripe, at the same time).
+  uint64_t waits() const { return waits_.load(std::memory_order_relaxed); }
 
   // Holds the stripes of every key in `keys` (each once, in stripe order, so
   // two guards never deadlock) until destroyed.
@@ -61,7 +66,11 @@ class KeyLocks {
       for (absl::string_view k : keys) held_.push_back(Stripe(k));
       std::sort(held_.begin(), held_.end());
       held_.erase(std::unique(held_.begin(), held_.end()), held_.end());
-      for (size_t s : held_) locks.stripes_[s].Lock();
+      for (size_t s : held_) {
+        if (locks.stripes_[s].TryLock()) continue;
+        locks.waits_.fetch_add(1, std::memory_order_relaxed);
+        locks.stripes_[s].Lock();
+      }
       locks_ = &locks;
     }
     Guard(KeyLocks& locks, absl::string_view key) : Guard(locks, absl::MakeConstSpan(&key, 1)) {}
@@ -81,6 +90,7 @@ class KeyLocks {
     return absl::Hash<absl::string_view>{}(key) % kStripes;
   }
   std::unique_ptr<HandoffMutex[]> stripes_;
+  std::atomic<uint64_t> waits_{0};
 };
 
 }  // namespace server

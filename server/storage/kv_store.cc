@@ -36,6 +36,13 @@ KvStore::Writer::~Writer() {
 
 absl::StatusOr<Reservation> KvStore::Writer::Reserve(uint64_t key_len, uint64_t value_len,
                                                      absl::Duration space_wait) {
+  if (!shared_) return ReserveLocked(key_len, value_len, space_wait);
+  absl::MutexLock lock(&mu_);
+  return ReserveLocked(key_len, value_len, space_wait);
+}
+
+absl::StatusOr<Reservation> KvStore::Writer::ReserveLocked(uint64_t key_len, uint64_t value_len,
+                                                           absl::Duration space_wait) {
   // Limits before allocation: an oversized request takes no space.
   KV_RETURN_IF_ERROR(store_->options_.limits.CheckKeyLength(key_len));
   KV_RETURN_IF_ERROR(store_->options_.limits.CheckValueLength(value_len));
@@ -439,6 +446,11 @@ void KvStore::RegisterMetrics() {
     gauges_.push_back(r.AddCallbackGauge(name, help, {}, std::move(fn)));
   };
   gauge("kvstore_keys", "Keys in the index.", [this] { return int64_t(index_->size()); });
+  gauges_.push_back(r.AddCallbackCounter(
+      "kvstore_key_lock_waits_total",
+      "Client writes that found their key's write lock held by another write of the same key "
+      "(or stripe) and waited for it.",
+      {}, [this] { return key_locks_.waits(); }));
   gauge("kvstore_keys_with_expiry", "Keys in the index that have an expiry time.",
         [this] { return std::max<int64_t>(0, volatile_keys_.load(std::memory_order_relaxed)); });
   gauge("kvstore_index_slots", "Slot capacity of the index.",

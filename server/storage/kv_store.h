@@ -68,12 +68,16 @@ namespace server {
 class KvStore {
  public:
   friend class PinnedValue;
-  // A bump allocator over segments. Not thread-safe: one per thread/lease.
-  // It holds one open segment (pinned by the writer itself) and seals it when
-  // the next entry does not fit or when the writer is destroyed.
+  // A bump allocator over segments. It holds one open segment (pinned by
+  // the writer itself) and seals it when the next entry does not fit or when
+  // the writer is destroyed.
   //
-  // Thread safety: not thread-safe; callers that share one serialise it (the
-  // gRPC service holds a mutex per writer).
+  // Thread safety: a writer from NewWriter() is not thread-safe (one per
+  // thread or lock holder; the gRPC service holds a mutex per writer). A
+  // writer from NewSharedWriter() may Reserve() and Done() from several
+  // threads at once: only Reserve() touches the open segment, under the
+  // writer's own mutex, so the threads' writes (and their replication
+  // rounds) still overlap.
   class Writer {
    public:
     // Seals the open segment, if any. REQUIRES: every reservation made by
@@ -103,9 +107,14 @@ class KvStore {
 
    private:
     friend class KvStore;
-    Writer(KvStore* store, bool cleaner) : store_(store), cleaner_(cleaner) {}
+    Writer(KvStore* store, bool cleaner, bool shared = false)
+        : store_(store), cleaner_(cleaner), shared_(shared) {}
+    absl::StatusOr<Reservation> ReserveLocked(uint64_t key_len, uint64_t value_len,
+                                              absl::Duration space_wait);
     KvStore* store_;
     const bool cleaner_;  // may use the segments reserved for compaction
+    const bool shared_;   // NewSharedWriter(): Reserve() under mu_
+    absl::Mutex mu_;
     std::optional<Chunk> open_;
     uint64_t used_ = 0;  // bytes bump-allocated in open_
   };
@@ -129,6 +138,11 @@ class KvStore {
   // A writer for one thread (or one lock holder). It takes no segment until
   // its first Reserve(). REQUIRES: destroyed before the store.
   std::unique_ptr<Writer> NewWriter() { return std::unique_ptr<Writer>(new Writer(this, false)); }
+  // A writer several threads may use at once (see Writer), for a pool of
+  // workers that would otherwise each hold a segment open.
+  std::unique_ptr<Writer> NewSharedWriter() {
+    return std::unique_ptr<Writer>(new Writer(this, false, /*shared=*/true));
+  }
 
   // Publishes the entry already written at [offset, offset+size) of the data
   // arena: bounds, header, lengths (against the limits), checksum. The commit

@@ -2,11 +2,12 @@
 # Two connections to the primary of one key, on the same RESP loop: one
 # pipelines SETs of the key (replicated asynchronously: the round holds the
 # key's stripe until the backup's reply, which the loop reads), the other
-# DELs it (a write the loop runs itself, taking the same stripe). Runs for
-# `seconds`, and on (up to 120 s more) until the primary's loop has met a
-# parked SET's lock at least once (kvstore_resp_lock_waits_served_total in
-# INFO, the race this is about). Exits 0 when every command of both
-# succeeded, 1 at the first error, 2 if the race never happened.
+# DELs it (parked on a worker of that loop, which takes the same stripe;
+# before DELs were parked the loop ran them itself). Runs for `seconds`,
+# and on (up to 120 s more) until one write has met the other's lock at
+# least once (kvstore_key_lock_waits_total in INFO, the race this is
+# about). Exits 0 when every command of both succeeded, 1 at the first
+# error, 2 if the race never happened.
 #
 #   loop_write_race.py PORT_A PORT_B SECONDS
 import sys
@@ -43,9 +44,13 @@ errors = []
 counts = {"set": 0, "del": 0}
 
 
-def lock_waits():
+def metric(name):
     info = redis.Redis(port=port).info("metrics")
-    return int(info.get("kvstore_resp_lock_waits_served_total", 0))
+    return int(info.get(name, 0))
+
+
+def lock_waits():
+    return metric("kvstore_key_lock_waits_total")
 
 
 def running():
@@ -84,8 +89,10 @@ for t in threads:
 for t in threads:
     t.join()
 waits = lock_waits()
-print("port %d: %d SETs, %d DELs, %d lock waits served" %
-      (port, counts["set"], counts["del"], waits))
+print("port %d: %d SETs, %d DELs, %d key lock waits, %d commands parked, %d loop lock waits "
+      "served" % (port, counts["set"], counts["del"], waits,
+                  metric("kvstore_resp_commands_parked_total"),
+                  metric("kvstore_resp_lock_waits_served_total")))
 for e in errors[:3]:
     print(e[:300])
 sys.exit(1 if errors else 0 if waits > 0 else 2)

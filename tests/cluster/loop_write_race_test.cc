@@ -1,13 +1,15 @@
 // Copyright 2026 The kvstore Authors.
 //
-// A write that a RESP loop runs itself (DEL, INCR, SET with options) takes
-// the key's locks. When a replicated SET of the same key, parked from
-// another connection of that loop, holds them, its round ends only when the
-// loop reads the backup's reply. Found 2026-12-04 by loop_write_race.py:
-// the loop slept on the lock until --replication_timeout broke the stream,
-// the backup counted as failed, and the shard refused writes (or dropped a
-// healthy backup). Now the loop reads its lent replies while it waits
-// (RespLoop::ServeFor); the script also checks that it had to.
+// A write command (DEL, INCR, SET with options) takes the key's locks.
+// When a replicated SET of the same key, parked from another connection of
+// the same RESP loop, holds them, its round ends only when that loop reads
+// the backup's reply. Found 2026-12-04 by loop_write_race.py: the loop ran
+// the DEL itself and slept on the lock until --replication_timeout broke
+// the stream, the backup counted as failed, and the shard refused writes
+// (or dropped a healthy backup). The loop then learnt to read its lent
+// replies while it waits (RespLoop::ServeFor); now such a write is parked
+// on a worker (RespLoop::ParkCommand) and the loop does not wait at all.
+// The script also checks that the writes did meet on the lock.
 
 #include <iostream>
 #include <string>
