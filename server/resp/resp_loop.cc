@@ -87,15 +87,8 @@ RespLoop::RespLoop(KvStore* store, const RespServerOptions& options, const auth:
 // Runs after Run() has returned (RespServer joins the thread first), so no
 // event can arrive while connections are torn down.
 RespLoop::~RespLoop() {
-  Unwatch();  // a loop whose Run() never ran still owes its watches that
-  // Parked commits first: each finishes within its replication timeout,
-  // and its entry goes back to the writer before the writer goes.
-  if (parking_ != nullptr) {
-    parking_->Stop();
-    for (CommitPool::Done& d : parking_->TakeDone()) {
-      if (!d.job.command) sets_->Unpark(nullptr, d);  // a command job holds no entry
-    }
-  }
+  Unwatch();      // a loop whose Run() never ran still owes its watches that
+  StopParking();  // first: parked writes hold entries of the writers
   for (auto& [fd, c] : conns_) {
     if (sets_ != nullptr) sets_->Abandon(c.get());
     close(fd);

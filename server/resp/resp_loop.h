@@ -198,6 +198,8 @@ class RespLoop final : private LockWaitService {
   // `read_eventfd`: false when called for FinishedOnLoop(), with no
   // eventfd written.
   void Unpark(bool read_eventfd = true);
+  // As the loop goes: lets every parked write finish, workers joined.
+  void StopParking();
   // Whether a streamed SET of `key` may be parked while `c` has parked
   // ones: not one of their keys (its write must follow theirs), and fewer
   // than kMaxParkedPerConnection parked.

@@ -81,16 +81,12 @@ bool RespLoop::ParkCommand(Connection* c, const resp::ParsedRequest& req) {
   job.serial = c->serial;
   job.held_id = c->Hold();
   job.started = LoopTime(store_->clock());
-  job.command = ParkedCommand{store_,
-                              command_writer_.get(),
-                              &options_,
-                              counters_,
-                              ids_,
-                              std::vector<std::string>(req.args.begin(), req.args.end()),
-                              c->protocol,
-                              c->user,
-                              c->role,
-                              c->readonly};
+  job.command =
+      ParkedCommand{store_,      command_writer_.get(),
+                    &options_,   counters_,
+                    ids_,        std::vector<std::string>(req.args.begin(), req.args.end()),
+                    c->protocol, c->user,
+                    c->role,     c->readonly};
   ++c->parked;
   c->command_parked = true;
   counters_->commands_parked->Increment();
@@ -111,6 +107,16 @@ void RespLoop::RetryHeldBack() {
     Process(c);  // back into held_back_ if still waiting
     if (conns_.count(fd) == 0) continue;
     Flush(c);  // replies, and read interest again once no longer held back
+  }
+}
+
+// Each parked write finishes within its replication timeout, and a SET's
+// entry goes back to the loop's writer before the writer goes.
+void RespLoop::StopParking() {
+  if (parking_ == nullptr) return;
+  parking_->Stop();
+  for (CommitPool::Done& d : parking_->TakeDone()) {
+    if (!d.job.command) sets_->Unpark(nullptr, d);  // a command job holds no entry
   }
 }
 
