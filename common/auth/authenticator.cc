@@ -34,7 +34,7 @@ Authenticator::Authenticator(const Credentials& credentials, metrics::Registry* 
       "(a data client calling a peer or admin RPC, a read-only client writing).");
 }
 
-std::string Authenticator::AuthorizationOf(const grpc::ServerContext* context) {
+std::string Authenticator::AuthorizationOf(const grpc::ServerContextBase* context) {
   if (context == nullptr) return "";
   // Metadata keys arrive lower-cased; a repeated key is a client bug, and
   // only the first value is looked at.
@@ -65,7 +65,7 @@ absl::StatusOr<Identity> Authenticator::Authenticate(absl::string_view authoriza
   return *who;
 }
 
-absl::StatusOr<Identity> Authenticator::Admit(const grpc::ServerContext* context,
+absl::StatusOr<Identity> Authenticator::Admit(const grpc::ServerContextBase* context,
                                               absl::string_view method) const {
   return AdmitAuthorization(AuthorizationOf(context), method);
 }

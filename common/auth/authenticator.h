@@ -48,9 +48,9 @@ class Authenticator {
   Authenticator& operator=(const Authenticator&) = delete;
 
   // The caller of `method` ("kvstore.v1.KvCluster/Replicate") when it may
-  // call it. `context` null (a test calling the service directly) carries
-  // no credential.
-  absl::StatusOr<Identity> Admit(const grpc::ServerContext* context,
+  // call it. `context` is a sync or a callback RPC's; null (a test calling the service directly)
+  // carries no credential.
+  absl::StatusOr<Identity> Admit(const grpc::ServerContextBase* context,
                                  absl::string_view method) const;
 
   // Admit() on the raw "authorization" metadata value ("" when none) and
@@ -60,13 +60,13 @@ class Authenticator {
                                               absl::string_view method) const;
 
   // Admit() without the identity.
-  absl::Status Check(const grpc::ServerContext* context, absl::string_view method) const {
+  absl::Status Check(const grpc::ServerContextBase* context, absl::string_view method) const {
     return Admit(context, method).status();
   }
 
   // The raw "authorization" metadata of the call ("" when none): an admin
   // request forwarded to the controller carries the operator's own.
-  static std::string AuthorizationOf(const grpc::ServerContext* context);
+  static std::string AuthorizationOf(const grpc::ServerContextBase* context);
 
  private:
   absl::StatusOr<Identity> Authenticate(absl::string_view authorization) const;

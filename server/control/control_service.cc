@@ -83,6 +83,8 @@ KvControlServiceImpl::KvControlServiceImpl(ControlServiceDeps deps)
   CHECK(deps_.leases != nullptr);
   CHECK(deps_.pool != nullptr);
   RegisterMetrics();
+  put_writer_ = deps_.store->NewSharedWriter();
+  put_workers_ = std::make_unique<WorkerPool>(kPutWorkers);
   if (deps_.session_sweep_interval > absl::ZeroDuration()) {
     sweeper_ = std::thread([this] {
       NameThread("kv-ctl-sweeper");

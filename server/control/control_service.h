@@ -28,7 +28,12 @@
 // caller's connection_id to the LeaseTable, which checks it against the
 // key's holder (docs/protocol.md §1.2).
 //
-// Thread safety: thread-safe (gRPC's sync server calls it from many threads).
+// Threads: gRPC's sync server calls every RPC but Put from many threads.
+// Put is a callback RPC (control_service_put.cc): its handler never waits
+// for a replication round, which would hold one of a pool's threads per
+// write in flight; the round's end answers it, and what must block (a
+// commit StartCommit declines, a wait for pool space) runs on the service's
+// own workers. Thread-safe.
 
 #ifndef KVSTORE_SERVER_CONTROL_CONTROL_SERVICE_H_
 #define KVSTORE_SERVER_CONTROL_CONTROL_SERVICE_H_
@@ -48,7 +53,9 @@
 #include "absl/synchronization/notification.h"
 #include "common/auth/authenticator.h"
 #include "common/metrics/registry.h"
+#include "common/sync/worker_pool.h"
 #include "grpcpp/server_context.h"
+#include "grpcpp/support/server_callback.h"
 #include "grpcpp/support/status.h"
 #include "proto/kv_control.grpc.pb.h"
 #include "proto/kv_control.pb.h"
@@ -102,7 +109,8 @@ struct ControlServiceDeps {
   const ClusterState* cluster = nullptr;
 };
 
-class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
+class KvControlServiceImpl final
+    : public kvstore::v1::KvControl::WithCallbackMethod_Put<kvstore::v1::KvControl::Service> {
  public:
   // Scan page size when the request leaves count at 0, and its cap.
   static constexpr uint32_t kDefaultScanCount = 100;
@@ -172,9 +180,16 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   grpc::Status Get(grpc::ServerContext* context, const kvstore::v1::GetRequest* request,
                    kvstore::v1::GetResponse* response) override;
   // INVALID_ARGUMENT over the limits (checked before allocating),
-  // RESOURCE_EXHAUSTED when the pool or the index is full.
-  grpc::Status Put(grpc::ServerContext* context, const kvstore::v1::PutRequest* request,
-                   kvstore::v1::PutResponse* response) override;
+  // RESOURCE_EXHAUSTED when the pool or the index is full. A callback RPC:
+  // the entry is reserved through one writer shared by every Put in flight
+  // (KvStore::NewSharedWriter) and its commit started (KvStore::StartCommit)
+  // without waiting; the write hook's answer finishes the call, on the
+  // replication's thread. A commit StartCommit declines (a busy key, a
+  // migration, a syncing replica) and a Put that finds the pool full and
+  // may wait for space (SpaceWait) run on put_workers_.
+  grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* context,
+                                const kvstore::v1::PutRequest* request,
+                                kvstore::v1::PutResponse* response) override;
   // INVALID_ARGUMENT for a key over the limits, NOT_FOUND if absent.
   grpc::Status Delete(grpc::ServerContext* context, const kvstore::v1::DeleteRequest* request,
                       kvstore::v1::DeleteResponse* response) override;
@@ -207,9 +222,13 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   SessionTable& sessions() { return sessions_; }
 
  private:
-  // Put() spreads over a few writers so that one large value does not hold
-  // up every other slow-path PUT; each is used by one thread at a time.
+  // A Put waiting for pool space, and Expire, spread over a few writers so
+  // that one large value does not hold up every other one; each is used by
+  // one thread at a time.
   static constexpr size_t kPutWriters = 4;
+  // Threads for Put's blocking parts (put_workers_): each holds one write
+  // in flight, so this bounds those (the common Put takes none).
+  static constexpr size_t kPutWorkers = 64;
   struct PutWriter {
     absl::Mutex mu;
     std::unique_ptr<KvStore::Writer> writer ABSL_GUARDED_BY(mu);
@@ -225,7 +244,11 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   // How long a PUT or a lease grant may be held back by a pool full of
   // segments in their grace period (see the definition); never past the
   // RPC's deadline.
-  absl::Duration SpaceWait(const grpc::ServerContext* context) const;
+  absl::Duration SpaceWait(const grpc::ServerContextBase* context) const;
+  // Put's slow way, on a worker: KvStore::Put through one of writers_,
+  // waiting up to `space_wait` for space. Returns the call's status.
+  absl::Status PutWaitingForSpace(const kvstore::v1::PutRequest& request, absl::Duration space_wait,
+                                  uint64_t expires_at_ms);
   // OK, or UNAVAILABLE telling the client to handshake again.
   absl::Status CheckEpoch(uint64_t epoch) const;
   // The proto form of `info`; write_addr only when there is a write key.
@@ -268,6 +291,11 @@ class KvControlServiceImpl final : public kvstore::v1::KvControl::Service {
   metrics::Registry* const registry_;
   std::array<PutWriter, kPutWriters> writers_;
   std::atomic<uint64_t> next_writer_{0};
+  // Put()'s writer: shared, so that its rounds overlap (one open segment).
+  std::unique_ptr<KvStore::Writer> put_writer_;
+  // After the writers: destroyed first, and its destructor runs the jobs
+  // still queued, which use them.
+  std::unique_ptr<WorkerPool> put_workers_;
   const auth::Authenticator auth_;
   SessionTable sessions_;
   absl::Notification stop_sweeper_;

@@ -1,7 +1,7 @@
 // Copyright 2026 The kvstore Authors.
 //
-// KvControlServiceImpl's slow-path data RPCs (Get, Put, Delete, Stats,
-// Scan) and their cluster routing: the server CPU serving clients without
+// KvControlServiceImpl's slow-path data RPCs (Get, Delete, Stats, Scan;
+// Put is control_service_put.cc) and their cluster routing: the server CPU serving clients without
 // RDMA or with entries no READ can fetch. Split from control_service.cc by
 // job; the shape of every RPC is the same (see there).
 
@@ -64,45 +64,15 @@ grpc::Status KvControlServiceImpl::Get(grpc::ServerContext* context, const pb::G
   return ToGrpcStatus(status);
 }
 
-grpc::Status KvControlServiceImpl::Put(grpc::ServerContext* context, const pb::PutRequest* request,
-                                       pb::PutResponse* response) {
-  puts_->Increment();
-  if (absl::Status s = auth_.Check(context, "kvstore.v1.KvControl/Put"); !s.ok())
-    return ToGrpcStatus(s);
-  const absl::Time start = absl::Now();
-  absl::Status status = [&]() -> absl::Status {
-    // Limits first, so an oversized request allocates nothing.
-    const Limits& limits = deps_.store->limits();
-    KV_RETURN_IF_ERROR(limits.CheckKey(request->key()));
-    KV_RETURN_IF_ERROR(limits.CheckValueLength(request->value().size()));
-    KV_RETURN_IF_ERROR(RouteKey(request->key()));
-    // Round robin: cheap, and a large value blocks at most 1/kPutWriters of
-    // the concurrent slow-path PUTs.
-    PutWriter& w = writers_[next_writer_.fetch_add(1, std::memory_order_relaxed) % kPutWriters];
-    absl::MutexLock lock(&w.mu);
-    // Created on first use: an idle writer would hold a segment open.
-    if (w.writer == nullptr) w.writer = deps_.store->NewWriter();
-    // The expiry is reckoned on this server's clock, never the client's.
-    const uint64_t expires_at_ms =
-        request->ttl_ms() == 0 ? 0
-                               : static_cast<uint64_t>(deps_.store->NowMs()) +
-                                     std::min<uint64_t>(request->ttl_ms(), layout::kMaxExpiresAtMs);
-    return RerouteRefusal(request->key(),
-                          deps_.store->Put(w.writer.get(), request->key(), request->value(),
-                                           SpaceWait(context), expires_at_ms));
-  }();
-  put_requests_.Record(absl::Now() - start);
-  return ToGrpcStatus(status);
-}
-
 // A PUT (or a lease grant, control_service.cc) that finds the pool full
 // only because overwritten segments are still in their grace period is held
 // back until one is free, for up to a grace period (and 100 ms, about two
 // cleaner ticks) or the RPC's deadline, whichever ends
 // first: under a steady stream of large overwrites the space is coming
-// back, and a caller would rather wait than retry. A handler thread waits,
-// as it would for any slow call; the RESP loops never do.
-absl::Duration KvControlServiceImpl::SpaceWait(const grpc::ServerContext* context) const {
+// back, and a caller would rather wait than retry. A lease grant's handler
+// thread waits, as it would for any slow call, and a Put's wait runs on one
+// of the service's workers; the RESP loops never wait.
+absl::Duration KvControlServiceImpl::SpaceWait(const grpc::ServerContextBase* context) const {
   absl::Duration wait = deps_.store->options().grace_period + absl::Milliseconds(100);
   const auto deadline = context->deadline();
   if (deadline != std::chrono::system_clock::time_point::max()) {
