@@ -142,6 +142,31 @@ class RespParkingTest : public ::testing::Test {
     return fd;
   }
 
+  // Sends `request`, a write the hook holds, on a connection that is then
+  // closed while the write is held; the loop must go on serving another
+  // connection, and once released the write must complete without its
+  // client: `key` reads `value` (polled, 60 s at most).
+  void ExpectWriteOutlivesItsConnection(const std::string& request, const std::string& key,
+                                        const std::string& value) {
+    const int a = Dial();
+    Send(a, request);
+    ASSERT_TRUE(hook_.AwaitHolding(1));
+    close(a);
+    const int b = Dial();
+    Send(b, Cmd({"PING"}));
+    ASSERT_EQ(Read(b, 1).size(), 1u);
+    hook_.Release();
+    bool seen = false;
+    for (int i = 0; i < 600 && !seen; ++i) {
+      Send(b, Cmd({"GET", key}));
+      std::vector<Reply> r = Read(b, 1);
+      seen = r.size() == 1 && r[0].str == value;
+      if (!seen) absl::SleepFor(absl::Milliseconds(100));
+    }
+    EXPECT_TRUE(seen) << key;
+    close(b);
+  }
+
   GatedHook hook_;
   std::unique_ptr<MemoryPool> pool_;
   std::unique_ptr<KvStore> store_;
@@ -197,25 +222,9 @@ TEST_F(RespParkingTest, PipelinedSetsAreInFlightTogetherAndAnsweredInOrder) {
   close(fd);
 }
 
+// The commit still runs; its entry stays the job's.
 TEST_F(RespParkingTest, AConnectionClosedWhileItsSetIsParkedLosesNothingElse) {
-  const int a = Dial();
-  Send(a, Cmd({"SET", "held", "v"}));
-  ASSERT_TRUE(hook_.AwaitHolding(1));
-  close(a);  // the commit still runs; its entry stays the job's
-  const int b = Dial();
-  Send(b, Cmd({"PING"}));
-  ASSERT_EQ(Read(b, 1).size(), 1u);
-  hook_.Release();
-  // The write itself completes (its client is gone, the store has it).
-  bool seen = false;
-  for (int i = 0; i < 600 && !seen; ++i) {
-    Send(b, Cmd({"GET", "held"}));
-    std::vector<Reply> r = Read(b, 1);
-    seen = r.size() == 1 && r[0].str == "v";
-    if (!seen) absl::SleepFor(absl::Milliseconds(100));
-  }
-  EXPECT_TRUE(seen);
-  close(b);
+  ExpectWriteOutlivesItsConnection(Cmd({"SET", "held", "v"}), "held", "v");
 }
 
 TEST_F(RespParkingTest, ASetFinishedOnTheLoopsOwnThreadIsAnswered) {
@@ -328,24 +337,9 @@ TEST_F(RespParkingTest, RequestsBehindAParkedCommandWaitAndKeepTheirOrder) {
   close(b);
 }
 
+// The command still runs on its worker; only its reply has nowhere to go.
 TEST_F(RespParkingTest, AConnectionClosedWhileItsCommandIsParkedLosesNothingElse) {
-  const int a = Dial();
-  Send(a, Cmd({"APPEND", "held-s", "abc"}));
-  ASSERT_TRUE(hook_.AwaitHolding(1));
-  close(a);  // the command still runs; only its reply has nowhere to go
-  const int b = Dial();
-  Send(b, Cmd({"PING"}));
-  ASSERT_EQ(Read(b, 1).size(), 1u);
-  hook_.Release();
-  bool seen = false;
-  for (int i = 0; i < 600 && !seen; ++i) {
-    Send(b, Cmd({"GET", "held-s"}));
-    std::vector<Reply> r = Read(b, 1);
-    seen = r.size() == 1 && r[0].str == "abc";
-    if (!seen) absl::SleepFor(absl::Milliseconds(100));
-  }
-  EXPECT_TRUE(seen);
-  close(b);
+  ExpectWriteOutlivesItsConnection(Cmd({"APPEND", "held-s", "abc"}), "held-s", "abc");
 }
 
 // Refusals a command makes before it writes are the loop's, not a
