@@ -15,7 +15,10 @@
 // Store errors are mapped by resp::StatusToRespError.
 //
 // Thread safety: the table is immutable; a handler runs on the calling
-// loop's thread and touches only what its CommandContext names.
+// thread and touches only what its CommandContext names: a loop's thread,
+// or, for a write command parked off the loop (RespLoop::ParkCommand), a
+// worker of the loop's CommitPool, with a stand-in connection of its own
+// and the loop's shared writer for such commands.
 
 #ifndef KVSTORE_SERVER_RESP_COMMANDS_H_
 #define KVSTORE_SERVER_RESP_COMMANDS_H_
@@ -40,7 +43,9 @@ namespace resp_internal {
 // owned; everything outlives the call.
 struct CommandContext {
   KvStore* store;
-  KvStore::Writer* writer;  // the loop's writer (MSET writes through it)
+  // The loop's writer (MSET writes through it); for a parked command, the
+  // loop's shared one (KvStore::NewSharedWriter).
+  KvStore::Writer* writer;
   const RespServerOptions* options;
   Counters* counters;
   Connection* conn;  // the requesting connection; replies are queued on it

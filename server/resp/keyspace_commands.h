@@ -15,7 +15,8 @@
 // they delete (and replicate the delete of) the keys this node leads and
 // leave the rest, as each Redis Cluster primary flushes only its own.
 //
-// Thread safety: handlers run on the calling loop's thread (commands.h).
+// Thread safety: handlers run on the calling thread, a loop's or a parking
+// worker's (commands.h).
 
 #ifndef KVSTORE_SERVER_RESP_KEYSPACE_COMMANDS_H_
 #define KVSTORE_SERVER_RESP_KEYSPACE_COMMANDS_H_

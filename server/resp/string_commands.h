@@ -11,7 +11,8 @@
 // expired key is absent to all of them. A command that keeps the key's
 // expiry (APPEND, INCR...) writes the new value with the old expiry time.
 //
-// Thread safety: handlers run on the calling loop's thread (commands.h).
+// Thread safety: handlers run on the calling thread, a loop's or a parking
+// worker's (commands.h).
 
 #ifndef KVSTORE_SERVER_RESP_STRING_COMMANDS_H_
 #define KVSTORE_SERVER_RESP_STRING_COMMANDS_H_
