@@ -7,7 +7,7 @@
 // every node logged that an in-sync backup "failed a write" (its round hit
 // --replication_timeout), and the shards then refused writes for seconds
 // (CLUSTERDOWN ... may not shrink below 2): 1,854 INCR/s, 16 ms median, in
-// 4 runs of 4. Now the loops park them on workers (RespLoop::ParkCommand);
+// 5 runs of 5. Now the loops park them on workers (RespLoop::ParkCommand);
 // the test also checks that they did.
 
 #include <iostream>
