@@ -165,14 +165,18 @@ class KvStore {
   absl::Status Commit(uint64_t offset, uint64_t size, bool verify_checksum = true);
 
   // Commit() without waiting for the write hook's replication round: for an
-  // event loop (the RESP loop's streamed SET), so that the round does not
-  // hold its thread. Returns false, having done nothing, when the commit
-  // cannot go so (no hook, a range or entry Commit() would refuse, a lease
-  // chunk's entry, the key's lock busy, or the hook's WriteHook::StartWrite
-  // declines): the caller then calls Commit(). Otherwise `done` runs once
-  // with Commit()'s status, on a thread of the hook's (possibly before this
-  // returns), after the key's lock is released.
-  // REQUIRES: the range stays reserved by the caller until `done` runs.
+  // event loop or a callback (the RESP loop's streamed SET, gRPC Put, an
+  // RDMA commit), so that the round does not hold a thread. Returns false,
+  // having done nothing, when the commit cannot go so (no hook, a range or
+  // entry Commit() would refuse, a lease chunk's entry overlapping one
+  // committed there, the key's lock busy, or the hook's
+  // WriteHook::StartWrite declines): the caller then calls Commit().
+  // Otherwise `done` runs once with Commit()'s status, on a thread of the
+  // hook's (possibly before this returns), after the key's lock is
+  // released. A lease chunk's entry is copied first, as Commit() copies it.
+  // REQUIRES: the range stays reserved by the caller (or, in a lease chunk,
+  // the lease stays unrevoked: LeaseTable::StartCommitFrom) until `done`
+  // runs.
   bool StartCommit(uint64_t offset, uint64_t size, bool verify_checksum,
                    std::function<void(absl::Status)> done);
 
@@ -368,6 +372,13 @@ class KvStore {
     uint64_t checksum = 0;
     std::string key;
   };
+  // A started commit of a lease chunk's entry (StartCommit): the copy that
+  // is checked, sent and names the key, kept until its `done`, and whether
+  // it was published (set by the hook's publish, read when the write ends).
+  struct LeaseCommitCopy {
+    std::string entry;
+    std::atomic<bool> published{false};
+  };
 
   // Per-segment bookkeeping. live_bytes, pins, remote_writable and entries
   // are kept on a run's head segment only. run_head and run_length are
@@ -495,6 +506,9 @@ class KvStore {
   absl::Status RecordLeaseEntryLocked(Segment& seg, uint64_t offset, uint64_t size,
                                       uint64_t checksum, const std::string& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(seg.mu);
+  // Drops the record of the lease entry at `offset` of run `head` unless
+  // `copy` was published (a holder may then commit that offset again).
+  void ForgetUnpublishedLeaseEntry(uint32_t head, uint64_t offset, const LeaseCommitCopy& copy);
   // Unpublishes, by offset, an entry of a released lease chunk that no
   // longer holds what was committed there. Returns whether it did.
   bool CheckReleasedEntry(uint64_t offset, const CommittedEntry& committed);

@@ -5,6 +5,7 @@
 // hook: StartCommit) and the publication of an entry in the index.
 
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -120,30 +121,61 @@ bool KvStore::StartCommit(uint64_t offset, uint64_t size, bool verify_checksum,
   // Anything Commit() would refuse, it refuses with its reason.
   absl::StatusOr<uint32_t> head = CommitRun(offset, size);
   if (!head.ok()) return false;
-  // A lease chunk's entry is copied before it is checked (CommitEntry): not
-  // this path's, which sends the pool's bytes themselves.
-  if (segments_[*head].remote_writable.load(std::memory_order_acquire)) return false;
-  const absl::string_view bytes(pool_->data() + offset, size);
+  const uint32_t run = *head;
+  Segment& seg = segments_[run];
+  // In a lease chunk the holder can rewrite the entry at any moment: as in
+  // CommitEntry, a copy is what is checked and sent (and names the key),
+  // kept until `done`, and whether it was published decides whether the
+  // offset stays recorded. Elsewhere the pool's bytes stay put until `done`
+  // (the caller's reservation).
+  std::shared_ptr<LeaseCommitCopy> copy;
+  absl::string_view bytes(pool_->data() + offset, size);
+  if (seg.remote_writable.load(std::memory_order_acquire)) {
+    copy = std::make_shared<LeaseCommitCopy>();
+    copy->entry.assign(bytes.data(), bytes.size());
+    bytes = copy->entry;
+  }
   absl::StatusOr<layout::EntryView> view = CheckEntry(bytes, size, verify_checksum);
   if (!view.ok()) return false;
-  // The key's bytes stay in place until `done` (the caller's reservation).
   const absl::string_view key = view->key;
   // Held until the write ends, as CommitEntry holds it; a busy stripe (a
   // write of the key, or of one sharing its stripe, under way) would make
   // this thread wait: the caller's Commit() does that instead.
   if (!key_locks_.TryLock(key)) return false;
+  if (copy != nullptr) {
+    // Recorded before the hook runs, as in CommitEntry: an overlapping
+    // commit is refused before anything is sent to a backup.
+    absl::MutexLock lock(&seg.mu);
+    if (!RecordLeaseEntryLocked(seg, offset, size, view->header->checksum, std::string(key)).ok()) {
+      key_locks_.Unlock(key);
+      return false;
+    }
+  }
   const uint64_t expires_at_ms = layout::EntryExpiresAtMs(*view->header);
-  const uint32_t run = *head;
-  auto publish = [this, key, run, offset, size, expires_at_ms] {
-    return PublishEntry(key, run, offset, size, expires_at_ms);
+  auto publish = [this, key, run, offset, size, expires_at_ms, copy] {
+    absl::Status p = PublishEntry(key, run, offset, size, expires_at_ms);
+    if (copy != nullptr && p.ok()) copy->published.store(true, std::memory_order_release);
+    return p;
   };
-  auto finish = [this, key, done = std::move(done)](absl::Status s) {
+  auto finish = [this, key, run, offset, copy, done = std::move(done)](absl::Status s) {
+    if (copy != nullptr) ForgetUnpublishedLeaseEntry(run, offset, *copy);
     key_locks_.Unlock(key);
     done(std::move(s));
   };
   if (hook->StartWrite(key, bytes, std::move(publish), std::move(finish))) return true;
+  if (copy != nullptr) ForgetUnpublishedLeaseEntry(run, offset, *copy);
   key_locks_.Unlock(key);
   return false;
+}
+
+void KvStore::ForgetUnpublishedLeaseEntry(uint32_t head, uint64_t offset,
+                                          const LeaseCommitCopy& copy) {
+  if (copy.published.load(std::memory_order_acquire)) return;
+  // Not published (declined, refused, or the index was full): a lease
+  // holder may try the offset again.
+  Segment& seg = segments_[head];
+  absl::MutexLock lock(&seg.mu);
+  seg.lease_entries.erase(offset);
 }
 
 absl::Status KvStore::PublishEntry(absl::string_view key, uint32_t head, uint64_t offset,

@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/storage/deferred_hook.h"
 #include "server/storage/kv_store.h"
 #include "server/storage/write_hook.h"
 
@@ -178,6 +179,53 @@ TEST(KvStoreHook, RdmaCommitInALeaseChunkPassesACopyAndMayBeRetriedAfterARefusal
   auto v = f.store->Get("L");
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(v->value(), "leased");
+}
+
+// An RDMA commit started without a waiting thread (LeaseTable::
+// StartCommitFrom): the hook gets a copy the holder cannot change, the
+// offset is recorded from the start (a second commit of it is refused at
+// once) and the key appears only when the round ends.
+TEST(KvStoreHook, StartedCommitInALeaseChunkSendsACopyAndPublishesWhenItsRoundEnds) {
+  DeferredHook hook;
+  Fixture f = Make(&hook);
+  auto chunk = f.store->AllocateChunk(1 << 20);
+  ASSERT_TRUE(chunk.ok());
+  const uint64_t size = layout::EntryBytes(1, 5);
+  char* at = f.pool->data() + chunk->offset;
+  layout::EncodeEntry(at, "S", "first", f.store->Version());
+  const std::string committed(at, size);
+  absl::Status result = absl::UnknownError("done never ran");
+  ASSERT_TRUE(f.store->StartCommit(chunk->offset, size, /*verify_checksum=*/true,
+                                   [&](absl::Status s) { result = s; }));
+  ASSERT_EQ(hook.held(), 1u);
+  EXPECT_EQ(hook.entry_at_start(), committed);
+  EXPECT_FALSE(f.store->Exists("S"));
+  EXPECT_TRUE(absl::IsInvalidArgument(f.store->Commit(chunk->offset, size)));
+  // The holder rewrites its bytes meanwhile: what the hook holds is a copy.
+  layout::EncodeEntry(at, "S", "later", f.store->Version());
+  EXPECT_EQ(std::string(hook.entry_view()), committed);
+  hook.Finish();
+  ASSERT_TRUE(result.ok()) << result;
+  EXPECT_TRUE(f.store->Exists("S"));
+
+  // A round that ends refused publishes nothing and leaves the offset free.
+  const uint64_t second = chunk->offset + 4096;
+  layout::EncodeEntry(f.pool->data() + second, "R", "value", f.store->Version());
+  ASSERT_TRUE(f.store->StartCommit(second, size, true, [&](absl::Status s) { result = s; }));
+  hook.Finish(absl::UnavailableError("CLUSTERDOWN"));
+  EXPECT_TRUE(absl::IsUnavailable(result)) << result;
+  EXPECT_FALSE(f.store->Exists("R"));
+  // A start the hook declines does nothing either: no record of the
+  // offset, no lock on the key; the waiting Commit() then does it.
+  hook.set_decline(true);
+  EXPECT_FALSE(f.store->StartCommit(second, size, true, [&](absl::Status s) { result = s; }));
+  EXPECT_TRUE(f.store->Commit(second, size).ok());
+  EXPECT_TRUE(f.store->Exists("R"));
+  f.store->ReleaseChunk(*chunk);
+  // "S" was committed as "first" and rewritten afterwards: the release's
+  // check drops it; "R" was never touched after its commit.
+  EXPECT_FALSE(f.store->Exists("S"));
+  EXPECT_TRUE(f.store->Exists("R"));
 }
 
 TEST(KvStoreHook, NoHookKeepsSingleNodeBehaviour) {

@@ -255,31 +255,33 @@ absl::Status LeaseTable::CommitFrom(uint64_t connection_id, uint64_t lease_id, u
 
 absl::Status LeaseTable::CommitFromWith(uint64_t connection_id, uint64_t lease_id, uint64_t offset,
                                         uint64_t size, PublishFn publish) {
-  const absl::Duration now = clock_.Steady();
-  std::shared_ptr<Lease> lease;
-  {
-    absl::MutexLock lock(&mu_);
-    lease = FindLocked(lease_id);
-    // Refusals before the expiry check are not aborted_commits: the commit
-    // never reached a lease it could have used (docs/protocol.md §4 lists
-    // these messages).
-    if (lease == nullptr || lease->write_key == nullptr) {
-      return absl::AbortedError(absl::StrCat(
-          "lease ", lease_id, " is not active (expired, released or never granted): redo the PUT"));
-    }
-    // A foreign connection is refused even for an expired lease: it must not
-    // learn (or trigger) anything about a lease it does not hold.
-    KV_RETURN_IF_ERROR(CheckHolder(*lease, connection_id, "connection"));
-    if (now >= lease->deadline) {
-      aborted_commits_->Increment();
-      return LeaseGone(lease_id, Ago(now, lease->deadline));
-    }
-  }
+  KV_ASSIGN_OR_RETURN(std::shared_ptr<Lease> lease, FindForCommit(connection_id, lease_id));
   return CommitLocked(*lease, offset, size, publish);
 }
 
-absl::Status LeaseTable::CommitLocked(Lease& lease, uint64_t offset, uint64_t size,
-                                      PublishFn publish) {
+absl::StatusOr<std::shared_ptr<LeaseTable::Lease>> LeaseTable::FindForCommit(uint64_t connection_id,
+                                                                             uint64_t lease_id) {
+  const absl::Duration now = clock_.Steady();
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<Lease> lease = FindLocked(lease_id);
+  // Refusals before the expiry check are not aborted_commits: the commit
+  // never reached a lease it could have used (docs/protocol.md §4 lists
+  // these messages).
+  if (lease == nullptr || lease->write_key == nullptr) {
+    return absl::AbortedError(absl::StrCat(
+        "lease ", lease_id, " is not active (expired, released or never granted): redo the PUT"));
+  }
+  // A foreign connection is refused even for an expired lease: it must not
+  // learn (or trigger) anything about a lease it does not hold.
+  KV_RETURN_IF_ERROR(CheckHolder(*lease, connection_id, "connection"));
+  if (now >= lease->deadline) {
+    aborted_commits_->Increment();
+    return LeaseGone(lease_id, Ago(now, lease->deadline));
+  }
+  return lease;
+}
+
+absl::Status LeaseTable::CheckRange(const Lease& lease, uint64_t offset, uint64_t size) {
   // The chunk never changes after Grant(), so it is read without a lock.
   const Chunk& chunk = lease.chunk;
   // Written so that no sum can overflow: offset and size come off the wire.
@@ -289,6 +291,12 @@ absl::Status LeaseTable::CommitLocked(Lease& lease, uint64_t offset, uint64_t si
                                                    ") is not inside lease ", lease.id, "'s chunk [",
                                                    chunk.offset, ", +", chunk.length, ")"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status LeaseTable::CommitLocked(Lease& lease, uint64_t offset, uint64_t size,
+                                      PublishFn publish) {
+  KV_RETURN_IF_ERROR(CheckRange(lease, offset, size));
   absl::MutexLock lock(&lease.commit_mu);
   // Revoked between the look-up and now: its chunk may already be back in
   // the store, so publishing into it would be a use-after-free.
@@ -299,6 +307,36 @@ absl::Status LeaseTable::CommitLocked(Lease& lease, uint64_t offset, uint64_t si
   absl::Status status = publish(offset, size);
   if (status.ok()) commits_->Increment();
   return status;
+}
+
+absl::StatusOr<bool> LeaseTable::StartCommitFrom(uint64_t connection_id, uint64_t lease_id,
+                                                 uint64_t offset, uint64_t size,
+                                                 std::function<void(absl::Status)> done) {
+  KV_ASSIGN_OR_RETURN(std::shared_ptr<Lease> lease, FindForCommit(connection_id, lease_id));
+  KV_RETURN_IF_ERROR(CheckRange(*lease, offset, size));
+  {
+    // Counted before the store is asked, and not under commit_mu while it
+    // is: `done` may run before StartCommit() returns, and it takes
+    // commit_mu to count the commit out. Revoke() waits for the count.
+    absl::MutexLock lock(&lease->commit_mu);
+    if (lease->revoked) {
+      aborted_commits_->Increment();
+      return LeaseGone(lease->id, " during the commit");
+    }
+    ++lease->started;
+  }
+  auto ended = [this, lease, done = std::move(done)](absl::Status status) {
+    if (status.ok()) commits_->Increment();
+    {
+      absl::MutexLock lock(&lease->commit_mu);
+      --lease->started;
+    }
+    done(std::move(status));
+  };
+  if (store_->StartCommit(offset, size, /*verify_checksum=*/true, std::move(ended))) return true;
+  absl::MutexLock lock(&lease->commit_mu);
+  --lease->started;
+  return false;
 }
 
 size_t LeaseTable::ExpireNow(absl::Duration steady_now) {
@@ -418,6 +456,9 @@ void LeaseTable::Revoke(Lease* lease) {
     // `revoked` and fail at once.
     absl::MutexLock lock(&lease->commit_mu);
     lease->revoked = true;
+    // And for the started ones (StartCommitFrom) to end: their entries are
+    // published into the chunk when their round ends.
+    lease->commit_mu.Await(absl::Condition(&NoCommitStarted, lease));
   }
   // Outside commit_mu: revoking an RDMA key waits for the NIC (up to 5 s),
   // and a commit that looked the lease up just before it left the table

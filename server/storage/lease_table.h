@@ -275,6 +275,21 @@ class LeaseTable {
   absl::Status CommitFromWith(uint64_t connection_id, uint64_t lease_id, uint64_t offset,
                               uint64_t size, PublishFn publish);
 
+  // CommitFrom() without waiting for the write hook's replication round:
+  // for the RDMA commit poller in cluster mode, whose commit is acked when
+  // the round ends instead of holding a worker for it. The same checks,
+  // then KvStore::StartCommit(). Returns
+  //   * CommitFrom()'s refusal when a check fails (`done` never runs);
+  //   * true when the commit started: `done` runs once with what
+  //     CommitFrom() would have returned, on a thread of the write hook's
+  //     (possibly before this returns); the lease is not revoked (its chunk
+  //     not released) before `done` has run;
+  //   * false when the store declined to start it (no hook, a busy key, a
+  //     migration...: KvStore::StartCommit): nothing was done, and the
+  //     caller calls CommitFrom() on a thread that may wait.
+  absl::StatusOr<bool> StartCommitFrom(uint64_t connection_id, uint64_t lease_id, uint64_t offset,
+                                       uint64_t size, std::function<void(absl::Status)> done);
+
   // Revokes every lease whose deadline is at or before `steady_now` (a
   // reading of the table's Clock::Steady(), or a time tests choose).
   // Returns how many. The expiry thread passes the clock's reading.
@@ -330,10 +345,24 @@ class LeaseTable {
     absl::Duration deadline;
 
     // Held across KvStore::Commit() and while revocation sets `revoked`, so
-    // a chunk is never released in the middle of a commit into it.
+    // a chunk is never released in the middle of a commit into it (started
+    // commits are counted in `started` instead).
     absl::Mutex commit_mu;
     bool revoked ABSL_GUARDED_BY(commit_mu) = false;
+    // Commits StartCommitFrom() started whose `done` has not run: what
+    // Revoke() waits for after setting `revoked`.
+    int started ABSL_GUARDED_BY(commit_mu) = 0;
   };
+  static bool NoCommitStarted(Lease* lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lease->commit_mu) {
+    return lease->started == 0;
+  }
+  // The lease `lease_id` when connection `connection_id` may commit under
+  // it (CommitFrom()'s look-up and refusals). REQUIRES: mu_ not held.
+  absl::StatusOr<std::shared_ptr<Lease>> FindForCommit(uint64_t connection_id, uint64_t lease_id)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // kInvalidArgument unless [offset, offset + size) is a non-empty range
+  // inside the lease's chunk.
+  static absl::Status CheckRange(const Lease& lease, uint64_t offset, uint64_t size);
 
   // The lease `lease_id` if it is in the table, else null.
   // REQUIRES: mu_ held.

@@ -24,6 +24,7 @@
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/storage/deferred_hook.h"
 #include "server/storage/fake_clock.h"
 
 namespace kvstore {
@@ -45,8 +46,10 @@ struct TestStore {
   std::unique_ptr<KvStore> store;
 };
 
-// A pool of `segments` 1 MiB segments, no background cleaner.
-TestStore MakeStore(uint32_t segments = 8, absl::Duration grace = absl::Milliseconds(2)) {
+// A pool of `segments` 1 MiB segments, no background cleaner; `hook` (not
+// owned) is the store's write hook.
+TestStore MakeStore(uint32_t segments = 8, absl::Duration grace = absl::Milliseconds(2),
+                    WriteHook* hook = nullptr) {
   MemoryPoolOptions po;
   po.data_bytes = uint64_t{segments} * kSegment;
   po.index_bytes = 1 << 20;
@@ -59,6 +62,7 @@ TestStore MakeStore(uint32_t segments = 8, absl::Duration grace = absl::Millisec
   so.grace_period = grace;
   so.cleaner_interval = absl::ZeroDuration();
   so.clock = t.clock.get();
+  so.write_hook = hook;
   auto store = KvStore::Create(t.pool.get(), so);
   EXPECT_TRUE(store.ok()) << store.status();
   t.store = std::move(*store);
@@ -649,6 +653,71 @@ TEST(LeaseTable, CommitFromTheHolderAfterExpiryIsAborted) {
               HasSubstr(absl::StrCat("lease ", lease->lease_id, " expired")));
   EXPECT_FALSE(t.store->Exists("late"));
   EXPECT_EQ(Value(leases.registry(), "kvstore_lease_aborted_commits_total"), 1u);
+}
+
+// An RDMA commit started without a waiting thread (cluster mode): the same
+// refusals as CommitFrom(), and a lease that ends meanwhile is not revoked
+// (its key, then its chunk) before the commit's round has ended and
+// published into the chunk.
+TEST(LeaseTable, StartedCommitHoldsOffTheRevocationUntilItsRoundEnds) {
+  DeferredHook hook;
+  TestStore t = MakeStore(8, absl::Milliseconds(2), &hook);
+  LeaseTable leases(t.store.get(), ManualOptions(t));
+  std::atomic<bool> revoked{false};
+  std::atomic<bool> revoked_before_done{false};
+  std::atomic<bool> done_ran{false};
+  auto lease = leases.Grant(4096, "started", KeysOn(7, [&](uint64_t) {
+                              revoked_before_done = !done_ran.load();
+                              revoked = true;
+                            }));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  const uint64_t id = lease->lease_id;
+  const uint64_t size = WriteEntry(t, lease->chunk.offset, "k", "v");
+  absl::Status result = absl::UnknownError("done never ran");
+  auto done = [&](absl::Status s) {
+    result = s;
+    done_ran = true;
+  };
+  // CommitFrom()'s refusals, before anything starts.
+  EXPECT_THAT(leases.StartCommitFrom(8, id, lease->chunk.offset, size, done).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(
+      leases.StartCommitFrom(7, id, lease->chunk.offset + lease->chunk.length, size, done).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(hook.held(), 0u);
+
+  absl::StatusOr<bool> started = leases.StartCommitFrom(7, id, lease->chunk.offset, size, done);
+  ASSERT_THAT(started.status(), IsOk());
+  ASSERT_TRUE(*started);
+  EXPECT_FALSE(t.store->Exists("k"));
+  // The holder goes away while the round is under way.
+  std::thread release([&] { EXPECT_THAT(leases.Release(id, 7), IsOk()); });
+  ASSERT_TRUE(Eventually([&] { return !leases.Lookup(id).ok(); }));
+  EXPECT_FALSE(revoked);
+  hook.Finish();
+  release.join();
+  EXPECT_THAT(result, IsOk());
+  EXPECT_TRUE(revoked);
+  EXPECT_FALSE(revoked_before_done);
+  EXPECT_EQ(ValueOf(*t.store, "k"), "v");
+  EXPECT_EQ(Value(leases.registry(), "kvstore_lease_commits_total"), 1u);
+  // Gone: refused like CommitFrom().
+  EXPECT_THAT(leases.StartCommitFrom(7, id, lease->chunk.offset, size, done).status(),
+              StatusIs(absl::StatusCode::kAborted));
+
+  // A start the store declines does nothing: the caller commits the
+  // waiting way.
+  hook.set_decline(true);
+  auto other = leases.Grant(4096, "declined", KeysOn(7));
+  ASSERT_TRUE(other.ok());
+  const uint64_t other_size = WriteEntry(t, other->chunk.offset, "d", "w");
+  started = leases.StartCommitFrom(7, other->lease_id, other->chunk.offset, other_size, done);
+  ASSERT_THAT(started.status(), IsOk());
+  EXPECT_FALSE(*started);
+  EXPECT_THAT(leases.CommitFrom(7, other->lease_id, other->chunk.offset, other_size), IsOk());
+  EXPECT_EQ(ValueOf(*t.store, "d"), "w");
+  // Nothing started is left to wait for: the release returns at once.
+  EXPECT_THAT(leases.Release(other->lease_id, 7), IsOk());
 }
 
 // A connection that goes away takes its leases with it, and only its own.
