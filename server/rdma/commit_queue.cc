@@ -74,6 +74,12 @@ size_t CommitQueue::waiting(uint64_t lane) const {
   return it == lanes_.end() ? 0 : it->second.jobs.size();
 }
 
+bool CommitQueue::idle(uint64_t lane) const {
+  absl::MutexLock lock(&mu_);
+  // A lane is in lanes_ exactly while it holds or runs a job.
+  return !lanes_.contains(lane);
+}
+
 size_t CommitQueue::waiting_total() const {
   absl::MutexLock lock(&mu_);
   return waiting_total_;

@@ -75,6 +75,8 @@ class CommitQueue {
 
   // Jobs of `lane` that have not started (0 for an unknown lane).
   size_t waiting(uint64_t lane) const;
+  // True when `lane` has no job waiting and none running.
+  bool idle(uint64_t lane) const;
   // Jobs of every lane that have not started.
   size_t waiting_total() const;
 

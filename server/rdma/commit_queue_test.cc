@@ -107,8 +107,14 @@ TEST(CommitQueueTest, ABlockedLaneTakesOneThreadOnly) {
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(q.Push(2, 4, [&] { done++; }).ok());
   ASSERT_TRUE(Eventually([&] { return done.load() == 4; }));
   EXPECT_EQ(q.waiting(1), 1u);
+  // A lane is idle only with no job waiting and none running (what lets
+  // the RDMA poller start a commit itself without overtaking the lane).
+  EXPECT_FALSE(q.idle(1));
+  ASSERT_TRUE(Eventually([&] { return q.idle(2); }));
+  EXPECT_TRUE(q.idle(3));
   release.Notify();
   ASSERT_TRUE(Eventually([&] { return done.load() == 5; }));
+  ASSERT_TRUE(Eventually([&] { return q.idle(1); }));
 }
 
 TEST(CommitQueueTest, ASenderKeepingToItsCreditsIsNeverRefused) {

@@ -83,6 +83,10 @@ struct RdmaService::Connection {
   // connection gets no more sends and is torn down by the poller.
   std::atomic<bool> dead{false};
   std::atomic<int64_t> last_activity_ns{0};  // absl::ToUnixNanos
+  // Commits of this connection started without a worker whose round has
+  // not ended (RdmaService::StartClientCommit): with the lane's waiting
+  // jobs, what its commit credits bound.
+  std::atomic<uint32_t> started{0};
 
   // Records activity (connect, commit, bind, probe) for the idle prober.
   void Touch() {

@@ -468,9 +468,14 @@ void RdmaService::HandleCommit(const std::shared_ptr<Connection>& conn, absl::st
       status = HandleReplicaCommit(c, *parsed);
       break;
   }
+  FinishCommit(c, op, h.request_id, status, start);
+}
+
+void RdmaService::FinishCommit(Connection& c, wire::CommitOp op, uint64_t request_id,
+                               const absl::Status& status, absl::Time start) {
   // A DELETE of an absent key is an answer, not an error.
   if (!status.ok() && status.code() != absl::StatusCode::kNotFound) commit_errors_->Increment();
-  SendAck(c, h.request_id, status);
+  SendAck(c, request_id, status);
   // As rdma_commits did, only PUTs that committed count as puts (refusals
   // are commit errors); every DELETE counts. Replica commits count in the
   // installer's series (kvstore_replica_*).

@@ -189,7 +189,16 @@ class RdmaService {
   // `offload_commits` false (a cluster with R=1: no write waits for a
   // backup) keeps client commits on the poller, saving a thread hand-off;
   // replica commits still get their queue.
-  void set_replica_sink(ReplicaCommitSink* sink, bool offload_commits = true);
+  // `start_commits` (with offload_commits): a client's PUT commit is first
+  // offered to the write hook's started path (LeaseTable::StartCommitFrom)
+  // on the poller, when nothing of its connection is queued: the round's
+  // end acks it, and no worker waits for it. Declined (a busy key, a
+  // migration, a backup reached by RDMA, ...), it takes its lane. False
+  // when the replicator sends to backups by RDMA, which the started path
+  // does not take: it would decline every commit after checking and
+  // copying it.
+  void set_replica_sink(ReplicaCommitSink* sink, bool offload_commits = true,
+                        bool start_commits = false);
   static constexpr int kCommitWorkers = 4;
   static constexpr int kReplicaWorkers = 2;
 
@@ -236,6 +245,18 @@ class RdmaService {
   // when it has to be torn down, else null.
   std::shared_ptr<Connection> HandleReceive(const ibv_wc& wc);
   void HandleCommit(const std::shared_ptr<Connection>& conn, absl::string_view message);
+  // What every commit ends with: counts a refusal, acks `status` under
+  // `request_id` and records a PUT's or DELETE's latency from `start`.
+  void FinishCommit(Connection& c, wire::CommitOp op, uint64_t request_id,
+                    const absl::Status& status, absl::Time start);
+  // The started path of a client PUT commit (set_replica_sink's
+  // start_commits), on the poller. True when the commit is handled (started,
+  // refused and acked, or its connection failed for exceeding its credits);
+  // false when it must take its lane (not a PUT, or declined).
+  bool StartClientCommit(const std::shared_ptr<Connection>& conn, absl::string_view message);
+  // A started commit ended (its ack is out): counted out of
+  // started_in_flight_.
+  void EndStartedCommit();
   // A kReplicaPut / kReplicaDelete, handed to the replica sink.
   absl::Status HandleReplicaCommit(Connection& c, const wire::ParsedCommit& parsed);
   // Commit workers (rdma_service_workers.cc). Dispatch() queues a copy of
@@ -305,6 +326,11 @@ class RdmaService {
   std::unique_ptr<CommitQueue> replica_queue_ ABSL_GUARDED_BY(workers_mu_);
   std::atomic<bool> has_workers_{false};
   bool offload_commits_ ABSL_GUARDED_BY(workers_mu_) = true;
+  bool start_commits_ ABSL_GUARDED_BY(workers_mu_) = false;
+  // Client commits started and not yet ended: StopWorkers() waits for them,
+  // as it waits for the workers' running commits.
+  absl::Mutex started_mu_;
+  int started_in_flight_ ABSL_GUARDED_BY(started_mu_) = 0;
   // Owned by *registry_; bumped where the event happens.
   metrics::Counter* connections_total_;
   metrics::Counter* commit_errors_;
@@ -316,6 +342,7 @@ class RdmaService {
   metrics::Counter* reaped_;
   metrics::Counter* fences_;
   metrics::Counter* credit_violations_;
+  metrics::Counter* commits_started_;
   RequestMetrics puts_;     // PUT commits (transport="rdma", op="put")
   RequestMetrics deletes_;  // DELETE commits (op="delete")
   // kvstore_rdma_connections reads conns_ under mu_; declared last so it is

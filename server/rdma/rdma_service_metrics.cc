@@ -30,6 +30,10 @@ void RdmaService::RegisterMetrics() {
   credit_violations_ = r.AddCounter(
       "kvstore_rdma_credit_violations_total",
       "RDMA connections failed for sending more commits than their credits (cluster mode).");
+  commits_started_ = r.AddCounter(
+      "kvstore_rdma_commits_started_total",
+      "RDMA PUT commits started without a worker thread (cluster mode): the end of their "
+      "replication round acks them.");
   puts_ = RegisterRequestMetrics(&r, "rdma", "put");
   deletes_ = RegisterRequestMetrics(&r, "rdma", "delete");
   // The connection table is the one record of open connections.

@@ -30,10 +30,12 @@
 namespace kvstore {
 namespace server {
 
-void RdmaService::set_replica_sink(ReplicaCommitSink* sink, bool offload_commits) {
+void RdmaService::set_replica_sink(ReplicaCommitSink* sink, bool offload_commits,
+                                   bool start_commits) {
   replica_sink_.store(sink, std::memory_order_release);
   absl::MutexLock lock(&workers_mu_);
   offload_commits_ = offload_commits;
+  start_commits_ = offload_commits && start_commits;
   if (sink == nullptr || client_queue_ != nullptr) return;
   client_queue_ = std::make_unique<CommitQueue>("client", kCommitWorkers);
   replica_queue_ = std::make_unique<CommitQueue>("replica", kReplicaWorkers);
@@ -51,6 +53,17 @@ bool RdmaService::Dispatch(const std::shared_ptr<Connection>& conn, absl::string
       (static_cast<uint8_t>(message[4]) == static_cast<uint8_t>(wire::CommitOp::kReplicaPut) ||
        static_cast<uint8_t>(message[4]) == static_cast<uint8_t>(wire::CommitOp::kReplicaDelete));
   absl::Status queued;
+  bool start = false;
+  {
+    absl::MutexLock lock(&workers_mu_);
+    if (client_queue_ == nullptr) return false;  // stopping
+    // Only with nothing of the connection queued or running: a commit
+    // started here must not overtake one waiting in the lane. The poller
+    // is the only thread that queues, so an idle lane stays idle until the
+    // start below is done.
+    start = !replica && start_commits_ && client_queue_->idle(conn->id);
+  }
+  if (start && StartClientCommit(conn, message)) return true;
   {
     // Held across Push (which only takes the queue's own lock) so that
     // StopWorkers() cannot destroy the queue underneath.
@@ -69,6 +82,61 @@ bool RdmaService::Dispatch(const std::shared_ptr<Connection>& conn, absl::string
                  << "; closing it";
   }
   return true;
+}
+
+// The started path (set_replica_sink). The checks HandleCommit() makes,
+// then LeaseTable::StartCommitFrom(): the entry is checked, its key locked
+// and its round started here on the poller, and the round's end (on a
+// thread of the replicator's) acks it. A commit it declines goes to the
+// lane as before, where a worker parses it again: the price of a decline,
+// which the common case does not pay.
+bool RdmaService::StartClientCommit(const std::shared_ptr<Connection>& conn,
+                                    absl::string_view message) {
+  absl::StatusOr<wire::ParsedCommit> parsed = wire::ParseCommit(message);
+  if (!parsed.ok() || static_cast<wire::CommitOp>(parsed->header.op) != wire::CommitOp::kPut ||
+      !CheckCommitRights(wire::CommitOp::kPut, conn->rights).ok()) {
+    return false;  // the worker answers it, as HandleCommit() does
+  }
+  const wire::CommitRequest& h = parsed->header;
+  // A client keeping to its credits has at most `credits` commits without
+  // an ack, this one included; an ack goes out only after its count is
+  // given back (below), so more started than that is a violation.
+  if (conn->started.fetch_add(1, std::memory_order_acq_rel) >= conn->credits) {
+    conn->started.fetch_sub(1, std::memory_order_acq_rel);
+    if (!conn->dead.exchange(true)) {
+      credit_violations_->Increment();
+      LOG(WARNING) << "RDMA connection " << conn->id << " (" << conn->owner
+                   << "): more commits than its " << conn->credits << " credits; closing it";
+    }
+    return true;
+  }
+  {
+    absl::MutexLock lock(&started_mu_);
+    ++started_in_flight_;
+  }
+  const absl::Time start = absl::Now();
+  conn->Touch();
+  const uint64_t request_id = h.request_id;
+  absl::StatusOr<bool> started = leases_->StartCommitFrom(
+      conn->id, h.lease_id, h.offset, h.size, [this, conn, request_id, start](absl::Status s) {
+        conn->started.fetch_sub(1, std::memory_order_acq_rel);
+        FinishCommit(*conn, wire::CommitOp::kPut, request_id, s, start);
+        EndStartedCommit();
+      });
+  if (started.ok() && *started) {
+    commits_started_->Increment();
+    return true;
+  }
+  conn->started.fetch_sub(1, std::memory_order_acq_rel);
+  EndStartedCommit();
+  if (started.ok()) return false;  // declined: the lane's worker commits it
+  FinishCommit(*conn, wire::CommitOp::kPut, request_id, started.status(), start);
+  return true;
+}
+
+void RdmaService::EndStartedCommit() {
+  absl::MutexLock lock(&started_mu_);
+  --started_in_flight_;
 }
 
 // Forgets a torn-down connection's waiting commits (Teardown()).
@@ -92,6 +160,11 @@ void RdmaService::StopWorkers() {
   }
   if (client != nullptr) client->Stop();
   if (replica != nullptr) replica->Stop();
+  // Started commits end with their rounds (answered, or failed at the
+  // replication deadline); their acks use this service.
+  absl::MutexLock lock(&started_mu_);
+  started_mu_.Await(absl::Condition(
+      +[](int* n) { return *n == 0; }, &started_in_flight_));
 }
 
 absl::Status RdmaService::HandleReplicaCommit(Connection& c, const wire::ParsedCommit& parsed) {
