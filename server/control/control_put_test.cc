@@ -1,11 +1,13 @@
 // Copyright 2026 The kvstore Authors.
 //
-// gRPC Put in cluster mode holds no thread for its replication round
-// (control_service_put.cc): many replicated Puts are in flight at once,
+// gRPC Put and Delete in cluster mode hold no thread for their replication
+// round (control_service_put.cc, control_service_delete.cc): many
+// replicated writes are in flight at once,
 // through a real gRPC server and channel. The write hook stands in for the
 // replicator (the real one: tests/cluster); it holds writes until the test
 // lets them go.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -17,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/create_channel.h"
+#include "grpcpp/resource_quota.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
@@ -64,6 +67,12 @@ class HoldingHook : public WriteHook {
   }
   bool WaitsForPeers(absl::string_view) override { return true; }
 
+  // Holds the writes from now on again, counting from zero.
+  void Rearm() {
+    absl::MutexLock lock(&mu_);
+    released_ = false;
+    holding_ = 0;
+  }
   void Release() {
     std::vector<std::pair<Publish, Done>> started;
     {
@@ -118,6 +127,12 @@ class ControlPutTest : public ::testing::Test {
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(service_.get());
+    // A sync pool as small as a busy server's (--grpc_max_threads): a write
+    // that held one of its threads for the round could not have 24 in
+    // flight.
+    grpc::ResourceQuota quota;
+    quota.SetMaxThreads(8);
+    builder.SetResourceQuota(quota);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     stub_ = pb::KvControl::NewStub(
@@ -150,13 +165,25 @@ class ControlPutTest : public ::testing::Test {
     return s.ok() ? resp.value() : "<" + s.error_message() + ">";
   }
 
-  // Puts `n` keys `prefix`0.. at once, waits until the hook holds them all,
-  // lets them go and checks every answer and value.
-  void PutsInFlightTogether(const std::string& prefix, int n) {
+  grpc::Status Delete(const std::string& key) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    pb::DeleteRequest req;
+    req.set_key(key);
+    pb::DeleteResponse resp;
+    return stub_->Delete(&ctx, req, &resp);
+  }
+
+  // Runs `write` on keys `prefix`0..`n`-1 at once, waits until the hook
+  // holds them all, lets them go and checks every answer and what `key`
+  // reads afterwards.
+  void InFlightTogether(const std::string& prefix, int n,
+                        const std::function<grpc::Status(const std::string&)>& write,
+                        const std::string& reads) {
     std::vector<grpc::Status> results(n);
     std::vector<std::thread> clients;
     for (int i = 0; i < n; ++i) {
-      clients.emplace_back([&, i] { results[i] = Put(absl::StrCat(prefix, i), "v"); });
+      clients.emplace_back([&, i] { results[i] = write(absl::StrCat(prefix, i)); });
     }
     const bool all_held = hook_.AwaitHolding(n);
     hook_.Release();
@@ -164,8 +191,20 @@ class ControlPutTest : public ::testing::Test {
     ASSERT_TRUE(all_held) << "held at most " << hook_.holding() << " of " << n << " at once";
     for (int i = 0; i < n; ++i) {
       EXPECT_TRUE(results[i].ok()) << i << ": " << results[i].error_message();
-      EXPECT_EQ(Get(absl::StrCat(prefix, i)), "v") << i;
+      EXPECT_EQ(Get(absl::StrCat(prefix, i)), reads) << i;
     }
+  }
+  void PutsInFlightTogether(const std::string& prefix, int n) {
+    InFlightTogether(
+        prefix, n, [this](const std::string& key) { return Put(key, "v"); }, "v");
+  }
+  // The keys are written first (the hook lets those go), then deleted.
+  void DeletesInFlightTogether(const std::string& prefix, int n) {
+    hook_.Release();
+    for (int i = 0; i < n; ++i) ASSERT_TRUE(Put(absl::StrCat(prefix, i), "v").ok());
+    hook_.Rearm();
+    InFlightTogether(
+        prefix, n, [this](const std::string& key) { return Delete(key); }, "<key not found>");
   }
 
   HoldingHook hook_;
@@ -184,6 +223,15 @@ TEST_F(ControlPutTest, StartedPutsAreAllInFlightAtOnce) { PutsInFlightTogether("
 // A commit StartCommit declines waits on the service's own workers, which
 // are not few either.
 TEST_F(ControlPutTest, DeclinedPutsWaitOnWorkersAllAtOnce) { PutsInFlightTogether("busy", 24); }
+
+// Before, each Delete held a thread of gRPC's sync pool for its round.
+TEST_F(ControlPutTest, StartedDeletesAreAllInFlightAtOnce) {
+  DeletesInFlightTogether("started", 24);
+}
+
+TEST_F(ControlPutTest, DeclinedDeletesWaitOnWorkersAllAtOnce) {
+  DeletesInFlightTogether("busy", 24);
+}
 
 TEST_F(ControlPutTest, RefusalsComeBeforeAnyWrite) {
   const grpc::Status s = Put(std::string(100000, 'k'), "v");

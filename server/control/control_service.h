@@ -109,8 +109,14 @@ struct ControlServiceDeps {
   const ClusterState* cluster = nullptr;
 };
 
-class KvControlServiceImpl final
-    : public kvstore::v1::KvControl::WithCallbackMethod_Put<kvstore::v1::KvControl::Service> {
+// Put, Delete and Expire are callback RPCs (their writes may wait for a
+// replication round, which must not hold a thread of gRPC's pool); the rest
+// are served on gRPC's sync pool.
+using KvControlBase = kvstore::v1::KvControl::WithCallbackMethod_Put<
+    kvstore::v1::KvControl::WithCallbackMethod_Delete<
+        kvstore::v1::KvControl::WithCallbackMethod_Expire<kvstore::v1::KvControl::Service>>>;
+
+class KvControlServiceImpl final : public KvControlBase {
  public:
   // Scan page size when the request leaves count at 0, and its cap.
   static constexpr uint32_t kDefaultScanCount = 100;
@@ -190,13 +196,19 @@ class KvControlServiceImpl final
   grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* context,
                                 const kvstore::v1::PutRequest* request,
                                 kvstore::v1::PutResponse* response) override;
-  // INVALID_ARGUMENT for a key over the limits, NOT_FOUND if absent.
-  grpc::Status Delete(grpc::ServerContext* context, const kvstore::v1::DeleteRequest* request,
-                      kvstore::v1::DeleteResponse* response) override;
-  // Sets or removes a key's expiry (KvStore::Update: atomic, replicated),
-  // and reads its time to live; routed as Put and Get are.
-  grpc::Status Expire(grpc::ServerContext* context, const kvstore::v1::ExpireRequest* request,
-                      kvstore::v1::ExpireResponse* response) override;
+  // INVALID_ARGUMENT for a key over the limits, NOT_FOUND if absent. A
+  // callback RPC: the delete is started (KvStore::StartDelete) and the
+  // write hook's answer finishes the call; one StartDelete declines runs on
+  // put_workers_.
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* context,
+                                   const kvstore::v1::DeleteRequest* request,
+                                   kvstore::v1::DeleteResponse* response) override;
+  // Sets or removes a key's expiry (KvStore::Update: atomic, replicated);
+  // routed as Put is. A callback RPC whose read-modify-write runs on
+  // put_workers_ in cluster mode (it waits for its round), inline otherwise.
+  grpc::ServerUnaryReactor* Expire(grpc::CallbackServerContext* context,
+                                   const kvstore::v1::ExpireRequest* request,
+                                   kvstore::v1::ExpireResponse* response) override;
   grpc::Status Ttl(grpc::ServerContext* context, const kvstore::v1::TtlRequest* request,
                    kvstore::v1::TtlResponse* response) override;
   // Counts a client's one-sided reads for eviction (KvStore::NoteRead).
@@ -226,8 +238,9 @@ class KvControlServiceImpl final
   // that one large value does not hold up every other one; each is used by
   // one thread at a time.
   static constexpr size_t kPutWriters = 4;
-  // Threads for Put's blocking parts (put_workers_): each holds one write
-  // in flight, so this bounds those (the common Put takes none).
+  // Threads for the blocking parts of Put, Delete and Expire (put_workers_):
+  // each holds one write in flight, so this bounds those (the common Put and
+  // Delete take none).
   static constexpr size_t kPutWorkers = 64;
   struct PutWriter {
     absl::Mutex mu;
@@ -249,6 +262,10 @@ class KvControlServiceImpl final
   // waiting up to `space_wait` for space. Returns the call's status.
   absl::Status PutWaitingForSpace(const kvstore::v1::PutRequest& request, absl::Duration space_wait,
                                   uint64_t expires_at_ms);
+  // Expire's work (on a worker in cluster mode): the checks, then the
+  // read-modify-write through one of writers_. Returns the call's status.
+  absl::Status ExpireNow(const kvstore::v1::ExpireRequest& request,
+                         kvstore::v1::ExpireResponse* response);
   // OK, or UNAVAILABLE telling the client to handshake again.
   absl::Status CheckEpoch(uint64_t epoch) const;
   // The proto form of `info`; write_addr only when there is a write key.

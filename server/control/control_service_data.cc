@@ -1,7 +1,8 @@
 // Copyright 2026 The kvstore Authors.
 //
-// KvControlServiceImpl's slow-path data RPCs (Get, Delete, Stats, Scan;
-// Put is control_service_put.cc) and their cluster routing: the server CPU serving clients without
+// KvControlServiceImpl's slow-path data RPCs (Get, Ttl, Stats, Scan; Put is
+// control_service_put.cc, Delete and Expire control_service_delete.cc) and
+// their cluster routing: the server CPU serving clients without
 // RDMA or with entries no READ can fetch. Split from control_service.cc by
 // job; the shape of every RPC is the same (see there).
 
@@ -79,54 +80,6 @@ absl::Duration KvControlServiceImpl::SpaceWait(const grpc::ServerContextBase* co
     wait = std::min(wait, absl::FromChrono(deadline) - absl::Now());
   }
   return std::max(wait, absl::ZeroDuration());
-}
-
-grpc::Status KvControlServiceImpl::Delete(grpc::ServerContext* context,
-                                          const pb::DeleteRequest* request,
-                                          pb::DeleteResponse* response) {
-  deletes_->Increment();
-  if (absl::Status s = auth_.Check(context, "kvstore.v1.KvControl/Delete"); !s.ok())
-    return ToGrpcStatus(s);
-  const absl::Time start = absl::Now();
-  // KvStore::Delete() checks the key against the limits itself.
-  absl::Status status = RouteKey(request->key());
-  if (status.ok()) status = RerouteRefusal(request->key(), deps_.store->Delete(request->key()));
-  delete_requests_.Record(absl::Now() - start);
-  return ToGrpcStatus(status);
-}
-
-grpc::Status KvControlServiceImpl::Expire(grpc::ServerContext* context,
-                                          const pb::ExpireRequest* request,
-                                          pb::ExpireResponse* response) {
-  if (absl::Status s = auth_.Check(context, "kvstore.v1.KvControl/Expire"); !s.ok())
-    return ToGrpcStatus(s);
-  absl::Status status = [&]() -> absl::Status {
-    KV_RETURN_IF_ERROR(deps_.store->limits().CheckKey(request->key()));
-    KV_RETURN_IF_ERROR(RouteKey(request->key()));
-    const uint64_t ttl = std::min<uint64_t>(request->ttl_ms(), layout::kMaxExpiresAtMs);
-    const uint64_t at = ttl == 0 ? 0 : static_cast<uint64_t>(deps_.store->NowMs()) + ttl;
-    PutWriter& w = writers_[next_writer_.fetch_add(1, std::memory_order_relaxed) % kPutWriters];
-    absl::MutexLock lock(&w.mu);
-    if (w.writer == nullptr) w.writer = deps_.store->NewWriter();
-    bool applied = false;
-    KV_RETURN_IF_ERROR(RerouteRefusal(
-        request->key(),
-        deps_.store->Update(w.writer.get(), request->key(),
-                            [&](const CurrentValue& cur) -> absl::StatusOr<KeyUpdate> {
-                              if (!cur.exists || (at == 0 && cur.expires_at_ms == 0)) {
-                                return KeyUpdate();
-                              }
-                              applied = true;
-                              KeyUpdate u;
-                              u.action = KeyUpdate::Action::kWrite;
-                              u.value = {cur.value};
-                              u.expires_at_ms = at;
-                              return u;
-                            })));
-    response->set_applied(applied);
-    return absl::OkStatus();
-  }();
-  return ToGrpcStatus(status);
 }
 
 grpc::Status KvControlServiceImpl::Ttl(grpc::ServerContext* context, const pb::TtlRequest* request,

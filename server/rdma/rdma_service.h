@@ -189,9 +189,10 @@ class RdmaService {
   // `offload_commits` false (a cluster with R=1: no write waits for a
   // backup) keeps client commits on the poller, saving a thread hand-off;
   // replica commits still get their queue.
-  // `start_commits` (with offload_commits): a client's PUT commit is first
-  // offered to the write hook's started path (LeaseTable::StartCommitFrom)
-  // on the poller, when nothing of its connection is queued: the round's
+  // `start_commits` (with offload_commits): a client's PUT or DELETE commit
+  // is first offered to the write hook's started path (LeaseTable::
+  // StartCommitFrom, KvStore::StartDelete) on the poller, when nothing of
+  // its connection is queued: the round's
   // end acks it, and no worker waits for it. Declined (a busy key, a
   // migration, a backup reached by RDMA, ...), it takes its lane. False
   // when the replicator sends to backups by RDMA, which the started path
@@ -249,10 +250,11 @@ class RdmaService {
   // `request_id` and records a PUT's or DELETE's latency from `start`.
   void FinishCommit(Connection& c, wire::CommitOp op, uint64_t request_id,
                     const absl::Status& status, absl::Time start);
-  // The started path of a client PUT commit (set_replica_sink's
+  // The started path of a client PUT or DELETE commit (set_replica_sink's
   // start_commits), on the poller. True when the commit is handled (started,
   // refused and acked, or its connection failed for exceeding its credits);
-  // false when it must take its lane (not a PUT, or declined).
+  // false when it must take its lane (neither a PUT nor a DELETE, or
+  // declined).
   bool StartClientCommit(const std::shared_ptr<Connection>& conn, absl::string_view message);
   // A started commit ended (its ack is out): counted out of
   // started_in_flight_.

@@ -32,8 +32,8 @@ void RdmaService::RegisterMetrics() {
       "RDMA connections failed for sending more commits than their credits (cluster mode).");
   commits_started_ = r.AddCounter(
       "kvstore_rdma_commits_started_total",
-      "RDMA PUT commits started without a worker thread (cluster mode): the end of their "
-      "replication round acks them.");
+      "RDMA PUT and DELETE commits started without a worker thread (cluster mode, replication "
+      "by stream): the end of their replication round acks them.");
   puts_ = RegisterRequestMetrics(&r, "rdma", "put");
   deletes_ = RegisterRequestMetrics(&r, "rdma", "delete");
   // The connection table is the one record of open connections.

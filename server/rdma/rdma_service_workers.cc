@@ -85,17 +85,20 @@ bool RdmaService::Dispatch(const std::shared_ptr<Connection>& conn, absl::string
 }
 
 // The started path (set_replica_sink). The checks HandleCommit() makes,
-// then LeaseTable::StartCommitFrom(): the entry is checked, its key locked
-// and its round started here on the poller, and the round's end (on a
-// thread of the replicator's) acks it. A commit it declines goes to the
+// then LeaseTable::StartCommitFrom() for a PUT (the entry is checked and
+// copied, its key locked) or KvStore::StartDelete() for a DELETE, and the
+// write's round is started here on the poller; the round's end (on a
+// thread of the replicator's) acks it. A commit they decline goes to the
 // lane as before, where a worker parses it again: the price of a decline,
 // which the common case does not pay.
 bool RdmaService::StartClientCommit(const std::shared_ptr<Connection>& conn,
                                     absl::string_view message) {
   absl::StatusOr<wire::ParsedCommit> parsed = wire::ParseCommit(message);
-  if (!parsed.ok() || static_cast<wire::CommitOp>(parsed->header.op) != wire::CommitOp::kPut ||
-      !CheckCommitRights(wire::CommitOp::kPut, conn->rights).ok()) {
-    return false;  // the worker answers it, as HandleCommit() does
+  if (!parsed.ok()) return false;  // the worker answers it, as HandleCommit() does
+  const auto op = static_cast<wire::CommitOp>(parsed->header.op);
+  if ((op != wire::CommitOp::kPut && op != wire::CommitOp::kDelete) ||
+      !CheckCommitRights(op, conn->rights).ok()) {
+    return false;
   }
   const wire::CommitRequest& h = parsed->header;
   // A client keeping to its credits has at most `credits` commits without
@@ -117,12 +120,16 @@ bool RdmaService::StartClientCommit(const std::shared_ptr<Connection>& conn,
   const absl::Time start = absl::Now();
   conn->Touch();
   const uint64_t request_id = h.request_id;
-  absl::StatusOr<bool> started = leases_->StartCommitFrom(
-      conn->id, h.lease_id, h.offset, h.size, [this, conn, request_id, start](absl::Status s) {
-        conn->started.fetch_sub(1, std::memory_order_acq_rel);
-        FinishCommit(*conn, wire::CommitOp::kPut, request_id, s, start);
-        EndStartedCommit();
-      });
+  auto done = [this, conn, op, request_id, start](absl::Status s) {
+    conn->started.fetch_sub(1, std::memory_order_acq_rel);
+    FinishCommit(*conn, op, request_id, s, start);
+    EndStartedCommit();
+  };
+  // The DELETE's key is a view into the receive buffer: StartDelete copies it.
+  absl::StatusOr<bool> started =
+      op == wire::CommitOp::kPut
+          ? leases_->StartCommitFrom(conn->id, h.lease_id, h.offset, h.size, std::move(done))
+          : absl::StatusOr<bool>(store_->StartDelete(parsed->key, std::move(done)));
   if (started.ok() && *started) {
     commits_started_->Increment();
     return true;
@@ -130,7 +137,7 @@ bool RdmaService::StartClientCommit(const std::shared_ptr<Connection>& conn,
   conn->started.fetch_sub(1, std::memory_order_acq_rel);
   EndStartedCommit();
   if (started.ok()) return false;  // declined: the lane's worker commits it
-  FinishCommit(*conn, wire::CommitOp::kPut, request_id, started.status(), start);
+  FinishCommit(*conn, op, request_id, started.status(), start);
   return true;
 }
 

@@ -260,6 +260,13 @@ class KvStore {
   // kInvalidArgument for a key over the limits (or empty).
   // kNotFound if absent.
   absl::Status Delete(absl::string_view key);
+  // Delete() without waiting for the write hook's replication round, as
+  // StartCommit() is Commit()'s. False, having done nothing, when it cannot
+  // go so (no hook, a key over the limits, the key's lock busy, the hook
+  // declines): the caller then calls Delete(). Otherwise `done` runs once
+  // with Delete()'s status, on a thread of the hook's (possibly before this
+  // returns), after the key's lock is released. `key` is copied.
+  bool StartDelete(absl::string_view key, std::function<void(absl::Status)> done);
 
   // A backup installs a write its primary replicated (cluster mode,
   // server/cluster/replica_installer.h): `entry` is the whole

@@ -168,6 +168,24 @@ bool KvStore::StartCommit(uint64_t offset, uint64_t size, bool verify_checksum,
   return false;
 }
 
+bool KvStore::StartDelete(absl::string_view key, std::function<void(absl::Status)> done) {
+  WriteHook* hook = options_.write_hook;
+  if (hook == nullptr || !options_.limits.CheckKey(key).ok()) return false;
+  // The caller's key may be a view into a buffer it reuses at once (an
+  // RDMA receive): the write keeps its own copy until `done`.
+  auto owned = std::make_shared<const std::string>(key);
+  if (!key_locks_.TryLock(*owned)) return false;
+  auto publish = [this, owned] { return Unpublish(*owned); };
+  auto finish = [this, owned, done = std::move(done)](absl::Status s) {
+    key_locks_.Unlock(*owned);
+    done(std::move(s));
+  };
+  // An empty entry is a delete (WriteHook::Write).
+  if (hook->StartWrite(*owned, {}, std::move(publish), std::move(finish))) return true;
+  key_locks_.Unlock(*owned);
+  return false;
+}
+
 void KvStore::ForgetUnpublishedLeaseEntry(uint32_t head, uint64_t offset,
                                           const LeaseCommitCopy& copy) {
   if (copy.published.load(std::memory_order_acquire)) return;

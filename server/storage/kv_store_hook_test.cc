@@ -228,6 +228,36 @@ TEST(KvStoreHook, StartedCommitInALeaseChunkSendsACopyAndPublishesWhenItsRoundEn
   EXPECT_TRUE(f.store->Exists("R"));
 }
 
+// A delete started without a waiting thread (gRPC Delete, an RDMA DELETE
+// commit): the key stays until the round ends, holds its lock meanwhile,
+// and the caller's buffer may be reused at once (the key is copied).
+TEST(KvStoreHook, StartedDeleteUnpublishesWhenItsRoundEnds) {
+  DeferredHook hook;
+  Fixture f = Make(&hook);
+  auto w = f.store->NewWriter();
+  hook.set_decline(true);  // Put() waits in Write(), which publishes at once
+  ASSERT_TRUE(f.store->Put(w.get(), "gone", "v").ok());
+  hook.set_decline(false);
+  std::string buffer = "gone";
+  absl::Status result = absl::UnknownError("done never ran");
+  ASSERT_TRUE(f.store->StartDelete(buffer, [&](absl::Status s) { result = s; }));
+  buffer = "xxxx";
+  EXPECT_EQ(hook.entry_view(), "");  // an empty entry: a delete
+  EXPECT_TRUE(f.store->Exists("gone"));
+  // The key's lock is held: a second start of it is declined.
+  EXPECT_FALSE(f.store->StartDelete("gone", [](absl::Status) {}));
+  hook.Finish();
+  EXPECT_TRUE(result.ok()) << result;
+  EXPECT_FALSE(f.store->Exists("gone"));
+  // An absent key answers NOT_FOUND, as Delete() does; a key over the
+  // limits is declined, so that Delete() refuses it.
+  ASSERT_TRUE(f.store->StartDelete("gone", [&](absl::Status s) { result = s; }));
+  hook.Finish();
+  EXPECT_TRUE(absl::IsNotFound(result)) << result;
+  EXPECT_FALSE(f.store->StartDelete(std::string(100000, 'k'), [](absl::Status) {}));
+  EXPECT_EQ(hook.held(), 0u);
+}
+
 TEST(KvStoreHook, NoHookKeepsSingleNodeBehaviour) {
   Fixture f = Make(nullptr);
   auto w = f.store->NewWriter();
