@@ -182,12 +182,11 @@ void KvServer::BuildClusterService() {
                                            peers_.get(), &registry_, ReplicaInstallerOptions());
     // Replica commits from primaries' RDMA links land in the installer.
     // With R=1 no write waits for a backup: client commits stay on the poller.
-    // Replicating by stream, a client's commit is started on the poller and
-    // acked by its round's end; by RDMA (this node has a device, so backups
-    // with one are reached that way) it waits on a commit worker.
+    // A client's commit is started on the poller and acked by its round's
+    // end, whether the round goes by stream or by RDMA link.
     if (rdma_ != nullptr) {
       rdma_->set_replica_sink(installer_.get(), options_.cluster.replicas > 1,
-                              /*start_commits=*/!options_.cluster.replication_rdma);
+                              /*start_commits=*/true);
     }
     replicator_->set_store(store_.get());
     ShardReconcilerOptions ro;

@@ -226,6 +226,36 @@ TEST_F(RdmaReplicaWriterTest, PutInstallsTheEntryByteForByteWithItsTag) {
   EXPECT_FALSE(writer_->broken());
 }
 
+// A batch (RdmaReplicaLink's sender): the PUTs that pass the checks go in
+// one doorbell and are installed in order, each with its own tag; one that
+// fails the checks is refused alone and nothing of it is sent.
+TEST_F(RdmaReplicaWriterTest, PutBatchInstallsEveryWriteAndRefusesOnlyTheBadOne) {
+  const std::string a = Entry("b-a", "1", 1);
+  const std::string large = Entry("b-large", std::string(64 << 10, 'y'), 2);
+  std::string torn = Entry("b-torn", "3", 3);
+  torn.resize(torn.size() - 8);  // lengths no longer add up
+  const std::string c = Entry("b-c", "4", 4);
+  std::vector<ReplicaWriter::BatchPut> puts = {
+      {a, Tag(41)}, {large, Tag(42)}, {torn, Tag(43)}, {c, Tag(44)}};
+  writer_->PutBatch(absl::MakeSpan(puts), Deadline());
+  EXPECT_TRUE(puts[0].status.ok()) << puts[0].status;
+  EXPECT_TRUE(puts[1].status.ok()) << puts[1].status;
+  EXPECT_EQ(puts[2].status.code(), absl::StatusCode::kInvalidArgument) << puts[2].status;
+  EXPECT_TRUE(puts[3].status.ok()) << puts[3].status;
+  const std::vector<Seen> seen = sink_.seen();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].seq, 41u);
+  EXPECT_EQ(seen[0].entry, a);
+  EXPECT_EQ(seen[1].seq, 42u);
+  EXPECT_EQ(seen[1].entry, large);
+  EXPECT_EQ(seen[2].seq, 44u);
+  EXPECT_EQ(seen[2].entry, c);
+  auto copy = backup_->store()->CopyEntry("b-large");
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(*copy, large);
+  EXPECT_FALSE(writer_->broken());
+}
+
 TEST_F(RdmaReplicaWriterTest, DeleteNamesItsKey) {
   absl::Status s = writer_->Delete("gone", Tag(21), Deadline());
   ASSERT_TRUE(s.ok()) << s;

@@ -194,10 +194,7 @@ class RdmaService {
   // StartCommitFrom, KvStore::StartDelete) on the poller, when nothing of
   // its connection is queued: the round's
   // end acks it, and no worker waits for it. Declined (a busy key, a
-  // migration, a backup reached by RDMA, ...), it takes its lane. False
-  // when the replicator sends to backups by RDMA, which the started path
-  // does not take: it would decline every commit after checking and
-  // copying it.
+  // migration, a syncing replica, ...), it takes its lane.
   void set_replica_sink(ReplicaCommitSink* sink, bool offload_commits = true,
                         bool start_commits = false);
   static constexpr int kCommitWorkers = 4;

@@ -2,7 +2,9 @@
 
 #include "server/cluster/replication/rdma_replica_links.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -17,13 +19,92 @@ namespace server {
 
 RdmaReplicaLink::RdmaReplicaLink(std::unique_ptr<control::ControlClient> control,
                                  std::unique_ptr<ReplicaWriter> writer)
-    : control_(std::move(control)), writer_(std::move(writer)) {}
+    : control_(std::move(control)), writer_(std::move(writer)) {
+  sender_ = std::thread([this] {
+    NameThread("kv-rdma-link");
+    SendLoop();
+  });
+}
 
-RdmaReplicaLink::~RdmaReplicaLink() { writer_.reset(); }
+RdmaReplicaLink::~RdmaReplicaLink() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  sender_.join();
+  writer_.reset();
+}
 
 absl::Status RdmaReplicaLink::Send(absl::string_view key, absl::string_view entry,
                                    const wire::ReplicaCommit& tag, absl::Time deadline) {
   return entry.empty() ? writer_->Delete(key, tag, deadline) : writer_->Put(entry, tag, deadline);
+}
+
+void RdmaReplicaLink::Start(absl::string_view key, absl::string_view entry,
+                            const wire::ReplicaCommit& tag, absl::Time deadline,
+                            std::function<void(absl::Status)> done) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stop_) {
+      started_.push_back(Started{key, entry, tag, deadline, std::move(done)});
+      return;
+    }
+  }
+  done(absl::UnavailableError("RDMA link closed"));
+}
+
+void RdmaReplicaLink::SendLoop() {
+  std::vector<Started> batch;
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](RdmaReplicaLink* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+            return self->stop_ || !self->started_.empty();
+          },
+          this));
+      if (stop_) break;
+      // Everything queued while the last batch was on its way goes now:
+      // the group commit.
+      while (!started_.empty() && batch.size() < kMaxBatch) {
+        batch.push_back(std::move(started_.front()));
+        started_.pop_front();
+      }
+    }
+    SendBatch(batch);
+    batch.clear();
+  }
+  std::deque<Started> left;
+  {
+    absl::MutexLock lock(&mu_);
+    left.swap(started_);
+  }
+  for (Started& s : left) s.done(absl::UnavailableError("RDMA link closed"));
+}
+
+void RdmaReplicaLink::SendBatch(std::vector<Started>& batch) {
+  // The keys of a batch are distinct (a round holds its key's stripe until
+  // its `done`), so its PUTs and DELETEs may go in either order.
+  std::vector<ReplicaWriter::BatchPut> puts;
+  std::vector<size_t> put_index;
+  std::vector<absl::Status> status(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].entry.empty()) continue;
+    puts.push_back({batch[i].entry, batch[i].tag, absl::OkStatus()});
+    put_index.push_back(i);
+  }
+  if (!puts.empty()) {
+    // One deadline for the batch: the earliest of its writes'.
+    absl::Time deadline = absl::InfiniteFuture();
+    for (size_t i : put_index) deadline = std::min(deadline, batch[i].deadline);
+    writer_->PutBatch(absl::MakeSpan(puts), deadline);
+    for (size_t k = 0; k < puts.size(); ++k) status[put_index[k]] = std::move(puts[k].status);
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!batch[i].entry.empty()) continue;
+    status[i] = writer_->Delete(batch[i].key, batch[i].tag, batch[i].deadline);
+  }
+  for (size_t i = 0; i < batch.size(); ++i) batch[i].done(std::move(status[i]));
 }
 
 // The backup's own refusals arrive in the ack and leave the path healthy;

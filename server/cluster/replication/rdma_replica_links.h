@@ -70,25 +70,61 @@ struct RdmaReplicaLinksOptions {
 };
 
 // One backup's connection. Thread-safe (the writer is).
+//
+// Writes go two ways: Send() on the caller's thread, which waits for the
+// ack (the replicator's waiting path), or Start(), which queues the write
+// for the link's own sender thread and returns (Replicator::StartWrite:
+// the started path of a RESP SET, a gRPC Put or Delete, an RDMA client
+// commit). The sender takes what is queued as a batch: its PUTs go as
+// WRITE + commit pairs in one doorbell (ReplicaWriter::PutBatch), its
+// DELETEs one commit each, and each write's `done` runs with its ack. So
+// under load a round trip carries many writes, and no thread of a shared
+// pool waits for them; idle, a write goes at once.
 class RdmaReplicaLink {
  public:
   RdmaReplicaLink(std::unique_ptr<control::ControlClient> control,
                   std::unique_ptr<ReplicaWriter> writer);
+  // Stops the sender: the writes still queued get kUnavailable, the batch
+  // on its way its acks (or its deadline). Not from the sender's thread
+  // (a `done` must not drop the last reference to its link).
   ~RdmaReplicaLink();
   // A replicated write: `entry` empty is a delete of `key`. The backup's
   // ack status (its replication refusals included) or the transport's
   // error (see failed()).
   absl::Status Send(absl::string_view key, absl::string_view entry, const wire::ReplicaCommit& tag,
                     absl::Time deadline);
+  // Send() without waiting: `done` runs once, on the link's sender thread,
+  // with what Send() would have returned, or kUnavailable when the link is
+  // closed first. `key`, `entry` and the tag's node id must stay valid
+  // until `done` runs. Writes are sent in the order they were started.
+  void Start(absl::string_view key, absl::string_view entry, const wire::ReplicaCommit& tag,
+             absl::Time deadline, std::function<void(absl::Status)> done);
+  // Writes of one sender batch, at most.
+  static constexpr size_t kMaxBatch = 32;
   // True when `status` (from Send) means the link itself failed (queue pair
   // broken, session lost, no answer in time) rather than the backup
   // refusing the write: the caller drops it and may send the write by gRPC.
   bool failed(const absl::Status& status) const;
 
  private:
+  struct Started {
+    absl::string_view key, entry;
+    wire::ReplicaCommit tag;
+    absl::Time deadline;
+    std::function<void(absl::Status)> done;
+  };
+  // The sender thread: batches what Start() queued until the destructor.
+  void SendLoop();
+  // Sends one batch and runs its writes' `done`s.
+  void SendBatch(std::vector<Started>& batch);
+
   // Destroyed in reverse: the writer before the control client it uses.
   std::unique_ptr<control::ControlClient> control_;
   std::unique_ptr<ReplicaWriter> writer_;
+  absl::Mutex mu_;
+  std::deque<Started> started_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread sender_;  // started by the constructor, joined by the destructor
 };
 
 class RdmaReplicaLinks {

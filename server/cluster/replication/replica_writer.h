@@ -25,11 +25,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "common/control/control_client.h"
 #include "common/protocol/commit_wire.h"
 #include "common/rdma/initiator/path_core.h"
@@ -62,11 +64,32 @@ class ReplicaWriter {
   // As Put(), for a delete of `key`.
   absl::Status Delete(absl::string_view key, const wire::ReplicaCommit& tag, absl::Time deadline);
 
+  // One write of a PutBatch(): its entry and tag in (both must stay valid
+  // for the call), its status out.
+  struct BatchPut {
+    absl::string_view entry;
+    wire::ReplicaCommit tag;
+    absl::Status status;
+  };
+  // Put() of every write of `puts` at once: each is checked as Put() checks
+  // it; those that pass are staged in a lease each and posted in one
+  // doorbell (WRITE + commit SEND pairs, up to the path's commit credits at
+  // a time), then every ack is awaited in turn. A commit refused because
+  // its lease expired (kAborted: nothing was installed) is redone alone by
+  // Put(). Each write's status goes to its `status`, as Put() would
+  // return it.
+  void PutBatch(absl::Span<BatchPut> puts, absl::Time deadline);
+
   // True once a completion error, failed post or timeout broke the QP.
   bool broken() const { return core_->broken(); }
 
  private:
   explicit ReplicaWriter(std::unique_ptr<initiator::PathCore> core) : core_(std::move(core)) {}
+  // Put()'s checks of a write's shape, before anything is sent.
+  absl::Status Check(absl::string_view entry, const wire::ReplicaCommit& tag) const;
+  // PutBatch() of at most the path's credits of checked writes (`todo`
+  // indexes `puts`): lease space, slots, staging, one post, the acks.
+  void PostBatch(absl::Span<BatchPut> puts, const std::vector<size_t>& todo, absl::Time deadline);
 
   const std::unique_ptr<initiator::PathCore> core_;
 };

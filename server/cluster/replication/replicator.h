@@ -150,13 +150,17 @@ class Replicator : public WriteHook {
   // Write() as a chain of callbacks (replicator_async.cc), for the common
   // case only: this node serves the key's shard, which has in-sync backups
   // and nothing else going on (no syncing replica, migration, reconcile,
-  // unsettled key, former primary's hold, RDMA link, armed failpoint) and
-  // whose barrier and key stripe are free. Then the seq is taken and the
-  // write queued on the shard's streams here, and the backups' answers
-  // finish it: publish and `done` on the stream's gRPC thread when every
-  // backup installed it; anything else (a backup failed or is behind, the
+  // unsettled key, former primary's hold, armed failpoint) and whose
+  // barrier and key stripe are free. Then the seq is taken and the write
+  // queued here on the shard's stream to each backup, or on the backup's
+  // RDMA link where one is up (RdmaReplicaLink::Start), and the backups'
+  // answers finish it: publish and `done` on the thread of the last answer
+  // (the stream's reader, the link's sender) when every backup installed
+  // it; anything else (a backup failed or is behind, a link failed, the
   // node was fenced meanwhile) on a worker of the replicator's, as Write()
-  // would have gone on. Otherwise false, nothing done: call Write().
+  // would have gone on (a failed link is dropped and the write sent again
+  // on the stream, marked resent). Otherwise false, nothing done: call
+  // Write().
   bool StartWrite(absl::string_view key, absl::string_view entry, Publish publish,
                   Done done) override;
   // True when this node serves writes of `key`'s slot under its current map.

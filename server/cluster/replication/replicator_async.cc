@@ -52,7 +52,14 @@ struct Replicator::AsyncRound {
   absl::Time start;
   uint64_t seq = 0;
   std::vector<Target> targets;
+  // Per target: its stream's ticket, or (null ticket) its RDMA link's
+  // answer, written by the link's sender before it counts the target
+  // answered. The link is held weakly: a round must never be what keeps a
+  // link alive, since the last reference would then go on the link's own
+  // sender thread (which its destructor joins).
   std::vector<std::shared_ptr<ReplicationStream::Ticket>> tickets;
+  std::vector<absl::Status> rdma_status;
+  std::vector<std::weak_ptr<RdmaReplicaLink>> links;
   // Targets not yet answered, plus one StartWrite() holds until the round
   // is fully set up: whoever brings it to zero finishes the round.
   std::atomic<size_t> pending{0};
@@ -64,6 +71,18 @@ namespace {
 
 bool FailpointsArmed() {
   return failpoint::internal::armed_points.load(std::memory_order_relaxed) != 0;
+}
+
+// The RDMA commit's tag of `w` (SendOverRdma builds the same from a
+// request). Its node id views this node's id, which outlives every round.
+wire::ReplicaCommit ReplicaTagOf(const ReplicateWrite& w) {
+  wire::ReplicaCommit tag;
+  tag.shard_id = w.commit.shard_id;
+  tag.shard_epoch = w.commit.shard_epoch;
+  tag.seq = w.commit.seq;
+  tag.primary_node_id = w.commit.primary_node_id;
+  tag.primary_incarnation = w.commit.primary_incarnation;
+  return tag;
 }
 
 }  // namespace
@@ -95,9 +114,12 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
                 gate_.Ready(*route.map, shard_id) && !former_.Holds(shard_id);
   std::vector<Target> targets;
   if (common) targets = TargetsOf(*route.map, *shard);
-  for (const Target& t : targets) {
-    common = common && t.node != nullptr &&
-             (rdma_links_ == nullptr || rdma_links_->Get(*t.node) == nullptr);
+  // A target with an RDMA link up takes the write on that link's sender
+  // (RdmaReplicaLink::Start); the others on the shard's stream to them.
+  std::vector<std::shared_ptr<RdmaReplicaLink>> links(targets.size());
+  for (size_t k = 0; k < targets.size(); ++k) {
+    common = common && targets[k].node != nullptr;
+    if (common && rdma_links_ != nullptr) links[k] = rdma_links_->Get(*targets[k].node);
   }
   HandoffMutex& stripe = StripeOf(key);
   if (!common || !stripe.TryLock()) {
@@ -116,9 +138,11 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
   round->barrier = &barrier;
   round->stripe = &stripe;
   round->pending = round->targets.size() + 1;
-  std::vector<std::shared_ptr<ReplicationStream>> streams;
-  for (const Target& t : round->targets) {
-    streams.push_back(streams_.Get(shard_id, *t.node));
+  std::vector<std::shared_ptr<ReplicationStream>> streams(round->targets.size());
+  round->rdma_status.resize(round->targets.size());
+  for (size_t k = 0; k < round->targets.size(); ++k) {
+    round->links.push_back(links[k]);
+    if (links[k] == nullptr) streams[k] = streams_.Get(shard_id, *round->targets[k].node);
   }
   round->route = std::move(route);
   rounds_in_flight_.fetch_add(1, std::memory_order_relaxed);
@@ -133,12 +157,25 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
         WriteOf(*round->route.map, *round->route.shard, key, entry, /*repair=*/false);
     write.commit.seq = round->seq;
     for (size_t k = 0; k < streams.size(); ++k) {
+      if (links[k] != nullptr) {
+        // Queued under the send-order lock too, so each link's sender
+        // carries the shard's writes in seq order.
+        round->tickets.push_back(nullptr);
+        links[k]->Start(round->key, round->entry, ReplicaTagOf(write), round->deadline,
+                        [this, round, k](absl::Status s) {
+                          round->rdma_status[k] = std::move(s);
+                          RoundAnswered(round);
+                        });
+        continue;
+      }
       round->tickets.push_back(streams[k]->SendWrite(
           write, round->deadline, [this, round] { RoundAnswered(round); }, round->key));
     }
   }
+  // A link's sender answers by the deadline itself (its waits are bounded
+  // by it); a stream needs the watch.
   for (const std::shared_ptr<ReplicationStream>& stream : streams) {
-    WatchStream(stream, round->deadline);
+    if (stream != nullptr) WatchStream(stream, round->deadline);
   }
   RoundAnswered(round);  // StartWrite's own share: the round is set up
   return true;
@@ -178,8 +215,12 @@ void Replicator::FinishAsync(const std::shared_ptr<AsyncRound>& round) {
   latency_->Observe(absl::Now() - round->start);
   bool all_installed = true;
   for (size_t k = 0; k < round->targets.size(); ++k) {
-    round->targets[k].status = round->tickets[k]->status();
+    round->targets[k].status =
+        round->tickets[k] != nullptr ? round->tickets[k]->status() : round->rdma_status[k];
     all_installed = all_installed && round->targets[k].status.ok();
+    if (round->tickets[k] == nullptr && round->targets[k].status.ok()) {
+      rdma_links_->sent()->Increment();
+    }
   }
   const uint32_t shard_id = round->route.shard->shard_id();
   if (!all_installed || FailpointsArmed() || former_.Holds(shard_id)) {
@@ -207,11 +248,22 @@ void Replicator::ConcludeSlow(const std::shared_ptr<AsyncRound>& round) {
   const cluster::ClusterMapView& map = *round->route.map;
   const v1::Shard& shard = *round->route.shard;
   std::vector<Target>& targets = round->targets;
-  // Forward()'s retry of backups whose map is behind, with the same seq.
+  // Forward()'s retry of backups whose map is behind, with the same seq;
+  // and SendOverRdma()'s of a backup whose RDMA link failed: the link is
+  // dropped and the write sent again on the stream, marked resent.
   std::vector<size_t> retry;
   for (size_t k = 0; k < targets.size(); ++k) {
-    if (MapBehind(targets[k].status) && absl::Now() + absl::Milliseconds(2) < round->deadline &&
-        state_->Serving()) {
+    const bool time_left =
+        absl::Now() + absl::Milliseconds(2) < round->deadline && state_->Serving();
+    std::shared_ptr<RdmaReplicaLink> link = round->links[k].lock();
+    if (round->tickets[k] == nullptr && !targets[k].status.ok() &&
+        (link == nullptr || link->failed(targets[k].status))) {
+      if (link != nullptr) rdma_links_->Drop(targets[k].node->node_id(), link);
+      targets[k].rdma_failed = true;
+      targets[k].status = absl::UnavailableError(absl::StrCat(
+          "RDMA link to ", targets[k].node->node_id(), " failed: ", targets[k].status.message()));
+      if (time_left) retry.push_back(k);
+    } else if (MapBehind(targets[k].status) && time_left) {
       retry.push_back(k);
     }
   }
