@@ -35,6 +35,7 @@ TEST_PKGS=(
   clang-format                      # deploy/check-tree.sh: the tree matches .clang-format
   clang-14 libclang-rt-14-dev       # tests/fuzz/run.sh: libFuzzer and the sanitizer runtimes
   llvm-14                           # llvm-symbolizer: readable sanitizer stack traces
+  gdb                               # the compose VM test's diagnosis: where kvserver's threads wait
   etcd-server etcd-client           # throw-away etcd for the cluster tests (tests/cluster)
   docker.io docker-compose          # the compose cluster (deploy/cluster.sh, deploy/compose); its
                                     # images also take busybox-static, redis-tools, etcd-server,

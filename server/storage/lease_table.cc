@@ -315,26 +315,28 @@ absl::StatusOr<bool> LeaseTable::StartCommitFrom(uint64_t connection_id, uint64_
   KV_ASSIGN_OR_RETURN(std::shared_ptr<Lease> lease, FindForCommit(connection_id, lease_id));
   KV_RETURN_IF_ERROR(CheckRange(*lease, offset, size));
   {
-    // Counted before the store is asked, and not under commit_mu while it
-    // is: `done` may run before StartCommit() returns, and it takes
-    // commit_mu to count the commit out. Revoke() waits for the count.
+    // Counted before the store is asked, and under commit_mu only while
+    // `revoked` is looked at: once Revoke() has set it, nothing more is
+    // counted in. `done` may run before StartCommit() returns.
     absl::MutexLock lock(&lease->commit_mu);
     if (lease->revoked) {
       aborted_commits_->Increment();
       return LeaseGone(lease->id, " during the commit");
     }
+    absl::MutexLock count(&lease->started_mu);
     ++lease->started;
   }
   auto ended = [this, lease, done = std::move(done)](absl::Status status) {
     if (status.ok()) commits_->Increment();
+    // Never commit_mu here (see Lease::started_mu).
     {
-      absl::MutexLock lock(&lease->commit_mu);
+      absl::MutexLock count(&lease->started_mu);
       --lease->started;
     }
     done(std::move(status));
   };
   if (store_->StartCommit(offset, size, /*verify_checksum=*/true, std::move(ended))) return true;
-  absl::MutexLock lock(&lease->commit_mu);
+  absl::MutexLock count(&lease->started_mu);
   --lease->started;
   return false;
 }
@@ -456,9 +458,13 @@ void LeaseTable::Revoke(Lease* lease) {
     // `revoked` and fail at once.
     absl::MutexLock lock(&lease->commit_mu);
     lease->revoked = true;
+  }
+  {
     // And for the started ones (StartCommitFrom) to end: their entries are
-    // published into the chunk when their round ends.
-    lease->commit_mu.Await(absl::Condition(&NoCommitStarted, lease));
+    // published into the chunk when their round ends. None is counted in
+    // after `revoked` was set.
+    absl::MutexLock count(&lease->started_mu);
+    lease->started_mu.Await(absl::Condition(&NoCommitStarted, lease));
   }
   // Outside commit_mu: revoking an RDMA key waits for the NIC (up to 5 s),
   // and a commit that looked the lease up just before it left the table

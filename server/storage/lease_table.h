@@ -53,6 +53,9 @@
 //     key's Revoke() (which may wait seconds for a NIC) nor ReleaseChunk(),
 //     which run after it, once no commit can start. It is never taken with
 //     mu_ held.
+//   * Lease::started_mu (one per lease) guards the count of started
+//     commits; held only to count or to await zero, never across a call.
+//     The end of a started commit takes it and nothing above it.
 //   * Below it: the KvStore's own locks. A LeaseWriteKey's Revoke() (the
 //     RDMA layer's per-connection send mutex) runs with no table lock held.
 //
@@ -350,10 +353,14 @@ class LeaseTable {
     absl::Mutex commit_mu;
     bool revoked ABSL_GUARDED_BY(commit_mu) = false;
     // Commits StartCommitFrom() started whose `done` has not run: what
-    // Revoke() waits for after setting `revoked`.
-    int started ABSL_GUARDED_BY(commit_mu) = 0;
+    // Revoke() waits for after setting `revoked`. A lock of its own, only
+    // ever held for the count: a started commit's end must never wait for
+    // commit_mu, whose holder may be waiting (for a key) on that very
+    // commit, or on one whose end comes after it on the same thread.
+    absl::Mutex started_mu ABSL_ACQUIRED_AFTER(commit_mu);
+    int started ABSL_GUARDED_BY(started_mu) = 0;
   };
-  static bool NoCommitStarted(Lease* lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lease->commit_mu) {
+  static bool NoCommitStarted(Lease* lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lease->started_mu) {
     return lease->started == 0;
   }
   // The lease `lease_id` when connection `connection_id` may commit under

@@ -10,6 +10,8 @@
 #include "server/storage/lease_table.h"
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,6 +20,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/metrics/testing.h"
 #include "common/protocol/layout.h"
 #include "common/testing/eventually.h"
@@ -718,6 +721,68 @@ TEST(LeaseTable, StartedCommitHoldsOffTheRevocationUntilItsRoundEnds) {
   EXPECT_EQ(ValueOf(*t.store, "d"), "w");
   // Nothing started is left to wait for: the release returns at once.
   EXPECT_THAT(leases.Release(other->lease_id, 7), IsOk());
+}
+
+// Found by the compose cluster over RDMA (a bench stopped for good): a
+// commit of a lease that waited for its key, held by a started commit, held
+// the lease's commit lock meanwhile; the end of another started commit of
+// the lease took that lock to count itself out, on the thread that had to
+// end the key's holder next (an RDMA link ends a batch's rounds in turn).
+// None of the three could ever finish.
+TEST(LeaseTable, StartedCommitsEndWhileAWaitingCommitOfTheirLeaseWaitsForAKey) {
+  DeferredHook hook;
+  TestStore t = MakeStore(8, absl::Milliseconds(2), &hook);
+  LeaseTable leases(t.store.get(), ManualOptions(t));
+  auto lease = leases.Grant(4096, "started", KeysOn(7));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  const uint64_t id = lease->lease_id;
+  uint64_t at = lease->chunk.offset;
+  struct Placed {
+    uint64_t offset, size;
+  };
+  auto place = [&](absl::string_view key, absl::string_view value) {
+    Placed p{at, WriteEntry(t, at, key, value)};
+    at += p.size;
+    return p;
+  };
+  const Placed a = place("a", "va");
+  const Placed k1 = place("k", "v1");
+  const Placed k2 = place("k", "v2");
+  absl::Status a_result = absl::UnknownError("done never ran");
+  absl::Status k1_result = absl::UnknownError("done never ran");
+  for (auto [p, result] : {std::pair{a, &a_result}, std::pair{k1, &k1_result}}) {
+    absl::StatusOr<bool> started = leases.StartCommitFrom(
+        7, id, p.offset, p.size, [result](absl::Status s) { *result = std::move(s); });
+    ASSERT_THAT(started.status(), IsOk());
+    ASSERT_TRUE(*started);
+  }
+
+  // A second commit of "k" waits for the key, which the second start holds.
+  absl::Status waited_result = absl::UnknownError("never committed");
+  std::thread waiting([&] { waited_result = leases.CommitFrom(7, id, k2.offset, k2.size); });
+  ASSERT_TRUE(
+      Eventually([&] { return Value(t.store->registry(), "kvstore_key_lock_waits_total") >= 1; }));
+
+  // Both rounds end on one thread, "a" first.
+  absl::Notification ended;
+  std::thread finisher([&] {
+    hook.Finish();
+    hook.Finish();
+    ended.Notify();
+  });
+  if (!ended.WaitForNotificationWithTimeout(absl::Seconds(30))) {
+    // The threads are stuck for good: there is nothing to join.
+    std::fprintf(stderr, "deadlock: a started commit's end waits for the waiting commit\n");
+    std::abort();
+  }
+  finisher.join();
+  waiting.join();
+  EXPECT_THAT(a_result, IsOk());
+  EXPECT_THAT(k1_result, IsOk());
+  EXPECT_THAT(waited_result, IsOk());
+  EXPECT_EQ(ValueOf(*t.store, "a"), "va");
+  EXPECT_EQ(ValueOf(*t.store, "k"), "v2");
+  EXPECT_THAT(leases.Release(id, 7), IsOk());
 }
 
 // A connection that goes away takes its leases with it, and only its own.

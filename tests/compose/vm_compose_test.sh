@@ -34,7 +34,10 @@
 # deploy/test.sh's business: it counts the skips).
 #
 # Results: --xml FILE (default .vm/compose-results/vm_compose.xml); the
-# guest's log is .vm/compose-results/vm_compose.log.  Exit status: 0 every
+# guest's log is .vm/compose-results/vm_compose.log.  After a failed case the
+# log lists the kvserver threads waiting on a lock (tests/compose/
+# waiting_threads.py; needs gdb) and stacks-*.txt there hold every thread's
+# stack.  Exit status: 0 every
 # case passed; 1 a case failed or the VM failed; 77 skipped (no qemu).
 set -uo pipefail
 
@@ -96,14 +99,24 @@ KT="--tls_ca=/run/tls/ca.pem --tls_cert=/run/tls/cert.pem --tls_key=/run/tls/key
 [[ ${KV_TLS:-on} == off ]] && KT=""
 exec > >(tee -a "$RESULTS/vm_compose.log") 2>&1
 in_client() { docker exec -i "$(docker ps -q --filter "label=com.docker.compose.project=$KV_COMPOSE_PROJECT" --filter label=com.docker.compose.service=client)" "$@"; }
-# After a failed case: every container's state, restarts and last log lines.
+# After a failed case: every container's state, restarts and last log lines,
+# then the kvserver threads that wait on a lock (a stuck write shows there;
+# the whole stacks go to the results directory).
 diag() {
-    local id
+    local id p stacks
     echo "--- diagnosis (containers and their last log lines)"
     for id in $(docker ps -aq --filter "label=com.docker.compose.project=$KV_COMPOSE_PROJECT"); do
         docker inspect -f '{{.Name}} {{.State.Status}} exit={{.State.ExitCode}} restarts={{.RestartCount}}' "$id"
         docker logs --tail 12 "$id" 2>&1 | sed 's/^/  | /'
     done
+    command -v gdb >/dev/null || return 0
+    stacks=$RESULTS/stacks-$(date +%H%M%S).txt
+    for p in $(pgrep -x kvserver); do
+        echo "=== kvserver pid $p"
+        timeout 120 gdb -p "$p" -batch -ex "thread apply all bt" 2>/dev/null
+    done >"$stacks"
+    echo "--- kvserver threads waiting on a lock (stacks: ${stacks#"$REPO"/})"
+    python3 "$REPO/tests/compose/waiting_threads.py" "$stacks"
 }
 case_() { check "$@" || diag; }
 finish() {
