@@ -328,12 +328,12 @@ absl::StatusOr<bool> LeaseTable::StartCommitFrom(uint64_t connection_id, uint64_
   }
   auto ended = [this, lease, done = std::move(done)](absl::Status status) {
     if (status.ok()) commits_->Increment();
-    // Never commit_mu here (see Lease::started_mu).
-    {
-      absl::MutexLock count(&lease->started_mu);
-      --lease->started;
-    }
+    // Counted out after `done`: the lease may end once this is zero, and
+    // `done` runs before that (the contract above). Never commit_mu here
+    // (see Lease::started_mu).
     done(std::move(status));
+    absl::MutexLock count(&lease->started_mu);
+    --lease->started;
   };
   if (store_->StartCommit(offset, size, /*verify_checksum=*/true, std::move(ended))) return true;
   absl::MutexLock count(&lease->started_mu);
