@@ -78,6 +78,7 @@ absl::Status RawRdmaClient::ConnectQp() {
   Authorize(&ctx);
   KV_RETURN_IF_ERROR(FromGrpcStatus(stub_->ConnectQp(&ctx, req, &resp)));
   connection_id_ = resp.connection_id();
+  commit_credits_ = resp.commit_credits();
   rdma::QpEndpoint remote;
   remote.qpn = resp.server().qpn();
   remote.psn = resp.server().psn();

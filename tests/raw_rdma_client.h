@@ -33,6 +33,9 @@ class RawRdmaClient {
 
   const v1::HandshakeResponse& handshake() const { return hs_; }
   uint64_t connection_id() const { return connection_id_; }
+  // Commits the server lets this queue pair have without an ack
+  // (ConnectQpResponse.commit_credits).
+  uint32_t commit_credits() const { return commit_credits_; }
   // The session the handshake opened; every QP and lease RPC names it.
   uint64_t session_id() const { return hs_.session_id(); }
   v1::KvControl::Stub* stub() { return stub_.get(); }
@@ -75,6 +78,7 @@ class RawRdmaClient {
   std::unique_ptr<v1::KvControl::Stub> stub_;
   v1::HandshakeResponse hs_;
   uint64_t connection_id_ = 0;
+  uint32_t commit_credits_ = 0;
   std::optional<rdma::Device> device_;
   std::optional<rdma::ProtectionDomain> pd_;
   std::optional<rdma::CompletionQueue> cq_;

@@ -200,6 +200,10 @@ absl::StatusOr<std::unique_ptr<RdmaService>> RdmaService::Start(rdma::Device* de
   s->recv_cq_.emplace(std::move(cq));
   KV_RETURN_IF_ERROR(s->recv_cq_->RequestNotify());
   KV_RETURN_IF_ERROR(s->RegisterFencePage());
+  s->reaper_ = std::thread([p = s.get()] {
+    NameThread("kv-rdma-reap");
+    p->ReapLoop();
+  });
   s->poller_ = std::thread([p = s.get()] {
     NameThread("kv-rdma-poll");
     p->PollLoop();
@@ -227,6 +231,11 @@ RdmaService::~RdmaService() {
 void RdmaService::StopPoller() {
   if (stop_.exchange(true)) return;
   if (poller_.joinable()) poller_.join();
+  {
+    absl::MutexLock lock(&reap_mu_);
+    reap_stop_ = true;
+  }
+  if (reaper_.joinable()) reaper_.join();
   StopWorkers();
 }
 
@@ -355,6 +364,39 @@ void RdmaService::Teardown(std::shared_ptr<Connection> c) {
   // The QP is destroyed with the last reference to c: ours, or a window's.
 }
 
+void RdmaService::Reap(std::shared_ptr<Connection> c) {
+  c->dead = true;
+  DropQueuedCommits(c->id);
+  {
+    absl::MutexLock lock(&mu_);
+    conns_.erase(c->id);
+  }
+  // Its leases (and through their windows the queue pair) live on until
+  // the reaper has ended them.
+  absl::MutexLock lock(&reap_mu_);
+  reap_.push_back(c->id);
+}
+
+void RdmaService::ReapLoop() {
+  for (;;) {
+    uint64_t id;
+    {
+      absl::MutexLock lock(&reap_mu_);
+      reap_mu_.Await(absl::Condition(
+          +[](RdmaService* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->reap_mu_) {
+            return s->reap_stop_ || !s->reap_.empty();
+          },
+          this));
+      if (reap_.empty()) return;  // stopping, and nothing is left
+      id = reap_.front();
+      reap_.pop_front();
+    }
+    // Stopping: the LeaseTable's destructor ends the leases, as Teardown()
+    // leaves them then.
+    if (!stop_.load()) leases_->ReleaseHeldBy(id);
+  }
+}
+
 absl::StatusOr<std::unique_ptr<LeaseWriteKey>> RdmaService::BindLease(uint64_t connection_id,
                                                                       const LeaseInfo& lease) {
   std::shared_ptr<Connection> c = Find(connection_id);
@@ -398,7 +440,7 @@ void RdmaService::PollLoop() {
       if (Find(c->id) != nullptr) {
         LOG(INFO) << "RDMA connection " << c->id << " (" << c->owner << ") closed";
         reaped_->Increment();
-        Teardown(c);
+        Reap(c);
       }
     }
   }

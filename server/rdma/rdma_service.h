@@ -59,6 +59,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -273,6 +274,13 @@ class RdmaService {
   // Marks `c` dead, ends the leases it holds (unless stopping) and drops it
   // from the table.
   void Teardown(std::shared_ptr<Connection> c);
+  // Teardown() for the poller: `c` leaves the table at once and its leases
+  // are ended on the reaper thread. Ending a lease waits for its commits'
+  // replication rounds, and a poller waiting for a round stops every other
+  // commit and replica install of its node meanwhile.
+  void Reap(std::shared_ptr<Connection> c);
+  // The reaper thread: ends the leases of the connections Reap() queued.
+  void ReapLoop();
   void ProbeIdle();
   // Moves `c`'s queue pair to the error state (FenceAll()).
   static void FailQueuePair(Connection& c);
@@ -317,6 +325,12 @@ class RdmaService {
 
   std::atomic<bool> stop_{false};
   std::thread poller_;
+  // Connections Reap() dropped whose leases are still to be ended, and the
+  // thread that ends them (started before the poller, stopped after it).
+  absl::Mutex reap_mu_;
+  std::deque<uint64_t> reap_ ABSL_GUARDED_BY(reap_mu_);
+  bool reap_stop_ ABSL_GUARDED_BY(reap_mu_) = false;
+  std::thread reaper_;
   // Started by set_replica_sink(): kCommitWorkers threads for client
   // commits, kReplicaWorkers for replica commits, each queue with a lane
   // per connection. Guarded by workers_mu_ until StopWorkers().
