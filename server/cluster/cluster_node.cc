@@ -116,6 +116,9 @@ absl::StatusOr<ClusterNode::Plane> ClusterNode::StartPlane() {
   co.replicas = options_.replicas;
   co.min_nodes = options_.min_nodes();
   co.member_ttl = options_.member_ttl;
+  // The campaign may hear of a lapse before the keepalive does; the
+  // membership outlives this controller (RegisterLoop stops it first).
+  co.on_lease_gone = [m = plane.membership.get()] { m->LeaseGone("the controller"); };
   GrpcAppliedSeqOptions ao;
   ao.peers = deps_.peers;
   co.map_epoch = MakeGrpcMapEpochFn(ao);
@@ -127,8 +130,9 @@ absl::StatusOr<ClusterNode::Plane> ClusterNode::StartPlane() {
 }
 
 void ClusterNode::LeaseLost() {
-  // On the keepalive thread, which ends after this: the registrar retires
-  // its Membership (joining that thread) and registers again.
+  // On the keepalive thread, which ends after this, or on the controller's
+  // (Membership::LeaseGone): the registrar stops that controller, retires
+  // its Membership (joining its threads) and registers again.
   if (deps_.on_lease_lost) deps_.on_lease_lost();
   absl::MutexLock lock(&mu_);
   lease_lost_ = true;

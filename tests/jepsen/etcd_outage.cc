@@ -3,6 +3,8 @@
 #include "tests/jepsen/etcd_outage.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -131,6 +133,17 @@ void CheckData(ClusterHarness& c, const std::vector<Op>& ops, bool final_reads, 
   if (!r.checked) result->undecided = true;
 }
 
+// A red verdict keeps every node's whole log (the report has no room for
+// them) where bazel keeps a test's outputs, so a rare failure can be read.
+void SaveNodeLogs(ClusterHarness& c, RunLog& log) {
+  const char* dir = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
+  if (dir == nullptr) return;
+  const std::string path = absl::StrCat(dir, "/etcd-outage-node-logs.txt");
+  std::ofstream out(path);
+  out << c.Logs(/*tail_bytes=*/std::string::npos);
+  log("node logs: %s%s", path, out.good() ? "" : " (write failed)");
+}
+
 struct Instants {
   int64_t freeze = 0, resume = 0, back = 0, until = 0;
 };
@@ -236,6 +249,7 @@ absl::StatusOr<EtcdOutageResult> RunEtcdOutage(EtcdOutageOptions options) {
                      : result.diverged     ? "replicas differ (docs/consistency.md §1.3)"
                      : result.undecided    ? "undecided"
                                            : "PASS");
+  if (result.Red()) SaveNodeLogs(c, log);
   return result;
 }
 

@@ -104,6 +104,7 @@ void Controller::Loop() {
     absl::Duration wait = options_.poll_interval;
     if (!status.ok()) {
       LOG(WARNING) << "controller " << options_.node_id << ": " << status;
+      if (etcd::IsLeaseNotFound(status) && options_.on_lease_gone) options_.on_lease_gone();
       // A lost race: the map changed, so there is news to read at once.
       if (absl::IsAborted(status)) continue;
       wait = std::min(wait, options_.retry_interval);

@@ -89,6 +89,11 @@ struct ControllerOptions {
   // The member lease TTL (--member_ttl). A node counts as dead only this
   // long after the controller saw its member key go (Departures).
   absl::Duration member_ttl = absl::Seconds(3);
+  // Called (on the controller's thread) when etcd answers a call made
+  // under `lease` "lease not found": the lease is gone, and the node may
+  // hear it here before its keepalive does (Membership::LeaseGone). Must
+  // not stop this controller. May be empty.
+  std::function<void()> on_lease_gone;
   // The clock of the poll, the retry and the demote wait; nullptr: the real
   // one. Tests pass a ManualClock. Must outlive the controller.
   const Clock* clock = nullptr;

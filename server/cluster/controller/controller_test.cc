@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -126,6 +127,7 @@ class ControllerTest : public ::testing::Test {
     options.demote_confirm_timeout = absl::Milliseconds(600);
     options.member_ttl = member_ttl_;
     options.clock = &clock_;
+    options.on_lease_gone = on_lease_gone_;
     // Each controller is a node of its own, with its own client.
     clients_.push_back(fake_.NewClient(id));
     return std::make_unique<Controller>(clients_.back().get(), options, std::move(fn));
@@ -176,6 +178,8 @@ class ControllerTest : public ::testing::Test {
   }
 
   ManualClock clock_;
+  // Given to every controller MakeController makes from then on.
+  std::function<void()> on_lease_gone_;
   // Zero: a departed node counts as dead at once, so that the tests of
   // planning need not wait; the wait itself has tests of its own.
   absl::Duration member_ttl_ = absl::ZeroDuration();
@@ -242,6 +246,27 @@ TEST_F(ControllerTest, LoserTakesOverWithinTheTtlWhenWinnerLeaseExpires) {
   EXPECT_EQ(fake_.ExpireDueLeases(), 0);
   ASSERT_TRUE(Eventually([&] { return second->IsLeader(); }));
   EXPECT_EQ(ControllerKeyValue(), "ctl-b");
+}
+
+// After an etcd outage every lease is gone, and the controller's campaign
+// may be the first call of its node that etcd answers: the node must hear
+// of the expiry from it (its keepalive may still be stuck on a member that
+// is down; the controller counts the node dead one TTL after its key went).
+TEST_F(ControllerTest, ACampaignUnderAnExpiredLeaseTellsItsNode) {
+  std::atomic<int> gone{0};
+  on_lease_gone_ = [&gone] { ++gone; };
+  auto alive = MakeController("ctl-a", 2, 99, seqs_.Fn());
+  auto expired = MakeController("ctl-b", 2, 99, seqs_.Fn());
+  ASSERT_TRUE(etcd_->RevokeLease(controller_leases_["ctl-b"]).ok());
+  expired->Start();
+  ASSERT_TRUE(Eventually([&] { return gone.load() > 0; }));
+  EXPECT_FALSE(expired->IsLeader());
+  // A campaign under a live lease wins and tells nothing.
+  gone = 0;
+  expired->Stop();
+  ASSERT_TRUE(alive->RunOnce().ok());
+  EXPECT_TRUE(alive->IsLeader());
+  EXPECT_EQ(gone.load(), 0);
 }
 
 TEST_F(ControllerTest, FirstMapWaitsForMinNodesAndHasTheExpectedShape) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/cluster/cluster_map.h"
 #include "common/failpoint/failpoint.h"
 #include "common/status_macros.h"
@@ -218,11 +219,22 @@ void Membership::KeepAliveLoop() {
   while (Sleep(next - clock_.Steady())) {
     // The period runs from one send to the next, however long a call took.
     next = clock_.Steady() + period;
-    if (!RenewOnce()) return;
+    const Renewal r = RenewOnce();
+    if (r == Renewal::kLost) return;
+    // A call etcd did not answer moved the client to its next endpoint:
+    // try that one soon rather than a period later. After an outage the
+    // lease may have expired, and the controller counts this node dead one
+    // TTL after it saw the member key go, whether the node has heard of
+    // the expiry yet or not.
+    if (r == Renewal::kNoAnswer) next = std::min(next, clock_.Steady() + kRetryDelay);
   }
 }
 
-bool Membership::RenewOnce() {
+Membership::Renewal Membership::RenewOnce() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (lease_lost_) return Renewal::kLost;  // LeaseGone() heard it first
+  }
   const absl::Duration sent = clock_.Steady();
   // An error armed here reads as etcd's answer (UNAVAILABLE: cut off from
   // etcd; NOT_FOUND: the lease expired).
@@ -251,30 +263,35 @@ bool Membership::RenewOnce() {
       republish_ = false;
     }
     if (republish) Republish();
-    return true;
+    return Renewal::kAnswered;
   }
   if (granted.status().code() == absl::StatusCode::kNotFound) {
-    {
-      absl::MutexLock lock(&mu_);
-      lease_lost_ = true;
-    }
-    FenceNow("lease expired");
-    LOG(ERROR) << "membership: etcd lease " << absl::StrCat(absl::Hex(lease_)) << " of node "
-               << options_.self.node_id()
-               << " has expired: this node has been or will be replaced; it serves nothing "
-                  "until it has registered again with a new incarnation"
-               << (options_.on_lease_lost ? "" : " (no handler: exit status 3)");
-    if (options_.on_lease_lost) {
-      options_.on_lease_lost();
-    } else {
-      _exit(3);
-    }
-    return false;
+    LeaseGone("the keepalive");
+    return Renewal::kLost;
   }
   // etcd not reachable: keep trying; the watchdog fences at the deadline.
   LOG_EVERY_N(WARNING, 10) << "membership: keepalive of lease " << absl::StrCat(absl::Hex(lease_))
                            << " failed: " << granted.status();
-  return true;
+  return Renewal::kNoAnswer;
+}
+
+void Membership::LeaseGone(absl::string_view who) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (lease_lost_ || stopping_) return;
+    lease_lost_ = true;
+  }
+  FenceNow("lease expired");
+  LOG(ERROR) << "membership: etcd lease " << absl::StrCat(absl::Hex(lease_)) << " of node "
+             << options_.self.node_id() << " has expired (told to " << who
+             << "): this node has been or will be replaced; it serves nothing until it has "
+                "registered again with a new incarnation"
+             << (options_.on_lease_lost ? "" : " (no handler: exit status 3)");
+  if (options_.on_lease_lost) {
+    options_.on_lease_lost();
+  } else {
+    _exit(3);
+  }
 }
 
 void Membership::Renewed(absl::Duration sent, absl::Duration ttl) {
@@ -425,6 +442,9 @@ void Membership::Republish() {
                            << absl::StrCat(absl::Hex(r->gets.empty() ? 0 : r->gets[0].lease))
                            << ", not ours: another incarnation of " << options_.self.node_id()
                            << " registered; not overwriting it";
+  } else if (etcd::IsLeaseNotFound(r.status())) {
+    LeaseGone("a republish of the member key");
+    return;
   } else {
     LOG(WARNING) << "membership: could not republish " << member_key_ << ": " << r.status();
   }

@@ -8,7 +8,9 @@
 //    Only where no key is: while an earlier incarnation's key is there
 //    (its process may still be alive), Start() waits for it to go, up to
 //    3 x ttl, then fails with kFailedPrecondition.
-//  * A keepalive thread renews the lease every ttl/3. It notes the steady
+//  * A keepalive thread renews the lease every ttl/3, and tries again
+//    after 200 ms when etcd did not answer (the client has moved on to its
+//    next endpoint). It notes the steady
 //    clock (MembershipOptions::clock) just before each KeepAliveOnce. After
 //    the keepalive it proves, in one etcd txn, that the member key is still
 //    under its lease and reads the map; a map newer than the applied one is
@@ -25,7 +27,13 @@
 //    ClusterState::set_fenced(true), FencePage::Fence(), then on_fence.
 //  * A renewal answered "not found" means the lease expired: the node has
 //    been or will be replaced. It fences, logs one line and calls
-//    on_lease_lost (default: _exit(3)); the keepalive then stops. A
+//    on_lease_lost (default: _exit(3)); the keepalive then stops. Any other
+//    etcd call made under the lease that etcd answers "lease not found"
+//    (the controller's campaign, a republish) reports the same through
+//    LeaseGone(): the keepalive may be the last to hear (its calls stuck on
+//    an etcd member that is down), and the controller counts a node dead
+//    one TTL after its key went, registered again or not. Either way
+//    on_lease_lost runs once per Membership. A
 //    kvserver (ClusterNode) does not exit: it keeps its memory, shuts this
 //    Membership down and starts a new one for the same process, which
 //    registers under a new lease (a new incarnation) with the shard copies
@@ -64,6 +72,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/kv_cluster.pb.h"
@@ -117,6 +126,13 @@ class Membership {
   // logged: the lease then expires after its TTL). Idempotent.
   void Shutdown();
 
+  // etcd answered `who`'s call made under this lease "lease not found":
+  // the lease expired or was revoked. Fences and calls on_lease_lost, as a
+  // keepalive answered so would, unless that already happened or Shutdown()
+  // began. Any thread but one Shutdown() joins while it waits (the
+  // callback runs on the caller's thread).
+  void LeaseGone(absl::string_view who);
+
   // The lease id = incarnation.
   int64_t lease() const { return lease_; }
   const std::string& node_id() const { return options_.self.node_id(); }
@@ -139,8 +155,10 @@ class Membership {
   void AwaitWatchEnd(etcd::WatchHandle* watch, uint64_t endpoint);
   // ClusterState listener: the fence page's epoch, and a republish.
   void MapInstalled(const cluster::ClusterMapView& view);
-  // One renewal; false when the loop must end (lease lost).
-  bool RenewOnce();
+  // One renewal: etcd answered (the lease is alive), did not answer, or
+  // the lease is lost (the loop must end).
+  enum class Renewal { kAnswered, kNoAnswer, kLost };
+  Renewal RenewOnce();
   // Renewed up to `sent` (on clock_.Steady()): deadline, fence page, unfence.
   void Renewed(absl::Duration sent, absl::Duration granted);
   void FenceNow(const char* why);

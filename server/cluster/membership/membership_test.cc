@@ -250,6 +250,39 @@ TEST_F(MembershipTest, AnExpiredLeaseFencesAndCallsOnLeaseLost) {
   EXPECT_EQ(lost_.load(), 1);
 }
 
+// Another caller (the controller's campaign) hears of the expiry first:
+// the node fences and is told once, and its keepalive, answered "not found"
+// afterwards, tells nothing more.
+TEST_F(MembershipTest, AnExpiryToldByAnotherCallerEndsTheLeaseOnce) {
+  StartMember();
+  ASSERT_TRUE(etcd_.ExpireLease(member_->lease()).ok());
+  member_->LeaseGone("the test");
+  EXPECT_EQ(lost_.load(), 1);
+  EXPECT_EQ(fences_.load(), 1);
+  EXPECT_FALSE(state_.Serving());
+  EXPECT_EQ(fence_.words().valid_until_ms, 0u);
+  member_->LeaseGone("the test, again");
+  Pass(absl::Seconds(2));
+  EXPECT_EQ(lost_.load(), 1);
+  EXPECT_FALSE(state_.Serving());
+}
+
+// A keepalive etcd did not answer is sent again after the retry delay
+// (200 ms), not a period (ttl/3) later: after an outage the node must hear
+// of an expiry, or renew, before the controller counts it dead.
+TEST_F(MembershipTest, AKeepaliveEtcdDidNotAnswerIsSentAgainSoon) {
+  StartMember();
+  const uint64_t before = member_->renewals();
+  etcd_.SetReachable(false);
+  Pass(absl::Milliseconds(350));  // the keepalive at ttl/3 (333 ms) failed
+  EXPECT_EQ(member_->renewals(), before);
+  etcd_.SetReachable(true);
+  // Retried at about 533 ms; the next period would be at 666 ms.
+  Pass(absl::Milliseconds(250));
+  EXPECT_TRUE(Eventually([&] { return member_->renewals() > before; }));
+  EXPECT_EQ(lost_.load(), 0);
+}
+
 TEST_F(MembershipTest, InstallsMapsFromEtcdAndPublishesTheAppliedEpoch) {
   // A map already there at start is installed by Start() itself.
   PutMap(OneShardMap(3, kCluster));

@@ -37,6 +37,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
@@ -104,6 +105,13 @@ struct TxnResult {
   // (absent keys are left out).
   std::vector<KeyValue> gets;
 };
+
+// Whether `status` is etcd's answer to a call made under a lease that no
+// longer exists (expired or revoked): a put or txn naming it, not the
+// keepalive (which answers kNotFound of its own).
+inline bool IsLeaseNotFound(const absl::Status& status) {
+  return absl::IsNotFound(status) && absl::StrContains(status.message(), "lease not found");
+}
 
 struct WatchEvent {
   enum class Type { kPut, kDelete };
