@@ -38,7 +38,10 @@ ServerLink::ServerLink(LinkEnv env, std::string address,
 
 ServerLink::~ServerLink() {
   absl::MutexLock lock(&mu_);
-  path_.reset();
+  std::shared_ptr<DataPath> last;
+  current_mu_.Lock();
+  last.swap(path_);
+  current_mu_.Unlock();
 }
 
 absl::Status ServerLink::Init() {
@@ -47,8 +50,10 @@ absl::Status ServerLink::Init() {
 }
 
 CurrentPath ServerLink::Current() const {
-  absl::MutexLock lock(&mu_);
-  return {path_, path_metrics_};
+  current_mu_.Lock();
+  CurrentPath cur{path_, path_metrics_};
+  current_mu_.Unlock();
+  return cur;
 }
 
 // Epochs only grow: a late call with an older epoch (two map installs
@@ -144,9 +149,14 @@ absl::StatusOr<std::unique_ptr<DataPath>> ServerLink::BuildRdmaPath(const v1::Ha
 // of its shared_ptr. The map epoch is carried over: a new path must check
 // the same epoch as the one it replaces.
 void ServerLink::SwapPath(std::shared_ptr<DataPath> next) {
-  path_metrics_ = env_.metrics->ForTransport(next->name());
+  const TransportMetrics* metrics = env_.metrics->ForTransport(next->name());
   next->SetMapEpoch(map_epoch_.load(std::memory_order_relaxed));
-  path_ = std::move(next);
+  // The old path is let go of after the word lock: if this was its last
+  // reference, its teardown must not hold up Current().
+  current_mu_.Lock();
+  next.swap(path_);
+  path_metrics_ = metrics;
+  current_mu_.Unlock();
 }
 
 bool ServerLink::Recover(const std::shared_ptr<DataPath>& failed) {

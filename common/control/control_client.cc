@@ -216,7 +216,7 @@ absl::StatusOr<absl::Duration> ControlClient::Ttl(absl::string_view key, absl::T
 
 absl::Status ControlClient::ReportReads(absl::Span<const uint64_t> offsets, absl::Time deadline) {
   v1::ReportReadsRequest req;
-  req.mutable_offsets()->Add(offsets.begin(), offsets.end());
+  req.mutable_fixed_offsets()->Add(offsets.begin(), offsets.end());
   auto ctx = NewContext(deadline);
   v1::ReportReadsResponse resp;
   return FromGrpcStatus(stub_->ReportReads(ctx.get(), req, &resp));

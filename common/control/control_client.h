@@ -119,7 +119,8 @@ class ControlClient {
   // The key's time to live: absl::InfiniteDuration() without an expiry;
   // kNotFound when absent.
   absl::StatusOr<absl::Duration> Ttl(absl::string_view key, absl::Time deadline);
-  // Reports where one-sided GETs found their entries (at most 4096).
+  // Reports where one-sided GETs found their entries (at most
+  // kMaxReportedReads), as ReportReadsRequest.fixed_offsets.
   absl::Status ReportReads(absl::Span<const uint64_t> offsets, absl::Time deadline);
 
   // --- Session-scoped: queue pairs and write leases --------------------------

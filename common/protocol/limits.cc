@@ -6,7 +6,7 @@
 
 namespace kvstore {
 
-absl::Status Limits::CheckKeyLength(uint64_t key_len) const {
+absl::Status Limits::KeyLengthError(uint64_t key_len) const {
   // Empty keys are refused on every path, like ParseCommit refuses a
   // zero-length delete key.
   if (key_len == 0) return absl::InvalidArgumentError("key is empty");
@@ -16,8 +16,6 @@ absl::Status Limits::CheckKeyLength(uint64_t key_len) const {
   }
   return absl::OkStatus();
 }
-
-absl::Status Limits::CheckKey(absl::string_view key) const { return CheckKeyLength(key.size()); }
 
 // Empty values are valid; only the upper bound is checked.
 absl::Status Limits::CheckValueLength(uint64_t value_len) const {

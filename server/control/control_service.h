@@ -212,7 +212,8 @@ class KvControlServiceImpl final : public KvControlBase {
   grpc::Status Ttl(grpc::ServerContext* context, const kvstore::v1::TtlRequest* request,
                    kvstore::v1::TtlResponse* response) override;
   // Counts a client's one-sided reads for eviction (KvStore::NoteRead).
-  // INVALID_ARGUMENT for more than 4096 offsets.
+  // INVALID_ARGUMENT for more than kMaxReportedReads offsets (both fields
+  // together).
   grpc::Status ReportReads(grpc::ServerContext* context,
                            const kvstore::v1::ReportReadsRequest* request,
                            kvstore::v1::ReportReadsResponse* response) override;

@@ -104,14 +104,16 @@ grpc::Status KvControlServiceImpl::ReportReads(grpc::ServerContext* context,
                                                pb::ReportReadsResponse* response) {
   if (absl::Status s = auth_.Check(context, "kvstore.v1.KvControl/ReportReads"); !s.ok())
     return ToGrpcStatus(s);
-  if (request->offsets_size() > 4096) {
+  const int n = request->offsets_size() + request->fixed_offsets_size();
+  if (n > kMaxReportedReads) {
     return ToGrpcStatus(absl::InvalidArgumentError(
-        absl::StrCat("ReportReads carries ", request->offsets_size(), " offsets; at most 4096")));
+        absl::StrCat("ReportReads carries ", n, " offsets; at most ", kMaxReportedReads)));
   }
   // A bit set per offset, bounds-checked by the store: a stale or made-up
   // offset marks nothing that matters (at worst one entry looks read).
   if (deps_.store->eviction_policy() != EvictionPolicy::kNoEviction) {
     for (uint64_t offset : request->offsets()) deps_.store->NoteRead(offset);
+    for (uint64_t offset : request->fixed_offsets()) deps_.store->NoteRead(offset);
   }
   return grpc::Status::OK;
 }

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "common/grpc_status.h"
 #include "common/metrics/testing.h"
 #include "common/protocol/layout.h"
+#include "common/protocol/limits.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -32,6 +34,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "gtest/gtest.h"
 #include "proto/kv_control.grpc.pb.h"
+#include "server/storage/eviction.h"
 
 namespace kvstore {
 namespace server {
@@ -288,6 +291,64 @@ TEST_F(ControlServiceTest, ScanCountDefaultsAndIsCapped) {
   page = Scan(~uint64_t{0}, 10, "");
   EXPECT_EQ(page.keys_size(), 0);
   EXPECT_EQ(page.cursor(), 0u);
+}
+
+// One-sided GETs reach the eviction policy only through ReportReads: keys
+// reported there, in either encoding, outlive a flood of keys never read.
+// A server that ignored a field would evict the hot keys reported in it.
+TEST_F(ControlServiceTest, ReportedReadsInEitherEncodingKeepKeysFromEviction) {
+  store_->SetEvictionPolicy(EvictionPolicy::kAllKeysLru);
+  const std::string value(1000, 'v');
+  // Every key goes straight to the store through one writer, so the hot
+  // keys' segment is sealed and may be evicted like any other (a gRPC Put's
+  // writer would keep it open, and safe, for the whole test).
+  std::unique_ptr<KvStore::Writer> writer = store_->NewWriter();
+  std::vector<std::string> hot;
+  for (int i = 0; i < 100; ++i) {
+    hot.push_back(absl::StrCat("hot", i));
+    ASSERT_TRUE(store_->Put(writer.get(), hot.back(), value).ok());
+  }
+  // The cold keys: 2.5 times the 16 MiB pool.
+  for (int i = 0; i < 40000; ++i) {
+    absl::Status put = store_->Put(writer.get(), absl::StrCat("cold", i), value, absl::Seconds(30));
+    ASSERT_TRUE(put.ok()) << put << " at " << i;
+    if (i % 500 != 0) continue;
+    pb::ReportReadsRequest req;
+    for (size_t k = 0; k < hot.size(); ++k) {
+      std::optional<layout::Slot> slot = store_->Locate(hot[k]);
+      ASSERT_TRUE(slot.has_value()) << hot[k] << " at " << i;
+      if (k % 2 == 0) {
+        req.add_fixed_offsets(slot->offset);
+      } else {
+        req.add_offsets(slot->offset);
+      }
+    }
+    grpc::ClientContext ctx;
+    pb::ReportReadsResponse resp;
+    grpc::Status s = stub_->ReportReads(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_GT(metrics::testing::Value(registry_, "kvstore_evicted_keys_total"), 20000);
+  std::string got;
+  for (const auto& k : hot) EXPECT_TRUE(Get(k, &got).ok()) << k;
+  writer.reset();
+}
+
+TEST_F(ControlServiceTest, ReportReadsCountsBothFieldsAgainstItsLimit) {
+  pb::ReportReadsRequest req;
+  for (int i = 0; i < kMaxReportedReads; ++i) req.add_fixed_offsets(uint64_t{1} << 62);
+  {
+    grpc::ClientContext ctx;
+    pb::ReportReadsResponse resp;
+    grpc::Status s = stub_->ReportReads(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();  // made-up offsets are ignored
+  }
+  req.add_offsets(0);
+  grpc::ClientContext ctx;
+  pb::ReportReadsResponse resp;
+  grpc::Status s = stub_->ReportReads(&ctx, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("4097 offsets; at most 4096"));
 }
 
 TEST_F(ControlServiceTest, StatsCountersMove) {

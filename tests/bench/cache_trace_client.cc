@@ -30,9 +30,9 @@
 // 64 GETs, which can turn a repeat within a batch into a second miss; with
 // one at a time a repeat always sees the SET before it).
 //
-// The client's read reports (ReportReads, 1024 locations per RPC) are always
+// The client's read reports (ReportReads, 4096 locations per RPC) are always
 // on in the library: the server's LRU/LFU sees one-sided reads through them,
-// one batch late at most (a final batch under 1024 is never sent).
+// one batch late at most (a final batch under 4096 is never sent).
 //
 //   bazel run -c opt //tests/bench:cache_trace_client -- --server=127.0.0.1:7300
 //       --transport=rdma --trace=zipf --requests=400000 --keys=200000 --seed=1

@@ -14,7 +14,7 @@
 #
 # Usage: tests/bench/rdma_get_callgrind.sh [--quick] [--out DIR] [--json FILE]
 #            [--kvserver BIN --kvctl BIN] [--no-build] [--timeout S]
-#   --quick          N = 1024 (64 B) and 20 (1 MiB) instead of 2048 and 50
+#   --quick          N = 4096 (64 B) and 20 (1 MiB) instead of 8192 and 50
 #   --out DIR        keep the raw results there: callgrind files, kvctl's JSON,
 #                    perftest's output (default: a temporary directory,
 #                    removed after a successful run)
@@ -36,8 +36,8 @@
 #   kvstore Get()  inclusive instructions of the KvClient::Get (GetInto) call
 #                  per GET, from the call graph: what the client library
 #                  executes for one GET, its amortised share of reporting
-#                  reads to the server (a gRPC call per 1024 GETs, on the
-#                  caller's thread; N is a multiple of 1024 so that the share
+#                  reads to the server (a gRPC call per 4096 GETs, on the
+#                  caller's thread; N is a multiple of 4096 so that the share
 #                  is exact) included;
 #   kvctl loop     all instructions of the bench's worker thread per GET:
 #                  Get() plus kvctl's own key formatting, random numbers and
@@ -132,7 +132,7 @@ cp "$KVCTL_BIN" "$OUT/kvctl"
 chmod u+w "$OUT/kvserver" "$OUT/kvctl"
 
 ENVS=()
-((QUICK)) && ENVS+=(--env KV_CALLGRIND_OPS=1024 --env KV_CALLGRIND_BIG_OPS=20)
+((QUICK)) && ENVS+=(--env KV_CALLGRIND_OPS=4096 --env KV_CALLGRIND_BIG_OPS=20)
 while IFS= read -r name; do ENVS+=(--env "$name"); done < <(compgen -e | grep -E '^KV_CALLGRIND_|^KV_BENCH_(DEV|IP)$' || true)
 
 echo "==> booting the Soft-RoCE VM and running tests/bench/rdma_get_callgrind_guest.sh in it"

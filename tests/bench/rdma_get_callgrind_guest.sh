@@ -9,8 +9,9 @@
 # Usage: rdma_get_callgrind_guest.sh OUT_DIR   (OUT_DIR holds kvserver and kvctl)
 #
 # Environment (optional): KV_CALLGRIND_OPS operations N of the 64 B runs
-# (2048; each case runs N and 2N); KV_CALLGRIND_BIG_OPS N of the 1 MiB runs
-# (50); KV_BENCH_DEV (rxe0); KV_BENCH_IP (10.0.2.15).
+# (8192: a multiple of the 4096 GETs per read report, so that each GET's
+# share of it is exact; each case runs N and 2N); KV_CALLGRIND_BIG_OPS N of
+# the 1 MiB runs (50); KV_BENCH_DEV (rxe0); KV_BENCH_IP (10.0.2.15).
 #
 # Every measured client runs under `valgrind --tool=callgrind
 # --separate-threads=yes` twice, with N and 2N operations, so that start-up,
@@ -28,7 +29,7 @@
 set -uo pipefail
 
 OUT=${1:?usage: rdma_get_callgrind_guest.sh OUT_DIR}
-N=${KV_CALLGRIND_OPS:-2048}
+N=${KV_CALLGRIND_OPS:-8192}
 NBIG=${KV_CALLGRIND_BIG_OPS:-50}
 DEV=${KV_BENCH_DEV:-rxe0}
 IP=${KV_BENCH_IP:-10.0.2.15}

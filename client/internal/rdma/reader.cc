@@ -61,6 +61,7 @@ RdmaReader::RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool*
                        control::ControlClient* control, metrics::Registry* registry,
                        const ReadOptions& options)
     : layout_(layout),
+      max_read_span_(absl::ToChronoNanoseconds(layout->max_read_span)),
       read_in_pieces_(options.read_in_pieces),
       engine_(engine),
       pool_(pool),
@@ -90,7 +91,9 @@ RdmaReader::RdmaReader(const ServerLayout* layout, OpEngine* engine, BufferPool*
       read_reports_failed_(registry->AddCounter(
           "kvstore_client_read_reports_total",
           "Batches of one-sided GET locations reported to the server for its eviction policy.",
-          {{"result", "error"}})) {}
+          {{"result", "error"}})) {
+  reads_.reserve(kReadReportBatch);
+}
 
 // --- Entry points --------------------------------------------------------------
 

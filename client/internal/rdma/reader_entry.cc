@@ -105,6 +105,16 @@ absl::Status RdmaReader::ReadEntry(const Request& req, const layout::Slot& slot,
 // cannot fit the caller's buffer.
 absl::Status RdmaReader::PlanEntryRead(const Request& req, const Slot& slot, OpSlot* s,
                                        EntryRead* plan) {
+  // A Get() of an entry that fits the slot's scratch, first: it is every
+  // hit GET of a small value, and the general path's helpers (a Status per
+  // step) cost such a GET ~70 instructions for two stores.
+  if (!req.header_only && req.dest == nullptr && slot.size <= kSmallEntryArea) {
+    plan->local = s->entry;
+    plan->sges[0] = {reinterpret_cast<uint64_t>(s->entry), static_cast<uint32_t>(slot.size),
+                     s->lkey};
+    plan->nsge = 1;
+    return absl::OkStatus();
+  }
   const size_t head = layout::kEntryHeaderBytes + req.key.size();
   // Small reads land in the slot's scratch; larger ones in a pooled buffer.
   auto local_for = [&](uint64_t bytes) -> absl::Status {
@@ -187,7 +197,13 @@ absl::StatusOr<size_t> RdmaReader::Verify(absl::string_view key, const Slot& slo
     const absl::string_view value(local + layout::kEntryHeaderBytes + h.key_len, h.value_len);
     const uint64_t sum = computed ? *computed : layout::EntryChecksum(h, key, value);
     if (sum != h.checksum) return absl::DataLossError("entry checksum mismatch");
-    out->assign(value.data(), value.size());
+    if (out->capacity() >= value.size()) {
+      out->assign(value.data(), value.size());
+    } else {
+      // A fresh string (every Get()): constructed whole and moved in, which
+      // costs ~60 instructions less than assign()'s replace-and-grow.
+      *out = std::string(value.data(), value.size());
+    }
     return value.size();
   }
   if (h.value_len > dest->capacity) {

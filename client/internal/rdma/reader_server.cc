@@ -35,13 +35,16 @@ absl::StatusOr<size_t> RdmaReader::ServerGet(const Request& req) {
 }
 
 void RdmaReader::NoteRead(uint64_t offset) {
-  std::vector<uint64_t> full;
-  {
-    absl::MutexLock lock(&reads_mu_);
-    reads_.push_back(offset);
-    if (reads_.size() < kReadReportBatch) return;
-    full.swap(reads_);
+  reads_mu_.Lock();
+  reads_.push_back(offset);
+  if (reads_.size() < kReadReportBatch) {
+    reads_mu_.Unlock();
+    return;
   }
+  std::vector<uint64_t> full;
+  full.swap(reads_);
+  reads_.reserve(kReadReportBatch);
+  reads_mu_.Unlock();
   const absl::Status s = control_->ReportReads(full, absl::Now() + absl::Seconds(1));
   (s.ok() ? read_reports_ : read_reports_failed_)->Increment();
 }

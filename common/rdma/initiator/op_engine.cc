@@ -105,13 +105,10 @@ void OpEngine::ReturnCredits(int n) {
 
 // A post fails when the queue pair is in an error state or its send queue is
 // full (which the slot limit is sized to prevent): the path is done either way.
-absl::Status OpEngine::Post(absl::Status s) {
-  if (!s.ok()) {
-    // Not MarkBroken: a failed post is reported to its caller, no need to log.
-    broken_ = true;
-    return absl::UnavailableError(absl::StrCat("RDMA post failed: ", s.message()));
-  }
-  return s;
+absl::Status OpEngine::PostFailed(const absl::Status& s) {
+  // Not MarkBroken: a failed post is reported to its caller, no need to log.
+  broken_ = true;
+  return absl::UnavailableError(absl::StrCat("RDMA post failed: ", s.message()));
 }
 
 // The caller set each READ's wr_id (kKindRead | slot) and which is signaled.
