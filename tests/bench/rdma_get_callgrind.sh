@@ -283,9 +283,9 @@ n_small, n_big = int(res["ops"]), int(res["big_ops"])
 runs = {(c, t): load(c, t) for c in ("hit", "miss", "big", "bigzc", "iblat", "iblatbig") for t in ("N", "2N")}
 probe = runs["hit", "2N"]
 POLL = rxe_callee(probe, r"OpEngine::PollOnce\(")
-POST = rxe_callee(probe, r"QueuePair::PostSendChain\(")
+POST = rxe_callee(probe, r"QueuePair::Post(SendChain|RdmaBatch)\(")
 if POLL is None or POST is None:
-    raise SystemExit("the rxe provider's poll_cq/post_send were not found under PollOnce/PostSendChain")
+    raise SystemExit("the rxe provider's poll_cq/post_send were not found under PollOnce/PostSendChain/PostRdmaBatch")
 
 def kv_case(case, n, api, doorbells):
     pat = rf"ClientImpl::{api}\("
