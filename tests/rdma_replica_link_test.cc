@@ -81,11 +81,17 @@ class RecordingSink final : public server::ReplicaCommitSink {
                          c.primary_incarnation, c.is_delete, std::string(c.key),
                          std::string(c.entry)});
     if (!reply_.ok()) return reply_;
+    if (c.seq == refuse_seq_) return absl::FailedPreconditionError("refused by the test");
     return c.is_delete ? absl::OkStatus() : install();
   }
   void set_reply(absl::Status s) {
     absl::MutexLock lock(&mu_);
     reply_ = std::move(s);
+  }
+  // Refuses the write of this seq (0: none), the others installed.
+  void set_refuse_seq(uint64_t seq) {
+    absl::MutexLock lock(&mu_);
+    refuse_seq_ = seq;
   }
   std::vector<Seen> seen() {
     absl::MutexLock lock(&mu_);
@@ -96,6 +102,7 @@ class RecordingSink final : public server::ReplicaCommitSink {
   absl::Mutex mu_;
   std::vector<Seen> seen_ ABSL_GUARDED_BY(mu_);
   absl::Status reply_ ABSL_GUARDED_BY(mu_);
+  uint64_t refuse_seq_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 std::string Entry(absl::string_view key, absl::string_view value, uint64_t version) {
@@ -254,6 +261,100 @@ TEST_F(RdmaReplicaWriterTest, PutBatchInstallsEveryWriteAndRefusesOnlyTheBadOne)
   ASSERT_TRUE(copy.ok()) << copy.status();
   EXPECT_EQ(*copy, large);
   EXPECT_FALSE(writer_->broken());
+}
+
+// The backup's counters of batch commits (kvstore_rdma_replica_batch*).
+uint64_t BackupCounter(KvServer* backup, const std::string& name) {
+  const std::map<std::string, uint64_t> flat =
+      metrics::FlattenSnapshot(backup->rdma_service()->registry().TakeSnapshot());
+  auto it = flat.find(name);
+  return it == flat.end() ? 0 : it->second;
+}
+
+// To a backup that takes batch commits, a batch of PUTs goes as its WRITEs
+// and one commit SEND: the backup counts one batch of all of them, and
+// installs each in order with its own tag.
+TEST_F(RdmaReplicaWriterTest, PutBatchCommitsItsWritesWithOneSend) {
+  ASSERT_GT(writer_->batch_commits(Tag(0).primary_node_id.size()), 10u);
+  std::vector<std::string> entries;
+  for (int i = 0; i < 10; ++i) entries.push_back(Entry(absl::StrCat("one-", i), "v", 50 + i));
+  std::vector<ReplicaWriter::BatchPut> puts;
+  for (int i = 0; i < 10; ++i) puts.push_back({entries[i], Tag(500 + i)});
+  writer_->PutBatch(absl::MakeSpan(puts), Deadline());
+  for (const auto& p : puts) EXPECT_TRUE(p.status.ok()) << p.status;
+  EXPECT_EQ(BackupCounter(backup_.get(), "kvstore_rdma_replica_batches_total"), 1u);
+  EXPECT_EQ(BackupCounter(backup_.get(), "kvstore_rdma_replica_batch_writes_total"), 10u);
+  const std::vector<Seen> seen = sink_.seen();
+  ASSERT_EQ(seen.size(), 10u);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(seen[i].seq, 500u + i);
+    EXPECT_EQ(seen[i].entry, entries[i]);
+    EXPECT_EQ(seen[i].primary_node_id, "primary-a");
+    EXPECT_EQ(seen[i].primary_incarnation, 5u);
+    auto copy = backup_->store()->CopyEntry(absl::StrCat("one-", i));
+    ASSERT_TRUE(copy.ok()) << copy.status();
+    EXPECT_EQ(*copy, entries[i]);
+  }
+}
+
+// The backup stops a batch at the write it refuses: the writes before it
+// are installed, it gets the refusal, and the writes after it are sent
+// again one by one, each with an answer of its own.
+TEST_F(RdmaReplicaWriterTest, ARefusalStopsTheBatchAndTheRestAreSentAlone) {
+  sink_.set_refuse_seq(603);
+  std::vector<std::string> entries;
+  for (int i = 0; i < 6; ++i) entries.push_back(Entry(absl::StrCat("stop-", i), "v", 60 + i));
+  std::vector<ReplicaWriter::BatchPut> puts;
+  for (int i = 0; i < 6; ++i) puts.push_back({entries[i], Tag(600 + i)});
+  writer_->PutBatch(absl::MakeSpan(puts), Deadline());
+  for (int i = 0; i < 6; ++i) {
+    if (i == 3) {
+      EXPECT_EQ(puts[i].status.code(), absl::StatusCode::kFailedPrecondition) << puts[i].status;
+    } else {
+      EXPECT_TRUE(puts[i].status.ok()) << i << ": " << puts[i].status;
+    }
+  }
+  // One batch (600..603, stopped at 603), then 604 and 605 alone.
+  EXPECT_EQ(BackupCounter(backup_.get(), "kvstore_rdma_replica_batches_total"), 1u);
+  const std::vector<Seen> seen = sink_.seen();
+  ASSERT_EQ(seen.size(), 6u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(seen[i].seq, 600u + i);
+  EXPECT_FALSE(backup_->store()->CopyEntry("stop-3").ok());
+  EXPECT_TRUE(backup_->store()->CopyEntry("stop-5").ok());
+  EXPECT_FALSE(writer_->broken());
+}
+
+// A backup older than batch commits (its ConnectQp answer does not offer
+// them) gets a commit per write, as before.
+TEST_F(RdmaBackupTest, ABackupWithoutBatchCommitsGetsOneCommitPerWrite) {
+  backup_->rdma_service()->set_announce_replica_batches(false);
+  control::ControlSecurity security;
+  security.auth_token = kClusterSecret;
+  auto control = control::ControlClient::Dial(BackupAddress(), security);
+  ASSERT_TRUE(control.ok()) << control.status();
+  auto hs = (*control)->Handshake("replica-of-test", /*wait_for_ready=*/true, Deadline());
+  ASSERT_TRUE(hs.ok()) << hs.status();
+  auto ctx = initiator::OpenRdmaContext(Env("KV_RDMA_DEVICE"), hs->limits().max_value_bytes());
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  metrics::Registry registry;
+  initiator::PathCounters counters;
+  counters.leases.granted = registry.AddCounter("kvstore_test_granted_total", "Granted.");
+  counters.leases.renewed = registry.AddCounter("kvstore_test_renewed_total", "Renewed.");
+  counters.leases.released = registry.AddCounter("kvstore_test_released_total", "Released.");
+  counters.lease_aborts = registry.AddCounter("kvstore_test_aborts_total", "Aborts.");
+  auto writer = ReplicaWriter::Connect(*ctx, control->get(), *hs, "replica-of-test", 1 << 20,
+                                       absl::Seconds(5), counters);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_EQ((*writer)->batch_commits(9), 0u);
+  std::vector<std::string> entries;
+  for (int i = 0; i < 4; ++i) entries.push_back(Entry(absl::StrCat("old-", i), "v", 70 + i));
+  std::vector<ReplicaWriter::BatchPut> puts;
+  for (int i = 0; i < 4; ++i) puts.push_back({entries[i], Tag(700 + i)});
+  (*writer)->PutBatch(absl::MakeSpan(puts), Deadline());
+  for (const auto& p : puts) EXPECT_TRUE(p.status.ok()) << p.status;
+  EXPECT_EQ(BackupCounter(backup_.get(), "kvstore_rdma_replica_batches_total"), 0u);
+  EXPECT_EQ(sink_.seen().size(), 4u);
+  writer->reset();
 }
 
 TEST_F(RdmaReplicaWriterTest, DeleteNamesItsKey) {

@@ -25,13 +25,37 @@ absl::StatusOr<ParsedCommit> ParseCommit(absl::string_view bytes) {
   if (out.header.magic != kCommitMagic) return absl::InvalidArgumentError("bad commit magic");
   const auto op = static_cast<CommitOp>(out.header.op);
   if (op != CommitOp::kPut && op != CommitOp::kDelete && op != CommitOp::kReplicaPut &&
-      op != CommitOp::kReplicaDelete) {
+      op != CommitOp::kReplicaDelete && op != CommitOp::kReplicaPutBatch) {
     return absl::InvalidArgumentError(absl::StrCat("unknown commit op ", out.header.op));
   }
   // `bytes` is what the SEND delivered (wc.byte_len), so a sender cannot make
   // the server read past its own message. Every length below is 16 bits and
   // `pos` stays within `bytes`, so no sum can overflow.
   size_t pos = sizeof(CommitRequest);
+  if (op == CommitOp::kReplicaPutBatch) {
+    ReplicaBatchHeader batch;
+    if (bytes.size() - pos < sizeof(batch)) {
+      return absl::InvalidArgumentError("replica batch shorter than its header");
+    }
+    std::memcpy(&batch, bytes.data() + pos, sizeof(batch));
+    pos += sizeof(batch);
+    if (batch.node_len == 0 || batch.node_len > kMaxReplicaNodeIdBytes ||
+        batch.node_len > bytes.size() - pos) {
+      return absl::InvalidArgumentError("replica batch node id length out of bounds");
+    }
+    out.primary_node_id = bytes.substr(pos, batch.node_len);
+    pos += batch.node_len;
+    // count <= 256 records of 48 bytes: no overflow.
+    if (batch.count == 0 || batch.count > kMaxReplicaBatch ||
+        size_t{batch.count} * sizeof(ReplicaBatchWrite) > bytes.size() - pos) {
+      return absl::InvalidArgumentError("replica batch write count out of bounds");
+    }
+    out.tag.primary_incarnation = batch.primary_incarnation;
+    out.tag.node_len = batch.node_len;
+    out.batch_count = batch.count;
+    out.batch_writes = bytes.substr(pos, size_t{batch.count} * sizeof(ReplicaBatchWrite));
+    return out;
+  }
   if (op == CommitOp::kReplicaPut || op == CommitOp::kReplicaDelete) {
     if (bytes.size() - pos < sizeof(ReplicaTag)) {
       return absl::InvalidArgumentError("replica commit shorter than its tag");
@@ -54,6 +78,12 @@ absl::StatusOr<ParsedCommit> ParseCommit(absl::string_view bytes) {
   // A put's fields (lease, offset, size) are checked by the server against
   // its lease table and pool; the wire layer only checks the framing.
   return out;
+}
+
+ReplicaBatchWrite BatchWrite(const ParsedCommit& parsed, size_t i) {
+  ReplicaBatchWrite w;
+  std::memcpy(&w, parsed.batch_writes.data() + i * sizeof(w), sizeof(w));
+  return w;
 }
 
 size_t EncodePutCommit(const PutCommit& commit, char* out) {
@@ -120,9 +150,37 @@ size_t EncodeReplicaDeleteCommit(uint64_t request_id, absl::string_view key,
   return n + key.size();
 }
 
-size_t EncodeAck(uint64_t request_id, const absl::Status& status, char* out) {
+size_t EncodeReplicaPutBatch(uint64_t request_id, absl::Span<const ReplicaBatchWrite> writes,
+                             absl::string_view primary_node_id, uint64_t primary_incarnation,
+                             char* out) {
+  CommitRequest req{};
+  req.magic = kCommitMagic;
+  req.op = static_cast<uint8_t>(CommitOp::kReplicaPutBatch);
+  req.request_id = request_id;
+  std::memcpy(out, &req, sizeof(req));
+  size_t n = sizeof(req);
+  ReplicaBatchHeader batch{};
+  batch.count = static_cast<uint16_t>(writes.size());
+  batch.node_len = static_cast<uint16_t>(primary_node_id.size());
+  batch.primary_incarnation = primary_incarnation;
+  std::memcpy(out + n, &batch, sizeof(batch));
+  n += sizeof(batch);
+  std::memcpy(out + n, primary_node_id.data(), primary_node_id.size());
+  n += primary_node_id.size();
+  for (const ReplicaBatchWrite& w : writes) {
+    ReplicaBatchWrite record = w;
+    record.reserved = 0;
+    std::memcpy(out + n, &record, sizeof(record));
+    n += sizeof(record);
+  }
+  return n;
+}
+
+size_t EncodeAck(uint64_t request_id, const absl::Status& status, char* out,
+                 uint16_t batch_applied) {
   CommitAck ack{};
   ack.magic = kAckMagic;
+  ack.batch_applied = batch_applied;
   ack.code = static_cast<int32_t>(status.code());
   ack.request_id = request_id;
   const size_t room = kAckBytes - sizeof(CommitAck);
@@ -164,6 +222,7 @@ absl::StatusOr<ParsedAck> ParseAck(absl::string_view bytes) {
   }
   ParsedAck out;
   out.request_id = ack.request_id;
+  out.batch_applied = ack.batch_applied;
   out.status = absl::Status(static_cast<absl::StatusCode>(ack.code),
                             absl::string_view(bytes.data() + sizeof(ack), ack.message_len));
   const absl::string_view refusal = bytes.substr(sizeof(ack) + ack.message_len, ack.refusal_len);

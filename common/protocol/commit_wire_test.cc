@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "common/cluster/refusal.h"
 #include "gtest/gtest.h"
@@ -139,6 +140,97 @@ TEST(CommitWire, RejectsTruncatedReplicaCommits) {
     std::memcpy(copy.data() + sizeof(CommitRequest), &raw, sizeof(raw));
     EXPECT_FALSE(ParseCommit(copy).ok()) << bad;
   }
+}
+
+std::vector<ReplicaBatchWrite> SomeBatch(size_t n) {
+  std::vector<ReplicaBatchWrite> writes(n);
+  for (size_t i = 0; i < n; ++i) {
+    writes[i].lease_id = 100 + i;
+    writes[i].offset = 4096 * i;
+    writes[i].size = 4160 + i;
+    writes[i].shard_id = static_cast<uint32_t>(i % 3);
+    writes[i].reserved = 77;  // not sent: the encoder zeroes it
+    writes[i].shard_epoch = 5 + i;
+    writes[i].seq = 1000 + i;
+  }
+  return writes;
+}
+
+TEST(CommitWire, EncodedReplicaBatchRoundTrips) {
+  const std::vector<ReplicaBatchWrite> writes = SomeBatch(7);
+  std::string buf(ReplicaBatchBytes(writes.size(), 6), '\0');
+  const size_t n = EncodeReplicaPutBatch(9, writes, "node-b", 42, buf.data());
+  ASSERT_EQ(n, buf.size());
+  absl::StatusOr<ParsedCommit> p = ParseCommit(buf);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->header.op, static_cast<uint8_t>(CommitOp::kReplicaPutBatch));
+  EXPECT_EQ(p->header.request_id, 9u);
+  EXPECT_EQ(p->primary_node_id, "node-b");
+  EXPECT_EQ(p->tag.primary_incarnation, 42u);
+  ASSERT_EQ(p->batch_count, 7);
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const ReplicaBatchWrite w = BatchWrite(*p, i);
+    EXPECT_EQ(w.lease_id, writes[i].lease_id);
+    EXPECT_EQ(w.offset, writes[i].offset);
+    EXPECT_EQ(w.size, writes[i].size);
+    EXPECT_EQ(w.shard_id, writes[i].shard_id);
+    EXPECT_EQ(w.reserved, 0u);
+    EXPECT_EQ(w.shard_epoch, writes[i].shard_epoch);
+    EXPECT_EQ(w.seq, writes[i].seq);
+  }
+}
+
+TEST(CommitWire, RejectsTruncatedAndOversizedReplicaBatches) {
+  const std::vector<ReplicaBatchWrite> writes = SomeBatch(3);
+  std::string buf(ReplicaBatchBytes(writes.size(), 6), '\0');
+  const size_t n = EncodeReplicaPutBatch(1, writes, "node-b", 1, buf.data());
+  for (size_t len = 0; len < n; ++len) {
+    EXPECT_FALSE(ParseCommit(absl::string_view(buf.data(), len)).ok()) << len;
+  }
+  const size_t header_at = sizeof(CommitRequest);
+  ReplicaBatchHeader raw{};
+  std::memcpy(&raw, buf.data() + header_at, sizeof(raw));
+  // A count of 0, one record more than was sent, and more than the most.
+  for (uint16_t count : {uint16_t{0}, uint16_t{4}, static_cast<uint16_t>(kMaxReplicaBatch + 1)}) {
+    std::string copy = buf;
+    if (count > kMaxReplicaBatch) copy.resize(ReplicaBatchBytes(count, 6), 'x');
+    ReplicaBatchHeader h = raw;
+    h.count = count;
+    std::memcpy(copy.data() + header_at, &h, sizeof(h));
+    EXPECT_FALSE(ParseCommit(copy).ok()) << count;
+  }
+  for (uint16_t bad : {uint16_t{0}, static_cast<uint16_t>(kMaxReplicaNodeIdBytes + 1)}) {
+    std::string copy = buf;
+    copy.resize(n + kMaxReplicaNodeIdBytes + 8, 'x');
+    ReplicaBatchHeader h = raw;
+    h.node_len = bad;
+    std::memcpy(copy.data() + header_at, &h, sizeof(h));
+    EXPECT_FALSE(ParseCommit(copy).ok()) << bad;
+  }
+}
+
+TEST(CommitWire, ReplicaBatchCapacityFitsTheReceiveBuffer) {
+  // The default key limit's receive buffer (RdmaService rounds it to 64).
+  const size_t commit_bytes = (CommitBytes(1024) + 63) / 64 * 64;
+  const size_t n = ReplicaBatchCapacity(commit_bytes, 2);
+  EXPECT_GE(n, 20u);
+  EXPECT_LE(ReplicaBatchBytes(n, 2), commit_bytes);
+  EXPECT_GT(ReplicaBatchBytes(n + 1, 2), commit_bytes);
+  EXPECT_EQ(ReplicaBatchCapacity(ReplicaBatchBytes(0, 8), 8), 0u);
+  EXPECT_EQ(ReplicaBatchCapacity(1 << 20, 8), kMaxReplicaBatch);
+}
+
+TEST(CommitWire, AckCarriesTheBatchCount) {
+  char buf[kAckBytes];
+  const size_t n = EncodeAck(5, absl::FailedPreconditionError("stale"), buf, 3);
+  absl::StatusOr<ParsedAck> a = ParseAck(absl::string_view(buf, n));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->batch_applied, 3);
+  EXPECT_EQ(a->status.code(), absl::StatusCode::kFailedPrecondition);
+  const size_t m = EncodeAck(6, absl::OkStatus(), buf);
+  a = ParseAck(absl::string_view(buf, m));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->batch_applied, 0);
 }
 
 TEST(CommitWire, RejectsMalformed) {

@@ -230,9 +230,13 @@ class QueuePair {
     uint64_t send_wr_id = 0;
     bool send_signaled = false;
     bool send_inline = false;
+    // False: the op is the WRITE alone (several WRITEs that one later SEND
+    // announces, as a replica batch commit does).
+    bool post_send = true;
   };
-  // At most caps().max_send_wr / 2 ops (each posts two WRs). Argument errors
-  // (SGE count, inline length) are found before anything is posted.
+  // At most caps().max_send_wr WRs (two per op, one for an op without its
+  // SEND). Argument errors (SGE count, inline length) are found before
+  // anything is posted.
   absl::Status PostWriteSends(absl::Span<const WriteSendOp> ops);
 
   // Binds type-2 window `mw` to this QP over [addr, addr+length) of `mr`

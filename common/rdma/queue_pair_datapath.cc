@@ -223,11 +223,8 @@ absl::Status QueuePair::PostWrites(absl::Span<const WriteOp> ops) {
 
 absl::Status QueuePair::PostWriteSends(absl::Span<const WriteSendOp> ops) {
   if (ops.empty()) return absl::OkStatus();
-  // Each op posts two WRs, a WRITE and its SEND.
-  if (2 * ops.size() > caps_.max_send_wr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "WRITE+SEND: batch of ", 2 * ops.size(), " WRs, the send queue holds ", caps_.max_send_wr));
-  }
+  // Each op posts a WRITE and, unless it has none, its SEND.
+  size_t total_wrs = 0;
   size_t total_sges = 0;
   for (const WriteSendOp& op : ops) {
     if (op.write.local.size() > caps_.max_send_sge) {
@@ -236,18 +233,23 @@ absl::Status QueuePair::PostWriteSends(absl::Span<const WriteSendOp> ops) {
     if (op.send.size() > caps_.max_send_sge) {
       return TooManySges("SEND", op.send.size(), caps_.max_send_sge);
     }
-    total_sges += op.write.local.size() + op.send.size();
+    total_wrs += op.post_send ? 2 : 1;
+    total_sges += op.write.local.size() + (op.post_send ? op.send.size() : 0);
+  }
+  if (total_wrs > caps_.max_send_wr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "WRITE+SEND: batch of ", total_wrs, " WRs, the send queue holds ", caps_.max_send_wr));
   }
   // Sized up front: the WRs point into `sges`, which must not reallocate.
   absl::InlinedVector<ibv_sge, 64> sges(total_sges);
-  // wrs[2*i] is op i's WRITE and wrs[2*i+1] its SEND. The order within the
-  // chain is the point: RC executes a QP's WRs in order, so the SEND that
-  // announces a write reaches the peer only after the written bytes.
-  absl::InlinedVector<ibv_send_wr, 32> wrs(2 * ops.size());
+  // Each op's WRITE, then its SEND. The order within the chain is the
+  // point: RC executes a QP's WRs in order, so the SEND that announces a
+  // write reaches the peer only after the written bytes.
+  absl::InlinedVector<ibv_send_wr, 32> wrs(total_wrs);
   size_t next_sge = 0;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const WriteSendOp& op = ops[i];
-    ibv_send_wr& w = wrs[2 * i];
+  size_t next_wr = 0;
+  for (const WriteSendOp& op : ops) {
+    ibv_send_wr& w = wrs[next_wr++];
     std::memset(&w, 0, sizeof w);
     FillSges(op.write.local, sges.data() + next_sge);
     w.wr_id = op.write.wr_id;
@@ -258,8 +260,9 @@ absl::Status QueuePair::PostWriteSends(absl::Span<const WriteSendOp> ops) {
     w.wr.rdma.remote_addr = op.write.remote_addr;
     w.wr.rdma.rkey = op.write.rkey;
     next_sge += op.write.local.size();
+    if (!op.post_send) continue;
 
-    ibv_send_wr& s = wrs[2 * i + 1];
+    ibv_send_wr& s = wrs[next_wr++];
     std::memset(&s, 0, sizeof s);
     // Returning here posts nothing: the chain is handed over only at the end.
     const uint64_t bytes = FillSges(op.send, sges.data() + next_sge);

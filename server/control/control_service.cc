@@ -388,6 +388,7 @@ grpc::Status KvControlServiceImpl::ConnectQp(grpc::ServerContext* context,
     out->set_lid(accepted.server.lid);
     response->set_commit_credits(accepted.commit_credits);
     response->set_max_commit_bytes(accepted.max_commit_bytes);
+    response->set_replica_batch_commits(accepted.replica_batch_commits);
     response->set_ack_bytes(static_cast<uint32_t>(wire::kAckBytes));
     return absl::OkStatus();
   }();

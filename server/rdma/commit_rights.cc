@@ -14,6 +14,7 @@ absl::Status CheckCommitRights(wire::CommitOp op, const CommitRights& rights) {
           "this queue pair's session may not write (a read-only user or a cluster peer)");
     case wire::CommitOp::kReplicaPut:
     case wire::CommitOp::kReplicaDelete:
+    case wire::CommitOp::kReplicaPutBatch:
       if (rights.replicate) return absl::OkStatus();
       return absl::PermissionDeniedError(
           "replica commit on a queue pair that is not a cluster peer's (its session was not "

@@ -291,6 +291,7 @@ absl::StatusOr<RdmaService::Accepted> RdmaService::Connect(const rdma::QpEndpoin
   out.server = c->qp->local();
   out.commit_credits = c->credits;
   out.max_commit_bytes = slot_bytes_;
+  out.replica_batch_commits = announce_batches_.load();
   c->Touch();
   {
     absl::MutexLock lock(&mu_);
@@ -488,6 +489,7 @@ void RdmaService::HandleCommit(const std::shared_ptr<Connection>& conn, absl::st
   }
   const wire::CommitRequest& h = parsed->header;
   const auto op = static_cast<wire::CommitOp>(h.op);
+  uint16_t applied = 0;  // a batch's
   // The queue pair's session decides what it may commit: a replica commit
   // only from a cluster peer's, a client write only from a writer's.
   absl::Status status = CheckCommitRights(op, c.rights);
@@ -509,15 +511,19 @@ void RdmaService::HandleCommit(const std::shared_ptr<Connection>& conn, absl::st
     case wire::CommitOp::kReplicaDelete:
       status = HandleReplicaCommit(c, *parsed);
       break;
+    case wire::CommitOp::kReplicaPutBatch:
+      status = HandleReplicaBatch(c, *parsed, &applied);
+      break;
   }
-  FinishCommit(c, op, h.request_id, status, start);
+  FinishCommit(c, op, h.request_id, status, start, applied);
 }
 
 void RdmaService::FinishCommit(Connection& c, wire::CommitOp op, uint64_t request_id,
-                               const absl::Status& status, absl::Time start) {
+                               const absl::Status& status, absl::Time start,
+                               uint16_t batch_applied) {
   // A DELETE of an absent key is an answer, not an error.
   if (!status.ok() && status.code() != absl::StatusCode::kNotFound) commit_errors_->Increment();
-  SendAck(c, request_id, status);
+  SendAck(c, request_id, status, batch_applied);
   // As rdma_commits did, only PUTs that committed count as puts (refusals
   // are commit errors); every DELETE counts. Replica commits count in the
   // installer's series (kvstore_replica_*).
@@ -528,7 +534,8 @@ void RdmaService::FinishCommit(Connection& c, wire::CommitOp op, uint64_t reques
   }
 }
 
-void RdmaService::SendAck(Connection& c, uint64_t request_id, const absl::Status& status) {
+void RdmaService::SendAck(Connection& c, uint64_t request_id, const absl::Status& status,
+                          uint16_t batch_applied) {
   if (c.dead) return;
   absl::MutexLock lock(&c.send_mu);
   // Free the ring slots of finished acks. A ring still full means the
@@ -542,7 +549,7 @@ void RdmaService::SendAck(Connection& c, uint64_t request_id, const absl::Status
   }
   if (c.dead) return;
   char* buf = c.ack_mem.data() + size_t{c.ack_next} * wire::kAckBytes;
-  const size_t len = wire::EncodeAck(request_id, status, buf);
+  const size_t len = wire::EncodeAck(request_id, status, buf, batch_applied);
   rdma::Sge sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(len), c.ack_mr->lkey()};
   absl::Status s = c.qp->PostSend(absl::MakeConstSpan(&sge, 1), kAckTag | c.ack_next,
                                   /*signaled=*/true, /*inline_data=*/len <= 64);

@@ -140,6 +140,8 @@ class RdmaService {
     rdma::QpEndpoint server;
     uint32_t commit_credits = 0;
     uint32_t max_commit_bytes = 0;
+    // Takes kReplicaPutBatch commits (set_announce_replica_batches).
+    bool replica_batch_commits = true;
   };
   // Creates a queue pair for `client` and connects it; `owner` names the
   // client in logs. `probe_addr`/`probe_rkey`: 8 bytes of client memory for
@@ -200,6 +202,12 @@ class RdmaService {
                         bool start_commits = false);
   static constexpr int kCommitWorkers = 4;
   static constexpr int kReplicaWorkers = 2;
+  // Whether connections accepted from now on are told that this server
+  // takes kReplicaPutBatch commits (ConnectQpResponse.replica_batch_commits;
+  // default true). False answers as a server older than the op would, so
+  // that a primary's per-write fallback can be tested; batch commits that
+  // still arrive are installed either way.
+  void set_announce_replica_batches(bool on) { announce_batches_.store(on); }
 
   // Fences (architecture §19.5): marks every connection dead, moves its
   // queue pair to the error state (the client's work requests then fail,
@@ -247,7 +255,7 @@ class RdmaService {
   // What every commit ends with: counts a refusal, acks `status` under
   // `request_id` and records a PUT's or DELETE's latency from `start`.
   void FinishCommit(Connection& c, wire::CommitOp op, uint64_t request_id,
-                    const absl::Status& status, absl::Time start);
+                    const absl::Status& status, absl::Time start, uint16_t batch_applied = 0);
   // The started path of a client PUT or DELETE commit (set_replica_sink's
   // start_commits), on the poller. True when the commit is handled (started,
   // refused and acked, or its connection failed for exceeding its credits);
@@ -259,6 +267,15 @@ class RdmaService {
   void EndStartedCommit();
   // A kReplicaPut / kReplicaDelete, handed to the replica sink.
   absl::Status HandleReplicaCommit(Connection& c, const wire::ParsedCommit& parsed);
+  // A kReplicaPutBatch: its writes as HandleReplicaCommit() takes each, in
+  // order, up to the first refused (whose status it returns); *applied is
+  // how many were installed.
+  absl::Status HandleReplicaBatch(Connection& c, const wire::ParsedCommit& parsed,
+                                  uint16_t* applied);
+  // A replica put's lease range checked (holder, liveness, range) and
+  // handed with `commit` (its entry filled in) to `sink`.
+  absl::Status InstallReplicaPut(Connection& c, ReplicaCommitSink& sink, ReplicaCommit& commit,
+                                 uint64_t lease_id, uint64_t offset, uint64_t size);
   // Commit workers (rdma_service_workers.cc). Dispatch() queues a copy of
   // `message` on the connection's lane of the client or the replica
   // CommitQueue and returns true; false without workers (single-node mode,
@@ -269,7 +286,9 @@ class RdmaService {
   // Drops the commits of a torn-down connection that no worker started.
   void DropQueuedCommits(uint64_t connection_id);
   void StopWorkers();
-  void SendAck(Connection& c, uint64_t request_id, const absl::Status& status);
+  // `batch_applied`: a kReplicaPutBatch's count (wire::CommitAck).
+  void SendAck(Connection& c, uint64_t request_id, const absl::Status& status,
+               uint16_t batch_applied = 0);
   std::shared_ptr<Connection> Find(uint64_t id);
   // Marks `c` dead, ends the leases it holds (unless stopping) and drops it
   // from the table.
@@ -298,6 +317,7 @@ class RdmaService {
   KvStore* const store_;
   LeaseTable* const leases_;
   std::atomic<ReplicaCommitSink*> replica_sink_{nullptr};
+  std::atomic<bool> announce_batches_{true};
   const RdmaServiceOptions options_;
   const uint32_t slot_bytes_;  // one commit receive buffer
   // options_.max_connections, or fewer when the receive CQ cannot hold them
@@ -356,6 +376,8 @@ class RdmaService {
   metrics::Counter* fences_;
   metrics::Counter* credit_violations_;
   metrics::Counter* commits_started_;
+  metrics::Counter* replica_batches_;
+  metrics::Counter* replica_batch_writes_;
   RequestMetrics puts_;     // PUT commits (transport="rdma", op="put")
   RequestMetrics deletes_;  // DELETE commits (op="delete")
   // kvstore_rdma_connections reads conns_ under mu_; declared last so it is

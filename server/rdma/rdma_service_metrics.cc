@@ -34,6 +34,13 @@ void RdmaService::RegisterMetrics() {
       "kvstore_rdma_commits_started_total",
       "RDMA PUT and DELETE commits started without a worker thread (cluster mode, replication "
       "by stream): the end of their replication round acks them.");
+  replica_batches_ = r.AddCounter(
+      "kvstore_rdma_replica_batches_total",
+      "Replica batch commits received: one SEND committing several of a primary's RDMA WRITEs.");
+  replica_batch_writes_ = r.AddCounter(
+      "kvstore_rdma_replica_batch_writes_total",
+      "Writes the replica batch commits carried (over kvstore_rdma_replica_batches_total: the "
+      "mean batch).");
   puts_ = RegisterRequestMetrics(&r, "rdma", "put");
   deletes_ = RegisterRequestMetrics(&r, "rdma", "delete");
   // The connection table is the one record of open connections.

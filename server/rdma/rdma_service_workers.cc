@@ -48,10 +48,10 @@ bool RdmaService::Dispatch(const std::shared_ptr<Connection>& conn, absl::string
   if (conn->dead) return true;
   // Byte 4 is the op (wire::CommitRequest); anything unparsable goes to the
   // client queue, whose worker answers it as the poller would.
-  const bool replica =
-      message.size() > 4 &&
-      (static_cast<uint8_t>(message[4]) == static_cast<uint8_t>(wire::CommitOp::kReplicaPut) ||
-       static_cast<uint8_t>(message[4]) == static_cast<uint8_t>(wire::CommitOp::kReplicaDelete));
+  const uint8_t op = message.size() > 4 ? static_cast<uint8_t>(message[4]) : 0;
+  const bool replica = op == static_cast<uint8_t>(wire::CommitOp::kReplicaPut) ||
+                       op == static_cast<uint8_t>(wire::CommitOp::kReplicaDelete) ||
+                       op == static_cast<uint8_t>(wire::CommitOp::kReplicaPutBatch);
   absl::Status queued;
   bool start = false;
   {
@@ -190,16 +190,50 @@ absl::Status RdmaService::HandleReplicaCommit(Connection& c, const wire::ParsedC
     commit.key = parsed.key;
     return sink->ApplyReplicaCommit(commit, [] { return absl::OkStatus(); });
   }
+  const wire::CommitRequest& h = parsed.header;
+  return InstallReplicaPut(c, *sink, commit, h.lease_id, h.offset, h.size);
+}
+
+absl::Status RdmaService::InstallReplicaPut(Connection& c, ReplicaCommitSink& sink,
+                                            ReplicaCommit& commit, uint64_t lease_id,
+                                            uint64_t offset, uint64_t size) {
   // The lease table checks holder, liveness and that the range lies in the
   // chunk before the sink sees the entry's bytes; the chunk cannot be
   // revoked until this returns.
-  const wire::CommitRequest& h = parsed.header;
-  return leases_->CommitFromWith(c.id, h.lease_id, h.offset, h.size,
-                                 [&](uint64_t offset, uint64_t size) {
-                                   commit.entry = store_->ArenaBytes(offset, size);
-                                   return sink->ApplyReplicaCommit(
-                                       commit, [&] { return store_->CommitReplica(offset, size); });
-                                 });
+  return leases_->CommitFromWith(c.id, lease_id, offset, size, [&](uint64_t at, uint64_t bytes) {
+    commit.entry = store_->ArenaBytes(at, bytes);
+    return sink.ApplyReplicaCommit(commit, [&] { return store_->CommitReplica(at, bytes); });
+  });
+}
+
+// Each write as HandleReplicaCommit() would take it alone, in the batch's
+// order, stopping at the first that is not installed: its status is the
+// ack's, and the primary sends the ones after it again one by one (so each
+// gets an answer of its own; a batch's keys are distinct, so which of them
+// went first does not matter to the data, only to the seq order, which
+// stopping keeps).
+absl::Status RdmaService::HandleReplicaBatch(Connection& c, const wire::ParsedCommit& parsed,
+                                             uint16_t* applied) {
+  *applied = 0;
+  ReplicaCommitSink* sink = replica_sink_.load(std::memory_order_acquire);
+  if (sink == nullptr) {
+    return absl::FailedPreconditionError("replica commit to a server that is not in a cluster");
+  }
+  replica_batches_->Increment();
+  replica_batch_writes_->Increment(parsed.batch_count);
+  for (size_t i = 0; i < parsed.batch_count; ++i) {
+    const wire::ReplicaBatchWrite w = wire::BatchWrite(parsed, i);
+    ReplicaCommit commit;
+    commit.shard_id = w.shard_id;
+    commit.shard_epoch = w.shard_epoch;
+    commit.seq = w.seq;
+    commit.primary_node_id = parsed.primary_node_id;
+    commit.primary_incarnation = parsed.tag.primary_incarnation;
+    absl::Status s = InstallReplicaPut(c, *sink, commit, w.lease_id, w.offset, w.size);
+    if (!s.ok()) return s;
+    ++*applied;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace server

@@ -21,6 +21,8 @@
 //   bazel run -c opt //tests/bench:cluster_bench -- --runs=20 [--json]
 //       [--only=failover,put,get,shards,resync] [--seconds=5] [--clients=4]
 //       [--transport=rdma --rdma_device=rxe0 [--replication_rdma=false]]
+// (in the VM, where flags cannot be passed, KV_BENCH_ONLY, KV_BENCH_CLIENTS,
+// KV_BENCH_TRANSPORT and KV_BENCH_REPLICATION_RDMA set the defaults)
 //
 // With --transport=rdma (in the Soft-RoCE VM: tests/bench/cluster_rdma_bench.sh)
 // nodes and clients use RDMA, and --replication_rdma chooses how primaries
@@ -67,7 +69,8 @@ ABSL_FLAG(std::string, gtest_output, "",
           "ignored: tests/rxe/run-rdma-tests.sh passes it to every binary it runs in the VM");
 ABSL_FLAG(int, runs, 20, "failover runs (p50/p99 over them)");
 ABSL_FLAG(double, seconds, 5, "length of each measured load window");
-ABSL_FLAG(int, clients, 4, "client threads of each load");
+ABSL_FLAG(int, clients, std::atoi(EnvOr("KV_BENCH_CLIENTS", "4").c_str()),
+          "client threads of each load (default $KV_BENCH_CLIENTS, else 4)");
 ABSL_FLAG(int, value_bytes, 64, "value size of the load");
 ABSL_FLAG(int, fill_mb, 256, "MiB written before the resync measurement");
 ABSL_FLAG(std::string, only, EnvOr("KV_BENCH_ONLY", "failover,put,get,shards,resync"),
@@ -175,10 +178,17 @@ std::string ReplicationNote(const std::map<std::string, uint64_t>& before,
   const uint64_t installed =
       delta("kvstore_replica_installs_total") + delta("kvstore_replica_deletes_total");
   if (rounds == 0 || installed == 0) return "";
-  return absl::StrFormat(
-      "round %.0f us, %.0f%% by rdma",
-      delta("kvstore_replication_latency_sum_micros") / static_cast<double>(rounds),
-      100.0 * delta("kvstore_replication_rdma_writes_total") / installed);
+  std::string note =
+      absl::StrFormat("round %.0f us, %.0f%% by rdma",
+                      delta("kvstore_replication_latency_sum_micros") / static_cast<double>(rounds),
+                      100.0 * delta("kvstore_replication_rdma_writes_total") / installed);
+  // The backups' replica batch commits: writes per commit SEND.
+  if (const uint64_t batches = delta("kvstore_rdma_replica_batches_total"); batches > 0) {
+    absl::StrAppendFormat(
+        &note, ", %.1f per rdma commit",
+        delta("kvstore_rdma_replica_batch_writes_total") / static_cast<double>(batches));
+  }
+  return note;
 }
 
 Row MeasureLoad(ClusterHarness& c, const std::string& name, const WorkloadOptions& w,
@@ -214,7 +224,12 @@ Row MeasureLoad(ClusterHarness& c, const std::string& name, const WorkloadOption
   r.cpu_us_per_op =
       lat.empty() ? 0
                   : (cpu1 - cpu0) * 1e6 / ClockTicksPerSecond() / static_cast<double>(lat.size());
-  if (failed > 0) r.note = absl::StrCat(failed, " not acknowledged");
+  if (failed > 0) {
+    r.note = absl::StrCat(failed, " not acknowledged");
+    // Why is in the nodes' logs, which go with the cluster: keep their ends.
+    std::fprintf(stderr, "%s: %zu operations not acknowledged; the nodes' logs:\n%s\n",
+                 name.c_str(), failed, c.Logs(16000).c_str());
+  }
   const std::string replication = ReplicationNote(counters0, counters1);
   if (!replication.empty()) r.note += (r.note.empty() ? "" : "; ") + replication;
   return r;

@@ -5,9 +5,11 @@
 # and clients use RDMA in both runs; only the replication transport changes.
 # A benchmark, not a test: nothing is gated on figures.
 #
-# Usage: tests/bench/cluster_rdma_bench.sh [--only LIST] [--no-build]
+# Usage: tests/bench/cluster_rdma_bench.sh [--only LIST] [--clients N] [--no-build]
 #
 #   --only LIST   cluster_bench experiments (default put,get)
+#   --clients N   client threads of each load (default 4; more writes in
+#                 flight make larger replication batches)
 #   --no-build    use bazel-bin as it is (must be a -c opt build)
 #   -h, --help    this text
 #
@@ -19,6 +21,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 ONLY=put,get
+CLIENTS=4
 BUILD=1
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 while (($#)); do
@@ -26,6 +29,11 @@ while (($#)); do
     --only)
         (($# >= 2)) || { echo "cluster_rdma_bench: --only needs a list" >&2; exit 2; }
         ONLY=$2
+        shift 2
+        ;;
+    --clients)
+        [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "cluster_rdma_bench: --clients needs a positive number" >&2; exit 2; }
+        CLIENTS=$2
         shift 2
         ;;
     --no-build) BUILD=0; shift ;;
@@ -46,7 +54,8 @@ for mode in rdma grpc; do
     flag=1
     [[ $mode == grpc ]] && flag=0
     echo "cluster_rdma_bench: replication by $mode (one VM boot)" >&2
-    if ! KV_BENCH_TRANSPORT=rdma KV_BENCH_ONLY=$ONLY KV_BENCH_REPLICATION_RDMA=$flag \
+    if ! KV_BENCH_TRANSPORT=rdma KV_BENCH_ONLY=$ONLY KV_BENCH_CLIENTS=$CLIENTS \
+        KV_BENCH_REPLICATION_RDMA=$flag \
         bash tests/rxe/run-rdma-tests.sh --test-timeout 1200 --log-lines 40 \
         --results "$OUT/$mode" "$BIN" >"$OUT/$mode.log" 2>&1; then
         echo "cluster_rdma_bench: the $mode run failed; its output:" >&2

@@ -71,6 +71,32 @@ void CheckParsedReplicaCommit(absl::string_view bytes, const wire::ParsedCommit&
                 again->header.request_id == c.header.request_id);
 }
 
+// A parsed kReplicaPutBatch: its records lie inside the message, and it
+// re-encodes to the same writes.
+void CheckParsedReplicaBatch(absl::string_view bytes, const wire::ParsedCommit& c) {
+  KV_FUZZ_CHECK(c.batch_count >= 1 && c.batch_count <= wire::kMaxReplicaBatch);
+  KV_FUZZ_CHECK(c.batch_writes.size() == c.batch_count * sizeof(wire::ReplicaBatchWrite));
+  KV_FUZZ_CHECK(c.batch_writes.data() >= bytes.data() &&
+                c.batch_writes.data() + c.batch_writes.size() <= bytes.data() + bytes.size());
+  KV_FUZZ_CHECK(!c.primary_node_id.empty() &&
+                c.primary_node_id.size() <= wire::kMaxReplicaNodeIdBytes);
+  std::vector<wire::ReplicaBatchWrite> writes;
+  for (size_t i = 0; i < c.batch_count; ++i) writes.push_back(wire::BatchWrite(c, i));
+  std::vector<char> out(wire::ReplicaBatchBytes(writes.size(), c.primary_node_id.size()));
+  const size_t n = wire::EncodeReplicaPutBatch(c.header.request_id, writes, c.primary_node_id,
+                                               c.tag.primary_incarnation, out.data());
+  auto again = wire::ParseCommit(absl::string_view(out.data(), n));
+  KV_FUZZ_CHECK(again.ok() && again->batch_count == c.batch_count &&
+                again->primary_node_id == c.primary_node_id &&
+                again->tag.primary_incarnation == c.tag.primary_incarnation);
+  for (size_t i = 0; i < c.batch_count; ++i) {
+    const wire::ReplicaBatchWrite a = wire::BatchWrite(*again, i);
+    KV_FUZZ_CHECK(a.lease_id == writes[i].lease_id && a.offset == writes[i].offset &&
+                  a.size == writes[i].size && a.seq == writes[i].seq &&
+                  a.shard_epoch == writes[i].shard_epoch && a.shard_id == writes[i].shard_id);
+  }
+}
+
 void CheckParsedCommit(absl::string_view bytes) {
   auto c = wire::ParseCommit(bytes);
   if (!c.ok()) {
@@ -92,6 +118,10 @@ void CheckParsedCommit(absl::string_view bytes) {
   if (c->header.op == static_cast<uint8_t>(CommitOp::kReplicaPut) ||
       c->header.op == static_cast<uint8_t>(CommitOp::kReplicaDelete)) {
     CheckParsedReplicaCommit(bytes, *c);
+    return;
+  }
+  if (c->header.op == static_cast<uint8_t>(CommitOp::kReplicaPutBatch)) {
+    CheckParsedReplicaBatch(bytes, *c);
     return;
   }
   KV_FUZZ_CHECK(c->header.op == static_cast<uint8_t>(CommitOp::kPut));

@@ -85,6 +85,8 @@ absl::Status RdmaConnection::Exchange(const ServerLayout& layout, const std::str
                       control_->ConnectQp(scope_, std::move(req), absl::Now() + rpc_timeout));
   connection_id_ = resp.connection_id();
   credits_ = std::max<uint32_t>(1, resp.commit_credits());
+  max_commit_bytes_ = resp.max_commit_bytes();
+  replica_batch_commits_ = resp.replica_batch_commits();
   if (resp.max_commit_bytes() < wire::CommitBytes(layout.limits.max_key_bytes)) {
     return absl::FailedPreconditionError("server commit buffers are smaller than the key limit");
   }

@@ -70,6 +70,10 @@ class RdmaConnection {
   uint64_t connection_id() const { return connection_id_; }
   // Commits that may be outstanding at once: one per posted ack receive.
   uint32_t credits() const { return credits_; }
+  // The largest commit message the server's receive buffers hold, and
+  // whether it takes kReplicaPutBatch commits (ConnectQpResponse).
+  uint32_t max_commit_bytes() const { return max_commit_bytes_; }
+  bool replica_batch_commits() const { return replica_batch_commits_; }
 
   // The ack that arrived in receive buffer `i` (wr_id & 0xffff), clipped to
   // `byte_len`; valid until RepostAck(i).
@@ -95,6 +99,8 @@ class RdmaConnection {
   const control::SessionScope scope_;
   uint64_t connection_id_ = 0;
   uint32_t credits_ = 0;
+  uint32_t max_commit_bytes_ = 0;
+  bool replica_batch_commits_ = false;
 
   // Verbs resources in destruction-safe order: the QP (declared last) goes
   // first, then the registered buffers, then the CQ.

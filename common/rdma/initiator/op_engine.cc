@@ -151,6 +151,7 @@ void OpEngine::OnAck(const ibv_wc& wc) {
     OpSlot& s = slots_[ack->request_id & 0xffff];
     if (s.request_id == ack->request_id) {
       s.ack = ack->status;
+      s.ack_batch_applied = ack->batch_applied;
       s.done.store(true, std::memory_order_release);
     }
   } else if (!ack.ok()) {

@@ -67,6 +67,7 @@ struct OpSlot {
   std::atomic<uint32_t> reads{0};
   ibv_wc_status wc_status = IBV_WC_SUCCESS;
   absl::Status ack;
+  uint16_t ack_batch_applied = 0;  // the ack's wire::CommitAck::batch_applied
 };
 
 // Added to OpSlot::reads by a failed work request: above any count a

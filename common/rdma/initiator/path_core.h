@@ -79,6 +79,8 @@ class PathCore {
   OpEngine* engine() { return engine_.get(); }
   LeaseManager* leases() { return leases_.get(); }
   EntryWriter* entries() { return entries_.get(); }
+  // The connected queue pair's terms (RdmaConnection).
+  const RdmaConnection& connection() const { return *conn_; }
 
   // True once a completion error, failed post or timeout broke the QP.
   bool broken() const { return engine_->broken(); }

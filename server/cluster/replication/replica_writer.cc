@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/protocol/layout.h"
+#include "common/rdma/initiator/connection.h"
 #include "common/status_macros.h"
 
 namespace kvstore {
@@ -87,17 +88,81 @@ void ReplicaWriter::PutBatch(absl::Span<BatchPut> puts, absl::Time deadline) {
     puts[i].status = Check(puts[i].entry, puts[i].tag);
     if (puts[i].status.ok()) todo.push_back(i);
   }
-  // More commits than credits could never all be posted at once.
-  const size_t credits = std::max<size_t>(1, core_->engine()->credits());
-  for (size_t begin = 0; begin < todo.size(); begin += credits) {
-    const size_t n = std::min(credits, todo.size() - begin);
-    PostBatch(puts, std::vector<size_t>(todo.begin() + begin, todo.begin() + begin + n), deadline);
+  // One batch commit names one primary: every write of a batch comes from
+  // this node, but a caller mixing tags gets the per-write commits.
+  size_t per_commit = 0;
+  if (todo.size() > 1) {
+    const wire::ReplicaCommit& first = puts[todo[0]].tag;
+    per_commit = batch_commits(first.primary_node_id.size());
+    for (size_t i : todo) {
+      if (puts[i].tag.primary_node_id != first.primary_node_id ||
+          puts[i].tag.primary_incarnation != first.primary_incarnation) {
+        per_commit = 0;
+      }
+    }
+  }
+  std::vector<size_t> redo;
+  if (per_commit > 1) {
+    for (size_t begin = 0; begin < todo.size(); begin += per_commit) {
+      const size_t n = std::min(per_commit, todo.size() - begin);
+      PostBatchCommit(puts, std::vector<size_t>(todo.begin() + begin, todo.begin() + begin + n),
+                      deadline, &redo);
+    }
+  } else {
+    // More commits than credits could never all be posted at once.
+    const size_t credits = std::max<size_t>(1, core_->engine()->credits());
+    for (size_t begin = 0; begin < todo.size(); begin += credits) {
+      const size_t n = std::min(credits, todo.size() - begin);
+      PostBatch(puts, std::vector<size_t>(todo.begin() + begin, todo.begin() + begin + n),
+                deadline);
+    }
   }
   for (size_t i : todo) {
     if (puts[i].status.code() != absl::StatusCode::kAborted) continue;
     core_->entries()->CountLeaseAbort();  // that lease expired: redo this one alone
-    puts[i].status = Put(puts[i].entry, puts[i].tag, deadline);
+    redo.push_back(i);
   }
+  std::sort(redo.begin(), redo.end());  // in the batch's (the seq) order
+  for (size_t i : redo) puts[i].status = Put(puts[i].entry, puts[i].tag, deadline);
+}
+
+size_t ReplicaWriter::batch_commits(size_t node_len) const {
+  if (!core_->connection().replica_batch_commits()) return 0;
+  // What both ends' commit buffers hold: the backup's receive buffers
+  // (max_commit_bytes) and this side's slot commit area, which is sized
+  // for the backup's key limit.
+  const size_t bytes = std::min<size_t>(core_->connection().max_commit_bytes(),
+                                        wire::CommitBytes(core_->layout().limits.max_key_bytes));
+  // One credit per batch, but every write a WRITE in the send queue: a
+  // batch of up to the credits fits it as the per-write pairs do.
+  return std::min<size_t>(wire::ReplicaBatchCapacity(bytes, node_len),
+                          std::max<uint32_t>(1, core_->engine()->credits()));
+}
+
+// Lease space for each write of `todo`, then a slot each. On failure what
+// was taken is given back and every write of `todo` gets the error.
+absl::StatusOr<std::vector<initiator::OpSlot*>> ReplicaWriter::Reserve(
+    absl::Span<BatchPut> puts, const std::vector<size_t>& todo, absl::Time deadline,
+    std::vector<initiator::LeaseSpace>* spaces) {
+  initiator::LeaseManager* leases = core_->leases();
+  absl::Status failed;
+  for (size_t i : todo) {
+    absl::StatusOr<initiator::LeaseSpace> sp = leases->Reserve(puts[i].entry.size());
+    if (!sp.ok()) {
+      failed = sp.status();
+      break;
+    }
+    spaces->push_back(*sp);
+  }
+  if (failed.ok()) {
+    absl::StatusOr<std::vector<initiator::OpSlot*>> slots =
+        core_->engine()->AcquireSlots(todo.size(), deadline);
+    if (slots.ok()) return slots;
+    failed = slots.status();
+  }
+  for (const initiator::LeaseSpace& sp : *spaces) leases->Finish(sp, failed);
+  for (size_t j : todo) puts[j].status = failed;
+  return failed;
 }
 
 void ReplicaWriter::PostBatch(absl::Span<BatchPut> puts, const std::vector<size_t>& todo,
@@ -107,21 +172,8 @@ void ReplicaWriter::PostBatch(absl::Span<BatchPut> puts, const std::vector<size_
   initiator::EntryWriter* entries = core_->entries();
   const size_t n = todo.size();
   std::vector<initiator::LeaseSpace> spaces;
-  for (size_t i : todo) {
-    absl::StatusOr<initiator::LeaseSpace> sp = leases->Reserve(puts[i].entry.size());
-    if (!sp.ok()) {
-      for (const initiator::LeaseSpace& s : spaces) leases->Finish(s, sp.status());
-      for (size_t j : todo) puts[j].status = sp.status();
-      return;
-    }
-    spaces.push_back(*sp);
-  }
-  absl::StatusOr<std::vector<initiator::OpSlot*>> slots = engine->AcquireSlots(n, deadline);
-  if (!slots.ok()) {
-    for (const initiator::LeaseSpace& sp : spaces) leases->Finish(sp, slots.status());
-    for (size_t j : todo) puts[j].status = slots.status();
-    return;
-  }
+  absl::StatusOr<std::vector<initiator::OpSlot*>> slots = Reserve(puts, todo, deadline, &spaces);
+  if (!slots.ok()) return;
   initiator::SlotGuard guard(engine, *slots);
   std::vector<initiator::StagedPut> staged(n);
   absl::Status st;
@@ -142,6 +194,96 @@ void ReplicaWriter::PostBatch(absl::Span<BatchPut> puts, const std::vector<size_
       engine->ReturnCredits(1);
     } else {
       result = st;
+    }
+    entries->Unstage(&staged[k]);
+    leases->Finish(spaces[k], result);
+  }
+}
+
+// The per-write path's steps, but the WRITEs go without their SENDs and the
+// last is followed by one kReplicaPutBatch naming them all, encoded in the
+// last slot's commit buffer under that slot's request id, so its ack
+// completes that slot. The backup installs in order and stops at the first
+// refusal; its ack says how many went in.
+void ReplicaWriter::PostBatchCommit(absl::Span<BatchPut> puts, const std::vector<size_t>& todo,
+                                    absl::Time deadline, std::vector<size_t>* redo) {
+  initiator::LeaseManager* leases = core_->leases();
+  initiator::OpEngine* engine = core_->engine();
+  initiator::EntryWriter* entries = core_->entries();
+  const size_t n = todo.size();
+  std::vector<initiator::LeaseSpace> spaces;
+  absl::StatusOr<std::vector<initiator::OpSlot*>> slots = Reserve(puts, todo, deadline, &spaces);
+  if (!slots.ok()) return;
+  initiator::SlotGuard guard(engine, *slots);
+  std::vector<initiator::StagedPut> staged(n);
+  std::vector<wire::ReplicaBatchWrite> records(n);
+  uint64_t request_id = 0;  // the last slot's
+  absl::Status st;
+  for (size_t k = 0; k < n && st.ok(); ++k) {
+    const BatchPut& p = puts[todo[k]];
+    st = entries->StageBuilt((*slots)[k], p.entry, spaces[k],
+                             [&](const wire::PutCommit& commit, char*) {
+                               records[k] = {
+                                   commit.lease_id,   commit.offset, commit.size, p.tag.shard_id, 0,
+                                   p.tag.shard_epoch, p.tag.seq};
+                               request_id = commit.request_id;
+                               return size_t{0};  // no commit of its own
+                             },
+                             &staged[k]);
+  }
+  initiator::OpSlot* last = (*slots)[n - 1];
+  const wire::ReplicaCommit& tag = puts[todo[0]].tag;
+  bool posted = false;
+  if (st.ok()) st = engine->AcquireCredit(deadline);
+  if (st.ok()) {
+    const size_t len = wire::EncodeReplicaPutBatch(request_id, records, tag.primary_node_id,
+                                                   tag.primary_incarnation, last->commit);
+    const rdma::Sge send{reinterpret_cast<uint64_t>(last->commit), static_cast<uint32_t>(len),
+                         last->lkey};
+    std::vector<rdma::QueuePair::WriteSendOp> ops(n);
+    for (size_t k = 0; k < n; ++k) {
+      initiator::StagedPut& p = staged[k];
+      ops[k].write.local = absl::MakeConstSpan(p.write_sges, p.nwrite);
+      ops[k].write.remote_addr = p.remote_addr;
+      ops[k].write.rkey = p.rkey;
+      ops[k].write.wr_id = initiator::kKindWrite | p.slot->index;
+      ops[k].write.signaled = false;
+      ops[k].post_send = k + 1 == n;
+    }
+    ops[n - 1].send = absl::MakeConstSpan(&send, 1);
+    ops[n - 1].send_wr_id = initiator::kKindSend | last->index;
+    ops[n - 1].send_signaled = true;
+    st = engine->PostWriteSends(ops);
+    if (st.ok()) {
+      posted = true;
+    } else {
+      engine->ReturnCredits(1);  // nothing posted: no ack will come
+    }
+  }
+  size_t applied = 0;
+  absl::Status refused;  // the ack's status: the refusal of write `applied`
+  if (posted) {
+    st = engine->Wait(last, deadline);
+    engine->ReturnCredits(1);
+    if (st.ok()) {
+      refused = last->ack;
+      // An OK ack for fewer than all: the rest were not installed (sent
+      // again below). A refusal names the write after the installed ones,
+      // so it cannot count them all.
+      applied = std::min<size_t>(last->ack_batch_applied, refused.ok() ? n : n - 1);
+    }
+  }
+  for (size_t k = 0; k < n; ++k) {
+    absl::Status& result = puts[todo[k]].status;
+    if (!st.ok()) {
+      result = st;
+    } else if (k < applied) {
+      result = absl::OkStatus();
+    } else if (k == applied && !refused.ok()) {
+      result = refused;
+    } else {
+      redo->push_back(todo[k]);
+      result = absl::CancelledError("not installed by the batch commit; sent again");
     }
     entries->Unstage(&staged[k]);
     leases->Finish(spaces[k], result);

@@ -73,12 +73,19 @@ class ReplicaWriter {
   };
   // Put() of every write of `puts` at once: each is checked as Put() checks
   // it; those that pass are staged in a lease each and posted in one
-  // doorbell (WRITE + commit SEND pairs, up to the path's commit credits at
-  // a time), then every ack is awaited in turn. A commit refused because
-  // its lease expired (kAborted: nothing was installed) is redone alone by
-  // Put(). Each write's status goes to its `status`, as Put() would
-  // return it.
+  // doorbell. To a backup that takes batch commits
+  // (batch_commits() > 1) that is the WRITEs and one kReplicaPutBatch SEND
+  // for up to batch_commits() of them, one ack for all; to one that does
+  // not, WRITE + commit SEND pairs (up to the path's commit credits at a
+  // time) and an ack each. A commit refused because its lease expired
+  // (kAborted: nothing was installed), and the writes of a batch after one
+  // the backup refused (it stops there), are redone alone by Put(). Each
+  // write's status goes to its `status`, as Put() would return it.
   void PutBatch(absl::Span<BatchPut> puts, absl::Time deadline);
+
+  // Most writes one batch commit carries to this backup for a primary
+  // named by `node_len` bytes; 0 when the backup takes no batch commits.
+  size_t batch_commits(size_t node_len) const;
 
   // True once a completion error, failed post or timeout broke the QP.
   bool broken() const { return core_->broken(); }
@@ -87,10 +94,19 @@ class ReplicaWriter {
   explicit ReplicaWriter(std::unique_ptr<initiator::PathCore> core) : core_(std::move(core)) {}
   // Put()'s checks of a write's shape, before anything is sent.
   absl::Status Check(absl::string_view entry, const wire::ReplicaCommit& tag) const;
+  // Lease space (into `spaces`) and an operation slot for each write of
+  // `todo`; on failure nothing stays taken and each of them has the error.
+  absl::StatusOr<std::vector<initiator::OpSlot*>> Reserve(
+      absl::Span<BatchPut> puts, const std::vector<size_t>& todo, absl::Time deadline,
+      std::vector<initiator::LeaseSpace>* spaces);
   // PutBatch() of at most the path's credits of checked writes (`todo`
   // indexes `puts`): lease space, slots, staging, one post, the acks.
   void PostBatch(absl::Span<BatchPut> puts, const std::vector<size_t>& todo, absl::Time deadline);
-
+  // As PostBatch(), with one kReplicaPutBatch commit for all of `todo`
+  // (at most batch_commits(), one primary's). The writes the backup did not
+  // get to (after a refused one) are added to `redo`, their status unset.
+  void PostBatchCommit(absl::Span<BatchPut> puts, const std::vector<size_t>& todo,
+                       absl::Time deadline, std::vector<size_t>* redo);
   const std::unique_ptr<initiator::PathCore> core_;
 };
 
