@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -511,6 +512,61 @@ TEST_F(RdmaReplicaWriterTest, ACreditViolatorIsFailedAndOtherPrimariesKeepReplic
   EXPECT_EQ(gated.others(), std::vector<std::string>{"fast-key"});
   gated.Release();
   backup_->rdma_service()->set_replica_sink(&sink_, /*offload_commits=*/false);
+}
+
+// A link's deletes (ReplicaWriter::DeleteBatch) cost one round trip, not one
+// each: every commit is posted before the first ack is awaited, so while
+// the backup holds the first one the others already wait in its lane. Then
+// each gets its own answer, in order; one that fails the checks is not sent.
+TEST_F(RdmaReplicaWriterTest, DeleteBatchPostsEveryCommitBeforeTheFirstAck) {
+  GatedSink gated("primary-a");
+  backup_->rdma_service()->set_replica_sink(&gated, /*offload_commits=*/false);
+  auto waiting = [this] {
+    const std::map<std::string, uint64_t> flat =
+        metrics::FlattenSnapshot(backup_->rdma_service()->registry().TakeSnapshot());
+    auto it = flat.find("kvstore_rdma_commits_waiting{queue=\"replica\"}");
+    return it == flat.end() ? uint64_t{0} : it->second;
+  };
+  std::vector<std::string> keys;  // the deletes' keys: views into these
+  for (int i = 0; i < 5; ++i) keys.push_back(absl::StrCat("held-", i));
+  for (int i = 0; i < 5; ++i) keys.push_back(absl::StrCat("del-", i));
+  std::vector<ReplicaWriter::BatchDelete> held;
+  for (int i = 0; i < 5; ++i) held.push_back({keys[i], Tag(800 + i), {}});
+  std::thread deleter([&] { writer_->DeleteBatch(absl::MakeSpan(held), Deadline()); });
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while ((gated.held() == 0 || waiting() < 4) && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(gated.held(), 1);
+  EXPECT_EQ(waiting(), 4u);
+  gated.Release();
+  deleter.join();
+  for (const auto& d : held) EXPECT_TRUE(d.status.ok()) << d.key << ": " << d.status;
+  EXPECT_EQ(waiting(), 0u);
+  backup_->rdma_service()->set_replica_sink(&sink_, /*offload_commits=*/false);
+
+  sink_.set_refuse_seq(902);
+  const std::string huge_key(backup_->store()->limits().max_key_bytes + 1, 'k');
+  std::vector<ReplicaWriter::BatchDelete> dels;
+  for (int i = 0; i < 5; ++i) dels.push_back({keys[5 + i], Tag(900 + i), {}});
+  dels.push_back({huge_key, Tag(905), {}});
+  writer_->DeleteBatch(absl::MakeSpan(dels), Deadline());
+  for (int i = 0; i < 5; ++i) {
+    if (i == 2) {
+      EXPECT_EQ(dels[i].status.code(), absl::StatusCode::kFailedPrecondition) << dels[i].status;
+    } else {
+      EXPECT_TRUE(dels[i].status.ok()) << i << ": " << dels[i].status;
+    }
+  }
+  EXPECT_EQ(dels[5].status.code(), absl::StatusCode::kInvalidArgument) << dels[5].status;
+  const std::vector<Seen> seen = sink_.seen();
+  ASSERT_EQ(seen.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(seen[i].is_delete);
+    EXPECT_EQ(seen[i].seq, 900u + i);
+    EXPECT_EQ(seen[i].key, absl::StrCat("del-", i));
+  }
+  EXPECT_FALSE(writer_->broken());
 }
 
 // RdmaReplicaLinks as a primary's KvServer runs it, with a registry

@@ -383,6 +383,8 @@ class RdmaService {
   // kvstore_rdma_connections reads conns_ under mu_; declared last so it is
   // unregistered before either goes.
   metrics::CallbackHandle connections_gauge_;
+  // kvstore_rdma_commits_waiting{queue=client|replica} (cluster mode).
+  metrics::CallbackHandle waiting_gauges_[2];
 };
 
 }  // namespace server

@@ -43,6 +43,20 @@ void RdmaService::RegisterMetrics() {
       "mean batch).");
   puts_ = RegisterRequestMetrics(&r, "rdma", "put");
   deletes_ = RegisterRequestMetrics(&r, "rdma", "delete");
+  // Commits the poller queued for the commit workers that have not started
+  // (0 without workers: single-node mode handles them on the poller).
+  const char* const queues[2] = {"client", "replica"};
+  for (int q = 0; q < 2; ++q) {
+    waiting_gauges_[q] = r.AddCallbackGauge(
+        "kvstore_rdma_commits_waiting",
+        "RDMA commits queued for the commit workers and not yet started (cluster mode), by "
+        "queue: client PUT/DELETE commits, or replica commits from this node's primaries.",
+        {{"queue", queues[q]}}, [this, q] {
+          absl::MutexLock lock(&workers_mu_);
+          const CommitQueue* queue = q == 0 ? client_queue_.get() : replica_queue_.get();
+          return queue == nullptr ? int64_t{0} : static_cast<int64_t>(queue->waiting_total());
+        });
+  }
   // The connection table is the one record of open connections.
   connections_gauge_ =
       r.AddCallbackGauge("kvstore_rdma_connections", "RDMA connections open.", {}, [this] {

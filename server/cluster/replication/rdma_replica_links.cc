@@ -100,9 +100,20 @@ void RdmaReplicaLink::SendBatch(std::vector<Started>& batch) {
     writer_->PutBatch(absl::MakeSpan(puts), deadline);
     for (size_t k = 0; k < puts.size(); ++k) status[put_index[k]] = std::move(puts[k].status);
   }
+  std::vector<ReplicaWriter::BatchDelete> deletes;
+  std::vector<size_t> delete_index;
+  absl::Time delete_deadline = absl::InfiniteFuture();
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!batch[i].entry.empty()) continue;
-    status[i] = writer_->Delete(batch[i].key, batch[i].tag, batch[i].deadline);
+    deletes.push_back({batch[i].key, batch[i].tag, absl::OkStatus()});
+    delete_index.push_back(i);
+    delete_deadline = std::min(delete_deadline, batch[i].deadline);
+  }
+  if (!deletes.empty()) {
+    writer_->DeleteBatch(absl::MakeSpan(deletes), delete_deadline);
+    for (size_t k = 0; k < deletes.size(); ++k) {
+      status[delete_index[k]] = std::move(deletes[k].status);
+    }
   }
   for (size_t i = 0; i < batch.size(); ++i) batch[i].done(std::move(status[i]));
 }

@@ -76,8 +76,10 @@ struct RdmaReplicaLinksOptions {
 // for the link's own sender thread and returns (Replicator::StartWrite:
 // the started path of a RESP SET, a gRPC Put or Delete, an RDMA client
 // commit). The sender takes what is queued as a batch: its PUTs go as
-// WRITE + commit pairs in one doorbell (ReplicaWriter::PutBatch), its
-// DELETEs one commit each, and each write's `done` runs with its ack. So
+// WRITEs and one batch commit in one doorbell (ReplicaWriter::PutBatch;
+// WRITE + commit pairs to a backup that predates batch commits), its
+// DELETEs one commit each, all posted before the first ack is awaited
+// (ReplicaWriter::DeleteBatch), and each write's `done` runs with its ack. So
 // under load a round trip carries many writes, and no thread of a shared
 // pool waits for them; idle, a write goes at once.
 class RdmaReplicaLink {

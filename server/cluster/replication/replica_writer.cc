@@ -290,6 +290,61 @@ void ReplicaWriter::PostBatchCommit(absl::Span<BatchPut> puts, const std::vector
   }
 }
 
+void ReplicaWriter::DeleteBatch(absl::Span<BatchDelete> deletes, absl::Time deadline) {
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < deletes.size(); ++i) {
+    deletes[i].status = core_->layout().limits.CheckKey(deletes[i].key);
+    if (deletes[i].status.ok()) deletes[i].status = CheckTag(deletes[i].tag);
+    if (deletes[i].status.ok()) todo.push_back(i);
+  }
+  const size_t credits = std::max<size_t>(1, core_->engine()->credits());
+  for (size_t begin = 0; begin < todo.size(); begin += credits) {
+    const size_t n = std::min(credits, todo.size() - begin);
+    PostDeletes(deletes, std::vector<size_t>(todo.begin() + begin, todo.begin() + begin + n),
+                deadline);
+  }
+}
+
+// A commit SEND per delete, each posted without waiting for the one before;
+// then the acks. A failed post stops the posting: the deletes already
+// posted are still awaited, the rest get the post's error.
+void ReplicaWriter::PostDeletes(absl::Span<BatchDelete> deletes, const std::vector<size_t>& todo,
+                                absl::Time deadline) {
+  initiator::OpEngine* engine = core_->engine();
+  const size_t n = todo.size();
+  absl::StatusOr<std::vector<initiator::OpSlot*>> slots = engine->AcquireSlots(n, deadline);
+  absl::Status st = slots.status();
+  if (st.ok()) st = engine->AcquireCredit(deadline, static_cast<int>(n));
+  if (!st.ok()) {
+    if (slots.ok()) engine->ReleaseSlots(*slots);
+    for (size_t i : todo) deletes[i].status = st;
+    return;
+  }
+  initiator::SlotGuard guard(engine, *slots);
+  size_t posted = 0;
+  for (; posted < n && st.ok(); ++posted) {
+    initiator::OpSlot* s = (*slots)[posted];
+    const BatchDelete& d = deletes[todo[posted]];
+    const size_t len =
+        wire::EncodeReplicaDeleteCommit(engine->NewRequest(s), d.key, d.tag, s->commit);
+    st = engine->PostSend(
+        rdma::Sge{reinterpret_cast<uint64_t>(s->commit), static_cast<uint32_t>(len), s->lkey}, s);
+    if (!st.ok()) break;
+  }
+  // Nothing will ack what was not posted.
+  engine->ReturnCredits(static_cast<int>(n - posted));
+  for (size_t k = 0; k < n; ++k) {
+    absl::Status& result = deletes[todo[k]].status;
+    if (k >= posted) {
+      result = st;
+      continue;
+    }
+    const absl::Status w = engine->Wait((*slots)[k], deadline);
+    result = w.ok() ? (*slots)[k]->ack : w;
+    engine->ReturnCredits(1);
+  }
+}
+
 // Whether a failed commit left this node is not asked: the replicator
 // judges the link by the status alone (RdmaReplicaLink::failed) and sends
 // the write again by gRPC when the link failed, which is safe either way

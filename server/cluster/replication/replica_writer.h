@@ -83,6 +83,21 @@ class ReplicaWriter {
   // write's status goes to its `status`, as Put() would return it.
   void PutBatch(absl::Span<BatchPut> puts, absl::Time deadline);
 
+  // One delete of a DeleteBatch(): its key and tag in (valid for the
+  // call), its status out.
+  struct BatchDelete {
+    absl::string_view key;
+    wire::ReplicaCommit tag;
+    absl::Status status;
+  };
+  // Delete() of every delete of `deletes` at once: each is checked as
+  // Delete() checks it; the commits of those that pass are all posted
+  // (up to the path's commit credits at a time) before any ack is awaited,
+  // so a batch of deletes costs one round trip, not one each. The backup
+  // takes them in order (one queue pair, one lane). Each status as
+  // Delete() would return it.
+  void DeleteBatch(absl::Span<BatchDelete> deletes, absl::Time deadline);
+
   // Most writes one batch commit carries to this backup for a primary
   // named by `node_len` bytes; 0 when the backup takes no batch commits.
   size_t batch_commits(size_t node_len) const;
@@ -102,6 +117,9 @@ class ReplicaWriter {
   // PutBatch() of at most the path's credits of checked writes (`todo`
   // indexes `puts`): lease space, slots, staging, one post, the acks.
   void PostBatch(absl::Span<BatchPut> puts, const std::vector<size_t>& todo, absl::Time deadline);
+  // DeleteBatch() of at most the path's credits of checked deletes.
+  void PostDeletes(absl::Span<BatchDelete> deletes, const std::vector<size_t>& todo,
+                   absl::Time deadline);
   // As PostBatch(), with one kReplicaPutBatch commit for all of `todo`
   // (at most batch_commits(), one primary's). The writes the backup did not
   // get to (after a refused one) are added to `redo`, their status unset.
