@@ -70,14 +70,13 @@ void CommitPool::Queue(Job job, bool count_out) {
   }
 }
 
-std::vector<CommitPool::Done> CommitPool::TakeDone() {
-  std::vector<Done> done;
+void CommitPool::TakeDone(std::vector<Done>* out) {
+  out->clear();
   {
     absl::MutexLock lock(&mu_);
-    done.swap(done_);
+    out->swap(done_);
   }
-  outstanding_ -= done.size();
-  return done;
+  outstanding_ -= out->size();
 }
 
 void CommitPool::Work() {

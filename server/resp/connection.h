@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -46,6 +47,9 @@ namespace server {
 // connection can be compared and subtracted directly.
 inline absl::Time LoopTime(const Clock& clock) { return absl::UnixEpoch() + clock.Steady(); }
 namespace resp_internal {
+
+// What Connection::parked_keys holds for a parked SET's key.
+inline uint64_t ParkedKeyHash(absl::string_view key) { return absl::Hash<absl::string_view>{}(key); }
 
 // One piece of queued reply output: either bytes owned here, or a view into
 // a pinned pool entry (a GET value sent without copying).
@@ -135,11 +139,13 @@ struct Connection {
   // what a parked SET's outcome finds its connection by.
   uint64_t serial = 0;
   // Streamed SETs of this connection that are parked (commit_pool.h), and
-  // their keys. While any is, only more streamed SETs of other keys run
-  // (pipelined SETs go out together); any other request waits, unread
-  // input with it (blocked_on_park), until they are all answered.
+  // their keys' hashes (ParkedKeyHash). While any is, only more streamed
+  // SETs of other keys run (pipelined SETs go out together); any other
+  // request waits, unread input with it (blocked_on_park), until they are
+  // all answered. By hash: two keys that collide only make the second SET
+  // wait as if it were the same key, which is always safe.
   uint32_t parked = 0;
-  std::vector<std::string> parked_keys;
+  std::vector<uint64_t> parked_keys;
   bool blocked_on_park = false;
   // One of the parked is a whole write command (RespLoop::ParkCommand),
   // counted in `parked`: nothing else of the connection runs until it is

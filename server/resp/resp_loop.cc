@@ -404,7 +404,9 @@ void RespLoop::Process(Connection* c) {
           c->blocked_on_park = true;  // Unpark() runs it
           return;
         }
-        if (buf.size() - req.consumed > req.value_len + 2) {
+        // Behind a parked SET the next are most likely parked too, and their
+        // index places are loaded when their replies come (last_parked()).
+        if (buf.size() - req.consumed > req.value_len + 2 && !sets_->last_parked()) {
           PrefetchAhead(buf.substr(req.consumed + req.value_len + 2));
         }
         c->start += req.consumed;

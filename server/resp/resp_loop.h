@@ -59,6 +59,7 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -249,6 +250,10 @@ class RespLoop final : private LockWaitService {
   // Cluster mode: where SETs wait for their replication round (null in
   // single-node mode, where a commit never waits on the network).
   std::unique_ptr<CommitPool> parking_;
+  // Unpark()'s: the outcomes taken from parking_ and the connections they
+  // answered, kept between calls for their room.
+  std::vector<CommitPool::Done> done_scratch_;
+  std::vector<std::pair<int, uint64_t>> answered_scratch_;
   // Cluster mode: what parked commands write through, on the workers at
   // once (KvStore::NewSharedWriter; one open segment, not one a worker).
   std::unique_ptr<KvStore::Writer> command_writer_;

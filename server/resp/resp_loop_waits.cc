@@ -115,14 +115,17 @@ void RespLoop::RetryHeldBack() {
 void RespLoop::StopParking() {
   if (parking_ == nullptr) return;
   parking_->Stop();
-  for (CommitPool::Done& d : parking_->TakeDone()) {
+  parking_->TakeDone(&done_scratch_);
+  for (CommitPool::Done& d : done_scratch_) {
     if (!d.job.command) sets_->Unpark(nullptr, d);  // a command job holds no entry
   }
+  done_scratch_.clear();
 }
 
 bool RespLoop::MayParkBehind(const Connection& c, absl::string_view key) {
   return !c.command_parked && c.parked < kMaxParkedPerConnection &&
-         std::find(c.parked_keys.begin(), c.parked_keys.end(), key) == c.parked_keys.end();
+         std::find(c.parked_keys.begin(), c.parked_keys.end(), ParkedKeyHash(key)) ==
+             c.parked_keys.end();
 }
 
 // Reads the eventfd before taking the outcomes (see CommitPool::TakeDone).
@@ -132,8 +135,12 @@ void RespLoop::Unpark(bool read_eventfd) {
   // Every answer first, then each connection once: a pipeline's SETs are
   // answered together, and one writev sends all their replies (one per
   // SET made a replicated pipeline cost a system call per SET).
-  std::vector<std::pair<int, uint64_t>> answered;  // fd, serial
-  for (CommitPool::Done& d : parking_->TakeDone()) {
+  // Both vectors are the loop's, kept (cleared) between calls so that their
+  // room is reused: Unpark() runs once per replication reply under load.
+  std::vector<std::pair<int, uint64_t>>& answered = answered_scratch_;  // fd, serial
+  answered.clear();
+  parking_->TakeDone(&done_scratch_);
+  for (CommitPool::Done& d : done_scratch_) {
     auto it = conns_.find(d.job.fd);
     Connection* c =
         it != conns_.end() && it->second->serial == d.job.serial ? it->second.get() : nullptr;
@@ -149,6 +156,8 @@ void RespLoop::Unpark(bool read_eventfd) {
       answered.emplace_back(d.job.fd, d.job.serial);
     }
   }
+  // The outcomes are spent: their jobs' entries went back to the writer.
+  done_scratch_.clear();
   std::sort(answered.begin(), answered.end());
   answered.erase(std::unique(answered.begin(), answered.end()), answered.end());
   for (const auto& [fd, serial] : answered) {

@@ -204,12 +204,13 @@ void StreamedSet::Abandon(Connection* c) {
 // reservation is released either way, and the reply is the commit's status.
 void StreamedSet::Finish(Connection* c) {
   layout::SealEntry(c->reservation.ptr);
-  if (parking_ != nullptr && WaitsForPeers(*c)) {
+  last_parked_ = parking_ != nullptr && WaitsForPeers(*c);
+  if (last_parked_) {
     // The job owns the entry and budget from here (see commit_pool.h).
     CommitPool::Job job;
     job.fd = c->fd;
     job.serial = c->serial;
-    job.key = std::string(KeyOf(*c));
+    job.key_hash = ParkedKeyHash(KeyOf(*c));
     job.held_id = c->Hold();
     job.reservation = std::move(c->reservation);
     job.budget = c->budget_taken;
@@ -220,7 +221,7 @@ void StreamedSet::Finish(Connection* c) {
     c->state = InputState::kCommands;
     c->request_started = absl::InfiniteFuture();
     ++c->parked;
-    c->parked_keys.push_back(job.key);
+    c->parked_keys.push_back(job.key_hash);
     parking_->Submit(std::move(job));
     return;
   }
@@ -252,7 +253,7 @@ void StreamedSet::Unpark(Connection* c, CommitPool::Done& done) {
   budget_->Give(done.job.budget);
   if (c == nullptr) return;
   --c->parked;
-  auto key = std::find(c->parked_keys.begin(), c->parked_keys.end(), done.job.key);
+  auto key = std::find(c->parked_keys.begin(), c->parked_keys.end(), done.job.key_hash);
   if (key != c->parked_keys.end()) c->parked_keys.erase(key);
   c->Answer(done.job.held_id, [&] { ReplyStoreStatus(cluster_, c, done.status); });
   counters_->put.duration->Observe(LoopTime(store_->clock()) - done.job.started);

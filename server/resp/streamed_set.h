@@ -95,6 +95,14 @@ class StreamedSet {
   // Precondition: c->state != kCommands.
   Progress ConsumeBuffered(Connection* c);
 
+  // Whether the last SET this loop finished was parked for its
+  // replication round. Then the loop does not prefetch the index places of
+  // the SETs behind it: a parked SET touches the index only when its reply
+  // comes back, long after a prefetch made now would have been evicted, and
+  // the reply's own hint (ReplicationStream::SendWrite's key_hint) loads
+  // the place just before the publish.
+  bool last_parked() const { return last_parked_; }
+
   // Whether c's SET has its entry (the zero-copy receive needs one).
   static bool Reserved(const Connection& c) { return c.reservation.ptr != nullptr; }
 
@@ -138,6 +146,7 @@ class StreamedSet {
 
   KvStore* const store_;
   KvStore::Writer* const writer_;
+  bool last_parked_ = false;
   Counters* const counters_;
   Budget* const budget_;
   const ClusterState* const cluster_;

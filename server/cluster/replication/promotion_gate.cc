@@ -31,6 +31,15 @@ void PromotionGate::Observe(const cluster::ClusterMapView& map) {
     }
   }
   leads_ = std::move(now);
+  PublishLocked();
+}
+
+void PromotionGate::PublishLocked() {
+  size_t waiting = 0;
+  for (const auto& [id, state] : leads_) waiting += state.waiting ? 1 : 0;
+  // The count first: a reader that sees the new epoch sees it too.
+  waiting_.store(waiting, std::memory_order_release);
+  seen_epoch_fast_.store(seen_epoch_, std::memory_order_release);
 }
 
 bool PromotionGate::ReadyLocked(uint32_t shard_id) const {
@@ -39,6 +48,12 @@ bool PromotionGate::ReadyLocked(uint32_t shard_id) const {
 }
 
 bool PromotionGate::Ready(const cluster::ClusterMapView& map, uint32_t shard_id) {
+  // Nothing to observe and nothing waiting: the answer a lock would give at
+  // this instant (a lead that starts waiting later is a later answer).
+  if (map.epoch() <= seen_epoch_fast_.load(std::memory_order_acquire) &&
+      waiting_.load(std::memory_order_acquire) == 0) {
+    return true;
+  }
   Observe(map);
   absl::MutexLock lock(&mu_);
   return ReadyLocked(shard_id);
@@ -79,6 +94,7 @@ void PromotionGate::Reconciled(const Lead& lead) {
   absl::MutexLock lock(&mu_);
   auto it = leads_.find(lead.shard_id);
   if (it != leads_.end() && it->second.since == lead.since) it->second.waiting = false;
+  PublishLocked();
 }
 
 }  // namespace server

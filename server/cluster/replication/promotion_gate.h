@@ -19,11 +19,16 @@
 // Before Enable() (no reconciler runs, e.g. tests of the write path alone)
 // no shard ever waits.
 //
-// Thread safety: thread-safe. Ready() is one mutex and a hash lookup.
+// Thread safety: thread-safe. Ready() is two atomic loads while no shard
+// waits and the map is not newer than the last one observed (every
+// replicated write asks, on the RESP loop); otherwise one mutex and a hash
+// lookup.
 
 #ifndef KVSTORE_SERVER_CLUSTER_REPLICATION_PROMOTION_GATE_H_
 #define KVSTORE_SERVER_CLUSTER_REPLICATION_PROMOTION_GATE_H_
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -71,12 +76,18 @@ class PromotionGate {
     bool waiting = false;
   };
   bool AnyWaiting() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores waiting_ and seen_epoch_fast_ from leads_ and seen_epoch_.
+  void PublishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool ReadyLocked(uint32_t shard_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string self_;
   mutable absl::Mutex mu_;
   bool enabled_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t seen_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  // Copies for Ready()'s fast path, stored under mu_ whenever leads_ or
+  // seen_epoch_ change: the shards waiting, and seen_epoch_.
+  std::atomic<size_t> waiting_{0};
+  std::atomic<uint64_t> seen_epoch_fast_{0};
   // The shards this node leads in the newest map seen.
   absl::flat_hash_map<uint32_t, State> leads_ ABSL_GUARDED_BY(mu_);
 };

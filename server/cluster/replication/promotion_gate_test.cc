@@ -48,6 +48,9 @@ TEST(PromotionGateTest, ALeadWaitsFromTheMapThatGivesItUntilReconciled) {
   EXPECT_EQ(waiting[0].since, 3u);
   gate.Observe(*Map(4, "a"));  // the same lead goes on (a backup dropped, say)
   EXPECT_FALSE(gate.Ready(*Map(4, "a"), 0));
+  // A writer still holding an older map is not let through either (Ready's
+  // lock-free answer is only for nothing waiting).
+  EXPECT_FALSE(gate.Ready(*Map(3, "a"), 0));
   gate.Reconciled(waiting[0]);
   EXPECT_TRUE(gate.Ready(*Map(4, "a"), 0));
   // Lost and led again: a reconcile of the earlier lead does not count.

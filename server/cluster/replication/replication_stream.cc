@@ -78,14 +78,12 @@ GrpcReplicationStream::~GrpcReplicationStream() {
   done_.WaitForNotification();
 }
 
-bool ReplicationStream::broken() const {
-  absl::MutexLock lock(&mu_);
-  return broken_;
-}
+bool ReplicationStream::broken() const { return broken_seen_.load(std::memory_order_acquire); }
 
 bool ReplicationStream::MarkBrokenLocked(const absl::Status& why) {
   if (broken_) return false;
   broken_ = true;
+  broken_seen_.store(true, std::memory_order_release);
   why_ = why;
   metrics_->broken->Increment();
   return true;

@@ -143,6 +143,8 @@ class ReplicationStream : public std::enable_shared_from_this<ReplicationStream>
   absl::Status Wait(Ticket& ticket, absl::Time deadline);
 
   // Once broken, a stream takes no more writes (see the file comment).
+  // Lock-free (ReplicationStreams::Get asks for every write); a stream may
+  // break right after it answered false, which its Send() then reports.
   bool broken() const;
 
   // --- A deadline watch, for writers that do not Wait() (Replicator::
@@ -231,6 +233,7 @@ class ReplicationStream : public std::enable_shared_from_this<ReplicationStream>
   mutable absl::Mutex mu_;
   bool ready_ ABSL_GUARDED_BY(mu_);
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<bool> broken_seen_{false};  // broken_, for broken() without mu_
   absl::Status why_ ABSL_GUARDED_BY(mu_);
   // The batch being written, if writing_now_; the transport reads it until
   // WriteDone().

@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cluster/refusal.h"
@@ -57,9 +58,11 @@ struct Replicator::AsyncRound {
   // answered. The link is held weakly: a round must never be what keeps a
   // link alive, since the last reference would then go on the link's own
   // sender thread (which its destructor joins).
-  std::vector<std::shared_ptr<ReplicationStream::Ticket>> tickets;
-  std::vector<absl::Status> rdma_status;
-  std::vector<std::weak_ptr<RdmaReplicaLink>> links;
+  // One entry per target; inline for the usual one or two backups (a
+  // heap block each cost a replicated write about as much as its seq).
+  absl::InlinedVector<std::shared_ptr<ReplicationStream::Ticket>, 2> tickets;
+  absl::InlinedVector<absl::Status, 2> rdma_status;
+  absl::InlinedVector<std::weak_ptr<RdmaReplicaLink>, 2> links;
   // Targets not yet answered, plus one StartWrite() holds until the round
   // is fully set up: whoever brings it to zero finishes the round.
   std::atomic<size_t> pending{0};
@@ -116,7 +119,7 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
   if (common) targets = TargetsOf(*route.map, *shard);
   // A target with an RDMA link up takes the write on that link's sender
   // (RdmaReplicaLink::Start); the others on the shard's stream to them.
-  std::vector<std::shared_ptr<RdmaReplicaLink>> links(targets.size());
+  absl::InlinedVector<std::shared_ptr<RdmaReplicaLink>, 2> links(targets.size());
   for (size_t k = 0; k < targets.size(); ++k) {
     common = common && targets[k].node != nullptr;
     if (common && rdma_links_ != nullptr) links[k] = rdma_links_->Get(*targets[k].node);
@@ -132,13 +135,13 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
   round->entry = entry;
   round->publish = std::move(publish);
   round->done = std::move(done);
-  round->deadline = absl::Now() + options_.replication_timeout;
   round->start = absl::Now();
+  round->deadline = round->start + options_.replication_timeout;
   round->targets = std::move(targets);
   round->barrier = &barrier;
   round->stripe = &stripe;
   round->pending = round->targets.size() + 1;
-  std::vector<std::shared_ptr<ReplicationStream>> streams(round->targets.size());
+  absl::InlinedVector<std::shared_ptr<ReplicationStream>, 2> streams(round->targets.size());
   round->rdma_status.resize(round->targets.size());
   for (size_t k = 0; k < round->targets.size(); ++k) {
     round->links.push_back(links[k]);
