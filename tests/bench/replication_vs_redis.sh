@@ -6,6 +6,7 @@
 #   tests/bench/replication_vs_redis.sh [--quick] [--json FILE] [--requests N]
 #                     [--seconds S] [--only kvstore|redis] [--replicas 1,2,3]
 #                     [--pool SIZE] [--logs DIR] [--kvserver BIN --kvctl BIN]
+#                     [--callgrind DIR]
 #
 # For each replication factor R of --replicas (default 1,2,3):
 #   kvstore: a local etcd (started once, for the whole run) and a fresh
@@ -56,6 +57,17 @@
 # 3 s instead of 10 s). --only runs one system. --logs DIR keeps the servers' and
 # redis-benchmark's logs (otherwise removed with the temporary directory).
 # --kvserver/--kvctl run given binaries instead of building this checkout's.
+#
+# --callgrind DIR: instructions instead of time, for comparing builds on a
+# busy machine (CPU time per SET moves ±20 % between runs here; instruction
+# counts repeat to within a few tenths of a percent). kvstore only, no PING
+# probe; every kvserver runs under valgrind --tool=callgrind
+# --separate-threads=yes (dumps in DIR; --member_ttl=20s, since valgrind runs
+# a node's threads one at a time; a 512M pool unless --pool), and each row
+# also gets the user-space instructions per SET of its RESP loops and of its
+# backups' replication connections, every node summed
+# (tests/bench/callgrind_threads.py), with their ratio to R=1. Use --requests
+# (e.g. 30000: a few minutes); the kernel's share is not in these counts.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -65,6 +77,7 @@ ONLY=""
 REPLICAS=1,2,3
 REQUESTS=""
 POOL=3G
+POOL_SET=0
 LOGS=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -74,10 +87,11 @@ while [[ $# -gt 0 ]]; do
     --replicas) REPLICAS="$2"; shift ;;
     --requests) REQUESTS="$2"; shift ;;
     --seconds) ROW_S="$2"; shift ;;
-    --pool) POOL="$2"; shift ;;
+    --pool) POOL="$2"; POOL_SET=1; shift ;;
     --logs) LOGS="$2"; shift ;;
     --kvserver) KVSERVER_BIN="$2"; shift ;;
     --kvctl) KVCTL_BIN="$2"; shift ;;
+    --callgrind) CALLGRIND="$2"; shift ;;
     -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -88,6 +102,20 @@ done
 [[ -z $REQUESTS || $REQUESTS =~ ^[1-9][0-9]*$ ]] || { echo "--requests takes a positive number" >&2; exit 2; }
 [[ -z ${ROW_S:-} || $ROW_S =~ ^[1-9][0-9]*$ ]] || { echo "--seconds takes a positive number" >&2; exit 2; }
 IFS=, read -r -a RS <<<"$REPLICAS"
+CALLGRIND=${CALLGRIND:-}
+READY_S=120
+if [[ -n $CALLGRIND ]]; then
+  [[ $ONLY != redis ]] || { echo "--callgrind measures kvstore only" >&2; exit 2; }
+  ONLY=kvstore
+  for tool in valgrind callgrind_control; do
+    command -v "$tool" >/dev/null || { echo "missing $tool (valgrind): run deploy/setup.sh" >&2; exit 1; }
+  done
+  mkdir -p "$CALLGRIND"
+  CALLGRIND=$(cd "$CALLGRIND" && pwd)
+  rm -f "$CALLGRIND"/r[123]-n[123].out* "$CALLGRIND/instructions.csv"
+  [[ $POOL_SET == 1 ]] || POOL=512M
+  READY_S=400  # a node under valgrind prefaults its pool slowly
+fi
 SYSTEMS=()
 [[ $ONLY != redis ]] && SYSTEMS+=(kvstore)
 [[ $ONLY != kvstore ]] && SYSTEMS+=(redis)
@@ -236,8 +264,13 @@ start_kvstore() {
   mkdir -p "$dir"
   (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/secret")
   SERVER_PIDS=()
+  local pre=() ttl=()
   for i in 1 2 3; do
-    "$KVSERVER_BIN" --etcd="$ETCD_ENDPOINT" --cluster_name="bench-r$r-$$" --node_id="n$i" \
+    if [[ -n $CALLGRIND ]]; then
+      pre=(valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$CALLGRIND/r$r-n$i.out")
+      ttl=(--member_ttl=20s)
+    fi
+    "${pre[@]}" "$KVSERVER_BIN" "${ttl[@]}" --etcd="$ETCD_ENDPOINT" --cluster_name="bench-r$r-$$" --node_id="n$i" \
       --cluster_secret_file="$dir/secret" --replicas="$r" --cluster_min_nodes=3 \
       --listen=127.0.0.1 --advertise_host=127.0.0.1 --control_port=0 --resp_port=0 \
       --transport=tcp --pool_size="$POOL" --metrics_port=0 --ready_file="$dir/n$i.ready" \
@@ -248,7 +281,7 @@ start_kvstore() {
   for i in 1 2 3; do
     # Each node prefaults its pool before it writes the ready file.
     while [[ ! -f $dir/n$i.ready ]]; do
-      ((SECONDS - t0 < 120)) || { tail -n 20 "$dir/n$i.log" >&2; die "kvserver n$i not ready within 120 s"; }
+      ((SECONDS - t0 < READY_S)) || { tail -n 20 "$dir/n$i.log" >&2; die "kvserver n$i not ready within $READY_S s"; }
       kill -0 "${SERVER_PIDS[i - 1]}" 2>/dev/null || { tail -n 20 "$dir/n$i.log" >&2; die "kvserver n$i exited"; }
       sleep 0.1
     done
@@ -257,10 +290,10 @@ start_kvstore() {
     KV_METRICS+=("$(sed -n 's/^metrics_port=//p' "$dir/n$i.ready")")
   done
   until kv_ready "$r"; do
-    if ((SECONDS - t0 >= 120)); then
+    if ((SECONDS - t0 >= READY_S)); then
       "$KVCTL_BIN" --server="127.0.0.1:${KV_CTL[0]}" --transport=tcp --timeout=3s cluster status >&2 || true
       tail -n 10 "$dir"/n*.log >&2
-      die "kvstore R=$r: shards not all in sync within 120 s"
+      die "kvstore R=$r: shards not all in sync within $READY_S s"
     fi
     alive "kvstore R=$r start"
     sleep 0.5
@@ -374,8 +407,16 @@ bench() {
   [[ $sys == kvstore ]] && read -r w0 b0 <<<"$(stream_counters)"
   read -r u0 s0 <<<"$(user_sys "${SERVER_PIDS[@]}")"
   [[ -n $ETCD_PID && $sys == kvstore ]] && e0=$(user_sys "$ETCD_PID" | awk '{print $1 + $2}')
+  # --callgrind: counters from zero for this row, dumped after it.
+  [[ -n $CALLGRIND ]] && for p in "${SERVER_PIDS[@]}"; do callgrind_control -z "$p" >/dev/null; done
   line=$(redis-benchmark --cluster -h 127.0.0.1 -p "$ENTRY_PORT" -t set -d 4096 -c 32 -n "$n" \
     -r "$KEYSPACE" -P "$pipe" --csv 2>"$err") || rc=$?
+  if [[ -n $CALLGRIND ]]; then
+    for p in "${SERVER_PIDS[@]}"; do callgrind_control --dump="r$r-P$pipe" "$p" >/dev/null; done
+    # Each node's dumps are numbered in order: the P1 row's are .1-*, P16's .2-*.
+    /usr/bin/python3 tests/bench/callgrind_threads.py add "$CALLGRIND/instructions.csv" "$r" "$pipe" "$n" \
+      "$CALLGRIND/r$r-n"[123].out."$([[ $pipe == 1 ]] && echo 1 || echo 2)"-*
+  fi
   read -r u1 s1 <<<"$(user_sys "${SERVER_PIDS[@]}")"
   [[ $sys == kvstore ]] && read -r w1 b1 <<<"$(stream_counters)"
   [[ -n $ETCD_PID && $sys == kvstore ]] && e1=$(user_sys "$ETCD_PID" | awk '{print $1 + $2}')
@@ -469,7 +510,7 @@ for r in "${RS[@]}"; do
     fi
     bench "$sys" "$r" 1; ROW1=$ROW
     bench "$sys" "$r" 16; ROW16=$ROW
-    probe "$sys" "$r"
+    if [[ -n $CALLGRIND ]]; then PROBE="-,-,-,0,-"; else probe "$sys" "$r"; fi
     echo "$ROW1,$PROBE" >>"$RESULTS"
     echo "$ROW16,-,-,-,-,-" >>"$RESULTS"
     [[ $sys == kvstore ]] && kv_log_notes "$r"
@@ -517,6 +558,13 @@ if out:
         json.dump(doc, f, indent=1)
     print(f"JSON: {out}")
 PY
+if [[ -n $CALLGRIND ]]; then
+  echo
+  echo "User-space instructions per SET (callgrind; write path: RESP loops + backups' replication"
+  echo "connections, every node summed; ratio: over R=1 with the same pipeline; dumps in $CALLGRIND)"
+  /usr/bin/python3 tests/bench/callgrind_threads.py table "$CALLGRIND/instructions.csv" \
+    "$([[ -n $JSON_OUT ]] && echo "${JSON_OUT%.json}.instructions.json")"
+fi
 if [[ -s $NOTES ]]; then
   echo
   echo "Notes:"
