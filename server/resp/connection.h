@@ -49,7 +49,9 @@ inline absl::Time LoopTime(const Clock& clock) { return absl::UnixEpoch() + cloc
 namespace resp_internal {
 
 // What Connection::parked_keys holds for a parked SET's key.
-inline uint64_t ParkedKeyHash(absl::string_view key) { return absl::Hash<absl::string_view>{}(key); }
+inline uint64_t ParkedKeyHash(absl::string_view key) {
+  return absl::Hash<absl::string_view>{}(key);
+}
 
 // One piece of queued reply output: either bytes owned here, or a view into
 // a pinned pool entry (a GET value sent without copying).
