@@ -229,6 +229,46 @@ TEST_F(PeerChecksTest, AZeroIncarnationIsNotTheSender) {
       Value(node(1).registry(), "kvstore_replica_check_refusals_total{check=\"incarnation\"}"), 1u);
 }
 
+// The backup's map checks are remembered per thread for the last write
+// they passed (the writes of a batch share them): a write that differs in
+// shard epoch, primary or incarnation is checked whole right after one that
+// passed, and refused.
+TEST_F(PeerChecksTest, ARememberedCheckCoversOnlyTheSameWrite) {
+  Start(2);
+  maps_.Set(OneShardMap(nodes(), {0, 1}, {}));
+  ASSERT_TRUE(node(0).Put("acked", "value").ok());  // n1 has the map
+  const v1::ClusterMap map = maps_.Current();
+  ReplicaCommit c;
+  c.shard_id = 0;
+  c.shard_epoch = map.shards(0).shard_epoch();
+  c.primary_node_id = "n0";
+  for (const v1::ClusterNode& n : map.nodes()) {
+    if (n.node_id() == "n0") c.primary_incarnation = n.incarnation();
+  }
+  c.is_delete = true;
+  c.key = "never-written";
+  uint64_t seq = node(1).installer().Status(0).applied_seq();
+  auto apply = [&](ReplicaCommit w) {
+    w.seq = ++seq;
+    return node(1).installer().ApplyReplicaCommit(w, [] { return absl::OkStatus(); });
+  };
+  ASSERT_TRUE(apply(c).ok());
+  ASSERT_TRUE(apply(c).ok());  // answered from the memo
+  ReplicaCommit other = c;
+  other.primary_incarnation += 1;
+  EXPECT_EQ(apply(other).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(apply(c).ok());
+  other = c;
+  other.primary_node_id = "n1";
+  EXPECT_EQ(apply(other).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(apply(c).ok());
+  other = c;
+  other.shard_epoch += 1;
+  EXPECT_FALSE(apply(other).ok());
+  EXPECT_TRUE(apply(c).ok());
+  EXPECT_EQ(node(1).Value("acked"), "value");
+}
+
 // The second probe: a client marks an empty replica in sync, then fails
 // the shard over to it. Both calls are refused; the map is unchanged.
 TEST_F(PeerChecksTest, ADataClientCannotPromoteAReplicaOrFailOver) {

@@ -3,6 +3,8 @@
 #include "server/cluster/replication/replica_installer.h"
 
 #include <algorithm>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -222,10 +224,46 @@ absl::Status ReplicaInstaller::CheckWrite(const cluster::ClusterMapView& map,
   return absl::OkStatus();
 }
 
+namespace {
+
+// The last write a thread's Check() passed, with what its map said: the
+// writes of a batch share shard, epoch and primary, and their map checks
+// (shard lookup, primary's incarnation, this node's place in the shard)
+// were a seventh of a backup's instructions per write. Valid only for the
+// same installer, node, map object (held, so its address is not reused)
+// and write identity; NamesOtherProcess() is asked every time, as it may
+// change while the map stays.
+struct CheckMemo {
+  const void* installer = nullptr;
+  std::shared_ptr<const cluster::ClusterMapView> map;
+  std::string self;
+  uint32_t shard_id = 0;
+  uint64_t shard_epoch = 0;
+  std::string primary;
+  uint64_t incarnation = 0;
+  bool syncing = false;
+
+  bool Matches(const void* who, const std::shared_ptr<const cluster::ClusterMapView>& m,
+               absl::string_view node, const ReplicaCommit& c) const {
+    return installer == who && map == m && map != nullptr && shard_id == c.shard_id &&
+           shard_epoch == c.shard_epoch && incarnation == c.primary_incarnation &&
+           primary == c.primary_node_id && self == node;
+  }
+};
+
+thread_local CheckMemo check_memo;
+
+}  // namespace
+
 absl::Status ReplicaInstaller::Check(const ReplicaCommit& c, bool* syncing,
                                      std::shared_ptr<const cluster::ClusterMapView>* used) const {
   auto map = state_->map();
   if (used != nullptr) *used = map;
+  if (check_memo.Matches(this, map, state_->self(), c)) {
+    if (state_->NamesOtherProcess(*map)) return NamesEarlierLife();
+    *syncing = check_memo.syncing;
+    return absl::OkStatus();
+  }
   const v1::Shard* shard = map != nullptr ? map->ShardById(c.shard_id) : nullptr;
   if (shard == nullptr || shard->shard_epoch() < c.shard_epoch) {
     return cluster::ToStatus(cluster::Refusal::MapBehind(
@@ -250,19 +288,29 @@ absl::Status ReplicaInstaller::Check(const ReplicaCommit& c, bool* syncing,
                                                       " is not the map's ",
                                                       p != nullptr ? p->incarnation() : 0));
   }
-  if (state_->NamesOtherProcess(*map)) {
-    // A restarted, empty process whose map still names its earlier life
-    // must not acknowledge writes as that life's copy of the shard. The
-    // same process back from a lease lapse holds that copy: it goes on.
-    return absl::FailedPreconditionError(absl::StrCat("this map names an earlier incarnation of ",
-                                                      state_->self(), " (restarted, empty)"));
-  }
+  // A restarted, empty process whose map still names its earlier life
+  // must not acknowledge writes as that life's copy of the shard. The same
+  // process back from a lease lapse holds that copy: it goes on.
+  if (state_->NamesOtherProcess(*map)) return NamesEarlierLife();
   *syncing = Contains(shard->syncing(), state_->self());
   if (!Contains(shard->replicas(), state_->self(), 1) && !*syncing) {
     return absl::FailedPreconditionError(
         absl::StrCat(state_->self(), " is not a replica of shard ", c.shard_id, " here"));
   }
+  check_memo.installer = this;
+  check_memo.map = std::move(map);
+  check_memo.self.assign(state_->self().data(), state_->self().size());
+  check_memo.shard_id = c.shard_id;
+  check_memo.shard_epoch = c.shard_epoch;
+  check_memo.primary.assign(c.primary_node_id.data(), c.primary_node_id.size());
+  check_memo.incarnation = c.primary_incarnation;
+  check_memo.syncing = *syncing;
   return absl::OkStatus();
+}
+
+absl::Status ReplicaInstaller::NamesEarlierLife() const {
+  return absl::FailedPreconditionError(absl::StrCat("this map names an earlier incarnation of ",
+                                                    state_->self(), " (restarted, empty)"));
 }
 
 v1::ReplicaStatusResponse ReplicaInstaller::Status(uint32_t shard_id) const {

@@ -159,8 +159,13 @@ class ReplicaInstaller : public ReplicaCommitSink {
   // The map checks of a replicated write; `syncing`: this node is a
   // syncing (not yet in-sync) replica of the shard in that map; `used`
   // (when not null): that map.
+  // The map checks are remembered per thread for the last write that passed
+  // them (the writes of a batch share them): a later write of the same
+  // shard, epoch and primary against the same map skips them.
   absl::Status Check(const ReplicaCommit& commit, bool* syncing,
                      std::shared_ptr<const cluster::ClusterMapView>* used = nullptr) const;
+  // Check()'s refusal when the map names an earlier life of this node.
+  absl::Status NamesEarlierLife() const;
   // The checks of the write itself, against the map Check() used: its seq
   // is one a primary can have taken (not 0, not near wrapping), and its key
   // belongs to the shard (its slots, or those of a COPYING / HANDOFF
