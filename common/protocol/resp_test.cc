@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ namespace {
 
 using Kind = ParsedRequest::Kind;
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
 TEST(ParseRequest, CompleteCommand) {
@@ -194,6 +196,37 @@ TEST(Encode, ExactBytesOfEveryReplyShape) {
   out += "abc";
   AppendBulkTrailer(&out);
   EXPECT_EQ(out, "+OK\r\n$-1\r\n:7\r\n*0\r\n$3\r\nabc\r\n");
+}
+
+// The length lines are formatted by hand (not StrAppend): every digit
+// count, and the largest length, must come out as decimal.
+TEST(Encode, LengthLinesOfEveryDigitCount) {
+  uint64_t n = 0;
+  for (int digits = 1; digits <= 20; ++digits) {
+    for (uint64_t v : {n, n + 1, n * 10 + 9}) {
+      std::string bulk, array;
+      AppendBulkHeader(&bulk, v);
+      AppendArrayHeader(&array, v);
+      EXPECT_EQ(bulk, absl::StrCat("$", v, "\r\n"));
+      EXPECT_EQ(array, absl::StrCat("*", v, "\r\n"));
+    }
+    n = n * 10 + 9;
+  }
+  std::string max;
+  AppendBulkHeader(&max, std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(max, "$18446744073709551615\r\n");
+}
+
+// Requests with more arguments than the inline capacity of args keep all of
+// them, in order.
+TEST(ParseRequest, ManyArgumentsInOrder) {
+  std::string in;
+  std::vector<absl::string_view> want = {"MSET", "a", "1", "bb", "22", "ccc", "333", "d", "4"};
+  AppendCommand(&in, want);
+  ParsedRequest r = ParseRequest(in, RequestLimits());
+  ASSERT_EQ(r.kind, ParsedRequest::Kind::kCommand);
+  EXPECT_EQ(r.consumed, in.size());
+  EXPECT_THAT(r.args, ElementsAreArray(want));
 }
 
 TEST(Encode, ErrorLinesCannotCarryCrLf) {
