@@ -69,7 +69,9 @@ class Floor {
   // False when the connection must be closed.
   bool OnReadable(int fd, Conn& c);
   bool Flush(int fd, Conn& c);
-  void Answer(Conn& c);
+  // Answers every complete request at the front of `in`; returns how many
+  // of its bytes were used (the rest is an unfinished request).
+  size_t Answer(absl::string_view in, Conn& c);
 
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
@@ -145,26 +147,34 @@ bool Floor::OnReadable(int fd, Conn& c) {
   const ssize_t r = read(fd, buf, sizeof(buf));
   if (r == 0) return false;
   if (r < 0) return errno == EAGAIN || errno == EINTR;
-  c.in.append(buf, static_cast<size_t>(r));
-  Answer(c);
+  // Parsed where it was read: only an unfinished request's bytes are kept
+  // for the next read, so a SET value is never copied (a server that
+  // stores nothing need not touch it), only skipped.
+  absl::string_view input(buf, static_cast<size_t>(r));
+  if (!c.in.empty()) {
+    c.in.append(input.data(), input.size());
+    input = c.in;
+  }
+  const size_t used = Answer(input, c);
+  std::string rest(input.substr(used));
+  c.in.swap(rest);
   return Flush(fd, c);
 }
 
-void Floor::Answer(Conn& c) {
+size_t Floor::Answer(absl::string_view in, Conn& c) {
   size_t pos = 0;
   for (;;) {
     if (c.skip > 0) {
-      const uint64_t take = std::min<uint64_t>(c.skip, c.in.size() - pos);
+      const uint64_t take = std::min<uint64_t>(c.skip, in.size() - pos);
       pos += take;
       c.skip -= take;
       if (c.skip > 0) break;
     }
-    ParsedRequest req = kvstore::resp::ParseRequest(absl::string_view(c.in).substr(pos), limits_);
+    ParsedRequest req = kvstore::resp::ParseRequest(in.substr(pos), limits_);
     if (req.kind == ParsedRequest::Kind::kNeedMore) break;
     if (req.kind == ParsedRequest::Kind::kError) {
       kvstore::resp::AppendError(&c.out, req.error);
-      pos = c.in.size();
-      break;
+      return in.size();
     }
     pos += req.consumed;
     if (req.kind == ParsedRequest::Kind::kEmptyLine) continue;  // an empty inline line
@@ -181,7 +191,7 @@ void Floor::Answer(Conn& c) {
       kvstore::resp::AppendOk(&c.out);
     }
   }
-  c.in.erase(0, pos);
+  return pos;
 }
 
 bool Floor::Flush(int fd, Conn& c) {
