@@ -297,7 +297,7 @@ std::string FormatDouble(double d) {
   return absl::StrCat(out, digits.substr(0, whole), ".", digits.substr(whole));
 }
 
-void AppendCommand(std::string* out, const std::vector<absl::string_view>& args) {
+void AppendCommand(std::string* out, absl::Span<const absl::string_view> args) {
   AppendArrayHeader(out, args.size());
   // Every argument as a bulk string, so keys and values may hold any bytes.
   for (absl::string_view a : args) AppendBulk(out, a);

@@ -37,6 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace kvstore {
 namespace resp {
@@ -154,7 +155,7 @@ void AppendVerbatim(std::string* out, absl::string_view format, absl::string_vie
 // bulk string for it.
 std::string FormatDouble(double d);
 // A request: *N then each argument as a bulk string.
-void AppendCommand(std::string* out, const std::vector<absl::string_view>& args);
+void AppendCommand(std::string* out, absl::Span<const absl::string_view> args);
 
 // --- Status <-> RESP error ---------------------------------------------------
 // The text of a RESP error reply (without the leading '-' and the CRLF; the

@@ -25,6 +25,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "common/protocol/resp.h"
 #include "tests/fuzz/fuzz_input.h"
 
@@ -63,7 +64,7 @@ void CheckRoundTrip(const ParsedRequest& p, const resp::RequestLimits& limits) {
 
 // An inline line that must split back into `args`: each argument double-
 // quoted with every byte as \xHH, the one spelling that needs no thought.
-std::string QuoteInline(const std::vector<absl::string_view>& args) {
+std::string QuoteInline(absl::Span<const absl::string_view> args) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string line;
   for (absl::string_view a : args) {
