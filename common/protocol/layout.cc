@@ -40,16 +40,6 @@ uint64_t EncodeSlot(const Slot& slot) {
          ((slot.size / kEntryAlign) & kSizeMask);
 }
 
-Slot DecodeSlot(uint64_t word) {
-  Slot slot;
-  // No validation: the caller checks the decoded range against the pool it
-  // reads from (the word may come from a remote, untrusted READ).
-  slot.fingerprint = static_cast<uint16_t>(word >> (kOffsetBits + kSizeBits));
-  slot.offset = ((word >> kSizeBits) & kOffsetMask) * kEntryAlign;
-  slot.size = (word & kSizeMask) * kEntryAlign;
-  return slot;
-}
-
 KeyHash HashKey(absl::string_view key, uint64_t seed, uint64_t bucket_count) {
   // 128 bits: the low half picks the buckets, the high half the fingerprint,
   // so a fingerprint says nothing about which bucket it sits in.
@@ -210,20 +200,6 @@ absl::StatusOr<EntryView> VerifyEntry(absl::string_view bytes, absl::string_view
   // normal outcome of a lock-free lookup, not corruption.
   if (view->key != key) return absl::NotFoundError("entry holds another key");
   return view;
-}
-
-int FindInBucket(const uint64_t* bucket, uint16_t fingerprint,
-                 absl::FunctionRef<bool(const Slot&)> match) {
-  for (size_t i = 0; i < kSlotsPerBucket; ++i) {
-    // Acquire: if the word is a slot published by StoreSlot (release), the
-    // entry bytes it points to are visible to this thread too.
-    const uint64_t word = LoadSlot(&bucket[i]);
-    if (word == 0) continue;  // empty slot
-    const Slot slot = DecodeSlot(word);
-    if (slot.fingerprint != fingerprint) continue;
-    if (match(slot)) return static_cast<int>(i);
-  }
-  return -1;
 }
 
 }  // namespace layout

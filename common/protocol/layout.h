@@ -37,7 +37,6 @@
 #include <memory>
 #include <utility>
 
-#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -144,8 +143,18 @@ struct Slot {
 uint64_t EncodeSlot(const Slot& slot);
 // Inverse of EncodeSlot. Total: any word decodes (a slot word read
 // remotely is untrusted), so callers bounds-check offset and size against
-// the pool before reading the entry.
-Slot DecodeSlot(uint64_t word);
+// the pool before reading the entry. Inline: every lookup decodes a few.
+inline Slot DecodeSlot(uint64_t word) {
+  constexpr uint64_t kOffsetMask = (uint64_t{1} << kOffsetBits) - 1;
+  constexpr uint64_t kSizeMask = (uint64_t{1} << kSizeBits) - 1;
+  Slot slot;
+  // No validation: the caller checks the decoded range against the pool it
+  // reads from (the word may come from a remote, untrusted READ).
+  slot.fingerprint = static_cast<uint16_t>(word >> (kOffsetBits + kSizeBits));
+  slot.offset = ((word >> kSizeBits) & kOffsetMask) * kEntryAlign;
+  slot.size = (word & kSizeMask) * kEntryAlign;
+  return slot;
+}
 
 // Where a key lives in an index of `bucket_count` buckets built with `seed`.
 struct KeyHash {
@@ -257,9 +266,21 @@ inline void StoreSlot(uint64_t* word, uint64_t value) {
 // another thread publishes into (the server) or a local copy (a client's
 // READ buffer). The fingerprint only narrows the search: `match` decides,
 // typically by comparing the entry's key.
-// REQUIRES: `bucket` points at kSlotsPerBucket readable words.
-int FindInBucket(const uint64_t* bucket, uint16_t fingerprint,
-                 absl::FunctionRef<bool(const Slot&)> match);
+// REQUIRES: `bucket` points at kSlotsPerBucket readable words. A template,
+// so that `match` (a lambda, on every GET's path) is inlined.
+template <typename Match>
+int FindInBucket(const uint64_t* bucket, uint16_t fingerprint, Match&& match) {
+  for (size_t i = 0; i < kSlotsPerBucket; ++i) {
+    // Acquire: if the word is a slot published by StoreSlot (release), the
+    // entry bytes it points to are visible to this thread too.
+    const uint64_t word = LoadSlot(&bucket[i]);
+    if (word == 0) continue;  // empty slot
+    const Slot slot = DecodeSlot(word);
+    if (slot.fingerprint != fingerprint) continue;
+    if (match(slot)) return static_cast<int>(i);
+  }
+  return -1;
+}
 
 // Index geometry, published in the handshake for each server epoch.
 struct IndexGeometry {
