@@ -46,28 +46,79 @@ bool ReadBulk(absl::string_view buf, size_t* pos, absl::string_view* bytes) {
   return true;
 }
 
+// What PeekOne found at the position it was given.
+enum class Peeked {
+  kComplete,    // a whole GET or SET: key set, *pos past the request
+  kIncomplete,  // a SET whose value has not all arrived: key set, stop after
+  kNone,        // anything else, or too little to tell: stop
+};
+
+Peeked PeekOne(absl::string_view buf, size_t* pos, absl::string_view* key) {
+  uint64_t argc;
+  absl::string_view name, value;
+  size_t p = *pos;
+  if (!ReadNumberLine(buf, &p, '*', &argc) || !ReadBulk(buf, &p, &name) ||
+      !ReadBulk(buf, &p, key)) {
+    return Peeked::kNone;
+  }
+  if (argc == 2 && absl::EqualsIgnoreCase(name, "GET")) {
+    *pos = p;
+    return Peeked::kComplete;
+  }
+  if (argc != 3 || !absl::EqualsIgnoreCase(name, "SET")) return Peeked::kNone;
+  // The value must be all there to find the next request behind it.
+  if (!ReadBulk(buf, &p, &value)) return Peeked::kIncomplete;
+  *pos = p;
+  return Peeked::kComplete;
+}
+
 }  // namespace
 
 size_t PeekKeys(absl::string_view buf, absl::string_view* keys, size_t max) {
   size_t found = 0;
   size_t pos = 0;
   while (found < max) {
-    uint64_t argc;
-    absl::string_view name, key, value;
-    if (!ReadNumberLine(buf, &pos, '*', &argc) || !ReadBulk(buf, &pos, &name) ||
-        !ReadBulk(buf, &pos, &key)) {
-      break;
-    }
-    if (argc == 2 && absl::EqualsIgnoreCase(name, "GET")) {
-      keys[found++] = key;
-      continue;
-    }
-    if (argc != 3 || !absl::EqualsIgnoreCase(name, "SET")) break;
-    keys[found++] = key;
-    // The value must be all there to find the next request behind it.
-    if (!ReadBulk(buf, &pos, &value)) break;
+    const Peeked p = PeekOne(buf, &pos, &keys[found]);
+    if (p == Peeked::kNone) break;
+    ++found;
+    if (p == Peeked::kIncomplete) break;
   }
   return found;
+}
+
+Lookahead::Keys Lookahead::Peek(absl::string_view rest) {
+  Keys out;
+  size_t pos = 0;
+  Peeked first;
+  if (second_at_ != nullptr && rest.data() == second_at_ && rest.size() >= second_bytes_) {
+    // The request peeked second last time is first now: reuse its key and
+    // hash, and peek only the one after it.
+    out.keys[0] = rest.substr(key_offset_, key_bytes_);
+    if (has_second_hash_) {
+      first_hash_ = second_hash_;
+      out.first_hash = &first_hash_;
+    }
+    pos = second_bytes_;
+    first = Peeked::kComplete;
+  } else {
+    first = PeekOne(rest, &pos, &out.keys[0]);
+  }
+  second_at_ = nullptr;
+  has_second_hash_ = false;
+  if (first == Peeked::kNone) return out;
+  out.count = 1;
+  if (first == Peeked::kIncomplete) return out;
+  const size_t start = pos;
+  const Peeked second = PeekOne(rest, &pos, &out.keys[1]);
+  if (second == Peeked::kNone) return out;
+  out.count = 2;
+  if (second == Peeked::kComplete) {
+    second_at_ = rest.data() + start;
+    second_bytes_ = pos - start;
+    key_offset_ = static_cast<size_t>(out.keys[1].data() - second_at_);
+    key_bytes_ = out.keys[1].size();
+  }
+  return out;
 }
 
 }  // namespace resp_internal

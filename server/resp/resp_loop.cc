@@ -25,7 +25,6 @@
 #include "server/net/batch_scope.h"
 #include "server/resp/auth_commands.h"
 #include "server/resp/commands.h"
-#include "server/resp/lookahead.h"
 
 namespace kvstore {
 namespace server {
@@ -440,10 +439,10 @@ void RespLoop::Process(Connection* c) {
 // key after it gets its buckets requested.
 void RespLoop::PrefetchAhead(absl::string_view rest) {
   if (rest.empty()) return;
-  absl::string_view keys[2];
-  const size_t n = PeekKeys(rest, keys, 2);
-  if (n >= 1) store_->Prefetch(keys[0], /*entries=*/true);
-  if (n >= 2) store_->Prefetch(keys[1], /*entries=*/false);
+  const Lookahead::Keys k = lookahead_.Peek(rest);
+  if (k.first_hash != nullptr) store_->PrefetchEntries(*k.first_hash);
+  if (k.count >= 1 && k.first_hash == nullptr) store_->Prefetch(k.keys[0], /*entries=*/true);
+  if (k.count >= 2) lookahead_.Remember(store_->PrefetchBuckets(k.keys[1]));
 }
 
 // Before AUTH a SET is refused like any command; its value is skipped if

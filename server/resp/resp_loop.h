@@ -74,6 +74,7 @@
 #include "server/resp/commit_pool.h"
 #include "server/resp/connection.h"
 #include "server/resp/limits.h"
+#include "server/resp/lookahead.h"
 #include "server/resp/resp_counters.h"
 #include "server/resp/resp_options.h"
 #include "server/resp/streamed_set.h"
@@ -258,6 +259,7 @@ class RespLoop final : private LockWaitService {
   // once (KvStore::NewSharedWriter; one open segment, not one a worker).
   std::unique_ptr<KvStore::Writer> command_writer_;
   std::unique_ptr<StreamedSet> sets_;  // after writer_ and parking_: uses them
+  Lookahead lookahead_;                // PrefetchAhead()'s memory between requests
   uint64_t next_serial_ = 0;           // Connection::serial
   absl::flat_hash_map<int, std::unique_ptr<Connection>> conns_;
   // The unauthenticated connections of this loop, oldest first, and how

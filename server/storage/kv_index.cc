@@ -129,14 +129,12 @@ std::optional<Slot> KvIndex::Lookup(absl::string_view key) const {
 // Request pipelining gives the RESP loop the next keys before it serves
 // them; these let the bucket and entry cache misses of the next requests
 // overlap the work on the current one.
-void KvIndex::PrefetchBuckets(absl::string_view key) const {
-  const KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
+void KvIndex::PrefetchBuckets(const KeyHash& h) const {
   __builtin_prefetch(bucket(h.bucket[0]));
   __builtin_prefetch(bucket(h.bucket[1]));
 }
 
-void KvIndex::PrefetchEntries(absl::string_view key) const {
-  const KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
+void KvIndex::PrefetchEntries(const KeyHash& h) const {
   for (uint64_t b : h.bucket) {
     const uint64_t* words = bucket(b);
     for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {

@@ -61,8 +61,16 @@ class KvIndex {
   // result. PrefetchBuckets() starts loading its two buckets;
   // PrefetchEntries() reads them (best once they have arrived) and starts
   // loading the header of every entry whose fingerprint matches. Lock-free.
-  void PrefetchBuckets(absl::string_view key) const;
-  void PrefetchEntries(absl::string_view key) const;
+  void PrefetchBuckets(absl::string_view key) const { PrefetchBuckets(Hash(key)); }
+  void PrefetchEntries(absl::string_view key) const { PrefetchEntries(Hash(key)); }
+  // The same for a hash from Hash(): a caller that prefetches a key in two
+  // stages (buckets, then entries) hashes it once.
+  void PrefetchBuckets(const layout::KeyHash& h) const;
+  void PrefetchEntries(const layout::KeyHash& h) const;
+  // `key`'s hash under this index's geometry (layout::HashKey).
+  layout::KeyHash Hash(absl::string_view key) const {
+    return layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
+  }
 
   // Points `key` at `slot`. Returns the slots it unpublished: the one it
   // replaced and any other that also named `key` (empty when the key is

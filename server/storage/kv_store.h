@@ -256,6 +256,14 @@ class KvStore {
       index_->PrefetchBuckets(key);
     }
   }
+  // The two stages apart, for a caller that keeps the hash between them:
+  // PrefetchBuckets returns what PrefetchEntries takes.
+  layout::KeyHash PrefetchBuckets(absl::string_view key) const {
+    const layout::KeyHash h = index_->Hash(key);
+    index_->PrefetchBuckets(h);
+    return h;
+  }
+  void PrefetchEntries(const layout::KeyHash& h) const { index_->PrefetchEntries(h); }
   // Unpublishes `key`; its entry stays readable for the grace period.
   // kInvalidArgument for a key over the limits (or empty).
   // kNotFound if absent.
