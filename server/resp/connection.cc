@@ -41,7 +41,7 @@ std::string& Connection::Tail() {
     // pipelined replies at once, so copied values never make it reallocate
     // (ReplyValue only copies what fits).
     std::string& s = out.back().owned;
-    s.swap(out_spare);
+    s = std::move(out_spare);  // leaves out_spare empty; cheaper than swap
     if (s.capacity() < kOutChunkBytes) s.reserve(kOutChunkBytes);
   }
   return out.back().owned;
@@ -51,8 +51,8 @@ void Connection::RecycleOwned(std::string&& s) {
   // Big strings (a large MGET or INFO reply) are not worth holding on to.
   constexpr size_t kKeepBytes = 2 * kOutChunkBytes;
   if (s.capacity() > kKeepBytes || s.capacity() <= out_spare.capacity()) return;
-  s.clear();
-  out_spare.swap(s);
+  out_spare = std::move(s);
+  out_spare.clear();
 }
 
 void Connection::ReplyEncoded(absl::string_view bytes) {
