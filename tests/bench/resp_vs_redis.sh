@@ -4,7 +4,7 @@
 # against kvserver. Prints a table; a benchmark, not a test (nothing is gated).
 #
 #   tests/bench/resp_vs_redis.sh [--quick] [--json FILE] [--kvserver BIN --kvctl BIN]
-#                                [--floor BIN]
+#                                [--floor BIN] [--callgrind DIR [--requests N]]
 #
 # Workloads (redis-benchmark, SET then GET as separate runs, random keys from
 # a 10k key space): 4 KiB values, 32 connections; the same with pipelining
@@ -29,6 +29,20 @@
 #
 # --kvserver/--kvctl run given binaries instead of building this checkout's
 # (to compare two builds with the same script, one after the other).
+#
+# The table ends with each 4 KiB row's CPU per operation above the floor's,
+# kvserver's and Redis's, and their ratio: what each server adds to what
+# the socket path costs anyway (the goal in docs/performance.md).
+#
+# --callgrind DIR: instructions instead of time (CPU time per operation
+# moves +-20 % between runs on a shared machine; instruction counts repeat
+# to a fraction of a percent). Only the 4 KiB rows, N requests each
+# (--requests, default 30000), against redis-server, kvserver (a 1G pool)
+# and the floor, each under valgrind --tool=callgrind (dumps in DIR, one per
+# row). Prints user-space instructions per operation of each server (all of
+# its threads), the same above the floor's, and kvserver's over Redis's.
+# The kernel's share (the system calls and their copies) is not in these
+# counts. About a minute.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -41,13 +55,18 @@ while [[ $# -gt 0 ]]; do
     --kvserver) KVSERVER_BIN="$2"; shift ;;
     --kvctl) KVCTL_BIN="$2"; shift ;;
     --floor) FLOOR_BIN="$2"; shift ;;
+    --callgrind) CALLGRIND="$2"; shift ;;
+    --requests) REQUESTS="$2"; shift ;;
     -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
 
-for tool in redis-server redis-benchmark bazel; do
+CALLGRIND=${CALLGRIND:-}
+REQUESTS=${REQUESTS:-30000}
+[[ $REQUESTS =~ ^[1-9][0-9]*$ ]] || { echo "--requests takes a positive number" >&2; exit 2; }
+for tool in redis-server redis-benchmark bazel $([[ -n $CALLGRIND ]] && echo valgrind callgrind_control); do
   command -v "$tool" >/dev/null || { echo "missing $tool: run deploy/setup.sh" >&2; exit 1; }
 done
 
@@ -65,6 +84,10 @@ if [[ -z ${FLOOR_BIN:-} ]]; then
   FLOOR_BIN=$(bazel info -c opt bazel-bin 2>/dev/null)/tests/bench/resp_floor
 fi
 [[ -x $FLOOR_BIN ]] || { echo "--floor needs an executable" >&2; exit 2; }
+
+if [[ -n $CALLGRIND ]]; then
+  exec tests/bench/resp_callgrind.sh "$CALLGRIND" "$REQUESTS" "$KVSERVER_BIN" "$FLOOR_BIN" "$JSON_OUT"
+fi
 
 WORK=$(mktemp -d /tmp/kvbench.XXXXXX)
 cleanup() {
@@ -207,6 +230,25 @@ kb "1MiB c32" 1048576 1 512
 echo
 echo "Results (ops/s; latency in ms; server CPU in us per operation; same machine, same run; loopback TCP)"
 column -s, -t "$RESULTS"
+echo
+echo "CPU us per operation above resp_floor's (what the server adds to the socket path), 4 KiB rows"
+python3 - "$RESULTS" <<'PY'
+import csv, sys
+cpu = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    try:
+        cpu[(r["workload"], r["target"], r["op"])] = float(r["server_cpu_us_per_op"])
+    except ValueError:
+        pass
+print(f"{'row':<18}{'redis':>8}{'kvserver':>10}{'kvserver / redis':>18}")
+for w in ("4KiB c32", "4KiB c32 P16"):
+    for op in ("SET", "GET"):
+        fl, rd, kv = (cpu.get((w, t, op)) for t in ("floor", "redis", "kvserver"))
+        if None in (fl, rd, kv):
+            continue
+        ratio = f"{(kv - fl) / (rd - fl):.2f}" if rd > fl else "-"
+        print(f"{w + ' ' + op:<18}{rd - fl:>8.2f}{kv - fl:>10.2f}{ratio:>18}")
+PY
 echo "kvserver's pool written after the 4 KiB rows: ${SPAN:-?}; $FIRST_WRITE"
 [[ -n "$JSON_OUT" ]] && python3 -c 'import csv,json,sys; print(json.dumps(list(csv.DictReader(open(sys.argv[1]))), indent=1))' "$RESULTS" >"$JSON_OUT"
 exit 0
