@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -203,17 +204,18 @@ namespace {
 // GET reply starts with one: formatted here, not through StrAppend, whose
 // general machinery cost more than the rest of a 4 KiB reply but the copy.
 size_t FormatLengthLine(char mark, uint64_t n, char* buf) {
-  char digits[20];
-  size_t d = 0;
+  // Written backwards from the end of a scratch line, then copied out whole.
+  char line[24];
+  char* p = line + sizeof(line);
+  *--p = '\n';
+  *--p = '\r';
   do {
-    digits[d++] = static_cast<char>('0' + n % 10);
+    *--p = static_cast<char>('0' + n % 10);
     n /= 10;
   } while (n != 0);
-  size_t len = 0;
-  buf[len++] = mark;
-  while (d > 0) buf[len++] = digits[--d];
-  buf[len++] = '\r';
-  buf[len++] = '\n';
+  *--p = mark;
+  const size_t len = static_cast<size_t>(line + sizeof(line) - p);
+  std::memcpy(buf, p, len);
   return len;
 }
 

@@ -381,7 +381,15 @@ bool RequirePermission(const CommandContext& ctx, auth::Permission permission,
 
 // Case-insensitive, as Redis: "get", "GET" and "Get" are the same command.
 const CommandSpec* FindCommand(absl::string_view name) {
+  if (name.empty()) return nullptr;
+  // Length and first letter (ASCII-folded) first: the full comparison runs
+  // for a handful of table entries, not for every name of the same length.
+  const char first = absl::ascii_tolower(static_cast<unsigned char>(name[0]));
   for (const CommandSpec& spec : kCommands) {
+    if (spec.name.size() != name.size() ||
+        absl::ascii_tolower(static_cast<unsigned char>(spec.name[0])) != first) {
+      continue;
+    }
     if (CommandIs(name, spec.name)) return &spec;
   }
   return nullptr;
@@ -416,7 +424,11 @@ void DispatchCommand(const CommandContext& ctx, CommandArgs args) {
     return ReplyInvalid(ctx, absl::StrCat("wrong number of arguments for '",
                                           absl::AsciiStrToLower(cmd), "' command"));
   }
-  if (!RequirePermission(ctx, spec->permission, absl::AsciiStrToLower(spec->name))) return;
+  // The lowercase name is only built for a refusal, not for every command.
+  if (!auth::Allows(ctx.conn->role, spec->permission)) {
+    RequirePermission(ctx, spec->permission, absl::AsciiStrToLower(spec->name));
+    return;
+  }
   spec->handler(ctx, args);
 }
 
