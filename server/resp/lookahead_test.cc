@@ -66,6 +66,79 @@ TEST(PeekKeys, MalformedFramingFindsNothing) {
   EXPECT_THAT(Peek("*2\r\n$3\r\nGETxx$1\r\na\r\n"), testing::ElementsAre());
 }
 
+layout::KeyHash HashOf(absl::string_view key) { return layout::HashKey(key, 7, 1024); }
+
+std::vector<std::string> KeysOf(const Lookahead::Keys& k) {
+  return std::vector<std::string>(k.keys, k.keys + k.count);
+}
+
+// As the loop uses it: before each request of a pipeline runs, Peek() the
+// input behind it. Every step finds what PeekKeys finds, and from the second
+// step on the first key's hash is the one remembered a step earlier.
+TEST(Lookahead, WalksAPipelineHashingEachKeyOnce) {
+  const std::vector<std::string> reqs = {Get("k0"), Set("k1", "v\r\n1"), Get("k2"), Set("k3", "v3"),
+                                         Get("k4")};
+  std::string buf;
+  for (const std::string& r : reqs) buf += r;
+  Lookahead la;
+  size_t at = 0;
+  for (size_t i = 0; i + 1 < reqs.size(); ++i) {
+    at += reqs[i].size();
+    const absl::string_view rest = absl::string_view(buf).substr(at);
+    const Lookahead::Keys k = la.Peek(rest);
+    EXPECT_EQ(KeysOf(k), Peek(std::string(rest), 2)) << i;
+    if (i == 0) {
+      EXPECT_EQ(k.first_hash, nullptr);
+    } else {
+      ASSERT_NE(k.first_hash, nullptr) << i;
+      EXPECT_EQ(k.first_hash->fingerprint, HashOf(k.keys[0]).fingerprint) << i;
+      EXPECT_EQ(k.first_hash->bucket[0], HashOf(k.keys[0]).bucket[0]) << i;
+    }
+    if (k.count == 2) la.Remember(HashOf(k.keys[1]));
+  }
+}
+
+// Input somewhere else (another connection, or a buffer that moved) is
+// peeked afresh: nothing remembered is handed out for it.
+TEST(Lookahead, InputElsewhereIsPeekedAfresh) {
+  const std::string buf = Get("a") + Get("b") + Get("c");
+  Lookahead la;
+  Lookahead::Keys k = la.Peek(buf);
+  la.Remember(HashOf("b"));
+  const std::string moved = buf.substr(Get("a").size());  // "b" then "c", at another address
+  k = la.Peek(moved);
+  EXPECT_THAT(KeysOf(k), testing::ElementsAre("b", "c"));
+  EXPECT_EQ(k.first_hash, nullptr);
+}
+
+// The remembered request is only reused while the input still holds all of
+// it: a shorter input at the same address is peeked afresh, and nothing is
+// read past its end.
+TEST(Lookahead, NeverReadsPastTheInput) {
+  const std::string buf = Get("a") + Get("bbbb") + Get("c");
+  Lookahead la;
+  la.Peek(buf);
+  la.Remember(HashOf("bbbb"));
+  const absl::string_view rest = absl::string_view(buf).substr(Get("a").size());
+  const Lookahead::Keys k = la.Peek(rest.substr(0, Get("bbbb").size() - 1));
+  EXPECT_EQ(k.count, 0u);
+  EXPECT_EQ(k.first_hash, nullptr);
+}
+
+// A SET whose value is still arriving ends the peek and is not remembered:
+// the next call parses it again once more of it is there.
+TEST(Lookahead, AnIncompleteSecondRequestIsNotRemembered) {
+  const std::string full = Get("a") + Set("b", std::string(50, 'v')) + Get("c");
+  const std::string partial = full.substr(0, full.size() - Get("c").size() - 10);
+  Lookahead la;
+  Lookahead::Keys k = la.Peek(partial);
+  EXPECT_THAT(KeysOf(k), testing::ElementsAre("a", "b"));
+  la.Remember(HashOf("b"));
+  k = la.Peek(absl::string_view(full).substr(Get("a").size()));
+  EXPECT_THAT(KeysOf(k), testing::ElementsAre("b", "c"));
+  EXPECT_EQ(k.first_hash, nullptr);
+}
+
 }  // namespace
 }  // namespace resp_internal
 }  // namespace server
