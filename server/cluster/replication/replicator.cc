@@ -346,6 +346,13 @@ v1::ReplicateRequest Replicator::MakeRequest(const cluster::ClusterMapView& map,
 ReplicateWrite Replicator::WriteOf(const cluster::ClusterMapView& map, const v1::Shard& shard,
                                    absl::string_view key, absl::string_view entry,
                                    bool repair) const {
+  const v1::ClusterNode* self = map.Node(state_->self());
+  return WriteOf(shard, self != nullptr ? self->incarnation() : 0, key, entry, repair);
+}
+
+ReplicateWrite Replicator::WriteOf(const v1::Shard& shard, uint64_t self_incarnation,
+                                   absl::string_view key, absl::string_view entry,
+                                   bool repair) const {
   ReplicateWrite w;
   w.commit.shard_id = shard.shard_id();
   w.commit.shard_epoch = shard.shard_epoch();
@@ -354,9 +361,7 @@ ReplicateWrite Replicator::WriteOf(const cluster::ClusterMapView& map, const v1:
   w.commit.key = key;
   w.commit.entry = entry;
   w.commit.primary_node_id = state_->self();
-  if (const v1::ClusterNode* self = map.Node(state_->self())) {
-    w.commit.primary_incarnation = self->incarnation();
-  }
+  w.commit.primary_incarnation = self_incarnation;
   w.resent_after_rdma = repair;
   return w;
 }

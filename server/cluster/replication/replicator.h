@@ -321,6 +321,17 @@ class Replicator : public WriteHook {
   // ReplicationStream::SendWrite; seq unset.
   ReplicateWrite WriteOf(const cluster::ClusterMapView& map, const v1::Shard& shard,
                          absl::string_view key, absl::string_view entry, bool repair) const;
+  // The same with this node's incarnation in the map given (0 if absent).
+  ReplicateWrite WriteOf(const v1::Shard& shard, uint64_t self_incarnation, absl::string_view key,
+                         absl::string_view entry, bool repair) const;
+  // TargetsOf(*map, shard) and this node's incarnation in *map, as
+  // StartWrite() needs them for every write: remembered per thread for the
+  // last (map, shard) asked, since looking nodes up by id cost about 600
+  // instructions each. The memo holds `map`, so an equal pointer is the
+  // same (immutable) map, and a new map is looked up afresh.
+  static const std::vector<Target>& TargetsAndSelf(
+      const std::shared_ptr<const cluster::ClusterMapView>& map, const v1::Shard& shard,
+      absl::string_view self, uint64_t* self_incarnation);
   // Step 4 once every target answered: ReplicateRound()'s end.
   absl::Status AfterForward(const cluster::ClusterMapView& map, const v1::Shard& shard,
                             const std::vector<Target>& targets, bool* stale, bool* held);

@@ -98,6 +98,29 @@ Replicator::~Replicator() {
       &rounds_in_flight_));
 }
 
+const std::vector<Replicator::Target>& Replicator::TargetsAndSelf(
+    const std::shared_ptr<const cluster::ClusterMapView>& map, const v1::Shard& shard,
+    absl::string_view self, uint64_t* self_incarnation) {
+  struct Memo {
+    std::shared_ptr<const cluster::ClusterMapView> map;  // held: see replicator.h
+    uint32_t shard_id = 0;
+    std::string self;
+    std::vector<Target> targets;
+    uint64_t self_incarnation = 0;
+  };
+  thread_local Memo memo;
+  if (memo.map != map || memo.shard_id != shard.shard_id() || memo.self != self) {
+    memo.map = map;
+    memo.shard_id = shard.shard_id();
+    memo.self = std::string(self);
+    memo.targets = TargetsOf(*map, shard);
+    const v1::ClusterNode* node = map->Node(self);
+    memo.self_incarnation = node != nullptr ? node->incarnation() : 0;
+  }
+  *self_incarnation = memo.self_incarnation;
+  return memo.targets;
+}
+
 bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publish publish,
                             Done done) {
   // Failpoints stop writes at exact steps on the thread that runs them,
@@ -116,7 +139,8 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
                 shard->syncing_size() == 0 && shard->replicas_size() >= FloorOf(*route.map) &&
                 gate_.Ready(*route.map, shard_id) && !former_.Holds(shard_id);
   std::vector<Target> targets;
-  if (common) targets = TargetsOf(*route.map, *shard);
+  uint64_t self_incarnation = 0;
+  if (common) targets = TargetsAndSelf(route.map, *shard, state_->self(), &self_incarnation);
   // A target with an RDMA link up takes the write on that link's sender
   // (RdmaReplicaLink::Start); the others on the shard's stream to them.
   absl::InlinedVector<std::shared_ptr<RdmaReplicaLink>, 2> links(targets.size());
@@ -157,7 +181,7 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
     // Views only: each stream copies the entry once, into its next frame
     // (or a message slot that already has room), with no allocation.
     ReplicateWrite write =
-        WriteOf(*round->route.map, *round->route.shard, key, entry, /*repair=*/false);
+        WriteOf(*round->route.shard, self_incarnation, key, entry, /*repair=*/false);
     write.commit.seq = round->seq;
     for (size_t k = 0; k < streams.size(); ++k) {
       if (links[k] != nullptr) {

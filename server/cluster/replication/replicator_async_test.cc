@@ -126,6 +126,29 @@ TEST_P(ReplicatorAsyncTest, EveryBackupHoldsAStartedWriteBeforeItIsPublishedOrAn
   }
 }
 
+// StartWrite remembers, per thread, a shard's backups for the map it looked
+// them up in. A new map (a backup replaced) is looked up afresh on the same
+// thread: the next write goes to the new backup only, on the fast path.
+TEST_P(ReplicatorAsyncTest, ANewMapSendsWritesToItsBackupsNotTheRememberedOnes) {
+  Start(3);
+  Outcome first;
+  ASSERT_TRUE(node(0).StartPut("a", "1", first.Callback()));
+  EXPECT_THAT(first.Await(), IsOk());
+  maps_.Set(OneShardMap({&node(0), &node(1), &node(2)}, {0, 2}, {}, /*shard_epoch=*/2));
+  Outcome second;
+  ASSERT_TRUE(node(0).StartPut("b", "2", second.Callback()));
+  EXPECT_THAT(second.Await(), IsOk());
+  EXPECT_EQ(node(2).Value("b"), "2");
+  EXPECT_EQ(node(1).Value("b"), "<NOT_FOUND>");
+  maps_.Set(OneShardMap({&node(0), &node(1), &node(2)}, {0, 1}, {}, /*shard_epoch=*/3));
+  Outcome third;
+  ASSERT_TRUE(node(0).StartPut("c", "3", third.Callback()));
+  EXPECT_THAT(third.Await(), IsOk());
+  EXPECT_EQ(node(1).Value("c"), "3");
+  EXPECT_EQ(node(2).Value("c"), "<NOT_FOUND>");
+  EXPECT_EQ(SlowEnds(), 0u);
+}
+
 TEST_P(ReplicatorAsyncTest, AWriteOfAKeyInFlightGoesTheWaitingWay) {
   Start(2);
   HookGate n1_has_it, release;
