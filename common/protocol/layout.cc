@@ -117,11 +117,10 @@ EntryHeader MakeHeader(absl::string_view key, absl::string_view value, uint64_t 
 
 void EncodeEntry(char* dst, absl::string_view key, absl::string_view value, uint64_t version,
                  uint64_t expires_at_ms) {
-  EntryHeader h = MakeHeader(key, value, version, expires_at_ms);
-  // memcpy, not a cast: `dst` need not be aligned for EntryHeader.
-  std::memcpy(dst, &h, sizeof(h));
-  std::memcpy(dst + kEntryHeaderBytes, key.data(), key.size());
+  // Written first and checksummed where it lies, in one pass (SealEntry).
+  BeginEntry(dst, key, static_cast<uint32_t>(value.size()), version, expires_at_ms);
   if (!value.empty()) std::memcpy(dst + kEntryHeaderBytes + key.size(), value.data(), value.size());
+  SealEntry(dst);
 }
 
 // REQUIRES: `dst` has EntryBytes(key.size(), value_len) bytes. The entry is
@@ -139,16 +138,57 @@ void BeginEntry(char* dst, absl::string_view key, uint32_t value_len, uint64_t v
   std::memcpy(dst + kEntryHeaderBytes, key.data(), key.size());
 }
 
+namespace {
+// EntryChecksum() of the entry at `entry`, whose header is `h`, hashed in
+// one pass. In an entry the hashed bytes are contiguous but for the checksum
+// field between header and key; moving the 24 hashed header bytes 8 bytes
+// up, over that field, makes them one run, and XXH3's one-shot hash of a
+// 4 KiB run executes about a quarter fewer instructions than its streaming
+// state fed three pieces (every SET computes one, every backup checks one).
+// The header bytes are put back before returning; the checksum field is
+// left holding header bytes, for the caller to overwrite.
+// REQUIRES: the entry's lengths were checked against its buffer, and no
+// other thread relies on its bytes meanwhile (an unpublished entry: a
+// one-sided reader following a stale location to it sees a checksum
+// mismatch, as it would while the entry is being written).
+uint64_t ChecksumInPlace(char* entry, const EntryHeader& h) {
+  static_assert(offsetof(EntryHeader, checksum) == kChecksummedHeaderBytes &&
+                    sizeof(EntryHeader) == kChecksummedHeaderBytes + sizeof(uint64_t),
+                "the checksum field must sit between the hashed header bytes and the key");
+  const char* key = entry + kEntryHeaderBytes;
+  const size_t hashed = kChecksummedHeaderBytes + size_t{h.key_len} + h.value_len;
+  if (hashed <= kGatherBytes) {
+    return EntryChecksum(h, absl::string_view(key, h.key_len),
+                         absl::string_view(key + h.key_len, h.value_len));
+  }
+  char* run = entry + sizeof(uint64_t);
+  std::memmove(run, entry, kChecksummedHeaderBytes);
+  const uint64_t sum = XXH3_64bits(run, hashed);
+  std::memcpy(entry, &h, kChecksummedHeaderBytes);
+  return sum;
+}
+}  // namespace
+
 // REQUIRES: the header was written by BeginEntry() and the value has fully
-// arrived. Rewrites only the checksum field, so the value may have been
-// placed by someone else (an RDMA WRITE into pool memory).
+// arrived. Only the checksum field differs afterwards, so the value may have
+// been placed by someone else (an RDMA WRITE into pool memory).
 void SealEntry(char* dst) {
   EntryHeader h;
   std::memcpy(&h, dst, sizeof(h));
-  const char* key = dst + kEntryHeaderBytes;
-  h.checksum = EntryChecksum(h, absl::string_view(key, h.key_len),
-                             absl::string_view(key + h.key_len, h.value_len));
+  h.checksum = ChecksumInPlace(dst, h);
   std::memcpy(dst + offsetof(EntryHeader, checksum), &h.checksum, sizeof(h.checksum));
+}
+
+absl::StatusOr<EntryView> ParseEntryInPlace(char* entry, size_t size) {
+  absl::StatusOr<EntryView> view = ParseEntryHeader(absl::string_view(entry, size));
+  if (!view.ok()) return view;
+  // Copied out first: ChecksumInPlace() moves the header bytes it hashes.
+  EntryHeader h;
+  std::memcpy(&h, entry, sizeof(h));
+  const uint64_t sum = ChecksumInPlace(entry, h);
+  std::memcpy(entry + offsetof(EntryHeader, checksum), &h.checksum, sizeof(h.checksum));
+  if (sum != h.checksum) return absl::DataLossError("entry checksum mismatch");
+  return view;
 }
 
 // A torn read (the client READ an entry while its slot was being reused)

@@ -207,6 +207,9 @@ void EncodeEntry(char* dst, absl::string_view key, absl::string_view value, uint
 // received straight into pool memory: call SealEntry() once it has arrived.
 void BeginEntry(char* dst, absl::string_view key, uint32_t value_len, uint64_t version,
                 uint64_t expires_at_ms = 0);
+// Computes and stores the checksum of the entry at `dst` (BeginEntry()'s
+// header, the value in place). Moves header bytes while it hashes (see
+// ParseEntryInPlace()), so `dst` must not be published yet.
 void SealEntry(char* dst);
 
 // The parts of an entry that verified.
@@ -222,6 +225,13 @@ struct EntryView {
 // untrusted: magic, lengths within `bytes`, checksum. Returns
 // kDataLoss-coded errors for bad content, never crashes.
 absl::StatusOr<EntryView> ParseEntry(absl::string_view bytes);
+
+// ParseEntry() for an entry in memory the caller owns and nobody else uses
+// meanwhile (a backup's copy of a replicated entry, before it is
+// published): the checksum is computed in one pass by briefly moving the
+// header's bytes, which are back in place when it returns. `entry` must be
+// 8-byte aligned and writable; the view points into it.
+absl::StatusOr<EntryView> ParseEntryInPlace(char* entry, size_t size);
 
 // ParseEntry() without the checksum: for an entry this process has just
 // written and checksummed itself. REQUIRES: `bytes` 8-byte aligned (the

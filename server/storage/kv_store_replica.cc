@@ -15,8 +15,8 @@ namespace kvstore {
 namespace server {
 
 absl::Status KvStore::InstallReplica(absl::string_view entry, absl::Time deadline) {
-  // The header is parsed here only for the lengths; Commit() verifies the
-  // copy in pool memory, checksum included, so what is published is exactly
+  // The header is parsed here only for the lengths; the copy in pool memory
+  // is what is verified, checksum included, so what is published is exactly
   // what was checked.
   // `entry` may lie anywhere in a batch's frame: read at any alignment.
   KV_ASSIGN_OR_RETURN(layout::EntryFields view, layout::ReadEntryHeader(entry));
@@ -38,7 +38,11 @@ absl::Status KvStore::InstallReplica(absl::string_view entry, absl::Time deadlin
         "replicated write got space only after its deadline: not installed");
   }
   std::memcpy(r.ptr, entry.data(), entry.size());
-  absl::Status s = CommitEntry(r.offset, r.size, /*verify_checksum=*/true, /*hook=*/nullptr);
+  // The reservation is this writer's alone until it is committed, so the
+  // checksum is checked in place, in one pass; CommitEntry() then checks
+  // the rest (lengths against the size, the limits).
+  absl::Status s = layout::ParseEntryInPlace(r.ptr, r.size).status();
+  if (s.ok()) s = CommitEntry(r.offset, r.size, /*verify_checksum=*/false, /*hook=*/nullptr);
   replica_writer_->Done(r);
   if (s.ok()) KeepVersionsAbove(version);
   return s;
