@@ -149,7 +149,7 @@ void KvIndex::PrefetchEntries(const KeyHash& h) const {
   }
 }
 
-absl::StatusOr<std::vector<Slot>> KvIndex::Upsert(absl::string_view key, const Slot& slot) {
+absl::StatusOr<KvIndex::SlotList> KvIndex::Upsert(absl::string_view key, const Slot& slot) {
   KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
   // The fingerprint is always derived from `key` here, whatever the caller's
   // Slot carried, so FindAll() and remote readers find the word.
@@ -157,7 +157,7 @@ absl::StatusOr<std::vector<Slot>> KvIndex::Upsert(absl::string_view key, const S
   tagged.fingerprint = h.fingerprint;
   const uint64_t word = EncodeSlot(tagged);
   StripeLock lock(*this, h);
-  std::vector<Slot> unpublished;
+  SlotList unpublished;
   if (absl::InlinedVector<uint64_t*, 2> existing = FindAll(key, h); !existing.empty()) {
     // One release store replaces the word: a reader sees the old entry or the
     // new one, each complete (the entry was written before this store).
@@ -212,10 +212,10 @@ absl::StatusOr<std::vector<Slot>> KvIndex::Upsert(absl::string_view key, const S
                    " buckets); delete keys or restart with more --index_buckets"));
 }
 
-std::vector<Slot> KvIndex::Remove(absl::string_view key) {
+KvIndex::SlotList KvIndex::Remove(absl::string_view key) {
   KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
   StripeLock lock(*this, h);
-  std::vector<Slot> removed;
+  SlotList removed;
   for (uint64_t* word : FindAll(key, h)) {
     removed.push_back(DecodeSlot(*word));
     // 0 is the empty word (fingerprints are never 0). The entry stays in the

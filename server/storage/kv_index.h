@@ -72,16 +72,20 @@ class KvIndex {
     return layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
   }
 
+  // Slots a write unpublished: almost always none or one, so they are kept
+  // inline (an allocation per overwrite otherwise).
+  using SlotList = absl::InlinedVector<layout::Slot, 2>;
+
   // Points `key` at `slot`. Returns the slots it unpublished: the one it
   // replaced and any other that also named `key` (empty when the key is
   // new); the caller owns reclaiming their entries. kResourceExhausted when
   // the key is new and both of its buckets are full. REQUIRES: the entry at
   // `slot` holds `key`.
-  absl::StatusOr<std::vector<layout::Slot>> Upsert(absl::string_view key, const layout::Slot& slot);
+  absl::StatusOr<SlotList> Upsert(absl::string_view key, const layout::Slot& slot);
 
   // Clears every slot that names `key` and returns them (empty if the key
   // was absent). The caller owns reclaiming their entries.
-  std::vector<layout::Slot> Remove(absl::string_view key);
+  SlotList Remove(absl::string_view key);
 
   // Replaces the slot of `key`'s fingerprint, in `key`'s buckets, that points
   // at expected.offset with expected.size (the cleaner moving an entry), by

@@ -376,7 +376,7 @@ absl::Status KvStore::DeleteLocked(absl::string_view key) {
 }
 
 absl::Status KvStore::Unpublish(absl::string_view key) {
-  std::vector<Slot> old = index_->Remove(key);
+  KvIndex::SlotList old = index_->Remove(key);
   if (old.empty()) return absl::NotFoundError("key not found");
   // A key whose time had passed was already gone to every reader: deleting
   // it is its expiry, and the caller sees it absent (DEL answers 0, as in
