@@ -217,13 +217,15 @@ void PublishStats(const Connection& c, uint64_t argv_bytes) {
   constexpr auto kRelaxed = std::memory_order_relaxed;
   uint64_t out_capacity = 0;
   for (const OutChunk& chunk : c.out) out_capacity += chunk.owned.capacity();
+  uint64_t spare_bytes = 0;
+  for (const std::string& spare : c.out_spares) spare_bytes += spare.capacity();
   e->qbuf.store(c.in.size() - c.start, kRelaxed);
   e->qbuf_free.store(c.in.capacity() - c.in.size(), kRelaxed);
   e->argv_mem.store(argv_bytes, kRelaxed);
   e->oll.store(c.out.size(), kRelaxed);
   e->omem.store(c.out_bytes, kRelaxed);
   e->tot_mem.store(
-      sizeof(Connection) + c.in.capacity() + out_capacity + c.out_spare.capacity() + argv_bytes,
+      sizeof(Connection) + c.in.capacity() + out_capacity + spare_bytes + argv_bytes,
       kRelaxed);
   e->reading.store((c.epoll_events & EPOLLIN) != 0, kRelaxed);
   e->writing.store((c.epoll_events & EPOLLOUT) != 0, kRelaxed);

@@ -41,7 +41,10 @@ std::string& Connection::Tail() {
     // pipelined replies at once, so copied values never make it reallocate
     // (ReplyValue only copies what fits).
     std::string& s = out.back().owned;
-    s = std::move(out_spare);  // leaves out_spare empty; cheaper than swap
+    if (!out_spares.empty()) {
+      s = std::move(out_spares.back());
+      out_spares.pop_back();
+    }
     if (s.capacity() < kOutChunkBytes) s.reserve(kOutChunkBytes);
   }
   return out.back().owned;
@@ -50,9 +53,11 @@ std::string& Connection::Tail() {
 void Connection::RecycleOwned(std::string&& s) {
   // Big strings (a large MGET or INFO reply) are not worth holding on to.
   constexpr size_t kKeepBytes = 2 * kOutChunkBytes;
-  if (s.capacity() > kKeepBytes || s.capacity() <= out_spare.capacity()) return;
-  out_spare = std::move(s);
-  out_spare.clear();
+  // Smaller ones (a held reply's string) would be grown by Tail() anyway.
+  if (s.capacity() > kKeepBytes || s.capacity() < kOutChunkBytes) return;
+  if (out_spares.size() == kOutSpares) return;
+  out_spares.push_back(std::move(s));
+  out_spares.back().clear();
 }
 
 void Connection::ReplyEncoded(absl::string_view bytes) {

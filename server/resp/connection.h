@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -133,7 +134,8 @@ struct Connection {
   static constexpr size_t kOutChunkBytes = 64 << 10;
 
   // The flush wrote an owned chunk completely: keep its string for reuse
-  // when it is small enough to be worth holding.
+  // when it has a reply string's capacity but not much more, and fewer than
+  // kOutSpares are kept.
   void RecycleOwned(std::string&& s);
 
   const int fd;
@@ -218,9 +220,14 @@ struct Connection {
   uint32_t epoll_events = 0;
 
   std::deque<OutChunk> out;  // reply bytes not yet written, in order
-  // An owned chunk's string, kept (empty) after its bytes were sent so the
-  // next reply reuses its capacity instead of allocating; see Tail().
-  std::string out_spare;
+  // Owned chunks' strings, kept (empty) after their bytes were sent so that
+  // later replies reuse their capacity instead of allocating; see Tail().
+  // Two: a value sent zero-copy splits the reply string (header before it,
+  // trailer after), so a pipelined batch that ends in one fills two owned
+  // chunks before they are written, and with one spare every such batch
+  // allocated and freed a 64 KiB string.
+  static constexpr size_t kOutSpares = 2;
+  absl::InlinedVector<std::string, kOutSpares> out_spares;
   size_t out_bytes = 0;  // roughly the bytes in `out` (for backpressure)
   bool close_after_flush = false;
   bool reading = true;  // false once no further requests will be read

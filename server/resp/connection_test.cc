@@ -61,6 +61,52 @@ TEST(ConnectionTest, SharedShapesDoNotChange) {
   EXPECT_EQ(Queued(c), "+OK\r\n:5\r\n$1\r\nv\r\n*1\r\n-ERR x\r\n");
 }
 
+// What Flush() does with a chunk it wrote completely.
+void WriteAll(Connection* c) {
+  while (!c->out.empty()) {
+    c->RecycleOwned(std::move(c->out.front().owned));
+    c->out.pop_front();
+  }
+}
+
+// A reply split around another chunk (a value sent zero-copy, or a parked
+// SET's held place) fills two reply strings. Both are kept once written, so
+// the next such batch reuses them; with one kept, every pipelined batch of
+// 4 KiB GETs that ended in a zero-copy value allocated and freed a 64 KiB
+// string.
+TEST(ConnectionTest, ABatchSplitInTwoReusesBothReplyStrings) {
+  Connection c(/*fd_in=*/7);
+  for (int batch = 0; batch < 3; ++batch) {
+    c.ReplyOk();
+    const uint64_t held = c.Hold();
+    c.ReplyOk();
+    ASSERT_EQ(c.out.size(), 3u);
+    EXPECT_EQ(c.out_spares.size(), 0u) << "batch " << batch << " took both kept strings";
+    c.Answer(held, [&c] { c.ReplyInteger(1); });
+    EXPECT_EQ(Queued(c), "+OK\r\n:1\r\n+OK\r\n");
+    WriteAll(&c);
+    ASSERT_EQ(c.out_spares.size(), 2u) << "batch " << batch;  // one per string filled
+    for (const std::string& spare : c.out_spares) {
+      EXPECT_TRUE(spare.empty());
+      EXPECT_GE(spare.capacity(), Connection::kOutChunkBytes);
+    }
+  }
+  // Strings that are not worth keeping are dropped: too small to serve as a
+  // reply string, too large to hold on to, or beyond kOutSpares.
+  std::string small(10, 'x'), huge;
+  huge.reserve(4 * Connection::kOutChunkBytes);
+  c.out_spares.clear();
+  c.RecycleOwned(std::move(small));
+  c.RecycleOwned(std::move(huge));
+  EXPECT_EQ(c.out_spares.size(), 0u);
+  for (int i = 0; i < 3; ++i) {
+    std::string chunk;
+    chunk.reserve(Connection::kOutChunkBytes);
+    c.RecycleOwned(std::move(chunk));
+  }
+  EXPECT_EQ(c.out_spares.size(), Connection::kOutSpares);
+}
+
 }  // namespace
 }  // namespace resp_internal
 }  // namespace server

@@ -71,10 +71,10 @@ void RespLoop::CheckTimeouts() {
   size_t released = 0;
   for (auto& [fd, c] : conns_) {
     // A connection quiet for a second gives back its empty input buffer
-    // (64 KiB or more once it has read anything) and its spare reply string
-    // (up to 64 KiB after a large reply): thousands of idle clients would
-    // otherwise keep that resident. Each on its own: a connection whose
-    // input buffer is already empty may still hold a spare reply string.
+    // (64 KiB or more once it has read anything) and its spare reply strings
+    // (64-128 KiB each): thousands of idle clients would otherwise keep that
+    // resident. Each on its own: a connection whose input buffer is already
+    // empty may still hold spare reply strings.
     // Here, not after each request, so busy connections keep reusing theirs.
     if (now - c->last_activity > absl::Seconds(1)) {
       if (c->start == c->in.size() && c->in.capacity() > 0) {
@@ -82,10 +82,8 @@ void RespLoop::CheckTimeouts() {
         c->in.Release();
         c->start = 0;
       }
-      if (c->out_spare.capacity() > 0) {
-        released += c->out_spare.capacity();
-        std::string().swap(c->out_spare);
-      }
+      for (const std::string& spare : c->out_spares) released += spare.capacity();
+      c->out_spares.clear();
     }
     // CLIENT LIST's figures for this connection, as of this sweep.
     PublishStats(*c, 0);
