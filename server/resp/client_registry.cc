@@ -195,14 +195,10 @@ void NoteInteraction(const Connection& c) {
   }
 }
 
-// GET, the hot command, is the table's first row: the lookup is one
-// comparison for it.
-void NoteCommand(const Connection& c, absl::string_view name) {
+void NoteCommand(const Connection& c, const CommandSpec* spec) {
   ClientEntry* e = c.client.get();
-  if (e == nullptr) return;
-  if (const CommandSpec* spec = FindCommand(name)) {
-    e->last_command.store(spec, std::memory_order_relaxed);
-  }
+  if (e == nullptr || spec == nullptr) return;
+  e->last_command.store(spec, std::memory_order_relaxed);
 }
 
 void NoteSubcommand(const Connection& c, const char* static_name) {

@@ -175,11 +175,11 @@ std::string SocketAddress(int fd, bool peer);
 std::string FormatClientLine(const ClientEntry& e, absl::Time now);
 
 // The owner's steps that keep its entry current (no-ops without one):
-// after a read, the interaction time; before a command, its name (any
-// case; an unknown command leaves the last known one); for a CLIENT
-// subcommand, its static lower-case name.
+// after a read, the interaction time; before a command, its row of the
+// command table (FindCommand(); null, an unknown command, leaves the last
+// known one); for a CLIENT subcommand, its static lower-case name.
 void NoteInteraction(const Connection& c);
-void NoteCommand(const Connection& c, absl::string_view name);
+void NoteCommand(const Connection& c, const CommandSpec* spec);
 void NoteSubcommand(const Connection& c, const char* static_name);
 // Publishes c's buffer figures (and read-only flag); `argv_bytes` are the
 // arguments of the command being run, 0 between commands.

@@ -404,6 +404,10 @@ bool ArityOk(const CommandSpec& spec, size_t argc) {
 // Lookup, then arity, then the handler: an unknown command is reported as
 // unknown whatever its arguments, as Redis does.
 void DispatchCommand(const CommandContext& ctx, CommandArgs args) {
+  DispatchCommand(ctx, args, FindCommand(args[0]));
+}
+
+void DispatchCommand(const CommandContext& ctx, CommandArgs args, const CommandSpec* spec) {
   const absl::string_view cmd = args[0];
   // Before AUTH nothing but AUTH/HELLO/QUIT is looked at, not even whether
   // the command exists: an unauthenticated client learns nothing.
@@ -411,7 +415,6 @@ void DispatchCommand(const CommandContext& ctx, CommandArgs args) {
     ctx.counters->noauth->Increment();
     return ctx.conn->ReplyError(kNoAuthError);
   }
-  const CommandSpec* spec = FindCommand(cmd);
   if (spec == nullptr) {
     // The name is echoed back, so bound it and keep it printable.
     std::string name(cmd.substr(0, 64));

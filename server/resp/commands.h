@@ -100,6 +100,9 @@ bool ArityOk(const CommandSpec& spec, size_t argc);
 // args[0] up, checks its arity, calls its handler; or queues the unknown-
 // command / wrong-arity error. Exactly one reply is queued on ctx.conn.
 void DispatchCommand(const CommandContext& ctx, CommandArgs args);
+// The same with args[0]'s row already looked up (`spec`: FindCommand(args[0]),
+// null for an unknown command), for a caller that needed it first.
+void DispatchCommand(const CommandContext& ctx, CommandArgs args, const CommandSpec* spec);
 
 }  // namespace resp_internal
 }  // namespace server

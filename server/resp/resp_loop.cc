@@ -411,7 +411,8 @@ void RespLoop::Process(Connection* c) {
         c->start += req.consumed;
         c->request_started = LoopTime(store_->clock());
         counters_->commands->Increment();
-        NoteCommand(*c, "SET");
+        static const CommandSpec* const kSetSpec = FindCommand("SET");
+        NoteCommand(*c, kSetSpec);
         BeginSet(c, req);
         continue;
       case resp::ParsedRequest::Kind::kCommand:
@@ -477,7 +478,9 @@ void RespLoop::BeginSet(Connection* c, const resp::ParsedRequest& req) {
 // Everything except the streamed SET goes through the command table.
 void RespLoop::Execute(Connection* c, const resp::ParsedRequest& req) {
   counters_->commands->Increment();
-  NoteCommand(*c, req.args[0]);
+  // Looked up once, for the client registry and the dispatch.
+  const CommandSpec* spec = FindCommand(req.args[0]);
+  NoteCommand(*c, spec);
   if (c->in_unauth_list &&
       (resp::CommandIs(req.args[0], "AUTH") || resp::CommandIs(req.args[0], "HELLO"))) {
     ExecuteLogin(c, req);
@@ -485,9 +488,9 @@ void RespLoop::Execute(Connection* c, const resp::ParsedRequest& req) {
   }
   // An inline "SET key value" arrives here too (only the array form is
   // streamed) and is run by the table's SET, as SET with options is.
-  if (parking_ != nullptr && ParkCommand(c, req)) return;
+  if (parking_ != nullptr && ParkCommand(c, req, spec)) return;
   const CommandContext ctx{store_, writer_.get(), &options_, counters_, c, ids_};
-  DispatchCommand(ctx, req.args);
+  DispatchCommand(ctx, req.args, spec);
 }
 
 // Writes as much queued output as the socket takes. Once the queue is

@@ -165,8 +165,8 @@ class RespLoop final : private LockWaitService {
   // Cluster mode: hands `req`, a write command whose key's shard would
   // wait for other nodes, to a worker (resp_loop_waits.cc) and parks `c`
   // behind its held reply; false (nothing done) for any other request,
-  // which the loop runs itself.
-  bool ParkCommand(Connection* c, const resp::ParsedRequest& req);
+  // which the loop runs itself. `spec`: FindCommand(req.args[0]).
+  bool ParkCommand(Connection* c, const resp::ParsedRequest& req, const CommandSpec* spec);
   // Starts the streamed SET just parsed, or refuses it before AUTH.
   void BeginSet(Connection* c, const resp::ParsedRequest& req);
   // Output-side bounds of one connection at sweep time `now`; returns the
