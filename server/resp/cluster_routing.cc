@@ -64,6 +64,8 @@ absl::Status AfterEarlierKeys(const absl::Status& s) {
 }
 
 void ReplyStoreStatus(const ClusterState* cluster, Connection* conn, const absl::Status& s) {
+  // Nearly every write succeeds: no refusal to decode then.
+  if (s.ok()) return conn->ReplyOk();
   const std::optional<cluster::Refusal> r = cluster::FromStatus(s);
   // The hook serves every transport and may name another port than the
   // RESP one: the slot is routed again on the newest map.

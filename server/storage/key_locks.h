@@ -62,18 +62,19 @@ class KeyLocks {
   // two guards never deadlock) until destroyed.
   class Guard {
    public:
-    Guard(KeyLocks& locks, absl::Span<const absl::string_view> keys) {
+    Guard(KeyLocks& locks, absl::Span<const absl::string_view> keys) : locks_(&locks) {
       for (absl::string_view k : keys) held_.push_back(Stripe(k));
-      std::sort(held_.begin(), held_.end());
-      held_.erase(std::unique(held_.begin(), held_.end()), held_.end());
-      for (size_t s : held_) {
-        if (locks.stripes_[s].TryLock()) continue;
-        locks.waits_.fetch_add(1, std::memory_order_relaxed);
-        locks.stripes_[s].Lock();
+      if (held_.size() > 1) {
+        std::sort(held_.begin(), held_.end());
+        held_.erase(std::unique(held_.begin(), held_.end()), held_.end());
       }
-      locks_ = &locks;
+      LockHeld();
     }
-    Guard(KeyLocks& locks, absl::string_view key) : Guard(locks, absl::MakeConstSpan(&key, 1)) {}
+    // Every client write takes one key's: no sorting for it.
+    Guard(KeyLocks& locks, absl::string_view key) : locks_(&locks) {
+      held_.push_back(Stripe(key));
+      LockHeld();
+    }
     ~Guard() {
       for (auto it = held_.rbegin(); it != held_.rend(); ++it) locks_->stripes_[*it].Unlock();
     }
@@ -81,7 +82,15 @@ class KeyLocks {
     Guard& operator=(const Guard&) = delete;
 
    private:
-    KeyLocks* locks_ = nullptr;
+    void LockHeld() {
+      for (size_t s : held_) {
+        if (locks_->stripes_[s].TryLock()) continue;
+        locks_->waits_.fetch_add(1, std::memory_order_relaxed);
+        locks_->stripes_[s].Lock();
+      }
+    }
+
+    KeyLocks* locks_;
     absl::InlinedVector<size_t, 2> held_;
   };
 
