@@ -211,7 +211,7 @@ void PublishStats(const Connection& c, uint64_t argv_bytes) {
   ClientEntry* e = c.client.get();
   if (e == nullptr) return;
   constexpr auto kRelaxed = std::memory_order_relaxed;
-  uint64_t out_capacity = 0;
+  uint64_t out_capacity = c.out.capacity() * sizeof(OutChunk);
   for (const OutChunk& chunk : c.out) out_capacity += chunk.owned.capacity();
   uint64_t spare_bytes = 0;
   for (const std::string& spare : c.out_spares) spare_bytes += spare.capacity();

@@ -23,7 +23,6 @@
 #define KVSTORE_SERVER_RESP_CONNECTION_H_
 
 #include <cstdint>
-#include <deque>
 #include <list>
 #include <string>
 #include <vector>
@@ -36,6 +35,7 @@
 #include "common/auth/principal.h"
 #include "server/resp/client_registry.h"
 #include "server/resp/input_buffer.h"
+#include "server/resp/ring_queue.h"
 #include "server/storage/clock.h"
 #include "server/storage/kv_store.h"
 
@@ -219,7 +219,7 @@ struct Connection {
   // epoll_ctl only when they change (not once per request).
   uint32_t epoll_events = 0;
 
-  std::deque<OutChunk> out;  // reply bytes not yet written, in order
+  RingQueue<OutChunk> out;  // reply bytes not yet written, in order
   // Owned chunks' strings, kept (empty) after their bytes were sent so that
   // later replies reuse their capacity instead of allocating; see Tail().
   // Two: a value sent zero-copy splits the reply string (header before it,

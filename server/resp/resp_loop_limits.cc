@@ -84,6 +84,10 @@ void RespLoop::CheckTimeouts() {
       }
       for (const std::string& spare : c->out_spares) released += spare.capacity();
       c->out_spares.clear();
+      if (c->out.empty()) {
+        released += c->out.capacity() * sizeof(OutChunk);
+        c->out.Release();
+      }
     }
     // CLIENT LIST's figures for this connection, as of this sweep.
     PublishStats(*c, 0);
