@@ -29,6 +29,27 @@ enum class LineResult { kOk, kNeedMore, kBad };
 LineResult ReadLength(absl::string_view buf, size_t pos, char prefix, int64_t* value, size_t* next,
                       std::string* error) {
   if (pos >= buf.size()) return LineResult::kNeedMore;
+  // Nearly every line is the prefix, a few digits and CRLF, all received:
+  // read it in one pass. Anything else (a sign, a bad byte, too many digits,
+  // an incomplete line) takes the checking path below, which decides it the
+  // same way for these lines: 1-18 digits make a line of at most 21 bytes,
+  // inside kMaxLengthLine.
+  static_assert(kMaxLengthLine >= 1 + 18 + 2, "an 18-digit line must fit the checked window");
+  if (buf[pos] == prefix) {
+    const char* const first = buf.data() + pos + 1;
+    const char* const end = buf.data() + buf.size();
+    const char* d = first;
+    int64_t v = 0;
+    while (d < end && d - first < 18 && static_cast<unsigned char>(*d - '0') < 10) {
+      v = v * 10 + (*d - '0');
+      ++d;
+    }
+    if (d != first && end - d >= 2 && d[0] == '\r' && d[1] == '\n') {
+      *value = v;
+      *next = static_cast<size_t>(d + 2 - buf.data());
+      return LineResult::kOk;
+    }
+  }
   if (buf[pos] != prefix) {
     char c = buf[pos];
     *error = absl::StrCat(

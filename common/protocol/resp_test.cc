@@ -102,9 +102,27 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"TooBigInline", std::string(kMaxInlineBytes + 1, 'x'), "too big inline request"},
         Malformed{"TooBigInlineLine", "ECHO " + std::string(kMaxInlineBytes, 'x') + "\r\n",
                   "too big inline request"},
+        Malformed{"DigitsThenLetter", "*1x\r\n", "invalid multibulk length"},
+        Malformed{"NineteenDigits", "*1234567890123456789\r\n", "invalid multibulk length"},
+        Malformed{"BulkDigitsThenCrOnly", "*1\r\n$4\rX", "CRLF"},
         Malformed{"BulkWithoutDollar", "*1\r\n:5\r\n", "expected '$'"},
         Malformed{"BadTerminator", "*1\r\n$4\r\nPINGxx", "not terminated"}),
     [](const ::testing::TestParamInfo<Malformed>& info) { return info.param.name; });
+
+// Length lines are read in one pass when they are plain digits: leading
+// zeros and 18 digits (the most a length may have) read as the checking path
+// reads them.
+TEST(ParseRequest, LengthLinesWithLeadingZerosAndManyDigits) {
+  const std::string get = "*002\r\n$003\r\nGET\r\n$0\r\n\r\n";
+  const std::string input = get + "*1";  // the views point into it
+  ParsedRequest r = ParseRequest(input, RequestLimits());
+  ASSERT_EQ(r.kind, Kind::kCommand);
+  EXPECT_THAT(r.args, ElementsAre("GET", ""));
+  EXPECT_EQ(r.consumed, get.size());
+  r = ParseRequest("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$999999999999999999\r\n", RequestLimits());
+  ASSERT_EQ(r.kind, Kind::kSetValue);
+  EXPECT_EQ(r.value_len, 999999999999999999u);
+}
 
 TEST(ParseRequest, HugeSetValueIsLeftToTheCallersLimit) {
   ParsedRequest r = ParseRequest("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000000\r\n", RequestLimits());
