@@ -186,6 +186,7 @@ void RespLoop::Run() {
       LOG(ERROR) << "epoll_wait: " << std::strerror(errno);
       break;
     }
+    wake_time_ = LoopTime(store_->clock());
     // Group commit: the replicated SETs of every connection served in this
     // iteration go to each backup as one batch, started when the scope ends
     // (batch_scope.h). Under load one wake-up serves many connections; an
@@ -286,7 +287,7 @@ bool RespLoop::ReadSome(Connection* c) {
       n = sets_->ReceiveDirect(c);
       if (n > 0) {
         counters_->bytes_in->Increment(n);
-        c->last_activity = LoopTime(store_->clock());
+        c->last_activity = wake_time_;
         NoteInteraction(*c);
         continue;
       }
@@ -294,7 +295,7 @@ bool RespLoop::ReadSome(Connection* c) {
       n = ReceiveBuffered(c);
       if (n > 0) {
         counters_->bytes_in->Increment(n);
-        c->last_activity = LoopTime(store_->clock());
+        c->last_activity = wake_time_;
         NoteInteraction(*c);
         // Process what arrived before reading (and buffering) more.
         return true;

@@ -226,6 +226,12 @@ class RespLoop final : private LockWaitService {
   // process is out of descriptors; -1 while in use or unavailable.
   int reserve_fd_ = -1;
   bool listener_paused_ = false;
+  // Loop time when epoll_wait last returned: what a read records as its
+  // connection's last activity (one clock read per wake-up, not one per
+  // read). A read comes at most one loop iteration after it, and what uses
+  // last_activity (idle and unread-reply timeouts, CLIENT LIST) counts in
+  // seconds.
+  absl::Time wake_time_ = absl::InfinitePast();
   absl::Time listener_resume_ = absl::InfinitePast();
   absl::Time last_accept_log_ = absl::InfinitePast();
   uint64_t accept_errors_unlogged_ = 0;
