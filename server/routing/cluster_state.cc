@@ -96,8 +96,11 @@ uint64_t ClusterState::FenceEpoch() const {
 }
 
 bool ClusterState::NamesEarlierSelf(const cluster::ClusterMapView& map) const {
+  return NamesEarlierSelf(map.Node(self_));
+}
+
+bool ClusterState::NamesEarlierSelf(const v1::ClusterNode* record) const {
   const uint64_t mine = incarnation();
-  const v1::ClusterNode* record = map.Node(self_);
   // Incarnation 0 in the map: not recorded (maps written by hand or by
   // tests), nothing to compare.
   return mine != 0 && record != nullptr && record->incarnation() != 0 &&
@@ -115,9 +118,13 @@ std::string ClusterState::process_id() const {
 }
 
 bool ClusterState::NamesOtherProcess(const cluster::ClusterMapView& map) const {
-  if (!NamesEarlierSelf(map)) return false;
+  return NamesOtherProcess(map.Node(self_));
+}
+
+bool ClusterState::NamesOtherProcess(const v1::ClusterNode* record) const {
+  if (!NamesEarlierSelf(record)) return false;
   const std::string mine = process_id();
-  return mine.empty() || map.Node(self_)->process_id() != mine;
+  return mine.empty() || record->process_id() != mine;
 }
 
 bool ClusterState::Serving() const {

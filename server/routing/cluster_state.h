@@ -147,6 +147,11 @@ class ClusterState {
   // receiving their writes as a backup while the controller moves its
   // roles to the new incarnation (it still serves none of them, above).
   bool NamesOtherProcess(const cluster::ClusterMapView& map) const;
+  // The same two with this node's record in `map` already looked up
+  // (map.Node(self()), null when absent), for a caller that keeps it with
+  // the map it holds.
+  bool NamesEarlierSelf(const v1::ClusterNode* self_record) const;
+  bool NamesOtherProcess(const v1::ClusterNode* self_record) const;
 
   // Routes a request for `key` (kNotReady unless Serving()). Writes (and reads without
   // `replica_ok`) are served only by the shard's primary; with `replica_ok` (RESP READONLY,

@@ -232,7 +232,8 @@ namespace {
 // were a seventh of a backup's instructions per write. Valid only for the
 // same installer, node, map object (held, so its address is not reused)
 // and write identity; NamesOtherProcess() is asked every time, as it may
-// change while the map stays.
+// change while the map stays (this node's incarnation may), but with this
+// node's record of the held map kept here.
 struct CheckMemo {
   const void* installer = nullptr;
   std::shared_ptr<const cluster::ClusterMapView> map;
@@ -242,6 +243,7 @@ struct CheckMemo {
   std::string primary;
   uint64_t incarnation = 0;
   bool syncing = false;
+  const v1::ClusterNode* self_record = nullptr;  // map->Node(self), in `map`
 
   bool Matches(const void* who, const std::shared_ptr<const cluster::ClusterMapView>& m,
                absl::string_view node, const ReplicaCommit& c) const {
@@ -260,7 +262,7 @@ absl::Status ReplicaInstaller::Check(const ReplicaCommit& c, bool* syncing,
   auto map = state_->map();
   if (used != nullptr) *used = map;
   if (check_memo.Matches(this, map, state_->self(), c)) {
-    if (state_->NamesOtherProcess(*map)) return NamesEarlierLife();
+    if (state_->NamesOtherProcess(check_memo.self_record)) return NamesEarlierLife();
     *syncing = check_memo.syncing;
     return absl::OkStatus();
   }
@@ -305,6 +307,7 @@ absl::Status ReplicaInstaller::Check(const ReplicaCommit& c, bool* syncing,
   check_memo.primary.assign(c.primary_node_id.data(), c.primary_node_id.size());
   check_memo.incarnation = c.primary_incarnation;
   check_memo.syncing = *syncing;
+  check_memo.self_record = check_memo.map->Node(state_->self());
   return absl::OkStatus();
 }
 
