@@ -311,7 +311,7 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
                                         absl::Time deadline, bool* stale, bool* held, bool repair) {
   const uint32_t shard_id = shard.shard_id();
   former_.Observe(map);
-  std::vector<Target> targets = TargetsOf(map, shard);
+  Targets targets = TargetsOf(map, shard);
   if (targets.empty()) {
     seqs_->Next(shard_id);  // keeps this node's applied_seq moving
     HoldForFormerPrimary(shard_id);
@@ -324,9 +324,9 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
   return AfterForward(map, shard, targets, stale, held);
 }
 
-std::vector<Replicator::Target> Replicator::TargetsOf(const cluster::ClusterMapView& map,
+Replicator::Targets Replicator::TargetsOf(const cluster::ClusterMapView& map,
                                                       const v1::Shard& shard) {
-  std::vector<Target> targets;
+  Targets targets;
   for (int i = 1; i < shard.replicas_size(); ++i) {
     targets.push_back(Target{map.Node(shard.replicas(i)), true, absl::OkStatus()});
   }
@@ -367,7 +367,7 @@ ReplicateWrite Replicator::WriteOf(const v1::Shard& shard, uint64_t self_incarna
 }
 
 absl::Status Replicator::AfterForward(const cluster::ClusterMapView& map, const v1::Shard& shard,
-                                      const std::vector<Target>& targets, bool* stale, bool* held) {
+                                      const Targets& targets, bool* stale, bool* held) {
   for (const Target& t : targets) *held = *held || t.MayHold();
   for (const Target& t : targets) {
     if (cluster::IsRefusal(t.status, cluster::RefusalKind::kStaleShardEpoch)) {
@@ -488,7 +488,7 @@ absl::Status Replicator::ImportWrite(uint32_t target_shard, absl::string_view ke
   return held ? cluster::OutcomeUnknown(s) : s;
 }
 
-absl::Status Replicator::HandleFailures(const v1::Shard& shard, const std::vector<Target>& targets,
+absl::Status Replicator::HandleFailures(const v1::Shard& shard, const Targets& targets,
                                         int floor) {
   int failed = 0;
   for (const Target& t : targets) failed += t.in_sync && !t.status.ok() ? 1 : 0;

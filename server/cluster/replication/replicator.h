@@ -90,6 +90,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -274,6 +275,9 @@ class Replicator : public WriteHook {
       return node != nullptr && (rdma_failed || !cluster::CertainlyNoEffect(status));
     }
   };
+  // A write's targets: inline for up to two (R=3), so a replicated write's
+  // round allocates no vector for them.
+  using Targets = absl::InlinedVector<Target, 2>;
   // What one attempt's replication round and migration forward came to.
   struct Round {
     absl::Status replicated;
@@ -313,7 +317,7 @@ class Replicator : public WriteHook {
   // The in-sync floor on `map`: the configured one, capped by R.
   int FloorOf(const cluster::ClusterMapView& map) const;
   // The in-sync backups, then the syncing replicas, of `shard`.
-  static std::vector<Target> TargetsOf(const cluster::ClusterMapView& map, const v1::Shard& shard);
+  static Targets TargetsOf(const cluster::ClusterMapView& map, const v1::Shard& shard);
   // The Replicate of a write of `shard` (seq unset: Forward() takes it).
   v1::ReplicateRequest MakeRequest(const cluster::ClusterMapView& map, const v1::Shard& shard,
                                    absl::string_view key, absl::string_view entry, bool repair);
@@ -329,12 +333,12 @@ class Replicator : public WriteHook {
   // last (map, shard) asked, since looking nodes up by id cost about 600
   // instructions each. The memo holds `map`, so an equal pointer is the
   // same (immutable) map, and a new map is looked up afresh.
-  static const std::vector<Target>& TargetsAndSelf(
+  static const Targets& TargetsAndSelf(
       const std::shared_ptr<const cluster::ClusterMapView>& map, const v1::Shard& shard,
       absl::string_view self, uint64_t* self_incarnation);
   // Step 4 once every target answered: ReplicateRound()'s end.
   absl::Status AfterForward(const cluster::ClusterMapView& map, const v1::Shard& shard,
-                            const std::vector<Target>& targets, bool* stale, bool* held);
+                            const Targets& targets, bool* stale, bool* held);
   // A write StartWrite() started (replicator_async.cc).
   struct AsyncRound;
   // A target of `round` answered; the last one finishes it.
@@ -370,27 +374,27 @@ class Replicator : public WriteHook {
   // in parallel: on the shard's replication stream to it, or by RDMA where
   // a link is up; retries a kMapBehind refusal until `deadline`. Fills each
   // target's status.
-  void Forward(v1::ReplicateRequest& req, std::vector<Target>& targets, absl::Time deadline);
+  void Forward(v1::ReplicateRequest& req, Targets& targets, absl::Time deadline);
   // Forward()'s rounds: the first takes the seq and sends to `pending`
   // (target indices); later ones resend to the targets still to retry
   // (`resent` to those whose RDMA link failed), until none is left.
   void ForwardRounds(v1::ReplicateRequest& req, v1::ReplicateRequest& resent,
-                     std::vector<Target>& targets, absl::Time deadline, std::vector<size_t> pending,
+                     Targets& targets, absl::Time deadline, std::vector<size_t> pending,
                      bool first);
   // Forward()'s sends to the targets whose RDMA link is up (`links`: target
   // index and link); fills their status and appends to *retry the ones to
   // send again (kMapBehind, or a failed link: by gRPC then).
   void SendOverRdma(const v1::ReplicateRequest& req,
                     const std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>>& links,
-                    std::vector<Target>& targets, absl::Time deadline, std::vector<size_t>* retry);
+                    Targets& targets, absl::Time deadline, std::vector<size_t>* retry);
   // Step 4 for the failed targets; an error fails the write. No in-sync
   // backup is dropped when the in-sync set would go below `floor`.
-  absl::Status HandleFailures(const v1::Shard& shard, const std::vector<Target>& targets,
+  absl::Status HandleFailures(const v1::Shard& shard, const Targets& targets,
                               int floor);
   // HandleFailures' answer when the floor keeps a failed backup but no
   // target may hold the write: a refusal of no effect (kNotStored naming
   // the replica that could not store it, else kClusterDown).
-  absl::Status NothingStored(const v1::Shard& shard, const std::vector<Target>& targets, int floor);
+  absl::Status NothingStored(const v1::Shard& shard, const Targets& targets, int floor);
   // What a write of `shard` (slot `slot`, routed on `map`) waits for before
   // it is sent anywhere: the promotion gate (until `deadline`), then the
   // repair of the shard's unsettled keys. A refusal of Effect::kNone.

@@ -52,7 +52,7 @@ struct Replicator::AsyncRound {
   absl::Time deadline;
   absl::Time start;
   uint64_t seq = 0;
-  std::vector<Target> targets;
+  Targets targets;
   // Per target: its stream's ticket, or (null ticket) its RDMA link's
   // answer, written by the link's sender before it counts the target
   // answered. The link is held weakly: a round must never be what keeps a
@@ -98,14 +98,14 @@ Replicator::~Replicator() {
       &rounds_in_flight_));
 }
 
-const std::vector<Replicator::Target>& Replicator::TargetsAndSelf(
+const Replicator::Targets& Replicator::TargetsAndSelf(
     const std::shared_ptr<const cluster::ClusterMapView>& map, const v1::Shard& shard,
     absl::string_view self, uint64_t* self_incarnation) {
   struct Memo {
     std::shared_ptr<const cluster::ClusterMapView> map;  // held: see replicator.h
     uint32_t shard_id = 0;
     std::string self;
-    std::vector<Target> targets;
+    Targets targets;
     uint64_t self_incarnation = 0;
   };
   thread_local Memo memo;
@@ -138,7 +138,7 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
                 shard->shard_id() == shard_id && shard->replicas_size() > 1 &&
                 shard->syncing_size() == 0 && shard->replicas_size() >= FloorOf(*route.map) &&
                 gate_.Ready(*route.map, shard_id) && !former_.Holds(shard_id);
-  std::vector<Target> targets;
+  Targets targets;
   uint64_t self_incarnation = 0;
   if (common) targets = TargetsAndSelf(route.map, *shard, state_->self(), &self_incarnation);
   // A target with an RDMA link up takes the write on that link's sender
@@ -274,7 +274,7 @@ void Replicator::FinishAsync(const std::shared_ptr<AsyncRound>& round) {
 void Replicator::ConcludeSlow(const std::shared_ptr<AsyncRound>& round) {
   const cluster::ClusterMapView& map = *round->route.map;
   const v1::Shard& shard = *round->route.shard;
-  std::vector<Target>& targets = round->targets;
+  Targets& targets = round->targets;
   // Forward()'s retry of backups whose map is behind, with the same seq;
   // and SendOverRdma()'s of a backup whose RDMA link failed: the link is
   // dropped and the write sent again on the stream, marked resent.

@@ -15,7 +15,7 @@
 namespace kvstore {
 namespace server {
 
-void Replicator::Forward(v1::ReplicateRequest& req, std::vector<Target>& targets,
+void Replicator::Forward(v1::ReplicateRequest& req, Targets& targets,
                          absl::Time deadline) {
   std::vector<size_t> pending;
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -32,7 +32,7 @@ void Replicator::Forward(v1::ReplicateRequest& req, std::vector<Target>& targets
 }
 
 void Replicator::ForwardRounds(v1::ReplicateRequest& req, v1::ReplicateRequest& resent,
-                               std::vector<Target>& targets, absl::Time deadline,
+                               Targets& targets, absl::Time deadline,
                                std::vector<size_t> pending, bool first) {
   for (; first || !pending.empty(); first = false) {
     // Targets with an RDMA link up take the write that way; the rest (and
@@ -96,7 +96,7 @@ void Replicator::ForwardRounds(v1::ReplicateRequest& req, v1::ReplicateRequest& 
 void Replicator::SendOverRdma(
     const v1::ReplicateRequest& req,
     const std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>>& links,
-    std::vector<Target>& targets, absl::Time deadline, std::vector<size_t>* retry) {
+    Targets& targets, absl::Time deadline, std::vector<size_t>* retry) {
   wire::ReplicaCommit tag;
   tag.shard_id = req.shard_id();
   tag.shard_epoch = req.shard_epoch();
