@@ -26,6 +26,12 @@ class WireCursor {
   size_t left() const { return static_cast<size_t>(end_ - p_); }
 
   bool Varint(uint64_t* v) {
+    // One byte: every tag, and most small fields (shard id, op, lengths
+    // below 128).
+    if (p_ != end_ && (static_cast<uint8_t>(*p_) & 0x80) == 0) {
+      *v = static_cast<uint8_t>(*p_++);
+      return true;
+    }
     uint64_t result = 0;
     for (int shift = 0; shift < 70; shift += 7) {
       if (p_ == end_) return false;
