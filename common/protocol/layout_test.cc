@@ -280,8 +280,8 @@ TEST(Entry, InPlaceChecksumEqualsThePartsChecksum) {
   for (size_t key_len : {size_t{1}, size_t{16}, size_t{200}}) {
     std::string key(key_len, '\0');
     for (char& c : key) c = static_cast<char>(rng());
-    for (size_t size : {size_t{0}, size_t{190}, size_t{199}, size_t{200}, size_t{201},
-                        size_t{230}, size_t{4096}, size_t{4097}, size_t{70001}}) {
+    for (size_t size : {size_t{0}, size_t{190}, size_t{199}, size_t{200}, size_t{201}, size_t{230},
+                        size_t{4096}, size_t{4097}, size_t{70001}}) {
       std::string value(size, '\0');
       for (char& c : value) c = static_cast<char>(rng());
       const EntryHeader h = MakeHeader(key, value, 5 + size, size % 2 == 0 ? 0 : 99 + size);

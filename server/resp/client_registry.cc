@@ -220,9 +220,8 @@ void PublishStats(const Connection& c, uint64_t argv_bytes) {
   e->argv_mem.store(argv_bytes, kRelaxed);
   e->oll.store(c.out.size(), kRelaxed);
   e->omem.store(c.out_bytes, kRelaxed);
-  e->tot_mem.store(
-      sizeof(Connection) + c.in.capacity() + out_capacity + spare_bytes + argv_bytes,
-      kRelaxed);
+  e->tot_mem.store(sizeof(Connection) + c.in.capacity() + out_capacity + spare_bytes + argv_bytes,
+                   kRelaxed);
   e->reading.store((c.epoll_events & EPOLLIN) != 0, kRelaxed);
   e->writing.store((c.epoll_events & EPOLLOUT) != 0, kRelaxed);
   e->readonly.store(c.readonly, kRelaxed);

@@ -447,35 +447,6 @@ void RespLoop::PrefetchAhead(absl::string_view rest) {
   if (k.count >= 2) lookahead_.Remember(store_->PrefetchBuckets(k.keys[1]));
 }
 
-// Before AUTH a SET is refused like any command; its value is skipped if
-// small, and the connection closed if not (no reading megabytes for a
-// client that has not logged in).
-void RespLoop::BeginSet(Connection* c, const resp::ParsedRequest& req) {
-  if (c->authenticated && auth::Allows(c->role, auth::Permission::kWrite)) {
-    // req.args[1] still points into c->in: nothing has moved it.
-    sets_->Begin(c, req.args[1], req.value_len);
-    return;
-  }
-  if (c->authenticated) {
-    // A read-only user: refused as the command table refuses any write,
-    // and the value skipped (it is within the authenticated limits).
-    const CommandContext ctx{store_, writer_.get(), &options_, counters_, c, ids_};
-    RequirePermission(ctx, auth::Permission::kWrite, "set");
-    c->state = InputState::kDiscard;
-    c->discard_left = req.value_len + 2;
-    return;
-  }
-  counters_->noauth->Increment();
-  c->ReplyError(kNoAuthError);
-  if (req.value_len > unauth_limits_.max_bulk_bytes) {
-    c->close_after_flush = true;
-    c->reading = false;
-    return;
-  }
-  c->state = InputState::kDiscard;
-  c->discard_left = req.value_len + 2;
-}
-
 // Everything except the streamed SET goes through the command table.
 void RespLoop::Execute(Connection* c, const resp::ParsedRequest& req) {
   counters_->commands->Increment();

@@ -4,7 +4,9 @@
 // two connection caps (max_clients for authenticated clients,
 // max_unauthenticated_clients for the rest, with the oldest stranger
 // dropped to make room), the move from one to the other at login, running
-// out of file descriptors, and closing what CLIENT KILL marked. Kept apart
+// out of file descriptors, closing what CLIENT KILL marked, and a streamed
+// SET's start, which is where a SET without the right to write is turned
+// away (its value skipped or the connection closed). Kept apart
 // from resp_loop.cc, which moves bytes for connections already in.
 
 #include <fcntl.h>
@@ -23,6 +25,7 @@
 
 #include "absl/time/clock.h"
 #include "glog/logging.h"
+#include "server/resp/auth_commands.h"
 #include "server/resp/commands.h"
 #include "server/resp/resp_loop.h"
 
@@ -208,6 +211,35 @@ void RespLoop::ExecuteLogin(Connection* c, const resp::ParsedRequest& req) {
   }
   unauth_.erase(c->unauth_pos);
   c->in_unauth_list = false;
+}
+
+// Before AUTH a SET is refused like any command; its value is skipped if
+// small, and the connection closed if not (no reading megabytes for a
+// client that has not logged in).
+void RespLoop::BeginSet(Connection* c, const resp::ParsedRequest& req) {
+  if (c->authenticated && auth::Allows(c->role, auth::Permission::kWrite)) {
+    // req.args[1] still points into c->in: nothing has moved it.
+    sets_->Begin(c, req.args[1], req.value_len);
+    return;
+  }
+  if (c->authenticated) {
+    // A read-only user: refused as the command table refuses any write,
+    // and the value skipped (it is within the authenticated limits).
+    const CommandContext ctx{store_, writer_.get(), &options_, counters_, c, ids_};
+    RequirePermission(ctx, auth::Permission::kWrite, "set");
+    c->state = InputState::kDiscard;
+    c->discard_left = req.value_len + 2;
+    return;
+  }
+  counters_->noauth->Increment();
+  c->ReplyError(kNoAuthError);
+  if (req.value_len > unauth_limits_.max_bulk_bytes) {
+    c->close_after_flush = true;
+    c->reading = false;
+    return;
+  }
+  c->state = InputState::kDiscard;
+  c->discard_left = req.value_len + 2;
 }
 
 }  // namespace resp_internal

@@ -67,8 +67,7 @@ struct ParkedCommand {
 // hand-off (the hook's hint, as for streamed SETs); everything a command
 // refuses before it writes (arity, permission) is answered on the loop, in
 // the same words, by the table itself.
-bool RespLoop::ParkCommand(Connection* c, const resp::ParsedRequest& req,
-                           const CommandSpec* spec) {
+bool RespLoop::ParkCommand(Connection* c, const resp::ParsedRequest& req, const CommandSpec* spec) {
   if (!c->authenticated) return false;
   if (spec == nullptr || spec->flag != "write" || spec->first_key <= 0 ||
       !ArityOk(*spec, req.args.size()) || !auth::Allows(c->role, spec->permission)) {

@@ -325,7 +325,7 @@ absl::Status Replicator::ReplicateRound(const cluster::ClusterMapView& map, cons
 }
 
 Replicator::Targets Replicator::TargetsOf(const cluster::ClusterMapView& map,
-                                                      const v1::Shard& shard) {
+                                          const v1::Shard& shard) {
   Targets targets;
   for (int i = 1; i < shard.replicas_size(); ++i) {
     targets.push_back(Target{map.Node(shard.replicas(i)), true, absl::OkStatus()});
@@ -488,8 +488,7 @@ absl::Status Replicator::ImportWrite(uint32_t target_shard, absl::string_view ke
   return held ? cluster::OutcomeUnknown(s) : s;
 }
 
-absl::Status Replicator::HandleFailures(const v1::Shard& shard, const Targets& targets,
-                                        int floor) {
+absl::Status Replicator::HandleFailures(const v1::Shard& shard, const Targets& targets, int floor) {
   int failed = 0;
   for (const Target& t : targets) failed += t.in_sync && !t.status.ok() ? 1 : 0;
   // Dropping them all would leave fewer in-sync copies than the floor: keep

@@ -89,8 +89,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/functional/function_ref.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -333,9 +333,9 @@ class Replicator : public WriteHook {
   // last (map, shard) asked, since looking nodes up by id cost about 600
   // instructions each. The memo holds `map`, so an equal pointer is the
   // same (immutable) map, and a new map is looked up afresh.
-  static const Targets& TargetsAndSelf(
-      const std::shared_ptr<const cluster::ClusterMapView>& map, const v1::Shard& shard,
-      absl::string_view self, uint64_t* self_incarnation);
+  static const Targets& TargetsAndSelf(const std::shared_ptr<const cluster::ClusterMapView>& map,
+                                       const v1::Shard& shard, absl::string_view self,
+                                       uint64_t* self_incarnation);
   // Step 4 once every target answered: ReplicateRound()'s end.
   absl::Status AfterForward(const cluster::ClusterMapView& map, const v1::Shard& shard,
                             const Targets& targets, bool* stale, bool* held);
@@ -378,9 +378,8 @@ class Replicator : public WriteHook {
   // Forward()'s rounds: the first takes the seq and sends to `pending`
   // (target indices); later ones resend to the targets still to retry
   // (`resent` to those whose RDMA link failed), until none is left.
-  void ForwardRounds(v1::ReplicateRequest& req, v1::ReplicateRequest& resent,
-                     Targets& targets, absl::Time deadline, std::vector<size_t> pending,
-                     bool first);
+  void ForwardRounds(v1::ReplicateRequest& req, v1::ReplicateRequest& resent, Targets& targets,
+                     absl::Time deadline, std::vector<size_t> pending, bool first);
   // Forward()'s sends to the targets whose RDMA link is up (`links`: target
   // index and link); fills their status and appends to *retry the ones to
   // send again (kMapBehind, or a failed link: by gRPC then).
@@ -389,8 +388,7 @@ class Replicator : public WriteHook {
                     Targets& targets, absl::Time deadline, std::vector<size_t>* retry);
   // Step 4 for the failed targets; an error fails the write. No in-sync
   // backup is dropped when the in-sync set would go below `floor`.
-  absl::Status HandleFailures(const v1::Shard& shard, const Targets& targets,
-                              int floor);
+  absl::Status HandleFailures(const v1::Shard& shard, const Targets& targets, int floor);
   // HandleFailures' answer when the floor keeps a failed backup but no
   // target may hold the write: a refusal of no effect (kNotStored naming
   // the replica that could not store it, else kClusterDown).

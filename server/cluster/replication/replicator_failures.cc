@@ -13,8 +13,7 @@
 namespace kvstore {
 namespace server {
 
-absl::Status Replicator::NothingStored(const v1::Shard& shard, const Targets& targets,
-                                       int floor) {
+absl::Status Replicator::NothingStored(const v1::Shard& shard, const Targets& targets, int floor) {
   // Every target refused with no effect: no replica holds the write and this
   // node did not publish it, so the client gets a definite answer (and
   // NoteOutcome marks nothing for repair). A replica that could not store

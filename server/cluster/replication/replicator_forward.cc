@@ -15,8 +15,7 @@
 namespace kvstore {
 namespace server {
 
-void Replicator::Forward(v1::ReplicateRequest& req, Targets& targets,
-                         absl::Time deadline) {
+void Replicator::Forward(v1::ReplicateRequest& req, Targets& targets, absl::Time deadline) {
   std::vector<size_t> pending;
   for (size_t i = 0; i < targets.size(); ++i) {
     if (targets[i].node == nullptr) {
@@ -32,8 +31,8 @@ void Replicator::Forward(v1::ReplicateRequest& req, Targets& targets,
 }
 
 void Replicator::ForwardRounds(v1::ReplicateRequest& req, v1::ReplicateRequest& resent,
-                               Targets& targets, absl::Time deadline,
-                               std::vector<size_t> pending, bool first) {
+                               Targets& targets, absl::Time deadline, std::vector<size_t> pending,
+                               bool first) {
   for (; first || !pending.empty(); first = false) {
     // Targets with an RDMA link up take the write that way; the rest (and
     // all of them without links) on the shard's replication stream to them.
@@ -95,8 +94,8 @@ void Replicator::ForwardRounds(v1::ReplicateRequest& req, v1::ReplicateRequest& 
 // failed link's commit if that arrives after a later write of the key.
 void Replicator::SendOverRdma(
     const v1::ReplicateRequest& req,
-    const std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>>& links,
-    Targets& targets, absl::Time deadline, std::vector<size_t>* retry) {
+    const std::vector<std::pair<size_t, std::shared_ptr<RdmaReplicaLink>>>& links, Targets& targets,
+    absl::Time deadline, std::vector<size_t>* retry) {
   wire::ReplicaCommit tag;
   tag.shard_id = req.shard_id();
   tag.shard_epoch = req.shard_epoch();
