@@ -160,7 +160,10 @@ struct Connection {
   // Queues the place of a reply that is not known yet; returns its id.
   uint64_t Hold();
   // Fills held reply `id` by running `reply` (Reply* calls on this
-  // connection write into its place). No-op for an unknown id.
+  // connection write into its place). No-op for an unknown id. `reply`
+  // must only encode (no value sent zero-copy): a chunk it queued would go
+  // to the end of `out`, and queueing may move the held place (the ring
+  // grows by moving its slots).
   template <typename Fn>
   void Answer(uint64_t id, Fn reply) {
     for (OutChunk& chunk : out) {
