@@ -66,6 +66,40 @@ TEST(PeekKeys, MalformedFramingFindsNothing) {
   EXPECT_THAT(Peek("*2\r\n$3\r\nGETxx$1\r\na\r\n"), testing::ElementsAre());
 }
 
+// The usual head ("*2\r\n$3\r\nGET\r\n$", "*3\r\n$3\r\nSET\r\n$") is matched
+// as two words; the name must still be GET or SET in any case and nothing
+// else, exactly as on the field-by-field path that shorter input takes.
+TEST(PeekKeys, TheWordCompareOfTheUsualHeadIsExact) {
+  const std::string key = "a-key-long-enough";
+  for (const char* name : {"GET", "get", "gEt", "GeT"}) {
+    const std::string req = std::string("*2\r\n$3\r\n") + name + "\r\n$17\r\n" + key + "\r\n";
+    EXPECT_THAT(Peek(req + req), testing::ElementsAre(key, key)) << name;
+  }
+  for (const char* name : {"SET", "set", "sEt"}) {
+    const std::string req =
+        std::string("*3\r\n$3\r\n") + name + "\r\n$17\r\n" + key + "\r\n$2\r\nvv\r\n";
+    EXPECT_THAT(Peek(req + req), testing::ElementsAre(key, key)) << name;
+  }
+  // One byte off anywhere in the head, or a name one bit off a letter's
+  // case (0x20 lowers only letters), finds nothing.
+  const std::string get = "*2\r\n$3\r\nGET\r\n$17\r\n" + key + "\r\n";
+  for (size_t i = 0; i < 14; ++i) {
+    for (const char delta : {'\x01', '\x20', '\x40'}) {
+      std::string bad = get;
+      bad[i] = static_cast<char>(bad[i] ^ delta);
+      // Only a letter's case may change.
+      if (delta == '\x20' && i >= 8 && i < 11) continue;
+      EXPECT_THAT(Peek(bad), testing::ElementsAre()) << i << " " << int{delta};
+    }
+  }
+  EXPECT_THAT(Peek("*3\r\n$3\r\nGET\r\n$17\r\n" + key + "\r\n$2\r\nvv\r\n"),
+              testing::ElementsAre());
+  EXPECT_THAT(Peek("*2\r\n$3\r\nSET\r\n$17\r\n" + key + "\r\n"), testing::ElementsAre());
+  // Twelve digits are read; thirteen are refused.
+  EXPECT_THAT(Peek("*2\r\n$3\r\nGET\r\n$000000000001\r\na\r\n"), testing::ElementsAre("a"));
+  EXPECT_THAT(Peek("*2\r\n$3\r\nGET\r\n$0000000000001\r\na\r\n"), testing::ElementsAre());
+}
+
 layout::KeyHash HashOf(absl::string_view key) { return layout::HashKey(key, 7, 1024); }
 
 std::vector<std::string> KeysOf(const Lookahead::Keys& k) {
