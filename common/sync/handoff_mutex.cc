@@ -25,6 +25,10 @@ void HandoffMutex::LockContended(uint32_t seen) {
   // (TryLock), which a sleeper's protocol below allows: a sleeper woken to
   // find it taken marks it contended again and sleeps.
   if (ServeWhileWaiting::TakeServing([this] { return TryLock(); })) return;
+  SleepUntilTaken(seen);
+}
+
+void HandoffMutex::SleepUntilTaken(uint32_t seen) {
   // From here on the word says "contended" whenever this thread may sleep,
   // so the holder's Unlock() wakes someone. Taking it with the exchange
   // leaves it contended even when no one else waits: one needless wake-up

@@ -115,6 +115,18 @@ class HandoffMutex {
     }
     LockContended(seen);
   }
+  // Lock(), but a contended wait always sleeps, never serving the thread's
+  // LockWaitService: for locks held only for a few instructions, by holders
+  // that never need the waiting thread, and that a service's work could take
+  // again (a held one would then deadlock the thread on itself).
+  void LockPlain() {
+    uint32_t seen = kFree;
+    if (state_.compare_exchange_strong(seen, kHeld, std::memory_order_acquire,
+                                       std::memory_order_relaxed)) {
+      return;
+    }
+    SleepUntilTaken(seen);
+  }
   // Takes the lock if it is free; never waits.
   bool TryLock() {
     uint32_t seen = kFree;
@@ -135,6 +147,8 @@ class HandoffMutex {
   // Marks the lock contended and sleeps until it is free; `seen` is the
   // state the fast path found.
   void LockContended(uint32_t seen);
+  // The futex wait of LockContended, without the service.
+  void SleepUntilTaken(uint32_t seen);
   void WakeOne();
 
   std::atomic<uint32_t> state_{kFree};

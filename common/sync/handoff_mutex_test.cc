@@ -187,6 +187,32 @@ TEST(ServeWhileWaiting, AFreeLockIsTakenWithoutServing) {
   EXPECT_EQ(service.calls(), 0);
 }
 
+TEST(ServeWhileWaiting, LockPlainSleepsAndNeverServes) {
+  // A service that would release the lock is installed, yet LockPlain()
+  // must not call it: the waiter sleeps until another thread releases.
+  HandoffMutex mu;
+  mu.Lock();
+  ReleasingService service(1, [&] { mu.Unlock(); });
+  std::atomic<bool> entered{false};
+  absl::Notification serving_installed;
+  std::thread waiter([&] {
+    const ServeWhileWaiting serving(&service);
+    serving_installed.Notify();
+    mu.LockPlain();
+    entered = true;
+    mu.Unlock();
+  });
+  serving_installed.WaitForNotification();
+  // The waiter cannot be inside: only the release below lets it in.
+  EXPECT_FALSE(entered.load());
+  std::thread([&] { mu.Unlock(); }).join();
+  waiter.join();
+  EXPECT_TRUE(entered.load());
+  EXPECT_EQ(service.calls(), 0);
+  EXPECT_TRUE(mu.TryLock());
+  mu.Unlock();
+}
+
 TEST(ServeWhileWaiting, AWaitInsideTheServiceSleepsInsteadOfServingAgain) {
   // The service's own work waits for a lock another thread releases: that
   // wait must sleep (the service is never entered twice at once), and the

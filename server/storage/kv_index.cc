@@ -27,11 +27,11 @@ class KvIndex::StripeLock {
     // the lock array small and fixed.
     first_ = &index.stripes_[h.bucket[0] % kStripes];
     second_ = &index.stripes_[h.bucket[1] % kStripes];
-    // Both buckets may map to one stripe; absl::Mutex is not reentrant.
+    // Both buckets may map to one stripe; the lock is not reentrant.
     if (first_ == second_) second_ = nullptr;
     if (second_ != nullptr && second_ < first_) std::swap(first_, second_);
-    first_->Lock();
-    if (second_ != nullptr) second_->Lock();
+    first_->LockPlain();
+    if (second_ != nullptr) second_->LockPlain();
   }
   ~StripeLock() {
     if (second_ != nullptr) second_->Unlock();
@@ -39,8 +39,8 @@ class KvIndex::StripeLock {
   }
 
  private:
-  absl::Mutex* first_;
-  absl::Mutex* second_;
+  HandoffMutex* first_;
+  HandoffMutex* second_;
 };
 
 KvIndex::KvIndex(char* buckets, const layout::IndexGeometry& geometry, const char* data,
@@ -265,7 +265,8 @@ uint64_t KvIndex::Scan(uint64_t cursor, size_t count, absl::string_view prefix,
   for (; b < end && found < count; ++b) {
     // Under the bucket's stripe lock no slot in it can change, so the
     // entries it points at are live while we copy their keys.
-    absl::MutexLock lock(&stripes_[b % kStripes]);
+    HandoffMutex& stripe = stripes_[b % kStripes];
+    stripe.LockPlain();
     const uint64_t* words = bucket(b);
     for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
       uint64_t w = LoadSlot(&words[s]);
@@ -277,6 +278,7 @@ uint64_t KvIndex::Scan(uint64_t cursor, size_t count, absl::string_view prefix,
       keys->emplace_back(key);
       ++found;
     }
+    stripe.Unlock();
   }
   return b >= geometry_.bucket_count ? 0 : b;
 }

@@ -33,8 +33,8 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "common/protocol/layout.h"
+#include "common/sync/handoff_mutex.h"
 
 namespace kvstore {
 namespace server {
@@ -137,7 +137,13 @@ class KvIndex {
   const char* const data_;
   const uint64_t data_bytes_;
   std::atomic<uint64_t> size_{0};
-  mutable std::array<absl::Mutex, kStripes> stripes_;
+  // Held for a bucket scan or two at a time, by any thread (a RESP loop,
+  // a gRPC worker, a replica installer), so a one-word lock taken with
+  // LockPlain(): its uncontended take and release are one atomic operation
+  // each, inline, where an absl::Mutex's were two calls (~60 instructions of
+  // every SET's ~6,000). Nothing waits inside it, and nothing in it needs a
+  // waiting thread, so a contended take just sleeps.
+  mutable std::array<HandoffMutex, kStripes> stripes_;
 };
 
 }  // namespace server
