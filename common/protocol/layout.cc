@@ -2,8 +2,10 @@
 
 #include "common/protocol/layout.h"
 
+#include <cstddef>
 #include <cstring>
 
+#include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
 // XXH3_state_t is only complete with XXH_STATIC_LINKING_ONLY; we keep it on
 // the stack instead of allocating one per checksum.
@@ -228,9 +230,23 @@ absl::StatusOr<EntryFields> ReadEntryHeader(absl::string_view bytes) {
 }
 
 absl::StatusOr<EntryView> ParseEntryHeader(absl::string_view bytes) {
-  absl::StatusOr<EntryFields> f = ReadEntryHeader(bytes);
-  if (!f.ok()) return f.status();
-  return EntryView{reinterpret_cast<const EntryHeader*>(bytes.data()), f->key, f->value};
+  // ReadEntryHeader's checks, reading only the three fields they need
+  // instead of copying the header out (every commit and every verified read
+  // parses a header: ~40 instructions saved each). Its errors, too: any
+  // failure is handed to it.
+  if (ABSL_PREDICT_TRUE(bytes.size() >= kEntryHeaderBytes)) {
+    uint32_t word[3];  // magic, key_len, value_len
+    std::memcpy(word, bytes.data() + offsetof(EntryHeader, magic), sizeof(word));
+    static_assert(offsetof(EntryHeader, key_len) == offsetof(EntryHeader, magic) + 4 &&
+                  offsetof(EntryHeader, value_len) == offsetof(EntryHeader, magic) + 8);
+    if (ABSL_PREDICT_TRUE(word[0] == kEntryMagic &&
+                          uint64_t{kEntryHeaderBytes} + word[1] + word[2] <= bytes.size())) {
+      const absl::string_view key(bytes.data() + kEntryHeaderBytes, word[1]);
+      return EntryView{reinterpret_cast<const EntryHeader*>(bytes.data()), key,
+                       absl::string_view(key.data() + key.size(), word[2])};
+    }
+  }
+  return ReadEntryHeader(bytes).status();
 }
 
 absl::StatusOr<EntryView> VerifyEntry(absl::string_view bytes, absl::string_view key) {

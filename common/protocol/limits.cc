@@ -17,13 +17,10 @@ absl::Status Limits::KeyLengthError(uint64_t key_len) const {
   return absl::OkStatus();
 }
 
-// Empty values are valid; only the upper bound is checked.
-absl::Status Limits::CheckValueLength(uint64_t value_len) const {
-  if (value_len > max_value_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "value is ", value_len, " bytes, over the limit max_value_bytes=", max_value_bytes));
-  }
-  return absl::OkStatus();
+// Empty values are valid: only a length over the bound gets here.
+absl::Status Limits::ValueLengthError(uint64_t value_len) const {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "value is ", value_len, " bytes, over the limit max_value_bytes=", max_value_bytes));
 }
 
 absl::Status Limits::Validate() const {
