@@ -226,11 +226,12 @@ class RespLoop final : private LockWaitService {
   // process is out of descriptors; -1 while in use or unavailable.
   int reserve_fd_ = -1;
   bool listener_paused_ = false;
-  // Loop time when epoll_wait last returned: what a read records as its
-  // connection's last activity (one clock read per wake-up, not one per
-  // read). A read comes at most one loop iteration after it, and what uses
-  // last_activity (idle and unread-reply timeouts, CLIENT LIST) counts in
-  // seconds.
+  // Loop time when epoll_wait last returned: what a read or a write records
+  // as its connection's last activity, and a SET's request_started (one
+  // clock read per wake-up, not one per read, write and SET). They come at
+  // most one loop iteration after it, and what uses these times (idle,
+  // unread-reply and request timeouts, CLIENT LIST) counts in seconds; a
+  // SET's duration so runs from the wake-up that found its header.
   absl::Time wake_time_ = absl::InfinitePast();
   absl::Time listener_resume_ = absl::InfinitePast();
   absl::Time last_accept_log_ = absl::InfinitePast();
