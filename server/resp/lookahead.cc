@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "absl/strings/ascii.h"
+#include "absl/base/attributes.h"
 #include "absl/strings/match.h"
 
 namespace kvstore {
@@ -17,7 +17,8 @@ namespace {
 // Reads "<prefix><digits>\r\n" at `*pos`; advances past it. At most 12
 // digits (under 2^40) are read; longer numbers are refused (the real parser
 // has the real limits).
-bool ReadNumberLine(absl::string_view buf, size_t* pos, char prefix, uint64_t* n) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ReadNumberLine(absl::string_view buf, size_t* pos,
+                                                        char prefix, uint64_t* n) {
   if (*pos >= buf.size() || buf[*pos] != prefix) return false;
   const char* const end = buf.data() + buf.size();
   const char* const digits = buf.data() + *pos + 1;
@@ -37,7 +38,8 @@ bool ReadNumberLine(absl::string_view buf, size_t* pos, char prefix, uint64_t* n
 
 // Reads "$<len>\r\n<bytes>\r\n"; `bytes` gets the body. False when any of
 // it is missing.
-bool ReadBulk(absl::string_view buf, size_t* pos, absl::string_view* bytes) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ReadBulk(absl::string_view buf, size_t* pos,
+                                                  absl::string_view* bytes) {
   uint64_t len;
   size_t p = *pos;
   if (!ReadNumberLine(buf, &p, '$', &len)) return false;
