@@ -187,6 +187,27 @@ TEST(ReplicateBatchView, UnknownFieldsAreSkippedAndRepeatsTakeTheLastValue) {
   EXPECT_THAT(view.timeout_micros, testing::ElementsAre(42, 7, 8));
 }
 
+// A varint with ten bytes behind it is read unrolled, one nearer the end
+// byte by byte: every length, both ways, reads as protobuf writes it.
+TEST(ReplicateBatchView, VarintsOfEveryLengthReadTheSameNearTheEndAndFarFromIt) {
+  for (int bits = 0; bits <= 64; ++bits) {
+    for (const uint64_t value : {bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1,
+                                 bits == 0 ? 0 : uint64_t{1} << (bits - 1)}) {
+      for (const bool far : {false, true}) {
+        v1::ReplicateBatch batch;
+        v1::ReplicateRequest* w = batch.add_writes();
+        w->set_seq(value);
+        w->set_primary_incarnation(value);
+        if (far) w->set_entry(std::string(32, 'e'));          // field 6 follows seq (3)
+        const std::string bytes = batch.SerializeAsString();  // the view points into it
+        ReplicateBatchView view;
+        ASSERT_TRUE(ParseReplicateBatch(bytes, &view).ok()) << bits;
+        ExpectSame(batch, view);
+      }
+    }
+  }
+}
+
 TEST(ReplicateBatchView, MalformedBytesAreRefused) {
   ReplicateBatchView view;
   const std::string cases[] = {
