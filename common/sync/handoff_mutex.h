@@ -108,30 +108,21 @@ class HandoffMutex {
   HandoffMutex& operator=(const HandoffMutex&) = delete;
 
   void Lock() {
-    uint32_t seen = kFree;
-    if (state_.compare_exchange_strong(seen, kHeld, std::memory_order_acquire,
-                                       std::memory_order_relaxed)) {
-      return;
-    }
-    LockContended(seen);
+    uint32_t seen;
+    if (!TryTake(&seen)) LockContended(seen);
   }
   // Lock(), but a contended wait always sleeps, never serving the thread's
   // LockWaitService: for locks held only for a few instructions, by holders
   // that never need the waiting thread, and that a service's work could take
   // again (a held one would then deadlock the thread on itself).
   void LockPlain() {
-    uint32_t seen = kFree;
-    if (state_.compare_exchange_strong(seen, kHeld, std::memory_order_acquire,
-                                       std::memory_order_relaxed)) {
-      return;
-    }
-    SleepUntilTaken(seen);
+    uint32_t seen;
+    if (!TryTake(&seen)) SleepUntilTaken(seen);
   }
   // Takes the lock if it is free; never waits.
   bool TryLock() {
-    uint32_t seen = kFree;
-    return state_.compare_exchange_strong(seen, kHeld, std::memory_order_acquire,
-                                          std::memory_order_relaxed);
+    uint32_t seen;
+    return TryTake(&seen);
   }
   // REQUIRES: held (by any thread).
   void Unlock() {
@@ -144,6 +135,13 @@ class HandoffMutex {
   static constexpr uint32_t kFree = 0;
   static constexpr uint32_t kHeld = 1;
   static constexpr uint32_t kContended = 2;
+  // The uncontended take: free to held. On failure `*seen` is the state
+  // found.
+  bool TryTake(uint32_t* seen) {
+    *seen = kFree;
+    return state_.compare_exchange_strong(*seen, kHeld, std::memory_order_acquire,
+                                          std::memory_order_relaxed);
+  }
   // Marks the lock contended and sleeps until it is free; `seen` is the
   // state the fast path found.
   void LockContended(uint32_t seen);

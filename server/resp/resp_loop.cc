@@ -411,10 +411,7 @@ void RespLoop::Process(Connection* c) {
           PrefetchAhead(buf.substr(req.consumed + req.value_len + 2));
         }
         c->start += req.consumed;
-        // The wake-up's time, not a clock read of its own (~90 instructions
-        // a SET): the header was in hand since then, so a pipelined SET's
-        // duration also counts the requests served before it.
-        c->request_started = wake_time_;
+        c->request_started = wake_time_;  // no clock read per SET (wake_time_)
         counters_->commands->Increment();
         static const CommandSpec* const kSetSpec = FindCommand("SET");
         NoteCommand(*c, kSetSpec);
