@@ -187,8 +187,9 @@ TEST(ReplicateBatchView, UnknownFieldsAreSkippedAndRepeatsTakeTheLastValue) {
   EXPECT_THAT(view.timeout_micros, testing::ElementsAre(42, 7, 8));
 }
 
-// A varint with ten bytes behind it is read unrolled, one nearer the end
-// byte by byte: every length, both ways, reads as protobuf writes it.
+// Varints of every length, with more bytes behind them and at the very end
+// of the batch (where a reader must stop at the end, not at ten bytes), read
+// as protobuf writes them.
 TEST(ReplicateBatchView, VarintsOfEveryLengthReadTheSameNearTheEndAndFarFromIt) {
   for (int bits = 0; bits <= 64; ++bits) {
     for (const uint64_t value : {bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1,
