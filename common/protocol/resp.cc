@@ -13,190 +13,27 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster/refusal.h"
+#include "common/protocol/resp_array.h"
 #include "common/protocol/resp_inline.h"
 
 namespace kvstore {
 namespace resp {
-
-namespace {
-
-// kNeedMore is not an error: the connection reads more bytes and parses
-// the whole request again from its start.
-enum class LineResult { kOk, kNeedMore, kBad };
-
-// Reads "<prefix><digits>\r\n" at `pos`. Only an optional '-' and decimal
-// digits are accepted, at most kMaxLengthLine bytes in all.
-LineResult ReadLength(absl::string_view buf, size_t pos, char prefix, int64_t* value, size_t* next,
-                      std::string* error) {
-  if (pos >= buf.size()) return LineResult::kNeedMore;
-  // Nearly every line is the prefix, a few digits and CRLF, all received:
-  // read it in one pass. Anything else (a sign, a bad byte, too many digits,
-  // an incomplete line) takes the checking path below, which decides it the
-  // same way for these lines: 1-18 digits make a line of at most 21 bytes,
-  // inside kMaxLengthLine.
-  static_assert(kMaxLengthLine >= 1 + 18 + 2, "an 18-digit line must fit the checked window");
-  if (buf[pos] == prefix) {
-    const char* const first = buf.data() + pos + 1;
-    const char* const end = buf.data() + buf.size();
-    const char* d = first;
-    int64_t v = 0;
-    while (d < end && d - first < 18 && static_cast<unsigned char>(*d - '0') < 10) {
-      v = v * 10 + (*d - '0');
-      ++d;
-    }
-    if (d != first && end - d >= 2 && d[0] == '\r' && d[1] == '\n') {
-      *value = v;
-      *next = static_cast<size_t>(d + 2 - buf.data());
-      return LineResult::kOk;
-    }
-  }
-  if (buf[pos] != prefix) {
-    char c = buf[pos];
-    *error = absl::StrCat(
-        "Protocol error: expected '", std::string(1, prefix), "', got '",
-        absl::ascii_isprint(static_cast<unsigned char>(c))
-            ? std::string(1, c)
-            : absl::StrCat("\\x", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2)),
-        "'");
-    return LineResult::kBad;
-  }
-  // Look for '\r' only within kMaxLengthLine bytes: a peer that never sends
-  // CRLF must not make the server buffer an unbounded line.
-  const size_t limit = std::min(buf.size(), pos + kMaxLengthLine);
-  size_t end = pos + 1;
-  while (end < limit && buf[end] != '\r') ++end;
-  if (end >= limit) {
-    // A full window without '\r' is bad; a shorter buffer may still complete.
-    if (buf.size() >= pos + kMaxLengthLine) {
-      *error = "Protocol error: length line too long";
-      return LineResult::kBad;
-    }
-    return LineResult::kNeedMore;
-  }
-  // '\r' seen but its '\n' not yet received.
-  if (end + 1 >= buf.size()) return LineResult::kNeedMore;
-  if (buf[end + 1] != '\n') {
-    *error = "Protocol error: length line not terminated by CRLF";
-    return LineResult::kBad;
-  }
-  absl::string_view digits = buf.substr(pos + 1, end - pos - 1);
-  bool negative = !digits.empty() && digits[0] == '-';
-  absl::string_view body = negative ? digits.substr(1) : digits;
-  // At most 18 digits: 10^18 - 1 fits int64_t, so the loop below cannot
-  // overflow. Real lengths are far smaller and the callers' limits reject
-  // them anyway.
-  if (body.empty() || body.size() > 18) {
-    *error =
-        absl::StrCat("Protocol error: invalid ", prefix == '*' ? "multibulk" : "bulk", " length");
-    return LineResult::kBad;
-  }
-  int64_t v = 0;
-  // Hand-rolled instead of SimpleAtoi, which accepts '+' and whitespace that
-  // RESP does not allow.
-  for (char c : body) {
-    if (c < '0' || c > '9') {
-      *error =
-          absl::StrCat("Protocol error: invalid ", prefix == '*' ? "multibulk" : "bulk", " length");
-      return LineResult::kBad;
-    }
-    v = v * 10 + (c - '0');
-  }
-  *value = negative ? -v : v;
-  *next = end + 2;
-  return LineResult::kOk;
-}
-
-// kError carries no position: the caller replies with the message and
-// closes the connection, since the parser cannot find the next request.
-ParsedRequest Error(std::string msg) {
-  ParsedRequest r;
-  r.kind = ParsedRequest::Kind::kError;
-  r.error = std::move(msg);
-  return r;
-}
-
-}  // namespace
 
 bool CommandIs(absl::string_view arg, absl::string_view name) {
   return absl::EqualsIgnoreCase(arg, name);
 }
 
 ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
+  // One named result, returned from one place: the caller's object is
+  // built in place (no move of the argument vector per request).
+  ParsedRequest out;
   // Redis decides by the first byte alone: '*' is the array form, anything
   // else a line of text (resp_inline.cc).
-  if (!buf.empty() && buf[0] != '*') return internal::ParseInline(buf, limits);
-  ParsedRequest out;
-  std::string error;
-  int64_t argc = 0;
-  size_t pos = 0;
-  switch (ReadLength(buf, 0, '*', &argc, &pos, &error)) {
-    case LineResult::kNeedMore:
-      return out;
-    case LineResult::kBad:
-      return Error(std::move(error));
-    case LineResult::kOk:
-      break;
+  if (!buf.empty() && buf[0] != '*') {
+    out = internal::ParseInline(buf, limits);
+  } else {
+    internal::ParseArray(buf, limits, &out);
   }
-  // Checked before any argument is read: a huge argc costs nothing until
-  // arguments arrive, and the limit rejects it up front.
-  if (argc <= 0 || static_cast<uint64_t>(argc) > limits.max_args) {
-    return Error(absl::StrCat("Protocol error: invalid multibulk length ", argc, " (must be 1..",
-                              limits.max_args, ")"));
-  }
-  // Total bulk bytes of this request so far: bounds the memory a connection
-  // holds for one request, independently of each bulk's own limit.
-  uint64_t buffered = 0;
-  // Not reserved up front: argc is peer-supplied and only bounds the loop.
-  for (int64_t i = 0; i < argc; ++i) {
-    int64_t len = 0;
-    size_t body = 0;
-    switch (ReadLength(buf, pos, '$', &len, &body, &error)) {
-      case LineResult::kNeedMore:
-        out.args.clear();
-        return out;
-      case LineResult::kBad:
-        return Error(std::move(error));
-      case LineResult::kOk:
-        break;
-    }
-    // Null bulk strings ("$-1") are replies only; in a request they are bad.
-    if (len < 0) return Error(absl::StrCat("Protocol error: invalid bulk length ", len));
-    // SET key value: the value is handed to the caller to stream into pool
-    // memory instead of being buffered here. The caller checks its length
-    // against the value limit (and can name that limit in its reply).
-    if (i == 2 && argc == 3 && CommandIs(out.args[0], "SET")) {
-      out.kind = ParsedRequest::Kind::kSetValue;
-      out.consumed = body;
-      out.value_len = static_cast<uint64_t>(len);
-      return out;
-    }
-    // Both limits are checked before waiting for the body, so a declared
-    // length alone is enough to refuse a request without buffering it.
-    if (static_cast<uint64_t>(len) > limits.max_bulk_bytes) {
-      return Error(absl::StrCat("Protocol error: invalid bulk length ", len, " (limit ",
-                                limits.max_bulk_bytes, ")"));
-    }
-    buffered += static_cast<uint64_t>(len);
-    if (buffered > limits.max_buffered_bytes) {
-      return Error(absl::StrCat("Protocol error: request larger than ", limits.max_buffered_bytes,
-                                " bytes (use SET for large values)"));
-    }
-    // Incomplete: drop the views collected so far, since the caller will
-    // parse again from the start once more bytes arrive.
-    if (buf.size() < body + static_cast<uint64_t>(len) + 2) {
-      out.args.clear();
-      return out;
-    }
-    if (buf[body + len] != '\r' || buf[body + len + 1] != '\n') {
-      return Error("Protocol error: bulk string not terminated by CRLF");
-    }
-    // Views into `buf`: valid until the caller consumes those bytes.
-    out.args.push_back(buf.substr(body, static_cast<size_t>(len)));
-    pos = body + static_cast<size_t>(len) + 2;
-  }
-  out.kind = ParsedRequest::Kind::kCommand;
-  // `pos` is past the last argument's CRLF: the next request starts there.
-  out.consumed = pos;
   return out;
 }
 
