@@ -8,8 +8,8 @@
 
 #include "common/protocol/resp_array.h"
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 #include <string>

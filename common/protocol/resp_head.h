@@ -79,6 +79,37 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline Usual Match(absl::string_view buf) {
   return Usual::kNone;
 }
 
+namespace internal {
+
+// Up to six digits and their CRLF in one word, as in "4096\r\n..": the
+// digit count, and their value in *n; 0 when the word holds anything else
+// (no digit first, seven or eight digits, or no CRLF right behind them).
+// Every step is exact: see ReadNumberLine's test.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline int ShortNumberInWord(uint64_t w, uint64_t* n) {
+  constexpr uint64_t kOnes = 0x0101010101010101;
+  // Each byte minus '0'. Bytes up to the first non-digit borrow nothing, so
+  // that one reads exactly; what comes after it is never looked at.
+  const uint64_t t = w - '0' * kOnes;
+  // Bit 7 of a byte set when it is not a digit: below '0' (or far above:
+  // bit 7 of t itself), or from ':' up (t + 0x76 reaches 0x80). Digits
+  // below it never carry into it.
+  const uint64_t not_digit = (t | (t + 0x76 * kOnes)) & (0x80 * kOnes);
+  if (not_digit == 0) return 0;
+  const int count = __builtin_ctzll(not_digit) >> 3;
+  if (count == 0 || count > 6 || ((w >> (8 * count)) & 0xffff) != Word("\r\n", 2)) return 0;
+  // The digits to the word's top (leading zeros below them), then pairs,
+  // fours and eights of digits combined: the first digit is the lowest
+  // byte, so it is the most significant each time.
+  uint64_t v = t << (8 * (8 - count));
+  v = (v * 10 + (v >> 8)) & 0x00ff00ff00ff00ff;
+  v = (v * 100 + (v >> 16)) & 0x0000ffff0000ffff;
+  v = (v * 10000 + (v >> 32)) & 0xffffffff;
+  *n = v;
+  return count;
+}
+
+}  // namespace internal
+
 // Reads "<prefix><1-12 digits>\r\n" at `*pos` and advances past it. False
 // (nothing changed) for anything else: another byte, a sign, 13 digits or
 // more (2^40 > 10^12 - 1: no length a store accepts), or too few bytes.
@@ -87,6 +118,15 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ReadNumberLine(absl::string_view buf, s
   if (*pos >= buf.size() || buf[*pos] != prefix) return false;
   const char* const end = buf.data() + buf.size();
   const char* const digits = buf.data() + *pos + 1;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  // Nearly every length is short and has eight bytes behind its prefix.
+  if (end - digits >= 8) {
+    if (const int count = internal::ShortNumberInWord(internal::Load8(digits), n); count > 0) {
+      *pos += 1 + static_cast<size_t>(count) + 2;
+      return true;
+    }
+  }
+#endif
   const char* const stop = end - digits > 12 ? digits + 12 : end;
   const char* p = digits;
   uint64_t v = 0;
