@@ -462,10 +462,11 @@ TEST_F(RespServerTest, SetsWaitForSegmentsLeavingTheirGracePeriod) {
   const int writer = Connect();
   const int other = Connect();
   // One 700 KiB value per 1 MiB segment: each overwrite retires a segment.
-  const std::string value(700 << 10, 'v');
+  // Each value its own letter, so the last one read back says that the
+  // held SETs kept their key while they waited.
   constexpr int kSets = 9;
   std::string batch;
-  for (int i = 0; i < kSets; ++i) batch += Cmd({"SET", "hot", value});
+  for (int i = 0; i < kSets; ++i) batch += Cmd({"SET", "hot", std::string(700 << 10, 'a' + i)});
   const absl::Duration start = clock_.Steady();
   std::atomic<int> replies{0}, ok{0};
   std::thread sender([&] { Send(writer, batch); });
@@ -507,6 +508,10 @@ TEST_F(RespServerTest, SetsWaitForSegmentsLeavingTheirGracePeriod) {
   EXPECT_EQ(ok.load(), kSets);
   // The pool holds three such segments: nine SETs must have waited.
   EXPECT_GE(clock_.Steady() - start, grace);
+  Send(writer, Cmd({"GET", "hot"}));
+  auto last = Read(writer, 1);
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].str, std::string(700 << 10, 'a' + kSets - 1));
   close(writer);
   close(other);
 }

@@ -43,31 +43,42 @@ void StreamedSet::Begin(Connection* c, absl::string_view key, uint64_t value_len
     c->discard_left = value_len + 2;
     return;
   }
-  c->pending_key.assign(key.data(), key.size());
   c->value_len = value_len;
   c->value_done = 0;
   c->state = InputState::kValue;
   // Nothing will arrive to trigger the reservation of an empty value.
-  if (value_len == 0 && Reserve(c, /*may_wait=*/false) == ReserveResult::kYes) {
-    c->state = InputState::kValueCrlf;
+  if (value_len == 0) {
+    if (Reserve(c, key, /*may_wait=*/false) == ReserveResult::kYes) {
+      c->state = InputState::kValueCrlf;
+    }
+    return;
   }
+  // The first value byte is here already (the usual case): reserve now,
+  // while `key` still points into the unmoved input, and the key needs no
+  // copy of its own. ConsumeBuffered() does what Reserve() leaves.
+  if (c->start < c->in.size() && Reserve(c, key, /*may_wait=*/true) != ReserveResult::kHeldBack) {
+    return;
+  }
+  // Reserved later, after reads that may move the input: keep the key.
+  c->pending_key.assign(key.data(), key.size());
 }
 
 // Held back, the SET asks the store again only once something is due: each
 // refused allocation counts as a pool-full error and wakes the cleaner.
-StreamedSet::ReserveResult StreamedSet::Reserve(Connection* c, bool may_wait) {
+StreamedSet::ReserveResult StreamedSet::Reserve(Connection* c, absl::string_view key,
+                                                bool may_wait) {
   if (c->held_back() && (LoopTime(store_->clock()) < c->space_wait_until ||
                          store_->eviction_policy() != EvictionPolicy::kNoEviction)) {
     const std::optional<absl::Duration> in = store_->SpaceReturnsIn();
     if (in && *in > absl::ZeroDuration()) return ReserveResult::kHeldBack;
   }
-  const uint64_t bytes = c->pending_key.size() + c->value_len;
+  const uint64_t bytes = key.size() + c->value_len;
   if (!budget_->TryTake(bytes)) {
     counters_->limit_inflight_set->Increment();
     c->ReplyStatus(absl::ResourceExhaustedError(absl::StrCat(
         "SET of ", c->value_len, " bytes refused: streamed SETs in flight already hold ",
         budget_->used(), " of resp_max_inflight_set_bytes=", budget_->cap(), "; retry later")));
-  } else if (auto r = writer_->Reserve(c->pending_key.size(), c->value_len); !r.ok()) {
+  } else if (auto r = writer_->Reserve(key.size(), c->value_len); !r.ok()) {
     // Space for header + key + value; kResourceExhausted (OOM) when full.
     budget_->Give(bytes);
     if (may_wait && HoldBack(c, r.status())) return ReserveResult::kHeldBack;
@@ -77,9 +88,8 @@ StreamedSet::ReserveResult StreamedSet::Reserve(Connection* c, bool may_wait) {
     c->budget_taken = bytes;
     c->reservation = *r;
     // Header and key now; the value bytes land behind them as they arrive.
-    layout::BeginEntry(r->ptr, c->pending_key, static_cast<uint32_t>(c->value_len),
-                       store_->Version());
-    c->pending_key.clear();
+    layout::BeginEntry(r->ptr, key, static_cast<uint32_t>(c->value_len), store_->Version());
+    c->pending_key.clear();  // `key` may be it: used up only now
     return ReserveResult::kYes;
   }
   // Still a well-formed request: skip its value, keep the connection.
@@ -143,7 +153,7 @@ StreamedSet::Progress StreamedSet::ConsumeBuffered(Connection* c) {
         if (buf.empty()) return Progress::kNeedMore;
         // The first value byte is here: now the entry is worth reserving.
         if (!Reserved(*c)) {
-          const ReserveResult r = Reserve(c, /*may_wait=*/true);
+          const ReserveResult r = Reserve(c, c->pending_key, /*may_wait=*/true);
           if (r == ReserveResult::kHeldBack) return Progress::kHeldBack;
           if (r == ReserveResult::kRefused) break;  // now kDiscard
         }

@@ -82,7 +82,8 @@ class StreamedSet {
   // in the stream. On return `c` is in kValue/kValueCrlf (entry reserved),
   // kDiscard (refused, error queued) or marked to close (value over limit).
   // In kValue the entry may not be reserved yet (see Reserved()). `key` may
-  // point into c->in: it is copied here.
+  // point into c->in: it is used before anything moves the input, and copied
+  // (c->pending_key) when the reservation has to wait for later reads.
   void Begin(Connection* c, absl::string_view key, uint64_t value_len);
 
   enum class Progress {
@@ -134,11 +135,11 @@ class StreamedSet {
   static absl::string_view KeyOf(const Connection& c);
   enum class ReserveResult { kYes, kRefused, kHeldBack };
   // Reserves the entry of c's SET (budget, then pool) and writes its header
-  // and key. A refusal queues the error and switches to kDiscard. With
-  // `may_wait`, a pool full only of segments whose grace period ends within
-  // a grace period (and 100 ms) from the first attempt holds the SET back
-  // instead (c->space_wait_until), to be tried again by the loop.
-  ReserveResult Reserve(Connection* c, bool may_wait);
+  // and `key` (a view into c->in, or c->pending_key). A refusal queues the error and switches to
+  // kDiscard. With `may_wait`, a pool full only of segments whose grace period ends within a grace
+  // period (and 100 ms) from the first attempt holds the SET back instead (c->space_wait_until), to
+  // be tried again by the loop.
+  ReserveResult Reserve(Connection* c, absl::string_view key, bool may_wait);
   // Whether a SET refused with `refusal` should wait (see Reserve()).
   bool HoldBack(Connection* c, const absl::Status& refusal);
   // Gives up c's entry (uncommitted or committed) and its budget share.
