@@ -27,8 +27,8 @@ void CommitPool::Stop() {
   threads_.clear();
   // A started commit ends by its replication deadline (or at once, when
   // its stream breaks); its callback must not find the pool gone.
-  absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
+  absl::MutexLock lock(&done_mu_);
+  done_mu_.Await(absl::Condition(
       +[](std::atomic<size_t>* n) { return n->load(std::memory_order_relaxed) == 0; }, &started_));
 }
 
@@ -38,8 +38,9 @@ void CommitPool::Submit(Job job) {
   // The common replicated SET needs no worker (KvStore::StartCommit): the
   // backups' answer finishes it on the replication stream's thread.
   auto started = std::make_shared<Job>(std::move(job));
-  // Counted in without mu_ (a lock round trip per SET otherwise): Stop()
-  // waits for zero under mu_, and every count out is made under mu_.
+  // Counted in without a lock (a lock round trip per SET otherwise):
+  // Stop() waits for zero under done_mu_, and every count out is made
+  // under done_mu_.
   started_.fetch_add(1, std::memory_order_relaxed);
   // SealEntry() computed the checksum over these very bytes.
   if (store_->StartCommit(started->reservation.offset, started->reservation.size,
@@ -53,10 +54,13 @@ void CommitPool::Submit(Job job) {
 }
 
 void CommitPool::Queue(Job job, bool count_out) {
+  if (count_out) {
+    absl::MutexLock lock(&done_mu_);
+    started_.fetch_sub(1, std::memory_order_relaxed);
+  }
   bool start = false;
   {
     absl::MutexLock lock(&mu_);
-    if (count_out) started_.fetch_sub(1, std::memory_order_relaxed);
     jobs_.push_back(std::move(job));
     // An idle worker takes it (the unlock wakes one waiting on jobs_);
     // otherwise one more, so that no SET waits behind another's round.
@@ -73,7 +77,7 @@ void CommitPool::Queue(Job job, bool count_out) {
 void CommitPool::TakeDone(std::vector<Done>* out) {
   out->clear();
   {
-    absl::MutexLock lock(&mu_);
+    absl::MutexLock lock(&done_mu_);
     out->swap(done_);
   }
   outstanding_ -= out->size();
@@ -111,15 +115,15 @@ void CommitPool::Work() {
 void CommitPool::Finished(Job job, absl::Status status, std::string reply, bool was_started) {
   const bool on_loop = LoopScope::Current() == this;
   if (on_loop) finished_on_loop_ = true;
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&done_mu_);
   // Woken once per batch: while the loop has not taken the last one, it
   // will see this one with it. The loop's own thread needs no wake-up; a
   // later finisher on another thread then finds done_ not empty and writes
   // none either, which is right: the loop looks once its event is handled.
   if (done_.empty() && !on_loop) {
     uint64_t one = 1;
-    // Under mu_: once a started commit is counted out, Stop() may return
-    // and the loop close the fd.
+    // Under done_mu_: once a started commit is counted out, Stop() may
+    // return and the loop close the fd.
     (void)!write(notify_fd_, &one, sizeof(one));
   }
   done_.push_back(Done{std::move(job), std::move(status), std::move(reply)});

@@ -142,13 +142,20 @@ class CommitPool {
   size_t outstanding_ = 0;         // loop thread only
   bool finished_on_loop_ = false;  // loop thread only
 
+  // The workers' queue.
   absl::Mutex mu_;
   std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
-  std::vector<Done> done_ ABSL_GUARDED_BY(mu_);
   size_t idle_ ABSL_GUARDED_BY(mu_) = 0;
-  // StartCommit()s not yet Finished(): counted in without mu_, out under it.
-  std::atomic<size_t> started_{0};
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // The outcomes on their way back to the loop: a lock of their own, so
+  // that a finished commit neither wakes the workers' Await on mu_ (absl
+  // re-checks waiters' conditions at each unlock) nor makes the loop's
+  // TakeDone() wait behind a worker taking a job, or the reverse.
+  absl::Mutex done_mu_;
+  std::vector<Done> done_ ABSL_GUARDED_BY(done_mu_);
+  // StartCommit()s not yet Finished(): counted in without a lock, out
+  // under done_mu_ (Stop() waits for zero under it).
+  std::atomic<size_t> started_{0};
   std::vector<std::thread> threads_;  // loop thread only
 };
 
