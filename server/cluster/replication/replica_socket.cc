@@ -10,6 +10,7 @@
 #include "common/grpc_status.h"
 #include "glog/logging.h"
 #include "server/cluster/peer/peer_socket.h"
+#include "server/storage/batch_prefetch.h"
 
 namespace kvstore {
 namespace server {
@@ -20,14 +21,12 @@ v1::ReplicateBatchReply ApplyReplicateBatch(
     const KvStore* store) {
   v1::ReplicateBatchReply reply;
   const size_t n = batch.writes.size();
-  if (store != nullptr && n > 1) store->Prefetch(batch.writes[0].commit.key, /*entries=*/false);
+  // Two ahead the buckets, one ahead the entries they name.
+  BatchPrefetch prefetch(
+      store, n, [&batch](size_t i) { return absl::string_view(batch.writes[i].commit.key); });
   for (size_t i = 0; i < n; ++i) {
     const ReplicateWrite& write = batch.writes[i];
-    if (store != nullptr && n > 1) {
-      // Two ahead the buckets, one ahead the entries they name.
-      if (i + 2 < n) store->Prefetch(batch.writes[i + 2].commit.key, /*entries=*/false);
-      if (i + 1 < n) store->Prefetch(batch.writes[i + 1].commit.key, /*entries=*/true);
-    }
+    prefetch.Before(i);
     const absl::Time deadline = i < batch.timeout_micros.size()
                                     ? arrived + absl::Microseconds(batch.timeout_micros[i])
                                     : absl::InfiniteFuture();

@@ -12,6 +12,7 @@
 #include "glog/logging.h"
 #include "server/cluster/replication/socket_replication_stream.h"
 #include "server/net/batch_scope.h"
+#include "server/storage/batch_prefetch.h"
 
 namespace kvstore {
 namespace server {
@@ -334,17 +335,12 @@ bool ReplicationStream::ReplyArrived(const v1::ReplicateBatchReply& reply) {
     if (s.ok()) s = absl::InternalError("a failure without a status");
     statuses[f.index()] = PeerError("Replicate", node(), s);
   }
+  // Each completion may publish its write: the index places of the ones
+  // ahead load meanwhile (two ahead the buckets, one the entries).
+  BatchPrefetch prefetch(store_, tickets.size(),
+                         [&tickets](size_t i) { return absl::string_view(tickets[i]->key_hint_); });
   for (size_t i = 0; i < tickets.size(); ++i) {
-    if (store_ != nullptr) {
-      // Each completion may publish its write: the index places of the
-      // ones ahead load meanwhile (two ahead the buckets, one the entries).
-      if (i + 2 < tickets.size() && !tickets[i + 2]->key_hint_.empty()) {
-        store_->Prefetch(tickets[i + 2]->key_hint_, /*entries=*/false);
-      }
-      if (i + 1 < tickets.size() && !tickets[i + 1]->key_hint_.empty()) {
-        store_->Prefetch(tickets[i + 1]->key_hint_, /*entries=*/true);
-      }
-    }
+    prefetch.Before(i);
     Complete(*tickets[i], std::move(statuses[i]));
   }
   if (bad) {

@@ -1,0 +1,66 @@
+// Copyright 2026 The kvstore Authors.
+//
+// BatchPrefetch: cache hints for a batch of writes whose keys are all known
+// before the first is applied (a backup's replication batch, a primary's
+// batch of replies). As the RESP look-ahead does for a pipeline, before
+// item i is applied it requests item i+2's index buckets and item i+1's
+// entries (KvStore::PrefetchBuckets / PrefetchEntries), so their cache
+// misses overlap the work on item i. Each key is hashed once: the bucket
+// stage's hash is kept for the entry stage. Hints only: nothing read or
+// written depends on them.
+//
+// Thread-compatible; one per batch, on the thread that applies it. The
+// store and the keys must outlive it.
+
+#ifndef KVSTORE_SERVER_STORAGE_BATCH_PREFETCH_H_
+#define KVSTORE_SERVER_STORAGE_BATCH_PREFETCH_H_
+
+#include <cstddef>
+
+#include "absl/strings/string_view.h"
+#include "common/protocol/layout.h"
+#include "server/storage/kv_store.h"
+
+namespace kvstore {
+namespace server {
+
+// `KeyAt`: callable size_t -> absl::string_view, the key of item i; an
+// empty key has no hint (skipped).
+template <typename KeyAt>
+class BatchPrefetch {
+ public:
+  // Requests the buckets of the first two items. A null store, or a batch
+  // of one (nothing to overlap), does nothing.
+  BatchPrefetch(const KvStore* store, size_t n, KeyAt key_at)
+      : store_(n > 1 ? store : nullptr), n_(n), key_at_(key_at) {
+    for (size_t i = 0; i < 2 && i < n_; ++i) Buckets(i);
+  }
+
+  // Call before applying item i (i = 0, 1, ... in order).
+  void Before(size_t i) {
+    if (i + 2 < n_) Buckets(i + 2);
+    if (i + 1 < n_ && store_ != nullptr && have_[(i + 1) % 3]) {
+      store_->PrefetchEntries(hashes_[(i + 1) % 3]);
+    }
+  }
+
+ private:
+  void Buckets(size_t i) {
+    if (store_ == nullptr) return;
+    const absl::string_view key = key_at_(i);
+    have_[i % 3] = !key.empty();
+    if (have_[i % 3]) hashes_[i % 3] = store_->PrefetchBuckets(key);
+  }
+
+  const KvStore* const store_;
+  const size_t n_;
+  KeyAt key_at_;
+  // Items i, i+1, i+2 at their index modulo 3.
+  layout::KeyHash hashes_[3] = {};
+  bool have_[3] = {false, false, false};
+};
+
+}  // namespace server
+}  // namespace kvstore
+
+#endif  // KVSTORE_SERVER_STORAGE_BATCH_PREFETCH_H_
