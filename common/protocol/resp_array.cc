@@ -114,13 +114,14 @@ void SetError(ParsedRequest* out, std::string msg) {
 // The usual GET and SET (resp_head.h): a matched head, then a key and (for
 // a SET) the value's length line of at most 12 digits, within the limits.
 // True when it decided the request: kCommand or kSetValue in *out, exactly
-// as ParseArray() would have. False, with *out untouched, for everything
-// else (a cut-short request too): ParseArray() decides those.
+// as ParseFieldByField() would have. False, with *out untouched, for
+// everything else (a cut-short request too): ParseFieldByField() decides
+// those.
 bool ParseUsual(absl::string_view buf, const RequestLimits& limits, ParsedRequest* out) {
   const head::Usual usual = head::Match(buf);
   if (usual == head::Usual::kNone) return false;
-  // The limits ParseArray checks for the name and the key: argc, each
-  // bulk's size, and both together.
+  // The limits ParseFieldByField() checks for the name and the key: argc,
+  // each bulk's size, and both together.
   if (limits.max_args < (usual == head::Usual::kSet ? 3u : 2u) || limits.max_bulk_bytes < 3) {
     return false;
   }
