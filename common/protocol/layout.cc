@@ -18,6 +18,7 @@
 #if defined(__x86_64__)
 #include "xxh_x86dispatch.h"
 #endif
+#include "common/protocol/xxh3_copy.h"
 
 namespace kvstore {
 namespace layout {
@@ -30,6 +31,7 @@ constexpr uint64_t kFingerprintMask = (uint64_t{1} << kFingerprintBits) - 1;
 // hashes once. XXH3's own limit for its short-input paths (XXH3_MIDSIZE_MAX):
 // beyond it the one-shot and streaming hashes run the same long loop.
 constexpr size_t kGatherBytes = 240;
+static_assert(kGatherBytes == xxh3::kShortInputMax, "the same limit as XXH3's own");
 }  // namespace
 
 uint64_t EncodeSlot(const Slot& slot) {
@@ -121,8 +123,7 @@ void EncodeEntry(char* dst, absl::string_view key, absl::string_view value, uint
                  uint64_t expires_at_ms) {
   // Written first and checksummed where it lies, in one pass (SealEntry).
   BeginEntry(dst, key, static_cast<uint32_t>(value.size()), version, expires_at_ms);
-  if (!value.empty()) std::memcpy(dst + kEntryHeaderBytes + key.size(), value.data(), value.size());
-  SealEntry(dst);
+  FillAndSealEntry(dst, value);
 }
 
 // REQUIRES: `dst` has EntryBytes(key.size(), value_len) bytes. The entry is
@@ -181,6 +182,26 @@ void SealEntry(char* dst) {
   std::memcpy(dst + offsetof(EntryHeader, checksum), &h.checksum, sizeof(h.checksum));
 }
 
+// REQUIRES: as SealEntry(), with value.size() the header's value_len and
+// `value` outside the entry.
+void FillAndSealEntry(char* dst, absl::string_view value) {
+  EntryHeader h;
+  std::memcpy(&h, dst, sizeof(h));
+  const size_t hashed = kChecksummedHeaderBytes + size_t{h.key_len} + h.value_len;
+  if (hashed <= kGatherBytes || !xxh3::CopyAndHashAvailable()) {
+    if (!value.empty())
+      std::memcpy(dst + kEntryHeaderBytes + h.key_len, value.data(), value.size());
+    SealEntry(dst);
+    return;
+  }
+  // One run as in ChecksumInPlace(): the hashed header bytes moved up over
+  // the checksum field, then the key, then the value, copied as it is hashed.
+  char* run = dst + sizeof(uint64_t);
+  std::memmove(run, dst, kChecksummedHeaderBytes);
+  h.checksum = xxh3::CopyAndHash(run, hashed, kChecksummedHeaderBytes + h.key_len, value.data());
+  std::memcpy(dst, &h, sizeof(h));
+}
+
 absl::StatusOr<EntryView> ParseEntryInPlace(char* entry, size_t size) {
   absl::StatusOr<EntryView> view = ParseEntryHeader(absl::string_view(entry, size));
   if (!view.ok()) return view;
@@ -191,6 +212,35 @@ absl::StatusOr<EntryView> ParseEntryInPlace(char* entry, size_t size) {
   std::memcpy(entry + offsetof(EntryHeader, checksum), &h.checksum, sizeof(h.checksum));
   if (sum != h.checksum) return absl::DataLossError("entry checksum mismatch");
   return view;
+}
+
+absl::StatusOr<EntryView> CopyEntryInPlace(char* dst, absl::string_view src) {
+  const size_t size = src.size();
+  if (size >= kEntryHeaderBytes && xxh3::CopyAndHashAvailable()) {
+    // The header first: its lengths decide how much of `src` to read.
+    std::memcpy(dst, src.data(), kEntryHeaderBytes);
+    absl::StatusOr<EntryView> view = ParseEntryHeader(absl::string_view(dst, size));
+    if (!view.ok()) return view;
+    const size_t key_len = view->key.size();
+    const size_t end = kEntryHeaderBytes + key_len + view->value.size();
+    const size_t hashed = end - sizeof(uint64_t);
+    if (hashed > kGatherBytes) {
+      EntryHeader h;
+      std::memcpy(&h, dst, sizeof(h));
+      std::memcpy(dst + kEntryHeaderBytes, src.data() + kEntryHeaderBytes, key_len);
+      // One run as in ChecksumInPlace(), the value copied as it is hashed.
+      char* run = dst + sizeof(uint64_t);
+      std::memmove(run, dst, kChecksummedHeaderBytes);
+      const uint64_t sum = xxh3::CopyAndHash(run, hashed, kChecksummedHeaderBytes + key_len,
+                                             src.data() + kEntryHeaderBytes + key_len);
+      std::memcpy(dst, &h, sizeof(h));
+      std::memcpy(dst + end, src.data() + end, size - end);  // the padding
+      if (sum != h.checksum) return absl::DataLossError("entry checksum mismatch");
+      return view;
+    }
+  }
+  std::memcpy(dst, src.data(), size);
+  return ParseEntryInPlace(dst, size);
 }
 
 // A torn read (the client READ an entry while its slot was being reused)

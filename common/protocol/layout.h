@@ -211,6 +211,11 @@ void BeginEntry(char* dst, absl::string_view key, uint32_t value_len, uint64_t v
 // header, the value in place). Moves header bytes while it hashes (see
 // ParseEntryInPlace()), so `dst` must not be published yet.
 void SealEntry(char* dst);
+// Copies `value` (value_len bytes, outside the entry) behind the key of the
+// entry BeginEntry() wrote at `dst` and seals it: the same bytes as a
+// memcpy and SealEntry(), in one pass over the value where the CPU allows
+// (xxh3_copy.h). The same REQUIRES as SealEntry().
+void FillAndSealEntry(char* dst, absl::string_view value);
 
 // The parts of an entry that verified.
 // Borrows the bytes passed to ParseEntry()/VerifyEntry(): every member
@@ -232,6 +237,13 @@ absl::StatusOr<EntryView> ParseEntry(absl::string_view bytes);
 // header's bytes, which are back in place when it returns. `entry` must be
 // 8-byte aligned and writable; the view points into it.
 absl::StatusOr<EntryView> ParseEntryInPlace(char* entry, size_t size);
+
+// ParseEntryInPlace() of a copy: `src` (an untrusted entry at any
+// alignment, e.g. inside a network frame) copied to `dst` (8-byte aligned,
+// src.size() bytes, the caller's alone) and verified, the value hashed as
+// it is copied where the CPU allows (xxh3_copy.h). The view points into
+// `dst`. On an error `dst` holds some of `src` and must not be published.
+absl::StatusOr<EntryView> CopyEntryInPlace(char* dst, absl::string_view src);
 
 // ParseEntry() without the checksum: for an entry this process has just
 // written and checksummed itself. REQUIRES: `bytes` 8-byte aligned (the

@@ -307,6 +307,24 @@ TEST(Entry, InPlaceChecksumEqualsThePartsChecksum) {
       auto refused = ParseEntryInPlace(entry.data(), entry.size());
       EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss) << "byte " << at;
       EXPECT_EQ(changed, entry) << "byte " << at;
+      // CopyEntryInPlace() from a source at an odd address (a network
+      // frame): the same bytes, padding included, and the same verdicts.
+      std::vector<char> frame(sealed.size() + 3);
+      std::memcpy(frame.data() + 3, sealed.data(), sealed.size());
+      const absl::string_view src(frame.data() + 3, sealed.size());
+      std::vector<char> copy(sealed.size(), '\x77');
+      auto copied = CopyEntryInPlace(copy.data(), src);
+      ASSERT_TRUE(copied.ok()) << "value " << size << ": " << copied.status();
+      EXPECT_EQ(sealed, copy) << "value " << size;
+      EXPECT_EQ(copied->value, absl::string_view(value)) << "value " << size;
+      EXPECT_EQ(copied->key.data(), copy.data() + kEntryHeaderBytes);
+      frame[3 + at] ^= 0x01;
+      EXPECT_EQ(CopyEntryInPlace(copy.data(), src).status().code(), absl::StatusCode::kDataLoss)
+          << "value " << size << " byte " << at;
+      frame[3 + at] ^= 0x01;
+      frame[3 + 8] ^= 0x40;  // value_len: now longer than the entry
+      EXPECT_EQ(CopyEntryInPlace(copy.data(), src).status().code(), absl::StatusCode::kDataLoss)
+          << "value " << size;
     }
   }
 }

@@ -211,6 +211,9 @@ struct Connection {
   uint64_t budget_taken = 0;  // bytes of the shared in-flight SET budget held
   uint64_t value_done = 0;    // value bytes received so far
   uint64_t value_len = 0;
+  // The entry's checksum is in place already: the value arrived whole with
+  // its request and was copied and hashed in one pass (FillAndSealEntry).
+  bool entry_sealed = false;
   uint64_t discard_left = 0;  // kDiscard: bytes still to skip, CRLF included
   // A SET held back (kValue, nothing reserved yet) because the pool was
   // full of segments in their grace period: until when it may wait before

@@ -131,6 +131,7 @@ void StreamedSet::Release(Connection* c) {
   c->reservation = Reservation();
   budget_->Give(c->budget_taken);
   c->budget_taken = 0;
+  c->entry_sealed = false;
   c->pending_key.clear();
 }
 
@@ -159,7 +160,13 @@ StreamedSet::Progress StreamedSet::ConsumeBuffered(Connection* c) {
         }
         // Value bytes that arrived together with the request: one copy.
         const uint64_t take = std::min<uint64_t>(buf.size(), c->value_len - c->value_done);
-        if (take > 0) {
+        if (take == c->value_len) {
+          // All of it (the usual case): copied and checksummed in one pass.
+          layout::FillAndSealEntry(c->reservation.ptr, buf.substr(0, take));
+          c->entry_sealed = true;
+          c->value_done = take;
+          c->start += take;
+        } else if (take > 0) {
           std::memcpy(ValueCursor(*c), buf.data(), take);
           c->value_done += take;
           c->start += take;
@@ -213,7 +220,8 @@ void StreamedSet::Abandon(Connection* c) {
 // Commit publishes the entry in the index (replacing an older value); the
 // reservation is released either way, and the reply is the commit's status.
 void StreamedSet::Finish(Connection* c) {
-  layout::SealEntry(c->reservation.ptr);
+  if (!c->entry_sealed) layout::SealEntry(c->reservation.ptr);
+  c->entry_sealed = false;
   last_parked_ = parking_ != nullptr && WaitsForPeers(*c);
   if (last_parked_) {
     // The job owns the entry and budget from here (see commit_pool.h).

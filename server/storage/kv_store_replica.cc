@@ -37,11 +37,10 @@ absl::Status KvStore::InstallReplica(absl::string_view entry, absl::Time deadlin
     return absl::DeadlineExceededError(
         "replicated write got space only after its deadline: not installed");
   }
-  std::memcpy(r.ptr, entry.data(), entry.size());
   // The reservation is this writer's alone until it is committed, so the
-  // checksum is checked in place, in one pass; CommitEntry() then checks
-  // the rest (lengths against the size, the limits).
-  absl::Status s = layout::ParseEntryInPlace(r.ptr, r.size).status();
+  // checksum is checked in place, in the copy's pass; CommitEntry() then
+  // checks the rest (lengths against the size, the limits).
+  absl::Status s = layout::CopyEntryInPlace(r.ptr, entry).status();
   if (s.ok()) s = CommitEntry(r.offset, r.size, /*verify_checksum=*/false, /*hook=*/nullptr);
   replica_writer_->Done(r);
   if (s.ok()) KeepVersionsAbove(version);
