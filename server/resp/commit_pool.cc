@@ -105,9 +105,8 @@ void CommitPool::Work() {
       Finished(std::move(job), absl::OkStatus(), std::move(reply), /*was_started=*/false);
       continue;
     }
-    // SealEntry() computed the checksum over these very bytes.
-    absl::Status s =
-        store_->Commit(job.reservation.offset, job.reservation.size, /*verify_checksum=*/false);
+    // The loop wrote and sealed the entry in its own reservation.
+    absl::Status s = store_->CommitReserved(job.reservation);
     Finished(std::move(job), std::move(s), "", /*was_started=*/false);
   }
 }

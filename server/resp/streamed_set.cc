@@ -243,9 +243,9 @@ void StreamedSet::Finish(Connection* c) {
     parking_->Submit(std::move(job));
     return;
   }
-  // SealEntry() just computed the checksum over these very bytes.
-  const absl::Status s =
-      store_->Commit(c->reservation.offset, c->reservation.size, /*verify_checksum=*/false);
+  // This loop wrote the entry from a checked key and length into its own
+  // reservation, and sealed it: nothing to check again.
+  const absl::Status s = store_->CommitReserved(c->reservation);
   Release(c);
   c->state = InputState::kCommands;
   ReplyStoreStatus(cluster_, c, s);

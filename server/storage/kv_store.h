@@ -163,6 +163,14 @@ class KvStore {
   // key has exactly one slot afterwards.
   // REQUIRES: the range was reserved by the caller.
   absl::Status Commit(uint64_t offset, uint64_t size, bool verify_checksum = true);
+  // Commit() of an entry this server wrote itself (BeginEntry(), then the
+  // value and SealEntry()) into `r`, a Writer reservation of this store, for
+  // a key and value length already checked against limits(): a reservation
+  // lies inside one allocated run and never in a lease chunk, and the entry
+  // is well formed, so the checks Commit() makes of a range and of bytes a
+  // client wrote are skipped (the RESP SET's path). Hook, key lock, errors
+  // and publication as Commit().
+  absl::Status CommitReserved(const Reservation& r);
 
   // Commit() without waiting for the write hook's replication round: for an
   // event loop or a callback (the RESP loop's streamed SET, gRPC Put, an
@@ -463,6 +471,13 @@ class KvStore {
   // `key_locked`: the caller holds the key's KeyLocks stripe already.
   absl::Status CommitEntry(uint64_t offset, uint64_t size, bool verify_checksum, WriteHook* hook,
                            bool key_locked = false);
+  // A commit's second half, once its entry is known good: the key's lock
+  // (unless `key_locked`, or the hook is not this store's own), then `hook`
+  // (replication) around PublishEntry(); *published tells whether the
+  // index got the entry.
+  absl::Status PublishThroughHook(absl::string_view key, absl::string_view bytes, uint32_t head,
+                                  uint64_t offset, uint64_t size, uint64_t expires_at_ms,
+                                  WriteHook* hook, bool key_locked, bool* published);
   // The publishing half of a commit: counts the entry live in the run at
   // `head`, stores its slot word (what a WriteHook's publish runs) and
   // queues its expiry, if any.

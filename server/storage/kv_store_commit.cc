@@ -4,6 +4,7 @@
 // through the write hook (waiting for it, or started and finished by the
 // hook: StartCommit) and the publication of an entry in the index.
 
+#include <cassert>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -54,22 +55,9 @@ absl::Status KvStore::CommitEntry(uint64_t offset, uint64_t size, bool verify_ch
     KV_RETURN_IF_ERROR(RecordLeaseEntryLocked(seg, offset, size, checksum, key_copy));
   }
   bool published = false;
-  const uint64_t expires_at_ms = layout::EntryExpiresAtMs(*view.header);
-  auto publish = [&] {
-    absl::Status p = PublishEntry(key, head, offset, size, expires_at_ms);
-    published = p.ok();
-    return p;
-  };
-  absl::Status s;
-  {
-    // A client write (hook or not) holds its key's lock, so that an
-    // Update() of the key never has a write land between its read and its
-    // own write. Installs of replicated writes (hook null) come from the
-    // one primary, in order, and need none.
-    std::optional<KeyLocks::Guard> lock;
-    if (!key_locked && hook == options_.write_hook) lock.emplace(key_locks_, key);
-    s = hook != nullptr ? hook->Write(key, bytes, publish) : publish();
-  }
+  const absl::Status s =
+      PublishThroughHook(key, bytes, head, offset, size, layout::EntryExpiresAtMs(*view.header),
+                         hook, key_locked, &published);
   if (!published && lease) {
     // Not published (the hook refused, or the index was full): a lease
     // holder may try the offset again.
@@ -77,6 +65,38 @@ absl::Status KvStore::CommitEntry(uint64_t offset, uint64_t size, bool verify_ch
     seg.lease_entries.erase(offset);
   }
   return s;
+}
+
+absl::Status KvStore::CommitReserved(const Reservation& r) {
+  assert(r.ptr == pool_->data() + r.offset);
+  const uint32_t head = segments_[SegmentOf(r.offset)].run_head;
+  assert(!segments_[head].remote_writable.load(std::memory_order_relaxed));
+  layout::EntryHeader h;
+  std::memcpy(&h, r.ptr, sizeof(h));
+  const absl::string_view key(r.ptr + layout::kEntryHeaderBytes, h.key_len);
+  bool published;
+  return PublishThroughHook(key, absl::string_view(r.ptr, r.size), head, r.offset, r.size,
+                            layout::EntryExpiresAtMs(h), options_.write_hook,
+                            /*key_locked=*/false, &published);
+}
+
+absl::Status KvStore::PublishThroughHook(absl::string_view key, absl::string_view bytes,
+                                         uint32_t head, uint64_t offset, uint64_t size,
+                                         uint64_t expires_at_ms, WriteHook* hook, bool key_locked,
+                                         bool* published) {
+  *published = false;
+  auto publish = [&] {
+    absl::Status p = PublishEntry(key, head, offset, size, expires_at_ms);
+    *published = p.ok();
+    return p;
+  };
+  // A client write (hook or not) holds its key's lock, so that an Update()
+  // of the key never has a write land between its read and its own write.
+  // Installs of replicated writes (hook null) come from the one primary, in
+  // order, and need none.
+  std::optional<KeyLocks::Guard> lock;
+  if (!key_locked && hook == options_.write_hook) lock.emplace(key_locks_, key);
+  return hook != nullptr ? hook->Write(key, bytes, publish) : publish();
 }
 
 absl::StatusOr<uint32_t> KvStore::CommitRun(uint64_t offset, uint64_t size) const {

@@ -81,11 +81,11 @@ TEST(KvStoreHook, SeesPutCommitAndDeleteBeforeTheyAreVisible) {
   hook.store = f.store.get();
   auto w = f.store->NewWriter();
   ASSERT_TRUE(f.store->Put(w.get(), "a", "1").ok());
-  // The RESP path: reserve, encode, Commit without verifying the checksum.
+  // The RESP path: reserve, encode, CommitReserved (no checks of its own).
   auto r = w->Reserve(1, 2);
   ASSERT_TRUE(r.ok());
   layout::EncodeEntry(r->ptr, "b", "22", f.store->Version());
-  ASSERT_TRUE(f.store->Commit(r->offset, r->size, /*verify_checksum=*/false).ok());
+  ASSERT_TRUE(f.store->CommitReserved(*r).ok());
   w->Done(*r);
   ASSERT_TRUE(f.store->Delete("a").ok());
   EXPECT_TRUE(absl::IsNotFound(f.store->Delete("zz")));  // replicated too
@@ -114,6 +114,11 @@ TEST(KvStoreHook, RefusalPublishesNothing) {
   ASSERT_TRUE(f.store->Put(w.get(), "k", "old").ok());
   hook.refuse = absl::FailedPreconditionError("MOVED 1 h:1");
   EXPECT_THAT(f.store->Put(w.get(), "k", "new").message(), HasSubstr("MOVED"));
+  auto r = w->Reserve(1, 4);
+  ASSERT_TRUE(r.ok());
+  layout::EncodeEntry(r->ptr, "k", "new2", f.store->Version());
+  EXPECT_THAT(f.store->CommitReserved(*r).message(), HasSubstr("MOVED"));
+  w->Done(*r);
   EXPECT_TRUE(absl::IsFailedPrecondition(f.store->Delete("k")));
   auto v = f.store->Get("k");
   ASSERT_TRUE(v.ok());
