@@ -201,6 +201,34 @@ TEST(Bucket, FindInBucketSkipsEmptyAndOtherFingerprints) {
   EXPECT_EQ(FindInBucket(bucket, 8, [](const Slot&) { return true; }), -1);
 }
 
+// SlotMatches() against a word-by-word reading, on buckets of random
+// fingerprints drawn from a few values (so that several words match), with
+// empty words among them and every other field random.
+TEST(Bucket, SlotMatchesEqualsAWordByWordScan) {
+  const uint32_t seed = std::random_device{}();
+  std::printf("slot matches seed %u\n", seed);
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < 20000; ++round) {
+    alignas(64) uint64_t bucket[kSlotsPerBucket + 1];
+    const size_t shift = round % 2;  // 8-byte aligned only, half the time
+    uint64_t* words = bucket + shift;
+    for (size_t i = 0; i < kSlotsPerBucket; ++i) {
+      const uint16_t fp = static_cast<uint16_t>(rng() % 4 == 0 ? 0 : 2040 + rng() % 8);
+      words[i] =
+          fp == 0
+              ? 0
+              : EncodeSlot({fp, (rng() % 1000) * kEntryAlign, (1 + rng() % 1000) * kEntryAlign});
+    }
+    for (uint16_t fp : {uint16_t{0}, uint16_t{1}, uint16_t{2040}, uint16_t{2043}, uint16_t{2047}}) {
+      uint32_t want = 0;
+      for (size_t i = 0; i < kSlotsPerBucket; ++i) {
+        if (DecodeSlot(words[i]).fingerprint == fp) want |= 1u << i;
+      }
+      ASSERT_EQ(SlotMatches(words, fp), want) << "round " << round << " fingerprint " << fp;
+    }
+  }
+}
+
 TEST(Limits, NamesTheLimit) {
   Limits l;
   l.max_key_bytes = 8;

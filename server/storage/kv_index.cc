@@ -75,11 +75,10 @@ absl::InlinedVector<uint64_t*, 2> KvIndex::FindAll(absl::string_view key, const 
   if (nb == 2) __builtin_prefetch(bucket(h.bucket[1]));
   for (int i = 0; i < nb; ++i) {
     uint64_t* words = bucket(h.bucket[i]);
-    for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
-      // A plain read: only writers under the same stripe lock change it.
-      if (words[s] == 0) continue;
-      const Slot slot = DecodeSlot(words[s]);
-      if (slot.fingerprint == h.fingerprint && EntryKey(slot) == key) found.push_back(&words[s]);
+    // Plain reads: only writers under the same stripe lock change them.
+    for (uint32_t m = layout::SlotMatches(words, h.fingerprint); m != 0; m &= m - 1) {
+      const int s = __builtin_ctz(m);
+      if (EntryKey(DecodeSlot(words[s])) == key) found.push_back(&words[s]);
     }
   }
   return found;
@@ -91,11 +90,10 @@ uint64_t* KvIndex::FindAt(const KeyHash& h, const Slot& slot) const {
   const int nb = h.bucket[0] == h.bucket[1] ? 1 : 2;
   for (int i = 0; i < nb; ++i) {
     uint64_t* words = bucket(h.bucket[i]);
-    for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
-      if (words[s] == 0) continue;
+    for (uint32_t m = layout::SlotMatches(words, h.fingerprint); m != 0; m &= m - 1) {
+      const int s = __builtin_ctz(m);
       const Slot current = DecodeSlot(words[s]);
-      if (current.fingerprint == h.fingerprint && current.offset == slot.offset &&
-          current.size == slot.size) {
+      if (current.offset == slot.offset && current.size == slot.size) {
         return &words[s];
       }
     }
@@ -137,14 +135,10 @@ void KvIndex::PrefetchBuckets(const KeyHash& h) const {
 void KvIndex::PrefetchEntries(const KeyHash& h) const {
   for (uint64_t b : h.bucket) {
     const uint64_t* words = bucket(b);
-    for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
-      const uint64_t w = __atomic_load_n(&words[s], __ATOMIC_RELAXED);
-      if (w == 0) continue;
-      const Slot slot = DecodeSlot(w);
+    for (uint32_t m = layout::SlotMatches(words, h.fingerprint); m != 0; m &= m - 1) {
+      const Slot slot = DecodeSlot(__atomic_load_n(&words[__builtin_ctz(m)], __ATOMIC_RELAXED));
       // A prefetch of a bad address is harmless, but stay inside the arena.
-      if (slot.fingerprint == h.fingerprint && slot.offset < data_bytes_) {
-        __builtin_prefetch(data_ + slot.offset);
-      }
+      if (slot.offset < data_bytes_) __builtin_prefetch(data_ + slot.offset);
     }
   }
 }
@@ -181,19 +175,14 @@ absl::StatusOr<KvIndex::SlotList> KvIndex::Upsert(absl::string_view key, const S
   size_t best_free = 0;
   for (int i = 0; i < nb; ++i) {
     uint64_t* words = bucket(h.bucket[i]);
-    size_t free_slots = 0;
-    uint64_t* first_free = nullptr;
-    for (size_t s = 0; s < layout::kSlotsPerBucket; ++s) {
-      // A plain read is enough: this writer holds the stripe lock, and only
-      // writers under the same lock change these words.
-      if (words[s] == 0) {
-        ++free_slots;
-        if (first_free == nullptr) first_free = &words[s];
-      }
-    }
+    // Plain reads are enough: this writer holds the stripe lock, and only
+    // writers under the same lock change these words. Fingerprint 0: the
+    // empty words.
+    const uint32_t empty = layout::SlotMatches(words, 0);
+    const size_t free_slots = static_cast<size_t>(__builtin_popcount(empty));
     if (free_slots > best_free) {
       best_free = free_slots;
-      best = first_free;
+      best = &words[__builtin_ctz(empty)];
     }
   }
   if (best != nullptr) {
