@@ -42,12 +42,10 @@ void CommitPool::Submit(Job job) {
   // Stop() waits for zero under done_mu_, and every count out is made
   // under done_mu_.
   started_.fetch_add(1, std::memory_order_relaxed);
-  // SealEntry() computed the checksum over these very bytes.
-  if (store_->StartCommit(started->reservation.offset, started->reservation.size,
-                          /*verify_checksum=*/false, [this, started](absl::Status s) {
-                            Finished(std::move(*started), std::move(s), "",
-                                     /*was_started=*/true);
-                          })) {
+  // The loop wrote and sealed the entry in its own reservation.
+  if (store_->StartCommitReserved(started->reservation, [this, started](absl::Status s) {
+        Finished(std::move(*started), std::move(s), "", /*was_started=*/true);
+      })) {
     return;
   }
   Queue(std::move(*started), /*count_out=*/true);

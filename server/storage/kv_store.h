@@ -187,6 +187,9 @@ class KvStore {
   // runs.
   bool StartCommit(uint64_t offset, uint64_t size, bool verify_checksum,
                    std::function<void(absl::Status)> done);
+  // StartCommit() of an entry this server wrote into its own reservation:
+  // CommitReserved()'s skipped checks, StartCommit()'s contract otherwise.
+  bool StartCommitReserved(const Reservation& r, std::function<void(absl::Status)> done);
 
   // Convenience for callers that hold the value in memory.
   // Reserve, encode (one copy of the value), Commit, Done. The errors of
@@ -475,6 +478,16 @@ class KvStore {
   // (unless `key_locked`, or the hook is not this store's own), then `hook`
   // (replication) around PublishEntry(); *published tells whether the
   // index got the entry.
+  // StartCommit()'s second half, with the key's lock held: `hook` starts
+  // the write, and `done` runs when it ends, after the lock is released. On
+  // false (the hook declined) the lock is released and `copy`'s lease
+  // record (if any) forgotten.
+  bool StartPublishThroughHook(WriteHook* hook, absl::string_view key, absl::string_view bytes,
+                               uint32_t run, uint64_t offset, uint64_t size, uint64_t expires_at_ms,
+                               std::shared_ptr<LeaseCommitCopy> copy,
+                               std::function<void(absl::Status)> done);
+  // CommitReserved() through `hook` (null: none, as for InstallReplica).
+  absl::Status CommitReserved(const Reservation& r, WriteHook* hook);
   absl::Status PublishThroughHook(absl::string_view key, absl::string_view bytes, uint32_t head,
                                   uint64_t offset, uint64_t size, uint64_t expires_at_ms,
                                   WriteHook* hook, bool key_locked, bool* published);

@@ -68,6 +68,10 @@ absl::Status KvStore::CommitEntry(uint64_t offset, uint64_t size, bool verify_ch
 }
 
 absl::Status KvStore::CommitReserved(const Reservation& r) {
+  return CommitReserved(r, options_.write_hook);
+}
+
+absl::Status KvStore::CommitReserved(const Reservation& r, WriteHook* hook) {
   assert(r.ptr == pool_->data() + r.offset);
   const uint32_t head = segments_[SegmentOf(r.offset)].run_head;
   assert(!segments_[head].remote_writable.load(std::memory_order_relaxed));
@@ -76,8 +80,7 @@ absl::Status KvStore::CommitReserved(const Reservation& r) {
   const absl::string_view key(r.ptr + layout::kEntryHeaderBytes, h.key_len);
   bool published;
   return PublishThroughHook(key, absl::string_view(r.ptr, r.size), head, r.offset, r.size,
-                            layout::EntryExpiresAtMs(h), options_.write_hook,
-                            /*key_locked=*/false, &published);
+                            layout::EntryExpiresAtMs(h), hook, /*key_locked=*/false, &published);
 }
 
 absl::Status KvStore::PublishThroughHook(absl::string_view key, absl::string_view bytes,
@@ -171,7 +174,30 @@ bool KvStore::StartCommit(uint64_t offset, uint64_t size, bool verify_checksum,
       return false;
     }
   }
-  const uint64_t expires_at_ms = layout::EntryExpiresAtMs(*view->header);
+  return StartPublishThroughHook(hook, key, bytes, run, offset, size,
+                                 layout::EntryExpiresAtMs(*view->header), std::move(copy),
+                                 std::move(done));
+}
+
+bool KvStore::StartCommitReserved(const Reservation& r, std::function<void(absl::Status)> done) {
+  WriteHook* hook = options_.write_hook;
+  if (hook == nullptr) return false;
+  assert(r.ptr == pool_->data() + r.offset);
+  const uint32_t run = segments_[SegmentOf(r.offset)].run_head;
+  layout::EntryHeader h;
+  std::memcpy(&h, r.ptr, sizeof(h));
+  const absl::string_view key(r.ptr + layout::kEntryHeaderBytes, h.key_len);
+  // As in StartCommit(): a busy stripe sends the caller to CommitReserved().
+  if (!key_locks_.TryLock(key)) return false;
+  return StartPublishThroughHook(hook, key, absl::string_view(r.ptr, r.size), run, r.offset, r.size,
+                                 layout::EntryExpiresAtMs(h), /*copy=*/nullptr, std::move(done));
+}
+
+bool KvStore::StartPublishThroughHook(WriteHook* hook, absl::string_view key,
+                                      absl::string_view bytes, uint32_t run, uint64_t offset,
+                                      uint64_t size, uint64_t expires_at_ms,
+                                      std::shared_ptr<LeaseCommitCopy> copy,
+                                      std::function<void(absl::Status)> done) {
   auto publish = [this, key, run, offset, size, expires_at_ms, copy] {
     absl::Status p = PublishEntry(key, run, offset, size, expires_at_ms);
     if (copy != nullptr && p.ok()) copy->published.store(true, std::memory_order_release);

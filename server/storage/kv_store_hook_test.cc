@@ -233,6 +233,38 @@ TEST(KvStoreHook, StartedCommitInALeaseChunkSendsACopyAndPublishesWhenItsRoundEn
   EXPECT_TRUE(f.store->Exists("R"));
 }
 
+// The RESP SET's parked commit (StartCommitReserved): published when the
+// round ends, nothing on a refusal, the key's lock held meanwhile (a
+// second start of the key declines) and released either way.
+TEST(KvStoreHook, StartedCommitOfAReservationPublishesWhenItsRoundEnds) {
+  DeferredHook hook;
+  Fixture f = Make(&hook);
+  auto w = f.store->NewWriter();
+  auto r = w->Reserve(1, 5);
+  ASSERT_TRUE(r.ok());
+  layout::EncodeEntry(r->ptr, "P", "first", f.store->Version());
+  absl::Status result = absl::UnknownError("done never ran");
+  ASSERT_TRUE(f.store->StartCommitReserved(*r, [&](absl::Status s) { result = s; }));
+  ASSERT_EQ(hook.held(), 1u);
+  EXPECT_EQ(hook.entry_at_start(), std::string(r->ptr, r->size));
+  EXPECT_FALSE(f.store->Exists("P"));
+  auto r2 = w->Reserve(1, 6);
+  ASSERT_TRUE(r2.ok());
+  layout::EncodeEntry(r2->ptr, "P", "second", f.store->Version());
+  EXPECT_FALSE(f.store->StartCommitReserved(*r2, [](absl::Status) {}));  // the key is locked
+  hook.Finish();
+  ASSERT_TRUE(result.ok()) << result;
+  EXPECT_TRUE(f.store->Exists("P"));
+  ASSERT_TRUE(f.store->StartCommitReserved(*r2, [&](absl::Status s) { result = s; }));
+  hook.Finish(absl::UnavailableError("CLUSTERDOWN"));
+  EXPECT_TRUE(absl::IsUnavailable(result)) << result;
+  auto v = f.store->Get("P");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->value(), "first");
+  w->Done(*r);
+  w->Done(*r2);
+}
+
 // A delete started without a waiting thread (gRPC Delete, an RDMA DELETE
 // commit): the key stays until the round ends, holds its lock meanwhile,
 // and the caller's buffer may be reused at once (the key is copied).

@@ -5,6 +5,7 @@
 // out for a joining replica. None of it passes the write hook.
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -15,33 +16,48 @@ namespace kvstore {
 namespace server {
 
 absl::Status KvStore::InstallReplica(absl::string_view entry, absl::Time deadline) {
-  // The header is parsed here only for the lengths; the copy in pool memory
-  // is what is verified, checksum included, so what is published is exactly
-  // what was checked.
-  // `entry` may lie anywhere in a batch's frame: read at any alignment.
-  KV_ASSIGN_OR_RETURN(layout::EntryFields view, layout::ReadEntryHeader(entry));
-  if (layout::EntryBytes(view.key.size(), view.value.size()) != entry.size()) {
+  // Only the lengths are read from the frame (at any alignment: `entry` may
+  // lie anywhere in a batch's frame); the copy in pool memory is what is
+  // verified, checksum included, so what is published is exactly what was
+  // checked. Anything unusual is left to ReadEntryHeader() to name.
+  uint32_t lengths[2] = {0, 0};  // key_len, value_len
+  static_assert(offsetof(layout::EntryHeader, value_len) ==
+                offsetof(layout::EntryHeader, key_len) + sizeof(uint32_t));
+  if (entry.size() >= layout::kEntryHeaderBytes) {
+    std::memcpy(lengths, entry.data() + offsetof(layout::EntryHeader, key_len), sizeof(lengths));
+  }
+  const uint32_t key_len = lengths[0];
+  const uint32_t value_len = lengths[1];
+  if (entry.size() < layout::kEntryHeaderBytes ||
+      layout::EntryBytes(key_len, value_len) != entry.size()) {
+    KV_RETURN_IF_ERROR(layout::ReadEntryHeader(entry).status());
     return absl::DataLossError("replicated entry lengths do not match its size");
   }
-  const uint64_t version = layout::EntryVersion(view.header);
   absl::MutexLock lock(&replica_mu_);
   if (replica_writer_ == nullptr) replica_writer_ = NewWriter();
   const absl::Duration space_wait =
       deadline == absl::InfiniteFuture()
           ? absl::ZeroDuration()
           : std::clamp(deadline - absl::Now(), absl::ZeroDuration(), absl::Seconds(5));
-  KV_ASSIGN_OR_RETURN(Reservation r,
-                      replica_writer_->Reserve(view.key.size(), view.value.size(), space_wait));
+  KV_ASSIGN_OR_RETURN(Reservation r, replica_writer_->Reserve(key_len, value_len, space_wait));
   if (space_wait > absl::ZeroDuration() && absl::Now() > deadline) {
     replica_writer_->Done(r);  // never committed: dead space
     return absl::DeadlineExceededError(
         "replicated write got space only after its deadline: not installed");
   }
   // The reservation is this writer's alone until it is committed, so the
-  // checksum is checked in place, in the copy's pass; CommitEntry() then
-  // checks the rest (lengths against the size, the limits).
-  absl::Status s = layout::CopyEntryInPlace(r.ptr, entry).status();
-  if (s.ok()) s = CommitEntry(r.offset, r.size, /*verify_checksum=*/false, /*hook=*/nullptr);
+  // entry is checked in place (magic, lengths, checksum) in the copy's pass;
+  // then the limits, which Commit() would check; the rest of Commit()'s
+  // checks hold for a reservation (CommitReserved()).
+  absl::StatusOr<layout::EntryView> view = layout::CopyEntryInPlace(r.ptr, entry);
+  absl::Status s = view.status();
+  if (s.ok()) s = options_.limits.CheckKey(view->key);
+  if (s.ok()) s = options_.limits.CheckValueLength(view->value.size());
+  uint64_t version = 0;
+  if (s.ok()) {
+    version = layout::EntryVersion(*view->header);
+    s = CommitReserved(r, /*hook=*/nullptr);
+  }
   replica_writer_->Done(r);
   if (s.ok()) KeepVersionsAbove(version);
   return s;

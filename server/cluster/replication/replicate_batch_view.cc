@@ -33,6 +33,21 @@ class WireCursor {
       return true;
     }
     uint64_t result = 0;
+    if (left() >= 10) {
+      // Room for the longest varint: no end check per byte, and a loop the
+      // compiler unrolls (sequence numbers, epochs and incarnations are
+      // several bytes long).
+      for (int i = 0; i < 10; ++i) {
+        const uint8_t b = static_cast<uint8_t>(p_[i]);
+        result |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+        if ((b & 0x80) == 0) {
+          p_ += i + 1;
+          *v = result;
+          return true;
+        }
+      }
+      return false;  // more than ten bytes
+    }
     for (int shift = 0; shift < 70; shift += 7) {
       if (p_ == end_) return false;
       const uint8_t b = static_cast<uint8_t>(*p_++);
