@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
-#include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/protocol/layout.h"
 #include "common/sync/handoff_mutex.h"
 
 namespace kvstore {
@@ -49,11 +49,15 @@ class KeyLocks {
 
   KeyLocks() : stripes_(new HandoffMutex[kStripes]) {}
 
-  // Takes `key`'s stripe if it is free (for work that must never wait on a
-  // writer, e.g. eviction run by a writer that may hold a stripe itself);
+  // A key is named by its index hash (KvIndex::Hash): the store's write
+  // path computes it once for both the lock and the index.
+  using KeyHash = layout::KeyHash;
+
+  // Takes the key's stripe if it is free (for work that must never wait on
+  // a writer, e.g. eviction run by a writer that may hold a stripe itself);
   // Unlock() it after, on any thread.
-  bool TryLock(absl::string_view key) { return stripes_[Stripe(key)].TryLock(); }
-  void Unlock(absl::string_view key) { stripes_[Stripe(key)].Unlock(); }
+  bool TryLock(const KeyHash& key) { return stripes_[Stripe(key)].TryLock(); }
+  void Unlock(const KeyHash& key) { stripes_[Stripe(key)].Unlock(); }
   // How many times a Guard found a stripe held and waited for it (two
   // writes of one key, or of keys on one stripe, at the same time).
   uint64_t waits() const { return waits_.load(std::memory_order_relaxed); }
@@ -62,8 +66,8 @@ class KeyLocks {
   // two guards never deadlock) until destroyed.
   class Guard {
    public:
-    Guard(KeyLocks& locks, absl::Span<const absl::string_view> keys) : locks_(&locks) {
-      for (absl::string_view k : keys) held_.push_back(Stripe(k));
+    Guard(KeyLocks& locks, absl::Span<const KeyHash> keys) : locks_(&locks) {
+      for (const KeyHash& k : keys) held_.push_back(Stripe(k));
       if (held_.size() > 1) {
         std::sort(held_.begin(), held_.end());
         held_.erase(std::unique(held_.begin(), held_.end()), held_.end());
@@ -71,7 +75,7 @@ class KeyLocks {
       LockHeld();
     }
     // Every client write takes one key's: no sorting for it.
-    Guard(KeyLocks& locks, absl::string_view key) : locks_(&locks) {
+    Guard(KeyLocks& locks, const KeyHash& key) : locks_(&locks) {
       held_.push_back(Stripe(key));
       LockHeld();
     }
@@ -95,8 +99,12 @@ class KeyLocks {
   };
 
  private:
-  static size_t Stripe(absl::string_view key) {
-    return absl::Hash<absl::string_view>{}(key) % kStripes;
+  // Five bits of the first bucket's number above the 11 fingerprint bits:
+  // 16 bits from the two independent halves of the key's 128-bit hash.
+  static size_t Stripe(const KeyHash& key) {
+    static_assert(kStripes == size_t{1} << 16 && layout::kFingerprintBits == 11);
+    return static_cast<size_t>((key.bucket[0] << layout::kFingerprintBits | key.fingerprint) %
+                               kStripes);
   }
   std::unique_ptr<HandoffMutex[]> stripes_;
   std::atomic<uint64_t> waits_{0};

@@ -143,8 +143,8 @@ void KvIndex::PrefetchEntries(const KeyHash& h) const {
   }
 }
 
-absl::StatusOr<KvIndex::SlotList> KvIndex::Upsert(absl::string_view key, const Slot& slot) {
-  KeyHash h = layout::HashKey(key, geometry_.seed, geometry_.bucket_count);
+absl::StatusOr<KvIndex::SlotList> KvIndex::Upsert(absl::string_view key, const Slot& slot,
+                                                  const KeyHash& h) {
   // The fingerprint is always derived from `key` here, whatever the caller's
   // Slot carried, so FindAll() and remote readers find the word.
   Slot tagged = slot;

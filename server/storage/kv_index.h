@@ -81,7 +81,12 @@ class KvIndex {
   // new); the caller owns reclaiming their entries. kResourceExhausted when
   // the key is new and both of its buckets are full. REQUIRES: the entry at
   // `slot` holds `key`.
-  absl::StatusOr<SlotList> Upsert(absl::string_view key, const layout::Slot& slot);
+  absl::StatusOr<SlotList> Upsert(absl::string_view key, const layout::Slot& slot) {
+    return Upsert(key, slot, Hash(key));
+  }
+  // The same with the key's Hash(), for a caller that has it already.
+  absl::StatusOr<SlotList> Upsert(absl::string_view key, const layout::Slot& slot,
+                                  const layout::KeyHash& h);
 
   // Clears every slot that names `key` and returns them (empty if the key
   // was absent). The caller owns reclaiming their entries.

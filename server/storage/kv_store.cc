@@ -364,7 +364,7 @@ absl::StatusOr<PinnedValue> KvStore::CopyLeasedEntry(absl::string_view key, cons
 absl::Status KvStore::Delete(absl::string_view key) {
   // A key no commit could have stored is kInvalidArgument, not kNotFound.
   KV_RETURN_IF_ERROR(options_.limits.CheckKey(key));
-  KeyLocks::Guard lock(key_locks_, key);
+  KeyLocks::Guard lock(key_locks_, index_->Hash(key));
   return DeleteLocked(key);
 }
 

@@ -478,12 +478,14 @@ class KvStore {
   // (unless `key_locked`, or the hook is not this store's own), then `hook`
   // (replication) around PublishEntry(); *published tells whether the
   // index got the entry.
-  // StartCommit()'s second half, with the key's lock held: `hook` starts
+  // StartCommit()'s second half, with the key's lock held (`h`, the key's
+  // KvIndex::Hash, names it): `hook` starts
   // the write, and `done` runs when it ends, after the lock is released. On
   // false (the hook declined) the lock is released and `copy`'s lease
   // record (if any) forgotten.
-  bool StartPublishThroughHook(WriteHook* hook, absl::string_view key, absl::string_view bytes,
-                               uint32_t run, uint64_t offset, uint64_t size, uint64_t expires_at_ms,
+  bool StartPublishThroughHook(WriteHook* hook, absl::string_view key, const layout::KeyHash& h,
+                               absl::string_view bytes, uint32_t run, uint64_t offset,
+                               uint64_t size, uint64_t expires_at_ms,
                                std::shared_ptr<LeaseCommitCopy> copy,
                                std::function<void(absl::Status)> done);
   // CommitReserved() through `hook` (null: none, as for InstallReplica).
@@ -493,9 +495,10 @@ class KvStore {
                                   WriteHook* hook, bool key_locked, bool* published);
   // The publishing half of a commit: counts the entry live in the run at
   // `head`, stores its slot word (what a WriteHook's publish runs) and
-  // queues its expiry, if any.
+  // queues its expiry, if any. `hash`: the key's KvIndex::Hash, when the
+  // caller has it (null: computed here).
   absl::Status PublishEntry(absl::string_view key, uint32_t head, uint64_t offset, uint64_t size,
-                            uint64_t expires_at_ms);
+                            uint64_t expires_at_ms, const layout::KeyHash* hash = nullptr);
   // Get() that also reports the expiry time (kNotFound once it has passed).
   absl::StatusOr<PinnedValue> GetEntry(absl::string_view key, uint64_t* expires_at_ms,
                                        uint64_t* offset = nullptr);

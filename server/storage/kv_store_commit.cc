@@ -88,8 +88,10 @@ absl::Status KvStore::PublishThroughHook(absl::string_view key, absl::string_vie
                                          uint64_t expires_at_ms, WriteHook* hook, bool key_locked,
                                          bool* published) {
   *published = false;
+  // Hashed once, for the key's lock and for the index.
+  const layout::KeyHash h = index_->Hash(key);
   auto publish = [&] {
-    absl::Status p = PublishEntry(key, head, offset, size, expires_at_ms);
+    absl::Status p = PublishEntry(key, head, offset, size, expires_at_ms, &h);
     *published = p.ok();
     return p;
   };
@@ -98,7 +100,7 @@ absl::Status KvStore::PublishThroughHook(absl::string_view key, absl::string_vie
   // Installs of replicated writes (hook null) come from the one primary, in
   // order, and need none.
   std::optional<KeyLocks::Guard> lock;
-  if (!key_locked && hook == options_.write_hook) lock.emplace(key_locks_, key);
+  if (!key_locked && hook == options_.write_hook) lock.emplace(key_locks_, h);
   return hook != nullptr ? hook->Write(key, bytes, publish) : publish();
 }
 
@@ -164,17 +166,18 @@ bool KvStore::StartCommit(uint64_t offset, uint64_t size, bool verify_checksum,
   // Held until the write ends, as CommitEntry holds it; a busy stripe (a
   // write of the key, or of one sharing its stripe, under way) would make
   // this thread wait: the caller's Commit() does that instead.
-  if (!key_locks_.TryLock(key)) return false;
+  const layout::KeyHash h = index_->Hash(key);
+  if (!key_locks_.TryLock(h)) return false;
   if (copy != nullptr) {
     // Recorded before the hook runs, as in CommitEntry: an overlapping
     // commit is refused before anything is sent to a backup.
     absl::MutexLock lock(&seg.mu);
     if (!RecordLeaseEntryLocked(seg, offset, size, view->header->checksum, std::string(key)).ok()) {
-      key_locks_.Unlock(key);
+      key_locks_.Unlock(h);
       return false;
     }
   }
-  return StartPublishThroughHook(hook, key, bytes, run, offset, size,
+  return StartPublishThroughHook(hook, key, h, bytes, run, offset, size,
                                  layout::EntryExpiresAtMs(*view->header), std::move(copy),
                                  std::move(done));
 }
@@ -188,29 +191,31 @@ bool KvStore::StartCommitReserved(const Reservation& r, std::function<void(absl:
   std::memcpy(&h, r.ptr, sizeof(h));
   const absl::string_view key(r.ptr + layout::kEntryHeaderBytes, h.key_len);
   // As in StartCommit(): a busy stripe sends the caller to CommitReserved().
-  if (!key_locks_.TryLock(key)) return false;
-  return StartPublishThroughHook(hook, key, absl::string_view(r.ptr, r.size), run, r.offset, r.size,
-                                 layout::EntryExpiresAtMs(h), /*copy=*/nullptr, std::move(done));
+  const layout::KeyHash kh = index_->Hash(key);
+  if (!key_locks_.TryLock(kh)) return false;
+  return StartPublishThroughHook(hook, key, kh, absl::string_view(r.ptr, r.size), run, r.offset,
+                                 r.size, layout::EntryExpiresAtMs(h), /*copy=*/nullptr,
+                                 std::move(done));
 }
 
 bool KvStore::StartPublishThroughHook(WriteHook* hook, absl::string_view key,
-                                      absl::string_view bytes, uint32_t run, uint64_t offset,
-                                      uint64_t size, uint64_t expires_at_ms,
-                                      std::shared_ptr<LeaseCommitCopy> copy,
+                                      const layout::KeyHash& h, absl::string_view bytes,
+                                      uint32_t run, uint64_t offset, uint64_t size,
+                                      uint64_t expires_at_ms, std::shared_ptr<LeaseCommitCopy> copy,
                                       std::function<void(absl::Status)> done) {
-  auto publish = [this, key, run, offset, size, expires_at_ms, copy] {
-    absl::Status p = PublishEntry(key, run, offset, size, expires_at_ms);
+  auto publish = [this, key, h, run, offset, size, expires_at_ms, copy] {
+    absl::Status p = PublishEntry(key, run, offset, size, expires_at_ms, &h);
     if (copy != nullptr && p.ok()) copy->published.store(true, std::memory_order_release);
     return p;
   };
-  auto finish = [this, key, run, offset, copy, done = std::move(done)](absl::Status s) {
+  auto finish = [this, h, run, offset, copy, done = std::move(done)](absl::Status s) {
     if (copy != nullptr) ForgetUnpublishedLeaseEntry(run, offset, *copy);
-    key_locks_.Unlock(key);
+    key_locks_.Unlock(h);
     done(std::move(s));
   };
   if (hook->StartWrite(key, bytes, std::move(publish), std::move(finish))) return true;
   if (copy != nullptr) ForgetUnpublishedLeaseEntry(run, offset, *copy);
-  key_locks_.Unlock(key);
+  key_locks_.Unlock(h);
   return false;
 }
 
@@ -220,15 +225,16 @@ bool KvStore::StartDelete(absl::string_view key, std::function<void(absl::Status
   // The caller's key may be a view into a buffer it reuses at once (an
   // RDMA receive): the write keeps its own copy until `done`.
   auto owned = std::make_shared<const std::string>(key);
-  if (!key_locks_.TryLock(*owned)) return false;
+  const layout::KeyHash h = index_->Hash(*owned);
+  if (!key_locks_.TryLock(h)) return false;
   auto publish = [this, owned] { return Unpublish(*owned); };
-  auto finish = [this, owned, done = std::move(done)](absl::Status s) {
-    key_locks_.Unlock(*owned);
+  auto finish = [this, owned, h, done = std::move(done)](absl::Status s) {
+    key_locks_.Unlock(h);
     done(std::move(s));
   };
   // An empty entry is a delete (WriteHook::Write).
   if (hook->StartWrite(*owned, {}, std::move(publish), std::move(finish))) return true;
-  key_locks_.Unlock(*owned);
+  key_locks_.Unlock(h);
   return false;
 }
 
@@ -243,7 +249,8 @@ void KvStore::ForgetUnpublishedLeaseEntry(uint32_t head, uint64_t offset,
 }
 
 absl::Status KvStore::PublishEntry(absl::string_view key, uint32_t head, uint64_t offset,
-                                   uint64_t size, uint64_t expires_at_ms) {
+                                   uint64_t size, uint64_t expires_at_ms,
+                                   const layout::KeyHash* hash) {
   Segment& seg = segments_[head];
   {
     absl::MutexLock lock(&seg.mu);
@@ -262,7 +269,8 @@ absl::Status KvStore::PublishEntry(absl::string_view key, uint32_t head, uint64_
   // sees the word reads the complete entry; a client reads the word, then
   // the entry in a later READ, and verifies its checksum regardless. The
   // fingerprint is filled in by Upsert().
-  auto old = index_->Upsert(key, Slot{0, offset, size});
+  auto old = hash != nullptr ? index_->Upsert(key, Slot{0, offset, size}, *hash)
+                             : index_->Upsert(key, Slot{0, offset, size});
   if (!old.ok()) {
     // Index full: never published, so the bytes counted above are dead.
     index_full_->Increment();

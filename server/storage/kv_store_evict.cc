@@ -64,7 +64,8 @@ std::vector<uint32_t> KvStore::SealedByAge() {
 bool KvStore::EvictKey(absl::string_view key, const Slot& slot) {
   // Never wait for a key's lock: a writer that found the pool full may run
   // this pass while it holds a key lock itself. A busy key is kept.
-  if (!key_locks_.TryLock(key)) return false;
+  const layout::KeyHash locked = index_->Hash(key);
+  if (!key_locks_.TryLock(locked)) return false;
   bool removed = false;
   const std::optional<Slot> now = index_->Lookup(key);
   WriteHook* hook = options_.write_hook;
@@ -83,7 +84,7 @@ bool KvStore::EvictKey(absl::string_view key, const Slot& slot) {
       (void)publish();
     }
   }
-  key_locks_.Unlock(key);
+  key_locks_.Unlock(locked);
   return removed;
 }
 

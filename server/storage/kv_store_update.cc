@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/storage/kv_store.h"
@@ -39,7 +40,7 @@ absl::Status KvStore::ReadCurrent(absl::string_view key, CurrentValue* current, 
 absl::Status KvStore::Update(Writer* writer, absl::string_view key, UpdateFn decide,
                              absl::Duration space_wait) {
   KV_RETURN_IF_ERROR(options_.limits.CheckKey(key));
-  KeyLocks::Guard lock(key_locks_, key);
+  KeyLocks::Guard lock(key_locks_, index_->Hash(key));
   CurrentValue current;
   PinnedValue pin;  // keeps current.value readable until the write is done
   KV_RETURN_IF_ERROR(ReadCurrent(key, &current, &pin));
@@ -51,7 +52,9 @@ absl::Status KvStore::Update(Writer* writer, absl::string_view key, UpdateFn dec
 absl::Status KvStore::UpdateKeys(Writer* writer, absl::Span<const absl::string_view> keys,
                                  MultiUpdateFn decide) {
   for (absl::string_view k : keys) KV_RETURN_IF_ERROR(options_.limits.CheckKey(k));
-  KeyLocks::Guard lock(key_locks_, keys);
+  absl::InlinedVector<layout::KeyHash, 4> hashes;
+  for (absl::string_view k : keys) hashes.push_back(index_->Hash(k));
+  KeyLocks::Guard lock(key_locks_, hashes);
   std::vector<CurrentValue> current(keys.size());
   std::vector<PinnedValue> pins(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -123,7 +126,7 @@ bool KvStore::ExpireRecord(const ExpiryQueue::Record& r, int64_t now_ms) {
   std::memcpy(&h, pool_->data() + offset, sizeof(h));
   // A copy of the key: once unlocked below, the entry's bytes may be reused.
   const std::string key(pool_->data() + offset + layout::kEntryHeaderBytes, h.key_len);
-  KeyLocks::Guard lock(key_locks_, key);
+  KeyLocks::Guard lock(key_locks_, index_->Hash(key));
   // Looked up again under the key's lock: a write of the key since the
   // record was checked has replaced the entry (and brought its own record).
   const std::optional<Slot> slot = index_->Lookup(key);
