@@ -57,6 +57,9 @@ class KeyLocks {
   // a writer, e.g. eviction run by a writer that may hold a stripe itself);
   // Unlock() it after, on any thread.
   bool TryLock(const KeyHash& key) { return stripes_[Stripe(key)].TryLock(); }
+  // Takes the key's stripe, waiting for it (counted in waits()): a Guard of
+  // one key without the Guard, for the commit path.
+  void Lock(const KeyHash& key) { LockStripe(Stripe(key)); }
   void Unlock(const KeyHash& key) { stripes_[Stripe(key)].Unlock(); }
   // How many times a Guard found a stripe held and waited for it (two
   // writes of one key, or of keys on one stripe, at the same time).
@@ -87,11 +90,7 @@ class KeyLocks {
 
    private:
     void LockHeld() {
-      for (size_t s : held_) {
-        if (locks_->stripes_[s].TryLock()) continue;
-        locks_->waits_.fetch_add(1, std::memory_order_relaxed);
-        locks_->stripes_[s].Lock();
-      }
+      for (size_t s : held_) locks_->LockStripe(s);
     }
 
     KeyLocks* locks_;
@@ -99,6 +98,11 @@ class KeyLocks {
   };
 
  private:
+  void LockStripe(size_t s) {
+    if (stripes_[s].TryLock()) return;
+    waits_.fetch_add(1, std::memory_order_relaxed);
+    stripes_[s].Lock();
+  }
   // Five bits of the first bucket's number above the 11 fingerprint bits:
   // 16 bits from the two independent halves of the key's 128-bit hash.
   static size_t Stripe(const KeyHash& key) {

@@ -99,9 +99,11 @@ absl::Status KvStore::PublishThroughHook(absl::string_view key, absl::string_vie
   // of the key never has a write land between its read and its own write.
   // Installs of replicated writes (hook null) come from the one primary, in
   // order, and need none.
-  std::optional<KeyLocks::Guard> lock;
-  if (!key_locked && hook == options_.write_hook) lock.emplace(key_locks_, h);
-  return hook != nullptr ? hook->Write(key, bytes, publish) : publish();
+  const bool lock = !key_locked && hook == options_.write_hook;
+  if (lock) key_locks_.Lock(h);
+  absl::Status s = hook != nullptr ? hook->Write(key, bytes, publish) : publish();
+  if (lock) key_locks_.Unlock(h);
+  return s;
 }
 
 absl::StatusOr<uint32_t> KvStore::CommitRun(uint64_t offset, uint64_t size) const {
