@@ -178,6 +178,9 @@ struct KeyHash {
   uint64_t bucket[2];    // two candidate buckets (distinct when bucket_count > 1)
   uint16_t fingerprint;  // never 0, so a live slot word is never 0
 };
+inline bool operator==(const KeyHash& a, const KeyHash& b) {
+  return a.bucket[0] == b.bucket[0] && a.bucket[1] == b.bucket[1] && a.fingerprint == b.fingerprint;
+}
 // Deterministic across processes for the same (key, seed, bucket_count);
 // that is what lets a client find a key without asking the server. A
 // bucket_count of 0 is treated as 1.

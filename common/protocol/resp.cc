@@ -27,14 +27,18 @@ ParsedRequest ParseRequest(absl::string_view buf, const RequestLimits& limits) {
   // One named result, returned from one place: the caller's object is
   // built in place (no move of the argument vector per request).
   ParsedRequest out;
+  ParseRequestInto(buf, limits, &out);
+  return out;
+}
+
+void ParseRequestInto(absl::string_view buf, const RequestLimits& limits, ParsedRequest* out) {
   // Redis decides by the first byte alone: '*' is the array form, anything
   // else a line of text (resp_inline.cc).
   if (!buf.empty() && buf[0] != '*') {
-    out = internal::ParseInline(buf, limits);
+    *out = internal::ParseInline(buf, limits);
   } else {
-    internal::ParseArray(buf, limits, &out);
+    internal::ParseArray(buf, limits, out);
   }
-  return out;
 }
 
 void AppendSimple(std::string* out, absl::string_view s) { absl::StrAppend(out, "+", s, "\r\n"); }

@@ -113,6 +113,30 @@ struct ParsedRequest {
 //   argument of N bytes (limit M) / request larger than N bytes (...)
 //                                 (the RequestLimits)
 ParsedRequest ParseRequest(absl::string_view buffer, const RequestLimits& limits);
+// The same into *out, which must be default-constructed (no move of the
+// result for a caller that already holds one).
+void ParseRequestInto(absl::string_view buffer, const RequestLimits& limits, ParsedRequest* out);
+
+// The usual GET and SET in array form ("*2\r\n$3\r\nGET\r\n$<n>\r\n<key>\r\n",
+// "*3 .. SET .. $<n>\r\n<key>\r\n$<len>\r\n", the name in any case), as
+// ParseRequest() decides them: ParseUsualRequest() is true, with *out set,
+// exactly when ParseRequest(buffer, limits) returns kCommand {GET, key} or
+// kSetValue {SET, key} of `consumed` bytes (and `value_len`) through its fast
+// path; false, *out untouched, for anything else or anything it cannot
+// decide (the general parser then does). Views point into `buffer`. A
+// caller that parsed a request this way ahead of its turn (the RESP loop's
+// look-ahead) rebuilds ParseRequest()'s result with FillParsed() instead of
+// parsing it again, provided the buffer's bytes and the limits are the same.
+struct UsualRequest {
+  bool is_set = false;
+  absl::string_view name;  // "GET" or "SET" as sent (any case)
+  absl::string_view key;
+  uint64_t value_len = 0;  // SET only: the value's length line
+  size_t consumed = 0;     // up to the key's CRLF (GET), the value's first byte (SET)
+};
+bool ParseUsualRequest(absl::string_view buffer, const RequestLimits& limits, UsualRequest* out);
+// Sets *out (default-constructed) to what ParseRequest() returns for `u`.
+void FillParsed(const UsualRequest& u, ParsedRequest* out);
 
 // ASCII case-insensitive command name comparison.
 bool CommandIs(absl::string_view arg, absl::string_view name);

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/protocol/resp_head.h"
@@ -111,44 +112,47 @@ void SetError(ParsedRequest* out, std::string msg) {
   out->error = std::move(msg);
 }
 
-// The usual GET and SET (resp_head.h): a matched head, then a key and (for
-// a SET) the value's length line of at most 12 digits, within the limits.
-// True when it decided the request: kCommand or kSetValue in *out, exactly
-// as ParseFieldByField() would have. False, with *out untouched, for
-// everything else (a cut-short request too): ParseFieldByField() decides
-// those.
-bool ParseUsual(absl::string_view buf, const RequestLimits& limits, ParsedRequest* out) {
+// ParseUsualRequest()'s parse, inlined into ParseArray().
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ParseUsual(absl::string_view buf,
+                                                    const RequestLimits& limits,
+                                                    UsualRequest* out) {
   const head::Usual usual = head::Match(buf);
   if (usual == head::Usual::kNone) return false;
-  // The limits ParseFieldByField() checks for the name and the key: argc,
-  // each bulk's size, and both together.
-  if (limits.max_args < (usual == head::Usual::kSet ? 3u : 2u) || limits.max_bulk_bytes < 3) {
-    return false;
-  }
+  const bool is_set = usual == head::Usual::kSet;
+  if (limits.max_args < (is_set ? 3u : 2u) || limits.max_bulk_bytes < 3) return false;
   size_t pos = head::kKeyLine;
   absl::string_view key;
   if (!head::ReadBulk(buf, &pos, &key)) return false;
   if (key.size() > limits.max_bulk_bytes || key.size() + 3 > limits.max_buffered_bytes) {
     return false;
   }
-  if (usual == head::Usual::kSet) {
-    uint64_t value_len;
-    if (!head::ReadNumberLine(buf, &pos, '$', &value_len)) return false;
-    out->kind = ParsedRequest::Kind::kSetValue;
-    out->value_len = value_len;
-  } else {
-    out->kind = ParsedRequest::Kind::kCommand;
-  }
-  out->args.push_back(buf.substr(head::kName, 3));
-  out->args.push_back(key);
+  uint64_t value_len = 0;
+  if (is_set && !head::ReadNumberLine(buf, &pos, '$', &value_len)) return false;
+  out->is_set = is_set;
+  out->name = buf.substr(head::kName, 3);
+  out->key = key;
+  out->value_len = value_len;
   out->consumed = pos;
   return true;
+}
+
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void FillUsual(const UsualRequest& u, ParsedRequest* out) {
+  out->kind = u.is_set ? ParsedRequest::Kind::kSetValue : ParsedRequest::Kind::kCommand;
+  out->value_len = u.value_len;
+  out->args.push_back(u.name);
+  out->args.push_back(u.key);
+  out->consumed = u.consumed;
 }
 
 }  // namespace
 
 void ParseArray(absl::string_view buf, const RequestLimits& limits, ParsedRequest* out) {
-  if (!ParseUsual(buf, limits, out)) ParseFieldByField(buf, limits, out);
+  UsualRequest usual;
+  if (ParseUsual(buf, limits, &usual)) {
+    FillUsual(usual, out);
+  } else {
+    ParseFieldByField(buf, limits, out);
+  }
 }
 
 void ParseFieldByField(absl::string_view buf, const RequestLimits& limits, ParsedRequest* out) {
@@ -227,5 +231,16 @@ void ParseFieldByField(absl::string_view buf, const RequestLimits& limits, Parse
 }
 
 }  // namespace internal
+
+// A matched head (resp_head.h), then a key and (for a SET) the value's
+// length line of at most 12 digits, within the limits ParseFieldByField()
+// checks for the name and the key: argc, each bulk's size, and both
+// together. Anything else, a request cut short too, is left to it.
+bool ParseUsualRequest(absl::string_view buf, const RequestLimits& limits, UsualRequest* out) {
+  return internal::ParseUsual(buf, limits, out);
+}
+
+void FillParsed(const UsualRequest& u, ParsedRequest* out) { internal::FillUsual(u, out); }
+
 }  // namespace resp
 }  // namespace kvstore

@@ -43,6 +43,19 @@ void ExpectSameParse(absl::string_view buf, const RequestLimits& limits) {
   EXPECT_EQ(std::vector<absl::string_view>(fast.args.begin(), fast.args.end()),
             std::vector<absl::string_view>(slow.args.begin(), slow.args.end()))
       << what;
+  // ParseUsualRequest(), when it decides, decides the same (the loop's
+  // look-ahead parses with it ahead of a request's turn).
+  UsualRequest usual;
+  if (ParseUsualRequest(buf, limits, &usual)) {
+    ParsedRequest filled;
+    FillParsed(usual, &filled);
+    ASSERT_EQ(static_cast<int>(filled.kind), static_cast<int>(slow.kind)) << what;
+    EXPECT_EQ(filled.consumed, slow.consumed) << what;
+    EXPECT_EQ(filled.value_len, slow.value_len) << what;
+    EXPECT_EQ(std::vector<absl::string_view>(filled.args.begin(), filled.args.end()),
+              std::vector<absl::string_view>(slow.args.begin(), slow.args.end()))
+        << what;
+  }
   // Views into the input, never copies: the loop consumes by offset.
   for (absl::string_view a : fast.args) {
     EXPECT_TRUE(a.empty() ||

@@ -33,6 +33,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/auth/principal.h"
+#include "common/protocol/layout.h"
 #include "server/resp/client_registry.h"
 #include "server/resp/input_buffer.h"
 #include "server/resp/ring_queue.h"
@@ -214,6 +215,10 @@ struct Connection {
   // The entry's checksum is in place already: the value arrived whole with
   // its request and was copied and hashed in one pass (FillAndSealEntry).
   bool entry_sealed = false;
+  // KvIndex::Hash() of the SET's key, when the loop's look-ahead computed it
+  // (lookahead.h): the commit then does not hash the key again.
+  bool has_key_hash = false;
+  layout::KeyHash key_hash{};
   uint64_t discard_left = 0;  // kDiscard: bytes still to skip, CRLF included
   // A SET held back (kValue, nothing reserved yet) because the pool was
   // full of segments in their grace period: until when it may wait before

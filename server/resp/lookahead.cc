@@ -23,8 +23,8 @@ enum class Peeked {
   kNone,        // anything else, or too little to tell: stop
 };
 
-// The rest of a GET or SET after its name, at `p`: the key and (for a SET)
-// the value.
+// The rest of a GET or SET after its name, at `p`, on the field-by-field
+// path: the key and (for a SET) the value.
 Peeked PeekArgs(absl::string_view buf, size_t p, bool is_set, size_t* pos, absl::string_view* key) {
   if (!ReadBulk(buf, &p, key)) return Peeked::kNone;
   if (is_set) {
@@ -36,20 +36,28 @@ Peeked PeekArgs(absl::string_view buf, size_t p, bool is_set, size_t* pos, absl:
   return Peeked::kComplete;
 }
 
-Peeked PeekOne(absl::string_view buf, size_t* pos, absl::string_view* key) {
-  size_t p = *pos;
-  // The usual head first (resp_head.h); the field-by-field path below gives
-  // the same answers, more slowly.
-  if (p <= buf.size()) {
-    switch (resp::head::Match(buf.substr(p))) {
-      case resp::head::Usual::kGet:
-        return PeekArgs(buf, p + resp::head::kKeyLine, false, pos, key);
-      case resp::head::Usual::kSet:
-        return PeekArgs(buf, p + resp::head::kKeyLine, true, pos, key);
-      case resp::head::Usual::kNone:
-        break;
+// The request at *pos of `buf`. The usual head is parsed as the loop's
+// parser parses it, and then `out->request` is that parse; anything else
+// GET- or SET-like is only read for its key.
+Peeked PeekOne(absl::string_view buf, size_t* pos, const resp::RequestLimits& limits,
+               absl::string_view* key, resp::UsualRequest* usual) {
+  const size_t start = *pos;
+  if (start <= buf.size() && resp::ParseUsualRequest(buf.substr(start), limits, usual)) {
+    *key = usual->key;
+    size_t end = start + usual->consumed;
+    if (usual->is_set) {
+      // The value and its CRLF, to find the request behind it.
+      if (buf.size() - end < usual->value_len + 2 || buf[end + usual->value_len] != '\r' ||
+          buf[end + usual->value_len + 1] != '\n') {
+        return Peeked::kIncomplete;
+      }
+      end += usual->value_len + 2;
     }
+    *pos = end;
+    return Peeked::kComplete;
   }
+  usual->consumed = 0;  // not parsed
+  size_t p = start;
   uint64_t argc;
   absl::string_view name;
   if (!ReadNumberLine(buf, &p, '*', &argc) || !ReadBulk(buf, &p, &name)) return Peeked::kNone;
@@ -61,10 +69,12 @@ Peeked PeekOne(absl::string_view buf, size_t* pos, absl::string_view* key) {
 }  // namespace
 
 size_t PeekKeys(absl::string_view buf, absl::string_view* keys, size_t max) {
+  static const resp::RequestLimits kLimits;
   size_t found = 0;
   size_t pos = 0;
+  resp::UsualRequest usual;
   while (found < max) {
-    const Peeked p = PeekOne(buf, &pos, &keys[found]);
+    const Peeked p = PeekOne(buf, &pos, kLimits, &keys[found], &usual);
     if (p == Peeked::kNone) break;
     ++found;
     if (p == Peeked::kIncomplete) break;
@@ -72,37 +82,45 @@ size_t PeekKeys(absl::string_view buf, absl::string_view* keys, size_t max) {
   return found;
 }
 
-Lookahead::Keys Lookahead::Peek(absl::string_view rest) {
+Lookahead::Keys Lookahead::Peek(absl::string_view rest, const resp::RequestLimits& limits) {
   Keys out;
   size_t pos = 0;
-  Peeked first;
-  if (second_at_ != nullptr && rest.data() == second_at_ && rest.size() >= second_bytes_) {
-    // The request peeked second last time is first now: reuse its key and
-    // hash, and peek only the one after it.
-    out.keys[0] = rest.substr(key_offset_, key_bytes_);
-    if (has_second_hash_) {
-      first_hash_ = second_hash_;
-      out.first_hash = &first_hash_;
-    }
-    pos = second_bytes_;
-    first = Peeked::kComplete;
+  Peeked found;
+  Ahead* first = &slots_[first_ ^ 1];
+  if (first->at != nullptr && rest.data() == first->at && rest.size() >= first->bytes &&
+      &limits == limits_) {
+    // The request peeked second last time is first now: reuse its parse
+    // and hash, and peek only the one after it.
+    first_ ^= 1;
+    pos = first->bytes;
+    found = Peeked::kComplete;
   } else {
-    first = PeekOne(rest, &pos, &out.keys[0]);
+    first = &slots_[first_];
+    found = PeekOne(rest, &pos, limits, &first->request.key, &first->request);
+    first->at = found == Peeked::kNone ? nullptr : rest.data();
+    first->bytes = pos;
+    first->parsed = first->request.consumed > 0;
+    first->has_hash = false;
   }
-  second_at_ = nullptr;
-  has_second_hash_ = false;
-  if (first == Peeked::kNone) return out;
+  limits_ = &limits;
+  Ahead& second = slots_[first_ ^ 1];
+  second.at = nullptr;
+  if (found == Peeked::kNone) return out;
+  out.keys[0] = first->request.key;
   out.count = 1;
-  if (first == Peeked::kIncomplete) return out;
+  if (first->has_hash) out.first_hash = &first->hash;
+  if (found == Peeked::kIncomplete) return out;
   const size_t start = pos;
-  const Peeked second = PeekOne(rest, &pos, &out.keys[1]);
-  if (second == Peeked::kNone) return out;
+  found = PeekOne(rest, &pos, limits, &out.keys[1], &second.request);
+  if (found == Peeked::kNone) return out;
   out.count = 2;
-  if (second == Peeked::kComplete) {
-    second_at_ = rest.data() + start;
-    second_bytes_ = pos - start;
-    key_offset_ = static_cast<size_t>(out.keys[1].data() - second_at_);
-    key_bytes_ = out.keys[1].size();
+  // An incomplete one is parsed again once more of it is there.
+  if (found == Peeked::kComplete) {
+    second.at = rest.data() + start;
+    second.bytes = pos - start;
+    second.request.key = out.keys[1];  // also when found field by field
+    second.parsed = second.request.consumed > 0;
+    second.has_hash = false;
   }
   return out;
 }

@@ -19,6 +19,7 @@
 
 #include "absl/strings/string_view.h"
 #include "common/protocol/layout.h"
+#include "common/protocol/resp.h"
 
 namespace kvstore {
 namespace server {
@@ -36,12 +37,20 @@ size_t PeekKeys(absl::string_view buf, absl::string_view* keys, size_t max);
 // request would so be peeked twice, once as the second key (its buckets are
 // requested) and once as the first (its entries are); this remembers the
 // second request of the last call, so when the next call's input starts
-// where it started (the same connection, its buffer unmoved) only one new
-// request is peeked, and the hash the caller computed for it is handed back.
+// where it started only one new request is peeked, and the hash the caller
+// computed for it is handed back.
 //
-// What is remembered is only trusted as a hint: a buffer that moved, or was
-// freed and reused at the same address with other bytes, at worst prefetches
-// the wrong key. It is never read outside `rest`.
+// A usual GET or SET (resp::ParseUsualRequest) is parsed, with the
+// connection's limits, exactly as the loop's parser would parse it; when
+// its turn comes TakeParsed() hands that parse, and its key's hash, to the
+// loop instead of it parsing and hashing the key again.
+//
+// Valid only while the input is unchanged: the loop calls Forget() each time
+// it starts on a connection's input (new bytes may have been read, the
+// buffer may have moved or been reused), and between two calls of one
+// Process() nothing writes to the input at or after the requests peeked.
+// Within that, a reuse is further matched by address, length and the
+// limits object. Nothing outside `rest` is ever read.
 class Lookahead {
  public:
   struct Keys {
@@ -53,24 +62,61 @@ class Lookahead {
     const layout::KeyHash* first_hash = nullptr;
   };
 
-  // The keys of up to two requests at the start of `rest`, as PeekKeys.
-  Keys Peek(absl::string_view rest);
-  // The hash of the last Peek()'s keys[1], for the next Peek().
+  // The keys of up to two requests at the start of `rest`, as PeekKeys;
+  // the usual ones parsed under `limits`, which must outlive this object's
+  // use of them (the loop's own).
+  Keys Peek(absl::string_view rest, const resp::RequestLimits& limits);
+  // The hash of the last Peek()'s keys[1], for the next Peek() and, as
+  // that request's turn comes, for TakeParsed().
   void Remember(const layout::KeyHash& h) {
-    second_hash_ = h;
-    has_second_hash_ = true;
+    Ahead& second = slots_[first_ ^ 1];
+    second.hash = h;
+    second.has_hash = true;
+  }
+  // The hash of the last Peek()'s keys[0], when it came without one.
+  void RememberFirst(const layout::KeyHash& h) {
+    Ahead& first = slots_[first_];
+    first.hash = h;
+    first.has_hash = true;
+  }
+
+  // A request a Peek() found.
+  struct Ahead {
+    const char* at = nullptr;  // where it begins in the input; null: none
+    size_t bytes = 0;          // all of it (a SET's value and CRLF included)
+    bool parsed = false;       // `request` is ParseUsualRequest()'s
+    bool has_hash = false;     // `hash` is its key's KvIndex::Hash()
+    resp::UsualRequest request;
+    layout::KeyHash hash{};
+  };
+  // The request that starts `buf` when the last Peek() parsed it as its
+  // keys[0] under these same limits (the same object): its parse is what
+  // resp::ParseUsualRequest(buf, limits) gives. Null otherwise, and then
+  // the caller parses it. At most once per Peek(); valid until the next
+  // Peek() or Forget().
+  const Ahead* TakeParsed(absl::string_view buf, const resp::RequestLimits& limits) {
+    Ahead& first = slots_[first_];
+    if (first.at != buf.data() || !first.parsed || &limits != limits_ ||
+        buf.size() < first.request.consumed) {
+      return nullptr;
+    }
+    first.parsed = false;
+    return &first;
+  }
+
+  // Drops everything remembered: the input may change before the next call.
+  void Forget() {
+    slots_[0].at = nullptr;
+    slots_[1].at = nullptr;
   }
 
  private:
-  // The last Peek()'s second request: where it began, its length, and its
-  // key's place within it. Null when there was none (or it was incomplete).
-  const char* second_at_ = nullptr;
-  size_t second_bytes_ = 0;
-  size_t key_offset_ = 0;
-  size_t key_bytes_ = 0;
-  layout::KeyHash second_hash_{};
-  bool has_second_hash_ = false;
-  layout::KeyHash first_hash_{};
+  // The last Peek()'s keys[0] is slots_[first_]; its keys[1], when that
+  // request was complete, slots_[first_ ^ 1]. The next Peek() that finds
+  // the input starting at the second only flips first_.
+  Ahead slots_[2];
+  int first_ = 0;
+  const resp::RequestLimits* limits_ = nullptr;  // what both were parsed under
 };
 
 }  // namespace resp_internal

@@ -100,6 +100,8 @@ TEST(PeekKeys, TheWordCompareOfTheUsualHeadIsExact) {
   EXPECT_THAT(Peek("*2\r\n$3\r\nGET\r\n$0000000000001\r\na\r\n"), testing::ElementsAre());
 }
 
+const resp::RequestLimits kLimits;
+
 layout::KeyHash HashOf(absl::string_view key) { return layout::HashKey(key, 7, 1024); }
 
 std::vector<std::string> KeysOf(const Lookahead::Keys& k) {
@@ -119,7 +121,7 @@ TEST(Lookahead, WalksAPipelineHashingEachKeyOnce) {
   for (size_t i = 0; i + 1 < reqs.size(); ++i) {
     at += reqs[i].size();
     const absl::string_view rest = absl::string_view(buf).substr(at);
-    const Lookahead::Keys k = la.Peek(rest);
+    const Lookahead::Keys k = la.Peek(rest, kLimits);
     EXPECT_EQ(KeysOf(k), Peek(std::string(rest), 2)) << i;
     if (i == 0) {
       EXPECT_EQ(k.first_hash, nullptr);
@@ -137,10 +139,10 @@ TEST(Lookahead, WalksAPipelineHashingEachKeyOnce) {
 TEST(Lookahead, InputElsewhereIsPeekedAfresh) {
   const std::string buf = Get("a") + Get("b") + Get("c");
   Lookahead la;
-  Lookahead::Keys k = la.Peek(buf);
+  Lookahead::Keys k = la.Peek(buf, kLimits);
   la.Remember(HashOf("b"));
   const std::string moved = buf.substr(Get("a").size());  // "b" then "c", at another address
-  k = la.Peek(moved);
+  k = la.Peek(moved, kLimits);
   EXPECT_THAT(KeysOf(k), testing::ElementsAre("b", "c"));
   EXPECT_EQ(k.first_hash, nullptr);
 }
@@ -151,10 +153,10 @@ TEST(Lookahead, InputElsewhereIsPeekedAfresh) {
 TEST(Lookahead, NeverReadsPastTheInput) {
   const std::string buf = Get("a") + Get("bbbb") + Get("c");
   Lookahead la;
-  la.Peek(buf);
+  la.Peek(buf, kLimits);
   la.Remember(HashOf("bbbb"));
   const absl::string_view rest = absl::string_view(buf).substr(Get("a").size());
-  const Lookahead::Keys k = la.Peek(rest.substr(0, Get("bbbb").size() - 1));
+  const Lookahead::Keys k = la.Peek(rest.substr(0, Get("bbbb").size() - 1), kLimits);
   EXPECT_EQ(k.count, 0u);
   EXPECT_EQ(k.first_hash, nullptr);
 }
@@ -165,12 +167,88 @@ TEST(Lookahead, AnIncompleteSecondRequestIsNotRemembered) {
   const std::string full = Get("a") + Set("b", std::string(50, 'v')) + Get("c");
   const std::string partial = full.substr(0, full.size() - Get("c").size() - 10);
   Lookahead la;
-  Lookahead::Keys k = la.Peek(partial);
+  Lookahead::Keys k = la.Peek(partial, kLimits);
   EXPECT_THAT(KeysOf(k), testing::ElementsAre("a", "b"));
   la.Remember(HashOf("b"));
-  k = la.Peek(absl::string_view(full).substr(Get("a").size()));
+  k = la.Peek(absl::string_view(full).substr(Get("a").size()), kLimits);
   EXPECT_THAT(KeysOf(k), testing::ElementsAre("b", "c"));
   EXPECT_EQ(k.first_hash, nullptr);
+}
+
+// As the loop uses it: each request of a pipeline, when its turn comes, is
+// handed over parsed exactly as resp::ParseUsualRequest parses it, with the
+// hash remembered for it; nothing is handed over twice.
+TEST(Lookahead, HandsEachRequestOverParsedAsTheParserWould) {
+  const std::vector<std::string> reqs = {Get("k0"), Set("k1", "v\r\n1"), Get("k2"),
+                                         Set("k3", std::string(300, 'v')), Get("k4")};
+  std::string buf;
+  for (const std::string& r : reqs) buf += r;
+  Lookahead la;
+  size_t at = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const absl::string_view rest = absl::string_view(buf).substr(at);
+    const Lookahead::Ahead* ahead = la.TakeParsed(rest, kLimits);
+    if (i == 0) {
+      EXPECT_EQ(ahead, nullptr);
+    } else {
+      ASSERT_NE(ahead, nullptr) << i;
+      resp::UsualRequest want;
+      ASSERT_TRUE(resp::ParseUsualRequest(rest, kLimits, &want)) << i;
+      EXPECT_EQ(ahead->request.is_set, want.is_set) << i;
+      EXPECT_EQ(ahead->request.name.data(), want.name.data()) << i;
+      EXPECT_EQ(ahead->request.key.data(), want.key.data()) << i;
+      EXPECT_EQ(ahead->request.key.size(), want.key.size()) << i;
+      EXPECT_EQ(ahead->request.value_len, want.value_len) << i;
+      EXPECT_EQ(ahead->request.consumed, want.consumed) << i;
+      ASSERT_TRUE(ahead->has_hash) << i;
+      EXPECT_TRUE(ahead->hash == HashOf(want.key)) << i;
+      EXPECT_EQ(la.TakeParsed(rest, kLimits), nullptr) << i;  // once
+    }
+    at += reqs[i].size();
+    if (at == buf.size()) break;
+    const Lookahead::Keys k = la.Peek(absl::string_view(buf).substr(at), kLimits);
+    if (k.first_hash == nullptr && k.count >= 1) la.RememberFirst(HashOf(k.keys[0]));
+    if (k.count == 2) la.Remember(HashOf(k.keys[1]));
+  }
+}
+
+// A parse is only handed over under the same limits object, for the same
+// place, and not after Forget().
+TEST(Lookahead, HandsNothingOverForOtherLimitsPlacesOrAfterForget) {
+  const std::string buf = Get("a") + Get("b") + Get("c");
+  const absl::string_view rest = absl::string_view(buf).substr(Get("a").size());
+  const resp::RequestLimits other;
+  Lookahead la;
+  la.Peek(rest, kLimits);
+  EXPECT_EQ(la.TakeParsed(rest, other), nullptr);
+  EXPECT_EQ(la.TakeParsed(rest.substr(1), kLimits), nullptr);
+  la.Forget();
+  EXPECT_EQ(la.TakeParsed(rest, kLimits), nullptr);
+  la.Peek(rest, kLimits);
+  EXPECT_NE(la.TakeParsed(rest, kLimits), nullptr);
+}
+
+// What the parser's fast path would not decide (a key over the limits, a
+// head written differently) is peeked for its key only and left to the
+// parser; a request found so still chains to the next Peek() with its key.
+TEST(Lookahead, LeavesWhatTheFastPathDoesNotDecideToTheParser) {
+  resp::RequestLimits tight;
+  tight.max_bulk_bytes = 4;
+  const std::string big = Get("a-long-key") + Get("b");
+  Lookahead la;
+  Lookahead::Keys k = la.Peek(big, tight);
+  EXPECT_THAT(KeysOf(k), testing::ElementsAre("a-long-key", "b"));
+  EXPECT_EQ(la.TakeParsed(big, tight), nullptr);
+
+  const std::string odd = "*2\r\n$03\r\nget\r\n$3\r\nodd\r\n";
+  const std::string buf = Get("a") + odd + Get("c");
+  Lookahead lb;
+  k = lb.Peek(buf, kLimits);
+  EXPECT_THAT(KeysOf(k), testing::ElementsAre("a", "odd"));
+  const absl::string_view rest = absl::string_view(buf).substr(Get("a").size());
+  k = lb.Peek(rest, kLimits);
+  EXPECT_THAT(KeysOf(k), testing::ElementsAre("odd", "c"));
+  EXPECT_EQ(lb.TakeParsed(rest, kLimits), nullptr);
 }
 
 }  // namespace

@@ -167,8 +167,17 @@ class RespLoop final : private LockWaitService {
   // behind its held reply; false (nothing done) for any other request,
   // which the loop runs itself. `spec`: FindCommand(req.args[0]).
   bool ParkCommand(Connection* c, const resp::ParsedRequest& req, const CommandSpec* spec);
+  // Process()'s steps (resp_loop.cc): a value fed to the SET in progress,
+  // the input buffer given back once all is parsed, a streamed SET begun.
+  bool FeedSet(Connection* c);
+  void LendInputBack(Connection* c);
+  bool StartSet(Connection* c, absl::string_view buf, const resp::RequestLimits& limits,
+                absl::string_view key, uint64_t value_len, size_t consumed,
+                const layout::KeyHash* key_hash);
   // Starts the streamed SET just parsed, or refuses it before AUTH.
-  void BeginSet(Connection* c, const resp::ParsedRequest& req);
+  // `key_hash`: null, or KvIndex::Hash() of `key` (the look-ahead's).
+  void BeginSet(Connection* c, absl::string_view key, uint64_t value_len,
+                const layout::KeyHash* key_hash);
   // Output-side bounds of one connection at sweep time `now`; returns the
   // reason to close it, or nullptr to keep it. May copy pinned values out.
   const char* CheckOutputLimits(Connection* c, absl::Time now);
@@ -183,9 +192,9 @@ class RespLoop final : private LockWaitService {
   // Process()'s answer to a request that is incomplete or malformed.
   void NotRunnable(Connection* c, resp::ParsedRequest& req, size_t buffered);
   void Execute(Connection* c, const resp::ParsedRequest& req);
-  // Cache hints for the pipelined GET/SET requests at the start of `rest`
-  // (see lookahead.h).
-  void PrefetchAhead(absl::string_view rest);
+  // Cache hints for the pipelined GET/SET requests at the start of `rest`,
+  // parsed under `limits` for their turn (see lookahead.h).
+  void PrefetchAhead(const resp::RequestLimits& limits, absl::string_view rest);
   // Writes queued replies. Returns false once the connection is closed.
   bool Flush(Connection* c);
   void UpdateInterest(Connection* c);

@@ -216,10 +216,10 @@ void RespLoop::ExecuteLogin(Connection* c, const resp::ParsedRequest& req) {
 // Before AUTH a SET is refused like any command; its value is skipped if
 // small, and the connection closed if not (no reading megabytes for a
 // client that has not logged in).
-void RespLoop::BeginSet(Connection* c, const resp::ParsedRequest& req) {
+void RespLoop::BeginSet(Connection* c, absl::string_view key, uint64_t value_len,
+                        const layout::KeyHash* key_hash) {
   if (c->authenticated && auth::Allows(c->role, auth::Permission::kWrite)) {
-    // req.args[1] still points into c->in: nothing has moved it.
-    sets_->Begin(c, req.args[1], req.value_len);
+    sets_->Begin(c, key, value_len, key_hash);
     return;
   }
   if (c->authenticated) {
@@ -228,18 +228,18 @@ void RespLoop::BeginSet(Connection* c, const resp::ParsedRequest& req) {
     const CommandContext ctx{store_, writer_.get(), &options_, counters_, c, ids_};
     RequirePermission(ctx, auth::Permission::kWrite, "set");
     c->state = InputState::kDiscard;
-    c->discard_left = req.value_len + 2;
+    c->discard_left = value_len + 2;
     return;
   }
   counters_->noauth->Increment();
   c->ReplyError(kNoAuthError);
-  if (req.value_len > unauth_limits_.max_bulk_bytes) {
+  if (value_len > unauth_limits_.max_bulk_bytes) {
     c->close_after_flush = true;
     c->reading = false;
     return;
   }
   c->state = InputState::kDiscard;
-  c->discard_left = req.value_len + 2;
+  c->discard_left = value_len + 2;
 }
 
 }  // namespace resp_internal

@@ -20,7 +20,8 @@ namespace resp_internal {
 // Limit refusals answer at once (before the value arrives): the client
 // pipelines and matches replies by order, so the reply must not wait for the
 // bytes. Budget and pool refusals come with the first value byte (Reserve).
-void StreamedSet::Begin(Connection* c, absl::string_view key, uint64_t value_len) {
+void StreamedSet::Begin(Connection* c, absl::string_view key, uint64_t value_len,
+                        const layout::KeyHash* key_hash) {
   // Counted when it starts, refused or not (as the old resp_sets figure
   // always did); timed only when it commits (Finish()).
   counters_->put.requests->Increment();
@@ -46,6 +47,8 @@ void StreamedSet::Begin(Connection* c, absl::string_view key, uint64_t value_len
   c->value_len = value_len;
   c->value_done = 0;
   c->state = InputState::kValue;
+  c->has_key_hash = key_hash != nullptr;
+  if (key_hash != nullptr) c->key_hash = *key_hash;
   // Nothing will arrive to trigger the reservation of an empty value.
   if (value_len == 0) {
     if (Reserve(c, key, /*may_wait=*/false) == ReserveResult::kYes) {
@@ -245,7 +248,8 @@ void StreamedSet::Finish(Connection* c) {
   }
   // This loop wrote the entry from a checked key and length into its own
   // reservation, and sealed it: nothing to check again.
-  const absl::Status s = store_->CommitReserved(c->reservation);
+  const absl::Status s =
+      store_->CommitReserved(c->reservation, c->has_key_hash ? &c->key_hash : nullptr);
   Release(c);
   c->state = InputState::kCommands;
   ReplyStoreStatus(cluster_, c, s);

@@ -84,7 +84,9 @@ class StreamedSet {
   // In kValue the entry may not be reserved yet (see Reserved()). `key` may
   // point into c->in: it is used before anything moves the input, and copied
   // (c->pending_key) when the reservation has to wait for later reads.
-  void Begin(Connection* c, absl::string_view key, uint64_t value_len);
+  // `key_hash`: null, or KvIndex::Hash(key), which the commit then uses.
+  void Begin(Connection* c, absl::string_view key, uint64_t value_len,
+             const layout::KeyHash* key_hash = nullptr);
 
   enum class Progress {
     kNeedMore,       // all buffered input used; the SET continues

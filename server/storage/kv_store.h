@@ -169,8 +169,11 @@ class KvStore {
   // lies inside one allocated run and never in a lease chunk, and the entry
   // is well formed, so the checks Commit() makes of a range and of bytes a
   // client wrote are skipped (the RESP SET's path). Hook, key lock, errors
-  // and publication as Commit().
-  absl::Status CommitReserved(const Reservation& r);
+  // and publication as Commit(). `key_hash`: null, or KvIndex::Hash() of
+  // the entry's key, which the caller computed already (the RESP loop's
+  // look-ahead); it names the key's lock and index places, so it must be
+  // that key's (checked in debug builds).
+  absl::Status CommitReserved(const Reservation& r, const layout::KeyHash* key_hash = nullptr);
 
   // Commit() without waiting for the write hook's replication round: for an
   // event loop or a callback (the RESP loop's streamed SET, gRPC Put, an
@@ -489,10 +492,13 @@ class KvStore {
                                std::shared_ptr<LeaseCommitCopy> copy,
                                std::function<void(absl::Status)> done);
   // CommitReserved() through `hook` (null: none, as for InstallReplica).
-  absl::Status CommitReserved(const Reservation& r, WriteHook* hook);
+  absl::Status CommitReservedThrough(const Reservation& r, WriteHook* hook,
+                                     const layout::KeyHash* key_hash);
+  // `key_hash`: null, or the key's KvIndex::Hash() (computed here if null).
   absl::Status PublishThroughHook(absl::string_view key, absl::string_view bytes, uint32_t head,
                                   uint64_t offset, uint64_t size, uint64_t expires_at_ms,
-                                  WriteHook* hook, bool key_locked, bool* published);
+                                  WriteHook* hook, bool key_locked, bool* published,
+                                  const layout::KeyHash* key_hash = nullptr);
   // The publishing half of a commit: counts the entry live in the run at
   // `head`, stores its slot word (what a WriteHook's publish runs) and
   // queues its expiry, if any. `hash`: the key's KvIndex::Hash, when the

@@ -67,11 +67,12 @@ absl::Status KvStore::CommitEntry(uint64_t offset, uint64_t size, bool verify_ch
   return s;
 }
 
-absl::Status KvStore::CommitReserved(const Reservation& r) {
-  return CommitReserved(r, options_.write_hook);
+absl::Status KvStore::CommitReserved(const Reservation& r, const layout::KeyHash* key_hash) {
+  return CommitReservedThrough(r, options_.write_hook, key_hash);
 }
 
-absl::Status KvStore::CommitReserved(const Reservation& r, WriteHook* hook) {
+absl::Status KvStore::CommitReservedThrough(const Reservation& r, WriteHook* hook,
+                                            const layout::KeyHash* key_hash) {
   assert(r.ptr == pool_->data() + r.offset);
   const uint32_t head = segments_[SegmentOf(r.offset)].run_head;
   assert(!segments_[head].remote_writable.load(std::memory_order_relaxed));
@@ -80,16 +81,18 @@ absl::Status KvStore::CommitReserved(const Reservation& r, WriteHook* hook) {
   const absl::string_view key(r.ptr + layout::kEntryHeaderBytes, h.key_len);
   bool published;
   return PublishThroughHook(key, absl::string_view(r.ptr, r.size), head, r.offset, r.size,
-                            layout::EntryExpiresAtMs(h), hook, /*key_locked=*/false, &published);
+                            layout::EntryExpiresAtMs(h), hook, /*key_locked=*/false, &published,
+                            key_hash);
 }
 
 absl::Status KvStore::PublishThroughHook(absl::string_view key, absl::string_view bytes,
                                          uint32_t head, uint64_t offset, uint64_t size,
                                          uint64_t expires_at_ms, WriteHook* hook, bool key_locked,
-                                         bool* published) {
+                                         bool* published, const layout::KeyHash* key_hash) {
   *published = false;
-  // Hashed once, for the key's lock and for the index.
-  const layout::KeyHash h = index_->Hash(key);
+  // Hashed once, for the key's lock and for the index (or by the caller).
+  assert(key_hash == nullptr || *key_hash == index_->Hash(key));
+  const layout::KeyHash h = key_hash != nullptr ? *key_hash : index_->Hash(key);
   auto publish = [&] {
     absl::Status p = PublishEntry(key, head, offset, size, expires_at_ms, &h);
     *published = p.ok();

@@ -56,7 +56,7 @@ absl::Status KvStore::InstallReplica(absl::string_view entry, absl::Time deadlin
   uint64_t version = 0;
   if (s.ok()) {
     version = layout::EntryVersion(*view->header);
-    s = CommitReserved(r, /*hook=*/nullptr);
+    s = CommitReservedThrough(r, /*hook=*/nullptr, /*key_hash=*/nullptr);
   }
   replica_writer_->Done(r);
   if (s.ok()) KeepVersionsAbove(version);
