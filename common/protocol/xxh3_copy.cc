@@ -70,19 +70,43 @@ uint64_t Merge(const uint64_t acc[8], const uint8_t* secret, uint64_t start) {
 #define KV_AVX2 __attribute__((target("avx2"), always_inline)) inline
 
 // One stripe at `in` into the accumulators (two 4-lane halves): each lane
-// adds its neighbour's input word, and the product of the low and high
-// halves of its input word XOR the secret's. With `out`, the stripe is
-// stored there too: that is the copy.
+// adds the product of the low and high halves of its input word XOR the
+// secret's, and its neighbour's input word. The neighbour words are summed
+// into `sum` and added once per run of stripes (AddNeighbours): swapping
+// neighbours is a permutation of lanes, so the swap of a sum is the sum of
+// the swaps, and between two scrambles only the total counts. With `out`,
+// the stripe is stored there too: that is the copy.
 template <bool kCopy>
-KV_AVX2 void Stripe(__m256i acc[2], const char* in, char* out, const uint8_t* secret) {
+KV_AVX2 void Stripe(__m256i acc[2], __m256i sum[2], const char* in, char* out,
+                    const uint8_t* secret) {
   for (int j = 0; j < 2; ++j) {
     const __m256i data = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * j));
     if (kCopy) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * j), data);
     const __m256i key = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(secret + 32 * j));
     const __m256i keyed = _mm256_xor_si256(data, key);
     const __m256i product = _mm256_mul_epu32(keyed, _mm256_srli_epi64(keyed, 32));
-    const __m256i neighbour = _mm256_shuffle_epi32(data, _MM_SHUFFLE(1, 0, 3, 2));
-    acc[j] = _mm256_add_epi64(acc[j], _mm256_add_epi64(product, neighbour));
+    acc[j] = _mm256_add_epi64(acc[j], product);
+    sum[j] = _mm256_add_epi64(sum[j], data);
+    // Kept in registers, one add a stripe: left free, the compiler
+    // reassociates an unrolled run's sums into trees and spills them.
+    __asm__("" : "+x"(acc[j]), "+x"(sum[j]));
+  }
+}
+
+// `n` consecutive stripes, copied, in straight-line code.
+template <int n>
+KV_AVX2 void CopyStripes(__m256i acc[2], __m256i sum[2], const char* in, char* out,
+                         const uint8_t* secret) {
+#pragma GCC unroll 8
+  for (int i = 0; i < n; ++i) {
+    Stripe<true>(acc, sum, in + i * kStripe, out + i * kStripe, secret + 8 * i);
+  }
+}
+
+// The neighbour words of the stripes summed into `sum`, swapped into place.
+KV_AVX2 void AddNeighbours(__m256i acc[2], const __m256i sum[2]) {
+  for (int j = 0; j < 2; ++j) {
+    acc[j] = _mm256_add_epi64(acc[j], _mm256_shuffle_epi32(sum[j], _MM_SHUFFLE(1, 0, 3, 2)));
   }
 }
 
@@ -102,23 +126,35 @@ KV_AVX2 void Scramble(__m256i acc[2], const uint8_t* secret) {
 // `count` stripes from `*offset` on, keyed from the secret's start: those
 // that start at or after `copy_from` come from `src` (whose byte 0 is run
 // byte `from`) and are stored into the run; earlier ones are in the run.
-// The copying loop takes two stripes a turn: its pointer arithmetic is a
-// fifth of a stripe's instructions otherwise.
 KV_AVX2 void Stripes(__m256i acc[2], char* run, size_t* offset, size_t count, size_t copy_from,
                      size_t from, const char* src) {
+  __m256i sum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
   const uint8_t* secret = XXH3_kSecret;
   const uint8_t* const secret_end = secret + 8 * count;
   for (; secret < secret_end && *offset < copy_from; secret += 8, *offset += kStripe) {
-    Stripe<false>(acc, run + *offset, nullptr, secret);
+    Stripe<false>(acc, sum, run + *offset, nullptr, secret);
   }
   const char* in = src + (*offset - from);
   char* out = run + *offset;
-  *offset += kStripe * static_cast<size_t>(secret_end - secret) / 8;
-  for (; secret + 8 < secret_end; secret += 16, in += 2 * kStripe, out += 2 * kStripe) {
-    Stripe<true>(acc, in, out, secret);
-    Stripe<true>(acc, in + kStripe, out + kStripe, secret + 8);
+  size_t left = static_cast<size_t>(secret_end - secret) / 8;
+  *offset += kStripe * left;
+  // Eight stripes a turn (half a block), then four, two and one: the loop's
+  // own arithmetic costs about a third of a stripe each time round, and a
+  // value's first block has one stripe fewer to copy (the entry's header
+  // and key start it).
+  for (; left >= 8; left -= 8, secret += 64, in += 8 * kStripe, out += 8 * kStripe) {
+    CopyStripes<8>(acc, sum, in, out, secret);
   }
-  if (secret < secret_end) Stripe<true>(acc, in, out, secret);
+  if (left & 4) {
+    CopyStripes<4>(acc, sum, in, out, secret);
+    secret += 32, in += 4 * kStripe, out += 4 * kStripe;
+  }
+  if (left & 2) {
+    CopyStripes<2>(acc, sum, in, out, secret);
+    secret += 16, in += 2 * kStripe, out += 2 * kStripe;
+  }
+  if (left & 1) CopyStripes<1>(acc, sum, in, out, secret);
+  AddNeighbours(acc, sum);
 }
 
 __attribute__((target("avx2"))) uint64_t CopyAndHashAvx2(char* run, size_t len, size_t from,
@@ -143,7 +179,9 @@ __attribute__((target("avx2"))) uint64_t CopyAndHashAvx2(char* run, size_t len, 
   Stripes(acc, run, &offset, ((len - 1) - kBlock * blocks) / kStripe, copy_from, from, src);
   const size_t copied = std::max(offset, copy_from);
   std::memcpy(run + copied, src + (copied - from), len - copied);
-  Stripe<false>(acc, run + len - kStripe, nullptr, XXH3_kSecret + kLastStripeSecret);
+  __m256i last[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+  Stripe<false>(acc, last, run + len - kStripe, nullptr, XXH3_kSecret + kLastStripeSecret);
+  AddNeighbours(acc, last);
   alignas(32) uint64_t lanes[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[0]);
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes + 4), acc[1]);
