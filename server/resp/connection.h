@@ -217,6 +217,9 @@ struct Connection {
   bool entry_sealed = false;
   // KvIndex::Hash() of the SET's key, when the loop's look-ahead computed it
   // (lookahead.h): the commit then does not hash the key again.
+  // request_started as the clock's SteadyNanos(), for the SET's latency
+  // (put.duration) in integer arithmetic.
+  int64_t set_started_ns = 0;
   bool has_key_hash = false;
   layout::KeyHash key_hash{};
   uint64_t discard_left = 0;  // kDiscard: bytes still to skip, CRLF included

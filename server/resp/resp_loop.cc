@@ -169,7 +169,7 @@ void RespLoop::Run() {
       std::clamp<int64_t>(absl::ToInt64Milliseconds(options_.timeout_check_interval), 1, 250));
   // The checks are paced in real time; what expires is decided on loop time.
   absl::Time next_timeout_check = absl::Now() + options_.timeout_check_interval;
-  wake_time_ = LoopTime(store_->clock());  // never InfinitePast once running
+  SetWakeTime();  // never InfinitePast once running
   while (!stop_.load(std::memory_order_relaxed)) {
     // SETs this thread finished itself (it read their replies: a watch, or
     // a synchronous write waiting on the loop) wrote no eventfd: answered
@@ -184,7 +184,7 @@ void RespLoop::Run() {
       LOG(ERROR) << "epoll_wait: " << std::strerror(errno);
       break;
     }
-    wake_time_ = LoopTime(store_->clock());
+    SetWakeTime();
     // Group commit: the replicated SETs of every connection served in this
     // iteration go to each backup as one batch, started when the scope ends
     // (batch_scope.h). Under load one wake-up serves many connections; an

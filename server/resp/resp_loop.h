@@ -242,6 +242,12 @@ class RespLoop final : private LockWaitService {
   // unread-reply and request timeouts, CLIENT LIST) counts in seconds; a
   // SET's duration so runs from the wake-up that found its header.
   absl::Time wake_time_ = absl::InfinitePast();
+  int64_t wake_ns_ = 0;  // wake_time_ as the clock's SteadyNanos()
+  // One clock read for both: LoopTime() is UnixEpoch() + Steady().
+  void SetWakeTime() {
+    wake_ns_ = store_->clock().SteadyNanos();
+    wake_time_ = absl::UnixEpoch() + absl::Nanoseconds(wake_ns_);
+  }
   absl::Time listener_resume_ = absl::InfinitePast();
   absl::Time last_accept_log_ = absl::InfinitePast();
   uint64_t accept_errors_unlogged_ = 0;

@@ -77,6 +77,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool RespLoop::StartSet(Connection* c, absl:
   }
   c->start += consumed;
   c->request_started = wake_time_;  // no clock read per SET (wake_time_)
+  c->set_started_ns = wake_ns_;
   counters_->commands->Increment();
   static const CommandSpec* const kSetSpec = FindCommand("SET");
   NoteCommand(*c, kSetSpec);

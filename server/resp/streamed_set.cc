@@ -255,7 +255,8 @@ void StreamedSet::Finish(Connection* c) {
   ReplyStoreStatus(cluster_, c, s);
   // From the header (the loop stamped request_started when it parsed it) to
   // the commit's reply: one extra clock read for the whole streamed SET.
-  counters_->put.duration->Observe(LoopTime(store_->clock()) - c->request_started);
+  const int64_t took = store_->clock().SteadyNanos() - c->set_started_ns;
+  counters_->put.duration->ObserveNanos(took > 0 ? static_cast<uint64_t>(took) : 0);
   c->request_started = absl::InfiniteFuture();
 }
 

@@ -23,6 +23,11 @@ class RealClock final : public Clock {
     clock_gettime(CLOCK_BOOTTIME, &ts);
     return absl::DurationFromTimespec(ts);
   }
+  int64_t SteadyNanos() const override {
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+  }
   absl::Time Wall() const override { return absl::Now(); }
   void Sleep(absl::Duration d) const override {
     if (d > absl::ZeroDuration()) absl::SleepFor(d);

@@ -25,6 +25,8 @@
 #ifndef KVSTORE_SERVER_STORAGE_CLOCK_H_
 #define KVSTORE_SERVER_STORAGE_CLOCK_H_
 
+#include <cstdint>
+
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -36,6 +38,9 @@ class Clock {
   virtual ~Clock() = default;
   // Monotonic: never goes back, and unaffected by changes to the wall clock.
   virtual absl::Duration Steady() const = 0;
+  // Steady() in whole nanoseconds, for a caller that does integer
+  // arithmetic on it (a per-request latency). This default converts.
+  virtual int64_t SteadyNanos() const { return absl::ToInt64Nanoseconds(Steady()); }
   // The wall clock, for reporting only.
   virtual absl::Time Wall() const = 0;
   // Returns once Steady() has advanced by at least `d` (at once for

@@ -52,6 +52,20 @@ uint64_t AwaitingGrace(const TestStore& t) {
   return Value(t.store->registry(), "kvstore_pool_segments_awaiting_grace");
 }
 
+// SteadyNanos() is Steady() in whole nanoseconds: the real clock reads it
+// directly (the RESP SET's latency), a test clock converts.
+TEST(Clock, SteadyNanosIsSteadyInNanoseconds) {
+  const Clock& real = Clock::Real();
+  const int64_t before = real.SteadyNanos();
+  const int64_t steady = absl::ToInt64Nanoseconds(real.Steady());
+  const int64_t after = real.SteadyNanos();
+  EXPECT_LE(before, steady);
+  EXPECT_LE(steady, after);
+  FakeClock fake;
+  fake.Advance(absl::Milliseconds(1500));
+  EXPECT_EQ(fake.SteadyNanos(), absl::ToInt64Nanoseconds(fake.Steady()));
+}
+
 // A wall clock stepped forward used to end every pending grace period at
 // once: a segment a slow one-sided READ was still reading went back to the
 // allocator. Only time passing on the steady clock ends it now.
