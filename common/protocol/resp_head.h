@@ -118,6 +118,24 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ReadNumberLine(absl::string_view buf, s
   if (*pos >= buf.size() || buf[*pos] != prefix) return false;
   const char* const end = buf.data() + buf.size();
   const char* const digits = buf.data() + *pos + 1;
+  // A key's length is mostly one or two digits: read them directly (the
+  // word path below costs about three times as many instructions).
+  if (end - digits >= 4) {
+    const unsigned d0 = static_cast<unsigned char>(digits[0]) - unsigned{'0'};
+    if (d0 <= 9) {
+      if (digits[1] == '\r' && digits[2] == '\n') {
+        *n = d0;
+        *pos += 4;
+        return true;
+      }
+      const unsigned d1 = static_cast<unsigned char>(digits[1]) - unsigned{'0'};
+      if (d1 <= 9 && digits[2] == '\r' && digits[3] == '\n') {
+        *n = d0 * 10 + d1;
+        *pos += 5;
+        return true;
+      }
+    }
+  }
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   // Nearly every length is short and has eight bytes behind its prefix.
   if (end - digits >= 8) {

@@ -63,8 +63,7 @@ absl::Status AfterEarlierKeys(const absl::Status& s) {
   return cluster::ToStatus(r->WithUnknownEffect());
 }
 
-void ReplyStoreStatus(const ClusterState* cluster, Connection* conn, const absl::Status& s) {
-  // Nearly every write succeeds: no refusal to decode then.
+void ReplyStoreRefusal(const ClusterState* cluster, Connection* conn, const absl::Status& s) {
   if (s.ok()) return conn->ReplyOk();
   const std::optional<cluster::Refusal> r = cluster::FromStatus(s);
   // The hook serves every transport and may name another port than the

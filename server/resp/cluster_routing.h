@@ -69,7 +69,16 @@ absl::Status AfterEarlierKeys(const absl::Status& s);
 // except that a kMoved / kAsk refusal of no effect is routed again on the
 // current map, so that it names the slot's primary by its RESP address (the
 // hook's own address when the map does not know the slot's primary).
-void ReplyStoreStatus(const ClusterState* cluster, Connection* conn, const absl::Status& s);
+// Nearly every write succeeds: the OK is queued inline, a refusal by
+// ReplyStoreRefusal().
+void ReplyStoreRefusal(const ClusterState* cluster, Connection* conn, const absl::Status& s);
+inline void ReplyStoreStatus(const ClusterState* cluster, Connection* conn, const absl::Status& s) {
+  if (s.ok()) {
+    conn->ReplyOk();
+  } else {
+    ReplyStoreRefusal(cluster, conn, s);
+  }
+}
 
 }  // namespace resp_internal
 }  // namespace server
