@@ -81,19 +81,31 @@ StreamedSet::ReserveResult StreamedSet::Reserve(Connection* c, absl::string_view
     c->ReplyStatus(absl::ResourceExhaustedError(absl::StrCat(
         "SET of ", c->value_len, " bytes refused: streamed SETs in flight already hold ",
         budget_->used(), " of resp_max_inflight_set_bytes=", budget_->cap(), "; retry later")));
-  } else if (auto r = writer_->Reserve(key.size(), c->value_len); !r.ok()) {
-    // Space for header + key + value; kResourceExhausted (OOM) when full.
-    budget_->Give(bytes);
-    if (may_wait && HoldBack(c, r.status())) return ReserveResult::kHeldBack;
-    c->ReplyStatus(r.status());
   } else {
-    c->space_wait_until = absl::InfinitePast();
-    c->budget_taken = bytes;
-    c->reservation = *r;
-    // Header and key now; the value bytes land behind them as they arrive.
-    layout::BeginEntry(r->ptr, key, static_cast<uint32_t>(c->value_len), store_->Version());
-    c->pending_key.clear();  // `key` may be it: used up only now
-    return ReserveResult::kYes;
+    // Begin() checked both lengths against the limits: the open segment's
+    // room first, the writer's full path (a new segment, a run of its own,
+    // a refusal) when it has none.
+    Reservation r = writer_->ReserveInOpen(key.size(), c->value_len);
+    if (r.ptr == nullptr) {
+      absl::StatusOr<Reservation> full = writer_->Reserve(key.size(), c->value_len);
+      if (full.ok()) {
+        r = *full;
+      } else {
+        // Space for header + key + value; kResourceExhausted (OOM) when full.
+        budget_->Give(bytes);
+        if (may_wait && HoldBack(c, full.status())) return ReserveResult::kHeldBack;
+        c->ReplyStatus(full.status());
+      }
+    }
+    if (r.ptr != nullptr) {
+      c->space_wait_until = absl::InfinitePast();
+      c->budget_taken = bytes;
+      c->reservation = r;
+      // Header and key now; the value bytes land behind them as they arrive.
+      layout::BeginEntry(r.ptr, key, static_cast<uint32_t>(c->value_len), store_->Version());
+      c->pending_key.clear();  // `key` may be it: used up only now
+      return ReserveResult::kYes;
+    }
   }
   // Still a well-formed request: skip its value, keep the connection.
   c->space_wait_until = absl::InfinitePast();

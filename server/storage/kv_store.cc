@@ -81,9 +81,7 @@ absl::StatusOr<Reservation> KvStore::Writer::ReserveLocked(uint64_t key_len, uin
     // EntryBytes() is a multiple of kEntryAlign, so every entry stays aligned.
     // The reservation's own pin (on the head: a single-segment run) lasts
     // until Done(), even after the writer has moved on to another segment.
-    r.offset = open_->offset + used_;
-    used_ += size;
-    store_->segments_[open_->first_segment].pins.fetch_add(1, std::memory_order_acq_rel);
+    return TakeFromOpen(size);
   }
   r.ptr = store_->pool_->data() + r.offset;
   return r;

@@ -104,9 +104,19 @@ class KvStore {
     // committed become dead space. A no-op on an empty reservation.
     // REQUIRES: `r` came from this writer's Reserve().
     void Done(Reservation& r);
+    // Reserve() of an entry whose key and value lengths the caller has
+    // already checked against limits(), taken from the open segment when it
+    // has room (nearly always): no allocation, no status, no checks again.
+    // An empty Reservation (ptr null) otherwise, and then the caller calls
+    // Reserve(). Not for a shared writer (NewSharedWriter()), which always
+    // answers empty.
+    Reservation ReserveInOpen(uint64_t key_len, uint64_t value_len);
 
    private:
     friend class KvStore;
+    // `size` bytes bump-allocated in the open segment, which has room,
+    // pinned until Done().
+    Reservation TakeFromOpen(uint64_t size);
     Writer(KvStore* store, bool cleaner, bool shared = false)
         : store_(store), cleaner_(cleaner), shared_(shared) {}
     absl::StatusOr<Reservation> ReserveLocked(uint64_t key_len, uint64_t value_len,
@@ -675,6 +685,25 @@ class KvStore {
   // before the index, segments and mutexes their callbacks read.
   std::vector<metrics::CallbackHandle> gauges_;
 };
+
+// Inline: a RESP SET reserves its entry once per request.
+inline Reservation KvStore::Writer::TakeFromOpen(uint64_t size) {
+  Reservation r;
+  r.size = size;
+  r.offset = open_->offset + used_;
+  used_ += size;
+  store_->segments_[open_->first_segment].pins.fetch_add(1, std::memory_order_acq_rel);
+  r.ptr = store_->pool_->data() + r.offset;
+  return r;
+}
+
+inline Reservation KvStore::Writer::ReserveInOpen(uint64_t key_len, uint64_t value_len) {
+  const uint64_t size = layout::EntryBytes(key_len, value_len);
+  if (shared_ || !open_ || size > store_->options_.segment_bytes || used_ + size > open_->length) {
+    return Reservation();
+  }
+  return TakeFromOpen(size);
+}
 
 }  // namespace server
 }  // namespace kvstore

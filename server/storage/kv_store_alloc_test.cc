@@ -2,7 +2,7 @@
 //
 // Where KvStore places the segment runs it hands out: a working set much
 // smaller than the pool stays in the pool's low segments instead of
-// walking the whole arena.
+// walking the whole arena; and a writer's reservations in its open segment.
 
 #include <algorithm>
 #include <cstdint>
@@ -67,6 +67,49 @@ TEST(KvStoreAlloc, ASmallWorkingSetStaysInTheLowSegments) {
   // period or just reclaimed. 8 is generous; the old hint reached 127.
   EXPECT_LT(highest_segment, 8u);
   writer.reset();
+}
+
+// Writer::ReserveInOpen (the RESP SET's reservation) takes the open
+// segment's room exactly as Reserve() would, and nothing when there is none
+// (no open segment yet, an entry that does not fit, a shared writer): the
+// caller then goes through Reserve().
+TEST(KvStoreAlloc, ReserveInOpenTakesTheOpenSegmentsRoomOrNothing) {
+  MemoryPoolOptions po;
+  po.data_bytes = 8 << 20;
+  po.index_bytes = 1 << 20;
+  std::unique_ptr<MemoryPool> pool = std::move(*MemoryPool::Create(po));
+  KvStoreOptions so;
+  so.segment_bytes = 64 << 10;
+  so.cleaner_interval = absl::ZeroDuration();
+  so.expiry_interval = absl::ZeroDuration();
+  std::unique_ptr<KvStore> store = std::move(*KvStore::Create(pool.get(), so));
+  std::unique_ptr<KvStore::Writer> writer = store->NewWriter();
+
+  EXPECT_EQ(writer->ReserveInOpen(8, 1000).ptr, nullptr);  // nothing open yet
+  absl::StatusOr<Reservation> first = writer->Reserve(8, 1000);
+  ASSERT_THAT(first.status(), IsOk());
+  Reservation next = writer->ReserveInOpen(8, 1000);
+  ASSERT_NE(next.ptr, nullptr);
+  EXPECT_EQ(next.offset, first->offset + first->size);
+  EXPECT_EQ(next.size, layout::EntryBytes(8, 1000));
+  EXPECT_EQ(next.ptr, first->ptr + first->size);
+  EXPECT_FALSE(next.dedicated.has_value());
+  // Larger than what the open segment has left, or than a segment.
+  EXPECT_EQ(writer->ReserveInOpen(8, (64 << 10) - 2 * first->size).ptr, nullptr);
+  EXPECT_EQ(writer->ReserveInOpen(8, 64 << 10).ptr, nullptr);
+  // Reserve() goes on after what ReserveInOpen() took.
+  absl::StatusOr<Reservation> third = writer->Reserve(8, 1000);
+  ASSERT_THAT(third.status(), IsOk());
+  EXPECT_EQ(third->offset, next.offset + next.size);
+  writer->Done(*first);
+  writer->Done(next);
+  writer->Done(*third);
+
+  std::unique_ptr<KvStore::Writer> shared = store->NewSharedWriter();
+  absl::StatusOr<Reservation> s = shared->Reserve(8, 1000);
+  ASSERT_THAT(s.status(), IsOk());
+  EXPECT_EQ(shared->ReserveInOpen(8, 1000).ptr, nullptr);
+  shared->Done(*s);
 }
 
 }  // namespace
