@@ -32,7 +32,7 @@ uint64_t Connection::Hold() {
   return chunk.held_id;
 }
 
-std::string& Connection::Tail() {
+std::string& Connection::TailSlow() {
   if (reply_into_ != nullptr) return *reply_into_;
   if (out.empty() || out.back().pinned.value().data() != nullptr || out.back().held) {
     out.emplace_back();

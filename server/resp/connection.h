@@ -258,7 +258,16 @@ struct Connection {
   // The owned chunk at the end of the queue, appended if the last chunk is a
   // pinned value (whose bytes must not be appended to) or held; inside
   // Answer(), the held chunk being filled.
-  std::string& Tail();
+  std::string& Tail() {
+    // Inline for the usual case, an owned chunk last in the queue: every
+    // reply of a pipeline appends to it.
+    if (reply_into_ == nullptr && !out.empty()) {
+      OutChunk& last = out.back();
+      if (!last.held && last.pinned.value().data() == nullptr) return last.owned;
+    }
+    return TailSlow();
+  }
+  std::string& TailSlow();
   std::string* reply_into_ = nullptr;
 };
 
