@@ -21,6 +21,18 @@ namespace {
 
 using ::kvstore::testing::IsOk;
 
+// An 8 MiB pool of 64 KiB segments (*po), and a store over it without the
+// cleaner and expiry threads: the tests run their passes themselves.
+KvStoreOptions SmallPool(MemoryPoolOptions* po) {
+  po->data_bytes = 8 << 20;
+  po->index_bytes = 1 << 20;
+  KvStoreOptions so;
+  so.segment_bytes = 64 << 10;
+  so.cleaner_interval = absl::ZeroDuration();
+  so.expiry_interval = absl::ZeroDuration();
+  return so;
+}
+
 // Sixteen keys overwritten over and over, three laps of an 8 MiB pool of
 // 64 KiB segments, with time passing and the cleaner's pass run between
 // batches as its thread would. Every emptied segment is free again a grace
@@ -32,15 +44,10 @@ using ::kvstore::testing::IsOk;
 TEST(KvStoreAlloc, ASmallWorkingSetStaysInTheLowSegments) {
   FakeClock clock;
   MemoryPoolOptions po;
-  po.data_bytes = 8 << 20;
-  po.index_bytes = 1 << 20;
-  std::unique_ptr<MemoryPool> pool = std::move(*MemoryPool::Create(po));
-  KvStoreOptions so;
-  so.segment_bytes = 64 << 10;
+  KvStoreOptions so = SmallPool(&po);
   so.grace_period = absl::Milliseconds(2);
-  so.cleaner_interval = absl::ZeroDuration();
-  so.expiry_interval = absl::ZeroDuration();
   so.clock = &clock;
+  std::unique_ptr<MemoryPool> pool = std::move(*MemoryPool::Create(po));
   std::unique_ptr<KvStore> store = std::move(*KvStore::Create(pool.get(), so));
   std::unique_ptr<KvStore::Writer> writer = store->NewWriter();
 
@@ -75,13 +82,8 @@ TEST(KvStoreAlloc, ASmallWorkingSetStaysInTheLowSegments) {
 // caller then goes through Reserve().
 TEST(KvStoreAlloc, ReserveInOpenTakesTheOpenSegmentsRoomOrNothing) {
   MemoryPoolOptions po;
-  po.data_bytes = 8 << 20;
-  po.index_bytes = 1 << 20;
+  const KvStoreOptions so = SmallPool(&po);
   std::unique_ptr<MemoryPool> pool = std::move(*MemoryPool::Create(po));
-  KvStoreOptions so;
-  so.segment_bytes = 64 << 10;
-  so.cleaner_interval = absl::ZeroDuration();
-  so.expiry_interval = absl::ZeroDuration();
   std::unique_ptr<KvStore> store = std::move(*KvStore::Create(pool.get(), so));
   std::unique_ptr<KvStore::Writer> writer = store->NewWriter();
 
