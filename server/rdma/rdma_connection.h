@@ -83,10 +83,14 @@ struct RdmaService::Connection {
   // connection gets no more sends and is torn down by the poller.
   std::atomic<bool> dead{false};
   std::atomic<int64_t> last_activity_ns{0};  // absl::ToUnixNanos
-  // Commits of this connection started without a worker whose round has
-  // not ended (RdmaService::StartClientCommit): with the lane's waiting
-  // jobs, what its commit credits bound.
-  std::atomic<uint32_t> started{0};
+  // Client commits of this connection the commit workers' dispatch took
+  // (started on the poller, or in the connection's lane, waiting or
+  // running) whose ack has not been posted: what its commit credits bound.
+  // Given back just before the ack is posted, so a client that sends only
+  // after an ack never finds it at its credits.
+  std::atomic<uint32_t> unanswered{0};
+  // A counted commit's ack is about to be posted.
+  void Answered() { unanswered.fetch_sub(1, std::memory_order_acq_rel); }
 
   // Records activity (connect, commit, bind, probe) for the idle prober.
   void Touch() {

@@ -251,15 +251,19 @@ class RdmaService {
   // Handles one completion of the shared receive CQ. Returns the connection
   // when it has to be torn down, else null.
   std::shared_ptr<Connection> HandleReceive(const ibv_wc& wc);
-  void HandleCommit(const std::shared_ptr<Connection>& conn, absl::string_view message);
+  // Runs one commit message and acks it (rdma_service_commits.cc).
+  // `counted`: a client commit Dispatch() counted in conn->unanswered,
+  // given back just before its ack is posted.
+  void HandleCommit(const std::shared_ptr<Connection>& conn, absl::string_view message,
+                    bool counted = false);
   // What every commit ends with: counts a refusal, acks `status` under
   // `request_id` and records a PUT's or DELETE's latency from `start`.
   void FinishCommit(Connection& c, wire::CommitOp op, uint64_t request_id,
                     const absl::Status& status, absl::Time start, uint16_t batch_applied = 0);
   // The started path of a client PUT or DELETE commit (set_replica_sink's
-  // start_commits), on the poller. True when the commit is handled (started,
-  // refused and acked, or its connection failed for exceeding its credits);
-  // false when it must take its lane (neither a PUT nor a DELETE, or
+  // start_commits), on the poller, for a commit Dispatch() counted. True
+  // when the commit is handled (started, or refused and acked); false when
+  // it must take its lane, still counted (neither a PUT nor a DELETE, or
   // declined).
   bool StartClientCommit(const std::shared_ptr<Connection>& conn, absl::string_view message);
   // A started commit ended (its ack is out): counted out of
@@ -280,9 +284,12 @@ class RdmaService {
   // `message` on the connection's lane of the client or the replica
   // CommitQueue and returns true; false without workers (single-node mode,
   // or client commits with offload_commits false: the poller handles them
-  // itself). A connection with more commits waiting than its credits is
-  // marked dead (the poller then tears it down), and true is returned.
+  // itself). A connection with more client commits unanswered than its
+  // credits, or more replica commits waiting, is marked dead (the poller
+  // then tears it down), and true is returned.
   bool Dispatch(const std::shared_ptr<Connection>& conn, absl::string_view message);
+  // Marks `c` dead for exceeding its credits (`why`), counted once.
+  void FailForCredits(Connection& c, absl::string_view why);
   // Drops the commits of a torn-down connection that no worker started.
   void DropQueuedCommits(uint64_t connection_id);
   void StopWorkers();

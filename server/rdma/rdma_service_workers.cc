@@ -14,15 +14,20 @@
 // connection (server/rdma/commit_queue.h).
 //
 // The poller reposts a receive as soon as its message is queued, so the
-// receive buffers do not bound the queues: the lanes do, at the
-// connection's credits. A client that keeps to its credits never has more
-// commits waiting (each one waits for its ack); one that does not is
-// failed here, before its messages can pile up.
+// receive buffers do not bound what waits: the connection's credits do. A
+// client commit is counted in Connection::unanswered from here until just
+// before its ack is posted, whichever path it takes (started on the poller,
+// or waiting or running in its lane), and one arriving with `credits`
+// already unanswered fails the connection, before its messages can pile
+// up. Counting the lane alone missed the commits started on the poller
+// (one declined commit sends all after it to the lane). A peer's replica
+// commits are bounded by their lane, at the same credits.
 
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "server/rdma/rdma_connection.h"
 #include "server/rdma/rdma_service.h"
@@ -53,35 +58,56 @@ bool RdmaService::Dispatch(const std::shared_ptr<Connection>& conn, absl::string
                        op == static_cast<uint8_t>(wire::CommitOp::kReplicaDelete) ||
                        op == static_cast<uint8_t>(wire::CommitOp::kReplicaPutBatch);
   absl::Status queued;
-  bool start = false;
+  bool start = false, counted = false;
   {
     absl::MutexLock lock(&workers_mu_);
     if (client_queue_ == nullptr) return false;  // stopping
+    // A client commit the workers take (started here or in its lane); the
+    // poller itself handles the others, without counting.
+    counted = !replica && offload_commits_;
     // Only with nothing of the connection queued or running: a commit
     // started here must not overtake one waiting in the lane. The poller
     // is the only thread that queues, so an idle lane stays idle until the
     // start below is done.
-    start = !replica && start_commits_ && client_queue_->idle(conn->id);
+    start = counted && start_commits_ && client_queue_->idle(conn->id);
+  }
+  if (!counted && !replica) return false;
+  // Counted before it starts: a started round may end, and give the count
+  // back, before StartClientCommit() returns.
+  if (counted && conn->unanswered.fetch_add(1, std::memory_order_acq_rel) >= conn->credits) {
+    conn->Answered();
+    FailForCredits(*conn, absl::StrCat("more commits than its ", conn->credits, " credits"));
+    return true;
   }
   if (start && StartClientCommit(conn, message)) return true;
   {
     // Held across Push (which only takes the queue's own lock) so that
     // StopWorkers() cannot destroy the queue underneath.
     absl::MutexLock lock(&workers_mu_);
-    if (client_queue_ == nullptr) return false;  // stopping
-    if (!replica && !offload_commits_) return false;
+    if (client_queue_ == nullptr) {  // stopping: the poller answers it
+      if (counted) conn->Answered();
+      return false;
+    }
     CommitQueue* q = replica ? replica_queue_.get() : client_queue_.get();
     // The message is copied: its receive buffer is posted again as soon as
     // the poller returns.
-    queued = q->Push(conn->id, conn->credits,
-                     [this, conn, m = std::string(message)] { HandleCommit(conn, m); });
+    queued = q->Push(conn->id, conn->credits, [this, conn, counted, m = std::string(message)] {
+      HandleCommit(conn, m, counted);
+    });
   }
-  if (!queued.ok() && !conn->dead.exchange(true)) {
-    credit_violations_->Increment();
-    LOG(WARNING) << "RDMA connection " << conn->id << " (" << conn->owner << "): " << queued
-                 << "; closing it";
+  if (!queued.ok()) {
+    // Only a replica lane can be full: a client's waiting commits are
+    // among its unanswered ones, already bounded above.
+    if (counted) conn->Answered();
+    FailForCredits(*conn, queued.message());
   }
   return true;
+}
+
+void RdmaService::FailForCredits(Connection& c, absl::string_view why) {
+  if (c.dead.exchange(true)) return;
+  credit_violations_->Increment();
+  LOG(WARNING) << "RDMA connection " << c.id << " (" << c.owner << "): " << why << "; closing it";
 }
 
 // The started path (set_replica_sink). The checks HandleCommit() makes,
@@ -101,18 +127,6 @@ bool RdmaService::StartClientCommit(const std::shared_ptr<Connection>& conn,
     return false;
   }
   const wire::CommitRequest& h = parsed->header;
-  // A client keeping to its credits has at most `credits` commits without
-  // an ack, this one included; an ack goes out only after its count is
-  // given back (below), so more started than that is a violation.
-  if (conn->started.fetch_add(1, std::memory_order_acq_rel) >= conn->credits) {
-    conn->started.fetch_sub(1, std::memory_order_acq_rel);
-    if (!conn->dead.exchange(true)) {
-      credit_violations_->Increment();
-      LOG(WARNING) << "RDMA connection " << conn->id << " (" << conn->owner
-                   << "): more commits than its " << conn->credits << " credits; closing it";
-    }
-    return true;
-  }
   {
     absl::MutexLock lock(&started_mu_);
     ++started_in_flight_;
@@ -121,7 +135,7 @@ bool RdmaService::StartClientCommit(const std::shared_ptr<Connection>& conn,
   conn->Touch();
   const uint64_t request_id = h.request_id;
   auto done = [this, conn, op, request_id, start](absl::Status s) {
-    conn->started.fetch_sub(1, std::memory_order_acq_rel);
+    conn->Answered();
     FinishCommit(*conn, op, request_id, s, start);
     EndStartedCommit();
   };
@@ -134,9 +148,10 @@ bool RdmaService::StartClientCommit(const std::shared_ptr<Connection>& conn,
     commits_started_->Increment();
     return true;
   }
-  conn->started.fetch_sub(1, std::memory_order_acq_rel);
   EndStartedCommit();
-  if (started.ok()) return false;  // declined: the lane's worker commits it
+  // Declined: the lane's worker commits it, still counted.
+  if (started.ok()) return false;
+  conn->Answered();
   FinishCommit(*conn, op, request_id, started.status(), start);
   return true;
 }
@@ -172,68 +187,6 @@ void RdmaService::StopWorkers() {
   absl::MutexLock lock(&started_mu_);
   started_mu_.Await(absl::Condition(
       +[](int* n) { return *n == 0; }, &started_in_flight_));
-}
-
-absl::Status RdmaService::HandleReplicaCommit(Connection& c, const wire::ParsedCommit& parsed) {
-  ReplicaCommitSink* sink = replica_sink_.load(std::memory_order_acquire);
-  if (sink == nullptr) {
-    return absl::FailedPreconditionError("replica commit to a server that is not in a cluster");
-  }
-  ReplicaCommit commit;
-  commit.shard_id = parsed.tag.shard_id;
-  commit.shard_epoch = parsed.tag.shard_epoch;
-  commit.seq = parsed.tag.seq;
-  commit.primary_node_id = parsed.primary_node_id;
-  commit.primary_incarnation = parsed.tag.primary_incarnation;
-  if (static_cast<wire::CommitOp>(parsed.header.op) == wire::CommitOp::kReplicaDelete) {
-    commit.is_delete = true;
-    commit.key = parsed.key;
-    return sink->ApplyReplicaCommit(commit, [] { return absl::OkStatus(); });
-  }
-  const wire::CommitRequest& h = parsed.header;
-  return InstallReplicaPut(c, *sink, commit, h.lease_id, h.offset, h.size);
-}
-
-absl::Status RdmaService::InstallReplicaPut(Connection& c, ReplicaCommitSink& sink,
-                                            ReplicaCommit& commit, uint64_t lease_id,
-                                            uint64_t offset, uint64_t size) {
-  // The lease table checks holder, liveness and that the range lies in the
-  // chunk before the sink sees the entry's bytes; the chunk cannot be
-  // revoked until this returns.
-  return leases_->CommitFromWith(c.id, lease_id, offset, size, [&](uint64_t at, uint64_t bytes) {
-    commit.entry = store_->ArenaBytes(at, bytes);
-    return sink.ApplyReplicaCommit(commit, [&] { return store_->CommitReplica(at, bytes); });
-  });
-}
-
-// Each write as HandleReplicaCommit() would take it alone, in the batch's
-// order, stopping at the first that is not installed: its status is the
-// ack's, and the primary sends the ones after it again one by one (so each
-// gets an answer of its own; a batch's keys are distinct, so which of them
-// went first does not matter to the data, only to the seq order, which
-// stopping keeps).
-absl::Status RdmaService::HandleReplicaBatch(Connection& c, const wire::ParsedCommit& parsed,
-                                             uint16_t* applied) {
-  *applied = 0;
-  ReplicaCommitSink* sink = replica_sink_.load(std::memory_order_acquire);
-  if (sink == nullptr) {
-    return absl::FailedPreconditionError("replica commit to a server that is not in a cluster");
-  }
-  replica_batches_->Increment();
-  replica_batch_writes_->Increment(parsed.batch_count);
-  for (size_t i = 0; i < parsed.batch_count; ++i) {
-    const wire::ReplicaBatchWrite w = wire::BatchWrite(parsed, i);
-    ReplicaCommit commit;
-    commit.shard_id = w.shard_id;
-    commit.shard_epoch = w.shard_epoch;
-    commit.seq = w.seq;
-    commit.primary_node_id = parsed.primary_node_id;
-    commit.primary_incarnation = parsed.tag.primary_incarnation;
-    absl::Status s = InstallReplicaPut(c, *sink, commit, w.lease_id, w.offset, w.size);
-    if (!s.ok()) return s;
-    ++*applied;
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace server
