@@ -37,18 +37,26 @@ void CommitPool::Submit(Job job) {
   if (job.command) return Queue(std::move(job));
   // The common replicated SET needs no worker (KvStore::StartCommit): the
   // backups' answer finishes it on the replication stream's thread.
-  auto started = std::make_shared<Job>(std::move(job));
+  // Owned by the callback, which runs exactly once when the commit starts
+  // (and never when it is declined). Held by a plain pointer: a callback of
+  // two pointers is stored inside its std::function, where a shared_ptr
+  // cost a second heap block per SET.
+  Job* started = new Job(std::move(job));
   // Counted in without a lock (a lock round trip per SET otherwise):
   // Stop() waits for zero under done_mu_, and every count out is made
   // under done_mu_.
   started_.fetch_add(1, std::memory_order_relaxed);
   // The loop wrote and sealed the entry in its own reservation.
   if (store_->StartCommitReserved(started->reservation, [this, started](absl::Status s) {
-        Finished(std::move(*started), std::move(s), "", /*was_started=*/true);
+        Job owned = std::move(*started);
+        delete started;
+        Finished(std::move(owned), std::move(s), "", /*was_started=*/true);
       })) {
     return;
   }
-  Queue(std::move(*started), /*count_out=*/true);
+  Job declined = std::move(*started);
+  delete started;
+  Queue(std::move(declined), /*count_out=*/true);
 }
 
 void CommitPool::Queue(Job job, bool count_out) {

@@ -418,6 +418,9 @@ class KvStore {
     std::string entry;
     std::atomic<bool> published{false};
   };
+  // What a started write's publish and finish callbacks share
+  // (StartPublishThroughHook): one heap block, owned by the finish.
+  struct StartedWrite;
 
   // Per-segment bookkeeping. live_bytes, pins, remote_writable and entries
   // are kept on a run's head segment only. run_head and run_length are

@@ -203,24 +203,46 @@ bool KvStore::StartCommitReserved(const Reservation& r, std::function<void(absl:
                                  std::move(done));
 }
 
+struct KvStore::StartedWrite {
+  absl::string_view key;
+  layout::KeyHash h;
+  uint32_t run;
+  uint64_t offset;
+  uint64_t size;
+  uint64_t expires_at_ms;
+  std::shared_ptr<LeaseCommitCopy> copy;
+  std::function<void(absl::Status)> done;
+};
+
 bool KvStore::StartPublishThroughHook(WriteHook* hook, absl::string_view key,
                                       const layout::KeyHash& h, absl::string_view bytes,
                                       uint32_t run, uint64_t offset, uint64_t size,
                                       uint64_t expires_at_ms, std::shared_ptr<LeaseCommitCopy> copy,
                                       std::function<void(absl::Status)> done) {
-  auto publish = [this, key, h, run, offset, size, expires_at_ms, copy] {
-    absl::Status p = PublishEntry(key, run, offset, size, expires_at_ms, &h);
-    if (copy != nullptr && p.ok()) copy->published.store(true, std::memory_order_release);
+  // One block for both callbacks, which capture two pointers each and so
+  // live inside their std::function: capturing the fields themselves cost
+  // a heap block per callback. The hook runs `publish` (at most once)
+  // before `finish`, and `finish` exactly once when it took the write,
+  // never when it declined: `finish` owns the block.
+  auto* w =
+      new StartedWrite{key, h, run, offset, size, expires_at_ms, std::move(copy), std::move(done)};
+  auto publish = [this, w] {
+    absl::Status p = PublishEntry(w->key, w->run, w->offset, w->size, w->expires_at_ms, &w->h);
+    if (w->copy != nullptr && p.ok()) w->copy->published.store(true, std::memory_order_release);
     return p;
   };
-  auto finish = [this, h, run, offset, copy, done = std::move(done)](absl::Status s) {
-    if (copy != nullptr) ForgetUnpublishedLeaseEntry(run, offset, *copy);
-    key_locks_.Unlock(h);
-    done(std::move(s));
+  auto end = [this](StartedWrite& sw) {
+    if (sw.copy != nullptr) ForgetUnpublishedLeaseEntry(sw.run, sw.offset, *sw.copy);
+    key_locks_.Unlock(sw.h);
+  };
+  auto finish = [w, end](absl::Status s) {
+    std::unique_ptr<StartedWrite> owned(w);
+    end(*owned);
+    owned->done(std::move(s));
   };
   if (hook->StartWrite(key, bytes, std::move(publish), std::move(finish))) return true;
-  if (copy != nullptr) ForgetUnpublishedLeaseEntry(run, offset, *copy);
-  key_locks_.Unlock(h);
+  std::unique_ptr<StartedWrite> owned(w);
+  end(*owned);
   return false;
 }
 

@@ -3,6 +3,7 @@
 #include "server/cluster/replication/replicate_batch_view.h"
 
 #include <cstddef>
+#include <cstring>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -290,9 +291,10 @@ char* PutBytesHeader(uint32_t field, size_t size, char* p) {
 }  // namespace
 
 // The fields around the entry are built in stack buffers and the frame
-// grows by three appends (head, entry, tail): one append per field, each
-// checking the string's room, cost a replicated SET more than the copy of
-// its 4 KiB entry.
+// grows by three appends (head, entry, tail; more for a key or node id
+// longer than kInlineBytes): one append per field, each checking the
+// string's room, cost a replicated SET more than the copy of its 4 KiB
+// entry.
 void AppendReplicateWrite(const ReplicateWrite& w, std::string* out) {
   const ReplicaCommit& c = w.commit;
   // An enum is an int32: a negative one goes as ten bytes, as protobuf
@@ -304,8 +306,11 @@ void AppendReplicateWrite(const ReplicateWrite& w, std::string* out) {
                       VarintFieldSize(c.primary_incarnation) +
                       VarintFieldSize(w.resent_after_rdma ? 1 : 0);
   // Head: the write's tag and length, four varint fields (at most 11 bytes
-  // each), the key's tag and length, the entry's tag and length.
-  char head[1 + 10 + 4 * 11 + 11];
+  // each), the key's tag and length; then the key and the entry's tag and
+  // length, in one buffer when the key is at most kInlineBytes; the tail
+  // (the node id's tag, length and bytes, two varint fields) likewise.
+  constexpr size_t kInlineBytes = 128;
+  char head[1 + 10 + 4 * 11 + 11 + kInlineBytes + 11];
   char* p = head;
   *p++ = Tag(1, kLengthDelimited);
   p = PutVarint(size, p);
@@ -314,25 +319,37 @@ void AppendReplicateWrite(const ReplicateWrite& w, std::string* out) {
   p = PutVarintField(3, c.seq, p);
   p = PutVarintField(4, op, p);
   p = PutBytesHeader(5, c.key.size(), p);
-  const size_t head_bytes = static_cast<size_t>(p - head);
+  const bool key_inline = c.key.size() <= kInlineBytes;
   char mid[11];
-  const size_t mid_bytes = static_cast<size_t>(PutBytesHeader(6, c.entry.size(), mid) - mid);
-  // Tail: the node id's tag and length, then (after its bytes) two varint
-  // fields.
-  char node_head[11];
-  const size_t node_head_bytes =
-      static_cast<size_t>(PutBytesHeader(7, c.primary_node_id.size(), node_head) - node_head);
-  char tail[2 * 11];
-  p = PutVarintField(8, c.primary_incarnation, tail);
-  p = PutVarintField(9, w.resent_after_rdma ? 1 : 0, p);
-  const size_t tail_bytes = static_cast<size_t>(p - tail);
+  char* const mid_at = key_inline ? p + c.key.size() : mid;
+  if (key_inline && !c.key.empty()) std::memcpy(p, c.key.data(), c.key.size());
+  const char* const head_end = PutBytesHeader(6, c.entry.size(), mid_at);
+  char tail[11 + kInlineBytes + 2 * 11];
+  const bool node_inline = c.primary_node_id.size() <= kInlineBytes;
+  char* q = PutBytesHeader(7, c.primary_node_id.size(), tail);
+  char* const node_head_end = q;
+  if (node_inline && !c.primary_node_id.empty()) {
+    std::memcpy(q, c.primary_node_id.data(), c.primary_node_id.size());
+    q += c.primary_node_id.size();
+  }
+  q = PutVarintField(8, c.primary_incarnation, q);
+  q = PutVarintField(9, w.resent_after_rdma ? 1 : 0, q);
   const size_t start = out->size();
   out->reserve(start + 1 + VarintSize(size) + size);
-  out->append(head, head_bytes).append(c.key.data(), c.key.size()).append(mid, mid_bytes);
+  if (key_inline) {
+    out->append(head, static_cast<size_t>(head_end - head));
+  } else {
+    out->append(head, static_cast<size_t>(p - head)).append(c.key.data(), c.key.size());
+    out->append(mid, static_cast<size_t>(head_end - mid));
+  }
   out->append(c.entry.data(), c.entry.size());
-  out->append(node_head, node_head_bytes)
-      .append(c.primary_node_id.data(), c.primary_node_id.size())
-      .append(tail, tail_bytes);
+  if (node_inline) {
+    out->append(tail, static_cast<size_t>(q - tail));
+  } else {
+    out->append(tail, static_cast<size_t>(node_head_end - tail))
+        .append(c.primary_node_id.data(), c.primary_node_id.size())
+        .append(node_head_end, static_cast<size_t>(q - node_head_end));
+  }
 }
 
 void AppendTimeouts(const std::vector<int64_t>& micros, std::string* out) {

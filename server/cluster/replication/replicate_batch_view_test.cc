@@ -45,9 +45,14 @@ v1::ReplicateBatch RandomBatch(std::mt19937_64& rng) {
     if (rng() % 4 != 0) w->set_shard_epoch(RandomVarintValue(rng));
     if (rng() % 4 != 0) w->set_seq(RandomVarintValue(rng));
     w->set_op(static_cast<v1::ReplicaOp>(rng() % 3));
-    if (rng() % 4 != 0) w->set_key(RandomBytes(rng, 40));
+    // Keys and node ids on both sides of the encoder's inline buffers
+    // (128 bytes).
+    if (rng() % 4 != 0) w->set_key(RandomBytes(rng, rng() % 3 == 0 ? 300 : 40));
     if (rng() % 4 != 0) w->set_entry(RandomBytes(rng, 5000));
-    if (rng() % 4 != 0) w->set_primary_node_id(absl::StrCat("node-", rng() % 100));
+    if (rng() % 4 != 0) {
+      w->set_primary_node_id(absl::StrCat("node-", rng() % 100,
+                                          std::string(rng() % 3 == 0 ? 100 + rng() % 60 : 0, 'n')));
+    }
     if (rng() % 4 != 0) w->set_primary_incarnation(RandomVarintValue(rng));
     w->set_resent_after_rdma(rng() % 2 == 0);
   }

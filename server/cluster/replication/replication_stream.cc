@@ -373,6 +373,7 @@ std::shared_ptr<ReplicationStream> ReplicationStreams::Get(uint32_t shard_id,
       s->node().control_address() != node.control_address() ||
       s->node().replication_address() != node.replication_address()) {
     old = std::move(s);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
     if (peers_->plaintext() && !node.replication_address().empty()) {
       SocketReplicationStreamOptions so;
       so.secret = peers_->peer_secret();
@@ -401,7 +402,23 @@ void ReplicationStreams::Retain(
     }
     closed.push_back(std::move(it->second));
     streams_.erase(it++);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
   }
+}
+
+std::shared_ptr<ReplicationStream> ReplicationStreams::GetRemembered(uint32_t shard_id,
+                                                                     const v1::ClusterNode& node,
+                                                                     Remembered* last) {
+  // Read before Get(): a change after this read makes the next call look
+  // again.
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
+  if (last->node == &node && last->shard_id == shard_id && last->generation == generation) {
+    std::shared_ptr<ReplicationStream> s = last->stream.lock();
+    if (s != nullptr && !s->broken()) return s;
+  }
+  std::shared_ptr<ReplicationStream> s = Get(shard_id, node);
+  *last = Remembered{&node, shard_id, generation, s};
+  return s;
 }
 
 void ReplicationStreams::AbandonAll(const absl::Status& why) {

@@ -332,17 +332,20 @@ class Replicator : public WriteHook {
   // StartWrite() needs them for every write: remembered per thread for the
   // last (map, shard) asked, since looking nodes up by id cost about 600
   // instructions each. The memo holds `map`, so an equal pointer is the
-  // same (immutable) map, and a new map is looked up afresh.
+  // same (immutable) map, and a new map is looked up afresh. *remembered:
+  // the memo's ReplicationStreams::GetRemembered() places, one per target,
+  // valid until this thread's next call.
   static const Targets& TargetsAndSelf(const std::shared_ptr<const cluster::ClusterMapView>& map,
                                        const v1::Shard& shard, absl::string_view self,
-                                       uint64_t* self_incarnation);
+                                       uint64_t* self_incarnation,
+                                       ReplicationStreams::Remembered** remembered);
   // Step 4 once every target answered: ReplicateRound()'s end.
   absl::Status AfterForward(const cluster::ClusterMapView& map, const v1::Shard& shard,
                             const Targets& targets, bool* stale, bool* held);
   // A write StartWrite() started (replicator_async.cc).
   struct AsyncRound;
   // A target of `round` answered; the last one finishes it.
-  void RoundAnswered(const std::shared_ptr<AsyncRound>& round);
+  void RoundAnswered(AsyncRound* round);
   // Every target answered: publishes and answers on this thread when all
   // installed it, else hands the round to ConcludeSlow() on a worker.
   void FinishAsync(const std::shared_ptr<AsyncRound>& round);

@@ -66,6 +66,11 @@ struct Replicator::AsyncRound {
   // Targets not yet answered, plus one StartWrite() holds until the round
   // is fully set up: whoever brings it to zero finishes the round.
   std::atomic<size_t> pending{0};
+  // The round itself until it is fully answered: its streams' callbacks
+  // hold a plain pointer (two pointers fit inside a std::function, a
+  // shared_ptr cost a heap block per target), and the last answer takes
+  // this reference over (RoundAnswered).
+  std::shared_ptr<AsyncRound> self;
   HandoffSharedMutex* barrier = nullptr;
   HandoffMutex* stripe = nullptr;
 };
@@ -100,13 +105,15 @@ Replicator::~Replicator() {
 
 const Replicator::Targets& Replicator::TargetsAndSelf(
     const std::shared_ptr<const cluster::ClusterMapView>& map, const v1::Shard& shard,
-    absl::string_view self, uint64_t* self_incarnation) {
+    absl::string_view self, uint64_t* self_incarnation,
+    ReplicationStreams::Remembered** remembered) {
   struct Memo {
     std::shared_ptr<const cluster::ClusterMapView> map;  // held: see replicator.h
     uint32_t shard_id = 0;
     std::string self;
     Targets targets;
     uint64_t self_incarnation = 0;
+    absl::InlinedVector<ReplicationStreams::Remembered, 2> streams;
   };
   thread_local Memo memo;
   if (memo.map != map || memo.shard_id != shard.shard_id() || memo.self != self) {
@@ -116,8 +123,10 @@ const Replicator::Targets& Replicator::TargetsAndSelf(
     memo.targets = TargetsOf(*map, shard);
     const v1::ClusterNode* node = map->Node(self);
     memo.self_incarnation = node != nullptr ? node->incarnation() : 0;
+    memo.streams.assign(memo.targets.size(), ReplicationStreams::Remembered());
   }
   *self_incarnation = memo.self_incarnation;
+  *remembered = memo.streams.data();
   return memo.targets;
 }
 
@@ -140,7 +149,10 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
                 gate_.Ready(*route.map, shard_id) && !former_.Holds(shard_id);
   Targets targets;
   uint64_t self_incarnation = 0;
-  if (common) targets = TargetsAndSelf(route.map, *shard, state_->self(), &self_incarnation);
+  ReplicationStreams::Remembered* remembered = nullptr;
+  if (common) {
+    targets = TargetsAndSelf(route.map, *shard, state_->self(), &self_incarnation, &remembered);
+  }
   // A target with an RDMA link up takes the write on that link's sender
   // (RdmaReplicaLink::Start); the others on the shard's stream to them.
   absl::InlinedVector<std::shared_ptr<RdmaReplicaLink>, 2> links(targets.size());
@@ -155,6 +167,7 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
   }
   former_.Observe(*route.map);
   auto round = std::make_shared<AsyncRound>();
+  round->self = round;
   round->key = key;
   round->entry = entry;
   round->publish = std::move(publish);
@@ -169,7 +182,11 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
   round->rdma_status.resize(round->targets.size());
   for (size_t k = 0; k < round->targets.size(); ++k) {
     round->links.push_back(links[k]);
-    if (links[k] == nullptr) streams[k] = streams_.Get(shard_id, *round->targets[k].node);
+    // `remembered` is still this thread's memo's: nothing since its call
+    // could have run another write on this thread.
+    if (links[k] == nullptr) {
+      streams[k] = streams_.GetRemembered(shard_id, *round->targets[k].node, &remembered[k]);
+    }
   }
   round->route = std::move(route);
   rounds_in_flight_.fetch_add(1, std::memory_order_relaxed);
@@ -191,12 +208,12 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
         links[k]->Start(round->key, round->entry, ReplicaTagOf(write), round->deadline,
                         [this, round, k](absl::Status s) {
                           round->rdma_status[k] = std::move(s);
-                          RoundAnswered(round);
+                          RoundAnswered(round.get());
                         });
         continue;
       }
       round->tickets.push_back(streams[k]->SendWrite(
-          write, round->deadline, [this, round] { RoundAnswered(round); }, round->key));
+          write, round->deadline, [this, r = round.get()] { RoundAnswered(r); }, round->key));
     }
   }
   // A link's sender answers by the deadline itself (its waits are bounded
@@ -204,12 +221,16 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
   for (const std::shared_ptr<ReplicationStream>& stream : streams) {
     if (stream != nullptr) WatchStream(stream, round->deadline);
   }
-  RoundAnswered(round);  // StartWrite's own share: the round is set up
+  RoundAnswered(round.get());  // StartWrite's own share: the round is set up
   return true;
 }
 
-void Replicator::RoundAnswered(const std::shared_ptr<AsyncRound>& round) {
-  if (round->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) FinishAsync(round);
+void Replicator::RoundAnswered(AsyncRound* r) {
+  if (r->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // The last answer: nothing else calls back, and the round lives on in
+  // FinishAsync's hands (and a slow end's) only.
+  const std::shared_ptr<AsyncRound> round = std::move(r->self);
+  FinishAsync(round);
 }
 
 void Replicator::WatchStream(const std::shared_ptr<ReplicationStream>& stream,

@@ -8,7 +8,8 @@
 // failing what is pending. And the stream lending its socket to an event
 // loop (a small one here; resp_watch_test runs RespServer's): the replies
 // read there, a loop that waits for a reply reading it itself, a stopped
-// loop handing the socket back, a dropped stream leaving the loop.
+// loop handing the socket back, a dropped stream leaving the loop. And
+// ReplicationStreams' remembered streams over the same transport.
 
 #include "server/cluster/replication/socket_replication_stream.h"
 
@@ -32,8 +33,10 @@
 #include "common/testing/eventually.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/cluster/peer/peer_client.h"
 #include "server/cluster/peer/peer_listener.h"
 #include "server/cluster/replication/replica_socket.h"
+#include "server/cluster/replication/replication_stream.h"
 #include "server/net/batch_scope.h"
 
 namespace kvstore {
@@ -416,6 +419,48 @@ TEST_F(SocketReplicationStreamTest, ADroppedStreamLeavesTheLoop) {
   EXPECT_TRUE(Eventually([&] {
     return metrics::testing::Value(registry_, "kvstore_replication_streams_broken_total") == 1;
   }));
+}
+
+// ReplicationStreams::GetRemembered: the remembered stream while the table
+// and the stream stay as they were; Get()'s answer as soon as either
+// changes (a stream that broke, one dropped from the table while someone
+// still holds it, a node given by another object).
+TEST_F(SocketReplicationStreamTest, ARememberedStreamIsTheOneGetWouldReturn) {
+  StartBackup();
+  PeerClientOptions pco;
+  pco.peer_secret = "s3cret";
+  PeerClient peers(pco);
+  metrics::Registry registry;
+  ReplicationStreams streams(&peers, &registry, "primary");
+  ReplicationStreams::Remembered last;
+
+  std::shared_ptr<ReplicationStream> first = streams.GetRemembered(1, node_, &last);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(streams.GetRemembered(1, node_, &last), first);
+  EXPECT_EQ(streams.Get(1, node_), first);
+
+  first->Abandon(absl::UnavailableError("test"));
+  std::shared_ptr<ReplicationStream> second = streams.GetRemembered(1, node_, &last);
+  EXPECT_NE(second, first);
+  EXPECT_EQ(streams.Get(1, node_), second);
+  // Remembered now with the table as it is.
+  EXPECT_EQ(streams.GetRemembered(1, node_, &last), second);
+
+  // Dropped from the table while `second` is still held (so not broken).
+  streams.Retain([](uint32_t, const std::string&) { return false; });
+  EXPECT_FALSE(second->broken());
+  std::shared_ptr<ReplicationStream> third = streams.GetRemembered(1, node_, &last);
+  EXPECT_NE(third, second);
+  EXPECT_EQ(streams.Get(1, node_), third);
+
+  // The same node in another object, and another shard: each asks the table.
+  const v1::ClusterNode copy = node_;
+  EXPECT_EQ(streams.GetRemembered(1, copy, &last), third);
+  EXPECT_EQ(last.node, &copy);
+  std::shared_ptr<ReplicationStream> other_shard = streams.GetRemembered(2, copy, &last);
+  EXPECT_NE(other_shard, third);
+  EXPECT_EQ(last.shard_id, 2u);
+  streams.AbandonAll(absl::UnavailableError("test over"));
 }
 
 }  // namespace
