@@ -52,7 +52,8 @@ class HoldingHook : public WriteHook {
     mu_.Await(absl::Condition(&released_));
     return publish();
   }
-  bool StartWrite(absl::string_view key, absl::string_view, Publish publish, Done done) override {
+  bool StartWrite(absl::string_view key, const layout::KeyHash&, absl::string_view, Publish publish,
+                  Done done) override {
     if (!absl::StartsWith(key, "started")) return false;
     {
       absl::MutexLock lock(&mu_);

@@ -63,7 +63,8 @@ class GatedHook : public WriteHook {
   // A key starting with "batched" is queued, as on a replication stream,
   // and the queue goes as one batch where the stream's would: at once
   // outside a net::BatchScope, at the scope's end inside one.
-  bool StartWrite(absl::string_view key, absl::string_view, Publish publish, Done done) override {
+  bool StartWrite(absl::string_view key, const layout::KeyHash&, absl::string_view, Publish publish,
+                  Done done) override {
     if (absl::StartsWith(key, "batched")) {
       queued_.emplace_back(std::move(publish), std::move(done));
       if (queued_.size() == 1 && !net::BatchScope::Defer([this] { SendQueued(); })) SendQueued();

@@ -102,7 +102,7 @@ class StreamedSet {
   // replication round. Then the loop does not prefetch the index places of
   // the SETs behind it: a parked SET touches the index only when its reply
   // comes back, long after a prefetch made now would have been evicted, and
-  // the reply's own hint (ReplicationStream::SendWrite's key_hint) loads
+  // the reply's own hint (ReplicationStream::SendWrite's hash_hint) loads
   // the place just before the publish.
   bool last_parked() const { return last_parked_; }
 

@@ -16,6 +16,7 @@
 #define KVSTORE_SERVER_STORAGE_BATCH_PREFETCH_H_
 
 #include <cstddef>
+#include <type_traits>
 
 #include "absl/strings/string_view.h"
 #include "common/protocol/layout.h"
@@ -24,8 +25,9 @@
 namespace kvstore {
 namespace server {
 
-// `KeyAt`: callable size_t -> absl::string_view, the key of item i; an
-// empty key has no hint (skipped).
+// `KeyAt`: callable size_t -> absl::string_view, the key of item i (an
+// empty key has no hint: skipped), or size_t -> const layout::KeyHash*,
+// its hash already computed (null: no hint).
 template <typename KeyAt>
 class BatchPrefetch {
  public:
@@ -34,6 +36,13 @@ class BatchPrefetch {
   BatchPrefetch(const KvStore* store, size_t n, KeyAt key_at)
       : store_(n > 1 ? store : nullptr), n_(n), key_at_(key_at) {
     for (size_t i = 0; i < 2 && i < n_; ++i) Buckets(i);
+  }
+
+  // Item i's key hash (KvIndex::Hash, as the index takes it), or null when
+  // no hint was made for it (no store, a batch of one, an empty key).
+  // Valid from Before(i) until Before(i + 1).
+  const layout::KeyHash* HashOf(size_t i) const {
+    return store_ != nullptr && have_[i % 3] ? &hashes_[i % 3] : nullptr;
   }
 
   // Call before applying item i (i = 0, 1, ... in order).
@@ -47,9 +56,18 @@ class BatchPrefetch {
  private:
   void Buckets(size_t i) {
     if (store_ == nullptr) return;
-    const absl::string_view key = key_at_(i);
-    have_[i % 3] = !key.empty();
-    if (have_[i % 3]) hashes_[i % 3] = store_->PrefetchBuckets(key);
+    if constexpr (std::is_convertible_v<decltype(key_at_(i)), const layout::KeyHash*>) {
+      const layout::KeyHash* h = key_at_(i);
+      have_[i % 3] = h != nullptr;
+      if (h != nullptr) {
+        hashes_[i % 3] = *h;
+        store_->PrefetchBuckets(*h);
+      }
+    } else {
+      const absl::string_view key = key_at_(i);
+      have_[i % 3] = !key.empty();
+      if (have_[i % 3]) hashes_[i % 3] = store_->PrefetchBuckets(key);
+    }
   }
 
   const KvStore* const store_;

@@ -72,6 +72,36 @@ TEST(BatchPrefetch, ChangesNothingTheStoreAnswers) {
   EXPECT_FALSE(s.store->Get("a").ok());
 }
 
+// Item i's hash is there from Before(i) to Before(i + 1), whether the
+// batch gave keys (hashed once each) or hashes (taken as they are); none
+// for an item without a hint, or without a store.
+TEST(BatchPrefetch, KeepsEachItemsHashUntilTheNext) {
+  Store s = MakeStore();
+  const std::vector<std::string> keys = {"a", "b", "", "d", "e"};
+  std::vector<layout::KeyHash> hashes;
+  for (const std::string& k : keys) hashes.push_back(s.store->PrefetchBuckets(k));
+  auto key_at = [&](size_t i) { return absl::string_view(keys[i]); };
+  auto hash_at = [&](size_t i) { return keys[i].empty() ? nullptr : &hashes[i]; };
+  BatchPrefetch<decltype(key_at)> by_key(s.store.get(), keys.size(), key_at);
+  BatchPrefetch<decltype(hash_at)> by_hash(s.store.get(), keys.size(), hash_at);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    by_key.Before(i);
+    by_hash.Before(i);
+    if (keys[i].empty()) {
+      EXPECT_EQ(by_key.HashOf(i), nullptr) << i;
+      EXPECT_EQ(by_hash.HashOf(i), nullptr) << i;
+      continue;
+    }
+    ASSERT_NE(by_key.HashOf(i), nullptr) << i;
+    ASSERT_NE(by_hash.HashOf(i), nullptr) << i;
+    EXPECT_EQ(*by_key.HashOf(i), hashes[i]) << i;
+    EXPECT_EQ(*by_hash.HashOf(i), hashes[i]) << i;
+  }
+  BatchPrefetch<decltype(key_at)> no_store(nullptr, keys.size(), key_at);
+  no_store.Before(0);
+  EXPECT_EQ(no_store.HashOf(0), nullptr);
+}
+
 }  // namespace
 }  // namespace server
 }  // namespace kvstore

@@ -30,8 +30,8 @@ class DeferredHook : public WriteHook {
     return publish();
   }
 
-  bool StartWrite(absl::string_view key, absl::string_view entry, Publish publish,
-                  Done done) override {
+  bool StartWrite(absl::string_view key, const layout::KeyHash&, absl::string_view entry,
+                  Publish publish, Done done) override {
     absl::MutexLock lock(&mu_);
     if (decline_) return false;
     // The views as given: the store promises they stay valid until `done`.

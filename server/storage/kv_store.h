@@ -288,6 +288,8 @@ class KvStore {
     return h;
   }
   void PrefetchEntries(const layout::KeyHash& h) const { index_->PrefetchEntries(h); }
+  // PrefetchBuckets() of a key whose hash the caller has.
+  void PrefetchBuckets(const layout::KeyHash& h) const { index_->PrefetchBuckets(h); }
   // Unpublishes `key`; its entry stays readable for the grace period.
   // kInvalidArgument for a key over the limits (or empty).
   // kNotFound if absent.
@@ -314,8 +316,11 @@ class KvStore {
   // entry whose space came only after it is not installed
   // (kDeadlineExceeded): its primary has given up on it and may have sent
   // the key's state again since. InfiniteFuture, the default: no wait.
-  absl::Status InstallReplica(absl::string_view entry,
-                              absl::Time deadline = absl::InfiniteFuture());
+  // `key_hash`, when not null, is KvIndex::Hash() of `hashed_key`, which
+  // the caller computed already: used when the entry's key is that key.
+  absl::Status InstallReplica(absl::string_view entry, absl::Time deadline = absl::InfiniteFuture(),
+                              const layout::KeyHash* key_hash = nullptr,
+                              absl::string_view hashed_key = {});
   // InstallReplica() of an entry the primary RDMA-WROTE into a write lease
   // of this store (LeaseTable::CommitFromWith calls it): published in place,
   // no copy, checksum verified, no write hook; versions as InstallReplica().

@@ -240,7 +240,7 @@ bool KvStore::StartPublishThroughHook(WriteHook* hook, absl::string_view key,
     end(*owned);
     owned->done(std::move(s));
   };
-  if (hook->StartWrite(key, bytes, std::move(publish), std::move(finish))) return true;
+  if (hook->StartWrite(key, h, bytes, std::move(publish), std::move(finish))) return true;
   std::unique_ptr<StartedWrite> owned(w);
   end(*owned);
   return false;
@@ -260,7 +260,7 @@ bool KvStore::StartDelete(absl::string_view key, std::function<void(absl::Status
     done(std::move(s));
   };
   // An empty entry is a delete (WriteHook::Write).
-  if (hook->StartWrite(*owned, {}, std::move(publish), std::move(finish))) return true;
+  if (hook->StartWrite(*owned, h, {}, std::move(publish), std::move(finish))) return true;
   key_locks_.Unlock(h);
   return false;
 }

@@ -15,7 +15,9 @@
 namespace kvstore {
 namespace server {
 
-absl::Status KvStore::InstallReplica(absl::string_view entry, absl::Time deadline) {
+absl::Status KvStore::InstallReplica(absl::string_view entry, absl::Time deadline,
+                                     const layout::KeyHash* key_hash,
+                                     absl::string_view hashed_key) {
   // Only the lengths are read from the frame (at any alignment: `entry` may
   // lie anywhere in a batch's frame); the copy in pool memory is what is
   // verified, checksum included, so what is published is exactly what was
@@ -56,7 +58,11 @@ absl::Status KvStore::InstallReplica(absl::string_view entry, absl::Time deadlin
   uint64_t version = 0;
   if (s.ok()) {
     version = layout::EntryVersion(*view->header);
-    s = CommitReservedThrough(r, /*hook=*/nullptr, /*key_hash=*/nullptr);
+    // The caller's hash only for the key the copy holds: a frame whose key
+    // field and entry disagree must not index the entry under another
+    // key's hash.
+    s = CommitReservedThrough(r, /*hook=*/nullptr,
+                              key_hash != nullptr && view->key == hashed_key ? key_hash : nullptr);
   }
   replica_writer_->Done(r);
   if (s.ok()) KeepVersionsAbove(version);

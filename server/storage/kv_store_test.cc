@@ -389,6 +389,23 @@ TEST(KvStore, AReplicaInstallWaitsForSpaceWithinItsDeadline) {
   EXPECT_EQ(ValueOf(*t.store, "hot"), value);
 }
 
+// A backup's install takes the index hash its caller computed (a batch's
+// cache hints) only for the key the entry holds: a frame whose key field
+// and entry disagree must not index the entry under another key's hash.
+TEST(KvStore, AReplicaInstallUsesAGivenHashOnlyForItsOwnKey) {
+  TestStore t = MakeStore(4 << 20, 256 << 10, absl::Milliseconds(2));
+  std::string a(layout::EntryBytes(1, 1), '\0');
+  layout::EncodeEntry(a.data(), "a", "1", t.store->Version());
+  const layout::KeyHash of_b = t.store->PrefetchBuckets("b");
+  EXPECT_THAT(t.store->InstallReplica(a, absl::InfiniteFuture(), &of_b, "b"), IsOk());
+  EXPECT_EQ(ValueOf(*t.store, "a"), "1");
+  std::string c(layout::EntryBytes(1, 1), '\0');
+  layout::EncodeEntry(c.data(), "c", "2", t.store->Version());
+  const layout::KeyHash of_c = t.store->PrefetchBuckets("c");
+  EXPECT_THAT(t.store->InstallReplica(c, absl::InfiniteFuture(), &of_c, "c"), IsOk());
+  EXPECT_EQ(ValueOf(*t.store, "c"), "2");
+}
+
 // Time is simulated: each write takes 20 us of the fake clock, and the
 // cleaner runs every 5 ms of it, as its thread would.
 TEST(KvStore, OverwritesAreReclaimedWithoutDeletes) {

@@ -24,6 +24,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "common/protocol/layout.h"
 
 namespace kvstore {
 namespace server {
@@ -55,11 +56,12 @@ class WriteHook {
   // returned, after `publish` ran (at most once) or not; both run on a
   // thread of the hook's (a replication stream's reply, or a worker of its
   // own for the slow cases), possibly before StartWrite() returns. `key`
-  // and `entry` must stay valid until `done` runs. Default: never.
+  // and `entry` must stay valid until `done` runs. `key_hash` is the key's
+  // index hash (KvIndex::Hash), for cache hints. Default: never.
   using Publish = std::function<absl::Status()>;
   using Done = std::function<void(absl::Status)>;
-  virtual bool StartWrite(absl::string_view key, absl::string_view entry, Publish publish,
-                          Done done) {
+  virtual bool StartWrite(absl::string_view key, const layout::KeyHash& key_hash,
+                          absl::string_view entry, Publish publish, Done done) {
     return false;
   }
 

@@ -125,7 +125,10 @@ absl::Status ReplicaInstaller::Replicate(const ReplicateWrite& write, absl::Time
   return Apply(
       // A pool full of segments in their grace period is waited for, up
       // to the write's deadline, as the primary's own SET waits for it.
-      write.commit, [&] { return store_->InstallReplica(write.entry(), deadline); },
+      write.commit,
+      [&] {
+        return store_->InstallReplica(write.entry(), deadline, write.key_hash, write.commit.key);
+      },
       write.resent_after_rdma ? Via::kRpcResent : Via::kRpc);
 }
 

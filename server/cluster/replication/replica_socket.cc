@@ -25,8 +25,11 @@ v1::ReplicateBatchReply ApplyReplicateBatch(
   BatchPrefetch prefetch(
       store, n, [&batch](size_t i) { return absl::string_view(batch.writes[i].commit.key); });
   for (size_t i = 0; i < n; ++i) {
-    const ReplicateWrite& write = batch.writes[i];
     prefetch.Before(i);
+    // With the hint's hash, which the install's index update then need not
+    // compute again.
+    ReplicateWrite write = batch.writes[i];
+    write.key_hash = prefetch.HashOf(i);
     const absl::Time deadline = i < batch.timeout_micros.size()
                                     ? arrived + absl::Microseconds(batch.timeout_micros[i])
                                     : absl::InfiniteFuture();

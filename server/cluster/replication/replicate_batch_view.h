@@ -34,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "common/protocol/layout.h"
 #include "proto/kv_cluster.pb.h"
 #include "server/rdma/replica_commit_sink.h"
 
@@ -47,6 +48,10 @@ struct ReplicateWrite {
   ReplicaCommit commit;
   int32_t op = 0;  // v1::ReplicaOp
   bool resent_after_rdma = false;
+  // The index hash of commit.key when the receiver has it already (the
+  // batch's cache hints: ApplyReplicateBatch), else null; valid for the
+  // install call. Never on the wire.
+  const layout::KeyHash* key_hash = nullptr;
   absl::string_view entry() const { return commit.entry; }
 };
 

@@ -190,13 +190,15 @@ std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Send(const v1::Rep
   return Queue(ViewOf(req), deadline, std::move(then));
 }
 
-std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Queue(const ReplicateWrite& write,
-                                                                    absl::Time deadline,
-                                                                    std::function<void()> then,
-                                                                    absl::string_view key_hint) {
+std::shared_ptr<ReplicationStream::Ticket> ReplicationStream::Queue(
+    const ReplicateWrite& write, absl::Time deadline, std::function<void()> then,
+    const layout::KeyHash* hash_hint) {
   auto ticket = std::make_shared<Ticket>();
   ticket->then_ = std::move(then);
-  ticket->key_hint_ = key_hint;
+  if (hash_hint != nullptr) {
+    ticket->hash_hint_ = *hash_hint;
+    ticket->has_hash_hint_ = true;
+  }
   {
     absl::ReleasableMutexLock lock(&mu_);
     if (broken_) {
@@ -337,8 +339,9 @@ bool ReplicationStream::ReplyArrived(const v1::ReplicateBatchReply& reply) {
   }
   // Each completion may publish its write: the index places of the ones
   // ahead load meanwhile (two ahead the buckets, one the entries).
-  BatchPrefetch prefetch(store_, tickets.size(),
-                         [&tickets](size_t i) { return absl::string_view(tickets[i]->key_hint_); });
+  BatchPrefetch prefetch(store_, tickets.size(), [&tickets](size_t i) {
+    return tickets[i]->has_hash_hint_ ? &tickets[i]->hash_hint_ : nullptr;
+  });
   for (size_t i = 0; i < tickets.size(); ++i) {
     prefetch.Before(i);
     Complete(*tickets[i], std::move(statuses[i]));

@@ -93,9 +93,10 @@ class ReplicationStream : public std::enable_shared_from_this<ReplicationStream>
 
    private:
     friend class ReplicationStream;
-    // The write's key, for a cache hint before the ticket ahead of it
-    // completes (SendBuilt); empty: none.
-    absl::string_view key_hint_;
+    // The write's key's index hash, for a cache hint before the ticket
+    // ahead of it completes (ReplyArrived), when has_hash_hint_.
+    layout::KeyHash hash_hint_;
+    bool has_hash_hint_ = false;
     mutable absl::Mutex mu_;
     bool done_ ABSL_GUARDED_BY(mu_) = false;
     absl::Status status_ ABSL_GUARDED_BY(mu_);
@@ -120,14 +121,14 @@ class ReplicationStream : public std::enable_shared_from_this<ReplicationStream>
   // only last for the call: its entry is copied once, into memory already
   // there with no allocation — straight into the next frame on the peer
   // socket (BatchForm::kFrame), into a cleared message slot whose strings
-  // keep an earlier batch's room on gRPC. `key_hint`, the write's key, must
-  // stay valid until the ticket is done: while the reply completes the
-  // writes ahead of it, the index is told to load the key's place, so that
-  // `then`'s publish finds it in cache.
+  // keep an earlier batch's room on gRPC. `hash_hint`, when not null, is
+  // the write's key's index hash (KvIndex::Hash; copied): while the reply
+  // completes the writes ahead of it, the index is told to load the key's
+  // place, so that `then`'s publish finds it in cache.
   std::shared_ptr<Ticket> SendWrite(const ReplicateWrite& write, absl::Time deadline,
                                     std::function<void()> then = nullptr,
-                                    absl::string_view key_hint = {}) {
-    return Queue(write, deadline, std::move(then), key_hint);
+                                    const layout::KeyHash* hash_hint = nullptr) {
+    return Queue(write, deadline, std::move(then), hash_hint);
   }
 
   // Breaks the stream (see the file comment) because of `why`: for a
@@ -168,7 +169,7 @@ class ReplicationStream : public std::enable_shared_from_this<ReplicationStream>
   // serialized: each entry is copied once on its way to the kernel.
   enum class BatchForm { kMessage, kFrame };
   // `ready`: batches may be written at once (else after Ready()).
-  // `store` (may be null) gets the cache hints of SendWrite's key_hint.
+  // `store` (may be null) gets the cache hints of SendWrite's hash_hint.
   ReplicationStream(const v1::ClusterNode& node, ReplicationStreamMetrics* metrics, bool ready,
                     const KvStore* store = nullptr, BatchForm form = BatchForm::kMessage);
 
@@ -222,7 +223,8 @@ class ReplicationStream : public std::enable_shared_from_this<ReplicationStream>
   void StartDeferred();
   // Both Send()s: the write goes into the queue's next slot or frame.
   std::shared_ptr<Ticket> Queue(const ReplicateWrite& write, absl::Time deadline,
-                                std::function<void()> then, absl::string_view key_hint = {});
+                                std::function<void()> then,
+                                const layout::KeyHash* hash_hint = nullptr);
   static constexpr size_t kMaxUnansweredBatches = 1;
 
   const v1::ClusterNode node_;

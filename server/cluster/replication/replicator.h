@@ -162,8 +162,8 @@ class Replicator : public WriteHook {
   // would have gone on (a failed link is dropped and the write sent again
   // on the stream, marked resent). Otherwise false, nothing done: call
   // Write().
-  bool StartWrite(absl::string_view key, absl::string_view entry, Publish publish,
-                  Done done) override;
+  bool StartWrite(absl::string_view key, const layout::KeyHash& key_hash, absl::string_view entry,
+                  Publish publish, Done done) override;
   // True when this node serves writes of `key`'s slot under its current map.
   bool MayWrite(absl::string_view key) override;
   // True unless the key's shard has no backup, no syncing replica and no

@@ -130,8 +130,8 @@ const Replicator::Targets& Replicator::TargetsAndSelf(
   return memo.targets;
 }
 
-bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publish publish,
-                            Done done) {
+bool Replicator::StartWrite(absl::string_view key, const layout::KeyHash& key_hash,
+                            absl::string_view entry, Publish publish, Done done) {
   // Failpoints stop writes at exact steps on the thread that runs them,
   // which must not be an event loop; a key to repair first is Admit()'s.
   if (FailpointsArmed() || unsettled_count_.load(std::memory_order_acquire) != 0) return false;
@@ -213,7 +213,7 @@ bool Replicator::StartWrite(absl::string_view key, absl::string_view entry, Publ
         continue;
       }
       round->tickets.push_back(streams[k]->SendWrite(
-          write, round->deadline, [this, r = round.get()] { RoundAnswered(r); }, round->key));
+          write, round->deadline, [this, r = round.get()] { RoundAnswered(r); }, &key_hash));
     }
   }
   // A link's sender answers by the deadline itself (its waits are bounded
