@@ -6,7 +6,7 @@
 #   tests/bench/replication_vs_redis.sh [--quick] [--json FILE] [--requests N]
 #                     [--seconds S] [--only kvstore|redis] [--replicas 1,2,3]
 #                     [--pool SIZE] [--logs DIR] [--kvserver BIN --kvctl BIN]
-#                     [--callgrind DIR]
+#                     [--callgrind DIR] [--repeat N]
 #
 # For each replication factor R of --replicas (default 1,2,3):
 #   kvstore: a local etcd (started once, for the whole run) and a fresh
@@ -57,6 +57,11 @@
 # 3 s instead of 10 s). --only runs one system. --logs DIR keeps the servers' and
 # redis-benchmark's logs (otherwise removed with the temporary directory).
 # --kvserver/--kvctl run given binaries instead of building this checkout's.
+# --repeat N runs each row N times on the same cluster, one after the other,
+# and reports the run with the median CPU per SET (its ops/s, latency and
+# batch too); every run's CPU per SET is in the "CPU runs" column. On these
+# shared hosts a row's CPU per SET moves 10-20 % between runs, and a ratio
+# between two rows twice that: the median of 3 is the figure to compare.
 #
 # --callgrind DIR: instructions instead of time, for comparing builds on a
 # busy machine (CPU time per SET moves ±20 % between runs here; instruction
@@ -92,6 +97,7 @@ while [[ $# -gt 0 ]]; do
     --kvserver) KVSERVER_BIN="$2"; shift ;;
     --kvctl) KVCTL_BIN="$2"; shift ;;
     --callgrind) CALLGRIND="$2"; shift ;;
+    --repeat) REPEAT="$2"; shift ;;
     -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -101,11 +107,14 @@ done
 [[ $REPLICAS =~ ^[123](,[123])*$ ]] || { echo "--replicas takes a list of 1, 2, 3 (e.g. 1,2,3)" >&2; exit 2; }
 [[ -z $REQUESTS || $REQUESTS =~ ^[1-9][0-9]*$ ]] || { echo "--requests takes a positive number" >&2; exit 2; }
 [[ -z ${ROW_S:-} || $ROW_S =~ ^[1-9][0-9]*$ ]] || { echo "--seconds takes a positive number" >&2; exit 2; }
+REPEAT=${REPEAT:-1}
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "--repeat takes a positive number" >&2; exit 2; }
 IFS=, read -r -a RS <<<"$REPLICAS"
 CALLGRIND=${CALLGRIND:-}
 READY_S=120
 if [[ -n $CALLGRIND ]]; then
   [[ $ONLY != redis ]] || { echo "--callgrind measures kvstore only" >&2; exit 2; }
+  [[ $REPEAT == 1 ]] || { echo "--callgrind counts instructions, which repeat: no --repeat" >&2; exit 2; }
   ONLY=kvstore
   for tool in valgrind callgrind_control; do
     command -v "$tool" >/dev/null || { echo "missing $tool (valgrind): run deploy/setup.sh" >&2; exit 1; }
@@ -365,7 +374,7 @@ start_redis() {
 
 # --- measurements -------------------------------------------------------------------
 RESULTS="$WORK/results.csv"
-echo "system,R,pipeline,requests,ops_per_s,p50_ms,p99_ms,cpu_us_per_set,user_us_per_set,sys_us_per_set,etcd_us_per_set,server_processes,bench_stderr_lines,writes_per_batch,ping_p50_us,ping_p99_us,ping_max_us,pings,probe_overlap" >"$RESULTS"
+echo "system,R,pipeline,requests,ops_per_s,p50_ms,p99_ms,cpu_us_per_set,user_us_per_set,sys_us_per_set,etcd_us_per_set,server_processes,bench_stderr_lines,writes_per_batch,ping_p50_us,ping_p99_us,ping_max_us,pings,probe_overlap,cpu_us_per_set_runs" >"$RESULTS"
 NOTES="$WORK/notes.txt"
 : >"$NOTES"
 
@@ -439,6 +448,19 @@ bench() {
   echo "    P$pipe: $n SETs, $(cut -d, -f5 <<<"$ROW") SET/s, $(cut -d, -f8 <<<"$ROW") us CPU per SET, $batch writes per stream batch"
 }
 
+# bench_repeated SYSTEM R PIPELINE: bench() --repeat times; ROW is the run
+# with the median CPU per SET (the lower middle one of an even count), RUNS
+# every run's CPU per SET in order, "/"-separated.
+bench_repeated() {
+  local rows=() i
+  for ((i = 0; i < REPEAT; i++)); do
+    bench "$@"
+    rows+=("$ROW")
+  done
+  RUNS=$(printf '%s\n' "${rows[@]}" | cut -d, -f8 | paste -sd/)
+  ROW=$(printf '%s\n' "${rows[@]}" | sort -t, -k8,8g | sed -n "$(((REPEAT + 1) / 2))p")
+}
+
 # probe SYSTEM R: PING latency on ENTRY_PORT while an unpipelined SET load
 # runs; sets PROBE to "p50,p99,max,count,overlap".
 probe() {
@@ -508,11 +530,11 @@ for r in "${RS[@]}"; do
       echo "==> redis, R=$r"
       start_redis "$r"
     fi
-    bench "$sys" "$r" 1; ROW1=$ROW
-    bench "$sys" "$r" 16; ROW16=$ROW
+    bench_repeated "$sys" "$r" 1; ROW1=$ROW RUNS1=$RUNS
+    bench_repeated "$sys" "$r" 16; ROW16=$ROW RUNS16=$RUNS
     if [[ -n $CALLGRIND ]]; then PROBE="-,-,-,0,-"; else probe "$sys" "$r"; fi
-    echo "$ROW1,$PROBE" >>"$RESULTS"
-    echo "$ROW16,-,-,-,-,-" >>"$RESULTS"
+    echo "$ROW1,$PROBE,$RUNS1" >>"$RESULTS"
+    echo "$ROW16,-,-,-,-,-,$RUNS16" >>"$RESULTS"
     [[ $sys == kvstore ]] && kv_log_notes "$r"
     stop_pids "${SERVER_PIDS[@]}"
     SERVER_PIDS=()
@@ -534,10 +556,11 @@ for r in rows:
     except ValueError:
         r["cpu_ratio_to_r1"] = "-"
 head = ["system", "R", "pipeline", "SETs", "ops/s", "CPU us/SET", "ratio", "user", "sys", "etcd us/SET",
-        "procs", "batch", "p99 ms", "PING p50 us", "PING p99 us", "PING max us", "pings", "overlap", "errs"]
+        "procs", "batch", "p99 ms", "PING p50 us", "PING p99 us", "PING max us", "pings", "overlap", "errs",
+        "CPU runs"]
 keys = ["system", "R", "pipeline", "requests", "ops_per_s", "cpu_us_per_set", "cpu_ratio_to_r1", "user_us_per_set",
         "sys_us_per_set", "etcd_us_per_set", "server_processes", "writes_per_batch", "p99_ms", "ping_p50_us", "ping_p99_us",
-        "ping_max_us", "pings", "probe_overlap", "bench_stderr_lines"]
+        "ping_max_us", "pings", "probe_overlap", "bench_stderr_lines", "cpu_us_per_set_runs"]
 table = [head] + [[r[k] for k in keys] for r in rows]
 width = [max(len(line[i]) for line in table) for i in range(len(head))]
 for line in table:
