@@ -361,6 +361,7 @@ for r, pipe in sorted({(x["R"], x["pipeline"]) for x in repl}):
     for field, label, d in (("cpu_us_per_set", "CPU us/SET (all nodes)", 2),
                             ("cpu_ratio_to_r1", "CPU/SET over own R=1", 2),
                             ("ops_per_s", "ops/s", 0), ("writes_per_batch", "writes per stream batch", 1),
+                            ("cs_per_set", "context switches per SET (all nodes)", 3),
                             ("ping_p99_us", "PING p99 us under load", 0)):
         a, b = kv.get(field), rd.get(field)
         if a is None:

@@ -37,7 +37,10 @@
 # summed, over the run, divided by the SETs; etcd's own CPU per SET is a
 # separate column; "batch" is the mean number of writes per replication
 # stream message (kvstore, from the nodes' /metrics). "ratio" is the CPU per SET over that system's R=1 row
-# with the same pipeline.
+# with the same pipeline. "cs/SET" is the servers' context switches per SET
+# (voluntary + involuntary, every thread summed; the JSON has both): each is
+# a thread put to sleep and woken again, which costs CPU time, on a VM a
+# few microseconds, that no instruction count shows.
 #
 # Stall probe: a third run of the unpipelined load, sized to outlast the
 # probe, during which /usr/bin/python3 (redis-py, python3-redis) sends one
@@ -207,6 +210,18 @@ user_sys() {
   local p
   for p in "$@"; do sed 's/.*) //' "/proc/$p/stat"; done | awk '{u += $12; s += $13} END {print u + 0, s + 0}'
 }
+# ctx_switches PID...: voluntary and involuntary context switches, summed
+# over every thread of the processes (/proc/PID/task/*/status). A thread
+# that exits during a row takes its count with it; the servers' threads
+# live as long as the cluster.
+ctx_switches() {
+  local p
+  for p in "$@"; do cat "/proc/$p/task/"*/status 2>/dev/null; done |
+    awk '$1 == "voluntary_ctxt_switches:" {v += $2} $1 == "nonvoluntary_ctxt_switches:" {n += $2}
+         END {print v + 0, n + 0}'
+}
+# per_op COUNT OPS: COUNT per operation, 3 decimals; "-" without operations.
+per_op() { awk -v c="$1" -v n="$2" 'BEGIN {if (n > 0) printf "%.3f", c / n; else print "-"}'; }
 # us_per_op TICKS OPS: CPU microseconds per operation, "-" without operations.
 us_per_op() { awk -v t="$1" -v n="$2" -v h="$TCK" 'BEGIN {if (n > 0) printf "%.2f", t * 1e6 / h / n; else print "-"}'; }
 # alive NAME: fail, with the end of the logs, when a server process died.
@@ -374,7 +389,7 @@ start_redis() {
 
 # --- measurements -------------------------------------------------------------------
 RESULTS="$WORK/results.csv"
-echo "system,R,pipeline,requests,ops_per_s,p50_ms,p99_ms,cpu_us_per_set,user_us_per_set,sys_us_per_set,etcd_us_per_set,server_processes,bench_stderr_lines,writes_per_batch,ping_p50_us,ping_p99_us,ping_max_us,pings,probe_overlap,cpu_us_per_set_runs" >"$RESULTS"
+echo "system,R,pipeline,requests,ops_per_s,p50_ms,p99_ms,cpu_us_per_set,user_us_per_set,sys_us_per_set,etcd_us_per_set,server_processes,bench_stderr_lines,writes_per_batch,vol_cs_per_set,invol_cs_per_set,ping_p50_us,ping_p99_us,ping_max_us,pings,probe_overlap,cpu_us_per_set_runs" >"$RESULTS"
 NOTES="$WORK/notes.txt"
 : >"$NOTES"
 
@@ -408,13 +423,14 @@ stream_counters() {
 }
 
 # bench SYSTEM R PIPELINE: one measured redis-benchmark run; sets ROW to the
-# CSV fields up to writes_per_batch.
+# CSV fields up to the context switches per SET.
 bench() {
-  local sys=$1 r=$2 pipe=$3 n u0 s0 u1 s1 e0=0 e1=0 line rc=0 err w0=0 b0=0 w1=0 b1=0
+  local sys=$1 r=$2 pipe=$3 n u0 s0 u1 s1 e0=0 e1=0 line rc=0 err w0=0 b0=0 w1=0 b1=0 v0 i0 v1 i1
   err=$WORK/$sys-r$r-P$pipe.err
   n=$(size "$pipe")
   [[ $sys == kvstore ]] && read -r w0 b0 <<<"$(stream_counters)"
   read -r u0 s0 <<<"$(user_sys "${SERVER_PIDS[@]}")"
+  read -r v0 i0 <<<"$(ctx_switches "${SERVER_PIDS[@]}")"
   [[ -n $ETCD_PID && $sys == kvstore ]] && e0=$(user_sys "$ETCD_PID" | awk '{print $1 + $2}')
   # --callgrind: counters from zero for this row, dumped after it.
   [[ -n $CALLGRIND ]] && for p in "${SERVER_PIDS[@]}"; do callgrind_control -z "$p" >/dev/null; done
@@ -427,6 +443,7 @@ bench() {
       "$CALLGRIND/r$r-n"[123].out."$([[ $pipe == 1 ]] && echo 1 || echo 2)"-*
   fi
   read -r u1 s1 <<<"$(user_sys "${SERVER_PIDS[@]}")"
+  read -r v1 i1 <<<"$(ctx_switches "${SERVER_PIDS[@]}")"
   [[ $sys == kvstore ]] && read -r w1 b1 <<<"$(stream_counters)"
   [[ -n $ETCD_PID && $sys == kvstore ]] && e1=$(user_sys "$ETCD_PID" | awk '{print $1 + $2}')
   alive "$sys R=$r P$pipe"
@@ -444,7 +461,7 @@ bench() {
   [[ $sys == kvstore ]] && etcd=$(us_per_op $((e1 - e0)) "$n")
   local batch=-
   ((b1 > b0)) && batch=$(awk -v w=$((w1 - w0)) -v b=$((b1 - b0)) 'BEGIN {printf "%.1f", w / b}')
-  ROW="$sys,$r,$pipe,$n,$line,$(us_per_op $((u1 + s1 - u0 - s0)) "$n"),$(us_per_op $((u1 - u0)) "$n"),$(us_per_op $((s1 - s0)) "$n"),$etcd,${#SERVER_PIDS[@]},$errs,$batch"
+  ROW="$sys,$r,$pipe,$n,$line,$(us_per_op $((u1 + s1 - u0 - s0)) "$n"),$(us_per_op $((u1 - u0)) "$n"),$(us_per_op $((s1 - s0)) "$n"),$etcd,${#SERVER_PIDS[@]},$errs,$batch,$(per_op $((v1 - v0)) "$n"),$(per_op $((i1 - i0)) "$n")"
   echo "    P$pipe: $n SETs, $(cut -d, -f5 <<<"$ROW") SET/s, $(cut -d, -f8 <<<"$ROW") us CPU per SET, $batch writes per stream batch"
 }
 
@@ -555,11 +572,15 @@ for r in rows:
         r["cpu_ratio_to_r1"] = f"{float(r['cpu_us_per_set']) / float(b):.2f}"
     except ValueError:
         r["cpu_ratio_to_r1"] = "-"
+    try:
+        r["cs_per_set"] = f"{float(r['vol_cs_per_set']) + float(r['invol_cs_per_set']):.3f}"
+    except ValueError:
+        r["cs_per_set"] = "-"
 head = ["system", "R", "pipeline", "SETs", "ops/s", "CPU us/SET", "ratio", "user", "sys", "etcd us/SET",
-        "procs", "batch", "p99 ms", "PING p50 us", "PING p99 us", "PING max us", "pings", "overlap", "errs",
+        "procs", "batch", "cs/SET", "p99 ms", "PING p50 us", "PING p99 us", "PING max us", "pings", "overlap", "errs",
         "CPU runs"]
 keys = ["system", "R", "pipeline", "requests", "ops_per_s", "cpu_us_per_set", "cpu_ratio_to_r1", "user_us_per_set",
-        "sys_us_per_set", "etcd_us_per_set", "server_processes", "writes_per_batch", "p99_ms", "ping_p50_us", "ping_p99_us",
+        "sys_us_per_set", "etcd_us_per_set", "server_processes", "writes_per_batch", "cs_per_set", "p99_ms", "ping_p50_us", "ping_p99_us",
         "ping_max_us", "pings", "probe_overlap", "bench_stderr_lines", "cpu_us_per_set_runs"]
 table = [head] + [[r[k] for k in keys] for r in rows]
 width = [max(len(line[i]) for line in table) for i in range(len(head))]
