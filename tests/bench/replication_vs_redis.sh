@@ -53,9 +53,10 @@
 #
 # Row size: one system's rate falls ~10x from R=1 to R=2 (kvstore), so by
 # default each row's SET count is sized to last about --seconds (15; 3 with
-# --quick) from a short unmeasured run of the same load just before it (which
-# also warms the connections up), between 20,000 and 3,000,000 SETs (the
-# count is in the table). --requests N fixes it instead: N SETs unpipelined,
+# --quick) from an unmeasured run of the same load just before it (30,000
+# SETs, 100,000 pipelined; it also warms the connections up; rows come out
+# at 0.5-0.9 of --seconds, since that run still undercounts the rate a
+# little), between 20,000 and 3,000,000 SETs (the count is in the table). --requests N fixes it instead: N SETs unpipelined,
 # 3 N with -P 16, no sizing run. --quick is a smoke run (~3 minutes, probe
 # 3 s instead of 10 s). --only runs one system. --logs DIR keeps the servers' and
 # redis-benchmark's logs (otherwise removed with the temporary directory).
@@ -394,10 +395,14 @@ NOTES="$WORK/notes.txt"
 : >"$NOTES"
 
 # size PIPELINE: SETs for a row of about ROW_S seconds, from an unmeasured
-# run of the same load (or --requests).
+# run of the same load (or --requests). That run is long enough (a few
+# tenths of a second at kvstore's R=1 rates) for its rate to be close to
+# the load's: with 3,000 and 8,000 SETs, redis-benchmark's start
+# (connections to every node, the slot map) was most of it, its rate came
+# out 5-10x too low, and rows meant to last 10 s lasted 1.5-3 s.
 size() {
-  local pipe=$1 cal=3000 rps
-  [[ $pipe == 1 ]] || cal=8000
+  local pipe=$1 cal=30000 rps
+  [[ $pipe == 1 ]] || cal=100000
   if [[ -n $REQUESTS ]]; then
     if [[ $pipe == 1 ]]; then echo "$REQUESTS"; else echo $((3 * REQUESTS)); fi
     return 0
