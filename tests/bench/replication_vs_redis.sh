@@ -56,8 +56,9 @@
 # --quick) from an unmeasured run of the same load just before it (30,000
 # SETs, 100,000 pipelined; it also warms the connections up; rows come out
 # at 0.5-0.9 of --seconds, since that run still undercounts the rate a
-# little), between 20,000 and 3,000,000 SETs (the count is in the table). --requests N fixes it instead: N SETs unpipelined,
-# 3 N with -P 16, no sizing run. --quick is a smoke run (~3 minutes, probe
+# little), between 20,000 and 3,000,000 SETs (the count is in the table).
+# --requests N fixes it instead: N SETs unpipelined, 3 N with -P 16, no
+# sizing run. --quick is a smoke run (~3 minutes, probe
 # 3 s instead of 10 s). --only runs one system. --logs DIR keeps the servers' and
 # redis-benchmark's logs (otherwise removed with the temporary directory).
 # --kvserver/--kvctl run given binaries instead of building this checkout's.
